@@ -1,0 +1,159 @@
+"""The checker: read a draft, describe it, resolve each engine version, run the rules.
+
+This is the library entry point behind `draftfit check`::
+
+    from draftfit.check import check_path
+    report = check_path("./my-draft", target="./target", engines=["vllm==0.34.0"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from draftfit.checkpoint import Checkpoint, load_checkpoint
+from draftfit.engines import build_view
+from draftfit.engines.profile import Profile, parse_engine_spec
+from draftfit.errors import UsageError
+from draftfit.report import EngineResult, Finding, Report, verdict_for
+from draftfit.rules import all_rules
+from draftfit.rules.base import Context, Rule, Violation
+from draftfit.spec import EAGLE, EAGLE3, describe
+from draftfit.target import Target, load_target
+
+METHOD_CHOICES = (EAGLE3, EAGLE, "auto")
+
+
+def resolve_engines(specs: Iterable[str] | None) -> list[Profile]:
+    """`["vllm==0.10.2", "vllm"]` -> profiles, de-duplicated, in the order given."""
+    profiles: list[Profile] = []
+    seen = set()
+    for text in specs or ["vllm"]:
+        for profile in parse_engine_spec(text):
+            if profile.label not in seen:
+                seen.add(profile.label)
+                profiles.append(profile)
+    return profiles
+
+
+def check_path(
+    draft: str | Path,
+    target: str | Path | None = None,
+    engines: Iterable[str] | None = None,
+    method: str | None = None,
+) -> Report:
+    """Check the draft directory `draft` (next to `target`, if given) for each engine."""
+    profiles = resolve_engines(engines)
+    checkpoint = load_checkpoint(draft)
+    target_obj = load_target(target) if target is not None else None
+    return check_checkpoint(checkpoint, target_obj, profiles, method)
+
+
+def check_checkpoint(
+    checkpoint: Checkpoint,
+    target: Target | None,
+    profiles: list[Profile],
+    method: str | None = None,
+) -> Report:
+    """Run every rule; checkpoint-scope rules once, engine rules once per profile."""
+    if method is not None and method not in METHOD_CHOICES:
+        raise UsageError(f"unknown method {method!r}; choose from {', '.join(METHOD_CHOICES)}")
+    spec = describe(checkpoint)
+    effective_method = spec.method if method is None else method
+    labels = [p.label for p in profiles]
+    rules = all_rules()
+    collected: dict[tuple, Finding] = {}
+    skipped: list[dict[str, str]] = []
+
+    base = Context(checkpoint, spec, target, method=effective_method)
+    for item in rules:
+        if item.scope != "checkpoint":
+            continue
+        if item.needs_target and target is None:
+            skipped.append(_skip(item))
+            continue
+        _collect(collected, item, item.run(base), labels)
+
+    results: list[EngineResult] = []
+    for profile in profiles:
+        view = build_view(checkpoint, spec, target, profile, effective_method, method is not None)
+        ctx = Context(checkpoint, spec, target, view, method=effective_method)
+        for item in rules:
+            if item.scope != "engine":
+                continue
+            if item.needs_target and target is None:
+                if profile is profiles[0]:
+                    skipped.append(_skip(item))
+                continue
+            _collect(collected, item, item.run(ctx), [profile.label])
+        result = EngineResult(
+            profile.engine, profile.version, profile.title, draft_class=view.draft_class
+        )
+        if view.aux is not None:
+            result.aux_layers = {
+                "used": list(view.aux.used) if view.aux.used is not None else None,
+                "read_from": view.aux.read_from,
+                "keys_read": list(view.aux.keys_read),
+                "counting": "capture-before",
+                "expected_count": view.aux.expected_count,
+            }
+        results.append(result)
+
+    findings = sorted(collected.values(), key=lambda f: (-int(f.severity), f.code, str(f.location)))
+    for result in results:
+        result.verdict, result.counts = verdict_for(findings, result.label)
+    return Report(
+        draft=checkpoint.source,
+        target=target.source if target else None,
+        dialect={
+            "name": spec.dialect.name,
+            "variant": spec.dialect.variant,
+            "title": spec.dialect.title,
+            "evidence": list(spec.dialect.evidence),
+            "version_hint": spec.dialect.version_hint,
+        },
+        method=effective_method,
+        method_evidence=spec.method_evidence if method is None else [f"--method {method}"],
+        findings=findings,
+        engines=results,
+        skipped_rules=skipped,
+        target_facts=_target_facts(target),
+    )
+
+
+def _collect(
+    collected: dict[tuple, Finding], item: Rule, violations: Iterable[Violation], labels: list[str]
+) -> None:
+    for v in violations:
+        finding = Finding(
+            item.code,
+            item.name,
+            item.severity,
+            v.message,
+            v.location,
+            v.fix,
+            v.sources,
+            [],
+            item.family,
+        )
+        existing = collected.setdefault(finding.key(), finding)
+        for label in labels:
+            if label not in existing.engines:
+                existing.engines.append(label)
+
+
+def _skip(item: Rule) -> dict[str, str]:
+    return {"code": item.code, "name": item.name, "reason": "needs --target"}
+
+
+def _target_facts(target: Target | None) -> dict | None:
+    if target is None:
+        return None
+    return {
+        "architecture": target.architecture,
+        "model_type": target.model_type,
+        "hidden_size": target.hidden_size,
+        "num_layers": target.num_layers,
+        "vocab_size": target.vocab_size,
+        "text_config": target.text_pointer or None,
+    }

@@ -1,0 +1,71 @@
+"""Tensor element types as safetensors names them, with their widths in bits.
+
+The list follows the safetensors format (`Dtype` in the reference implementation), so an
+unknown string in a header is recognisably foreign and becomes a finding instead of a crash.
+"""
+
+from __future__ import annotations
+
+DTYPE_BITS: dict[str, int] = {
+    "BOOL": 8,
+    "U8": 8,
+    "I8": 8,
+    "F8_E5M2": 8,
+    "F8_E4M3": 8,
+    "F8_E8M0": 8,
+    "F4": 4,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
+    "I16": 16,
+    "U16": 16,
+    "F16": 16,
+    "BF16": 16,
+    "I32": 32,
+    "U32": 32,
+    "F32": 32,
+    "I64": 64,
+    "U64": 64,
+    "F64": 64,
+    "C64": 64,
+}
+
+FLOAT_DTYPES = frozenset(
+    {"F8_E5M2", "F8_E4M3", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "F16", "BF16", "F32", "F64"}
+)
+INTEGER_DTYPES = frozenset({"U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64"})
+
+# numpy can represent these directly; BF16 is read as raw uint16 and widened by hand.
+NUMPY_NAMES: dict[str, str] = {
+    "BOOL": "bool",
+    "U8": "uint8",
+    "I8": "int8",
+    "I16": "int16",
+    "U16": "uint16",
+    "F16": "float16",
+    "I32": "int32",
+    "U32": "uint32",
+    "F32": "float32",
+    "I64": "int64",
+    "U64": "uint64",
+    "F64": "float64",
+}
+
+
+def byte_size(dtype: str, shape: tuple[int, ...]) -> int | None:
+    """Bytes a tensor of this dtype and shape occupies, or None for an unknown dtype."""
+    bits = DTYPE_BITS.get(dtype)
+    if bits is None:
+        return None
+    numel = 1
+    for dim in shape:
+        numel *= dim
+    total_bits = numel * bits
+    return (total_bits + 7) // 8
+
+
+def numel(shape: tuple[int, ...]) -> int:
+    """Number of elements in a tensor of this shape."""
+    count = 1
+    for dim in shape:
+        count *= dim
+    return count

@@ -1,0 +1,218 @@
+"""Read a checkpoint directory: `config.json`, weight headers and shard indexes.
+
+Which weight files count follows what the engines load: every `*.safetensors` when any
+exist (filtered by `model.safetensors.index.json` when present), otherwise PyTorch `*.bin`
+files (read without executing pickle code). Problems are recorded as :class:`Damage`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from draftfit.checkpoint.model import Checkpoint, Damage, TensorInfo
+from draftfit.checkpoint.safetensors import read_safetensors_header
+from draftfit.errors import CheckpointNotFoundError
+
+CONFIG_NAME = "config.json"
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+BIN_INDEX = "pytorch_model.bin.index.json"
+# Files with a weight-like extension that engines skip (training state, optimizers).
+NON_WEIGHT_BIN = ("training_args.bin", "optimizer.bin", "scheduler.bin", "rng_state.bin")
+
+
+def load_checkpoint(path: str | Path, source: str | None = None) -> Checkpoint:
+    """Read the checkpoint directory at `path` without loading tensor data.
+
+    Raises :class:`CheckpointNotFoundError` when `path` is not a directory (or a
+    `config.json` inside one); everything wrong *inside* the directory becomes damage.
+    """
+    root = Path(path)
+    if root.is_file() and root.name == CONFIG_NAME:
+        root = root.parent
+    if not root.exists():
+        raise CheckpointNotFoundError(f"no such directory: {path}")
+    if not root.is_dir():
+        raise CheckpointNotFoundError(f"not a checkpoint directory: {path}")
+    try:
+        files = sorted(p.name for p in root.iterdir() if p.is_file())
+    except OSError as exc:
+        raise CheckpointNotFoundError(f"cannot list {path}: {exc.strerror or exc}") from exc
+
+    checkpoint = Checkpoint(root=root, source=source or str(path), files=files)
+    checkpoint.config = _read_config(root, files, checkpoint.damage)
+    _read_weights(checkpoint)
+    return checkpoint
+
+
+def read_json_object(path: Path, rel: str, damage: list[Damage], kind: str) -> dict | None:
+    """Parse a JSON file that must hold an object; record `kind` damage otherwise."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        damage.append(Damage("unreadable-file", rel, f"cannot read: {exc.strerror or exc}"))
+        return None
+    except UnicodeDecodeError as exc:
+        damage.append(Damage(kind, rel, f"not UTF-8 text: {exc}"))
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        damage.append(Damage(kind, rel, f"not valid JSON: {exc}"))
+        return None
+    if not isinstance(value, dict):
+        damage.append(Damage(kind, rel, f"holds a JSON {type(value).__name__}, expected an object"))
+        return None
+    return value
+
+
+def _read_config(root: Path, files: list[str], damage: list[Damage]) -> dict[str, Any] | None:
+    if CONFIG_NAME not in files:
+        damage.append(Damage("missing-config", CONFIG_NAME, "the directory has no config.json"))
+        return None
+    return read_json_object(root / CONFIG_NAME, CONFIG_NAME, damage, "invalid-config")
+
+
+def _read_weights(checkpoint: Checkpoint) -> None:
+    files = checkpoint.files
+    safetensors = [f for f in files if f.endswith(".safetensors")]
+    bins = [f for f in files if f.endswith(".bin") and f not in NON_WEIGHT_BIN]
+    if safetensors:
+        if bins:
+            checkpoint.ignored_weight_files = bins
+            checkpoint.damage.append(
+                Damage(
+                    "mixed-weight-formats",
+                    bins[0],
+                    f"both .safetensors ({', '.join(safetensors)}) and .bin "
+                    f"({', '.join(bins)}) weights are present; engines load the "
+                    ".safetensors files and ignore the .bin ones",
+                )
+            )
+        checkpoint.weight_format = "safetensors"
+        _read_format(checkpoint, safetensors, SAFETENSORS_INDEX, _read_one_safetensors)
+    elif bins:
+        checkpoint.weight_format = "bin"
+        _read_format(checkpoint, bins, BIN_INDEX, _read_one_bin)
+    else:
+        checkpoint.damage.append(
+            Damage(
+                "no-weights",
+                ".",
+                "no weight files (*.safetensors or pytorch_model*.bin) in the directory",
+            )
+        )
+
+
+def _read_one_safetensors(root: Path, rel: str) -> tuple[dict[str, TensorInfo], list[Damage]]:
+    result = read_safetensors_header(root / rel, rel)
+    return result.tensors, result.damage
+
+
+def _read_one_bin(root: Path, rel: str) -> tuple[dict[str, TensorInfo], list[Damage]]:
+    from draftfit.checkpoint.torchbin import read_torch_bin
+
+    return read_torch_bin(root / rel, rel)
+
+
+def _read_format(checkpoint: Checkpoint, candidates: list[str], index_name: str, reader) -> None:
+    root = checkpoint.root
+    damage = checkpoint.damage
+    weight_map: dict[str, str] | None = None
+    shard_files = candidates
+    if index_name in checkpoint.files:
+        weight_map = _read_index(root, index_name, damage)
+        if weight_map is not None:
+            listed = sorted(set(weight_map.values()))
+            for shard in listed:
+                if shard not in checkpoint.files:
+                    missing = [n for n, s in weight_map.items() if s == shard]
+                    damage.append(
+                        Damage(
+                            "index-missing-shard",
+                            index_name,
+                            f"the index maps {len(missing)} tensor(s) (first `{missing[0]}`) "
+                            f"to `{shard}`, which does not exist",
+                            missing[0],
+                            "/weight_map/" + _escape(missing[0]),
+                        )
+                    )
+            shard_files = [s for s in listed if s in checkpoint.files]
+    checkpoint.weight_files = shard_files
+
+    owner: dict[str, str] = {}
+    for rel in shard_files:
+        tensors, shard_damage = reader(root, rel)
+        damage.extend(shard_damage)
+        for name, info in tensors.items():
+            if name in owner:
+                damage.append(
+                    Damage(
+                        "duplicate-tensor",
+                        rel,
+                        f"`{name}` is stored in both `{owner[name]}` and `{rel}`",
+                        name,
+                    )
+                )
+                continue
+            owner[name] = rel
+            checkpoint.tensors[name] = info
+
+    if weight_map is not None:
+        for name, shard in weight_map.items():
+            if shard in shard_files and owner.get(name) != shard and name not in owner:
+                damage.append(
+                    Damage(
+                        "index-tensor-not-in-shard",
+                        index_name,
+                        f"the index maps `{name}` to `{shard}`, which does not contain it",
+                        name,
+                        "/weight_map/" + _escape(name),
+                    )
+                )
+        for name, shard in owner.items():
+            if name not in weight_map:
+                damage.append(
+                    Damage(
+                        "tensor-not-in-index",
+                        shard,
+                        f"`{name}` is stored in `{shard}` but not listed in `{index_name}`",
+                        name,
+                    )
+                )
+            elif weight_map[name] != shard:
+                damage.append(
+                    Damage(
+                        "index-tensor-not-in-shard",
+                        index_name,
+                        f"the index maps `{name}` to `{weight_map[name]}`, but it is stored "
+                        f"in `{shard}`",
+                        name,
+                        "/weight_map/" + _escape(name),
+                    )
+                )
+
+
+def _read_index(root: Path, index_name: str, damage: list[Damage]) -> dict[str, str] | None:
+    index = read_json_object(root / index_name, index_name, damage, "invalid-index")
+    if index is None:
+        return None
+    weight_map = index.get("weight_map")
+    if not isinstance(weight_map, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
+    ):
+        damage.append(
+            Damage(
+                "invalid-index",
+                index_name,
+                "`weight_map` must be an object mapping tensor names to shard file names",
+                pointer="/weight_map",
+            )
+        )
+        return None
+    return weight_map
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")

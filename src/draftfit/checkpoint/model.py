@@ -1,0 +1,94 @@
+"""What the reader knows about a checkpoint on disk, without any tensor data loaded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One tensor as a weight file declares it.
+
+    Attributes:
+        name: the name stored in the file (no renaming applied).
+        dtype: the safetensors dtype name (`BF16`, `I64`, ...).
+        shape: the declared shape.
+        file: the file holding it, relative to the checkpoint root.
+        byte_range: absolute `[start, end)` offsets of its bytes inside `file`, when the
+            bytes are stored contiguously there (always for safetensors; for `.bin` when
+            the archive stores the storage uncompressed and the tensor is contiguous).
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    file: str
+    byte_range: tuple[int, int] | None = None
+
+    @property
+    def numel(self) -> int:
+        count = 1
+        for dim in self.shape:
+            count *= dim
+        return count
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A structural problem found while reading; the checker turns it into a finding.
+
+    Attributes:
+        kind: the rule name it maps to (e.g. `header-not-json-object`).
+        file: the file concerned, relative to the checkpoint root.
+        message: what was observed and what was expected.
+        tensor: the tensor concerned, when there is one.
+        pointer: a JSON pointer inside `file`, when there is one.
+    """
+
+    kind: str
+    file: str
+    message: str
+    tensor: str | None = None
+    pointer: str | None = None
+
+
+@dataclass
+class Checkpoint:
+    """A checkpoint directory as read from disk (or from a Hub repository's headers).
+
+    Attributes:
+        root: the local directory holding (copies of) its files.
+        source: how the user named it (a path, or `hf://owner/name@rev`).
+        config: the parsed `config.json`, or None when missing or unreadable.
+        tensors: every tensor of the weight files an engine would load, by name.
+        weight_format: `safetensors`, `bin`, or None when there are no weights.
+        weight_files: the files `tensors` came from, relative to `root`.
+        ignored_weight_files: weight files present that an engine would not load
+            (e.g. `.bin` next to `.safetensors`).
+        damage: structural problems, in the order found.
+        files: every file name in the directory (relative), for copying and reports.
+    """
+
+    root: Path
+    source: str
+    config: dict[str, Any] | None = None
+    tensors: dict[str, TensorInfo] = field(default_factory=dict)
+    weight_format: str | None = None
+    weight_files: list[str] = field(default_factory=list)
+    ignored_weight_files: list[str] = field(default_factory=list)
+    damage: list[Damage] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """The directory name (what vLLM's method auto-detection looks at)."""
+        return self.root.name if self.source == str(self.root) else self.source.rstrip("/")
+
+    def parameter_count_by_dtype(self) -> dict[str, int]:
+        """Number of elements per dtype over every tensor."""
+        counts: dict[str, int] = {}
+        for tensor in self.tensors.values():
+            counts[tensor.dtype] = counts.get(tensor.dtype, 0) + tensor.numel
+        return counts

@@ -1,0 +1,256 @@
+"""The `draftfit` command line: a thin shell that parses, calls the library and renders.
+
+Exit codes: 0 nothing at or above `--fail-on`, 1 something is, 2 usage error or unreadable
+input (one line on stderr). Results go to stdout, everything else to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from draftfit import __version__
+from draftfit.errors import DraftfitError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class _UsageExit(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageExit(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
+def _add_format(parser: argparse.ArgumentParser, choices: Sequence[str] = ("text", "json")) -> None:
+    parser.add_argument("--format", choices=choices, default="text", help="output format")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="draftfit",
+        description="Will this speculative-decoding draft load and draft correctly in a serving "
+        "engine? Checks EAGLE-3 / EAGLE-1 checkpoints without loading their weights.",
+    )
+    parser.add_argument("--version", action="version", version=f"draftfit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    check = sub.add_parser(
+        "check",
+        help="check a draft against engine versions (and a target)",
+        description="Check a draft checkpoint against engine versions.",
+    )
+    check.add_argument("draft", help="draft checkpoint directory")
+    check.add_argument("--target", help="target (verifier) directory holding its config.json")
+    check.add_argument(
+        "--engine",
+        action="append",
+        metavar="ENGINE[==VERSION]",
+        help="engine and version, e.g. vllm or vllm==0.10.2 (repeatable; default: newest vLLM)",
+    )
+    check.add_argument(
+        "--method",
+        choices=("eagle3", "eagle", "auto"),
+        help="speculative method the engine is told (default: read from the checkpoint); "
+        "'auto' emulates an engine given no method (vLLM then guesses from the path)",
+    )
+    check.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "info"),
+        default="error",
+        help="lowest severity that makes the exit status 1 (default: error)",
+    )
+    _add_format(check)
+
+    inspect_p = sub.add_parser(
+        "inspect",
+        help="show what a draft checkpoint holds",
+        description="Dialect, dims, tensors by role, parameter counts.",
+    )
+    inspect_p.add_argument("draft", help="draft checkpoint directory")
+    _add_format(inspect_p)
+
+    rules_p = sub.add_parser("rules", help="list every rule")
+    _add_format(rules_p)
+
+    rule_p = sub.add_parser("rule", help="explain one rule")
+    rule_p.add_argument("code", help="rule code (DF301) or name (aux-layers-differ-from-trained)")
+    _add_format(rule_p)
+
+    engines_p = sub.add_parser("engines", help="list the engine versions draftfit has data for")
+    engines_p.add_argument("engine", nargs="?", default="vllm")
+    _add_format(engines_p)
+
+    demo = sub.add_parser(
+        "demo",
+        help="run the built-in example (a Kimi-K2 EAGLE-3 draft)",
+        description="Build a full-size sparse Kimi-K2 EAGLE-3 draft trained "
+        "with speculators, plus the Kimi-K2 target config, in a temporary "
+        "folder, and check it against vLLM.",
+    )
+    _add_format(demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stdout)
+            return EXIT_OK
+        return _dispatch(args)
+    except _UsageExit as exc:
+        print(exc.message, file=sys.stderr)
+        return EXIT_USAGE
+    except DraftfitError as exc:
+        print(f"draftfit: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("draftfit: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # pragma: no cover - e.g. `draftfit rules | head`
+        return EXIT_OK
+    except Exception as exc:
+        if os.environ.get("DRAFTFIT_DEBUG"):
+            raise
+        print(
+            f"draftfit: internal error: {type(exc).__name__}: {exc} "
+            "(a bug in draftfit; set DRAFTFIT_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "check":
+        return _cmd_check(args)
+    if args.command == "inspect":
+        return _cmd_inspect(args)
+    if args.command == "rules":
+        return _cmd_rules(args)
+    if args.command == "rule":
+        return _cmd_rule(args)
+    if args.command == "engines":
+        return _cmd_engines(args)
+    if args.command == "demo":
+        return _cmd_demo(args)
+    raise _UsageExit(f"draftfit: unknown command {args.command}")  # pragma: no cover
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from draftfit.check import check_path
+    from draftfit.rules.base import Severity
+
+    report = check_path(args.draft, target=args.target, engines=args.engine, method=args.method)
+    fail_on = Severity.parse(args.fail_on)
+    _emit_report(report, args.format, fail_on)
+    return report.exit_code(fail_on)
+
+
+def _emit_report(report, fmt: str, fail_on) -> None:
+    if fmt == "json":
+        from draftfit.render.json import render_json
+
+        sys.stdout.write(render_json(report.to_dict(fail_on)))
+    else:
+        from draftfit.render.text import render_check
+
+        sys.stdout.write(render_check(report, _color()))
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from draftfit.inspect import inspect_path, render_inspect
+
+    info = inspect_path(args.draft)
+    if args.format == "json":
+        from draftfit.render.json import render_json
+
+        sys.stdout.write(render_json(info))
+    else:
+        sys.stdout.write(render_inspect(info, _color()))
+    return EXIT_OK
+
+
+def _cmd_rules(args: argparse.Namespace) -> int:
+    from draftfit.explain import render_rule_list, rule_list
+
+    if args.format == "json":
+        from draftfit.render.json import render_json
+
+        sys.stdout.write(render_json({"rules": rule_list()}))
+    else:
+        sys.stdout.write(render_rule_list(_color()))
+    return EXIT_OK
+
+
+def _cmd_rule(args: argparse.Namespace) -> int:
+    from draftfit.explain import render_rule, rule_dict
+    from draftfit.rules import get_rule
+
+    item = get_rule(args.code)
+    if item is None:
+        raise _UsageExit(f"draftfit: no rule {args.code!r} (see `draftfit rules`)")
+    if args.format == "json":
+        from draftfit.render.json import render_json
+
+        sys.stdout.write(render_json(rule_dict(item)))
+    else:
+        sys.stdout.write(render_rule(item))
+    return EXIT_OK
+
+
+def _cmd_engines(args: argparse.Namespace) -> int:
+    from draftfit.engines.profile import load_engine
+    from draftfit.errors import UsageError
+
+    try:
+        data = load_engine(args.engine)
+    except UsageError as exc:
+        raise _UsageExit(f"draftfit: {exc}") from exc
+    if args.format == "json":
+        from draftfit.render.json import render_json
+
+        sys.stdout.write(
+            render_json(
+                {
+                    "engine": data.engine,
+                    "title": data.title,
+                    "latest": data.latest,
+                    "versions": list(data.versions),
+                    "facts": {k: f.doc for k, f in sorted(data.facts.items())},
+                }
+            )
+        )
+    else:
+        lines = [
+            f"{data.title}: data for {len(data.versions)} releases (newest {data.latest})",
+            "  " + ", ".join(data.versions),
+            "Any other version is refused rather than guessed.",
+            f"Facts ({len(data.facts)}): " + ", ".join(sorted(data.facts)),
+        ]
+        sys.stdout.write("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from draftfit.demo import run_demo
+
+    return run_demo(args.format, _color())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,238 @@
+"""Engine knowledge as versioned data: load `data/<engine>.toml` and resolve it at a version.
+
+Each data file lists the engine versions whose source was read (`versions`) and a set of
+*facts*. A fact is either
+
+* ranged — `values = [{since, until, value, source}, ...]`: one value applies at a
+  version (the entry whose `[since, until)` range contains it); or
+* a set — `items = [{value, since, until, source}, ...]`: every item whose range
+  contains the version applies (registries, allow-lists).
+
+Every entry names its source (`path:line@tag`). Resolving a fact at a version where no
+entry applies gives an *unknown* fact, which rules report as unknown rather than guess.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from itertools import pairwise
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from draftfit.errors import SpecDataError, UnknownEngineVersionError, UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+ENGINES = ("vllm",)
+
+
+@dataclass(frozen=True)
+class Entry:
+    value: Any
+    since: Version | None
+    until: Version | None
+    source: str
+    note: str | None = None
+
+    def applies(self, version: Version) -> bool:
+        return (self.since is None or version >= self.since) and (
+            self.until is None or version < self.until
+        )
+
+
+@dataclass(frozen=True)
+class FactData:
+    key: str
+    doc: str
+    kind: str  # "ranged" or "set"
+    entries: tuple[Entry, ...]
+
+
+@dataclass(frozen=True)
+class EngineData:
+    """One engine's data file, validated."""
+
+    engine: str
+    title: str
+    repository: str
+    versions: tuple[str, ...]
+    latest: str
+    facts: dict[str, FactData]
+    notes: tuple[str, ...]
+
+    def resolve(self, version: str) -> Profile:
+        if version not in self.versions:
+            raise UnknownEngineVersionError(
+                f"no data for {self.engine}=={version}; known versions: "
+                f"{_compact_versions(self.versions)}"
+            )
+        return Profile(self, version, Version(version))
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A fact at one version: its value, the sources behind it, and whether it is known."""
+
+    value: Any
+    sources: tuple[str, ...]
+    known: bool = True
+    notes: tuple[str, ...] = ()
+
+
+class Profile:
+    """The engine's expectations at one version."""
+
+    def __init__(self, data: EngineData, version: str, parsed: Version) -> None:
+        self.data = data
+        self.engine = data.engine
+        self.version = version
+        self.parsed = parsed
+        self._cache: dict[str, Resolved] = {}
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine}=={self.version}"
+
+    @property
+    def title(self) -> str:
+        return f"{self.data.title} {self.version}"
+
+    def fact(self, key: str) -> Resolved:
+        if key in self._cache:
+            return self._cache[key]
+        fact = self.data.facts.get(key)
+        if fact is None:
+            raise SpecDataError(f"{self.engine} data has no fact {key!r}")
+        active = [e for e in fact.entries if e.applies(self.parsed)]
+        notes = tuple(e.note for e in active if e.note)
+        if fact.kind == "set":
+            result = Resolved(
+                [e.value for e in active], tuple(e.source for e in active), True, notes
+            )
+        elif active:
+            result = Resolved(active[0].value, (active[0].source,), True, notes)
+        else:
+            result = Resolved(None, (), False)
+        self._cache[key] = result
+        return result
+
+    def value(self, key: str) -> Any:
+        return self.fact(key).value
+
+    def sources(self, *keys: str) -> tuple[str, ...]:
+        out: list[str] = []
+        for key in keys:
+            for source in self.fact(key).sources:
+                if source not in out:
+                    out.append(source)
+        return tuple(out)
+
+    def item_sources(self, key: str, value: Any) -> tuple[str, ...]:
+        """Sources of the set items equal to `value` that apply at this version."""
+        fact = self.data.facts[key]
+        return tuple(e.source for e in fact.entries if e.value == value and e.applies(self.parsed))
+
+
+def _compact_versions(versions: tuple[str, ...]) -> str:
+    return (
+        f"{versions[0]} … {versions[-1]} ({len(versions)} releases; `draftfit engines` lists them)"
+    )
+
+
+@cache
+def load_engine(engine: str) -> EngineData:
+    """Load and validate the shipped data for `engine`."""
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    text = resources.files("draftfit.engines").joinpath("data", f"{engine}.toml").read_text("utf-8")
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecDataError(f"{engine}.toml: {exc}") from exc
+    return parse_engine_data(engine, raw)
+
+
+def parse_engine_data(engine: str, raw: dict[str, Any]) -> EngineData:
+    """Validate the structure strictly: every entry needs a source and a valid range."""
+    try:
+        versions = tuple(raw["versions"])
+        latest = raw["latest"]
+        facts_raw = raw["fact"]
+    except KeyError as exc:
+        raise SpecDataError(f"{engine}.toml: missing top-level key {exc}") from exc
+    for v in versions:
+        _version(engine, v, "versions")
+    if latest not in versions:
+        raise SpecDataError(f"{engine}.toml: latest {latest} not in versions")
+    facts: dict[str, FactData] = {}
+    for key, body in facts_raw.items():
+        if not isinstance(body, dict) or "doc" not in body:
+            raise SpecDataError(f"{engine}.toml: fact {key} needs a doc")
+        if ("values" in body) == ("items" in body):
+            raise SpecDataError(f"{engine}.toml: fact {key} needs exactly one of values/items")
+        kind = "ranged" if "values" in body else "set"
+        entries = []
+        for entry in body["values" if kind == "ranged" else "items"]:
+            unknown = set(entry) - {"value", "since", "until", "source", "note"}
+            if unknown:
+                raise SpecDataError(f"{engine}.toml: fact {key}: unknown keys {sorted(unknown)}")
+            if "source" not in entry or not entry["source"]:
+                raise SpecDataError(f"{engine}.toml: fact {key}: an entry has no source")
+            if "value" not in entry:
+                raise SpecDataError(f"{engine}.toml: fact {key}: an entry has no value")
+            since = _version(engine, entry["since"], key) if "since" in entry else None
+            until = _version(engine, entry["until"], key) if "until" in entry else None
+            if since and until and since >= until:
+                raise SpecDataError(f"{engine}.toml: fact {key}: empty range {since}..{until}")
+            entries.append(Entry(entry["value"], since, until, entry["source"], entry.get("note")))
+        if kind == "ranged":
+            _check_disjoint(engine, key, entries)
+        facts[key] = FactData(key, body["doc"], kind, tuple(entries))
+    return EngineData(
+        engine,
+        raw.get("title", engine),
+        raw.get("repository", ""),
+        versions,
+        latest,
+        facts,
+        tuple(raw.get("notes", ())),
+    )
+
+
+def _check_disjoint(engine: str, key: str, entries: list[Entry]) -> None:
+    ordered = sorted(entries, key=lambda e: e.since or Version("0"))
+    for before, after in pairwise(ordered):
+        if before.until is None or (after.since is not None and after.since < before.until):
+            raise SpecDataError(f"{engine}.toml: fact {key}: overlapping ranges")
+
+
+def _version(engine: str, text: str, where: str) -> Version:
+    try:
+        return Version(text)
+    except (InvalidVersion, TypeError) as exc:
+        raise SpecDataError(f"{engine}.toml: {where}: bad version {text!r}") from exc
+
+
+def parse_engine_spec(text: str) -> list[Profile]:
+    """Parse `vllm`, `vllm==0.10.2` or `all` into profiles."""
+    text = text.strip()
+    if text == "all":
+        return [load_engine(e).resolve(load_engine(e).latest) for e in ENGINES]
+    name, sep, version = text.partition("==")
+    name = name.strip().lower()
+    if name not in ENGINES:
+        raise UsageError(
+            f"unknown engine {name!r} in --engine {text!r}; known: {', '.join(ENGINES)}"
+        )
+    data = load_engine(name)
+    if not sep:
+        return [data.resolve(data.latest)]
+    version = version.strip().lstrip("v")
+    return [data.resolve(version)]

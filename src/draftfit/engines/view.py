@@ -1,0 +1,118 @@
+"""What an engine will build from a draft: the engine-neutral "view" that rules compare.
+
+An engine module (e.g. :mod:`draftfit.engines.vllm`) turns a :class:`DraftSpec` plus a
+versioned :class:`Profile` into an :class:`EngineView`: the refusals it raises while
+parsing the config, the draft class it resolves, the parameters it builds (with shapes as
+formulas of config fields), what it does with each stored tensor, which aux layers it
+captures, and whether it borrows the embedding / lm_head from the target. Generic rules
+then compare the view with the checkpoint, so they serve every engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from draftfit.location import Location
+
+# What happens to a parameter no stored tensor reaches.
+UNINITIALISED = "uninitialised"  # torch.empty garbage, silently
+ONES = "ones"  # RMSNorm weight stays 1.0, silently
+SHARED = "shared"  # taken from the target
+FAILS = "fails"  # the engine raises
+
+
+@dataclass(frozen=True)
+class Event:
+    """An engine behaviour worth a finding, tagged with the rule that reports it."""
+
+    rule: str
+    message: str
+    location: Location
+    sources: tuple[str, ...] = ()
+    fix: str | None = None
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A parameter the engine builds and the stored tensor that should fill it.
+
+    Attributes:
+        canonical: draftfit's canonical tensor name (`layers.0.self_attn.q_proj.weight`).
+        param: the engine's parameter name, for messages.
+        shape: the expected stored shape.
+        formula: the shape as a formula of config fields, for messages.
+        if_missing: UNINITIALISED / ONES / SHARED / FAILS / None (fine when absent).
+        oversize: what a too-large tensor does: "fails" or "truncated" (silently cut).
+        sources: engine source lines.
+    """
+
+    canonical: str
+    param: str
+    shape: tuple[int, ...] | None
+    formula: str
+    if_missing: str | None
+    oversize: str = FAILS
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TensorFate:
+    """What the engine does with one stored tensor."""
+
+    raw: str
+    canonical: str
+    status: str  # "loaded", "skipped" (silently ignored), "rejected" (load error)
+    param: str | None = None
+    reason: str = ""
+    sources: tuple[str, ...] = ()
+
+
+@dataclass
+class AuxCapture:
+    """The aux layers the engine will capture and the count its `fc` is built for.
+
+    Attributes:
+        used: capture-before ids the engine captures, or None when unknown (no target).
+        read_from: the config pointer the ids come from, or None when the default is used.
+        keys_read: the config pointers this version consults, in order.
+        expected_count: N, the number of aux states `fc` is built for.
+        count_from: what decided N (a pointer, or "fixed").
+        valid_range: inclusive (low, high) capture-before ids that can be captured.
+    """
+
+    used: tuple[int, ...] | None
+    read_from: str | None
+    keys_read: tuple[str, ...]
+    expected_count: int | None
+    count_from: str
+    valid_range: tuple[int, int] | None
+    sources: tuple[str, ...] = ()
+    dedupes: bool = False
+
+
+@dataclass
+class EngineView:
+    """The engine's resolution of a draft at one version."""
+
+    engine: str
+    version: str
+    title: str
+    method: str | None
+    refusals: list[Event] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    draft_class: str | None = None
+    expectations: dict[str, Expectation] = field(default_factory=dict)
+    fates: list[TensorFate] = field(default_factory=list)
+    aux: AuxCapture | None = None
+    built: bool = False  # False when a refusal stops the engine before building the draft
+    effective: dict[str, object] = field(default_factory=dict)
+
+    def add(self, event: Event) -> None:
+        self.events.append(event)
+
+    def refuse(self, event: Event) -> None:
+        self.refusals.append(event)
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine}=={self.version}"

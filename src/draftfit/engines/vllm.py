@@ -1,0 +1,1041 @@
+"""What vLLM builds from a draft checkpoint at one version (EAGLE-3 and EAGLE-1).
+
+This module encodes vLLM's *procedure* — config route, architecture rewrite, registry
+lookup, the parameters the draft class builds, the weight-name mapping, aux-layer capture
+and sharing with the target — while every version-dependent value comes from
+`data/vllm.toml` through a :class:`Profile`, each with the source line it was read from.
+The result is an :class:`EngineView`; generic rules turn it into findings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from draftfit.checkpoint.model import Checkpoint
+from draftfit.engines.profile import Profile
+from draftfit.engines.view import (
+    FAILS,
+    ONES,
+    SHARED,
+    UNINITIALISED,
+    AuxCapture,
+    EngineView,
+    Event,
+    Expectation,
+    TensorFate,
+)
+from draftfit.location import Location, config_at
+from draftfit.spec import (
+    EAGLE,
+    EAGLE3,
+    NESTED_AUX,
+    NESTED_LAYER_IDS,
+    TOP_AUX,
+    DraftSpec,
+    default_capture_ids,
+)
+from draftfit.target import Target
+
+# Draft classes by the shape logic they share (vllm/model_executor/models/registry.py
+# maps every name below to one of these modules at v0.34.0).
+LLAMA_EAGLE3 = "llama_eagle3"
+QWEN3_EAGLE3 = "qwen3_eagle3"
+DEEPSEEK_EAGLE3 = "deepseek_eagle3"
+LLAMA_EAGLE = "llama_eagle"
+OTHER = "other"
+
+CLASS_FAMILY = {
+    "Eagle3LlamaForCausalLM": LLAMA_EAGLE3,
+    "LlamaForCausalLMEagle3": LLAMA_EAGLE3,
+    "Eagle3Qwen2_5vlForCausalLM": LLAMA_EAGLE3,
+    "Eagle3Qwen3vlForCausalLM": LLAMA_EAGLE3,
+    "Eagle3MiniMaxM2ForCausalLM": LLAMA_EAGLE3,
+    "Eagle3Qwen3ForCausalLM": QWEN3_EAGLE3,
+    "Eagle3DeepseekV2ForCausalLM": DEEPSEEK_EAGLE3,
+    "Eagle3DeepseekV3ForCausalLM": DEEPSEEK_EAGLE3,
+    "EagleLlamaForCausalLM": LLAMA_EAGLE,
+}
+
+CONFIG = "config.json"
+
+
+def build_view(
+    checkpoint: Checkpoint,
+    spec: DraftSpec,
+    target: Target | None,
+    profile: Profile,
+    method: str | None,
+    method_explicit: bool,
+) -> EngineView:
+    """Resolve the draft the way vLLM at `profile.version` would."""
+    view = EngineView("vllm", profile.version, profile.title, method)
+    builder = _Builder(checkpoint, spec, target, profile, view, method_explicit)
+    builder.run()
+    return view
+
+
+class _Builder:
+    def __init__(
+        self,
+        checkpoint: Checkpoint,
+        spec: DraftSpec,
+        target: Target | None,
+        profile: Profile,
+        view: EngineView,
+        method_explicit: bool,
+    ) -> None:
+        self.ckpt = checkpoint
+        self.config: Mapping[str, Any] = checkpoint.config or {}
+        self.spec = spec
+        self.target = target
+        self.p = profile
+        self.view = view
+        self.method = view.method
+        self.method_explicit = method_explicit
+        # The config as the draft class sees it (filled by the route).
+        self.visible: dict[str, Any] = {}
+        self.route = "hf"
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> None:
+        if self.ckpt.config is None:
+            return  # structure findings already say why; nothing to resolve
+        self._method_from_path()
+        if self.method not in (EAGLE3, EAGLE):
+            return
+        if not self._method_supported():
+            return
+        arch = self._route_and_arch()
+        if arch is None or not self._registered(arch):
+            return
+        self._method_matches_checkpoint()
+        family = CLASS_FAMILY.get(arch, OTHER)
+        self.view.draft_class = arch
+        if not self._dims_present():
+            return
+        self.view.built = True
+        if family in (LLAMA_EAGLE3, QWEN3_EAGLE3, DEEPSEEK_EAGLE3):
+            self._eagle3(family)
+        elif family == LLAMA_EAGLE:
+            self._eagle1()
+        self._map_tensors(family)
+        self._target_checks(family)
+
+    # ------------------------------------------------------------------ helpers
+    def src(self, *keys: str) -> tuple[str, ...]:
+        return self.p.sources(*keys)
+
+    def value(self, key: str) -> Any:
+        return self.p.value(key)
+
+    def refuse(
+        self,
+        rule: str,
+        message: str,
+        location: Location,
+        keys: tuple[str, ...],
+        fix: str | None = None,
+    ) -> None:
+        self.view.refuse(Event(rule, message, location, self.src(*keys), fix))
+
+    def event(
+        self,
+        rule: str,
+        message: str,
+        location: Location,
+        keys: tuple[str, ...],
+        fix: str | None = None,
+    ) -> None:
+        self.view.add(Event(rule, message, location, self.src(*keys), fix))
+
+    def vint(self, key: str) -> int | None:
+        value = self.visible.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    # ------------------------------------------------------------------ method
+    def _method_from_path(self) -> None:
+        """What vLLM picks when `speculative_config` has no `method` (CFG-01)."""
+        rules = self.value("method_from_path") or []
+        name = self.ckpt.name.lower()
+        detected = None
+        for substring, method in rules:
+            if substring in name:
+                detected = method
+                break
+        self.view.effective["method_from_path"] = detected or "draft_model"
+        if self.method == "auto":
+            self.method = detected
+            self.view.method = detected
+            if detected is None:
+                self.refuse(
+                    "method-not-detected-from-path",
+                    f"no `method` given and the draft directory name `{self.ckpt.name}` contains "
+                    "none of "
+                    + ", ".join(f"`{s}`" for s, _ in rules)
+                    + ": vLLM treats it as a plain `draft_model`, not an EAGLE head",
+                    Location(CONFIG),
+                    ("method_from_path",),
+                    fix='pass "method": "eagle3" (or "eagle") in --speculative-config',
+                )
+            elif self.spec.method and detected != self.spec.method:
+                self.refuse(
+                    "method-mismatch",
+                    f"no `method` given: vLLM picks `{detected}` from the directory name "
+                    f"`{self.ckpt.name}`, but the checkpoint is an {self.spec.method} draft",
+                    Location(CONFIG),
+                    ("method_from_path",),
+                    fix=f'pass "method": "{self.spec.method}" in --speculative-config',
+                )
+            return
+        if not self.method_explicit and self.method is not None and detected != self.method:
+            self.event(
+                "method-not-detected-from-path",
+                f"if `method` is left out of --speculative-config, vLLM picks "
+                f"`{detected or 'draft_model'}` from the directory name `{self.ckpt.name}`, "
+                f"not `{self.method}`",
+                Location(CONFIG),
+                ("method_from_path",),
+                fix=f'always pass "method": "{self.method}" in --speculative-config',
+            )
+
+    def _method_supported(self) -> bool:
+        key = "eagle3_supported" if self.method == EAGLE3 else "eagle_supported"
+        fact = self.p.fact(key)
+        if fact.value:
+            return True
+        self.refuse(
+            "method-unsupported",
+            f"{self.p.title} has no {'EAGLE-3' if self.method == EAGLE3 else 'EAGLE-1'} "
+            "drafting for checkpoints of this kind",
+            Location(CONFIG),
+            (key,),
+            fix="use a newer vLLM version (see `draftfit engines vllm`)",
+        )
+        return False
+
+    def _method_matches_checkpoint(self) -> None:
+        spec_method = self.spec.method
+        if spec_method is None or spec_method == self.method:
+            return
+        self.refuse(
+            "method-mismatch",
+            f"the checkpoint is an {spec_method} draft ({'; '.join(self.spec.method_evidence)}), "
+            f"but it is served with method `{self.method}`: vLLM builds the wrong draft class",
+            Location(CONFIG, "/architectures"),
+            (
+                "eagle3_draft_architectures"
+                if self.method == EAGLE3
+                else "eagle_draft_architectures",
+            ),
+            fix=f'serve it with "method": "{spec_method}"',
+        )
+
+    # ------------------------------------------------------------------ config route
+    def _route_and_arch(self) -> str | None:
+        cfg = self.config
+        is_speculators = "speculators_config" in cfg or "speculators_model_type" in cfg
+        if is_speculators and "model_type" in cfg:
+            self.refuse(
+                "speculators-config-with-model-type",
+                f"the config has speculators keys and a top-level `model_type` "
+                f"(`{cfg.get('model_type')}`): vLLM parses it as a plain HF config and never "
+                "converts `transformer_layer_config`",
+                config_at("/model_type"),
+                ("speculators_format",),
+                fix="remove the top-level `model_type` key",
+            )
+            return None
+        if is_speculators:
+            return self._speculators_route()
+        if cfg.get("model_type") == "eagle" and isinstance(cfg.get("model"), dict):
+            self.route = "legacy-eagle"
+            self.visible = dict(cfg["model"])
+            for key, value in cfg.items():
+                if key != "model":
+                    self.visible.setdefault(key, value)
+        else:
+            self.visible = dict(cfg)
+        return self._rewrite_architecture()
+
+    def _speculators_route(self) -> str | None:
+        cfg = self.config
+        self.route = "speculators"
+        if not self.value("speculators_format"):
+            self.refuse(
+                "speculators-format-unsupported",
+                f"{self.p.title} cannot read speculators-format configs (no top-level "
+                "`model_type`; the format is understood from vLLM 0.10.1)",
+                config_at("/speculators_model_type"),
+                ("speculators_format",),
+                fix="convert the draft to a plain config (`draftfit convert --to vllm`) or use "
+                "vLLM >= 0.10.1",
+            )
+            return None
+        kind = cfg.get("speculators_model_type")
+        allowed = self.value("speculators_types") or []
+        if kind not in allowed:
+            self.refuse(
+                "unsupported-speculators-type",
+                f"`speculators_model_type` is `{kind}`; {self.p.title} accepts "
+                + ", ".join(f"`{k}`" for k in allowed),
+                config_at("/speculators_model_type"),
+                ("speculators_types",),
+                fix="EAGLE-1 speculators checkpoints must be converted back to a plain config"
+                if kind == "eagle"
+                else None,
+            )
+            return None
+        problem = _speculators_structure_problem(cfg, self.p)
+        if problem:
+            pointer, message = problem
+            self.refuse(
+                "invalid-speculators-config",
+                message,
+                config_at(pointer),
+                ("speculators_structure",),
+                fix="write the speculators structure the `speculators` library writes",
+            )
+            return None
+        layer = cfg["transformer_layer_config"]
+        self.visible = dict(layer)
+        copied = self.value("speculators_copied_fields") or []
+        for name in copied:
+            if name == "norm_before_residual":
+                default = self.value("speculators_norm_before_residual_default")
+                self.visible[name] = cfg.get(name, default)
+                if name not in cfg:
+                    self.view.effective["norm_before_residual_defaulted"] = default
+            elif name in ("target_hidden_size", "eagle_aux_hidden_state_layer_ids"):
+                if cfg.get(name):
+                    self.visible[name] = cfg[name]
+            elif name in cfg:
+                self.visible[name] = cfg[name]
+        arch_map: dict[str, str] = self.value("speculators_architecture") or {}
+        layer_type = layer.get("model_type") or "llama"
+        arch = arch_map.get("*") or arch_map.get(layer_type)
+        if arch is None:
+            self.refuse(
+                "unsupported-layer-model-type",
+                f"`transformer_layer_config.model_type` is `{layer_type}`; {self.p.title} builds "
+                "EAGLE-3 speculators only for " + ", ".join(f"`{k}`" for k in arch_map),
+                config_at("/transformer_layer_config/model_type"),
+                ("speculators_architecture",),
+                fix="train the draft with a llama (or qwen3) decoder layer",
+            )
+            return None
+        self.visible["architectures"] = [arch]
+        return arch
+
+    def _rewrite_architecture(self) -> str | None:
+        arch_list = self.visible.get("architectures")
+        rewrite = self.value(
+            "eagle3_arch_rewrite" if self.method == EAGLE3 else "eagle_arch_rewrite"
+        )
+        key = "eagle3_arch_rewrite" if self.method == EAGLE3 else "eagle_arch_rewrite"
+        if rewrite == "forced":
+            forced = "Eagle3LlamaForCausalLM" if self.method == EAGLE3 else "EagleLlamaForCausalLM"
+            self.view.effective["architecture_rewrite"] = f"forced to {forced}"
+            return forced
+        if not (isinstance(arch_list, list) and arch_list and isinstance(arch_list[0], str)):
+            pointer = "/model/architectures" if self.route == "legacy-eagle" else "/architectures"
+            self.refuse(
+                "missing-architectures",
+                "`architectures` is missing or empty: vLLM's EAGLE config wrapper iterates it "
+                "and fails",
+                config_at(pointer),
+                (key,),
+                fix='set "architectures": ["LlamaForCausalLMEagle3"] (EAGLE-3) or '
+                '["LlamaForCausalLM"] (EAGLE-1)',
+            )
+            return None
+        arch = arch_list[0]
+        prefix = "Eagle3" if self.method == EAGLE3 else "Eagle"
+        keep = arch.startswith(prefix) or (
+            rewrite == "prefix-unless-starts-or-ends" and arch.endswith(prefix)
+        )
+        resolved = arch if keep else prefix + arch
+        if resolved != arch:
+            self.view.effective["architecture_rewrite"] = f"{arch} -> {resolved}"
+        return resolved
+
+    def _registered(self, arch: str) -> bool:
+        key = "eagle3_draft_architectures" if self.method == EAGLE3 else "eagle_draft_architectures"
+        registered = self.value(key) or []
+        if arch in registered:
+            return True
+        written = self.visible.get("architectures")
+        written0 = written[0] if isinstance(written, list) and written else arch
+        how = f"`{written0}` becomes `{arch}`" if written0 != arch else f"`{arch}`"
+        pointer = "/model/architectures/0" if self.route == "legacy-eagle" else "/architectures/0"
+        suggestion = _suggest_architecture(self.method, registered)
+        self.refuse(
+            "unsupported-draft-architecture",
+            f"{how}, which {self.p.title} does not register for method `{self.method}` "
+            f"(registered: {', '.join(sorted(registered)) or 'none'})",
+            config_at(pointer),
+            (key, "eagle3_arch_rewrite" if self.method == EAGLE3 else "eagle_arch_rewrite"),
+            fix=f'set "architectures": ["{suggestion}"]' if suggestion else None,
+        )
+        return False
+
+    def _dims_present(self) -> bool:
+        missing = [
+            k
+            for k in ("hidden_size", "num_attention_heads", "intermediate_size")
+            if self.vint(k) is None
+        ]
+        if not missing:
+            return True
+        base = self.spec.layer_config_pointer
+        self.refuse(
+            "missing-config-field",
+            "the decoder config lacks "
+            + ", ".join(f"`{k}`" for k in missing)
+            + ": vLLM cannot build the draft layer",
+            config_at(f"{base}/{missing[0]}"),
+            (
+                "eagle3_draft_architectures"
+                if self.method == EAGLE3
+                else "eagle_draft_architectures",
+            ),
+        )
+        return False
+
+    # ------------------------------------------------------------------ EAGLE-3 shapes
+    def _eagle3(self, family: str) -> None:
+        v = self.visible
+        H = self.vint("hidden_size")
+        nh = self.vint("num_attention_heads")
+        nkv = self.vint("num_key_value_heads") or nh
+        hd_explicit = self.vint("head_dim")
+        hd = hd_explicit or (H // nh if H and nh else None)
+        inter = self.vint("intermediate_size")
+        V = self.vint("vocab_size")
+        T = self.vint("target_hidden_size") or H
+        self.view.effective.update({"hidden_size": H, "head_dim": hd, "target_hidden_size": T})
+
+        # draft_vocab_size
+        Vd = self.vint("draft_vocab_size")
+        if Vd is None:
+            if self.value("draft_vocab_size_required"):
+                present_null = "draft_vocab_size" in v
+                self.refuse(
+                    "missing-draft-vocab-size",
+                    "`draft_vocab_size` is "
+                    + ("null" if present_null else "missing")
+                    + f": {self.p.title} reads it directly when building the draft lm_head",
+                    config_at("/draft_vocab_size"),
+                    ("draft_vocab_size_required",),
+                    fix="set `draft_vocab_size` to the rows of `lm_head.weight`",
+                )
+                self.view.built = False
+                return
+            Vd = V
+        self.view.effective["draft_vocab_size"] = Vd
+
+        # layers
+        multi = self.value("multi_layer_drafts")
+        n_layers = self.vint("num_hidden_layers") or 1
+        if not multi:
+            n_layers = 1
+        self.view.effective["num_layers"] = n_layers
+        attn_bias = bool(v.get("attention_bias")) and bool(self.value("attention_bias_supported"))
+        o_bias = bool(v.get("attention_bias"))
+        mlp_bias = bool(v.get("mlp_bias"))
+        model_src = self.src("eagle3_weight_mapping")
+        for k in range(n_layers):
+            width = 2 * H if k == 0 else H
+            pre = f"layers.{k}."
+            w = "2H" if k == 0 else "H"
+            self._expect(
+                pre + "self_attn.q_proj.weight",
+                (nh * hd, width),
+                f"[num_attention_heads·head_dim, {w}] = [{nh}·{hd}, {width}]",
+                UNINITIALISED,
+                model_src,
+                oversize="truncated",
+            )
+            for proj in ("k_proj", "v_proj"):
+                self._expect(
+                    pre + f"self_attn.{proj}.weight",
+                    (nkv * hd, width),
+                    f"[num_key_value_heads·head_dim, {w}] = [{nkv}·{hd}, {width}]",
+                    UNINITIALISED,
+                    model_src,
+                    oversize="truncated",
+                )
+            self._expect(
+                pre + "self_attn.o_proj.weight",
+                (H, nh * hd),
+                f"[hidden_size, num_attention_heads·head_dim] = [{H}, {nh * hd}]",
+                UNINITIALISED,
+                model_src,
+            )
+            if attn_bias:
+                self._expect(
+                    pre + "self_attn.q_proj.bias",
+                    (nh * hd,),
+                    "[num_attention_heads·head_dim]",
+                    UNINITIALISED,
+                    self.src("attention_bias_supported"),
+                )
+                for proj in ("k_proj", "v_proj"):
+                    self._expect(
+                        pre + f"self_attn.{proj}.bias",
+                        (nkv * hd,),
+                        "[num_key_value_heads·head_dim]",
+                        UNINITIALISED,
+                        self.src("attention_bias_supported"),
+                    )
+            if o_bias:
+                self._expect(
+                    pre + "self_attn.o_proj.bias", (H,), "[hidden_size]", UNINITIALISED, model_src
+                )
+            for proj in ("gate_proj", "up_proj"):
+                self._expect(
+                    pre + f"mlp.{proj}.weight",
+                    (inter, H),
+                    f"[intermediate_size, hidden_size] = [{inter}, {H}]",
+                    UNINITIALISED,
+                    model_src,
+                )
+            self._expect(
+                pre + "mlp.down_proj.weight",
+                (H, inter),
+                f"[hidden_size, intermediate_size] = [{H}, {inter}]",
+                UNINITIALISED,
+                model_src,
+            )
+            if mlp_bias:
+                for proj, n in (("gate_proj", inter), ("up_proj", inter), ("down_proj", H)):
+                    self._expect(
+                        pre + f"mlp.{proj}.bias", (n,), "[out features]", UNINITIALISED, model_src
+                    )
+            self._expect(pre + "input_layernorm.weight", (H,), "[hidden_size]", ONES, model_src)
+            self._expect(
+                pre + "post_attention_layernorm.weight", (H,), "[hidden_size]", ONES, model_src
+            )
+            self._expect(
+                pre + "hidden_norm.weight",
+                (H,),
+                "[hidden_size]",
+                ONES if k == 0 else None,
+                model_src,
+            )
+            if family == QWEN3_EAGLE3:
+                for norm in ("q_norm", "k_norm"):
+                    self._expect(
+                        pre + f"self_attn.{norm}.weight",
+                        (hd,),
+                        "[head_dim]",
+                        ONES,
+                        self.src("eagle3_draft_architectures"),
+                    )
+        self._expect("norm.weight", (H,), "[hidden_size]", ONES, model_src)
+
+        # aux states and fc
+        n_aux, count_from = self._aux_count(family)
+        use_aux = True
+        eagle_config = v.get("eagle_config") if isinstance(v.get("eagle_config"), dict) else {}
+        if (
+            self.value("use_aux_hidden_state_supported")
+            and eagle_config.get("use_aux_hidden_state") is False
+        ):
+            use_aux = False
+        self.view.effective["use_aux_hidden_state"] = use_aux
+        if use_aux:
+            self._expect(
+                "fc.weight",
+                (H, n_aux * T),
+                f"[hidden_size, N·target_hidden_size] = [{H}, {n_aux}·{T}] "
+                f"(N = {n_aux} from {count_from})",
+                UNINITIALISED,
+                self.src("aux_count_rule", "eagle3_weight_mapping"),
+            )
+        norm_before_fc = self._flag_visible("norm_before_fc")
+        if norm_before_fc and use_aux:
+            self._expect(
+                "input_norm.weight",
+                (n_aux * T,),
+                f"[N·target_hidden_size] = [{n_aux * T}]",
+                ONES,
+                self.src("norm_before_fc_supported"),
+            )
+        if self._flag_visible("fc_norm") and use_aux:
+            for k in range(n_aux):
+                self._expect(
+                    f"fc_norm.{k}.weight",
+                    (T,),
+                    "[target_hidden_size]",
+                    ONES,
+                    self.src("fc_norm_supported"),
+                )
+
+        # vocabulary
+        Vt = self.target.vocab_size if self.target else None
+        self._expect(
+            "embed_tokens.weight",
+            (V, H) if V else None,
+            f"[vocab_size, hidden_size] = [{V}, {H}]",
+            SHARED,
+            self.src("embedding_sharing"),
+        )
+        lm_missing = SHARED if self.value("lm_head_shared_when_missing") else UNINITIALISED
+        self._expect(
+            "lm_head.weight",
+            (Vd, H),
+            f"[draft_vocab_size, hidden_size] = [{Vd}, {H}]",
+            lm_missing,
+            self.src("lm_head_shared_when_missing"),
+        )
+        d2t_rule = self.value("d2t_parameter")
+        reduced = Vd is not None and V is not None and Vd != V
+        d2t_exists = d2t_rule == "always" or (
+            d2t_rule == "when-reduced" and (Vd != (Vt if Vt is not None else V))
+        )
+        self.view.effective["d2t_parameter"] = d2t_exists
+        if d2t_exists:
+            self._expect("d2t", (Vd,), "[draft_vocab_size]", None, self.src("d2t_parameter"))
+        self.view.effective["reduced_vocab"] = reduced
+
+        self._aux_capture(family, n_aux, count_from, use_aux)
+        self._flags()
+
+    def _expect(
+        self,
+        canonical: str,
+        shape: tuple[int, ...] | None,
+        formula: str,
+        if_missing: str | None,
+        sources: tuple[str, ...],
+        oversize: str = FAILS,
+    ) -> None:
+        param = canonical
+        self.view.expectations[canonical] = Expectation(
+            canonical, param, shape, formula, if_missing, oversize, sources
+        )
+
+    def _flag_visible(self, name: str) -> bool:
+        """Whether a norm flag is on *and* this version implements it."""
+        value = self.visible.get(name)
+        nested = None
+        ec = self.visible.get("eagle_config")
+        if (
+            isinstance(ec, dict)
+            and name == "norm_before_fc"
+            and self.value("norm_before_fc_nested")
+        ):
+            nested = ec.get(name)
+        on = bool(nested) if nested is not None else bool(value)
+        return on and bool(self.value(f"{name}_supported"))
+
+    def _aux_count(self, family: str) -> tuple[int, str]:
+        """N: how many aux states `fc` is built for (AUX-05)."""
+        rule = self.value("aux_count_rule")
+        keys = rule.get(family, rule.get("*")) if isinstance(rule, dict) else None
+        if not keys:
+            return 3, "a fixed count of 3"
+        for key in keys:
+            value = _get_path(self.visible, key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value, f"`{key}`"
+            if isinstance(value, list) and value:
+                return len(value), f"the length of `{key}`"
+        return 3, "the default of 3 (" + ", ".join(f"`{k}`" for k in keys) + " not set)"
+
+    def _aux_capture(self, family: str, n_aux: int, count_from: str, use_aux: bool) -> None:
+        keys = self.value("aux_ids_read_from") or []
+        read_from = None
+        ids = None
+        for key in keys:
+            value = _get_path(self.visible, key)
+            if isinstance(value, list) and value and all(isinstance(i, int) for i in value):
+                ids = tuple(value)
+                read_from = "/" + key.replace(".", "/")
+                break
+        L = self.target.num_layers if self.target else None
+        if ids is None and L is not None:
+            ids = default_capture_ids(L)
+        dedupes = bool(self.value("aux_ids_dedupe"))
+        if ids is not None and dedupes:
+            ids = tuple(sorted(set(ids)))
+        rng = self.value("aux_ids_valid_range")
+        valid = None
+        if L is not None and isinstance(rng, list):
+            valid = (rng[0], L + rng[1])
+        self.view.aux = AuxCapture(
+            used=ids,
+            read_from=read_from,
+            keys_read=tuple("/" + k.replace(".", "/") for k in keys),
+            expected_count=n_aux if use_aux else None,
+            count_from=count_from,
+            valid_range=valid,
+            sources=self.src("aux_ids_read_from", "aux_ids_valid_range", "aux_count_rule"),
+            dedupes=dedupes,
+        )
+
+    def _flags(self) -> None:
+        """Norm flags the checkpoint sets but this version ignores or defaults differently."""
+        cfg = self.config
+        base = ""
+        for name in ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output"):
+            raw = cfg.get(name)
+            if raw is None and self.route != "speculators":
+                raw = self.visible.get(name)
+            nested = None
+            ec = cfg.get("eagle_config")
+            if isinstance(ec, dict) and name in ec:
+                nested = ec.get(name)
+            on = bool(raw) or bool(nested)
+            if not on:
+                continue
+            supported = self.value(f"{name}_supported")
+            copied = True
+            if self.route == "speculators":
+                copied = name in (self.value("speculators_copied_fields") or [])
+            if not supported or not copied:
+                where = f"{base}/{name}" if raw else f"/eagle_config/{name}"
+                self.event(
+                    "norm-flag-ignored",
+                    f"`{name}` is true, but {self.p.title} "
+                    + (
+                        "does not implement it"
+                        if not supported
+                        else "does not copy it from speculators configs"
+                    )
+                    + ": the draft runs without the norm it was trained with",
+                    config_at(where),
+                    (f"{name}_supported",)
+                    + (("speculators_copied_fields",) if self.route == "speculators" else ()),
+                    fix="use a vLLM version that implements it",
+                )
+        if self.route == "speculators" and "norm_before_residual_defaulted" in self.view.effective:
+            default = self.view.effective["norm_before_residual_defaulted"]
+            self.event(
+                "norm-before-residual-default",
+                f"`norm_before_residual` is not written; vLLM's speculators adaptor defaults it to "
+                f"`{str(default).lower()}`, while the speculators library's own default is `false`",
+                config_at("/norm_before_residual"),
+                ("speculators_norm_before_residual_default",),
+                fix="write `norm_before_residual` explicitly with the value used in training",
+            )
+
+    # ------------------------------------------------------------------ EAGLE-1 shapes
+    def _eagle1(self) -> None:
+        H = self.vint("hidden_size")
+        nh = self.vint("num_attention_heads")
+        nkv = self.vint("num_key_value_heads") or nh
+        hd = self.vint("head_dim") or (H // nh if H and nh else None)
+        inter = self.vint("intermediate_size")
+        V = self.vint("vocab_size")
+        src = self.src("eagle_weight_mapping")
+        n_layers = self.vint("num_hidden_layers") or 1
+        for k in range(n_layers):
+            pre = f"layers.{k}."
+            self._expect(
+                pre + "self_attn.q_proj.weight",
+                (nh * hd, H),
+                f"[num_attention_heads·head_dim, hidden_size] = [{nh * hd}, {H}]",
+                UNINITIALISED,
+                src,
+                oversize="truncated",
+            )
+            for proj in ("k_proj", "v_proj"):
+                self._expect(
+                    pre + f"self_attn.{proj}.weight",
+                    (nkv * hd, H),
+                    f"[num_key_value_heads·head_dim, hidden_size] = [{nkv * hd}, {H}]",
+                    UNINITIALISED,
+                    src,
+                    oversize="truncated",
+                )
+            self._expect(
+                pre + "self_attn.o_proj.weight",
+                (H, nh * hd),
+                "[hidden_size, heads·head_dim]",
+                UNINITIALISED,
+                src,
+            )
+            for proj in ("gate_proj", "up_proj"):
+                self._expect(
+                    pre + f"mlp.{proj}.weight",
+                    (inter, H),
+                    "[intermediate_size, hidden_size]",
+                    UNINITIALISED,
+                    src,
+                )
+            self._expect(
+                pre + "mlp.down_proj.weight",
+                (H, inter),
+                "[hidden_size, intermediate_size]",
+                UNINITIALISED,
+                src,
+            )
+            self._expect(pre + "post_attention_layernorm.weight", (H,), "[hidden_size]", ONES, src)
+            if k > 0:
+                self._expect(pre + "input_layernorm.weight", (H,), "[hidden_size]", ONES, src)
+        self._expect(
+            "fc.weight",
+            (H, 2 * H),
+            f"[hidden_size, 2·hidden_size] = [{H}, {2 * H}]",
+            UNINITIALISED,
+            src,
+        )
+        self._expect(
+            "embed_tokens.weight",
+            (V, H) if V else None,
+            "[vocab_size, hidden_size]",
+            SHARED,
+            self.src("embedding_sharing"),
+        )
+
+    # ------------------------------------------------------------------ tensor fates
+    def _map_tensors(self, family: str) -> None:
+        skip = set(self.value("skipped_tensor_names") or [])
+        stray_bias = self.value("stray_bias_policy")
+        prefix_rule = self.src(
+            "eagle3_weight_mapping" if family != LLAMA_EAGLE else "eagle_weight_mapping"
+        )
+        for raw in self.ckpt.tensors:
+            canonical = _vllm_canonical(raw)
+            if raw in skip or canonical in skip:
+                self.view.fates.append(
+                    TensorFate(
+                        raw,
+                        canonical,
+                        "skipped",
+                        None,
+                        "always skipped by the loader",
+                        self.src("skipped_tensor_names"),
+                    )
+                )
+                continue
+            if raw.startswith("model.") and "lm_head" not in raw:
+                self.view.fates.append(
+                    TensorFate(
+                        raw,
+                        canonical,
+                        "rejected",
+                        None,
+                        f"vLLM prepends `model.` to every name, so `{raw}` becomes `model.{raw}`",
+                        prefix_rule,
+                    )
+                )
+                continue
+            if canonical in self.view.expectations:
+                self.view.fates.append(TensorFate(raw, canonical, "loaded", canonical))
+                continue
+            if canonical.endswith(".bias") and stray_bias == "ignored":
+                self.view.fates.append(
+                    TensorFate(
+                        raw,
+                        canonical,
+                        "skipped",
+                        None,
+                        "the draft has no such bias parameter; the loader drops unknown `.bias` "
+                        "tensors silently",
+                        self.src("stray_bias_policy"),
+                    )
+                )
+                continue
+            if canonical == "d2t" and family != LLAMA_EAGLE:
+                self.view.fates.append(
+                    TensorFate(
+                        raw,
+                        canonical,
+                        "rejected",
+                        None,
+                        "the draft has no `draft_id_to_target_id` parameter when the draft "
+                        "vocabulary equals the target's",
+                        self.src("d2t_parameter"),
+                    )
+                )
+                continue
+            reason = "no parameter of the draft class has this name"
+            match = re.match(r"^layers\.(\d+)\.", canonical)
+            if match and int(match.group(1)) >= self.view.effective.get("num_layers", 1):
+                reason = (
+                    f"the draft builds {self.view.effective.get('num_layers', 1)} decoder layer(s) "
+                    f"(`num_hidden_layers`"
+                    + ("" if self.value("multi_layer_drafts") else " is ignored: one layer only")
+                    + ")"
+                )
+            elif re.match(r"^layers\.\d+\.\d+\.", canonical):
+                reason = (
+                    "`midlayer.` is replaced by `layers.0.` as a substring, so a multi-layer "
+                    "`midlayer.N.*` name becomes `layers.0.N.*`"
+                )
+            self.view.fates.append(
+                TensorFate(
+                    raw, canonical, "rejected", None, reason, self.src("unknown_tensor_policy")
+                )
+            )
+
+    # ------------------------------------------------------------------ target
+    def _target_checks(self, family: str) -> None:
+        t = self.target
+        if t is None:
+            return
+        if self.method == EAGLE3:
+            self._target_capable()
+        H = self.vint("hidden_size")
+        T = self.vint("target_hidden_size") or H
+        Ht = t.hidden_size
+        if Ht is not None and family != LLAMA_EAGLE and T is not None and Ht != T:
+            explicit = "target_hidden_size" in self.visible
+            where = (
+                "/target_hidden_size"
+                if explicit
+                else f"{self.spec.layer_config_pointer}/hidden_size"
+            )
+            self.event(
+                "target-hidden-size-mismatch",
+                f"the draft expects target hidden states of width {T} "
+                f"({'target_hidden_size' if explicit else 'hidden_size'}), but the target's "
+                f"hidden_size is {Ht}: the `fc` matmul fails at the first speculative step",
+                config_at(where),
+                ("eagle3_weight_mapping",),
+                fix=f"set `target_hidden_size` to {Ht} only if `fc` was trained on {Ht}-wide "
+                "states; otherwise the draft must be retrained for this target",
+            )
+        if family == LLAMA_EAGLE and Ht is not None and H is not None and Ht != H:
+            self.event(
+                "target-hidden-size-mismatch",
+                f"EAGLE-1 drafts concatenate the token embedding with the target's hidden state, "
+                f"so hidden_size {H} must equal the target's {Ht}",
+                config_at(f"{self.spec.layer_config_pointer}/hidden_size"),
+                ("eagle_weight_mapping",),
+                fix="retrain the draft for this target",
+            )
+        V = self.vint("vocab_size")
+        Vt = t.vocab_size
+        if V is not None and Vt is not None and Vt != V:
+            self.event(
+                "vocab-size-mismatch",
+                f"the draft's vocab_size is {V} but the target's is {Vt}: token ids and logits "
+                "do not line up (out-of-range ids or wrong tokens at the first forward)",
+                config_at(f"{self.spec.layer_config_pointer}/vocab_size"),
+                ("eagle3_weight_mapping" if family != LLAMA_EAGLE else "eagle_weight_mapping",),
+                fix="use a draft trained with this target's tokenizer",
+            )
+        # Embedding sharing: a draft without its own embedding borrows the target's.
+        if (
+            "embed_tokens.weight" not in self.spec.tensors
+            and H is not None
+            and Ht is not None
+            and Ht != H
+        ):
+            self.event(
+                "shared-embedding-width-mismatch",
+                f"the draft stores no `embed_tokens.weight`, so vLLM shares the target's "
+                f"embedding ({Ht} wide) with a draft of hidden_size {H}: the width assert fails at "
+                "start-up",
+                Location(CONFIG, f"{self.spec.layer_config_pointer}/hidden_size"),
+                ("embedding_sharing",),
+                fix=f"store the draft's own `embed_tokens.weight` [{V}, {H}]",
+            )
+        max_pos = self.vint("max_position_embeddings")
+        t_max = t._int("max_position_embeddings")
+        if max_pos and t_max and max_pos < t_max and not self.value("max_position_raised"):
+            self.event(
+                "draft-context-shorter-than-target",
+                f"the draft's max_position_embeddings is {max_pos}, the target's {t_max}: "
+                f"{self.p.title} sizes the draft's rotary cache from the draft config, so prompts "
+                f"longer than {max_pos} tokens draft garbage or fail",
+                config_at(f"{self.spec.layer_config_pointer}/max_position_embeddings"),
+                ("max_position_raised",),
+                fix=f"set max_position_embeddings to {t_max} (or cap --max-model-len)",
+            )
+
+    def _target_capable(self) -> None:
+        t = self.target
+        assert t is not None
+        if self.value("verifier_allow_list_enforced"):
+            allowed = self.value("verifier_allow_list") or []
+            model_type = t.model_type or ""
+            if not any(sub in model_type for sub in allowed):
+                self.refuse(
+                    "target-not-eagle3-capable",
+                    f"the target's model_type `{model_type}` contains none of "
+                    + ", ".join(f"`{a}`" for a in allowed)
+                    + f": {self.p.title} refuses EAGLE-3 for it",
+                    Location("target config.json", t.pointer("model_type")),
+                    ("verifier_allow_list", "verifier_allow_list_enforced"),
+                    fix="use a vLLM version that supports this target family",
+                )
+                return
+        arch = t.architecture
+        classes = self.value("verifier_eagle3_classes") or []
+        if arch is None:
+            return
+        if arch not in classes:
+            self.refuse(
+                "target-not-eagle3-capable",
+                f"the target class `{arch}` does not implement vLLM's EAGLE-3 interface "
+                f"(SupportsEagle3) in {self.p.title}, so it cannot return aux hidden states",
+                Location("target config.json", "/architectures/0"),
+                ("verifier_eagle3_classes",),
+                fix="use a vLLM version whose target class supports EAGLE-3, or EAGLE-1",
+            )
+
+
+# ---------------------------------------------------------------------- module helpers
+
+
+def _vllm_canonical(raw: str) -> str:
+    """vLLM's own renaming: `midlayer.` -> `layers.0.` as a substring (E3-13)."""
+    return raw.replace("midlayer.", "layers.0.", 1) if "midlayer." in raw else raw
+
+
+def _get_path(mapping: Mapping[str, Any], dotted: str) -> Any:
+    value: Any = mapping
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _speculators_structure_problem(cfg: Mapping[str, Any], p: Profile) -> tuple[str, str] | None:
+    sc = cfg.get("speculators_config")
+    if not isinstance(sc, dict):
+        return "/speculators_config", "`speculators_config` is missing or not an object"
+    layer = cfg.get("transformer_layer_config")
+    if layer is None:
+        return "/transformer_layer_config", "`transformer_layer_config` is missing"
+    if not isinstance(layer, dict):
+        return "/transformer_layer_config", "`transformer_layer_config` must be an object"
+    methods = sc.get("proposal_methods")
+    if not isinstance(methods, list) or not methods:
+        return (
+            "/speculators_config/proposal_methods",
+            "`speculators_config.proposal_methods` is missing or empty",
+        )
+    if not isinstance(methods[0], dict) or "speculative_tokens" not in methods[0]:
+        return (
+            "/speculators_config/proposal_methods/0",
+            "the first proposal method has no `speculative_tokens`",
+        )
+    verifier = sc.get("verifier")
+    if not isinstance(verifier, dict) or "name_or_path" not in verifier:
+        return (
+            "/speculators_config/verifier",
+            "`speculators_config.verifier.name_or_path` is missing",
+        )
+    return None
+
+
+def _suggest_architecture(method: str | None, registered: list[str]) -> str | None:
+    for preferred in ("LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "EagleLlamaForCausalLM"):
+        if preferred in registered:
+            if method == EAGLE and "Eagle3" in preferred:
+                continue
+            if method == EAGLE3 and "Eagle3" not in preferred:
+                continue
+            return preferred
+    return None
+
+
+__all__ = ["NESTED_AUX", "NESTED_LAYER_IDS", "TOP_AUX", "build_view"]

@@ -1,0 +1,32 @@
+"""Exceptions for problems *running* draftfit (usage, unreadable input, bad shipped data).
+
+Problems *in a checkpoint* are never exceptions: the reader records them as damage and the
+checker reports them as findings. The CLI maps each exception here to one line on stderr
+and exit status 2.
+"""
+
+from __future__ import annotations
+
+
+class DraftfitError(Exception):
+    """Base class; `str(error)` is the one-line message shown to the user."""
+
+
+class CheckpointNotFoundError(DraftfitError, FileNotFoundError):
+    """The path given as a checkpoint or target does not exist or is not a directory."""
+
+
+class UsageError(DraftfitError, ValueError):
+    """Arguments that cannot be honoured (unknown engine version, bad option values)."""
+
+
+class UnknownEngineVersionError(UsageError):
+    """An engine version draftfit has no data for."""
+
+
+class SpecDataError(DraftfitError):
+    """The shipped engine data is malformed: a draftfit bug, not a user error."""
+
+
+class OutputExistsError(DraftfitError):
+    """An output directory exists and is not empty (use --force)."""

@@ -1,0 +1,1 @@
+"""Renderers: pure functions from a result object to the text written on stdout."""

@@ -1,0 +1,103 @@
+"""The human-readable report of `draftfit check`: findings grouped by family, then verdicts."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from draftfit.render.console import render_to_string
+from draftfit.report import COMPATIBLE, DEGRADED, Report
+from draftfit.rules.base import Severity
+
+FAMILY_TITLES = {
+    "structure": "File structure",
+    "config": "Config, method and architecture",
+    "tensors": "Tensors",
+    "aux": "Aux hidden-state layers",
+    "vocab": "Vocabulary",
+    "target": "Draft next to the target",
+    "norms": "Norm flags",
+    "hygiene": "Checkpoint hygiene",
+}
+FAMILY_ORDER = list(FAMILY_TITLES)
+SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+VERDICT_STYLE = {COMPATIBLE: "bold green", DEGRADED: "bold yellow"}
+
+
+def render_check(report: Report, color: bool = False) -> str:
+    """The text report: header, grouped findings, skipped checks, one verdict line per engine."""
+
+    def draw(console) -> None:
+        header = Text()
+        header.append("Draft   ", style="bold")
+        header.append(report.draft)
+        header.append(f"\n        {report.dialect['title']}")
+        if report.method:
+            header.append(f" · method {report.method}")
+        if report.dialect.get("evidence"):
+            header.append(
+                "\n        evidence: " + "; ".join(report.dialect["evidence"]), style="dim"
+            )
+        console.print(header)
+        if report.target:
+            facts = report.target_facts or {}
+            line = Text()
+            line.append("Target  ", style="bold")
+            line.append(report.target)
+            line.append(
+                f"\n        {facts.get('architecture')} ({facts.get('model_type')}), "
+                f"{facts.get('num_layers')} layers, hidden {facts.get('hidden_size')}, "
+                f"vocab {facts.get('vocab_size')}"
+            )
+            console.print(line)
+        else:
+            console.print(
+                Text("Target  none given (checks that need one are skipped)", style="dim")
+            )
+        console.print()
+
+        families = sorted(
+            {f.family for f in report.findings},
+            key=lambda fam: FAMILY_ORDER.index(fam) if fam in FAMILY_ORDER else 99,
+        )
+        many_engines = len(report.engines) > 1
+        for family in families:
+            console.print(Text(FAMILY_TITLES.get(family, family), style="bold underline"))
+            for finding in (f for f in report.findings if f.family == family):
+                line = Text("  ")
+                line.append(f"{finding.severity!s:<7}", style=SEVERITY_STYLE[finding.severity])
+                line.append(f" {finding.code} ", style="bold")
+                line.append(finding.name, style="dim")
+                if many_engines and finding.engines and len(finding.engines) < len(report.engines):
+                    line.append("  [" + ", ".join(finding.engines) + "]", style="dim")
+                console.print(line)
+                console.print(Text("    " + finding.message))
+                location = str(finding.location)
+                if location:
+                    console.print(Text("    --> " + location, style="blue"))
+                for source in finding.sources[:2]:
+                    console.print(Text("    source: " + source, style="dim"))
+                if finding.fix:
+                    console.print(Text("    fix: " + finding.fix, style="green"))
+            console.print()
+
+        if report.skipped_rules:
+            names = ", ".join(f"{s['code']} {s['name']}" for s in report.skipped_rules)
+            console.print(Text(f"Skipped without --target: {names}", style="dim"))
+            console.print()
+
+        for result in report.engines:
+            counts = result.counts
+            line = Text()
+            line.append(f"{result.title}: ", style="bold")
+            line.append(result.verdict, style=VERDICT_STYLE.get(result.verdict, "bold red"))
+            line.append(
+                f" ({counts.get('error', 0)} error, {counts.get('warning', 0)} warning, "
+                f"{counts.get('info', 0)} info)"
+            )
+            aux = result.aux_layers
+            if aux and aux.get("used") is not None:
+                source = aux.get("read_from") or "default"
+                line.append(f" · aux layers {aux['used']} from {source}", style="dim")
+            console.print(line)
+
+    return render_to_string(draw, color)

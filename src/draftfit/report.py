@@ -1,0 +1,136 @@
+"""Findings, per-engine verdicts and the report every renderer reads.
+
+The JSON form (:meth:`Report.to_dict`) is a stable, documented interface: keys are only
+ever added (bump `schema_version` on any incompatible change).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from draftfit import __version__
+from draftfit.rules.base import Location, Severity
+
+SCHEMA_VERSION = 1
+
+INCOMPATIBLE = "incompatible"
+DEGRADED = "degraded"
+COMPATIBLE = "compatible"
+
+
+@dataclass
+class Finding:
+    """One problem (or fact worth knowing), with the engine versions it applies to."""
+
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    location: Location
+    fix: str | None
+    sources: tuple[str, ...]
+    engines: list[str] = field(default_factory=list)
+    family: str = ""
+
+    def key(self) -> tuple:
+        return (self.code, self.message, self.location)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": str(self.severity),
+            "message": self.message,
+            "location": self.location.to_dict(),
+            "engines": list(self.engines),
+            "fix": self.fix,
+            "sources": list(self.sources),
+        }
+
+
+@dataclass
+class EngineResult:
+    """The verdict for one engine version, plus what it will do with the aux layers."""
+
+    engine: str
+    version: str
+    title: str
+    verdict: str = COMPATIBLE
+    counts: dict[str, int] = field(default_factory=dict)
+    draft_class: str | None = None
+    aux_layers: dict[str, Any] | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine}=={self.version}"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "engine": self.engine,
+            "version": self.version,
+            "verdict": self.verdict,
+            "counts": dict(self.counts),
+            "draft_class": self.draft_class,
+        }
+        if self.aux_layers is not None:
+            out["aux_layers"] = self.aux_layers
+        return out
+
+
+@dataclass
+class Report:
+    """Everything `check` found, ready to render."""
+
+    draft: str
+    target: str | None
+    dialect: dict[str, Any]
+    method: str | None
+    method_evidence: list[str]
+    findings: list[Finding]
+    engines: list[EngineResult]
+    skipped_rules: list[dict[str, str]] = field(default_factory=list)
+    target_facts: dict[str, Any] | None = None
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    def exit_code(self, fail_on: Severity) -> int:
+        return 1 if any(f.severity >= fail_on for f in self.findings) else 0
+
+    def to_dict(self, fail_on: Severity = Severity.ERROR) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "draftfit", "version": __version__},
+            "draft": {
+                "source": self.draft,
+                "dialect": self.dialect,
+                "method": self.method,
+                "method_evidence": list(self.method_evidence),
+            },
+            "target": (
+                {"source": self.target, **(self.target_facts or {})} if self.target else None
+            ),
+            "engines": [e.to_dict() for e in self.engines],
+            "findings": [f.to_dict() for f in self.findings],
+            "skipped_rules": list(self.skipped_rules),
+            "summary": {
+                "error": self.count(Severity.ERROR),
+                "warning": self.count(Severity.WARNING),
+                "info": self.count(Severity.INFO),
+                "exit_code": self.exit_code(fail_on),
+            },
+        }
+
+
+def verdict_for(findings: list[Finding], label: str) -> tuple[str, dict[str, int]]:
+    """Verdict and severity counts of the findings that apply to engine `label`."""
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for finding in findings:
+        if label in finding.engines:
+            counts[str(finding.severity)] += 1
+    if counts["error"]:
+        return INCOMPATIBLE, counts
+    if counts["warning"]:
+        return DEGRADED, counts
+    return COMPATIBLE, counts

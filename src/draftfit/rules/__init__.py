@@ -1,0 +1,31 @@
+"""The rule registry: every rule module is imported here, so `RULES` is complete.
+
+Codes are stable and never reused: DF0xx file structure, DF1xx config route and
+architecture, DF2xx tensors, DF3xx aux layers, DF4xx vocabulary, DF5xx target, DF6xx norm
+flags, DF8xx differences from a reference, DF9xx hygiene.
+"""
+
+from __future__ import annotations
+
+from draftfit.rules import aux, config, hygiene, norms, structure, target, tensors, vocab
+from draftfit.rules.base import RULES, Rule, Severity
+
+RULE_MODULES = (structure, config, tensors, aux, vocab, target, norms, hygiene)
+
+
+def get_rule(code_or_name: str) -> Rule | None:
+    """Look a rule up by code (`DF301`) or name (`aux-layers-differ-from-trained`)."""
+    key = code_or_name.strip()
+    if key.upper() in RULES:
+        return RULES[key.upper()]
+    for item in RULES.values():
+        if item.name == key.lower():
+            return item
+    return None
+
+
+def all_rules() -> list[Rule]:
+    return [RULES[code] for code in sorted(RULES)]
+
+
+__all__ = ["RULES", "Rule", "Severity", "all_rules", "get_rule"]

@@ -1,0 +1,409 @@
+"""DF3xx — aux hidden-state layers (EAGLE-3): which target layers the engine captures.
+
+Always reasoned about in *capture-before* counting (id k = output of target layer k-1):
+the ids the draft was trained with, converted from the convention they were written in,
+against the ids the engine version will actually capture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from draftfit.engines.view import EngineView
+from draftfit.rules.base import Context, Location, Severity, Violation, config_at, rule
+from draftfit.spec import (
+    CAPTURE_BEFORE,
+    OUTPUT_OF,
+    TOP_AUX,
+    AuxIds,
+    default_capture_ids,
+    resolve_with_target,
+)
+
+
+def _target_layers(ctx: Context) -> int | None:
+    return ctx.target.num_layers if ctx.target else None
+
+
+def trained_capture_ids(ctx: Context) -> tuple[tuple[int, ...] | None, AuxIds | None]:
+    """The capture-before ids the draft was trained on, and the place they were read from.
+
+    With no ids written anywhere, every trainer captured the default layers, so the
+    default for the target is returned (None without a target).
+    """
+    aux = ctx.spec.trained_aux
+    layers = _target_layers(ctx)
+    if aux is None:
+        return (default_capture_ids(layers) if layers else None), None
+    aux = resolve_with_target(aux, layers)
+    return aux.capture_before(), aux
+
+
+def _fmt(ids: tuple[int, ...] | None) -> str:
+    return "[" + ", ".join(str(i) for i in ids) + "]" if ids is not None else "?"
+
+
+def _physical(ids: tuple[int, ...]) -> str:
+    return "outputs of target layers " + _fmt(tuple(i - 1 for i in ids))
+
+
+def _eagle3_view(ctx: Context) -> EngineView | None:
+    view = ctx.view
+    if view is None or view.aux is None or not view.built:
+        return None
+    return view
+
+
+@rule(
+    "DF301",
+    "aux-layers-differ-from-trained",
+    Severity.WARNING,
+    "the engine captures other target layers than the draft was trained on",
+)
+def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    The target layers whose hidden states the engine feeds the draft are the layers it was
+    trained on. The trained ids are taken from where the producer wrote them (top-level
+    `eagle_aux_hidden_state_layer_ids` for speculators, nested `eagle_config` for
+    SpecForge/ModelOpt) and converted to one counting convention; the engine's ids come from
+    the keys that version reads, else its default `(2, L//2, L-3)`.
+
+    ## Why it matters
+    Silent: the engine starts and speculates, but acceptance collapses. vLLM 0.34 reads
+    only the top-level key and `eagle_config.layer_ids`, so SpecForge/ModelOpt drafts that
+    nest their ids get the default layers; vLLM <= 0.11.0 ignores every key.
+
+    ## Example
+    A ModelOpt draft with `eagle_config.eagle_aux_hidden_state_layer_ids: [1, 15, 28]`
+    (output-of counting, i.e. capture-before [2, 16, 29]) next to a 32-layer target: vLLM
+    0.34 captures [2, 16, 29] by default — equal, so fine; with trained ids [3, 10, 25] it
+    would not be.
+
+    ## Fix
+    Write the trained ids, in capture-before counting, where the engine reads them
+    (`draftfit convert --to vllm` adds the top-level key with the +1 shift applied).
+    """
+    view = _eagle3_view(ctx)
+    if view is None:
+        return
+    aux = view.aux
+    assert aux is not None
+    trained, where = trained_capture_ids(ctx)
+    if where is None:
+        return  # nothing written: trained on the default, which is what engines use
+    if aux.used is None:
+        if aux.read_from is None:
+            keys = ", ".join(f"`{k}`" for k in aux.keys_read) or "no key at all"
+            yield Violation(
+                f"the trained aux ids at `{where.pointer}` {_fmt(where.ids)} are not read by "
+                f"{view.title} (it reads {keys}); it will capture the target's default layers "
+                "(2, L//2, L-3) — pass --target to compare them with the trained layers",
+                config_at(where.pointer),
+                f"write the ids, in capture-before counting, to `{TOP_AUX}`",
+                aux.sources,
+            )
+        return
+    used = tuple(sorted(set(aux.used)))
+    if trained is None or used == tuple(sorted(set(trained))):
+        return
+    if aux.read_from is None:
+        keys = ", ".join(f"`{k}`" for k in aux.keys_read) or "no config key"
+        reason = (
+            f"{view.title} does not read `{where.pointer}` (it reads {keys}) and falls back to "
+            f"the default {_fmt(aux.used)}"
+        )
+    else:
+        reason = f"{view.title} reads {_fmt(aux.used)} from `{aux.read_from}`"
+    yield Violation(
+        f"the draft was trained on capture-before ids {_fmt(trained)} ({_physical(trained)}; "
+        f"written at `{where.pointer}` in {where.convention} counting), but {reason}",
+        config_at(where.pointer),
+        f"set `{TOP_AUX}` to {_fmt(trained)} (capture-before counting)",
+        aux.sources,
+    )
+
+
+@rule(
+    "DF302",
+    "aux-ids-not-read-default-matches",
+    Severity.INFO,
+    "the engine ignores the written aux ids, but its default equals them",
+    needs_target=True,
+)
+def aux_ids_not_read_default_matches(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Aux ids written where the engine version does not read them, in the case where the
+    engine's default layers happen to equal the trained ones.
+
+    ## Why it matters
+    Works today by coincidence: retraining on other layers, or the same draft next to a
+    target with a different layer count, silently breaks.
+
+    ## Example
+    AQ-MedAI's Kimi-K2 draft nests `[2, 30, 58]`; vLLM 0.34 ignores it but its default for
+    a 61-layer target is `(2, 30, 58)`.
+
+    ## Fix
+    Also write the ids to the top-level `eagle_aux_hidden_state_layer_ids`.
+    """
+    view = _eagle3_view(ctx)
+    if view is None or view.aux is None or view.aux.read_from is not None or view.aux.used is None:
+        return
+    trained, where = trained_capture_ids(ctx)
+    if where is None or trained is None:
+        return
+    if tuple(sorted(set(view.aux.used))) == tuple(sorted(set(trained))):
+        yield Violation(
+            f"{view.title} does not read `{where.pointer}`; its default {_fmt(view.aux.used)} "
+            f"equals the trained layers, so it works by coincidence",
+            config_at(where.pointer),
+            f"also write `{TOP_AUX}`: {_fmt(trained)}",
+            view.aux.sources,
+        )
+
+
+@rule(
+    "DF303",
+    "aux-id-out-of-range",
+    Severity.ERROR,
+    "an aux layer id the engine will use does not exist in the target",
+    needs_target=True,
+)
+def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Every aux id the engine will use lies in the range the target can capture (vLLM <= 0.17:
+    1..L-1; 0.18+: 0..L, where L is the target's layer count).
+
+    ## Why it matters
+    Ids are not range-checked at load: the engine captures fewer states than `fc` expects
+    and fails at the first forward (`mat1 and mat2 shapes cannot be multiplied`), or with
+    id 0 on old versions adds a None residual.
+
+    ## Example
+    `[2, 30, 61]` next to a 61-layer target.
+
+    ## Fix
+    Use the ids of the layers the draft was trained on, for this target.
+    """
+    view = _eagle3_view(ctx)
+    if view is None or view.aux is None or view.aux.used is None or view.aux.valid_range is None:
+        return
+    low, high = view.aux.valid_range
+    bad = [i for i in view.aux.used if i < low or i > high]
+    if bad:
+        where = view.aux.read_from or "the default"
+        yield Violation(
+            f"aux id(s) {_fmt(tuple(bad))} (from {where}) are outside {low}..{high}, the ids a "
+            f"{ctx.target.num_layers if ctx.target else '?'}-layer target can capture in "
+            f"{view.title}: the first forward fails",
+            config_at(view.aux.read_from or "/eagle_aux_hidden_state_layer_ids"),
+            "use ids of layers that exist in this target",
+            view.aux.sources,
+        )
+
+
+@rule(
+    "DF304",
+    "aux-count-mismatch",
+    Severity.ERROR,
+    "fc was trained on a different number of aux states than the engine builds",
+)
+def aux_count_mismatch(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    The stored `fc.weight` width equals N × target hidden size for the N the engine computes
+    (vLLM <= 0.21: always 3; 0.22+: `num_aux_hidden_states`, else the length of
+    `eagle_config.eagle_aux_hidden_state_layer_ids`, else 3 — the top-level id list is not
+    used for the count).
+
+    ## Why it matters
+    The engine refuses to load `fc` (`Tried to load weights of size ...`).
+
+    ## Example
+    speculators draft with 4 top-level aux ids and `fc` `[4096, 16384]` on vLLM 0.34.
+
+    ## Fix
+    Add `num_aux_hidden_states: N` to the decoder config (for speculators, inside
+    `transformer_layer_config`).
+    """
+    view = _eagle3_view(ctx)
+    if view is None or view.aux is None or view.aux.expected_count is None:
+        return
+    fc = ctx.spec.tensors.get("fc.weight")
+    exp = view.expectations.get("fc.weight")
+    if fc is None or exp is None or exp.shape is None or tuple(fc.shape) == tuple(exp.shape):
+        return
+    T = view.effective.get("target_hidden_size")
+    if (
+        len(fc.shape) != 2
+        or not isinstance(T, int)
+        or fc.shape[1] % T
+        or fc.shape[0] != exp.shape[0]
+    ):
+        return
+    stored_n = fc.shape[1] // T
+    base = ctx.spec.layer_config_pointer
+    yield Violation(
+        f"`fc.weight` is {list(fc.shape)}: {stored_n} aux states of width {T}, but "
+        f"{view.title} builds it for N = {view.aux.expected_count} (from "
+        f"{view.aux.count_from}): the load fails",
+        Location(fc.file, tensor=ctx.spec.raw("fc.weight")),
+        f"add `num_aux_hidden_states: {stored_n}` at `{base or '/'}`",
+        view.aux.sources,
+    )
+
+
+@rule(
+    "DF305",
+    "aux-runtime-count-mismatch",
+    Severity.ERROR,
+    "the engine captures a different number of aux states than fc consumes",
+)
+def aux_runtime_count_mismatch(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    The number of distinct aux layers the engine captures equals N, the number of states
+    its `fc` consumes.
+
+    ## Why it matters
+    The checkpoint loads, then the first speculative step (or the start-up dummy run) fails
+    with a matmul shape error.
+
+    ## Example
+    `num_aux_hidden_states: 4` but only 3 ids the engine reads.
+
+    ## Fix
+    Make the id list and the count agree.
+    """
+    view = _eagle3_view(ctx)
+    if view is None or view.aux is None or view.aux.used is None or view.aux.expected_count is None:
+        return
+    captured = len(set(view.aux.used))
+    if captured != view.aux.expected_count:
+        yield Violation(
+            f"{view.title} captures {captured} aux state(s) {_fmt(view.aux.used)} but builds `fc` "
+            f"for {view.aux.expected_count} (from {view.aux.count_from}): the first forward fails",
+            config_at(view.aux.read_from or TOP_AUX),
+            "make the aux id list and `num_aux_hidden_states` agree",
+            view.aux.sources,
+        )
+
+
+@rule(
+    "DF306",
+    "aux-ids-duplicate",
+    Severity.WARNING,
+    "the aux id list repeats a layer",
+)
+def aux_ids_duplicate(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Written aux ids are distinct.
+
+    ## Why it matters
+    Engines capture a set of layers: a repeated id yields fewer states than the list length
+    suggests (count mismatch), and vLLM 0.34 de-duplicates silently.
+
+    ## Example
+    `[2, 2, 58]`.
+
+    ## Fix
+    List each trained layer once.
+    """
+    for aux in ctx.spec.aux:
+        if len(set(aux.ids)) != len(aux.ids):
+            yield Violation(
+                f"`{aux.pointer}` {_fmt(aux.ids)} repeats a layer",
+                config_at(aux.pointer),
+                "list each layer once",
+            )
+
+
+@rule(
+    "DF307",
+    "aux-ids-disagree",
+    Severity.WARNING,
+    "two places in the config name different aux layers",
+)
+def aux_ids_disagree(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    When aux ids are written in more than one place (top-level and `eagle_config`), they
+    denote the same physical layers once each is read in its own counting convention.
+
+    ## Why it matters
+    Different engines read different places, so the same checkpoint drafts correctly in one
+    engine and silently badly in another.
+
+    ## Example
+    Top-level `[2, 16, 29]` (capture-before) and nested `[2, 16, 29]` (output-of, i.e.
+    capture-before `[3, 17, 30]`).
+
+    ## Fix
+    Keep one physical list: write top-level ids = nested ids + 1.
+    """
+    aux_list = ctx.spec.aux
+    if len(aux_list) < 2:
+        return
+    layers = _target_layers(ctx)
+    resolved = [resolve_with_target(a, layers) for a in aux_list]
+    first = resolved[0]
+    for other in resolved[1:]:
+        if sorted(set(other.capture_before())) != sorted(set(first.capture_before())):
+            yield Violation(
+                f"`{first.pointer}` {_fmt(first.ids)} ({first.convention}) and `{other.pointer}` "
+                f"{_fmt(other.ids)} ({other.convention}) denote different layers: capture-before "
+                f"{_fmt(first.capture_before())} vs {_fmt(other.capture_before())}",
+                config_at(other.pointer),
+                "keep both lists in step (top-level = nested + 1)",
+            )
+
+
+@rule(
+    "DF308",
+    "aux-ids-copied-without-shift",
+    Severity.WARNING,
+    "top-level aux ids look copied from output-of ids without the +1 shift",
+)
+def aux_ids_copied_without_shift(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    A top-level `eagle_aux_hidden_state_layer_ids` that is numerically identical to an
+    output-of list nested in `eagle_config`, or that equals the output-of default
+    `[1, L//2-1, L-4]` of the target.
+
+    ## Why it matters
+    Top-level ids are read in capture-before counting. Hand conversions that move nested
+    SpecForge/ModelOpt ids to the top level unchanged make engines capture every layer one
+    too early: it loads, and acceptance drops.
+
+    ## Example
+    nested `[1, 46, 90]` copied to the top level as `[1, 46, 90]` for a 94-layer target.
+
+    ## Fix
+    Write the top-level ids as nested ids + 1.
+    """
+    top = next((a for a in ctx.spec.aux if a.pointer == TOP_AUX), None)
+    if top is None:
+        return
+    layers = _target_layers(ctx)
+    for other in ctx.spec.aux:
+        resolved = resolve_with_target(other, layers)
+        if (
+            other is not top
+            and resolved.convention == OUTPUT_OF
+            and tuple(other.ids) == tuple(top.ids)
+        ):
+            yield Violation(
+                f"top-level ids {_fmt(top.ids)} equal the output-of ids at `{other.pointer}`: "
+                f"read as capture-before they are one layer early (should be "
+                f"{_fmt(other.capture_before())})",
+                config_at(TOP_AUX),
+                f"set `{TOP_AUX}` to {_fmt(other.capture_before())}",
+            )
+            return
+    if layers and top.convention == CAPTURE_BEFORE:
+        output_default = (1, layers // 2 - 1, layers - 4)
+        if tuple(top.ids) == output_default:
+            yield Violation(
+                f"top-level ids {_fmt(top.ids)} equal the output-of default for a {layers}-layer "
+                f"target; read as capture-before they are one layer early",
+                config_at(TOP_AUX),
+                f"if the draft was trained on the default layers, set `{TOP_AUX}` to "
+                f"{_fmt(default_capture_ids(layers))}",
+            )

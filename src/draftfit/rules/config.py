@@ -1,0 +1,313 @@
+"""DF1xx — config route, method and architecture: does the engine accept the config at all?
+
+Detection lives in the engine module (it knows the version's parsing rules); these rules
+document and report what it found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from draftfit.rules.base import Context, Severity, Violation, config_at, event_rule, rule
+
+
+@event_rule(
+    "DF101",
+    "unsupported-draft-architecture",
+    Severity.ERROR,
+    "the engine does not register the draft architecture the config resolves to",
+)
+def unsupported_draft_architecture():
+    """## What it checks
+    The draft's `architectures[0]`, after the engine's rewrite (vLLM prefixes `Eagle3` for
+    method eagle3 unless the name starts with it or, from 0.10.1, ends with it), is a draft
+    class the engine version registers.
+
+    ## Why it matters
+    The engine refuses to start: `Model architectures [...] are not supported for now`.
+
+    ## Example
+    A Qwen-style EAGLE-3 draft declaring `Qwen3ForCausalLM` becomes `Eagle3Qwen3ForCausalLM`,
+    which vLLM registers only from 0.24.0.
+
+    ## Fix
+    Declare `LlamaForCausalLMEagle3` (vLLM >= 0.10.2) or `LlamaForCausalLM` for Llama-style
+    draft layers; `draftfit convert --to vllm` rewrites it.
+    """
+
+
+@event_rule(
+    "DF102", "missing-architectures", Severity.ERROR, "the draft config has no architectures list"
+)
+def missing_architectures():
+    """## What it checks
+    A plain (non-speculators) draft config has a non-empty `architectures` list.
+
+    ## Why it matters
+    vLLM's EAGLE config wrapper iterates over it and fails before building anything.
+
+    ## Example
+    A hand-written config with dims but no `architectures`.
+
+    ## Fix
+    Add `"architectures": ["LlamaForCausalLMEagle3"]`.
+    """
+
+
+@event_rule(
+    "DF103",
+    "unsupported-speculators-type",
+    Severity.ERROR,
+    "the engine does not know this speculators_model_type",
+)
+def unsupported_speculators_type():
+    """## What it checks
+    `speculators_model_type` is one the engine version accepts (vLLM: `eagle3` from 0.10.1;
+    no version accepts the EAGLE-1 `eagle` type).
+
+    ## Why it matters
+    vLLM raises `Expected one of: ... Please ensure you're loading a speculators-format model`.
+
+    ## Example
+    A checkpoint converted with `speculators convert --algorithm eagle` (type `eagle`).
+
+    ## Fix
+    Convert it to a plain config for the engine (`draftfit convert --to vllm`).
+    """
+
+
+@event_rule(
+    "DF104",
+    "invalid-speculators-config",
+    Severity.ERROR,
+    "the speculators config lacks a required part",
+)
+def invalid_speculators_config():
+    """## What it checks
+    A speculators-format config has `speculators_config.proposal_methods[0].speculative_tokens`,
+    `speculators_config.verifier.name_or_path` and an object `transformer_layer_config`.
+
+    ## Why it matters
+    vLLM raises `Invalid speculators config structure`, `Must provide transformer_layer_config`
+    or `No proposal methods found in speculators config`.
+
+    ## Example
+    `"proposal_methods": []`.
+
+    ## Fix
+    Write the structure the speculators library writes.
+    """
+
+
+@event_rule(
+    "DF105",
+    "speculators-format-unsupported",
+    Severity.ERROR,
+    "the engine version cannot parse speculators-format configs",
+)
+def speculators_format_unsupported():
+    """## What it checks
+    The engine version understands the speculators format (vLLM >= 0.10.1).
+
+    ## Why it matters
+    Older versions hand the config to transformers, which fails on the missing `model_type`.
+
+    ## Example
+    An `Eagle3DraftModel` checkpoint served with vLLM 0.10.0.
+
+    ## Fix
+    Upgrade vLLM or convert the draft to a plain config (`draftfit convert --to vllm`).
+    """
+
+
+@event_rule(
+    "DF106",
+    "unsupported-layer-model-type",
+    Severity.ERROR,
+    "the speculators transformer_layer_config type has no engine draft class",
+)
+def unsupported_layer_model_type():
+    """## What it checks
+    For an eagle3 speculators config, `transformer_layer_config.model_type` is one the engine
+    version maps to a draft class (vLLM >= 0.24: `llama` or `qwen3`; before, every type is
+    built as a Llama layer).
+
+    ## Why it matters
+    vLLM raises `Unsupported model_type ... for Eagle3 speculator`.
+
+    ## Example
+    `"model_type": "mistral"` in `transformer_layer_config`.
+
+    ## Fix
+    Train the draft with a llama (or qwen3) decoder layer.
+    """
+
+
+@event_rule(
+    "DF107",
+    "method-mismatch",
+    Severity.ERROR,
+    "the speculative method does not match the checkpoint's kind",
+)
+def method_mismatch():
+    """## What it checks
+    The method the engine runs (`--method`, or vLLM's guess from the directory name when
+    none is given) matches the kind of draft stored (EAGLE-3 or EAGLE-1).
+
+    ## Why it matters
+    vLLM builds the wrong class: an EAGLE-3 checkpoint served with `method: eagle` becomes
+    `EagleLlamaForCausalLMEagle3` (not registered) or fails on `fc` shapes and unknown
+    `midlayer`/`hidden_norm` names.
+
+    ## Example
+    An EAGLE-3 draft in `./EAGLE3-llama` on vLLM <= 0.10.1, which maps `eagle3-` to `eagle`.
+
+    ## Fix
+    Pass the method explicitly: `--speculative-config '{"method": "eagle3", ...}'`.
+    """
+
+
+@event_rule(
+    "DF108",
+    "method-not-detected-from-path",
+    Severity.INFO,
+    "without an explicit method, vLLM would guess a different one from the path",
+)
+def method_not_detected_from_path():
+    """## What it checks
+    What vLLM picks when `speculative_config` has no `method`: it looks for `eagle-` and
+    `eagle3` in the lower-cased draft path (0.10.2+; before, `eagle3-` meant EAGLE-1) and
+    otherwise runs a plain `draft_model`.
+
+    ## Why it matters
+    A draft in `./mydraft` served without `method` is loaded as an ordinary LM and fails,
+    or runs as the wrong kind of head. Reported as info because passing the method fixes it;
+    with `draftfit check --method auto` it is an error.
+
+    ## Example
+    `./kimi-draft` contains neither substring.
+
+    ## Fix
+    Always pass `"method": "eagle3"` (or `"eagle"`) in `--speculative-config`.
+    """
+
+
+@event_rule(
+    "DF109",
+    "method-unsupported",
+    Severity.ERROR,
+    "the engine version has no drafting for this method",
+)
+def method_unsupported():
+    """## What it checks
+    The engine version implements the method (vLLM: EAGLE-1 on the V1 engine from 0.8.4,
+    EAGLE-3 from 0.8.5).
+
+    ## Why it matters
+    The engine refuses the speculative config.
+
+    ## Example
+    An EAGLE-3 draft with vLLM 0.8.3.
+
+    ## Fix
+    Upgrade the engine.
+    """
+
+
+@event_rule(
+    "DF110",
+    "missing-draft-vocab-size",
+    Severity.ERROR,
+    "the engine version needs draft_vocab_size and the config lacks it",
+)
+def missing_draft_vocab_size():
+    """## What it checks
+    `draft_vocab_size` is set when the engine reads it directly (vLLM <= 0.10.2; later
+    versions default it to `vocab_size`).
+
+    ## Why it matters
+    Building the draft lm_head fails with an AttributeError/TypeError.
+
+    ## Example
+    A plain EAGLE-3 config without `draft_vocab_size` on vLLM 0.10.2.
+
+    ## Fix
+    Set `draft_vocab_size` to the rows of `lm_head.weight`.
+    """
+
+
+@event_rule(
+    "DF111",
+    "speculators-config-with-model-type",
+    Severity.ERROR,
+    "a speculators config also carries a top-level model_type",
+)
+def speculators_config_with_model_type():
+    """## What it checks
+    A config with speculators keys has no top-level `model_type`.
+
+    ## Why it matters
+    vLLM only takes the speculators route when `model_type` is absent; otherwise it parses
+    the file as a plain HF config, never flattens `transformer_layer_config`, and the draft
+    cannot be built.
+
+    ## Example
+    A hand-edited speculators config with `"model_type": "llama"` added at the top.
+
+    ## Fix
+    Remove the top-level `model_type`.
+    """
+
+
+@event_rule(
+    "DF112",
+    "missing-config-field",
+    Severity.ERROR,
+    "the decoder config lacks a dimension the draft class needs",
+)
+def missing_config_field():
+    """## What it checks
+    The decoder config (top level, or `transformer_layer_config` for speculators) has
+    `hidden_size`, `num_attention_heads` and `intermediate_size`.
+
+    ## Why it matters
+    The engine cannot build the draft layer.
+
+    ## Example
+    A speculators config whose `transformer_layer_config` was trimmed to a few keys.
+
+    ## Fix
+    Write the full decoder config.
+    """
+
+
+@rule(
+    "DF113",
+    "unknown-draft-method",
+    Severity.ERROR,
+    "the checkpoint is neither recognisably EAGLE-3 nor EAGLE-1",
+    scope="checkpoint",
+)
+def unknown_draft_method(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Whether the checkpoint can be identified as an EAGLE-3 or EAGLE-1 draft (from
+    `speculators_model_type`, the architecture name, the `fc` width or layer-0 shapes) when
+    no `--method` is given.
+
+    ## Why it matters
+    Every other check depends on the method; engines that are not told it guess from the
+    directory name.
+
+    ## Example
+    A plain `LlamaForCausalLM` config with no `fc.weight`.
+
+    ## Fix
+    Pass `--method eagle3` or `--method eagle` (and the same method to the engine).
+    """
+    if ctx.checkpoint.config is not None and ctx.method is None:
+        yield Violation(
+            "cannot tell whether this is an EAGLE-3 or an EAGLE-1 draft: "
+            + "; ".join(ctx.spec.method_evidence),
+            config_at("/architectures"),
+            "pass --method eagle3 or --method eagle",
+        )

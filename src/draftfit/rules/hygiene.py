@@ -1,0 +1,205 @@
+"""DF9xx — checkpoint hygiene that no engine rejects but that predicts trouble."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from draftfit.checkpoint.dtypes import FLOAT_DTYPES
+from draftfit.checkpoint.values import read_values
+from draftfit.dialects import SPECULATORS, UNKNOWN
+from draftfit.rules.base import Context, Location, Severity, Violation, config_at, rule
+
+_NORM = re.compile(r"^layers\.\d+\.(input_layernorm|post_attention_layernorm|hidden_norm)\.weight$")
+
+
+@rule(
+    "DF901",
+    "untrained-layer-weights",
+    Severity.WARNING,
+    "decoder norms are exactly 1.0: the layer looks freshly initialised",
+    scope="checkpoint",
+)
+def untrained_layer_weights(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Reads the decoder layers' RMSNorm weights (a few KB) and flags a layer whose norms are
+    all exactly 1.0, their initial value.
+
+    ## Why it matters
+    `speculators convert` 0.2.0–0.4.x dropped `midlayer.*` tensors from SafeAILab, SpecForge
+    and ModelOpt sources and saved a freshly initialised `layers.0` instead. Such a draft
+    loads everywhere and has ~0 acceptance.
+
+    ## Example
+    An `Eagle3Speculator` checkpoint with `speculators_version: 0.3.0` whose
+    `layers.0.input_layernorm.weight` is all ones.
+
+    ## Fix
+    Re-convert from the original checkpoint with speculators >= 0.5 or `draftfit convert`.
+    """
+    spec = ctx.spec
+    by_layer: dict[str, list[str]] = {}
+    for canonical in spec.tensors:
+        if _NORM.match(canonical):
+            by_layer.setdefault(canonical.split(".")[1], []).append(canonical)
+    for layer, names in sorted(by_layer.items()):
+        all_ones = True
+        for canonical in names:
+            values = read_values(ctx.checkpoint, spec.tensors[canonical])
+            if values is None or values.size == 0 or not bool((values == 1.0).all()):
+                all_ones = False
+                break
+        if all_ones:
+            hint = ""
+            if spec.dialect.name == SPECULATORS and spec.dialect.variant == "converted":
+                hint = " (speculators convert 0.2–0.4 lost `midlayer.*` weights this way)"
+            first = names[0]
+            yield Violation(
+                f"every norm weight of decoder layer {layer} is exactly 1.0: the layer looks "
+                f"untrained{hint}",
+                Location(spec.tensors[first].file, tensor=spec.raw(first)),
+                "re-convert from the original trained checkpoint",
+            )
+
+
+@rule(
+    "DF902",
+    "float32-weights",
+    Severity.INFO,
+    "the draft stores float32 weights",
+    scope="checkpoint",
+)
+def float32_weights(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Whether the draft's floating-point weights are stored as F32.
+
+    ## Why it matters
+    Engines cast the draft to the serving dtype, so it works, but the checkpoint is twice
+    as large as needed, and some early EAGLE checkpoints stored float32 embeddings next to
+    half-precision layers.
+
+    ## Example
+    `fc.weight` stored as F32.
+
+    ## Fix
+    Save in bfloat16 (or the target's dtype).
+    """
+    f32 = [t for t in ctx.checkpoint.tensors.values() if t.dtype == "F32"]
+    floats = [t for t in ctx.checkpoint.tensors.values() if t.dtype in FLOAT_DTYPES]
+    if f32 and len(f32) * 2 >= len(floats):
+        yield Violation(
+            f"{len(f32)} of {len(floats)} floating-point tensors are F32 (first `{f32[0].name}`)",
+            Location(f32[0].file, tensor=f32[0].name),
+            "save the draft in bfloat16",
+        )
+
+
+@rule(
+    "DF903",
+    "config-dtype-mismatch",
+    Severity.INFO,
+    "config.json declares another dtype than the stored tensors",
+    scope="checkpoint",
+)
+def config_dtype_mismatch(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    `torch_dtype`/`dtype` in config.json matches the dtype of the stored float tensors.
+
+    ## Why it matters
+    Tools that trust the config (and `--dtype auto` in some engines) pick the wrong dtype;
+    speculators before 0.7 wrote the in-memory dtype while saving bf16.
+
+    ## Example
+    `"torch_dtype": "float32"` with BF16 tensors.
+
+    ## Fix
+    Write the stored dtype into the config.
+    """
+    spec = ctx.spec
+    field_name = "torch_dtype" if spec.field("torch_dtype").present else "dtype"
+    declared = spec.get(field_name)
+    if not isinstance(declared, str):
+        return
+    names = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
+    expected = names.get(declared)
+    if expected is None:
+        return
+    counts: dict[str, int] = {}
+    for t in ctx.checkpoint.tensors.values():
+        if t.dtype in FLOAT_DTYPES:
+            counts[t.dtype] = counts.get(t.dtype, 0) + t.numel
+    if not counts:
+        return
+    stored = max(counts, key=counts.get)
+    if stored != expected:
+        yield Violation(
+            f"config.json says `{declared}` but most weights are stored as {stored}",
+            config_at(spec.pointer(field_name)),
+            f"set `{field_name}` to the stored dtype",
+        )
+
+
+@rule(
+    "DF904",
+    "local-verifier-path",
+    Severity.INFO,
+    "the speculators verifier is a local path",
+    scope="checkpoint",
+)
+def local_verifier_path(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    `speculators_config.verifier.name_or_path` names a Hub repository rather than a path on
+    the training machine.
+
+    ## Why it matters
+    `vllm serve <draft>` reads the verifier from this field; vLLM >= 0.33 refuses local
+    paths ("Speculators verifier must name a remote model repository") and older versions
+    fail to find the path on another machine. Serving with `--model TARGET
+    --speculative-config` is unaffected.
+
+    ## Example
+    `"/proving-grounds/machine/.../Llama-3.1-8B-Instruct"`.
+
+    ## Fix
+    Set it to the Hub id of the target, e.g. `meta-llama/Llama-3.1-8B-Instruct`.
+    """
+    value = ctx.spec.get("verifier.name_or_path")
+    if isinstance(value, str) and (
+        value.startswith(("/", "./", "~", "../")) or value.count("/") > 1
+    ):
+        yield Violation(
+            f"`verifier.name_or_path` is `{value}`, a local path",
+            config_at("/speculators_config/verifier/name_or_path"),
+            "set it to the target's Hub repository id",
+        )
+
+
+@rule(
+    "DF905",
+    "unknown-convention",
+    Severity.INFO,
+    "draftfit cannot tell which tool wrote the checkpoint",
+    scope="checkpoint",
+)
+def unknown_convention(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Whether the checkpoint matches a known producer convention (speculators, SpecForge,
+    official EAGLE, ModelOpt, AngelSlim, legacy vLLM).
+
+    ## Why it matters
+    Conventions decide how aux ids are counted and which defaults apply; for an unknown one
+    draftfit falls back to the most common reading and says so.
+
+    ## Example
+    A custom trainer writing `architectures: ["MyEagleHead"]`.
+
+    ## Fix
+    Write a known convention (`draftfit convert`).
+    """
+    dialect = ctx.spec.dialect
+    if dialect.name == UNKNOWN and ctx.checkpoint.config is not None:
+        yield Violation(
+            "no known producer convention matches: " + "; ".join(dialect.evidence),
+            config_at("/architectures"),
+            None,
+        )

@@ -1,0 +1,508 @@
+"""DF0xx — file structure: damage the reader found in weight files, indexes and config.
+
+Each rule here turns one kind of :class:`~draftfit.checkpoint.model.Damage` into findings;
+they run once per checkpoint, whatever the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from draftfit.rules.base import Context, Location, Severity, Violation, rule
+
+
+def _damage(ctx: Context, kind: str, fix: str | None = None) -> Iterator[Violation]:
+    for item in ctx.checkpoint.damage:
+        if item.kind == kind:
+            yield Violation(item.message, Location(item.file, item.pointer, item.tensor), fix)
+
+
+def _structure_rule(code: str, name: str, severity: Severity, summary: str, fix: str | None):
+    """Declare a rule that reports the reader's damage of kind `name`."""
+
+    def decorate(doc_holder):
+        def check(ctx: Context) -> Iterator[Violation]:
+            yield from _damage(ctx, name, fix)
+
+        check.__doc__ = doc_holder.__doc__
+        check.__name__ = doc_holder.__name__
+        check.__module__ = doc_holder.__module__
+        return rule(code, name, severity, summary, scope="checkpoint")(check)
+
+    return decorate
+
+
+@_structure_rule(
+    "DF001",
+    "unreadable-file",
+    Severity.ERROR,
+    "a file cannot be read",
+    "check file permissions and that the download completed",
+)
+def unreadable_file():
+    """## What it checks
+    Every file draftfit must read (config, index, weight files) can be opened and read.
+
+    ## Why it matters
+    An engine that cannot read a weight file fails while loading the draft.
+
+    ## Example
+    `model.safetensors` is a dangling symlink left by an interrupted download.
+
+    ## Fix
+    Re-download the file or fix its permissions.
+    """
+
+
+@_structure_rule(
+    "DF002",
+    "truncated-file",
+    Severity.ERROR,
+    "a weight file is shorter than its header promises",
+    "re-download or re-export the file; its tail is missing",
+)
+def truncated_file():
+    """## What it checks
+    A safetensors file holds at least the 8-byte header length and every byte its tensors'
+    `data_offsets` point to; a `.bin` archive is complete.
+
+    ## Why it matters
+    A truncated file (interrupted upload or copy) makes the engine's loader fail or read
+    past the end.
+
+    ## Example
+    The header declares tensors up to byte 1,048,576 of the data section, but the file holds
+    only 524,288 data bytes.
+
+    ## Fix
+    Re-download or re-export the file.
+    """
+
+
+@_structure_rule(
+    "DF003",
+    "header-length-out-of-range",
+    Severity.ERROR,
+    "the safetensors header length points beyond the file",
+    "the file is not a safetensors file or is corrupted; re-export it",
+)
+def header_length_out_of_range():
+    """## What it checks
+    The little-endian u64 at the start of a safetensors file (the header length) fits inside
+    the file and under the format's 100 MB header limit.
+
+    ## Why it matters
+    A wrong length means the file is not safetensors (e.g. a pickle renamed `.safetensors`)
+    or is corrupted; every loader refuses it.
+
+    ## Example
+    The length prefix says 8 GB for a 3 MB file.
+
+    ## Fix
+    Re-export the weights with `save_file` / `save_pretrained(safe_serialization=True)`.
+    """
+
+
+@_structure_rule(
+    "DF004",
+    "header-not-json-object",
+    Severity.ERROR,
+    "the safetensors header is not a JSON object",
+    "re-export the file",
+)
+def header_not_json_object():
+    """## What it checks
+    The header bytes decode as UTF-8 JSON and hold an object.
+
+    ## Why it matters
+    Loaders parse the header to find every tensor; anything else is a corrupt file.
+
+    ## Example
+    The header is a JSON list, or binary garbage.
+
+    ## Fix
+    Re-export the weights.
+    """
+
+
+@_structure_rule(
+    "DF005",
+    "invalid-tensor-entry",
+    Severity.ERROR,
+    "a header entry lacks a valid dtype, shape or data_offsets",
+    "re-export the file",
+)
+def invalid_tensor_entry():
+    """## What it checks
+    Every header entry has a string `dtype`, a list of non-negative integers as `shape`, and
+    `data_offsets` `[begin, end]`; `__metadata__` maps strings to strings.
+
+    ## Why it matters
+    Loaders reject malformed entries.
+
+    ## Example
+    `"shape": [4096, -1]`.
+
+    ## Fix
+    Re-export the weights.
+    """
+
+
+@_structure_rule(
+    "DF006",
+    "unknown-dtype",
+    Severity.ERROR,
+    "a tensor's dtype is not a safetensors dtype",
+    "re-export the tensor in a standard dtype (BF16, F16, F32, I64, BOOL)",
+)
+def unknown_dtype():
+    """## What it checks
+    Every tensor's `dtype` is one the safetensors format defines.
+
+    ## Why it matters
+    The engine's safetensors reader refuses the whole file.
+
+    ## Example
+    `"dtype": "BFLOAT16"` instead of `"BF16"`.
+
+    ## Fix
+    Re-export with a standard dtype.
+    """
+
+
+@_structure_rule(
+    "DF007",
+    "data-offsets-out-of-range",
+    Severity.ERROR,
+    "tensor data offsets are inverted or point outside the data section",
+    "re-export the file",
+)
+def data_offsets_out_of_range():
+    """## What it checks
+    Each tensor's `data_offsets` satisfy `begin <= end` and lie inside the data section.
+
+    ## Why it matters
+    The loader would read bytes that are not the tensor's.
+
+    ## Example
+    `"data_offsets": [4096, 1024]`.
+
+    ## Fix
+    Re-export the weights.
+    """
+
+
+@_structure_rule(
+    "DF008",
+    "data-offsets-overlap",
+    Severity.ERROR,
+    "two tensors' bytes overlap",
+    "re-export the file",
+)
+def data_offsets_overlap():
+    """## What it checks
+    No two tensors share bytes of the data section.
+
+    ## Why it matters
+    The safetensors reference reader refuses overlapping tensors; hand-written writers
+    produce them by mistake.
+
+    ## Example
+    `fc.weight` spans bytes 0..2048 and `norm.weight` 1024..1536.
+
+    ## Fix
+    Re-export the weights with a standard writer.
+    """
+
+
+@_structure_rule(
+    "DF009",
+    "data-section-not-covered",
+    Severity.ERROR,
+    "bytes of the data section belong to no tensor",
+    "re-export the file",
+)
+def data_section_not_covered():
+    """## What it checks
+    The tensors tile the data section exactly: no gaps and no trailing bytes.
+
+    ## Why it matters
+    The safetensors reference reader rejects such files ("metadata incomplete buffer").
+
+    ## Example
+    A tensor was deleted from the header by hand, leaving its bytes behind.
+
+    ## Fix
+    Re-export the weights (`draftfit convert` writes valid files).
+    """
+
+
+@_structure_rule(
+    "DF010",
+    "tensor-byte-size-mismatch",
+    Severity.ERROR,
+    "a tensor's byte span does not match its dtype and shape",
+    "re-export the file",
+)
+def tensor_byte_size_mismatch():
+    """## What it checks
+    `end - begin` equals the number of elements times the dtype's size.
+
+    ## Why it matters
+    The loader cannot view the bytes as the declared tensor.
+
+    ## Example
+    `BF16 [4096, 4096]` spanning 16 MiB instead of 32 MiB.
+
+    ## Fix
+    Re-export the weights.
+    """
+
+
+@_structure_rule(
+    "DF011",
+    "index-missing-shard",
+    Severity.ERROR,
+    "the shard index names a file that does not exist",
+    "download the missing shard or regenerate the index",
+)
+def index_missing_shard():
+    """## What it checks
+    Every shard file named in `model.safetensors.index.json` (or the `.bin` index) exists.
+
+    ## Why it matters
+    The tensors mapped to it are missing; the engine fails or leaves them uninitialised.
+
+    ## Example
+    `model-00002-of-00002.safetensors` was not uploaded.
+
+    ## Fix
+    Download the missing shard, or rewrite the index.
+    """
+
+
+@_structure_rule(
+    "DF012",
+    "index-tensor-not-in-shard",
+    Severity.ERROR,
+    "the shard index maps a tensor to a shard that does not hold it",
+    "regenerate the index from the shards",
+)
+def index_tensor_not_in_shard():
+    """## What it checks
+    Every tensor listed in the index is stored in the shard the index names.
+
+    ## Why it matters
+    Loaders that trust the index (transformers, the Hub's metadata) look in the wrong file.
+
+    ## Example
+    The index maps `fc.weight` to shard 1, but it is stored in shard 2.
+
+    ## Fix
+    Regenerate the index from the shards' headers.
+    """
+
+
+@_structure_rule(
+    "DF013",
+    "duplicate-tensor",
+    Severity.ERROR,
+    "the same tensor name is stored in two shards",
+    "remove the duplicate copy",
+)
+def duplicate_tensor():
+    """## What it checks
+    A tensor name appears in only one weight file.
+
+    ## Why it matters
+    Which copy the engine loads depends on file order; if they differ, behaviour is silent
+    and arbitrary.
+
+    ## Example
+    `lm_head.weight` is in both shards after a botched merge.
+
+    ## Fix
+    Remove one copy (rewrite the shard without it).
+    """
+
+
+@_structure_rule(
+    "DF014",
+    "tensor-not-in-index",
+    Severity.WARNING,
+    "a shard stores a tensor the index does not list",
+    "regenerate the index from the shards",
+)
+def tensor_not_in_index():
+    """## What it checks
+    Every tensor stored in a shard is listed in the shard index.
+
+    ## Why it matters
+    vLLM loads every tensor of the listed shards, but tools that trust the index (the Hub,
+    transformers) miss it; the checkpoint means different things to different loaders.
+
+    ## Example
+    A `d2t` tensor was appended to shard 1 without updating the index.
+
+    ## Fix
+    Regenerate the index.
+    """
+
+
+@_structure_rule(
+    "DF015",
+    "invalid-index",
+    Severity.ERROR,
+    "the shard index is not valid JSON or has no weight_map",
+    "regenerate the index from the shards",
+)
+def invalid_index():
+    """## What it checks
+    `*.index.json` is a JSON object with a `weight_map` from tensor names to file names.
+
+    ## Why it matters
+    Loaders use it to find shards; a broken index stops the load.
+
+    ## Example
+    The index file is empty.
+
+    ## Fix
+    Regenerate the index.
+    """
+
+
+@_structure_rule(
+    "DF016",
+    "missing-config",
+    Severity.ERROR,
+    "the checkpoint has no config.json",
+    "add the config.json written by the training tool",
+)
+def missing_config():
+    """## What it checks
+    The checkpoint directory holds a `config.json`.
+
+    ## Why it matters
+    Engines build the draft model from it; without it nothing loads, and draftfit cannot
+    check anything else about the draft.
+
+    ## Example
+    Only `model.safetensors` was copied out of a training run.
+
+    ## Fix
+    Copy the training run's `config.json` next to the weights.
+    """
+
+
+@_structure_rule(
+    "DF017",
+    "invalid-config",
+    Severity.ERROR,
+    "config.json is not valid JSON or not an object",
+    "fix the JSON syntax",
+)
+def invalid_config():
+    """## What it checks
+    `config.json` is UTF-8 JSON holding an object.
+
+    ## Why it matters
+    Engines cannot parse the draft's configuration.
+
+    ## Example
+    A trailing comma after the last key.
+
+    ## Fix
+    Fix the JSON (e.g. `python -m json.tool config.json`).
+    """
+
+
+@_structure_rule(
+    "DF018",
+    "mixed-weight-formats",
+    Severity.INFO,
+    "both .safetensors and .bin weights are present",
+    "delete the format you do not ship",
+)
+def mixed_weight_formats():
+    """## What it checks
+    The directory holds either `.safetensors` or PyTorch `.bin` weights, not both.
+
+    ## Why it matters
+    Engines load the `.safetensors` files and ignore the `.bin` ones; if the two differ,
+    what you tested may not be what is served.
+
+    ## Example
+    `model.safetensors` and an older `pytorch_model.bin` side by side.
+
+    ## Fix
+    Remove the stale format.
+    """
+
+
+@_structure_rule(
+    "DF019",
+    "unsafe-pickle-global",
+    Severity.ERROR,
+    "a .bin file references code other than tensor rebuilding",
+    "do not load this file; re-export the weights as safetensors",
+)
+def unsafe_pickle_global():
+    """## What it checks
+    A PyTorch `.bin` pickle references only torch's tensor-rebuild functions, storage types
+    and `OrderedDict`. draftfit reads it with a restricted reader that never calls anything.
+
+    ## Why it matters
+    Any other global (e.g. `os.system`) executes code when the file is loaded with
+    `torch.load`; vLLM refuses it with `weights_only=True`, older tools run it.
+
+    ## Example
+    A pickle whose reduce call is `posix.system`.
+
+    ## Fix
+    Do not load the file. Re-export the weights as safetensors from a trusted source.
+    """
+
+
+@_structure_rule(
+    "DF020",
+    "invalid-torch-bin",
+    Severity.ERROR,
+    "a .bin file is not a readable PyTorch checkpoint",
+    "re-export the weights (prefer safetensors)",
+)
+def invalid_torch_bin():
+    """## What it checks
+    A `.bin` file is a PyTorch checkpoint (zip or legacy format) holding a dict of tensors
+    whose storages are present and large enough.
+
+    ## Why it matters
+    The engine's loader fails on it.
+
+    ## Example
+    A zip archive without `data.pkl`, or a storage smaller than the tensor viewing it.
+
+    ## Fix
+    Re-export the weights, preferably as safetensors.
+    """
+
+
+@_structure_rule(
+    "DF021",
+    "no-weights",
+    Severity.ERROR,
+    "the checkpoint has no weight files",
+    "add the weight files",
+)
+def no_weights():
+    """## What it checks
+    The directory holds `*.safetensors` or `pytorch_model*.bin` weights.
+
+    ## Why it matters
+    There is nothing for the engine to load.
+
+    ## Example
+    Only `config.json` and a tokenizer were uploaded.
+
+    ## Fix
+    Upload the weights.
+    """

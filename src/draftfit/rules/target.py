@@ -1,0 +1,104 @@
+"""DF5xx — the draft next to its target (verifier): capability, widths, context length."""
+
+from __future__ import annotations
+
+from draftfit.rules.base import Severity, event_rule
+
+
+@event_rule(
+    "DF501",
+    "target-not-eagle3-capable",
+    Severity.ERROR,
+    "the engine cannot run EAGLE-3 with this target",
+    needs_target=True,
+)
+def target_not_eagle3_capable():
+    """## What it checks
+    The target can feed EAGLE-3 its aux hidden states in this engine version: vLLM
+    0.8.5–0.21 also require the target's text `model_type` to contain an allow-listed
+    family (`llama`, `qwen`, ... grown per release); every version requires the target class
+    to implement the EAGLE-3 interface (`SupportsEagle3`).
+
+    ## Why it matters
+    vLLM refuses to start: `Eagle3 is only supported for ... models` or `Model does not
+    support EAGLE3 interface`.
+
+    ## Example
+    A Kimi-K2 target (`kimi_k2`, `DeepseekV3ForCausalLM`) on vLLM 0.17.
+
+    ## Fix
+    Use an engine version that supports the target family.
+    """
+
+
+@event_rule(
+    "DF502",
+    "target-hidden-size-mismatch",
+    Severity.ERROR,
+    "the draft expects target hidden states of another width",
+    needs_target=True,
+)
+def target_hidden_size_mismatch():
+    """## What it checks
+    The width of the target hidden states the draft consumes (`target_hidden_size`, else the
+    draft's `hidden_size`) equals the target's `hidden_size`; for EAGLE-1 the draft's
+    `hidden_size` itself must equal it.
+
+    ## Why it matters
+    Not checked at load: the `fc` matmul fails at the first speculative step.
+
+    ## Example
+    A 4096-wide draft trained for Llama-3.1-8B next to Llama-3.3-70B (8192).
+
+    ## Fix
+    Use a draft trained for this target (set `target_hidden_size` only if `fc` really takes
+    states of that width).
+    """
+
+
+@event_rule(
+    "DF503",
+    "shared-embedding-width-mismatch",
+    Severity.ERROR,
+    "a draft without its own embedding borrows one of another width",
+    needs_target=True,
+)
+def shared_embedding_width_mismatch():
+    """## What it checks
+    A draft that stores no `embed_tokens.weight` has the target's hidden size, since the
+    engine then shares the target's embedding table.
+
+    ## Why it matters
+    vLLM asserts `hidden_states and input_embeds must have the same last dimension` during
+    start-up.
+
+    ## Example
+    A 2048-wide draft with `target_hidden_size: 4096` and no stored embedding.
+
+    ## Fix
+    Store the draft's own `embed_tokens.weight` `[vocab_size, hidden_size]`.
+    """
+
+
+@event_rule(
+    "DF504",
+    "draft-context-shorter-than-target",
+    Severity.WARNING,
+    "the draft's rotary cache is shorter than the target's context",
+    needs_target=True,
+)
+def draft_context_shorter_than_target():
+    """## What it checks
+    The draft's `max_position_embeddings` is at least the target's, on engine versions that
+    size the draft's rotary cache from the draft config (vLLM < 0.30).
+
+    ## Why it matters
+    Long prompts index past the draft's rotary cache: device-side asserts or garbage drafts
+    beyond that length (the official EAGLE-3 Llama drafts say 2048).
+
+    ## Example
+    `max_position_embeddings: 2048` next to a 131,072-token target.
+
+    ## Fix
+    Raise the draft's `max_position_embeddings` to the target's, or cap `--max-model-len`.
+    """

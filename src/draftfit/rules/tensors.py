@@ -1,0 +1,365 @@
+"""DF2xx — tensor inventory: names the engine rejects, shapes, missing and ignored tensors.
+
+These rules compare the stored tensors with the parameters the engine view says the draft
+class builds (:class:`~draftfit.engines.view.Expectation`) and with what the engine's
+loader does to each stored name (:class:`~draftfit.engines.view.TensorFate`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from draftfit.engines.view import ONES, UNINITIALISED, Expectation
+from draftfit.rules.base import Context, Location, Severity, Violation, rule
+
+_QKV = re.compile(r"^layers\.\d+\.self_attn\.(q|k|v)_proj\.weight$")
+_ATTN = re.compile(r"^layers\.\d+\.self_attn\.(q|k|v|o)_proj\.weight$")
+
+
+def _tensor_location(ctx: Context, raw: str) -> Location:
+    info = ctx.checkpoint.tensors.get(raw)
+    return Location(info.file if info else None, tensor=raw)
+
+
+def _stored(ctx: Context, canonical: str) -> tuple[str, tuple[int, ...]] | None:
+    spec = ctx.spec
+    info = spec.tensors.get(canonical)
+    if info is None:
+        return None
+    return spec.raw(canonical), info.shape
+
+
+def _named(ctx: Context, canonical: str) -> str:
+    raw = ctx.spec.raw(canonical)
+    return f"`{raw}`" if raw == canonical else f"`{raw}` (`{canonical}`)"
+
+
+def _head_dim_implied(ctx: Context) -> int | None:
+    """The head_dim the stored q_proj implies when the config does not declare one."""
+    spec = ctx.spec
+    if spec.head_dim_explicit is not None or not spec.num_heads:
+        return None
+    q = spec.tensors.get("layers.0.self_attn.q_proj.weight")
+    if q is None or len(q.shape) != 2 or q.shape[0] % spec.num_heads:
+        return None
+    implied = q.shape[0] // spec.num_heads
+    return implied if implied != spec.head_dim else None
+
+
+@rule(
+    "DF201",
+    "unknown-tensor-name",
+    Severity.ERROR,
+    "the engine's loader rejects a stored tensor name",
+)
+def unknown_tensor_name(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Every stored tensor maps, after the engine's own renaming (vLLM: `midlayer.` ->
+    `layers.0.`, `model.` prepended), to a parameter of the draft class, or is one the loader
+    skips on purpose.
+
+    ## Why it matters
+    vLLM raises `There is no module or parameter named '...'` (0.25+) or a bare `KeyError`
+    (older) and refuses to start.
+
+    ## Example
+    `layers.1.*` tensors in a draft whose config says `num_hidden_layers: 1`; `input_norm.weight`
+    without `norm_before_fc`; a training-only `verifier_lm_head.weight`.
+
+    ## Fix
+    Remove the tensor, or set the config flag that creates its parameter.
+    """
+    view = ctx.view
+    if view is None:
+        return
+    for fate in view.fates:
+        if fate.status == "rejected" and not fate.reason.startswith("vLLM prepends"):
+            yield Violation(
+                f"`{fate.raw}` is rejected by {view.title}: {fate.reason}",
+                _tensor_location(ctx, fate.raw),
+                "remove the tensor or fix the config so the draft builds its parameter",
+                fate.sources,
+            )
+
+
+@rule(
+    "DF202",
+    "tensor-name-prefix",
+    Severity.ERROR,
+    "tensor names carry a prefix the engine adds itself",
+)
+def tensor_name_prefix(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Draft tensors use bare names (`layers.0.*`/`midlayer.*`, `fc.weight`, `norm.weight`),
+    not `model.layers.0.*`.
+
+    ## Why it matters
+    vLLM prepends `model.` to every name without `lm_head`, so `model.fc.weight` becomes
+    `model.model.fc.weight` and the load fails.
+
+    ## Example
+    A draft exported with a wrapper module's state_dict.
+
+    ## Fix
+    Strip the `model.` prefix (`draftfit convert --to vllm` renames tensors without touching
+    their bytes).
+    """
+    view = ctx.view
+    if view is None:
+        return
+    prefixed = [
+        f for f in view.fates if f.status == "rejected" and f.reason.startswith("vLLM prepends")
+    ]
+    if prefixed:
+        first = prefixed[0]
+        yield Violation(
+            f"{len(prefixed)} tensor(s) start with `model.` (first `{first.raw}`); {view.title} "
+            f"prepends `model.` itself, so they load as `model.{first.raw}` and are rejected",
+            _tensor_location(ctx, first.raw),
+            "rename the tensors without the `model.` prefix",
+            first.sources,
+        )
+
+
+def _shape_problem(ctx: Context, exp: Expectation) -> tuple[str, str] | None:
+    stored = _stored(ctx, exp.canonical)
+    if stored is None or exp.shape is None:
+        return None
+    raw, shape = stored
+    if tuple(shape) == tuple(exp.shape):
+        return None
+    if (
+        exp.oversize == "truncated"
+        and len(shape) == 2
+        and len(exp.shape) == 2
+        and shape[1] == exp.shape[1]
+        and shape[0] > exp.shape[0]
+    ):
+        return "truncated", raw
+    return "mismatch", raw
+
+
+@rule(
+    "DF203",
+    "tensor-shape-mismatch",
+    Severity.ERROR,
+    "a stored tensor's shape differs from the parameter the engine builds",
+)
+def tensor_shape_mismatch(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Each stored tensor has exactly the shape the engine's draft class builds for it, with the
+    shapes computed from the config the way the engine computes them: `fc` `[H, N·T]`,
+    layer-0 q/k/v `[heads·head_dim, 2H]`, `lm_head` `[draft_vocab_size, H]`, `d2t`
+    `[draft_vocab_size]`, and so on.
+
+    ## Why it matters
+    The loader asserts (`Tried to load weights of size ... to a parameter of size ...`) and
+    the engine refuses to start. A wrong `fc` width usually means the number of aux layers
+    the engine assumes differs from the number the draft was trained with.
+
+    ## Example
+    A speculators draft trained on 4 aux layers (`fc` `[4096, 16384]`) on vLLM 0.34, which
+    assumes 3 unless `num_aux_hidden_states` says otherwise.
+
+    ## Fix
+    Make the config describe the stored tensors (e.g. add `num_aux_hidden_states`, fix
+    `head_dim`), or retrain.
+    """
+    view = ctx.view
+    if view is None:
+        return
+    implied = _head_dim_implied(ctx)
+    for exp in view.expectations.values():
+        problem = _shape_problem(ctx, exp)
+        if problem is None or problem[0] != "mismatch":
+            continue
+        if implied is not None and _ATTN.match(exp.canonical):
+            continue  # reported once, with the cause, by head-dim-not-declared
+        raw = problem[1]
+        shape = ctx.spec.tensors[exp.canonical].shape
+        yield Violation(
+            f"{_named(ctx, exp.canonical)} has shape {list(shape)}; {view.title} builds "
+            f"{list(exp.shape or ())} from {exp.formula}",
+            _tensor_location(ctx, raw),
+            "make the config describe the stored tensor, or re-export the tensor",
+            exp.sources,
+        )
+
+
+@rule(
+    "DF204",
+    "tensor-shape-truncated",
+    Severity.WARNING,
+    "a stored tensor is larger than its parameter and is silently cut",
+)
+def tensor_shape_truncated(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Stored q/k/v projections that are *larger* than the parameter the engine builds.
+
+    ## Why it matters
+    vLLM's stacked q/k/v loader narrows the stored tensor to the parameter's rows without
+    complaint: the draft loads, but attention runs on a slice of the trained weights and
+    acceptance collapses.
+
+    ## Example
+    `q_proj` `[8192, 14336]` where the config implies `[7168, 14336]`.
+
+    ## Fix
+    Declare the dimension that produced the stored shape (usually `head_dim`).
+    """
+    view = ctx.view
+    if view is None:
+        return
+    implied = _head_dim_implied(ctx)
+    for exp in view.expectations.values():
+        problem = _shape_problem(ctx, exp)
+        if problem is None or problem[0] != "truncated":
+            continue
+        if implied is not None and _QKV.match(exp.canonical):
+            continue
+        shape = ctx.spec.tensors[exp.canonical].shape
+        yield Violation(
+            f"{_named(ctx, exp.canonical)} has shape {list(shape)}, larger than the "
+            f"{list(exp.shape or ())} {view.title} builds ({exp.formula}); the loader keeps only "
+            "the first rows, silently",
+            _tensor_location(ctx, problem[1]),
+            "declare the dimension that produced the stored shape",
+            exp.sources,
+        )
+
+
+@rule(
+    "DF205",
+    "missing-tensor-uninitialised",
+    Severity.WARNING,
+    "a parameter no stored tensor fills is left uninitialised",
+)
+def missing_tensor_uninitialised(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Every weight the engine's draft class builds is stored in the checkpoint.
+
+    ## Why it matters
+    vLLM runs no "all weights loaded" check for EAGLE-3 drafts: a missing projection keeps
+    whatever `torch.empty` returned. The server starts and drafts garbage; acceptance is ~0.
+
+    ## Example
+    `layers.0.self_attn.k_proj.weight` was dropped by a converter.
+
+    ## Fix
+    Re-export the checkpoint with every trained tensor.
+    """
+    view = ctx.view
+    if view is None:
+        return
+    for exp in view.expectations.values():
+        if exp.if_missing == UNINITIALISED and exp.canonical not in ctx.spec.tensors:
+            yield Violation(
+                f"`{exp.canonical}` ({exp.formula}) is not stored; {view.title} leaves it "
+                "uninitialised and loads without an error",
+                Location(None, tensor=exp.canonical),
+                "re-export the checkpoint with this tensor",
+                exp.sources,
+            )
+
+
+@rule("DF206", "missing-norm-weight", Severity.WARNING, "a norm weight is missing and stays at 1.0")
+def missing_norm_weight(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Every RMSNorm weight the draft class builds (input/post-attention/hidden norms, final
+    `norm`, `input_norm`, `fc_norm.k`, Qwen3 `q_norm`/`k_norm`) is stored.
+
+    ## Why it matters
+    A missing norm weight silently stays at 1.0, so the draft runs with different numerics
+    than it was trained with.
+
+    ## Example
+    `norm_before_fc: true` but no `input_norm.weight` stored.
+
+    ## Fix
+    Store the trained norm weight, or turn the flag off if it was not trained.
+    """
+    view = ctx.view
+    if view is None:
+        return
+    for exp in view.expectations.values():
+        if exp.if_missing == ONES and exp.canonical not in ctx.spec.tensors:
+            yield Violation(
+                f"`{exp.canonical}` ({exp.formula}) is not stored; {view.title} keeps the norm "
+                "weight at 1.0",
+                Location(None, tensor=exp.canonical),
+                "store the trained norm weight",
+                exp.sources,
+            )
+
+
+@rule("DF207", "ignored-tensor", Severity.WARNING, "the engine silently drops a stored tensor")
+def ignored_tensor(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Stored tensors the engine's loader drops without an error (other than `t2d`, which every
+    engine ignores by design, and P-EAGLE's `mask_hidden`).
+
+    ## Why it matters
+    The draft was trained with them, so it runs differently than trained: e.g. a trained
+    `fc.bias` or q/k/v biases with `attention_bias: false` are discarded by vLLM.
+
+    ## Example
+    `fc.bias` in an EAGLE-1 checkpoint (the official EAGLE repo trains one by default).
+
+    ## Fix
+    Declare the bias in the config where the engine supports it (`attention_bias: true`),
+    or accept the accuracy loss knowingly.
+    """
+    view = ctx.view
+    if view is None:
+        return
+    for fate in view.fates:
+        if fate.status == "skipped" and fate.reason != "always skipped by the loader":
+            yield Violation(
+                f"`{fate.raw}` is dropped by {view.title}: {fate.reason}",
+                _tensor_location(ctx, fate.raw),
+                "declare the parameter in the config if the engine supports it, or remove it",
+                fate.sources,
+            )
+
+
+@rule(
+    "DF208",
+    "head-dim-not-declared",
+    Severity.ERROR,
+    "the attention shapes imply a head_dim the config does not declare",
+)
+def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    When the config has no `head_dim`, engines derive `hidden_size / num_attention_heads`.
+    The stored q/k/v/o projections must agree with that derived value.
+
+    ## Why it matters
+    Drafts for targets whose heads are wider than `hidden/heads` (Kimi-K2: 7168/64 = 112 but
+    128-wide heads; Qwen3) store 128-wide projections. Without `head_dim: 128` the engine
+    builds 112-wide heads: `o_proj` fails to load, or q/k/v are silently cut.
+
+    ## Example
+    `hidden_size` 7168, 64 heads, no `head_dim`, `q_proj` `[8192, 14336]`.
+
+    ## Fix
+    Add `"head_dim": 128` (the value the stored shapes imply) to the decoder config.
+    """
+    view = ctx.view
+    if view is None or not view.expectations:
+        return
+    implied = _head_dim_implied(ctx)
+    if implied is None:
+        return
+    spec = ctx.spec
+    yield Violation(
+        f"the config has no `head_dim`, so {view.title} uses hidden_size/num_attention_heads = "
+        f"{spec.hidden_size}/{spec.num_heads} = {spec.head_dim}, but the stored q_proj "
+        f"{list(spec.tensors['layers.0.self_attn.q_proj.weight'].shape)} implies head_dim "
+        f"{implied}",
+        Location("config.json", spec.pointer("head_dim")),
+        f'add "head_dim": {implied} to the decoder config',
+        view.expectations["layers.0.self_attn.q_proj.weight"].sources
+        if "layers.0.self_attn.q_proj.weight" in view.expectations
+        else (),
+    )

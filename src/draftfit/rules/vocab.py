@@ -1,0 +1,244 @@
+"""DF4xx — vocabulary: draft vocab, the d2t/t2d maps, lm_head, and the target's vocab."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from draftfit.checkpoint.values import read_values
+from draftfit.rules.base import Context, Location, Severity, Violation, config_at, event_rule, rule
+
+
+def _tensor_loc(ctx: Context, canonical: str) -> Location:
+    info = ctx.spec.tensors.get(canonical)
+    return Location(info.file if info else None, tensor=ctx.spec.raw(canonical))
+
+
+@rule("DF401", "missing-d2t", Severity.WARNING, "a reduced-vocabulary draft has no d2t map")
+def missing_d2t(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    A draft whose `draft_vocab_size` is smaller than its `vocab_size` stores `d2t`
+    (int64 `[draft_vocab_size]`, offsets: target id = i + d2t[i]).
+
+    ## Why it matters
+    vLLM has no check: the mapping stays all zeros, so draft token i is proposed as target
+    token i. The server runs and acceptance is near zero. `speculators convert` drops `d2t`
+    from ModelOpt exports (no `t2d` there) exactly this way.
+
+    ## Example
+    `draft_vocab_size: 32000`, `vocab_size: 128256`, no `d2t` tensor.
+
+    ## Fix
+    Store the `d2t` produced with the draft vocabulary (or rebuild it from `t2d`:
+    `draftfit convert` derives it).
+    """
+    view = ctx.view
+    if view is None or not view.built or not view.effective.get("reduced_vocab"):
+        return
+    if "d2t" in ctx.spec.tensors:
+        return
+    spec = ctx.spec
+    fix = "store the trained `d2t` map"
+    if "t2d" in spec.tensors:
+        fix = "derive `d2t` from the stored `t2d` (`draftfit convert --to vllm`)"
+    yield Violation(
+        f"`draft_vocab_size` is {view.effective.get('draft_vocab_size')} < `vocab_size` "
+        f"{spec.vocab_size}, but no `d2t` is stored: {view.title} keeps the map at zeros and "
+        "proposes draft token i as target token i",
+        config_at(spec.pointer("draft_vocab_size")),
+        fix,
+        view.expectations["d2t"].sources if "d2t" in view.expectations else (),
+    )
+
+
+@rule(
+    "DF402",
+    "lm-head-missing-reduced-vocab",
+    Severity.ERROR,
+    "no lm_head is stored and the target's cannot stand in for a reduced vocabulary",
+)
+def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    An EAGLE-3 draft without `lm_head.weight` only works when the engine borrows the
+    target's lm_head *and* the draft vocabulary equals the target's.
+
+    ## Why it matters
+    With a reduced draft vocabulary the borrowed head produces target-wide logits that the
+    d2t scatter cannot map: the first speculative step fails (vLLM >= 0.11.1). Older versions
+    leave the head uninitialised (reported as missing-tensor-uninitialised).
+
+    ## Example
+    `draft_vocab_size: 32000` and no `lm_head.weight` (it was filtered with the embeddings).
+
+    ## Fix
+    Store the trained `lm_head.weight` `[draft_vocab_size, hidden_size]`.
+    """
+    view = ctx.view
+    if view is None or not view.built or "lm_head.weight" in ctx.spec.tensors:
+        return
+    exp = view.expectations.get("lm_head.weight")
+    if exp is None or exp.if_missing != "shared":
+        return
+    Vd = view.effective.get("draft_vocab_size")
+    Vt = ctx.target.vocab_size if ctx.target else ctx.spec.vocab_size
+    if isinstance(Vd, int) and isinstance(Vt, int) and Vd != Vt:
+        yield Violation(
+            f"no `lm_head.weight` is stored, so {view.title} borrows the target's ({Vt} rows) "
+            f"for a draft vocabulary of {Vd}: the first speculative step fails",
+            Location(None, tensor="lm_head.weight"),
+            f"store the trained `lm_head.weight` [{Vd}, {ctx.spec.hidden_size}]",
+            exp.sources,
+        )
+
+
+@rule(
+    "DF403",
+    "d2t-out-of-range",
+    Severity.ERROR,
+    "d2t maps draft tokens outside the target vocabulary",
+)
+def d2t_out_of_range(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    For every draft id i, `i + d2t[i]` lies in `[0, target vocab)` (the target's vocab with
+    `--target`, else the draft's `vocab_size`). Reads the d2t values (a few hundred KB).
+
+    ## Why it matters
+    Out-of-range target ids crash sampling on the GPU (device-side assert) or propose
+    tokens that do not exist.
+
+    ## Example
+    `d2t` stored as absolute target ids instead of offsets.
+
+    ## Fix
+    Store offsets (`target_id - draft_id`), as every trainer does.
+    """
+    info = ctx.spec.tensors.get("d2t")
+    if info is None:
+        return
+    values = read_values(ctx.checkpoint, info)
+    if values is None or values.size == 0 or values.dtype.kind not in "iu":
+        return
+    import numpy as np
+
+    vocab = ctx.target.vocab_size if ctx.target and ctx.target.vocab_size else ctx.spec.vocab_size
+    if not vocab:
+        return
+    mapped = np.arange(values.size, dtype=np.int64) + values.astype(np.int64)
+    bad = np.flatnonzero((mapped < 0) | (mapped >= vocab))
+    if bad.size:
+        i = int(bad[0])
+        yield Violation(
+            f"{bad.size} of {values.size} draft ids map outside [0, {vocab}) (first: draft id {i} "
+            f"-> {int(mapped[i])}); d2t must hold offsets",
+            _tensor_loc(ctx, "d2t"),
+            "store d2t as offsets (target_id - draft_id)",
+        )
+
+
+@rule(
+    "DF404",
+    "vocab-map-inconsistent",
+    Severity.WARNING,
+    "d2t and t2d disagree, or d2t maps two draft ids to one target id",
+)
+def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    `t2d` is `[vocab_size]` with exactly `draft_vocab_size` true entries, `d2t` is
+    `[draft_vocab_size]`, the target ids `i + d2t[i]` are distinct, and (when both are stored)
+    they are exactly the ids `t2d` marks.
+
+    ## Why it matters
+    Engines read only `d2t`; a `d2t` that disagrees with `t2d` usually means one of them was
+    regenerated for a different tokenizer or frequency table, and drafts propose wrong tokens.
+
+    ## Example
+    A `t2d` with 31,998 true entries for `draft_vocab_size` 32,000.
+
+    ## Fix
+    Regenerate both maps from the same vocabulary selection.
+    """
+    spec = ctx.spec
+    d2t_info, t2d_info = spec.tensors.get("d2t"), spec.tensors.get("t2d")
+    Vd = spec.draft_vocab_size
+    if d2t_info is not None and Vd and tuple(d2t_info.shape) != (Vd,):
+        yield Violation(
+            f"`d2t` has shape {list(d2t_info.shape)}, expected [{Vd}] (draft_vocab_size)",
+            _tensor_loc(ctx, "d2t"),
+            "regenerate d2t for this draft vocabulary",
+        )
+        return
+    if t2d_info is not None and spec.vocab_size and tuple(t2d_info.shape) != (spec.vocab_size,):
+        yield Violation(
+            f"`t2d` has shape {list(t2d_info.shape)}, expected [{spec.vocab_size}] (vocab_size)",
+            _tensor_loc(ctx, "t2d"),
+            "regenerate t2d for this vocabulary",
+        )
+        return
+    import numpy as np
+
+    d2t = read_values(ctx.checkpoint, d2t_info) if d2t_info is not None else None
+    t2d = read_values(ctx.checkpoint, t2d_info) if t2d_info is not None else None
+    if t2d is not None and Vd and int(np.count_nonzero(t2d)) != Vd:
+        yield Violation(
+            f"`t2d` marks {int(np.count_nonzero(t2d))} target ids, but draft_vocab_size is {Vd}",
+            _tensor_loc(ctx, "t2d"),
+            "regenerate t2d from the draft vocabulary",
+        )
+        return
+    if d2t is None or d2t.dtype.kind not in "iu":
+        return
+    mapped = np.arange(d2t.size, dtype=np.int64) + d2t.astype(np.int64)
+    if np.unique(mapped).size != mapped.size:
+        yield Violation(
+            "`d2t` maps several draft ids to the same target id",
+            _tensor_loc(ctx, "d2t"),
+            "regenerate d2t from the draft vocabulary",
+        )
+        return
+    if t2d is not None and t2d.size and not np.array_equal(np.sort(mapped), np.flatnonzero(t2d)):
+        yield Violation(
+            "the target ids `d2t` maps to are not the ids `t2d` marks",
+            _tensor_loc(ctx, "d2t"),
+            "regenerate both maps from the same vocabulary selection",
+        )
+
+
+@event_rule(
+    "DF405",
+    "vocab-size-mismatch",
+    Severity.ERROR,
+    "the draft and target vocabularies differ",
+    needs_target=True,
+)
+def vocab_size_mismatch():
+    """## What it checks
+    The draft's `vocab_size` equals the target's (text config) `vocab_size`.
+
+    ## Why it matters
+    Token ids from the target index the draft's embedding and the d2t map produces target
+    ids: different vocabularies fail at the first forward or propose wrong tokens.
+
+    ## Example
+    A draft trained for Llama-3.1 (128,256) next to Llama-4 (202,048).
+
+    ## Fix
+    Use a draft trained with this target's tokenizer.
+    """
+
+
+@event_rule(
+    "DF406", "d2t-ignored-by-engine", Severity.WARNING, "the engine version drops the stored d2t"
+)
+def d2t_ignored_by_engine():
+    """## What it checks
+    Engine versions with a bug that discards a correctly stored `d2t` (vLLM 0.9.0 and
+    0.9.0.1 check for the original name after renaming it).
+
+    ## Why it matters
+    Reduced-vocabulary drafts then propose draft ids as target ids: silent garbage.
+
+    ## Example
+    Any EAGLE-3 draft with `draft_vocab_size` < `vocab_size` on vLLM 0.9.0.
+
+    ## Fix
+    Use vLLM 0.9.1 or later.
+    """

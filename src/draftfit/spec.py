@@ -1,0 +1,531 @@
+"""One engine-neutral description of a draft (the "canonical description") that rules read.
+
+Every producer spells the same facts differently: dims live at the top level, under
+`transformer_layer_config` (speculators) or under `model` (legacy vLLM EAGLE); decoder
+tensors are `midlayer.*` or `layers.N.*`; aux-layer ids are top-level or nested under
+`eagle_config`, and counted in one of two conventions. :func:`describe` reads all of that
+into a :class:`DraftSpec` that records each value *and where it was found*, so findings can
+point at the exact JSON pointer or tensor.
+
+Aux-layer conventions (`knowledge/producers.md` §0.2): id `k` in **capture-before**
+counting means the residual stream entering target layer `k` (= output of layer `k-1`,
+= HF `hidden_states[k]`); in **output-of** counting it means the output of layer `k`.
+`capture-before = output-of + 1`. Internally draftfit compares *capture-before* indices.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from draftfit.checkpoint.model import Checkpoint, TensorInfo
+from draftfit.dialects import (
+    ANGELSLIM,
+    EAGLE_OFFICIAL,
+    MODELOPT,
+    SPECFORGE,
+    SPECULATORS,
+    VLLM_LEGACY_EAGLE,
+    Dialect,
+    detect_dialect,
+)
+
+CAPTURE_BEFORE = "capture-before"
+OUTPUT_OF = "output-of"
+
+EAGLE3 = "eagle3"
+EAGLE = "eagle"
+METHODS = (EAGLE3, EAGLE)
+
+TOP_AUX = "/eagle_aux_hidden_state_layer_ids"
+NESTED_AUX = "/eagle_config/eagle_aux_hidden_state_layer_ids"
+NESTED_LAYER_IDS = "/eagle_config/layer_ids"
+
+# Fields that describe the decoder layer (found in the layer config for speculators/legacy).
+LAYER_FIELDS = (
+    "model_type",
+    "hidden_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "num_hidden_layers",
+    "vocab_size",
+    "hidden_act",
+    "rms_norm_eps",
+    "max_position_embeddings",
+    "rope_theta",
+    "rope_scaling",
+    "rope_parameters",
+    "attention_bias",
+    "mlp_bias",
+    "tie_word_embeddings",
+    "layer_types",
+    "sliding_window",
+    "use_sliding_window",
+    "num_aux_hidden_states",
+    "num_aux_layers",
+    "bos_token_id",
+    "eos_token_id",
+)
+# EAGLE-specific fields (top level in every convention).
+EAGLE_FIELDS = (
+    "architectures",
+    "draft_vocab_size",
+    "target_hidden_size",
+    "norm_before_residual",
+    "norm_before_fc",
+    "fc_norm",
+    "norm_output",
+    "torch_dtype",
+    "dtype",
+    "bias",
+    "truncated_vocab_size",
+)
+
+
+@dataclass(frozen=True)
+class Field:
+    """A config value and the JSON pointer it was read from (None when absent)."""
+
+    value: Any
+    pointer: str | None
+
+    @property
+    def present(self) -> bool:
+        return self.pointer is not None
+
+
+ABSENT = Field(None, None)
+
+
+@dataclass(frozen=True)
+class AuxIds:
+    """Aux-layer ids as written at one place in the config.
+
+    Attributes:
+        ids: the ids exactly as written.
+        pointer: where (JSON pointer into config.json).
+        convention: the counting convention the writer used.
+        why: one line on how the convention was decided.
+    """
+
+    ids: tuple[int, ...]
+    pointer: str
+    convention: str
+    why: str
+
+    def capture_before(self) -> tuple[int, ...]:
+        """The ids in capture-before counting (HF `hidden_states` index)."""
+        shift = 1 if self.convention == OUTPUT_OF else 0
+        return tuple(i + shift for i in self.ids)
+
+
+@dataclass
+class DraftSpec:
+    """The canonical description of a draft checkpoint.
+
+    Attributes:
+        dialect: who wrote it, with evidence.
+        method: `eagle3`, `eagle`, or None when it cannot be told.
+        method_evidence: why.
+        layer_config_pointer: JSON pointer of the decoder-layer config (`""` top level).
+        fields: every known field with the pointer it was found at.
+        aux: every place aux-layer ids were written, most authoritative first.
+        tensors: tensors by canonical name (`layers.N.*`, `fc.weight`, ...).
+        raw_names: canonical name -> the name stored in the file.
+        name_prefix: a prefix every decoder tensor carries (e.g. `model.`), else `""`.
+        unrecognised: stored names that map to no known role.
+    """
+
+    dialect: Dialect
+    method: str | None
+    method_evidence: list[str]
+    layer_config_pointer: str
+    fields: dict[str, Field]
+    aux: list[AuxIds]
+    tensors: dict[str, TensorInfo]
+    raw_names: dict[str, str]
+    name_prefix: str = ""
+    unrecognised: list[str] = field(default_factory=list)
+
+    # ---- plain accessors
+    def get(self, name: str) -> Any:
+        return self.fields.get(name, ABSENT).value
+
+    def field(self, name: str) -> Field:
+        return self.fields.get(name, ABSENT)
+
+    def pointer(self, name: str) -> str:
+        """Where a field lives, or where it would be written when absent."""
+        found = self.fields.get(name)
+        if found is not None and found.pointer is not None:
+            return found.pointer
+        base = self.layer_config_pointer if name in LAYER_FIELDS else ""
+        return f"{base}/{name}"
+
+    def int_field(self, name: str) -> int | None:
+        value = self.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    # ---- derived dims
+    @property
+    def hidden_size(self) -> int | None:
+        return self.int_field("hidden_size")
+
+    @property
+    def num_heads(self) -> int | None:
+        return self.int_field("num_attention_heads")
+
+    @property
+    def num_kv_heads(self) -> int | None:
+        kv = self.int_field("num_key_value_heads")
+        return kv if kv is not None else self.num_heads
+
+    @property
+    def head_dim_explicit(self) -> int | None:
+        return self.int_field("head_dim")
+
+    @property
+    def head_dim(self) -> int | None:
+        """`head_dim` if written, else `hidden_size // num_attention_heads`."""
+        if self.head_dim_explicit is not None:
+            return self.head_dim_explicit
+        if self.hidden_size and self.num_heads:
+            return self.hidden_size // self.num_heads
+        return None
+
+    @property
+    def target_hidden_size(self) -> int | None:
+        """`target_hidden_size` if written (and not null), else the draft hidden size."""
+        explicit = self.int_field("target_hidden_size")
+        return explicit if explicit is not None else self.hidden_size
+
+    @property
+    def vocab_size(self) -> int | None:
+        return self.int_field("vocab_size")
+
+    @property
+    def draft_vocab_size(self) -> int | None:
+        """`draft_vocab_size` if written, else the full vocab."""
+        explicit = self.int_field("draft_vocab_size")
+        return explicit if explicit is not None else self.vocab_size
+
+    @property
+    def num_layers_config(self) -> int | None:
+        return self.int_field("num_hidden_layers")
+
+    @property
+    def layer_indices(self) -> list[int]:
+        """Decoder layer indices that have at least one tensor."""
+        found = set()
+        for name in self.tensors:
+            match = _LAYER_RE.match(name)
+            if match:
+                found.add(int(match.group(1)))
+        return sorted(found)
+
+    @property
+    def trained_aux(self) -> AuxIds | None:
+        """The ids the draft was trained with (the most authoritative place), if written."""
+        return self.aux[0] if self.aux else None
+
+    @property
+    def fc_input_width(self) -> int | None:
+        fc = self.tensors.get("fc.weight")
+        return fc.shape[1] if fc is not None and len(fc.shape) == 2 else None
+
+    @property
+    def num_aux_states(self) -> int | None:
+        """How many aux hidden states the stored `fc` consumes (its width / target hidden)."""
+        width, t = self.fc_input_width, self.target_hidden_size
+        if width is None or not t or width % t:
+            return None
+        return width // t
+
+    def has(self, canonical: str) -> bool:
+        return canonical in self.tensors
+
+    def raw(self, canonical: str) -> str:
+        return self.raw_names.get(canonical, canonical)
+
+
+_LAYER_RE = re.compile(r"^layers\.(\d+)\.")
+
+
+# --------------------------------------------------------------------------- building
+
+
+def describe(checkpoint: Checkpoint, dialect: Dialect | None = None) -> DraftSpec:
+    """Build the canonical description of `checkpoint`."""
+    dialect = dialect or detect_dialect(checkpoint)
+    config = checkpoint.config or {}
+    layer_pointer, layer_config = _layer_config(config, dialect)
+    fields: dict[str, Field] = {}
+    for name in LAYER_FIELDS:
+        found = _lookup(name, config, layer_pointer, layer_config, prefer_layer=True)
+        if found.present:
+            fields[name] = found
+    for name in EAGLE_FIELDS:
+        found = _lookup(name, config, layer_pointer, layer_config, prefer_layer=False)
+        if found.present:
+            fields[name] = found
+    eagle_config = config.get("eagle_config")
+    if isinstance(eagle_config, dict):
+        for key, value in eagle_config.items():
+            fields[f"eagle_config.{key}"] = Field(value, f"/eagle_config/{_escape(key)}")
+    spec_config = config.get("speculators_config")
+    if isinstance(spec_config, dict):
+        methods = spec_config.get("proposal_methods")
+        if isinstance(methods, list) and methods and isinstance(methods[0], dict):
+            tokens = methods[0].get("speculative_tokens")
+            fields["speculative_tokens"] = Field(
+                tokens, "/speculators_config/proposal_methods/0/speculative_tokens"
+            )
+        verifier = spec_config.get("verifier")
+        if isinstance(verifier, dict) and "name_or_path" in verifier:
+            fields["verifier.name_or_path"] = Field(
+                verifier["name_or_path"], "/speculators_config/verifier/name_or_path"
+            )
+
+    tensors, raw_names, prefix, unrecognised = _canonical_tensors(checkpoint)
+    method, method_evidence = _infer_method(config, dialect, tensors, fields)
+    spec = DraftSpec(
+        dialect=dialect,
+        method=method,
+        method_evidence=method_evidence,
+        layer_config_pointer=layer_pointer,
+        fields=fields,
+        aux=[],
+        tensors=tensors,
+        raw_names=raw_names,
+        name_prefix=prefix,
+        unrecognised=unrecognised,
+    )
+    spec.aux = _aux_locations(config, dialect)
+    return spec
+
+
+def _layer_config(config: Mapping[str, Any], dialect: Dialect) -> tuple[str, Mapping[str, Any]]:
+    if dialect.name == SPECULATORS and isinstance(config.get("transformer_layer_config"), dict):
+        return "/transformer_layer_config", config["transformer_layer_config"]
+    if dialect.name == VLLM_LEGACY_EAGLE and isinstance(config.get("model"), dict):
+        return "/model", config["model"]
+    return "", config
+
+
+def _lookup(
+    name: str,
+    config: Mapping[str, Any],
+    layer_pointer: str,
+    layer_config: Mapping[str, Any],
+    prefer_layer: bool,
+) -> Field:
+    places = [(layer_pointer, layer_config), ("", config)]
+    if not prefer_layer:
+        places.reverse()
+    for pointer, mapping in places:
+        if name in mapping:
+            return Field(mapping[name], f"{pointer}/{_escape(name)}")
+    return ABSENT
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+# Renames from producer spellings to the canonical `layers.N.*` layout.
+_RENAMES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^midlayer\.(\d+)\."), r"layers.\1."),
+    (re.compile(r"^midlayer\."), "layers.0."),
+    (re.compile(r"^transformer\."), "layers.0."),  # speculators EAGLE-1 conversion
+    (re.compile(r"^fusion_fc\."), "fc."),  # speculators EAGLE-1 conversion
+    (re.compile(r"^aux_norm_low\."), "fc_norm.0."),  # legacy SGLang names
+    (re.compile(r"^aux_norm_mid\."), "fc_norm.1."),
+    (re.compile(r"^aux_norm_high\."), "fc_norm.2."),
+)
+
+_KNOWN_TOP = re.compile(
+    r"^(fc\.(weight|bias)|norm\.weight|lm_head\.weight|embed_tokens\.weight|d2t|t2d|"
+    r"input_norm\.weight|fc_norm\.\d+\.weight|mask_hidden|hidden_norm\.weight|"
+    r"embed_layernorm\.weight|lm_head_layernorm\.weight|hidden_layernorm\.weight|"
+    r"embedding_layernorm\.weight|pre_lm_head_layernorm\.weight|token_map|enorm\.weight|"
+    r"hnorm\.weight)$"
+)
+_KNOWN_LAYER = re.compile(
+    r"^layers\.\d+\.("
+    r"self_attn\.(q_proj|k_proj|v_proj|o_proj)\.(weight|bias)|"
+    r"self_attn\.(q_norm|k_norm)\.weight|"
+    r"self_attn\.(q_a_proj|q_b_proj|kv_a_proj_with_mqa|kv_b_proj|q_a_layernorm|kv_a_layernorm|"
+    r"fused_qkv_a_proj)\.weight|"
+    r"mlp\.(gate_proj|up_proj|down_proj)\.(weight|bias)|"
+    r"(input_layernorm|post_attention_layernorm|hidden_norm)\.weight)$"
+)
+
+
+def canonical_name(raw: str) -> tuple[str, str]:
+    """Map a stored tensor name to `(canonical name, stripped prefix)`."""
+    prefix = ""
+    name = raw
+    if name.startswith("model."):
+        prefix = "model."
+        name = name[len(prefix) :]
+    for pattern, replacement in _RENAMES:
+        new = pattern.sub(replacement, name, count=1)
+        if new != name:
+            name = new
+            break
+    return name, prefix
+
+
+def is_known_role(canonical: str) -> bool:
+    return bool(_KNOWN_TOP.match(canonical) or _KNOWN_LAYER.match(canonical))
+
+
+def _canonical_tensors(
+    checkpoint: Checkpoint,
+) -> tuple[dict[str, TensorInfo], dict[str, str], str, list[str]]:
+    tensors: dict[str, TensorInfo] = {}
+    raw_names: dict[str, str] = {}
+    prefixes: set[str] = set()
+    unrecognised: list[str] = []
+    for raw, info in checkpoint.tensors.items():
+        canonical, prefix = canonical_name(raw)
+        prefixes.add(prefix)
+        if canonical in tensors:
+            # Two spellings of one role (e.g. `midlayer.x` and `layers.0.x`): keep both visible.
+            unrecognised.append(raw)
+            continue
+        tensors[canonical] = info
+        raw_names[canonical] = raw
+        if not is_known_role(canonical):
+            unrecognised.append(raw)
+    prefix = "model." if prefixes == {"model."} else ""
+    return tensors, raw_names, prefix, unrecognised
+
+
+def _infer_method(
+    config: Mapping[str, Any],
+    dialect: Dialect,
+    tensors: Mapping[str, TensorInfo],
+    fields: Mapping[str, Field],
+) -> tuple[str | None, list[str]]:
+    evidence: list[str] = []
+    kind = config.get("speculators_model_type")
+    if kind == "eagle3":
+        return EAGLE3, ["`speculators_model_type` is `eagle3`"]
+    if kind == "eagle":
+        return EAGLE, ["`speculators_model_type` is `eagle`"]
+    arch = config.get("architectures")
+    arch0 = arch[0] if isinstance(arch, list) and arch and isinstance(arch[0], str) else ""
+    if "Eagle3" in arch0 or "EAGLE3" in arch0:
+        return EAGLE3, [f"`architectures` names an EAGLE-3 class (`{arch0}`)"]
+    if dialect.variant == "eagle3":
+        evidence.append(f"{dialect.title} layout")
+    if dialect.variant == "eagle1":
+        return EAGLE, [f"{dialect.title} layout"]
+    if arch0.startswith("Eagle") or arch0.endswith("Eagle"):
+        return EAGLE, [f"`architectures` names an EAGLE-1 class (`{arch0}`)"]
+    if "layers.0.hidden_norm.weight" in tensors:
+        evidence.append("`hidden_norm` tensor (EAGLE-3 first layer)")
+    fc = tensors.get("fc.weight")
+    hidden = fields.get("hidden_size", ABSENT).value
+    if fc is not None and len(fc.shape) == 2 and isinstance(hidden, int) and hidden:
+        ratio = fc.shape[1] / hidden
+        if ratio == 2 and "target_hidden_size" not in fields:
+            if not evidence:
+                return EAGLE, [
+                    f"`fc.weight` is `[{fc.shape[0]}, {fc.shape[1]}]` = [H, 2H] (EAGLE-1)"
+                ]
+        elif ratio >= 3:
+            evidence.append(f"`fc.weight` input width {fc.shape[1]} ≥ 3 × hidden (EAGLE-3)")
+    q = tensors.get("layers.0.self_attn.q_proj.weight")
+    if q is not None and len(q.shape) == 2 and isinstance(hidden, int) and q.shape[1] == 2 * hidden:
+        evidence.append("layer-0 attention takes 2 × hidden inputs (EAGLE-3)")
+    if evidence:
+        return EAGLE3, evidence
+    return None, ["no EAGLE-3 or EAGLE-1 marker found"]
+
+
+def _aux_locations(config: Mapping[str, Any], dialect: Dialect) -> list[AuxIds]:
+    """Every place aux ids were written, most authoritative (what training used) first."""
+    found: list[AuxIds] = []
+    top = config.get("eagle_aux_hidden_state_layer_ids")
+    if _int_list(top):
+        found.append(
+            AuxIds(
+                tuple(top),
+                TOP_AUX,
+                CAPTURE_BEFORE,
+                "the top-level key is written in capture-before counting (speculators, vLLM)",
+            )
+        )
+    eagle_config = config.get("eagle_config")
+    if isinstance(eagle_config, dict):
+        nested = eagle_config.get("eagle_aux_hidden_state_layer_ids")
+        if _int_list(nested):
+            convention, why = _nested_convention(tuple(nested), dialect)
+            found.append(AuxIds(tuple(nested), NESTED_AUX, convention, why))
+        layer_ids = eagle_config.get("layer_ids")
+        if _int_list(layer_ids):
+            found.append(
+                AuxIds(
+                    tuple(layer_ids),
+                    NESTED_LAYER_IDS,
+                    CAPTURE_BEFORE,
+                    "`eagle_config.layer_ids` is vLLM's own key (capture-before counting)",
+                )
+            )
+    return found
+
+
+def _nested_convention(ids: tuple[int, ...], dialect: Dialect) -> tuple[str, str]:
+    """Nested ids are output-of counting for SpecForge/ModelOpt/AngelSlim.
+
+    One exception is recognised: SGLang's DeepSeek-family models treat a nested list whose
+    first id is not 1 as capture-before (sglang PR #25454), and drafts published for them
+    (e.g. AQ-MedAI's Kimi-K2 draft, `[2, 30, 58]` for 61 layers) follow that. A nested
+    list starting at 2 or more with a first id of exactly 2 is therefore read as
+    capture-before; :func:`resolve_with_target` refines this once the target is known.
+    """
+    producer = dialect.title
+    if dialect.name in (SPECFORGE, MODELOPT, ANGELSLIM, EAGLE_OFFICIAL, SPECULATORS):
+        return OUTPUT_OF, f"{producer} writes nested ids in output-of counting"
+    return OUTPUT_OF, "nested `eagle_config` ids are output-of counting by convention"
+
+
+def resolve_with_target(aux: AuxIds, target_layers: int | None) -> AuxIds:
+    """Refine a nested list's convention using the target's layer count.
+
+    A nested list equal to the capture-before default `[2, L//2, L-3]` (and not to the
+    output-of default `[1, L//2-1, L-4]`) was written in capture-before counting: no
+    producer's output-of default starts at 2, and SGLang's DeepSeek-family loaders read
+    such a list unshifted.
+    """
+    if aux.pointer != NESTED_AUX or aux.convention != OUTPUT_OF or not target_layers:
+        return aux
+    capture_default = default_capture_ids(target_layers)
+    if tuple(aux.ids) == capture_default:
+        return AuxIds(
+            aux.ids,
+            aux.pointer,
+            CAPTURE_BEFORE,
+            f"the nested list equals the capture-before default {list(capture_default)} for a "
+            f"{target_layers}-layer target, so it is read as capture-before counting",
+        )
+    return aux
+
+
+def default_capture_ids(num_layers: int) -> tuple[int, int, int]:
+    """The default aux layers every engine and trainer uses, in capture-before counting."""
+    return (2, num_layers // 2, num_layers - 3)
+
+
+def _int_list(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) > 0
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    )

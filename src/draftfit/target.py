@@ -1,0 +1,138 @@
+"""Facts about the target (verifier) model that drafts must agree with.
+
+A target is a directory holding at least its `config.json`; weights are optional (when
+safetensors headers are present, the embedding and lm_head shapes are read from them).
+Multimodal configs keep the language model under `text_config` (Kimi-K2.5, Llama-4,
+Qwen-VL) or a similar key; engines read that *text config*, so draftfit does too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from draftfit.checkpoint.model import TensorInfo
+from draftfit.errors import CheckpointNotFoundError, UsageError
+
+TEXT_CONFIG_KEYS = ("text_config", "language_config", "llm_config", "text_model")
+
+
+@dataclass
+class Target:
+    """The verifier as engines see it.
+
+    Attributes:
+        source: how the user named it.
+        config: the whole `config.json`.
+        text_config: the language-model part (the whole config for text-only models).
+        text_pointer: JSON pointer of `text_config` inside config.json (`""` when top level).
+        tensors: embedding / lm_head tensors when weight headers were available.
+    """
+
+    source: str
+    config: dict[str, Any]
+    text_config: dict[str, Any]
+    text_pointer: str = ""
+    tensors: dict[str, TensorInfo] = field(default_factory=dict)
+
+    def _int(self, key: str) -> int | None:
+        value = self.text_config.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def architectures(self) -> list[str]:
+        """The top-level architectures: they pick the verifier class an engine builds."""
+        arch = self.config.get("architectures")
+        return [a for a in arch if isinstance(a, str)] if isinstance(arch, list) else []
+
+    @property
+    def architecture(self) -> str | None:
+        return self.architectures[0] if self.architectures else None
+
+    @property
+    def model_type(self) -> str | None:
+        """The text config's `model_type` (what vLLM's allow-lists test)."""
+        value = self.text_config.get("model_type", self.config.get("model_type"))
+        return value if isinstance(value, str) else None
+
+    @property
+    def hidden_size(self) -> int | None:
+        return self._int("hidden_size")
+
+    @property
+    def num_layers(self) -> int | None:
+        return self._int("num_hidden_layers")
+
+    @property
+    def vocab_size(self) -> int | None:
+        vocab = self._int("vocab_size")
+        if vocab is None:
+            value = self.config.get("vocab_size")
+            vocab = value if isinstance(value, int) else None
+        return vocab
+
+    @property
+    def num_heads(self) -> int | None:
+        return self._int("num_attention_heads")
+
+    @property
+    def head_dim(self) -> int | None:
+        explicit = self._int("head_dim")
+        if explicit is not None:
+            return explicit
+        if self.hidden_size and self.num_heads:
+            return self.hidden_size // self.num_heads
+        return None
+
+    def pointer(self, key: str) -> str:
+        return f"{self.text_pointer}/{key}"
+
+
+def load_target(path: str | Path, source: str | None = None) -> Target:
+    """Read a target directory (or its `config.json`).
+
+    Raises :class:`CheckpointNotFoundError` / :class:`UsageError` when there is no readable
+    config: a target without one cannot be reasoned about.
+    """
+    root = Path(path)
+    if root.is_file() and root.name == "config.json":
+        root = root.parent
+    if not root.is_dir():
+        raise CheckpointNotFoundError(f"target not found: {path} is not a directory")
+    config_path = root / "config.json"
+    if not config_path.is_file():
+        raise UsageError(f"target {path} has no config.json")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"target config {config_path} is not readable JSON: {exc}") from exc
+    if not isinstance(config, dict):
+        raise UsageError(f"target config {config_path} is not a JSON object")
+    text_config, pointer = _text_config(config)
+    target = Target(source or str(path), config, text_config, pointer)
+    target.tensors = _embedding_tensors(root)
+    return target
+
+
+def _text_config(config: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    for key in TEXT_CONFIG_KEYS:
+        nested = config.get(key)
+        if isinstance(nested, dict) and ("hidden_size" in nested or "num_hidden_layers" in nested):
+            return nested, f"/{key}"
+    return config, ""
+
+
+def _embedding_tensors(root: Path) -> dict[str, TensorInfo]:
+    """Embedding and lm_head headers, if the target's safetensors are present."""
+    from draftfit.checkpoint.local import load_checkpoint
+
+    if not any(p.suffix == ".safetensors" for p in root.iterdir()):
+        return {}
+    checkpoint = load_checkpoint(root)
+    wanted = {}
+    for name, info in checkpoint.tensors.items():
+        if name.endswith("embed_tokens.weight") or name.endswith("lm_head.weight"):
+            wanted[name] = info
+    return wanted

@@ -1,0 +1,380 @@
+"""A factory for tiny *real* draft checkpoints in every producer's convention.
+
+Everything is written with draftfit's own safetensors writer (cross-checked against the
+`safetensors` library in test_safetensors.py). Dims are tiny (hidden 64) so a checkpoint is
+a few hundred KB; `d2t`/`t2d` hold real, consistent values; float weights are zeros except
+norms, which get a non-trivial value (so "untrained norm" scans stay quiet unless asked).
+
+Defaults mirror a SpecForge EAGLE-3 draft for a tiny Llama target: hidden 64, 4 heads, 2 KV
+heads, head_dim 16, intermediate 128, vocab 256, draft vocab 64, target with 8 layers.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors
+
+H, HEADS, KV_HEADS, HEAD_DIM, INTER, VOCAB, DRAFT_VOCAB = 64, 4, 2, 16, 128, 256, 64
+TARGET_LAYERS = 8
+
+
+@dataclass
+class Tensor:
+    dtype: str
+    shape: tuple[int, ...]
+    data: bytes | None = None
+
+
+@dataclass
+class Draft:
+    """A config plus tensors, edited by tests before being written."""
+
+    config: dict[str, Any]
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+
+    def rename(self, old: str, new: str) -> Draft:
+        self.tensors[new] = self.tensors.pop(old)
+        return self
+
+    def drop(self, *names: str) -> Draft:
+        for name in names:
+            del self.tensors[name]
+        return self
+
+    def reshape(self, name: str, shape: tuple[int, ...]) -> Draft:
+        self.tensors[name] = Tensor(self.tensors[name].dtype, shape)
+        return self
+
+    def add(
+        self, name: str, dtype: str, shape: tuple[int, ...], data: bytes | None = None
+    ) -> Draft:
+        self.tensors[name] = Tensor(dtype, shape, data)
+        return self
+
+    def prefix_all(self, prefix: str) -> Draft:
+        self.tensors = {prefix + k: v for k, v in self.tensors.items()}
+        return self
+
+    def write(self, path: Path, shards: int = 1, fmt: str = "safetensors") -> Path:
+        return write_checkpoint(path, self.config, self.tensors, shards=shards, fmt=fmt)
+
+
+def norm_bytes(n: int, value: float = 0.5) -> bytes:
+    return bf16_bytes(np.full(n, value, dtype=np.float32))
+
+
+def bf16_bytes(values: np.ndarray) -> bytes:
+    as_u32 = np.asarray(values, dtype=np.float32).view(np.uint32)
+    return (as_u32 >> 16).astype("<u2").tobytes()
+
+
+def vocab_maps(vocab: int, draft_vocab: int, seed: int = 0) -> tuple[bytes, bytes]:
+    """A sorted random vocabulary selection as (d2t int64 offsets, t2d bool mask) bytes."""
+    rng = np.random.default_rng(seed)
+    chosen = np.sort(rng.choice(vocab, size=draft_vocab, replace=False))
+    d2t = (chosen - np.arange(draft_vocab)).astype("<i8")
+    t2d = np.zeros(vocab, dtype=np.bool_)
+    t2d[chosen] = True
+    return d2t.tobytes(), t2d.tobytes()
+
+
+def eagle3_layer_tensors(
+    prefix: str,
+    hidden: int = H,
+    heads: int = HEADS,
+    kv: int = KV_HEADS,
+    head_dim: int = HEAD_DIM,
+    inter: int = INTER,
+    first: bool = True,
+    qwen3: bool = False,
+) -> dict[str, Tensor]:
+    width = 2 * hidden if first else hidden
+    t = {
+        f"{prefix}self_attn.q_proj.weight": Tensor("BF16", (heads * head_dim, width)),
+        f"{prefix}self_attn.k_proj.weight": Tensor("BF16", (kv * head_dim, width)),
+        f"{prefix}self_attn.v_proj.weight": Tensor("BF16", (kv * head_dim, width)),
+        f"{prefix}self_attn.o_proj.weight": Tensor("BF16", (hidden, heads * head_dim)),
+        f"{prefix}mlp.gate_proj.weight": Tensor("BF16", (inter, hidden)),
+        f"{prefix}mlp.up_proj.weight": Tensor("BF16", (inter, hidden)),
+        f"{prefix}mlp.down_proj.weight": Tensor("BF16", (hidden, inter)),
+        f"{prefix}input_layernorm.weight": Tensor("BF16", (hidden,), norm_bytes(hidden)),
+        f"{prefix}post_attention_layernorm.weight": Tensor("BF16", (hidden,), norm_bytes(hidden)),
+    }
+    if first:
+        t[f"{prefix}hidden_norm.weight"] = Tensor("BF16", (hidden,), norm_bytes(hidden))
+    if qwen3:
+        t[f"{prefix}self_attn.q_norm.weight"] = Tensor("BF16", (head_dim,), norm_bytes(head_dim))
+        t[f"{prefix}self_attn.k_norm.weight"] = Tensor("BF16", (head_dim,), norm_bytes(head_dim))
+    return t
+
+
+def eagle3_tensors(
+    naming: str = "midlayer",
+    hidden: int = H,
+    heads: int = HEADS,
+    kv: int = KV_HEADS,
+    head_dim: int = HEAD_DIM,
+    inter: int = INTER,
+    vocab: int = VOCAB,
+    draft_vocab: int = DRAFT_VOCAB,
+    n_aux: int = 3,
+    target_hidden: int | None = None,
+    layers: int = 1,
+    t2d: bool = True,
+    d2t: bool = True,
+    embed: bool = False,
+    qwen3: bool = False,
+) -> dict[str, Tensor]:
+    """Tensors of an EAGLE-3 draft. `naming`: `midlayer` (SpecForge/EAGLE) or `layers`."""
+    t_hidden = target_hidden or hidden
+    tensors: dict[str, Tensor] = {}
+    for k in range(layers):
+        prefix = (
+            ("midlayer." if layers == 1 else f"midlayer.{k}.")
+            if naming == "midlayer"
+            else f"layers.{k}."
+        )
+        tensors.update(
+            eagle3_layer_tensors(
+                prefix, hidden, heads, kv, head_dim, inter, first=(k == 0), qwen3=qwen3
+            )
+        )
+    tensors["fc.weight"] = Tensor("BF16", (hidden, n_aux * t_hidden))
+    tensors["norm.weight"] = Tensor("BF16", (hidden,), norm_bytes(hidden))
+    tensors["lm_head.weight"] = Tensor("BF16", (draft_vocab, hidden))
+    if draft_vocab != vocab:
+        d2t_bytes, t2d_bytes = vocab_maps(vocab, draft_vocab)
+        if d2t:
+            tensors["d2t"] = Tensor("I64", (draft_vocab,), d2t_bytes)
+        if t2d:
+            tensors["t2d"] = Tensor("BOOL", (vocab,), t2d_bytes)
+    if embed:
+        tensors["embed_tokens.weight"] = Tensor("BF16", (vocab, hidden))
+    return tensors
+
+
+def llama_layer_config(
+    hidden: int = H,
+    heads: int = HEADS,
+    kv: int = KV_HEADS,
+    head_dim: int | None = HEAD_DIM,
+    inter: int = INTER,
+    vocab: int = VOCAB,
+    layers: int = 1,
+) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "intermediate_size": inter,
+        "num_hidden_layers": layers,
+        "vocab_size": vocab,
+        "hidden_act": "silu",
+        "rms_norm_eps": 1e-6,
+        "max_position_embeddings": 2048,
+        "rope_theta": 10000.0,
+        "tie_word_embeddings": False,
+    }
+    if head_dim is not None:
+        config["head_dim"] = head_dim
+    return config
+
+
+# ------------------------------------------------------------------ dialects
+
+
+def specforge(nested_aux: list[int] | None = None, **kw: Any) -> Draft:
+    """SpecForge / SGLang: LlamaForCausalLMEagle3, midlayer.*, d2t+t2d, nested output-of ids."""
+    config = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        **llama_layer_config(),
+        "draft_vocab_size": DRAFT_VOCAB,
+        "torch_dtype": "bfloat16",
+    }
+    if nested_aux is not None:
+        config["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": nested_aux}
+    return Draft(config, eagle3_tensors(**kw))
+
+
+def eagle_official(**kw: Any) -> Draft:
+    """Official EAGLE-3 (SafeAILab): plain LlamaForCausalLM config, midlayer.*, no aux ids."""
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        **llama_layer_config(),
+        "draft_vocab_size": DRAFT_VOCAB,
+        "torch_dtype": "float16",
+    }
+    return Draft(config, eagle3_tensors(**kw))
+
+
+def modelopt(aux: list[int] | None = None, naming: str = "layers", **kw: Any) -> Draft:
+    """ModelOpt export: LlamaForCausalLMEagle3, eagle_config with ModelOpt keys, no t2d."""
+    config = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        **llama_layer_config(),
+        "draft_vocab_size": DRAFT_VOCAB,
+        "torch_dtype": "bfloat16",
+        "eagle_config": {
+            "eagle_aux_hidden_state_layer_ids": aux if aux is not None else [1, 3, 4],
+            "use_aux_hidden_state": True,
+            "use_input_layernorm_in_first_layer": True,
+            "use_last_layernorm": True,
+            "use_mtp_layernorm": False,
+            "next_layer_regular": True,
+        },
+    }
+    return Draft(config, eagle3_tensors(naming=naming, t2d=False, **kw))
+
+
+def speculators(
+    aux: list[int] | None = None,
+    variant: str = "trained",
+    head_dim: int | None = HEAD_DIM,
+    norm_before_residual: bool | None = True,
+    **kw: Any,
+) -> Draft:
+    """speculators: Eagle3DraftModel (trained) or Eagle3Speculator (converted), layers.0.*."""
+    layer = {"model_type": "llama", **llama_layer_config(head_dim=head_dim)}
+    config: dict[str, Any] = {
+        "architectures": ["Eagle3DraftModel" if variant == "trained" else "Eagle3Speculator"],
+        "auto_map": {"": "config.Eagle3SpeculatorConfig"},
+        "draft_vocab_size": DRAFT_VOCAB,
+        "speculators_model_type": "eagle3",
+        "speculators_version": "0.7.0",
+        "speculators_config": {
+            "algorithm": "eagle3",
+            "default_proposal_method": "greedy",
+            "proposal_methods": [
+                {
+                    "proposal_type": "greedy",
+                    "speculative_tokens": 3,
+                    "verifier_accept_k": 1,
+                    "accept_tolerance": 0.0,
+                }
+            ],
+            "verifier": {
+                "name_or_path": "meta-llama/Llama-3.1-8B-Instruct",
+                "architectures": ["LlamaForCausalLM"],
+            },
+        },
+        "target_hidden_size": None,
+        "transformer_layer_config": layer,
+        "dtype": "bfloat16",
+    }
+    if norm_before_residual is not None:
+        config["norm_before_residual"] = norm_before_residual
+    if aux is not None:
+        config["eagle_aux_hidden_state_layer_ids"] = aux
+    kw.setdefault("embed", variant == "trained")
+    return Draft(config, eagle3_tensors(naming="layers", **kw))
+
+
+def eagle1(bias: bool = False, hidden: int = H) -> Draft:
+    """Official EAGLE-1/2: LlamaForCausalLM, fc [H, 2H], layers.0.* without input_layernorm."""
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        **llama_layer_config(hidden=hidden),
+        "torch_dtype": "float16",
+    }
+    if not bias:
+        config["bias"] = False
+    tensors = eagle3_layer_tensors("layers.0.", hidden=hidden, first=False)
+    for k in (
+        "layers.0.self_attn.q_proj.weight",
+        "layers.0.self_attn.k_proj.weight",
+        "layers.0.self_attn.v_proj.weight",
+    ):
+        tensors[k] = Tensor("BF16", (tensors[k].shape[0], hidden))
+    del tensors["layers.0.input_layernorm.weight"]
+    tensors["fc.weight"] = Tensor("BF16", (hidden, 2 * hidden))
+    if bias:
+        tensors["fc.bias"] = Tensor("BF16", (hidden,))
+    tensors["embed_tokens.weight"] = Tensor("BF16", (VOCAB, hidden))
+    return Draft(config, tensors)
+
+
+def llama_target(
+    path: Path, hidden: int = H, layers: int = TARGET_LAYERS, vocab: int = VOCAB, **extra: Any
+) -> Path:
+    """A Llama target directory holding only config.json."""
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": KV_HEADS,
+        "intermediate_size": INTER,
+        "vocab_size": vocab,
+        "max_position_embeddings": 2048,
+        "rms_norm_eps": 1e-6,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": False,
+        **extra,
+    }
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(config, indent=2))
+    return path
+
+
+# ------------------------------------------------------------------ writing
+
+
+def write_checkpoint(
+    path: Path,
+    config: dict[str, Any] | None,
+    tensors: dict[str, Tensor],
+    shards: int = 1,
+    fmt: str = "safetensors",
+) -> Path:
+    """Write config.json plus weights (one file, or `shards` files with an index)."""
+    path.mkdir(parents=True, exist_ok=True)
+    if config is not None:
+        (path / "config.json").write_text(json.dumps(config, indent=2))
+    items = list(tensors.items())
+    if fmt == "bin":
+        from tests.torchbin_factory import write_torch_zip  # written alongside the reader
+
+        write_torch_zip(
+            path / "pytorch_model.bin", {name: (t.dtype, t.shape, t.data) for name, t in items}
+        )
+        return path
+    if shards == 1:
+        write_safetensors(
+            path / "model.safetensors",
+            [TensorToWrite(n, t.dtype, t.shape, t.data) for n, t in items],
+        )
+        return path
+    weight_map = {}
+    per = -(-len(items) // shards)
+    for s in range(shards):
+        chunk = items[s * per : (s + 1) * per]
+        name = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        write_safetensors(
+            path / name, [TensorToWrite(n, t.dtype, t.shape, t.data) for n, t in chunk]
+        )
+        for n, _ in chunk:
+            weight_map[n] = name
+    (path / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": weight_map}, indent=2)
+    )
+    return path
+
+
+def raw_safetensors(path: Path, header: Any, data: bytes = b"", length: int | None = None) -> Path:
+    """Write a safetensors file with an arbitrary header (for damage tests)."""
+    encoded = header if isinstance(header, bytes) else json.dumps(header).encode()
+    prefix = struct.pack("<Q", len(encoded) if length is None else length)
+    path.write_bytes(prefix + encoded + data)
+    return path
