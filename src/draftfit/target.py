@@ -1,7 +1,8 @@
 """Facts about the target (verifier) model that drafts must agree with.
 
-A target is a directory holding at least its `config.json`; weights are optional (when
-safetensors headers are present, the embedding and lm_head shapes are read from them).
+A target is a directory holding at least its `config.json`. Its weights, if present, are
+never opened: every fact the checks need (hidden size, layer count, vocabulary, class) is
+in the config, so a 1 TB, 64-shard target costs one small JSON read.
 Multimodal configs keep the language model under `text_config` (Kimi-K2.5, Llama-4,
 Qwen-VL) or a similar key; engines read that *text config*, so draftfit does too.
 """
@@ -9,11 +10,10 @@ Qwen-VL) or a similar key; engines read that *text config*, so draftfit does too
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from draftfit.checkpoint.model import TensorInfo
 from draftfit.errors import CheckpointNotFoundError, UsageError
 
 TEXT_CONFIG_KEYS = ("text_config", "language_config", "llm_config", "text_model")
@@ -28,14 +28,12 @@ class Target:
         config: the whole `config.json`.
         text_config: the language-model part (the whole config for text-only models).
         text_pointer: JSON pointer of `text_config` inside config.json (`""` when top level).
-        tensors: embedding / lm_head tensors when weight headers were available.
     """
 
     source: str
     config: dict[str, Any]
     text_config: dict[str, Any]
     text_pointer: str = ""
-    tensors: dict[str, TensorInfo] = field(default_factory=dict)
 
     def _int(self, key: str) -> int | None:
         value = self.text_config.get(key)
@@ -111,9 +109,7 @@ def load_target(path: str | Path, source: str | None = None) -> Target:
     if not isinstance(config, dict):
         raise UsageError(f"target config {config_path} is not a JSON object")
     text_config, pointer = _text_config(config)
-    target = Target(source or str(path), config, text_config, pointer)
-    target.tensors = _embedding_tensors(root)
-    return target
+    return Target(source or str(path), config, text_config, pointer)
 
 
 def _text_config(config: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -122,17 +118,3 @@ def _text_config(config: dict[str, Any]) -> tuple[dict[str, Any], str]:
         if isinstance(nested, dict) and ("hidden_size" in nested or "num_hidden_layers" in nested):
             return nested, f"/{key}"
     return config, ""
-
-
-def _embedding_tensors(root: Path) -> dict[str, TensorInfo]:
-    """Embedding and lm_head headers, if the target's safetensors are present."""
-    from draftfit.checkpoint.local import load_checkpoint
-
-    if not any(p.suffix == ".safetensors" for p in root.iterdir()):
-        return {}
-    checkpoint = load_checkpoint(root)
-    wanted = {}
-    for name, info in checkpoint.tensors.items():
-        if name.endswith("embed_tokens.weight") or name.endswith("lm_head.weight"):
-            wanted[name] = info
-    return wanted

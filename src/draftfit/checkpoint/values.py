@@ -1,51 +1,72 @@
-"""Read the values of a few *small* tensors (d2t, t2d, norm weights) with numpy.
+"""Read the bytes of a few *small* tensors (d2t, t2d, norm weights).
 
 draftfit never loads the weights; but a handful of tiny tensors decide silent failures
 (a vocabulary map out of range, norms left at exactly 1.0 by a converter). Reading them
-costs kilobytes. Anything above `limit` bytes, or without a contiguous byte range, is not
-read.
+costs kilobytes. The helpers use the standard library only (`array`, bytes methods), so a
+check never pays numpy's import time. Anything above `limit` bytes, or without a
+contiguous byte range, is not read.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sys
+from array import array
 
-from draftfit.checkpoint.dtypes import NUMPY_NAMES
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 
-if TYPE_CHECKING:
-    import numpy as np
-
 DEFAULT_LIMIT = 8 * 1024 * 1024
+_INT_CODES = {"I64": "q", "I32": "i", "I16": "h", "I8": "b", "U8": "B"}
+# The little-endian bytes of 1.0 in each float dtype.
+_ONE = {"BF16": b"\x80\x3f", "F16": b"\x00\x3c", "F32": b"\x00\x00\x80\x3f"}
 
 
-def read_values(
+def read_bytes(
     checkpoint: Checkpoint, info: TensorInfo, limit: int = DEFAULT_LIMIT
-) -> np.ndarray | None:
-    """The tensor's values as a flat numpy array (BF16 widened to float32), or None."""
-    import numpy as np
-
+) -> bytes | None:
+    """The tensor's raw bytes, or None when unavailable or larger than `limit`."""
     if info.byte_range is None:
         return None
     start, end = info.byte_range
-    if end - start > limit or end < start:
+    if end < start or end - start > limit:
         return None
-    if info.dtype == "BF16":
-        dtype = np.dtype("<u2")
-    elif info.dtype in NUMPY_NAMES:
-        dtype = np.dtype(NUMPY_NAMES[info.dtype]).newbyteorder("<")
-    else:
-        return None
-    path = checkpoint.root / info.file
     try:
-        with path.open("rb") as handle:
+        with (checkpoint.root / info.file).open("rb") as handle:
             handle.seek(start)
             data = handle.read(end - start)
     except OSError:
         return None
-    if len(data) != end - start or (end - start) % dtype.itemsize:
+    return data if len(data) == end - start else None
+
+
+def read_ints(checkpoint: Checkpoint, info: TensorInfo) -> array | None:
+    """An integer tensor's values (little-endian on disk), or None."""
+    code = _INT_CODES.get(info.dtype)
+    data = read_bytes(checkpoint, info) if code else None
+    if data is None or code is None:
         return None
-    array = np.frombuffer(data, dtype=dtype)
-    if info.dtype == "BF16":
-        array = (array.astype(np.uint32) << 16).view(np.float32)
-    return array
+    values = array(code)
+    if len(data) % values.itemsize:
+        return None
+    values.frombytes(data)
+    if sys.byteorder == "big":  # pragma: no cover - safetensors is little-endian on disk
+        values.byteswap()
+    return values
+
+
+def read_mask(checkpoint: Checkpoint, info: TensorInfo) -> bytes | None:
+    """A BOOL/U8 tensor as bytes of 0/1, or None."""
+    if info.dtype not in ("BOOL", "U8"):
+        return None
+    data = read_bytes(checkpoint, info)
+    if data is None:
+        return None
+    return data.translate(bytes([0] + [1] * 255))
+
+
+def all_ones(checkpoint: Checkpoint, info: TensorInfo) -> bool:
+    """Whether every element of a float tensor is exactly 1.0."""
+    one = _ONE.get(info.dtype)
+    if one is None or info.numel == 0:
+        return False
+    data = read_bytes(checkpoint, info)
+    return data is not None and data == one * info.numel

@@ -19,6 +19,9 @@ UNINITIALISED = "uninitialised"  # torch.empty garbage, silently
 ONES = "ones"  # RMSNorm weight stays 1.0, silently
 SHARED = "shared"  # taken from the target
 FAILS = "fails"  # the engine raises
+# What an oversized stored tensor does: the loader narrows dim 0 / dim 1 silently.
+TRUNCATE_ROWS = "truncate-rows"
+TRUNCATE_COLS = "truncate-cols"
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,8 @@ class Expectation:
         shape: the expected stored shape.
         formula: the shape as a formula of config fields, for messages.
         if_missing: UNINITIALISED / ONES / SHARED / FAILS / None (fine when absent).
-        oversize: what a too-large tensor does: "fails" or "truncated" (silently cut).
+        oversize: what a too-large tensor does: FAILS, or TRUNCATE_ROWS / TRUNCATE_COLS
+            when the loader silently narrows that dimension to the parameter's size.
         sources: engine source lines.
     """
 
@@ -88,6 +92,7 @@ class AuxCapture:
     valid_range: tuple[int, int] | None
     sources: tuple[str, ...] = ()
     dedupes: bool = False
+    runner_note: str = ""
 
 
 @dataclass

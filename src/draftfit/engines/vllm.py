@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.engines.profile import Profile
@@ -19,6 +19,8 @@ from draftfit.engines.view import (
     FAILS,
     ONES,
     SHARED,
+    TRUNCATE_COLS,
+    TRUNCATE_ROWS,
     UNINITIALISED,
     AuxCapture,
     EngineView,
@@ -59,6 +61,20 @@ CLASS_FAMILY = {
 }
 
 CONFIG = "config.json"
+
+
+class Dims(NamedTuple):
+    """Decoder-layer dimensions: hidden, heads, kv heads, head_dim, intermediate."""
+
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+
+
+_RUNNER_NAMES = {"mrv1": "V1 model runner", "mrv2": "V2 model runner"}
+_MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
 
 
 def build_view(
@@ -107,10 +123,10 @@ class _Builder:
             return
         if not self._method_supported():
             return
+        self._method_matches_checkpoint()
         arch = self._route_and_arch()
         if arch is None or not self._registered(arch):
             return
-        self._method_matches_checkpoint()
         family = CLASS_FAMILY.get(arch, OTHER)
         self.view.draft_class = arch
         if not self._dims_present():
@@ -158,7 +174,7 @@ class _Builder:
     def _method_from_path(self) -> None:
         """What vLLM picks when `speculative_config` has no `method` (CFG-01)."""
         rules = self.value("method_from_path") or []
-        name = self.ckpt.name.lower()
+        name = self.ckpt.source.lower()
         detected = None
         for substring, method in rules:
             if substring in name:
@@ -170,8 +186,8 @@ class _Builder:
             self.view.method = detected
             if detected is None:
                 self.refuse(
-                    "method-not-detected-from-path",
-                    f"no `method` given and the draft directory name `{self.ckpt.name}` contains "
+                    "method-mismatch",
+                    f"no `method` given and the draft path `{self.ckpt.source}` contains "
                     "none of "
                     + ", ".join(f"`{s}`" for s, _ in rules)
                     + ": vLLM treats it as a plain `draft_model`, not an EAGLE head",
@@ -182,8 +198,8 @@ class _Builder:
             elif self.spec.method and detected != self.spec.method:
                 self.refuse(
                     "method-mismatch",
-                    f"no `method` given: vLLM picks `{detected}` from the directory name "
-                    f"`{self.ckpt.name}`, but the checkpoint is an {self.spec.method} draft",
+                    f"no `method` given: vLLM picks `{detected}` from the draft path "
+                    f"`{self.ckpt.source}`, but the checkpoint is an {self.spec.method} draft",
                     Location(CONFIG),
                     ("method_from_path",),
                     fix=f'pass "method": "{self.spec.method}" in --speculative-config',
@@ -193,7 +209,7 @@ class _Builder:
             self.event(
                 "method-not-detected-from-path",
                 f"if `method` is left out of --speculative-config, vLLM picks "
-                f"`{detected or 'draft_model'}` from the directory name `{self.ckpt.name}`, "
+                f"`{detected or 'draft_model'}` from the draft path `{self.ckpt.source}`, "
                 f"not `{self.method}`",
                 Location(CONFIG),
                 ("method_from_path",),
@@ -290,15 +306,26 @@ class _Builder:
         problem = _speculators_structure_problem(cfg, self.p)
         if problem:
             pointer, message = problem
-            self.refuse(
+            self.event(
                 "invalid-speculators-config",
-                message,
+                message + ": `vllm serve <draft>` (which reads the verifier and speculative "
+                "tokens from it) refuses the checkpoint; --speculative-config is unaffected",
                 config_at(pointer),
                 ("speculators_structure",),
                 fix="write the speculators structure the `speculators` library writes",
             )
+        layer = cfg.get("transformer_layer_config")
+        if not isinstance(layer, dict):
+            self.refuse(
+                "missing-config-field",
+                "`transformer_layer_config` is "
+                + ("missing" if layer is None else "not an object")
+                + ": vLLM builds the draft layer from it",
+                config_at("/transformer_layer_config"),
+                ("speculators_structure",),
+                fix="write the draft decoder's config under `transformer_layer_config`",
+            )
             return None
-        layer = cfg["transformer_layer_config"]
         self.visible = dict(layer)
         copied = self.value("speculators_copied_fields") or []
         for name in copied:
@@ -413,6 +440,17 @@ class _Builder:
         hd = hd_explicit or (H // nh if H and nh else None)
         inter = self.vint("intermediate_size")
         V = self.vint("vocab_size")
+        if "target_hidden_size" in v and v["target_hidden_size"] is None:
+            self.refuse(
+                "missing-config-field",
+                "`target_hidden_size` is null: vLLM multiplies it by the number of aux states "
+                "to size `fc` and fails with a TypeError",
+                config_at("/target_hidden_size"),
+                ("aux_count_rule",),
+                fix="remove the key, or set it to the target's hidden size",
+            )
+            self.view.built = False
+            return
         T = self.vint("target_hidden_size") or H
         self.view.effective.update({"hidden_size": H, "head_dim": hd, "target_hidden_size": T})
 
@@ -446,93 +484,18 @@ class _Builder:
         mlp_bias = bool(v.get("mlp_bias"))
         model_src = self.src("eagle3_weight_mapping")
         for k in range(n_layers):
-            width = 2 * H if k == 0 else H
-            pre = f"layers.{k}."
-            w = "2H" if k == 0 else "H"
-            self._expect(
-                pre + "self_attn.q_proj.weight",
-                (nh * hd, width),
-                f"[num_attention_heads·head_dim, {w}] = [{nh}·{hd}, {width}]",
-                UNINITIALISED,
-                model_src,
-                oversize="truncated",
+            self._llama_layer(
+                k,
+                Dims(H, nh, nkv, hd, inter),
+                first_width=2 * H,
+                sources=model_src,
+                attn_bias=attn_bias,
+                o_bias=o_bias,
+                mlp_bias=mlp_bias,
+                input_norm=True,
+                hidden_norm=k == 0,
+                qk_norm=family == QWEN3_EAGLE3,
             )
-            for proj in ("k_proj", "v_proj"):
-                self._expect(
-                    pre + f"self_attn.{proj}.weight",
-                    (nkv * hd, width),
-                    f"[num_key_value_heads·head_dim, {w}] = [{nkv}·{hd}, {width}]",
-                    UNINITIALISED,
-                    model_src,
-                    oversize="truncated",
-                )
-            self._expect(
-                pre + "self_attn.o_proj.weight",
-                (H, nh * hd),
-                f"[hidden_size, num_attention_heads·head_dim] = [{H}, {nh * hd}]",
-                UNINITIALISED,
-                model_src,
-            )
-            if attn_bias:
-                self._expect(
-                    pre + "self_attn.q_proj.bias",
-                    (nh * hd,),
-                    "[num_attention_heads·head_dim]",
-                    UNINITIALISED,
-                    self.src("attention_bias_supported"),
-                )
-                for proj in ("k_proj", "v_proj"):
-                    self._expect(
-                        pre + f"self_attn.{proj}.bias",
-                        (nkv * hd,),
-                        "[num_key_value_heads·head_dim]",
-                        UNINITIALISED,
-                        self.src("attention_bias_supported"),
-                    )
-            if o_bias:
-                self._expect(
-                    pre + "self_attn.o_proj.bias", (H,), "[hidden_size]", UNINITIALISED, model_src
-                )
-            for proj in ("gate_proj", "up_proj"):
-                self._expect(
-                    pre + f"mlp.{proj}.weight",
-                    (inter, H),
-                    f"[intermediate_size, hidden_size] = [{inter}, {H}]",
-                    UNINITIALISED,
-                    model_src,
-                )
-            self._expect(
-                pre + "mlp.down_proj.weight",
-                (H, inter),
-                f"[hidden_size, intermediate_size] = [{H}, {inter}]",
-                UNINITIALISED,
-                model_src,
-            )
-            if mlp_bias:
-                for proj, n in (("gate_proj", inter), ("up_proj", inter), ("down_proj", H)):
-                    self._expect(
-                        pre + f"mlp.{proj}.bias", (n,), "[out features]", UNINITIALISED, model_src
-                    )
-            self._expect(pre + "input_layernorm.weight", (H,), "[hidden_size]", ONES, model_src)
-            self._expect(
-                pre + "post_attention_layernorm.weight", (H,), "[hidden_size]", ONES, model_src
-            )
-            self._expect(
-                pre + "hidden_norm.weight",
-                (H,),
-                "[hidden_size]",
-                ONES if k == 0 else None,
-                model_src,
-            )
-            if family == QWEN3_EAGLE3:
-                for norm in ("q_norm", "k_norm"):
-                    self._expect(
-                        pre + f"self_attn.{norm}.weight",
-                        (hd,),
-                        "[head_dim]",
-                        ONES,
-                        self.src("eagle3_draft_architectures"),
-                    )
         self._expect("norm.weight", (H,), "[hidden_size]", ONES, model_src)
 
         # aux states and fc
@@ -599,9 +562,130 @@ class _Builder:
         if d2t_exists:
             self._expect("d2t", (Vd,), "[draft_vocab_size]", None, self.src("d2t_parameter"))
         self.view.effective["reduced_vocab"] = reduced
+        if reduced and "d2t" in self.spec.tensors and not self.value("d2t_loaded"):
+            self.event(
+                "d2t-ignored-by-engine",
+                f"{self.p.title} drops the stored `d2t` (it looks for the name after renaming "
+                "it), so draft token i is proposed as target token i",
+                Location(None, tensor=self.spec.raw("d2t")),
+                ("d2t_loaded",),
+                fix="use vLLM 0.9.1 or later",
+            )
 
         self._aux_capture(family, n_aux, count_from, use_aux)
         self._flags()
+
+    def _llama_layer(
+        self,
+        k: int,
+        d: Dims,
+        *,
+        first_width: int,
+        sources: tuple[str, ...],
+        attn_bias: bool,
+        o_bias: bool,
+        mlp_bias: bool,
+        input_norm: bool,
+        hidden_norm: bool,
+        qk_norm: bool,
+    ) -> None:
+        """Expectations for decoder layer `k` of a Llama-style draft.
+
+        Layer 0's attention reads `first_width` inputs (2H for EAGLE-3: embedding and fc
+        output side by side); later layers read H. With one process (TP=1) vLLM's column-
+        parallel loaders narrow oversized q/k/v/gate/up rows and its row-parallel loaders
+        narrow oversized o/down columns without complaint, so those are "truncated".
+        """
+        H, nh, nkv, hd, inter = d
+        pre = f"layers.{k}."
+        width = first_width if k == 0 else H
+        w = ("2H" if first_width == 2 * H else "H") if k == 0 else "H"
+        q_rows, kv_rows = nh * hd, nkv * hd
+        self._expect(
+            pre + "self_attn.q_proj.weight",
+            (q_rows, width),
+            f"[num_attention_heads·head_dim, {w}] = [{nh}·{hd}, {width}]",
+            UNINITIALISED,
+            sources,
+            oversize=TRUNCATE_ROWS,
+        )
+        for proj in ("k_proj", "v_proj"):
+            self._expect(
+                pre + f"self_attn.{proj}.weight",
+                (kv_rows, width),
+                f"[num_key_value_heads·head_dim, {w}] = [{nkv}·{hd}, {width}]",
+                UNINITIALISED,
+                sources,
+                oversize=TRUNCATE_ROWS,
+            )
+        self._expect(
+            pre + "self_attn.o_proj.weight",
+            (H, q_rows),
+            f"[hidden_size, num_attention_heads·head_dim] = [{H}, {nh}·{hd}]",
+            UNINITIALISED,
+            sources,
+            oversize=TRUNCATE_COLS,
+        )
+        if attn_bias:
+            bias_src = self.src("attention_bias_supported")
+            self._expect(
+                pre + "self_attn.q_proj.bias",
+                (q_rows,),
+                "[num_attention_heads·head_dim]",
+                UNINITIALISED,
+                bias_src,
+            )
+            for proj in ("k_proj", "v_proj"):
+                self._expect(
+                    pre + f"self_attn.{proj}.bias",
+                    (kv_rows,),
+                    "[num_key_value_heads·head_dim]",
+                    UNINITIALISED,
+                    bias_src,
+                )
+        if o_bias:
+            self._expect(
+                pre + "self_attn.o_proj.bias", (H,), "[hidden_size]", UNINITIALISED, sources
+            )
+        for proj in ("gate_proj", "up_proj"):
+            self._expect(
+                pre + f"mlp.{proj}.weight",
+                (inter, H),
+                f"[intermediate_size, hidden_size] = [{inter}, {H}]",
+                UNINITIALISED,
+                sources,
+                oversize=TRUNCATE_ROWS,
+            )
+        self._expect(
+            pre + "mlp.down_proj.weight",
+            (H, inter),
+            f"[hidden_size, intermediate_size] = [{H}, {inter}]",
+            UNINITIALISED,
+            sources,
+            oversize=TRUNCATE_COLS,
+        )
+        if mlp_bias:
+            for proj, n in (("gate_proj", inter), ("up_proj", inter), ("down_proj", H)):
+                self._expect(
+                    pre + f"mlp.{proj}.bias", (n,), "[out features]", UNINITIALISED, sources
+                )
+        if input_norm:
+            self._expect(pre + "input_layernorm.weight", (H,), "[hidden_size]", ONES, sources)
+        self._expect(pre + "post_attention_layernorm.weight", (H,), "[hidden_size]", ONES, sources)
+        if hidden_norm:
+            self._expect(pre + "hidden_norm.weight", (H,), "[hidden_size]", ONES, sources)
+        elif first_width == 2 * H:
+            # EAGLE-3 layers >= 1 still build a hidden_norm they never use.
+            self._expect(pre + "hidden_norm.weight", (H,), "[hidden_size]", None, sources)
+        if qk_norm:
+            for norm in ("q_norm", "k_norm"):
+                self._expect(
+                    pre + f"self_attn.{norm}.weight",
+                    (hd,),
+                    "[head_dim]",
+                    ONES,
+                    self.src("eagle3_draft_architectures"),
+                )
 
     def _expect(
         self,
@@ -645,8 +729,44 @@ class _Builder:
                 return len(value), f"the length of `{key}`"
         return 3, "the default of 3 (" + ", ".join(f"`{k}`" for k in keys) + " not set)"
 
+    def _runner(self) -> tuple[str | None, str]:
+        """Which model runner serves this target: "mrv1", "mrv2", or None when unknown.
+
+        vLLM has two runners that read aux ids from different keys; which one runs depends
+        on the version and, in 0.22-0.28, on the target's architecture (`runner_default`).
+        """
+        rule = self.value("runner_default")
+        if rule in ("mrv1", "mrv2"):
+            return rule, f"{self.p.title} always uses its {_RUNNER_NAMES[rule]}"
+        if not isinstance(rule, dict) or self.target is None:
+            return None, "the model runner depends on the target"
+        arch = self.target.architecture or ""
+        moe, quantized = (
+            _target_is_moe(self.target),
+            "quantization_config" in self.target.text_config
+            or "quantization_config" in self.target.config,
+        )
+        v2 = arch in rule.get("archs", [])
+        if rule.get("dense_only") and moe:
+            v2 = False
+        if rule.get("unquantized_only") and quantized:
+            v2 = False
+        if rule.get("or_dense") and not moe:
+            v2 = True
+        runner = "mrv2" if v2 else "mrv1"
+        return runner, f"{self.p.title} serves a `{arch}` target with its {_RUNNER_NAMES[runner]}"
+
     def _aux_capture(self, family: str, n_aux: int, count_from: str, use_aux: bool) -> None:
-        keys = self.value("aux_ids_read_from") or []
+        runner, why = self._runner()
+        if runner is None:
+            # Without knowing the runner, use the keys both runners read.
+            k1 = self.value("aux_ids_read_from_mrv1") or []
+            k2 = self.value("aux_ids_read_from_mrv2") or []
+            keys = [k for k in k1 if k in k2] if self.p.fact("aux_ids_read_from_mrv2").known else k1
+        else:
+            keys = self.value(f"aux_ids_read_from_{runner}") or []
+        self.view.effective["runner"] = runner
+        self.view.effective["runner_reason"] = why
         read_from = None
         ids = None
         for key in keys:
@@ -665,6 +785,7 @@ class _Builder:
         valid = None
         if L is not None and isinstance(rng, list):
             valid = (rng[0], L + rng[1])
+        key_fact = f"aux_ids_read_from_{runner or 'mrv1'}"
         self.view.aux = AuxCapture(
             used=ids,
             read_from=read_from,
@@ -672,8 +793,9 @@ class _Builder:
             expected_count=n_aux if use_aux else None,
             count_from=count_from,
             valid_range=valid,
-            sources=self.src("aux_ids_read_from", "aux_ids_valid_range", "aux_count_rule"),
+            sources=self.src(key_fact, "runner_default"),
             dedupes=dedupes,
+            runner_note=why,
         )
 
     def _flags(self) -> None:
@@ -733,49 +855,18 @@ class _Builder:
         src = self.src("eagle_weight_mapping")
         n_layers = self.vint("num_hidden_layers") or 1
         for k in range(n_layers):
-            pre = f"layers.{k}."
-            self._expect(
-                pre + "self_attn.q_proj.weight",
-                (nh * hd, H),
-                f"[num_attention_heads·head_dim, hidden_size] = [{nh * hd}, {H}]",
-                UNINITIALISED,
-                src,
-                oversize="truncated",
+            self._llama_layer(
+                k,
+                Dims(H, nh, nkv, hd, inter),
+                first_width=H,
+                sources=src,
+                attn_bias=False,
+                o_bias=False,
+                mlp_bias=False,
+                input_norm=k > 0,
+                hidden_norm=False,
+                qk_norm=False,
             )
-            for proj in ("k_proj", "v_proj"):
-                self._expect(
-                    pre + f"self_attn.{proj}.weight",
-                    (nkv * hd, H),
-                    f"[num_key_value_heads·head_dim, hidden_size] = [{nkv * hd}, {H}]",
-                    UNINITIALISED,
-                    src,
-                    oversize="truncated",
-                )
-            self._expect(
-                pre + "self_attn.o_proj.weight",
-                (H, nh * hd),
-                "[hidden_size, heads·head_dim]",
-                UNINITIALISED,
-                src,
-            )
-            for proj in ("gate_proj", "up_proj"):
-                self._expect(
-                    pre + f"mlp.{proj}.weight",
-                    (inter, H),
-                    "[intermediate_size, hidden_size]",
-                    UNINITIALISED,
-                    src,
-                )
-            self._expect(
-                pre + "mlp.down_proj.weight",
-                (H, inter),
-                "[hidden_size, intermediate_size]",
-                UNINITIALISED,
-                src,
-            )
-            self._expect(pre + "post_attention_layernorm.weight", (H,), "[hidden_size]", ONES, src)
-            if k > 0:
-                self._expect(pre + "input_layernorm.weight", (H,), "[hidden_size]", ONES, src)
         self._expect(
             "fc.weight",
             (H, 2 * H),
@@ -827,6 +918,14 @@ class _Builder:
             if canonical in self.view.expectations:
                 self.view.fates.append(TensorFate(raw, canonical, "loaded", canonical))
                 continue
+            gated = self._flag_gated(canonical)
+            if gated:
+                self.view.fates.append(
+                    TensorFate(
+                        raw, canonical, "skipped", None, gated, self.src("flag_gated_tensors")
+                    )
+                )
+                continue
             if canonical.endswith(".bias") and stray_bias == "ignored":
                 self.view.fates.append(
                     TensorFate(
@@ -872,6 +971,16 @@ class _Builder:
                     raw, canonical, "rejected", None, reason, self.src("unknown_tensor_policy")
                 )
             )
+
+    def _flag_gated(self, canonical: str) -> str | None:
+        """Why the loader drops a tensor whose parameter a config flag switched off."""
+        if not self.p.fact("flag_gated_tensors").known or self.method != EAGLE3:
+            return None
+        if canonical.startswith("input_norm.") and not self._flag_visible("norm_before_fc"):
+            return "`norm_before_fc` is off, so the loader drops `input_norm.*` silently"
+        if canonical.startswith("fc.") and self.view.effective.get("use_aux_hidden_state") is False:
+            return "`eagle_config.use_aux_hidden_state` is false, so there is no `fc`"
+        return None
 
     # ------------------------------------------------------------------ target
     def _target_checks(self, family: str) -> None:
@@ -967,18 +1076,40 @@ class _Builder:
                 )
                 return
         arch = t.architecture
-        classes = self.value("verifier_eagle3_classes") or []
         if arch is None:
             return
-        if arch not in classes:
-            self.refuse(
-                "target-not-eagle3-capable",
-                f"the target class `{arch}` does not implement vLLM's EAGLE-3 interface "
-                f"(SupportsEagle3) in {self.p.title}, so it cannot return aux hidden states",
+        classes = self.value("verifier_eagle3_classes") or []
+        if arch in classes:
+            return
+        unknown_before = self.value("verifier_eagle3_unknown_before") or []
+        known_no = arch in (self.value("verifier_not_eagle3_classes") or [])
+        if arch in unknown_before or (not known_no and not self._ever_listed(arch)):
+            self.event(
+                "target-capability-unknown",
+                f"draftfit has no record of whether `{arch}` implements vLLM's EAGLE-3 "
+                f"interface in {self.p.title}"
+                + (" (it does from a later release on)" if arch in unknown_before else ""),
                 Location("target config.json", "/architectures/0"),
-                ("verifier_eagle3_classes",),
-                fix="use a vLLM version whose target class supports EAGLE-3, or EAGLE-1",
+                ("verifier_eagle3_classes", "verifier_eagle3_unknown_before"),
+                fix="check the target's model class in this vLLM release for SupportsEagle3",
             )
+            return
+        self.refuse(
+            "target-not-eagle3-capable",
+            f"the target class `{arch}` does not implement vLLM's EAGLE-3 interface "
+            f"(SupportsEagle3) in {self.p.title}, so it cannot return aux hidden states",
+            Location("target config.json", "/architectures/0"),
+            ("verifier_eagle3_classes",) + (("verifier_not_eagle3_classes",) if known_no else ()),
+            fix="use a vLLM version whose target class supports EAGLE-3, or EAGLE-1",
+        )
+
+    def _ever_listed(self, arch: str) -> bool:
+        """Whether the data mentions `arch` for any version (else draftfit knows nothing)."""
+        data = self.p.data
+        for key in ("verifier_eagle3_classes", "verifier_not_eagle3_classes"):
+            if any(e.value == arch for e in data.facts[key].entries):
+                return True
+        return False
 
 
 # ---------------------------------------------------------------------- module helpers
@@ -987,6 +1118,15 @@ class _Builder:
 def _vllm_canonical(raw: str) -> str:
     """vLLM's own renaming: `midlayer.` -> `layers.0.` as a substring (E3-13)."""
     return raw.replace("midlayer.", "layers.0.", 1) if "midlayer." in raw else raw
+
+
+def _target_is_moe(target: Target) -> bool:
+    for config in (target.text_config, target.config):
+        for key in _MOE_KEYS:
+            value = config.get(key)
+            if isinstance(value, int) and value > 1:
+                return True
+    return False
 
 
 def _get_path(mapping: Mapping[str, Any], dotted: str) -> Any:
@@ -1002,11 +1142,6 @@ def _speculators_structure_problem(cfg: Mapping[str, Any], p: Profile) -> tuple[
     sc = cfg.get("speculators_config")
     if not isinstance(sc, dict):
         return "/speculators_config", "`speculators_config` is missing or not an object"
-    layer = cfg.get("transformer_layer_config")
-    if layer is None:
-        return "/transformer_layer_config", "`transformer_layer_config` is missing"
-    if not isinstance(layer, dict):
-        return "/transformer_layer_config", "`transformer_layer_config` must be an object"
     methods = sc.get("proposal_methods")
     if not isinstance(methods, list) or not methods:
         return (

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from draftfit.engines.view import EngineView
 from draftfit.rules.base import Context, Location, Severity, Violation, config_at, rule
+from draftfit.rules.tensors import fc_width_is_aux_count_problem
 from draftfit.spec import (
     CAPTURE_BEFORE,
     OUTPUT_OF,
@@ -111,6 +112,11 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
         reason = (
             f"{view.title} does not read `{where.pointer}` (it reads {keys}) and falls back to "
             f"the default {_fmt(aux.used)}"
+        )
+    elif aux.read_from == where.pointer and where.convention != CAPTURE_BEFORE:
+        reason = (
+            f"{view.title} reads {_fmt(aux.used)} from `{aux.read_from}` as capture-before "
+            "ids, so every layer is one too early"
         )
     else:
         reason = f"{view.title} reads {_fmt(aux.used)} from `{aux.read_from}`"
@@ -228,18 +234,10 @@ def aux_count_mismatch(ctx: Context) -> Iterator[Violation]:
     view = _eagle3_view(ctx)
     if view is None or view.aux is None or view.aux.expected_count is None:
         return
-    fc = ctx.spec.tensors.get("fc.weight")
-    exp = view.expectations.get("fc.weight")
-    if fc is None or exp is None or exp.shape is None or tuple(fc.shape) == tuple(exp.shape):
+    if not fc_width_is_aux_count_problem(ctx):
         return
-    T = view.effective.get("target_hidden_size")
-    if (
-        len(fc.shape) != 2
-        or not isinstance(T, int)
-        or fc.shape[1] % T
-        or fc.shape[0] != exp.shape[0]
-    ):
-        return
+    fc = ctx.spec.tensors["fc.weight"]
+    T = view.effective["target_hidden_size"]
     stored_n = fc.shape[1] // T
     base = ctx.spec.layer_config_pointer
     yield Violation(
@@ -276,6 +274,10 @@ def aux_runtime_count_mismatch(ctx: Context) -> Iterator[Violation]:
     view = _eagle3_view(ctx)
     if view is None or view.aux is None or view.aux.used is None or view.aux.expected_count is None:
         return
+    fc = ctx.spec.tensors.get("fc.weight")
+    exp = view.expectations.get("fc.weight")
+    if fc is not None and exp is not None and tuple(fc.shape) != tuple(exp.shape or ()):
+        return  # the load already fails on fc's shape
     captured = len(set(view.aux.used))
     if captured != view.aux.expected_count:
         yield Violation(

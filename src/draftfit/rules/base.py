@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from draftfit.location import Location
+from draftfit.location import Location, config_at
 
 if TYPE_CHECKING:
     from draftfit.checkpoint.model import Checkpoint
@@ -135,3 +135,17 @@ def event_rule(
         return rule(code, name, severity, summary, needs_target=needs_target)(check)
 
     return decorate
+
+
+__all__ = [
+    "RULES",
+    "Context",
+    "Location",
+    "Rule",
+    "Severity",
+    "Violation",
+    "config_at",
+    "event_rule",
+    "from_view_events",
+    "rule",
+]

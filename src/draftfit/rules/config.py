@@ -79,17 +79,19 @@ def unsupported_speculators_type():
 @event_rule(
     "DF104",
     "invalid-speculators-config",
-    Severity.ERROR,
-    "the speculators config lacks a required part",
+    Severity.INFO,
+    "the speculators config lacks a part `vllm serve <draft>` needs",
 )
 def invalid_speculators_config():
     """## What it checks
-    A speculators-format config has `speculators_config.proposal_methods[0].speculative_tokens`,
-    `speculators_config.verifier.name_or_path` and an object `transformer_layer_config`.
+    A speculators-format config has `speculators_config.proposal_methods[0].speculative_tokens`
+    and `speculators_config.verifier.name_or_path`.
 
     ## Why it matters
-    vLLM raises `Invalid speculators config structure`, `Must provide transformer_layer_config`
-    or `No proposal methods found in speculators config`.
+    Only the `vllm serve <draft>` route reads them (to find the verifier and the number of
+    speculative tokens) and raises `No proposal methods found in speculators config` or
+    `Invalid speculators config structure`. Serving with `--model TARGET
+    --speculative-config` never validates them, so this is info, not an error.
 
     ## Example
     `"proposal_methods": []`.

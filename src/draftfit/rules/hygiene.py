@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 
 from draftfit.checkpoint.dtypes import FLOAT_DTYPES
-from draftfit.checkpoint.values import read_values
+from draftfit.checkpoint.values import all_ones
 from draftfit.dialects import SPECULATORS, UNKNOWN
 from draftfit.rules.base import Context, Location, Severity, Violation, config_at, rule
 
@@ -43,13 +43,7 @@ def untrained_layer_weights(ctx: Context) -> Iterator[Violation]:
         if _NORM.match(canonical):
             by_layer.setdefault(canonical.split(".")[1], []).append(canonical)
     for layer, names in sorted(by_layer.items()):
-        all_ones = True
-        for canonical in names:
-            values = read_values(ctx.checkpoint, spec.tensors[canonical])
-            if values is None or values.size == 0 or not bool((values == 1.0).all()):
-                all_ones = False
-                break
-        if all_ones:
+        if all(all_ones(ctx.checkpoint, spec.tensors[name]) for name in names):
             hint = ""
             if spec.dialect.name == SPECULATORS and spec.dialect.variant == "converted":
                 hint = " (speculators convert 0.2–0.4 lost `midlayer.*` weights this way)"

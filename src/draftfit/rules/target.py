@@ -102,3 +102,27 @@ def draft_context_shorter_than_target():
     ## Fix
     Raise the draft's `max_position_embeddings` to the target's, or cap `--max-model-len`.
     """
+
+
+@event_rule(
+    "DF505",
+    "target-capability-unknown",
+    Severity.INFO,
+    "draftfit has no record of whether the target class supports EAGLE-3",
+    needs_target=True,
+)
+def target_capability_unknown():
+    """## What it checks
+    Whether draftfit's data says if the target's class implements the engine's EAGLE-3
+    interface at this version.
+
+    ## Why it matters
+    draftfit does not guess: for classes first seen in a later release, or never recorded,
+    it says so rather than call the pair compatible or incompatible.
+
+    ## Example
+    A `TeleChat3ForCausalLM` target on vLLM 0.20 (supported at 0.34; first release unknown).
+
+    ## Fix
+    Check the target's model class in that vLLM release for `SupportsEagle3`.
+    """

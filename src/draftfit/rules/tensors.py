@@ -10,10 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from draftfit.engines.view import ONES, UNINITIALISED, Expectation
+from draftfit.engines.view import (
+    ONES,
+    TRUNCATE_COLS,
+    TRUNCATE_ROWS,
+    UNINITIALISED,
+    Expectation,
+)
 from draftfit.rules.base import Context, Location, Severity, Violation, rule
 
-_QKV = re.compile(r"^layers\.\d+\.self_attn\.(q|k|v)_proj\.weight$")
 _ATTN = re.compile(r"^layers\.\d+\.self_attn\.(q|k|v|o)_proj\.weight$")
 
 
@@ -33,6 +38,22 @@ def _stored(ctx: Context, canonical: str) -> tuple[str, tuple[int, ...]] | None:
 def _named(ctx: Context, canonical: str) -> str:
     raw = ctx.spec.raw(canonical)
     return f"`{raw}`" if raw == canonical else f"`{raw}` (`{canonical}`)"
+
+
+def fc_width_is_aux_count_problem(ctx: Context) -> bool:
+    """`fc` has the right rows and a width that is a whole number of aux states, but not N."""
+    view = ctx.view
+    fc = ctx.spec.tensors.get("fc.weight")
+    exp = view.expectations.get("fc.weight") if view else None
+    T = view.effective.get("target_hidden_size") if view else None
+    if fc is None or exp is None or exp.shape is None or not isinstance(T, int) or T <= 0:
+        return False
+    return (
+        len(fc.shape) == 2
+        and tuple(fc.shape) != tuple(exp.shape)
+        and fc.shape[0] == exp.shape[0]
+        and fc.shape[1] % T == 0
+    )
 
 
 def _head_dim_implied(ctx: Context) -> int | None:
@@ -129,14 +150,13 @@ def _shape_problem(ctx: Context, exp: Expectation) -> tuple[str, str] | None:
     raw, shape = stored
     if tuple(shape) == tuple(exp.shape):
         return None
-    if (
-        exp.oversize == "truncated"
-        and len(shape) == 2
-        and len(exp.shape) == 2
-        and shape[1] == exp.shape[1]
-        and shape[0] > exp.shape[0]
-    ):
-        return "truncated", raw
+    if len(shape) == 2 and len(exp.shape) == 2:
+        rows_cut = shape[1] == exp.shape[1] and shape[0] > exp.shape[0]
+        cols_cut = shape[0] == exp.shape[0] and shape[1] > exp.shape[1]
+        if (exp.oversize == TRUNCATE_ROWS and rows_cut) or (
+            exp.oversize == TRUNCATE_COLS and cols_cut
+        ):
+            return "truncated", raw
     return "mismatch", raw
 
 
@@ -176,6 +196,8 @@ def tensor_shape_mismatch(ctx: Context) -> Iterator[Violation]:
             continue
         if implied is not None and _ATTN.match(exp.canonical):
             continue  # reported once, with the cause, by head-dim-not-declared
+        if exp.canonical == "fc.weight" and fc_width_is_aux_count_problem(ctx):
+            continue  # reported with the aux-state count by aux-count-mismatch
         raw = problem[1]
         shape = ctx.spec.tensors[exp.canonical].shape
         yield Violation(
@@ -195,12 +217,13 @@ def tensor_shape_mismatch(ctx: Context) -> Iterator[Violation]:
 )
 def tensor_shape_truncated(ctx: Context) -> Iterator[Violation]:
     """## What it checks
-    Stored q/k/v projections that are *larger* than the parameter the engine builds.
+    Stored projections that are *larger* than the parameter the engine builds, in the
+    dimension its loader narrows (q/k/v/gate/up rows, o/down columns).
 
     ## Why it matters
-    vLLM's stacked q/k/v loader narrows the stored tensor to the parameter's rows without
-    complaint: the draft loads, but attention runs on a slice of the trained weights and
-    acceptance collapses.
+    vLLM's parallel-linear loaders narrow the stored tensor to the parameter's size without
+    complaint: the draft loads, but runs on a slice of the trained weights and acceptance
+    collapses.
 
     ## Example
     `q_proj` `[8192, 14336]` where the config implies `[7168, 14336]`.
@@ -216,13 +239,13 @@ def tensor_shape_truncated(ctx: Context) -> Iterator[Violation]:
         problem = _shape_problem(ctx, exp)
         if problem is None or problem[0] != "truncated":
             continue
-        if implied is not None and _QKV.match(exp.canonical):
+        if implied is not None and _ATTN.match(exp.canonical):
             continue
         shape = ctx.spec.tensors[exp.canonical].shape
         yield Violation(
             f"{_named(ctx, exp.canonical)} has shape {list(shape)}, larger than the "
             f"{list(exp.shape or ())} {view.title} builds ({exp.formula}); the loader keeps only "
-            "the first rows, silently",
+            "the leading slice, silently",
             _tensor_location(ctx, problem[1]),
             "declare the dimension that produced the stored shape",
             exp.sources,
@@ -326,7 +349,7 @@ def ignored_tensor(ctx: Context) -> Iterator[Violation]:
 @rule(
     "DF208",
     "head-dim-not-declared",
-    Severity.ERROR,
+    Severity.WARNING,
     "the attention shapes imply a head_dim the config does not declare",
 )
 def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
@@ -336,8 +359,9 @@ def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
 
     ## Why it matters
     Drafts for targets whose heads are wider than `hidden/heads` (Kimi-K2: 7168/64 = 112 but
-    128-wide heads; Qwen3) store 128-wide projections. Without `head_dim: 128` the engine
-    builds 112-wide heads: `o_proj` fails to load, or q/k/v are silently cut.
+    128-wide heads; Qwen3) store 128-wide projections. Without `head_dim: 128` vLLM builds
+    112-wide heads and its loaders silently cut q/k/v rows and o_proj columns to fit: the
+    draft loads and runs with mangled attention (confirmed by running vLLM 0.34.0).
 
     ## Example
     `hidden_size` 7168, 64 heads, no `head_dim`, `q_proj` `[8192, 14336]`.

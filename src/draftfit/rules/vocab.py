@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from draftfit.checkpoint.values import read_values
+from draftfit.checkpoint.values import read_ints, read_mask
 from draftfit.rules.base import Context, Location, Severity, Violation, config_at, event_rule, rule
 
 
@@ -53,21 +53,23 @@ def missing_d2t(ctx: Context) -> Iterator[Violation]:
 @rule(
     "DF402",
     "lm-head-missing-reduced-vocab",
-    Severity.ERROR,
+    Severity.WARNING,
     "no lm_head is stored and the target's cannot stand in for a reduced vocabulary",
 )
 def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
     """## What it checks
-    An EAGLE-3 draft without `lm_head.weight` only works when the engine borrows the
-    target's lm_head *and* the draft vocabulary equals the target's.
+    An EAGLE-3 draft without `lm_head.weight` only drafts correctly when the engine borrows
+    the target's lm_head *and* the draft vocabulary equals the target's.
 
     ## Why it matters
-    With a reduced draft vocabulary the borrowed head produces target-wide logits that the
-    d2t scatter cannot map: the first speculative step fails (vLLM >= 0.11.1). Older versions
-    leave the head uninitialised (reported as missing-tensor-uninitialised).
+    With a reduced draft vocabulary, vLLM (>= 0.11.1) installs the target's lm_head, its
+    logits processor keeps the first `draft_vocab_size` columns (target tokens
+    0..Vd-1), and `d2t` then moves those scores to other tokens: the server runs and the
+    drafts are garbage (confirmed by running vLLM 0.34.0). Older versions leave the head
+    uninitialised (reported as missing-tensor-uninitialised).
 
     ## Example
-    `draft_vocab_size: 32000` and no `lm_head.weight` (it was filtered with the embeddings).
+    `draft_vocab_size: 32000` and no `lm_head.weight` (filtered out with the embeddings).
 
     ## Fix
     Store the trained `lm_head.weight` `[draft_vocab_size, hidden_size]`.
@@ -83,7 +85,8 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
     if isinstance(Vd, int) and isinstance(Vt, int) and Vd != Vt:
         yield Violation(
             f"no `lm_head.weight` is stored, so {view.title} borrows the target's ({Vt} rows) "
-            f"for a draft vocabulary of {Vd}: the first speculative step fails",
+            f"and keeps its first {Vd} columns of logits, which `d2t` maps to other tokens: "
+            "the drafts are garbage",
             Location(None, tensor="lm_head.weight"),
             f"store the trained `lm_head.weight` [{Vd}, {ctx.spec.hidden_size}]",
             exp.sources,
@@ -114,21 +117,16 @@ def d2t_out_of_range(ctx: Context) -> Iterator[Violation]:
     info = ctx.spec.tensors.get("d2t")
     if info is None:
         return
-    values = read_values(ctx.checkpoint, info)
-    if values is None or values.size == 0 or values.dtype.kind not in "iu":
-        return
-    import numpy as np
-
+    values = read_ints(ctx.checkpoint, info)
     vocab = ctx.target.vocab_size if ctx.target and ctx.target.vocab_size else ctx.spec.vocab_size
-    if not vocab:
+    if not values or not vocab:
         return
-    mapped = np.arange(values.size, dtype=np.int64) + values.astype(np.int64)
-    bad = np.flatnonzero((mapped < 0) | (mapped >= vocab))
-    if bad.size:
-        i = int(bad[0])
+    bad = [i for i, offset in enumerate(values) if not 0 <= i + offset < vocab]
+    if bad:
+        i = bad[0]
         yield Violation(
-            f"{bad.size} of {values.size} draft ids map outside [0, {vocab}) (first: draft id {i} "
-            f"-> {int(mapped[i])}); d2t must hold offsets",
+            f"{len(bad)} of {len(values)} draft ids map outside [0, {vocab}) (first: draft id "
+            f"{i} -> {i + values[i]}); d2t must hold offsets",
             _tensor_loc(ctx, "d2t"),
             "store d2t as offsets (target_id - draft_id)",
         )
@@ -173,28 +171,27 @@ def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
             "regenerate t2d for this vocabulary",
         )
         return
-    import numpy as np
-
-    d2t = read_values(ctx.checkpoint, d2t_info) if d2t_info is not None else None
-    t2d = read_values(ctx.checkpoint, t2d_info) if t2d_info is not None else None
-    if t2d is not None and Vd and int(np.count_nonzero(t2d)) != Vd:
+    d2t = read_ints(ctx.checkpoint, d2t_info) if d2t_info is not None else None
+    t2d = read_mask(ctx.checkpoint, t2d_info) if t2d_info is not None else None
+    marked = t2d.count(1) if t2d is not None else None
+    if marked is not None and Vd and marked != Vd:
         yield Violation(
-            f"`t2d` marks {int(np.count_nonzero(t2d))} target ids, but draft_vocab_size is {Vd}",
+            f"`t2d` marks {marked} target ids, but draft_vocab_size is {Vd}",
             _tensor_loc(ctx, "t2d"),
             "regenerate t2d from the draft vocabulary",
         )
         return
-    if d2t is None or d2t.dtype.kind not in "iu":
+    if not d2t:
         return
-    mapped = np.arange(d2t.size, dtype=np.int64) + d2t.astype(np.int64)
-    if np.unique(mapped).size != mapped.size:
+    mapped = {i + offset for i, offset in enumerate(d2t)}
+    if len(mapped) != len(d2t):
         yield Violation(
             "`d2t` maps several draft ids to the same target id",
             _tensor_loc(ctx, "d2t"),
             "regenerate d2t from the draft vocabulary",
         )
         return
-    if t2d is not None and t2d.size and not np.array_equal(np.sort(mapped), np.flatnonzero(t2d)):
+    if t2d and not all(0 <= t < len(t2d) and t2d[t] for t in mapped):
         yield Violation(
             "the target ids `d2t` maps to are not the ids `t2d` marks",
             _tensor_loc(ctx, "d2t"),

@@ -1,0 +1,227 @@
+"""How fast is `draftfit check`, against baselines measured in the same run?
+
+Builds, in a temporary folder, full-size *sparse* checkpoints (real safetensors headers,
+holes for the data): the seed's Kimi-K2 EAGLE-3 draft (4.7 GB of tensors) and a 64-shard
+Kimi-K2 target (~1 TB, ~140k tensors, FP8 experts with scales). Then prints:
+
+* in-process `check` time and peak Python memory (tracemalloc), beside
+  (a) the raw cost of reading the same header bytes draftfit reads (open, read the length
+      prefix and the header, no parsing), and (a') the same plus `json.loads`;
+  (b) listing the same tensors (names, dtypes, shapes) with the `safetensors` library;
+* the whole CLI call (`python -m draftfit check ...`, a fresh process) wall time and peak RSS;
+* the same check on drafts of 1 GB, 10 GB, 100 GB and 1 TB (same tensor list, larger
+  shapes), to show time and memory stay flat as the checkpoint grows.
+
+Run: `python bench/check_speed.py` (needs the test extras for the safetensors baseline).
+Nothing here asserts; it prints ratios for a human to read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+from draftfit.check import check_checkpoint, resolve_engines
+from draftfit.checkpoint import load_checkpoint
+from draftfit.demo import build_demo, demo_config
+from draftfit.synth import eagle3_tensor_table, write_sparse_checkpoint
+from draftfit.target import load_target
+
+REPEAT = 15
+
+
+def median_seconds(fn: Callable[[], object], repeat: int = REPEAT) -> float:
+    fn()  # warm the page cache and imports
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def peak_python_bytes(fn: Callable[[], object]) -> int:
+    tracemalloc.start()
+    fn()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def kimi_target_table() -> list[tuple[str, str, tuple[int, ...]]]:
+    """Kimi-K2's tensor list (DeepSeek-V3 layout, FP8 block-quantized, 384 experts)."""
+    H, V, L, experts, moe_inter, inter = 7168, 163840, 61, 384, 2048, 18432
+    table: list[tuple[str, str, tuple[int, ...]]] = [("model.embed_tokens.weight", "BF16", (V, H))]
+
+    def fp8(name: str, rows: int, cols: int) -> None:
+        table.append((f"{name}.weight", "F8_E4M3", (rows, cols)))
+        table.append((f"{name}.weight_scale_inv", "F32", (-(-rows // 128), -(-cols // 128))))
+
+    for layer in range(L):
+        p = f"model.layers.{layer}."
+        table += [(p + "input_layernorm.weight", "BF16", (H,)),
+                  (p + "post_attention_layernorm.weight", "BF16", (H,)),
+                  (p + "self_attn.q_a_layernorm.weight", "BF16", (1536,)),
+                  (p + "self_attn.kv_a_layernorm.weight", "BF16", (512,))]
+        fp8(p + "self_attn.q_a_proj", 1536, H)
+        fp8(p + "self_attn.q_b_proj", 64 * 192, 1536)
+        fp8(p + "self_attn.kv_a_proj_with_mqa", 576, H)
+        fp8(p + "self_attn.kv_b_proj", 64 * 256, 512)
+        fp8(p + "self_attn.o_proj", H, 64 * 128)
+        if layer == 0:
+            fp8(p + "mlp.gate_proj", inter, H)
+            fp8(p + "mlp.up_proj", inter, H)
+            fp8(p + "mlp.down_proj", H, inter)
+            continue
+        table += [(p + "mlp.gate.weight", "BF16", (experts, H)),
+                  (p + "mlp.gate.e_score_correction_bias", "F32", (experts,))]
+        for e in range(experts):
+            fp8(p + f"mlp.experts.{e}.gate_proj", moe_inter, H)
+            fp8(p + f"mlp.experts.{e}.up_proj", moe_inter, H)
+            fp8(p + f"mlp.experts.{e}.down_proj", H, moe_inter)
+        fp8(p + "mlp.shared_experts.gate_proj", moe_inter, H)
+        fp8(p + "mlp.shared_experts.up_proj", moe_inter, H)
+        fp8(p + "mlp.shared_experts.down_proj", H, moe_inter)
+    table += [("model.norm.weight", "BF16", (H,)), ("lm_head.weight", "BF16", (V, H))]
+    return table
+
+
+def files_draftfit_reads(draft: Path, target: Path) -> list[Path]:
+    """The weight files whose headers `check` reads (draft shards; target embedding shards)."""
+    files = [draft / f for f in load_checkpoint(draft).weight_files]
+    index = json.loads((target / "model.safetensors.index.json").read_text())["weight_map"]
+    shards = sorted({s for n, s in index.items() if n.endswith(("embed_tokens.weight",
+                                                                  "lm_head.weight"))})
+    return files + [target / s for s in shards]
+
+
+def raw_header_read(paths: list[Path], parse: bool) -> None:
+    for path in paths:
+        with path.open("rb") as handle:
+            n = int.from_bytes(handle.read(8), "little")
+            header = handle.read(n)
+        if parse:
+            json.loads(header)
+
+
+def safetensors_listing(paths: list[Path]) -> int:
+    from safetensors import safe_open
+
+    count = 0
+    for path in paths:
+        with safe_open(str(path), framework="numpy") as handle:
+            for key in handle.keys():
+                s = handle.get_slice(key)
+                s.get_shape()
+                s.get_dtype()
+                count += 1
+    return count
+
+
+def cli_call(draft: Path, target: Path) -> tuple[float, int]:
+    """Wall seconds and peak RSS bytes of one fresh `python -m draftfit check` process."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "draftfit", "check", str(draft), "--target",
+                    str(target)], check=False, capture_output=True)
+    wall = time.perf_counter() - start
+    rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return wall, rss_kb * 1024
+
+
+def scaled_draft(root: Path, factor: int) -> Path:
+    """A draft with the demo's tensor list, every matrix `factor`× wider (same header size)."""
+    config = demo_config("speculators-kimi-k2-eagle3.config.json")
+    layer = config["transformer_layer_config"]
+    table = eagle3_tensor_table(layer["hidden_size"], layer["num_attention_heads"],
+                                layer["num_key_value_heads"], layer["head_dim"],
+                                layer["intermediate_size"], layer["vocab_size"],
+                                config["draft_vocab_size"])
+    scaled = [(n, d, (s[0], s[1] * factor) if len(s) == 2 else s) for n, d, s in table]
+    return write_sparse_checkpoint(root / f"draft-x{factor}", config, scaled,
+                                   vocab=layer["vocab_size"], draft_vocab=config["draft_vocab_size"])
+
+
+def main() -> None:
+    profiles = resolve_engines(["vllm"])
+    with tempfile.TemporaryDirectory(prefix="draftfit-bench-") as tmp:
+        root = Path(tmp)
+        print("building sparse checkpoints ...", file=sys.stderr)
+        demo = build_demo(root)
+        target = root / "Kimi-K2-64-shards"
+        write_sparse_checkpoint(target, demo_config("kimi-k2-instruct.config.json"),
+                                kimi_target_table(), shards=64)
+        target_tensors = len(json.loads((target / "model.safetensors.index.json").read_text())
+                             ["weight_map"])
+        target_bytes = sum(p.stat().st_size for p in target.glob("*.safetensors"))
+        draft = demo.draft
+        draft_bytes = (draft / "model.safetensors").stat().st_size
+
+        def run_check() -> object:
+            return check_checkpoint(load_checkpoint(draft), load_target(target), profiles)
+
+        report = run_check()
+        files = files_draftfit_reads(draft, target)
+        header_bytes = sum(8 + int.from_bytes(p.open("rb").read(8), "little") for p in files)
+        t_check = median_seconds(run_check)
+        mem_check = peak_python_bytes(run_check)
+        t_raw = median_seconds(lambda: raw_header_read(files, parse=False))
+        t_raw_json = median_seconds(lambda: raw_header_read(files, parse=True))
+        all_target = sorted(target.glob("*.safetensors"))
+        t_all_raw = median_seconds(lambda: raw_header_read(all_target, parse=False), 3)
+        try:
+            t_st = median_seconds(lambda: safetensors_listing(files))
+            st_line = f"{t_st * 1e3:9.2f} ms   (check = {t_check / t_st:5.1f}x)"
+        except ImportError:
+            st_line = "   n/a (pip install safetensors)"
+        walls, rss = [], 0
+        for _ in range(5):
+            wall, peak = cli_call(draft, target)
+            walls.append(wall)
+            rss = max(rss, peak)
+
+        print(f"draft   {draft.name}: {draft_bytes / 1e9:.1f} GB, "
+              f"{len(load_checkpoint(draft).tensors)} tensors")
+        print(f"target  {target.name}: {target_bytes / 1e12:.2f} TB in 64 shards, "
+              f"{target_tensors:,} tensors (draftfit reads {len(files) - 1} of its shard headers)")
+        print(f"verdict {report.engines[0].title}: {report.engines[0].verdict}")
+        print()
+        print(f"header bytes draftfit reads         {header_bytes / 1e6:9.2f} MB in {len(files)} files")
+        print(f"draftfit check, in process          {t_check * 1e3:9.2f} ms   "
+              f"peak Python memory {mem_check / 1e6:.1f} MB")
+        print(f"(a)  raw read of those header bytes {t_raw * 1e3:9.2f} ms   "
+              f"(check = {t_check / t_raw:5.1f}x)")
+        print(f"(a') raw read + json.loads          {t_raw_json * 1e3:9.2f} ms   "
+              f"(check = {t_check / t_raw_json:5.1f}x)")
+        print(f"(b)  safetensors library listing    {st_line}")
+        print(f"     raw read of all 64 target headers (not needed by check) "
+              f"{t_all_raw * 1e3:.1f} ms")
+        print(f"whole CLI call (fresh process)      {statistics.median(walls) * 1e3:9.1f} ms   "
+              f"peak RSS {rss / 1e6:.0f} MB   (median of 5)")
+        print()
+        print("flat as the checkpoint grows (same tensor list, wider matrices):")
+        for factor, label in ((1, ""), (10, ""), (100, ""), (250, "")):
+            path = scaled_draft(root, factor)
+            size = (path / "model.safetensors").stat().st_size
+            del label
+
+            def scaled_check(path: Path = path) -> object:
+                return check_checkpoint(load_checkpoint(path), load_target(target), profiles)
+
+            t = median_seconds(scaled_check, 7)
+            mem = peak_python_bytes(scaled_check)
+            print(f"  draft {size / 1e9:8.1f} GB   check {t * 1e3:7.2f} ms   "
+                  f"peak Python memory {mem / 1e6:5.1f} MB")
+            os.remove(path / "model.safetensors")
+
+
+if __name__ == "__main__":
+    main()

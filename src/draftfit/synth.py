@@ -1,0 +1,102 @@
+"""Synthetic checkpoints: full-size *sparse* replicas for the demo and benchmarks.
+
+A replica has real safetensors headers (every name, dtype and shape of the real model) and
+holes instead of weight bytes, so a 5 GB draft costs a few hundred KB of disk. Small tensors
+that decide silent failures (`d2t`, `t2d`) get real, consistent values.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from array import array
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors
+
+
+def vocab_maps(vocab: int, draft_vocab: int, seed: int = 0) -> tuple[bytes, bytes]:
+    """A sorted random draft vocabulary as (`d2t` int64 offsets, `t2d` bool mask) bytes."""
+    chosen = sorted(random.Random(seed).sample(range(vocab), draft_vocab))
+    d2t = array("q", (target - i for i, target in enumerate(chosen)))
+    if sys.byteorder == "big":  # pragma: no cover - safetensors is little-endian
+        d2t.byteswap()
+    t2d = bytearray(vocab)
+    for target in chosen:
+        t2d[target] = 1
+    return d2t.tobytes(), bytes(t2d)
+
+
+def eagle3_tensor_table(
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    intermediate: int,
+    vocab: int,
+    draft_vocab: int,
+    *,
+    prefix: str = "layers.0.",
+    n_aux: int = 3,
+    target_hidden: int | None = None,
+    embed: bool = True,
+) -> list[tuple[str, str, tuple[int, ...]]]:
+    """(name, dtype, shape) of a single-layer EAGLE-3 draft, speculators-training layout."""
+    t_hidden = target_hidden or hidden
+    table: list[tuple[str, str, tuple[int, ...]]] = []
+    if embed:
+        table.append(("embed_tokens.weight", "BF16", (vocab, hidden)))
+    table += [
+        ("fc.weight", "BF16", (hidden, n_aux * t_hidden)),
+        (f"{prefix}input_layernorm.weight", "BF16", (hidden,)),
+        (f"{prefix}hidden_norm.weight", "BF16", (hidden,)),
+        (f"{prefix}self_attn.q_proj.weight", "BF16", (heads * head_dim, 2 * hidden)),
+        (f"{prefix}self_attn.k_proj.weight", "BF16", (kv_heads * head_dim, 2 * hidden)),
+        (f"{prefix}self_attn.v_proj.weight", "BF16", (kv_heads * head_dim, 2 * hidden)),
+        (f"{prefix}self_attn.o_proj.weight", "BF16", (hidden, heads * head_dim)),
+        (f"{prefix}post_attention_layernorm.weight", "BF16", (hidden,)),
+        (f"{prefix}mlp.gate_proj.weight", "BF16", (intermediate, hidden)),
+        (f"{prefix}mlp.up_proj.weight", "BF16", (intermediate, hidden)),
+        (f"{prefix}mlp.down_proj.weight", "BF16", (hidden, intermediate)),
+        ("norm.weight", "BF16", (hidden,)),
+        ("lm_head.weight", "BF16", (draft_vocab, hidden)),
+    ]
+    if draft_vocab != vocab:
+        table += [("d2t", "I64", (draft_vocab,)), ("t2d", "BOOL", (vocab,))]
+    return table
+
+
+def write_sparse_checkpoint(
+    root: Path,
+    config: dict[str, Any] | None,
+    table: Iterable[tuple[str, str, tuple[int, ...]]],
+    *,
+    vocab: int | None = None,
+    draft_vocab: int | None = None,
+    shards: int = 1,
+) -> Path:
+    """Write config.json and sparse safetensors (sharded with an index when `shards` > 1)."""
+    root.mkdir(parents=True, exist_ok=True)
+    if config is not None:
+        (root / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    data: dict[str, bytes] = {}
+    if vocab and draft_vocab and draft_vocab != vocab:
+        data["d2t"], data["t2d"] = vocab_maps(vocab, draft_vocab)
+    items = [TensorToWrite(n, d, tuple(s), data.get(n)) for n, d, s in table]
+    if shards <= 1:
+        write_safetensors(root / "model.safetensors", items)
+        return root
+    per = -(-len(items) // shards)
+    weight_map: dict[str, str] = {}
+    for index in range(shards):
+        chunk = items[index * per : (index + 1) * per]
+        name = f"model-{index + 1:05d}-of-{shards:05d}.safetensors"
+        write_safetensors(root / name, chunk)
+        weight_map.update({t.name: name for t in chunk})
+    (root / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": weight_map}, indent=2) + "\n"
+    )
+    return root

@@ -1,0 +1,745 @@
+"""Rule cases as data: each builds a tiny real checkpoint and names the codes that must fire
+and the codes that must stay quiet. `test_rules.py` runs them all and checks that every
+registered rule has at least one case that fires and one that stays quiet.
+
+Cases marked `oracle=` reproduce an experiment run against vLLM 0.34.0's own loader (see
+the README's "How the vLLM data was checked"); the expected verdict is what vLLM did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tests import factory as f
+from tests.factory import Draft
+
+Builder = Callable[[Path], tuple[Path, Path | None]]
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    build: Builder
+    fires: frozenset[str]
+    quiet: frozenset[str] = frozenset()
+    engines: tuple[str, ...] = ("vllm==0.34.0",)
+    method: str | None = None
+    verdict: str | None = None  # expected verdict for the first engine
+    oracle: str | None = None
+
+
+CASES: list[Case] = []
+
+
+def case(id: str, fires: set[str] | None = None, quiet: set[str] | None = None, **kw) -> Callable:
+    def register(build: Builder) -> Builder:
+        CASES.append(Case(id, build, frozenset(fires or ()), frozenset(quiet or ()), **kw))
+        return build
+
+    return register
+
+
+def with_target(draft: Draft, name: str = "draft", **target_kw) -> Builder:
+    def build(tmp: Path) -> tuple[Path, Path | None]:
+        return draft.write(tmp / name), f.llama_target(tmp / "target", **target_kw)
+
+    return build
+
+
+def no_target(draft: Draft, name: str = "draft") -> Builder:
+    def build(tmp: Path) -> tuple[Path, Path | None]:
+        return draft.write(tmp / name), None
+
+    return build
+
+
+def _edit(draft_builder: Callable[[], Draft], edit: Callable[[Path], None]) -> Builder:
+    """Write a clean draft, then damage its files."""
+
+    def build(tmp: Path) -> tuple[Path, Path | None]:
+        path = draft_builder().write(tmp / "draft")
+        edit(path)
+        return path, f.llama_target(tmp / "target")
+
+    return build
+
+
+def _sharded(edit: Callable[[Path], None]) -> Builder:
+    def build(tmp: Path) -> tuple[Path, Path | None]:
+        path = f.specforge().write(tmp / "draft", shards=3)
+        edit(path)
+        return path, f.llama_target(tmp / "target")
+
+    return build
+
+
+def _index(path: Path) -> dict:
+    return json.loads((path / "model.safetensors.index.json").read_text())
+
+
+def _write_index(path: Path, index: dict) -> None:
+    (path / "model.safetensors.index.json").write_text(json.dumps(index))
+
+
+# ------------------------------------------------------------------ clean drafts
+
+for _name, _draft in [
+    ("clean-specforge-default-aux", lambda: f.specforge()),
+    ("clean-speculators-trained", lambda: f.speculators(aux=[2, 4, 5])),
+    ("clean-speculators-converted", lambda: f.speculators(aux=[2, 4, 5], variant="converted")),
+    ("clean-modelopt-layers", lambda: f.modelopt(aux=[1, 3, 4])),
+    ("clean-eagle-official", lambda: f.eagle_official()),
+]:
+    CASES.append(
+        Case(
+            _name,
+            with_target(_draft(), name="my-eagle3-draft"),
+            frozenset(),
+            frozenset({"DF108", "DF201", "DF203", "DF205", "DF301", "DF401", "DF501"}),
+            verdict="compatible",
+        )
+    )
+
+# ------------------------------------------------------------------ DF0xx structure
+
+
+def _truncate(path: Path) -> None:
+    shard = path / "model.safetensors"
+    os.truncate(shard, shard.stat().st_size - 100)
+
+
+case("truncated-shard", {"DF002"}, {"DF003"}, verdict="incompatible")(
+    _edit(f.specforge, _truncate)
+)
+
+
+def _replace_weights(header, data: bytes = b"", length: int | None = None):
+    def edit(path: Path) -> None:
+        f.raw_safetensors(path / "model.safetensors", header, data, length)
+
+    return edit
+
+
+case("header-length-beyond-file", {"DF003"}, {"DF002"})(
+    _edit(f.specforge, _replace_weights({"a": 1}, b"", 10**6))
+)
+case("header-not-object", {"DF004"}, {"DF003"})(_edit(f.specforge, _replace_weights([1, 2])))
+case("invalid-entry", {"DF005"}, {"DF004"})(
+    _edit(f.specforge, _replace_weights({"fc.weight": {"dtype": "BF16", "shape": "x",
+                                                       "data_offsets": [0, 2]}}, b"\0\0"))
+)
+case("unknown-dtype", {"DF006"}, {"DF005"})(
+    _edit(f.specforge, _replace_weights({"fc.weight": {"dtype": "BFLOAT16", "shape": [1],
+                                                       "data_offsets": [0, 2]}}, b"\0\0"))
+)
+case("offsets-inverted", {"DF007"}, {"DF008"})(
+    _edit(f.specforge, _replace_weights({"fc.weight": {"dtype": "BF16", "shape": [1],
+                                                       "data_offsets": [2, 0]}}, b"\0\0"))
+)
+case("offsets-overlap", {"DF008"}, {"DF007"})(
+    _edit(f.specforge, _replace_weights({
+        "a": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]},
+        "b": {"dtype": "BF16", "shape": [2], "data_offsets": [2, 6]}}, b"\0" * 6))
+)
+case("offsets-gap", {"DF009"}, {"DF008"})(
+    _edit(f.specforge, _replace_weights({
+        "a": {"dtype": "BF16", "shape": [1], "data_offsets": [2, 4]}}, b"\0" * 4))
+)
+case("byte-size-mismatch", {"DF010"}, {"DF009"})(
+    _edit(f.specforge, _replace_weights({
+        "a": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 4]}}, b"\0" * 4))
+)
+
+
+def _delete_last_shard(path: Path) -> None:
+    (path / "model-00003-of-00003.safetensors").unlink()
+
+
+case("index-missing-shard", {"DF011"}, {"DF012", "DF013"}, verdict="incompatible")(
+    _sharded(_delete_last_shard)
+)
+
+
+def _misroute(path: Path) -> None:
+    index = _index(path)
+    index["weight_map"]["t2d"] = "model-00001-of-00003.safetensors"
+    _write_index(path, index)
+
+
+case("index-tensor-in-other-shard", {"DF012"}, {"DF011"})(_sharded(_misroute))
+
+
+def _unlist(path: Path) -> None:
+    index = _index(path)
+    del index["weight_map"]["norm.weight"]
+    _write_index(path, index)
+
+
+case("tensor-not-in-index", {"DF014"}, {"DF012", "DF205"})(_sharded(_unlist))
+
+
+def _bad_index(path: Path) -> None:
+    (path / "model.safetensors.index.json").write_text("{not json")
+
+
+case("index-not-json", {"DF015"}, {"DF011"})(_sharded(_bad_index))
+
+
+def _duplicate(tmp: Path) -> tuple[Path, Path | None]:
+    draft = f.specforge()
+    path = draft.write(tmp / "draft")
+    f.write_checkpoint(tmp / "extra", None, {"norm.weight": draft.tensors["norm.weight"]})
+    (tmp / "extra" / "model.safetensors").rename(path / "extra.safetensors")
+    return path, f.llama_target(tmp / "target")
+
+
+case("duplicate-tensor", {"DF013"}, {"DF011"})(_duplicate)
+
+
+def _no_config(path: Path) -> None:
+    (path / "config.json").unlink()
+
+
+case("missing-config", {"DF016"}, {"DF017", "DF113"}, verdict="incompatible")(
+    _edit(f.specforge, _no_config)
+)
+
+
+def _bad_config(path: Path) -> None:
+    (path / "config.json").write_text('{"architectures": ["x"],}')
+
+
+case("config-not-json", {"DF017"}, {"DF016"})(_edit(f.specforge, _bad_config))
+
+
+def _config_list(path: Path) -> None:
+    (path / "config.json").write_text("[]")
+
+
+case("config-not-object", {"DF017"}, {"DF016"})(_edit(f.specforge, _config_list))
+
+
+def _add_bin(path: Path) -> None:
+    (path / "pytorch_model.bin").write_bytes(b"PK\x03\x04 stale")
+
+
+case("mixed-formats", {"DF018"}, {"DF020"}, verdict="compatible")(_edit(f.specforge, _add_bin))
+
+
+def _no_weights(path: Path) -> None:
+    (path / "model.safetensors").unlink()
+
+
+case("no-weights", {"DF021"}, {"DF018"}, verdict="incompatible")(_edit(f.specforge, _no_weights))
+
+# ------------------------------------------------------------------ DF1xx config
+
+
+def _arch(arch: list[str] | None) -> Draft:
+    draft = f.specforge()
+    if arch is None:
+        del draft.config["architectures"]
+    else:
+        draft.config["architectures"] = arch
+    return draft
+
+
+case("plain-config-eagle3draftmodel", {"DF101"}, {"DF102"}, verdict="incompatible",
+     oracle="15c")(with_target(_arch(["Eagle3DraftModel"])))
+case("llamaforcausallmeagle3-before-0.10.2", {"DF101"}, engines=("vllm==0.10.1",))(
+    with_target(f.specforge(nested_aux=None))
+)
+case("llamaforcausallmeagle3-on-0.10.2", set(), {"DF101"}, engines=("vllm==0.10.2",))(
+    with_target(f.specforge())
+)
+case("official-llamaforcausallm", set(), {"DF101", "DF107"}, verdict="compatible",
+     oracle="15")(with_target(_arch(["LlamaForCausalLM"])))
+case("qwen3-draft-before-0.24", {"DF101"}, engines=("vllm==0.22.0",))(
+    with_target(_arch(["Qwen3ForCausalLM"]))
+)
+case("no-architectures", {"DF102"}, {"DF101"}, verdict="incompatible", oracle="15d")(
+    with_target(_arch(None))
+)
+
+
+def _speculators_type(kind: str) -> Draft:
+    draft = f.speculators(aux=[2, 4, 5])
+    draft.config["speculators_model_type"] = kind
+    return draft
+
+
+case("speculators-type-eagle", {"DF103"}, {"DF105"}, verdict="incompatible")(
+    with_target(_speculators_type("eagle"))
+)
+
+
+def _no_proposals() -> Draft:
+    draft = f.speculators(aux=[2, 4, 5])
+    draft.config["speculators_config"]["proposal_methods"] = []
+    return draft
+
+
+case("speculators-no-proposal-methods", {"DF104"}, {"DF103"}, verdict="compatible")(
+    with_target(_no_proposals())
+)
+case("speculators-before-0.10.1", {"DF105"}, {"DF103"}, engines=("vllm==0.10.0",))(
+    with_target(f.speculators(aux=[2, 4, 5]))
+)
+
+
+def _layer_type(kind: str) -> Draft:
+    draft = f.speculators(aux=[2, 4, 5])
+    draft.config["transformer_layer_config"]["model_type"] = kind
+    return draft
+
+
+case("speculators-mistral-layer", {"DF106"}, {"DF101"}, verdict="incompatible")(
+    with_target(_layer_type("mistral"))
+)
+case("speculators-mistral-layer-0.22", set(), {"DF106"}, engines=("vllm==0.22.0",))(
+    with_target(_layer_type("mistral"))
+)
+case("eagle3-served-as-eagle", {"DF107"}, method="eagle", verdict="incompatible",
+     oracle="19g")(with_target(f.specforge()))
+case("dir-name-without-method", {"DF108"}, verdict="compatible")(
+    with_target(f.specforge(), name="mydraft")
+)
+case("dir-name-auto-method", {"DF107"}, {"DF108"}, method="auto", verdict="incompatible",
+     oracle="20")(
+    with_target(f.specforge(), name="mydraft")
+)
+case("dir-name-auto-eagle3", set(), {"DF108", "DF107"}, method="auto", verdict="compatible",
+     oracle="20b")(with_target(f.specforge(), name="my-eagle3-draft"))
+case("eagle3-dir-name-old-vllm", {"DF107"}, method="auto", engines=("vllm==0.10.1",))(
+    with_target(f.specforge(), name="EAGLE3-tiny")
+)
+case("eagle3-before-0.8.5", {"DF109"}, engines=("vllm==0.8.4",))(with_target(f.specforge()))
+
+
+def _no_draft_vocab() -> Draft:
+    draft = f.specforge()
+    del draft.config["draft_vocab_size"]
+    draft.drop("d2t", "t2d").reshape("lm_head.weight", (f.VOCAB, f.H))
+    return draft
+
+
+case("missing-draft-vocab-size-0.10.2", {"DF110"}, engines=("vllm==0.10.2",))(
+    with_target(_no_draft_vocab())
+)
+case("missing-draft-vocab-size-0.34", set(), {"DF110"}, verdict="compatible", oracle="08b")(
+    with_target(_no_draft_vocab())
+)
+
+
+def _speculators_model_type() -> Draft:
+    draft = f.speculators(aux=[2, 4, 5])
+    draft.config["model_type"] = "llama"
+    return draft
+
+
+case("speculators-with-model-type", {"DF111"}, {"DF103"}, verdict="incompatible")(
+    with_target(_speculators_model_type())
+)
+
+
+def _no_layer_config() -> Draft:
+    draft = f.speculators(aux=[2, 4, 5])
+    del draft.config["transformer_layer_config"]
+    return draft
+
+
+case("speculators-no-layer-config", {"DF112"}, verdict="incompatible")(
+    with_target(_no_layer_config())
+)
+
+
+def _null_target_hidden() -> Draft:
+    draft = f.specforge()
+    draft.config["target_hidden_size"] = None
+    return draft
+
+
+case("plain-null-target-hidden-size", {"DF112"}, verdict="incompatible")(
+    with_target(_null_target_hidden())
+)
+
+
+def _unknown_method() -> Draft:
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+              **f.llama_layer_config()}
+    return Draft(config, f.eagle3_layer_tensors("layers.0.", first=False))
+
+
+case("method-unknown", {"DF113"}, verdict="incompatible")(with_target(_unknown_method()))
+case("method-unknown-explicit", set(), {"DF113"}, method="eagle3")(
+    with_target(_unknown_method())
+)
+
+# ------------------------------------------------------------------ DF2xx tensors
+
+case("unknown-tensor", {"DF201"}, verdict="incompatible", oracle="11d")(
+    with_target(f.specforge().add("foo.weight", "BF16", (4,)))
+)
+case("extra-layer-beyond-config", {"DF201"}, verdict="incompatible", oracle="17b")(
+    with_target(
+        Draft(
+            f.specforge().config,
+            {**f.eagle3_tensors(naming="layers"),
+             **f.eagle3_layer_tensors("layers.1.", first=False)},
+        )
+    )
+)
+
+
+def _multi_layer() -> Draft:
+    draft = Draft(f.specforge().config,
+                  {**f.eagle3_tensors(naming="layers"),
+                   **f.eagle3_layer_tensors("layers.1.", first=False)})
+    draft.config["num_hidden_layers"] = 2
+    return draft
+
+
+case("multi-layer-draft", set(), {"DF201", "DF205"}, verdict="compatible", oracle="17")(
+    with_target(_multi_layer())
+)
+case("multi-layer-before-0.11.1", {"DF201"}, engines=("vllm==0.11.0",))(
+    with_target(_multi_layer())
+)
+case("model-prefix", {"DF202"}, {"DF203"}, verdict="incompatible", oracle="11e")(
+    with_target(f.specforge().prefix_all("model."))
+)
+case("q-proj-undersized", {"DF203"}, {"DF204"}, verdict="incompatible", oracle="12b")(
+    with_target(f.specforge().reshape("midlayer.self_attn.q_proj.weight", (48, 128)))
+)
+case("k-proj-input-h", {"DF203"}, verdict="incompatible", oracle="12f")(
+    with_target(f.specforge().reshape("midlayer.self_attn.k_proj.weight", (32, 64)))
+)
+case("lm-head-rows", {"DF203"}, verdict="incompatible", oracle="12e")(
+    with_target(f.specforge().reshape("lm_head.weight", (60, 64)))
+)
+case("q-proj-oversized", {"DF204"}, {"DF203"}, verdict="degraded", oracle="12")(
+    with_target(f.specforge().reshape("midlayer.self_attn.q_proj.weight", (96, 128)))
+)
+case("k-proj-missing", {"DF205"}, {"DF206"}, verdict="degraded", oracle="10")(
+    with_target(f.specforge().drop("midlayer.self_attn.k_proj.weight"))
+)
+case("norm-missing", {"DF206"}, {"DF205"}, verdict="degraded", oracle="10b")(
+    with_target(f.specforge().drop("norm.weight"))
+)
+case("fc-bias-ignored", {"DF207"}, {"DF201"}, verdict="degraded", oracle="11")(
+    with_target(f.specforge().add("fc.bias", "BF16", (64,)))
+)
+case("fc-bias-rejected-0.24", {"DF201"}, {"DF207"}, engines=("vllm==0.24.0",))(
+    with_target(f.specforge().add("fc.bias", "BF16", (64,)))
+)
+
+
+def _head_dim_undeclared() -> Draft:
+    draft = f.specforge()
+    del draft.config["head_dim"]
+    return Draft(draft.config, f.eagle3_tensors(head_dim=32))
+
+
+case("head-dim-not-declared", {"DF208"}, {"DF203", "DF204"}, verdict="degraded",
+     oracle="12c")(with_target(_head_dim_undeclared()))
+
+# ------------------------------------------------------------------ DF3xx aux layers
+
+case("nested-aux-not-read", {"DF301"}, {"DF302"}, verdict="degraded", oracle="01")(
+    with_target(f.specforge(nested_aux=[1, 3, 6]))
+)
+case("nested-aux-not-read-no-target", {"DF301"}, {"DF302", "DF303"})(
+    no_target(f.specforge(nested_aux=[1, 3, 6]))
+)
+case("nested-aux-read-unshifted-by-mrv1-0.22", {"DF301"}, {"DF302"}, engines=("vllm==0.22.0",))(
+    with_target(f.specforge(nested_aux=[1, 3, 6]))
+)
+case("nested-aux-mrv2-0.24-llama", {"DF301"}, engines=("vllm==0.24.0",))(
+    with_target(f.specforge(nested_aux=[1, 3, 6]))
+)
+case("top-level-aux-read", set(), {"DF301", "DF302"}, verdict="compatible", oracle="02")(
+    with_target(f.speculators(aux=[1, 3, 6]))
+)
+case("aux-ignored-before-0.11.1", {"DF301"}, engines=("vllm==0.11.0",))(
+    with_target(f.speculators(aux=[1, 3, 6]))
+)
+case("nested-aux-default-matches", {"DF302"}, {"DF301"}, verdict="compatible")(
+    with_target(f.modelopt(aux=[1, 3, 4]))
+)
+case("aux-id-out-of-range", {"DF303"}, verdict="incompatible", oracle="06")(
+    with_target(f.speculators(aux=[1, 3, 9]))
+)
+case("aux-id-zero-and-last", set(), {"DF303"}, verdict="compatible", oracle="06b")(
+    with_target(f.speculators(aux=[0, 3, 8]))
+)
+case("aux-id-zero-0.17", {"DF303"}, engines=("vllm==0.17.0",))(
+    with_target(f.speculators(aux=[0, 3, 7]))
+)
+case("four-top-level-ids", {"DF304"}, {"DF203"}, verdict="incompatible", oracle="05b")(
+    with_target(f.speculators(aux=[1, 3, 5, 6], n_aux=4))
+)
+
+
+def _four_with_count() -> Draft:
+    draft = f.speculators(aux=[1, 3, 5, 6], n_aux=4)
+    draft.config["transformer_layer_config"]["num_aux_hidden_states"] = 4
+    return draft
+
+
+case("four-ids-with-count", set(), {"DF304", "DF305"}, verdict="compatible", oracle="05c")(
+    with_target(_four_with_count())
+)
+case("four-nested-ids", {"DF305"}, {"DF304"}, verdict="incompatible", oracle="05")(
+    with_target(f.specforge(nested_aux=[0, 2, 4, 5], n_aux=4))
+)
+case("duplicate-aux-ids", {"DF305", "DF306"}, verdict="incompatible", oracle="07")(
+    with_target(f.speculators(aux=[2, 2, 5]))
+)
+
+
+def _both_aux(top: list[int], nested: list[int]) -> Draft:
+    draft = f.specforge(nested_aux=nested)
+    draft.config["eagle_aux_hidden_state_layer_ids"] = top
+    return draft
+
+
+case("aux-places-disagree", {"DF307"}, {"DF308"})(with_target(_both_aux([2, 4, 5], [0, 2, 5])))
+case("aux-places-agree", set(), {"DF307", "DF308", "DF301"}, verdict="compatible")(
+    with_target(_both_aux([2, 4, 7], [1, 3, 6]))
+)
+case("aux-copied-without-shift", {"DF308"}, verdict="degraded")(
+    with_target(_both_aux([1, 3, 6], [1, 3, 6]))
+)
+
+# ------------------------------------------------------------------ DF4xx vocabulary
+
+case("d2t-missing", {"DF401"}, {"DF402"}, verdict="degraded", oracle="08")(
+    with_target(f.specforge().drop("d2t"))
+)
+case("lm-head-missing-reduced", {"DF402"}, {"DF401"}, verdict="degraded", oracle="09")(
+    with_target(f.specforge().drop("lm_head.weight"))
+)
+case("lm-head-missing-full-vocab", set(), {"DF402", "DF205"}, verdict="compatible",
+     oracle="09b")(with_target(_no_draft_vocab().drop("lm_head.weight")))
+case("lm-head-missing-0.11.0", {"DF205"}, {"DF402"}, engines=("vllm==0.11.0",))(
+    with_target(f.specforge().drop("lm_head.weight"))
+)
+
+
+def _absolute_d2t() -> Draft:
+    draft = f.specforge()
+    d2t = np.frombuffer(draft.tensors["d2t"].data, dtype="<i8")
+    absolute = d2t + np.arange(d2t.size)
+    return draft.add("d2t", "I64", (d2t.size,), (absolute + 200).astype("<i8").tobytes())
+
+
+case("d2t-out-of-range", {"DF403"}, verdict="incompatible")(with_target(_absolute_d2t()))
+
+
+def _t2d_wrong_count() -> Draft:
+    draft = f.specforge()
+    t2d = np.zeros(f.VOCAB, dtype=np.bool_)
+    t2d[:10] = True
+    return draft.add("t2d", "BOOL", (f.VOCAB,), t2d.tobytes())
+
+
+case("t2d-wrong-count", {"DF404"}, {"DF403"}, verdict="degraded")(with_target(_t2d_wrong_count()))
+case("vocab-map-consistent", set(), {"DF403", "DF404"}, verdict="compatible")(
+    with_target(f.specforge())
+)
+case("vocab-size-mismatch", {"DF405"}, verdict="incompatible", oracle="21d")(
+    with_target(f.specforge(), vocab=512)
+)
+case("d2t-dropped-0.9.0", {"DF406"}, engines=("vllm==0.9.0",))(with_target(f.eagle_official()))
+case("d2t-with-full-vocab-0.34", {"DF201"}, verdict="incompatible", oracle="08c")(
+    with_target(
+        _no_draft_vocab().add("d2t", "I64", (f.VOCAB,), np.zeros(f.VOCAB, "<i8").tobytes())
+    )
+)
+
+# ------------------------------------------------------------------ DF5xx target
+
+
+def _gpt2_target(tmp: Path) -> tuple[Path, Path | None]:
+    target = tmp / "target"
+    target.mkdir()
+    (target / "config.json").write_text(json.dumps({
+        "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 64,
+        "n_layer": 8, "vocab_size": 256}))
+    return f.specforge().write(tmp / "draft"), target
+
+
+case("target-gpt2", {"DF501"}, verdict="incompatible", oracle="21")(_gpt2_target)
+
+
+def _kimi_like_target(tmp: Path) -> tuple[Path, Path | None]:
+    target = f.llama_target(tmp / "target", architectures=["DeepseekV3ForCausalLM"],
+                            model_type="kimi_k2", n_routed_experts=8)
+    return f.specforge().write(tmp / "draft"), target
+
+
+case("kimi-target-0.17", {"DF501"}, engines=("vllm==0.17.0",))(_kimi_like_target)
+case("kimi-target-0.34", set(), {"DF501"}, verdict="compatible", oracle="21b")(
+    _kimi_like_target
+)
+case("gemma3-target", {"DF501"}, verdict="incompatible")(
+    with_target(f.specforge(), architectures=["Gemma3ForCausalLM"], model_type="gemma3_text")
+)
+case("target-capability-unknown-0.30", {"DF505"}, {"DF501"}, engines=("vllm==0.30.0",))(
+    with_target(f.specforge(), architectures=["TeleChat3ForCausalLM"], model_type="telechat3")
+)
+
+
+def _narrow_draft(target_hidden: int | None = None, embed: bool = False) -> Draft:
+    config = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
+              **f.llama_layer_config(hidden=32, heads=4, kv=2, head_dim=8, inter=64),
+              "draft_vocab_size": f.DRAFT_VOCAB}
+    if target_hidden:
+        config["target_hidden_size"] = target_hidden
+    return Draft(config, f.eagle3_tensors(hidden=32, head_dim=8, inter=64,
+                                          target_hidden=target_hidden, embed=embed))
+
+
+case("draft-narrower-than-target", {"DF502", "DF503"}, {"DF203"}, verdict="incompatible",
+     oracle="13")(with_target(_narrow_draft()))
+case("shared-embedding-too-wide", {"DF503"}, {"DF502"}, verdict="incompatible",
+     oracle="13b")(with_target(_narrow_draft(target_hidden=64)))
+case("own-embedding-narrow-draft", set(), {"DF502", "DF503"}, verdict="compatible",
+     oracle="13c")(with_target(_narrow_draft(target_hidden=64, embed=True)))
+case("draft-context-short-0.29", {"DF504"}, engines=("vllm==0.29.0",))(
+    with_target(f.specforge(), max_position_embeddings=131072)
+)
+case("draft-context-short-0.34", set(), {"DF504"}, verdict="compatible")(
+    with_target(f.specforge(), max_position_embeddings=131072)
+)
+
+# ------------------------------------------------------------------ DF6xx norm flags
+
+
+def _norm_before_fc() -> Draft:
+    draft = f.specforge()
+    draft.config["norm_before_fc"] = True
+    return draft.add("input_norm.weight", "BF16", (192,), f.norm_bytes(192))
+
+
+case("norm-before-fc-0.17", {"DF601"}, engines=("vllm==0.17.0",))(with_target(_norm_before_fc()))
+case("norm-before-fc-0.34", set(), {"DF601", "DF206", "DF207"}, verdict="compatible")(
+    with_target(_norm_before_fc())
+)
+
+
+def _input_norm_without_flag() -> Draft:
+    return f.specforge().add("input_norm.weight", "BF16", (192,), f.norm_bytes(192))
+
+
+case("input-norm-without-flag", {"DF207"}, {"DF201"}, verdict="degraded", oracle="18b")(
+    with_target(_input_norm_without_flag())
+)
+
+
+def _norm_flag_without_tensor() -> Draft:
+    draft = f.specforge()
+    draft.config["norm_before_fc"] = True
+    return draft
+
+
+case("norm-before-fc-without-tensor", {"DF206"}, verdict="degraded", oracle="18")(
+    with_target(_norm_flag_without_tensor())
+)
+case("norm-before-residual-unwritten", {"DF602"})(
+    with_target(f.speculators(aux=[2, 4, 5], norm_before_residual=None))
+)
+case("norm-before-residual-written", set(), {"DF602"})(
+    with_target(f.speculators(aux=[2, 4, 5], norm_before_residual=False))
+)
+
+
+def _specforge_norm_output() -> Draft:
+    draft = f.specforge()
+    draft.config["norm_output"] = True
+    return draft
+
+
+case("specforge-norm-output", {"DF603"})(with_target(_specforge_norm_output()))
+case("speculators-norm-output", set(), {"DF603"})(
+    with_target(f.speculators(aux=[2, 4, 5]))
+)
+
+# ------------------------------------------------------------------ DF9xx hygiene
+
+
+def _ones_norms() -> Draft:
+    draft = f.speculators(aux=[2, 4, 5], variant="converted")
+    for name in ("input_layernorm", "post_attention_layernorm", "hidden_norm"):
+        draft.add(f"layers.0.{name}.weight", "BF16", (f.H,), f.norm_bytes(f.H, 1.0))
+    return draft
+
+
+case("untrained-layer", {"DF901"}, verdict="degraded")(with_target(_ones_norms()))
+
+
+def _f32() -> Draft:
+    draft = f.specforge()
+    draft.config["torch_dtype"] = "float32"
+    for name, tensor in list(draft.tensors.items()):
+        if tensor.dtype == "BF16":
+            draft.tensors[name] = f.Tensor("F32", tensor.shape)
+    return draft
+
+
+case("float32-weights", {"DF902"}, {"DF903"})(with_target(_f32()))
+case("config-dtype-mismatch", {"DF903"}, {"DF902"})(with_target(f.eagle_official()))
+
+
+def _local_verifier() -> Draft:
+    draft = f.speculators(aux=[2, 4, 5])
+    draft.config["speculators_config"]["verifier"]["name_or_path"] = "/home/me/models/llama"
+    return draft
+
+
+case("local-verifier-path", {"DF904"}, verdict="compatible")(with_target(_local_verifier()))
+case("hub-verifier-path", set(), {"DF904"})(with_target(f.speculators(aux=[2, 4, 5])))
+case("unknown-convention", {"DF905"}, {"DF113"}, method="eagle3")(
+    with_target(_arch(["MyEagle3Head"]))
+)
+
+# ------------------------------------------------------------------ EAGLE-1
+
+
+case("eagle1-clean", set(), {"DF201", "DF207"}, method="eagle", verdict="compatible",
+     oracle="19")(with_target(f.eagle1(bias=False).drop("embed_tokens.weight")))
+case("eagle1-fc-bias", {"DF207"}, verdict="degraded", oracle="19b")(
+    with_target(f.eagle1(bias=True))
+)
+case("eagle1-lm-head", {"DF201"}, verdict="incompatible", oracle="19c")(
+    with_target(f.eagle1().add("lm_head.weight", "BF16", (f.VOCAB, f.H)))
+)
+case("eagle1-layer0-input-norm", {"DF201"}, verdict="incompatible", oracle="19d")(
+    with_target(f.eagle1().add("layers.0.input_layernorm.weight", "BF16", (f.H,)))
+)
+case("eagle1-final-norm", {"DF201"}, verdict="incompatible", oracle="19e")(
+    with_target(f.eagle1().add("norm.weight", "BF16", (f.H,)))
+)
+case("eagle1-wider-than-target", {"DF502"}, verdict="incompatible")(
+    with_target(f.eagle1(hidden=128))
+)
+
+__all__ = ["CASES", "Case"]
+
+
+def _unreadable(path: Path) -> None:
+    # A file the OS refuses to read even for root: /proc/self/mem fails with EIO at offset 0.
+    (path / "model.safetensors").unlink()
+    (path / "model.safetensors").symlink_to("/proc/self/mem")
+
+
+if Path("/proc/self/mem").exists():
+    case("unreadable-weights", {"DF001"}, {"DF002"}, verdict="incompatible")(
+        _edit(f.specforge, _unreadable)
+    )

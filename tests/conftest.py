@@ -1,0 +1,11 @@
+"""Shared test setup: a deterministic environment (no colour, no debug tracebacks)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _plain_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.delenv("DRAFTFIT_DEBUG", raising=False)

@@ -1,0 +1,180 @@
+"""The command line, asserted as (exit code, stdout, stderr), in process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from draftfit.cli import main
+from tests import factory as f
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def clean(tmp_path: Path) -> tuple[Path, Path]:
+    return f.speculators(aux=[2, 4, 5]).write(tmp_path / "my-eagle3-draft"), f.llama_target(
+        tmp_path / "target"
+    )
+
+
+def test_check_clean_draft_exits_zero(capsys, clean) -> None:
+    draft, target = clean
+    code, out, err = run(capsys, "check", str(draft), "--target", str(target))
+    assert code == 0 and err == ""
+    assert "vLLM 0.34.0: compatible" in out
+    assert "speculators library (trained)" in out
+
+
+def test_check_json_shape(capsys, clean) -> None:
+    draft, target = clean
+    code, out, _ = run(capsys, "check", str(draft), "--target", str(target), "--format", "json")
+    data = json.loads(out)
+    assert code == 0
+    assert data["schema_version"] == 1
+    assert data["engines"] == [
+        {"engine": "vllm", "version": "0.34.0", "verdict": "compatible", "counts":
+         {"error": 0, "warning": 0, "info": 0}, "draft_class": "Eagle3LlamaForCausalLM",
+         "aux_layers": {"used": [2, 4, 5], "read_from": "/eagle_aux_hidden_state_layer_ids",
+                        "keys_read": ["/eagle_aux_hidden_state_layer_ids",
+                                      "/eagle_config/layer_ids"],
+                        "counting": "capture-before", "expected_count": 3}}]
+    assert data["draft"]["dialect"]["name"] == "speculators"
+    assert data["draft"]["method"] == "eagle3"
+    assert data["target"]["num_layers"] == f.TARGET_LAYERS
+    assert data["findings"] == []
+    assert data["summary"]["exit_code"] == 0
+
+
+def test_error_finding_exits_one_and_names_location_and_source(capsys, tmp_path) -> None:
+    draft = f.specforge().add("foo.weight", "BF16", (4,)).write(tmp_path / "eagle3-x")
+    code, out, _ = run(capsys, "check", str(draft), "--format", "json")
+    data = json.loads(out)
+    assert code == 1
+    finding = next(x for x in data["findings"] if x["code"] == "DF201")
+    assert finding["name"] == "unknown-tensor-name"
+    assert finding["severity"] == "error"
+    assert finding["location"] == {"file": "model.safetensors", "tensor": "foo.weight"}
+    assert finding["engines"] == ["vllm==0.34.0"]
+    assert any("@v0.34.0" in s for s in finding["sources"])
+    assert finding["fix"]
+    assert data["engines"][0]["verdict"] == "incompatible"
+
+
+def test_fail_on_warning(capsys, tmp_path) -> None:
+    draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "eagle3-x")
+    target = f.llama_target(tmp_path / "t")
+    assert run(capsys, "check", str(draft), "--target", str(target))[0] == 0
+    code, out, _ = run(capsys, "check", str(draft), "--target", str(target), "--fail-on", "warning")
+    assert code == 1 and "degraded" in out
+
+
+def test_without_target_the_report_lists_skipped_checks(capsys, clean) -> None:
+    draft, _ = clean
+    code, out, _ = run(capsys, "check", str(draft))
+    assert code == 0
+    assert "Skipped without --target:" in out and "DF303" in out
+
+
+def test_several_engine_versions(capsys, tmp_path) -> None:
+    draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "eagle3-x")
+    target = f.llama_target(tmp_path / "t")
+    code, out, _ = run(capsys, "check", str(draft), "--target", str(target), "--engine",
+                       "vllm==0.10.1", "--engine", "vllm==0.34.0", "--format", "json")
+    verdicts = {e["version"]: e["verdict"] for e in json.loads(out)["engines"]}
+    assert verdicts == {"0.10.1": "incompatible", "0.34.0": "degraded"}
+    assert code == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["check", "/nonexistent/draft"], "no such directory"),
+        (["check", "{draft}", "--engine", "vllm==0.15.0"], "no data for vllm==0.15.0"),
+        (["check", "{draft}", "--engine", "sglang==9"], "unknown engine"),
+        (["check", "{draft}", "--target", "/nonexistent/t"], "target not found"),
+        (["check", "{draft}", "--method", "medusa"], "invalid choice"),
+        (["check"], "required"),
+        (["rule", "DF999"], "no rule"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_two(capsys, clean, argv, needle) -> None:
+    draft, _ = clean
+    code, out, err = run(capsys, *[a.replace("{draft}", str(draft)) for a in argv])
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and needle in err
+
+
+def test_target_without_config_is_a_usage_error(capsys, clean, tmp_path) -> None:
+    draft, _ = clean
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = run(capsys, "check", str(draft), "--target", str(empty))
+    assert code == 2 and "has no config.json" in err
+
+
+def test_damaged_checkpoint_is_findings_not_a_crash(capsys, tmp_path) -> None:
+    draft = f.specforge().write(tmp_path / "eagle3-x")
+    (draft / "model.safetensors").write_bytes(b"\x00" * 3)
+    (draft / "config.json").write_text("{oops")
+    code, out, err = run(capsys, "check", str(draft))
+    assert code == 1 and err == ""
+    assert "DF002" in out and "DF017" in out
+
+
+def test_inspect(capsys, clean) -> None:
+    draft, _ = clean
+    code, out, _ = run(capsys, "inspect", str(draft))
+    assert code == 0
+    assert "layer 0 attention q" in out and "Parameters" in out
+    code, out, _ = run(capsys, "inspect", str(draft), "--format", "json")
+    data = json.loads(out)
+    assert data["dims"]["head_dim"] == f.HEAD_DIM
+    assert data["aux_layer_ids"][0]["capture_before"] == [2, 4, 5]
+    roles = {t["name"]: t["role"] for t in data["tensors"]}
+    assert roles["fc.weight"].startswith("fusion fc")
+    assert data["parameters_total"] == sum(data["parameters_by_dtype"].values())
+
+
+def test_rules_and_rule(capsys) -> None:
+    code, out, _ = run(capsys, "rules")
+    assert code == 0 and "DF301" in out and "aux-layers-differ-from-trained" in out
+    code, out, _ = run(capsys, "rule", "aux-layers-differ-from-trained")
+    assert code == 0 and out.startswith("DF301 aux-layers-differ-from-trained")
+    for section in ("## What it checks", "## Why it matters", "## Example", "## Fix"):
+        assert section in out
+    code, out, _ = run(capsys, "rules", "--format", "json")
+    rules = json.loads(out)["rules"]
+    assert all(r["doc"] and r["code"].startswith("DF") for r in rules)
+
+
+def test_engines(capsys) -> None:
+    code, out, _ = run(capsys, "engines")
+    assert code == 0 and "0.34.0" in out and "refused" in out
+
+
+def test_python_dash_m_entry_point(clean) -> None:
+    draft, target = clean
+    result = subprocess.run(
+        [sys.executable, "-m", "draftfit", "check", str(draft), "--target", str(target)],
+        capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0 and "compatible" in result.stdout
+
+
+def test_every_rule_documents_every_section() -> None:
+    from draftfit.rules import all_rules
+
+    for item in all_rules():
+        for section in ("## What it checks", "## Why it matters", "## Example", "## Fix"):
+            assert section in item.doc, (item.code, section)
+        assert item.name == item.name.lower() and " " not in item.name

@@ -1,0 +1,39 @@
+"""Every rule case from `cases.py`, plus the registry-wide promise that each rule has a case
+that fires and a case that stays quiet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from draftfit.check import check_path
+from draftfit.rules import all_rules
+from tests.cases import CASES, Case
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_case(case: Case, tmp_path: Path) -> None:
+    draft, target = case.build(tmp_path)
+    report = check_path(draft, target=target, engines=case.engines, method=case.method)
+    codes = {f.code for f in report.findings}
+    missing = case.fires - codes
+    unexpected = case.quiet & codes
+    detail = "\n".join(f"{f.code} {f.severity} {f.message}" for f in report.findings)
+    assert not missing, f"expected {sorted(missing)} to fire; got:\n{detail}"
+    assert not unexpected, f"expected {sorted(unexpected)} to stay quiet; got:\n{detail}"
+    if case.verdict is not None:
+        assert report.engines[0].verdict == case.verdict, detail
+
+
+def test_every_rule_has_a_firing_and_a_quiet_case() -> None:
+    fired = set().union(*(c.fires for c in CASES))
+    quiet = set().union(*(c.quiet for c in CASES))
+    codes = {r.code for r in all_rules()}
+    assert codes - fired == set(), "rules without a firing case"
+    assert codes - quiet == set(), "rules without a quiet case"
+
+
+def test_case_ids_are_unique() -> None:
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids))
