@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from draftfit.rules import RULES
 from tests import factory as f
 from tests.factory import Draft
 
@@ -89,19 +90,23 @@ def _write_index(path: Path, index: dict) -> None:
 
 # ------------------------------------------------------------------ clean drafts
 
-for _name, _draft in [
-    ("clean-specforge-default-aux", lambda: f.specforge()),
-    ("clean-speculators-trained", lambda: f.speculators(aux=[2, 4, 5])),
-    ("clean-speculators-converted", lambda: f.speculators(aux=[2, 4, 5], variant="converted")),
-    ("clean-modelopt-layers", lambda: f.modelopt(aux=[1, 3, 4])),
-    ("clean-eagle-official", lambda: f.eagle_official()),
+ALL_CODES = frozenset(RULES)
+
+# Clean drafts from every producer: nothing may fire but what is listed.
+for _name, _draft, _expected in [
+    ("clean-specforge-default-aux", lambda: f.specforge(), set()),
+    ("clean-speculators-trained", lambda: f.speculators(aux=[2, 4, 5]), set()),
+    ("clean-speculators-converted", lambda: f.speculators(aux=[2, 4, 5], variant="converted"),
+     set()),
+    ("clean-modelopt-layers", lambda: f.modelopt(aux=[1, 3, 4]), {"DF302"}),
+    ("clean-eagle-official", lambda: f.eagle_official(), {"DF903"}),
 ]:
     CASES.append(
         Case(
             _name,
             with_target(_draft(), name="my-eagle3-draft"),
-            frozenset(),
-            frozenset({"DF108", "DF201", "DF203", "DF205", "DF301", "DF401", "DF501"}),
+            frozenset(_expected),
+            ALL_CODES - _expected,
             verdict="compatible",
         )
     )
@@ -310,8 +315,12 @@ case("eagle3-served-as-eagle", {"DF107"}, method="eagle", verdict="incompatible"
 case("dir-name-without-method", {"DF108"}, verdict="compatible")(
     with_target(f.specforge(), name="mydraft")
 )
-case("dir-name-auto-method", {"DF107"}, {"DF108"}, method="auto", verdict="incompatible",
+case("dir-name-auto-method", {"DF114"}, {"DF107", "DF108"}, method="auto", verdict="degraded",
      oracle="20")(
+    with_target(f.specforge(), name="mydraft")
+)
+case("dir-name-auto-method-0.14", {"DF107"}, {"DF114"}, method="auto",
+     engines=("vllm==0.14.0",))(
     with_target(f.specforge(), name="mydraft")
 )
 case("dir-name-auto-eagle3", set(), {"DF108", "DF107"}, method="auto", verdict="compatible",
@@ -428,6 +437,29 @@ case("q-proj-oversized", {"DF204"}, {"DF203"}, verdict="degraded", oracle="12")(
 )
 case("k-proj-missing", {"DF205"}, {"DF206"}, verdict="degraded", oracle="10")(
     with_target(f.specforge().drop("midlayer.self_attn.k_proj.weight"))
+)
+case("second-layer-missing", {"DF205"}, {"DF201"}, verdict="degraded", oracle="17c")(
+    with_target(Draft({**f.specforge().config, "num_hidden_layers": 2},
+                      f.eagle3_tensors(naming="layers")))
+)
+case("fc-norm-tensors-without-flag", {"DF201"}, verdict="incompatible", oracle="18d")(
+    with_target(f.specforge().add("fc_norm.0.weight", "BF16", (64,)))
+)
+
+
+def _qwen3_layer(q_norm: int) -> Draft:
+    draft = f.speculators(aux=[2, 4, 5])
+    draft.config["transformer_layer_config"]["model_type"] = "qwen3"
+    for norm in ("q_norm", "k_norm"):
+        draft.add(f"layers.0.self_attn.{norm}.weight", "BF16", (q_norm,), f.norm_bytes(q_norm))
+    return draft
+
+
+case("qwen3-layer-q-norm-mismatch", {"DF203"}, verdict="incompatible", oracle="16g2")(
+    with_target(_qwen3_layer(32))
+)
+case("qwen3-layer", set(), {"DF203", "DF101", "DF106"}, verdict="compatible", oracle="16c")(
+    with_target(_qwen3_layer(f.HEAD_DIM))
 )
 case("norm-missing", {"DF206"}, {"DF205"}, verdict="degraded", oracle="10b")(
     with_target(f.specforge().drop("norm.weight"))
@@ -743,3 +775,37 @@ if Path("/proc/self/mem").exists():
     case("unreadable-weights", {"DF001"}, {"DF002"}, verdict="incompatible")(
         _edit(f.specforge, _unreadable)
     )
+
+
+# ------------------------------------------------------------------ PyTorch .bin drafts
+
+
+def _bin_draft(tmp: Path) -> tuple[Path, Path | None]:
+    return f.eagle1(bias=False).write(tmp / "draft", fmt="bin"), f.llama_target(tmp / "target")
+
+
+case("eagle1-bin-clean", set(), {"DF019", "DF020", "DF201"}, method="eagle",
+     verdict="compatible", oracle="23")(_bin_draft)
+
+
+def _hostile_bin(tmp: Path) -> tuple[Path, Path | None]:
+    from tests.torchbin_factory import hostile_pickle, write_torch_zip
+
+    path = f.eagle1().write(tmp / "draft")
+    (path / "model.safetensors").unlink()
+    write_torch_zip(path / "pytorch_model.bin", [],
+                    data_pkl=hostile_pickle("os", "system", f"touch {tmp / 'pwned'}"))
+    return path, f.llama_target(tmp / "target")
+
+
+case("bin-with-code", {"DF019"}, {"DF020"}, verdict="incompatible")(_hostile_bin)
+
+
+def _broken_bin(tmp: Path) -> tuple[Path, Path | None]:
+    path = f.eagle1().write(tmp / "draft")
+    (path / "model.safetensors").unlink()
+    (path / "pytorch_model.bin").write_bytes(b"this is not a torch checkpoint")
+    return path, f.llama_target(tmp / "target")
+
+
+case("bin-not-a-checkpoint", {"DF020"}, {"DF019"}, verdict="incompatible")(_broken_bin)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from draftfit.checkpoint.dtypes import byte_size
 from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors
 
 H, HEADS, KV_HEADS, HEAD_DIM, INTER, VOCAB, DRAFT_VOCAB = 64, 4, 2, 16, 128, 256, 64
@@ -344,11 +345,13 @@ def write_checkpoint(
         (path / "config.json").write_text(json.dumps(config, indent=2))
     items = list(tensors.items())
     if fmt == "bin":
-        from tests.torchbin_factory import write_torch_zip  # written alongside the reader
+        from tests.torchbin_factory import simple, write_torch_zip
 
-        write_torch_zip(
-            path / "pytorch_model.bin", {name: (t.dtype, t.shape, t.data) for name, t in items}
-        )
+        pairs = [
+            simple(n, t.dtype, t.shape, t.data or bytes(byte_size(t.dtype, t.shape) or 0))
+            for n, t in items
+        ]
+        write_torch_zip(path / "pytorch_model.bin", [p[0] for p in pairs], [p[1] for p in pairs])
         return path
     if shards == 1:
         write_safetensors(

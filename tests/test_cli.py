@@ -178,3 +178,11 @@ def test_every_rule_documents_every_section() -> None:
         for section in ("## What it checks", "## Why it matters", "## Example", "## Fix"):
             assert section in item.doc, (item.code, section)
         assert item.name == item.name.lower() and " " not in item.name
+
+
+def test_readme_lists_every_rule() -> None:
+    from draftfit.rules import all_rules
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for item in all_rules():
+        assert f"| {item.code} | `{item.name}` | {item.severity} |" in readme, item.code

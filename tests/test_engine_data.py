@@ -30,7 +30,7 @@ def test_every_fact_the_engine_module_reads_exists() -> None:
     used = set(re.findall(r'(?:value|fact|src|sources)\(\s*"([a-z0-9_]+)"', text))
     used |= set(re.findall(r'\(\s*"([a-z0-9_]+)",\s*\)', text))
     known = set(load_engine("vllm").facts)
-    missing = {key for key in used if key not in known and not key.startswith("aux_ids_read_from_")}
+    missing = {k for k in used if k not in known and not k.startswith("aux_ids_read_from_")}
     assert not missing
 
 
@@ -38,8 +38,9 @@ def test_resolution_picks_the_range_containing_the_version() -> None:
     data = load_engine("vllm")
     assert data.resolve("0.10.1").value("method_from_path")[1] == ["eagle3-", "eagle"]
     assert data.resolve("0.10.2").value("method_from_path")[1] == ["eagle3", "eagle3"]
-    assert "LlamaForCausalLMEagle3" not in data.resolve("0.10.1").value("eagle3_draft_architectures")
-    assert "LlamaForCausalLMEagle3" in data.resolve("0.10.2").value("eagle3_draft_architectures")
+    archs = "eagle3_draft_architectures"
+    assert "LlamaForCausalLMEagle3" not in data.resolve("0.10.1").value(archs)
+    assert "LlamaForCausalLMEagle3" in data.resolve("0.10.2").value(archs)
     assert data.resolve("0.21.0").value("verifier_allow_list_enforced") is True
     assert data.resolve("0.22.0").value("verifier_allow_list_enforced") is False
     assert data.resolve("0.34.0").value("aux_ids_read_from_mrv2") == [
@@ -49,7 +50,7 @@ def test_resolution_picks_the_range_containing_the_version() -> None:
 
 
 def test_unread_versions_are_refused() -> None:
-    with pytest.raises(UnknownEngineVersionError, match="no data for vllm==0.15.1"):
+    with pytest.raises(UnknownEngineVersionError, match=r"no data for vllm==0\.15\.1"):
         parse_engine_spec("vllm==0.15.1")
     with pytest.raises(UsageError, match="unknown engine"):
         parse_engine_spec("tgi==1.0")

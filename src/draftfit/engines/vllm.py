@@ -185,16 +185,30 @@ class _Builder:
             self.method = detected
             self.view.method = detected
             if detected is None:
-                self.refuse(
-                    "method-mismatch",
-                    f"no `method` given and the draft path `{self.ckpt.source}` contains "
-                    "none of "
+                plain = self.value("draft_model_method")
+                message = (
+                    f"no `method` given and the draft path `{self.ckpt.source}` contains none of "
                     + ", ".join(f"`{s}`" for s, _ in rules)
-                    + ": vLLM treats it as a plain `draft_model`, not an EAGLE head",
-                    Location(CONFIG),
-                    ("method_from_path",),
-                    fix='pass "method": "eagle3" (or "eagle") in --speculative-config',
+                    + ": vLLM runs it as a plain `draft_model`, "
                 )
+                fix = 'pass "method": "eagle3" (or "eagle") in --speculative-config'
+                if plain == "runs":
+                    self.event(
+                        "method-guessed-as-draft-model",
+                        message + "without the target's hidden states: it loads and drafts "
+                        "garbage",
+                        Location(CONFIG),
+                        ("method_from_path", "draft_model_method"),
+                        fix=fix,
+                    )
+                else:
+                    self.refuse(
+                        "method-mismatch",
+                        message + "which this version refuses",
+                        Location(CONFIG),
+                        ("method_from_path", "draft_model_method"),
+                        fix=fix,
+                    )
             elif self.spec.method and detected != self.spec.method:
                 self.refuse(
                     "method-mismatch",

@@ -313,3 +313,28 @@ def unknown_draft_method(ctx: Context) -> Iterator[Violation]:
             config_at("/architectures"),
             "pass --method eagle3 or --method eagle",
         )
+
+
+@event_rule(
+    "DF114",
+    "method-guessed-as-draft-model",
+    Severity.WARNING,
+    "without a method, vLLM runs the EAGLE head as an ordinary draft model",
+)
+def method_guessed_as_draft_model():
+    """## What it checks
+    With `draftfit check --method auto` (an engine given no method): whether vLLM's guess
+    from the draft path falls back to the plain `draft_model` method.
+
+    ## Why it matters
+    From vLLM 0.16 the plain draft-model method accepts an EAGLE checkpoint and runs it as
+    an ordinary language model, without the target's hidden states: it loads (with parts
+    uninitialised) and every draft is garbage. Confirmed by running vLLM 0.34.0 on a draft
+    stored in `./mydraft`. Before 0.16 the method is refused outright (method-mismatch).
+
+    ## Example
+    `--speculative-config '{"model": "./mydraft", "num_speculative_tokens": 3}'`.
+
+    ## Fix
+    Pass `"method": "eagle3"` (or `"eagle"`).
+    """
