@@ -68,10 +68,12 @@ def kimi_target_table() -> list[tuple[str, str, tuple[int, ...]]]:
 
     for layer in range(L):
         p = f"model.layers.{layer}."
-        table += [(p + "input_layernorm.weight", "BF16", (H,)),
-                  (p + "post_attention_layernorm.weight", "BF16", (H,)),
-                  (p + "self_attn.q_a_layernorm.weight", "BF16", (1536,)),
-                  (p + "self_attn.kv_a_layernorm.weight", "BF16", (512,))]
+        table += [
+            (p + "input_layernorm.weight", "BF16", (H,)),
+            (p + "post_attention_layernorm.weight", "BF16", (H,)),
+            (p + "self_attn.q_a_layernorm.weight", "BF16", (1536,)),
+            (p + "self_attn.kv_a_layernorm.weight", "BF16", (512,)),
+        ]
         fp8(p + "self_attn.q_a_proj", 1536, H)
         fp8(p + "self_attn.q_b_proj", 64 * 192, 1536)
         fp8(p + "self_attn.kv_a_proj_with_mqa", 576, H)
@@ -82,8 +84,10 @@ def kimi_target_table() -> list[tuple[str, str, tuple[int, ...]]]:
             fp8(p + "mlp.up_proj", inter, H)
             fp8(p + "mlp.down_proj", H, inter)
             continue
-        table += [(p + "mlp.gate.weight", "BF16", (experts, H)),
-                  (p + "mlp.gate.e_score_correction_bias", "F32", (experts,))]
+        table += [
+            (p + "mlp.gate.weight", "BF16", (experts, H)),
+            (p + "mlp.gate.e_score_correction_bias", "F32", (experts,)),
+        ]
         for e in range(experts):
             fp8(p + f"mlp.experts.{e}.gate_proj", moe_inter, H)
             fp8(p + f"mlp.experts.{e}.up_proj", moe_inter, H)
@@ -99,8 +103,9 @@ def files_draftfit_reads(draft: Path, target: Path) -> list[Path]:
     """The weight files whose headers `check` reads (draft shards; target embedding shards)."""
     files = [draft / f for f in load_checkpoint(draft).weight_files]
     index = json.loads((target / "model.safetensors.index.json").read_text())["weight_map"]
-    shards = sorted({s for n, s in index.items() if n.endswith(("embed_tokens.weight",
-                                                                  "lm_head.weight"))})
+    shards = sorted(
+        {s for n, s in index.items() if n.endswith(("embed_tokens.weight", "lm_head.weight"))}
+    )
     return files + [target / s for s in shards]
 
 
@@ -119,7 +124,7 @@ def safetensors_listing(paths: list[Path]) -> int:
     count = 0
     for path in paths:
         with safe_open(str(path), framework="numpy") as handle:
-            for key in handle.keys():
+            for key in handle.keys():  # noqa: SIM118 - safe_open is not iterable
                 s = handle.get_slice(key)
                 s.get_shape()
                 s.get_dtype()
@@ -130,8 +135,11 @@ def safetensors_listing(paths: list[Path]) -> int:
 def cli_call(draft: Path, target: Path) -> tuple[float, int]:
     """Wall seconds and peak RSS bytes of one fresh `python -m draftfit check` process."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "draftfit", "check", str(draft), "--target",
-                    str(target)], check=False, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "draftfit", "check", str(draft), "--target", str(target)],
+        check=False,
+        capture_output=True,
+    )
     wall = time.perf_counter() - start
     rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return wall, rss_kb * 1024
@@ -141,13 +149,23 @@ def scaled_draft(root: Path, factor: int) -> Path:
     """A draft with the demo's tensor list, every matrix `factor`× wider (same header size)."""
     config = demo_config("speculators-kimi-k2-eagle3.config.json")
     layer = config["transformer_layer_config"]
-    table = eagle3_tensor_table(layer["hidden_size"], layer["num_attention_heads"],
-                                layer["num_key_value_heads"], layer["head_dim"],
-                                layer["intermediate_size"], layer["vocab_size"],
-                                config["draft_vocab_size"])
+    table = eagle3_tensor_table(
+        layer["hidden_size"],
+        layer["num_attention_heads"],
+        layer["num_key_value_heads"],
+        layer["head_dim"],
+        layer["intermediate_size"],
+        layer["vocab_size"],
+        config["draft_vocab_size"],
+    )
     scaled = [(n, d, (s[0], s[1] * factor) if len(s) == 2 else s) for n, d, s in table]
-    return write_sparse_checkpoint(root / f"draft-x{factor}", config, scaled,
-                                   vocab=layer["vocab_size"], draft_vocab=config["draft_vocab_size"])
+    return write_sparse_checkpoint(
+        root / f"draft-x{factor}",
+        config,
+        scaled,
+        vocab=layer["vocab_size"],
+        draft_vocab=config["draft_vocab_size"],
+    )
 
 
 def main() -> None:
@@ -157,10 +175,12 @@ def main() -> None:
         print("building sparse checkpoints ...", file=sys.stderr)
         demo = build_demo(root)
         target = root / "Kimi-K2-64-shards"
-        write_sparse_checkpoint(target, demo_config("kimi-k2-instruct.config.json"),
-                                kimi_target_table(), shards=64)
-        target_tensors = len(json.loads((target / "model.safetensors.index.json").read_text())
-                             ["weight_map"])
+        write_sparse_checkpoint(
+            target, demo_config("kimi-k2-instruct.config.json"), kimi_target_table(), shards=64
+        )
+        target_tensors = len(
+            json.loads((target / "model.safetensors.index.json").read_text())["weight_map"]
+        )
         target_bytes = sum(p.stat().st_size for p in target.glob("*.safetensors"))
         draft = demo.draft
         draft_bytes = (draft / "model.safetensors").stat().st_size
@@ -188,24 +208,40 @@ def main() -> None:
             walls.append(wall)
             rss = max(rss, peak)
 
-        print(f"draft   {draft.name}: {draft_bytes / 1e9:.1f} GB, "
-              f"{len(load_checkpoint(draft).tensors)} tensors")
-        print(f"target  {target.name}: {target_bytes / 1e12:.2f} TB in 64 shards, "
-              f"{target_tensors:,} tensors (draftfit reads {len(files) - 1} of its shard headers)")
+        print(
+            f"draft   {draft.name}: {draft_bytes / 1e9:.1f} GB, "
+            f"{len(load_checkpoint(draft).tensors)} tensors"
+        )
+        print(
+            f"target  {target.name}: {target_bytes / 1e12:.2f} TB in 64 shards, "
+            f"{target_tensors:,} tensors (draftfit reads {len(files) - 1} of its shard headers)"
+        )
         print(f"verdict {report.engines[0].title}: {report.engines[0].verdict}")
         print()
-        print(f"header bytes draftfit reads         {header_bytes / 1e6:9.2f} MB in {len(files)} files")
-        print(f"draftfit check, in process          {t_check * 1e3:9.2f} ms   "
-              f"peak Python memory {mem_check / 1e6:.1f} MB")
-        print(f"(a)  raw read of those header bytes {t_raw * 1e3:9.2f} ms   "
-              f"(check = {t_check / t_raw:5.1f}x)")
-        print(f"(a') raw read + json.loads          {t_raw_json * 1e3:9.2f} ms   "
-              f"(check = {t_check / t_raw_json:5.1f}x)")
+        print(
+            f"header bytes draftfit reads         {header_bytes / 1e6:9.2f} MB "
+            f"in {len(files)} files"
+        )
+        print(
+            f"draftfit check, in process          {t_check * 1e3:9.2f} ms   "
+            f"peak Python memory {mem_check / 1e6:.1f} MB"
+        )
+        print(
+            f"(a)  raw read of those header bytes {t_raw * 1e3:9.2f} ms   "
+            f"(check = {t_check / t_raw:5.1f}x)"
+        )
+        print(
+            f"(a') raw read + json.loads          {t_raw_json * 1e3:9.2f} ms   "
+            f"(check = {t_check / t_raw_json:5.1f}x)"
+        )
         print(f"(b)  safetensors library listing    {st_line}")
-        print(f"     raw read of all 64 target headers (not needed by check) "
-              f"{t_all_raw * 1e3:.1f} ms")
-        print(f"whole CLI call (fresh process)      {statistics.median(walls) * 1e3:9.1f} ms   "
-              f"peak RSS {rss / 1e6:.0f} MB   (median of 5)")
+        print(
+            f"     raw read of all 64 target headers (not needed by check) {t_all_raw * 1e3:.1f} ms"
+        )
+        print(
+            f"whole CLI call (fresh process)      {statistics.median(walls) * 1e3:9.1f} ms   "
+            f"peak RSS {rss / 1e6:.0f} MB   (median of 5)"
+        )
         print()
         print("flat as the checkpoint grows (same tensor list, wider matrices):")
         for factor, label in ((1, ""), (10, ""), (100, ""), (250, "")):
@@ -218,8 +254,10 @@ def main() -> None:
 
             t = median_seconds(scaled_check, 7)
             mem = peak_python_bytes(scaled_check)
-            print(f"  draft {size / 1e9:8.1f} GB   check {t * 1e3:7.2f} ms   "
-                  f"peak Python memory {mem / 1e6:5.1f} MB")
+            print(
+                f"  draft {size / 1e9:8.1f} GB   check {t * 1e3:7.2f} ms   "
+                f"peak Python memory {mem / 1e6:5.1f} MB"
+            )
             os.remove(path / "model.safetensors")
 
 

@@ -96,8 +96,11 @@ ALL_CODES = frozenset(RULES)
 for _name, _draft, _expected in [
     ("clean-specforge-default-aux", lambda: f.specforge(), set()),
     ("clean-speculators-trained", lambda: f.speculators(aux=[2, 4, 5]), set()),
-    ("clean-speculators-converted", lambda: f.speculators(aux=[2, 4, 5], variant="converted"),
-     set()),
+    (
+        "clean-speculators-converted",
+        lambda: f.speculators(aux=[2, 4, 5], variant="converted"),
+        set(),
+    ),
     ("clean-modelopt-layers", lambda: f.modelopt(aux=[1, 3, 4]), {"DF302"}),
     ("clean-eagle-official", lambda: f.eagle_official(), {"DF903"}),
 ]:
@@ -119,9 +122,7 @@ def _truncate(path: Path) -> None:
     os.truncate(shard, shard.stat().st_size - 100)
 
 
-case("truncated-shard", {"DF002"}, {"DF003"}, verdict="incompatible")(
-    _edit(f.specforge, _truncate)
-)
+case("truncated-shard", {"DF002"}, {"DF003"}, verdict="incompatible")(_edit(f.specforge, _truncate))
 
 
 def _replace_weights(header, data: bytes = b"", length: int | None = None):
@@ -136,29 +137,52 @@ case("header-length-beyond-file", {"DF003"}, {"DF002"})(
 )
 case("header-not-object", {"DF004"}, {"DF003"})(_edit(f.specforge, _replace_weights([1, 2])))
 case("invalid-entry", {"DF005"}, {"DF004"})(
-    _edit(f.specforge, _replace_weights({"fc.weight": {"dtype": "BF16", "shape": "x",
-                                                       "data_offsets": [0, 2]}}, b"\0\0"))
+    _edit(
+        f.specforge,
+        _replace_weights(
+            {"fc.weight": {"dtype": "BF16", "shape": "x", "data_offsets": [0, 2]}}, b"\0\0"
+        ),
+    )
 )
 case("unknown-dtype", {"DF006"}, {"DF005"})(
-    _edit(f.specforge, _replace_weights({"fc.weight": {"dtype": "BFLOAT16", "shape": [1],
-                                                       "data_offsets": [0, 2]}}, b"\0\0"))
+    _edit(
+        f.specforge,
+        _replace_weights(
+            {"fc.weight": {"dtype": "BFLOAT16", "shape": [1], "data_offsets": [0, 2]}}, b"\0\0"
+        ),
+    )
 )
 case("offsets-inverted", {"DF007"}, {"DF008"})(
-    _edit(f.specforge, _replace_weights({"fc.weight": {"dtype": "BF16", "shape": [1],
-                                                       "data_offsets": [2, 0]}}, b"\0\0"))
+    _edit(
+        f.specforge,
+        _replace_weights(
+            {"fc.weight": {"dtype": "BF16", "shape": [1], "data_offsets": [2, 0]}}, b"\0\0"
+        ),
+    )
 )
 case("offsets-overlap", {"DF008"}, {"DF007"})(
-    _edit(f.specforge, _replace_weights({
-        "a": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]},
-        "b": {"dtype": "BF16", "shape": [2], "data_offsets": [2, 6]}}, b"\0" * 6))
+    _edit(
+        f.specforge,
+        _replace_weights(
+            {
+                "a": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]},
+                "b": {"dtype": "BF16", "shape": [2], "data_offsets": [2, 6]},
+            },
+            b"\0" * 6,
+        ),
+    )
 )
 case("offsets-gap", {"DF009"}, {"DF008"})(
-    _edit(f.specforge, _replace_weights({
-        "a": {"dtype": "BF16", "shape": [1], "data_offsets": [2, 4]}}, b"\0" * 4))
+    _edit(
+        f.specforge,
+        _replace_weights({"a": {"dtype": "BF16", "shape": [1], "data_offsets": [2, 4]}}, b"\0" * 4),
+    )
 )
 case("byte-size-mismatch", {"DF010"}, {"DF009"})(
-    _edit(f.specforge, _replace_weights({
-        "a": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 4]}}, b"\0" * 4))
+    _edit(
+        f.specforge,
+        _replace_weights({"a": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 4]}}, b"\0" * 4),
+    )
 )
 
 
@@ -255,16 +279,18 @@ def _arch(arch: list[str] | None) -> Draft:
     return draft
 
 
-case("plain-config-eagle3draftmodel", {"DF101"}, {"DF102"}, verdict="incompatible",
-     oracle="15c")(with_target(_arch(["Eagle3DraftModel"])))
+case("plain-config-eagle3draftmodel", {"DF101"}, {"DF102"}, verdict="incompatible", oracle="15c")(
+    with_target(_arch(["Eagle3DraftModel"]))
+)
 case("llamaforcausallmeagle3-before-0.10.2", {"DF101"}, engines=("vllm==0.10.1",))(
     with_target(f.specforge(nested_aux=None))
 )
 case("llamaforcausallmeagle3-on-0.10.2", set(), {"DF101"}, engines=("vllm==0.10.2",))(
     with_target(f.specforge())
 )
-case("official-llamaforcausallm", set(), {"DF101", "DF107"}, verdict="compatible",
-     oracle="15")(with_target(_arch(["LlamaForCausalLM"])))
+case("official-llamaforcausallm", set(), {"DF101", "DF107"}, verdict="compatible", oracle="15")(
+    with_target(_arch(["LlamaForCausalLM"]))
+)
 case("qwen3-draft-before-0.24", {"DF101"}, engines=("vllm==0.22.0",))(
     with_target(_arch(["Qwen3ForCausalLM"]))
 )
@@ -310,21 +336,31 @@ case("speculators-mistral-layer", {"DF106"}, {"DF101"}, verdict="incompatible")(
 case("speculators-mistral-layer-0.22", set(), {"DF106"}, engines=("vllm==0.22.0",))(
     with_target(_layer_type("mistral"))
 )
-case("eagle3-served-as-eagle", {"DF107"}, method="eagle", verdict="incompatible",
-     oracle="19g")(with_target(f.specforge()))
+case("eagle3-served-as-eagle", {"DF107"}, method="eagle", verdict="incompatible", oracle="19g")(
+    with_target(f.specforge())
+)
 case("dir-name-without-method", {"DF108"}, verdict="compatible")(
     with_target(f.specforge(), name="mydraft")
 )
-case("dir-name-auto-method", {"DF114"}, {"DF107", "DF108"}, method="auto", verdict="degraded",
-     oracle="20")(
+case(
+    "dir-name-auto-method",
+    {"DF114"},
+    {"DF107", "DF108"},
+    method="auto",
+    verdict="degraded",
+    oracle="20",
+)(with_target(f.specforge(), name="mydraft"))
+case("dir-name-auto-method-0.14", {"DF107"}, {"DF114"}, method="auto", engines=("vllm==0.14.0",))(
     with_target(f.specforge(), name="mydraft")
 )
-case("dir-name-auto-method-0.14", {"DF107"}, {"DF114"}, method="auto",
-     engines=("vllm==0.14.0",))(
-    with_target(f.specforge(), name="mydraft")
-)
-case("dir-name-auto-eagle3", set(), {"DF108", "DF107"}, method="auto", verdict="compatible",
-     oracle="20b")(with_target(f.specforge(), name="my-eagle3-draft"))
+case(
+    "dir-name-auto-eagle3",
+    set(),
+    {"DF108", "DF107"},
+    method="auto",
+    verdict="compatible",
+    oracle="20b",
+)(with_target(f.specforge(), name="my-eagle3-draft"))
 case("eagle3-dir-name-old-vllm", {"DF107"}, method="auto", engines=("vllm==0.10.1",))(
     with_target(f.specforge(), name="EAGLE3-tiny")
 )
@@ -380,15 +416,16 @@ case("plain-null-target-hidden-size", {"DF112"}, verdict="incompatible")(
 
 
 def _unknown_method() -> Draft:
-    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
-              **f.llama_layer_config()}
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        **f.llama_layer_config(),
+    }
     return Draft(config, f.eagle3_layer_tensors("layers.0.", first=False))
 
 
 case("method-unknown", {"DF113"}, verdict="incompatible")(with_target(_unknown_method()))
-case("method-unknown-explicit", set(), {"DF113"}, method="eagle3")(
-    with_target(_unknown_method())
-)
+case("method-unknown-explicit", set(), {"DF113"}, method="eagle3")(with_target(_unknown_method()))
 
 # ------------------------------------------------------------------ DF2xx tensors
 
@@ -399,17 +436,20 @@ case("extra-layer-beyond-config", {"DF201"}, verdict="incompatible", oracle="17b
     with_target(
         Draft(
             f.specforge().config,
-            {**f.eagle3_tensors(naming="layers"),
-             **f.eagle3_layer_tensors("layers.1.", first=False)},
+            {
+                **f.eagle3_tensors(naming="layers"),
+                **f.eagle3_layer_tensors("layers.1.", first=False),
+            },
         )
     )
 )
 
 
 def _multi_layer() -> Draft:
-    draft = Draft(f.specforge().config,
-                  {**f.eagle3_tensors(naming="layers"),
-                   **f.eagle3_layer_tensors("layers.1.", first=False)})
+    draft = Draft(
+        f.specforge().config,
+        {**f.eagle3_tensors(naming="layers"), **f.eagle3_layer_tensors("layers.1.", first=False)},
+    )
     draft.config["num_hidden_layers"] = 2
     return draft
 
@@ -417,9 +457,7 @@ def _multi_layer() -> Draft:
 case("multi-layer-draft", set(), {"DF201", "DF205"}, verdict="compatible", oracle="17")(
     with_target(_multi_layer())
 )
-case("multi-layer-before-0.11.1", {"DF201"}, engines=("vllm==0.11.0",))(
-    with_target(_multi_layer())
-)
+case("multi-layer-before-0.11.1", {"DF201"}, engines=("vllm==0.11.0",))(with_target(_multi_layer()))
 case("model-prefix", {"DF202"}, {"DF203"}, verdict="incompatible", oracle="11e")(
     with_target(f.specforge().prefix_all("model."))
 )
@@ -439,8 +477,9 @@ case("k-proj-missing", {"DF205"}, {"DF206"}, verdict="degraded", oracle="10")(
     with_target(f.specforge().drop("midlayer.self_attn.k_proj.weight"))
 )
 case("second-layer-missing", {"DF205"}, {"DF201"}, verdict="degraded", oracle="17c")(
-    with_target(Draft({**f.specforge().config, "num_hidden_layers": 2},
-                      f.eagle3_tensors(naming="layers")))
+    with_target(
+        Draft({**f.specforge().config, "num_hidden_layers": 2}, f.eagle3_tensors(naming="layers"))
+    )
 )
 case("fc-norm-tensors-without-flag", {"DF201"}, verdict="incompatible", oracle="18d")(
     with_target(f.specforge().add("fc_norm.0.weight", "BF16", (64,)))
@@ -478,8 +517,9 @@ def _head_dim_undeclared() -> Draft:
     return Draft(draft.config, f.eagle3_tensors(head_dim=32))
 
 
-case("head-dim-not-declared", {"DF208"}, {"DF203", "DF204"}, verdict="degraded",
-     oracle="12c")(with_target(_head_dim_undeclared()))
+case("head-dim-not-declared", {"DF208"}, {"DF203", "DF204"}, verdict="degraded", oracle="12c")(
+    with_target(_head_dim_undeclared())
+)
 
 # ------------------------------------------------------------------ DF3xx aux layers
 
@@ -557,8 +597,9 @@ case("d2t-missing", {"DF401"}, {"DF402"}, verdict="degraded", oracle="08")(
 case("lm-head-missing-reduced", {"DF402"}, {"DF401"}, verdict="degraded", oracle="09")(
     with_target(f.specforge().drop("lm_head.weight"))
 )
-case("lm-head-missing-full-vocab", set(), {"DF402", "DF205"}, verdict="compatible",
-     oracle="09b")(with_target(_no_draft_vocab().drop("lm_head.weight")))
+case("lm-head-missing-full-vocab", set(), {"DF402", "DF205"}, verdict="compatible", oracle="09b")(
+    with_target(_no_draft_vocab().drop("lm_head.weight"))
+)
 case("lm-head-missing-0.11.0", {"DF205"}, {"DF402"}, engines=("vllm==0.11.0",))(
     with_target(f.specforge().drop("lm_head.weight"))
 )
@@ -590,9 +631,7 @@ case("vocab-size-mismatch", {"DF405"}, verdict="incompatible", oracle="21d")(
 )
 case("d2t-dropped-0.9.0", {"DF406"}, engines=("vllm==0.9.0",))(with_target(f.eagle_official()))
 case("d2t-with-full-vocab-0.34", {"DF201"}, verdict="incompatible", oracle="08c")(
-    with_target(
-        _no_draft_vocab().add("d2t", "I64", (f.VOCAB,), np.zeros(f.VOCAB, "<i8").tobytes())
-    )
+    with_target(_no_draft_vocab().add("d2t", "I64", (f.VOCAB,), np.zeros(f.VOCAB, "<i8").tobytes()))
 )
 
 # ------------------------------------------------------------------ DF5xx target
@@ -601,9 +640,17 @@ case("d2t-with-full-vocab-0.34", {"DF201"}, verdict="incompatible", oracle="08c"
 def _gpt2_target(tmp: Path) -> tuple[Path, Path | None]:
     target = tmp / "target"
     target.mkdir()
-    (target / "config.json").write_text(json.dumps({
-        "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 64,
-        "n_layer": 8, "vocab_size": 256}))
+    (target / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["GPT2LMHeadModel"],
+                "model_type": "gpt2",
+                "n_embd": 64,
+                "n_layer": 8,
+                "vocab_size": 256,
+            }
+        )
+    )
     return f.specforge().write(tmp / "draft"), target
 
 
@@ -611,15 +658,17 @@ case("target-gpt2", {"DF501"}, verdict="incompatible", oracle="21")(_gpt2_target
 
 
 def _kimi_like_target(tmp: Path) -> tuple[Path, Path | None]:
-    target = f.llama_target(tmp / "target", architectures=["DeepseekV3ForCausalLM"],
-                            model_type="kimi_k2", n_routed_experts=8)
+    target = f.llama_target(
+        tmp / "target",
+        architectures=["DeepseekV3ForCausalLM"],
+        model_type="kimi_k2",
+        n_routed_experts=8,
+    )
     return f.specforge().write(tmp / "draft"), target
 
 
 case("kimi-target-0.17", {"DF501"}, engines=("vllm==0.17.0",))(_kimi_like_target)
-case("kimi-target-0.34", set(), {"DF501"}, verdict="compatible", oracle="21b")(
-    _kimi_like_target
-)
+case("kimi-target-0.34", set(), {"DF501"}, verdict="compatible", oracle="21b")(_kimi_like_target)
 case("gemma3-target", {"DF501"}, verdict="incompatible")(
     with_target(f.specforge(), architectures=["Gemma3ForCausalLM"], model_type="gemma3_text")
 )
@@ -629,21 +678,29 @@ case("target-capability-unknown-0.30", {"DF505"}, {"DF501"}, engines=("vllm==0.3
 
 
 def _narrow_draft(target_hidden: int | None = None, embed: bool = False) -> Draft:
-    config = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
-              **f.llama_layer_config(hidden=32, heads=4, kv=2, head_dim=8, inter=64),
-              "draft_vocab_size": f.DRAFT_VOCAB}
+    config = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        **f.llama_layer_config(hidden=32, heads=4, kv=2, head_dim=8, inter=64),
+        "draft_vocab_size": f.DRAFT_VOCAB,
+    }
     if target_hidden:
         config["target_hidden_size"] = target_hidden
-    return Draft(config, f.eagle3_tensors(hidden=32, head_dim=8, inter=64,
-                                          target_hidden=target_hidden, embed=embed))
+    return Draft(
+        config,
+        f.eagle3_tensors(hidden=32, head_dim=8, inter=64, target_hidden=target_hidden, embed=embed),
+    )
 
 
-case("draft-narrower-than-target", {"DF502", "DF503"}, {"DF203"}, verdict="incompatible",
-     oracle="13")(with_target(_narrow_draft()))
-case("shared-embedding-too-wide", {"DF503"}, {"DF502"}, verdict="incompatible",
-     oracle="13b")(with_target(_narrow_draft(target_hidden=64)))
-case("own-embedding-narrow-draft", set(), {"DF502", "DF503"}, verdict="compatible",
-     oracle="13c")(with_target(_narrow_draft(target_hidden=64, embed=True)))
+case(
+    "draft-narrower-than-target", {"DF502", "DF503"}, {"DF203"}, verdict="incompatible", oracle="13"
+)(with_target(_narrow_draft()))
+case("shared-embedding-too-wide", {"DF503"}, {"DF502"}, verdict="incompatible", oracle="13b")(
+    with_target(_narrow_draft(target_hidden=64))
+)
+case("own-embedding-narrow-draft", set(), {"DF502", "DF503"}, verdict="compatible", oracle="13c")(
+    with_target(_narrow_draft(target_hidden=64, embed=True))
+)
 case("draft-context-short-0.29", {"DF504"}, engines=("vllm==0.29.0",))(
     with_target(f.specforge(), max_position_embeddings=131072)
 )
@@ -699,9 +756,7 @@ def _specforge_norm_output() -> Draft:
 
 
 case("specforge-norm-output", {"DF603"})(with_target(_specforge_norm_output()))
-case("speculators-norm-output", set(), {"DF603"})(
-    with_target(f.speculators(aux=[2, 4, 5]))
-)
+case("speculators-norm-output", set(), {"DF603"})(with_target(f.speculators(aux=[2, 4, 5])))
 
 # ------------------------------------------------------------------ DF9xx hygiene
 
@@ -744,8 +799,9 @@ case("unknown-convention", {"DF905"}, {"DF113"}, method="eagle3")(
 # ------------------------------------------------------------------ EAGLE-1
 
 
-case("eagle1-clean", set(), {"DF201", "DF207"}, method="eagle", verdict="compatible",
-     oracle="19")(with_target(f.eagle1(bias=False).drop("embed_tokens.weight")))
+case("eagle1-clean", set(), {"DF201", "DF207"}, method="eagle", verdict="compatible", oracle="19")(
+    with_target(f.eagle1(bias=False).drop("embed_tokens.weight"))
+)
 case("eagle1-fc-bias", {"DF207"}, verdict="degraded", oracle="19b")(
     with_target(f.eagle1(bias=True))
 )
@@ -784,8 +840,14 @@ def _bin_draft(tmp: Path) -> tuple[Path, Path | None]:
     return f.eagle1(bias=False).write(tmp / "draft", fmt="bin"), f.llama_target(tmp / "target")
 
 
-case("eagle1-bin-clean", set(), {"DF019", "DF020", "DF201"}, method="eagle",
-     verdict="compatible", oracle="23")(_bin_draft)
+case(
+    "eagle1-bin-clean",
+    set(),
+    {"DF019", "DF020", "DF201"},
+    method="eagle",
+    verdict="compatible",
+    oracle="23",
+)(_bin_draft)
 
 
 def _hostile_bin(tmp: Path) -> tuple[Path, Path | None]:
@@ -793,8 +855,11 @@ def _hostile_bin(tmp: Path) -> tuple[Path, Path | None]:
 
     path = f.eagle1().write(tmp / "draft")
     (path / "model.safetensors").unlink()
-    write_torch_zip(path / "pytorch_model.bin", [],
-                    data_pkl=hostile_pickle("os", "system", f"touch {tmp / 'pwned'}"))
+    write_torch_zip(
+        path / "pytorch_model.bin",
+        [],
+        data_pkl=hostile_pickle("os", "system", f"touch {tmp / 'pwned'}"),
+    )
     return path, f.llama_target(tmp / "target")
 
 
@@ -809,3 +874,33 @@ def _broken_bin(tmp: Path) -> tuple[Path, Path | None]:
 
 
 case("bin-not-a-checkpoint", {"DF020"}, {"DF019"}, verdict="incompatible")(_broken_bin)
+
+
+def _no_aux_states() -> Draft:
+    draft = f.specforge().drop("fc.weight")
+    draft.config["eagle_config"] = {"use_aux_hidden_state": False}
+    return draft
+
+
+case(
+    "no-aux-states-without-fc",
+    set(),
+    {"DF205", "DF301", "DF305"},
+    verdict="compatible",
+    oracle="22",
+)(with_target(_no_aux_states()))
+case("no-aux-states-before-0.12", {"DF205"}, engines=("vllm==0.11.2",))(
+    with_target(_no_aux_states())
+)
+case("mask-hidden-skipped", set(), {"DF201", "DF207"}, verdict="compatible", oracle="24")(
+    with_target(f.specforge().add("mask_hidden", "BF16", (1, 192)))
+)
+case("mask-hidden-rejected-0.14", {"DF201"}, engines=("vllm==0.14.0",))(
+    with_target(f.specforge().add("mask_hidden", "BF16", (1, 192)))
+)
+case("dir-name-eagle-dash", {"DF107"}, method="auto", verdict="incompatible", oracle="20d")(
+    with_target(f.specforge(), name="eagle-foo")
+)
+case("qwen3-target", set(), {"DF501", "DF505"}, verdict="compatible", oracle="21c")(
+    with_target(f.specforge(), architectures=["Qwen3ForCausalLM"], model_type="qwen3")
+)

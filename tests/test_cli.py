@@ -41,12 +41,21 @@ def test_check_json_shape(capsys, clean) -> None:
     assert code == 0
     assert data["schema_version"] == 1
     assert data["engines"] == [
-        {"engine": "vllm", "version": "0.34.0", "verdict": "compatible", "counts":
-         {"error": 0, "warning": 0, "info": 0}, "draft_class": "Eagle3LlamaForCausalLM",
-         "aux_layers": {"used": [2, 4, 5], "read_from": "/eagle_aux_hidden_state_layer_ids",
-                        "keys_read": ["/eagle_aux_hidden_state_layer_ids",
-                                      "/eagle_config/layer_ids"],
-                        "counting": "capture-before", "expected_count": 3}}]
+        {
+            "engine": "vllm",
+            "version": "0.34.0",
+            "verdict": "compatible",
+            "counts": {"error": 0, "warning": 0, "info": 0},
+            "draft_class": "Eagle3LlamaForCausalLM",
+            "aux_layers": {
+                "used": [2, 4, 5],
+                "read_from": "/eagle_aux_hidden_state_layer_ids",
+                "keys_read": ["/eagle_aux_hidden_state_layer_ids", "/eagle_config/layer_ids"],
+                "counting": "capture-before",
+                "expected_count": 3,
+            },
+        }
+    ]
     assert data["draft"]["dialect"]["name"] == "speculators"
     assert data["draft"]["method"] == "eagle3"
     assert data["target"]["num_layers"] == f.TARGET_LAYERS
@@ -87,8 +96,19 @@ def test_without_target_the_report_lists_skipped_checks(capsys, clean) -> None:
 def test_several_engine_versions(capsys, tmp_path) -> None:
     draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "eagle3-x")
     target = f.llama_target(tmp_path / "t")
-    code, out, _ = run(capsys, "check", str(draft), "--target", str(target), "--engine",
-                       "vllm==0.10.1", "--engine", "vllm==0.34.0", "--format", "json")
+    code, out, _ = run(
+        capsys,
+        "check",
+        str(draft),
+        "--target",
+        str(target),
+        "--engine",
+        "vllm==0.10.1",
+        "--engine",
+        "vllm==0.34.0",
+        "--format",
+        "json",
+    )
     verdicts = {e["version"]: e["verdict"] for e in json.loads(out)["engines"]}
     assert verdicts == {"0.10.1": "incompatible", "0.34.0": "degraded"}
     assert code == 1
@@ -166,7 +186,9 @@ def test_python_dash_m_entry_point(clean) -> None:
     draft, target = clean
     result = subprocess.run(
         [sys.executable, "-m", "draftfit", "check", str(draft), "--target", str(target)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0 and "compatible" in result.stdout
 

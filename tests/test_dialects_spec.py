@@ -59,7 +59,10 @@ def test_speculators_dims_come_from_the_layer_config(tmp_path: Path) -> None:
     assert spec.num_aux_states == 3
     (aux,) = spec.aux
     assert (aux.pointer, aux.convention, aux.capture_before()) == (
-        "/eagle_aux_hidden_state_layer_ids", CAPTURE_BEFORE, (2, 16, 29))
+        "/eagle_aux_hidden_state_layer_ids",
+        CAPTURE_BEFORE,
+        (2, 16, 29),
+    )
 
 
 def test_nested_ids_are_output_of_counting(tmp_path: Path) -> None:
@@ -95,12 +98,27 @@ def test_target_text_config_is_found_inside_multimodal_configs(tmp_path: Path) -
 
     root = tmp_path / "vlm"
     root.mkdir()
-    (root / "config.json").write_text(json.dumps({
-        "architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
-        "text_config": {"model_type": "kimi_k2", "hidden_size": 7168, "num_hidden_layers": 61,
-                        "vocab_size": 163840, "num_attention_heads": 64},
-        "vision_config": {"hidden_size": 1152}}))
+    (root / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["KimiK25ForConditionalGeneration"],
+                "model_type": "kimi_k25",
+                "text_config": {
+                    "model_type": "kimi_k2",
+                    "hidden_size": 7168,
+                    "num_hidden_layers": 61,
+                    "vocab_size": 163840,
+                    "num_attention_heads": 64,
+                },
+                "vision_config": {"hidden_size": 1152},
+            }
+        )
+    )
     target = load_target(root)
     assert (target.architecture, target.model_type, target.hidden_size, target.num_layers) == (
-        "KimiK25ForConditionalGeneration", "kimi_k2", 7168, 61)
+        "KimiK25ForConditionalGeneration",
+        "kimi_k2",
+        7168,
+        61,
+    )
     assert target.text_pointer == "/text_config"

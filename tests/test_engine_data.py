@@ -66,14 +66,32 @@ def test_a_fact_outside_every_range_is_unknown() -> None:
 @pytest.mark.parametrize(
     "raw",
     [
-        {"versions": ["1.0"], "latest": "1.0", "fact": {"x": {"doc": "d", "values": [
-            {"value": 1}]}}},
-        {"versions": ["1.0"], "latest": "1.0", "fact": {"x": {"doc": "d", "values": [
-            {"value": 1, "source": "a.py@v1.0.0", "since": "1.0"},
-            {"value": 2, "source": "a.py@v1.0.0", "since": "0.5"}]}}},
+        {
+            "versions": ["1.0"],
+            "latest": "1.0",
+            "fact": {"x": {"doc": "d", "values": [{"value": 1}]}},
+        },
+        {
+            "versions": ["1.0"],
+            "latest": "1.0",
+            "fact": {
+                "x": {
+                    "doc": "d",
+                    "values": [
+                        {"value": 1, "source": "a.py@v1.0.0", "since": "1.0"},
+                        {"value": 2, "source": "a.py@v1.0.0", "since": "0.5"},
+                    ],
+                }
+            },
+        },
         {"versions": ["1.0"], "latest": "2.0", "fact": {}},
-        {"versions": ["1.0"], "latest": "1.0", "fact": {"x": {"doc": "d", "items": [
-            {"value": 1, "source": "a.py@v1.0.0", "colour": "red"}]}}},
+        {
+            "versions": ["1.0"],
+            "latest": "1.0",
+            "fact": {
+                "x": {"doc": "d", "items": [{"value": 1, "source": "a.py@v1.0.0", "colour": "red"}]}
+            },
+        },
         {"versions": ["not a version"], "latest": "1.0", "fact": {}},
     ],
 )

@@ -195,8 +195,7 @@ class _Builder:
                 if plain == "runs":
                     self.event(
                         "method-guessed-as-draft-model",
-                        message + "without the target's hidden states: it loads and drafts "
-                        "garbage",
+                        message + "without the target's hidden states: it loads and drafts garbage",
                         Location(CONFIG),
                         ("method_from_path", "draft_model_method"),
                         fix=fix,
