@@ -21,6 +21,7 @@ import numpy as np
 
 from draftfit.checkpoint.dtypes import byte_size
 from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors
+from draftfit.synth import vocab_maps
 
 H, HEADS, KV_HEADS, HEAD_DIM, INTER, VOCAB, DRAFT_VOCAB = 64, 4, 2, 16, 128, 256, 64
 TARGET_LAYERS = 8
@@ -74,16 +75,6 @@ def norm_bytes(n: int, value: float = 0.5) -> bytes:
 def bf16_bytes(values: np.ndarray) -> bytes:
     as_u32 = np.asarray(values, dtype=np.float32).view(np.uint32)
     return (as_u32 >> 16).astype("<u2").tobytes()
-
-
-def vocab_maps(vocab: int, draft_vocab: int, seed: int = 0) -> tuple[bytes, bytes]:
-    """A sorted random vocabulary selection as (d2t int64 offsets, t2d bool mask) bytes."""
-    rng = np.random.default_rng(seed)
-    chosen = np.sort(rng.choice(vocab, size=draft_vocab, replace=False))
-    d2t = (chosen - np.arange(draft_vocab)).astype("<i8")
-    t2d = np.zeros(vocab, dtype=np.bool_)
-    t2d[chosen] = True
-    return d2t.tobytes(), t2d.tobytes()
 
 
 def eagle3_layer_tensors(

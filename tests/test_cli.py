@@ -208,3 +208,4 @@ def test_readme_lists_every_rule() -> None:
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     for item in all_rules():
         assert f"| {item.code} | `{item.name}` | {item.severity} |" in readme, item.code
+        assert item.summary in readme, item.code

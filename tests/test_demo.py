@@ -23,6 +23,8 @@ def test_demo_runs_and_cleans_up(capsys) -> None:
     assert "kimi-k2-eagle3-speculators" in out
     assert "vLLM 0.34.0: compatible" in out
     assert "vLLM 0.17.0: incompatible" in out
+    assert "Reference  AQ-MedAI/Kimi-K2-Instruct-eagle3" in out
+    assert "DF810" in out and "`norm_before_residual` = true for the draft" in out
     assert _leftovers() == before
 
 
@@ -31,6 +33,8 @@ def test_demo_json(capsys) -> None:
     data = json.loads(capsys.readouterr().out)
     verdicts = {e["version"]: e["verdict"] for e in data["check"]["engines"]}
     assert verdicts == {"0.17.0": "incompatible", "0.34.0": "compatible"}
+    spelling = [x for x in data["diff"]["findings"] if x["code"] == "DF810"]
+    assert any("resolves them to" in x["message"] for x in spelling)
 
 
 def test_demo_checkpoints_are_full_size_and_sparse(tmp_path: Path) -> None:

@@ -70,6 +70,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_format(check)
 
+    diff = sub.add_parser(
+        "diff",
+        help="compare a draft with a known-good reference, as the engine sees them",
+        description="Semantic diff of two checkpoints through each engine's view: which "
+        "differences change what the engine builds or runs, and which are spelling.",
+    )
+    diff.add_argument("draft", help="draft: a directory, hf://owner/name[@rev] or owner/name")
+    diff.add_argument("reference", help="reference checkpoint, e.g. a published known-good draft")
+    diff.add_argument("--target", help="target directory or Hub repo (resolves default aux layers)")
+    diff.add_argument(
+        "--engine",
+        action="append",
+        metavar="ENGINE[==VERSION]",
+        help="engine and version (repeatable; default: newest vLLM)",
+    )
+    diff.add_argument(
+        "--method", choices=("eagle3", "eagle"), help="method for both (default: from each)"
+    )
+    diff.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "info"),
+        default="error",
+        help="lowest severity that makes the exit status 1 (default: error, i.e. a difference "
+        "that matters)",
+    )
+    _add_format(diff)
+
     inspect_p = sub.add_parser(
         "inspect",
         help="show what a draft checkpoint holds",
@@ -136,6 +163,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cmd_check(args)
     if args.command == "inspect":
         return _cmd_inspect(args)
+    if args.command == "diff":
+        return _cmd_diff(args)
     if args.command == "rules":
         return _cmd_rules(args)
     if args.command == "rule":
@@ -158,6 +187,25 @@ def _cmd_check(args: argparse.Namespace) -> int:
     report = check_path(args.draft, target=args.target, engines=args.engine, method=args.method)
     fail_on = Severity.parse(args.fail_on)
     _emit_report(report, args.format, fail_on)
+    return report.exit_code(fail_on)
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    from draftfit.diff import diff_paths
+    from draftfit.rules.base import Severity
+
+    report = diff_paths(
+        args.draft, args.reference, engines=args.engine, target=args.target, method=args.method
+    )
+    fail_on = Severity.parse(args.fail_on)
+    if args.format == "json":
+        from draftfit.render.json import render_json
+
+        sys.stdout.write(render_json(report.to_dict(fail_on)))
+    else:
+        from draftfit.render.diff_text import render_diff
+
+        sys.stdout.write(render_diff(report, _color()))
     return report.exit_code(fail_on)
 
 

@@ -84,11 +84,21 @@ weight bytes) next to the Kimi-K2 target's config.json, and checked against vLLM
 and 0.34.0 — without a GPU and without reading the weights.
 """
 
+DIFF_INTRO = """\
+Next, the question the seed's engineer answered by eye: how does this draft differ from
+AQ-MedAI/Kimi-K2-Instruct-eagle3, a published draft known to work with vLLM? A raw diff of
+the two config.json files has dozens of lines; draftfit sorts them by what vLLM does with them.
+"""
+
 OUTRO = """\
 What this says: vLLM 0.34.0 resolves `Eagle3DraftModel` through its speculators adaptor to
 Eagle3LlamaForCausalLM, reads the top-level aux ids [2, 30, 58], and finds every tensor
-shape consistent with head_dim 128. vLLM 0.17.0 would refuse the Kimi-K2 target outright.
+shape consistent with head_dim 128 (vLLM 0.17.0 would refuse the Kimi-K2 target outright).
+Against the AQ-MedAI reference, the architecture name, the config format, the tensor names
+and where the aux ids are written are spelling; what really differs is training choices
+(norm_before_residual, rope_theta), not compatibility.
 Try it on your own checkpoint:  draftfit check ./my-draft --target ./my-target
+                                draftfit diff ./my-draft hf://AQ-MedAI/Kimi-K2-Instruct-eagle3
 """
 
 
@@ -96,21 +106,29 @@ def run_demo(fmt: str = "text", color: bool = False) -> int:
     """Build the demo in a temporary folder, check it, print the report, clean up."""
     from draftfit.check import check_path
     from draftfit.checkpoint import load_checkpoint
+    from draftfit.diff import diff_paths
 
     with tempfile.TemporaryDirectory(prefix="draftfit-demo-") as tmp:
         paths = build_demo(Path(tmp))
         report = check_path(paths.draft, target=paths.target, engines=DEMO_ENGINES)
-        report.draft = paths.draft.name
+        diff = diff_paths(
+            paths.draft, paths.reference, engines=DEMO_ENGINES[-1:], target=paths.target
+        )
+        report.draft = diff.draft = paths.draft.name
         report.target = paths.target.name
+        diff.reference = "AQ-MedAI/Kimi-K2-Instruct-eagle3"
         if fmt == "json":
             from draftfit.render.json import render_json
 
-            sys.stdout.write(render_json({"check": report.to_dict()}))
+            sys.stdout.write(render_json({"check": report.to_dict(), "diff": diff.to_dict()}))
             return 0
+        from draftfit.render.diff_text import render_diff
         from draftfit.render.text import render_check
 
         size = sum(t.numel * 2 for t in load_checkpoint(paths.draft).tensors.values()) / 1e9
         sys.stdout.write(INTRO.format(size=size) + "\n")
         sys.stdout.write(render_check(report, color))
+        sys.stdout.write("\n" + DIFF_INTRO + "\n")
+        sys.stdout.write(render_diff(diff, color, raw_limit=5))
         sys.stdout.write("\n" + OUTRO)
     return 0

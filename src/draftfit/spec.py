@@ -198,6 +198,19 @@ class DraftSpec:
         return None
 
     @property
+    def undeclared_head_dim(self) -> int | None:
+        """The head_dim the stored q_proj implies, when the config declares none and the
+        derived `hidden_size // num_attention_heads` disagrees with it (the seed's 112 vs 128).
+        """
+        if self.head_dim_explicit is not None or not self.num_heads:
+            return None
+        q = self.tensors.get("layers.0.self_attn.q_proj.weight")
+        if q is None or len(q.shape) != 2 or q.shape[0] % self.num_heads:
+            return None
+        implied = q.shape[0] // self.num_heads
+        return implied if implied != self.head_dim else None
+
+    @property
     def target_hidden_size(self) -> int | None:
         """`target_hidden_size` if written (and not null), else the draft hidden size."""
         explicit = self.int_field("target_hidden_size")

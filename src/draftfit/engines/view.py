@@ -111,6 +111,7 @@ class EngineView:
     aux: AuxCapture | None = None
     built: bool = False  # False when a refusal stops the engine before building the draft
     effective: dict[str, object] = field(default_factory=dict)
+    config: dict[str, object] = field(default_factory=dict)  # what the draft class reads
 
     def add(self, event: Event) -> None:
         self.events.append(event)

@@ -125,6 +125,7 @@ class _Builder:
             return
         self._method_matches_checkpoint()
         arch = self._route_and_arch()
+        self.view.config = self.visible
         if arch is None or not self._registered(arch):
             return
         family = CLASS_FAMILY.get(arch, OTHER)
@@ -587,6 +588,15 @@ class _Builder:
 
         self._aux_capture(family, n_aux, count_from, use_aux)
         self._flags()
+        self.view.effective["norms"] = {
+            "norm_before_residual": bool(self.value("norm_before_residual_supported"))
+            and bool(v.get("norm_before_residual", False)),
+            "norm_before_fc": self._flag_visible("norm_before_fc"),
+            "fc_norm": self._flag_visible("fc_norm"),
+            "norm_output": self._flag_visible("norm_output"),
+        }
+        self.view.effective["num_aux_states"] = n_aux if use_aux else 0
+        self.view.effective["max_position_raised"] = bool(self.value("max_position_raised"))
 
     def _llama_layer(
         self,

@@ -7,10 +7,20 @@ flags, DF8xx differences from a reference, DF9xx hygiene.
 
 from __future__ import annotations
 
-from draftfit.rules import aux, config, hygiene, norms, structure, target, tensors, vocab
+from draftfit.rules import (
+    aux,
+    config,
+    difference,
+    hygiene,
+    norms,
+    structure,
+    target,
+    tensors,
+    vocab,
+)
 from draftfit.rules.base import RULES, Rule, Severity
 
-RULE_MODULES = (structure, config, tensors, aux, vocab, target, norms, hygiene)
+RULE_MODULES = (structure, config, tensors, aux, vocab, target, norms, difference, hygiene)
 
 
 def get_rule(code_or_name: str) -> Rule | None:

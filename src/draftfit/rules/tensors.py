@@ -57,15 +57,7 @@ def fc_width_is_aux_count_problem(ctx: Context) -> bool:
 
 
 def _head_dim_implied(ctx: Context) -> int | None:
-    """The head_dim the stored q_proj implies when the config does not declare one."""
-    spec = ctx.spec
-    if spec.head_dim_explicit is not None or not spec.num_heads:
-        return None
-    q = spec.tensors.get("layers.0.self_attn.q_proj.weight")
-    if q is None or len(q.shape) != 2 or q.shape[0] % spec.num_heads:
-        return None
-    implied = q.shape[0] // spec.num_heads
-    return implied if implied != spec.head_dim else None
+    return ctx.spec.undeclared_head_dim
 
 
 @rule(

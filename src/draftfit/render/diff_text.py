@@ -1,0 +1,75 @@
+"""The human-readable `draftfit diff` report: what matters, what is spelling, what is raw."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from draftfit.diff import EQUIVALENT, DiffReport
+from draftfit.render.console import render_to_string
+from draftfit.rules.base import Severity
+
+
+def render_diff(report: DiffReport, color: bool = False, raw_limit: int | None = None) -> str:
+    """Render the diff; `raw_limit` caps how many raw differences are listed."""
+
+    def draw(console) -> None:
+        head = Text()
+        head.append("Draft      ", style="bold")
+        head.append(f"{report.draft}  ({report.dialects[0]})")
+        head.append("\nReference  ", style="bold")
+        head.append(f"{report.reference}  ({report.dialects[1]})")
+        for note in report.notes:
+            head.append(f"\n           {note}", style="dim")
+        console.print(head)
+        console.print()
+        sections = (
+            (
+                "Differences that change what the engine builds or runs",
+                [f for f in report.findings if f.severity == Severity.ERROR],
+            ),
+            (
+                "Spelling the engine resolves the same way",
+                [f for f in report.findings if f.family == "diff" and f.severity < Severity.ERROR],
+            ),
+            (
+                "Raw differences (config keys, dtypes, skipped tensors)",
+                [f for f in report.findings if f.family == "raw"],
+            ),
+        )
+        many = len(report.engines) > 1
+        for title, findings in sections:
+            if not findings:
+                continue
+            console.print(Text(f"{title} ({len(findings)})", style="bold underline"))
+            shown = findings
+            if raw_limit is not None and findings and findings[0].family == "raw":
+                shown = findings[:raw_limit]
+            for finding in shown:
+                line = Text("  ")
+                style = "bold red" if finding.severity == Severity.ERROR else "cyan"
+                line.append(f"{finding.code} ", style=style)
+                line.append(finding.message)
+                if many and len(finding.engines) < len(report.engines):
+                    line.append("  [" + ", ".join(finding.engines) + "]", style="dim")
+                console.print(line)
+            if len(shown) < len(findings):
+                console.print(
+                    Text(
+                        f"  ... {len(findings) - len(shown)} more (`draftfit diff` lists them all)",
+                        style="dim",
+                    )
+                )
+            console.print()
+        for result in report.engines:
+            line = Text()
+            line.append(f"{result.title}: ", style="bold")
+            line.append(
+                result.verdict, style="bold green" if result.verdict == EQUIVALENT else "bold red"
+            )
+            line.append(
+                f" ({result.counts.get('matters', 0)} that matter, "
+                f"{result.counts.get('spelling', 0)} spelling)"
+            )
+            console.print(line)
+
+    return render_to_string(draw, color)
