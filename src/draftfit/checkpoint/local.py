@@ -3,6 +3,8 @@
 Which weight files count follows what the engines load: every `*.safetensors` when any
 exist (filtered by `model.safetensors.index.json` when present), otherwise PyTorch `*.bin`
 files (read without executing pickle code). Problems are recorded as :class:`Damage`.
+The same code reads Hub repositories: it sees files only through a
+:class:`~draftfit.checkpoint.access.FileAccess`.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from draftfit.checkpoint.access import FileAccess, LocalAccess
 from draftfit.checkpoint.model import Checkpoint, Damage, TensorInfo
-from draftfit.checkpoint.safetensors import read_safetensors_header
+from draftfit.checkpoint.safetensors import read_header_via
 from draftfit.errors import CheckpointNotFoundError
 
 CONFIG_NAME = "config.json"
@@ -40,16 +43,21 @@ def load_checkpoint(path: str | Path, source: str | None = None) -> Checkpoint:
     except OSError as exc:
         raise CheckpointNotFoundError(f"cannot list {path}: {exc.strerror or exc}") from exc
 
-    checkpoint = Checkpoint(root=root, source=source or str(path), files=files)
-    checkpoint.config = _read_config(root, files, checkpoint.damage)
+    return load_from_access(LocalAccess(root), files, source or str(path), root)
+
+
+def load_from_access(access: FileAccess, files: list[str], source: str, root: Path) -> Checkpoint:
+    """Read config, index and weight headers of the files listed, through `access`."""
+    checkpoint = Checkpoint(root=root, source=source, files=sorted(files), access=access)
+    checkpoint.config = _read_config(access, checkpoint.files, checkpoint.damage)
     _read_weights(checkpoint)
     return checkpoint
 
 
-def read_json_object(path: Path, rel: str, damage: list[Damage], kind: str) -> dict | None:
+def read_json_object(access: FileAccess, rel: str, damage: list[Damage], kind: str) -> dict | None:
     """Parse a JSON file that must hold an object; record `kind` damage otherwise."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = access.read_all(rel).decode("utf-8")
     except OSError as exc:
         damage.append(Damage("unreadable-file", rel, f"cannot read: {exc.strerror or exc}"))
         return None
@@ -67,11 +75,13 @@ def read_json_object(path: Path, rel: str, damage: list[Damage], kind: str) -> d
     return value
 
 
-def _read_config(root: Path, files: list[str], damage: list[Damage]) -> dict[str, Any] | None:
+def _read_config(
+    access: FileAccess, files: list[str], damage: list[Damage]
+) -> dict[str, Any] | None:
     if CONFIG_NAME not in files:
         damage.append(Damage("missing-config", CONFIG_NAME, "the directory has no config.json"))
         return None
-    return read_json_object(root / CONFIG_NAME, CONFIG_NAME, damage, "invalid-config")
+    return read_json_object(access, CONFIG_NAME, damage, "invalid-config")
 
 
 def _read_weights(checkpoint: Checkpoint) -> None:
@@ -105,24 +115,29 @@ def _read_weights(checkpoint: Checkpoint) -> None:
         )
 
 
-def _read_one_safetensors(root: Path, rel: str) -> tuple[dict[str, TensorInfo], list[Damage]]:
-    result = read_safetensors_header(root / rel, rel)
+def _read_one_safetensors(
+    access: FileAccess, rel: str
+) -> tuple[dict[str, TensorInfo], list[Damage]]:
+    result = read_header_via(access, rel)
     return result.tensors, result.damage
 
 
-def _read_one_bin(root: Path, rel: str) -> tuple[dict[str, TensorInfo], list[Damage]]:
+def _read_one_bin(access: FileAccess, rel: str) -> tuple[dict[str, TensorInfo], list[Damage]]:
     from draftfit.checkpoint.torchbin import read_torch_bin
 
-    return read_torch_bin(root / rel, rel)
+    path = access.local_path(rel)
+    if path is None:
+        return {}, [Damage("unreadable-file", rel, "PyTorch .bin files are only read locally")]
+    return read_torch_bin(path, rel)
 
 
 def _read_format(checkpoint: Checkpoint, candidates: list[str], index_name: str, reader) -> None:
-    root = checkpoint.root
+    access = checkpoint.access
     damage = checkpoint.damage
     weight_map: dict[str, str] | None = None
     shard_files = candidates
     if index_name in checkpoint.files:
-        weight_map = _read_index(root, index_name, damage)
+        weight_map = _read_index(access, index_name, damage)
         if weight_map is not None:
             listed = sorted(set(weight_map.values()))
             for shard in listed:
@@ -143,7 +158,7 @@ def _read_format(checkpoint: Checkpoint, candidates: list[str], index_name: str,
 
     owner: dict[str, str] = {}
     for rel in shard_files:
-        tensors, shard_damage = reader(root, rel)
+        tensors, shard_damage = reader(access, rel)
         damage.extend(shard_damage)
         for name, info in tensors.items():
             if name in owner:
@@ -194,8 +209,8 @@ def _read_format(checkpoint: Checkpoint, candidates: list[str], index_name: str,
                 )
 
 
-def _read_index(root: Path, index_name: str, damage: list[Damage]) -> dict[str, str] | None:
-    index = read_json_object(root / index_name, index_name, damage, "invalid-index")
+def _read_index(access: FileAccess, index_name: str, damage: list[Damage]) -> dict[str, str] | None:
+    index = read_json_object(access, index_name, damage, "invalid-index")
     if index is None:
         return None
     weight_map = index.get("weight_map")

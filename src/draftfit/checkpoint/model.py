@@ -4,7 +4,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from draftfit.checkpoint.access import FileAccess
+
+
+# Damage after which the tensor inventory is incomplete.
+UNREADABLE_WEIGHTS = frozenset(
+    {
+        "unreadable-file",
+        "truncated-file",
+        "header-length-out-of-range",
+        "header-not-json-object",
+        "invalid-torch-bin",
+        "unsafe-pickle-global",
+        "index-missing-shard",
+        "no-weights",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -69,6 +87,7 @@ class Checkpoint:
             (e.g. `.bin` next to `.safetensors`).
         damage: structural problems, in the order found.
         files: every file name in the directory (relative), for copying and reports.
+        access: how to read the files (local directory or remote repository).
     """
 
     root: Path
@@ -80,6 +99,21 @@ class Checkpoint:
     ignored_weight_files: list[str] = field(default_factory=list)
     damage: list[Damage] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    access: FileAccess | None = field(default=None, repr=False)
+
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        """Bytes `[start, end)` of file `rel` (raises OSError)."""
+        if self.access is None:
+            with (self.root / rel).open("rb") as handle:
+                handle.seek(start)
+                return handle.read(end - start)
+        return self.access.read_range(rel, start, end)
+
+    @property
+    def weights_complete(self) -> bool:
+        """False when a weight file (or shard) could not be read at all: then which tensors
+        are missing is unknown, and checks for missing tensors stay quiet."""
+        return not any(d.kind in UNREADABLE_WEIGHTS for d in self.damage)
 
     @property
     def name(self) -> str:

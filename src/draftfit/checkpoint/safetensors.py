@@ -15,10 +15,13 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.dtypes import DTYPE_BITS, byte_size, numel
 from draftfit.checkpoint.model import Damage, TensorInfo
+
+if TYPE_CHECKING:
+    from draftfit.checkpoint.access import FileAccess
 
 # The reference implementation refuses headers above 100 MB; so do we.
 MAX_HEADER_BYTES = 100_000_000
@@ -36,49 +39,55 @@ class HeaderResult:
 
 
 def read_safetensors_header(path: Path, rel: str) -> HeaderResult:
-    """Read and validate the header of the safetensors file at `path` (named `rel`)."""
+    """Read and validate the header of the local safetensors file at `path` (named `rel`)."""
+    from draftfit.checkpoint.access import LocalAccess
+
+    return read_header_via(LocalAccess(path.parent), path.name, rel)
+
+
+def read_header_via(access: FileAccess, name: str, rel: str | None = None) -> HeaderResult:
+    """Read and validate a safetensors header through `access` (local file or remote)."""
+    rel = rel or name
     try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
-            return _read_from_handle(handle, size, rel)
+        size = access.size(name)
+        first = access.read_range(name, 0, max(8, min(size, access.prefetch)))
+        if len(first) < 8:
+            return HeaderResult(
+                {},
+                None,
+                [
+                    Damage(
+                        "truncated-file",
+                        rel,
+                        f"file is {size} bytes; a safetensors file needs at least 8 "
+                        "(the header length)",
+                    )
+                ],
+                0,
+            )
+        (header_length,) = struct.unpack("<Q", first[:8])
+        if header_length > MAX_HEADER_BYTES or 8 + header_length > size:
+            limit = f" (limit {MAX_HEADER_BYTES})" if header_length > MAX_HEADER_BYTES else ""
+            return HeaderResult(
+                {},
+                None,
+                [
+                    Damage(
+                        "header-length-out-of-range",
+                        rel,
+                        f"header length prefix says {header_length} bytes, but the file has "
+                        f"{max(size - 8, 0)} bytes after the prefix{limit}",
+                    )
+                ],
+                header_length,
+            )
+        if 8 + header_length <= len(first):
+            header = first[8 : 8 + header_length]
+        else:
+            header = access.read_range(name, 8, 8 + header_length)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         return HeaderResult({}, None, [Damage("unreadable-file", rel, f"cannot read: {reason}")], 0)
-
-
-def _read_from_handle(handle: BinaryIO, size: int, rel: str) -> HeaderResult:
-    prefix = handle.read(8)
-    if len(prefix) < 8:
-        return HeaderResult(
-            {},
-            None,
-            [
-                Damage(
-                    "truncated-file",
-                    rel,
-                    f"file is {size} bytes; a safetensors file needs at least 8 "
-                    "(the header length)",
-                )
-            ],
-            0,
-        )
-    (header_length,) = struct.unpack("<Q", prefix)
-    if header_length > MAX_HEADER_BYTES or 8 + header_length > size:
-        return HeaderResult(
-            {},
-            None,
-            [
-                Damage(
-                    "header-length-out-of-range",
-                    rel,
-                    f"header length prefix says {header_length} bytes, but the file has "
-                    f"{max(size - 8, 0)} bytes after the prefix"
-                    + (f" (limit {MAX_HEADER_BYTES})" if header_length > MAX_HEADER_BYTES else ""),
-                )
-            ],
-            header_length,
-        )
-    header = handle.read(header_length)
     return parse_header(header, size - 8 - header_length, rel, header_length)
 
 

@@ -30,9 +30,7 @@ def read_bytes(
     if end < start or end - start > limit:
         return None
     try:
-        with (checkpoint.root / info.file).open("rb") as handle:
-            handle.seek(start)
-            data = handle.read(end - start)
+        data = checkpoint.read_range(info.file, start, end)
     except OSError:
         return None
     return data if len(data) == end - start else None

@@ -265,7 +265,7 @@ def missing_tensor_uninitialised(ctx: Context) -> Iterator[Violation]:
     Re-export the checkpoint with every trained tensor.
     """
     view = ctx.view
-    if view is None:
+    if view is None or not ctx.checkpoint.weights_complete:
         return
     for exp in view.expectations.values():
         if exp.if_missing == UNINITIALISED and exp.canonical not in ctx.spec.tensors:
@@ -295,7 +295,7 @@ def missing_norm_weight(ctx: Context) -> Iterator[Violation]:
     Store the trained norm weight, or turn the flag off if it was not trained.
     """
     view = ctx.view
-    if view is None:
+    if view is None or not ctx.checkpoint.weights_complete:
         return
     for exp in view.expectations.values():
         if exp.if_missing == ONES and exp.canonical not in ctx.spec.tensors:

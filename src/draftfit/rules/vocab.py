@@ -34,6 +34,8 @@ def missing_d2t(ctx: Context) -> Iterator[Violation]:
     view = ctx.view
     if view is None or not view.built or not view.effective.get("reduced_vocab"):
         return
+    if not ctx.checkpoint.weights_complete:
+        return
     if "d2t" in ctx.spec.tensors:
         return
     spec = ctx.spec
@@ -76,6 +78,8 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
     """
     view = ctx.view
     if view is None or not view.built or "lm_head.weight" in ctx.spec.tensors:
+        return
+    if not ctx.checkpoint.weights_complete:
         return
     exp = view.expectations.get("lm_head.weight")
     if exp is None or exp.if_missing != "shared":
