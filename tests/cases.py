@@ -201,9 +201,7 @@ def _misroute(path: Path) -> None:
     _write_index(path, index)
 
 
-case("index-tensor-in-other-shard", {"DF012"}, {"DF011"}, verdict="compatible")(
-    _sharded(_misroute)
-)
+case("index-tensor-in-other-shard", {"DF012"}, {"DF011"}, verdict="compatible")(_sharded(_misroute))
 
 
 def _unlist(path: Path) -> None:
@@ -212,9 +210,7 @@ def _unlist(path: Path) -> None:
     _write_index(path, index)
 
 
-case("tensor-not-in-index", {"DF014"}, {"DF012", "DF205"}, verdict="compatible")(
-    _sharded(_unlist)
-)
+case("tensor-not-in-index", {"DF014"}, {"DF012", "DF205"}, verdict="compatible")(_sharded(_unlist))
 
 
 def _bad_index(path: Path) -> None:
@@ -224,15 +220,20 @@ def _bad_index(path: Path) -> None:
 case("index-not-json", {"DF015"}, {"DF011"})(_sharded(_bad_index))
 
 
-def _duplicate(tmp: Path) -> tuple[Path, Path | None]:
-    draft = f.specforge()
-    path = draft.write(tmp / "draft")
-    f.write_checkpoint(tmp / "extra", None, {"norm.weight": draft.tensors["norm.weight"]})
-    (tmp / "extra" / "model.safetensors").rename(path / "extra.safetensors")
-    return path, f.llama_target(tmp / "target")
+def _duplicate(value: float) -> Builder:
+    def build(tmp: Path) -> tuple[Path, Path | None]:
+        draft = f.specforge()
+        path = draft.write(tmp / "draft")
+        copy = {"norm.weight": f.Tensor("BF16", (f.H,), f.norm_bytes(f.H, value))}
+        f.write_checkpoint(tmp / "extra", None, copy)
+        (tmp / "extra" / "model.safetensors").rename(path / "extra.safetensors")
+        return path, f.llama_target(tmp / "target")
+
+    return build
 
 
-case("duplicate-tensor", {"DF013"}, {"DF011"})(_duplicate)
+case("duplicate-tensor-differs", {"DF013"}, {"DF011"}, verdict="degraded")(_duplicate(0.25))
+case("duplicate-tensor-identical", set(), {"DF013"}, verdict="compatible")(_duplicate(0.5))
 
 
 def _no_config(path: Path) -> None:

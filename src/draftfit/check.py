@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from draftfit.checkpoint import Checkpoint, load_checkpoint
+from draftfit.checkpoint import Checkpoint
 from draftfit.engines import build_view
 from draftfit.engines.profile import Profile, parse_engine_spec
 from draftfit.errors import UsageError
@@ -19,7 +19,7 @@ from draftfit.report import EngineResult, Finding, Report, verdict_for
 from draftfit.rules import all_rules
 from draftfit.rules.base import Context, Rule, Violation
 from draftfit.spec import EAGLE, EAGLE3, describe
-from draftfit.target import Target, load_target
+from draftfit.target import Target
 
 METHOD_CHOICES = (EAGLE3, EAGLE, "auto")
 
@@ -42,10 +42,15 @@ def check_path(
     engines: Iterable[str] | None = None,
     method: str | None = None,
 ) -> Report:
-    """Check the draft directory `draft` (next to `target`, if given) for each engine."""
+    """Check the draft `draft` (next to `target`, if given) for each engine.
+
+    Both may be local directories or Hub references (`hf://owner/name[@rev]`, `owner/name`).
+    """
+    from draftfit.sources import open_checkpoint, open_target
+
     profiles = resolve_engines(engines)
-    checkpoint = load_checkpoint(draft)
-    target_obj = load_target(target) if target is not None else None
+    checkpoint = open_checkpoint(draft)
+    target_obj = open_target(target) if target is not None else None
     return check_checkpoint(checkpoint, target_obj, profiles, method)
 
 

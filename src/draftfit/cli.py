@@ -48,8 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="check a draft against engine versions (and a target)",
         description="Check a draft checkpoint against engine versions.",
     )
-    check.add_argument("draft", help="draft checkpoint directory")
-    check.add_argument("--target", help="target (verifier) directory holding its config.json")
+    check.add_argument(
+        "draft", help="draft checkpoint: a directory, hf://OWNER/NAME[@REV] or OWNER/NAME"
+    )
+    check.add_argument(
+        "--target", help="target (verifier): a directory holding its config.json, or a Hub repo"
+    )
     check.add_argument(
         "--engine",
         action="append",
@@ -102,7 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="show what a draft checkpoint holds",
         description="Dialect, dims, tensors by role, parameter counts.",
     )
-    inspect_p.add_argument("draft", help="draft checkpoint directory")
+    inspect_p.add_argument(
+        "draft", help="draft checkpoint: a directory, hf://OWNER/NAME[@REV] or OWNER/NAME"
+    )
     _add_format(inspect_p)
 
     rules_p = sub.add_parser("rules", help="list every rule")

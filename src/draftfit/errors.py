@@ -30,3 +30,7 @@ class SpecDataError(DraftfitError):
 
 class OutputExistsError(DraftfitError):
     """An output directory exists and is not empty (use --force)."""
+
+
+class HubAccessError(DraftfitError):
+    """A Hub repository cannot be read: not found, gated, offline and not cached, timed out."""

@@ -9,7 +9,6 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from draftfit.checkpoint import load_checkpoint
 from draftfit.render.console import render_to_string
 from draftfit.spec import describe, is_known_role
 
@@ -42,7 +41,10 @@ def role_of(canonical: str) -> str:
 
 
 def inspect_path(path: str | Path) -> dict[str, Any]:
-    checkpoint = load_checkpoint(path)
+    """Everything `draftfit inspect` shows, as a JSON-ready dict."""
+    from draftfit.sources import open_checkpoint
+
+    checkpoint = open_checkpoint(path)
     spec = describe(checkpoint)
     tensors = []
     for canonical, info in spec.tensors.items():

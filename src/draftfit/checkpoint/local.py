@@ -162,14 +162,18 @@ def _read_format(checkpoint: Checkpoint, candidates: list[str], index_name: str,
         damage.extend(shard_damage)
         for name, info in tensors.items():
             if name in owner:
-                damage.append(
-                    Damage(
-                        "duplicate-tensor",
-                        rel,
-                        f"`{name}` is stored in both `{owner[name]}` and `{rel}`",
-                        name,
+                same = _same_bytes(access, checkpoint.tensors[name], info)
+                if same is not True:
+                    how = "with different values" if same is False else "(too large to compare)"
+                    damage.append(
+                        Damage(
+                            "duplicate-tensor",
+                            rel,
+                            f"`{name}` is stored in both `{owner[name]}` and `{rel}` {how}; "
+                            "which copy an engine keeps depends on file order",
+                            name,
+                        )
                     )
-                )
                 continue
             owner[name] = rel
             checkpoint.tensors[name] = info
@@ -207,6 +211,26 @@ def _read_format(checkpoint: Checkpoint, candidates: list[str], index_name: str,
                         "/weight_map/" + _escape(name),
                     )
                 )
+
+
+DUPLICATE_COMPARE_LIMIT = 64 * 1024 * 1024
+
+
+def _same_bytes(access: FileAccess, first: TensorInfo, second: TensorInfo) -> bool | None:
+    """Whether two stored copies of a tensor are byte-identical (None: not compared)."""
+    if first.byte_range is None or second.byte_range is None:
+        return None
+    size = first.byte_range[1] - first.byte_range[0]
+    if size != second.byte_range[1] - second.byte_range[0] or first.dtype != second.dtype:
+        return False
+    if size > DUPLICATE_COMPARE_LIMIT:
+        return None
+    try:
+        return access.read_range(first.file, *first.byte_range) == access.read_range(
+            second.file, *second.byte_range
+        )
+    except OSError:
+        return None
 
 
 def _read_index(access: FileAccess, index_name: str, damage: list[Damage]) -> dict[str, str] | None:

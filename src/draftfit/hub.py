@@ -1,0 +1,255 @@
+"""Hugging Face Hub sources: `hf://OWNER/NAME[@REVISION]` or a bare `OWNER/NAME`.
+
+Only `config.json`, the shard index and the safetensors *headers* are fetched: the header of
+each weight file is read with HTTP range requests (one request when the header is under
+100 KB, as huggingface_hub does), through huggingface_hub's session, so `HF_TOKEN`,
+`HF_ENDPOINT`, `HF_HUB_OFFLINE` and the cache behave as in every HF tool. With
+`HF_HUB_OFFLINE=1` the local cache is read instead. Every failure to reach the repository
+becomes a :class:`HubAccessError` with one clear line (the CLI exits 2).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from draftfit.checkpoint.local import load_checkpoint, load_from_access
+from draftfit.checkpoint.model import Checkpoint
+from draftfit.errors import HubAccessError
+from draftfit.target import Target, load_target
+
+PREFIX = "hf://"
+HEADER_PREFETCH = 100_000
+WEIGHT_PATTERNS = ("*.json", "*.safetensors", "*.bin")
+
+
+@dataclass(frozen=True)
+class HubRef:
+    """A Hub repository at a revision (None: the default branch)."""
+
+    repo_id: str
+    revision: str | None
+
+    @property
+    def display(self) -> str:
+        return PREFIX + self.repo_id + (f"@{self.revision}" if self.revision else "")
+
+
+def parse_hub_reference(text: str) -> HubRef:
+    body = text[len(PREFIX) :] if text.startswith(PREFIX) else text
+    repo, _, revision = body.partition("@")
+    parts = repo.strip("/").split("/")
+    if len(parts) != 2 or not all(parts):
+        raise HubAccessError(f"{text}: expected hf://OWNER/NAME[@REVISION]")
+    return HubRef("/".join(parts), revision or None)
+
+
+class RemoteAccess:
+    """Ranged reads of one repository's files through huggingface_hub's HTTP session."""
+
+    prefetch = HEADER_PREFETCH
+
+    def __init__(self, ref: HubRef, commit: str | None, sizes: dict[str, int]) -> None:
+        self.ref = ref
+        self.commit = commit
+        self.sizes = sizes
+        self.bytes_received = 0
+
+    def size(self, rel: str) -> int:
+        if rel not in self.sizes:
+            raise FileNotFoundError(rel)
+        return self.sizes[rel]
+
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        if end <= start:
+            return b""
+        return self._get(rel, {"Range": f"bytes={start}-{end - 1}"})
+
+    def read_all(self, rel: str) -> bytes:
+        from huggingface_hub import hf_hub_download
+
+        with _hub_errors(self.ref):
+            path = hf_hub_download(self.ref.repo_id, rel, revision=self.commit or self.ref.revision)
+        return Path(path).read_bytes()
+
+    def local_path(self, rel: str) -> Path | None:
+        return None
+
+    def _get(self, rel: str, extra: dict[str, str]) -> bytes:
+        from huggingface_hub import get_session, hf_hub_url, hf_raise_for_status
+        from huggingface_hub.utils import build_hf_headers
+
+        url = hf_hub_url(self.ref.repo_id, rel, revision=self.commit or self.ref.revision)
+        with _hub_errors(self.ref):
+            response = get_session().get(
+                url, headers={**build_hf_headers(), **extra}, timeout=_timeout()
+            )
+            hf_raise_for_status(response)
+        data = response.content
+        self.bytes_received += len(data)
+        return data
+
+
+def load_hub_checkpoint(text: str) -> Checkpoint:
+    """Read a draft from the Hub (headers only), or from the local cache when offline."""
+    ref = parse_hub_reference(text)
+    if _offline():
+        return load_checkpoint(_cached_snapshot(ref), source=ref.display)
+    with _progress(f"reading {ref.display} (config and safetensors headers)"):
+        commit, sizes = _list_files(ref)
+        if not any(name.endswith(".safetensors") for name in sizes) and any(
+            name.endswith(".bin") for name in sizes
+        ):
+            raise HubAccessError(
+                f"{ref.display} holds only PyTorch .bin weights; draftfit reads remote "
+                "safetensors headers only. Download it (`hf download "
+                f"{ref.repo_id}`) and check the local copy"
+            )
+        access = RemoteAccess(ref, commit, sizes)
+        root = Path(ref.repo_id.replace("/", "--"))
+        return load_from_access(access, list(sizes), ref.display, root)
+
+
+def load_hub_target(text: str) -> Target:
+    """A target's config.json from the Hub (or the cache when offline)."""
+    from huggingface_hub import hf_hub_download
+
+    ref = parse_hub_reference(text)
+    with _progress(f"reading {ref.display} config.json"), _hub_errors(ref):
+        path = hf_hub_download(
+            ref.repo_id, "config.json", revision=ref.revision, local_files_only=_offline()
+        )
+    return load_target(Path(path).parent, source=ref.display)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _list_files(ref: HubRef) -> tuple[str | None, dict[str, int]]:
+    from huggingface_hub import HfApi
+
+    with _hub_errors(ref):
+        info = HfApi().model_info(ref.repo_id, revision=ref.revision, files_metadata=True)
+    sizes = {s.rfilename: int(s.size or 0) for s in info.siblings or [] if "/" not in s.rfilename}
+    return info.sha, sizes
+
+
+def _cached_snapshot(ref: HubRef) -> Path:
+    from huggingface_hub import snapshot_download
+
+    with _hub_errors(ref):
+        path = snapshot_download(
+            ref.repo_id,
+            revision=ref.revision,
+            local_files_only=True,
+            allow_patterns=list(WEIGHT_PATTERNS),
+        )
+    return Path(path)
+
+
+def _offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def _timeout() -> float:
+    from huggingface_hub import constants
+
+    return float(constants.HF_HUB_DOWNLOAD_TIMEOUT)
+
+
+@contextmanager
+def _hub_errors(ref: HubRef):
+    """Translate huggingface_hub / HTTP failures into one-line HubAccessErrors."""
+    from huggingface_hub import errors
+
+    try:
+        yield
+    except errors.GatedRepoError as exc:
+        raise HubAccessError(
+            f"{ref.display} is gated: accept its terms on the Hub and set HF_TOKEN "
+            f"(HTTP {_status(exc)})"
+        ) from exc
+    except errors.RepositoryNotFoundError as exc:
+        raise HubAccessError(
+            f"{ref.display} not found (HTTP {_status(exc)}); if it is private, set HF_TOKEN"
+        ) from exc
+    except errors.RevisionNotFoundError as exc:
+        raise HubAccessError(f"{ref.display}: revision {ref.revision!r} not found") from exc
+    except errors.LocalEntryNotFoundError as exc:
+        raise HubAccessError(
+            f"{ref.display} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
+            if _offline()
+            else f"{ref.display}: cannot reach the Hub ({_cause(exc)})"
+        ) from exc
+    except errors.EntryNotFoundError as exc:
+        raise FileNotFoundError(str(exc).splitlines()[0]) from exc
+    except errors.OfflineModeIsEnabled as exc:
+        raise HubAccessError(
+            f"{ref.display} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
+        ) from exc
+    except errors.HfHubHTTPError as exc:
+        status = _status(exc)
+        if status in (401, 403):
+            raise HubAccessError(
+                f"{ref.display}: access denied (HTTP {status}); set HF_TOKEN"
+            ) from exc
+        raise HubAccessError(f"{ref.display}: Hub request failed (HTTP {status})") from exc
+    except Exception as exc:
+        if "Timeout" in type(exc).__name__:
+            raise HubAccessError(
+                f"{ref.display}: the Hub did not answer within {_timeout():g} s "
+                "(raise HF_HUB_DOWNLOAD_TIMEOUT or retry)"
+            ) from exc
+        if type(exc).__name__ in ("ConnectError", "ConnectionError", "ConnectTimeout"):
+            raise HubAccessError(f"{ref.display}: cannot reach the Hub ({_cause(exc)})") from exc
+        raise
+
+
+def _status(exc: Any) -> Any:
+    response = getattr(exc, "response", None)
+    return getattr(response, "status_code", "?")
+
+
+def _cause(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:160]
+
+
+@contextmanager
+def _progress(message: str, delay: float = 0.5):
+    """Say what is being fetched on stderr, but only if it takes more than a moment."""
+    done = threading.Event()
+    shown = threading.Event()
+
+    def announce() -> None:
+        if not done.wait(delay):
+            shown.set()
+            print(f"draftfit: {message} ...", file=sys.stderr, flush=True)
+
+    _quiet_hf_progress_bars()
+    started = time.monotonic()
+    thread = threading.Thread(target=announce, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        if shown.is_set():
+            print(
+                f"draftfit: done in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True
+            )
+
+
+def _quiet_hf_progress_bars() -> None:
+    """draftfit fetches a few KB; huggingface_hub's per-file bars would only add noise."""
+    from huggingface_hub.utils import disable_progress_bars
+
+    disable_progress_bars()
