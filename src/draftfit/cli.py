@@ -101,6 +101,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_format(diff)
 
+    convert = sub.add_parser(
+        "convert",
+        help="rewrite a draft into the convention an engine expects (bytes copied verbatim)",
+        description="Plan, write atomically and verify a conversion. The input is never "
+        "modified; tensor bytes are copied, never decoded.",
+    )
+    convert.add_argument("draft", help="local draft checkpoint directory")
+    convert.add_argument(
+        "--to",
+        required=True,
+        choices=("vllm", "sglang", "speculators"),
+        help="destination convention",
+    )
+    convert.add_argument("-o", "--output", dest="out", help="output directory")
+    convert.add_argument("--target", help="target directory or Hub repo (aux ids, hidden size)")
+    convert.add_argument(
+        "--engine",
+        action="append",
+        metavar="ENGINE[==VERSION]",
+        help="engine version to convert for and verify against (default: newest vLLM)",
+    )
+    convert.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    convert.add_argument(
+        "--unsafe-fixes", action="store_true", help="also apply edits that change values or guess"
+    )
+    convert.add_argument(
+        "--force", action="store_true", help="replace a non-empty output directory"
+    )
+    _add_format(convert)
+
     inspect_p = sub.add_parser(
         "inspect",
         help="show what a draft checkpoint holds",
@@ -171,6 +201,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cmd_inspect(args)
     if args.command == "diff":
         return _cmd_diff(args)
+    if args.command == "convert":
+        return _cmd_convert(args)
     if args.command == "rules":
         return _cmd_rules(args)
     if args.command == "rule":
@@ -213,6 +245,42 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
         sys.stdout.write(render_diff(report, _color()))
     return report.exit_code(fail_on)
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from draftfit.convert import convert_path
+    from draftfit.render.plan_text import render_plan
+    from draftfit.rules.base import Severity
+
+    result = convert_path(
+        args.draft,
+        args.to,
+        args.out,
+        target=args.target,
+        engines=args.engine,
+        dry_run=args.dry_run,
+        unsafe=args.unsafe_fixes,
+        force=args.force,
+    )
+    if args.format == "json":
+        from draftfit.render.json import render_json
+
+        data = {
+            "plan": result.plan.to_dict(),
+            "output": str(result.out) if result.out else None,
+            "written": result.written,
+            "check": result.report.to_dict() if result.report else None,
+        }
+        sys.stdout.write(render_json(data))
+    else:
+        sys.stdout.write(render_plan(result.plan, args.out, result.written, _color()))
+        if result.report is not None:
+            from draftfit.render.text import render_check
+
+            sys.stdout.write("\nCheck of the output\n\n")
+            sys.stdout.write(render_check(result.report, _color()))
+    del Severity
+    return result.exit_code()
 
 
 def _emit_report(report, fmt: str, fail_on) -> None:

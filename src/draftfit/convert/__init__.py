@@ -1,0 +1,82 @@
+"""`draftfit convert`: rewrite a draft into the convention an engine expects.
+
+A plan first (:mod:`draftfit.convert.planner`), then, unless `--dry-run`, an atomic write
+that copies tensor bytes verbatim (:mod:`draftfit.convert.write`), then a check of the
+output for the chosen engine::
+
+    from draftfit.convert import convert_path
+    result = convert_path("./specforge-draft", to="vllm", out="./draft-vllm")
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from draftfit.check import check_checkpoint, resolve_engines
+from draftfit.checkpoint import load_checkpoint
+from draftfit.convert.plan import Plan
+from draftfit.convert.planner import CONVENTIONS, plan_conversion
+from draftfit.convert.write import check_output_path, write_plan
+from draftfit.errors import UsageError
+from draftfit.report import Report
+from draftfit.rules.base import Severity
+from draftfit.spec import describe
+
+__all__ = ["CONVENTIONS", "ConvertResult", "convert_path"]
+
+
+@dataclass
+class ConvertResult:
+    """The plan, whether it was written, and the check of the written output."""
+
+    plan: Plan
+    out: Path | None
+    written: bool
+    report: Report | None
+
+    def exit_code(self) -> int:
+        """1 when the written output still has errors for the engine, else 0."""
+        return self.report.exit_code(Severity.ERROR) if self.report is not None else 0
+
+
+def convert_path(
+    draft: str | Path,
+    to: str,
+    out: str | Path | None,
+    target: str | Path | None = None,
+    engines: list[str] | None = None,
+    dry_run: bool = False,
+    unsafe: bool = False,
+    force: bool = False,
+) -> ConvertResult:
+    """Plan (and unless `dry_run`, write and verify) the conversion of `draft` into `to`."""
+    from draftfit.sources import is_hub_reference, open_target
+
+    if is_hub_reference(str(draft)):
+        raise UsageError(
+            "convert needs a local checkpoint: download it first (`hf download OWNER/NAME "
+            "--local-dir DIR`)"
+        )
+    if out is None and not dry_run:
+        raise UsageError("convert needs -o OUT (or --dry-run)")
+    checkpoint = load_checkpoint(draft)
+    if out is not None:
+        check_output_path(checkpoint.root, Path(out), force)
+    if not checkpoint.weights_complete:
+        kinds = sorted({d.kind for d in checkpoint.damage})
+        raise UsageError(
+            f"{draft} has damaged weight files ({', '.join(kinds)}); run `draftfit check` first"
+        )
+    target_obj = open_target(target) if target is not None else None
+    profiles = resolve_engines(engines) if to != "sglang" else []
+    profile = profiles[0] if profiles else None
+    plan = plan_conversion(checkpoint, describe(checkpoint), to, profile, target_obj, unsafe)
+    if dry_run:
+        return ConvertResult(plan, Path(out) if out else None, False, None)
+    assert out is not None
+    write_plan(plan, checkpoint, Path(out))
+    written = load_checkpoint(out)
+    verify_profiles = profiles or resolve_engines(None)
+    report = check_checkpoint(written, target_obj, verify_profiles)
+    return ConvertResult(plan, Path(out), True, report)

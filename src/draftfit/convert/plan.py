@@ -1,0 +1,100 @@
+"""A conversion plan: every edit, with its safety, before anything is written.
+
+Like a linter's fixes, each edit is *safe* (meaning kept exactly: renames between known
+conventions, restructuring a config, moving aux ids with their counting shifted, deriving
+`t2d` from `d2t`), *unsafe* (changes values or guesses: assuming default aux layers,
+dropping a trained tensor the engine cannot use; applied only with `--unsafe-fixes`) or
+*display-only* (needs a human: a hidden size that does not match the target means
+retraining). The plan also lists the output tensors and where each one's bytes come from,
+so the writer can copy them verbatim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from draftfit.checkpoint.model import TensorInfo
+
+SAFE = "safe"
+UNSAFE = "unsafe"
+DISPLAY_ONLY = "display-only"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change the conversion makes (or would make)."""
+
+    action: str  # set-config, delete-config, rename-tensor, add-tensor, drop-tensor, move-aux-ids
+    target: str  # JSON pointer or tensor name
+    description: str
+    safety: str = SAFE
+
+    def to_dict(self, applied: bool) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "target": self.target,
+            "description": self.description,
+            "safety": self.safety,
+            "applied": applied,
+        }
+
+
+@dataclass
+class OutputTensor:
+    """A tensor of the output: copied verbatim from `source`, or new bytes in `data`."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    source: TensorInfo | None = None
+    data: bytes | None = None
+    shard: int = 0
+
+
+@dataclass
+class Plan:
+    """Everything a conversion will write."""
+
+    convention: str
+    source: str
+    config: dict[str, Any]
+    tensors: list[OutputTensor]
+    edits: list[Edit] = field(default_factory=list)
+    copy_files: list[str] = field(default_factory=list)
+    shards: int = 1
+    unsafe_allowed: bool = False
+
+    def applied(self, edit: Edit) -> bool:
+        return edit.safety == SAFE or (edit.safety == UNSAFE and self.unsafe_allowed)
+
+    @property
+    def pending(self) -> list[Edit]:
+        """Edits that were not applied (unsafe without --unsafe-fixes, or display-only)."""
+        return [e for e in self.edits if not self.applied(e)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "convention": self.convention,
+            "source": self.source,
+            "edits": [e.to_dict(self.applied(e)) for e in self.edits],
+            "tensors": [
+                {
+                    "name": t.name,
+                    "dtype": t.dtype,
+                    "shape": list(t.shape),
+                    "from": t.source.name if t.source is not None else None,
+                    "derived": t.source is None,
+                    "shard": t.shard,
+                }
+                for t in self.tensors
+            ],
+            "copy_files": list(self.copy_files),
+            "config": self.config,
+            "summary": {
+                "safe": sum(1 for e in self.edits if e.safety == SAFE),
+                "unsafe": sum(1 for e in self.edits if e.safety == UNSAFE),
+                "display_only": sum(1 for e in self.edits if e.safety == DISPLAY_ONLY),
+                "not_applied": len(self.pending),
+            },
+        }

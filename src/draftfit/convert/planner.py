@@ -1,0 +1,597 @@
+"""Plan a conversion into the convention an engine (or the speculators library) expects.
+
+Conventions (facts in `knowledge/producers.md` §6–8 and the engine data):
+
+* **vllm** — a flat HF config whose `architectures` the chosen vLLM version registers, aux
+  ids at the top level in capture-before counting (where every vLLM runner reads them),
+  `num_aux_hidden_states` when `fc` takes other than 3 states, bare `layers.N.*` names,
+  `d2t` kept (dropped when it is the identity and the version rejects it).
+* **sglang** — `LlamaForCausalLMEagle3`, `midlayer.*` (single layer), aux ids in
+  `eagle_config.eagle_aux_hidden_state_layer_ids` in SGLang's output-of counting,
+  `draft_vocab_size` present.
+* **speculators** — what the speculators library writes: `speculators_model_type`,
+  `speculators_config` (algorithm, proposal methods, verifier), `transformer_layer_config`,
+  top-level EAGLE fields, `layers.N.*` names, `t2d` next to `d2t`.
+
+The planner never touches tensor values except to *derive* small vocabulary maps
+(`d2t` ↔ `t2d`), which are exact.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from typing import Any
+
+from draftfit.checkpoint.model import Checkpoint, TensorInfo
+from draftfit.checkpoint.values import read_ints, read_mask
+from draftfit.convert.plan import DISPLAY_ONLY, SAFE, UNSAFE, Edit, OutputTensor, Plan
+from draftfit.engines.profile import Profile
+from draftfit.errors import UsageError
+from draftfit.spec import (
+    CAPTURE_BEFORE,
+    EAGLE,
+    EAGLE_FIELDS,
+    LAYER_FIELDS,
+    DraftSpec,
+    default_capture_ids,
+    is_known_role,
+    resolve_with_target,
+)
+from draftfit.target import Target
+
+CONVENTIONS = ("vllm", "sglang", "speculators")
+# Keys that only make sense in one convention and are rebuilt by the planner.
+SPECULATORS_KEYS = (
+    "speculators_model_type",
+    "speculators_version",
+    "speculators_config",
+    "transformer_layer_config",
+    "auto_map",
+    "has_no_defaults_at_init",
+    "embed_requires_grad",
+)
+NORM_FLAGS = ("norm_before_fc", "fc_norm", "norm_output")
+_LAYER = re.compile(r"^layers\.(\d+)\.(.*)$")
+
+
+def plan_conversion(
+    checkpoint: Checkpoint,
+    spec: DraftSpec,
+    to: str,
+    profile: Profile | None,
+    target: Target | None = None,
+    unsafe: bool = False,
+) -> Plan:
+    """Plan the conversion of `checkpoint` into convention `to`."""
+    if to not in CONVENTIONS:
+        raise UsageError(f"unknown convention {to!r}; choose from {', '.join(CONVENTIONS)}")
+    if checkpoint.config is None:
+        raise UsageError(f"{checkpoint.source} has no readable config.json; nothing to convert")
+    if spec.method == EAGLE:
+        raise UsageError(
+            f"{checkpoint.source} is an EAGLE-1 draft; draftfit converts EAGLE-3 drafts only"
+        )
+    planner = _Planner(checkpoint, spec, to, profile, target, unsafe)
+    return planner.run()
+
+
+class _Planner:
+    def __init__(
+        self,
+        checkpoint: Checkpoint,
+        spec: DraftSpec,
+        to: str,
+        profile: Profile | None,
+        target: Target | None,
+        unsafe: bool,
+    ) -> None:
+        self.ckpt = checkpoint
+        self.spec = spec
+        self.to = to
+        self.profile = profile
+        self.target = target
+        self.edits: list[Edit] = []
+        self.unsafe = unsafe
+
+    def edit(self, action: str, target: str, description: str, safety: str = SAFE) -> bool:
+        """Record an edit; return whether it is applied."""
+        item = Edit(action, target, description, safety)
+        self.edits.append(item)
+        return safety == SAFE or (safety == UNSAFE and self.unsafe)
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> Plan:
+        layer = self._layer_config()
+        eagle = self._eagle_fields(layer)
+        aux = self._aux_ids(layer)
+        tensors = self._tensors(layer)
+        config = self._config(layer, eagle, aux)
+        self._engine_limits(config, layer)
+        plan = Plan(
+            convention=self.to,
+            source=self.ckpt.source,
+            config=config,
+            tensors=tensors,
+            edits=self.edits,
+            copy_files=self._copy_files(config),
+            shards=max((t.shard for t in tensors), default=0) + 1,
+            unsafe_allowed=self.unsafe,
+        )
+        return plan
+
+    # ------------------------------------------------------------------ config parts
+    def _layer_config(self) -> dict[str, Any]:
+        """The decoder fields, wherever the source keeps them."""
+        spec = self.spec
+        layer: dict[str, Any] = {}
+        for name in LAYER_FIELDS:
+            field = spec.field(name)
+            if field.present:
+                layer[name] = field.value
+        layer.setdefault("model_type", "llama")
+        implied = spec.undeclared_head_dim
+        if implied is not None:
+            self.edit(
+                "set-config",
+                spec.pointer("head_dim"),
+                f"declare `head_dim: {implied}`: the stored q_proj is {implied}-wide per head, "
+                f"while hidden_size/num_attention_heads gives {spec.head_dim}",
+            )
+            layer["head_dim"] = implied
+        if spec.layer_config_pointer and self.to != "speculators":
+            self.edit(
+                "move-config",
+                spec.layer_config_pointer,
+                f"flatten `{spec.layer_config_pointer}` into the top level",
+            )
+        elif not spec.layer_config_pointer and self.to == "speculators":
+            self.edit(
+                "move-config",
+                "/transformer_layer_config",
+                "move the decoder fields into `transformer_layer_config`",
+            )
+        return layer
+
+    def _eagle_fields(self, layer: dict[str, Any]) -> dict[str, Any]:
+        spec = self.spec
+        out: dict[str, Any] = {}
+        for name in EAGLE_FIELDS:
+            field = spec.field(name)
+            if field.present and name not in ("architectures", "dtype", "torch_dtype", "bias"):
+                out[name] = field.value
+        for name in NORM_FLAGS:
+            nested = spec.field(f"eagle_config.{name}")
+            if nested.present and name not in out:
+                out[name] = nested.value
+        if out.get("target_hidden_size") is None:
+            out.pop("target_hidden_size", None)
+        # norm_before_residual: write the value the draft was trained with, explicitly.
+        trained_nbr = self._trained_norm_before_residual()
+        if "norm_before_residual" not in out or out["norm_before_residual"] != trained_nbr:
+            self.edit(
+                "set-config",
+                "/norm_before_residual",
+                f"write `norm_before_residual: {str(trained_nbr).lower()}` explicitly (the value "
+                f"{spec.dialect.title} trains with); engines default it differently",
+            )
+        out["norm_before_residual"] = trained_nbr
+        if out.get("draft_vocab_size") is None:
+            vd = self._draft_vocab_from_tensors()
+            if vd is not None:
+                self.edit(
+                    "set-config",
+                    "/draft_vocab_size",
+                    f"write `draft_vocab_size: {vd}` (the rows of `lm_head.weight`)",
+                )
+                out["draft_vocab_size"] = vd
+        self._target_hidden_size(out, layer)
+        n = self._num_aux_states(out, layer)
+        if n is not None and n != 3:
+            layer["num_aux_hidden_states"] = n
+        return out
+
+    def _trained_norm_before_residual(self) -> bool:
+        value = self.spec.get("norm_before_residual")
+        if isinstance(value, bool):
+            return value
+        # Missing: speculators' config class and every other producer default to false.
+        return False
+
+    def _draft_vocab_from_tensors(self) -> int | None:
+        head = self.spec.tensors.get("lm_head.weight")
+        return head.shape[0] if head is not None and len(head.shape) == 2 else None
+
+    def _target_hidden_size(self, eagle: dict[str, Any], layer: dict[str, Any]) -> None:
+        if self.target is None or self.target.hidden_size is None:
+            return
+        H, Ht = layer.get("hidden_size"), self.target.hidden_size
+        current = eagle.get("target_hidden_size", H)
+        if current == Ht:
+            return
+        width = self.spec.fc_input_width
+        if width and Ht and width % Ht == 0 and current != Ht and "target_hidden_size" not in eagle:
+            self.edit(
+                "set-config",
+                "/target_hidden_size",
+                f"write `target_hidden_size: {Ht}` (the target's hidden size; `fc` takes "
+                f"{width // Ht} states of that width)",
+            )
+            eagle["target_hidden_size"] = Ht
+        else:
+            self.edit(
+                "none",
+                "/hidden_size",
+                f"the draft expects target states of width {current} but the target's hidden "
+                f"size is {Ht}: the draft must be retrained for this target",
+                DISPLAY_ONLY,
+            )
+
+    def _num_aux_states(self, eagle: dict[str, Any], layer: dict[str, Any]) -> int | None:
+        width = self.spec.fc_input_width
+        t = eagle.get("target_hidden_size") or layer.get("hidden_size")
+        if not width or not t or width % t:
+            return None
+        n = width // t
+        if n != 3 and layer.get("num_aux_hidden_states") != n:
+            self.edit(
+                "set-config",
+                f"{self.spec.layer_config_pointer}/num_aux_hidden_states",
+                f"write `num_aux_hidden_states: {n}` (`fc` takes {n} aux states; engines "
+                "otherwise assume 3)",
+            )
+        return n
+
+    def _aux_ids(self, layer: dict[str, Any]) -> tuple[int, ...] | None:
+        """The trained aux ids in capture-before counting (None when none are known)."""
+        spec = self.spec
+        layers = self.target.num_layers if self.target else None
+        trained = spec.trained_aux
+        if trained is not None:
+            resolved = resolve_with_target(trained, layers)
+            ids = resolved.capture_before()
+            if resolved.convention != CAPTURE_BEFORE:
+                self.edit(
+                    "move-aux-ids",
+                    trained.pointer,
+                    f"aux ids {list(trained.ids)} at `{trained.pointer}` are {resolved.convention} "
+                    f"counting: they are capture-before {list(ids)}",
+                )
+            return ids
+        if layers:
+            ids = default_capture_ids(layers)
+            applied = self.edit(
+                "set-config",
+                "/eagle_aux_hidden_state_layer_ids",
+                f"write the default aux ids {list(ids)} for a {layers}-layer target (no ids are "
+                "written; this assumes the draft was trained on the default layers)",
+                UNSAFE,
+            )
+            return ids if applied else None
+        return None
+
+    # ------------------------------------------------------------------ config assembly
+    def _config(
+        self, layer: dict[str, Any], eagle: dict[str, Any], aux: tuple[int, ...] | None
+    ) -> dict[str, Any]:
+        source = self.ckpt.config or {}
+        dtype_key = "dtype" if "dtype" in source else "torch_dtype"
+        dtype = source.get(dtype_key) or (source.get("transformer_layer_config") or {}).get(
+            dtype_key
+        )
+        if self.to == "speculators":
+            return self._speculators_config(layer, eagle, aux, dtype_key, dtype)
+        config: dict[str, Any] = {"architectures": [self._architecture(layer)]}
+        config.update(layer)
+        config.update(eagle)
+        # Keep unrelated keys of a flat source (bos/eos, rope extras, quantization, ...).
+        for key, value in source.items():
+            if key in config or key in SPECULATORS_KEYS or key in ("eagle_config",):
+                continue
+            if key == "eagle_aux_hidden_state_layer_ids":
+                continue
+            if self.spec.layer_config_pointer == "":
+                config[key] = value
+        for key in SPECULATORS_KEYS:
+            if key in source:
+                self.edit("delete-config", f"/{key}", f"remove `{key}` (speculators-only)")
+        if dtype is not None:
+            config[dtype_key] = dtype
+        eagle_config = dict(source.get("eagle_config") or {})
+        for name in NORM_FLAGS:
+            eagle_config.pop(name, None)
+        if aux is not None:
+            output_of = [i - 1 for i in aux]
+            config["eagle_aux_hidden_state_layer_ids"] = list(aux)
+            if "eagle_aux_hidden_state_layer_ids" not in source or list(
+                source["eagle_aux_hidden_state_layer_ids"]
+            ) != list(aux):
+                self.edit(
+                    "move-aux-ids",
+                    "/eagle_aux_hidden_state_layer_ids",
+                    f"write `eagle_aux_hidden_state_layer_ids: {list(aux)}` (capture-before; "
+                    "read by vLLM)",
+                )
+            eagle_config["eagle_aux_hidden_state_layer_ids"] = output_of
+            eagle_config.setdefault("use_aux_hidden_state", True)
+            nested = (source.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
+            if nested is None or list(nested) != output_of:
+                self.edit(
+                    "move-aux-ids",
+                    "/eagle_config/eagle_aux_hidden_state_layer_ids",
+                    f"write `eagle_config.eagle_aux_hidden_state_layer_ids: {output_of}` "
+                    "(output-of counting; read by SGLang)",
+                )
+        if eagle_config:
+            config["eagle_config"] = eagle_config
+        return config
+
+    def _architecture(self, layer: dict[str, Any]) -> str:
+        model_type = layer.get("model_type", "llama")
+        current = self.spec.get("architectures")
+        current0 = current[0] if isinstance(current, list) and current else None
+        if self.to == "sglang":
+            arch = "LlamaForCausalLMEagle3"
+            if model_type not in ("llama", None):
+                self.edit(
+                    "none",
+                    "/transformer_layer_config/model_type",
+                    f"SGLang has no EAGLE-3 draft class for `{model_type}` decoder layers",
+                    DISPLAY_ONLY,
+                )
+        else:
+            registered = (
+                (self.profile.value("eagle3_draft_architectures") or [])
+                if (self.profile)
+                else ["LlamaForCausalLMEagle3"]
+            )
+            if model_type == "qwen3":
+                arch = "Eagle3Qwen3ForCausalLM"
+            elif "LlamaForCausalLMEagle3" in registered:
+                arch = "LlamaForCausalLMEagle3"
+            else:
+                arch = "Eagle3LlamaForCausalLM"
+            if arch not in registered:
+                self.edit(
+                    "none",
+                    "/architectures",
+                    f"{self.profile.title if self.profile else 'vLLM'} does not register `{arch}`",
+                    DISPLAY_ONLY,
+                )
+        if current0 != arch:
+            self.edit(
+                "set-config",
+                "/architectures",
+                f'set `architectures` to ["{arch}"] (was {current!r})',
+            )
+        return arch
+
+    def _speculators_config(
+        self,
+        layer: dict[str, Any],
+        eagle: dict[str, Any],
+        aux: tuple[int, ...] | None,
+        dtype_key: str,
+        dtype: Any,
+    ) -> dict[str, Any]:
+        source = self.ckpt.config or {}
+        spec_cfg = (
+            source.get("speculators_config")
+            if isinstance(source.get("speculators_config"), dict)
+            else {}
+        )
+        tokens = self.spec.get("speculative_tokens")
+        verifier = dict(spec_cfg.get("verifier") or {})
+        if self.target is not None:
+            verifier["name_or_path"] = self.target.source
+            verifier["architectures"] = self.target.architectures
+        verifier.setdefault("name_or_path", None)
+        verifier.setdefault("architectures", [])
+        if verifier["name_or_path"] is None:
+            self.edit(
+                "none",
+                "/speculators_config/verifier/name_or_path",
+                "no verifier is known: pass --target so `vllm serve <draft>` can find it",
+                DISPLAY_ONLY,
+            )
+        config: dict[str, Any] = {
+            "architectures": ["Eagle3Speculator"],
+            "speculators_model_type": "eagle3",
+            "speculators_config": {
+                "algorithm": "eagle3",
+                "default_proposal_method": "greedy",
+                "proposal_methods": [
+                    {
+                        "proposal_type": "greedy",
+                        "speculative_tokens": tokens if isinstance(tokens, int) else 3,
+                        "verifier_accept_k": 1,
+                        "accept_tolerance": 0.0,
+                    }
+                ],
+                "verifier": verifier,
+            },
+            "transformer_layer_config": layer,
+        }
+        config.update(eagle)
+        config.setdefault("target_hidden_size", None)
+        if aux is not None:
+            config["eagle_aux_hidden_state_layer_ids"] = list(aux)
+            if list(source.get("eagle_aux_hidden_state_layer_ids") or []) != list(aux):
+                self.edit(
+                    "move-aux-ids",
+                    "/eagle_aux_hidden_state_layer_ids",
+                    f"write `eagle_aux_hidden_state_layer_ids: {list(aux)}` (capture-before)",
+                )
+        if "speculators_model_type" not in source:
+            self.edit(
+                "set-config",
+                "/speculators_config",
+                "write the speculators structure (type, proposal methods, verifier)",
+            )
+        config["tie_word_embeddings"] = False
+        if dtype is not None:
+            config[dtype_key] = dtype
+        return config
+
+    def _engine_limits(self, config: dict[str, Any], layer: dict[str, Any]) -> None:
+        """What the chosen convention cannot express: left to a human."""
+        if self.to == "sglang" and config.get("norm_before_residual"):
+            self.edit(
+                "none",
+                "/norm_before_residual",
+                "SGLang has no `norm_before_residual`: it always takes the residual before "
+                "`hidden_norm`; this draft was trained with it after (expect lower "
+                "acceptance, or retrain)",
+                DISPLAY_ONLY,
+            )
+        if self.to == "vllm" and self.profile is not None:
+            n = layer.get("num_aux_hidden_states", 3)
+            rule = self.profile.value("aux_count_rule")
+            if n != 3 and isinstance(rule, dict) and not rule.get("*"):
+                self.edit(
+                    "none",
+                    "/num_aux_hidden_states",
+                    f"{self.profile.title} builds `fc` for exactly 3 aux states; this draft "
+                    f"uses {n}",
+                    DISPLAY_ONLY,
+                )
+
+    # ------------------------------------------------------------------ tensors
+    def _tensors(self, layer: dict[str, Any]) -> list[OutputTensor]:
+        spec = self.spec
+        shard_of = {f: i for i, f in enumerate(self.ckpt.weight_files)}
+        single = len(spec.layer_indices) <= 1 and (layer.get("num_hidden_layers") or 1) <= 1
+        out: list[OutputTensor] = []
+        renames: list[tuple[str, str]] = []
+        for canonical, info in spec.tensors.items():
+            raw = spec.raw(canonical)
+            if not is_known_role(canonical) and self.edit(
+                "drop-tensor",
+                raw,
+                f"drop `{raw}`: no engine draft class has such a parameter",
+                UNSAFE,
+            ):
+                continue
+            name = self._output_name(canonical, single)
+            if name != raw:
+                renames.append((raw, name))
+            out.append(
+                OutputTensor(name, info.dtype, info.shape, info, None, shard_of.get(info.file, 0))
+            )
+        for raw in spec.unrecognised:
+            if raw not in {spec.raw(c) for c in spec.tensors}:
+                self.edit(
+                    "drop-tensor", raw, f"drop `{raw}` (a second spelling of a tensor)", UNSAFE
+                )
+        if renames:
+            first_raw, first_new = renames[0]
+            self.edit(
+                "rename-tensor",
+                first_raw,
+                f"rename {len(renames)} tensor(s) to the {self.to} naming (e.g. "
+                f"`{first_raw}` -> `{first_new}`); bytes copied verbatim",
+            )
+        self._vocab_maps(out)
+        return out
+
+    def _output_name(self, canonical: str, single: bool) -> str:
+        if self.to == "sglang" and single:
+            match = _LAYER.match(canonical)
+            if match and match.group(1) == "0":
+                return "midlayer." + match.group(2)
+        return canonical
+
+    def _vocab_maps(self, out: list[OutputTensor]) -> None:
+        spec = self.spec
+        vocab, draft_vocab = spec.vocab_size, spec.draft_vocab_size
+        if not vocab or not draft_vocab:
+            return
+        names = {t.name for t in out}
+        last_shard = max((t.shard for t in out), default=0)
+        if draft_vocab == vocab:
+            vt = self.target.vocab_size if self.target else vocab
+            if (
+                "d2t" in names
+                and self.to == "vllm"
+                and self.profile is not None
+                and self.profile.value("d2t_parameter") == "when-reduced"
+                and draft_vocab == vt
+            ):
+                d2t = read_ints(self.ckpt, spec.tensors["d2t"])
+                identity = d2t is not None and not any(d2t)
+                if self.edit(
+                    "drop-tensor",
+                    spec.raw("d2t"),
+                    f"drop `d2t`: the draft vocabulary is the full vocabulary and "
+                    f"{self.profile.title} rejects a `d2t` then"
+                    + ("" if identity else " (it is not the identity map!)"),
+                    SAFE if identity else DISPLAY_ONLY,
+                ):
+                    out[:] = [t for t in out if t.name != "d2t"]
+            return
+        if "d2t" not in names and "t2d" in names:
+            mask = read_mask(self.ckpt, spec.tensors["t2d"])
+            if mask is not None and mask.count(1) == draft_vocab:
+                chosen = [i for i, bit in enumerate(mask) if bit]
+                d2t = array("q", (t - i for i, t in enumerate(chosen)))
+                self.edit("add-tensor", "d2t", "derive `d2t` from `t2d` (sorted target ids; exact)")
+                out.append(
+                    OutputTensor(
+                        "d2t", "I64", (draft_vocab,), None, _little_endian(d2t), last_shard
+                    )
+                )
+            else:
+                self.edit(
+                    "none", "d2t", "no `d2t`, and `t2d` cannot give one (wrong count)", DISPLAY_ONLY
+                )
+        elif "d2t" not in names:
+            self.edit(
+                "none",
+                "d2t",
+                f"no `d2t` for a {draft_vocab}-token draft vocabulary: engines will map "
+                "draft id i to target id i; the map used in training is needed",
+                DISPLAY_ONLY,
+            )
+        if "t2d" not in names and "d2t" in names and self.to in ("speculators", "sglang"):
+            d2t_info: TensorInfo = spec.tensors["d2t"]
+            offsets = read_ints(self.ckpt, d2t_info)
+            if offsets is not None and len(offsets) == draft_vocab:
+                mask = bytearray(vocab)
+                valid = True
+                for i, offset in enumerate(offsets):
+                    target = i + offset
+                    if not 0 <= target < vocab:
+                        valid = False
+                        break
+                    mask[target] = 1
+                if valid:
+                    self.edit("add-tensor", "t2d", "derive `t2d` from `d2t` (exact)")
+                    out.append(OutputTensor("t2d", "BOOL", (vocab,), None, bytes(mask), last_shard))
+
+    def _copy_files(self, config: dict[str, Any]) -> list[str]:
+        skip = (
+            set(self.ckpt.weight_files)
+            | set(self.ckpt.ignored_weight_files)
+            | {
+                "config.json",
+                "model.safetensors.index.json",
+                "pytorch_model.bin.index.json",
+            }
+        )
+        files = []
+        for name in self.ckpt.files:
+            if name in skip:
+                continue
+            if name.endswith(".py") and "auto_map" not in config:
+                continue  # custom config code of the source convention
+            files.append(name)
+        return files
+
+
+def _little_endian(values: array) -> bytes:
+    import sys
+
+    if sys.byteorder == "big":  # pragma: no cover
+        values = array(values.typecode, values)
+        values.byteswap()
+    return values.tobytes()

@@ -1,0 +1,59 @@
+"""The human-readable conversion plan: each edit with its safety, then what was written."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from draftfit.convert.plan import DISPLAY_ONLY, SAFE, UNSAFE, Plan
+from draftfit.render.console import render_to_string
+
+STYLE = {SAFE: "green", UNSAFE: "yellow", DISPLAY_ONLY: "bold red"}
+MARK = {SAFE: "safe", UNSAFE: "unsafe", DISPLAY_ONLY: "display-only"}
+
+
+def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False) -> str:
+    def draw(console) -> None:
+        head = Text()
+        head.append("Convert  ", style="bold")
+        head.append(f"{plan.source} -> {out or '(dry run)'}  ({plan.convention} convention)")
+        console.print(head)
+        console.print()
+        console.print(Text(f"Plan ({len(plan.edits)} edits)", style="bold underline"))
+        for edit in plan.edits:
+            applied = plan.applied(edit)
+            line = Text("  ")
+            line.append(f"{MARK[edit.safety]:<12}", style=STYLE[edit.safety])
+            line.append(" " if applied else "(not applied) ", style="dim")
+            line.append(edit.description)
+            console.print(line)
+        pending = plan.pending
+        unsafe = [e for e in pending if e.safety == UNSAFE]
+        display = [e for e in pending if e.safety == DISPLAY_ONLY]
+        console.print()
+        if unsafe:
+            console.print(
+                Text(
+                    f"{len(unsafe)} unsafe edit(s) not applied: rerun with "
+                    "--unsafe-fixes to apply them",
+                    style="yellow",
+                )
+            )
+        if display:
+            console.print(
+                Text(f"{len(display)} issue(s) need a human (display-only)", style="bold red")
+            )
+        derived = [t.name for t in plan.tensors if t.source is None]
+        line = (
+            f"{len(plan.tensors)} tensors ({len(derived)} derived: {', '.join(derived)})"
+            if derived
+            else f"{len(plan.tensors)} tensors, bytes copied verbatim"
+        )
+        console.print(Text(line))
+        if plan.copy_files:
+            console.print(Text("copied as is: " + ", ".join(plan.copy_files), style="dim"))
+        if written:
+            console.print(Text(f"written to {out}", style="bold green"))
+        else:
+            console.print(Text("dry run: nothing written", style="dim"))
+
+    return render_to_string(draw, color)
