@@ -41,17 +41,38 @@ class RecordedRequest(NamedTuple):
 
 @dataclass(frozen=True)
 class _File:
+    """A served file. Bytes are read from disk on demand, so large (sparse) benchmark
+    checkpoints are served without holding them in memory."""
+
     name: str
-    data: bytes
+    path: Path
     lfs: bool
+
+    @property
+    def size(self) -> int:
+        return self.path.stat().st_size
+
+    @property
+    def data(self) -> bytes:
+        return self.path.read_bytes()
+
+    def read(self, start: int, end: int) -> bytes:
+        """Bytes `[start, end)`."""
+        with self.path.open("rb") as handle:
+            handle.seek(start)
+            return handle.read(end - start)
 
     @property
     def git_sha1(self) -> str:
         """The git blob id, which the Hub reports as `blobId`/`oid` and uses as non-LFS ETag."""
-        return hashlib.sha1(b"blob %d\0" % len(self.data) + self.data).hexdigest()
+        if self.size > 16 * 1024 * 1024:
+            return hashlib.sha1(f"{self.path}:{self.size}".encode()).hexdigest()
+        return hashlib.sha1(b"blob %d\0" % self.size + self.data).hexdigest()
 
     @property
     def sha256(self) -> str:
+        if self.size > 16 * 1024 * 1024:  # large benchmark files: a stable stand-in digest
+            return hashlib.sha256(f"{self.path}:{self.size}".encode()).hexdigest()
         return hashlib.sha256(self.data).hexdigest()
 
     @property
@@ -119,7 +140,7 @@ class FakeHub:
         """Serve every file under `directory` as `repo_id` at `revision`; return its commit sha.
 
         Calling again with another `revision` adds a branch. `gated`/`private` apply to the whole
-        repo and are unlocked by `Authorization: Bearer <token>`. Files are read now, into memory.
+        repo and are unlocked by `Authorization: Bearer <token>`. Files are read on demand.
         """
         if (gated or private) and token is None:
             token = "hf_test"
@@ -129,7 +150,7 @@ class FakeHub:
         sha = hashlib.sha1(f"{repo_id}@{revision}".encode()).hexdigest()
         files = {
             p.relative_to(directory).as_posix(): _File(
-                p.relative_to(directory).as_posix(), p.read_bytes(), p.suffix in LFS_SUFFIXES
+                p.relative_to(directory).as_posix(), p, p.suffix in LFS_SUFFIXES
             )
             for p in sorted(Path(directory).rglob("*"))
             if p.is_file()
@@ -228,9 +249,9 @@ class FakeHub:
         for f in files.values():
             sibling: dict[str, Any] = {"rfilename": f.name}
             if blobs:
-                sibling |= {"size": len(f.data), "blobId": f.git_sha1}
+                sibling |= {"size": f.size, "blobId": f.git_sha1}
                 if f.lfs:
-                    sibling["lfs"] = {"sha256": f.sha256, "size": len(f.data), "pointerSize": 134}
+                    sibling["lfs"] = {"sha256": f.sha256, "size": f.size, "pointerSize": 134}
             siblings.append(sibling)
         info: dict[str, Any] = {
             "_id": sha[:24],
@@ -248,7 +269,7 @@ class FakeHub:
             "tags": [],
             "siblings": siblings,
             "spaces": [],
-            "usedStorage": sum(len(f.data) for f in files.values()),
+            "usedStorage": sum(f.size for f in files.values()),
         }
         if "config.json" in files:  # the Hub echoes a few config keys in model info
             try:
@@ -278,9 +299,9 @@ class FakeHub:
                     folder_id = hashlib.sha1(path.encode()).hexdigest()
                     entries.setdefault(path, {"type": "directory", "oid": folder_id, "path": path})
             if len(parts) == 1 or recursive:
-                entry = {"type": "file", "oid": f.git_sha1, "size": len(f.data), "path": f.name}
+                entry = {"type": "file", "oid": f.git_sha1, "size": f.size, "path": f.name}
                 if f.lfs:
-                    entry["lfs"] = {"oid": f.sha256, "size": len(f.data), "pointerSize": 134}
+                    entry["lfs"] = {"oid": f.sha256, "size": f.size, "pointerSize": 134}
                 entries[f.name] = entry
         if base and not entries:
             raise _HubError(404, "EntryNotFound", f"{prefix} does not exist on {revision}")
@@ -383,7 +404,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers |= {
                 "Location": f"http://localhost:{port}/cdn/{f.sha256}",
                 "X-Linked-Etag": f'"{f.sha256}"',
-                "X-Linked-Size": str(len(f.data)),
+                "X-Linked-Size": str(f.size),
             }
             self._send(302, headers, b"", head)
             return
@@ -393,7 +414,7 @@ class _Handler(BaseHTTPRequestHandler):
         self, f: _File, headers: dict[str, str], range_header: str | None, head: bool
     ) -> None:
         """Send a file, honouring a single `bytes=a-b`, `bytes=a-` or `bytes=-n` range on GET."""
-        total = len(f.data)
+        total = f.size
         headers = {
             **headers,
             "ETag": headers.get("ETag", f'"{f.etag}"'),
@@ -406,7 +427,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(span, tuple):
             start, end = span
             headers["Content-Range"] = f"bytes {start}-{end}/{total}"
-            self._send(206, headers, f.data[start : end + 1], head)
+            self._send(206, headers, f.read(start, end + 1), head)
         elif head:
             self._send(200, {**headers, "Content-Length": str(total)}, b"", head)
         else:

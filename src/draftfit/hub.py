@@ -2,7 +2,7 @@
 
 Only `config.json`, the shard index and the safetensors *headers* are fetched: the header of
 each weight file is read with HTTP range requests (one request when the header is under
-100 KB, as huggingface_hub does), through huggingface_hub's session, so `HF_TOKEN`,
+16 KB, two otherwise), through huggingface_hub's session, so `HF_TOKEN`,
 `HF_ENDPOINT`, `HF_HUB_OFFLINE` and the cache behave as in every HF tool. With
 `HF_HUB_OFFLINE=1` the local cache is read instead. Every failure to reach the repository
 becomes a :class:`HubAccessError` with one clear line (the CLI exits 2).
@@ -24,7 +24,7 @@ from draftfit.errors import HubAccessError
 from draftfit.target import Target, load_target
 
 PREFIX = "hf://"
-HEADER_PREFETCH = 100_000
+HEADER_PREFETCH = 16_384  # one request covers a draft header; big ones take two
 WEIGHT_PATTERNS = ("*.json", "*.safetensors", "*.bin")
 
 
@@ -242,10 +242,8 @@ def _progress(message: str, delay: float = 0.5):
     finally:
         done.set()
         thread.join()
-        if shown.is_set():
-            print(
-                f"draftfit: done in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True
-            )
+    if shown.is_set():
+        print(f"draftfit: done in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
 
 
 def _quiet_hf_progress_bars() -> None:

@@ -1,0 +1,163 @@
+"""Hub sources against a Hub-shaped server on 127.0.0.1 (through HF_ENDPOINT), and the cache."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from draftfit.check import check_path
+from draftfit.cli import main
+from draftfit.sources import is_hub_reference, open_checkpoint
+from tests import factory as f
+from tests.fake_hub import FakeHub, configure_hf_env
+
+TOKEN = "hf_test_token"
+
+
+@pytest.fixture
+def repos(tmp_path: Path) -> dict[str, Path]:
+    return {
+        "draft": f.speculators(aux=[2, 4, 5]).write(tmp_path / "repo-draft"),
+        "sharded": _big_sharded(tmp_path / "repo-sharded"),
+        "target": f.llama_target(tmp_path / "repo-target"),
+        "target-big": f.llama_target(tmp_path / "repo-target-big", hidden=1024),
+        "bin": f.eagle1().write(tmp_path / "repo-bin", fmt="bin"),
+    }
+
+
+def _big_sharded(path: Path) -> Path:
+    """A 4-shard SpecForge draft with ~50 MB of (sparse) weights, so headers are a sliver."""
+    draft = f.specforge(nested_aux=[1, 3, 6])
+    draft.config.update(f.llama_layer_config(hidden=1024, heads=8, kv=8, head_dim=128, inter=4096))
+    draft.tensors = f.eagle3_tensors(hidden=1024, heads=8, kv=8, head_dim=128, inter=4096)
+    return draft.write(path, shards=4)
+
+
+@pytest.fixture
+def hub(repos: dict[str, Path], tmp_path: Path, monkeypatch) -> Iterator[FakeHub]:
+    fake = FakeHub()
+    fake.add_repo("org/draft", repos["draft"])
+    fake.add_repo("org/sharded", repos["sharded"])
+    fake.add_repo("org/target", repos["target"])
+    fake.add_repo("org/target-big", repos["target-big"])
+    fake.add_repo("org/bin-only", repos["bin"])
+    fake.add_repo("org/gated", repos["draft"], gated=True, token=TOKEN)
+    with fake:
+        configure_hf_env(monkeypatch, fake.endpoint, tmp_path / "hf-home")
+        yield fake
+
+
+def test_references() -> None:
+    assert is_hub_reference("hf://org/name@main")
+    assert is_hub_reference("org/name")
+    assert not is_hub_reference("./org/name")
+    assert not is_hub_reference("/abs/path")
+    assert not is_hub_reference("a/b/c")
+
+
+def test_check_a_hub_draft_and_target(hub: FakeHub, capsys) -> None:
+    code = main(["check", "hf://org/draft", "--target", "org/target", "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert data["draft"]["source"] == "hf://org/draft"
+    assert data["engines"][0]["verdict"] == "compatible"
+    assert data["target"]["num_layers"] == f.TARGET_LAYERS
+
+
+def test_only_headers_are_fetched(hub: FakeHub, repos: dict[str, Path]) -> None:
+    report = check_path("hf://org/sharded", target="hf://org/target-big")
+    assert report.engines[0].verdict == "degraded"  # nested ids are not read by vLLM 0.34
+    weights = sum(p.stat().st_size for p in repos["sharded"].glob("*.safetensors"))
+    small = sum(p.stat().st_size for p in repos["sharded"].glob("*.json"))
+    header_bytes = sum(
+        8 + int.from_bytes(p.read_bytes()[:8], "little")
+        for p in repos["sharded"].glob("*.safetensors")
+    )
+    # JSON files, at most the first 16 KB of each shard (the header is in there), and the
+    # few KB of d2t/t2d the vocabulary checks read.
+    shards = len(list(repos["sharded"].glob("*.safetensors")))
+    assert header_bytes < hub.bytes_sent < small + shards * 16_385 + 2 * 4096
+    assert hub.bytes_sent * 50 < weights
+    ranged = [r for r in hub.requests if r.method == "GET" and r.range]
+    assert ranged and all(r.path.endswith(".safetensors") for r in ranged)
+
+
+def test_revision_and_damage_remote(hub: FakeHub, repos: dict[str, Path]) -> None:
+    checkpoint = open_checkpoint(f"hf://org/draft@{hub.commit_sha('org/draft')}")
+    assert checkpoint.damage == [] and "fc.weight" in checkpoint.tensors
+
+
+def test_remote_damage_is_a_finding(tmp_path: Path, monkeypatch) -> None:
+    broken = f.specforge().write(tmp_path / "broken")
+    path = broken / "model.safetensors"
+    path.write_bytes(path.read_bytes()[:-50])
+    fake = FakeHub()
+    fake.add_repo("org/broken", broken)
+    with fake:
+        configure_hf_env(monkeypatch, fake.endpoint, tmp_path / "hf-home")
+        report = check_path("hf://org/broken")
+    assert "DF002" in {x.code for x in report.findings}
+
+
+@pytest.mark.parametrize(
+    ("source", "needle"),
+    [
+        ("hf://org/missing", "not found"),
+        ("hf://org/draft@nope", "revision 'nope' not found"),
+        ("hf://org/gated", "gated"),
+        ("hf://org/bin-only", "only PyTorch .bin weights"),
+        ("hf://onlyone", "expected hf://OWNER/NAME"),
+    ],
+)
+def test_hub_errors_are_one_line_exit_two(hub: FakeHub, capsys, source: str, needle: str) -> None:
+    assert main(["check", source]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert needle in captured.err
+
+
+def test_gated_repo_with_token(hub: FakeHub, monkeypatch, tmp_path: Path) -> None:
+    configure_hf_env(monkeypatch, hub.endpoint, tmp_path / "hf-home2", token=TOKEN)
+    assert check_path("hf://org/gated").engines[0].verdict == "compatible"
+
+
+def test_timeout_is_one_line(hub: FakeHub, monkeypatch, capsys) -> None:
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_DOWNLOAD_TIMEOUT", 0.2)
+    monkeypatch.setattr(constants, "HF_HUB_ETAG_TIMEOUT", 0.2)
+    hub.delay = 1.0
+    assert main(["check", "hf://org/draft"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    # At most a progress line ("reading ... ") before the single error line.
+    assert len(lines) <= 2 and lines[-1].startswith("draftfit: error:")
+    assert "did not answer" in lines[-1] or "cannot reach" in lines[-1]
+
+
+def test_offline_reads_the_cache(hub: FakeHub, monkeypatch, tmp_path: Path, capsys) -> None:
+    from huggingface_hub import snapshot_download
+
+    home = tmp_path / "hf-home3"
+    configure_hf_env(monkeypatch, hub.endpoint, home)
+    snapshot_download("org/draft")
+    configure_hf_env(monkeypatch, hub.endpoint, home, offline=True)
+    before = len(hub.requests)
+    report = check_path("org/draft")
+    assert report.engines[0].verdict == "compatible"
+    assert len(hub.requests) == before  # nothing fetched
+    assert main(["check", "hf://org/sharded"]) == 2
+    assert "not in the local Hugging Face cache" in capsys.readouterr().err
+
+
+def test_diff_local_against_hub(hub: FakeHub, repos: dict[str, Path], capsys) -> None:
+    code = main(["diff", str(repos["draft"]), "hf://org/draft"])
+    assert code == 0 and "equivalent" in capsys.readouterr().out
+
+
+def test_inspect_hub(hub: FakeHub, capsys) -> None:
+    assert main(["inspect", "hf://org/sharded", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["source"] == "hf://org/sharded" and len(data["weight_files"]) == 4
