@@ -1,0 +1,157 @@
+"""How fast does `draftfit convert` copy a draft, next to `cp` of the same files?
+
+Writes a ~2 GB SpecForge-style EAGLE-3 draft for a Llama-3.1-8B-sized target (real bytes, not
+holes: an 8B-class embedding table, lm_head, fc and one decoder layer), then, each in a fresh
+process, in alternating order over a few rounds:
+
+* `draftfit convert DRAFT --to vllm -o OUT` (new headers, tensor bytes copied verbatim, fsync,
+  atomic rename, then the output is checked);
+* `cp -r DRAFT OUT` and `cp -r DRAFT OUT && sync` (the convert fsyncs its files; plain cp does
+  not, so both baselines are shown).
+
+It prints the median throughput of each, the ratio, and the converter's peak RSS. Run:
+`python bench/convert_speed.py [--gb 2]`. Nothing here asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from draftfit.checkpoint.safetensors import build_header
+from draftfit.synth import vocab_maps
+
+BLOCK = os.urandom(16 * 1024 * 1024)
+
+
+def write_real_draft(root: Path, gigabytes: float) -> int:
+    """A draft whose bytes are real (pseudo-random blocks), ~`gigabytes` in size."""
+    hidden, draft_vocab, inter = 4096, 32000, 14336
+    # The embedding table takes whatever the other tensors leave of the requested size.
+    vocab = max(int(gigabytes * 1e9 / (hidden * 2)) - draft_vocab - 3 * hidden - 3 * inter, 65536)
+    embed_rows = vocab
+    d2t, t2d = vocab_maps(vocab, draft_vocab)
+    table = [
+        ("embed_tokens.weight", "BF16", (embed_rows, hidden), None),
+        ("fc.weight", "BF16", (hidden, 3 * hidden), None),
+        ("midlayer.self_attn.q_proj.weight", "BF16", (4096, 2 * hidden), None),
+        ("midlayer.self_attn.k_proj.weight", "BF16", (1024, 2 * hidden), None),
+        ("midlayer.self_attn.v_proj.weight", "BF16", (1024, 2 * hidden), None),
+        ("midlayer.self_attn.o_proj.weight", "BF16", (hidden, 4096), None),
+        ("midlayer.mlp.gate_proj.weight", "BF16", (inter, hidden), None),
+        ("midlayer.mlp.up_proj.weight", "BF16", (inter, hidden), None),
+        ("midlayer.mlp.down_proj.weight", "BF16", (hidden, inter), None),
+        ("midlayer.input_layernorm.weight", "BF16", (hidden,), None),
+        ("midlayer.hidden_norm.weight", "BF16", (hidden,), None),
+        ("midlayer.post_attention_layernorm.weight", "BF16", (hidden,), None),
+        ("norm.weight", "BF16", (hidden,), None),
+        ("lm_head.weight", "BF16", (draft_vocab, hidden), None),
+        ("d2t", "I64", (draft_vocab,), d2t),
+        ("t2d", "BOOL", (vocab,), t2d),
+    ]
+    root.mkdir(parents=True)
+    config = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        "hidden_size": hidden,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "intermediate_size": inter,
+        "num_hidden_layers": 1,
+        "vocab_size": embed_rows,
+        "draft_vocab_size": draft_vocab,
+        "rms_norm_eps": 1e-5,
+        "max_position_embeddings": 131072,
+        "rope_theta": 500000.0,
+        "torch_dtype": "bfloat16",
+    }
+    (root / "config.json").write_text(json.dumps(config, indent=2))
+    prefix, layout = build_header((n, d, s) for n, d, s, _ in table)
+    with (root / "model.safetensors").open("wb") as handle:
+        handle.write(prefix)
+        for (_, _, _, data), (_, begin, end) in zip(table, layout, strict=True):
+            if data is not None:
+                handle.write(data)
+                continue
+            remaining = end - begin
+            while remaining:
+                chunk = BLOCK[: min(len(BLOCK), remaining)]
+                handle.write(chunk)
+                remaining -= len(chunk)
+    return (root / "model.safetensors").stat().st_size
+
+
+def timed(argv: list[str], shell: bool = False) -> tuple[float, int]:
+    """Wall seconds and this child's peak RSS (bytes)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, _, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if proc.stderr is not None:
+        proc.stderr.close()
+    return wall, usage.ru_maxrss * 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gb", type=float, default=2.0, help="draft size in GB (default 2)")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="draftfit-convert-bench-", dir=".") as tmp:
+        root = Path(tmp)
+        print("writing the draft ...", file=sys.stderr)
+        size = write_real_draft(root / "draft", args.gb)
+        results: dict[str, list[float]] = {"convert": [], "cp": [], "cp+sync": []}
+        peak_rss = 0
+        for round_ in range(args.rounds):
+            for name in (
+                ("convert", "cp", "cp+sync") if round_ % 2 == 0 else ("cp+sync", "cp", "convert")
+            ):
+                out = root / f"out-{name}"
+                shutil.rmtree(out, ignore_errors=True)
+                if name == "convert":
+                    wall, rss = timed(
+                        [
+                            sys.executable,
+                            "-m",
+                            "draftfit",
+                            "convert",
+                            str(root / "draft"),
+                            "--to",
+                            "vllm",
+                            "-o",
+                            str(out),
+                        ]
+                    )
+                    peak_rss = max(peak_rss, rss)
+                elif name == "cp":
+                    wall, _ = timed(["cp", "-r", str(root / "draft"), str(out)])
+                else:
+                    wall, _ = timed(f"cp -r '{root / 'draft'}' '{out}' && sync", shell=True)
+                results[name].append(wall)
+                shutil.rmtree(out, ignore_errors=True)
+        med = {k: statistics.median(v) for k, v in results.items()}
+        print(f"draft: {size / 1e9:.2f} GB (real bytes), {args.rounds} rounds, median wall time")
+        for name in ("convert", "cp", "cp+sync"):
+            print(f"  {name:8} {med[name]:7.2f} s   {size / med[name] / 1e9:6.2f} GB/s")
+        print(
+            f"convert throughput = {med['cp'] / med['convert'] * 100:5.1f} % of cp, "
+            f"{med['cp+sync'] / med['convert'] * 100:5.1f} % of cp+sync"
+        )
+        print(
+            f"convert peak RSS   = {peak_rss / 1e6:.0f} MB (whole process: interpreter, "
+            "imports, the check of the output)"
+        )
+
+
+if __name__ == "__main__":
+    main()
