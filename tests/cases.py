@@ -909,3 +909,60 @@ case("dir-name-eagle-dash", {"DF107"}, method="auto", verdict="incompatible", or
 case("qwen3-target", set(), {"DF501", "DF505"}, verdict="compatible", oracle="21c")(
     with_target(f.specforge(), architectures=["Qwen3ForCausalLM"], model_type="qwen3")
 )
+
+
+# ------------------------------------------------------------------ MLA drafts (Kimi-K2 style)
+
+
+def _kimi_target(tmp: Path) -> Path:
+    return f.llama_target(
+        tmp / "target",
+        architectures=["DeepseekV3ForCausalLM"],
+        model_type="kimi_k2",
+        n_routed_experts=8,
+    )
+
+
+def _mla(draft: Draft) -> Builder:
+    def build(tmp: Path) -> tuple[Path, Path | None]:
+        return draft.write(tmp / "draft"), _kimi_target(tmp)
+
+    return build
+
+
+case(
+    "mla-draft-clean",
+    {"DF302"},
+    {"DF201", "DF203", "DF205", "DF206", "DF101"},
+    verdict="compatible",
+    oracle="mla base",
+)(_mla(f.mla_draft()))
+case("mla-q-lora-null", {"DF112"}, verdict="incompatible", oracle="mla a")(
+    _mla(f.mla_draft(q_lora=None))
+)
+
+
+def _mla_model_type(model_type: str) -> Draft:
+    draft = f.mla_draft()
+    draft.config["model_type"] = model_type
+    return draft
+
+
+case("mla-model-type-deepseek-v3", {"DF101"}, verdict="incompatible", oracle="mla g")(
+    _mla(_mla_model_type("deepseek_v3"))
+)
+case("mla-missing-kv-b", {"DF205"}, {"DF201"}, verdict="degraded", oracle="mla b")(
+    _mla(f.mla_draft().drop("midlayer.self_attn.kv_b_proj.weight"))
+)
+case("mla-q-b-oversized", {"DF204"}, {"DF203"}, verdict="degraded", oracle="mla c")(
+    _mla(f.mla_draft().reshape("midlayer.self_attn.q_b_proj.weight", (f.HEADS * 24 + 8, 48)))
+)
+
+
+def _gelu() -> Draft:
+    draft = f.specforge()
+    draft.config["hidden_act"] = "gelu"
+    return draft
+
+
+case("gelu-activation", {"DF115"}, verdict="incompatible", oracle="mla g7")(with_target(_gelu()))

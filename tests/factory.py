@@ -271,6 +271,50 @@ def speculators(
     return Draft(config, eagle3_tensors(naming="layers", **kw))
 
 
+def mla_draft(aux: list[int] | None = None, q_lora: int | None = 48) -> Draft:
+    """NVIDIA ModelOpt's Kimi-K2 style MLA draft: Eagle3DeepseekV2ForCausalLM, kimi_k2."""
+    kvr, dn, dr, dv = 32, 16, 8, 16
+    config = {
+        "architectures": ["Eagle3DeepseekV2ForCausalLM"],
+        "model_type": "kimi_k2",
+        **llama_layer_config(head_dim=None),
+        "draft_vocab_size": DRAFT_VOCAB,
+        "q_lora_rank": q_lora,
+        "kv_lora_rank": kvr,
+        "qk_nope_head_dim": dn,
+        "qk_rope_head_dim": dr,
+        "v_head_dim": dv,
+        "torch_dtype": "bfloat16",
+        "eagle_config": {
+            "eagle_aux_hidden_state_layer_ids": aux if aux is not None else [1, 3, 4],
+            "use_aux_hidden_state": True,
+            "use_input_layernorm_in_first_layer": True,
+            "use_last_layernorm": True,
+            "use_mtp_layernorm": False,
+        },
+    }
+    qr = q_lora or 48
+    p = "midlayer.self_attn."
+    tensors = {
+        p + "q_a_proj.weight": Tensor("BF16", (qr, 2 * H)),
+        p + "q_a_layernorm.weight": Tensor("BF16", (qr,), norm_bytes(qr)),
+        p + "q_b_proj.weight": Tensor("BF16", (HEADS * (dn + dr), qr)),
+        p + "kv_a_proj_with_mqa.weight": Tensor("BF16", (kvr + dr, 2 * H)),
+        p + "kv_a_layernorm.weight": Tensor("BF16", (kvr,), norm_bytes(kvr)),
+        p + "kv_b_proj.weight": Tensor("BF16", (HEADS * (dn + dv), kvr)),
+        p + "o_proj.weight": Tensor("BF16", (H, HEADS * dv)),
+        "midlayer.mlp.gate_proj.weight": Tensor("BF16", (INTER, H)),
+        "midlayer.mlp.up_proj.weight": Tensor("BF16", (INTER, H)),
+        "midlayer.mlp.down_proj.weight": Tensor("BF16", (H, INTER)),
+    }
+    for norm in ("input_layernorm", "post_attention_layernorm", "hidden_norm"):
+        tensors[f"midlayer.{norm}.weight"] = Tensor("BF16", (H,), norm_bytes(H))
+    rest = eagle3_tensors(t2d=False)
+    for name in ("fc.weight", "norm.weight", "lm_head.weight", "d2t"):
+        tensors[name] = rest[name]
+    return Draft(config, tensors)
+
+
 def eagle1(bias: bool = False, hidden: int = H) -> Draft:
     """Official EAGLE-1/2: LlamaForCausalLM, fc [H, 2H], layers.0.* without input_layernorm."""
     config = {

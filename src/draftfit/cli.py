@@ -72,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="error",
         help="lowest severity that makes the exit status 1 (default: error)",
     )
+    check.add_argument(
+        "--recipe",
+        action="store_true",
+        help="also print how to serve the draft with each compatible or degraded version",
+    )
     _add_format(check)
 
     diff = sub.add_parser(
@@ -100,6 +105,19 @@ def build_parser() -> argparse.ArgumentParser:
         "that matters)",
     )
     _add_format(diff)
+
+    matrix = sub.add_parser(
+        "matrix",
+        help="verdicts across every engine version draftfit knows, grouped into ranges",
+        description="Check a draft against every known engine version; print ranges that "
+        "share a verdict, the finding that decides each, and how to serve it.",
+    )
+    matrix.add_argument("draft", help="draft: a directory, hf://OWNER/NAME[@REV] or OWNER/NAME")
+    matrix.add_argument("--target", help="target directory or Hub repo")
+    matrix.add_argument(
+        "--method", choices=("eagle3", "eagle"), help="method (default: read from the checkpoint)"
+    )
+    _add_format(matrix, ("text", "json", "markdown"))
 
     convert = sub.add_parser(
         "convert",
@@ -203,6 +221,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cmd_diff(args)
     if args.command == "convert":
         return _cmd_convert(args)
+    if args.command == "matrix":
+        return _cmd_matrix(args)
     if args.command == "rules":
         return _cmd_rules(args)
     if args.command == "rule":
@@ -223,6 +243,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from draftfit.rules.base import Severity
 
     report = check_path(args.draft, target=args.target, engines=args.engine, method=args.method)
+    if args.recipe:
+        from draftfit.recipe import attach_recipes
+
+        attach_recipes(report, args.draft, args.target)
     fail_on = Severity.parse(args.fail_on)
     _emit_report(report, args.format, fail_on)
     return report.exit_code(fail_on)
@@ -245,6 +269,26 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
         sys.stdout.write(render_diff(report, _color()))
     return report.exit_code(fail_on)
+
+
+def _cmd_matrix(args: argparse.Namespace) -> int:
+    from draftfit.matrix import build_matrix, render_markdown
+    from draftfit.sources import open_checkpoint, open_target
+
+    checkpoint = open_checkpoint(args.draft)
+    target = open_target(args.target) if args.target else None
+    matrix = build_matrix(checkpoint, target, method=args.method)
+    if args.format == "json":
+        from draftfit.render.json import render_json
+
+        sys.stdout.write(render_json(matrix.to_dict()))
+    elif args.format == "markdown":
+        sys.stdout.write(render_markdown(matrix))
+    else:
+        from draftfit.render.matrix_text import render_matrix
+
+        sys.stdout.write(render_matrix(matrix, _color()))
+    return EXIT_OK
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:

@@ -91,6 +91,7 @@ class Report:
     engines: list[EngineResult]
     skipped_rules: list[dict[str, str]] = field(default_factory=list)
     target_facts: dict[str, Any] | None = None
+    recipes: list[Any] | None = None  # draftfit.recipe.Recipe, when asked for
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
@@ -99,7 +100,7 @@ class Report:
         return 1 if any(f.severity >= fail_on for f in self.findings) else 0
 
     def to_dict(self, fail_on: Severity = Severity.ERROR) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "draftfit", "version": __version__},
             "draft": {
@@ -121,6 +122,9 @@ class Report:
                 "exit_code": self.exit_code(fail_on),
             },
         }
+        if self.recipes is not None:
+            out["recipes"] = [r.to_dict() for r in self.recipes]
+        return out
 
 
 def verdict_for(findings: list[Finding], label: str) -> tuple[str, dict[str, int]]:

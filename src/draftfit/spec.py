@@ -373,7 +373,7 @@ _KNOWN_LAYER = re.compile(
     r"self_attn\.(q_norm|k_norm)\.weight|"
     r"self_attn\.(q_a_proj|q_b_proj|kv_a_proj_with_mqa|kv_b_proj|q_a_layernorm|kv_a_layernorm|"
     r"fused_qkv_a_proj)\.weight|"
-    r"mlp\.(gate_proj|up_proj|down_proj)\.(weight|bias)|"
+    r"mlp\.(gate_proj|up_proj|down_proj|gate_up_proj)\.(weight|bias)|"
     r"(input_layernorm|post_attention_layernorm|hidden_norm)\.weight)$"
 )
 

@@ -422,6 +422,28 @@ class _Builder:
         return False
 
     def _dims_present(self) -> bool:
+        act = self.visible.get("hidden_act", "silu")
+        if act != "silu":
+            self.refuse(
+                "unsupported-activation",
+                f"`hidden_act` is `{act}`: vLLM's draft MLP supports only `silu` and fails "
+                "while building the draft",
+                config_at(f"{self.spec.layer_config_pointer}/hidden_act"),
+                ("draft_activation",),
+                fix='train the draft with "hidden_act": "silu"',
+            )
+            return False
+        model_type = self.visible.get("model_type")
+        if model_type in (self.value("mtp_model_types") or []):
+            self.refuse(
+                "unsupported-draft-architecture",
+                f"the draft's `model_type` is `{model_type}`: vLLM rewrites such drafts to its MTP "
+                "model (`DeepSeekMTPModel`), and `Eagle3DeepSeekMTPModel` is not registered",
+                config_at(f"{self.spec.layer_config_pointer}/model_type"),
+                ("mtp_model_types",),
+                fix='use "model_type": "kimi_k2" or "deepseek_v2" for an MLA EAGLE-3 draft',
+            )
+            return False
         missing = [
             k
             for k in ("hidden_size", "num_attention_heads", "intermediate_size")
@@ -498,6 +520,11 @@ class _Builder:
         mlp_bias = bool(v.get("mlp_bias"))
         model_src = self.src("eagle3_weight_mapping")
         for k in range(n_layers):
+            if family == DEEPSEEK_EAGLE3:
+                if not self._mla_layer(k, H, nh, inter):
+                    self.view.built = False
+                    return
+                continue
             self._llama_layer(
                 k,
                 Dims(H, nh, nkv, hd, inter),
@@ -598,6 +625,139 @@ class _Builder:
         self.view.effective["num_aux_states"] = n_aux if use_aux else 0
         self.view.effective["max_position_raised"] = bool(self.value("max_position_raised"))
 
+    def _mla_layer(self, k: int, H: int, nh: int, inter: int) -> bool:
+        """Expectations for layer `k` of an MLA draft (Eagle3DeepseekV2ForCausalLM).
+
+        Missing MLA dims take transformers' DeepseekV3Config defaults (fact
+        `mla_config_defaults`); a null `q_lora_rank` cannot load, because the loader always
+        maps `kv_a_proj_with_mqa` into a fused q-a/kv-a parameter that then does not exist.
+        """
+        defaults = self.value("mla_config_defaults") or {}
+        dims: dict[str, int] = {}
+        for key, default in defaults.items():
+            raw = self.visible.get(key, default)
+            if raw is None:
+                if key == "q_lora_rank":
+                    self.refuse(
+                        "missing-config-field",
+                        "`q_lora_rank` is null: vLLM's MLA draft loader always maps "
+                        "`kv_a_proj_with_mqa` into the fused q-a/kv-a parameter, which a draft "
+                        "without a q LoRA does not have, and the load fails",
+                        config_at(f"{self.spec.layer_config_pointer}/q_lora_rank"),
+                        ("mla_config_defaults",),
+                        fix="train the MLA draft with a q LoRA (q_lora_rank set)",
+                    )
+                else:
+                    self.refuse(
+                        "missing-config-field",
+                        f"`{key}` is null: the DeepSeek-V3 config class refuses null integers",
+                        config_at(f"{self.spec.layer_config_pointer}/{key}"),
+                        ("mla_config_defaults",),
+                        fix=f"write `{key}` (default {default}) or remove the key",
+                    )
+                return False
+            dims[key] = raw
+        qr, kvr = dims["q_lora_rank"], dims["kv_lora_rank"]
+        dn, dr, dv = dims["qk_nope_head_dim"], dims["qk_rope_head_dim"], dims["v_head_dim"]
+        src = self.src("mla_config_defaults", "eagle3_weight_mapping")
+        pre = f"layers.{k}."
+        width = 2 * H if k == 0 else H
+        w = "2H" if k == 0 else "H"
+        if f"{pre}self_attn.fused_qkv_a_proj.weight" in self.spec.tensors:
+            self._expect(
+                pre + "self_attn.fused_qkv_a_proj.weight",
+                (qr + kvr + dr, width),
+                f"[q_lora_rank + kv_lora_rank + qk_rope_head_dim, {w}]",
+                UNINITIALISED,
+                src,
+                oversize=TRUNCATE_ROWS,
+            )
+        else:
+            self._expect(
+                pre + "self_attn.q_a_proj.weight",
+                (qr, width),
+                f"[q_lora_rank, {w}] = [{qr}, {width}]",
+                UNINITIALISED,
+                src,
+                oversize=TRUNCATE_ROWS,
+            )
+            self._expect(
+                pre + "self_attn.kv_a_proj_with_mqa.weight",
+                (kvr + dr, width),
+                f"[kv_lora_rank + qk_rope_head_dim, {w}] = [{kvr + dr}, {width}]",
+                UNINITIALISED,
+                src,
+                oversize=TRUNCATE_ROWS,
+            )
+        self._expect(pre + "self_attn.q_a_layernorm.weight", (qr,), "[q_lora_rank]", ONES, src)
+        self._expect(
+            pre + "self_attn.q_b_proj.weight",
+            (nh * (dn + dr), qr),
+            f"[num_attention_heads·(qk_nope + qk_rope), q_lora_rank] = [{nh * (dn + dr)}, {qr}]",
+            UNINITIALISED,
+            src,
+            oversize=TRUNCATE_ROWS,
+        )
+        self._expect(pre + "self_attn.kv_a_layernorm.weight", (kvr,), "[kv_lora_rank]", ONES, src)
+        self._expect(
+            pre + "self_attn.kv_b_proj.weight",
+            (nh * (dn + dv), kvr),
+            f"[num_attention_heads·(qk_nope + v_head), kv_lora_rank] = [{nh * (dn + dv)}, {kvr}]",
+            UNINITIALISED,
+            src,
+            oversize=TRUNCATE_ROWS,
+        )
+        self._expect(
+            pre + "self_attn.o_proj.weight",
+            (H, nh * dv),
+            f"[hidden_size, num_attention_heads·v_head_dim] = [{H}, {nh * dv}]",
+            UNINITIALISED,
+            src,
+            oversize=TRUNCATE_COLS,
+        )
+        self._mlp(pre, H, inter, src, bias=False)
+        for norm in ("input_layernorm", "post_attention_layernorm"):
+            self._expect(pre + f"{norm}.weight", (H,), "[hidden_size]", ONES, src)
+        self._expect(
+            pre + "hidden_norm.weight", (H,), "[hidden_size]", ONES if k == 0 else None, src
+        )
+        return True
+
+    def _mlp(self, pre: str, H: int, inter: int, sources: tuple[str, ...], bias: bool) -> None:
+        """gate/up/down projections; a stored pre-fused `gate_up_proj` loads as well."""
+        if f"{pre}mlp.gate_up_proj.weight" in self.spec.tensors:
+            self._expect(
+                pre + "mlp.gate_up_proj.weight",
+                (2 * inter, H),
+                f"[2·intermediate_size, hidden_size] = [{2 * inter}, {H}]",
+                UNINITIALISED,
+                sources,
+                oversize=TRUNCATE_ROWS,
+            )
+        else:
+            for proj in ("gate_proj", "up_proj"):
+                self._expect(
+                    pre + f"mlp.{proj}.weight",
+                    (inter, H),
+                    f"[intermediate_size, hidden_size] = [{inter}, {H}]",
+                    UNINITIALISED,
+                    sources,
+                    oversize=TRUNCATE_ROWS,
+                )
+        self._expect(
+            pre + "mlp.down_proj.weight",
+            (H, inter),
+            f"[hidden_size, intermediate_size] = [{H}, {inter}]",
+            UNINITIALISED,
+            sources,
+            oversize=TRUNCATE_COLS,
+        )
+        if bias:
+            for proj, n in (("gate_proj", inter), ("up_proj", inter), ("down_proj", H)):
+                self._expect(
+                    pre + f"mlp.{proj}.bias", (n,), "[out features]", UNINITIALISED, sources
+                )
+
     def _llama_layer(
         self,
         k: int,
@@ -670,28 +830,7 @@ class _Builder:
             self._expect(
                 pre + "self_attn.o_proj.bias", (H,), "[hidden_size]", UNINITIALISED, sources
             )
-        for proj in ("gate_proj", "up_proj"):
-            self._expect(
-                pre + f"mlp.{proj}.weight",
-                (inter, H),
-                f"[intermediate_size, hidden_size] = [{inter}, {H}]",
-                UNINITIALISED,
-                sources,
-                oversize=TRUNCATE_ROWS,
-            )
-        self._expect(
-            pre + "mlp.down_proj.weight",
-            (H, inter),
-            f"[hidden_size, intermediate_size] = [{H}, {inter}]",
-            UNINITIALISED,
-            sources,
-            oversize=TRUNCATE_COLS,
-        )
-        if mlp_bias:
-            for proj, n in (("gate_proj", inter), ("up_proj", inter), ("down_proj", H)):
-                self._expect(
-                    pre + f"mlp.{proj}.bias", (n,), "[out features]", UNINITIALISED, sources
-                )
+        self._mlp(pre, H, inter, sources, bias=mlp_bias)
         if input_norm:
             self._expect(pre + "input_layernorm.weight", (H,), "[hidden_size]", ONES, sources)
         self._expect(pre + "post_attention_layernorm.weight", (H,), "[hidden_size]", ONES, sources)

@@ -99,5 +99,15 @@ def render_check(report: Report, color: bool = False) -> str:
                 source = aux.get("read_from") or "default"
                 line.append(f" · aux layers {aux['used']} from {source}", style="dim")
             console.print(line)
+        for recipe in report.recipes or []:
+            console.print(
+                Text(f"\nHow to serve with {recipe.engine} {recipe.version}", style="bold")
+            )
+            for step in recipe.steps:
+                console.print(Text("  " + step))
+            for command_line in recipe.command.splitlines():
+                console.print(Text("  " + command_line))
+            for note in recipe.notes:
+                console.print(Text("  # " + note, style="dim"))
 
     return render_to_string(draw, color)

@@ -338,3 +338,25 @@ def method_guessed_as_draft_model():
     ## Fix
     Pass `"method": "eagle3"` (or `"eagle"`).
     """
+
+
+@event_rule(
+    "DF115",
+    "unsupported-activation",
+    Severity.ERROR,
+    "the draft's activation is not one the engine's draft MLP supports",
+)
+def unsupported_activation():
+    """## What it checks
+    The decoder config's `hidden_act` is one the engine's draft MLP implements (vLLM: `silu`).
+
+    ## Why it matters
+    vLLM raises `Unsupported activation` while building the draft (confirmed by running
+    vLLM 0.34.0).
+
+    ## Example
+    `"hidden_act": "gelu"` copied from a non-Llama target.
+
+    ## Fix
+    Train the draft with `silu`.
+    """

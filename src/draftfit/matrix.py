@@ -1,0 +1,147 @@
+"""`draftfit matrix`: every engine and version draftfit knows, grouped into ranges that share
+a verdict, with the finding that decides each range and (optionally) the serve recipe.
+
+Nobody publishes this matrix; users learn it from crashed deployments and near-zero
+acceptance. The markdown form is meant to be pasted into a model card.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from draftfit.check import check_checkpoint
+from draftfit.checkpoint import Checkpoint
+from draftfit.engines.profile import ENGINES, load_engine
+from draftfit.recipe import Recipe, recipe_for
+from draftfit.report import COMPATIBLE, Finding, Report
+from draftfit.rules.base import Severity
+from draftfit.target import Target
+
+
+@dataclass
+class MatrixRow:
+    """Consecutive versions of one engine with the same verdict and deciding findings."""
+
+    engine: str
+    title: str
+    first: str
+    last: str
+    verdict: str
+    deciding: list[Finding]
+    versions: list[str] = field(default_factory=list)
+    recipe: Recipe | None = None
+
+    @property
+    def range(self) -> str:
+        return self.first if self.first == self.last else f"{self.first}–{self.last}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "versions": list(self.versions),
+            "range": self.range,
+            "verdict": self.verdict,
+            "deciding": [f.to_dict() for f in self.deciding],
+            "recipe": self.recipe.to_dict() if self.recipe else None,
+        }
+
+
+@dataclass
+class Matrix:
+    draft: str
+    target: str | None
+    rows: list[MatrixRow]
+    notes: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "draft": self.draft,
+            "target": self.target,
+            "rows": [r.to_dict() for r in self.rows],
+            "notes": list(self.notes),
+        }
+
+
+def build_matrix(
+    checkpoint: Checkpoint,
+    target: Target | None,
+    engines: tuple[str, ...] = ENGINES,
+    method: str | None = None,
+) -> Matrix:
+    """Check `checkpoint` against every known version of every engine and group the results."""
+    rows: list[MatrixRow] = []
+    notes: list[str] = []
+    if target is None:
+        notes.append("no --target: checks that need the target were skipped in every version")
+    for engine in engines:
+        data = load_engine(engine)
+        profiles = [data.resolve(v) for v in data.versions]
+        report = check_checkpoint(checkpoint, target, profiles, method)
+        current: MatrixRow | None = None
+        current_key: tuple | None = None
+        for result in report.engines:
+            deciding = _deciding(report, result.label, result.verdict)
+            key = (result.verdict, _signature(deciding, result.title))
+            if current is not None and key == current_key:
+                current.last = result.version
+                current.versions.append(result.version)
+                current.deciding = deciding  # newest wording
+                continue
+            current = MatrixRow(
+                engine,
+                data.title,
+                result.version,
+                result.version,
+                result.verdict,
+                deciding,
+                [result.version],
+            )
+            current_key = key
+            rows.append(current)
+        for row in rows:
+            if row.engine == engine and row.verdict != "incompatible":
+                row.recipe = recipe_for(engine, row.last, checkpoint, target, report, row.deciding)
+    return Matrix(checkpoint.source, target.source if target else None, rows, notes)
+
+
+def _signature(findings: list[Finding], title: str) -> tuple[tuple[str, str], ...]:
+    """What makes two versions' verdicts "the same": codes and messages, version removed."""
+    return tuple(sorted((f.code, f.message.replace(title, "<engine>")) for f in findings))
+
+
+def _deciding(report: Report, label: str, verdict: str) -> list[Finding]:
+    """The findings at the severity that decided this version's verdict."""
+    if verdict == COMPATIBLE:
+        return []
+    level = Severity.ERROR if verdict == "incompatible" else Severity.WARNING
+    return [f for f in report.findings if label in f.engines and f.severity == level]
+
+
+def render_markdown(matrix: Matrix) -> str:
+    """A model-card-ready table."""
+    lines = [
+        f"Compatibility of `{matrix.draft}`"
+        + (f" with `{matrix.target}`" if matrix.target else "")
+        + " (checked with draftfit, without loading weights)",
+        "",
+        "| engine | versions | verdict | why |",
+        "| --- | --- | --- | --- |",
+    ]
+    for row in matrix.rows:
+        why = "; ".join(f"{f.code} {f.message}" for f in row.deciding[:2]).replace("|", "\\|")
+        lines.append(f"| {row.title} | {row.range} | {row.verdict} | {why or '—'} |")
+    recipes = [r for r in matrix.rows if r.recipe is not None]
+    if recipes:
+        lines += ["", "How to serve it:", ""]
+        for row in recipes:
+            assert row.recipe is not None
+            lines.append(f"* {row.title} {row.range}:")
+            lines.append("")
+            lines.append("  ```bash")
+            lines += [f"  {line}" for line in row.recipe.command.splitlines()]
+            lines.append("  ```")
+            lines += [f"  {note}" for note in row.recipe.notes]
+    for note in matrix.notes:
+        lines += ["", f"_{note}_"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,49 @@
+"""The human-readable `draftfit matrix`: version ranges, verdicts and the deciding finding."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from draftfit.matrix import Matrix
+from draftfit.render.console import render_to_string
+from draftfit.render.text import VERDICT_STYLE
+
+
+def render_matrix(matrix: Matrix, color: bool = False, recipes: bool = True) -> str:
+    def draw(console) -> None:
+        head = Text()
+        head.append("Draft   ", style="bold")
+        head.append(matrix.draft)
+        if matrix.target:
+            head.append("\nTarget  ", style="bold")
+            head.append(matrix.target)
+        console.print(head)
+        table = Table(box=None, header_style="bold", pad_edge=False, show_lines=False)
+        for column in ("engine", "versions", "verdict", "why"):
+            table.add_column(column, overflow="fold")
+        for row in matrix.rows:
+            why = "\n".join(f"{f.code} {f.message}" for f in row.deciding[:2])
+            if len(row.deciding) > 2:
+                why += f"\n(+{len(row.deciding) - 2} more)"
+            table.add_row(
+                row.title,
+                row.range,
+                Text(row.verdict, style=VERDICT_STYLE.get(row.verdict, "bold red")),
+                why or "—",
+            )
+        console.print(table)
+        if recipes:
+            for row in (r for r in matrix.rows if r.recipe is not None):
+                assert row.recipe is not None
+                console.print(Text(f"\n{row.title} {row.range}: how to serve", style="bold"))
+                for step in row.recipe.steps:
+                    console.print(Text("  " + step))
+                for line in row.recipe.command.splitlines():
+                    console.print(Text("  " + line))
+                for note in row.recipe.notes:
+                    console.print(Text("  # " + note, style="dim"))
+        for note in matrix.notes:
+            console.print(Text(note, style="dim"))
+
+    return render_to_string(draw, color)
