@@ -33,7 +33,7 @@ from pathlib import Path
 from draftfit.check import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
 from draftfit.demo import build_demo, demo_config
-from draftfit.synth import eagle3_tensor_table, write_sparse_checkpoint
+from draftfit.synth import speculators_table, write_sparse_checkpoint
 from draftfit.target import load_target
 
 REPEAT = 15
@@ -149,15 +149,7 @@ def scaled_draft(root: Path, factor: int) -> Path:
     """A draft with the demo's tensor list, every matrix `factor`× wider (same header size)."""
     config = demo_config("speculators-kimi-k2-eagle3.config.json")
     layer = config["transformer_layer_config"]
-    table = eagle3_tensor_table(
-        layer["hidden_size"],
-        layer["num_attention_heads"],
-        layer["num_key_value_heads"],
-        layer["head_dim"],
-        layer["intermediate_size"],
-        layer["vocab_size"],
-        config["draft_vocab_size"],
-    )
+    table = speculators_table(config)
     scaled = [(n, d, (s[0], s[1] * factor) if len(s) == 2 else s) for n, d, s in table]
     return write_sparse_checkpoint(
         root / f"draft-x{factor}",

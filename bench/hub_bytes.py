@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.fake_hub import FakeHub
 
 from draftfit.demo import demo_config
-from draftfit.synth import eagle3_tensor_table, write_sparse_checkpoint
+from draftfit.synth import speculators_table, write_sparse_checkpoint
 
 
 def main() -> None:
@@ -31,15 +31,7 @@ def main() -> None:
         root = Path(tmp)
         config = demo_config("speculators-kimi-k2-eagle3.config.json")
         layer = config["transformer_layer_config"]
-        table = eagle3_tensor_table(
-            layer["hidden_size"],
-            layer["num_attention_heads"],
-            layer["num_key_value_heads"],
-            layer["head_dim"],
-            layer["intermediate_size"],
-            layer["vocab_size"],
-            config["draft_vocab_size"],
-        )
+        table = speculators_table(config)
         draft = write_sparse_checkpoint(
             root / "draft",
             config,

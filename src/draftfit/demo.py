@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from draftfit.synth import eagle3_tensor_table, write_sparse_checkpoint
+from draftfit.synth import speculators_table, write_sparse_checkpoint
 
 DEMO_ENGINES = ("vllm==0.17.0", "vllm==0.34.0")
 
@@ -42,15 +42,7 @@ def build_demo(root: Path) -> DemoPaths:
     draft = write_sparse_checkpoint(
         root / "kimi-k2-eagle3-speculators",
         draft_config,
-        eagle3_tensor_table(
-            layer["hidden_size"],
-            layer["num_attention_heads"],
-            layer["num_key_value_heads"],
-            layer["head_dim"],
-            layer["intermediate_size"],
-            vocab,
-            draft_vocab,
-        ),
+        speculators_table(draft_config),
         vocab=vocab,
         draft_vocab=draft_vocab,
     )

@@ -69,6 +69,20 @@ def eagle3_tensor_table(
     return table
 
 
+def speculators_table(config: dict[str, Any]) -> list[tuple[str, str, tuple[int, ...]]]:
+    """The tensor table a speculators-format EAGLE-3 `config` describes (training layout)."""
+    layer = config["transformer_layer_config"]
+    return eagle3_tensor_table(
+        layer["hidden_size"],
+        layer["num_attention_heads"],
+        layer["num_key_value_heads"],
+        layer["head_dim"],
+        layer["intermediate_size"],
+        layer["vocab_size"],
+        config["draft_vocab_size"],
+    )
+
+
 def write_sparse_checkpoint(
     root: Path,
     config: dict[str, Any] | None,

@@ -117,24 +117,46 @@ def from_view_events(ctx: Context, name: str) -> Iterator[Violation]:
             yield Violation(event.message, event.location, event.fix, event.sources)
 
 
-def event_rule(
-    code: str, name: str, severity: Severity, summary: str, *, needs_target: bool = False
+def documented_rule(
+    code: str,
+    name: str,
+    severity: Severity,
+    summary: str,
+    check: Check,
+    *,
+    scope: str = "engine",
+    needs_target: bool = False,
 ) -> Callable[[Callable[[], None]], Check]:
-    """Declare a rule whose detection lives in the engine module (it emits tagged events).
+    """Register `check` under a rule whose documentation is the decorated function's docstring.
 
-    The decorated function only carries the documentation; the check reads the view.
+    For rules whose detection lives elsewhere (the reader's damage, the engine view's
+    events, the diff): the decorated function only carries the text.
     """
 
     def decorate(doc_holder: Callable[[], None]) -> Check:
-        def check(ctx: Context) -> Iterator[Violation]:
-            yield from from_view_events(ctx, name)
+        def run(ctx: Context) -> Iterator[Violation]:
+            yield from check(ctx)
 
-        check.__doc__ = doc_holder.__doc__
-        check.__name__ = doc_holder.__name__
-        check.__module__ = doc_holder.__module__
-        return rule(code, name, severity, summary, needs_target=needs_target)(check)
+        run.__doc__ = doc_holder.__doc__
+        run.__name__ = doc_holder.__name__
+        run.__module__ = doc_holder.__module__
+        return rule(code, name, severity, summary, scope=scope, needs_target=needs_target)(run)
 
     return decorate
+
+
+def event_rule(
+    code: str, name: str, severity: Severity, summary: str, *, needs_target: bool = False
+) -> Callable[[Callable[[], None]], Check]:
+    """A rule whose detection lives in the engine module (it emits events tagged `name`)."""
+    return documented_rule(
+        code,
+        name,
+        severity,
+        summary,
+        lambda ctx: from_view_events(ctx, name),
+        needs_target=needs_target,
+    )
 
 
 __all__ = [
@@ -145,6 +167,7 @@ __all__ = [
     "Severity",
     "Violation",
     "config_at",
+    "documented_rule",
     "event_rule",
     "from_view_events",
     "rule",

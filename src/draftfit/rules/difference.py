@@ -7,22 +7,14 @@ means the difference changes what the engine builds or runs; info means spelling
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-from draftfit.rules.base import Check, Context, Severity, Violation, rule
+from draftfit.rules.base import Check, Severity, documented_rule
 
 
 def _diff_rule(code: str, name: str, severity: Severity, summary: str) -> Callable[..., Check]:
-    def decorate(doc_holder: Callable[[], None]) -> Check:
-        def check(ctx: Context) -> Iterator[Violation]:  # pragma: no cover - diff-only
-            return iter(())
-
-        check.__doc__ = doc_holder.__doc__
-        check.__name__ = doc_holder.__name__
-        check.__module__ = doc_holder.__module__
-        return rule(code, name, severity, summary, scope="diff")(check)
-
-    return decorate
+    """Declare a DF8xx code; `draftfit.diff` does the detection."""
+    return documented_rule(code, name, severity, summary, lambda ctx: iter(()), scope="diff")
 
 
 @_diff_rule(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from draftfit.rules.base import Context, Location, Severity, Violation, rule
+from draftfit.rules.base import Context, Location, Severity, Violation, documented_rule
 
 
 def _damage(ctx: Context, kind: str, fix: str | None = None) -> Iterator[Violation]:
@@ -19,17 +19,9 @@ def _damage(ctx: Context, kind: str, fix: str | None = None) -> Iterator[Violati
 
 def _structure_rule(code: str, name: str, severity: Severity, summary: str, fix: str | None):
     """Declare a rule that reports the reader's damage of kind `name`."""
-
-    def decorate(doc_holder):
-        def check(ctx: Context) -> Iterator[Violation]:
-            yield from _damage(ctx, name, fix)
-
-        check.__doc__ = doc_holder.__doc__
-        check.__name__ = doc_holder.__name__
-        check.__module__ = doc_holder.__module__
-        return rule(code, name, severity, summary, scope="checkpoint")(check)
-
-    return decorate
+    return documented_rule(
+        code, name, severity, summary, lambda ctx: _damage(ctx, name, fix), scope="checkpoint"
+    )
 
 
 @_structure_rule(

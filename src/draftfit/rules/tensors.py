@@ -40,6 +40,21 @@ def _named(ctx: Context, canonical: str) -> str:
     return f"`{raw}`" if raw == canonical else f"`{raw}` (`{canonical}`)"
 
 
+def _missing(ctx: Context, fate: str, what_happens: str, fix: str) -> Iterator[Violation]:
+    """Parameters the engine builds with fate `fate` when no stored tensor fills them."""
+    view = ctx.view
+    if view is None or not ctx.checkpoint.weights_complete:
+        return
+    for exp in view.expectations.values():
+        if exp.if_missing == fate and exp.canonical not in ctx.spec.tensors:
+            yield Violation(
+                f"`{exp.canonical}` ({exp.formula}) is not stored; {view.title} {what_happens}",
+                Location(None, tensor=exp.canonical),
+                fix,
+                exp.sources,
+            )
+
+
 def fc_width_is_aux_count_problem(ctx: Context) -> bool:
     """`fc` has the right rows and a width that is a whole number of aux states, but not N."""
     view = ctx.view
@@ -264,18 +279,12 @@ def missing_tensor_uninitialised(ctx: Context) -> Iterator[Violation]:
     ## Fix
     Re-export the checkpoint with every trained tensor.
     """
-    view = ctx.view
-    if view is None or not ctx.checkpoint.weights_complete:
-        return
-    for exp in view.expectations.values():
-        if exp.if_missing == UNINITIALISED and exp.canonical not in ctx.spec.tensors:
-            yield Violation(
-                f"`{exp.canonical}` ({exp.formula}) is not stored; {view.title} leaves it "
-                "uninitialised and loads without an error",
-                Location(None, tensor=exp.canonical),
-                "re-export the checkpoint with this tensor",
-                exp.sources,
-            )
+    yield from _missing(
+        ctx,
+        UNINITIALISED,
+        "leaves it uninitialised and loads without an error",
+        "re-export the checkpoint with this tensor",
+    )
 
 
 @rule("DF206", "missing-norm-weight", Severity.WARNING, "a norm weight is missing and stays at 1.0")
@@ -294,18 +303,7 @@ def missing_norm_weight(ctx: Context) -> Iterator[Violation]:
     ## Fix
     Store the trained norm weight, or turn the flag off if it was not trained.
     """
-    view = ctx.view
-    if view is None or not ctx.checkpoint.weights_complete:
-        return
-    for exp in view.expectations.values():
-        if exp.if_missing == ONES and exp.canonical not in ctx.spec.tensors:
-            yield Violation(
-                f"`{exp.canonical}` ({exp.formula}) is not stored; {view.title} keeps the norm "
-                "weight at 1.0",
-                Location(None, tensor=exp.canonical),
-                "store the trained norm weight",
-                exp.sources,
-            )
+    yield from _missing(ctx, ONES, "keeps the norm weight at 1.0", "store the trained norm weight")
 
 
 @rule("DF207", "ignored-tensor", Severity.WARNING, "the engine silently drops a stored tensor")
