@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from draftfit.checkpoint.model import Checkpoint
+from draftfit.engines.builder import CONFIG, BaseBuilder, Dims, get_path, target_is_moe
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import (
-    FAILS,
     ONES,
     SHARED,
-    TRUNCATE_COLS,
-    TRUNCATE_ROWS,
     UNINITIALISED,
     AuxCapture,
     EngineView,
-    Event,
-    Expectation,
     TensorFate,
 )
 from draftfit.location import Location, config_at
@@ -60,21 +56,8 @@ CLASS_FAMILY = {
     "EagleLlamaForCausalLM": LLAMA_EAGLE,
 }
 
-CONFIG = "config.json"
-
-
-class Dims(NamedTuple):
-    """Decoder-layer dimensions: hidden, heads, kv heads, head_dim, intermediate."""
-
-    hidden: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    intermediate: int
-
 
 _RUNNER_NAMES = {"mrv1": "V1 model runner", "mrv2": "V2 model runner"}
-_MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
 
 
 def build_view(
@@ -92,28 +75,7 @@ def build_view(
     return view
 
 
-class _Builder:
-    def __init__(
-        self,
-        checkpoint: Checkpoint,
-        spec: DraftSpec,
-        target: Target | None,
-        profile: Profile,
-        view: EngineView,
-        method_explicit: bool,
-    ) -> None:
-        self.ckpt = checkpoint
-        self.config: Mapping[str, Any] = checkpoint.config or {}
-        self.spec = spec
-        self.target = target
-        self.p = profile
-        self.view = view
-        self.method = view.method
-        self.method_explicit = method_explicit
-        # The config as the draft class sees it (filled by the route).
-        self.visible: dict[str, Any] = {}
-        self.route = "hf"
-
+class _Builder(BaseBuilder):
     # ------------------------------------------------------------------ driver
     def run(self) -> None:
         if self.ckpt.config is None:
@@ -140,38 +102,6 @@ class _Builder:
         self._map_tensors(family)
         self._target_checks(family)
 
-    # ------------------------------------------------------------------ helpers
-    def src(self, *keys: str) -> tuple[str, ...]:
-        return self.p.sources(*keys)
-
-    def value(self, key: str) -> Any:
-        return self.p.value(key)
-
-    def refuse(
-        self,
-        rule: str,
-        message: str,
-        location: Location,
-        keys: tuple[str, ...],
-        fix: str | None = None,
-    ) -> None:
-        self.view.refuse(Event(rule, message, location, self.src(*keys), fix))
-
-    def event(
-        self,
-        rule: str,
-        message: str,
-        location: Location,
-        keys: tuple[str, ...],
-        fix: str | None = None,
-    ) -> None:
-        self.view.add(Event(rule, message, location, self.src(*keys), fix))
-
-    def vint(self, key: str) -> int | None:
-        value = self.visible.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    # ------------------------------------------------------------------ method
     def _method_from_path(self) -> None:
         """What vLLM picks when `speculative_config` has no `method` (CFG-01)."""
         rules = self.value("method_from_path") or []
@@ -625,244 +555,6 @@ class _Builder:
         self.view.effective["num_aux_states"] = n_aux if use_aux else 0
         self.view.effective["max_position_raised"] = bool(self.value("max_position_raised"))
 
-    def _mla_layer(self, k: int, H: int, nh: int, inter: int) -> bool:
-        """Expectations for layer `k` of an MLA draft (Eagle3DeepseekV2ForCausalLM).
-
-        Missing MLA dims take transformers' DeepseekV3Config defaults (fact
-        `mla_config_defaults`); a null `q_lora_rank` cannot load, because the loader always
-        maps `kv_a_proj_with_mqa` into a fused q-a/kv-a parameter that then does not exist.
-        """
-        defaults = self.value("mla_config_defaults") or {}
-        dims: dict[str, int] = {}
-        for key, default in defaults.items():
-            raw = self.visible.get(key, default)
-            if raw is None:
-                if key == "q_lora_rank":
-                    self.refuse(
-                        "missing-config-field",
-                        "`q_lora_rank` is null: vLLM's MLA draft loader always maps "
-                        "`kv_a_proj_with_mqa` into the fused q-a/kv-a parameter, which a draft "
-                        "without a q LoRA does not have, and the load fails",
-                        config_at(f"{self.spec.layer_config_pointer}/q_lora_rank"),
-                        ("mla_config_defaults",),
-                        fix="train the MLA draft with a q LoRA (q_lora_rank set)",
-                    )
-                else:
-                    self.refuse(
-                        "missing-config-field",
-                        f"`{key}` is null: the DeepSeek-V3 config class refuses null integers",
-                        config_at(f"{self.spec.layer_config_pointer}/{key}"),
-                        ("mla_config_defaults",),
-                        fix=f"write `{key}` (default {default}) or remove the key",
-                    )
-                return False
-            dims[key] = raw
-        qr, kvr = dims["q_lora_rank"], dims["kv_lora_rank"]
-        dn, dr, dv = dims["qk_nope_head_dim"], dims["qk_rope_head_dim"], dims["v_head_dim"]
-        src = self.src("mla_config_defaults", "eagle3_weight_mapping")
-        pre = f"layers.{k}."
-        width = 2 * H if k == 0 else H
-        w = "2H" if k == 0 else "H"
-        if f"{pre}self_attn.fused_qkv_a_proj.weight" in self.spec.tensors:
-            self._expect(
-                pre + "self_attn.fused_qkv_a_proj.weight",
-                (qr + kvr + dr, width),
-                f"[q_lora_rank + kv_lora_rank + qk_rope_head_dim, {w}]",
-                UNINITIALISED,
-                src,
-                oversize=TRUNCATE_ROWS,
-            )
-        else:
-            self._expect(
-                pre + "self_attn.q_a_proj.weight",
-                (qr, width),
-                f"[q_lora_rank, {w}] = [{qr}, {width}]",
-                UNINITIALISED,
-                src,
-                oversize=TRUNCATE_ROWS,
-            )
-            self._expect(
-                pre + "self_attn.kv_a_proj_with_mqa.weight",
-                (kvr + dr, width),
-                f"[kv_lora_rank + qk_rope_head_dim, {w}] = [{kvr + dr}, {width}]",
-                UNINITIALISED,
-                src,
-                oversize=TRUNCATE_ROWS,
-            )
-        self._expect(pre + "self_attn.q_a_layernorm.weight", (qr,), "[q_lora_rank]", ONES, src)
-        self._expect(
-            pre + "self_attn.q_b_proj.weight",
-            (nh * (dn + dr), qr),
-            f"[num_attention_heads·(qk_nope + qk_rope), q_lora_rank] = [{nh * (dn + dr)}, {qr}]",
-            UNINITIALISED,
-            src,
-            oversize=TRUNCATE_ROWS,
-        )
-        self._expect(pre + "self_attn.kv_a_layernorm.weight", (kvr,), "[kv_lora_rank]", ONES, src)
-        self._expect(
-            pre + "self_attn.kv_b_proj.weight",
-            (nh * (dn + dv), kvr),
-            f"[num_attention_heads·(qk_nope + v_head), kv_lora_rank] = [{nh * (dn + dv)}, {kvr}]",
-            UNINITIALISED,
-            src,
-            oversize=TRUNCATE_ROWS,
-        )
-        self._expect(
-            pre + "self_attn.o_proj.weight",
-            (H, nh * dv),
-            f"[hidden_size, num_attention_heads·v_head_dim] = [{H}, {nh * dv}]",
-            UNINITIALISED,
-            src,
-            oversize=TRUNCATE_COLS,
-        )
-        self._mlp(pre, H, inter, src, bias=False)
-        for norm in ("input_layernorm", "post_attention_layernorm"):
-            self._expect(pre + f"{norm}.weight", (H,), "[hidden_size]", ONES, src)
-        self._expect(
-            pre + "hidden_norm.weight", (H,), "[hidden_size]", ONES if k == 0 else None, src
-        )
-        return True
-
-    def _mlp(self, pre: str, H: int, inter: int, sources: tuple[str, ...], bias: bool) -> None:
-        """gate/up/down projections; a stored pre-fused `gate_up_proj` loads as well."""
-        if f"{pre}mlp.gate_up_proj.weight" in self.spec.tensors:
-            self._expect(
-                pre + "mlp.gate_up_proj.weight",
-                (2 * inter, H),
-                f"[2·intermediate_size, hidden_size] = [{2 * inter}, {H}]",
-                UNINITIALISED,
-                sources,
-                oversize=TRUNCATE_ROWS,
-            )
-        else:
-            for proj in ("gate_proj", "up_proj"):
-                self._expect(
-                    pre + f"mlp.{proj}.weight",
-                    (inter, H),
-                    f"[intermediate_size, hidden_size] = [{inter}, {H}]",
-                    UNINITIALISED,
-                    sources,
-                    oversize=TRUNCATE_ROWS,
-                )
-        self._expect(
-            pre + "mlp.down_proj.weight",
-            (H, inter),
-            f"[hidden_size, intermediate_size] = [{H}, {inter}]",
-            UNINITIALISED,
-            sources,
-            oversize=TRUNCATE_COLS,
-        )
-        if bias:
-            for proj, n in (("gate_proj", inter), ("up_proj", inter), ("down_proj", H)):
-                self._expect(
-                    pre + f"mlp.{proj}.bias", (n,), "[out features]", UNINITIALISED, sources
-                )
-
-    def _llama_layer(
-        self,
-        k: int,
-        d: Dims,
-        *,
-        first_width: int,
-        sources: tuple[str, ...],
-        attn_bias: bool,
-        o_bias: bool,
-        mlp_bias: bool,
-        input_norm: bool,
-        hidden_norm: bool,
-        qk_norm: bool,
-    ) -> None:
-        """Expectations for decoder layer `k` of a Llama-style draft.
-
-        Layer 0's attention reads `first_width` inputs (2H for EAGLE-3: embedding and fc
-        output side by side); later layers read H. With one process (TP=1) vLLM's column-
-        parallel loaders narrow oversized q/k/v/gate/up rows and its row-parallel loaders
-        narrow oversized o/down columns without complaint, so those are "truncated".
-        """
-        H, nh, nkv, hd, inter = d
-        pre = f"layers.{k}."
-        width = first_width if k == 0 else H
-        w = ("2H" if first_width == 2 * H else "H") if k == 0 else "H"
-        q_rows, kv_rows = nh * hd, nkv * hd
-        self._expect(
-            pre + "self_attn.q_proj.weight",
-            (q_rows, width),
-            f"[num_attention_heads·head_dim, {w}] = [{nh}·{hd}, {width}]",
-            UNINITIALISED,
-            sources,
-            oversize=TRUNCATE_ROWS,
-        )
-        for proj in ("k_proj", "v_proj"):
-            self._expect(
-                pre + f"self_attn.{proj}.weight",
-                (kv_rows, width),
-                f"[num_key_value_heads·head_dim, {w}] = [{nkv}·{hd}, {width}]",
-                UNINITIALISED,
-                sources,
-                oversize=TRUNCATE_ROWS,
-            )
-        self._expect(
-            pre + "self_attn.o_proj.weight",
-            (H, q_rows),
-            f"[hidden_size, num_attention_heads·head_dim] = [{H}, {nh}·{hd}]",
-            UNINITIALISED,
-            sources,
-            oversize=TRUNCATE_COLS,
-        )
-        if attn_bias:
-            bias_src = self.src("attention_bias_supported")
-            self._expect(
-                pre + "self_attn.q_proj.bias",
-                (q_rows,),
-                "[num_attention_heads·head_dim]",
-                UNINITIALISED,
-                bias_src,
-            )
-            for proj in ("k_proj", "v_proj"):
-                self._expect(
-                    pre + f"self_attn.{proj}.bias",
-                    (kv_rows,),
-                    "[num_key_value_heads·head_dim]",
-                    UNINITIALISED,
-                    bias_src,
-                )
-        if o_bias:
-            self._expect(
-                pre + "self_attn.o_proj.bias", (H,), "[hidden_size]", UNINITIALISED, sources
-            )
-        self._mlp(pre, H, inter, sources, bias=mlp_bias)
-        if input_norm:
-            self._expect(pre + "input_layernorm.weight", (H,), "[hidden_size]", ONES, sources)
-        self._expect(pre + "post_attention_layernorm.weight", (H,), "[hidden_size]", ONES, sources)
-        if hidden_norm:
-            self._expect(pre + "hidden_norm.weight", (H,), "[hidden_size]", ONES, sources)
-        elif first_width == 2 * H:
-            # EAGLE-3 layers >= 1 still build a hidden_norm they never use.
-            self._expect(pre + "hidden_norm.weight", (H,), "[hidden_size]", None, sources)
-        if qk_norm:
-            for norm in ("q_norm", "k_norm"):
-                self._expect(
-                    pre + f"self_attn.{norm}.weight",
-                    (hd,),
-                    "[head_dim]",
-                    ONES,
-                    self.src("eagle3_draft_architectures"),
-                )
-
-    def _expect(
-        self,
-        canonical: str,
-        shape: tuple[int, ...] | None,
-        formula: str,
-        if_missing: str | None,
-        sources: tuple[str, ...],
-        oversize: str = FAILS,
-    ) -> None:
-        param = canonical
-        self.view.expectations[canonical] = Expectation(
-            canonical, param, shape, formula, if_missing, oversize, sources
-        )
-
     def _flag_visible(self, name: str) -> bool:
         """Whether a norm flag is on *and* this version implements it."""
         value = self.visible.get(name)
@@ -884,7 +576,7 @@ class _Builder:
         if not keys:
             return 3, "a fixed count of 3"
         for key in keys:
-            value = _get_path(self.visible, key)
+            value = get_path(self.visible, key)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 return value, f"`{key}`"
             if isinstance(value, list) and value:
@@ -904,7 +596,7 @@ class _Builder:
             return None, "the model runner depends on the target"
         arch = self.target.architecture or ""
         moe, quantized = (
-            _target_is_moe(self.target),
+            target_is_moe(self.target),
             "quantization_config" in self.target.text_config
             or "quantization_config" in self.target.config,
         )
@@ -932,7 +624,7 @@ class _Builder:
         read_from = None
         ids = None
         for key in keys:
-            value = _get_path(self.visible, key)
+            value = get_path(self.visible, key)
             if isinstance(value, list) and value and all(isinstance(i, int) for i in value):
                 ids = tuple(value)
                 read_from = "/" + key.replace(".", "/")
@@ -1265,14 +957,6 @@ class _Builder:
             fix="use a vLLM version whose target class supports EAGLE-3, or EAGLE-1",
         )
 
-    def _ever_listed(self, arch: str) -> bool:
-        """Whether the data mentions `arch` for any version (else draftfit knows nothing)."""
-        data = self.p.data
-        for key in ("verifier_eagle3_classes", "verifier_not_eagle3_classes"):
-            if any(e.value == arch for e in data.facts[key].entries):
-                return True
-        return False
-
 
 # ---------------------------------------------------------------------- module helpers
 
@@ -1280,24 +964,6 @@ class _Builder:
 def _vllm_canonical(raw: str) -> str:
     """vLLM's own renaming: `midlayer.` -> `layers.0.` as a substring (E3-13)."""
     return raw.replace("midlayer.", "layers.0.", 1) if "midlayer." in raw else raw
-
-
-def _target_is_moe(target: Target) -> bool:
-    for config in (target.text_config, target.config):
-        for key in _MOE_KEYS:
-            value = config.get(key)
-            if isinstance(value, int) and value > 1:
-                return True
-    return False
-
-
-def _get_path(mapping: Mapping[str, Any], dotted: str) -> Any:
-    value: Any = mapping
-    for part in dotted.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
 
 
 def _speculators_structure_problem(cfg: Mapping[str, Any], p: Profile) -> tuple[str, str] | None:

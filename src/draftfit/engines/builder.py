@@ -1,0 +1,388 @@
+"""What every engine module shares: a builder that turns a draft spec plus a versioned
+:class:`Profile` into an :class:`EngineView`.
+
+Engine modules (:mod:`.vllm`, :mod:`.sglang`, :mod:`.trtllm`) subclass :class:`BaseBuilder`
+and encode only their engine's *procedure*; every version-dependent value comes from the
+engine's data file, with the source line it was read from. The decoder-layer shapes
+(Llama-style and MLA) are the same formulas in every engine, so they live here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from draftfit.checkpoint.model import Checkpoint
+from draftfit.engines.profile import Profile
+from draftfit.engines.view import (
+    FAILS,
+    ONES,
+    TRUNCATE_COLS,
+    TRUNCATE_ROWS,
+    UNINITIALISED,
+    EngineView,
+    Event,
+    Expectation,
+)
+from draftfit.location import Location, config_at
+from draftfit.spec import DraftSpec
+from draftfit.target import Target
+
+CONFIG = "config.json"
+TARGET_CONFIG = "target config.json"
+MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
+# Words in a data note that mark a boundary or value as not read exactly from a release.
+_APPROXIMATE_MARKERS = ("≈", "approximate", "inferred", "assum", "research notes", "not pinned")
+
+
+class Dims(NamedTuple):
+    """Decoder-layer dimensions: hidden, heads, kv heads, head_dim, intermediate."""
+
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+
+
+class BaseBuilder:
+    """State and helpers every engine's builder uses.
+
+    `visible` is the config as the engine's draft class reads it (after any config route);
+    engine modules fill it before computing shapes.
+    """
+
+    def __init__(
+        self,
+        checkpoint: Checkpoint,
+        spec: DraftSpec,
+        target: Target | None,
+        profile: Profile,
+        view: EngineView,
+        method_explicit: bool = False,
+    ) -> None:
+        self.ckpt = checkpoint
+        self.config: Mapping[str, Any] = checkpoint.config or {}
+        self.spec = spec
+        self.target = target
+        self.p = profile
+        self.view = view
+        self.method = view.method
+        self.method_explicit = method_explicit
+        self.visible: dict[str, Any] = {}
+        self.route = "hf"
+
+    # ------------------------------------------------------------------ facts and events
+    def approximate_note(self, keys: tuple[str, ...]) -> str | None:
+        """The data note that marks one of `keys` as approximate at this version, if any."""
+        for key in keys:
+            for note in self.p.fact(key).notes:
+                if any(marker in note for marker in _APPROXIMATE_MARKERS):
+                    return note
+        return None
+
+    def _with_caveat(self, message: str, keys: tuple[str, ...]) -> str:
+        note = self.approximate_note(keys)
+        if note is None:
+            return message
+        return f"{message} (draftfit's data here is approximate: {note})"
+
+    def src(self, *keys: str) -> tuple[str, ...]:
+        return self.p.sources(*keys)
+
+    def value(self, key: str) -> Any:
+        return self.p.value(key)
+
+    def refuse(
+        self,
+        rule: str,
+        message: str,
+        location: Location,
+        keys: tuple[str, ...],
+        fix: str | None = None,
+    ) -> None:
+        message = self._with_caveat(message, keys)
+        self.view.refuse(Event(rule, message, location, self.src(*keys), fix))
+
+    def event(
+        self,
+        rule: str,
+        message: str,
+        location: Location,
+        keys: tuple[str, ...],
+        fix: str | None = None,
+    ) -> None:
+        message = self._with_caveat(message, keys)
+        self.view.add(Event(rule, message, location, self.src(*keys), fix))
+
+    def vint(self, key: str) -> int | None:
+        value = self.visible.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    # ------------------------------------------------------------------ method
+
+    def _mla_layer(self, k: int, H: int, nh: int, inter: int) -> bool:
+        """Expectations for layer `k` of an MLA draft (Eagle3DeepseekV2ForCausalLM).
+
+        Missing MLA dims take transformers' DeepseekV3Config defaults (fact
+        `mla_config_defaults`); a null `q_lora_rank` cannot load, because the loader always
+        maps `kv_a_proj_with_mqa` into a fused q-a/kv-a parameter that then does not exist.
+        """
+        defaults = self.value("mla_config_defaults") or {}
+        dims: dict[str, int] = {}
+        for key, default in defaults.items():
+            raw = self.visible.get(key, default)
+            if raw is None:
+                if key == "q_lora_rank":
+                    self.refuse(
+                        "missing-config-field",
+                        f"`q_lora_rank` is null: {self.p.title}'s MLA draft loader maps "
+                        "`kv_a_proj_with_mqa` into the fused q-a/kv-a parameter, which a draft "
+                        "without a q LoRA does not have, and the load fails",
+                        config_at(f"{self.spec.layer_config_pointer}/q_lora_rank"),
+                        ("mla_config_defaults",),
+                        fix="train the MLA draft with a q LoRA (q_lora_rank set)",
+                    )
+                else:
+                    self.refuse(
+                        "missing-config-field",
+                        f"`{key}` is null: the DeepSeek-V3 config class refuses null integers",
+                        config_at(f"{self.spec.layer_config_pointer}/{key}"),
+                        ("mla_config_defaults",),
+                        fix=f"write `{key}` (default {default}) or remove the key",
+                    )
+                return False
+            dims[key] = raw
+        qr, kvr = dims["q_lora_rank"], dims["kv_lora_rank"]
+        dn, dr, dv = dims["qk_nope_head_dim"], dims["qk_rope_head_dim"], dims["v_head_dim"]
+        src = self.src("mla_config_defaults", "eagle3_weight_mapping")
+        pre = f"layers.{k}."
+        width = 2 * H if k == 0 else H
+        w = "2H" if k == 0 else "H"
+        if f"{pre}self_attn.fused_qkv_a_proj.weight" in self.spec.tensors:
+            self._expect(
+                pre + "self_attn.fused_qkv_a_proj.weight",
+                (qr + kvr + dr, width),
+                f"[q_lora_rank + kv_lora_rank + qk_rope_head_dim, {w}]",
+                UNINITIALISED,
+                src,
+                oversize=TRUNCATE_ROWS,
+            )
+        else:
+            self._expect(
+                pre + "self_attn.q_a_proj.weight",
+                (qr, width),
+                f"[q_lora_rank, {w}] = [{qr}, {width}]",
+                UNINITIALISED,
+                src,
+                oversize=TRUNCATE_ROWS,
+            )
+            self._expect(
+                pre + "self_attn.kv_a_proj_with_mqa.weight",
+                (kvr + dr, width),
+                f"[kv_lora_rank + qk_rope_head_dim, {w}] = [{kvr + dr}, {width}]",
+                UNINITIALISED,
+                src,
+                oversize=TRUNCATE_ROWS,
+            )
+        self._expect(pre + "self_attn.q_a_layernorm.weight", (qr,), "[q_lora_rank]", ONES, src)
+        self._expect(
+            pre + "self_attn.q_b_proj.weight",
+            (nh * (dn + dr), qr),
+            f"[num_attention_heads·(qk_nope + qk_rope), q_lora_rank] = [{nh * (dn + dr)}, {qr}]",
+            UNINITIALISED,
+            src,
+            oversize=TRUNCATE_ROWS,
+        )
+        self._expect(pre + "self_attn.kv_a_layernorm.weight", (kvr,), "[kv_lora_rank]", ONES, src)
+        self._expect(
+            pre + "self_attn.kv_b_proj.weight",
+            (nh * (dn + dv), kvr),
+            f"[num_attention_heads·(qk_nope + v_head), kv_lora_rank] = [{nh * (dn + dv)}, {kvr}]",
+            UNINITIALISED,
+            src,
+            oversize=TRUNCATE_ROWS,
+        )
+        self._expect(
+            pre + "self_attn.o_proj.weight",
+            (H, nh * dv),
+            f"[hidden_size, num_attention_heads·v_head_dim] = [{H}, {nh * dv}]",
+            UNINITIALISED,
+            src,
+            oversize=TRUNCATE_COLS,
+        )
+        self._mlp(pre, H, inter, src, bias=False)
+        for norm in ("input_layernorm", "post_attention_layernorm"):
+            self._expect(pre + f"{norm}.weight", (H,), "[hidden_size]", ONES, src)
+        self._expect(
+            pre + "hidden_norm.weight", (H,), "[hidden_size]", ONES if k == 0 else None, src
+        )
+        return True
+
+    def _mlp(self, pre: str, H: int, inter: int, sources: tuple[str, ...], bias: bool) -> None:
+        """gate/up/down projections; a stored pre-fused `gate_up_proj` loads as well."""
+        if f"{pre}mlp.gate_up_proj.weight" in self.spec.tensors:
+            self._expect(
+                pre + "mlp.gate_up_proj.weight",
+                (2 * inter, H),
+                f"[2·intermediate_size, hidden_size] = [{2 * inter}, {H}]",
+                UNINITIALISED,
+                sources,
+                oversize=TRUNCATE_ROWS,
+            )
+        else:
+            for proj in ("gate_proj", "up_proj"):
+                self._expect(
+                    pre + f"mlp.{proj}.weight",
+                    (inter, H),
+                    f"[intermediate_size, hidden_size] = [{inter}, {H}]",
+                    UNINITIALISED,
+                    sources,
+                    oversize=TRUNCATE_ROWS,
+                )
+        self._expect(
+            pre + "mlp.down_proj.weight",
+            (H, inter),
+            f"[hidden_size, intermediate_size] = [{H}, {inter}]",
+            UNINITIALISED,
+            sources,
+            oversize=TRUNCATE_COLS,
+        )
+        if bias:
+            for proj, n in (("gate_proj", inter), ("up_proj", inter), ("down_proj", H)):
+                self._expect(
+                    pre + f"mlp.{proj}.bias", (n,), "[out features]", UNINITIALISED, sources
+                )
+
+    def _llama_layer(
+        self,
+        k: int,
+        d: Dims,
+        *,
+        first_width: int,
+        sources: tuple[str, ...],
+        attn_bias: bool,
+        o_bias: bool,
+        mlp_bias: bool,
+        input_norm: bool,
+        hidden_norm: bool,
+        qk_norm: bool,
+    ) -> None:
+        """Expectations for decoder layer `k` of a Llama-style draft.
+
+        Layer 0's attention reads `first_width` inputs (2H for EAGLE-3: embedding and fc
+        output side by side); later layers read H. With one process (TP=1) vLLM's column-
+        parallel loaders narrow oversized q/k/v/gate/up rows and its row-parallel loaders
+        narrow oversized o/down columns without complaint, so those are "truncated".
+        """
+        H, nh, nkv, hd, inter = d
+        pre = f"layers.{k}."
+        width = first_width if k == 0 else H
+        w = ("2H" if first_width == 2 * H else "H") if k == 0 else "H"
+        q_rows, kv_rows = nh * hd, nkv * hd
+        self._expect(
+            pre + "self_attn.q_proj.weight",
+            (q_rows, width),
+            f"[num_attention_heads·head_dim, {w}] = [{nh}·{hd}, {width}]",
+            UNINITIALISED,
+            sources,
+            oversize=TRUNCATE_ROWS,
+        )
+        for proj in ("k_proj", "v_proj"):
+            self._expect(
+                pre + f"self_attn.{proj}.weight",
+                (kv_rows, width),
+                f"[num_key_value_heads·head_dim, {w}] = [{nkv}·{hd}, {width}]",
+                UNINITIALISED,
+                sources,
+                oversize=TRUNCATE_ROWS,
+            )
+        self._expect(
+            pre + "self_attn.o_proj.weight",
+            (H, q_rows),
+            f"[hidden_size, num_attention_heads·head_dim] = [{H}, {nh}·{hd}]",
+            UNINITIALISED,
+            sources,
+            oversize=TRUNCATE_COLS,
+        )
+        if attn_bias:
+            bias_src = self.src("attention_bias_supported")
+            self._expect(
+                pre + "self_attn.q_proj.bias",
+                (q_rows,),
+                "[num_attention_heads·head_dim]",
+                UNINITIALISED,
+                bias_src,
+            )
+            for proj in ("k_proj", "v_proj"):
+                self._expect(
+                    pre + f"self_attn.{proj}.bias",
+                    (kv_rows,),
+                    "[num_key_value_heads·head_dim]",
+                    UNINITIALISED,
+                    bias_src,
+                )
+        if o_bias:
+            self._expect(
+                pre + "self_attn.o_proj.bias", (H,), "[hidden_size]", UNINITIALISED, sources
+            )
+        self._mlp(pre, H, inter, sources, bias=mlp_bias)
+        if input_norm:
+            self._expect(pre + "input_layernorm.weight", (H,), "[hidden_size]", ONES, sources)
+        self._expect(pre + "post_attention_layernorm.weight", (H,), "[hidden_size]", ONES, sources)
+        if hidden_norm:
+            self._expect(pre + "hidden_norm.weight", (H,), "[hidden_size]", ONES, sources)
+        elif first_width == 2 * H:
+            # EAGLE-3 layers >= 1 still build a hidden_norm they never use.
+            self._expect(pre + "hidden_norm.weight", (H,), "[hidden_size]", None, sources)
+        if qk_norm:
+            for norm in ("q_norm", "k_norm"):
+                self._expect(
+                    pre + f"self_attn.{norm}.weight",
+                    (hd,),
+                    "[head_dim]",
+                    ONES,
+                    self.src("eagle3_draft_architectures"),
+                )
+
+    def _expect(
+        self,
+        canonical: str,
+        shape: tuple[int, ...] | None,
+        formula: str,
+        if_missing: str | None,
+        sources: tuple[str, ...],
+        oversize: str = FAILS,
+    ) -> None:
+        param = canonical
+        self.view.expectations[canonical] = Expectation(
+            canonical, param, shape, formula, if_missing, oversize, sources
+        )
+
+    def _ever_listed(self, arch: str) -> bool:
+        """Whether the data mentions `arch` for any version (else draftfit knows nothing)."""
+        data = self.p.data
+        for key in ("verifier_eagle3_classes", "verifier_not_eagle3_classes"):
+            if any(e.value == arch for e in data.facts[key].entries):
+                return True
+        return False
+
+
+def get_path(mapping: Mapping[str, Any], dotted: str) -> Any:
+    """`mapping["a"]["b"]` for `"a.b"`, or None when any part is missing."""
+    value: Any = mapping
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def target_is_moe(target: Target) -> bool:
+    """Whether the target config describes a mixture-of-experts model."""
+    for config in (target.text_config, target.config):
+        for key in MOE_KEYS:
+            value = config.get(key)
+            if isinstance(value, int) and value > 1:
+                return True
+    return False
