@@ -119,7 +119,8 @@ def test_several_engine_versions(capsys, tmp_path) -> None:
     [
         (["check", "/nonexistent/draft"], "no such directory"),
         (["check", "{draft}", "--engine", "vllm==0.15.0"], "no data for vllm==0.15.0"),
-        (["check", "{draft}", "--engine", "sglang==9"], "unknown engine"),
+        (["check", "{draft}", "--engine", "tgi==9"], "unknown engine"),
+        (["check", "{draft}", "--engine", "sglang==9"], "no data for sglang==9"),
         (["check", "{draft}", "--target", "/nonexistent/t"], "target not found"),
         (["check", "{draft}", "--method", "medusa"], "invalid choice"),
         (["check"], "required"),

@@ -12,24 +12,29 @@ from draftfit.errors import SpecDataError, UnknownEngineVersionError, UsageError
 SOURCE = re.compile(r"[\w/.]+\.py(:[\d,\- ]+)?@v\d+\.\d+\.\d+")
 
 
-def test_every_entry_names_a_versioned_source() -> None:
-    data = load_engine("vllm")
-    assert data.latest == "0.34.0"
+@pytest.mark.parametrize(
+    ("engine", "latest"), [("vllm", "0.34.0"), ("sglang", "0.5.23"), ("trtllm", "1.4.0rc0")]
+)
+def test_every_entry_names_a_versioned_source(engine: str, latest: str) -> None:
+    data = load_engine(engine)
+    assert data.latest == latest
     for fact in data.facts.values():
         assert fact.doc
         for entry in fact.entries:
             assert SOURCE.search(entry.source), (fact.key, entry.source)
 
 
-def test_every_fact_the_engine_module_reads_exists() -> None:
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_every_fact_the_engine_module_reads_exists(engine: str) -> None:
+    import importlib
     import inspect
 
-    from draftfit.engines import vllm
-
-    text = inspect.getsource(vllm)
+    module = importlib.import_module(f"draftfit.engines.{engine}")
+    text = inspect.getsource(module)
     used = set(re.findall(r'(?:value|fact|src|sources)\(\s*"([a-z0-9_]+)"', text))
     used |= set(re.findall(r'\(\s*"([a-z0-9_]+)",\s*\)', text))
-    known = set(load_engine("vllm").facts)
+    assert len(used) > 10
+    known = set(load_engine(engine).facts)
     missing = {k for k in used if k not in known and not k.startswith("aux_ids_read_from_")}
     assert not missing
 
@@ -55,6 +60,12 @@ def test_unread_versions_are_refused() -> None:
     with pytest.raises(UsageError, match="unknown engine"):
         parse_engine_spec("tgi==1.0")
     assert [p.version for p in parse_engine_spec("vllm")] == ["0.34.0"]
+    assert [p.label for p in parse_engine_spec("all")] == [
+        "vllm==0.34.0",
+        "sglang==0.5.23",
+        "trtllm==1.4.0rc0",
+    ]
+    assert [p.version for p in parse_engine_spec("sglang==0.5.12.post1")] == ["0.5.12.post1"]
     assert [p.version for p in parse_engine_spec("vllm==v0.10.2")] == ["0.10.2"]
 
 

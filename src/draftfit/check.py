@@ -8,7 +8,8 @@ This is the library entry point behind `draftfit check`::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from draftfit.checkpoint import Checkpoint
@@ -90,7 +91,7 @@ def check_checkpoint(
                 if profile is profiles[0]:
                     skipped.append(_skip(item))
                 continue
-            _collect(collected, item, item.run(ctx), [profile.label])
+            _collect(collected, item, _with_caveats(item.run(ctx), profile), [profile.label])
         result = EngineResult(
             profile.engine, profile.version, profile.title, draft_class=view.draft_class
         )
@@ -145,6 +146,15 @@ def _collect(
         for label in labels:
             if label not in existing.engines:
                 existing.engines.append(label)
+
+
+def _with_caveats(violations: Iterable[Violation], profile: Profile) -> Iterator[Violation]:
+    """Say so in the finding when the engine data behind it is approximate at this version."""
+    for v in violations:
+        note = profile.approximate_note(v.sources)
+        if note is not None:
+            v = replace(v, message=f"{v.message} (draftfit's data here is approximate: {note})")
+        yield v
 
 
 def _skip(item: Rule) -> dict[str, str]:

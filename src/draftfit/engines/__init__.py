@@ -22,4 +22,12 @@ def build_view(
         from draftfit.engines import vllm
 
         return vllm.build_view(checkpoint, spec, target, profile, method, method_explicit)
+    if profile.engine == "sglang":
+        from draftfit.engines import sglang
+
+        return sglang.build_view(checkpoint, spec, target, profile, method, method_explicit)
+    if profile.engine == "trtllm":
+        from draftfit.engines import trtllm
+
+        return trtllm.build_view(checkpoint, spec, target, profile, method, method_explicit)
     raise ValueError(f"no engine module for {profile.engine}")  # pragma: no cover

@@ -31,8 +31,6 @@ from draftfit.target import Target
 CONFIG = "config.json"
 TARGET_CONFIG = "target config.json"
 MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
-# Words in a data note that mark a boundary or value as not read exactly from a release.
-_APPROXIMATE_MARKERS = ("≈", "approximate", "inferred", "assum", "research notes", "not pinned")
 
 
 class Dims(NamedTuple):
@@ -51,6 +49,10 @@ class BaseBuilder:
     `visible` is the config as the engine's draft class reads it (after any config route);
     engine modules fill it before computing shapes.
     """
+
+    # Whether the engine's linear loaders narrow an oversized stored tensor silently
+    # (vLLM-derived loaders do; a plain `copy_` raises instead).
+    truncating_loader = True
 
     def __init__(
         self,
@@ -72,21 +74,6 @@ class BaseBuilder:
         self.visible: dict[str, Any] = {}
         self.route = "hf"
 
-    # ------------------------------------------------------------------ facts and events
-    def approximate_note(self, keys: tuple[str, ...]) -> str | None:
-        """The data note that marks one of `keys` as approximate at this version, if any."""
-        for key in keys:
-            for note in self.p.fact(key).notes:
-                if any(marker in note for marker in _APPROXIMATE_MARKERS):
-                    return note
-        return None
-
-    def _with_caveat(self, message: str, keys: tuple[str, ...]) -> str:
-        note = self.approximate_note(keys)
-        if note is None:
-            return message
-        return f"{message} (draftfit's data here is approximate: {note})"
-
     def src(self, *keys: str) -> tuple[str, ...]:
         return self.p.sources(*keys)
 
@@ -101,7 +88,6 @@ class BaseBuilder:
         keys: tuple[str, ...],
         fix: str | None = None,
     ) -> None:
-        message = self._with_caveat(message, keys)
         self.view.refuse(Event(rule, message, location, self.src(*keys), fix))
 
     def event(
@@ -112,7 +98,6 @@ class BaseBuilder:
         keys: tuple[str, ...],
         fix: str | None = None,
     ) -> None:
-        message = self._with_caveat(message, keys)
         self.view.add(Event(rule, message, location, self.src(*keys), fix))
 
     def vint(self, key: str) -> int | None:
@@ -267,6 +252,7 @@ class BaseBuilder:
         input_norm: bool,
         hidden_norm: bool,
         qk_norm: bool,
+        later_width: int | None = None,
     ) -> None:
         """Expectations for decoder layer `k` of a Llama-style draft.
 
@@ -277,8 +263,8 @@ class BaseBuilder:
         """
         H, nh, nkv, hd, inter = d
         pre = f"layers.{k}."
-        width = first_width if k == 0 else H
-        w = ("2H" if first_width == 2 * H else "H") if k == 0 else "H"
+        width = first_width if k == 0 else (later_width or H)
+        w = "2H" if width == 2 * H else "H"
         q_rows, kv_rows = nh * hd, nkv * hd
         self._expect(
             pre + "self_attn.q_proj.weight",
@@ -355,6 +341,8 @@ class BaseBuilder:
         oversize: str = FAILS,
     ) -> None:
         param = canonical
+        if not self.truncating_loader:
+            oversize = FAILS
         self.view.expectations[canonical] = Expectation(
             canonical, param, shape, formula, if_missing, oversize, sources
         )
@@ -366,6 +354,64 @@ class BaseBuilder:
             if any(e.value == arch for e in data.facts[key].entries):
                 return True
         return False
+
+    # ------------------------------------------------------------------ target widths
+    def _target_width_checks(self, *, eagle1: bool, embedding_shared: bool) -> None:
+        """Engine-neutral width checks against the target: fc input, vocab, shared embedding."""
+        t = self.target
+        if t is None:
+            return
+        H = self.vint("hidden_size")
+        T = self.vint("target_hidden_size") or H
+        Ht = t.hidden_size
+        if Ht is not None and not eagle1 and T is not None and Ht != T:
+            explicit = "target_hidden_size" in self.visible
+            where = (
+                "/target_hidden_size"
+                if explicit
+                else f"{self.spec.layer_config_pointer}/hidden_size"
+            )
+            self.event(
+                "target-hidden-size-mismatch",
+                f"the draft expects target hidden states of width {T} "
+                f"({'target_hidden_size' if explicit else 'hidden_size'}), but the target's "
+                f"hidden_size is {Ht}: the `fc` matmul fails at the first speculative step",
+                config_at(where),
+                ("eagle3_weight_mapping",),
+                fix=f"set `target_hidden_size` to {Ht} only if `fc` was trained on {Ht}-wide "
+                "states; otherwise the draft must be retrained for this target",
+            )
+        if eagle1 and Ht is not None and H is not None and Ht != H:
+            self.event(
+                "target-hidden-size-mismatch",
+                f"EAGLE-1 drafts concatenate the token embedding with the target's hidden state, "
+                f"so hidden_size {H} must equal the target's {Ht}",
+                config_at(f"{self.spec.layer_config_pointer}/hidden_size"),
+                ("eagle_weight_mapping",),
+                fix="retrain the draft for this target",
+            )
+        V = self.vint("vocab_size")
+        Vt = t.vocab_size
+        if V is not None and Vt is not None and Vt != V:
+            self.event(
+                "vocab-size-mismatch",
+                f"the draft's vocab_size is {V} but the target's is {Vt}: token ids and logits "
+                "do not line up (out-of-range ids or wrong tokens at the first forward)",
+                config_at(f"{self.spec.layer_config_pointer}/vocab_size"),
+                ("eagle3_weight_mapping" if not eagle1 else "eagle_weight_mapping",),
+                fix="use a draft trained with this target's tokenizer",
+            )
+        # Embedding sharing: a draft without its own embedding borrows the target's.
+        if embedding_shared and H is not None and Ht is not None and Ht != H:
+            self.event(
+                "shared-embedding-width-mismatch",
+                f"the draft stores no `embed_tokens.weight`, so {self.p.title} shares the target's "
+                f"embedding ({Ht} wide) with a draft of hidden_size {H}: the width assert fails at "
+                "start-up",
+                Location(CONFIG, f"{self.spec.layer_config_pointer}/hidden_size"),
+                ("embedding_sharing",),
+                fix=f"store the draft's own `embed_tokens.weight` [{V}, {H}]",
+            )
 
 
 def get_path(mapping: Mapping[str, Any], dotted: str) -> Any:

@@ -30,7 +30,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-ENGINES = ("vllm",)
+ENGINES = ("vllm", "sglang", "trtllm")
+# Words in a data note that mark a value or boundary as not read exactly from a release.
+APPROXIMATE_MARKERS = ("≈", "approximate", "inferred", "assum", "research notes", "not pinned")
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,23 @@ class Profile:
                 if source not in out:
                     out.append(source)
         return tuple(out)
+
+    def approximate_note(self, sources: tuple[str, ...]) -> str | None:
+        """The note of an entry behind `sources` (active at this version) that marks the
+        value or its boundary as approximate, inferred or assumed; None when all are exact."""
+        wanted = set(sources)
+        if not wanted:
+            return None
+        for fact in self.data.facts.values():
+            for entry in fact.entries:
+                if (
+                    entry.source in wanted
+                    and entry.note
+                    and entry.applies(self.parsed)
+                    and any(marker in entry.note for marker in APPROXIMATE_MARKERS)
+                ):
+                    return entry.note
+        return None
 
     def item_sources(self, key: str, value: Any) -> tuple[str, ...]:
         """Sources of the set items equal to `value` that apply at this version."""

@@ -10,6 +10,7 @@ then compare the view with the checkpoint, so they serve every engine.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from draftfit.location import Location
@@ -65,7 +66,10 @@ class TensorFate:
 
     raw: str
     canonical: str
-    status: str  # "loaded", "skipped" (silently ignored), "rejected" (load error)
+    # "loaded"; "skipped" (silently ignored); "rejected" (load error); "unbound" (meant for
+    # a parameter the draft builds, but the engine's naming does not reach it, so that
+    # parameter silently keeps its initial value).
+    status: str
     param: str | None = None
     reason: str = ""
     sources: tuple[str, ...] = ()
@@ -82,6 +86,14 @@ class AuxCapture:
         expected_count: N, the number of aux states `fc` is built for.
         count_from: what decided N (a pointer, or "fixed").
         valid_range: inclusive (low, high) capture-before ids that can be captured.
+        read_convention: how the engine reads the ids it finds ("capture-before",
+            "output-of": it adds 1, or a target-specific rule).
+        write_pointer: where to write ids so this version reads them (None: nowhere).
+        user_setting: a serve-time setting that chooses the layers instead of the config
+            (TensorRT-LLM's `eagle3_layers_to_capture`), or None.
+        encode: capture-before ids -> the ids to write at `write_pointer` / pass in
+            `user_setting` so the engine captures exactly those layers; None when the
+            engine cannot express them.
     """
 
     used: tuple[int, ...] | None
@@ -93,6 +105,10 @@ class AuxCapture:
     sources: tuple[str, ...] = ()
     dedupes: bool = False
     runner_note: str = ""
+    read_convention: str = "capture-before"
+    write_pointer: str | None = None
+    user_setting: str | None = None
+    encode: Callable[[tuple[int, ...]], tuple[int, ...] | None] | None = None
 
 
 @dataclass

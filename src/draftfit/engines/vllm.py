@@ -650,6 +650,9 @@ class _Builder(BaseBuilder):
             sources=self.src(key_fact, "runner_default"),
             dedupes=dedupes,
             runner_note=why,
+            read_convention="capture-before",
+            write_pointer=_write_pointer(keys),
+            encode=lambda ids: tuple(ids),
         )
 
     def _flags(self) -> None:
@@ -843,62 +846,10 @@ class _Builder(BaseBuilder):
             return
         if self.method == EAGLE3:
             self._target_capable()
-        H = self.vint("hidden_size")
-        T = self.vint("target_hidden_size") or H
-        Ht = t.hidden_size
-        if Ht is not None and family != LLAMA_EAGLE and T is not None and Ht != T:
-            explicit = "target_hidden_size" in self.visible
-            where = (
-                "/target_hidden_size"
-                if explicit
-                else f"{self.spec.layer_config_pointer}/hidden_size"
-            )
-            self.event(
-                "target-hidden-size-mismatch",
-                f"the draft expects target hidden states of width {T} "
-                f"({'target_hidden_size' if explicit else 'hidden_size'}), but the target's "
-                f"hidden_size is {Ht}: the `fc` matmul fails at the first speculative step",
-                config_at(where),
-                ("eagle3_weight_mapping",),
-                fix=f"set `target_hidden_size` to {Ht} only if `fc` was trained on {Ht}-wide "
-                "states; otherwise the draft must be retrained for this target",
-            )
-        if family == LLAMA_EAGLE and Ht is not None and H is not None and Ht != H:
-            self.event(
-                "target-hidden-size-mismatch",
-                f"EAGLE-1 drafts concatenate the token embedding with the target's hidden state, "
-                f"so hidden_size {H} must equal the target's {Ht}",
-                config_at(f"{self.spec.layer_config_pointer}/hidden_size"),
-                ("eagle_weight_mapping",),
-                fix="retrain the draft for this target",
-            )
-        V = self.vint("vocab_size")
-        Vt = t.vocab_size
-        if V is not None and Vt is not None and Vt != V:
-            self.event(
-                "vocab-size-mismatch",
-                f"the draft's vocab_size is {V} but the target's is {Vt}: token ids and logits "
-                "do not line up (out-of-range ids or wrong tokens at the first forward)",
-                config_at(f"{self.spec.layer_config_pointer}/vocab_size"),
-                ("eagle3_weight_mapping" if family != LLAMA_EAGLE else "eagle_weight_mapping",),
-                fix="use a draft trained with this target's tokenizer",
-            )
-        # Embedding sharing: a draft without its own embedding borrows the target's.
-        if (
-            "embed_tokens.weight" not in self.spec.tensors
-            and H is not None
-            and Ht is not None
-            and Ht != H
-        ):
-            self.event(
-                "shared-embedding-width-mismatch",
-                f"the draft stores no `embed_tokens.weight`, so vLLM shares the target's "
-                f"embedding ({Ht} wide) with a draft of hidden_size {H}: the width assert fails at "
-                "start-up",
-                Location(CONFIG, f"{self.spec.layer_config_pointer}/hidden_size"),
-                ("embedding_sharing",),
-                fix=f"store the draft's own `embed_tokens.weight` [{V}, {H}]",
-            )
+        self._target_width_checks(
+            eagle1=family == LLAMA_EAGLE,
+            embedding_shared="embed_tokens.weight" not in self.spec.tensors,
+        )
         max_pos = self.vint("max_position_embeddings")
         t_max = t._int("max_position_embeddings")
         if max_pos and t_max and max_pos < t_max and not self.value("max_position_raised"):
@@ -964,6 +915,13 @@ class _Builder(BaseBuilder):
 def _vllm_canonical(raw: str) -> str:
     """vLLM's own renaming: `midlayer.` -> `layers.0.` as a substring (E3-13)."""
     return raw.replace("midlayer.", "layers.0.", 1) if "midlayer." in raw else raw
+
+
+def _write_pointer(keys: list[str]) -> str | None:
+    """Where to write aux ids so this version reads them: the top-level key when it is read."""
+    if "eagle_aux_hidden_state_layer_ids" in keys:
+        return TOP_AUX
+    return "/" + keys[0].replace(".", "/") if keys else None
 
 
 def _speculators_structure_problem(cfg: Mapping[str, Any], p: Profile) -> tuple[str, str] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from draftfit.engines.view import EngineView
-from draftfit.rules.base import Context, Location, Severity, Violation, config_at, rule
+from draftfit.rules.base import Context, Location, Severity, Violation, config_at, event_rule, rule
 from draftfit.rules.tensors import fc_width_is_aux_count_problem
 from draftfit.spec import (
     CAPTURE_BEFORE,
@@ -44,8 +44,41 @@ def _fmt(ids: tuple[int, ...] | None) -> str:
     return "[" + ", ".join(str(i) for i in ids) + "]" if ids is not None else "?"
 
 
+def _offset(used: tuple[int, ...], trained: tuple[int, ...]) -> str:
+    """`one too early` / `one too late` when every id is shifted by the same amount."""
+    a, b = sorted(set(used)), sorted(set(trained))
+    shifts = {u - t for u, t in zip(a, b, strict=False)} if len(a) == len(b) else set()
+    if shifts == {-1}:
+        return "one too early"
+    if shifts == {1}:
+        return "one too late"
+    return "different"
+
+
 def _physical(ids: tuple[int, ...]) -> str:
     return "outputs of target layers " + _fmt(tuple(i - 1 for i in ids))
+
+
+def capture_fix(view: EngineView, trained: tuple[int, ...]) -> str:
+    """How to make this engine version capture the capture-before layers `trained`."""
+    aux = view.aux
+    assert aux is not None
+    ids = aux.encode(trained) if aux.encode is not None else None
+    if aux.user_setting:
+        if ids is None:
+            return f"{view.title} cannot express these layers in `{aux.user_setting}`"
+        return (
+            f"pass `{aux.user_setting}: {_fmt(ids)}` ({aux.read_convention} counting) when "
+            "serving (`draftfit check --recipe` prints the full config)"
+        )
+    if aux.write_pointer is None:
+        return f"{view.title} reads no aux ids from the config: use a version that does"
+    if ids is None:
+        return (
+            f"{view.title} cannot be made to capture {_fmt(trained)} for this target "
+            f"through `{aux.write_pointer}`"
+        )
+    return f"write `{aux.write_pointer}`: {_fmt(ids)} ({aux.read_convention} counting)"
 
 
 def _eagle3_view(ctx: Context) -> EngineView | None:
@@ -100,7 +133,7 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
                 f"{view.title} (it reads {keys}); it will capture the target's default layers "
                 "(2, L//2, L-3) — pass --target to compare them with the trained layers",
                 config_at(where.pointer),
-                f"write the ids, in capture-before counting, to `{TOP_AUX}`",
+                capture_fix(view, where.capture_before()),
                 aux.sources,
             )
         return
@@ -113,10 +146,10 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
             f"{view.title} does not read `{where.pointer}` (it reads {keys}) and falls back to "
             f"the default {_fmt(aux.used)}"
         )
-    elif aux.read_from == where.pointer and where.convention != CAPTURE_BEFORE:
+    elif aux.read_from == where.pointer and where.convention != aux.read_convention:
         reason = (
-            f"{view.title} reads {_fmt(aux.used)} from `{aux.read_from}` as capture-before "
-            "ids, so every layer is one too early"
+            f"{view.title} reads `{aux.read_from}` in {aux.read_convention} counting and "
+            f"captures {_fmt(aux.used)}, so every layer is {_offset(used, trained)}"
         )
     else:
         reason = f"{view.title} reads {_fmt(aux.used)} from `{aux.read_from}`"
@@ -124,7 +157,7 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
         f"the draft was trained on capture-before ids {_fmt(trained)} ({_physical(trained)}; "
         f"written at `{where.pointer}` in {where.convention} counting), but {reason}",
         config_at(where.pointer),
-        f"set `{TOP_AUX}` to {_fmt(trained)} (capture-before counting)",
+        capture_fix(view, trained),
         aux.sources,
     )
 
@@ -163,7 +196,7 @@ def aux_ids_not_read_default_matches(ctx: Context) -> Iterator[Violation]:
             f"{view.title} does not read `{where.pointer}`; its default {_fmt(view.aux.used)} "
             f"equals the trained layers, so it works by coincidence",
             config_at(where.pointer),
-            f"also write `{TOP_AUX}`: {_fmt(trained)}",
+            "make it explicit: " + capture_fix(view, trained),
             view.aux.sources,
         )
 
@@ -240,13 +273,23 @@ def aux_count_mismatch(ctx: Context) -> Iterator[Violation]:
     T = view.effective["target_hidden_size"]
     stored_n = fc.shape[1] // T
     base = ctx.spec.layer_config_pointer
+    aux = view.aux
+    if aux.user_setting:
+        fix = f"pass {stored_n} trained layer ids in `{aux.user_setting}`"
+    elif aux.count_from.startswith("a fixed count"):
+        fix = (
+            f"{view.title} always builds `fc` for {aux.expected_count} aux states: use a "
+            "version that reads `num_aux_hidden_states`"
+        )
+    else:
+        fix = f"add `num_aux_hidden_states: {stored_n}` at `{base or '/'}`"
     yield Violation(
         f"`fc.weight` is {list(fc.shape)}: {stored_n} aux states of width {T}, but "
-        f"{view.title} builds it for N = {view.aux.expected_count} (from "
-        f"{view.aux.count_from}): the load fails",
+        f"{view.title} builds it for N = {aux.expected_count} (from "
+        f"{aux.count_from}): the load fails",
         Location(fc.file, tensor=ctx.spec.raw("fc.weight")),
-        f"add `num_aux_hidden_states: {stored_n}` at `{base or '/'}`",
-        view.aux.sources,
+        fix,
+        aux.sources,
     )
 
 
@@ -409,3 +452,27 @@ def aux_ids_copied_without_shift(ctx: Context) -> Iterator[Violation]:
                 f"if the draft was trained on the default layers, set `{TOP_AUX}` to "
                 f"{_fmt(default_capture_ids(layers))}",
             )
+
+
+@event_rule(
+    "DF309",
+    "aux-ids-ignored-under-cuda-graphs",
+    Severity.WARNING,
+    "CUDA-graph capture resets the aux layers to the engine's defaults",
+)
+def aux_ids_ignored_under_cuda_graphs():
+    """## What it checks
+    The draft's aux ids differ from the engine's default layers on an engine version whose
+    CUDA-graph runner re-sets the captured layers to the defaults (SGLang 0.4.9-0.5.10).
+
+    ## Why it matters
+    Silent: eager prefill captures the trained layers, but every CUDA-graphed decode and
+    verify step captures the default ones, so acceptance drops whenever CUDA graphs are on
+    (the default).
+
+    ## Example
+    A SpecForge draft trained on output-of `[3, 20, 40]` served by SGLang 0.5.6.
+
+    ## Fix
+    Use SGLang >= 0.5.11, or serve with `--disable-cuda-graph`.
+    """

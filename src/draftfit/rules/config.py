@@ -360,3 +360,27 @@ def unsupported_activation():
     ## Fix
     Train the draft with `silu`.
     """
+
+
+@event_rule(
+    "DF116",
+    "multi-layer-draft-unsupported",
+    Severity.ERROR,
+    "the engine version builds only one-layer EAGLE-3 drafts and refuses this one",
+)
+def multi_layer_draft_unsupported():
+    """## What it checks
+    `num_hidden_layers` of an EAGLE-3 draft is 1 where the engine version refuses anything
+    else (SGLang before 0.5.12, and its MLA draft class in every version).
+
+    ## Why it matters
+    SGLang raises `ValueError: EAGLE3 currently only supports 1 layer` while building the
+    draft, after the target is loaded.
+
+    ## Example
+    A two-layer speculators draft (`layers.0.*`, `layers.1.*`) on SGLang 0.5.10.
+
+    ## Fix
+    Use an engine version that builds multi-layer drafts (SGLang >= 0.5.12, vLLM >= 0.16,
+    TensorRT-LLM >= 1.1), or a one-layer draft.
+    """

@@ -126,3 +126,31 @@ def target_capability_unknown():
     ## Fix
     Check the target's model class in that vLLM release for `SupportsEagle3`.
     """
+
+
+@event_rule(
+    "DF506",
+    "draft-context-refused",
+    Severity.ERROR,
+    "the engine refuses a draft whose context is shorter than the target's",
+    needs_target=True,
+)
+def draft_context_refused():
+    """## What it checks
+    The draft config's `max_position_embeddings` is at least the target's context length
+    where the engine version refuses a shorter draft (SGLang: the draft model config is
+    built with the server's context length).
+
+    ## Why it matters
+    SGLang raises `ValueError: User-specified context_length ... is greater than the derived
+    context_length ...` at start-up unless `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1` is
+    set; before 0.5.3 that variable does not enlarge the rotary cache, and long prompts
+    fail with illegal memory accesses.
+
+    ## Example
+    A draft with `max_position_embeddings: 2048` next to a 131,072-token target.
+
+    ## Fix
+    Set the draft's `max_position_embeddings` to the target's (the draft was trained with
+    rotary embeddings, which extend to any position), or cap `--context-length`.
+    """

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 
 from draftfit.engines.view import (
+    FAILS,
     ONES,
     TRUNCATE_COLS,
     TRUNCATE_ROWS,
@@ -40,13 +41,30 @@ def _named(ctx: Context, canonical: str) -> str:
     return f"`{raw}`" if raw == canonical else f"`{raw}` (`{canonical}`)"
 
 
+def _unfilled(ctx: Context) -> tuple[set[str], set[str]]:
+    """Canonical names no stored tensor reaches: (absent, stored but unbound)."""
+    view = ctx.view
+    assert view is not None
+    reached = {f.canonical for f in view.fates if f.status in ("loaded", "rejected")}
+    unbound = {f.canonical for f in view.fates if f.status == "unbound"} - reached
+    absent = {
+        c for c in view.expectations if c not in ctx.spec.tensors and c not in reached
+    } - unbound
+    return absent, unbound
+
+
 def _missing(ctx: Context, fate: str, what_happens: str, fix: str) -> Iterator[Violation]:
-    """Parameters the engine builds with fate `fate` when no stored tensor fills them."""
+    """Parameters the engine builds with fate `fate` when no stored tensor fills them.
+
+    Tensors that are stored under a name the engine does not bind are reported once, by
+    tensor-names-not-bound, not here.
+    """
     view = ctx.view
     if view is None or not ctx.checkpoint.weights_complete:
         return
+    absent, _ = _unfilled(ctx)
     for exp in view.expectations.values():
-        if exp.if_missing == fate and exp.canonical not in ctx.spec.tensors:
+        if exp.if_missing == fate and exp.canonical in absent:
             yield Violation(
                 f"`{exp.canonical}` ({exp.formula}) is not stored; {view.title} {what_happens}",
                 Location(None, tensor=exp.canonical),
@@ -377,3 +395,79 @@ def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
         if "layers.0.self_attn.q_proj.weight" in view.expectations
         else (),
     )
+
+
+@rule(
+    "DF209",
+    "missing-required-tensor",
+    Severity.ERROR,
+    "a tensor the engine requires is not stored",
+)
+def missing_required_tensor(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Tensors the engine's loader insists on: `d2t` for SGLang before 0.4.9 (its EAGLE-3
+    worker reads `hot_token_id`, which only a stored `d2t` creates) and for TensorRT-LLM
+    whenever it builds the `d2t` parameter (asserted after loading).
+
+    ## Why it matters
+    The engine fails at start-up (`AttributeError: ... hot_token_id`, bare
+    `AssertionError`), after the target has been loaded.
+
+    ## Example
+    A draft with `draft_vocab_size == vocab_size` exported without `d2t`, on SGLang 0.4.8.
+
+    ## Fix
+    Store the tensor (`draftfit convert` derives `d2t` from `t2d`, or writes the identity
+    map when the draft vocabulary is the full vocabulary).
+    """
+    yield from _missing(
+        ctx,
+        FAILS,
+        "requires it and fails at start-up",
+        "store the tensor (`draftfit convert` derives `d2t` from `t2d`)",
+    )
+
+
+@rule(
+    "DF210",
+    "tensor-names-not-bound",
+    Severity.WARNING,
+    "stored tensors use names the engine version does not bind to its parameters",
+)
+def tensor_names_not_bound(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Stored tensors that are meant for a parameter the draft class builds, but whose names the
+    engine version's loader does not map to it: `layers.0.*` on SGLang before 0.5.12 (its
+    module is `midlayer`), `model.`-prefixed names on TensorRT-LLM (it prepends `model.`
+    itself) or on SGLang's EAGLE-1 and MLA classes.
+
+    ## Why it matters
+    Silent: the loader skips names it does not know, the parameters keep their random
+    initial values, the server starts and acceptance is near zero.
+
+    ## Example
+    A speculators-format export (`layers.0.self_attn.q_proj.weight`) converted to a plain
+    config and served by SGLang 0.5.10.
+
+    ## Fix
+    Rename the tensors to the engine's convention without touching their bytes
+    (`draftfit convert --to sglang` writes `midlayer.*`), or use an engine version that maps
+    the names.
+    """
+    view = ctx.view
+    if view is None:
+        return
+    _, unbound = _unfilled(ctx)
+    fates = [f for f in view.fates if f.status == "unbound" and f.canonical in unbound]
+    by_reason: dict[str, list] = {}
+    for fate in fates:
+        by_reason.setdefault(fate.reason, []).append(fate)
+    for reason, group in by_reason.items():
+        first = group[0]
+        yield Violation(
+            f"{len(group)} stored tensor(s) (first `{first.raw}`) are not bound by "
+            f"{view.title}: {reason}; their parameters keep random initial values",
+            _tensor_location(ctx, first.raw),
+            "rename the tensors to the engine's convention (`draftfit convert`)",
+            first.sources,
+        )

@@ -38,6 +38,9 @@ def missing_d2t(ctx: Context) -> Iterator[Violation]:
         return
     if "d2t" in ctx.spec.tensors:
         return
+    required = view.expectations.get("d2t")
+    if required is not None and required.if_missing == "fails":
+        return  # the engine refuses to start: reported by missing-required-tensor
     spec = ctx.spec
     fix = "store the trained `d2t` map"
     if "t2d" in spec.tensors:
@@ -89,7 +92,7 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
     if isinstance(Vd, int) and isinstance(Vt, int) and Vd != Vt:
         yield Violation(
             f"no `lm_head.weight` is stored, so {view.title} borrows the target's ({Vt} rows) "
-            f"and keeps its first {Vd} columns of logits, which `d2t` maps to other tokens: "
+            f"for a draft vocabulary of {Vd}: its logits no longer line up with `d2t`, and "
             "the drafts are garbage",
             Location(None, tensor="lm_head.weight"),
             f"store the trained `lm_head.weight` [{Vd}, {ctx.spec.hidden_size}]",

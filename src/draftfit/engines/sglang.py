@@ -1,0 +1,791 @@
+"""What SGLang builds from a draft checkpoint at one version (EAGLE-3 and EAGLE-1).
+
+SGLang's procedure, as read from every release wheel 0.4.4-0.5.23 (`dev/sglang-trtllm-
+procedure.md` walks through it): the method comes from `--speculative-algorithm`, the draft
+config goes through transformers as is (no speculators reader), `architectures[0]` picks the
+class with no rewrite, the decoder layer is `midlayer` before 0.5.12 and `layers.{i}` after,
+unknown tensor names are skipped silently from 0.4.9, and the TARGET runner reads aux ids
+only from `eagle_config.eagle_aux_hidden_state_layer_ids`, adding 1 (with per-target
+exceptions). Every version-dependent value comes from `data/sglang.toml`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from draftfit.checkpoint.model import Checkpoint
+from draftfit.engines.builder import CONFIG, TARGET_CONFIG, BaseBuilder, Dims, get_path
+from draftfit.engines.profile import Profile
+from draftfit.engines.view import (
+    FAILS,
+    ONES,
+    SHARED,
+    UNINITIALISED,
+    AuxCapture,
+    EngineView,
+    TensorFate,
+)
+from draftfit.location import Location, config_at
+from draftfit.spec import EAGLE, EAGLE3, DraftSpec, canonical_name, default_capture_ids
+from draftfit.target import Target
+
+LLAMA_EAGLE3 = "llama_eagle3"
+MLA_EAGLE3 = "mla_eagle3"
+LLAMA_EAGLE = "llama_eagle"
+
+CLASS_FAMILY = {
+    "LlamaForCausalLMEagle3": LLAMA_EAGLE3,
+    "Eagle3DeepseekV2ForCausalLM": MLA_EAGLE3,
+    "LlamaForCausalLMEagle": LLAMA_EAGLE,
+    "Qwen2ForCausalLMEagle": LLAMA_EAGLE,
+}
+NESTED_IDS = "eagle_config.eagle_aux_hidden_state_layer_ids"
+NESTED_IDS_POINTER = "/eagle_config/eagle_aux_hidden_state_layer_ids"
+_STACKED = re.compile(r"\.(q_proj|k_proj|v_proj|gate_proj|up_proj)\.")
+
+
+def build_view(
+    checkpoint: Checkpoint,
+    spec: DraftSpec,
+    target: Target | None,
+    profile: Profile,
+    method: str | None,
+    method_explicit: bool,
+) -> EngineView:
+    """Resolve the draft the way SGLang at `profile.version` would."""
+    if method == "auto":
+        method = spec.method
+    view = EngineView("sglang", profile.version, profile.title, method)
+    _SGLangBuilder(checkpoint, spec, target, profile, view, method_explicit).run()
+    return view
+
+
+def _per_family(value: Any, family: str) -> Any:
+    """A `{family: v, "*": v}` table value resolved for `family`."""
+    if isinstance(value, dict):
+        return value.get(family, value.get("*"))
+    return value
+
+
+class _SGLangBuilder(BaseBuilder):
+    family = LLAMA_EAGLE3
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> None:
+        if self.ckpt.config is None or self.method not in (EAGLE3, EAGLE):
+            return
+        if not self._method_supported():
+            return
+        if self.spec.method is not None and self.spec.method != self.method:
+            self.refuse(
+                "method-mismatch",
+                f"the checkpoint is an {self.spec.method} draft, but it is served with "
+                f"`--speculative-algorithm {self._algorithm(self.method)}`: SGLang runs the "
+                "wrong speculative worker for it",
+                Location(CONFIG, "/architectures"),
+                ("algorithm_names",),
+                fix=f"serve it with --speculative-algorithm {self._algorithm(self.spec.method)}",
+            )
+            return
+        if not self._config_route():
+            return
+        arch = self._draft_class()
+        self.view.config = self.visible
+        if arch is None:
+            return
+        self.family = CLASS_FAMILY[arch]
+        self.view.draft_class = arch
+        if not self._dims_present():
+            return
+        self.view.built = True
+        if self.family == LLAMA_EAGLE:
+            self._eagle1(arch)
+        elif not self._eagle3():
+            self.view.built = False
+            return
+        self._map_tensors()
+        self._target_checks()
+
+    @staticmethod
+    def _algorithm(method: str) -> str:
+        return "EAGLE3" if method == EAGLE3 else "EAGLE"
+
+    def _method_supported(self) -> bool:
+        key = "eagle3_supported" if self.method == EAGLE3 else "eagle_supported"
+        if self.value(key):
+            return True
+        self.refuse(
+            "method-unsupported",
+            f"{self.p.title} has no `--speculative-algorithm "
+            f"{self._algorithm(self.method or EAGLE3)}`",
+            Location(CONFIG),
+            (key,),
+            fix="use SGLang 0.4.4.post2 or later",
+        )
+        return False
+
+    # ------------------------------------------------------------------ config
+    def _config_route(self) -> bool:
+        cfg = self.config
+        if "speculators_config" in cfg or "speculators_model_type" in cfg:
+            self.refuse(
+                "speculators-format-unsupported",
+                f"{self.p.title} parses the draft config with transformers as is and does not "
+                "understand speculators-format configs (`speculators_config`, "
+                "`transformer_layer_config`)",
+                config_at("/speculators_model_type"),
+                ("speculators_format",),
+                fix="rewrite it as a plain config: `draftfit convert DRAFT --to sglang -o OUT`",
+            )
+            return False
+        self.visible = dict(cfg)
+        if "model_type" not in cfg:
+            self.refuse(
+                "missing-config-field",
+                "the draft config has no `model_type`: SGLang loads it with transformers' "
+                "AutoConfig, which needs one",
+                config_at("/model_type"),
+                ("draft_config_loader",),
+                fix='add "model_type": "llama" (for MLA drafts, the target\'s model_type)',
+            )
+            return False
+        return True
+
+    def _draft_class(self) -> str | None:
+        archs = self.config.get("architectures")
+        if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
+            return None  # missing-architectures reports it
+        arch = archs[0]
+        key = "eagle3_draft_architectures" if self.method == EAGLE3 else "eagle_draft_architectures"
+        registered = [a for a in (self.value(key) or []) if a in CLASS_FAMILY]
+        if arch in registered:
+            return arch
+        mla = bool(self.visible.get("kv_lora_rank"))
+        if self.method == EAGLE3:
+            want = "Eagle3DeepseekV2ForCausalLM" if mla else "LlamaForCausalLMEagle3"
+        else:
+            want = "LlamaForCausalLMEagle"
+        if arch in (self.value("eagle_draft_architectures") or []) + (
+            self.value("eagle3_draft_architectures") or []
+        ):
+            why = (
+                f"`{arch}` is SGLang's "
+                + ("EAGLE-1" if self.method == EAGLE3 else "EAGLE-3")
+                + " draft class, which builds other parameters than this draft has"
+            )
+        elif re.fullmatch(r"[A-Za-z0-9_]+For(CausalLM|ConditionalGeneration)", arch) and (
+            "eagle" not in arch.lower()
+        ):
+            why = (
+                f"`{arch}` is a regular model class in SGLang: it builds a plain model that "
+                "binds none of the draft's weights (or the EAGLE worker fails on the missing "
+                "`hot_token_id`)"
+            )
+        else:
+            why = (
+                f"`{arch}` is not registered in {self.p.title}: it falls back to the "
+                "Transformers backend and fails ('Cannot find model module')"
+            )
+        if want not in registered:
+            fix = (
+                f"{self.p.title} has no draft class for this checkpoint; use a later SGLang "
+                f"(`{want}`)"
+            )
+        else:
+            fix = f'set "architectures": ["{want}"] (`draftfit convert --to sglang` does it)'
+        self.refuse(
+            "unsupported-draft-architecture",
+            why,
+            config_at("/architectures/0"),
+            (key, "eagle3_arch_rewrite") if self.method == EAGLE3 else (key,),
+            fix=fix,
+        )
+        return None
+
+    def _dims_present(self) -> bool:
+        act = self.visible.get("hidden_act", "silu")
+        if act not in (self.value("draft_activation") or ["silu"]):
+            self.refuse(
+                "unsupported-activation",
+                f"`hidden_act` is `{act}`: SGLang's draft MLP supports only `silu` and raises "
+                "'Unsupported activation' while building the draft",
+                config_at("/hidden_act"),
+                ("draft_activation",),
+                fix='train the draft with "hidden_act": "silu"',
+            )
+            return False
+        missing = [
+            k
+            for k in ("hidden_size", "num_attention_heads", "intermediate_size")
+            if self.vint(k) is None
+        ]
+        if not missing:
+            return True
+        self.refuse(
+            "missing-config-field",
+            "the draft config lacks "
+            + ", ".join(f"`{k}`" for k in missing)
+            + ": SGLang cannot build the draft layer",
+            config_at(f"/{missing[0]}"),
+            ("draft_config_loader",),
+        )
+        return False
+
+    # ------------------------------------------------------------------ EAGLE-3
+    def _eagle3(self) -> bool:
+        v = self.visible
+        fam = self.family
+        H = self.vint("hidden_size")
+        nh = self.vint("num_attention_heads")
+        assert H is not None and nh is not None
+        nkv = self.vint("num_key_value_heads") or nh
+        hd = self.vint("head_dim") or H // nh
+        inter = self.vint("intermediate_size")
+        assert inter is not None
+        V = self.vint("vocab_size")
+        if "target_hidden_size" in v and v["target_hidden_size"] is None and fam == LLAMA_EAGLE3:
+            self.refuse(
+                "missing-config-field",
+                "`target_hidden_size` is null: SGLang reads it with hasattr and multiplies it "
+                "by the number of aux states to size `fc` (TypeError)",
+                config_at("/target_hidden_size"),
+                ("target_hidden_size_supported",),
+                fix="remove the key, or set it to the target's hidden size",
+            )
+            return False
+        T = self.vint("target_hidden_size") or H
+        self.view.effective.update({"hidden_size": H, "head_dim": hd, "target_hidden_size": T})
+
+        # vocabulary size
+        tied = bool(v.get("tie_word_embeddings", False))
+        rule = _per_family(self.value("draft_vocab_size_required"), fam) or "never"
+        head_from_target = False
+        if "draft_vocab_size" not in v:
+            if rule == "always" or (rule == "untied-only" and not tied):
+                self.refuse(
+                    "missing-draft-vocab-size",
+                    f"`draft_vocab_size` is missing: {self.p.title} reads `config."
+                    "draft_vocab_size` while building the draft (AttributeError)",
+                    config_at("/draft_vocab_size"),
+                    ("draft_vocab_size_required",),
+                    fix="set `draft_vocab_size` to the rows of `lm_head.weight`",
+                )
+                return False
+            Vd = V
+        elif v["draft_vocab_size"] is None and not tied:
+            if self.value("draft_vocab_size_null") == "error":
+                self.refuse(
+                    "missing-draft-vocab-size",
+                    f"`draft_vocab_size` is null: {self.p.title} builds the draft head with "
+                    "None rows and fails",
+                    config_at("/draft_vocab_size"),
+                    ("draft_vocab_size_null",),
+                    fix="set `draft_vocab_size` to the rows of `lm_head.weight`",
+                )
+                return False
+            Vd, head_from_target = V, True
+        else:
+            Vd = self.vint("draft_vocab_size") or V
+        self.view.effective["draft_vocab_size"] = Vd
+
+        # layers
+        n_layers = self.vint("num_hidden_layers") or 1
+        policy = _per_family(self.value("multi_layer_policy"), fam)
+        if n_layers != 1 and policy == "refused":
+            self.refuse(
+                "multi-layer-draft-unsupported",
+                f"`num_hidden_layers` is {n_layers}: {self.p.title} raises `ValueError: EAGLE3 "
+                "currently only supports 1 layer`",
+                config_at("/num_hidden_layers"),
+                ("multi_layer_policy",),
+                fix="use SGLang 0.5.12 or later (Llama-style drafts), or a one-layer draft",
+            )
+            return False
+        self.view.effective["num_layers"] = n_layers
+        src = self.src("mla_weight_mapping" if fam == MLA_EAGLE3 else "eagle3_weight_mapping")
+        for k in range(n_layers):
+            if fam == MLA_EAGLE3:
+                if not self._mla_layer(k, H, nh, inter):
+                    return False
+                continue
+            self._llama_layer(
+                k,
+                Dims(H, nh, nkv, hd, inter),
+                first_width=2 * H,
+                sources=src,
+                attn_bias=False,
+                o_bias=any(bool(v.get(key)) for key in self.value("o_proj_bias_keys") or []),
+                mlp_bias=False,
+                input_norm=k == 0,
+                hidden_norm=True,
+                qk_norm=False,
+            )
+            if k > 0:  # built, loaded if stored, never applied (later_layer_pre_norm)
+                pre = f"layers.{k}.input_layernorm.weight"
+                self._expect(pre, (H,), "[hidden_size]", None, self.src("later_layer_pre_norm"))
+        self._expect("norm.weight", (H,), "[hidden_size]", ONES, src)
+
+        # aux states and fc
+        n_aux, count_from = self._aux_count(fam)
+        ec = v.get("eagle_config") if isinstance(v.get("eagle_config"), dict) else {}
+        use_aux = not (
+            self.value("use_aux_hidden_state_supported") and ec.get("use_aux_hidden_state") is False
+        )
+        self.view.effective["use_aux_hidden_state"] = use_aux
+        self._expect(
+            "fc.weight",
+            (H, n_aux * T),
+            f"[hidden_size, N·target_hidden_size] = [{H}, {n_aux}·{T}] "
+            f"(N = {n_aux} from {count_from})",
+            UNINITIALISED if use_aux else None,
+            self.src("aux_count_rule", "eagle3_weight_mapping"),
+        )
+        bias_rule = self.value("fc_bias_rule")
+        if bias_rule == "always" or (bias_rule == "config-bias" and v.get("bias")):
+            self._expect("fc.bias", (H,), "[hidden_size]", UNINITIALISED, self.src("fc_bias_rule"))
+        norms = self._norms(fam)
+        if norms["norm_before_fc"] and use_aux:
+            self._expect(
+                "input_norm.weight",
+                (n_aux * T,),
+                f"[N·target_hidden_size] = [{n_aux * T}]",
+                ONES,
+                self.src("norm_before_fc_supported"),
+            )
+        if norms["fc_norm"] and use_aux:
+            for k in range(n_aux):
+                self._expect(
+                    f"fc_norm.{k}.weight",
+                    (T,),
+                    "[target_hidden_size]",
+                    ONES,
+                    self.src("fc_norm_supported"),
+                )
+
+        # embedding, head, d2t
+        own_embedding = "target_hidden_size" in v and T != H and not head_from_target
+        self.view.effective["embedding_shared"] = not own_embedding
+        self._expect(
+            "embed_tokens.weight",
+            (V, H) if V else None,
+            f"[vocab_size, hidden_size] = [{V}, {H}]",
+            UNINITIALISED if own_embedding else SHARED,
+            self.src("embedding_sharing"),
+        )
+        if not tied and not head_from_target:
+            self._expect(
+                "lm_head.weight",
+                (Vd, H),
+                f"[draft_vocab_size, hidden_size] = [{Vd}, {H}]",
+                UNINITIALISED,
+                self.src("lm_head_shared_when_missing"),
+            )
+        d2t = self.value("d2t_handling")
+        self._expect(
+            "d2t",
+            (Vd,) if Vd else None,
+            "[draft_vocab_size]",
+            FAILS if d2t == "required" else None,
+            self.src("d2t_handling"),
+        )
+        self.view.effective["d2t_parameter"] = True
+        self.view.effective["reduced_vocab"] = Vd is not None and V is not None and Vd != V
+
+        self._aux_capture(n_aux, count_from, use_aux)
+        self._flags(norms)
+        self.view.effective["norms"] = {"norm_before_residual": False, **norms}
+        self.view.effective["num_aux_states"] = n_aux if use_aux else 0
+        return True
+
+    def _norms(self, fam: str) -> dict[str, bool]:
+        """Which norm flags are on *and* implemented by this version's class."""
+        v = self.visible
+        ec = v.get("eagle_config") if isinstance(v.get("eagle_config"), dict) else {}
+        nested = ec.get("norm_before_fc") if self.value("norm_before_fc_nested") else None
+        before_fc = bool(nested) if nested is not None else bool(v.get("norm_before_fc"))
+        return {
+            "norm_before_fc": before_fc
+            and bool(_per_family(self.value("norm_before_fc_supported"), fam)),
+            "fc_norm": bool(v.get("fc_norm") or v.get("use_aux_norm"))
+            and bool(_per_family(self.value("fc_norm_supported"), fam)),
+            "norm_output": bool(v.get("norm_output"))
+            and bool(_per_family(self.value("norm_output_supported"), fam)),
+        }
+
+    def _aux_count(self, fam: str) -> tuple[int, str]:
+        keys = _per_family(self.value("aux_count_rule"), fam)
+        if not keys:
+            return 3, "a fixed count of 3"
+        for key in keys:
+            value = get_path(self.visible, key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value, f"`{key}`"
+            if isinstance(value, list) and value:
+                return len(value), f"the length of `{key}`"
+        return 3, "the default of 3 (" + ", ".join(f"`{k}`" for k in keys) + " not set)"
+
+    # ------------------------------------------------------------------ aux capture
+    def _shift_mode(self) -> str:
+        """How this target class turns written ids into capture-before indices."""
+        arch = self.target.architecture if self.target else None
+        for cls, mode in self.value("aux_ids_shift_exceptions") or []:
+            if cls == arch:
+                return mode
+        return "plus-one"
+
+    def _aux_capture(self, n_aux: int, count_from: str, use_aux: bool) -> None:
+        keys = list(self.value("aux_ids_read_from") or [])
+        ids: tuple[int, ...] | None = None
+        read_from = None
+        for key in keys:
+            value = get_path(self.visible, key)
+            if isinstance(value, list) and value and all(isinstance(i, int) for i in value):
+                ids, read_from = tuple(value), "/" + key.replace(".", "/")
+                break
+        L = self.target.num_layers if self.target else None
+        mode = self._shift_mode()
+        used: tuple[int, ...] | None = None
+        if not use_aux:
+            used = ()
+        elif ids is not None:
+            used = _decode(ids, mode, L)
+        elif L is not None:
+            used = default_capture_ids(L)
+            if mode == "plus-one-default-too":
+                used = tuple(i + 1 for i in used)
+        rng = self.value("aux_ids_valid_range")
+        valid = None
+        if L is not None and isinstance(rng, list):
+            high = L if mode == "as-is-if-max-is-L" else L + rng[1]
+            valid = (rng[0], high)
+        convention = {
+            "plus-one": "output-of",
+            "plus-one-default-too": "output-of",
+            "plus-one-if-first-is-1": "output-of when the first id is 1, else capture-before",
+            "as-is-if-max-is-L": "output-of unless the last id is the layer count",
+        }[mode]
+        self.view.aux = AuxCapture(
+            used=used,
+            read_from=read_from,
+            keys_read=tuple("/" + k.replace(".", "/") for k in keys),
+            expected_count=n_aux if use_aux else None,
+            count_from=count_from,
+            valid_range=valid,
+            sources=self.src("aux_ids_read_from", "aux_ids_convention", "aux_ids_default")
+            + (self.src("aux_ids_shift_exceptions") if mode != "plus-one" else ()),
+            read_convention=convention,
+            write_pointer=NESTED_IDS_POINTER if keys else None,
+            encode=(lambda cb: _encode(cb, mode, L)) if keys else None,
+        )
+        if (
+            ids is not None
+            and used
+            and L is not None
+            and self.value("aux_ids_cuda_graph_ignored")
+            and tuple(sorted(set(used))) != default_capture_ids(L)
+        ):
+            self.event(
+                "aux-ids-ignored-under-cuda-graphs",
+                f"{self.p.title}'s CUDA-graph runner resets the captured layers to the default "
+                f"{list(default_capture_ids(L))} (capture-before), so graphed decode/verify "
+                f"steps do not use the draft's layers {list(used)}",
+                config_at(read_from or NESTED_IDS_POINTER),
+                ("aux_ids_cuda_graph_ignored",),
+                fix="use SGLang 0.5.11 or later, or serve with --disable-cuda-graph",
+            )
+
+    # ------------------------------------------------------------------ flags
+    def _flags(self, norms: dict[str, bool]) -> None:
+        v = self.visible
+        ec = v.get("eagle_config") if isinstance(v.get("eagle_config"), dict) else {}
+        never = set(self.value("flags_never_read") or [])
+        checks = [
+            ("norm_before_residual", bool(v.get("norm_before_residual")), False),
+            (
+                "norm_before_fc",
+                bool(v.get("norm_before_fc") or ec.get("norm_before_fc")),
+                norms["norm_before_fc"],
+            ),
+            ("fc_norm", bool(v.get("fc_norm") or v.get("use_aux_norm")), norms["fc_norm"]),
+            ("norm_output", bool(v.get("norm_output")), norms["norm_output"]),
+            ("eagle_config.eh_proj_before_attn", bool(ec.get("eh_proj_before_attn")), False),
+            (
+                "eagle_config.return_hidden_post_norm",
+                bool(ec.get("return_hidden_post_norm")),
+                False,
+            ),
+        ]
+        for name, on, honoured in checks:
+            if not on or honoured:
+                continue
+            key = name if name in never else f"{name}_supported"
+            if key not in self.p.data.facts:
+                key = "flags_never_read"
+            where = "/" + name.replace(".", "/")
+            if name == "norm_before_fc" and not v.get(name):
+                where = "/eagle_config/norm_before_fc"
+            self.event(
+                "norm-flag-ignored",
+                f"`{name.split('.')[-1]}` is true, but {self.p.title}'s "
+                f"`{self.view.draft_class}` does not implement it: the draft runs without the "
+                "norm it was trained with",
+                config_at(where),
+                (key,),
+                fix="use an SGLang version that implements it, or another engine",
+            )
+
+    # ------------------------------------------------------------------ EAGLE-1
+    def _eagle1(self, arch: str) -> None:
+        H = self.vint("hidden_size")
+        nh = self.vint("num_attention_heads")
+        inter = self.vint("intermediate_size")
+        assert H is not None and nh is not None and inter is not None
+        nkv = self.vint("num_key_value_heads") or nh
+        hd = self.vint("head_dim") or H // nh
+        V = self.vint("vocab_size")
+        src = self.src("eagle_weight_mapping")
+        n_layers = self.vint("num_hidden_layers") or 1
+        self.view.effective.update({"hidden_size": H, "head_dim": hd, "num_layers": n_layers})
+        for k in range(n_layers):
+            self._llama_layer(
+                k,
+                Dims(H, nh, nkv, hd, inter),
+                first_width=H,
+                sources=src,
+                attn_bias=arch == "Qwen2ForCausalLMEagle",
+                o_bias=False,
+                mlp_bias=False,
+                input_norm=k > 0,
+                hidden_norm=False,
+                qk_norm=False,
+            )
+        self._expect(
+            "fc.weight",
+            (H, 2 * H),
+            f"[hidden_size, 2·hidden_size] = [{H}, {2 * H}]",
+            UNINITIALISED,
+            src,
+        )
+        self._expect("fc.bias", (H,), "[hidden_size]", UNINITIALISED, self.src("eagle_fc_bias"))
+        self._expect(
+            "embed_tokens.weight", (V, H) if V else None, "[vocab_size, hidden_size]", SHARED, src
+        )
+
+    # ------------------------------------------------------------------ tensor fates
+    def _engine_name(self, raw: str) -> tuple[str | None, str]:
+        """The canonical parameter a stored name reaches in this version, or None and why."""
+        name = raw
+        if self.family == MLA_EAGLE3:
+            if name.startswith("model."):
+                return None, (
+                    "the MLA draft loader prepends `model.` to every name, so `model.`-prefixed "
+                    "names are skipped ('Eagle3 MLA: skipping unexpected weight')"
+                )
+            return canonical_name(name)[0], ""
+        if self.family == LLAMA_EAGLE:
+            if name.startswith("model."):
+                return None, "the EAGLE-1 loader prepends `model.` itself (`model.model.*`)"
+            return canonical_name(name)[0], ""
+        mapping = self.value("eagle3_weight_mapping") or {}
+        for old, new in (self.value("legacy_name_map") or {}).items():
+            name = name.replace(old, new)
+        if name.startswith("model."):
+            if not self.value("model_prefix_accepted"):
+                return None, (
+                    "this version prepends `model.` to every name, so `model.`-prefixed names "
+                    "become `model.model.*`"
+                )
+            name = name[len("model.") :]
+        if mapping.get("layer_module") == "midlayer":
+            if name.startswith("layers."):
+                return None, (
+                    "this version names the decoder layer `midlayer`, so `layers.*` names match "
+                    "no parameter"
+                )
+            if re.match(r"^midlayer\.\d+\.", name):
+                return None, "`midlayer.N.*` (several layers) matches no parameter"
+            if name.startswith("midlayer."):
+                name = "layers.0." + name[len("midlayer.") :]
+        elif re.match(r"^layers\.0\.\d+\.", name):
+            return None, (
+                "`midlayer` is replaced by `layers.0` as a substring, so `midlayer.N.*` becomes "
+                "`layers.0.N.*` and matches no parameter"
+            )
+        return canonical_name(name)[0], ""
+
+    def _map_tensors(self) -> None:
+        skipped = set(self.value("skipped_tensor_names") or [])
+        policy = self.value("unknown_tensor_policy")
+        mapping_src = self.src(
+            "eagle_weight_mapping"
+            if self.family == LLAMA_EAGLE
+            else "mla_weight_mapping"
+            if self.family == MLA_EAGLE3
+            else "eagle3_weight_mapping",
+        )
+        for raw in self.ckpt.tensors:
+            spec_canonical = canonical_name(raw)[0]
+            if self.family != LLAMA_EAGLE:
+                if "d2t" in raw.split(".")[-1] or raw == "d2t":
+                    self.view.fates.append(TensorFate(raw, "d2t", "loaded", "hot_token_id"))
+                    continue
+                if "t2d" in skipped and "t2d" in raw:
+                    self.view.fates.append(
+                        TensorFate(
+                            raw,
+                            spec_canonical,
+                            "skipped",
+                            None,
+                            "always skipped by the loader",
+                            self.src("skipped_tensor_names"),
+                        )
+                    )
+                    continue
+            canonical, why = self._engine_name(raw)
+            if canonical is not None and canonical in self.view.expectations:
+                self.view.fates.append(TensorFate(raw, canonical, "loaded", canonical))
+                continue
+            if self.family == LLAMA_EAGLE and raw.startswith("lm_head"):
+                self.view.fates.append(
+                    TensorFate(
+                        raw,
+                        spec_canonical,
+                        "skipped",
+                        None,
+                        "EAGLE-1 drafts use the target's lm_head; the stored one is ignored",
+                        mapping_src,
+                    )
+                )
+                continue
+            meant = spec_canonical in self.view.expectations
+            if policy == "error-if-stacked" and _STACKED.search("." + (canonical or raw)):
+                self.view.fates.append(
+                    TensorFate(
+                        raw,
+                        spec_canonical,
+                        "rejected",
+                        None,
+                        (why or "no parameter of the draft class has this name")
+                        + "; the stacked q/k/v/gate/up loader raises KeyError",
+                        self.src("unknown_tensor_policy"),
+                    )
+                )
+                continue
+            if meant:
+                self.view.fates.append(
+                    TensorFate(raw, spec_canonical, "unbound", None, why, mapping_src)
+                )
+                continue
+            reason = why or "no parameter of the draft class has this name"
+            if spec_canonical.endswith(".bias"):
+                reason = "the draft has no such bias parameter; the loader drops it silently"
+            n = self.view.effective.get("num_layers", 1)
+            m = re.match(r"^layers\.(\d+)\.", spec_canonical)
+            if m and int(m.group(1)) >= n:
+                reason = f"the draft builds {n} decoder layer(s) (`num_hidden_layers`)"
+            self.view.fates.append(
+                TensorFate(
+                    raw,
+                    spec_canonical,
+                    "skipped",
+                    None,
+                    reason + ", so it is skipped silently",
+                    self.src("unknown_tensor_policy"),
+                )
+            )
+
+    # ------------------------------------------------------------------ target
+    def _target_checks(self) -> None:
+        t = self.target
+        if t is None:
+            return
+        if self.method == EAGLE3:
+            self._target_capable()
+        self._target_width_checks(
+            eagle1=self.family == LLAMA_EAGLE,
+            embedding_shared=bool(self.view.effective.get("embedding_shared", True))
+            and "embed_tokens.weight" not in self.spec.tensors,
+        )
+        max_pos = self.vint("max_position_embeddings")
+        t_max = t._int("max_position_embeddings")
+        if max_pos and t_max and max_pos < t_max:
+            rule = self.value("draft_context_shorter_than_target")
+            self.refuse(
+                "draft-context-refused",
+                f"the draft's max_position_embeddings is {max_pos}, the target's {t_max}: "
+                f"{self.p.title} builds the draft with the server's context length and raises "
+                "ValueError unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+                + (
+                    ", which does not enlarge the draft's rotary cache in this version (long "
+                    "prompts then fail with illegal memory accesses)"
+                    if rule == "error-unless-env"
+                    else ""
+                ),
+                config_at("/max_position_embeddings"),
+                ("draft_context_shorter_than_target",),
+                fix=f"set the draft's max_position_embeddings to {t_max}, or cap --context-length",
+            )
+
+    def _target_capable(self) -> None:
+        t = self.target
+        assert t is not None
+        arch = t.architecture
+        if arch is None:
+            return
+        broken = self.value("verifier_eagle3_broken") or []
+        if arch in broken:
+            self.refuse(
+                "target-not-eagle3-capable",
+                f"`{arch}` has SGLang's capture hook in {self.p.title}, but its forward does "
+                "not capture aux hidden states: the first EAGLE-3 step fails",
+                Location(TARGET_CONFIG, "/architectures/0"),
+                ("verifier_eagle3_broken",),
+                fix="use SGLang 0.5.22 or later for this target",
+            )
+            return
+        if arch in (self.value("verifier_eagle3_classes") or []):
+            return
+        if not self._ever_listed(arch):
+            self.event(
+                "target-capability-unknown",
+                f"draftfit has no record of `{arch}` implementing SGLang's EAGLE-3 capture "
+                f"(set_eagle3_layers_to_capture) in any release",
+                Location(TARGET_CONFIG, "/architectures/0"),
+                ("verifier_eagle3_classes",),
+                fix="check the target's model class for set_eagle3_layers_to_capture",
+            )
+            return
+        failure = (
+            "ValueError: Model ... does not implement set_eagle3_layers_to_capture"
+            if self.value("target_without_capture") == "value-error"
+            else "an AttributeError on set_eagle3_layers_to_capture"
+        )
+        self.refuse(
+            "target-not-eagle3-capable",
+            f"the target class `{arch}` cannot capture aux hidden states in {self.p.title}: "
+            f"start-up fails with {failure}",
+            Location(TARGET_CONFIG, "/architectures/0"),
+            ("verifier_eagle3_classes", "target_without_capture"),
+            fix="use an SGLang version whose target class supports EAGLE-3",
+        )
+
+    def _ever_listed(self, arch: str) -> bool:
+        return any(e.value == arch for e in self.p.data.facts["verifier_eagle3_classes"].entries)
+
+
+def _decode(ids: tuple[int, ...], mode: str, L: int | None) -> tuple[int, ...]:
+    """Written ids -> the capture-before indices this target class captures."""
+    if mode == "plus-one-if-first-is-1":
+        return tuple(i + 1 for i in ids) if ids and ids[0] == 1 else tuple(ids)
+    if mode == "as-is-if-max-is-L":
+        return tuple(ids) if L is not None and max(ids) == L else tuple(i + 1 for i in ids)
+    return tuple(i + 1 for i in ids)
+
+
+def _encode(cb: tuple[int, ...], mode: str, L: int | None) -> tuple[int, ...] | None:
+    """Capture-before indices -> ids to write so that `_decode` gives them back, or None."""
+    for candidate in (tuple(i - 1 for i in cb), tuple(cb)):
+        if candidate and min(candidate) >= 0 and _decode(candidate, mode, L) == tuple(cb):
+            return candidate
+    return None
