@@ -281,3 +281,32 @@ def test_cli_convert_text(tmp_path: Path, capsys) -> None:
 def test_hub_source_is_refused_for_convert(capsys) -> None:
     assert main(["convert", "hf://owner/name", "--to", "vllm", "-o", "/tmp/x"]) == 2
     assert "local checkpoint" in capsys.readouterr().err
+
+
+def test_convert_to_sglang_writes_ids_in_the_targets_counting(tmp_path: Path) -> None:
+    """SGLang adds 1 to the nested ids, except for DeepSeek-family targets from 0.5.13,
+    which take ids not starting at 1 as they are: the same layers need different ids."""
+    draft = f.speculators(aux=[3, 5, 6], norm_before_residual=False).write(tmp_path / "d")
+    llama = f.llama_target(tmp_path / "llama")
+    deepseek = f.llama_target(tmp_path / "ds", architectures=["DeepseekV3ForCausalLM"])
+
+    def nested(out: Path) -> list[int]:
+        config = json.loads((out / "config.json").read_text())
+        return config["eagle_config"]["eagle_aux_hidden_state_layer_ids"]
+
+    plain = convert_path(draft, "sglang", tmp_path / "o1", target=llama)
+    assert nested(tmp_path / "o1") == [2, 4, 5]
+    assert plain.report is not None and plain.report.engines[0].label == "sglang==0.5.23"
+    assert plain.report.engines[0].aux_layers["used"] == [3, 5, 6]
+
+    new = convert_path(
+        draft, "sglang", tmp_path / "o2", target=deepseek, engines=["sglang==0.5.13"]
+    )
+    assert nested(tmp_path / "o2") == [3, 5, 6]
+    assert new.report is not None and new.report.engines[0].aux_layers["used"] == [3, 5, 6]
+
+    old = convert_path(
+        draft, "sglang", tmp_path / "o3", target=deepseek, engines=["sglang==0.5.12"]
+    )
+    assert nested(tmp_path / "o3") == [2, 4, 5]
+    assert old.report is not None and old.report.engines[0].aux_layers["used"] == [3, 5, 6]

@@ -45,7 +45,14 @@ def test_recipes(tmp_path: Path) -> None:
     old = next(r for r in matrix.rows if r.range == "0.10.2–0.11.0")
     assert old.recipe is not None and old.recipe.steps == []
     assert any("0.11.1" in note for note in old.recipe.notes)
-    assert all(r.recipe is None for r in matrix.rows if r.verdict == "incompatible")
+    # An incompatible range gets a recipe only when a conversion makes it servable.
+    for row in matrix.rows:
+        if row.verdict == "incompatible" and row.recipe is not None:
+            assert row.recipe.steps and row.recipe.resolves_errors
+    assert next(r for r in matrix.rows if r.range == "0.8.0–0.8.4").recipe is None
+    arch = next(r for r in matrix.rows if r.range == "0.9.0–0.10.0")
+    assert arch.verdict == "incompatible" and arch.recipe is not None
+    assert "then finds the converted draft degraded" in arch.recipe.notes[0]
 
 
 def test_clean_speculators_draft_is_one_compatible_range_with_its_token_count(
@@ -84,3 +91,77 @@ def test_check_recipe(tmp_path: Path, capsys) -> None:
     assert recipes[0]["command"].startswith(f"vllm serve {target}")
     assert main(["check", str(path), "--target", str(target), "--recipe"]) == 0
     assert "How to serve with vllm 0.34.0" in capsys.readouterr().out
+
+
+def _all_engines(tmp_path: Path, draft: f.Draft, **target_kw):
+    path = draft.write(tmp_path / "d")
+    target = f.llama_target(tmp_path / "t", **target_kw)
+    return build_matrix(load_checkpoint(path), load_target(target))
+
+
+def _row(matrix, engine: str, version: str):
+    return next(r for r in matrix.rows if r.engine == engine and version in r.versions)
+
+
+def test_matrix_covers_every_engine_and_version(tmp_path: Path) -> None:
+    from draftfit.engines.profile import ENGINES, load_engine
+
+    matrix = _all_engines(tmp_path, f.specforge(nested_aux=[1, 3, 6]))
+    for engine in ENGINES:
+        versions = [v for r in matrix.rows if r.engine == engine for v in r.versions]
+        assert versions == list(load_engine(engine).versions)
+
+
+def test_sglang_and_trtllm_ranges_and_recipes(tmp_path: Path) -> None:
+    matrix = _all_engines(tmp_path, f.specforge(nested_aux=[1, 3, 6]))
+    # SGLang: no EAGLE3 before 0.4.4.post2; ids not read before 0.4.9; CUDA graphs reset the
+    # ids until 0.5.10.post1; correct from 0.5.11.
+    assert _row(matrix, "sglang", "0.4.4.post1").verdict == "incompatible"
+    early = _row(matrix, "sglang", "0.4.8.post1")
+    assert early.first == "0.4.4.post2" and "DF301" in [f.code for f in early.deciding]
+    graphs = _row(matrix, "sglang", "0.5.6")
+    assert (graphs.first, graphs.last) == ("0.4.9", "0.5.10.post1")
+    assert [f.code for f in graphs.deciding] == ["DF309"]
+    assert graphs.recipe is not None and "--disable-cuda-graph" in graphs.recipe.command
+    assert graphs.recipe.remaining == []
+    fixed = _row(matrix, "sglang", "0.5.23")
+    assert fixed.first == "0.5.11" and fixed.verdict == "compatible"
+    assert fixed.recipe is not None
+    assert "--speculative-algorithm EAGLE3" in fixed.recipe.command
+    assert f"--speculative-draft-model-path {tmp_path / 'd'}" in fixed.recipe.command
+    # TensorRT-LLM never reads the ids: degraded everywhere; from 1.1 the recipe passes the
+    # trained layers in its output-of counting (nested SpecForge ids are already output-of).
+    for row in (r for r in matrix.rows if r.engine == "trtllm"):
+        assert row.verdict == "degraded"
+    new = _row(matrix, "trtllm", "1.4.0rc0")
+    assert new.recipe is not None
+    spec_config = new.recipe.config["speculative_config"]
+    assert spec_config["eagle3_layers_to_capture"] == [1, 3, 6]
+    assert spec_config["speculative_model"] == str(tmp_path / "d")
+    assert "eagle3_layers_to_capture: [1, 3, 6]" in new.recipe.command
+    assert new.recipe.remaining == []
+    old = _row(matrix, "trtllm", "1.0.0")
+    assert old.recipe is not None and old.recipe.remaining == ["DF301"]
+    assert old.recipe.config["speculative_config"]["speculative_model_dir"] == str(tmp_path / "d")
+
+
+def test_trtllm_recipe_shifts_capture_before_ids(tmp_path: Path) -> None:
+    """speculators' top-level ids are capture-before: TensorRT-LLM gets them minus one."""
+    matrix = _all_engines(tmp_path, f.speculators(aux=[3, 5, 7]))
+    row = _row(matrix, "trtllm", "1.4.0rc0")
+    assert row.verdict == "incompatible"  # speculators format is not read
+    assert row.recipe is not None and row.recipe.steps[0].startswith("draftfit convert")
+    assert "--to sglang" in row.recipe.steps[0]
+    assert row.recipe.config["speculative_config"]["eagle3_layers_to_capture"] == [2, 4, 6]
+
+
+def test_sglang_recipe_converts_speculators_drafts(tmp_path: Path) -> None:
+    matrix = _all_engines(tmp_path, f.speculators(aux=[2, 4, 5], norm_before_residual=False))
+    row = _row(matrix, "sglang", "0.5.23")
+    assert row.verdict == "incompatible" and [f.code for f in row.deciding] == ["DF105"]
+    assert row.recipe is not None and row.recipe.resolves_errors
+    assert row.recipe.steps == [
+        f"draftfit convert {tmp_path / 'd'} --to sglang -o {tmp_path / 'd'}-sglang "
+        f"--engine sglang==0.5.23 --target {tmp_path / 't'}"
+    ]
+    assert "then finds the converted draft compatible" in row.recipe.notes[0]

@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine",
         action="append",
         metavar="ENGINE[==VERSION]",
-        help="engine and version, e.g. vllm or vllm==0.10.2 (repeatable; default: newest vLLM)",
+        help="engine and version: vllm, sglang or trtllm, optionally ==VERSION (e.g. "
+        "sglang==0.5.6), or all (repeatable; default: newest vLLM)",
     )
     check.add_argument(
         "--method",
@@ -138,7 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine",
         action="append",
         metavar="ENGINE[==VERSION]",
-        help="engine version to convert for and verify against (default: newest vLLM)",
+        help="engine version to plan for and verify against (repeatable; vllm, sglang or "
+        "trtllm, optionally ==VERSION, or all; default: the newest release of the engine the "
+        "convention is for)",
     )
     convert.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     convert.add_argument(
@@ -167,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(rule_p)
 
     engines_p = sub.add_parser("engines", help="list the engine versions draftfit has data for")
-    engines_p.add_argument("engine", nargs="?", default="vllm")
+    engines_p.add_argument("engine", nargs="?", help="vllm, sglang or trtllm (default: all)")
     _add_format(engines_p)
 
     demo = sub.add_parser(
@@ -380,35 +383,38 @@ def _cmd_rule(args: argparse.Namespace) -> int:
 
 
 def _cmd_engines(args: argparse.Namespace) -> int:
-    from draftfit.engines.profile import load_engine
+    from draftfit.engines.profile import ENGINES, load_engine
     from draftfit.errors import UsageError
 
     try:
-        data = load_engine(args.engine)
+        datas = [load_engine(e) for e in ([args.engine] if args.engine else ENGINES)]
     except UsageError as exc:
         raise _UsageExit(f"draftfit: {exc}") from exc
+    items = [
+        {
+            "engine": data.engine,
+            "title": data.title,
+            "latest": data.latest,
+            "versions": list(data.versions),
+            "facts": {k: f.doc for k, f in sorted(data.facts.items())},
+        }
+        for data in datas
+    ]
     if args.format == "json":
         from draftfit.render.json import render_json
 
-        sys.stdout.write(
-            render_json(
-                {
-                    "engine": data.engine,
-                    "title": data.title,
-                    "latest": data.latest,
-                    "versions": list(data.versions),
-                    "facts": {k: f.doc for k, f in sorted(data.facts.items())},
-                }
-            )
-        )
-    else:
-        lines = [
-            f"{data.title}: data for {len(data.versions)} releases (newest {data.latest})",
+        sys.stdout.write(render_json(items[0] if args.engine else {"engines": items}))
+        return EXIT_OK
+    lines = []
+    for data in datas:
+        lines += [
+            f"{data.title} (`--engine {data.engine}[==V]`): data for {len(data.versions)} "
+            f"releases (newest {data.latest})",
             "  " + ", ".join(data.versions),
-            "Any other version is refused rather than guessed.",
-            f"Facts ({len(data.facts)}): " + ", ".join(sorted(data.facts)),
+            f"  facts ({len(data.facts)}): " + ", ".join(sorted(data.facts)),
         ]
-        sys.stdout.write("\n".join(lines) + "\n")
+    lines.append("Any other version is refused rather than guessed.")
+    sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_OK
 
 

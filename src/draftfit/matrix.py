@@ -14,7 +14,14 @@ from draftfit.check import check_checkpoint
 from draftfit.checkpoint import Checkpoint
 from draftfit.engines.profile import ENGINES, load_engine
 from draftfit.recipe import Recipe, recipe_for
-from draftfit.report import COMPATIBLE, Finding, Report
+from draftfit.report import (
+    COMPATIBLE,
+    INCOMPATIBLE,
+    UNVERIFIED,
+    UNVERIFIED_CODES,
+    Finding,
+    Report,
+)
 from draftfit.rules.base import Severity
 from draftfit.target import Target
 
@@ -100,8 +107,14 @@ def build_matrix(
             current_key = key
             rows.append(current)
         for row in rows:
-            if row.engine == engine and row.verdict != "incompatible":
-                row.recipe = recipe_for(engine, row.last, checkpoint, target, report, row.deciding)
+            if row.engine != engine:
+                continue
+            recipe = recipe_for(engine, row.last, checkpoint, target, report)
+            # An incompatible range gets a recipe only when converting makes it servable.
+            if recipe is not None and (
+                row.verdict != INCOMPATIBLE or (recipe.steps and recipe.resolves_errors)
+            ):
+                row.recipe = recipe
     return Matrix(checkpoint.source, target.source if target else None, rows, notes)
 
 
@@ -114,6 +127,8 @@ def _deciding(report: Report, label: str, verdict: str) -> list[Finding]:
     """The findings at the severity that decided this version's verdict."""
     if verdict == COMPATIBLE:
         return []
+    if verdict == UNVERIFIED:
+        return [f for f in report.findings if label in f.engines and f.code in UNVERIFIED_CODES]
     level = Severity.ERROR if verdict == "incompatible" else Severity.WARNING
     return [f for f in report.findings if label in f.engines and f.severity == level]
 

@@ -15,6 +15,10 @@ from draftfit.rules.base import Location, Severity
 SCHEMA_VERSION = 1
 
 INCOMPATIBLE = "incompatible"
+# Nothing fails, but draftfit's data cannot say whether the engine version supports a part
+# of the setup (e.g. the target class): not called compatible.
+UNVERIFIED = "unverified"
+UNVERIFIED_CODES = frozenset({"DF505"})
 DEGRADED = "degraded"
 COMPATIBLE = "compatible"
 
@@ -137,4 +141,6 @@ def verdict_for(findings: list[Finding], label: str) -> tuple[str, dict[str, int
         return INCOMPATIBLE, counts
     if counts["warning"]:
         return DEGRADED, counts
+    if any(label in f.engines and f.code in UNVERIFIED_CODES for f in findings):
+        return UNVERIFIED, counts
     return COMPATIBLE, counts

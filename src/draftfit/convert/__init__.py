@@ -23,7 +23,10 @@ from draftfit.report import Report
 from draftfit.rules.base import Severity
 from draftfit.spec import describe
 
-__all__ = ["CONVENTIONS", "ConvertResult", "convert_path"]
+__all__ = ["CONVENTIONS", "CONVENTION_ENGINE", "ConvertResult", "convert_path"]
+
+# The engine whose data a convention is planned with (and verified against by default).
+CONVENTION_ENGINE = {"vllm": "vllm", "sglang": "sglang", "speculators": "vllm"}
 
 
 @dataclass
@@ -69,14 +72,15 @@ def convert_path(
             f"{draft} has damaged weight files ({', '.join(kinds)}); run `draftfit check` first"
         )
     target_obj = open_target(target) if target is not None else None
-    profiles = resolve_engines(engines) if to != "sglang" else []
-    profile = profiles[0] if profiles else None
+    engine = CONVENTION_ENGINE[to]
+    profiles = resolve_engines(engines or [engine])
+    # The version the convention is planned for: the first profile of that engine.
+    profile = next((p for p in profiles if p.engine == engine), None)
     plan = plan_conversion(checkpoint, describe(checkpoint), to, profile, target_obj, unsafe)
     if dry_run:
         return ConvertResult(plan, Path(out) if out else None, False, None)
     assert out is not None
     write_plan(plan, checkpoint, Path(out))
     written = load_checkpoint(out)
-    verify_profiles = profiles or resolve_engines(None)
-    report = check_checkpoint(written, target_obj, verify_profiles)
+    report = check_checkpoint(written, target_obj, profiles)
     return ConvertResult(plan, Path(out), True, report)

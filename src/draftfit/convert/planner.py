@@ -301,7 +301,7 @@ class _Planner:
         for name in NORM_FLAGS:
             eagle_config.pop(name, None)
         if aux is not None:
-            output_of = [i - 1 for i in aux]
+            output_of = self._nested_ids(aux)
             config["eagle_aux_hidden_state_layer_ids"] = list(aux)
             if "eagle_aux_hidden_state_layer_ids" not in source or list(
                 source["eagle_aux_hidden_state_layer_ids"]
@@ -326,11 +326,33 @@ class _Planner:
             config["eagle_config"] = eagle_config
         return config
 
+    def _nested_ids(self, aux: tuple[int, ...]) -> list[int]:
+        """`eagle_config` ids (output-of for most targets; SGLang's per-target rule when
+        converting for an SGLang version next to a known target)."""
+        output_of = [i - 1 for i in aux]
+        if self.to != "sglang" or self.profile is None or self.profile.engine != "sglang":
+            return output_of
+        from draftfit.engines.sglang import aux_ids_to_write
+
+        ids = aux_ids_to_write(self.profile, self.target, aux)
+        if ids is None:
+            self.edit(
+                "none",
+                "/eagle_config/eagle_aux_hidden_state_layer_ids",
+                f"{self.profile.title} cannot be made to capture {list(aux)} (capture-before) "
+                "next to this target; the output-of ids are written anyway",
+                DISPLAY_ONLY,
+            )
+            return output_of
+        return list(ids)
+
     def _architecture(self, layer: dict[str, Any]) -> str:
         model_type = layer.get("model_type", "llama")
         current = self.spec.get("architectures")
         current0 = current[0] if isinstance(current, list) and current else None
-        if self.to == "sglang":
+        if self.to == "sglang" and layer.get("kv_lora_rank"):
+            arch = "Eagle3DeepseekV2ForCausalLM"  # SGLang's MLA draft class (0.5.12+)
+        elif self.to == "sglang":
             arch = "LlamaForCausalLMEagle3"
             if model_type not in ("llama", None):
                 self.edit(

@@ -24,6 +24,7 @@ from draftfit.engines.view import (
     UNINITIALISED,
     AuxCapture,
     EngineView,
+    Event,
     TensorFate,
 )
 from draftfit.location import Location, config_at
@@ -519,20 +520,23 @@ class _SGLangBuilder(BaseBuilder):
         for name, on, honoured in checks:
             if not on or honoured:
                 continue
-            key = name if name in never else f"{name}_supported"
-            if key not in self.p.data.facts:
-                key = "flags_never_read"
+            if name in never:
+                sources = self.p.item_sources("flags_never_read", name)
+            else:
+                sources = self.src(f"{name}_supported")
             where = "/" + name.replace(".", "/")
             if name == "norm_before_fc" and not v.get(name):
                 where = "/eagle_config/norm_before_fc"
-            self.event(
-                "norm-flag-ignored",
-                f"`{name.split('.')[-1]}` is true, but {self.p.title}'s "
-                f"`{self.view.draft_class}` does not implement it: the draft runs without the "
-                "norm it was trained with",
-                config_at(where),
-                (key,),
-                fix="use an SGLang version that implements it, or another engine",
+            self.view.add(
+                Event(
+                    "norm-flag-ignored",
+                    f"`{name.split('.')[-1]}` is true, but {self.p.title}'s "
+                    f"`{self.view.draft_class}` does not implement it: the draft runs without "
+                    "the norm it was trained with",
+                    config_at(where),
+                    sources,
+                    "use an SGLang version that implements it, or another engine",
+                )
             )
 
     # ------------------------------------------------------------------ EAGLE-1
@@ -772,6 +776,20 @@ class _SGLangBuilder(BaseBuilder):
 
     def _ever_listed(self, arch: str) -> bool:
         return any(e.value == arch for e in self.p.data.facts["verifier_eagle3_classes"].entries)
+
+
+def aux_ids_to_write(
+    profile: Profile, target: Target | None, capture_before: tuple[int, ...]
+) -> tuple[int, ...] | None:
+    """The ids to write at `eagle_config.eagle_aux_hidden_state_layer_ids` so that SGLang at
+    `profile.version` captures exactly `capture_before` next to `target` (which decides
+    the counting rule); None when this target class cannot be made to capture them."""
+    arch = target.architecture if target else None
+    mode = "plus-one"
+    for cls, rule in profile.value("aux_ids_shift_exceptions") or []:
+        if cls == arch:
+            mode = rule
+    return _encode(tuple(capture_before), mode, target.num_layers if target else None)
 
 
 def _decode(ids: tuple[int, ...], mode: str, L: int | None) -> tuple[int, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from draftfit.render.console import render_to_string
-from draftfit.report import COMPATIBLE, DEGRADED, Report
+from draftfit.report import COMPATIBLE, DEGRADED, UNVERIFIED, Report
 from draftfit.rules.base import Severity
 
 FAMILY_TITLES = {
@@ -20,7 +20,7 @@ FAMILY_TITLES = {
 }
 FAMILY_ORDER = list(FAMILY_TITLES)
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-VERDICT_STYLE = {COMPATIBLE: "bold green", DEGRADED: "bold yellow"}
+VERDICT_STYLE = {COMPATIBLE: "bold green", DEGRADED: "bold yellow", UNVERIFIED: "bold cyan"}
 
 
 def render_check(report: Report, color: bool = False) -> str:
