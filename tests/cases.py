@@ -1126,3 +1126,14 @@ case(
     engines=("trtllm==1.2.0rc2",),
     verdict="degraded",
 )(with_target(f.modelopt()))
+
+
+def _tied() -> Draft:
+    draft = f.specforge()
+    draft.config["tie_word_embeddings"] = True
+    return draft
+
+
+case("sglang-tied-head-reduced-vocab", {"DF402"}, engines=("sglang==0.5.23",), verdict="degraded")(
+    with_target(_tied())
+)

@@ -7,6 +7,7 @@ acceptance. The markdown form is meant to be pasted into a model card.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,11 +90,24 @@ def build_matrix(
         current_key: tuple | None = None
         for result in report.engines:
             deciding = _deciding(report, result.label, result.verdict)
-            key = (result.verdict, _signature(deciding, result.title))
+            recipe = recipe_for(engine, result.version, checkpoint, target, report)
+            # An incompatible version gets a recipe only when converting makes it servable.
+            if (
+                recipe is not None
+                and result.verdict == INCOMPATIBLE
+                and not (recipe.steps and recipe.resolves_errors)
+            ):
+                recipe = None
+            key = (
+                result.verdict,
+                _signature(deciding, result.title),
+                _recipe_signature(recipe, result.version),
+            )
             if current is not None and key == current_key:
                 current.last = result.version
                 current.versions.append(result.version)
                 current.deciding = deciding  # newest wording
+                current.recipe = recipe
                 continue
             current = MatrixRow(
                 engine,
@@ -103,19 +117,22 @@ def build_matrix(
                 result.verdict,
                 deciding,
                 [result.version],
+                recipe,
             )
             current_key = key
             rows.append(current)
-        for row in rows:
-            if row.engine != engine:
-                continue
-            recipe = recipe_for(engine, row.last, checkpoint, target, report)
-            # An incompatible range gets a recipe only when converting makes it servable.
-            if recipe is not None and (
-                row.verdict != INCOMPATIBLE or (recipe.steps and recipe.resolves_errors)
-            ):
-                row.recipe = recipe
     return Matrix(checkpoint.source, target.source if target else None, rows, notes)
+
+
+def _recipe_signature(recipe: Recipe | None, version: str) -> tuple | None:
+    """What makes two versions' recipes "the same": everything but the version itself."""
+    if recipe is None:
+        return None
+    text = json.dumps(
+        {"steps": recipe.steps, "command": recipe.command, "remaining": recipe.remaining},
+        sort_keys=True,
+    )
+    return (text.replace(version, "<version>"),)
 
 
 def _signature(findings: list[Finding], title: str) -> tuple[tuple[str, str], ...]:

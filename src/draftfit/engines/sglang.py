@@ -374,6 +374,16 @@ class _SGLangBuilder(BaseBuilder):
             UNINITIALISED if own_embedding else SHARED,
             self.src("embedding_sharing"),
         )
+        if tied and Vd is not None and V is not None and Vd != V:
+            self.event(
+                "lm-head-missing-reduced-vocab",
+                f"`tie_word_embeddings` is true: {self.p.title} makes the draft head its "
+                f"embedding, which it replaces by the target's ({V} rows), so a draft vocabulary "
+                f"of {Vd} and its `d2t` no longer line up with the logits",
+                config_at("/tie_word_embeddings"),
+                ("tied_lm_head",),
+                fix='set "tie_word_embeddings": false and store the trained `lm_head.weight`',
+            )
         if not tied and not head_from_target:
             self._expect(
                 "lm_head.weight",

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from draftfit.checkpoint.values import read_ints, read_mask
-from draftfit.rules.base import Context, Location, Severity, Violation, config_at, event_rule, rule
+from draftfit.rules.base import (
+    Context,
+    Location,
+    Severity,
+    Violation,
+    config_at,
+    event_rule,
+    from_view_events,
+    rule,
+)
 
 
 def _tensor_loc(ctx: Context, canonical: str) -> Location:
@@ -71,7 +80,9 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
     logits processor keeps the first `draft_vocab_size` columns (target tokens
     0..Vd-1), and `d2t` then moves those scores to other tokens: the server runs and the
     drafts are garbage (confirmed by running vLLM 0.34.0). Older versions leave the head
-    uninitialised (reported as missing-tensor-uninitialised).
+    uninitialised (reported as missing-tensor-uninitialised). SGLang does the same with any
+    draft whose config says `tie_word_embeddings: true`: its head becomes the target's
+    embedding, whatever `lm_head.weight` holds.
 
     ## Example
     `draft_vocab_size: 32000` and no `lm_head.weight` (filtered out with the embeddings).
@@ -79,6 +90,7 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
     ## Fix
     Store the trained `lm_head.weight` `[draft_vocab_size, hidden_size]`.
     """
+    yield from from_view_events(ctx, "lm-head-missing-reduced-vocab")
     view = ctx.view
     if view is None or not view.built or "lm_head.weight" in ctx.spec.tensors:
         return
