@@ -167,19 +167,19 @@ class _TrtllmBuilder(BaseBuilder):
         T = (self.vint("target_hidden_size") or H) if tsh_supported else H
         self.view.effective.update({"hidden_size": H, "head_dim": hd, "target_hidden_size": T})
 
-        if "draft_vocab_size" not in v or v["draft_vocab_size"] is None:
+        if "draft_vocab_size" not in v:
             if self.value("draft_vocab_size_required"):
                 self.refuse(
                     "missing-draft-vocab-size",
-                    f"`draft_vocab_size` is {'null' if 'draft_vocab_size' in v else 'missing'}: "
-                    f"{self.p.title} reads `config.draft_vocab_size` while building the draft",
+                    f"`draft_vocab_size` is missing: {self.p.title} reads "
+                    "`config.draft_vocab_size` while building the draft (AttributeError)",
                     config_at("/draft_vocab_size"),
                     ("draft_vocab_size_required",),
                     fix="set `draft_vocab_size` to the rows of `lm_head.weight`",
                 )
                 return False
             Vd = V
-        else:
+        else:  # null: the full vocabulary, no d2t
             Vd = self.vint("draft_vocab_size") or V
         self.view.effective["draft_vocab_size"] = Vd
 
