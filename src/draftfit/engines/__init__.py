@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import EngineView
@@ -17,17 +19,6 @@ def build_view(
     method: str | None,
     method_explicit: bool,
 ) -> EngineView:
-    """Dispatch to the engine module named by the profile."""
-    if profile.engine == "vllm":
-        from draftfit.engines import vllm
-
-        return vllm.build_view(checkpoint, spec, target, profile, method, method_explicit)
-    if profile.engine == "sglang":
-        from draftfit.engines import sglang
-
-        return sglang.build_view(checkpoint, spec, target, profile, method, method_explicit)
-    if profile.engine == "trtllm":
-        from draftfit.engines import trtllm
-
-        return trtllm.build_view(checkpoint, spec, target, profile, method, method_explicit)
-    raise ValueError(f"no engine module for {profile.engine}")  # pragma: no cover
+    """Dispatch to the engine module named by the profile (`draftfit.engines.<engine>`)."""
+    module = importlib.import_module(f"draftfit.engines.{profile.engine}")
+    return module.build_view(checkpoint, spec, target, profile, method, method_explicit)

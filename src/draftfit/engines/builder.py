@@ -355,6 +355,59 @@ class BaseBuilder:
                 return True
         return False
 
+    # ------------------------------------------------------------------ shared procedure steps
+    def _require_dims(self, base: str, keys: tuple[str, ...]) -> bool:
+        """Refuse (missing-config-field) when a dimension every draft layer needs is absent."""
+        missing = [
+            k
+            for k in ("hidden_size", "num_attention_heads", "intermediate_size")
+            if self.vint(k) is None
+        ]
+        if not missing:
+            return True
+        self.refuse(
+            "missing-config-field",
+            "the draft config lacks "
+            + ", ".join(f"`{k}`" for k in missing)
+            + f": {self.p.title} cannot build the draft layer",
+            config_at(f"{base}/{missing[0]}"),
+            keys,
+        )
+        return False
+
+    def _eagle1_layers(self, src: tuple[str, ...], attn_bias: bool = False) -> tuple[int, int]:
+        """EAGLE-1 decoder layers (layer 0 has no input norm) and `fc` [H, 2H]; returns
+        (hidden_size, vocab_size)."""
+        H = self.vint("hidden_size")
+        nh = self.vint("num_attention_heads")
+        inter = self.vint("intermediate_size")
+        assert H is not None and nh is not None and inter is not None
+        nkv = self.vint("num_key_value_heads") or nh
+        hd = self.vint("head_dim") or H // nh
+        n_layers = self.vint("num_hidden_layers") or 1
+        self.view.effective.update({"hidden_size": H, "head_dim": hd, "num_layers": n_layers})
+        for k in range(n_layers):
+            self._llama_layer(
+                k,
+                Dims(H, nh, nkv, hd, inter),
+                first_width=H,
+                sources=src,
+                attn_bias=attn_bias,
+                o_bias=False,
+                mlp_bias=False,
+                input_norm=k > 0,
+                hidden_norm=False,
+                qk_norm=False,
+            )
+        self._expect(
+            "fc.weight",
+            (H, 2 * H),
+            f"[hidden_size, 2·hidden_size] = [{H}, {2 * H}]",
+            UNINITIALISED,
+            src,
+        )
+        return H, self.vint("vocab_size") or 0
+
     # ------------------------------------------------------------------ target widths
     def _target_width_checks(self, *, eagle1: bool, embedding_shared: bool) -> None:
         """Engine-neutral width checks against the target: fc input, vocab, shared embedding."""

@@ -216,22 +216,7 @@ class _SGLangBuilder(BaseBuilder):
                 fix='train the draft with "hidden_act": "silu"',
             )
             return False
-        missing = [
-            k
-            for k in ("hidden_size", "num_attention_heads", "intermediate_size")
-            if self.vint(k) is None
-        ]
-        if not missing:
-            return True
-        self.refuse(
-            "missing-config-field",
-            "the draft config lacks "
-            + ", ".join(f"`{k}`" for k in missing)
-            + ": SGLang cannot build the draft layer",
-            config_at(f"/{missing[0]}"),
-            ("draft_config_loader",),
-        )
-        return False
+        return self._require_dims("", ("draft_config_loader",))
 
     # ------------------------------------------------------------------ EAGLE-3
     def _eagle3(self) -> bool:
@@ -551,36 +536,8 @@ class _SGLangBuilder(BaseBuilder):
 
     # ------------------------------------------------------------------ EAGLE-1
     def _eagle1(self, arch: str) -> None:
-        H = self.vint("hidden_size")
-        nh = self.vint("num_attention_heads")
-        inter = self.vint("intermediate_size")
-        assert H is not None and nh is not None and inter is not None
-        nkv = self.vint("num_key_value_heads") or nh
-        hd = self.vint("head_dim") or H // nh
-        V = self.vint("vocab_size")
         src = self.src("eagle_weight_mapping")
-        n_layers = self.vint("num_hidden_layers") or 1
-        self.view.effective.update({"hidden_size": H, "head_dim": hd, "num_layers": n_layers})
-        for k in range(n_layers):
-            self._llama_layer(
-                k,
-                Dims(H, nh, nkv, hd, inter),
-                first_width=H,
-                sources=src,
-                attn_bias=arch == "Qwen2ForCausalLMEagle",
-                o_bias=False,
-                mlp_bias=False,
-                input_norm=k > 0,
-                hidden_norm=False,
-                qk_norm=False,
-            )
-        self._expect(
-            "fc.weight",
-            (H, 2 * H),
-            f"[hidden_size, 2·hidden_size] = [{H}, {2 * H}]",
-            UNINITIALISED,
-            src,
-        )
+        H, V = self._eagle1_layers(src, attn_bias=arch == "Qwen2ForCausalLMEagle")
         self._expect("fc.bias", (H,), "[hidden_size]", UNINITIALISED, self.src("eagle_fc_bias"))
         self._expect(
             "embed_tokens.weight", (V, H) if V else None, "[vocab_size, hidden_size]", SHARED, src

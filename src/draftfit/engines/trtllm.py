@@ -126,22 +126,7 @@ class _TrtllmBuilder(BaseBuilder):
         return False
 
     def _dims_present(self) -> bool:
-        missing = [
-            k
-            for k in ("hidden_size", "num_attention_heads", "intermediate_size")
-            if self.vint(k) is None
-        ]
-        if not missing:
-            return True
-        self.refuse(
-            "missing-config-field",
-            "the draft config lacks "
-            + ", ".join(f"`{k}`" for k in missing)
-            + f": {self.p.title} cannot build the draft layer",
-            config_at(f"/{missing[0]}"),
-            ("draft_class_selection",),
-        )
-        return False
+        return self._require_dims("", ("draft_class_selection",))
 
     # ------------------------------------------------------------------ shapes
     def _eagle3(self) -> bool:

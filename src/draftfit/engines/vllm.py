@@ -374,27 +374,14 @@ class _Builder(BaseBuilder):
                 fix='use "model_type": "kimi_k2" or "deepseek_v2" for an MLA EAGLE-3 draft',
             )
             return False
-        missing = [
-            k
-            for k in ("hidden_size", "num_attention_heads", "intermediate_size")
-            if self.vint(k) is None
-        ]
-        if not missing:
-            return True
-        base = self.spec.layer_config_pointer
-        self.refuse(
-            "missing-config-field",
-            "the decoder config lacks "
-            + ", ".join(f"`{k}`" for k in missing)
-            + ": vLLM cannot build the draft layer",
-            config_at(f"{base}/{missing[0]}"),
+        return self._require_dims(
+            self.spec.layer_config_pointer,
             (
                 "eagle3_draft_architectures"
                 if self.method == EAGLE3
                 else "eagle_draft_architectures",
             ),
         )
-        return False
 
     # ------------------------------------------------------------------ EAGLE-3 shapes
     def _eagle3(self, family: str) -> None:
@@ -703,34 +690,7 @@ class _Builder(BaseBuilder):
 
     # ------------------------------------------------------------------ EAGLE-1 shapes
     def _eagle1(self) -> None:
-        H = self.vint("hidden_size")
-        nh = self.vint("num_attention_heads")
-        nkv = self.vint("num_key_value_heads") or nh
-        hd = self.vint("head_dim") or (H // nh if H and nh else None)
-        inter = self.vint("intermediate_size")
-        V = self.vint("vocab_size")
-        src = self.src("eagle_weight_mapping")
-        n_layers = self.vint("num_hidden_layers") or 1
-        for k in range(n_layers):
-            self._llama_layer(
-                k,
-                Dims(H, nh, nkv, hd, inter),
-                first_width=H,
-                sources=src,
-                attn_bias=False,
-                o_bias=False,
-                mlp_bias=False,
-                input_norm=k > 0,
-                hidden_norm=False,
-                qk_norm=False,
-            )
-        self._expect(
-            "fc.weight",
-            (H, 2 * H),
-            f"[hidden_size, 2·hidden_size] = [{H}, {2 * H}]",
-            UNINITIALISED,
-            src,
-        )
+        H, V = self._eagle1_layers(self.src("eagle_weight_mapping"))
         self._expect(
             "embed_tokens.weight",
             (V, H) if V else None,
