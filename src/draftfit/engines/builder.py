@@ -23,6 +23,7 @@ from draftfit.engines.view import (
     EngineView,
     Event,
     Expectation,
+    TensorFate,
 )
 from draftfit.location import Location, config_at
 from draftfit.spec import DraftSpec
@@ -354,6 +355,34 @@ class BaseBuilder:
             if any(e.value == arch for e in data.facts[key].entries):
                 return True
         return False
+
+    def _aux_count(self, family: str) -> tuple[int, str]:
+        """N, the number of aux states `fc` is built for: fact `aux_count_rule` lists, per
+        class family, the config keys tried in order (an int is N, a list gives its length);
+        none means a fixed 3."""
+        rule = self.value("aux_count_rule")
+        keys = rule.get(family, rule.get("*")) if isinstance(rule, dict) else None
+        if not keys:
+            return 3, "a fixed count of 3"
+        for key in keys:
+            value = get_path(self.visible, key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value, f"`{key}`"
+            if isinstance(value, list) and value:
+                return len(value), f"the length of `{key}`"
+        return 3, "the default of 3 (" + ", ".join(f"`{k}`" for k in keys) + " not set)"
+
+    def _fate(
+        self,
+        raw: str,
+        canonical: str,
+        status: str,
+        reason: str = "",
+        sources: tuple[str, ...] = (),
+    ) -> None:
+        """Record what the loader does with stored tensor `raw` (no parameter unless loaded)."""
+        param = canonical if status == "loaded" else None
+        self.view.fates.append(TensorFate(raw, canonical, status, param, reason, sources))
 
     # ------------------------------------------------------------------ shared procedure steps
     def _require_dims(self, base: str, keys: tuple[str, ...]) -> bool:

@@ -25,7 +25,6 @@ from draftfit.engines.view import (
     AuxCapture,
     EngineView,
     Event,
-    TensorFate,
 )
 from draftfit.location import Location, config_at
 from draftfit.spec import EAGLE, EAGLE3, DraftSpec, canonical_name, default_capture_ids
@@ -409,18 +408,6 @@ class _SGLangBuilder(BaseBuilder):
             and bool(_per_family(self.value("norm_output_supported"), fam)),
         }
 
-    def _aux_count(self, fam: str) -> tuple[int, str]:
-        keys = _per_family(self.value("aux_count_rule"), fam)
-        if not keys:
-            return 3, "a fixed count of 3"
-        for key in keys:
-            value = get_path(self.visible, key)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value, f"`{key}`"
-            if isinstance(value, list) and value:
-                return len(value), f"the length of `{key}`"
-        return 3, "the default of 3 (" + ", ".join(f"`{k}`" for k in keys) + " not set)"
-
     # ------------------------------------------------------------------ aux capture
     def _shift_mode(self) -> str:
         """How this target class turns written ids into capture-before indices."""
@@ -599,54 +586,43 @@ class _SGLangBuilder(BaseBuilder):
             spec_canonical = canonical_name(raw)[0]
             if self.family != LLAMA_EAGLE:
                 if "d2t" in raw.split(".")[-1] or raw == "d2t":
-                    self.view.fates.append(TensorFate(raw, "d2t", "loaded", "hot_token_id"))
+                    self._fate(raw, "d2t", "loaded")
                     continue
                 if "t2d" in skipped and "t2d" in raw:
-                    self.view.fates.append(
-                        TensorFate(
-                            raw,
-                            spec_canonical,
-                            "skipped",
-                            None,
-                            "always skipped by the loader",
-                            self.src("skipped_tensor_names"),
-                        )
+                    self._fate(
+                        raw,
+                        spec_canonical,
+                        "skipped",
+                        "always skipped by the loader",
+                        self.src("skipped_tensor_names"),
                     )
                     continue
             canonical, why = self._engine_name(raw)
             if canonical is not None and canonical in self.view.expectations:
-                self.view.fates.append(TensorFate(raw, canonical, "loaded", canonical))
+                self._fate(raw, canonical, "loaded")
                 continue
             if self.family == LLAMA_EAGLE and raw.startswith("lm_head"):
-                self.view.fates.append(
-                    TensorFate(
-                        raw,
-                        spec_canonical,
-                        "skipped",
-                        None,
-                        "EAGLE-1 drafts use the target's lm_head; the stored one is ignored",
-                        mapping_src,
-                    )
+                self._fate(
+                    raw,
+                    spec_canonical,
+                    "skipped",
+                    "EAGLE-1 drafts use the target's lm_head; the stored one is ignored",
+                    mapping_src,
                 )
                 continue
             meant = spec_canonical in self.view.expectations
             if policy == "error-if-stacked" and _STACKED.search("." + (canonical or raw)):
-                self.view.fates.append(
-                    TensorFate(
-                        raw,
-                        spec_canonical,
-                        "rejected",
-                        None,
-                        (why or "no parameter of the draft class has this name")
-                        + "; the stacked q/k/v/gate/up loader raises KeyError",
-                        self.src("unknown_tensor_policy"),
-                    )
+                self._fate(
+                    raw,
+                    spec_canonical,
+                    "rejected",
+                    (why or "no parameter of the draft class has this name")
+                    + "; the stacked q/k/v/gate/up loader raises KeyError",
+                    self.src("unknown_tensor_policy"),
                 )
                 continue
             if meant:
-                self.view.fates.append(
-                    TensorFate(raw, spec_canonical, "unbound", None, why, mapping_src)
-                )
+                self._fate(raw, spec_canonical, "unbound", why, mapping_src)
                 continue
             reason = why or "no parameter of the draft class has this name"
             if spec_canonical.endswith(".bias"):
@@ -655,15 +631,12 @@ class _SGLangBuilder(BaseBuilder):
             m = re.match(r"^layers\.(\d+)\.", spec_canonical)
             if m and int(m.group(1)) >= n:
                 reason = f"the draft builds {n} decoder layer(s) (`num_hidden_layers`)"
-            self.view.fates.append(
-                TensorFate(
-                    raw,
-                    spec_canonical,
-                    "skipped",
-                    None,
-                    reason + ", so it is skipped silently",
-                    self.src("unknown_tensor_policy"),
-                )
+            self._fate(
+                raw,
+                spec_canonical,
+                "skipped",
+                reason + ", so it is skipped silently",
+                self.src("unknown_tensor_policy"),
             )
 
     # ------------------------------------------------------------------ target

@@ -24,7 +24,6 @@ from draftfit.engines.view import (
     UNINITIALISED,
     AuxCapture,
     EngineView,
-    TensorFate,
 )
 from draftfit.location import Location, config_at
 from draftfit.spec import EAGLE, EAGLE3, DraftSpec, canonical_name, default_capture_ids
@@ -405,43 +404,30 @@ class _TrtllmBuilder(BaseBuilder):
         for raw in self.ckpt.tensors:
             spec_canonical = canonical_name(raw)[0]
             if raw == "t2d":
-                self.view.fates.append(
-                    TensorFate(
-                        raw,
-                        "t2d",
-                        "skipped",
-                        None,
-                        "always skipped by the loader",
-                        self.src("skipped_tensor_names"),
-                    )
+                self._fate(
+                    raw,
+                    "t2d",
+                    "skipped",
+                    "always skipped by the loader",
+                    self.src("skipped_tensor_names"),
                 )
                 continue
             if raw == "d2t" and "d2t" not in self.view.expectations:
-                self.view.fates.append(
-                    TensorFate(
-                        raw,
-                        "d2t",
-                        "skipped",
-                        None,
-                        "always skipped by the loader",
-                        self.src("d2t_parameter"),
-                    )
+                self._fate(
+                    raw, "d2t", "skipped", "always skipped by the loader", self.src("d2t_parameter")
                 )
                 continue
             canonical, why = self._engine_canonical(raw)
             if canonical is not None and canonical in self.view.expectations:
-                self.view.fates.append(TensorFate(raw, canonical, "loaded", canonical))
+                self._fate(raw, canonical, "loaded")
                 continue
             if spec_canonical in self.view.expectations:
-                self.view.fates.append(
-                    TensorFate(
-                        raw,
-                        spec_canonical,
-                        "unbound",
-                        None,
-                        why or "the loader maps it to no module",
-                        self.src("eagle3_weight_mapping"),
-                    )
+                self._fate(
+                    raw,
+                    spec_canonical,
+                    "unbound",
+                    why or "the loader maps it to no module",
+                    self.src("eagle3_weight_mapping"),
                 )
                 continue
             reason = why or "no module of the draft class has this name"
@@ -453,15 +439,12 @@ class _TrtllmBuilder(BaseBuilder):
                 reason = f"the draft builds {n} decoder layer(s)" + (
                     "" if self.value("multi_layer_policy") == "supported" else " (one only)"
                 )
-            self.view.fates.append(
-                TensorFate(
-                    raw,
-                    spec_canonical,
-                    "skipped",
-                    None,
-                    reason + "; the loader ignores it silently",
-                    src_unknown,
-                )
+            self._fate(
+                raw,
+                spec_canonical,
+                "skipped",
+                reason + "; the loader ignores it silently",
+                src_unknown,
             )
 
     # ------------------------------------------------------------------ target

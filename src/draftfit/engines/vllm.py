@@ -556,20 +556,6 @@ class _Builder(BaseBuilder):
         on = bool(nested) if nested is not None else bool(value)
         return on and bool(self.value(f"{name}_supported"))
 
-    def _aux_count(self, family: str) -> tuple[int, str]:
-        """N: how many aux states `fc` is built for (AUX-05)."""
-        rule = self.value("aux_count_rule")
-        keys = rule.get(family, rule.get("*")) if isinstance(rule, dict) else None
-        if not keys:
-            return 3, "a fixed count of 3"
-        for key in keys:
-            value = get_path(self.visible, key)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value, f"`{key}`"
-            if isinstance(value, list) and value:
-                return len(value), f"the length of `{key}`"
-        return 3, "the default of 3 (" + ", ".join(f"`{k}`" for k in keys) + " not set)"
-
     def _runner(self) -> tuple[str | None, str]:
         """Which model runner serves this target: "mrv1", "mrv2", or None when unknown.
 
