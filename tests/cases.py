@@ -1137,3 +1137,10 @@ def _tied() -> Draft:
 case("sglang-tied-head-reduced-vocab", {"DF402"}, engines=("sglang==0.5.23",), verdict="degraded")(
     with_target(_tied())
 )
+case(
+    "sglang-draft-context-silent-before-0.5.1",
+    {"DF504"},
+    {"DF506"},
+    engines=("sglang==0.4.10.post2",),
+    verdict="degraded",
+)(with_target(f.specforge(), max_position_embeddings=8192))

@@ -45,10 +45,10 @@ def test_recipes(tmp_path: Path) -> None:
     old = next(r for r in matrix.rows if "0.11.0" in r.versions)
     assert old.recipe is not None and old.recipe.steps == []
     assert any("0.11.1" in note for note in old.recipe.notes)
-    # An incompatible range gets a recipe only when a conversion makes it servable.
+    # An incompatible range gets a recipe only when its steps and settings make it servable.
     for row in matrix.rows:
         if row.verdict == "incompatible" and row.recipe is not None:
-            assert row.recipe.steps and row.recipe.resolves_errors
+            assert row.recipe.resolves_errors
     assert next(r for r in matrix.rows if "0.8.4" in r.versions).recipe is None
     arch = next(r for r in matrix.rows if "0.10.0" in r.versions)
     assert arch.verdict == "incompatible" and arch.recipe is not None
@@ -165,3 +165,22 @@ def test_sglang_recipe_converts_speculators_drafts(tmp_path: Path) -> None:
         f"--engine sglang==0.5.23 --target {tmp_path / 't'}"
     ]
     assert "then finds the converted draft compatible" in row.recipe.notes[0]
+
+
+def test_sglang_context_boundaries_and_recipes(tmp_path: Path) -> None:
+    """A 2048-position draft next to an 8192-position target: SGLang raised the context
+    silently before 0.5.1 (the draft's rotary cache stays short), refuses it from 0.5.1
+    unless an environment variable is set, and enlarges the rotary cache with it from 0.5.3."""
+    matrix = _all_engines(tmp_path, f.specforge(), max_position_embeddings=8192)
+    silent = _row(matrix, "sglang", "0.4.10.post2")
+    assert silent.verdict == "degraded" and [x.code for x in silent.deciding] == ["DF504"]
+    assert silent.recipe is not None and "--context-length 2048" in silent.recipe.command
+    refused = _row(matrix, "sglang", "0.5.2")
+    assert (refused.first, refused.last) == ("0.5.1", "0.5.2")
+    assert refused.verdict == "incompatible" and [x.code for x in refused.deciding] == ["DF506"]
+    assert refused.recipe is not None and "--context-length 2048" in refused.recipe.command
+    raised = _row(matrix, "sglang", "0.5.23")
+    assert raised.first == "0.5.3" and raised.verdict == "incompatible"
+    assert raised.recipe is not None
+    assert raised.recipe.command.startswith("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 python")
+    assert raised.recipe.resolves_errors and raised.recipe.remaining == []

@@ -91,12 +91,9 @@ def build_matrix(
         for result in report.engines:
             deciding = _deciding(report, result.label, result.verdict)
             recipe = recipe_for(engine, result.version, checkpoint, target, report)
-            # An incompatible version gets a recipe only when converting makes it servable.
-            if (
-                recipe is not None
-                and result.verdict == INCOMPATIBLE
-                and not (recipe.steps and recipe.resolves_errors)
-            ):
+            # An incompatible version gets a recipe only when its steps and settings make the
+            # draft servable.
+            if recipe is not None and result.verdict == INCOMPATIBLE and not recipe.resolves_errors:
                 recipe = None
             key = (
                 result.verdict,

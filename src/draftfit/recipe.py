@@ -250,11 +250,29 @@ def _sglang(
             "layers instead of the draft's (slower, but drafts correctly); SGLang >= 0.5.11 "
             "needs no such flag"
         )
+    env = ""
+    codes = {f.code for f in findings}
+    max_pos = spec.get("max_position_embeddings")
+    if codes & {"DF504", "DF506"} and isinstance(max_pos, int):
+        if profile.value("draft_context_shorter_than_target") == "error-unless-env-then-raised":
+            env = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 "
+            notes.append(
+                "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1: lets the draft run at the target's "
+                f"context (its rotary cache is enlarged); it was trained on at most {max_pos} "
+                f"positions, so acceptance may drop beyond them (or cap --context-length {max_pos})"
+            )
+        else:
+            flags["--context-length"] = max_pos
+            notes.append(
+                f"--context-length {max_pos}: {profile.title} cannot run the draft beyond the "
+                f"{max_pos} positions of its rotary cache, so the server's context is capped there"
+            )
+        fixed |= codes & {"DF504", "DF506"}
     unknown = sorted(set(flags) - set(profile.value("serve_flags") or []))
     if unknown:
         notes.append(f"draftfit's data does not list {', '.join(unknown)} for {profile.title}")
     target_name = target.source if target else "<target>"
-    parts = [f"python -m sglang.launch_server --model-path {target_name}"]
+    parts = [f"{env}python -m sglang.launch_server --model-path {target_name}"]
     for flag, value in flags.items():
         parts.append(flag if value is True else f"{flag} {value}")
     command = " \\\n  ".join(parts)
@@ -359,7 +377,7 @@ def attach_recipes(report: Report, draft: str, target: str | None) -> None:
         recipe = recipe_for(result.engine, result.version, checkpoint, target_obj, report)
         if recipe is None:
             continue
-        if result.verdict == INCOMPATIBLE and not (recipe.steps and recipe.resolves_errors):
+        if result.verdict == INCOMPATIBLE and not recipe.resolves_errors:
             continue
         recipes.append(recipe)
     report.recipes = recipes

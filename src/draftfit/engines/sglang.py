@@ -653,23 +653,40 @@ class _SGLangBuilder(BaseBuilder):
         )
         max_pos = self.vint("max_position_embeddings")
         t_max = t._int("max_position_embeddings")
-        if max_pos and t_max and max_pos < t_max:
-            rule = self.value("draft_context_shorter_than_target")
-            self.refuse(
-                "draft-context-refused",
+        if not (max_pos and t_max and max_pos < t_max):
+            return
+        rule = self.value("draft_context_shorter_than_target")
+        where = config_at("/max_position_embeddings")
+        keys = ("draft_context_shorter_than_target",)
+        fix = f"set the draft's max_position_embeddings to {t_max}, or cap --context-length"
+        if rule == "overwritten-silently":
+            self.event(
+                "draft-context-shorter-than-target",
                 f"the draft's max_position_embeddings is {max_pos}, the target's {t_max}: "
-                f"{self.p.title} builds the draft with the server's context length and raises "
-                "ValueError unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
-                + (
-                    ", which does not enlarge the draft's rotary cache in this version (long "
-                    "prompts then fail with illegal memory accesses)"
-                    if rule == "error-unless-env"
-                    else ""
-                ),
-                config_at("/max_position_embeddings"),
-                ("draft_context_shorter_than_target",),
-                fix=f"set the draft's max_position_embeddings to {t_max}, or cap --context-length",
+                f"{self.p.title} raises the draft's context to the target's with only a warning "
+                "(SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaults to true) but keeps its "
+                f"rotary cache at {max_pos} positions, so longer prompts draft garbage or hit "
+                "illegal memory accesses",
+                where,
+                keys,
+                fix=fix,
             )
+            return
+        self.refuse(
+            "draft-context-refused",
+            f"the draft's max_position_embeddings is {max_pos}, the target's {t_max}: "
+            f"{self.p.title} builds the draft with the target's context length and raises "
+            "ValueError unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+            + (
+                ", which does not enlarge the draft's rotary cache in this version (long "
+                "prompts then fail with illegal memory accesses)"
+                if rule == "error-unless-env"
+                else ""
+            ),
+            where,
+            keys,
+            fix=fix,
+        )
 
     def _target_capable(self) -> None:
         t = self.target
