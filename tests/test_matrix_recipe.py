@@ -120,10 +120,16 @@ def test_sglang_and_trtllm_ranges_and_recipes(tmp_path: Path) -> None:
     early = _row(matrix, "sglang", "0.4.8.post1")
     assert early.first == "0.4.4.post2" and "DF301" in [f.code for f in early.deciding]
     graphs = _row(matrix, "sglang", "0.5.6")
-    assert (graphs.first, graphs.last) == ("0.4.9", "0.5.10.post1")
+    assert (graphs.first, graphs.last) == ("0.4.9", "0.5.6.post2")
     assert [f.code for f in graphs.deciding] == ["DF309"]
     assert graphs.recipe is not None and "--disable-cuda-graph" in graphs.recipe.command
+    assert "--disable-flashinfer-autotune" not in graphs.recipe.command
     assert graphs.recipe.remaining == []
+    # 0.5.7-0.5.10.post1: the FlashInfer autotune warm-up resets the layers as well.
+    autotune = _row(matrix, "sglang", "0.5.10.post1")
+    assert (autotune.first, autotune.verdict) == ("0.5.7", "degraded")
+    assert autotune.recipe is not None
+    assert "--disable-flashinfer-autotune" in autotune.recipe.command
     fixed = _row(matrix, "sglang", "0.5.23")
     assert fixed.first == "0.5.11" and fixed.verdict == "compatible"
     assert fixed.recipe is not None

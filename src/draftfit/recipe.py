@@ -244,6 +244,12 @@ def _sglang(
     fixed: set[str] = set()
     if any(f.code == "DF309" for f in findings):
         flags["--disable-cuda-graph"] = True
+        if profile.value("aux_ids_autotune_reset") == "default-on":
+            flags["--disable-flashinfer-autotune"] = True
+            notes.append(
+                "--disable-flashinfer-autotune: its warm-up also resets the aux layers in this "
+                "release (MoE targets on FlashInfer MoE backends)"
+            )
         fixed.add("DF309")
         notes.append(
             f"--disable-cuda-graph: {profile.title}'s CUDA graphs would capture the default aux "

@@ -461,6 +461,7 @@ class _SGLangBuilder(BaseBuilder):
             write_pointer=NESTED_IDS_POINTER if keys else None,
             encode=(lambda cb: _encode(cb, mode, L)) if keys else None,
         )
+        autotune = self.value("aux_ids_autotune_reset")
         if (
             ids is not None
             and used
@@ -472,10 +473,18 @@ class _SGLangBuilder(BaseBuilder):
                 "aux-ids-ignored-under-cuda-graphs",
                 f"{self.p.title}'s CUDA-graph runner resets the captured layers to the default "
                 f"{list(default_capture_ids(L))} (capture-before), so graphed decode/verify "
-                f"steps do not use the draft's layers {list(used)}",
+                f"steps do not use the draft's layers {list(used)}"
+                + (
+                    "; so does the FlashInfer autotune warm-up, on by default for MoE targets "
+                    "on the flashinfer_trtllm / flashinfer_mxfp4 MoE backends"
+                    if autotune == "default-on"
+                    else ""
+                ),
                 config_at(read_from or NESTED_IDS_POINTER),
-                ("aux_ids_cuda_graph_ignored",),
-                fix="use SGLang 0.5.11 or later, or serve with --disable-cuda-graph",
+                ("aux_ids_cuda_graph_ignored",)
+                + (("aux_ids_autotune_reset",) if autotune == "default-on" else ()),
+                fix="use SGLang 0.5.11 or later, or serve with --disable-cuda-graph"
+                + (" --disable-flashinfer-autotune" if autotune == "default-on" else ""),
             )
 
     # ------------------------------------------------------------------ flags
