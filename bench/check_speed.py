@@ -33,6 +33,7 @@ from pathlib import Path
 from draftfit.check import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
 from draftfit.demo import build_demo, demo_config
+from draftfit.engines.profile import ENGINES, load_engine
 from draftfit.synth import speculators_table, write_sparse_checkpoint
 from draftfit.target import load_target
 
@@ -233,6 +234,24 @@ def main() -> None:
         print(
             f"whole CLI call (fresh process)      {statistics.median(walls) * 1e3:9.1f} ms   "
             f"peak RSS {rss / 1e6:.0f} MB   (median of 5)"
+        )
+        every_engine = resolve_engines(["all"])
+        t_all_engines = median_seconds(
+            lambda: check_checkpoint(load_checkpoint(draft), load_target(target), every_engine)
+        )
+        print(
+            f"check, --engine all ({len(every_engine)} engines) {t_all_engines * 1e3:6.2f} ms  "
+            f"(= {t_all_engines / t_check:.1f}x one engine)"
+        )
+        from draftfit.matrix import build_matrix
+
+        t_matrix = median_seconds(
+            lambda: build_matrix(load_checkpoint(draft), load_target(target)), 3
+        )
+        n_versions = sum(len(load_engine(e).versions) for e in ENGINES)
+        print(
+            f"matrix, {n_versions} engine versions with recipes {t_matrix * 1e3:7.0f} ms   "
+            f"(= {t_matrix / t_check:.0f}x one check)"
         )
         print()
         print("flat as the checkpoint grows (same tensor list, wider matrices):")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator
+from functools import lru_cache
 
 from draftfit.checkpoint.values import read_ints, read_mask
 from draftfit.rules.base import (
@@ -20,6 +22,30 @@ from draftfit.rules.base import (
 def _tensor_loc(ctx: Context, canonical: str) -> Location:
     info = ctx.spec.tensors.get(canonical)
     return Location(info.file if info else None, tensor=ctx.spec.raw(canonical))
+
+
+@lru_cache(maxsize=8)
+def _out_of_range(data: bytes, typecode: str, vocab: int) -> tuple[int, int]:
+    """(how many draft ids `d2t` maps outside [0, vocab), the first such id); cached because
+    `matrix` and recipes check the same map many times."""
+    values = array(typecode)
+    values.frombytes(data)
+    bad = [i for i, offset in enumerate(values) if not 0 <= i + offset < vocab]
+    return len(bad), (bad[0] if bad else -1)
+
+
+@lru_cache(maxsize=8)
+def _map_agreement(data: bytes, typecode: str, t2d: bytes | None) -> tuple[bool, bool]:
+    """(the target ids `d2t` maps to are distinct, they are exactly the ids `t2d` marks)."""
+    values = array(typecode)
+    values.frombytes(data)
+    mapped = {i + offset for i, offset in enumerate(values)}
+    if len(mapped) != len(values):
+        return False, False
+    if not t2d:
+        return True, True
+    marked = {i for i, flag in enumerate(t2d) if flag}
+    return True, mapped <= marked
 
 
 @rule("DF401", "missing-d2t", Severity.WARNING, "a reduced-vocabulary draft has no d2t map")
@@ -117,6 +143,7 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
     "d2t-out-of-range",
     Severity.ERROR,
     "d2t maps draft tokens outside the target vocabulary",
+    scope="checkpoint",
 )
 def d2t_out_of_range(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -140,12 +167,11 @@ def d2t_out_of_range(ctx: Context) -> Iterator[Violation]:
     vocab = ctx.target.vocab_size if ctx.target and ctx.target.vocab_size else ctx.spec.vocab_size
     if not values or not vocab:
         return
-    bad = [i for i, offset in enumerate(values) if not 0 <= i + offset < vocab]
-    if bad:
-        i = bad[0]
+    count, first = _out_of_range(values.tobytes(), values.typecode, vocab)
+    if count:
         yield Violation(
-            f"{len(bad)} of {len(values)} draft ids map outside [0, {vocab}) (first: draft id "
-            f"{i} -> {i + values[i]}); d2t must hold offsets",
+            f"{count} of {len(values)} draft ids map outside [0, {vocab}) (first: draft id "
+            f"{first} -> {first + values[first]}); d2t must hold offsets",
             _tensor_loc(ctx, "d2t"),
             "store d2t as offsets (target_id - draft_id)",
         )
@@ -156,6 +182,7 @@ def d2t_out_of_range(ctx: Context) -> Iterator[Violation]:
     "vocab-map-inconsistent",
     Severity.WARNING,
     "d2t and t2d disagree, or d2t maps two draft ids to one target id",
+    scope="checkpoint",
 )
 def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -202,15 +229,15 @@ def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
         return
     if not d2t:
         return
-    mapped = {i + offset for i, offset in enumerate(d2t)}
-    if len(mapped) != len(d2t):
+    distinct, agrees = _map_agreement(d2t.tobytes(), d2t.typecode, t2d)
+    if not distinct:
         yield Violation(
             "`d2t` maps several draft ids to the same target id",
             _tensor_loc(ctx, "d2t"),
             "regenerate d2t from the draft vocabulary",
         )
         return
-    if t2d and not all(0 <= t < len(t2d) and t2d[t] for t in mapped):
+    if t2d and not agrees:
         yield Violation(
             "the target ids `d2t` maps to are not the ids `t2d` marks",
             _tensor_loc(ctx, "d2t"),
