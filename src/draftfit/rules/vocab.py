@@ -48,6 +48,12 @@ def _map_agreement(data: bytes, typecode: str, t2d: bytes | None) -> tuple[bool,
     return True, mapped <= marked
 
 
+def clear_value_caches() -> None:
+    """Forget cached vocabulary-map results (benchmarks time cold checks)."""
+    _out_of_range.cache_clear()
+    _map_agreement.cache_clear()
+
+
 @rule("DF401", "missing-d2t", Severity.WARNING, "a reduced-vocabulary draft has no d2t map")
 def missing_d2t(ctx: Context) -> Iterator[Violation]:
     """## What it checks
