@@ -23,6 +23,7 @@ def test_demo_runs_and_cleans_up(capsys) -> None:
     assert "kimi-k2-eagle3-speculators" in out
     assert "vLLM 0.34.0: compatible" in out
     assert "vLLM 0.17.0: incompatible" in out
+    assert "SGLang 0.5.23: incompatible" in out and "DF105" in out
     assert "Reference  AQ-MedAI/Kimi-K2-Instruct-eagle3" in out
     assert "DF810" in out and "`norm_before_residual` = true for the draft" in out
     assert _leftovers() == before
@@ -31,8 +32,12 @@ def test_demo_runs_and_cleans_up(capsys) -> None:
 def test_demo_json(capsys) -> None:
     assert main(["demo", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    verdicts = {e["version"]: e["verdict"] for e in data["check"]["engines"]}
-    assert verdicts == {"0.17.0": "incompatible", "0.34.0": "compatible"}
+    verdicts = {(e["engine"], e["version"]): e["verdict"] for e in data["check"]["engines"]}
+    assert verdicts == {
+        ("vllm", "0.17.0"): "incompatible",
+        ("sglang", "0.5.23"): "incompatible",
+        ("vllm", "0.34.0"): "compatible",
+    }
     spelling = [x for x in data["diff"]["findings"] if x["code"] == "DF810"]
     assert any("resolves them to" in x["message"] for x in spelling)
 

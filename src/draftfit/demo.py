@@ -19,7 +19,7 @@ from typing import Any
 
 from draftfit.synth import speculators_table, write_sparse_checkpoint
 
-DEMO_ENGINES = ("vllm==0.17.0", "vllm==0.34.0")
+DEMO_ENGINES = ("vllm==0.17.0", "sglang==0.5.23", "vllm==0.34.0")
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ The draft below was trained with the `speculators` library (architecture Eagle3D
 aux layers [2, 30, 58], hidden 7168 with 64 heads of head_dim 128 although 7168/64 = 112).
 It is written as a full-size sparse checkpoint ({size:.1f} GB of tensors, real headers, no
 weight bytes) next to the Kimi-K2 target's config.json, and checked against vLLM 0.17.0
-and 0.34.0 — without a GPU and without reading the weights.
+and 0.34.0 and SGLang 0.5.23 — without a GPU and without reading the weights.
 """
 
 DIFF_INTRO = """\
@@ -85,7 +85,9 @@ the two config.json files has dozens of lines; draftfit sorts them by what vLLM 
 OUTRO = """\
 What this says: vLLM 0.34.0 resolves `Eagle3DraftModel` through its speculators adaptor to
 Eagle3LlamaForCausalLM, reads the top-level aux ids [2, 30, 58], and finds every tensor
-shape consistent with head_dim 128 (vLLM 0.17.0 would refuse the Kimi-K2 target outright).
+shape consistent with head_dim 128 (vLLM 0.17.0 would refuse the Kimi-K2 target outright;
+SGLang cannot read speculators configs at all — `draftfit convert --to sglang` rewrites it,
+and `draftfit matrix` lays out every engine and release with the command to serve it).
 Against the AQ-MedAI reference, the architecture name, the config format, the tensor names
 and where the aux ids are written are spelling; what really differs is training choices
 (norm_before_residual, rope_theta), not compatibility.
