@@ -195,3 +195,21 @@ def test_cli_diff_missing_reference_is_usage_error(tmp_path: Path, capsys) -> No
     a = f.specforge().write(tmp_path / "a")
     assert main(["diff", str(a), str(tmp_path / "nope")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_engine_specific_naming_matters_only_where_the_engine_does_not_bind_it(
+    tmp_path: Path,
+) -> None:
+    """`midlayer.*` vs `layers.0.*`: spelling for SGLang 0.5.12+, a real difference for 0.5.6,
+    whose decoder module is `midlayer`, so `layers.*` tensors load nothing."""
+    draft = f.specforge().write(tmp_path / "d")
+    reference = f.specforge()
+    reference.tensors = f.eagle3_tensors(naming="layers")
+    ref = reference.write(tmp_path / "r")
+    target = f.llama_target(tmp_path / "t")
+    new = diff_paths(draft, ref, engines=["sglang==0.5.23"], target=target)
+    assert new.engines[0].verdict == "equivalent"
+    old = diff_paths(draft, ref, engines=["sglang==0.5.6"], target=target)
+    assert old.engines[0].verdict == "different"
+    messages = [x.message for x in old.findings if x.code == "DF806"]
+    assert any("load for the draft but not for the reference" in m for m in messages)

@@ -486,8 +486,13 @@ def _trained(spec: DraftSpec, layers: int | None) -> tuple[int, ...] | None:
 
 def _compare_parameters(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
     names = sorted(set(a.view.expectations) | set(b.view.expectations))
+    reached_a = {f.canonical for f in a.view.fates if f.status == "loaded"}
+    reached_b = {f.canonical for f in b.view.fates if f.status == "loaded"}
+    unbound = {"draft": [], "reference": []}
     for name in names:
         ta, tb = a.spec.tensors.get(name), b.spec.tensors.get(name)
+        if ta is not None and tb is not None and (name in reached_a) != (name in reached_b):
+            unbound["reference" if name in reached_a else "draft"].append(name)
         if name == "embed_tokens.weight" and (ta is None) != (tb is None):
             yield (
                 "embedding-presence-differs",
@@ -520,6 +525,20 @@ def _compare_parameters(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
                 f"`{name}` is {list(ta.shape)} in the draft and {list(tb.shape)} in the reference",
                 Location(None, tensor=name),
             )
+    for side, missed in unbound.items():
+        if not missed:
+            continue
+        other = b if side == "reference" else a
+        raw = other.spec.raw(missed[0])
+        fate = next((f for f in other.view.fates if f.raw == raw), None)
+        why = (fate.reason or fate.status) if fate else "not loaded"
+        yield (
+            "parameter-differs",
+            f"{len(missed)} stored tensor(s) load for the "
+            f"{'draft' if side == 'reference' else 'reference'} but not for the {side} (first "
+            f"`{raw}`: {why})",
+            Location(None, tensor=raw),
+        )
     raw_a = {x.canonical: x.raw for x in a.view.fates if x.status == "loaded"}
     raw_b = {x.canonical: x.raw for x in b.view.fates if x.status == "loaded"}
     renamed = [n for n in raw_a if n in raw_b and raw_a[n] != raw_b[n]]
