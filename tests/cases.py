@@ -1114,9 +1114,13 @@ case(
     engines=("trtllm==1.4.0rc0",),
     verdict="incompatible",
 )(with_target(f.specforge(d2t=False)))
-case("trtllm-model-prefix", {"DF210"}, {"DF202"}, engines=("trtllm==1.4.0rc0",))(
-    with_target(f.specforge().prefix_all("model."))
-)
+case(
+    "trtllm-model-prefix",
+    {"DF202"},
+    {"DF201", "DF210"},
+    engines=("trtllm==1.4.0rc0",),
+    verdict="incompatible",
+)(with_target(f.specforge().prefix_all("model.")))
 case("trtllm-eagle1", {"DF109"}, engines=("trtllm==1.4.0rc0",), verdict="incompatible")(
     with_target(f.eagle1())
 )

@@ -30,6 +30,11 @@ from draftfit.spec import EAGLE, EAGLE3, DraftSpec, canonical_name, default_capt
 from draftfit.target import Target
 
 USER_SETTING = "speculative_config.eagle3_layers_to_capture"
+PREFIX_REASON = (
+    "TensorRT-LLM prepends `model.` to every name without `lm_head`, so `model.`-prefixed "
+    "names become `model.model.*` and match no module; its fused q/k/v and gate/up loaders "
+    "then find no weights and fail (AssertionError)"
+)
 
 
 def build_view(
@@ -51,7 +56,7 @@ def build_view(
 
 class _TrtllmBuilder(BaseBuilder):
     mla = False
-    truncating_loader = False  # Linear weights are copied with copy_ (inferred)
+    truncating_loader = False  # fact oversized_weight_policy: copy_ raises on a mismatch
 
     def run(self) -> None:
         if self.ckpt.config is None or self.method not in (EAGLE3, EAGLE):
@@ -374,10 +379,7 @@ class _TrtllmBuilder(BaseBuilder):
     def _engine_canonical(self, raw: str) -> tuple[str | None, str]:
         name = raw
         if "lm_head" not in name and name.startswith("model."):
-            return None, (
-                "the loader prepends `model.` to every name without `lm_head`, so "
-                "`model.`-prefixed names become `model.model.*` and match no module"
-            )
+            return None, PREFIX_REASON
         remap = (self.value("eagle3_weight_mapping") or {}).get("layers_remap") or {}
         n_layers = self.view.effective.get("num_layers", 1)
         if name.startswith("layers."):
@@ -418,6 +420,9 @@ class _TrtllmBuilder(BaseBuilder):
                 )
                 continue
             canonical, why = self._engine_canonical(raw)
+            if why == PREFIX_REASON:
+                self._fate(raw, spec_canonical, "rejected", why, self.src("model_prefix_accepted"))
+                continue
             if canonical is not None and canonical in self.view.expectations:
                 self._fate(raw, canonical, "loaded")
                 continue

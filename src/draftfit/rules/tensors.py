@@ -89,6 +89,11 @@ def fc_width_is_aux_count_problem(ctx: Context) -> bool:
     )
 
 
+def _is_prefix_fate(reason: str) -> bool:
+    """Whether a rejection comes from the engine prepending `model.` to a prefixed name."""
+    return "prepends `model.`" in reason
+
+
 def _head_dim_implied(ctx: Context) -> int | None:
     return ctx.spec.undeclared_head_dim
 
@@ -120,7 +125,7 @@ def unknown_tensor_name(ctx: Context) -> Iterator[Violation]:
     if view is None:
         return
     for fate in view.fates:
-        if fate.status == "rejected" and not fate.reason.startswith("vLLM prepends"):
+        if fate.status == "rejected" and not _is_prefix_fate(fate.reason):
             yield Violation(
                 f"`{fate.raw}` is rejected by {view.title}: {fate.reason}",
                 _tensor_location(ctx, fate.raw),
@@ -141,8 +146,9 @@ def tensor_name_prefix(ctx: Context) -> Iterator[Violation]:
     not `model.layers.0.*`.
 
     ## Why it matters
-    vLLM prepends `model.` to every name without `lm_head`, so `model.fc.weight` becomes
-    `model.model.fc.weight` and the load fails.
+    vLLM and TensorRT-LLM prepend `model.` to every name without `lm_head`, so
+    `model.fc.weight` becomes `model.model.fc.weight` and the load fails (SGLang accepts both
+    spellings from 0.4.9).
 
     ## Example
     A draft exported with a wrapper module's state_dict.
@@ -154,9 +160,7 @@ def tensor_name_prefix(ctx: Context) -> Iterator[Violation]:
     view = ctx.view
     if view is None:
         return
-    prefixed = [
-        f for f in view.fates if f.status == "rejected" and f.reason.startswith("vLLM prepends")
-    ]
+    prefixed = [f for f in view.fates if f.status == "rejected" and _is_prefix_fate(f.reason)]
     if prefixed:
         first = prefixed[0]
         yield Violation(
