@@ -244,11 +244,16 @@ def _sglang(
     fixed: set[str] = set()
     if any(f.code == "DF309" for f in findings):
         flags["--disable-cuda-graph"] = True
-        if profile.value("aux_ids_autotune_reset") == "default-on":
+        sticky = target is not None and target.architecture in (
+            profile.value("aux_capture_flags_sticky") or []
+        )
+        if sticky:
+            fixed.add("DF305")  # the extra states came from the defaults left flagged
+        if sticky and profile.value("aux_ids_autotune_reset") == "sticky-flags-only":
             flags["--disable-flashinfer-autotune"] = True
             notes.append(
-                "--disable-flashinfer-autotune: its warm-up also resets the aux layers in this "
-                "release (MoE targets on FlashInfer MoE backends)"
+                "--disable-flashinfer-autotune: on FlashInfer MoE backends its warm-up flags "
+                "the default aux layers too, which this target never clears"
             )
         fixed.add("DF309")
         notes.append(

@@ -461,30 +461,36 @@ class _SGLangBuilder(BaseBuilder):
             write_pointer=NESTED_IDS_POINTER if keys else None,
             encode=(lambda cb: _encode(cb, mode, L)) if keys else None,
         )
-        autotune = self.value("aux_ids_autotune_reset")
-        if (
-            ids is not None
-            and used
-            and L is not None
-            and self.value("aux_ids_cuda_graph_ignored")
-            and tuple(sorted(set(used))) != default_capture_ids(L)
-        ):
+        if ids is None or not used or L is None:
+            return
+        defaults = default_capture_ids(L)
+        if mode == "plus-one-default-too":
+            defaults = tuple(i + 1 for i in defaults)
+        if tuple(sorted(set(used))) == tuple(sorted(set(defaults))):
+            return
+        sticky = (self.target.architecture if self.target else None) in (
+            self.value("aux_capture_flags_sticky") or []
+        )
+        if self.value("aux_ids_cuda_graph_ignored"):
+            if sticky:
+                # Flags set for the defaults are never cleared: eager passes capture both.
+                assert self.view.aux is not None
+                self.view.aux.used = tuple(sorted(set(defaults) | set(used)))
             self.event(
                 "aux-ids-ignored-under-cuda-graphs",
-                f"{self.p.title}'s CUDA-graph runner resets the captured layers to the default "
-                f"{list(default_capture_ids(L))} (capture-before), so graphed decode/verify "
-                f"steps do not use the draft's layers {list(used)}"
+                f"{self.p.title}'s CUDA-graph runner re-sets the captured layers to the default "
+                f"{list(defaults)} (capture-before), "
                 + (
-                    "; so does the FlashInfer autotune warm-up, on by default for MoE targets "
-                    "on the flashinfer_trtllm / flashinfer_mxfp4 MoE backends"
-                    if autotune == "default-on"
-                    else ""
+                    f"and `{self.target.architecture if self.target else ''}` never clears a "
+                    "layer once flagged, so eager passes capture the defaults and the draft's "
+                    f"layers {list(used)} together"
+                    if sticky
+                    else "so graphed decode/verify steps do not use the draft's layers "
+                    + str(list(used))
                 ),
                 config_at(read_from or NESTED_IDS_POINTER),
-                ("aux_ids_cuda_graph_ignored",)
-                + (("aux_ids_autotune_reset",) if autotune == "default-on" else ()),
-                fix="use SGLang 0.5.11 or later, or serve with --disable-cuda-graph"
-                + (" --disable-flashinfer-autotune" if autotune == "default-on" else ""),
+                ("aux_ids_cuda_graph_ignored",) + (("aux_capture_flags_sticky",) if sticky else ()),
+                fix="use SGLang 0.5.11 or later, or serve with --disable-cuda-graph",
             )
 
     # ------------------------------------------------------------------ flags
