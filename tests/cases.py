@@ -1148,3 +1148,20 @@ case(
     engines=("sglang==0.4.10.post2",),
     verdict="degraded",
 )(with_target(f.specforge(), max_position_embeddings=8192))
+
+
+def _nextn(value: int) -> Draft:
+    draft = f.specforge()
+    draft.config["num_nextn_predict_layers"] = value
+    return draft
+
+
+case(
+    "sglang-nextn-zero-before-0.5.13",
+    {"DF117"},
+    engines=("sglang==0.5.12",),
+    verdict="incompatible",
+)(with_target(_nextn(0)))
+case("sglang-nextn-zero-0.5.13", set(), {"DF117"}, engines=("sglang==0.5.13",))(
+    with_target(_nextn(0))
+)

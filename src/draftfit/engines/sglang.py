@@ -288,6 +288,7 @@ class _SGLangBuilder(BaseBuilder):
             )
             return False
         self.view.effective["num_layers"] = n_layers
+        self._kv_pool_layers(n_layers)
         src = self.src("mla_weight_mapping" if fam == MLA_EAGLE3 else "eagle3_weight_mapping")
         for k in range(n_layers):
             if fam == MLA_EAGLE3:
@@ -392,6 +393,34 @@ class _SGLangBuilder(BaseBuilder):
         self.view.effective["norms"] = {"norm_before_residual": False, **norms}
         self.view.effective["num_aux_states"] = n_aux if use_aux else 0
         return True
+
+    def _kv_pool_layers(self, n_layers: int) -> None:
+        """The draft worker sizes its KV pool from `num_nextn_predict_layers` when present."""
+        nextn = self.visible.get("num_nextn_predict_layers")
+        rule = self.value("draft_kv_layers_source")
+        if not isinstance(nextn, int) or isinstance(nextn, bool) or nextn >= n_layers:
+            return
+        if rule == "num_nextn_predict_layers-if-positive" and nextn <= 0:
+            return
+        if rule not in (
+            "num_nextn_predict_layers-if-present",
+            "num_nextn_predict_layers-if-positive",
+        ):
+            return
+        self.refuse(
+            "draft-kv-layer-count",
+            f"`num_nextn_predict_layers` is {nextn}: {self.p.title} sizes the draft's KV cache "
+            f"with it instead of the {n_layers} decoder layer(s), "
+            + (
+                "a zero-layer pool: IndexError at the first forward"
+                if nextn == 0
+                else "too few layers for the draft"
+            ),
+            config_at("/num_nextn_predict_layers"),
+            ("draft_kv_layers_source",),
+            fix="remove `num_nextn_predict_layers` from the draft config (it is the target's "
+            "MTP setting, copied over)",
+        )
 
     def _norms(self, fam: str) -> dict[str, bool]:
         """Which norm flags are on *and* implemented by this version's class."""

@@ -384,3 +384,29 @@ def multi_layer_draft_unsupported():
     Use an engine version that builds multi-layer drafts (SGLang >= 0.5.12, vLLM >= 0.16,
     TensorRT-LLM >= 1.1), or a one-layer draft.
     """
+
+
+@event_rule(
+    "DF117",
+    "draft-kv-layer-count",
+    Severity.ERROR,
+    "the engine sizes the draft's KV cache from a config key that gives too few layers",
+)
+def draft_kv_layer_count():
+    """## What it checks
+    A draft config that carries `num_nextn_predict_layers` (often copied from a DeepSeek or
+    Kimi target config) does not give fewer layers than the draft has, on engine versions
+    that size the draft's KV-cache pool from it (SGLang 0.4.9.post6+; from 0.5.13 only a
+    positive value is used).
+
+    ## Why it matters
+    SGLang builds a KV pool with that many layers: `0` gives an empty pool and an
+    IndexError at the first forward, after the target is loaded.
+
+    ## Example
+    An MLA draft for Kimi-K2 whose config keeps the target's `num_nextn_predict_layers: 0`,
+    on SGLang 0.5.12.
+
+    ## Fix
+    Remove `num_nextn_predict_layers` from the draft config.
+    """
