@@ -404,15 +404,20 @@ class BaseBuilder:
         )
         return False
 
-    def _eagle1_layers(self, src: tuple[str, ...], attn_bias: bool = False) -> tuple[int, int]:
-        """EAGLE-1 decoder layers (layer 0 has no input norm) and `fc` [H, 2H]; returns
-        (hidden_size, vocab_size)."""
+    def _dims(self) -> Dims:
+        """The decoder dimensions, after `_require_dims` passed: `head_dim` is the declared
+        one or hidden_size / num_attention_heads, KV heads default to the heads."""
         H = self.vint("hidden_size")
         nh = self.vint("num_attention_heads")
         inter = self.vint("intermediate_size")
         assert H is not None and nh is not None and inter is not None
         nkv = self.vint("num_key_value_heads") or nh
-        hd = self.vint("head_dim") or H // nh
+        return Dims(H, nh, nkv, self.vint("head_dim") or H // nh, inter)
+
+    def _eagle1_layers(self, src: tuple[str, ...], attn_bias: bool = False) -> tuple[int, int]:
+        """EAGLE-1 decoder layers (layer 0 has no input norm) and `fc` [H, 2H]; returns
+        (hidden_size, vocab_size)."""
+        H, nh, nkv, hd, inter = self._dims()
         n_layers = self.vint("num_hidden_layers") or 1
         self.view.effective.update({"hidden_size": H, "head_dim": hd, "num_layers": n_layers})
         for k in range(n_layers):

@@ -221,13 +221,7 @@ class _SGLangBuilder(BaseBuilder):
     def _eagle3(self) -> bool:
         v = self.visible
         fam = self.family
-        H = self.vint("hidden_size")
-        nh = self.vint("num_attention_heads")
-        assert H is not None and nh is not None
-        nkv = self.vint("num_key_value_heads") or nh
-        hd = self.vint("head_dim") or H // nh
-        inter = self.vint("intermediate_size")
-        assert inter is not None
+        H, nh, nkv, hd, inter = self._dims()
         V = self.vint("vocab_size")
         if "target_hidden_size" in v and v["target_hidden_size"] is None and fam == LLAMA_EAGLE3:
             self.refuse(

@@ -135,12 +135,7 @@ class _TrtllmBuilder(BaseBuilder):
     # ------------------------------------------------------------------ shapes
     def _eagle3(self) -> bool:
         v = self.visible
-        H = self.vint("hidden_size")
-        nh = self.vint("num_attention_heads")
-        inter = self.vint("intermediate_size")
-        assert H is not None and nh is not None and inter is not None
-        nkv = self.vint("num_key_value_heads") or nh
-        hd = self.vint("head_dim") or H // nh
+        H, nh, nkv, hd, inter = self._dims()
         V = self.vint("vocab_size")
         tsh_supported = bool(self.value("target_hidden_size_supported"))
         if tsh_supported and "target_hidden_size" in v and v["target_hidden_size"] is None:
