@@ -42,8 +42,10 @@ def check_path(
     target: str | Path | None = None,
     engines: Iterable[str] | None = None,
     method: str | None = None,
+    recipes: bool = False,
 ) -> Report:
-    """Check the draft `draft` (next to `target`, if given) for each engine.
+    """Check the draft `draft` (next to `target`, if given) for each engine, and with
+    `recipes` add how to serve it with each engine version that can.
 
     Both may be local directories or Hub references (`hf://owner/name[@rev]`, `owner/name`).
     """
@@ -52,7 +54,12 @@ def check_path(
     profiles = resolve_engines(engines)
     checkpoint = open_checkpoint(draft)
     target_obj = open_target(target) if target is not None else None
-    return check_checkpoint(checkpoint, target_obj, profiles, method)
+    report = check_checkpoint(checkpoint, target_obj, profiles, method)
+    if recipes:
+        from draftfit.recipe import attach_recipes
+
+        attach_recipes(report, checkpoint, target_obj)
+    return report
 
 
 def check_checkpoint(

@@ -245,11 +245,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from draftfit.check import check_path
     from draftfit.rules.base import Severity
 
-    report = check_path(args.draft, target=args.target, engines=args.engine, method=args.method)
-    if args.recipe:
-        from draftfit.recipe import attach_recipes
-
-        attach_recipes(report, args.draft, args.target)
+    report = check_path(
+        args.draft,
+        target=args.target,
+        engines=args.engine,
+        method=args.method,
+        recipes=args.recipe,
+    )
     fail_on = Severity.parse(args.fail_on)
     _emit_report(report, args.format, fail_on)
     return report.exit_code(fail_on)

@@ -478,10 +478,8 @@ def _used(side: _Side, layers: int | None) -> tuple[int, ...] | None:
 
 
 def _trained(spec: DraftSpec, layers: int | None) -> tuple[int, ...] | None:
-    aux = spec.trained_aux
-    if aux is None:
-        return default_capture_ids(layers) if layers else None
-    return tuple(sorted(set(resolve_with_target(aux, layers).capture_before())))
+    ids = spec.trained_capture_before(layers)
+    return tuple(sorted(set(ids))) if ids is not None else None
 
 
 def _compare_parameters(a: _Side, b: _Side, title: str) -> Iterator[Difference]:

@@ -24,6 +24,7 @@ from draftfit.report import (
     Report,
 )
 from draftfit.rules.base import Severity
+from draftfit.spec import describe
 from draftfit.target import Target
 
 
@@ -82,6 +83,7 @@ def build_matrix(
     notes: list[str] = []
     if target is None:
         notes.append("no --target: checks that need the target were skipped in every version")
+    spec = describe(checkpoint)
     for engine in engines:
         data = load_engine(engine)
         profiles = [data.resolve(v) for v in data.versions]
@@ -90,7 +92,7 @@ def build_matrix(
         current_key: tuple | None = None
         for result in report.engines:
             deciding = _deciding(report, result.label, result.verdict)
-            recipe = recipe_for(engine, result.version, checkpoint, target, report)
+            recipe = recipe_for(engine, result.version, checkpoint, target, report, spec)
             # An incompatible version gets a recipe only when its steps and settings make the
             # draft servable.
             if recipe is not None and result.verdict == INCOMPATIBLE and not recipe.resolves_errors:

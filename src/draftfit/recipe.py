@@ -25,16 +25,15 @@ from draftfit.engines.profile import Profile, load_engine
 from draftfit.errors import UsageError
 from draftfit.report import INCOMPATIBLE, Finding, Report
 from draftfit.rules.base import Severity
-from draftfit.spec import DraftSpec, default_capture_ids, describe, resolve_with_target
+from draftfit.spec import DraftSpec, describe
 from draftfit.target import Target
 
 DEFAULT_SPECULATIVE_TOKENS = 3
 # The convention `draftfit convert --to` writes for each engine (TensorRT-LLM reads the
 # SGLang layout: a plain config and `midlayer.*` names).
 CONVENTION = {"vllm": "vllm", "sglang": "sglang", "trtllm": "sglang"}
-# Findings a serve-time setting in the recipe fixes, per engine.
+# Findings that passing `eagle3_layers_to_capture` to TensorRT-LLM fixes.
 TRTLLM_SETTING_FIXES = frozenset({"DF301", "DF302", "DF304", "DF305"})
-SGLANG_SETTING_FIXES = frozenset({"DF309"})
 
 
 @dataclass
@@ -76,12 +75,14 @@ def recipe_for(
     checkpoint: Checkpoint,
     target: Target | None,
     report: Report,
+    spec: DraftSpec | None = None,
 ) -> Recipe | None:
     """The recipe for one engine version (None for an EAGLE-1 draft on TensorRT-LLM).
 
-    `report` must hold the findings of `checkpoint` for this engine version."""
+    `report` must hold the findings of `checkpoint` for this engine version; `spec` is its
+    description when the caller already has it."""
     profile = load_engine(engine).resolve(version)
-    spec = describe(checkpoint)
+    spec = spec or describe(checkpoint)
     findings = [f for f in report.findings if profile.label in f.engines]
     draft, steps, notes, findings = _convert_step(profile, checkpoint, spec, target, findings)
     if engine == "vllm":
@@ -172,14 +173,6 @@ def _tokens(spec: DraftSpec) -> tuple[int, str]:
     if isinstance(tokens, int) and tokens > 0:
         return tokens, "from `speculators_config.proposal_methods[0].speculative_tokens`"
     return DEFAULT_SPECULATIVE_TOKENS, "a common starting point; tune for your traffic"
-
-
-def trained_capture_before(spec: DraftSpec, target: Target | None) -> tuple[int, ...] | None:
-    """The target layers the draft was trained on, in capture-before counting."""
-    layers = target.num_layers if target else None
-    if spec.trained_aux is None:
-        return default_capture_ids(layers) if layers else None
-    return resolve_with_target(spec.trained_aux, layers).capture_before()
 
 
 def _quote(text: str) -> str:
@@ -302,7 +295,7 @@ def _sglang(
 
 def trtllm_layers_to_capture(spec: DraftSpec, target: Target | None) -> list[int] | None:
     """The trained layers in TensorRT-LLM's `eagle3_layers_to_capture` (output-of) counting."""
-    trained = trained_capture_before(spec, target)
+    trained = spec.trained_capture_before(target.num_layers if target else None)
     if trained is None:
         return None
     return sorted({i - 1 for i in trained})
@@ -377,15 +370,13 @@ def _yaml(data: dict[str, Any], indent: int = 0) -> str:
 # ---------------------------------------------------------------------- check --recipe
 
 
-def attach_recipes(report: Report, draft: str, target: str | None) -> None:
-    """Add a recipe for every engine result of `report` that a recipe can serve."""
-    from draftfit.sources import open_checkpoint, open_target
-
-    checkpoint = open_checkpoint(draft)
-    target_obj = open_target(target) if target else None
+def attach_recipes(report: Report, checkpoint: Checkpoint, target: Target | None) -> None:
+    """Add a recipe for every engine result of `report` (the check of `checkpoint` next to
+    `target`) that a recipe can serve."""
+    spec = describe(checkpoint)
     recipes = []
     for result in report.engines:
-        recipe = recipe_for(result.engine, result.version, checkpoint, target_obj, report)
+        recipe = recipe_for(result.engine, result.version, checkpoint, target, report, spec)
         if recipe is None:
             continue
         if result.verdict == INCOMPATIBLE and not recipe.resolves_errors:

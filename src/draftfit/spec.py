@@ -245,6 +245,17 @@ class DraftSpec:
         """The ids the draft was trained with (the most authoritative place), if written."""
         return self.aux[0] if self.aux else None
 
+    def trained_capture_before(self, target_layers: int | None) -> tuple[int, ...] | None:
+        """The target layers the draft was trained on, in capture-before counting.
+
+        With no ids written anywhere, every trainer captured the default layers, so the
+        default for a `target_layers`-layer target is returned (None without one).
+        """
+        aux = self.trained_aux
+        if aux is None:
+            return default_capture_ids(target_layers) if target_layers else None
+        return resolve_with_target(aux, target_layers).capture_before()
+
     @property
     def fc_input_width(self) -> int | None:
         fc = self.tensors.get("fc.weight")

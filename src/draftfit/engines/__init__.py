@@ -21,4 +21,4 @@ def build_view(
 ) -> EngineView:
     """Dispatch to the engine module named by the profile (`draftfit.engines.<engine>`)."""
     module = importlib.import_module(f"draftfit.engines.{profile.engine}")
-    return module.build_view(checkpoint, spec, target, profile, method, method_explicit)
+    return module.Builder.build(checkpoint, spec, target, profile, method, method_explicit)

@@ -55,6 +55,33 @@ class BaseBuilder:
     # (vLLM-derived loaders do; a plain `copy_` raises instead).
     truncating_loader = True
 
+    @classmethod
+    def build(
+        cls,
+        checkpoint: Checkpoint,
+        spec: DraftSpec,
+        target: Target | None,
+        profile: Profile,
+        method: str | None,
+        method_explicit: bool,
+    ) -> EngineView:
+        """Resolve the draft the way this engine at `profile.version` would."""
+        view = EngineView(
+            profile.engine, profile.version, profile.title, cls.method_for(method, spec)
+        )
+        cls(checkpoint, spec, target, profile, view, method_explicit).run()
+        return view
+
+    @staticmethod
+    def method_for(method: str | None, spec: DraftSpec) -> str | None:
+        """The method the engine starts from. `auto` (no method given) means the checkpoint's
+        own kind, except in engines that guess it themselves (vLLM, from the path)."""
+        return spec.method if method == "auto" else method
+
+    def run(self) -> None:
+        """Fill `self.view`; each engine module implements its procedure here."""
+        raise NotImplementedError
+
     def __init__(
         self,
         checkpoint: Checkpoint,
@@ -100,6 +127,14 @@ class BaseBuilder:
         fix: str | None = None,
     ) -> None:
         self.view.add(Event(rule, message, location, self.src(*keys), fix))
+
+    def family_value(self, key: str, family: str) -> Any:
+        """A fact whose value is a `{class family: value, "*": value}` table, for `family`
+        (a plain value is returned as is)."""
+        value = self.value(key)
+        if isinstance(value, dict):
+            return value.get(family, value.get("*"))
+        return value
 
     def vint(self, key: str) -> int | None:
         value = self.visible.get(key)
@@ -350,9 +385,9 @@ class BaseBuilder:
 
     def _ever_listed(self, arch: str) -> bool:
         """Whether the data mentions `arch` for any version (else draftfit knows nothing)."""
-        data = self.p.data
         for key in ("verifier_eagle3_classes", "verifier_not_eagle3_classes"):
-            if any(e.value == arch for e in data.facts[key].entries):
+            fact = self.p.data.facts.get(key)
+            if fact is not None and any(e.value == arch for e in fact.entries):
                 return True
         return False
 
@@ -360,8 +395,7 @@ class BaseBuilder:
         """N, the number of aux states `fc` is built for: fact `aux_count_rule` lists, per
         class family, the config keys tried in order (an int is N, a list gives its length);
         none means a fixed 3."""
-        rule = self.value("aux_count_rule")
-        keys = rule.get(family, rule.get("*")) if isinstance(rule, dict) else None
+        keys = self.family_value("aux_count_rule", family)
         if not keys:
             return 3, "a fixed count of 3"
         for key in keys:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from itertools import pairwise
 from typing import Any
@@ -68,6 +68,19 @@ class EngineData:
     latest: str
     facts: dict[str, FactData]
     notes: tuple[str, ...]
+
+    @cached_property
+    def approximate_entries(self) -> dict[str, list[tuple[int, Entry]]]:
+        """Entries whose note marks them approximate, by source, with their position in the
+        file (built once per engine)."""
+        index: dict[str, list[tuple[int, Entry]]] = {}
+        order = 0
+        for fact in self.facts.values():
+            for entry in fact.entries:
+                order += 1
+                if entry.note and any(marker in entry.note for marker in APPROXIMATE_MARKERS):
+                    index.setdefault(entry.source, []).append((order, entry))
+        return index
 
     def resolve(self, version: str) -> Profile:
         if version not in self.versions:
@@ -139,19 +152,14 @@ class Profile:
     def approximate_note(self, sources: tuple[str, ...]) -> str | None:
         """The note of an entry behind `sources` (active at this version) that marks the
         value or its boundary as approximate, inferred or assumed; None when all are exact."""
-        wanted = set(sources)
-        if not wanted:
-            return None
-        for fact in self.data.facts.values():
-            for entry in fact.entries:
-                if (
-                    entry.source in wanted
-                    and entry.note
-                    and entry.applies(self.parsed)
-                    and any(marker in entry.note for marker in APPROXIMATE_MARKERS)
-                ):
-                    return entry.note
-        return None
+        index = self.data.approximate_entries
+        found = [
+            (order, entry)
+            for source in sources
+            for order, entry in index.get(source, ())
+            if entry.applies(self.parsed)
+        ]
+        return min(found, key=lambda item: item[0])[1].note if found else None
 
     def item_sources(self, key: str, value: Any) -> tuple[str, ...]:
         """Sources of the set items equal to `value` that apply at this version."""

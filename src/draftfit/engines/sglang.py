@@ -12,9 +12,7 @@ exceptions). Every version-dependent value comes from `data/sglang.toml`.
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from draftfit.checkpoint.model import Checkpoint
 from draftfit.engines.builder import CONFIG, TARGET_CONFIG, BaseBuilder, Dims, get_path
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import (
@@ -23,11 +21,10 @@ from draftfit.engines.view import (
     SHARED,
     UNINITIALISED,
     AuxCapture,
-    EngineView,
     Event,
 )
 from draftfit.location import Location, config_at
-from draftfit.spec import EAGLE, EAGLE3, DraftSpec, canonical_name, default_capture_ids
+from draftfit.spec import EAGLE, EAGLE3, canonical_name, default_capture_ids
 from draftfit.target import Target
 
 LLAMA_EAGLE3 = "llama_eagle3"
@@ -40,32 +37,8 @@ CLASS_FAMILY = {
     "LlamaForCausalLMEagle": LLAMA_EAGLE,
     "Qwen2ForCausalLMEagle": LLAMA_EAGLE,
 }
-NESTED_IDS = "eagle_config.eagle_aux_hidden_state_layer_ids"
 NESTED_IDS_POINTER = "/eagle_config/eagle_aux_hidden_state_layer_ids"
 _STACKED = re.compile(r"\.(q_proj|k_proj|v_proj|gate_proj|up_proj)\.")
-
-
-def build_view(
-    checkpoint: Checkpoint,
-    spec: DraftSpec,
-    target: Target | None,
-    profile: Profile,
-    method: str | None,
-    method_explicit: bool,
-) -> EngineView:
-    """Resolve the draft the way SGLang at `profile.version` would."""
-    if method == "auto":
-        method = spec.method
-    view = EngineView("sglang", profile.version, profile.title, method)
-    _SGLangBuilder(checkpoint, spec, target, profile, view, method_explicit).run()
-    return view
-
-
-def _per_family(value: Any, family: str) -> Any:
-    """A `{family: v, "*": v}` table value resolved for `family`."""
-    if isinstance(value, dict):
-        return value.get(family, value.get("*"))
-    return value
 
 
 class _SGLangBuilder(BaseBuilder):
@@ -238,7 +211,7 @@ class _SGLangBuilder(BaseBuilder):
 
         # vocabulary size
         tied = bool(v.get("tie_word_embeddings", False))
-        rule = _per_family(self.value("draft_vocab_size_required"), fam) or "never"
+        rule = self.family_value("draft_vocab_size_required", fam) or "never"
         head_from_target = False
         if "draft_vocab_size" not in v:
             if rule == "always" or (rule == "untied-only" and not tied):
@@ -270,7 +243,7 @@ class _SGLangBuilder(BaseBuilder):
 
         # layers
         n_layers = self.vint("num_hidden_layers") or 1
-        policy = _per_family(self.value("multi_layer_policy"), fam)
+        policy = self.family_value("multi_layer_policy", fam)
         if n_layers != 1 and policy == "refused":
             self.refuse(
                 "multi-layer-draft-unsupported",
@@ -424,11 +397,11 @@ class _SGLangBuilder(BaseBuilder):
         before_fc = bool(nested) if nested is not None else bool(v.get("norm_before_fc"))
         return {
             "norm_before_fc": before_fc
-            and bool(_per_family(self.value("norm_before_fc_supported"), fam)),
+            and bool(self.family_value("norm_before_fc_supported", fam)),
             "fc_norm": bool(v.get("fc_norm") or v.get("use_aux_norm"))
-            and bool(_per_family(self.value("fc_norm_supported"), fam)),
+            and bool(self.family_value("fc_norm_supported", fam)),
             "norm_output": bool(v.get("norm_output"))
-            and bool(_per_family(self.value("norm_output_supported"), fam)),
+            and bool(self.family_value("norm_output_supported", fam)),
         }
 
     # ------------------------------------------------------------------ aux capture
@@ -769,9 +742,6 @@ class _SGLangBuilder(BaseBuilder):
             fix="use an SGLang version whose target class supports EAGLE-3",
         )
 
-    def _ever_listed(self, arch: str) -> bool:
-        return any(e.value == arch for e in self.p.data.facts["verifier_eagle3_classes"].entries)
-
 
 def aux_ids_to_write(
     profile: Profile, target: Target | None, capture_before: tuple[int, ...]
@@ -802,3 +772,6 @@ def _encode(cb: tuple[int, ...], mode: str, L: int | None) -> tuple[int, ...] | 
         if candidate and min(candidate) >= 0 and _decode(candidate, mode, L) == tuple(cb):
             return candidate
     return None
+
+
+Builder = _SGLangBuilder

@@ -14,20 +14,16 @@ from __future__ import annotations
 
 import re
 
-from draftfit.checkpoint.model import Checkpoint
 from draftfit.engines.builder import CONFIG, TARGET_CONFIG, BaseBuilder, Dims
-from draftfit.engines.profile import Profile
 from draftfit.engines.view import (
     FAILS,
     ONES,
     SHARED,
     UNINITIALISED,
     AuxCapture,
-    EngineView,
 )
 from draftfit.location import Location, config_at
-from draftfit.spec import EAGLE, EAGLE3, DraftSpec, canonical_name, default_capture_ids
-from draftfit.target import Target
+from draftfit.spec import EAGLE, EAGLE3, canonical_name, default_capture_ids
 
 USER_SETTING = "speculative_config.eagle3_layers_to_capture"
 PREFIX_REASON = (
@@ -35,23 +31,6 @@ PREFIX_REASON = (
     "names become `model.model.*` and match no module; its fused q/k/v and gate/up loaders "
     "then find no weights and fail (AssertionError)"
 )
-
-
-def build_view(
-    checkpoint: Checkpoint,
-    spec: DraftSpec,
-    target: Target | None,
-    profile: Profile,
-    method: str | None,
-    method_explicit: bool,
-) -> EngineView:
-    """Resolve the draft the way TensorRT-LLM at `profile.version` would, with the default
-    user settings (no `eagle3_layers_to_capture`)."""
-    if method == "auto":
-        method = spec.method
-    view = EngineView("trtllm", profile.version, profile.title, method)
-    _TrtllmBuilder(checkpoint, spec, target, profile, view, method_explicit).run()
-    return view
 
 
 class _TrtllmBuilder(BaseBuilder):
@@ -479,4 +458,4 @@ class _TrtllmBuilder(BaseBuilder):
         )
 
 
-__all__ = ["USER_SETTING", "build_view"]
+Builder = _TrtllmBuilder

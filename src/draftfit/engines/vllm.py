@@ -13,28 +13,30 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from draftfit.checkpoint.model import Checkpoint
-from draftfit.engines.builder import CONFIG, BaseBuilder, Dims, get_path, target_is_moe
+from draftfit.engines.builder import (
+    CONFIG,
+    TARGET_CONFIG,
+    BaseBuilder,
+    Dims,
+    get_path,
+    target_is_moe,
+)
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import (
     ONES,
     SHARED,
     UNINITIALISED,
     AuxCapture,
-    EngineView,
     TensorFate,
 )
 from draftfit.location import Location, config_at
 from draftfit.spec import (
     EAGLE,
     EAGLE3,
-    NESTED_AUX,
-    NESTED_LAYER_IDS,
     TOP_AUX,
     DraftSpec,
     default_capture_ids,
 )
-from draftfit.target import Target
 
 # Draft classes by the shape logic they share (vllm/model_executor/models/registry.py
 # maps every name below to one of these modules at v0.34.0).
@@ -60,22 +62,12 @@ CLASS_FAMILY = {
 _RUNNER_NAMES = {"mrv1": "V1 model runner", "mrv2": "V2 model runner"}
 
 
-def build_view(
-    checkpoint: Checkpoint,
-    spec: DraftSpec,
-    target: Target | None,
-    profile: Profile,
-    method: str | None,
-    method_explicit: bool,
-) -> EngineView:
-    """Resolve the draft the way vLLM at `profile.version` would."""
-    view = EngineView("vllm", profile.version, profile.title, method)
-    builder = _Builder(checkpoint, spec, target, profile, view, method_explicit)
-    builder.run()
-    return view
-
-
 class _Builder(BaseBuilder):
+    @staticmethod
+    def method_for(method: str | None, spec: DraftSpec) -> str | None:
+        """`auto` stays: vLLM guesses the method from the draft path (`_method_from_path`)."""
+        return method
+
     # ------------------------------------------------------------------ driver
     def run(self) -> None:
         if self.ckpt.config is None:
@@ -821,7 +813,7 @@ class _Builder(BaseBuilder):
                     f"the target's model_type `{model_type}` contains none of "
                     + ", ".join(f"`{a}`" for a in allowed)
                     + f": {self.p.title} refuses EAGLE-3 for it",
-                    Location("target config.json", t.pointer("model_type")),
+                    Location(TARGET_CONFIG, t.pointer("model_type")),
                     ("verifier_allow_list", "verifier_allow_list_enforced"),
                     fix="use a vLLM version that supports this target family",
                 )
@@ -840,7 +832,7 @@ class _Builder(BaseBuilder):
                 f"draftfit has no record of whether `{arch}` implements vLLM's EAGLE-3 "
                 f"interface in {self.p.title}"
                 + (" (it does from a later release on)" if arch in unknown_before else ""),
-                Location("target config.json", "/architectures/0"),
+                Location(TARGET_CONFIG, "/architectures/0"),
                 ("verifier_eagle3_classes", "verifier_eagle3_unknown_before"),
                 fix="check the target's model class in this vLLM release for SupportsEagle3",
             )
@@ -849,7 +841,7 @@ class _Builder(BaseBuilder):
             "target-not-eagle3-capable",
             f"the target class `{arch}` does not implement vLLM's EAGLE-3 interface "
             f"(SupportsEagle3) in {self.p.title}, so it cannot return aux hidden states",
-            Location("target config.json", "/architectures/0"),
+            Location(TARGET_CONFIG, "/architectures/0"),
             ("verifier_eagle3_classes",) + (("verifier_not_eagle3_classes",) if known_no else ()),
             fix="use a vLLM version whose target class supports EAGLE-3, or EAGLE-1",
         )
@@ -905,4 +897,4 @@ def _suggest_architecture(method: str | None, registered: list[str]) -> str | No
     return None
 
 
-__all__ = ["NESTED_AUX", "NESTED_LAYER_IDS", "TOP_AUX", "build_view"]
+Builder = _Builder

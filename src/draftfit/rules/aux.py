@@ -32,12 +32,10 @@ def trained_capture_ids(ctx: Context) -> tuple[tuple[int, ...] | None, AuxIds | 
     With no ids written anywhere, every trainer captured the default layers, so the
     default for the target is returned (None without a target).
     """
-    aux = ctx.spec.trained_aux
     layers = _target_layers(ctx)
-    if aux is None:
-        return (default_capture_ids(layers) if layers else None), None
-    aux = resolve_with_target(aux, layers)
-    return aux.capture_before(), aux
+    aux = ctx.spec.trained_aux
+    where = resolve_with_target(aux, layers) if aux is not None else None
+    return ctx.spec.trained_capture_before(layers), where
 
 
 def _fmt(ids: tuple[int, ...] | None) -> str:
