@@ -448,6 +448,27 @@ class BaseBuilder:
         nkv = self.vint("num_key_value_heads") or nh
         return Dims(H, nh, nkv, self.vint("head_dim") or H // nh, inter)
 
+    def _aux_norms(self, n_aux: int, T: int, *, input_norm: bool, fc_norm: bool) -> None:
+        """Norms over the aux states before `fc`: `input_norm` [N·T] over their concatenation
+        (`norm_before_fc`), or one `fc_norm.k` [T] per state (`fc_norm`)."""
+        if input_norm:
+            self._expect(
+                "input_norm.weight",
+                (n_aux * T,),
+                f"[N·target_hidden_size] = [{n_aux * T}]",
+                ONES,
+                self.src("norm_before_fc_supported"),
+            )
+        if fc_norm:
+            for k in range(n_aux):
+                self._expect(
+                    f"fc_norm.{k}.weight",
+                    (T,),
+                    "[target_hidden_size]",
+                    ONES,
+                    self.src("fc_norm_supported"),
+                )
+
     def _eagle1_layers(self, src: tuple[str, ...], attn_bias: bool = False) -> tuple[int, int]:
         """EAGLE-1 decoder layers (layer 0 has no input norm) and `fc` [H, 2H]; returns
         (hidden_size, vocab_size)."""

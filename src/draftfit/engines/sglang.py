@@ -298,23 +298,12 @@ class _SGLangBuilder(BaseBuilder):
         if bias_rule == "always" or (bias_rule == "config-bias" and v.get("bias")):
             self._expect("fc.bias", (H,), "[hidden_size]", UNINITIALISED, self.src("fc_bias_rule"))
         norms = self._norms(fam)
-        if norms["norm_before_fc"] and use_aux:
-            self._expect(
-                "input_norm.weight",
-                (n_aux * T,),
-                f"[N·target_hidden_size] = [{n_aux * T}]",
-                ONES,
-                self.src("norm_before_fc_supported"),
-            )
-        if norms["fc_norm"] and use_aux:
-            for k in range(n_aux):
-                self._expect(
-                    f"fc_norm.{k}.weight",
-                    (T,),
-                    "[target_hidden_size]",
-                    ONES,
-                    self.src("fc_norm_supported"),
-                )
+        self._aux_norms(
+            n_aux,
+            T,
+            input_norm=norms["norm_before_fc"] and use_aux,
+            fc_norm=norms["fc_norm"] and use_aux,
+        )
 
         # embedding, head, d2t
         own_embedding = "target_hidden_size" in v and T != H and not head_from_target

@@ -221,23 +221,12 @@ class _TrtllmBuilder(BaseBuilder):
                     "fc.bias", (H,), "[hidden_size]", UNINITIALISED, self.src("fc_bias_rule")
                 )
         norms = self._norms()
-        if norms["norm_before_fc"] and not norms["fc_norm"]:
-            self._expect(
-                "input_norm.weight",
-                (n_aux * T,),
-                f"[N·target_hidden_size] = [{n_aux * T}]",
-                ONES,
-                self.src("norm_before_fc_supported"),
-            )
-        if norms["fc_norm"]:
-            for k in range(n_aux):
-                self._expect(
-                    f"fc_norm.{k}.weight",
-                    (T,),
-                    "[target_hidden_size]",
-                    ONES,
-                    self.src("fc_norm_supported"),
-                )
+        self._aux_norms(
+            n_aux,
+            T,
+            input_norm=norms["norm_before_fc"] and not norms["fc_norm"],
+            fc_norm=norms["fc_norm"],
+        )
 
         # vocabulary
         own_embedding = (

@@ -468,23 +468,12 @@ class _Builder(BaseBuilder):
                 self.src("aux_count_rule", "eagle3_weight_mapping"),
             )
         norm_before_fc = self._flag_visible("norm_before_fc")
-        if norm_before_fc and use_aux:
-            self._expect(
-                "input_norm.weight",
-                (n_aux * T,),
-                f"[N·target_hidden_size] = [{n_aux * T}]",
-                ONES,
-                self.src("norm_before_fc_supported"),
-            )
-        if self._flag_visible("fc_norm") and use_aux:
-            for k in range(n_aux):
-                self._expect(
-                    f"fc_norm.{k}.weight",
-                    (T,),
-                    "[target_hidden_size]",
-                    ONES,
-                    self.src("fc_norm_supported"),
-                )
+        self._aux_norms(
+            n_aux,
+            T,
+            input_norm=norm_before_fc and use_aux,
+            fc_norm=self._flag_visible("fc_norm") and use_aux,
+        )
 
         # vocabulary
         Vt = self.target.vocab_size if self.target else None
