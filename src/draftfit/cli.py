@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from draftfit import __version__
 from draftfit.errors import DraftfitError
+from draftfit.render.escape import escape_controls
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -197,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc.message, file=sys.stderr)
         return EXIT_USAGE
     except DraftfitError as exc:
-        print(f"draftfit: error: {exc}", file=sys.stderr)
+        print(f"draftfit: error: {escape_controls(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("draftfit: interrupted", file=sys.stderr)
@@ -208,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("DRAFTFIT_DEBUG"):
             raise
         print(
-            f"draftfit: internal error: {type(exc).__name__}: {exc} "
+            f"draftfit: internal error: {type(exc).__name__}: {escape_controls(str(exc))} "
             "(a bug in draftfit; set DRAFTFIT_DEBUG=1 for the traceback)",
             file=sys.stderr,
         )

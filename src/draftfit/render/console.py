@@ -1,15 +1,54 @@
-"""A rich console configured once: colour only on a TTY without NO_COLOR, no markup."""
+"""A rich console configured once: colour only on a TTY without NO_COLOR, no markup.
+
+Names and values printed by draftfit come from checkpoints, which anyone can write: a tensor
+name holding an ANSI escape sequence or a bidirectional-override character must not drive
+the user's terminal. Every string and :class:`~rich.text.Text` this console prints passes
+through :func:`escape_controls`, which shows such characters as visible escapes.
+"""
 
 from __future__ import annotations
 
 import io
 import os
 import sys
+from collections.abc import Callable
+from typing import IO, Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleRenderable, RenderHook
+from rich.text import Text
+
+from draftfit.render.escape import UNSAFE_CHARACTERS, escape_controls
 
 
-def make_console(file=None, color: bool | None = None) -> Console:
+def _safe_text(text: Text) -> Text:
+    """A copy of `text` with :func:`escape_controls` applied, keeping every style."""
+    if not UNSAFE_CHARACTERS.search(text.plain):
+        return text
+    cuts = sorted({offset for span in text.spans for offset in (span.start, span.end)})
+    safe = Text(style=text.style, justify=text.justify, overflow=text.overflow, end=text.end)
+    for piece in text.divide(cuts):
+        part = Text(escape_controls(piece.plain))
+        for span in piece.spans:
+            part.stylize(span.style)
+        safe.append_text(part)
+    return safe
+
+
+class _EscapeHook(RenderHook):
+    """Escapes control characters in every top-level Text before it is rendered."""
+
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+        return [_safe_text(r) if isinstance(r, Text) else r for r in renderables]
+
+
+class SafeConsole(Console):
+    """A console whose plain strings (table cells included) are escaped too."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(escape_controls(text), **kwargs)
+
+
+def make_console(file: IO[str] | None = None, color: bool | None = None) -> Console:
     """A console writing to `file` (a buffer by default), never interpreting markup.
 
     Output that is not a terminal is not wrapped, so lines stay greppable.
@@ -17,7 +56,7 @@ def make_console(file=None, color: bool | None = None) -> Console:
     target = file if file is not None else io.StringIO()
     if color is None:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    return Console(
+    console = SafeConsole(
         file=target,
         force_terminal=color,
         no_color=not color,
@@ -27,11 +66,18 @@ def make_console(file=None, color: bool | None = None) -> Console:
         soft_wrap=not color,
         width=None if color else 100,
     )
+    console.push_render_hook(_EscapeHook())
+    return console
 
 
-def render_to_string(draw, color: bool = False) -> str:
+def render_to_string(draw: Callable[[Console], None], color: bool = False) -> str:
     """Run `draw(console)` against a buffer and return what it printed."""
     buffer = io.StringIO()
     console = make_console(buffer, color)
     draw(console)
-    return buffer.getvalue()
+    # Without colour nothing here is a legitimate escape sequence: escape whatever a
+    # renderable nested deeper than the hook sees (a Text inside a table cell) still holds.
+    return buffer.getvalue() if color else escape_controls(buffer.getvalue())
+
+
+__all__ = ["escape_controls", "make_console", "render_to_string"]
