@@ -44,6 +44,9 @@ from draftfit.convert.plan import OutputTensor, Plan
 from draftfit.errors import DraftfitError, UsageError
 
 CHUNK = 8 * 1024 * 1024
+# Bytes per copy_file_range call: a signal is acted on between calls, so this bounds how
+# long Ctrl-C or SIGTERM waits.
+KERNEL_CHUNK = 64 * 1024 * 1024
 # copy_file_range errors that only mean "not here": fall back to read/write.
 _NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
 
@@ -261,7 +264,7 @@ def _stream(source: BinaryIO, start: int, size: int, out: BinaryIO) -> int:
                 n = os.copy_file_range(
                     source.fileno(),
                     out.fileno(),
-                    min(size - copied, 1 << 30),
+                    min(size - copied, KERNEL_CHUNK),
                     start + copied,
                     out_offset + copied,
                 )
