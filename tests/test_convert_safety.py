@@ -279,6 +279,27 @@ def test_sigkill_leftover_is_removed_by_the_next_convert(
     assert json.loads((out / MARKER).read_text())["convention"] == "sglang"
 
 
+def test_a_running_converts_temp_folder_is_not_taken_for_a_leftover(
+    draft: Path, big_draft: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    proc = _start(big_draft, out, "--force")
+    temp = _wait_for_write(proc, out)
+    proc.send_signal(signal.SIGSTOP)  # hold it mid-write
+    try:
+        other = run_cli("convert", str(draft), "--to", "vllm", "-o", str(out), "--force")
+        assert other.returncode == 0, other.stderr
+        assert "interrupted convert" not in other.stdout
+        assert (temp / MARKER).is_file() and (temp / "model.safetensors").is_file()
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    stdout, stderr = proc.communicate(timeout=120)
+    # Written (exit 1 only because the check of the output flags the oversized embedding).
+    assert proc.returncode in (0, 1) and "written to" in stdout, stderr
+    assert siblings(out) == []
+    assert json.loads((out / MARKER).read_text())["source"] == str(big_draft.resolve())
+
+
 # ------------------------------------------------------------------ OS errors
 
 

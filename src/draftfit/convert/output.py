@@ -270,12 +270,16 @@ def _in_progress(marker: Marker) -> bool:
 
 def remove_owned(folder: Path, names: Iterable[str]) -> bool:
     """Delete the files `names` from `folder`, then the folder if that emptied it; never
-    anything else. Returns whether the folder is gone."""
-    for name in names:
+    anything else. The marker goes last, so a folder whose removal is cut short stays
+    recognisable. Best effort (nothing raised); returns whether the folder is gone."""
+    listed = list(dict.fromkeys(names))
+    markers = [n for n in (MARKER_PART, MARKER) if n in listed]
+    ordered = [n for n in listed if n not in markers] + markers
+    for name in ordered:
         if not _plain_name(name):
             continue
         path = folder / name
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        with contextlib.suppress(OSError):
             if path.is_symlink() or not path.is_dir():
                 path.unlink()
     try:
