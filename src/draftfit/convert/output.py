@@ -131,8 +131,12 @@ def check_replaceable(out: Path, force: bool, shown: Path | None = None) -> None
     """Raise :class:`OutputExistsError` unless `out` is absent, empty, or (with `force`) a
     folder that only holds what draftfit wrote into it."""
     shown = shown or out
-    if not os.path.lexists(out):
-        return
+    try:
+        os.lstat(out)
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:  # refused now, not after the whole write
+            raise OSError(exc.errno, exc.strerror, str(shown)) from None
+        return  # absent (a parent that is not a folder is reported when it is made)
     if not out.is_dir():
         raise OutputExistsError(f"output {shown} exists and is not a directory")
     entries = sorted(p.name for p in out.iterdir())

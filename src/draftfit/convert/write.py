@@ -104,7 +104,6 @@ def write_plan(
     with _naming(out.parent):
         make_parent(out.parent)
         removed = remove_leftovers(out)
-        tmp = make_temp_folder(out)
     names = planned_names(plan)
     marker = Marker(
         source=str(checkpoint.root),
@@ -114,9 +113,13 @@ def write_plan(
         files=names,
         draftfit_version=__version__,
     )
+    tmp: Path | None = None
     try:
-        with _naming(shown / MARKER):
-            write_marker(tmp, marker)
+        with signals_deferred():  # the temporary folder is never without its marker
+            with _naming(out.parent):
+                tmp = make_temp_folder(out)
+            with _naming(shown / MARKER):
+                write_marker(tmp, marker)
         _write_into(plan, checkpoint, tmp, shown)
         marker.state = COMPLETE
         with _naming(shown / MARKER):
@@ -126,8 +129,9 @@ def write_plan(
             previous = swap_into_place(tmp, out, force)
             sync_folder(out.parent)
     except BaseException:
-        with signals_deferred():
-            remove_owned(tmp, [*names, MARKER, MARKER_PART])
+        if tmp is not None:
+            with signals_deferred():
+                remove_owned(tmp, [*names, MARKER, MARKER_PART])
         raise
     if previous is not None:
         old = Marker.read(previous)
