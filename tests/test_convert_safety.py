@@ -215,7 +215,14 @@ def test_permissions_follow_the_umask(draft: Path, tmp_path: Path, mask: int) ->
 # ------------------------------------------------------------------ signals
 
 
-def _start(draft: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
+def _default_stop_signals() -> None:
+    """Undo an ignored SIGINT/SIGHUP inherited from the runner (`nohup`, a background job),
+    which draftfit would rightly keep ignoring."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _start(draft: Path, out: Path, *extra: str, preexec=None) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "PYTHONUNBUFFERED": "1"}
     command = [sys.executable, "-m", "draftfit", "convert", str(draft), "--to", "vllm"]
     return subprocess.Popen(
@@ -224,6 +231,7 @@ def _start(draft: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=preexec or _default_stop_signals,
     )
 
 
@@ -257,6 +265,23 @@ def test_signal_mid_write_cleans_up_and_keeps_the_old_output(
     assert siblings(out) == []
     assert tree_hash(out) == before
     assert tree_hash(big_draft) == inputs
+
+
+def test_an_ignored_sighup_stays_ignored(big_draft: Path, tmp_path: Path) -> None:
+    """Under `nohup` SIGHUP is ignored: draftfit keeps it so (SIGTERM still stops it)."""
+
+    def nohup() -> None:
+        _default_stop_signals()
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    out = tmp_path / "out"
+    proc = _start(big_draft, out, preexec=nohup)
+    _wait_for_write(proc, out)
+    proc.send_signal(signal.SIGHUP)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert not out.exists() and siblings(out) == []
 
 
 def test_sigkill_leftover_is_removed_by_the_next_convert(
