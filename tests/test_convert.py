@@ -209,9 +209,15 @@ def test_output_rules(tmp_path: Path) -> None:
     (tmp_path / "busy" / "keep.txt").write_text("x")
     with pytest.raises(OutputExistsError):
         convert_path(draft, "vllm", tmp_path / "busy")
-    convert_path(draft, "vllm", tmp_path / "busy", force=True)
-    assert not (tmp_path / "busy" / "keep.txt").exists()
-    assert (tmp_path / "busy" / "config.json").exists()
+    with pytest.raises(OutputExistsError, match=r"keep\.txt"):
+        convert_path(draft, "vllm", tmp_path / "busy", force=True)  # not draftfit's: refused
+    assert (tmp_path / "busy" / "keep.txt").read_text() == "x"
+    assert not (tmp_path / "busy" / "config.json").exists()
+    convert_path(draft, "vllm", tmp_path / "mine")
+    with pytest.raises(OutputExistsError, match="--force"):
+        convert_path(draft, "vllm", tmp_path / "mine")
+    convert_path(draft, "vllm", tmp_path / "mine", force=True)
+    assert (tmp_path / "mine" / "config.json").exists()
     leftovers = [p.name for p in tmp_path.iterdir() if "draftfit" in p.name]
     assert leftovers == []
 

@@ -1,21 +1,46 @@
 """The `draftfit` command line: a thin shell that parses, calls the library and renders.
 
-Exit codes: 0 nothing at or above `--fail-on`, 1 something is, 2 usage error or unreadable
-input (one line on stderr). Results go to stdout, everything else to stderr.
+Exit codes: 0 nothing at or above `--fail-on`, 1 something is, 2 usage error, unreadable
+input or an OS error such as a full disk (one line on stderr), 128 + N when signal N
+(SIGINT, SIGTERM, SIGHUP) stopped the command after its cleanup ran. Results go to stdout,
+everything else to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from draftfit import __version__
-from draftfit.errors import DraftfitError
+from draftfit.errors import DraftfitError, Interrupted
 from draftfit.render.escape import escape_controls
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+# Signals that stop a command the way Ctrl-C does: cleanup runs, exit 128 + N.
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+# A short hint after an OS error's one line, where the cause has a usual remedy.
+OS_ERROR_HINTS = {
+    getattr(errno, name): hint
+    for name, hint in (
+        ("ENOSPC", "free space on that filesystem or write the output elsewhere"),
+        ("EDQUOT", "the disk quota is exhausted; free space or write the output elsewhere"),
+        ("EFBIG", "a file exceeds the size limit (`ulimit -f` or the filesystem's maximum)"),
+        ("EROFS", "the filesystem is mounted read-only; write the output elsewhere"),
+        ("EACCES", "check the permissions of that path"),
+        ("EPERM", "check the permissions and attributes of that path"),
+    )
+    if hasattr(errno, name)
+}
 
 
 class _UsageExit(Exception):
@@ -193,27 +218,79 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stdout)
             return EXIT_OK
-        return _dispatch(args)
+        with _stop_signals_raise():
+            return _dispatch(args)
     except _UsageExit as exc:
         print(exc.message, file=sys.stderr)
         return EXIT_USAGE
     except DraftfitError as exc:
         print(f"draftfit: error: {escape_controls(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("draftfit: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        print(f"draftfit: interrupted by {signal.Signals(signum).name}", file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:  # pragma: no cover - e.g. `draftfit rules | head`
         return EXIT_OK
+    except OSError as exc:
+        if exc.errno is None and os.environ.get("DRAFTFIT_DEBUG"):
+            raise
+        if exc.errno is None:  # not from the OS: a bug
+            return _internal_error(exc)
+        print(f"draftfit: error: {describe_os_error(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:
         if os.environ.get("DRAFTFIT_DEBUG"):
             raise
-        print(
-            f"draftfit: internal error: {type(exc).__name__}: {escape_controls(str(exc))} "
-            "(a bug in draftfit; set DRAFTFIT_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+        return _internal_error(exc)
+
+
+def _internal_error(exc: BaseException) -> int:
+    print(
+        f"draftfit: internal error: {type(exc).__name__}: {escape_controls(str(exc))} "
+        "(a bug in draftfit; set DRAFTFIT_DEBUG=1 for the traceback)",
+        file=sys.stderr,
+    )
+    return EXIT_USAGE
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an OS error: the cause, the path(s), and a hint where one helps."""
+    cause = exc.strerror or os.strerror(exc.errno or 0)
+    line = cause
+    if exc.filename is not None:
+        line += f": {os.fsdecode(exc.filename)}"
+    if exc.filename2 is not None:
+        line += f" -> {os.fsdecode(exc.filename2)}"
+    hint = OS_ERROR_HINTS.get(exc.errno or 0)
+    line = escape_controls(line)
+    return f"{line} ({hint})" if hint else line
+
+
+@contextlib.contextmanager
+def _stop_signals_raise() -> Iterator[None]:
+    """While a command runs, SIGTERM and SIGHUP (and SIGINT) raise :class:`Interrupted`, so
+    cleanup runs as for Ctrl-C. A signal the caller ignores (`nohup`) stays ignored; the
+    previous handlers come back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def stop(signum: int, _frame: object) -> None:
+        raise Interrupted(signum)
+
+    for signum in STOP_SIGNALS:
+        current = signal.getsignal(signum)
+        if current is signal.SIG_IGN:
+            continue
+        previous[signum] = current
+        signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -319,10 +396,13 @@ def _cmd_convert(args: argparse.Namespace) -> int:
             "plan": result.plan.to_dict(),
             "output": str(result.out) if result.out else None,
             "written": result.written,
+            "removed_leftovers": [str(p) for p in result.removed_leftovers],
             "check": result.report.to_dict() if result.report else None,
         }
         sys.stdout.write(render_json(data))
     else:
+        for leftover in result.removed_leftovers:
+            sys.stdout.write(f"removed {leftover} (left by an interrupted convert)\n")
         sys.stdout.write(render_plan(result.plan, args.out, result.written, _color()))
         if result.report is not None:
             from draftfit.render.text import render_check

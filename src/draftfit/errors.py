@@ -1,8 +1,9 @@
 """Exceptions for problems *running* draftfit (usage, unreadable input, bad shipped data).
 
 Problems *in a checkpoint* are never exceptions: the reader records them as damage and the
-checker reports them as findings. The CLI maps each exception here to one line on stderr
-and exit status 2.
+checker reports them as findings (only `convert`, which would copy the damage, refuses).
+The CLI maps each exception here to one line on stderr and exit status 2, and
+:class:`Interrupted` to exit status 128 + the signal number.
 """
 
 from __future__ import annotations
@@ -29,7 +30,24 @@ class SpecDataError(DraftfitError):
 
 
 class OutputExistsError(DraftfitError):
-    """An output directory exists and is not empty (use --force)."""
+    """An output directory exists and may not be replaced: not empty (use --force), or
+    holding files draftfit did not write (never replaced)."""
+
+
+class DamagedInputError(UsageError):
+    """An input is too damaged to convert (tensor bytes missing or misplaced)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A terminating signal (SIGINT, SIGTERM, SIGHUP) arrived while a command ran.
+
+    A KeyboardInterrupt, so every cleanup path (`except BaseException`, `finally`) runs and
+    no `except Exception` swallows it; the CLI exits with 128 + `signum`.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 class HubAccessError(DraftfitError):

@@ -10,15 +10,17 @@ output for the chosen engine::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from draftfit.check import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
+from draftfit.checkpoint.model import UNREADABLE_WEIGHTS, Checkpoint
+from draftfit.convert.output import check_output_path
 from draftfit.convert.plan import Plan
 from draftfit.convert.planner import CONVENTIONS, plan_conversion
-from draftfit.convert.write import check_output_path, write_plan
-from draftfit.errors import UsageError
+from draftfit.convert.write import write_plan
+from draftfit.errors import DamagedInputError, UsageError
 from draftfit.report import Report
 from draftfit.rules.base import Severity
 from draftfit.spec import describe
@@ -27,6 +29,16 @@ __all__ = ["CONVENTIONS", "CONVENTION_ENGINE", "ConvertResult", "convert_path"]
 
 # The engine whose data a convention is planned with (and verified against by default).
 CONVENTION_ENGINE = {"vllm": "vllm", "sglang": "sglang", "speculators": "vllm"}
+
+# Damage after which a verbatim copy would lose or garble tensors: bytes missing from the
+# file, offsets outside it, a byte count that does not match the shape, an entry dropped
+# from the inventory. Such an input is refused before anything is written.
+BLOCKS_CONVERSION = UNREADABLE_WEIGHTS | {
+    "data-offsets-out-of-range",
+    "tensor-byte-size-mismatch",
+    "invalid-tensor-entry",
+    "unknown-dtype",
+}
 
 
 @dataclass
@@ -37,6 +49,7 @@ class ConvertResult:
     out: Path | None
     written: bool
     report: Report | None
+    removed_leftovers: list[Path] = field(default_factory=list)
 
     def exit_code(self) -> int:
         """1 when the written output still has errors for the engine, else 0."""
@@ -66,11 +79,7 @@ def convert_path(
     checkpoint = load_checkpoint(draft)
     if out is not None:
         check_output_path(checkpoint.root, Path(out), force)
-    if not checkpoint.weights_complete:
-        kinds = sorted({d.kind for d in checkpoint.damage})
-        raise UsageError(
-            f"{draft} has damaged weight files ({', '.join(kinds)}); run `draftfit check` first"
-        )
+    _refuse_damage(draft, checkpoint)
     target_obj = open_target(target) if target is not None else None
     engine = CONVENTION_ENGINE[to]
     profiles = resolve_engines(engines or [engine])
@@ -80,7 +89,49 @@ def convert_path(
     if dry_run:
         return ConvertResult(plan, Path(out) if out else None, False, None)
     assert out is not None
-    write_plan(plan, checkpoint, Path(out))
+    _refuse_short_files(draft, checkpoint, plan)
+    labels = [p.label for p in profiles]
+    result = write_plan(plan, checkpoint, Path(out), force=force, engines=labels)
     written = load_checkpoint(out)
     report = check_checkpoint(written, target_obj, profiles)
-    return ConvertResult(plan, Path(out), True, report)
+    return ConvertResult(plan, Path(out), True, report, result.removed_leftovers)
+
+
+def _refuse_damage(draft: str | Path, checkpoint: Checkpoint) -> None:
+    """Refuse an input whose damage a verbatim copy would carry into (or hide in) the
+    output, naming the finding `draftfit check` reports for it."""
+    from draftfit.rules import get_rule
+
+    blocking = [d for d in checkpoint.damage if d.kind in BLOCKS_CONVERSION]
+    if not blocking:
+        return
+    first = blocking[0]
+    rule = get_rule(first.kind)
+    code = f"{rule.code} " if rule is not None else ""
+    more = f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else ""
+    raise DamagedInputError(
+        f"{draft} is damaged: {code}{first.kind} in {first.file}: {first.message}{more}; "
+        "nothing written (run `draftfit check` on it)"
+    )
+
+
+def _refuse_short_files(draft: str | Path, checkpoint: Checkpoint, plan: Plan) -> None:
+    """Refuse when a source file is now shorter than a tensor the plan copies from it
+    (truncated since its header was read, or damage no reader rule caught)."""
+    from draftfit.rules import get_rule
+
+    sizes: dict[str, int] = {}
+    for tensor in plan.tensors:
+        info = tensor.source
+        if info is None or info.byte_range is None:
+            continue
+        if info.file not in sizes:
+            sizes[info.file] = (checkpoint.root / info.file).stat().st_size
+        if info.byte_range[1] > sizes[info.file]:
+            rule = get_rule("truncated-file")
+            code = f"{rule.code} " if rule is not None else ""
+            raise DamagedInputError(
+                f"{draft} is damaged: {code}truncated-file in {info.file}: `{info.name}` ends "
+                f"at byte {info.byte_range[1]}, but the file holds {sizes[info.file]} bytes; "
+                "nothing written (run `draftfit check` on it)"
+            )

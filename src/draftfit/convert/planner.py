@@ -25,6 +25,7 @@ from typing import Any
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.checkpoint.values import read_ints, read_mask
+from draftfit.convert.output import MARKER, MARKER_PART
 from draftfit.convert.plan import DISPLAY_ONLY, SAFE, UNSAFE, Edit, OutputTensor, Plan
 from draftfit.engines.profile import Profile
 from draftfit.errors import UsageError
@@ -598,6 +599,8 @@ class _Planner:
                 "config.json",
                 "model.safetensors.index.json",
                 "pytorch_model.bin.index.json",
+                MARKER,  # a previous convert's record, not the draft's
+                MARKER_PART,
             }
         )
         files = []

@@ -3,80 +3,165 @@
 Bytes are never decoded: each output shard gets a freshly built header, then every tensor's
 byte range is copied from its source file with `os.copy_file_range` (kernel-side, where
 available) or a bounded buffer, so memory stays flat whatever the checkpoint size. Everything
-is written into a temporary folder beside the output and renamed into place only when
-complete; a failure (an exception, a full disk, Ctrl-C) leaves no partial output. The input
-is only ever opened for reading.
+is written into a temporary folder beside the output, marked as draftfit's, and swapped into
+place only when complete (:mod:`draftfit.convert.output`); a failure (an exception, a full
+disk, a signal) leaves no partial output and the previous one intact. The input is only ever
+opened for reading. An OS error names the output path it concerns.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import hashlib
 import json
 import os
 import shutil
-import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from draftfit import __version__
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.checkpoint.safetensors import build_header
+from draftfit.convert.output import (
+    COMPLETE,
+    MARKER,
+    MARKER_PART,
+    Marker,
+    make_parent,
+    make_temp_folder,
+    real_path,
+    remove_leftovers,
+    remove_owned,
+    signals_deferred,
+    swap_into_place,
+    sync_folder,
+    write_marker,
+)
 from draftfit.convert.plan import OutputTensor, Plan
-from draftfit.errors import OutputExistsError, UsageError
+from draftfit.errors import DraftfitError, UsageError
 
 CHUNK = 8 * 1024 * 1024
+# Bytes per copy_file_range call: a signal is acted on between calls, so this bounds how
+# long Ctrl-C or SIGTERM waits.
+KERNEL_CHUNK = 64 * 1024 * 1024
+# copy_file_range errors that only mean "not here": fall back to read/write.
+_NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
 
 
-def check_output_path(source: Path, out: Path, force: bool) -> None:
-    """Refuse an output inside the input, the input itself, or a non-empty folder."""
-    src = source.resolve()
-    dst = out.resolve()
-    if dst == src or src in dst.parents:
-        raise UsageError(f"output {out} is inside the input checkpoint {source}; choose another")
-    if dst in src.parents:
-        raise UsageError(f"output {out} contains the input checkpoint {source}; choose another")
-    if dst.exists() and not dst.is_dir():
-        raise OutputExistsError(f"output {out} exists and is not a directory")
-    if dst.is_dir() and any(dst.iterdir()) and not force:
-        raise OutputExistsError(f"output {out} exists and is not empty (use --force to replace it)")
+class InputChangedError(DraftfitError):
+    """A source file no longer holds the bytes its header promised (changed while copying)."""
 
 
-def write_plan(plan: Plan, checkpoint: Checkpoint, out: Path) -> None:
-    """Write `plan` to `out` atomically (temporary sibling folder, then rename)."""
-    out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.draftfit-", dir=out.parent))
-    try:
-        _write_into(plan, checkpoint, tmp)
-        _replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+@dataclass
+class WriteResult:
+    """Where the output went, and the leftovers of interrupted converts removed first."""
+
+    out: Path
+    removed_leftovers: list[Path] = field(default_factory=list)
 
 
-def _replace(tmp: Path, out: Path) -> None:
-    if not out.exists():
-        os.rename(tmp, out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.draftfit-old-", dir=out.parent))
-    os.rmdir(old)
-    os.rename(out, old)
-    try:
-        os.rename(tmp, out)
-    except BaseException:
-        os.rename(old, out)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _write_into(plan: Plan, checkpoint: Checkpoint, folder: Path) -> None:
+def output_files(plan: Plan) -> dict[int, str]:
+    """The weight file name of each shard of `plan`."""
     shards = sorted({t.shard for t in plan.tensors}) or [0]
-    names = (
-        {0: "model.safetensors"}
-        if len(shards) == 1
-        else {
-            s: f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i, s in enumerate(shards)
-        }
+    if len(shards) == 1:
+        return {shards[0]: "model.safetensors"}
+    return {s: f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i, s in enumerate(shards)}
+
+
+def planned_names(plan: Plan) -> list[str]:
+    """Every file the output of `plan` will hold (besides the marker)."""
+    names = list(output_files(plan).values())
+    if len(names) > 1:
+        names.append("model.safetensors.index.json")
+    names.append("config.json")
+    names += [n for n in plan.copy_files if n not in (MARKER, MARKER_PART)]
+    return sorted(set(names))
+
+
+def plan_digest(plan: Plan) -> str:
+    """sha256 of the plan as JSON: tells two outputs of different plans apart."""
+    text = json.dumps(plan.to_dict(), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def write_plan(
+    plan: Plan,
+    checkpoint: Checkpoint,
+    out: Path,
+    force: bool = False,
+    engines: Iterable[str] = (),
+) -> WriteResult:
+    """Write `plan` to `out` atomically: a marked temporary sibling, then a swap.
+
+    Leftover temporary siblings of earlier, killed converts to `out` are removed first.
+    `force` allows replacing a previous draftfit output (never anything else).
+    """
+    shown = out
+    out = real_path(out)
+    with _naming(out.parent):
+        make_parent(out.parent)
+        removed = remove_leftovers(out)
+    names = planned_names(plan)
+    marker = Marker(
+        source=str(checkpoint.root),
+        convention=plan.convention,
+        engines=list(engines),
+        plan_sha256=plan_digest(plan),
+        files=names,
+        draftfit_version=__version__,
     )
+    tmp: Path | None = None
+    try:
+        with signals_deferred():  # the temporary folder is never without its marker
+            with _naming(out.parent):
+                tmp = make_temp_folder(out)
+            with _naming(shown / MARKER):
+                write_marker(tmp, marker)
+        _write_into(plan, checkpoint, tmp, shown)
+        marker.state = COMPLETE
+        with _naming(shown / MARKER):
+            write_marker(tmp, marker)
+            sync_folder(tmp)
+        with signals_deferred(), _naming(shown):
+            previous = swap_into_place(tmp, out, force)
+            sync_folder(out.parent)
+    except BaseException:
+        if tmp is not None:
+            with signals_deferred():
+                remove_owned(tmp, [*names, MARKER, MARKER_PART])
+        raise
+    if previous is not None:
+        old = Marker.read(previous)
+        with signals_deferred():
+            if old is not None:
+                remove_owned(previous, old.owned())
+            else:
+                with contextlib.suppress(OSError):
+                    previous.rmdir()  # the empty folder that was replaced
+    return WriteResult(out, removed)
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Give an OS error raised inside the block the user's path, when it names none or a
+    temporary one (the message then says which output file could not be written)."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc, DraftfitError) or exc.errno is None:
+            raise
+        filename = str(exc.filename) if exc.filename is not None else ""
+        if filename and ".draftfit-" not in filename:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+def _write_into(plan: Plan, checkpoint: Checkpoint, folder: Path, shown: Path) -> None:
+    names = output_files(plan)
+    shards = sorted(names)
     weight_map: dict[str, str] = {}
     total = 0
     for shard in shards:
@@ -89,19 +174,27 @@ def _write_into(plan: Plan, checkpoint: Checkpoint, folder: Path) -> None:
                 t.source.byte_range[0] if t.source and t.source.byte_range else 0,
             )
         )
-        name = names[shard if len(shards) > 1 else 0]
-        total += _write_shard(folder / name, tensors, checkpoint)
+        name = names[shard]
+        with _naming(shown / name):
+            total += _write_shard(folder / name, tensors, checkpoint)
         weight_map.update({t.name: name for t in tensors})
     if len(shards) > 1:
-        _write_json(
-            folder / "model.safetensors.index.json",
-            {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))},
-        )
-    _write_json(folder / "config.json", plan.config)
+        index = "model.safetensors.index.json"
+        with _naming(shown / index):
+            _write_json(
+                folder / index,
+                {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))},
+            )
+    with _naming(shown / "config.json"):
+        _write_json(folder / "config.json", plan.config)
     for name in plan.copy_files:
+        if name in (MARKER, MARKER_PART):
+            continue
         source = checkpoint.root / name
         if source.is_file():
-            shutil.copy2(source, folder / name)
+            with _naming(shown / name):
+                # A new file (mode 0o666 less the umask, like `cp`), not the source's mode.
+                shutil.copyfile(source, folder / name)
 
 
 def _write_json(path: Path, data: object) -> None:
@@ -155,11 +248,17 @@ def _copy_range(
     source = handles.get(info.file)
     if source is None:
         source = handles[info.file] = local.open("rb")
-    _stream(source, start, size, out)
+    copied = _stream(source, start, size, out)
+    if copied != size:
+        raise InputChangedError(
+            f"{local} ended after {copied} of the {size} bytes of `{info.name}` its header "
+            "promises (was it changed while converting?); run `draftfit check` on the input"
+        )
 
 
-def _stream(source: BinaryIO, start: int, size: int, out: BinaryIO) -> None:
-    """Copy `size` bytes from `source` at `start` to the current end of `out`."""
+def _stream(source: BinaryIO, start: int, size: int, out: BinaryIO) -> int:
+    """Copy `size` bytes from `source` at `start` to the current end of `out`; returns how
+    many were copied (fewer only when `source` ends early)."""
     out.flush()
     copied = 0
     if hasattr(os, "copy_file_range"):
@@ -169,7 +268,7 @@ def _stream(source: BinaryIO, start: int, size: int, out: BinaryIO) -> None:
                 n = os.copy_file_range(
                     source.fileno(),
                     out.fileno(),
-                    min(size - copied, 1 << 30),
+                    min(size - copied, KERNEL_CHUNK),
                     start + copied,
                     out_offset + copied,
                 )
@@ -177,15 +276,16 @@ def _stream(source: BinaryIO, start: int, size: int, out: BinaryIO) -> None:
                     break
                 copied += n
             out.seek(out_offset + copied)
-        except OSError:
+        except OSError as exc:
+            if exc.errno not in _NO_KERNEL_COPY:
+                raise
             out.seek(out_offset + copied)
     if copied < size:
         source.seek(start + copied)
         for chunk in _chunks(source, size - copied):
             out.write(chunk)
             copied += len(chunk)
-    if copied != size:
-        raise OSError(f"short read: copied {copied} of {size} bytes")
+    return copied
 
 
 def _chunks(source: BinaryIO, size: int) -> Iterable[bytes]:

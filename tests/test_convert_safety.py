@@ -1,0 +1,464 @@
+"""`draftfit convert` never loses data: --force replaces only draftfit's own output, the swap
+is atomic, signals clean up, leftovers of a kill are recognised, OS errors are one line."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import resource
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from draftfit.cli import main
+from draftfit.convert import convert_path
+from draftfit.convert.output import MARKER
+from draftfit.errors import DamagedInputError, OutputExistsError
+from tests import factory as f
+
+ROOT = os.geteuid() == 0
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tree_hash(path: Path) -> dict[str, str]:
+    """sha256 of every file under `path` (the folder itself included by its listing)."""
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
+
+
+def siblings(out: Path) -> list[str]:
+    """Temporary siblings of `out` (anything draftfit may have left beside it)."""
+    return sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
+
+
+def run_cli(*args: str, preexec_fn=None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "draftfit", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        preexec_fn=preexec_fn,
+        timeout=120,
+    )
+
+
+def one_error_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert "internal error" not in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def draft(tmp_path: Path) -> Path:
+    return f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "in")
+
+
+@pytest.fixture(scope="module")
+def big_draft(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A draft with a 256 MiB (sparse) embedding, so writing its output takes a moment."""
+    source = f.specforge()
+    source.add("embed_tokens.weight", "BF16", (f.VOCAB, 512 * 1024))
+    return source.write(tmp_path_factory.mktemp("big") / "in")
+
+
+# ------------------------------------------------------------------ --force
+
+
+def test_force_refuses_a_folder_with_foreign_files(draft: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("my notes")
+    (out / "train.log").write_text("step 1")
+    (out / "runs").mkdir()
+    before = tree_hash(out)
+    code = main(["convert", str(draft), "--to", "vllm", "-o", str(out), "--force"])
+    line = one_error_line(capsys.readouterr().err)
+    assert code == 2
+    assert "notes.txt" in line and "train.log" in line and str(out) in line
+    assert tree_hash(out) == before and (out / "runs").is_dir()
+    assert siblings(out) == []
+
+
+def test_force_refuses_foreign_files_beside_a_draftfit_output(
+    draft: Path, tmp_path: Path, capsys
+) -> None:
+    out = tmp_path / "out"
+    convert_path(draft, "vllm", out)
+    for i in range(5):
+        (out / f"eval-{i}.json").write_text("{}")
+    before = tree_hash(out)
+    code = main(["convert", str(draft), "--to", "sglang", "-o", str(out), "--force"])
+    line = one_error_line(capsys.readouterr().err)
+    assert code == 2
+    assert "5 file(s)" in line and "eval-0.json" in line and "and 2 more" in line
+    assert "config.json" not in line.split("write:")[1]
+    assert tree_hash(out) == before
+
+
+def test_force_refuses_a_listed_name_that_is_not_a_file(draft: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    convert_path(draft, "vllm", out)
+    (out / "config.json").unlink()
+    (out / "config.json").mkdir()  # a folder where draftfit wrote a file
+    (out / "config.json" / "mine.txt").write_text("keep")
+    with pytest.raises(OutputExistsError, match=r"config\.json"):
+        convert_path(draft, "vllm", out, force=True)
+    assert (out / "config.json" / "mine.txt").read_text() == "keep"
+
+
+def test_force_replaces_a_previous_draftfit_output(tmp_path: Path) -> None:
+    sharded = f.specforge().write(tmp_path / "sharded", shards=3)
+    single = f.speculators(aux=[2, 4, 7]).write(tmp_path / "single")
+    out = tmp_path / "out"
+    convert_path(sharded, "vllm", out)
+    assert len(list(out.glob("model-*.safetensors"))) == 3
+    with pytest.raises(OutputExistsError, match="--force"):
+        convert_path(single, "sglang", out)
+    result = convert_path(single, "sglang", out, force=True)
+    assert result.written
+    marker = json.loads((out / MARKER).read_text())
+    assert marker["state"] == "complete" and marker["convention"] == "sglang"
+    assert marker["source"] == str(single.resolve())
+    assert marker["engines"] == [result.report.engines[0].label]
+    assert len(marker["plan_sha256"]) == 64
+    assert sorted(p.name for p in out.iterdir()) == sorted([*marker["files"], MARKER])
+    assert not list(out.glob("model-*.safetensors"))  # the old shards went with the old output
+    assert siblings(out) == []
+
+
+def test_an_empty_folder_is_used_without_force(draft: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    convert_path(draft, "vllm", out)
+    assert (out / "config.json").is_file() and siblings(out) == []
+
+
+def test_a_draftfit_output_can_be_the_input(draft: Path, tmp_path: Path) -> None:
+    """The marker of a converted input is the input's record, not copied as a draft file."""
+    convert_path(draft, "vllm", tmp_path / "a")
+    convert_path(tmp_path / "a", "sglang", tmp_path / "b")
+    marker = json.loads((tmp_path / "b" / MARKER).read_text())
+    assert marker["source"] == str((tmp_path / "a").resolve())
+    assert MARKER not in marker["files"]
+
+
+# ------------------------------------------------------------------ leftovers
+
+
+def test_marked_leftover_is_removed_and_reported_unmarked_left_alone(
+    draft: Path, tmp_path: Path, capsys
+) -> None:
+    out = tmp_path / "out"
+    # What a kill during the removal of a replaced output leaves: a marked old output.
+    convert_path(draft, "vllm", tmp_path / "old")
+    marked = tmp_path / ".out.draftfit-k1ll3d00"
+    (tmp_path / "old").rename(marked)
+    unmarked = tmp_path / ".out.draftfit-us3r0wn5"
+    unmarked.mkdir()
+    (unmarked / "model.safetensors").write_bytes(b"user bytes")
+    foreign = tmp_path / ".out.draftfit-f0r31gn0"
+    convert_path(draft, "vllm", foreign)
+    (foreign / "notes.txt").write_text("mine")
+    code = main(["convert", str(draft), "--to", "vllm", "-o", str(out), "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert data["removed_leftovers"] == [str(marked)]
+    assert not marked.exists()
+    assert (unmarked / "model.safetensors").read_bytes() == b"user bytes"
+    assert (foreign / "notes.txt").read_text() == "mine" and (foreign / MARKER).is_file()
+
+
+def test_leftover_report_in_text(draft: Path, tmp_path: Path, capsys) -> None:
+    convert_path(draft, "vllm", tmp_path / "old")
+    (tmp_path / "old").rename(tmp_path / ".out.draftfit-abcdefgh")
+    code = main(["convert", str(draft), "--to", "vllm", "-o", str(tmp_path / "out")])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert [line for line in text.splitlines() if "interrupted convert" in line] == [
+        f"removed {tmp_path / '.out.draftfit-abcdefgh'} (left by an interrupted convert)"
+    ]
+
+
+# ------------------------------------------------------------------ permissions
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027, 0o002])
+def test_permissions_follow_the_umask(draft: Path, tmp_path: Path, mask: int) -> None:
+    (draft / "tokenizer.json").write_text("{}")
+    os.chmod(draft / "tokenizer.json", 0o600)
+    out = tmp_path / "deep" / "out"
+    previous = os.umask(mask)
+    try:
+        convert_path(draft, "vllm", out)
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~mask
+    assert stat.S_IMODE(out.parent.stat().st_mode) == 0o777 & ~mask
+    files = sorted(out.iterdir())
+    assert {p.name for p in files} >= {"config.json", "model.safetensors", MARKER, "tokenizer.json"}
+    for path in files:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask, path.name
+
+
+# ------------------------------------------------------------------ signals
+
+
+def _default_stop_signals() -> None:
+    """Undo an ignored SIGINT/SIGHUP inherited from the runner (`nohup`, a background job),
+    which draftfit would rightly keep ignoring."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _start(draft: Path, out: Path, *extra: str, preexec=None) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "draftfit", "convert", str(draft), "--to", "vllm"]
+    return subprocess.Popen(
+        [*command, "-o", str(out), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=preexec or _default_stop_signals,
+    )
+
+
+def _wait_for_write(proc: subprocess.Popen[str], out: Path) -> Path:
+    """The temporary folder once the weights are being written into it."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        for path in out.parent.glob(f".{out.name}.draftfit-*"):
+            if (path / "model.safetensors").exists():
+                return path
+        time.sleep(0.005)
+    proc.kill()
+    raise AssertionError(f"no write seen; exit {proc.poll()}: {proc.communicate()}")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signal_mid_write_cleans_up_and_keeps_the_old_output(
+    draft: Path, big_draft: Path, tmp_path: Path, signum: int
+) -> None:
+    out = tmp_path / "out"
+    convert_path(draft, "vllm", out)
+    before = tree_hash(out)
+    inputs = tree_hash(big_draft)
+    proc = _start(big_draft, out, "--force")
+    _wait_for_write(proc, out)
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signum, stderr
+    line = one_error_line(stderr)
+    assert signal.Signals(signum).name in line
+    assert siblings(out) == []
+    assert tree_hash(out) == before
+    assert tree_hash(big_draft) == inputs
+
+
+def test_an_ignored_sighup_stays_ignored(big_draft: Path, tmp_path: Path) -> None:
+    """Under `nohup` SIGHUP is ignored: draftfit keeps it so (SIGTERM still stops it)."""
+
+    def nohup() -> None:
+        _default_stop_signals()
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    out = tmp_path / "out"
+    proc = _start(big_draft, out, preexec=nohup)
+    _wait_for_write(proc, out)
+    proc.send_signal(signal.SIGHUP)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert not out.exists() and siblings(out) == []
+
+
+def test_sigkill_leftover_is_removed_by_the_next_convert(
+    draft: Path, big_draft: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    convert_path(draft, "vllm", out)
+    before = tree_hash(out)
+    proc = _start(big_draft, out, "--force")
+    temp = _wait_for_write(proc, out)
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert siblings(out) == [temp.name]
+    assert json.loads((temp / MARKER).read_text())["state"] == "writing"
+    assert tree_hash(out) == before  # the old output is untouched
+    result = run_cli("convert", str(draft), "--to", "sglang", "-o", str(out), "--force")
+    assert result.returncode == 0, result.stderr
+    assert f"removed {temp}" in result.stdout
+    assert siblings(out) == []
+    assert json.loads((out / MARKER).read_text())["convention"] == "sglang"
+
+
+def test_a_running_converts_temp_folder_is_not_taken_for_a_leftover(
+    draft: Path, big_draft: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    proc = _start(big_draft, out, "--force")
+    temp = _wait_for_write(proc, out)
+    proc.send_signal(signal.SIGSTOP)  # hold it mid-write
+    try:
+        other = run_cli("convert", str(draft), "--to", "vllm", "-o", str(out), "--force")
+        assert other.returncode == 0, other.stderr
+        assert "interrupted convert" not in other.stdout
+        assert (temp / MARKER).is_file() and (temp / "model.safetensors").is_file()
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    stdout, stderr = proc.communicate(timeout=120)
+    # Written (exit 1 only because the check of the output flags the oversized embedding).
+    assert proc.returncode in (0, 1) and "written to" in stdout, stderr
+    assert siblings(out) == []
+    assert json.loads((out / MARKER).read_text())["source"] == str(big_draft.resolve())
+
+
+# ------------------------------------------------------------------ OS errors
+
+
+def _limit_file_size() -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write then fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+
+def test_file_too_large_is_one_line_and_leaves_nothing(draft: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    inputs = tree_hash(draft)
+    result = run_cli(
+        "convert", str(draft), "--to", "vllm", "-o", str(out), preexec_fn=_limit_file_size
+    )
+    assert result.returncode == 2
+    line = one_error_line(result.stderr)
+    assert line.startswith(f"draftfit: error: {os.strerror(errno.EFBIG)}: ")
+    assert str(out / "model.safetensors") in line and "ulimit" in line
+    assert not out.exists() and siblings(out) == []
+    assert tree_hash(draft) == inputs
+
+
+def test_file_too_large_keeps_the_old_output(draft: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    convert_path(draft, "vllm", out)
+    before = tree_hash(out)
+    result = run_cli(
+        "convert", str(draft), "--to", "sglang", "-o", str(out), "--force",
+        preexec_fn=_limit_file_size,
+    )  # fmt: skip
+    assert result.returncode == 2 and "File too large" in one_error_line(result.stderr)
+    assert tree_hash(out) == before and siblings(out) == []
+
+
+def _not_a_dir(tmp: Path) -> tuple[Path, Path]:
+    (tmp / "plain").write_text("a file")
+    return tmp / "plain" / "out", tmp / "plain"
+
+
+def _too_long(tmp: Path) -> tuple[Path, Path]:
+    out = tmp / ("x" * 300)
+    return out, out
+
+
+def _loop(tmp: Path) -> tuple[Path, Path]:
+    (tmp / "a").symlink_to(tmp / "b")
+    (tmp / "b").symlink_to(tmp / "a")
+    return tmp / "a" / "out", tmp / "a"
+
+
+@pytest.mark.parametrize(
+    ("make", "code"),
+    [(_not_a_dir, errno.ENOTDIR), (_too_long, errno.ENAMETOOLONG), (_loop, errno.ELOOP)],
+)
+def test_unusable_output_path_is_one_line(
+    draft: Path, tmp_path: Path, capsys, make, code: int
+) -> None:
+    place = tmp_path / "place"
+    place.mkdir()
+    out, named = make(place)
+    inputs = tree_hash(draft)
+    before = sorted(p.name for p in place.iterdir())
+    assert main(["convert", str(draft), "--to", "vllm", "-o", str(out)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line == f"draftfit: error: {os.strerror(code)}: {named}"
+    assert sorted(p.name for p in place.iterdir()) == before
+    assert tree_hash(draft) == inputs
+
+
+@pytest.mark.skipif(ROOT, reason="root bypasses permission bits")
+def test_unwritable_parent_is_one_line(draft: Path, tmp_path: Path, capsys) -> None:
+    parent = tmp_path / "locked"
+    parent.mkdir()
+    parent.chmod(0o500)
+    try:
+        assert main(["convert", str(draft), "--to", "vllm", "-o", str(parent / "out")]) == 2
+        line = one_error_line(capsys.readouterr().err)
+        assert line.startswith(f"draftfit: error: {os.strerror(errno.EACCES)}: {parent}")
+        assert "permissions" in line and list(parent.iterdir()) == []
+    finally:
+        parent.chmod(0o700)
+
+
+def test_immutable_parent_is_one_line_even_for_root(draft: Path, tmp_path: Path, capsys) -> None:
+    """`chattr +i` makes a folder unwritable for root too (EPERM) where the filesystem
+    supports it."""
+    parent = tmp_path / "frozen"
+    parent.mkdir()
+    done = subprocess.run(["chattr", "+i", str(parent)], capture_output=True, check=False)
+    if done.returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        assert main(["convert", str(draft), "--to", "vllm", "-o", str(parent / "out")]) == 2
+        line = one_error_line(capsys.readouterr().err)
+        assert line.startswith(f"draftfit: error: {os.strerror(errno.EPERM)}: {parent}")
+        assert list(parent.iterdir()) == []
+    finally:
+        subprocess.run(["chattr", "-i", str(parent)], check=True)
+
+
+# ------------------------------------------------------------------ damaged input
+
+
+def _truncate(path: Path, keep_data: int) -> None:
+    raw = path.read_bytes()
+    header = 8 + int.from_bytes(raw[:8], "little")
+    path.write_bytes(raw[: header + keep_data])
+
+
+def _gap_then_truncate(path: Path) -> None:
+    """Shift the last tensor's offsets past a gap: its bytes run off the end of the file."""
+    raw = path.read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + size])
+    last = max((k for k in header if k != "__metadata__"), key=lambda k: header[k]["data_offsets"])
+    begin, end = header[last]["data_offsets"]
+    header[last]["data_offsets"] = [begin + 64, end + 64]
+    f.raw_safetensors(path, header, raw[8 + size :])
+
+
+@pytest.mark.parametrize(
+    ("damage", "code"),
+    [(lambda p: _truncate(p, 1000), "DF002"), (_gap_then_truncate, "DF007")],
+)
+def test_damaged_input_is_refused_before_writing(
+    draft: Path, tmp_path: Path, capsys, damage, code: str
+) -> None:
+    damage(draft / "model.safetensors")
+    inputs = tree_hash(draft)
+    out = tmp_path / "out"
+    with pytest.raises(DamagedInputError, match=code):
+        convert_path(draft, "vllm", out)
+    assert main(["convert", str(draft), "--to", "vllm", "-o", str(out)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert code in line and "model.safetensors" in line and "nothing written" in line
+    assert not out.exists() and siblings(out) == []
+    assert tree_hash(draft) == inputs
