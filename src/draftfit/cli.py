@@ -345,13 +345,14 @@ def _emit_report(report, fmt: str, fail_on) -> None:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from draftfit.inspect import inspect_path, render_inspect
+    from draftfit.inspect import inspect_path
+    from draftfit.render.inspect_text import render_inspect
 
     info = inspect_path(args.draft)
     if args.format == "json":
         from draftfit.render.json import render_json
 
-        sys.stdout.write(render_json(info))
+        sys.stdout.write(render_json(info.to_dict()))
     else:
         sys.stdout.write(render_inspect(info, _color()))
     return EXIT_OK
