@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from draftfit.check import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
@@ -41,6 +42,15 @@ class ConvertResult:
     def exit_code(self) -> int:
         """1 when the written output still has errors for the engine, else 0."""
         return self.report.exit_code(Severity.ERROR) if self.report is not None else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: the plan, where it went, and the check of the output."""
+        return {
+            "plan": self.plan.to_dict(),
+            "output": str(self.out) if self.out else None,
+            "written": self.written,
+            "check": self.report.to_dict() if self.report else None,
+        }
 
 
 def convert_path(

@@ -7,9 +7,10 @@ from rich.text import Text
 
 from draftfit.inspect import InspectInfo
 from draftfit.render.console import render_to_string
+from draftfit.render.options import PLAIN, RenderOptions
 
 
-def render_inspect(info: InspectInfo, color: bool = False) -> str:
+def render_inspect(info: InspectInfo, options: RenderOptions = PLAIN) -> str:
     def draw(console) -> None:
         head = Text()
         head.append("Draft    ", style="bold")
@@ -44,4 +45,4 @@ def render_inspect(info: InspectInfo, color: bool = False) -> str:
         for damage in info.damage:
             console.print(Text(f"damage: {damage.file}: {damage.message}", style="red"))
 
-    return render_to_string(draw, color)
+    return render_to_string(draw, options.color)

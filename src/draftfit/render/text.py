@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from draftfit.render.console import render_to_string
+from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.report import COMPATIBLE, DEGRADED, UNVERIFIED, Report, TargetFacts
 from draftfit.rules.base import Severity
 
@@ -23,7 +24,7 @@ SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severi
 VERDICT_STYLE = {COMPATIBLE: "bold green", DEGRADED: "bold yellow", UNVERIFIED: "bold cyan"}
 
 
-def render_check(report: Report, color: bool = False) -> str:
+def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
     """The text report: header, grouped findings, skipped checks, one verdict line per engine."""
 
     def draw(console) -> None:
@@ -108,4 +109,4 @@ def render_check(report: Report, color: bool = False) -> str:
             for note in recipe.notes:
                 console.print(Text("  # " + note, style="dim"))
 
-    return render_to_string(draw, color)
+    return render_to_string(draw, options.color)
