@@ -29,9 +29,9 @@ if TYPE_CHECKING:
 Renderer = Callable[[Any, "RenderOptions"], str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Kind:
-    """One kind of command output.
+    """One kind of command output (compared by identity: each is defined once, below).
 
     Attributes:
         name: what the output is (`check`, `matrix`, ...).
