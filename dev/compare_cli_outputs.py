@@ -95,7 +95,7 @@ def _cases(p: dict[str, Path], work: Path) -> dict[str, list[str]]:
                 "--to",
                 "sglang",
                 "-o",
-                str(work / "never"),
+                "./never/",
                 "--dry-run",
             ],
             f"convert-write-{fmt}": [

@@ -184,3 +184,11 @@ def test_building_the_parser_loads_no_renderer() -> None:
     assert not [
         m for m in loaded if m not in ("draftfit.render.registry", "draftfit.render.escape")
     ]
+
+
+def test_convert_text_names_the_output_as_the_user_wrote_it(tmp_path: Path) -> None:
+    draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "specforge")
+    spelled = f"{tmp_path}/./out/"
+    result = convert_path(draft, "vllm", spelled, dry_run=True)
+    assert f"-> {spelled}  (vllm convention)" in render(result, "text")
+    assert json.loads(render(result, "json"))["output"] == str(tmp_path / "out")

@@ -38,6 +38,7 @@ class ConvertResult:
     out: Path | None
     written: bool
     report: Report | None
+    out_as_given: str | None = None  # the output path as the caller spelled it, for display
 
     def exit_code(self) -> int:
         """1 when the written output still has errors for the engine, else 0."""
@@ -88,9 +89,13 @@ def convert_path(
     profile = next((p for p in profiles if p.engine == engine), None)
     plan = plan_conversion(checkpoint, describe(checkpoint), to, profile, target_obj, unsafe)
     if dry_run:
-        return ConvertResult(plan, Path(out) if out else None, False, None)
+        return ConvertResult(plan, Path(out) if out else None, False, None, _spelling(out))
     assert out is not None
     write_plan(plan, checkpoint, Path(out))
     written = load_checkpoint(out)
     report = check_checkpoint(written, target_obj, profiles)
-    return ConvertResult(plan, Path(out), True, report)
+    return ConvertResult(plan, Path(out), True, report, _spelling(out))
+
+
+def _spelling(out: str | Path | None) -> str | None:
+    return str(out) if out else None

@@ -68,8 +68,7 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
 
 def render_convert(result: ConvertResult, options: RenderOptions = PLAIN) -> str:
     """The plan, then (when the output was written) the check of the output."""
-    out = str(result.out) if result.out else None
-    text = render_plan(result.plan, out, result.written, options.color)
+    text = render_plan(result.plan, result.out_as_given, result.written, options.color)
     if result.report is not None:
         text += "\nCheck of the output\n\n" + render_check(result.report, options)
     return text
