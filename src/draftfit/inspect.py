@@ -65,7 +65,8 @@ class _Pairs:
     """Frozen dataclasses shown as a `name value` list: their fields in order, JSON-ready."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: _json_ready(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
+        values = ((f.name, getattr(self, f.name)) for f in fields(self))  # type: ignore[arg-type]
+        return {name: _json_ready(value) for name, value in values}
 
     def items(self) -> Iterator[tuple[str, Any]]:
         yield from self.to_dict().items()
