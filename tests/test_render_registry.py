@@ -172,14 +172,14 @@ def test_the_cli_emits_what_the_registry_renders(capsys, results, tmp_path: Path
 
 def test_building_the_parser_loads_no_renderer() -> None:
     code = (
-        "import sys\n"
+        "import json, sys\n"
         "from draftfit.cli import build_parser\n"
         "build_parser()\n"
         "loaded = [m for m in sys.modules if m.startswith('draftfit.render.')]\n"
-        "print(sorted(loaded))\n"
+        "print(json.dumps(sorted(loaded)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    loaded = eval(done.stdout)  # a printed list of module names
+    loaded = json.loads(done.stdout)
     assert "draftfit.render.registry" in loaded
     assert not [
         m for m in loaded if m not in ("draftfit.render.registry", "draftfit.render.escape")
