@@ -94,7 +94,8 @@ def test_modelopt_gets_top_level_ids_shifted(tmp_path: Path) -> None:
     result = convert_path(draft, "vllm", tmp_path / "out", target=tmp_path / "t")
     assert not any(x.code == "DF301" for x in result.report.findings)
     aux = result.report.engines[0].aux_layers
-    assert aux["used"] == [2, 4, 7] and aux["read_from"] == "/eagle_aux_hidden_state_layer_ids"
+    assert aux is not None
+    assert aux.used == (2, 4, 7) and aux.read_from == "/eagle_aux_hidden_state_layer_ids"
 
 
 def test_round_trip_keeps_every_tensor_byte_identical(tmp_path: Path) -> None:
@@ -303,16 +304,16 @@ def test_convert_to_sglang_writes_ids_in_the_targets_counting(tmp_path: Path) ->
     plain = convert_path(draft, "sglang", tmp_path / "o1", target=llama)
     assert nested(tmp_path / "o1") == [2, 4, 5]
     assert plain.report is not None and plain.report.engines[0].label == "sglang==0.5.23"
-    assert plain.report.engines[0].aux_layers["used"] == [3, 5, 6]
+    assert plain.report.engines[0].aux_layers.used == (3, 5, 6)
 
     new = convert_path(
         draft, "sglang", tmp_path / "o2", target=deepseek, engines=["sglang==0.5.13"]
     )
     assert nested(tmp_path / "o2") == [3, 5, 6]
-    assert new.report is not None and new.report.engines[0].aux_layers["used"] == [3, 5, 6]
+    assert new.report is not None and new.report.engines[0].aux_layers.used == (3, 5, 6)
 
     old = convert_path(
         draft, "sglang", tmp_path / "o3", target=deepseek, engines=["sglang==0.5.12"]
     )
     assert nested(tmp_path / "o3") == [2, 4, 5]
-    assert old.report is not None and old.report.engines[0].aux_layers["used"] == [3, 5, 6]
+    assert old.report is not None and old.report.engines[0].aux_layers.used == (3, 5, 6)

@@ -16,7 +16,16 @@ from draftfit.checkpoint import Checkpoint
 from draftfit.engines import build_view
 from draftfit.engines.profile import Profile, parse_engine_spec
 from draftfit.errors import UsageError
-from draftfit.report import EngineResult, Finding, Report, verdict_for
+from draftfit.report import (
+    AuxLayers,
+    DialectFacts,
+    EngineResult,
+    Finding,
+    Report,
+    SkippedRule,
+    TargetFacts,
+    verdict_for,
+)
 from draftfit.rules import all_rules
 from draftfit.rules.base import Context, Rule, Violation
 from draftfit.spec import EAGLE, EAGLE3, describe
@@ -76,7 +85,7 @@ def check_checkpoint(
     labels = [p.label for p in profiles]
     rules = all_rules()
     collected: dict[tuple, Finding] = {}
-    skipped: list[dict[str, str]] = []
+    skipped: list[SkippedRule] = []
 
     base = Context(checkpoint, spec, target, method=effective_method)
     for item in rules:
@@ -103,13 +112,13 @@ def check_checkpoint(
             profile.engine, profile.version, profile.title, draft_class=view.draft_class
         )
         if view.aux is not None:
-            result.aux_layers = {
-                "used": list(view.aux.used) if view.aux.used is not None else None,
-                "read_from": view.aux.read_from,
-                "keys_read": list(view.aux.keys_read),
-                "counting": "capture-before",
-                "expected_count": view.aux.expected_count,
-            }
+            result.aux_layers = AuxLayers(
+                used=tuple(view.aux.used) if view.aux.used is not None else None,
+                read_from=view.aux.read_from,
+                keys_read=tuple(view.aux.keys_read),
+                counting="capture-before",
+                expected_count=view.aux.expected_count,
+            )
         results.append(result)
 
     findings = sorted(collected.values(), key=lambda f: (-int(f.severity), f.code, str(f.location)))
@@ -118,19 +127,13 @@ def check_checkpoint(
     return Report(
         draft=checkpoint.source,
         target=target.source if target else None,
-        dialect={
-            "name": spec.dialect.name,
-            "variant": spec.dialect.variant,
-            "title": spec.dialect.title,
-            "evidence": list(spec.dialect.evidence),
-            "version_hint": spec.dialect.version_hint,
-        },
+        dialect=DialectFacts.of(spec.dialect),
         method=effective_method,
         method_evidence=spec.method_evidence if method is None else [f"--method {method}"],
         findings=findings,
         engines=results,
         skipped_rules=skipped,
-        target_facts=_target_facts(target),
+        target_facts=TargetFacts.of(target) if target is not None else None,
     )
 
 
@@ -164,18 +167,5 @@ def _with_caveats(violations: Iterable[Violation], profile: Profile) -> Iterator
         yield v
 
 
-def _skip(item: Rule) -> dict[str, str]:
-    return {"code": item.code, "name": item.name, "reason": "needs --target"}
-
-
-def _target_facts(target: Target | None) -> dict | None:
-    if target is None:
-        return None
-    return {
-        "architecture": target.architecture,
-        "model_type": target.model_type,
-        "hidden_size": target.hidden_size,
-        "num_layers": target.num_layers,
-        "vocab_size": target.vocab_size,
-        "text_config": target.text_pointer or None,
-    }
+def _skip(item: Rule) -> SkippedRule:
+    return SkippedRule(item.code, item.name, "needs --target")

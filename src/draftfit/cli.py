@@ -19,7 +19,9 @@ from collections.abc import Iterator, Sequence
 
 from draftfit import __version__
 from draftfit.errors import DraftfitError, Interrupted
+from draftfit.render import registry
 from draftfit.render.escape import escape_controls
+from draftfit.render.registry import Kind, emit, formats_for
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -56,8 +58,9 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageExit(f"{self.prog}: {message} (see `{self.prog} --help`)")
 
 
-def _add_format(parser: argparse.ArgumentParser, choices: Sequence[str] = ("text", "json")) -> None:
-    parser.add_argument("--format", choices=choices, default="text", help="output format")
+def _add_format(parser: argparse.ArgumentParser, kind: Kind) -> None:
+    choices = formats_for(kind)
+    parser.add_argument("--format", choices=choices, default=choices[0], help="output format")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print how to serve the draft with each compatible or degraded version",
     )
-    _add_format(check)
+    _add_format(check, registry.CHECK)
 
     diff = sub.add_parser(
         "diff",
@@ -131,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="lowest severity that makes the exit status 1 (default: error, i.e. a difference "
         "that matters)",
     )
-    _add_format(diff)
+    _add_format(diff, registry.DIFF)
 
     matrix = sub.add_parser(
         "matrix",
@@ -144,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument(
         "--method", choices=("eagle3", "eagle"), help="method (default: read from the checkpoint)"
     )
-    _add_format(matrix, ("text", "json", "markdown"))
+    _add_format(matrix, registry.MATRIX)
 
     convert = sub.add_parser(
         "convert",
@@ -176,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "--force", action="store_true", help="replace a non-empty output directory"
     )
-    _add_format(convert)
+    _add_format(convert, registry.CONVERT)
 
     inspect_p = sub.add_parser(
         "inspect",
@@ -186,18 +189,18 @@ def build_parser() -> argparse.ArgumentParser:
     inspect_p.add_argument(
         "draft", help="draft checkpoint: a directory, hf://OWNER/NAME[@REV] or OWNER/NAME"
     )
-    _add_format(inspect_p)
+    _add_format(inspect_p, registry.INSPECT)
 
     rules_p = sub.add_parser("rules", help="list every rule")
-    _add_format(rules_p)
+    _add_format(rules_p, registry.RULE_LIST)
 
     rule_p = sub.add_parser("rule", help="explain one rule")
     rule_p.add_argument("code", help="rule code (DF301) or name (aux-layers-differ-from-trained)")
-    _add_format(rule_p)
+    _add_format(rule_p, registry.RULE)
 
     engines_p = sub.add_parser("engines", help="list the engine versions draftfit has data for")
     engines_p.add_argument("engine", nargs="?", help="vllm, sglang or trtllm (default: all)")
-    _add_format(engines_p)
+    _add_format(engines_p, registry.ENGINES)
 
     demo = sub.add_parser(
         "demo",
@@ -206,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
         "with speculators, plus the Kimi-K2 target config, in a temporary "
         "folder, and check it against vLLM.",
     )
-    _add_format(demo)
+    _add_format(demo, registry.DEMO)
     return parser
 
 
@@ -315,10 +318,6 @@ def _dispatch(args: argparse.Namespace) -> int:
     raise _UsageExit(f"draftfit: unknown command {args.command}")  # pragma: no cover
 
 
-def _color() -> bool:
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
-
-
 def _cmd_check(args: argparse.Namespace) -> int:
     from draftfit.check import check_path
     from draftfit.rules.base import Severity
@@ -331,7 +330,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         recipes=args.recipe,
     )
     fail_on = Severity.parse(args.fail_on)
-    _emit_report(report, args.format, fail_on)
+    emit(report, args.format, fail_on=fail_on)
     return report.exit_code(fail_on)
 
 
@@ -343,41 +342,22 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         args.draft, args.reference, engines=args.engine, target=args.target, method=args.method
     )
     fail_on = Severity.parse(args.fail_on)
-    if args.format == "json":
-        from draftfit.render.json import render_json
-
-        sys.stdout.write(render_json(report.to_dict(fail_on)))
-    else:
-        from draftfit.render.diff_text import render_diff
-
-        sys.stdout.write(render_diff(report, _color()))
+    emit(report, args.format, fail_on=fail_on)
     return report.exit_code(fail_on)
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
-    from draftfit.matrix import build_matrix, render_markdown
+    from draftfit.matrix import build_matrix
     from draftfit.sources import open_checkpoint, open_target
 
     checkpoint = open_checkpoint(args.draft)
     target = open_target(args.target) if args.target else None
-    matrix = build_matrix(checkpoint, target, method=args.method)
-    if args.format == "json":
-        from draftfit.render.json import render_json
-
-        sys.stdout.write(render_json(matrix.to_dict()))
-    elif args.format == "markdown":
-        sys.stdout.write(render_markdown(matrix))
-    else:
-        from draftfit.render.matrix_text import render_matrix
-
-        sys.stdout.write(render_matrix(matrix, _color()))
+    emit(build_matrix(checkpoint, target, method=args.method), args.format)
     return EXIT_OK
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
     from draftfit.convert import convert_path
-    from draftfit.render.plan_text import render_plan
-    from draftfit.rules.base import Severity
 
     result = convert_path(
         args.draft,
@@ -389,122 +369,51 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         unsafe=args.unsafe_fixes,
         force=args.force,
     )
-    if args.format == "json":
-        from draftfit.render.json import render_json
-
-        data = {
-            "plan": result.plan.to_dict(),
-            "output": str(result.out) if result.out else None,
-            "written": result.written,
-            "removed_leftovers": [str(p) for p in result.removed_leftovers],
-            "check": result.report.to_dict() if result.report else None,
-        }
-        sys.stdout.write(render_json(data))
-    else:
-        for leftover in result.removed_leftovers:
-            sys.stdout.write(f"removed {leftover} (left by an interrupted convert)\n")
-        sys.stdout.write(render_plan(result.plan, args.out, result.written, _color()))
-        if result.report is not None:
-            from draftfit.render.text import render_check
-
-            sys.stdout.write("\nCheck of the output\n\n")
-            sys.stdout.write(render_check(result.report, _color()))
-    del Severity
+    emit(result, args.format)
     return result.exit_code()
 
 
-def _emit_report(report, fmt: str, fail_on) -> None:
-    if fmt == "json":
-        from draftfit.render.json import render_json
-
-        sys.stdout.write(render_json(report.to_dict(fail_on)))
-    else:
-        from draftfit.render.text import render_check
-
-        sys.stdout.write(render_check(report, _color()))
-
-
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from draftfit.inspect import inspect_path, render_inspect
+    from draftfit.inspect import inspect_path
 
-    info = inspect_path(args.draft)
-    if args.format == "json":
-        from draftfit.render.json import render_json
-
-        sys.stdout.write(render_json(info))
-    else:
-        sys.stdout.write(render_inspect(info, _color()))
+    emit(inspect_path(args.draft), args.format)
     return EXIT_OK
 
 
 def _cmd_rules(args: argparse.Namespace) -> int:
-    from draftfit.explain import render_rule_list, rule_list
+    from draftfit.explain import RuleList
 
-    if args.format == "json":
-        from draftfit.render.json import render_json
-
-        sys.stdout.write(render_json({"rules": rule_list()}))
-    else:
-        sys.stdout.write(render_rule_list(_color()))
+    emit(RuleList.all(), args.format)
     return EXIT_OK
 
 
 def _cmd_rule(args: argparse.Namespace) -> int:
-    from draftfit.explain import render_rule, rule_dict
     from draftfit.rules import get_rule
 
     item = get_rule(args.code)
     if item is None:
         raise _UsageExit(f"draftfit: no rule {args.code!r} (see `draftfit rules`)")
-    if args.format == "json":
-        from draftfit.render.json import render_json
-
-        sys.stdout.write(render_json(rule_dict(item)))
-    else:
-        sys.stdout.write(render_rule(item))
+    emit(item, args.format)
     return EXIT_OK
 
 
 def _cmd_engines(args: argparse.Namespace) -> int:
-    from draftfit.engines.profile import ENGINES, load_engine
+    from draftfit.engines.listing import list_engines
     from draftfit.errors import UsageError
 
     try:
-        datas = [load_engine(e) for e in ([args.engine] if args.engine else ENGINES)]
+        listing = list_engines(args.engine)
     except UsageError as exc:
         raise _UsageExit(f"draftfit: {exc}") from exc
-    items = [
-        {
-            "engine": data.engine,
-            "title": data.title,
-            "latest": data.latest,
-            "versions": list(data.versions),
-            "facts": {k: f.doc for k, f in sorted(data.facts.items())},
-        }
-        for data in datas
-    ]
-    if args.format == "json":
-        from draftfit.render.json import render_json
-
-        sys.stdout.write(render_json(items[0] if args.engine else {"engines": items}))
-        return EXIT_OK
-    lines = []
-    for data in datas:
-        lines += [
-            f"{data.title} (`--engine {data.engine}[==V]`): data for {len(data.versions)} "
-            f"releases (newest {data.latest})",
-            "  " + ", ".join(data.versions),
-            f"  facts ({len(data.facts)}): " + ", ".join(sorted(data.facts)),
-        ]
-    lines.append("Any other version is refused rather than guessed.")
-    sys.stdout.write("\n".join(lines) + "\n")
+    emit(listing, args.format)
     return EXIT_OK
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from draftfit.demo import run_demo
 
-    return run_demo(args.format, _color())
+    emit(run_demo(), args.format)
+    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

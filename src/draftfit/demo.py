@@ -10,14 +10,17 @@ folder, checks it against vLLM, and removes everything afterwards.
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draftfit.synth import speculators_table, write_sparse_checkpoint
+
+if TYPE_CHECKING:
+    from draftfit.diff import DiffReport
+    from draftfit.report import Report
 
 DEMO_ENGINES = ("vllm==0.17.0", "sglang==0.5.23", "vllm==0.34.0")
 
@@ -96,8 +99,20 @@ Try it on your own checkpoint:  draftfit check ./my-draft --target ./my-target
 """
 
 
-def run_demo(fmt: str = "text", color: bool = False) -> int:
-    """Build the demo in a temporary folder, check it, print the report, clean up."""
+@dataclass(frozen=True)
+class DemoResult:
+    """The demo's check and diff reports, and the size of the draft it wrote (in GB)."""
+
+    report: Report
+    diff: DiffReport
+    size_gb: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"check": self.report.to_dict(), "diff": self.diff.to_dict()}
+
+
+def run_demo() -> DemoResult:
+    """Build the demo in a temporary folder, check it, clean up, and return the reports."""
     from draftfit.check import check_path
     from draftfit.checkpoint import load_checkpoint
     from draftfit.diff import diff_paths
@@ -111,18 +126,5 @@ def run_demo(fmt: str = "text", color: bool = False) -> int:
         report.draft = diff.draft = paths.draft.name
         report.target = paths.target.name
         diff.reference = "AQ-MedAI/Kimi-K2-Instruct-eagle3"
-        if fmt == "json":
-            from draftfit.render.json import render_json
-
-            sys.stdout.write(render_json({"check": report.to_dict(), "diff": diff.to_dict()}))
-            return 0
-        from draftfit.render.diff_text import render_diff
-        from draftfit.render.text import render_check
-
         size = sum(t.numel * 2 for t in load_checkpoint(paths.draft).tensors.values()) / 1e9
-        sys.stdout.write(INTRO.format(size=size) + "\n")
-        sys.stdout.write(render_check(report, color))
-        sys.stdout.write("\n" + DIFF_INTRO + "\n")
-        sys.stdout.write(render_diff(diff, color, raw_limit=5))
-        sys.stdout.write("\n" + OUTRO)
-    return 0
+    return DemoResult(report, diff, size)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from rich.table import Table
-
-from draftfit.render.console import render_to_string
 from draftfit.rules import all_rules
 from draftfit.rules.base import Rule
 
@@ -24,25 +22,15 @@ def rule_dict(item: Rule) -> dict[str, Any]:
     }
 
 
-def rule_list() -> list[dict[str, Any]]:
-    return [rule_dict(item) for item in all_rules()]
+@dataclass(frozen=True)
+class RuleList:
+    """Every rule draftfit runs, in code order; what `draftfit rules` shows."""
 
+    rules: tuple[Rule, ...]
 
-def render_rule_list(color: bool = False) -> str:
-    def draw(console) -> None:
-        table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
-        table.add_column("code")
-        table.add_column("name")
-        table.add_column("severity")
-        table.add_column("summary")
-        for item in all_rules():
-            table.add_row(item.code, item.name, str(item.severity), item.summary)
-        console.print(table)
+    @classmethod
+    def all(cls) -> RuleList:
+        return cls(tuple(all_rules()))
 
-    return render_to_string(draw, color)
-
-
-def render_rule(item: Rule) -> str:
-    """Plain markdown-ish text: heading line, then the docstring sections."""
-    target = " (needs --target)" if item.needs_target else ""
-    return f"{item.code} {item.name} — {item.severity}{target}\n{item.summary}\n\n{item.doc}\n"
+    def to_dict(self) -> dict[str, Any]:
+        return {"rules": [rule_dict(item) for item in self.rules]}

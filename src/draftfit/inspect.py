@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-from rich.text import Text
-
-from draftfit.render.console import render_to_string
-from draftfit.spec import describe, is_known_role
+from draftfit.report import DialectFacts
+from draftfit.spec import AuxIds, describe, is_known_role
 
 ROLES: tuple[tuple[str, str], ...] = (
     (r"^fc\.weight$", "fusion fc (aux states -> hidden)"),
@@ -40,125 +39,204 @@ def role_of(canonical: str) -> str:
     return "known" if is_known_role(canonical) else "unrecognised"
 
 
-def inspect_path(path: str | Path) -> dict[str, Any]:
-    """Everything `draftfit inspect` shows, as a JSON-ready dict."""
+@dataclass(frozen=True)
+class TensorEntry:
+    """One stored tensor: its name, what it is for, dtype, shape and file."""
+
+    name: str
+    canonical: str | None  # the name in draftfit's canonical naming; None when unrecognised
+    role: str
+    dtype: str
+    shape: tuple[int, ...]
+    file: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "canonical": self.canonical,
+            "role": self.role,
+            "dtype": self.dtype,
+            "shape": list(self.shape),
+            "file": self.file,
+        }
+
+
+class _Pairs:
+    """Frozen dataclasses shown as a `name value` list: their fields in order, JSON-ready."""
+
+    def to_dict(self) -> dict[str, Any]:
+        values = ((f.name, getattr(self, f.name)) for f in fields(self))  # type: ignore[arg-type]
+        return {name: _json_ready(value) for name, value in values}
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        yield from self.to_dict().items()
+
+
+def _json_ready(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+@dataclass(frozen=True)
+class Dims(_Pairs):
+    """The draft's dimensions as the config and the stored tensors give them."""
+
+    hidden_size: int | None
+    target_hidden_size: int | None
+    num_attention_heads: int | None
+    num_key_value_heads: int | None
+    head_dim: int | None  # as written in the config
+    head_dim_effective: int | None  # as an engine derives it
+    intermediate_size: int | None
+    num_hidden_layers: int | None
+    layers_stored: tuple[int, ...]
+    vocab_size: int | None
+    draft_vocab_size: int | None
+    fc_aux_states: int | None
+
+
+@dataclass(frozen=True)
+class NormFlags(_Pairs):
+    """The norm flags of the config; None where the config does not set one."""
+
+    norm_before_residual: Any
+    norm_before_fc: Any
+    fc_norm: Any
+    norm_output: Any
+
+
+@dataclass(frozen=True)
+class AuxIdsEntry:
+    """Aux-layer ids written at one place in the config, with how they count."""
+
+    ids: tuple[int, ...]
+    pointer: str
+    counting: str
+    capture_before: tuple[int, ...]
+    why: str
+
+    @classmethod
+    def of(cls, aux: AuxIds) -> AuxIdsEntry:
+        return cls(
+            tuple(aux.ids), aux.pointer, aux.convention, tuple(aux.capture_before()), aux.why
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ids": list(self.ids),
+            "pointer": self.pointer,
+            "counting": self.counting,
+            "capture_before": list(self.capture_before),
+            "why": self.why,
+        }
+
+
+@dataclass(frozen=True)
+class DamageEntry:
+    """A structural problem found while reading the checkpoint."""
+
+    kind: str
+    file: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "file": self.file, "message": self.message}
+
+
+@dataclass(frozen=True)
+class InspectInfo:
+    """Everything `draftfit inspect` shows; :meth:`to_dict` is its JSON form."""
+
+    source: str
+    dialect: DialectFacts
+    method: str | None
+    method_evidence: tuple[str, ...]
+    layer_config: str
+    dims: Dims
+    aux_layer_ids: tuple[AuxIdsEntry, ...]
+    norm_flags: NormFlags
+    has_d2t: bool
+    has_t2d: bool
+    weight_format: str | None
+    weight_files: tuple[str, ...]
+    tensors: tuple[TensorEntry, ...]
+    parameters_by_dtype: Mapping[str, int]
+    damage: tuple[DamageEntry, ...]
+
+    @property
+    def parameters_total(self) -> int:
+        return sum(self.parameters_by_dtype.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "dialect": self.dialect.to_dict(),
+            "method": self.method,
+            "method_evidence": list(self.method_evidence),
+            "layer_config": self.layer_config,
+            "dims": self.dims.to_dict(),
+            "aux_layer_ids": [a.to_dict() for a in self.aux_layer_ids],
+            "norm_flags": self.norm_flags.to_dict(),
+            "vocab_maps": {"d2t": self.has_d2t, "t2d": self.has_t2d},
+            "weight_format": self.weight_format,
+            "weight_files": list(self.weight_files),
+            "tensors": [t.to_dict() for t in self.tensors],
+            "parameters_by_dtype": dict(self.parameters_by_dtype),
+            "parameters_total": self.parameters_total,
+            "damage": [d.to_dict() for d in self.damage],
+        }
+
+
+def inspect_path(path: str | Path) -> InspectInfo:
+    """Everything `draftfit inspect` shows about the draft at `path`."""
     from draftfit.sources import open_checkpoint
 
     checkpoint = open_checkpoint(path)
     spec = describe(checkpoint)
-    tensors = []
-    for canonical, info in spec.tensors.items():
-        tensors.append(
-            {
-                "name": info.name,
-                "canonical": canonical,
-                "role": role_of(canonical),
-                "dtype": info.dtype,
-                "shape": list(info.shape),
-                "file": info.file,
-            }
+    tensors = [
+        TensorEntry(
+            info.name, canonical, role_of(canonical), info.dtype, tuple(info.shape), info.file
         )
+        for canonical, info in spec.tensors.items()
+    ]
     for raw in spec.unrecognised:
-        if raw not in {t["name"] for t in tensors}:
+        if raw not in {t.name for t in tensors}:
             info = checkpoint.tensors[raw]
             tensors.append(
-                {
-                    "name": raw,
-                    "canonical": None,
-                    "role": "unrecognised",
-                    "dtype": info.dtype,
-                    "shape": list(info.shape),
-                    "file": info.file,
-                }
+                TensorEntry(raw, None, "unrecognised", info.dtype, tuple(info.shape), info.file)
             )
-    dims = {
-        "hidden_size": spec.hidden_size,
-        "target_hidden_size": spec.int_field("target_hidden_size"),
-        "num_attention_heads": spec.num_heads,
-        "num_key_value_heads": spec.num_kv_heads,
-        "head_dim": spec.head_dim_explicit,
-        "head_dim_effective": spec.head_dim,
-        "intermediate_size": spec.int_field("intermediate_size"),
-        "num_hidden_layers": spec.num_layers_config,
-        "layers_stored": spec.layer_indices,
-        "vocab_size": spec.vocab_size,
-        "draft_vocab_size": spec.int_field("draft_vocab_size"),
-        "fc_aux_states": spec.num_aux_states,
-    }
-    counts = checkpoint.parameter_count_by_dtype()
-    return {
-        "source": checkpoint.source,
-        "dialect": {
-            "name": spec.dialect.name,
-            "variant": spec.dialect.variant,
-            "title": spec.dialect.title,
-            "evidence": list(spec.dialect.evidence),
-            "version_hint": spec.dialect.version_hint,
-        },
-        "method": spec.method,
-        "method_evidence": spec.method_evidence,
-        "layer_config": spec.layer_config_pointer or "/",
-        "dims": dims,
-        "aux_layer_ids": [
-            {
-                "ids": list(a.ids),
-                "pointer": a.pointer,
-                "counting": a.convention,
-                "capture_before": list(a.capture_before()),
-                "why": a.why,
+    dims = Dims(
+        hidden_size=spec.hidden_size,
+        target_hidden_size=spec.int_field("target_hidden_size"),
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_kv_heads,
+        head_dim=spec.head_dim_explicit,
+        head_dim_effective=spec.head_dim,
+        intermediate_size=spec.int_field("intermediate_size"),
+        num_hidden_layers=spec.num_layers_config,
+        layers_stored=tuple(spec.layer_indices),
+        vocab_size=spec.vocab_size,
+        draft_vocab_size=spec.int_field("draft_vocab_size"),
+        fc_aux_states=spec.num_aux_states,
+    )
+    return InspectInfo(
+        source=checkpoint.source,
+        dialect=DialectFacts.of(spec.dialect),
+        method=spec.method,
+        method_evidence=tuple(spec.method_evidence),
+        layer_config=spec.layer_config_pointer or "/",
+        dims=dims,
+        aux_layer_ids=tuple(AuxIdsEntry.of(a) for a in spec.aux),
+        norm_flags=NormFlags(
+            **{
+                k: spec.get(k)
+                for k in ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output")
             }
-            for a in spec.aux
-        ],
-        "norm_flags": {
-            k: spec.get(k)
-            for k in ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output")
-        },
-        "vocab_maps": {"d2t": spec.has("d2t"), "t2d": spec.has("t2d")},
-        "weight_format": checkpoint.weight_format,
-        "weight_files": checkpoint.weight_files,
-        "tensors": tensors,
-        "parameters_by_dtype": counts,
-        "parameters_total": sum(counts.values()),
-        "damage": [
-            {"kind": d.kind, "file": d.file, "message": d.message} for d in checkpoint.damage
-        ],
-    }
-
-
-def render_inspect(info: dict[str, Any], color: bool = False) -> str:
-    def draw(console) -> None:
-        head = Text()
-        head.append("Draft    ", style="bold")
-        head.append(info["source"])
-        head.append("\nDialect  ", style="bold")
-        head.append(info["dialect"]["title"])
-        for item in info["dialect"]["evidence"]:
-            head.append(f"\n         - {item}", style="dim")
-        head.append("\nMethod   ", style="bold")
-        head.append(f"{info['method']} ({'; '.join(info['method_evidence'])})")
-        dims = info["dims"]
-        head.append("\nDims     ", style="bold")
-        head.append(", ".join(f"{k} {v}" for k, v in dims.items() if v not in (None, [])))
-        for aux in info["aux_layer_ids"]:
-            head.append("\nAux ids  ", style="bold")
-            head.append(
-                f"{aux['ids']} at {aux['pointer']} ({aux['counting']}; capture-before "
-                f"{aux['capture_before']})"
-            )
-        flags = {k: v for k, v in info["norm_flags"].items() if v is not None}
-        if flags:
-            head.append("\nNorms    ", style="bold")
-            head.append(", ".join(f"{k}={v}" for k, v in flags.items()))
-        console.print(head)
-        table = Table(box=None, header_style="bold", pad_edge=False)
-        for column in ("tensor", "role", "dtype", "shape"):
-            table.add_column(column)
-        for t in info["tensors"]:
-            table.add_row(t["name"], t["role"], t["dtype"], str(t["shape"]))
-        console.print(table)
-        params = ", ".join(f"{k} {v:,}" for k, v in sorted(info["parameters_by_dtype"].items()))
-        console.print(Text(f"Parameters  {info['parameters_total']:,} ({params})", style="bold"))
-        for damage in info["damage"]:
-            console.print(Text(f"damage: {damage['file']}: {damage['message']}", style="red"))
-
-    return render_to_string(draw, color)
+        ),
+        has_d2t=spec.has("d2t"),
+        has_t2d=spec.has("t2d"),
+        weight_format=checkpoint.weight_format,
+        weight_files=tuple(checkpoint.weight_files),
+        tensors=tuple(tensors),
+        parameters_by_dtype=checkpoint.parameter_count_by_dtype(),
+        damage=tuple(DamageEntry(d.kind, d.file, d.message) for d in checkpoint.damage),
+    )

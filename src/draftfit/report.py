@@ -7,10 +7,14 @@ ever added (bump `schema_version` on any incompatible change).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draftfit import __version__
 from draftfit.rules.base import Location, Severity
+
+if TYPE_CHECKING:
+    from draftfit.dialects import Dialect
+    from draftfit.target import Target
 
 SCHEMA_VERSION = 1
 
@@ -21,6 +25,101 @@ UNVERIFIED = "unverified"
 UNVERIFIED_CODES = frozenset({"DF505"})
 DEGRADED = "degraded"
 COMPATIBLE = "compatible"
+
+
+@dataclass(frozen=True)
+class DialectFacts:
+    """Which producer convention wrote the draft, as the report shows it."""
+
+    name: str
+    variant: str | None
+    title: str
+    evidence: tuple[str, ...]
+    version_hint: str | None
+
+    @classmethod
+    def of(cls, dialect: Dialect) -> DialectFacts:
+        return cls(
+            dialect.name,
+            dialect.variant,
+            dialect.title,
+            tuple(dialect.evidence),
+            dialect.version_hint,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "variant": self.variant,
+            "title": self.title,
+            "evidence": list(self.evidence),
+            "version_hint": self.version_hint,
+        }
+
+
+@dataclass(frozen=True)
+class TargetFacts:
+    """What the report says about the target model (read from its config.json)."""
+
+    architecture: str | None
+    model_type: str | None
+    hidden_size: int | None
+    num_layers: int | None
+    vocab_size: int | None
+    text_config: str | None  # JSON pointer of the text sub-config, when nested
+
+    @classmethod
+    def of(cls, target: Target) -> TargetFacts:
+        return cls(
+            target.architecture,
+            target.model_type,
+            target.hidden_size,
+            target.num_layers,
+            target.vocab_size,
+            target.text_pointer or None,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "architecture": self.architecture,
+            "model_type": self.model_type,
+            "hidden_size": self.hidden_size,
+            "num_layers": self.num_layers,
+            "vocab_size": self.vocab_size,
+            "text_config": self.text_config,
+        }
+
+
+@dataclass(frozen=True)
+class SkippedRule:
+    """A rule that did not run, and why (e.g. it needs a target and none was given)."""
+
+    code: str
+    name: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "name": self.name, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class AuxLayers:
+    """The aux hidden-state layers one engine version will capture for this draft."""
+
+    used: tuple[int, ...] | None  # capture-before ids; None when unknown (no target)
+    read_from: str | None  # config pointer the ids came from; None when the default is used
+    keys_read: tuple[str, ...]
+    counting: str
+    expected_count: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "used": list(self.used) if self.used is not None else None,
+            "read_from": self.read_from,
+            "keys_read": list(self.keys_read),
+            "counting": self.counting,
+            "expected_count": self.expected_count,
+        }
 
 
 @dataclass
@@ -63,7 +162,7 @@ class EngineResult:
     verdict: str = COMPATIBLE
     counts: dict[str, int] = field(default_factory=dict)
     draft_class: str | None = None
-    aux_layers: dict[str, Any] | None = None
+    aux_layers: AuxLayers | None = None
 
     @property
     def label(self) -> str:
@@ -78,7 +177,7 @@ class EngineResult:
             "draft_class": self.draft_class,
         }
         if self.aux_layers is not None:
-            out["aux_layers"] = self.aux_layers
+            out["aux_layers"] = self.aux_layers.to_dict()
         return out
 
 
@@ -88,13 +187,13 @@ class Report:
 
     draft: str
     target: str | None
-    dialect: dict[str, Any]
+    dialect: DialectFacts
     method: str | None
     method_evidence: list[str]
     findings: list[Finding]
     engines: list[EngineResult]
-    skipped_rules: list[dict[str, str]] = field(default_factory=list)
-    target_facts: dict[str, Any] | None = None
+    skipped_rules: list[SkippedRule] = field(default_factory=list)
+    target_facts: TargetFacts | None = None
     recipes: list[Any] | None = None  # draftfit.recipe.Recipe, when asked for
 
     def count(self, severity: Severity) -> int:
@@ -109,16 +208,21 @@ class Report:
             "tool": {"name": "draftfit", "version": __version__},
             "draft": {
                 "source": self.draft,
-                "dialect": self.dialect,
+                "dialect": self.dialect.to_dict(),
                 "method": self.method,
                 "method_evidence": list(self.method_evidence),
             },
             "target": (
-                {"source": self.target, **(self.target_facts or {})} if self.target else None
+                {
+                    "source": self.target,
+                    **(self.target_facts.to_dict() if self.target_facts else {}),
+                }
+                if self.target
+                else None
             ),
             "engines": [e.to_dict() for e in self.engines],
             "findings": [f.to_dict() for f in self.findings],
-            "skipped_rules": list(self.skipped_rules),
+            "skipped_rules": [s.to_dict() for s in self.skipped_rules],
             "summary": {
                 "error": self.count(Severity.ERROR),
                 "warning": self.count(Severity.WARNING),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from draftfit.check import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
@@ -50,10 +51,21 @@ class ConvertResult:
     written: bool
     report: Report | None
     removed_leftovers: list[Path] = field(default_factory=list)
+    out_as_given: str | None = None  # the output path as the caller spelled it, for display
 
     def exit_code(self) -> int:
         """1 when the written output still has errors for the engine, else 0."""
         return self.report.exit_code(Severity.ERROR) if self.report is not None else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: the plan, where it went, and the check of the output."""
+        return {
+            "plan": self.plan.to_dict(),
+            "output": str(self.out) if self.out else None,
+            "written": self.written,
+            "removed_leftovers": [str(p) for p in self.removed_leftovers],
+            "check": self.report.to_dict() if self.report else None,
+        }
 
 
 def convert_path(
@@ -87,14 +99,18 @@ def convert_path(
     profile = next((p for p in profiles if p.engine == engine), None)
     plan = plan_conversion(checkpoint, describe(checkpoint), to, profile, target_obj, unsafe)
     if dry_run:
-        return ConvertResult(plan, Path(out) if out else None, False, None)
+        return ConvertResult(
+            plan, Path(out) if out else None, False, None, out_as_given=_spelling(out)
+        )
     assert out is not None
     _refuse_short_files(draft, checkpoint, plan)
     labels = [p.label for p in profiles]
     result = write_plan(plan, checkpoint, Path(out), force=force, engines=labels)
     written = load_checkpoint(out)
     report = check_checkpoint(written, target_obj, profiles)
-    return ConvertResult(plan, Path(out), True, report, result.removed_leftovers)
+    return ConvertResult(
+        plan, Path(out), True, report, result.removed_leftovers, out_as_given=_spelling(out)
+    )
 
 
 def _refuse_damage(draft: str | Path, checkpoint: Checkpoint) -> None:
@@ -135,3 +151,7 @@ def _refuse_short_files(draft: str | Path, checkpoint: Checkpoint, plan: Plan) -
                 f"at byte {info.byte_range[1]}, but the file holds {sizes[info.file]} bytes; "
                 "nothing written (run `draftfit check` on it)"
             )
+
+
+def _spelling(out: str | Path | None) -> str | None:
+    return str(out) if out else None

@@ -6,10 +6,13 @@ from rich.text import Text
 
 from draftfit.diff import EQUIVALENT, DiffReport
 from draftfit.render.console import render_to_string
+from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.rules.base import Severity
 
 
-def render_diff(report: DiffReport, color: bool = False, raw_limit: int | None = None) -> str:
+def render_diff(
+    report: DiffReport, options: RenderOptions = PLAIN, raw_limit: int | None = None
+) -> str:
     """Render the diff; `raw_limit` caps how many raw differences are listed."""
 
     def draw(console) -> None:
@@ -72,4 +75,4 @@ def render_diff(report: DiffReport, color: bool = False, raw_limit: int | None =
             )
             console.print(line)
 
-    return render_to_string(draw, color)
+    return render_to_string(draw, options.color)

@@ -1,10 +1,29 @@
-"""JSON output: the report's documented dictionary, pretty-printed with sorted keys."""
+"""JSON output: a result's documented dictionary, pretty-printed with sorted keys."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from draftfit.render.options import PLAIN, RenderOptions
+from draftfit.rules.base import Rule
+
 
 def render_json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def render_result_json(result: Any, options: RenderOptions = PLAIN) -> str:
+    """Any result with a `to_dict()`: a matrix, an inspection, a conversion, ..."""
+    return render_json(result.to_dict())
+
+
+def render_report_json(report: Any, options: RenderOptions = PLAIN) -> str:
+    """A check or diff report, whose `summary.exit_code` follows `options.fail_on`."""
+    return render_json(report.to_dict(options.fail_on))
+
+
+def render_rule_json(item: Rule, options: RenderOptions = PLAIN) -> str:
+    from draftfit.explain import rule_dict
+
+    return render_json(rule_dict(item))

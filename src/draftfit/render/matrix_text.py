@@ -7,10 +7,11 @@ from rich.text import Text
 
 from draftfit.matrix import Matrix
 from draftfit.render.console import render_to_string
+from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import VERDICT_STYLE
 
 
-def render_matrix(matrix: Matrix, color: bool = False, recipes: bool = True) -> str:
+def render_matrix(matrix: Matrix, options: RenderOptions = PLAIN, recipes: bool = True) -> str:
     def draw(console) -> None:
         head = Text()
         head.append("Draft   ", style="bold")
@@ -46,4 +47,4 @@ def render_matrix(matrix: Matrix, color: bool = False, recipes: bool = True) -> 
         for note in matrix.notes:
             console.print(Text(note, style="dim"))
 
-    return render_to_string(draw, color)
+    return render_to_string(draw, options.color)

@@ -1,11 +1,18 @@
-"""The human-readable conversion plan: each edit with its safety, then what was written."""
+"""The human-readable conversion: each edit with its safety, what was written, its check."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from draftfit.convert.plan import DISPLAY_ONLY, SAFE, UNSAFE, Plan
 from draftfit.render.console import render_to_string
+from draftfit.render.options import PLAIN, RenderOptions
+from draftfit.render.text import render_check
+
+if TYPE_CHECKING:
+    from draftfit.convert import ConvertResult
 
 STYLE = {SAFE: "green", UNSAFE: "yellow", DISPLAY_ONLY: "bold red"}
 MARK = {SAFE: "safe", UNSAFE: "unsafe", DISPLAY_ONLY: "display-only"}
@@ -57,3 +64,15 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
             console.print(Text("dry run: nothing written", style="dim"))
 
     return render_to_string(draw, color)
+
+
+def render_convert(result: ConvertResult, options: RenderOptions = PLAIN) -> str:
+    """The plan, then (when the output was written) the check of the output."""
+    text = "".join(
+        f"removed {leftover} (left by an interrupted convert)\n"
+        for leftover in result.removed_leftovers
+    )
+    text += render_plan(result.plan, result.out_as_given, result.written, options.color)
+    if result.report is not None:
+        text += "\nCheck of the output\n\n" + render_check(result.report, options)
+    return text

@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 
 from draftfit.render.console import render_to_string
-from draftfit.report import COMPATIBLE, DEGRADED, UNVERIFIED, Report
+from draftfit.render.options import PLAIN, RenderOptions
+from draftfit.report import COMPATIBLE, DEGRADED, UNVERIFIED, Report, TargetFacts
 from draftfit.rules.base import Severity
 
 FAMILY_TITLES = {
@@ -23,30 +24,28 @@ SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severi
 VERDICT_STYLE = {COMPATIBLE: "bold green", DEGRADED: "bold yellow", UNVERIFIED: "bold cyan"}
 
 
-def render_check(report: Report, color: bool = False) -> str:
+def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
     """The text report: header, grouped findings, skipped checks, one verdict line per engine."""
 
     def draw(console) -> None:
         header = Text()
         header.append("Draft   ", style="bold")
         header.append(report.draft)
-        header.append(f"\n        {report.dialect['title']}")
+        header.append(f"\n        {report.dialect.title}")
         if report.method:
             header.append(f" · method {report.method}")
-        if report.dialect.get("evidence"):
-            header.append(
-                "\n        evidence: " + "; ".join(report.dialect["evidence"]), style="dim"
-            )
+        if report.dialect.evidence:
+            header.append("\n        evidence: " + "; ".join(report.dialect.evidence), style="dim")
         console.print(header)
         if report.target:
-            facts = report.target_facts or {}
+            facts = report.target_facts or TargetFacts(None, None, None, None, None, None)
             line = Text()
             line.append("Target  ", style="bold")
             line.append(report.target)
             line.append(
-                f"\n        {facts.get('architecture')} ({facts.get('model_type')}), "
-                f"{facts.get('num_layers')} layers, hidden {facts.get('hidden_size')}, "
-                f"vocab {facts.get('vocab_size')}"
+                f"\n        {facts.architecture} ({facts.model_type}), "
+                f"{facts.num_layers} layers, hidden {facts.hidden_size}, "
+                f"vocab {facts.vocab_size}"
             )
             console.print(line)
         else:
@@ -81,7 +80,7 @@ def render_check(report: Report, color: bool = False) -> str:
             console.print()
 
         if report.skipped_rules:
-            names = ", ".join(f"{s['code']} {s['name']}" for s in report.skipped_rules)
+            names = ", ".join(f"{s.code} {s.name}" for s in report.skipped_rules)
             console.print(Text(f"Skipped without --target: {names}", style="dim"))
             console.print()
 
@@ -95,9 +94,9 @@ def render_check(report: Report, color: bool = False) -> str:
                 f"{counts.get('info', 0)} info)"
             )
             aux = result.aux_layers
-            if aux and aux.get("used") is not None:
-                source = aux.get("read_from") or "default"
-                line.append(f" · aux layers {aux['used']} from {source}", style="dim")
+            if aux is not None and aux.used is not None:
+                source = aux.read_from or "default"
+                line.append(f" · aux layers {list(aux.used)} from {source}", style="dim")
             console.print(line)
         for recipe in report.recipes or []:
             console.print(
@@ -110,4 +109,4 @@ def render_check(report: Report, color: bool = False) -> str:
             for note in recipe.notes:
                 console.print(Text("  # " + note, style="dim"))
 
-    return render_to_string(draw, color)
+    return render_to_string(draw, options.color)

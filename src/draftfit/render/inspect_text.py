@@ -1,0 +1,48 @@
+"""The human-readable `draftfit inspect`: dialect, dims, aux ids, then a table of tensors."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from draftfit.inspect import InspectInfo
+from draftfit.render.console import render_to_string
+from draftfit.render.options import PLAIN, RenderOptions
+
+
+def render_inspect(info: InspectInfo, options: RenderOptions = PLAIN) -> str:
+    def draw(console) -> None:
+        head = Text()
+        head.append("Draft    ", style="bold")
+        head.append(info.source)
+        head.append("\nDialect  ", style="bold")
+        head.append(info.dialect.title)
+        for item in info.dialect.evidence:
+            head.append(f"\n         - {item}", style="dim")
+        head.append("\nMethod   ", style="bold")
+        head.append(f"{info.method} ({'; '.join(info.method_evidence)})")
+        head.append("\nDims     ", style="bold")
+        head.append(", ".join(f"{k} {v}" for k, v in info.dims.items() if v not in (None, [])))
+        for aux in info.aux_layer_ids:
+            head.append("\nAux ids  ", style="bold")
+            head.append(
+                f"{list(aux.ids)} at {aux.pointer} ({aux.counting}; capture-before "
+                f"{list(aux.capture_before)})"
+            )
+        flags = {k: v for k, v in info.norm_flags.items() if v is not None}
+        if flags:
+            head.append("\nNorms    ", style="bold")
+            head.append(", ".join(f"{k}={v}" for k, v in flags.items()))
+        console.print(head)
+        table = Table(box=None, header_style="bold", pad_edge=False)
+        for column in ("tensor", "role", "dtype", "shape"):
+            table.add_column(column)
+        for t in info.tensors:
+            table.add_row(t.name, t.role, t.dtype, str(list(t.shape)))
+        console.print(table)
+        params = ", ".join(f"{k} {v:,}" for k, v in sorted(info.parameters_by_dtype.items()))
+        console.print(Text(f"Parameters  {info.parameters_total:,} ({params})", style="bold"))
+        for damage in info.damage:
+            console.print(Text(f"damage: {damage.file}: {damage.message}", style="red"))
+
+    return render_to_string(draw, options.color)

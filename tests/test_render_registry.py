@@ -1,0 +1,194 @@
+"""The output registry: the parser's --format choices, and every renderer on a real result."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from draftfit.check import check_path
+from draftfit.cli import build_parser, main
+from draftfit.convert import convert_path
+from draftfit.demo import run_demo
+from draftfit.diff import diff_paths
+from draftfit.engines.listing import list_engines
+from draftfit.explain import RuleList
+from draftfit.inspect import inspect_path
+from draftfit.matrix import build_matrix
+from draftfit.render import registry
+from draftfit.render.options import RenderOptions
+from draftfit.render.registry import KINDS, emit, formats_for, kind_of, render
+from draftfit.rules import get_rule
+from draftfit.rules.base import Severity
+from draftfit.sources import open_checkpoint, open_target
+from tests import factory as f
+
+COMMAND_KINDS = {
+    "check": registry.CHECK,
+    "diff": registry.DIFF,
+    "matrix": registry.MATRIX,
+    "convert": registry.CONVERT,
+    "inspect": registry.INSPECT,
+    "rules": registry.RULE_LIST,
+    "rule": registry.RULE,
+    "engines": registry.ENGINES,
+    "demo": registry.DEMO,
+}
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def _format_choices(sub: argparse.ArgumentParser) -> tuple[str, ...]:
+    action = next(a for a in sub._actions if "--format" in a.option_strings)
+    assert action.default == action.choices[0]
+    return tuple(action.choices)
+
+
+def test_every_command_offers_exactly_the_formats_of_its_kind() -> None:
+    subcommands = _subcommands()
+    assert set(subcommands) == set(COMMAND_KINDS)
+    for name, sub in subcommands.items():
+        assert _format_choices(sub) == formats_for(COMMAND_KINDS[name]), name
+    assert set(COMMAND_KINDS.values()) == set(KINDS)
+
+
+def test_matrix_also_writes_markdown_and_every_kind_writes_text_and_json() -> None:
+    assert formats_for(registry.MATRIX) == ("text", "json", "markdown")
+    for kind in KINDS:
+        assert formats_for(kind)[:2] == ("text", "json"), kind.name
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[object]]:
+    """One or more real results of every kind, from tiny checkpoints on disk."""
+    root = tmp_path_factory.mktemp("registry")
+    target = f.llama_target(root / "target")
+    clean = f.speculators(aux=[2, 4, 5]).write(root / "clean")
+    specforge = f.specforge(nested_aux=[1, 3, 6]).write(root / "specforge")
+    eagle1 = f.eagle1().write(root / "eagle1")
+    item = get_rule("DF301")
+    assert item is not None
+    return {
+        "check": [
+            check_path(clean, target=target, engines=["all"], recipes=True),
+            check_path(eagle1),
+            check_path(specforge, target=target, engines=["all"]),
+        ],
+        "diff": [diff_paths(specforge, clean, target=target, engines=["all"])],
+        "matrix": [
+            build_matrix(open_checkpoint(specforge), open_target(target)),
+            build_matrix(open_checkpoint(eagle1), None),
+        ],
+        "convert": [
+            convert_path(specforge, "vllm", None, dry_run=True),
+            convert_path(specforge, "sglang", root / "out", target=target),
+        ],
+        "inspect": [inspect_path(clean), inspect_path(specforge), inspect_path(eagle1)],
+        "rules": [RuleList.all()],
+        "rule": [item],
+        "engines": [list_engines(), list_engines("trtllm")],
+        "demo": [run_demo()],
+    }
+
+
+def test_every_registered_renderer_renders_a_real_result(results) -> None:
+    assert set(results) == {kind.name for kind in KINDS}
+    for kind in KINDS:
+        for result in results[kind.name]:
+            assert kind_of(result) is kind
+            for fmt in formats_for(kind):
+                text = render(result, fmt)
+                assert isinstance(text, str) and text.endswith("\n"), (kind.name, fmt)
+                assert text.strip(), (kind.name, fmt)
+                if fmt == "json":
+                    assert isinstance(json.loads(text), dict), kind.name
+
+
+def test_json_is_the_results_dictionary(results) -> None:
+    for name in ("matrix", "convert", "inspect", "rules", "engines", "demo"):
+        for result in results[name]:
+            assert json.loads(render(result, "json")) == result.to_dict(), name
+    report = results["check"][0]
+    assert json.loads(render(report, "json")) == report.to_dict()
+
+
+def test_text_renderers_read_the_typed_facts(results) -> None:
+    report = results["check"][0]
+    text = render(report, "text")
+    assert report.dialect.title in text
+    assert report.target_facts is not None and report.target_facts.architecture in text
+    used = {tuple(e.aux_layers.used) for e in report.engines if e.aux_layers and e.aux_layers.used}
+    assert used and any(f"aux layers {list(ids)}" in text for ids in used)
+    skipped = render(results["check"][1], "text")
+    assert results["check"][1].skipped_rules
+    assert all(s.code in skipped for s in results["check"][1].skipped_rules)
+    info = results["inspect"][1]
+    shown = render(info, "text")
+    assert info.dialect.title in shown and all(t.name in shown for t in info.tensors)
+
+
+def test_fail_on_reaches_the_json_exit_code(results) -> None:
+    report = results["check"][2]
+    assert report.count(Severity.ERROR) == 0 and report.count(Severity.WARNING)
+    lenient = json.loads(render(report, "json", RenderOptions(fail_on=Severity.ERROR)))
+    strict = json.loads(render(report, "json", RenderOptions(fail_on=Severity.WARNING)))
+    assert (lenient["summary"]["exit_code"], strict["summary"]["exit_code"]) == (0, 1)
+    out = io.StringIO()
+    emit(report, "json", fail_on=Severity.WARNING, stream=out)
+    assert json.loads(out.getvalue())["summary"]["exit_code"] == 1
+
+
+def test_emit_colours_only_when_asked_or_on_a_terminal(results) -> None:
+    report = results["check"][0]
+    plain, coloured = io.StringIO(), io.StringIO()
+    emit(report, "text", stream=plain)
+    emit(report, "text", color=True, stream=coloured)
+    assert "\x1b[" not in plain.getvalue() and "\x1b[" in coloured.getvalue()
+
+
+def test_unknown_format_and_unknown_result_are_refused(results) -> None:
+    with pytest.raises(ValueError, match="no format 'sarif'"):
+        render(results["inspect"][0], "sarif")
+    with pytest.raises(TypeError, match="no output kind"):
+        render({"a": 1}, "json")
+
+
+def test_the_cli_emits_what_the_registry_renders(capsys, results, tmp_path: Path) -> None:
+    draft = f.eagle1().write(tmp_path / "eagle1")
+    assert main(["inspect", str(draft), "--format", "json"]) == 0
+    assert capsys.readouterr().out == render(inspect_path(draft), "json")
+    assert main(["rule", "DF301"]) == 0
+    assert capsys.readouterr().out == render(results["rule"][0], "text")
+
+
+def test_building_the_parser_loads_no_renderer() -> None:
+    code = (
+        "import json, sys\n"
+        "from draftfit.cli import build_parser\n"
+        "build_parser()\n"
+        "loaded = [m for m in sys.modules if m.startswith('draftfit.render.')]\n"
+        "print(json.dumps(sorted(loaded)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = json.loads(done.stdout)
+    assert "draftfit.render.registry" in loaded
+    assert not [
+        m for m in loaded if m not in ("draftfit.render.registry", "draftfit.render.escape")
+    ]
+
+
+def test_convert_text_names_the_output_as_the_user_wrote_it(tmp_path: Path) -> None:
+    draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "specforge")
+    spelled = f"{tmp_path}/./out/"
+    result = convert_path(draft, "vllm", spelled, dry_run=True)
+    assert f"-> {spelled}  (vllm convention)" in render(result, "text")
+    assert json.loads(render(result, "json"))["output"] == str(tmp_path / "out")
