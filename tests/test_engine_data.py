@@ -89,8 +89,8 @@ def test_a_fact_outside_every_range_is_unknown() -> None:
                 "x": {
                     "doc": "d",
                     "values": [
-                        {"value": 1, "source": "a.py@v1.0.0", "since": "1.0"},
-                        {"value": 2, "source": "a.py@v1.0.0", "since": "0.5"},
+                        {"value": 1, "source": "a.py@v1.0.0", "confidence": "read", "since": "1.0"},
+                        {"value": 2, "source": "a.py@v1.0.0", "confidence": "read", "since": "0.5"},
                     ],
                 }
             },
@@ -100,12 +100,90 @@ def test_a_fact_outside_every_range_is_unknown() -> None:
             "versions": ["1.0"],
             "latest": "1.0",
             "fact": {
-                "x": {"doc": "d", "items": [{"value": 1, "source": "a.py@v1.0.0", "colour": "red"}]}
+                "x": {
+                    "doc": "d",
+                    "items": [
+                        {"value": 1, "source": "a.py@v1.0.0", "confidence": "read", "colour": "red"}
+                    ],
+                }
             },
         },
         {"versions": ["not a version"], "latest": "1.0", "fact": {}},
+        {
+            "versions": ["1.0"],
+            "latest": "1.0",
+            "fact": {"x": {"doc": "d", "values": [{"value": 1, "source": "a.py@v1.0.0"}]}},
+        },
+        {
+            "versions": ["1.0"],
+            "latest": "1.0",
+            "fact": {
+                "x": {
+                    "doc": "d",
+                    "values": [{"value": 1, "source": "a.py@v1.0.0", "confidence": "probably"}],
+                }
+            },
+        },
     ],
 )
 def test_malformed_data_is_rejected(raw) -> None:
     with pytest.raises(SpecDataError):
         parse_engine_data("test", raw)
+
+
+def test_a_well_formed_entry_loads_with_its_confidence() -> None:
+    entry = {"value": 1, "source": "a.py@v1.0.0", "confidence": "assumed", "note": "as 0.9"}
+    raw = {"versions": ["1.0"], "latest": "1.0", "fact": {"x": {"doc": "d", "values": [entry]}}}
+    loaded = parse_engine_data("test", raw).facts["x"].entries[0]
+    assert (loaded.confidence, loaded.approximate, loaded.note) == ("assumed", True, "as 0.9")
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_every_data_entry_states_a_known_confidence(engine: str) -> None:
+    """Read from the TOML text itself, so a default in the loader could not hide a gap."""
+    from importlib import resources
+
+    from draftfit.engines.profile import CONFIDENCE, tomllib
+
+    text = resources.files("draftfit.engines").joinpath("data", f"{engine}.toml").read_text()
+    seen = set()
+    for key, body in tomllib.loads(text)["fact"].items():
+        for entry in body.get("values", body.get("items", [])):
+            assert entry.get("confidence") in CONFIDENCE, (key, entry)
+            seen.add(entry["confidence"])
+    assert "read" in seen
+
+
+@pytest.mark.parametrize(
+    ("case_id", "engine"),
+    [
+        ("trtllm-d2t-missing", "trtllm"),
+        ("nested-aux-read-unshifted-by-mrv1-0.22", "vllm"),
+        ("draft-context-short-0.29", "vllm"),
+    ],
+)
+def test_an_approximate_entry_surfaces_in_the_finding_built_on_it(
+    case_id: str, engine: str, tmp_path
+) -> None:
+    """Each finding whose sources include an approximate entry active at the checked
+    version quotes that entry's note; findings on exact entries carry no caveat."""
+    from draftfit.check import check_path
+    from tests.cases import CASES
+
+    case = next(c for c in CASES if c.id == case_id)
+    draft, target = case.build(tmp_path)
+    report = check_path(draft, target=target, engines=case.engines, method=case.method)
+    profile = parse_engine_spec(case.engines[0])[0]
+    assert profile.engine == engine
+    active = [
+        e for fact in profile.data.facts.values() for e in fact.entries if e.applies(profile.parsed)
+    ]
+    caveated = 0
+    for finding in report.findings:
+        behind = [e for e in active if e.source in finding.sources and e.approximate]
+        if behind:
+            caveated += 1
+            assert any(f"data here is approximate: {e.note}" in finding.message for e in behind)
+        else:
+            assert "data here is approximate" not in finding.message
+    assert caveated >= 1
