@@ -187,3 +187,50 @@ def test_an_approximate_entry_surfaces_in_the_finding_built_on_it(
         else:
             assert "data here is approximate" not in finding.message
     assert caveated >= 1
+
+
+def test_every_fact_a_rule_rests_on_exists_in_that_engines_data() -> None:
+    from draftfit.rules import all_rules
+    from draftfit.rules.data_facts import RULE_FACTS, facts_for
+
+    registered = {item.check for item in all_rules()}
+    assert set(RULE_FACTS) <= registered
+    named = 0
+    for item in all_rules():
+        for engine, keys in facts_for(item).items():
+            known = set(load_engine(engine).facts)
+            assert set(keys) <= known, (item.code, engine, set(keys) - known)
+            named += len(keys)
+    assert named > 40
+
+
+def test_rule_explains_the_data_it_rests_on(capsys) -> None:
+    """`draftfit rule CODE` lists, per engine, the facts the rule reads with every entry's
+    range, source and confidence exactly as the data file holds them."""
+    import json
+
+    from draftfit.cli import main
+    from draftfit.rules import get_rule
+    from draftfit.rules.data_facts import facts_for
+
+    item = get_rule("DF301")
+    assert main(["rule", "DF301", "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["data"]
+    assert set(shown) == set(facts_for(item)) and len(shown) >= 2
+    for engine, facts in shown.items():
+        data = load_engine(engine)
+        assert [f["fact"] for f in facts] == list(facts_for(item)[engine])
+        for fact in facts:
+            entries = data.facts[fact["fact"]].entries
+            assert [(e["source"], e["confidence"]) for e in fact["entries"]] == [
+                (e.source, e.confidence) for e in entries
+            ]
+            assert [e["since"] for e in fact["entries"]] == [
+                str(e.since) if e.since else None for e in entries
+            ]
+    assert main(["rule", "DF301"]) == 0
+    text = capsys.readouterr().out
+    facts = next(iter(shown.values()))
+    entry = facts[0]["entries"][0]
+    assert entry["source"] in text and f"[{entry['confidence']}]" in text
+    assert text.index("## Fix") < text.index("## Engine data")

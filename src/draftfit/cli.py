@@ -378,7 +378,7 @@ def _cmd_rule(args: argparse.Namespace) -> int:
     if args.format == "json":
         from draftfit.render.json import render_json
 
-        sys.stdout.write(render_json(rule_dict(item)))
+        sys.stdout.write(render_json(rule_dict(item, data=True)))
     else:
         sys.stdout.write(render_rule(item))
     return EXIT_OK
