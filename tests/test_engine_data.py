@@ -234,3 +234,28 @@ def test_rule_explains_the_data_it_rests_on(capsys) -> None:
     entry = facts[0]["entries"][0]
     assert entry["source"] in text and f"[{entry['confidence']}]" in text
     assert text.index("## Fix") < text.index("## Engine data")
+
+
+ENGINE_VERSION_IN_PROSE = re.compile(
+    r"(?<!running\s)(?:vLLM|SGLang|TensorRT-LLM) \(?(?:[<>]=? ?)?\d+\.\d+"
+    r"|\b(?:before|from|since|until|[<>]=?) v?\d+\.\d+"
+    r"|\b\d+\.\d+(?:\.\d+)?\+"
+    r"|\b\d+\.\d+(?:\.\d+)?[–-]\d+\.\d+"
+)
+
+
+def test_rules_resting_on_engine_data_leave_its_version_ranges_to_it() -> None:
+    """The ranges live in the data (`draftfit rule CODE` prints them); a docstring that
+    restated them would drift. Versions a rule was confirmed on by running are kept."""
+    from draftfit.rules import all_rules
+    from draftfit.rules.data_facts import facts_for
+
+    checked = 0
+    for item in all_rules():
+        if not facts_for(item):
+            continue
+        checked += 1
+        assert not ENGINE_VERSION_IN_PROSE.findall(item.doc), item.code
+    assert checked > 40
+    assert ENGINE_VERSION_IN_PROSE.search("SGLang 0.4.9-0.5.10 and vLLM >= 0.10.2")
+    assert not ENGINE_VERSION_IN_PROSE.search("confirmed by running vLLM 0.34.0")
