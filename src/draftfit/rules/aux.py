@@ -177,8 +177,8 @@ def aux_ids_not_read_default_matches(ctx: Context) -> Iterator[Violation]:
     target with a different layer count, silently breaks.
 
     ## Example
-    AQ-MedAI's Kimi-K2 draft nests `[2, 30, 58]`; vLLM ignores it but its default for a
-    61-layer target is `(2, 30, 58)`.
+    AQ-MedAI's Kimi-K2 draft nests `[2, 30, 58]`; recent vLLM ignores it but its default for
+    a 61-layer target is `(2, 30, 58)`.
 
     ## Fix
     Also write the ids to the top-level `eagle_aux_hidden_state_layer_ids`.
@@ -256,7 +256,7 @@ def aux_count_mismatch(ctx: Context) -> Iterator[Violation]:
     The engine refuses to load `fc` (`Tried to load weights of size ...`).
 
     ## Example
-    speculators draft with 4 top-level aux ids and `fc` `[4096, 16384]` on vLLM.
+    speculators draft with 4 top-level aux ids and `fc` `[4096, 16384]` on a recent vLLM.
 
     ## Fix
     Add `num_aux_hidden_states: N` to the decoder config (for speculators, inside
@@ -342,7 +342,7 @@ def aux_ids_duplicate(ctx: Context) -> Iterator[Violation]:
 
     ## Why it matters
     Engines capture a set of layers: a repeated id yields fewer states than the list length
-    suggests (count mismatch), and vLLM de-duplicates silently.
+    suggests (count mismatch), and recent vLLM de-duplicates silently.
 
     ## Example
     `[2, 2, 58]`.

@@ -3,8 +3,10 @@
 `draftfit rule CODE` prints, under the rule's prose, the version ranges, sources and
 confidence of these facts from the engine data (`engines/data/<engine>.toml`), so the
 docstrings need not restate them. Keys are the rules' check functions (imported, so a
-renamed or removed rule fails here); values map an engine to the fact keys its module
-reads to decide the rule. A test checks that every key named exists in that engine's data.
+renamed or removed rule fails here); values map an engine to the fact keys behind the
+rule's findings for that engine (the facts whose sources its findings cite) and behind what
+its prose says about that engine. A test checks that every key named exists in that
+engine's data.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 from draftfit.rules.aux import (
     aux_count_mismatch,
     aux_id_out_of_range,
+    aux_ids_duplicate,
     aux_ids_ignored_under_cuda_graphs,
     aux_ids_not_read_default_matches,
     aux_layers_differ_from_trained,
@@ -336,6 +339,7 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
             "runner_default",
         ),
     },
+    aux_ids_duplicate: {"vllm": ("aux_ids_dedupe",)},  # DF306
     aux_ids_ignored_under_cuda_graphs: {  # DF309
         "sglang": ("aux_ids_cuda_graph_ignored",),
     },
