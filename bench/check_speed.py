@@ -1,7 +1,7 @@
 """How fast is `draftfit check`, against baselines measured in the same run?
 
 Builds, in a temporary folder, full-size *sparse* checkpoints (real safetensors headers,
-holes for the data): the seed's Kimi-K2 EAGLE-3 draft (4.7 GB of tensors) and a 64-shard
+holes for the data): the demo's Kimi-K2 EAGLE-3 draft (4.7 GB of tensors) and a 64-shard
 Kimi-K2 target (~1 TB, ~140k tensors, FP8 experts with scales). Then prints:
 
 * in-process `check` time and peak Python memory (tracemalloc), beside

@@ -1,6 +1,6 @@
 """How many bytes does a remote `draftfit check` transfer, next to the checkpoint's size?
 
-Serves a full-size *sparse* sharded draft (the seed's Kimi-K2 EAGLE-3 draft split into 8
+Serves a full-size *sparse* sharded draft (the demo's Kimi-K2 EAGLE-3 draft split into 8
 shards, ~4.7 GB) and the Kimi-K2 target config from a Hub-shaped server on 127.0.0.1 (the
 test suite's fake Hub), points huggingface_hub at it through HF_ENDPOINT, runs
 `check hf://... --target hf://...`, and prints the bytes the server sent beside the size of

@@ -1,4 +1,5 @@
-"""`draftfit demo`: the seed's story, on full-size sparse checkpoints, leaving nothing behind."""
+"""`draftfit demo`: the built-in Kimi-K2 example, on full-size sparse checkpoints, leaving
+nothing behind."""
 
 from __future__ import annotations
 

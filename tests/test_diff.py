@@ -34,7 +34,7 @@ def _edit(make: Callable[[Draft], None]) -> Callable[[], tuple[Draft, Draft]]:
 
 
 def _head_dim_pair() -> tuple[Draft, Draft]:
-    """The seed's case: head_dim 32 declared in the reference, missing in the draft, whose
+    """The demo's case: head_dim 32 declared in the reference, missing in the draft, whose
     hidden/heads gives 16 while its tensors are 32-wide."""
     reference = f.specforge()
     reference.config["head_dim"] = 32

@@ -89,8 +89,8 @@ def test_a_fact_outside_every_range_is_unknown() -> None:
                 "x": {
                     "doc": "d",
                     "values": [
-                        {"value": 1, "source": "a.py@v1.0.0", "since": "1.0"},
-                        {"value": 2, "source": "a.py@v1.0.0", "since": "0.5"},
+                        {"value": 1, "source": "a.py@v1.0.0", "confidence": "read", "since": "1.0"},
+                        {"value": 2, "source": "a.py@v1.0.0", "confidence": "read", "since": "0.5"},
                     ],
                 }
             },
@@ -100,12 +100,162 @@ def test_a_fact_outside_every_range_is_unknown() -> None:
             "versions": ["1.0"],
             "latest": "1.0",
             "fact": {
-                "x": {"doc": "d", "items": [{"value": 1, "source": "a.py@v1.0.0", "colour": "red"}]}
+                "x": {
+                    "doc": "d",
+                    "items": [
+                        {"value": 1, "source": "a.py@v1.0.0", "confidence": "read", "colour": "red"}
+                    ],
+                }
             },
         },
         {"versions": ["not a version"], "latest": "1.0", "fact": {}},
+        {
+            "versions": ["1.0"],
+            "latest": "1.0",
+            "fact": {"x": {"doc": "d", "values": [{"value": 1, "source": "a.py@v1.0.0"}]}},
+        },
+        {
+            "versions": ["1.0"],
+            "latest": "1.0",
+            "fact": {
+                "x": {
+                    "doc": "d",
+                    "values": [{"value": 1, "source": "a.py@v1.0.0", "confidence": "probably"}],
+                }
+            },
+        },
     ],
 )
 def test_malformed_data_is_rejected(raw) -> None:
     with pytest.raises(SpecDataError):
         parse_engine_data("test", raw)
+
+
+def test_a_well_formed_entry_loads_with_its_confidence() -> None:
+    entry = {"value": 1, "source": "a.py@v1.0.0", "confidence": "assumed", "note": "as 0.9"}
+    raw = {"versions": ["1.0"], "latest": "1.0", "fact": {"x": {"doc": "d", "values": [entry]}}}
+    loaded = parse_engine_data("test", raw).facts["x"].entries[0]
+    assert (loaded.confidence, loaded.approximate, loaded.note) == ("assumed", True, "as 0.9")
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_every_data_entry_states_a_known_confidence(engine: str) -> None:
+    """Read from the TOML text itself, so a default in the loader could not hide a gap."""
+    from importlib import resources
+
+    from draftfit.engines.profile import CONFIDENCE, tomllib
+
+    text = resources.files("draftfit.engines").joinpath("data", f"{engine}.toml").read_text()
+    seen = set()
+    for key, body in tomllib.loads(text)["fact"].items():
+        for entry in body.get("values", body.get("items", [])):
+            assert entry.get("confidence") in CONFIDENCE, (key, entry)
+            seen.add(entry["confidence"])
+    assert "read" in seen
+
+
+@pytest.mark.parametrize(
+    ("case_id", "engine"),
+    [
+        ("trtllm-d2t-missing", "trtllm"),
+        ("nested-aux-read-unshifted-by-mrv1-0.22", "vllm"),
+        ("draft-context-short-0.29", "vllm"),
+    ],
+)
+def test_an_approximate_entry_surfaces_in_the_finding_built_on_it(
+    case_id: str, engine: str, tmp_path
+) -> None:
+    """Each finding whose sources include an approximate entry active at the checked
+    version quotes that entry's note; findings on exact entries carry no caveat."""
+    from draftfit.check import check_path
+    from tests.cases import CASES
+
+    case = next(c for c in CASES if c.id == case_id)
+    draft, target = case.build(tmp_path)
+    report = check_path(draft, target=target, engines=case.engines, method=case.method)
+    profile = parse_engine_spec(case.engines[0])[0]
+    assert profile.engine == engine
+    active = [
+        e for fact in profile.data.facts.values() for e in fact.entries if e.applies(profile.parsed)
+    ]
+    caveated = 0
+    for finding in report.findings:
+        behind = [e for e in active if e.source in finding.sources and e.approximate]
+        if behind:
+            caveated += 1
+            assert any(f"data here is approximate: {e.note}" in finding.message for e in behind)
+        else:
+            assert "data here is approximate" not in finding.message
+    assert caveated >= 1
+
+
+def test_every_fact_a_rule_rests_on_exists_in_that_engines_data() -> None:
+    from draftfit.rules import all_rules
+    from draftfit.rules.data_facts import RULE_FACTS, facts_for
+
+    registered = {item.check for item in all_rules()}
+    assert set(RULE_FACTS) <= registered
+    named = 0
+    for item in all_rules():
+        for engine, keys in facts_for(item).items():
+            known = set(load_engine(engine).facts)
+            assert set(keys) <= known, (item.code, engine, set(keys) - known)
+            named += len(keys)
+    assert named > 40
+
+
+def test_rule_explains_the_data_it_rests_on(capsys) -> None:
+    """`draftfit rule CODE` lists, per engine, the facts the rule reads with every entry's
+    range, source and confidence exactly as the data file holds them."""
+    import json
+
+    from draftfit.cli import main
+    from draftfit.rules import get_rule
+    from draftfit.rules.data_facts import facts_for
+
+    item = get_rule("DF301")
+    assert main(["rule", "DF301", "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["data"]
+    assert set(shown) == set(facts_for(item)) and len(shown) >= 2
+    for engine, facts in shown.items():
+        data = load_engine(engine)
+        assert [f["fact"] for f in facts] == list(facts_for(item)[engine])
+        for fact in facts:
+            entries = data.facts[fact["fact"]].entries
+            assert [(e["source"], e["confidence"]) for e in fact["entries"]] == [
+                (e.source, e.confidence) for e in entries
+            ]
+            assert [e["since"] for e in fact["entries"]] == [
+                str(e.since) if e.since else None for e in entries
+            ]
+    assert main(["rule", "DF301"]) == 0
+    text = capsys.readouterr().out
+    facts = next(iter(shown.values()))
+    entry = facts[0]["entries"][0]
+    assert entry["source"] in text and f"[{entry['confidence']}]" in text
+    assert text.index("## Fix") < text.index("## Engine data")
+
+
+ENGINE_VERSION_IN_PROSE = re.compile(
+    r"(?<!running\s)(?:vLLM|SGLang|TensorRT-LLM) \(?(?:[<>]=? ?)?\d+\.\d+"
+    r"|\b(?:before|from|since|until|[<>]=?) v?\d+\.\d+"
+    r"|\b\d+\.\d+(?:\.\d+)?\+"
+    r"|\b\d+\.\d+(?:\.\d+)?[–-]\d+\.\d+"
+)
+
+
+def test_rules_resting_on_engine_data_leave_its_version_ranges_to_it() -> None:
+    """The ranges live in the data (`draftfit rule CODE` prints them); a docstring that
+    restated them would drift. Versions a rule was confirmed on by running are kept."""
+    from draftfit.rules import all_rules
+    from draftfit.rules.data_facts import facts_for
+
+    checked = 0
+    for item in all_rules():
+        if not facts_for(item):
+            continue
+        checked += 1
+        assert not ENGINE_VERSION_IN_PROSE.findall(item.doc), item.code
+    assert checked > 40
+    assert ENGINE_VERSION_IN_PROSE.search("SGLang 0.4.9-0.5.10 and vLLM >= 0.10.2")
+    assert not ENGINE_VERSION_IN_PROSE.search("confirmed by running vLLM 0.34.0")

@@ -1,4 +1,4 @@
-"""`draftfit demo`: the document draftfit grew from, built in.
+"""`draftfit demo`: a built-in example of the problem draftfit solves.
 
 An engineer trained an EAGLE-3 draft for Kimi-K2 with the `speculators` library and wants
 to know, before loading a 540 GB target on 8 GPUs, whether vLLM will take it. The demo
@@ -80,9 +80,9 @@ and 0.34.0 and SGLang 0.5.23 — without a GPU and without reading the weights.
 """
 
 DIFF_INTRO = """\
-Next, the question the seed's engineer answered by eye: how does this draft differ from
-AQ-MedAI/Kimi-K2-Instruct-eagle3, a published draft known to work with vLLM? A raw diff of
-the two config.json files has dozens of lines; draftfit sorts them by what vLLM does with them.
+Next: how does this draft differ from AQ-MedAI/Kimi-K2-Instruct-eagle3, a published draft
+known to work with vLLM? A raw diff of the two config.json files has dozens of lines;
+draftfit sorts them by what vLLM does with them.
 """
 
 OUTRO = """\

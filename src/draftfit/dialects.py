@@ -1,6 +1,6 @@
 """Recognise which producer convention wrote a draft checkpoint, with the evidence.
 
-The fingerprints follow the ordered rules of `knowledge/producers.md` §7: the speculators
+The fingerprints are tried in a fixed order (see :func:`detect_dialect`): the speculators
 library (trained `Eagle3DraftModel` or converted `Eagle3Speculator`), NVIDIA ModelOpt,
 AngelSlim, SpecForge / SGLang, the official EAGLE repository (EAGLE-3 and EAGLE-1/2), the
 legacy vLLM EAGLE-1 format (`model_type: eagle` with a nested `model`), or unknown.

@@ -1,4 +1,9 @@
-"""`draftfit rules` and `draftfit rule CODE`: rule documentation from the rule docstrings."""
+"""`draftfit rules` and `draftfit rule CODE`: rule documentation from the rule docstrings.
+
+`draftfit rule CODE` adds, under the prose, the engine data the rule rests on
+(`rules.data_facts`): per engine, each fact's entries with their version range, source and
+confidence, read from the data files, so version ranges live in the data only.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,15 @@ from typing import Any
 
 from draftfit.rules import all_rules
 from draftfit.rules.base import Rule
+from draftfit.rules.data_facts import facts_for
+
+# Set facts (registries, allow-lists) longer than this are cut short in the text form.
+TEXT_ITEMS_LIMIT = 12
 
 
-def rule_dict(item: Rule) -> dict[str, Any]:
-    return {
+def rule_dict(item: Rule, data: bool = False) -> dict[str, Any]:
+    """The rule's documentation; with `data`, also the engine data it rests on."""
+    out = {
         "code": item.code,
         "name": item.name,
         "severity": str(item.severity),
@@ -20,6 +30,38 @@ def rule_dict(item: Rule) -> dict[str, Any]:
         "needs_target": item.needs_target,
         "doc": item.doc,
     }
+    if data:
+        out["data"] = rule_data(item)
+    return out
+
+
+def rule_data(item: Rule) -> dict[str, list[dict[str, Any]]]:
+    """Per engine, the facts `item` rests on with every entry's range, source and confidence."""
+    from draftfit.engines.profile import load_engine
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for engine, keys in facts_for(item).items():
+        data = load_engine(engine)
+        out[engine] = [
+            {
+                "fact": key,
+                "doc": data.facts[key].doc,
+                "kind": data.facts[key].kind,
+                "entries": [
+                    {
+                        "value": entry.value,
+                        "since": str(entry.since) if entry.since else None,
+                        "until": str(entry.until) if entry.until else None,
+                        "source": entry.source,
+                        "confidence": entry.confidence,
+                        "note": entry.note,
+                    }
+                    for entry in data.facts[key].entries
+                ],
+            }
+            for key in keys
+        ]
+    return out
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ tensors are `midlayer.*` or `layers.N.*`; aux-layer ids are top-level or nested 
 into a :class:`DraftSpec` that records each value *and where it was found*, so findings can
 point at the exact JSON pointer or tensor.
 
-Aux-layer conventions (`knowledge/producers.md` §0.2): id `k` in **capture-before**
+Aux-layer conventions (docs/aux-counting.md): id `k` in **capture-before**
 counting means the residual stream entering target layer `k` (= output of layer `k-1`,
 = HF `hidden_states[k]`); in **output-of** counting it means the output of layer `k`.
 `capture-before = output-of + 1`. Internally draftfit compares *capture-before* indices.
@@ -200,7 +200,8 @@ class DraftSpec:
     @property
     def undeclared_head_dim(self) -> int | None:
         """The head_dim the stored q_proj implies, when the config declares none and the
-        derived `hidden_size // num_attention_heads` disagrees with it (the seed's 112 vs 128).
+        derived `hidden_size // num_attention_heads` disagrees with it (e.g. 7168 // 64 = 112 for
+        a Kimi-K2 draft whose q_proj holds 64 heads of 128).
         """
         if self.head_dim_explicit is not None or not self.num_heads:
             return None
@@ -506,13 +507,15 @@ def _aux_locations(config: Mapping[str, Any], dialect: Dialect) -> list[AuxIds]:
 
 
 def _nested_convention(ids: tuple[int, ...], dialect: Dialect) -> tuple[str, str]:
-    """Nested ids are output-of counting for SpecForge/ModelOpt/AngelSlim.
+    """The counting of ids nested under `eagle_config`, with the reason: always output-of.
 
-    One exception is recognised: SGLang's DeepSeek-family models treat a nested list whose
-    first id is not 1 as capture-before (sglang PR #25454), and drafts published for them
-    (e.g. AQ-MedAI's Kimi-K2 draft, `[2, 30, 58]` for 61 layers) follow that. A nested
-    list starting at 2 or more with a first id of exactly 2 is therefore read as
-    capture-before; :func:`resolve_with_target` refines this once the target is known.
+    The reason names the producer when the dialect is one whose writer is known to use
+    output-of counting (SpecForge, ModelOpt, AngelSlim, the official EAGLE repository, the
+    speculators library), else it cites the convention. The ids themselves are not looked
+    at here: a nested list that equals the capture-before default for the target (as in
+    drafts published for SGLang's DeepSeek-family loaders, e.g. `[2, 30, 58]` for 61
+    layers) is re-read as capture-before only by :func:`resolve_with_target`, once the
+    target's layer count is known.
     """
     producer = dialect.title
     if dialect.name in (SPECFORGE, MODELOPT, ANGELSLIM, EAGLE_OFFICIAL, SPECULATORS):

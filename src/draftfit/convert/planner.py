@@ -1,6 +1,7 @@
 """Plan a conversion into the convention an engine (or the speculators library) expects.
 
-Conventions (facts in `knowledge/producers.md` §6–8 and the engine data):
+Conventions (the engine facts and their sources are in `engines/data/*.toml`; aux-id
+counting in docs/aux-counting.md):
 
 * **vllm** — a flat HF config whose `architectures` the chosen vLLM version registers, aux
   ids at the top level in capture-before counting (where every vLLM runner reads them),

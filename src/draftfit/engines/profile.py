@@ -8,8 +8,10 @@ Each data file lists the engine versions whose source was read (`versions`) and 
 * a set — `items = [{value, since, until, source}, ...]`: every item whose range
   contains the version applies (registries, allow-lists).
 
-Every entry names its source (`path:line@tag`). Resolving a fact at a version where no
-entry applies gives an *unknown* fact, which rules report as unknown rather than guess.
+Every entry names its source (`path:line@tag`) and how far that source settles it, its
+`confidence` (one of CONFIDENCE; an optional prose `note` says more). Resolving a fact
+at a version where no entry applies gives an *unknown* fact, which rules report as unknown
+rather than guess.
 """
 
 from __future__ import annotations
@@ -31,8 +33,19 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 ENGINES = ("vllm", "sglang", "trtllm")
-# Words in a data note that mark a value or boundary as not read exactly from a release.
-APPROXIMATE_MARKERS = ("≈", "approximate", "inferred", "assum", "research notes", "not pinned")
+# How an entry's value and range were established: the fixed set a data entry's
+# `confidence` must come from.
+CONFIDENCE = {
+    "read": "read (or run) in the engine's source at the cited release",
+    "documented": "stated by the engine's own documentation or release notes, not read in code",
+    "inferred": "derived from code that was read (not observed), or a boundary approximated "
+    "from a scan of class bases",
+    "assumed": "assumed equal to a neighbouring release that was read",
+    "reported": "taken from earlier commit-level reading of the engine, not re-read at a release",
+    "unpinned": "seen in the engine's main branch; the first release carrying it is not pinned",
+}
+# Confidences whose findings say that draftfit's data is approximate.
+APPROXIMATE_CONFIDENCE = frozenset({"inferred", "assumed", "reported", "unpinned"})
 
 
 @dataclass(frozen=True)
@@ -41,7 +54,12 @@ class Entry:
     since: Version | None
     until: Version | None
     source: str
+    confidence: str
     note: str | None = None
+
+    @property
+    def approximate(self) -> bool:
+        return self.confidence in APPROXIMATE_CONFIDENCE
 
     def applies(self, version: Version) -> bool:
         return (self.since is None or version >= self.since) and (
@@ -71,14 +89,14 @@ class EngineData:
 
     @cached_property
     def approximate_entries(self) -> dict[str, list[tuple[int, Entry]]]:
-        """Entries whose note marks them approximate, by source, with their position in the
-        file (built once per engine)."""
+        """Entries whose confidence marks them approximate, by source, with their position
+        in the file (built once per engine)."""
         index: dict[str, list[tuple[int, Entry]]] = {}
         order = 0
         for fact in self.facts.values():
             for entry in fact.entries:
                 order += 1
-                if entry.note and any(marker in entry.note for marker in APPROXIMATE_MARKERS):
+                if entry.approximate:
                     index.setdefault(entry.source, []).append((order, entry))
         return index
 
@@ -150,8 +168,8 @@ class Profile:
         return tuple(out)
 
     def approximate_note(self, sources: tuple[str, ...]) -> str | None:
-        """The note of an entry behind `sources` (active at this version) that marks the
-        value or its boundary as approximate, inferred or assumed; None when all are exact."""
+        """The note of the first approximate entry (see APPROXIMATE_CONFIDENCE) behind
+        `sources` that is active at this version; None when all are exact."""
         index = self.data.approximate_entries
         found = [
             (order, entry)
@@ -207,18 +225,37 @@ def parse_engine_data(engine: str, raw: dict[str, Any]) -> EngineData:
         kind = "ranged" if "values" in body else "set"
         entries = []
         for entry in body["values" if kind == "ranged" else "items"]:
-            unknown = set(entry) - {"value", "since", "until", "source", "note"}
+            unknown = set(entry) - {"value", "since", "until", "source", "confidence", "note"}
             if unknown:
                 raise SpecDataError(f"{engine}.toml: fact {key}: unknown keys {sorted(unknown)}")
             if "source" not in entry or not entry["source"]:
                 raise SpecDataError(f"{engine}.toml: fact {key}: an entry has no source")
             if "value" not in entry:
                 raise SpecDataError(f"{engine}.toml: fact {key}: an entry has no value")
+            if entry.get("confidence") not in CONFIDENCE:
+                raise SpecDataError(
+                    f"{engine}.toml: fact {key}: confidence {entry.get('confidence')!r} is not "
+                    f"one of {', '.join(CONFIDENCE)}"
+                )
+            if entry["confidence"] in APPROXIMATE_CONFIDENCE and not entry.get("note"):
+                raise SpecDataError(
+                    f"{engine}.toml: fact {key}: a {entry['confidence']} entry needs a note "
+                    "saying why (findings quote it)"
+                )
             since = _version(engine, entry["since"], key) if "since" in entry else None
             until = _version(engine, entry["until"], key) if "until" in entry else None
             if since and until and since >= until:
                 raise SpecDataError(f"{engine}.toml: fact {key}: empty range {since}..{until}")
-            entries.append(Entry(entry["value"], since, until, entry["source"], entry.get("note")))
+            entries.append(
+                Entry(
+                    entry["value"],
+                    since,
+                    until,
+                    entry["source"],
+                    entry["confidence"],
+                    entry.get("note"),
+                )
+            )
         if kind == "ranged":
             _check_disjoint(engine, key, entries)
         facts[key] = FactData(key, body["doc"], kind, tuple(entries))

@@ -95,7 +95,8 @@ class _Builder(BaseBuilder):
         self._target_checks(family)
 
     def _method_from_path(self) -> None:
-        """What vLLM picks when `speculative_config` has no `method` (CFG-01)."""
+        """What vLLM picks when `speculative_config` has no `method` (data: `method_from_path`,
+        vllm/config/__init__.py:2143-2146@v0.10.2)."""
         rules = self.value("method_from_path") or []
         name = self.ckpt.source.lower()
         detected = None
@@ -840,7 +841,8 @@ class _Builder(BaseBuilder):
 
 
 def _vllm_canonical(raw: str) -> str:
-    """vLLM's own renaming: `midlayer.` -> `layers.0.` as a substring (E3-13)."""
+    """vLLM's own renaming: `midlayer.` -> `layers.0.` as a substring (data:
+    `eagle3_weight_mapping`, vllm/model_executor/models/llama_eagle3.py:224-229@v0.8.5)."""
     return raw.replace("midlayer.", "layers.0.", 1) if "midlayer." in raw else raw
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.table import Table
 
-from draftfit.explain import RuleList
+from draftfit.explain import TEXT_ITEMS_LIMIT, RuleList, rule_data
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.rules.base import Rule
@@ -25,6 +27,52 @@ def render_rule_list(rules: RuleList, options: RenderOptions = PLAIN) -> str:
 
 
 def render_rule(item: Rule, options: RenderOptions = PLAIN) -> str:
-    """Plain markdown-ish text: heading line, then the docstring sections."""
+    """Plain markdown-ish text: heading line, the docstring sections, then the engine data."""
     target = " (needs --target)" if item.needs_target else ""
-    return f"{item.code} {item.name} — {item.severity}{target}\n{item.summary}\n\n{item.doc}\n"
+    text = f"{item.code} {item.name} — {item.severity}{target}\n{item.summary}\n\n{item.doc}\n"
+    data = rule_data(item)
+    if data:
+        text += "\n" + _render_data(data)
+    return text
+
+
+def _render_data(data: dict[str, list[dict[str, Any]]]) -> str:
+    from draftfit.engines.profile import load_engine
+
+    lines = ["## Engine data (version ranges: `since` inclusive, `until` exclusive)"]
+    for engine, facts in data.items():
+        lines.append(f"{load_engine(engine).title}:")
+        for fact in facts:
+            lines.append(f"  {fact['fact']} — {fact['doc']}")
+            entries = fact["entries"]
+            shown = entries[:TEXT_ITEMS_LIMIT] if fact["kind"] == "set" else entries
+            for entry in shown:
+                lines.append(
+                    f"    {_range(entry)}: {_short(entry['value'])}  [{entry['confidence']}]"
+                    f" {entry['source']}"
+                )
+                if entry["note"] and entry["confidence"] != "read":
+                    lines.append(f"      note: {entry['note']}")
+            if len(shown) < len(entries):
+                lines.append(
+                    f"    … {len(entries) - len(shown)} more items (`--format json` lists all)"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def _range(entry: dict[str, Any]) -> str:
+    since, until = entry["since"], entry["until"]
+    if since and until:
+        return f"{since} … <{until}"
+    if since:
+        return f">= {since}"
+    if until:
+        return f"< {until}"
+    return "every version"
+
+
+def _short(value: Any, limit: int = 70) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

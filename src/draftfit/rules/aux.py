@@ -101,15 +101,15 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
     the keys that version reads, else its default `(2, L//2, L-3)`.
 
     ## Why it matters
-    Silent: the engine starts and speculates, but acceptance collapses. vLLM 0.34 reads
+    Silent: the engine starts and speculates, but acceptance collapses. Recent vLLM reads
     only the top-level key and `eagle_config.layer_ids`, so SpecForge/ModelOpt drafts that
-    nest their ids get the default layers; vLLM <= 0.11.0 ignores every key.
+    nest their ids get the default layers; the oldest versions ignore every key.
 
     ## Example
     A ModelOpt draft with `eagle_config.eagle_aux_hidden_state_layer_ids: [1, 15, 28]`
     (output-of counting, i.e. capture-before [2, 16, 29]) next to a 32-layer target: vLLM
-    0.34 captures [2, 16, 29] by default — equal, so fine; with trained ids [3, 10, 25] it
-    would not be.
+    captures [2, 16, 29] by default — equal, so fine; with trained ids [3, 10, 25] it would
+    not be.
 
     ## Fix
     Write the trained ids, in capture-before counting, where the engine reads them
@@ -177,7 +177,7 @@ def aux_ids_not_read_default_matches(ctx: Context) -> Iterator[Violation]:
     target with a different layer count, silently breaks.
 
     ## Example
-    AQ-MedAI's Kimi-K2 draft nests `[2, 30, 58]`; vLLM 0.34 ignores it but its default for
+    AQ-MedAI's Kimi-K2 draft nests `[2, 30, 58]`; recent vLLM ignores it but its default for
     a 61-layer target is `(2, 30, 58)`.
 
     ## Fix
@@ -208,8 +208,8 @@ def aux_ids_not_read_default_matches(ctx: Context) -> Iterator[Violation]:
 )
 def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
     """## What it checks
-    Every aux id the engine will use lies in the range the target can capture (vLLM <= 0.17:
-    1..L-1; 0.18+: 0..L, where L is the target's layer count).
+    Every aux id the engine will use lies in the range the target can capture at that
+    version (vLLM: 1..L-1 in older versions, 0..L later, where L is the target's layer count).
 
     ## Why it matters
     Ids are not range-checked at load: the engine captures fewer states than `fc` expects
@@ -248,7 +248,7 @@ def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
 def aux_count_mismatch(ctx: Context) -> Iterator[Violation]:
     """## What it checks
     The stored `fc.weight` width equals N × target hidden size for the N the engine computes
-    (vLLM <= 0.21: always 3; 0.22+: `num_aux_hidden_states`, else the length of
+    (vLLM: always 3 in older versions; later `num_aux_hidden_states`, else the length of
     `eagle_config.eagle_aux_hidden_state_layer_ids`, else 3 — the top-level id list is not
     used for the count).
 
@@ -256,7 +256,7 @@ def aux_count_mismatch(ctx: Context) -> Iterator[Violation]:
     The engine refuses to load `fc` (`Tried to load weights of size ...`).
 
     ## Example
-    speculators draft with 4 top-level aux ids and `fc` `[4096, 16384]` on vLLM 0.34.
+    speculators draft with 4 top-level aux ids and `fc` `[4096, 16384]` on a recent vLLM.
 
     ## Fix
     Add `num_aux_hidden_states: N` to the decoder config (for speculators, inside
@@ -342,7 +342,7 @@ def aux_ids_duplicate(ctx: Context) -> Iterator[Violation]:
 
     ## Why it matters
     Engines capture a set of layers: a repeated id yields fewer states than the list length
-    suggests (count mismatch), and vLLM 0.34 de-duplicates silently.
+    suggests (count mismatch), and recent vLLM de-duplicates silently.
 
     ## Example
     `[2, 2, 58]`.
@@ -461,7 +461,7 @@ def aux_ids_copied_without_shift(ctx: Context) -> Iterator[Violation]:
 def aux_ids_ignored_under_cuda_graphs():
     """## What it checks
     The draft's aux ids differ from the engine's default layers on an engine version whose
-    CUDA-graph runner re-sets the captured layers to the defaults (SGLang 0.4.9-0.5.10).
+    CUDA-graph runner re-sets the captured layers to the defaults (some SGLang releases).
 
     ## Why it matters
     Silent: eager prefill captures the trained layers, but every CUDA-graphed decode and
@@ -469,8 +469,9 @@ def aux_ids_ignored_under_cuda_graphs():
     (the default).
 
     ## Example
-    A SpecForge draft trained on output-of `[3, 20, 40]` served by SGLang 0.5.6.
+    A SpecForge draft trained on output-of `[3, 20, 40]` served by such an SGLang release.
 
     ## Fix
-    Use SGLang >= 0.5.11, or serve with `--disable-cuda-graph`.
+    Use an SGLang release without the reset (`draftfit matrix` lists them), or serve with
+    `--disable-cuda-graph`.
     """

@@ -20,19 +20,20 @@ from draftfit.rules.base import Context, Severity, Violation, config_at, event_r
 def unsupported_draft_architecture():
     """## What it checks
     The draft's `architectures[0]`, after the engine's rewrite (vLLM prefixes `Eagle3` for
-    method eagle3 unless the name starts with it or, from 0.10.1, ends with it), is a draft
-    class the engine version registers.
+    method eagle3 unless the name starts with it or, in later versions, ends with it), is a
+    draft class the engine version registers.
 
     ## Why it matters
     The engine refuses to start: `Model architectures [...] are not supported for now`.
 
     ## Example
     A Qwen-style EAGLE-3 draft declaring `Qwen3ForCausalLM` becomes `Eagle3Qwen3ForCausalLM`,
-    which vLLM registers only from 0.24.0.
+    which older vLLM versions do not register.
 
     ## Fix
-    Declare `LlamaForCausalLMEagle3` (vLLM >= 0.10.2) or `LlamaForCausalLM` for Llama-style
-    draft layers; `draftfit convert --to vllm` rewrites it.
+    Declare an architecture the version registers (`LlamaForCausalLMEagle3`, or
+    `LlamaForCausalLM` for Llama-style draft layers on versions without it);
+    `draftfit convert --to vllm` rewrites it.
     """
 
 
@@ -62,8 +63,8 @@ def missing_architectures():
 )
 def unsupported_speculators_type():
     """## What it checks
-    `speculators_model_type` is one the engine version accepts (vLLM: `eagle3` from 0.10.1;
-    no version accepts the EAGLE-1 `eagle` type).
+    `speculators_model_type` is one the engine version accepts (vLLM: `eagle3` once it reads
+    speculators configs; no version accepts the EAGLE-1 `eagle` type).
 
     ## Why it matters
     vLLM raises `Expected one of: ... Please ensure you're loading a speculators-format model`.
@@ -109,13 +110,14 @@ def invalid_speculators_config():
 )
 def speculators_format_unsupported():
     """## What it checks
-    The engine version understands the speculators format (vLLM >= 0.10.1).
+    The engine version understands the speculators format.
 
     ## Why it matters
     Older versions hand the config to transformers, which fails on the missing `model_type`.
 
     ## Example
-    An `Eagle3DraftModel` checkpoint served with vLLM 0.10.0.
+    An `Eagle3DraftModel` checkpoint served with a vLLM version older than its speculators
+    adaptor.
 
     ## Fix
     Upgrade vLLM or convert the draft to a plain config (`draftfit convert --to vllm`).
@@ -131,8 +133,8 @@ def speculators_format_unsupported():
 def unsupported_layer_model_type():
     """## What it checks
     For an eagle3 speculators config, `transformer_layer_config.model_type` is one the engine
-    version maps to a draft class (vLLM >= 0.24: `llama` or `qwen3`; before, every type is
-    built as a Llama layer).
+    version maps to a draft class (recent vLLM: `llama` or `qwen3`; older versions build
+    every type as a Llama layer).
 
     ## Why it matters
     vLLM raises `Unsupported model_type ... for Eagle3 speculator`.
@@ -162,7 +164,7 @@ def method_mismatch():
     `midlayer`/`hidden_norm` names.
 
     ## Example
-    An EAGLE-3 draft in `./EAGLE3-llama` on vLLM <= 0.10.1, which maps `eagle3-` to `eagle`.
+    An EAGLE-3 draft in `./EAGLE3-llama` on a vLLM version that maps `eagle3-` to `eagle`.
 
     ## Fix
     Pass the method explicitly: `--speculative-config '{"method": "eagle3", ...}'`.
@@ -178,7 +180,7 @@ def method_mismatch():
 def method_not_detected_from_path():
     """## What it checks
     What vLLM picks when `speculative_config` has no `method`: it looks for `eagle-` and
-    `eagle3` in the lower-cased draft path (0.10.2+; before, `eagle3-` meant EAGLE-1) and
+    `eagle3` in the lower-cased draft path (in older versions `eagle3-` meant EAGLE-1) and
     otherwise runs a plain `draft_model`.
 
     ## Why it matters
@@ -202,14 +204,13 @@ def method_not_detected_from_path():
 )
 def method_unsupported():
     """## What it checks
-    The engine version implements the method (vLLM: EAGLE-1 on the V1 engine from 0.8.4,
-    EAGLE-3 from 0.8.5).
+    The engine version implements the method.
 
     ## Why it matters
     The engine refuses the speculative config.
 
     ## Example
-    An EAGLE-3 draft with vLLM 0.8.3.
+    An EAGLE-3 draft with a vLLM release from before EAGLE-3 support.
 
     ## Fix
     Upgrade the engine.
@@ -224,14 +225,14 @@ def method_unsupported():
 )
 def missing_draft_vocab_size():
     """## What it checks
-    `draft_vocab_size` is set when the engine reads it directly (vLLM <= 0.10.2; later
-    versions default it to `vocab_size`).
+    `draft_vocab_size` is set when the engine version reads it directly (later vLLM versions
+    default it to `vocab_size`).
 
     ## Why it matters
     Building the draft lm_head fails with an AttributeError/TypeError.
 
     ## Example
-    A plain EAGLE-3 config without `draft_vocab_size` on vLLM 0.10.2.
+    A plain EAGLE-3 config without `draft_vocab_size` on an older vLLM.
 
     ## Fix
     Set `draft_vocab_size` to the rows of `lm_head.weight`.
@@ -327,10 +328,10 @@ def method_guessed_as_draft_model():
     from the draft path falls back to the plain `draft_model` method.
 
     ## Why it matters
-    From vLLM 0.16 the plain draft-model method accepts an EAGLE checkpoint and runs it as
-    an ordinary language model, without the target's hidden states: it loads (with parts
+    Where vLLM's plain draft-model method accepts an EAGLE checkpoint, it runs it as an
+    ordinary language model, without the target's hidden states: it loads (with parts
     uninitialised) and every draft is garbage. Confirmed by running vLLM 0.34.0 on a draft
-    stored in `./mydraft`. Before 0.16 the method is refused outright (method-mismatch).
+    stored in `./mydraft`. Versions without that method refuse it outright (method-mismatch).
 
     ## Example
     `--speculative-config '{"model": "./mydraft", "num_speculative_tokens": 3}'`.
@@ -371,18 +372,18 @@ def unsupported_activation():
 def multi_layer_draft_unsupported():
     """## What it checks
     `num_hidden_layers` of an EAGLE-3 draft is 1 where the engine version refuses anything
-    else (SGLang before 0.5.12, and its MLA draft class in every version).
+    else (older SGLang, and its MLA draft class in every version).
 
     ## Why it matters
     SGLang raises `ValueError: EAGLE3 currently only supports 1 layer` while building the
     draft, after the target is loaded.
 
     ## Example
-    A two-layer speculators draft (`layers.0.*`, `layers.1.*`) on SGLang 0.5.10.
+    A two-layer speculators draft (`layers.0.*`, `layers.1.*`) on an older SGLang.
 
     ## Fix
-    Use an engine version that builds multi-layer drafts (SGLang >= 0.5.12, vLLM >= 0.16,
-    TensorRT-LLM >= 1.1), or a one-layer draft.
+    Use an engine version that builds multi-layer drafts (`draftfit matrix` lists them), or a
+    one-layer draft.
     """
 
 
@@ -396,8 +397,8 @@ def draft_kv_layer_count():
     """## What it checks
     A draft config that carries `num_nextn_predict_layers` (often copied from a DeepSeek or
     Kimi target config) does not give fewer layers than the draft has, on engine versions
-    that size the draft's KV-cache pool from it (SGLang 0.4.9.post6+; from 0.5.13 only a
-    positive value is used).
+    that size the draft's KV-cache pool from it (later SGLang versions use only a positive
+    value).
 
     ## Why it matters
     SGLang builds a KV pool with that many layers: `0` gives an empty pool and an
@@ -405,7 +406,7 @@ def draft_kv_layer_count():
 
     ## Example
     An MLA draft for Kimi-K2 whose config keeps the target's `num_nextn_predict_layers: 0`,
-    on SGLang 0.5.12.
+    on an SGLang version that uses the value as it is.
 
     ## Fix
     Remove `num_nextn_predict_layers` from the draft config.

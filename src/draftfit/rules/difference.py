@@ -55,7 +55,7 @@ def draft_class_differs():
     Different classes build different layers (Llama vs Qwen3 vs MLA attention).
 
     ## Example
-    A speculators draft with a `qwen3` layer config (`Eagle3Qwen3ForCausalLM` from vLLM 0.24)
+    A speculators draft with a `qwen3` layer config (`Eagle3Qwen3ForCausalLM` where vLLM has it)
     against a Llama-layer reference.
 
     ## Fix
@@ -211,7 +211,7 @@ def spelling_only():
     They are the noise of a raw diff; listing them says why they do not matter.
 
     ## Example
-    `Eagle3DraftModel` vs `LlamaForCausalLMEagle3` under vLLM >= 0.10.2.
+    `Eagle3DraftModel` vs `LlamaForCausalLMEagle3` under a vLLM version that registers both.
 
     ## Fix
     None needed.

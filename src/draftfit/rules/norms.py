@@ -22,11 +22,12 @@ def norm_flag_ignored():
 
     ## Why it matters
     The engine silently runs the draft without the norm it was trained with; acceptance
-    drops. vLLM implements `norm_before_residual` from 0.10.1, `norm_before_fc` from 0.18,
-    `fc_norm`/`norm_output` from 0.22 (speculators configs: 0.19 and 0.25).
+    drops. Engines added these flags one by one, and for speculators configs later than for
+    plain ones.
 
     ## Example
-    A speculators Eagle 3.1 draft (`norm_before_fc`, `norm_output` true) on vLLM 0.20.
+    A speculators Eagle 3.1 draft (`norm_before_fc`, `norm_output` true) on a vLLM version
+    that does not read those flags yet.
 
     ## Fix
     Use an engine version that implements the flag.

@@ -14,8 +14,8 @@ from draftfit.rules.base import Severity, event_rule
 )
 def target_not_eagle3_capable():
     """## What it checks
-    The target can feed EAGLE-3 its aux hidden states in this engine version: vLLM
-    0.8.5–0.21 also require the target's text `model_type` to contain an allow-listed
+    The target can feed EAGLE-3 its aux hidden states in this engine version: older vLLM
+    versions also require the target's text `model_type` to contain an allow-listed
     family (`llama`, `qwen`, ... grown per release); every version requires the target class
     to implement the EAGLE-3 interface (`SupportsEagle3`).
 
@@ -24,7 +24,8 @@ def target_not_eagle3_capable():
     support EAGLE3 interface`.
 
     ## Example
-    A Kimi-K2 target (`kimi_k2`, `DeepseekV3ForCausalLM`) on vLLM 0.17.
+    A Kimi-K2 target (`kimi_k2`, `DeepseekV3ForCausalLM`) on a vLLM version whose allow-list
+    lacks it.
 
     ## Fix
     Use an engine version that supports the target family.
@@ -90,7 +91,7 @@ def shared_embedding_width_mismatch():
 def draft_context_shorter_than_target():
     """## What it checks
     The draft's `max_position_embeddings` is at least the target's, on engine versions that
-    size the draft's rotary cache from the draft config (vLLM < 0.30).
+    size the draft's rotary cache from the draft config.
 
     ## Why it matters
     Long prompts index past the draft's rotary cache: device-side asserts or garbage drafts
@@ -121,7 +122,8 @@ def target_capability_unknown():
     it says so rather than call the pair compatible or incompatible.
 
     ## Example
-    A `TeleChat3ForCausalLM` target on vLLM 0.20 (supported at 0.34; first release unknown).
+    A `TeleChat3ForCausalLM` target on a vLLM release older than the first one draftfit has
+    a record of it for.
 
     ## Fix
     Check the target's model class in that vLLM release for `SupportsEagle3`.
@@ -144,7 +146,7 @@ def draft_context_refused():
     ## Why it matters
     SGLang raises `ValueError: User-specified context_length ... is greater than the derived
     context_length ...` at start-up unless `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1` is
-    set; before 0.5.3 that variable does not enlarge the rotary cache, and long prompts
+    set; in older releases that variable does not enlarge the rotary cache, and long prompts
     fail with illegal memory accesses.
 
     ## Example

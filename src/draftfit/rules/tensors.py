@@ -111,8 +111,8 @@ def unknown_tensor_name(ctx: Context) -> Iterator[Violation]:
     skips on purpose.
 
     ## Why it matters
-    vLLM raises `There is no module or parameter named '...'` (0.25+) or a bare `KeyError`
-    (older) and refuses to start.
+    vLLM raises `There is no module or parameter named '...'` (newer versions) or a bare
+    `KeyError` (older) and refuses to start.
 
     ## Example
     `layers.1.*` tensors in a draft whose config says `num_hidden_layers: 1`; `input_norm.weight`
@@ -147,8 +147,8 @@ def tensor_name_prefix(ctx: Context) -> Iterator[Violation]:
 
     ## Why it matters
     vLLM and TensorRT-LLM prepend `model.` to every name without `lm_head`, so
-    `model.fc.weight` becomes `model.model.fc.weight` and the load fails (SGLang accepts both
-    spellings from 0.4.9).
+    `model.fc.weight` becomes `model.model.fc.weight` and the load fails (SGLang versions
+    that strip the prefix accept both spellings).
 
     ## Example
     A draft exported with a wrapper module's state_dict.
@@ -208,8 +208,8 @@ def tensor_shape_mismatch(ctx: Context) -> Iterator[Violation]:
     the engine assumes differs from the number the draft was trained with.
 
     ## Example
-    A speculators draft trained on 4 aux layers (`fc` `[4096, 16384]`) on vLLM 0.34, which
-    assumes 3 unless `num_aux_hidden_states` says otherwise.
+    A speculators draft trained on 4 aux layers (`fc` `[4096, 16384]`) on a vLLM version
+    that assumes 3 unless `num_aux_hidden_states` says otherwise.
 
     ## Fix
     Make the config describe the stored tensors (e.g. add `num_aux_hidden_states`, fix
@@ -409,16 +409,16 @@ def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
 )
 def missing_required_tensor(ctx: Context) -> Iterator[Violation]:
     """## What it checks
-    Tensors the engine's loader insists on: `d2t` for SGLang before 0.4.9 (its EAGLE-3
-    worker reads `hot_token_id`, which only a stored `d2t` creates) and for TensorRT-LLM
-    whenever it builds the `d2t` parameter (asserted after loading).
+    Tensors the engine's loader insists on: `d2t` for older SGLang (its EAGLE-3 worker reads
+    `hot_token_id`, which only a stored `d2t` creates) and for TensorRT-LLM whenever it
+    builds the `d2t` parameter (asserted after loading).
 
     ## Why it matters
     The engine fails at start-up (`AttributeError: ... hot_token_id`, bare
     `AssertionError`), after the target has been loaded.
 
     ## Example
-    A draft with `draft_vocab_size == vocab_size` exported without `d2t`, on SGLang 0.4.8.
+    A draft with `draft_vocab_size == vocab_size` exported without `d2t`, on an older SGLang.
 
     ## Fix
     Store the tensor (`draftfit convert` derives `d2t` from `t2d`, or writes the identity
@@ -441,8 +441,8 @@ def missing_required_tensor(ctx: Context) -> Iterator[Violation]:
 def tensor_names_not_bound(ctx: Context) -> Iterator[Violation]:
     """## What it checks
     Stored tensors that are meant for a parameter the draft class builds, but whose names the
-    engine version's loader does not map to it: `layers.0.*` on SGLang before 0.5.12 (its
-    module is `midlayer`), `model.`-prefixed names on TensorRT-LLM (it prepends `model.`
+    engine version's loader does not map to it: `layers.0.*` on SGLang versions whose module
+    is `midlayer`, `model.`-prefixed names on TensorRT-LLM (it prepends `model.`
     itself) or on SGLang's EAGLE-1 and MLA classes.
 
     ## Why it matters
@@ -451,7 +451,7 @@ def tensor_names_not_bound(ctx: Context) -> Iterator[Violation]:
 
     ## Example
     A speculators-format export (`layers.0.self_attn.q_proj.weight`) converted to a plain
-    config and served by SGLang 0.5.10.
+    config and served by an SGLang version whose draft module is `midlayer`.
 
     ## Fix
     Rename the tensors to the engine's convention without touching their bytes

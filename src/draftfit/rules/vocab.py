@@ -108,7 +108,7 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
     the target's lm_head *and* the draft vocabulary equals the target's.
 
     ## Why it matters
-    With a reduced draft vocabulary, vLLM (>= 0.11.1) installs the target's lm_head, its
+    With a reduced draft vocabulary, vLLM (recent versions) installs the target's lm_head, its
     logits processor keeps the first `draft_vocab_size` columns (target tokens
     0..Vd-1), and `d2t` then moves those scores to other tokens: the server runs and the
     drafts are garbage (confirmed by running vLLM 0.34.0). Older versions leave the head
@@ -279,15 +279,15 @@ def vocab_size_mismatch():
 )
 def d2t_ignored_by_engine():
     """## What it checks
-    Engine versions with a bug that discards a correctly stored `d2t` (vLLM 0.9.0 and
-    0.9.0.1 check for the original name after renaming it).
+    Engine versions with a bug that discards a correctly stored `d2t` (a vLLM loader that
+    checks for the original name after renaming it).
 
     ## Why it matters
     Reduced-vocabulary drafts then propose draft ids as target ids: silent garbage.
 
     ## Example
-    Any EAGLE-3 draft with `draft_vocab_size` < `vocab_size` on vLLM 0.9.0.
+    Any EAGLE-3 draft with `draft_vocab_size` < `vocab_size` on such a vLLM version.
 
     ## Fix
-    Use vLLM 0.9.1 or later.
+    Use a vLLM version without the bug (`draftfit matrix` lists them).
     """
