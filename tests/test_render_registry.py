@@ -20,9 +20,10 @@ from draftfit.engines.listing import list_engines
 from draftfit.explain import RuleList
 from draftfit.inspect import inspect_path
 from draftfit.matrix import build_matrix
-from draftfit.render import registry
+from draftfit.render import kinds as registry
+from draftfit.render.kinds import KINDS, formats_for
 from draftfit.render.options import RenderOptions
-from draftfit.render.registry import KINDS, emit, formats_for, kind_of, render
+from draftfit.render.registry import RENDERERS, emit, kind_of, render
 from draftfit.rules import get_rule
 from draftfit.rules.base import Severity
 from draftfit.sources import open_checkpoint, open_target
@@ -180,10 +181,14 @@ def test_building_the_parser_loads_no_renderer() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = json.loads(done.stdout)
-    assert "draftfit.render.registry" in loaded
-    assert not [
-        m for m in loaded if m not in ("draftfit.render.registry", "draftfit.render.escape")
-    ]
+    assert "draftfit.render.kinds" in loaded
+    assert not [m for m in loaded if m not in ("draftfit.render.kinds", "draftfit.render.escape")]
+
+
+def test_the_registry_binds_exactly_the_declared_formats() -> None:
+    assert set(RENDERERS) == set(KINDS)
+    for kind in KINDS:
+        assert tuple(RENDERERS[kind]) == formats_for(kind), kind.name
 
 
 def test_convert_text_names_the_output_as_the_user_wrote_it(tmp_path: Path) -> None:

@@ -16,12 +16,13 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from draftfit import __version__
 from draftfit.errors import DraftfitError, Interrupted
-from draftfit.render import registry
+from draftfit.render import kinds
 from draftfit.render.escape import escape_controls
-from draftfit.render.registry import Kind, emit, formats_for
+from draftfit.render.kinds import Kind, formats_for
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -107,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print how to serve the draft with each compatible or degraded version",
     )
-    _add_format(check, registry.CHECK)
+    _add_format(check, kinds.CHECK)
 
     diff = sub.add_parser(
         "diff",
@@ -134,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="lowest severity that makes the exit status 1 (default: error, i.e. a difference "
         "that matters)",
     )
-    _add_format(diff, registry.DIFF)
+    _add_format(diff, kinds.DIFF)
 
     matrix = sub.add_parser(
         "matrix",
@@ -147,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument(
         "--method", choices=("eagle3", "eagle"), help="method (default: read from the checkpoint)"
     )
-    _add_format(matrix, registry.MATRIX)
+    _add_format(matrix, kinds.MATRIX)
 
     convert = sub.add_parser(
         "convert",
@@ -179,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "--force", action="store_true", help="replace a non-empty output directory"
     )
-    _add_format(convert, registry.CONVERT)
+    _add_format(convert, kinds.CONVERT)
 
     inspect_p = sub.add_parser(
         "inspect",
@@ -189,18 +190,18 @@ def build_parser() -> argparse.ArgumentParser:
     inspect_p.add_argument(
         "draft", help="draft checkpoint: a directory, hf://OWNER/NAME[@REV] or OWNER/NAME"
     )
-    _add_format(inspect_p, registry.INSPECT)
+    _add_format(inspect_p, kinds.INSPECT)
 
     rules_p = sub.add_parser("rules", help="list every rule")
-    _add_format(rules_p, registry.RULE_LIST)
+    _add_format(rules_p, kinds.RULE_LIST)
 
     rule_p = sub.add_parser("rule", help="explain one rule")
     rule_p.add_argument("code", help="rule code (DF301) or name (aux-layers-differ-from-trained)")
-    _add_format(rule_p, registry.RULE)
+    _add_format(rule_p, kinds.RULE)
 
     engines_p = sub.add_parser("engines", help="list the engine versions draftfit has data for")
     engines_p.add_argument("engine", nargs="?", help="vllm, sglang or trtllm (default: all)")
-    _add_format(engines_p, registry.ENGINES)
+    _add_format(engines_p, kinds.ENGINES)
 
     demo = sub.add_parser(
         "demo",
@@ -209,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
         "with speculators, plus the Kimi-K2 target config, in a temporary "
         "folder, and check it against vLLM.",
     )
-    _add_format(demo, registry.DEMO)
+    _add_format(demo, kinds.DEMO)
     return parser
 
 
@@ -296,6 +297,13 @@ def _stop_signals_raise() -> Iterator[None]:
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
 
+def _emit(result: object, fmt: str, **options: Any) -> None:
+    """Render `result` in `fmt` to stdout (the renderers load only when output is due)."""
+    from draftfit.render.registry import emit
+
+    emit(result, fmt, **options)
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "check":
         return _cmd_check(args)
@@ -330,7 +338,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         recipes=args.recipe,
     )
     fail_on = Severity.parse(args.fail_on)
-    emit(report, args.format, fail_on=fail_on)
+    _emit(report, args.format, fail_on=fail_on)
     return report.exit_code(fail_on)
 
 
@@ -342,7 +350,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         args.draft, args.reference, engines=args.engine, target=args.target, method=args.method
     )
     fail_on = Severity.parse(args.fail_on)
-    emit(report, args.format, fail_on=fail_on)
+    _emit(report, args.format, fail_on=fail_on)
     return report.exit_code(fail_on)
 
 
@@ -352,7 +360,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
 
     checkpoint = open_checkpoint(args.draft)
     target = open_target(args.target) if args.target else None
-    emit(build_matrix(checkpoint, target, method=args.method), args.format)
+    _emit(build_matrix(checkpoint, target, method=args.method), args.format)
     return EXIT_OK
 
 
@@ -369,21 +377,21 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         unsafe=args.unsafe_fixes,
         force=args.force,
     )
-    emit(result, args.format)
+    _emit(result, args.format)
     return result.exit_code()
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from draftfit.inspect import inspect_path
 
-    emit(inspect_path(args.draft), args.format)
+    _emit(inspect_path(args.draft), args.format)
     return EXIT_OK
 
 
 def _cmd_rules(args: argparse.Namespace) -> int:
     from draftfit.explain import RuleList
 
-    emit(RuleList.all(), args.format)
+    _emit(RuleList.all(), args.format)
     return EXIT_OK
 
 
@@ -393,7 +401,7 @@ def _cmd_rule(args: argparse.Namespace) -> int:
     item = get_rule(args.code)
     if item is None:
         raise _UsageExit(f"draftfit: no rule {args.code!r} (see `draftfit rules`)")
-    emit(item, args.format)
+    _emit(item, args.format)
     return EXIT_OK
 
 
@@ -405,14 +413,14 @@ def _cmd_engines(args: argparse.Namespace) -> int:
         listing = list_engines(args.engine)
     except UsageError as exc:
         raise _UsageExit(f"draftfit: {exc}") from exc
-    emit(listing, args.format)
+    _emit(listing, args.format)
     return EXIT_OK
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from draftfit.demo import run_demo
 
-    emit(run_demo(), args.format)
+    _emit(run_demo(), args.format)
     return EXIT_OK
 
 

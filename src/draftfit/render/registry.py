@@ -1,140 +1,88 @@
-"""Every output kind, the formats it can be written in, and the renderer for each.
+"""Every (output kind, format) pair bound to its renderer, and the one way to emit a result.
 
 A command computes a result object (a :class:`~draftfit.report.Report`, a
 :class:`~draftfit.matrix.Matrix`, ...) and hands it to :func:`emit` with the `--format` the
-user chose; the registry below picks the renderer by the result's type and the format name.
-Each command's `--format` choices are :func:`formats_for` its kind, so the parser and the
-renderers cannot disagree.
+user chose; the registry picks the renderer by the result's type and the format name.
 
 Every renderer has the signature ``render(result, options: RenderOptions) -> str``. Adding a
-format is one such function and one line in the kind's ``renderers`` below.
-
-Renderers and result types are named as ``"module:attribute"`` and imported only when used,
-so building the parser (`draftfit --help`) loads none of them.
+format is one such function, its name in the kind's formats (:mod:`draftfit.render.kinds`)
+and one line in :data:`RENDERERS` below.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
-if TYPE_CHECKING:
-    from draftfit.render.options import RenderOptions
-    from draftfit.rules.base import Severity
-
-Renderer = Callable[[Any, "RenderOptions"], str]
-
-
-@dataclass(frozen=True, eq=False)
-class Kind:
-    """One kind of command output (compared by identity: each is defined once, below).
-
-    Attributes:
-        name: what the output is (`check`, `matrix`, ...).
-        result_type: the class of the result object, as ``"module:QualName"``.
-        renderers: format name -> renderer, as ``"module:function"``; the first is the default.
-    """
-
-    name: str
-    result_type: str
-    renderers: Mapping[str, str]
-
-    @property
-    def formats(self) -> tuple[str, ...]:
-        return tuple(self.renderers)
-
-
-CHECK = Kind(
-    "check",
-    "draftfit.report:Report",
-    {
-        "text": "draftfit.render.text:render_check",
-        "json": "draftfit.render.json:render_report_json",
-    },
+from draftfit.convert import ConvertResult
+from draftfit.demo import DemoResult
+from draftfit.diff import DiffReport
+from draftfit.engines.listing import EngineListing
+from draftfit.explain import RuleList
+from draftfit.inspect import InspectInfo
+from draftfit.matrix import Matrix
+from draftfit.render.demo_text import render_demo
+from draftfit.render.diff_text import render_diff
+from draftfit.render.engines_text import render_engines
+from draftfit.render.inspect_text import render_inspect
+from draftfit.render.json import render_report_json, render_result_json, render_rule_json
+from draftfit.render.kinds import (
+    CHECK,
+    CONVERT,
+    DEMO,
+    DIFF,
+    ENGINES,
+    INSPECT,
+    KINDS,
+    MATRIX,
+    RULE,
+    RULE_LIST,
+    Kind,
+    formats_for,
 )
-DIFF = Kind(
-    "diff",
-    "draftfit.diff:DiffReport",
-    {
-        "text": "draftfit.render.diff_text:render_diff",
-        "json": "draftfit.render.json:render_report_json",
-    },
-)
-MATRIX = Kind(
-    "matrix",
-    "draftfit.matrix:Matrix",
-    {
-        "text": "draftfit.render.matrix_text:render_matrix",
-        "json": "draftfit.render.json:render_result_json",
-        "markdown": "draftfit.render.matrix_markdown:render_markdown",
-    },
-)
-CONVERT = Kind(
-    "convert",
-    "draftfit.convert:ConvertResult",
-    {
-        "text": "draftfit.render.plan_text:render_convert",
-        "json": "draftfit.render.json:render_result_json",
-    },
-)
-INSPECT = Kind(
-    "inspect",
-    "draftfit.inspect:InspectInfo",
-    {
-        "text": "draftfit.render.inspect_text:render_inspect",
-        "json": "draftfit.render.json:render_result_json",
-    },
-)
-RULE_LIST = Kind(
-    "rules",
-    "draftfit.explain:RuleList",
-    {
-        "text": "draftfit.render.rules_text:render_rule_list",
-        "json": "draftfit.render.json:render_result_json",
-    },
-)
-RULE = Kind(
-    "rule",
-    "draftfit.rules.base:Rule",
-    {
-        "text": "draftfit.render.rules_text:render_rule",
-        "json": "draftfit.render.json:render_rule_json",
-    },
-)
-ENGINES = Kind(
-    "engines",
-    "draftfit.engines.listing:EngineListing",
-    {
-        "text": "draftfit.render.engines_text:render_engines",
-        "json": "draftfit.render.json:render_result_json",
-    },
-)
-DEMO = Kind(
-    "demo",
-    "draftfit.demo:DemoResult",
-    {
-        "text": "draftfit.render.demo_text:render_demo",
-        "json": "draftfit.render.json:render_result_json",
-    },
-)
+from draftfit.render.matrix_markdown import render_markdown
+from draftfit.render.matrix_text import render_matrix
+from draftfit.render.options import RenderOptions
+from draftfit.render.plan_text import render_convert
+from draftfit.render.rules_text import render_rule, render_rule_list
+from draftfit.render.text import render_check
+from draftfit.report import Report
+from draftfit.rules.base import Rule, Severity
 
-KINDS: tuple[Kind, ...] = (CHECK, DIFF, MATRIX, CONVERT, INSPECT, RULE_LIST, RULE, ENGINES, DEMO)
+Renderer = Callable[[Any, RenderOptions], str]
 
+# The class of the result each kind renders.
+RESULT_TYPES: Mapping[Kind, type] = {
+    CHECK: Report,
+    DIFF: DiffReport,
+    MATRIX: Matrix,
+    CONVERT: ConvertResult,
+    INSPECT: InspectInfo,
+    RULE_LIST: RuleList,
+    RULE: Rule,
+    ENGINES: EngineListing,
+    DEMO: DemoResult,
+}
 
-def formats_for(kind: Kind) -> tuple[str, ...]:
-    """The `--format` choices of a command that outputs `kind`, default first."""
-    return kind.formats
+RENDERERS: Mapping[Kind, Mapping[str, Renderer]] = {
+    CHECK: {"text": render_check, "json": render_report_json},
+    DIFF: {"text": render_diff, "json": render_report_json},
+    MATRIX: {"text": render_matrix, "json": render_result_json, "markdown": render_markdown},
+    CONVERT: {"text": render_convert, "json": render_result_json},
+    INSPECT: {"text": render_inspect, "json": render_result_json},
+    RULE_LIST: {"text": render_rule_list, "json": render_result_json},
+    RULE: {"text": render_rule, "json": render_rule_json},
+    ENGINES: {"text": render_engines, "json": render_result_json},
+    DEMO: {"text": render_demo, "json": render_result_json},
+}
 
 
 def kind_of(result: object) -> Kind:
-    """The kind whose result type `result` is an instance of (its class or a base class)."""
-    names = {f"{cls.__module__}:{cls.__qualname__}" for cls in type(result).__mro__}
+    """The kind whose result type `result` is an instance of."""
     for kind in KINDS:
-        if kind.result_type in names:
+        if isinstance(result, RESULT_TYPES[kind]):
             return kind
     raise TypeError(f"no output kind renders {type(result).__qualname__}")
 
@@ -142,7 +90,7 @@ def kind_of(result: object) -> Kind:
 def renderer_for(kind: Kind, fmt: str) -> Renderer:
     """The renderer registered for `kind` in format `fmt`."""
     try:
-        return _resolve(kind.renderers[fmt])
+        return RENDERERS[kind][fmt]
     except KeyError:
         raise ValueError(
             f"{kind.name} output has no format {fmt!r}; choose from {', '.join(kind.formats)}"
@@ -151,9 +99,7 @@ def renderer_for(kind: Kind, fmt: str) -> Renderer:
 
 def render(result: object, fmt: str, options: RenderOptions | None = None) -> str:
     """`result` written in format `fmt` (plain text style unless `options` say otherwise)."""
-    from draftfit.render.options import PLAIN
-
-    return renderer_for(kind_of(result), fmt)(result, options or PLAIN)
+    return renderer_for(kind_of(result), fmt)(result, options or RenderOptions())
 
 
 def emit(
@@ -170,9 +116,6 @@ def emit(
     error); colour is used, unless `color` says otherwise, when the stream is a terminal
     and NO_COLOR is unset.
     """
-    from draftfit.render.options import RenderOptions
-    from draftfit.rules.base import Severity
-
     out = stream if stream is not None else sys.stdout
     if color is None:
         color = out.isatty() and "NO_COLOR" not in os.environ
@@ -180,6 +123,4 @@ def emit(
     out.write(render(result, fmt, options))
 
 
-def _resolve(name: str) -> Any:
-    module, _, attribute = name.partition(":")
-    return getattr(importlib.import_module(module), attribute)
+__all__ = ["KINDS", "RENDERERS", "Kind", "emit", "formats_for", "kind_of", "render"]
