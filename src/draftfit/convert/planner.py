@@ -311,9 +311,7 @@ class _Planner:
         if aux is not None:
             output_of = self._nested_ids(aux)
             config["eagle_aux_hidden_state_layer_ids"] = list(aux)
-            if "eagle_aux_hidden_state_layer_ids" not in source or list(
-                source["eagle_aux_hidden_state_layer_ids"]
-            ) != list(aux):
+            if list(source.get("eagle_aux_hidden_state_layer_ids") or []) != list(aux):
                 self.edit(
                     "move-aux-ids",
                     "/eagle_aux_hidden_state_layer_ids",
