@@ -28,6 +28,7 @@ from draftfit.config_schema import (
     DICT_LIST,
     DRAFT_SCHEMA,
     INT_LIST,
+    LAYER_SCHEMA,
     NONNEG_INT,
     POS_INT,
     POS_NUMBER,
@@ -189,6 +190,16 @@ def _llama_target(tmp: Path) -> Path:
     return f.llama_target(tmp / "target")
 
 
+def _legacy_eagle1() -> Draft:
+    """vLLM's legacy EAGLE-1 layout: the decoder config nested under `model`."""
+    config = {
+        "model_type": "eagle",
+        "architectures": ["EAGLEModel"],
+        "model": {"model_type": "llama", **f.llama_layer_config()},
+    }
+    return Draft(config, f.eagle1().tensors)
+
+
 # Each base: a checkpoint builder and the places (pointer prefix, schema) it exercises.
 Base = tuple[Callable[[], Draft], list[tuple[str, Mapping[str, Expect]]]]
 LAYER = {k: v for k, v in DRAFT_SCHEMA.items() if v.children is None or k == "model"}
@@ -220,6 +231,7 @@ BASES: dict[str, Base] = {
         f.mla_draft,
         [("", {k: LAYER[k] for k in LAYER if "lora" in k or k.endswith("head_dim")})],
     ),
+    "legacy": (_legacy_eagle1, [("/model", LAYER_SCHEMA)]),
     "eagle1": (
         f.eagle1,
         [("", {k: LAYER[k] for k in ("hidden_size", "bias", "num_hidden_layers")})],

@@ -250,7 +250,8 @@ class TypeProblem:
 
     @property
     def expected(self) -> str:
-        return self.expect.kind + (" or null" if self.expect.nullable else "")
+        bound = " below 2**31" if self.expect.kind in (POS_INT, NONNEG_INT, INT_LIST) else ""
+        return self.expect.kind + bound + (" or null" if self.expect.nullable else "")
 
 
 def json_type(value: Any) -> str:
