@@ -404,3 +404,19 @@ def test_null_aux_ids_convert(tmp_path: Path) -> None:
     assert written_config["eagle_aux_hidden_state_layer_ids"] == [2, 4, 5]
     report = check_checkpoint(load_checkpoint(path), load_target(target), PROFILES)
     assert not {f.code for f in report.findings} & {"DF118", "DF119"}
+
+
+def test_convert_lists_a_wrong_typed_value_it_leaves_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The plan says which value is not carried over; the output never holds it."""
+    draft = f.specforge(nested_aux=[1, 3, 4])
+    draft.config["rope_theta"] = "1e4"
+    path = draft.write(tmp_path / "d")
+    argv = ["convert", str(path), "--to", "vllm", "--dry-run", "--format", "json"]
+    assert cli.main(argv) == 0
+    plan = json.loads(capsys.readouterr().out)["plan"]
+    edits = [e for e in plan["edits"] if e["target"] == "/rope_theta"]
+    assert edits and edits[0]["safety"] == "display-only" and not edits[0]["applied"]
+    assert "rope_theta" not in plan["config"]
+    assert json.loads((path / "config.json").read_text())["rope_theta"] == "1e4"
