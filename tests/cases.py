@@ -432,6 +432,38 @@ def _unknown_method() -> Draft:
 case("method-unknown", {"DF113"}, verdict="incompatible")(with_target(_unknown_method()))
 case("method-unknown-explicit", set(), {"DF113"}, method="eagle3")(with_target(_unknown_method()))
 
+
+def _retyped(draft: Draft, pointer: str, value: object) -> Draft:
+    """`draft` with the config value at `pointer` (e.g. `/transformer_layer_config/x`) set."""
+    *parents, key = pointer.strip("/").split("/")
+    node = draft.config
+    for part in parents:
+        node = node[part]
+    node[key] = value
+    return draft
+
+
+case("hidden-size-string", {"DF118"}, {"DF119"}, verdict="incompatible")(
+    with_target(
+        _retyped(f.speculators(aux=[2, 4, 5]), "/transformer_layer_config/hidden_size", "64")
+    )
+)
+case("aux-ids-number", {"DF118"}, verdict="incompatible")(
+    with_target(_retyped(f.speculators(), "/eagle_aux_hidden_state_layer_ids", 3))
+)
+case("hidden-size-float", {"DF118"}, verdict="incompatible")(
+    with_target(_retyped(f.specforge(), "/hidden_size", 64.0))
+)
+case("flag-as-string", {"DF119"}, {"DF118"}, verdict="degraded")(
+    with_target(_retyped(f.speculators(aux=[2, 4, 5]), "/norm_before_residual", "false"))
+)
+case("aux-ids-null", set(), {"DF118", "DF119"}, verdict="compatible")(
+    with_target(_retyped(f.speculators(aux=[2, 4, 5]), "/eagle_aux_hidden_state_layer_ids", None))
+)
+case("target-layers-string", {"DF118"}, verdict="incompatible")(
+    with_target(f.specforge(), num_hidden_layers="8")
+)
+
 # ------------------------------------------------------------------ DF2xx tensors
 
 case("unknown-tensor", {"DF201"}, verdict="incompatible", oracle="11d")(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draftfit.checkpoint.model import Checkpoint
+from draftfit.config_schema import DRAFT_SCHEMA, scrub
 
 SPECULATORS = "speculators"
 SPECFORGE = "specforge"
@@ -80,7 +81,7 @@ def _architectures(config: Mapping[str, Any]) -> list[str]:
 
 def detect_dialect(checkpoint: Checkpoint) -> Dialect:
     """Apply the ordered fingerprint rules to the config and tensor names."""
-    config = checkpoint.config or {}
+    config = scrub(checkpoint.config, DRAFT_SCHEMA).config
     names = set(checkpoint.tensors)
     arch = _architectures(config)
     arch0 = arch[0] if arch else None

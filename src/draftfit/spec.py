@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
+from draftfit.config_schema import DRAFT_SCHEMA, TypeProblem, scrub
 from draftfit.dialects import (
     ANGELSLIM,
     EAGLE_OFFICIAL,
@@ -138,6 +139,8 @@ class DraftSpec:
         raw_names: canonical name -> the name stored in the file.
         name_prefix: a prefix every decoder tensor carries (e.g. `model.`), else `""`.
         unrecognised: stored names that map to no known role.
+        config: config.json without its wrong-typed values (what every reader uses).
+        config_problems: the wrong-typed values set aside (`config_schema.scrub`).
     """
 
     dialect: Dialect
@@ -150,6 +153,8 @@ class DraftSpec:
     raw_names: dict[str, str]
     name_prefix: str = ""
     unrecognised: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+    config_problems: list[TypeProblem] = field(default_factory=list)
 
     # ---- plain accessors
     def get(self, name: str) -> Any:
@@ -286,7 +291,8 @@ _LAYER_RE = re.compile(r"^layers\.(\d+)\.")
 def describe(checkpoint: Checkpoint, dialect: Dialect | None = None) -> DraftSpec:
     """Build the canonical description of `checkpoint`."""
     dialect = dialect or detect_dialect(checkpoint)
-    config = checkpoint.config or {}
+    scrubbed = scrub(checkpoint.config, DRAFT_SCHEMA)
+    config = scrubbed.config
     layer_pointer, layer_config = _layer_config(config, dialect)
     fields: dict[str, Field] = {}
     for name in LAYER_FIELDS:
@@ -328,6 +334,8 @@ def describe(checkpoint: Checkpoint, dialect: Dialect | None = None) -> DraftSpe
         raw_names=raw_names,
         name_prefix=prefix,
         unrecognised=unrecognised,
+        config=config,
+        config_problems=scrubbed.problems,
     )
     spec.aux = _aux_locations(config, dialect)
     return spec

@@ -10,13 +10,12 @@ Qwen-VL) or a similar key; engines read that *text config*, so draftfit does too
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from draftfit.config_schema import TARGET_SCHEMA, TEXT_CONFIG_KEYS, TypeProblem, scrub
 from draftfit.errors import CheckpointNotFoundError, UsageError
-
-TEXT_CONFIG_KEYS = ("text_config", "language_config", "llm_config", "text_model")
 
 
 @dataclass
@@ -28,12 +27,14 @@ class Target:
         config: the whole `config.json`.
         text_config: the language-model part (the whole config for text-only models).
         text_pointer: JSON pointer of `text_config` inside config.json (`""` when top level).
+        problems: values of the wrong JSON type, left out of `config` and `text_config`.
     """
 
     source: str
     config: dict[str, Any]
     text_config: dict[str, Any]
     text_pointer: str = ""
+    problems: list[TypeProblem] = field(default_factory=list)
 
     def _int(self, key: str) -> int | None:
         value = self.text_config.get(key)
@@ -68,7 +69,7 @@ class Target:
         vocab = self._int("vocab_size")
         if vocab is None:
             value = self.config.get("vocab_size")
-            vocab = value if isinstance(value, int) else None
+            vocab = value if isinstance(value, int) and not isinstance(value, bool) else None
         return vocab
 
     @property
@@ -108,8 +109,18 @@ def load_target(path: str | Path, source: str | None = None) -> Target:
         raise UsageError(f"target config {config_path} is not readable JSON: {exc}") from exc
     if not isinstance(config, dict):
         raise UsageError(f"target config {config_path} is not a JSON object")
-    text_config, pointer = _text_config(config)
-    return Target(source or str(path), config, text_config, pointer)
+    return target_from_config(config, source or str(path))
+
+
+def target_from_config(raw: dict[str, Any], source: str) -> Target:
+    """A target from its parsed config; wrong-typed values are set aside as problems."""
+    scrubbed = scrub(raw, TARGET_SCHEMA)
+    _, pointer = _text_config(raw)
+    config = scrubbed.config
+    text_config = config.get(pointer[1:]) if pointer else config
+    if not isinstance(text_config, dict):  # pragma: no cover - a scrubbed object stays one
+        text_config, pointer = config, ""
+    return Target(source, config, text_config, pointer, scrubbed.problems)
 
 
 def _text_config(config: dict[str, Any]) -> tuple[dict[str, Any], str]:

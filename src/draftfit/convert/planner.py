@@ -104,6 +104,14 @@ class _Planner:
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Plan:
+        for problem in self.spec.config_problems:
+            self.edit(
+                "none",
+                problem.pointer,
+                f"`{problem.pointer}` is {problem.shown()}, not a {problem.expected}: it is "
+                f"left out of the output; write it as a {problem.expect.kind}",
+                DISPLAY_ONLY,
+            )
         layer = self._layer_config()
         eagle = self._eagle_fields(layer)
         aux = self._aux_ids(layer)
@@ -276,7 +284,7 @@ class _Planner:
     def _config(
         self, layer: dict[str, Any], eagle: dict[str, Any], aux: tuple[int, ...] | None
     ) -> dict[str, Any]:
-        source = self.ckpt.config or {}
+        source = self.spec.config  # wrong-typed values set aside
         dtype_key = "dtype" if "dtype" in source else "torch_dtype"
         dtype = source.get(dtype_key) or (source.get("transformer_layer_config") or {}).get(
             dtype_key
@@ -305,9 +313,7 @@ class _Planner:
         if aux is not None:
             output_of = self._nested_ids(aux)
             config["eagle_aux_hidden_state_layer_ids"] = list(aux)
-            if "eagle_aux_hidden_state_layer_ids" not in source or list(
-                source["eagle_aux_hidden_state_layer_ids"]
-            ) != list(aux):
+            if list(source.get("eagle_aux_hidden_state_layer_ids") or []) != list(aux):
                 self.edit(
                     "move-aux-ids",
                     "/eagle_aux_hidden_state_layer_ids",
@@ -398,7 +404,7 @@ class _Planner:
         dtype_key: str,
         dtype: Any,
     ) -> dict[str, Any]:
-        source = self.ckpt.config or {}
+        source = self.spec.config  # wrong-typed values set aside
         spec_cfg = (
             source.get("speculators_config")
             if isinstance(source.get("speculators_config"), dict)

@@ -92,7 +92,7 @@ class BaseBuilder:
         method_explicit: bool = False,
     ) -> None:
         self.ckpt = checkpoint
-        self.config: Mapping[str, Any] = checkpoint.config or {}
+        self.config: Mapping[str, Any] = spec.config  # wrong-typed values set aside
         self.spec = spec
         self.target = target
         self.p = profile

@@ -12,6 +12,7 @@ from draftfit.rules.base import Severity
 FAMILY_TITLES = {
     "structure": "File structure",
     "config": "Config, method and architecture",
+    "field_types": "Config value types",
     "tensors": "Tensors",
     "aux": "Aux hidden-state layers",
     "vocab": "Vocabulary",

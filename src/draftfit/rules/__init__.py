@@ -11,6 +11,7 @@ from draftfit.rules import (
     aux,
     config,
     difference,
+    field_types,
     hygiene,
     norms,
     structure,
@@ -20,7 +21,18 @@ from draftfit.rules import (
 )
 from draftfit.rules.base import RULES, Rule, Severity
 
-RULE_MODULES = (structure, config, tensors, aux, vocab, target, norms, difference, hygiene)
+RULE_MODULES = (
+    structure,
+    config,
+    field_types,
+    tensors,
+    aux,
+    vocab,
+    target,
+    norms,
+    difference,
+    hygiene,
+)
 
 
 def get_rule(code_or_name: str) -> Rule | None:

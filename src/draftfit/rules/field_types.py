@@ -1,0 +1,104 @@
+"""DF118–DF119 — config values of the wrong JSON type, in the draft or the target config.
+
+The expected type of every field draftfit reads lives in :mod:`draftfit.config_schema`;
+:func:`draftfit.config_schema.scrub` sets wrong values aside while the draft and target are
+read (so nothing downstream crashes on them or uses them) and these rules report them, so
+a draft with such a value is never called compatible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from draftfit.config_schema import TypeProblem, json_type
+from draftfit.location import Location
+from draftfit.rules.base import Context, Severity, Violation, rule
+
+
+def _violations(ctx: Context, crash: bool) -> Iterator[Violation]:
+    for problem in ctx.spec.config_problems:
+        if problem.expect.crash == crash:
+            yield _violation(problem, "config.json", crash)
+    if ctx.target is not None:
+        where = f"{ctx.target.source} config.json (target)"
+        for problem in ctx.target.problems:
+            if problem.expect.crash == crash:
+                yield _violation(problem, where, crash)
+
+
+def _violation(problem: TypeProblem, file: str, crash: bool) -> Violation:
+    consequence = (
+        "the engine refuses the config or crashes on it"
+        if crash
+        else "the engine loads it but reads it as something else (a non-empty string or "
+        "list counts as true)"
+    )
+    return Violation(
+        f"`{problem.pointer}` is {problem.shown()} (a {json_type(problem.value)}); expected a "
+        f"{problem.expected}. Read by {problem.expect.read_by}: {consequence}. draftfit "
+        "treats it as absent",
+        Location(file, problem.pointer),
+        fix=f"write `{problem.name}` as a JSON {problem.expect.kind}"
+        + (" (or null for the engine's default)" if problem.expect.nullable else ""),
+    )
+
+
+@rule(
+    "DF118",
+    "config-field-wrong-type",
+    Severity.ERROR,
+    "a config field has a JSON type engines refuse or crash on",
+    scope="checkpoint",
+)
+def config_field_wrong_type(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Every config field draftfit reads whose wrong type breaks the engine (dims, counts,
+    aux-layer ids, class names, the speculators structure, RoPE and norm parameters) has
+    the JSON type engines expect, in the draft's `config.json` and in the target's. Dims
+    and counts are positive integers below 2**31: a bool is not an integer, and neither is
+    a float such as `4096.0` (HF's loader keeps it a float). Null is accepted only where
+    engines take it as "use the default" (`target_hidden_size`, `head_dim`, the aux-id
+    lists, `rope_scaling`, ...). The full table is `draftfit.config_schema`.
+
+    ## Why it matters
+    HF's config loader keeps JSON types as written, so a `"4096"` hidden size or a
+    `"[2, 18, 33]"` aux list reaches the engine as a string: the model builder fails in
+    shape arithmetic, the typed config class refuses it, or the aux capture indexes with
+    it. draftfit reports the value and treats it as absent in every other check.
+
+    ## Example
+    `"hidden_size": "4096"` under `transformer_layer_config`, or
+    `"eagle_aux_hidden_state_layer_ids": 3`.
+
+    ## Fix
+    Write the value as the JSON type named in the finding (`4096`, `[2, 18, 33]`).
+    """
+    yield from _violations(ctx, crash=True)
+
+
+@rule(
+    "DF119",
+    "config-field-misread",
+    Severity.WARNING,
+    "a config field has a JSON type engines silently read as something else",
+    scope="checkpoint",
+)
+def config_field_misread(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Config fields engines read loosely (the norm and bias flags, `tie_word_embeddings`,
+    the `eagle_config` switches, `auto_map`, the speculators verifier, token ids) have the
+    JSON type their writer meant: flags are `true`/`false`, not strings or numbers.
+
+    ## Why it matters
+    Engines test these with Python truthiness: `"norm_before_residual": "false"` is a
+    non-empty string, so the engine applies the norm the author meant to switch off, and
+    the draft loads but drafts with a different graph than it was trained with.
+
+    ## Example
+    `"norm_before_residual": "false"`, `"tie_word_embeddings": 0`,
+    `"speculators_config": {"verifier": "meta-llama/Llama-3.1-8B"}`.
+
+    ## Fix
+    Write the value as the JSON type named in the finding (`false`, an object).
+    """
+    yield from _violations(ctx, crash=False)
