@@ -36,6 +36,9 @@ BOOL = "boolean"
 STR = "string"
 STR_LIST = "list of strings"
 INT_LIST = "list of non-negative integers"
+# Aux-layer ids: integers of either sign (TensorRT-LLM's -1 is the final hidden state; an id
+# an engine cannot capture is a range question, reported by the aux rules, not a type one).
+LAYER_ID_LIST = "list of integers"
 TOKEN_IDS = "non-negative integer or list of them"
 DICT = "object"
 DICT_LIST = "list of objects"
@@ -89,6 +92,8 @@ def matches(kind: str, value: Any) -> bool:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if kind == INT_LIST:
         return isinstance(value, list) and all(matches(NONNEG_INT, v) for v in value)
+    if kind == LAYER_ID_LIST:
+        return isinstance(value, list) and all(_int(v) and abs(v) < INT_LIMIT for v in value)
     if kind == TOKEN_IDS:
         return matches(NONNEG_INT, value) or matches(INT_LIST, value)
     if kind == DICT:
@@ -138,8 +143,8 @@ LAYER_SCHEMA: dict[str, Expect] = {
 
 _AUX = "vLLM, SGLang, TensorRT-LLM (target layers captured)"
 EAGLE_CONFIG_SCHEMA: dict[str, Expect] = {
-    "eagle_aux_hidden_state_layer_ids": Expect(INT_LIST, nullable=True, read_by=_AUX),
-    "layer_ids": Expect(INT_LIST, nullable=True, read_by="vLLM (target layers captured)"),
+    "eagle_aux_hidden_state_layer_ids": Expect(LAYER_ID_LIST, nullable=True, read_by=_AUX),
+    "layer_ids": Expect(LAYER_ID_LIST, nullable=True, read_by="vLLM (target layers captured)"),
     "use_aux_hidden_state": Expect(BOOL, crash=False, read_by="vLLM, SGLang (read as true/false)"),
     "norm_before_fc": Expect(BOOL, crash=False, read_by=_FLAG),
     "eh_proj_before_attn": Expect(BOOL, crash=False, read_by="SGLang, TensorRT-LLM"),
@@ -187,7 +192,7 @@ DRAFT_SCHEMA: dict[str, Expect] = {
     "bias": Expect(BOOL, crash=False, read_by="SGLang, TensorRT-LLM (`fc` bias)"),
     "torch_dtype": Expect(STR, nullable=True, read_by="every engine (weight dtype)"),
     "dtype": Expect(STR, nullable=True, read_by="every engine (weight dtype)"),
-    "eagle_aux_hidden_state_layer_ids": Expect(INT_LIST, nullable=True, read_by=_AUX),
+    "eagle_aux_hidden_state_layer_ids": Expect(LAYER_ID_LIST, nullable=True, read_by=_AUX),
     "eagle_config": Expect(
         DICT, nullable=True, read_by="vLLM, SGLang, TensorRT-LLM", children=EAGLE_CONFIG_SCHEMA
     ),
