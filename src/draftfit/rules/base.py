@@ -8,35 +8,19 @@ so rules stay unaware of how they are reported.
 
 from __future__ import annotations
 
-import enum
 import inspect
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from draftfit.location import Location, config_at
+from draftfit.rule_ids import RuleId, Severity
 
 if TYPE_CHECKING:
     from draftfit.checkpoint.model import Checkpoint
     from draftfit.engines.view import EngineView
     from draftfit.spec import DraftSpec
     from draftfit.target import Target
-
-
-class Severity(enum.IntEnum):
-    """`error`: the engine refuses or crashes; `warning`: it loads but drafts wrongly or
-    worse than trained; `info`: worth knowing."""
-
-    INFO = 1
-    WARNING = 2
-    ERROR = 3
-
-    def __str__(self) -> str:
-        return self.name.lower()
-
-    @classmethod
-    def parse(cls, text: str) -> Severity:
-        return cls[text.upper()]
 
 
 @dataclass(frozen=True)
@@ -113,7 +97,7 @@ def from_view_events(ctx: Context, name: str) -> Iterator[Violation]:
     if ctx.view is None:
         return
     for event in [*ctx.view.refusals, *ctx.view.events]:
-        if event.rule == name:
+        if (event.rule.name if isinstance(event.rule, RuleId) else event.rule) == name:
             yield Violation(event.message, event.location, event.fix, event.sources)
 
 
