@@ -23,6 +23,7 @@ from draftfit.errors import DraftfitError, Interrupted
 from draftfit.render import kinds
 from draftfit.render.escape import escape_controls
 from draftfit.render.kinds import Kind, formats_for
+from draftfit.schemas import SCHEMA_KINDS
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -203,6 +204,14 @@ def build_parser() -> argparse.ArgumentParser:
     engines_p.add_argument("engine", nargs="?", help="vllm, sglang or trtllm (default: all)")
     _add_format(engines_p, kinds.ENGINES)
 
+    schema_p = sub.add_parser(
+        "schema",
+        help="print the JSON Schema of a command's --format json output",
+        description="Print the JSON Schema (draft 2020-12) that a command's JSON output "
+        "follows; the schemas ship with the package.",
+    )
+    schema_p.add_argument("kind", choices=SCHEMA_KINDS, help="the command whose output to describe")
+
     demo = sub.add_parser(
         "demo",
         help="run the built-in example (a Kimi-K2 EAGLE-3 draft)",
@@ -323,6 +332,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cmd_engines(args)
     if args.command == "demo":
         return _cmd_demo(args)
+    if args.command == "schema":
+        return _cmd_schema(args)
     raise _UsageExit(f"draftfit: unknown command {args.command}")  # pragma: no cover
 
 
@@ -421,6 +432,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from draftfit.demo import run_demo
 
     _emit(run_demo(), args.format)
+    return EXIT_OK
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from draftfit.schemas import schema_text
+
+    sys.stdout.write(schema_text(args.kind))
     return EXIT_OK
 
 

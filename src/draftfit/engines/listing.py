@@ -12,7 +12,7 @@ from draftfit.engines.profile import ENGINES, EngineData, load_engine
 class EngineListing:
     """The data of the engines asked for; `single` when one engine was named.
 
-    The JSON form is one engine's dictionary when one was named, else `{"engines": [...]}`.
+    The JSON form is `{"engines": [...]}` either way (one item when one engine was named).
     """
 
     engines: tuple[EngineData, ...]
@@ -20,7 +20,7 @@ class EngineListing:
 
     def to_dict(self) -> dict[str, Any]:
         items = [engine_dict(data) for data in self.engines]
-        return items[0] if self.single else {"engines": items}
+        return {"engines": items}
 
 
 def engine_dict(data: EngineData) -> dict[str, Any]:

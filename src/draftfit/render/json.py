@@ -1,16 +1,32 @@
-"""JSON output: a result's documented dictionary, pretty-printed with sorted keys."""
+"""JSON output: a result's documented dictionary, pretty-printed with sorted keys.
+
+Every JSON document draftfit prints carries `schema_version` and `tool` (name and version)
+at the top level, so a consumer can tell which contract it reads; the schemas themselves
+ship in :mod:`draftfit.schemas` (`draftfit schema KIND`).
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from draftfit import __version__
 from draftfit.render.options import PLAIN, RenderOptions
+from draftfit.report import SCHEMA_VERSION
 from draftfit.rules.base import Rule
 
 
 def render_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+    return json.dumps(with_envelope(data), indent=2, sort_keys=True) + "\n"
+
+
+def with_envelope(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with `schema_version` and `tool` added where the result did not set them."""
+    envelope = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "draftfit", "version": __version__},
+    }
+    return {**envelope, **data}
 
 
 def render_result_json(result: Any, options: RenderOptions = PLAIN) -> str:
