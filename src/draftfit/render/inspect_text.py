@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from draftfit.inspect import InspectInfo
+from draftfit.inspection import InspectInfo
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 

@@ -9,6 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from draftfit.aux_counting import (
+    CAPTURE_BEFORE,
+    OUTPUT_OF,
+    TOP_AUX,
+    AuxIds,
+    default_capture_ids,
+    default_output_of_ids,
+    resolve_with_target,
+)
 from draftfit.engines.view import EngineView
 from draftfit.rule_ids import (
     AUX_COUNT_MISMATCH,
@@ -23,14 +32,6 @@ from draftfit.rule_ids import (
 )
 from draftfit.rules.base import Context, Location, Violation, config_at, event_rule, rule
 from draftfit.rules.tensors import fc_width_is_aux_count_problem
-from draftfit.spec import (
-    CAPTURE_BEFORE,
-    OUTPUT_OF,
-    TOP_AUX,
-    AuxIds,
-    default_capture_ids,
-    resolve_with_target,
-)
 
 
 def _target_layers(ctx: Context) -> int | None:
@@ -435,16 +436,18 @@ def aux_ids_copied_without_shift(ctx: Context) -> Iterator[Violation]:
                 f"set `{TOP_AUX}` to {_fmt(other.capture_before())}",
             )
             return
-    if layers and top.convention == CAPTURE_BEFORE:
-        output_default = (1, layers // 2 - 1, layers - 4)
-        if tuple(top.ids) == output_default:
-            yield Violation(
-                f"top-level ids {_fmt(top.ids)} equal the output-of default for a {layers}-layer "
-                f"target; read as capture-before they are one layer early",
-                config_at(TOP_AUX),
-                f"if the draft was trained on the default layers, set `{TOP_AUX}` to "
-                f"{_fmt(default_capture_ids(layers))}",
-            )
+    if (
+        layers
+        and top.convention == CAPTURE_BEFORE
+        and tuple(top.ids) == default_output_of_ids(layers)
+    ):
+        yield Violation(
+            f"top-level ids {_fmt(top.ids)} equal the output-of default for a {layers}-layer "
+            f"target; read as capture-before they are one layer early",
+            config_at(TOP_AUX),
+            f"if the draft was trained on the default layers, set `{TOP_AUX}` to "
+            f"{_fmt(default_capture_ids(layers))}",
+        )
 
 
 @event_rule(
