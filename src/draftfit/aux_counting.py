@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from draftfit.dialects import (
     ANGELSLIM,
@@ -134,7 +134,7 @@ def default_output_of_ids(num_layers: int) -> tuple[int, int, int]:
     return (1, num_layers // 2 - 1, num_layers - 4)
 
 
-def _int_list(value: Any) -> bool:
+def _int_list(value: object) -> TypeGuard[list[int]]:
     return (
         isinstance(value, list)
         and len(value) > 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -11,7 +12,7 @@ from draftfit.render.options import PLAIN, RenderOptions
 
 
 def render_inspect(info: InspectInfo, options: RenderOptions = PLAIN) -> str:
-    def draw(console) -> None:
+    def draw(console: Console) -> None:
         head = Text()
         head.append("Draft    ", style="bold")
         head.append(info.source)

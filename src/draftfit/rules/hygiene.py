@@ -125,7 +125,7 @@ def config_dtype_mismatch(ctx: Context) -> Iterator[Violation]:
             counts[t.dtype] = counts.get(t.dtype, 0) + t.numel
     if not counts:
         return
-    stored = max(counts, key=counts.get)
+    stored = max(counts, key=counts.__getitem__)
     if stored != expected:
         yield Violation(
             f"config.json says `{declared}` but most weights are stored as {stored}",

@@ -17,6 +17,7 @@ from draftfit.engines.view import (
     TRUNCATE_ROWS,
     UNINITIALISED,
     Expectation,
+    TensorFate,
 )
 from draftfit.rule_ids import (
     HEAD_DIM_NOT_DECLARED,
@@ -459,7 +460,7 @@ def tensor_names_not_bound(ctx: Context) -> Iterator[Violation]:
         return
     _, unbound = _unfilled(ctx)
     fates = [f for f in view.fates if f.status == "unbound" and f.canonical in unbound]
-    by_reason: dict[str, list] = {}
+    by_reason: dict[str, list[TensorFate]] = {}
     for fate in fates:
         by_reason.setdefault(fate.reason, []).append(fate)
     for reason, group in by_reason.items():
