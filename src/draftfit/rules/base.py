@@ -172,7 +172,6 @@ __all__ = [
     "Context",
     "Location",
     "Rule",
-    "RuleId",
     "Severity",
     "Violation",
     "config_at",

@@ -23,8 +23,9 @@ from draftfit.rule_ids import (
     TENSOR_DTYPE_DIFFERS,
     TENSOR_NAME_DIFFERS,
     VOCAB_MAP_DIFFERS,
+    RuleId,
 )
-from draftfit.rules.base import Check, DocHolder, RuleId, documented_rule
+from draftfit.rules.base import Check, DocHolder, documented_rule
 
 
 def _diff_rule(rule_id: RuleId, summary: str) -> Callable[[DocHolder], Check]:

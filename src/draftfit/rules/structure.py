@@ -30,13 +30,13 @@ from draftfit.rule_ids import (
     UNKNOWN_DTYPE,
     UNREADABLE_FILE,
     UNSAFE_PICKLE_GLOBAL,
+    RuleId,
 )
 from draftfit.rules.base import (
     Check,
     Context,
     DocHolder,
     Location,
-    RuleId,
     Violation,
     documented_rule,
     names_rule,
