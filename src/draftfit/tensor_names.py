@@ -60,12 +60,16 @@ def canonical_name(raw: str) -> tuple[str, str]:
 
 
 def is_known_role(canonical: str) -> bool:
+    """Whether a canonical name is a tensor some EAGLE draft class builds or reads."""
     return bool(_KNOWN_TOP.match(canonical) or _KNOWN_LAYER.match(canonical))
 
 
 def canonical_tensors(
     checkpoint: Checkpoint,
 ) -> tuple[dict[str, TensorInfo], dict[str, str], str, list[str]]:
+    """The checkpoint's tensors by canonical name, with: canonical -> stored name, the prefix
+    every stored name carries (`model.`, else `""`), and the stored names that map to no
+    known role or repeat a role another stored name already fills."""
     tensors: dict[str, TensorInfo] = {}
     raw_names: dict[str, str] = {}
     prefixes: set[str] = set()
