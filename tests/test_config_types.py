@@ -40,7 +40,7 @@ from draftfit.config_schema import (
     Expect,
     schema_names,
 )
-from draftfit.inspect import inspect_path
+from draftfit.inspection import inspect_path
 from draftfit.target import load_target
 from tests import factory as f
 from tests.factory import Draft
@@ -48,6 +48,7 @@ from tests.factory import Draft
 SRC = Path(__file__).resolve().parents[1] / "src" / "draftfit"
 CONFIG_READERS = [
     "spec.py",
+    "aux_counting.py",
     "dialects.py",
     "target.py",
     "engines/builder.py",
@@ -57,7 +58,7 @@ CONFIG_READERS = [
     "convert/planner.py",
     "recipe.py",
     "diff.py",
-    "inspect.py",
+    "inspection.py",
     "matrix.py",
     *sorted(str(p.relative_to(SRC)) for p in (SRC / "rules").glob("*.py")),
 ]

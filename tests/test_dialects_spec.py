@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from draftfit.aux_counting import CAPTURE_BEFORE, OUTPUT_OF, resolve_with_target
 from draftfit.checkpoint import load_checkpoint
-from draftfit.spec import CAPTURE_BEFORE, OUTPUT_OF, describe, resolve_with_target
+from draftfit.spec import describe
 from tests import factory as f
 
 

@@ -18,7 +18,7 @@ from draftfit.demo import run_demo
 from draftfit.diff import diff_paths
 from draftfit.engines.listing import list_engines
 from draftfit.explain import RuleList
-from draftfit.inspect import inspect_path
+from draftfit.inspection import inspect_path
 from draftfit.matrix import build_matrix
 from draftfit.render import kinds as registry
 from draftfit.render.kinds import KINDS, formats_for

@@ -393,7 +393,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from draftfit.inspect import inspect_path
+    from draftfit.inspection import inspect_path
 
     _emit(inspect_path(args.draft), args.format)
     return EXIT_OK

@@ -32,9 +32,26 @@ class DemoPaths:
     target: Path
 
 
-def demo_config(name: str) -> dict[str, Any]:
+def _demo_json(name: str) -> object:
     text = resources.files("draftfit").joinpath("demo_data", name).read_text("utf-8")
     return json.loads(text)
+
+
+def demo_config(name: str) -> dict[str, Any]:
+    """A config.json shipped in `demo_data`."""
+    value = _demo_json(name)
+    if not isinstance(value, dict):
+        raise TypeError(f"demo_data/{name} is not a JSON object")
+    return value
+
+
+def demo_tensor_table(name: str) -> list[tuple[str, str, tuple[int, ...]]]:
+    """A tensor list shipped in `demo_data` (`[name, shape, dtype]` rows) as
+    `(name, dtype, shape)` rows for :func:`~draftfit.synth.write_sparse_checkpoint`."""
+    rows = _demo_json(name)
+    if not isinstance(rows, list):
+        raise TypeError(f"demo_data/{name} is not a JSON list")
+    return [(str(n), str(dtype), tuple(int(d) for d in shape)) for n, shape, dtype in rows]
 
 
 def build_demo(root: Path) -> DemoPaths:
@@ -50,10 +67,7 @@ def build_demo(root: Path) -> DemoPaths:
         draft_vocab=draft_vocab,
     )
     reference_config = demo_config("aq-medai-kimi-k2-eagle3.config.json")
-    reference_table = [
-        (name, dtype, tuple(shape))
-        for name, shape, dtype in demo_config("aq-medai-kimi-k2-eagle3.tensors.json")
-    ]
+    reference_table = demo_tensor_table("aq-medai-kimi-k2-eagle3.tensors.json")
     reference = write_sparse_checkpoint(
         root / "AQ-MedAI--Kimi-K2-Instruct-eagle3",
         reference_config,

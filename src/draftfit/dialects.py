@@ -86,9 +86,8 @@ def detect_dialect(checkpoint: Checkpoint) -> Dialect:
     arch = _architectures(config)
     arch0 = arch[0] if arch else None
     ev = _Evidence()
-    eagle_config = (
-        config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
-    )
+    nested = config.get("eagle_config")
+    eagle_config: Mapping[str, Any] = nested if isinstance(nested, dict) else {}
 
     if "speculators_model_type" in config:
         return _speculators(config, arch0, names, ev)
@@ -153,6 +152,7 @@ def _speculators(
     ev.add(f"`speculators_model_type` is `{kind}`")
     if version:
         ev.add(f"`speculators_version` is `{version}`")
+    variant: str | None
     if arch0 == "Eagle3DraftModel":
         ev.add("`architectures` is `Eagle3DraftModel` (written by speculators training, >= 0.3.0)")
         variant = "trained"

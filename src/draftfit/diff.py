@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from draftfit import __version__
+from draftfit.aux_counting import default_capture_ids, resolve_with_target
 from draftfit.check import check_checkpoint, resolve_engines
 from draftfit.checkpoint import Checkpoint
 from draftfit.checkpoint.values import read_bytes
@@ -31,13 +32,7 @@ from draftfit.location import Location
 from draftfit.report import SCHEMA_VERSION, Finding, Report
 from draftfit.rules import get_rule
 from draftfit.rules.base import Rule, Severity
-from draftfit.spec import (
-    LAYER_FIELDS,
-    DraftSpec,
-    default_capture_ids,
-    describe,
-    resolve_with_target,
-)
+from draftfit.spec import LAYER_FIELDS, DraftSpec, describe
 from draftfit.target import Target
 
 EQUIVALENT = "equivalent"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,7 +166,7 @@ def _timeout() -> float:
 
 
 @contextmanager
-def _hub_errors(ref: HubRef):
+def _hub_errors(ref: HubRef) -> Iterator[None]:
     """Translate huggingface_hub / HTTP failures into one-line HubAccessErrors."""
     from huggingface_hub import errors
 
@@ -223,7 +224,7 @@ def _cause(exc: BaseException) -> str:
 
 
 @contextmanager
-def _progress(message: str, delay: float = 0.5):
+def _progress(message: str, delay: float = 0.5) -> Iterator[None]:
     """Say what is being fetched on stderr, but only if it takes more than a moment."""
     done = threading.Event()
     shown = threading.Event()

@@ -27,6 +27,9 @@ from draftfit.rules.base import Severity
 from draftfit.spec import describe
 from draftfit.target import Target
 
+# What must match for two versions to share a row: verdict, deciding findings, recipe.
+_RowKey = tuple[str, tuple[tuple[str, str], ...], tuple[str] | None]
+
 
 @dataclass
 class MatrixRow:
@@ -89,7 +92,7 @@ def build_matrix(
         profiles = [data.resolve(v) for v in data.versions]
         report = check_checkpoint(checkpoint, target, profiles, method)
         current: MatrixRow | None = None
-        current_key: tuple | None = None
+        current_key: _RowKey | None = None
         for result in report.engines:
             deciding = _deciding(report, result.label, result.verdict)
             recipe = recipe_for(engine, result.version, checkpoint, target, report, spec)
@@ -123,7 +126,7 @@ def build_matrix(
     return Matrix(checkpoint.source, target.source if target else None, rows, notes)
 
 
-def _recipe_signature(recipe: Recipe | None, version: str) -> tuple | None:
+def _recipe_signature(recipe: Recipe | None, version: str) -> tuple[str] | None:
     """What makes two versions' recipes "the same": everything but the version itself."""
     if recipe is None:
         return None

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from draftfit import __version__
-from draftfit.rules.base import Location, Severity
+from draftfit.location import Location
+from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, RuleId, Severity
 
 if TYPE_CHECKING:
     from draftfit.dialects import Dialect
@@ -22,7 +23,8 @@ INCOMPATIBLE = "incompatible"
 # Nothing fails, but draftfit's data cannot say whether the engine version supports a part
 # of the setup (e.g. the target class): not called compatible.
 UNVERIFIED = "unverified"
-UNVERIFIED_CODES = frozenset({"DF505"})
+UNVERIFIED_RULES: frozenset[RuleId] = frozenset({TARGET_CAPABILITY_UNKNOWN})
+UNVERIFIED_CODES = frozenset(item.code for item in UNVERIFIED_RULES)
 DEGRADED = "degraded"
 COMPATIBLE = "compatible"
 
@@ -136,7 +138,7 @@ class Finding:
     engines: list[str] = field(default_factory=list)
     family: str = ""
 
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str, Location]:
         return (self.code, self.message, self.location)
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,42 +7,25 @@ tensors are `midlayer.*` or `layers.N.*`; aux-layer ids are top-level or nested 
 into a :class:`DraftSpec` that records each value *and where it was found*, so findings can
 point at the exact JSON pointer or tensor.
 
-Aux-layer conventions (docs/aux-counting.md): id `k` in **capture-before**
-counting means the residual stream entering target layer `k` (= output of layer `k-1`,
-= HF `hidden_states[k]`); in **output-of** counting it means the output of layer `k`.
-`capture-before = output-of + 1`. Internally draftfit compares *capture-before* indices.
+How aux-layer ids are found and counted lives in :mod:`draftfit.aux_counting`; how stored
+tensor names map to canonical ones, in :mod:`draftfit.tensor_names`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from draftfit.aux_counting import AuxIds, aux_locations, default_capture_ids, resolve_with_target
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.config_schema import DRAFT_SCHEMA, TypeProblem, scrub
-from draftfit.dialects import (
-    ANGELSLIM,
-    EAGLE_OFFICIAL,
-    MODELOPT,
-    SPECFORGE,
-    SPECULATORS,
-    VLLM_LEGACY_EAGLE,
-    Dialect,
-    detect_dialect,
-)
-
-CAPTURE_BEFORE = "capture-before"
-OUTPUT_OF = "output-of"
+from draftfit.dialects import SPECULATORS, VLLM_LEGACY_EAGLE, Dialect, detect_dialect
+from draftfit.tensor_names import canonical_tensors, layer_index
 
 EAGLE3 = "eagle3"
 EAGLE = "eagle"
 METHODS = (EAGLE3, EAGLE)
-
-TOP_AUX = "/eagle_aux_hidden_state_layer_ids"
-NESTED_AUX = "/eagle_config/eagle_aux_hidden_state_layer_ids"
-NESTED_LAYER_IDS = "/eagle_config/layer_ids"
 
 # Fields that describe the decoder layer (found in the layer config for speculators/legacy).
 LAYER_FIELDS = (
@@ -100,28 +83,6 @@ class Field:
 
 
 ABSENT = Field(None, None)
-
-
-@dataclass(frozen=True)
-class AuxIds:
-    """Aux-layer ids as written at one place in the config.
-
-    Attributes:
-        ids: the ids exactly as written.
-        pointer: where (JSON pointer into config.json).
-        convention: the counting convention the writer used.
-        why: one line on how the convention was decided.
-    """
-
-    ids: tuple[int, ...]
-    pointer: str
-    convention: str
-    why: str
-
-    def capture_before(self) -> tuple[int, ...]:
-        """The ids in capture-before counting (HF `hidden_states` index)."""
-        shift = 1 if self.convention == OUTPUT_OF else 0
-        return tuple(i + shift for i in self.ids)
 
 
 @dataclass
@@ -239,12 +200,7 @@ class DraftSpec:
     @property
     def layer_indices(self) -> list[int]:
         """Decoder layer indices that have at least one tensor."""
-        found = set()
-        for name in self.tensors:
-            match = _LAYER_RE.match(name)
-            if match:
-                found.add(int(match.group(1)))
-        return sorted(found)
+        return sorted({i for i in map(layer_index, self.tensors) if i is not None})
 
     @property
     def trained_aux(self) -> AuxIds | None:
@@ -280,9 +236,6 @@ class DraftSpec:
 
     def raw(self, canonical: str) -> str:
         return self.raw_names.get(canonical, canonical)
-
-
-_LAYER_RE = re.compile(r"^layers\.(\d+)\.")
 
 
 # --------------------------------------------------------------------------- building
@@ -321,7 +274,7 @@ def describe(checkpoint: Checkpoint, dialect: Dialect | None = None) -> DraftSpe
                 verifier["name_or_path"], "/speculators_config/verifier/name_or_path"
             )
 
-    tensors, raw_names, prefix, unrecognised = _canonical_tensors(checkpoint)
+    tensors, raw_names, prefix, unrecognised = canonical_tensors(checkpoint)
     method, method_evidence = _infer_method(config, dialect, tensors, fields)
     spec = DraftSpec(
         dialect=dialect,
@@ -337,7 +290,7 @@ def describe(checkpoint: Checkpoint, dialect: Dialect | None = None) -> DraftSpe
         config=config,
         config_problems=scrubbed.problems,
     )
-    spec.aux = _aux_locations(config, dialect)
+    spec.aux = aux_locations(config, dialect)
     return spec
 
 
@@ -367,76 +320,6 @@ def _lookup(
 
 def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
-
-
-# Renames from producer spellings to the canonical `layers.N.*` layout.
-_RENAMES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^midlayer\.(\d+)\."), r"layers.\1."),
-    (re.compile(r"^midlayer\."), "layers.0."),
-    (re.compile(r"^transformer\."), "layers.0."),  # speculators EAGLE-1 conversion
-    (re.compile(r"^fusion_fc\."), "fc."),  # speculators EAGLE-1 conversion
-    (re.compile(r"^aux_norm_low\."), "fc_norm.0."),  # legacy SGLang names
-    (re.compile(r"^aux_norm_mid\."), "fc_norm.1."),
-    (re.compile(r"^aux_norm_high\."), "fc_norm.2."),
-)
-
-_KNOWN_TOP = re.compile(
-    r"^(fc\.(weight|bias)|norm\.weight|lm_head\.weight|embed_tokens\.weight|d2t|t2d|"
-    r"input_norm\.weight|fc_norm\.\d+\.weight|mask_hidden|hidden_norm\.weight|"
-    r"embed_layernorm\.weight|lm_head_layernorm\.weight|hidden_layernorm\.weight|"
-    r"embedding_layernorm\.weight|pre_lm_head_layernorm\.weight|token_map|enorm\.weight|"
-    r"hnorm\.weight)$"
-)
-_KNOWN_LAYER = re.compile(
-    r"^layers\.\d+\.("
-    r"self_attn\.(q_proj|k_proj|v_proj|o_proj)\.(weight|bias)|"
-    r"self_attn\.(q_norm|k_norm)\.weight|"
-    r"self_attn\.(q_a_proj|q_b_proj|kv_a_proj_with_mqa|kv_b_proj|q_a_layernorm|kv_a_layernorm|"
-    r"fused_qkv_a_proj)\.weight|"
-    r"mlp\.(gate_proj|up_proj|down_proj|gate_up_proj)\.(weight|bias)|"
-    r"(input_layernorm|post_attention_layernorm|hidden_norm)\.weight)$"
-)
-
-
-def canonical_name(raw: str) -> tuple[str, str]:
-    """Map a stored tensor name to `(canonical name, stripped prefix)`."""
-    prefix = ""
-    name = raw
-    if name.startswith("model."):
-        prefix = "model."
-        name = name[len(prefix) :]
-    for pattern, replacement in _RENAMES:
-        new = pattern.sub(replacement, name, count=1)
-        if new != name:
-            name = new
-            break
-    return name, prefix
-
-
-def is_known_role(canonical: str) -> bool:
-    return bool(_KNOWN_TOP.match(canonical) or _KNOWN_LAYER.match(canonical))
-
-
-def _canonical_tensors(
-    checkpoint: Checkpoint,
-) -> tuple[dict[str, TensorInfo], dict[str, str], str, list[str]]:
-    tensors: dict[str, TensorInfo] = {}
-    raw_names: dict[str, str] = {}
-    prefixes: set[str] = set()
-    unrecognised: list[str] = []
-    for raw, info in checkpoint.tensors.items():
-        canonical, prefix = canonical_name(raw)
-        prefixes.add(prefix)
-        if canonical in tensors:
-            # Two spellings of one role (e.g. `midlayer.x` and `layers.0.x`): keep both visible.
-            unrecognised.append(raw)
-            continue
-        tensors[canonical] = info
-        raw_names[canonical] = raw
-        if not is_known_role(canonical):
-            unrecognised.append(raw)
-    prefix = "model." if prefixes == {"model."} else ""
-    return tensors, raw_names, prefix, unrecognised
 
 
 def _infer_method(
@@ -480,87 +363,3 @@ def _infer_method(
     if evidence:
         return EAGLE3, evidence
     return None, ["no EAGLE-3 or EAGLE-1 marker found"]
-
-
-def _aux_locations(config: Mapping[str, Any], dialect: Dialect) -> list[AuxIds]:
-    """Every place aux ids were written, most authoritative (what training used) first."""
-    found: list[AuxIds] = []
-    top = config.get("eagle_aux_hidden_state_layer_ids")
-    if _int_list(top):
-        found.append(
-            AuxIds(
-                tuple(top),
-                TOP_AUX,
-                CAPTURE_BEFORE,
-                "the top-level key is written in capture-before counting (speculators, vLLM)",
-            )
-        )
-    eagle_config = config.get("eagle_config")
-    if isinstance(eagle_config, dict):
-        nested = eagle_config.get("eagle_aux_hidden_state_layer_ids")
-        if _int_list(nested):
-            convention, why = _nested_convention(tuple(nested), dialect)
-            found.append(AuxIds(tuple(nested), NESTED_AUX, convention, why))
-        layer_ids = eagle_config.get("layer_ids")
-        if _int_list(layer_ids):
-            found.append(
-                AuxIds(
-                    tuple(layer_ids),
-                    NESTED_LAYER_IDS,
-                    CAPTURE_BEFORE,
-                    "`eagle_config.layer_ids` is vLLM's own key (capture-before counting)",
-                )
-            )
-    return found
-
-
-def _nested_convention(ids: tuple[int, ...], dialect: Dialect) -> tuple[str, str]:
-    """The counting of ids nested under `eagle_config`, with the reason: always output-of.
-
-    The reason names the producer when the dialect is one whose writer is known to use
-    output-of counting (SpecForge, ModelOpt, AngelSlim, the official EAGLE repository, the
-    speculators library), else it cites the convention. The ids themselves are not looked
-    at here: a nested list that equals the capture-before default for the target (as in
-    drafts published for SGLang's DeepSeek-family loaders, e.g. `[2, 30, 58]` for 61
-    layers) is re-read as capture-before only by :func:`resolve_with_target`, once the
-    target's layer count is known.
-    """
-    producer = dialect.title
-    if dialect.name in (SPECFORGE, MODELOPT, ANGELSLIM, EAGLE_OFFICIAL, SPECULATORS):
-        return OUTPUT_OF, f"{producer} writes nested ids in output-of counting"
-    return OUTPUT_OF, "nested `eagle_config` ids are output-of counting by convention"
-
-
-def resolve_with_target(aux: AuxIds, target_layers: int | None) -> AuxIds:
-    """Refine a nested list's convention using the target's layer count.
-
-    A nested list equal to the capture-before default `[2, L//2, L-3]` (and not to the
-    output-of default `[1, L//2-1, L-4]`) was written in capture-before counting: no
-    producer's output-of default starts at 2, and SGLang's DeepSeek-family loaders read
-    such a list unshifted.
-    """
-    if aux.pointer != NESTED_AUX or aux.convention != OUTPUT_OF or not target_layers:
-        return aux
-    capture_default = default_capture_ids(target_layers)
-    if tuple(aux.ids) == capture_default:
-        return AuxIds(
-            aux.ids,
-            aux.pointer,
-            CAPTURE_BEFORE,
-            f"the nested list equals the capture-before default {list(capture_default)} for a "
-            f"{target_layers}-layer target, so it is read as capture-before counting",
-        )
-    return aux
-
-
-def default_capture_ids(num_layers: int) -> tuple[int, int, int]:
-    """The default aux layers every engine and trainer uses, in capture-before counting."""
-    return (2, num_layers // 2, num_layers - 3)
-
-
-def _int_list(value: Any) -> bool:
-    return (
-        isinstance(value, list)
-        and len(value) > 0
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from draftfit.aux_counting import default_capture_ids
 from draftfit.engines.builder import CONFIG, TARGET_CONFIG, BaseBuilder, Dims, get_path
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import (
@@ -24,8 +25,9 @@ from draftfit.engines.view import (
     Event,
 )
 from draftfit.location import Location, config_at
-from draftfit.spec import EAGLE, EAGLE3, canonical_name, default_capture_ids
+from draftfit.spec import EAGLE, EAGLE3
 from draftfit.target import Target
+from draftfit.tensor_names import canonical_name
 
 LLAMA_EAGLE3 = "llama_eagle3"
 MLA_EAGLE3 = "mla_eagle3"

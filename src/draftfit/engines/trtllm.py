@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from draftfit.aux_counting import default_capture_ids
 from draftfit.engines.builder import CONFIG, TARGET_CONFIG, BaseBuilder, Dims
 from draftfit.engines.view import (
     FAILS,
@@ -23,7 +24,8 @@ from draftfit.engines.view import (
     AuxCapture,
 )
 from draftfit.location import Location, config_at
-from draftfit.spec import EAGLE, EAGLE3, canonical_name, default_capture_ids
+from draftfit.spec import EAGLE, EAGLE3
+from draftfit.tensor_names import canonical_name
 
 USER_SETTING = "speculative_config.eagle3_layers_to_capture"
 PREFIX_REASON = (

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from draftfit.aux_counting import TOP_AUX, default_capture_ids
 from draftfit.engines.builder import (
     CONFIG,
     TARGET_CONFIG,
@@ -30,13 +31,7 @@ from draftfit.engines.view import (
     TensorFate,
 )
 from draftfit.location import Location, config_at
-from draftfit.spec import (
-    EAGLE,
-    EAGLE3,
-    TOP_AUX,
-    DraftSpec,
-    default_capture_ids,
-)
+from draftfit.spec import EAGLE, EAGLE3, DraftSpec
 
 # Draft classes by the shape logic they share (vllm/model_executor/models/registry.py
 # maps every name below to one of these modules at v0.34.0).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.text import Text
 
 from draftfit.diff import EQUIVALENT, DiffReport
@@ -15,7 +16,7 @@ def render_diff(
 ) -> str:
     """Render the diff; `raw_limit` caps how many raw differences are listed."""
 
-    def draw(console) -> None:
+    def draw(console: Console) -> None:
         head = Text()
         head.append("Draft      ", style="bold")
         head.append(f"{report.draft}  ({report.dialects[0]})")

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from draftfit.inspect import InspectInfo
+from draftfit.inspection import InspectInfo
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 
 
 def render_inspect(info: InspectInfo, options: RenderOptions = PLAIN) -> str:
-    def draw(console) -> None:
+    def draw(console: Console) -> None:
         head = Text()
         head.append("Draft    ", style="bold")
         head.append(info.source)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -12,7 +13,7 @@ from draftfit.render.text import VERDICT_STYLE
 
 
 def render_matrix(matrix: Matrix, options: RenderOptions = PLAIN, recipes: bool = True) -> str:
-    def draw(console) -> None:
+    def draw(console: Console) -> None:
         head = Text()
         head.append("Draft   ", style="bold")
         head.append(matrix.draft)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.console import Console
 from rich.text import Text
 
 from draftfit.convert.plan import DISPLAY_ONLY, SAFE, UNSAFE, Plan
@@ -19,7 +20,7 @@ MARK = {SAFE: "safe", UNSAFE: "unsafe", DISPLAY_ONLY: "display-only"}
 
 
 def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False) -> str:
-    def draw(console) -> None:
+    def draw(console: Console) -> None:
         head = Text()
         head.append("Convert  ", style="bold")
         head.append(f"{plan.source} -> {out or '(dry run)'}  ({plan.convention} convention)")
@@ -50,12 +51,12 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
                 Text(f"{len(display)} issue(s) need a human (display-only)", style="bold red")
             )
         derived = [t.name for t in plan.tensors if t.source is None]
-        line = (
+        tensors = (
             f"{len(plan.tensors)} tensors ({len(derived)} derived: {', '.join(derived)})"
             if derived
             else f"{len(plan.tensors)} tensors, bytes copied verbatim"
         )
-        console.print(Text(line))
+        console.print(Text(tensors))
         if plan.copy_files:
             console.print(Text("copied as is: " + ", ".join(plan.copy_files), style="dim"))
         if written:

@@ -21,7 +21,7 @@ from draftfit.demo import DemoResult
 from draftfit.diff import DiffReport
 from draftfit.engines.listing import EngineListing
 from draftfit.explain import RuleList
-from draftfit.inspect import InspectInfo
+from draftfit.inspection import InspectInfo
 from draftfit.matrix import Matrix
 from draftfit.render.demo_text import render_demo
 from draftfit.render.diff_text import render_diff

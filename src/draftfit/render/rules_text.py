@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
 
 from draftfit.explain import TEXT_ITEMS_LIMIT, RuleList, rule_data
@@ -13,7 +14,7 @@ from draftfit.rules.base import Rule
 
 
 def render_rule_list(rules: RuleList, options: RenderOptions = PLAIN) -> str:
-    def draw(console) -> None:
+    def draw(console: Console) -> None:
         table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
         table.add_column("code")
         table.add_column("name")

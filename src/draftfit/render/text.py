@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.text import Text
 
 from draftfit.render.console import render_to_string
@@ -28,7 +29,7 @@ VERDICT_STYLE = {COMPATIBLE: "bold green", DEGRADED: "bold yellow", UNVERIFIED: 
 def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
     """The text report: header, grouped findings, skipped checks, one verdict line per engine."""
 
-    def draw(console) -> None:
+    def draw(console: Console) -> None:
         header = Text()
         header.append("Draft   ", style="bold")
         header.append(report.draft)

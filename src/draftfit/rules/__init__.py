@@ -7,6 +7,7 @@ flags, DF8xx differences from a reference, DF9xx hygiene.
 
 from __future__ import annotations
 
+from draftfit.rule_ids import RuleId
 from draftfit.rules import (
     aux,
     config,
@@ -46,8 +47,16 @@ def get_rule(code_or_name: str) -> Rule | None:
     return None
 
 
+def registered(rule_id: RuleId) -> Rule:
+    """The rule registered for `rule_id` (its summary, documentation and check)."""
+    found = RULES[rule_id.code]
+    if found.id != rule_id:
+        raise KeyError(f"{rule_id} is registered as {found.id}")
+    return found
+
+
 def all_rules() -> list[Rule]:
     return [RULES[code] for code in sorted(RULES)]
 
 
-__all__ = ["RULES", "Rule", "Severity", "all_rules", "get_rule"]
+__all__ = ["RULES", "Rule", "Severity", "all_rules", "get_rule", "registered"]

@@ -9,17 +9,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from draftfit.engines.view import EngineView
-from draftfit.rules.base import Context, Location, Severity, Violation, config_at, event_rule, rule
-from draftfit.rules.tensors import fc_width_is_aux_count_problem
-from draftfit.spec import (
+from draftfit.aux_counting import (
     CAPTURE_BEFORE,
     OUTPUT_OF,
     TOP_AUX,
     AuxIds,
     default_capture_ids,
+    default_output_of_ids,
     resolve_with_target,
 )
+from draftfit.engines.view import EngineView
+from draftfit.rule_ids import (
+    AUX_COUNT_MISMATCH,
+    AUX_ID_OUT_OF_RANGE,
+    AUX_IDS_COPIED_WITHOUT_SHIFT,
+    AUX_IDS_DISAGREE,
+    AUX_IDS_DUPLICATE,
+    AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,
+    AUX_IDS_NOT_READ_DEFAULT_MATCHES,
+    AUX_LAYERS_DIFFER_FROM_TRAINED,
+    AUX_RUNTIME_COUNT_MISMATCH,
+)
+from draftfit.rules.base import Context, Location, Violation, config_at, event_rule, rule
+from draftfit.rules.tensors import fc_width_is_aux_count_problem
 
 
 def _target_layers(ctx: Context) -> int | None:
@@ -87,9 +99,7 @@ def _eagle3_view(ctx: Context) -> EngineView | None:
 
 
 @rule(
-    "DF301",
-    "aux-layers-differ-from-trained",
-    Severity.WARNING,
+    AUX_LAYERS_DIFFER_FROM_TRAINED,
     "the engine captures other target layers than the draft was trained on",
 )
 def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
@@ -161,9 +171,7 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF302",
-    "aux-ids-not-read-default-matches",
-    Severity.INFO,
+    AUX_IDS_NOT_READ_DEFAULT_MATCHES,
     "the engine ignores the written aux ids, but its default equals them",
     needs_target=True,
 )
@@ -200,9 +208,7 @@ def aux_ids_not_read_default_matches(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF303",
-    "aux-id-out-of-range",
-    Severity.ERROR,
+    AUX_ID_OUT_OF_RANGE,
     "an aux layer id the engine will use does not exist in the target",
     needs_target=True,
 )
@@ -240,9 +246,7 @@ def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF304",
-    "aux-count-mismatch",
-    Severity.ERROR,
+    AUX_COUNT_MISMATCH,
     "fc was trained on a different number of aux states than the engine builds",
 )
 def aux_count_mismatch(ctx: Context) -> Iterator[Violation]:
@@ -269,6 +273,8 @@ def aux_count_mismatch(ctx: Context) -> Iterator[Violation]:
         return
     fc = ctx.spec.tensors["fc.weight"]
     T = view.effective["target_hidden_size"]
+    if not isinstance(T, int):  # fc_width_is_aux_count_problem checked it is
+        return
     stored_n = fc.shape[1] // T
     base = ctx.spec.layer_config_pointer
     aux = view.aux
@@ -292,9 +298,7 @@ def aux_count_mismatch(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF305",
-    "aux-runtime-count-mismatch",
-    Severity.ERROR,
+    AUX_RUNTIME_COUNT_MISMATCH,
     "the engine captures a different number of aux states than fc consumes",
 )
 def aux_runtime_count_mismatch(ctx: Context) -> Iterator[Violation]:
@@ -331,9 +335,7 @@ def aux_runtime_count_mismatch(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF306",
-    "aux-ids-duplicate",
-    Severity.WARNING,
+    AUX_IDS_DUPLICATE,
     "the aux id list repeats a layer",
 )
 def aux_ids_duplicate(ctx: Context) -> Iterator[Violation]:
@@ -360,9 +362,7 @@ def aux_ids_duplicate(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF307",
-    "aux-ids-disagree",
-    Severity.WARNING,
+    AUX_IDS_DISAGREE,
     "two places in the config name different aux layers",
 )
 def aux_ids_disagree(ctx: Context) -> Iterator[Violation]:
@@ -399,9 +399,7 @@ def aux_ids_disagree(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF308",
-    "aux-ids-copied-without-shift",
-    Severity.WARNING,
+    AUX_IDS_COPIED_WITHOUT_SHIFT,
     "top-level aux ids look copied from output-of ids without the +1 shift",
 )
 def aux_ids_copied_without_shift(ctx: Context) -> Iterator[Violation]:
@@ -440,25 +438,25 @@ def aux_ids_copied_without_shift(ctx: Context) -> Iterator[Violation]:
                 f"set `{TOP_AUX}` to {_fmt(other.capture_before())}",
             )
             return
-    if layers and top.convention == CAPTURE_BEFORE:
-        output_default = (1, layers // 2 - 1, layers - 4)
-        if tuple(top.ids) == output_default:
-            yield Violation(
-                f"top-level ids {_fmt(top.ids)} equal the output-of default for a {layers}-layer "
-                f"target; read as capture-before they are one layer early",
-                config_at(TOP_AUX),
-                f"if the draft was trained on the default layers, set `{TOP_AUX}` to "
-                f"{_fmt(default_capture_ids(layers))}",
-            )
+    if (
+        layers
+        and top.convention == CAPTURE_BEFORE
+        and tuple(top.ids) == default_output_of_ids(layers)
+    ):
+        yield Violation(
+            f"top-level ids {_fmt(top.ids)} equal the output-of default for a {layers}-layer "
+            f"target; read as capture-before they are one layer early",
+            config_at(TOP_AUX),
+            f"if the draft was trained on the default layers, set `{TOP_AUX}` to "
+            f"{_fmt(default_capture_ids(layers))}",
+        )
 
 
 @event_rule(
-    "DF309",
-    "aux-ids-ignored-under-cuda-graphs",
-    Severity.WARNING,
+    AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,
     "CUDA-graph capture resets the aux layers to the engine's defaults",
 )
-def aux_ids_ignored_under_cuda_graphs():
+def aux_ids_ignored_under_cuda_graphs() -> None:
     """## What it checks
     The draft's aux ids differ from the engine's default layers on an engine version whose
     CUDA-graph runner re-sets the captured layers to the defaults (some SGLang releases).

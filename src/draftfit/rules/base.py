@@ -1,9 +1,10 @@
-"""How a rule is declared: a code, a kebab-case name, a default severity and a check.
+"""How a rule is declared: its identity from :mod:`draftfit.rule_ids`, a summary and a check.
 
-A rule's docstring is the single source of its documentation (`draftfit rule CODE`, the
-README table): sections `What it checks`, `Why it matters`, `Example`, `Fix`. Rules yield
-:class:`Violation` objects; the checker stamps code, name and severity to make findings,
-so rules stay unaware of how they are reported.
+The identity (code, kebab-case name, default severity, family) is an imported constant,
+never spelled again here. A rule's docstring is the single source of its documentation
+(`draftfit rule CODE`, the README table): sections `What it checks`, `Why it matters`,
+`Example`, `Fix`. Rules yield :class:`Violation` objects; the checker stamps code, name
+and severity to make findings, so rules stay unaware of how they are reported.
 """
 
 from __future__ import annotations
@@ -49,16 +50,34 @@ Check = Callable[[Context], Iterable[Violation]]
 
 @dataclass(frozen=True)
 class Rule:
-    """A documented check with a stable code."""
+    """A rule identity (:class:`~draftfit.rule_ids.RuleId`) with its documentation and check.
 
-    code: str
-    name: str
-    severity: Severity
+    Code, name, severity and family come from the identity alone, so they are written once
+    (in :mod:`draftfit.rule_ids`); the rule adds the one-line summary, the docstring of its
+    check (the full text) and when the check runs.
+    """
+
+    id: RuleId
     summary: str
     check: Check
-    scope: str  # "checkpoint" (engine-independent) or "engine"
+    scope: str  # "checkpoint" (engine-independent), "engine" or "diff" (documentation only)
     needs_target: bool = False
-    family: str = ""
+
+    @property
+    def code(self) -> str:
+        return self.id.code
+
+    @property
+    def name(self) -> str:
+        return self.id.name
+
+    @property
+    def severity(self) -> Severity:
+        return self.id.severity
+
+    @property
+    def family(self) -> str:
+        return self.id.family
 
     @property
     def doc(self) -> str:
@@ -72,73 +91,78 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(
-    code: str,
-    name: str,
-    severity: Severity,
+    rule_id: RuleId,
     summary: str,
     *,
     scope: str = "engine",
     needs_target: bool = False,
 ) -> Callable[[Check], Check]:
-    """Register the decorated check under `code` and `name` (both must be new)."""
+    """Register the decorated check as the rule `rule_id` (registered at most once)."""
 
     def register(check: Check) -> Check:
-        if code in RULES or any(r.name == name for r in RULES.values()):
-            raise ValueError(f"duplicate rule {code} {name}")
-        family = check.__module__.rsplit(".", 1)[-1]
-        RULES[code] = Rule(code, name, severity, summary, check, scope, needs_target, family)
+        if rule_id.code in RULES:
+            raise ValueError(f"duplicate rule {rule_id}")
+        RULES[rule_id.code] = Rule(rule_id, summary, check, scope, needs_target)
         return check
 
     return register
 
 
-def from_view_events(ctx: Context, name: str) -> Iterator[Violation]:
-    """Violations for the engine view's refusals and events tagged with rule `name`."""
+def names_rule(tag: RuleId | str, rule_id: RuleId) -> bool:
+    """Whether an event or damage record's rule tag is `rule_id`.
+
+    Tags are rule identities; a plain string tag (a rule name) is still accepted from
+    emitters that have not moved to :mod:`draftfit.rule_ids` yet.
+    """
+    return tag == rule_id if isinstance(tag, RuleId) else tag == rule_id.name
+
+
+def from_view_events(ctx: Context, rule_id: RuleId) -> Iterator[Violation]:
+    """Violations for the engine view's refusals and events tagged with `rule_id`."""
     if ctx.view is None:
         return
     for event in [*ctx.view.refusals, *ctx.view.events]:
-        if (event.rule.name if isinstance(event.rule, RuleId) else event.rule) == name:
+        if names_rule(event.rule, rule_id):
             yield Violation(event.message, event.location, event.fix, event.sources)
 
 
+DocHolder = Callable[[], None]
+
+
 def documented_rule(
-    code: str,
-    name: str,
-    severity: Severity,
+    rule_id: RuleId,
     summary: str,
     check: Check,
     *,
     scope: str = "engine",
     needs_target: bool = False,
-) -> Callable[[Callable[[], None]], Check]:
-    """Register `check` under a rule whose documentation is the decorated function's docstring.
+) -> Callable[[DocHolder], Check]:
+    """Register `check` as the rule `rule_id`, documented by the decorated function's docstring.
 
     For rules whose detection lives elsewhere (the reader's damage, the engine view's
     events, the diff): the decorated function only carries the text.
     """
 
-    def decorate(doc_holder: Callable[[], None]) -> Check:
+    def decorate(doc_holder: DocHolder) -> Check:
         def run(ctx: Context) -> Iterator[Violation]:
             yield from check(ctx)
 
         run.__doc__ = doc_holder.__doc__
         run.__name__ = doc_holder.__name__
         run.__module__ = doc_holder.__module__
-        return rule(code, name, severity, summary, scope=scope, needs_target=needs_target)(run)
+        return rule(rule_id, summary, scope=scope, needs_target=needs_target)(run)
 
     return decorate
 
 
 def event_rule(
-    code: str, name: str, severity: Severity, summary: str, *, needs_target: bool = False
-) -> Callable[[Callable[[], None]], Check]:
-    """A rule whose detection lives in the engine module (it emits events tagged `name`)."""
+    rule_id: RuleId, summary: str, *, needs_target: bool = False
+) -> Callable[[DocHolder], Check]:
+    """A rule whose detection lives in the engine module (it emits events tagged `rule_id`)."""
     return documented_rule(
-        code,
-        name,
-        severity,
+        rule_id,
         summary,
-        lambda ctx: from_view_events(ctx, name),
+        lambda ctx: from_view_events(ctx, rule_id),
         needs_target=needs_target,
     )
 
@@ -154,5 +178,6 @@ __all__ = [
     "documented_rule",
     "event_rule",
     "from_view_events",
+    "names_rule",
     "rule",
 ]

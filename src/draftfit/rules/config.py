@@ -8,16 +8,33 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from draftfit.rules.base import Context, Severity, Violation, config_at, event_rule, rule
+from draftfit.rule_ids import (
+    DRAFT_KV_LAYER_COUNT,
+    INVALID_SPECULATORS_CONFIG,
+    METHOD_GUESSED_AS_DRAFT_MODEL,
+    METHOD_MISMATCH,
+    METHOD_NOT_DETECTED_FROM_PATH,
+    METHOD_UNSUPPORTED,
+    MISSING_ARCHITECTURES,
+    MISSING_CONFIG_FIELD,
+    MISSING_DRAFT_VOCAB_SIZE,
+    MULTI_LAYER_DRAFT_UNSUPPORTED,
+    SPECULATORS_CONFIG_WITH_MODEL_TYPE,
+    SPECULATORS_FORMAT_UNSUPPORTED,
+    UNKNOWN_DRAFT_METHOD,
+    UNSUPPORTED_ACTIVATION,
+    UNSUPPORTED_DRAFT_ARCHITECTURE,
+    UNSUPPORTED_LAYER_MODEL_TYPE,
+    UNSUPPORTED_SPECULATORS_TYPE,
+)
+from draftfit.rules.base import Context, Violation, config_at, event_rule, rule
 
 
 @event_rule(
-    "DF101",
-    "unsupported-draft-architecture",
-    Severity.ERROR,
+    UNSUPPORTED_DRAFT_ARCHITECTURE,
     "the engine does not register the draft architecture the config resolves to",
 )
-def unsupported_draft_architecture():
+def unsupported_draft_architecture() -> None:
     """## What it checks
     The draft's `architectures[0]`, after the engine's rewrite (vLLM prefixes `Eagle3` for
     method eagle3 unless the name starts with it or, in later versions, ends with it), is a
@@ -37,10 +54,8 @@ def unsupported_draft_architecture():
     """
 
 
-@event_rule(
-    "DF102", "missing-architectures", Severity.ERROR, "the draft config has no architectures list"
-)
-def missing_architectures():
+@event_rule(MISSING_ARCHITECTURES, "the draft config has no architectures list")
+def missing_architectures() -> None:
     """## What it checks
     A plain (non-speculators) draft config has a non-empty `architectures` list.
 
@@ -56,12 +71,10 @@ def missing_architectures():
 
 
 @event_rule(
-    "DF103",
-    "unsupported-speculators-type",
-    Severity.ERROR,
+    UNSUPPORTED_SPECULATORS_TYPE,
     "the engine does not know this speculators_model_type",
 )
-def unsupported_speculators_type():
+def unsupported_speculators_type() -> None:
     """## What it checks
     `speculators_model_type` is one the engine version accepts (vLLM: `eagle3` once it reads
     speculators configs; no version accepts the EAGLE-1 `eagle` type).
@@ -78,12 +91,10 @@ def unsupported_speculators_type():
 
 
 @event_rule(
-    "DF104",
-    "invalid-speculators-config",
-    Severity.INFO,
+    INVALID_SPECULATORS_CONFIG,
     "the speculators config lacks a part `vllm serve <draft>` needs",
 )
-def invalid_speculators_config():
+def invalid_speculators_config() -> None:
     """## What it checks
     A speculators-format config has `speculators_config.proposal_methods[0].speculative_tokens`
     and `speculators_config.verifier.name_or_path`.
@@ -103,12 +114,10 @@ def invalid_speculators_config():
 
 
 @event_rule(
-    "DF105",
-    "speculators-format-unsupported",
-    Severity.ERROR,
+    SPECULATORS_FORMAT_UNSUPPORTED,
     "the engine version cannot parse speculators-format configs",
 )
-def speculators_format_unsupported():
+def speculators_format_unsupported() -> None:
     """## What it checks
     The engine version understands the speculators format.
 
@@ -125,12 +134,10 @@ def speculators_format_unsupported():
 
 
 @event_rule(
-    "DF106",
-    "unsupported-layer-model-type",
-    Severity.ERROR,
+    UNSUPPORTED_LAYER_MODEL_TYPE,
     "the speculators transformer_layer_config type has no engine draft class",
 )
-def unsupported_layer_model_type():
+def unsupported_layer_model_type() -> None:
     """## What it checks
     For an eagle3 speculators config, `transformer_layer_config.model_type` is one the engine
     version maps to a draft class (recent vLLM: `llama` or `qwen3`; older versions build
@@ -148,12 +155,10 @@ def unsupported_layer_model_type():
 
 
 @event_rule(
-    "DF107",
-    "method-mismatch",
-    Severity.ERROR,
+    METHOD_MISMATCH,
     "the speculative method does not match the checkpoint's kind",
 )
-def method_mismatch():
+def method_mismatch() -> None:
     """## What it checks
     The method the engine runs (`--method`, or vLLM's guess from the directory name when
     none is given) matches the kind of draft stored (EAGLE-3 or EAGLE-1).
@@ -172,12 +177,10 @@ def method_mismatch():
 
 
 @event_rule(
-    "DF108",
-    "method-not-detected-from-path",
-    Severity.INFO,
+    METHOD_NOT_DETECTED_FROM_PATH,
     "without an explicit method, vLLM would guess a different one from the path",
 )
-def method_not_detected_from_path():
+def method_not_detected_from_path() -> None:
     """## What it checks
     What vLLM picks when `speculative_config` has no `method`: it looks for `eagle-` and
     `eagle3` in the lower-cased draft path (in older versions `eagle3-` meant EAGLE-1) and
@@ -197,12 +200,10 @@ def method_not_detected_from_path():
 
 
 @event_rule(
-    "DF109",
-    "method-unsupported",
-    Severity.ERROR,
+    METHOD_UNSUPPORTED,
     "the engine version has no drafting for this method",
 )
-def method_unsupported():
+def method_unsupported() -> None:
     """## What it checks
     The engine version implements the method.
 
@@ -218,12 +219,10 @@ def method_unsupported():
 
 
 @event_rule(
-    "DF110",
-    "missing-draft-vocab-size",
-    Severity.ERROR,
+    MISSING_DRAFT_VOCAB_SIZE,
     "the engine version needs draft_vocab_size and the config lacks it",
 )
-def missing_draft_vocab_size():
+def missing_draft_vocab_size() -> None:
     """## What it checks
     `draft_vocab_size` is set when the engine version reads it directly (later vLLM versions
     default it to `vocab_size`).
@@ -240,12 +239,10 @@ def missing_draft_vocab_size():
 
 
 @event_rule(
-    "DF111",
-    "speculators-config-with-model-type",
-    Severity.ERROR,
+    SPECULATORS_CONFIG_WITH_MODEL_TYPE,
     "a speculators config also carries a top-level model_type",
 )
-def speculators_config_with_model_type():
+def speculators_config_with_model_type() -> None:
     """## What it checks
     A config with speculators keys has no top-level `model_type`.
 
@@ -263,12 +260,10 @@ def speculators_config_with_model_type():
 
 
 @event_rule(
-    "DF112",
-    "missing-config-field",
-    Severity.ERROR,
+    MISSING_CONFIG_FIELD,
     "the decoder config lacks a dimension the draft class needs",
 )
-def missing_config_field():
+def missing_config_field() -> None:
     """## What it checks
     The decoder config (top level, or `transformer_layer_config` for speculators) has
     `hidden_size`, `num_attention_heads` and `intermediate_size`.
@@ -285,9 +280,7 @@ def missing_config_field():
 
 
 @rule(
-    "DF113",
-    "unknown-draft-method",
-    Severity.ERROR,
+    UNKNOWN_DRAFT_METHOD,
     "the checkpoint is neither recognisably EAGLE-3 nor EAGLE-1",
     scope="checkpoint",
 )
@@ -317,12 +310,10 @@ def unknown_draft_method(ctx: Context) -> Iterator[Violation]:
 
 
 @event_rule(
-    "DF114",
-    "method-guessed-as-draft-model",
-    Severity.WARNING,
+    METHOD_GUESSED_AS_DRAFT_MODEL,
     "without a method, vLLM runs the EAGLE head as an ordinary draft model",
 )
-def method_guessed_as_draft_model():
+def method_guessed_as_draft_model() -> None:
     """## What it checks
     With `draftfit check --method auto` (an engine given no method): whether vLLM's guess
     from the draft path falls back to the plain `draft_model` method.
@@ -342,12 +333,10 @@ def method_guessed_as_draft_model():
 
 
 @event_rule(
-    "DF115",
-    "unsupported-activation",
-    Severity.ERROR,
+    UNSUPPORTED_ACTIVATION,
     "the draft's activation is not one the engine's draft MLP supports",
 )
-def unsupported_activation():
+def unsupported_activation() -> None:
     """## What it checks
     The decoder config's `hidden_act` is one the engine's draft MLP implements (vLLM: `silu`).
 
@@ -364,12 +353,10 @@ def unsupported_activation():
 
 
 @event_rule(
-    "DF116",
-    "multi-layer-draft-unsupported",
-    Severity.ERROR,
+    MULTI_LAYER_DRAFT_UNSUPPORTED,
     "the engine version builds only one-layer EAGLE-3 drafts and refuses this one",
 )
-def multi_layer_draft_unsupported():
+def multi_layer_draft_unsupported() -> None:
     """## What it checks
     `num_hidden_layers` of an EAGLE-3 draft is 1 where the engine version refuses anything
     else (older SGLang, and its MLA draft class in every version).
@@ -388,12 +375,10 @@ def multi_layer_draft_unsupported():
 
 
 @event_rule(
-    "DF117",
-    "draft-kv-layer-count",
-    Severity.ERROR,
+    DRAFT_KV_LAYER_COUNT,
     "the engine sizes the draft's KV cache from a config key that gives too few layers",
 )
-def draft_kv_layer_count():
+def draft_kv_layer_count() -> None:
     """## What it checks
     A draft config that carries `num_nextn_predict_layers` (often copied from a DeepSeek or
     Kimi target config) does not give fewer layers than the draft has, on engine versions

@@ -9,21 +9,35 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from draftfit.rules.base import Check, Severity, documented_rule
+from draftfit.rule_ids import (
+    AUX_LAYERS_DIFFER,
+    CONFIG_KEY_DIFFERS,
+    DIMENSION_DIFFERS,
+    DRAFT_CLASS_DIFFERS,
+    EMBEDDING_PRESENCE_DIFFERS,
+    ENGINE_VERDICT_DIFFERS,
+    METHOD_DIFFERS,
+    NORM_BEHAVIOUR_DIFFERS,
+    PARAMETER_DIFFERS,
+    SPELLING_ONLY,
+    TENSOR_DTYPE_DIFFERS,
+    TENSOR_NAME_DIFFERS,
+    VOCAB_MAP_DIFFERS,
+    RuleId,
+)
+from draftfit.rules.base import Check, DocHolder, documented_rule
 
 
-def _diff_rule(code: str, name: str, severity: Severity, summary: str) -> Callable[..., Check]:
+def _diff_rule(rule_id: RuleId, summary: str) -> Callable[[DocHolder], Check]:
     """Declare a DF8xx code; `draftfit.diff` does the detection."""
-    return documented_rule(code, name, severity, summary, lambda ctx: iter(()), scope="diff")
+    return documented_rule(rule_id, summary, lambda ctx: iter(()), scope="diff")
 
 
 @_diff_rule(
-    "DF801",
-    "method-differs",
-    Severity.ERROR,
+    METHOD_DIFFERS,
     "the two checkpoints are different kinds of draft (EAGLE-3 vs EAGLE-1)",
 )
-def method_differs():
+def method_differs() -> None:
     """## What it checks
     Both checkpoints are the same kind of draft.
 
@@ -40,12 +54,10 @@ def method_differs():
 
 
 @_diff_rule(
-    "DF802",
-    "draft-class-differs",
-    Severity.ERROR,
+    DRAFT_CLASS_DIFFERS,
     "the engine builds a different draft class for each",
 )
-def draft_class_differs():
+def draft_class_differs() -> None:
     """## What it checks
     The engine resolves both checkpoints to the same draft class (names registered as
     aliases of one class, such as `LlamaForCausalLMEagle3` and `Eagle3LlamaForCausalLM` in
@@ -64,12 +76,10 @@ def draft_class_differs():
 
 
 @_diff_rule(
-    "DF803",
-    "dimension-differs",
-    Severity.ERROR,
+    DIMENSION_DIFFERS,
     "a dimension or setting the draft class reads differs",
 )
-def dimension_differs():
+def dimension_differs() -> None:
     """## What it checks
     Every value the draft class reads, compared after the engine's own defaults and
     derivations: hidden size, heads, KV heads, `head_dim` (declared, else hidden/heads),
@@ -89,12 +99,10 @@ def dimension_differs():
 
 
 @_diff_rule(
-    "DF804",
-    "aux-layers-differ",
-    Severity.ERROR,
+    AUX_LAYERS_DIFFER,
     "the engine feeds them different target layers, or they were trained on different ones",
 )
-def aux_layers_differ():
+def aux_layers_differ() -> None:
     """## What it checks
     The trained aux layers (converted to capture-before counting from wherever and however
     each producer wrote them) and the layers the engine will actually capture for each.
@@ -112,10 +120,8 @@ def aux_layers_differ():
     """
 
 
-@_diff_rule(
-    "DF805", "norm-behaviour-differs", Severity.ERROR, "the engine runs different norm placements"
-)
-def norm_behaviour_differs():
+@_diff_rule(NORM_BEHAVIOUR_DIFFERS, "the engine runs different norm placements")
+def norm_behaviour_differs() -> None:
     """## What it checks
     The norm placement the engine runs for each checkpoint (`norm_before_residual`,
     `norm_before_fc`, `fc_norm`, `norm_output`), after the engine's defaults: vLLM's
@@ -134,12 +140,10 @@ def norm_behaviour_differs():
 
 
 @_diff_rule(
-    "DF806",
-    "parameter-differs",
-    Severity.ERROR,
+    PARAMETER_DIFFERS,
     "a parameter the engine loads is missing on one side or has another shape",
 )
-def parameter_differs():
+def parameter_differs() -> None:
     """## What it checks
     Every parameter the engine builds, compared by canonical name (so `midlayer.*` and
     `layers.0.*` match): present on both sides, with the same shape.
@@ -156,8 +160,8 @@ def parameter_differs():
     """
 
 
-@_diff_rule("DF807", "vocab-map-differs", Severity.ERROR, "the draft vocabularies (d2t) differ")
-def vocab_map_differs():
+@_diff_rule(VOCAB_MAP_DIFFERS, "the draft vocabularies (d2t) differ")
+def vocab_map_differs() -> None:
     """## What it checks
     The bytes of the two `d2t` maps (a few hundred KB, read and hashed).
 
@@ -173,12 +177,10 @@ def vocab_map_differs():
 
 
 @_diff_rule(
-    "DF808",
-    "engine-verdict-differs",
-    Severity.ERROR,
+    ENGINE_VERDICT_DIFFERS,
     "the engine refuses or crashes on one checkpoint but not on the other",
 )
-def engine_verdict_differs():
+def engine_verdict_differs() -> None:
     """## What it checks
     `draftfit check` on each side: one is incompatible with the engine version and the other
     is not.
@@ -195,12 +197,10 @@ def engine_verdict_differs():
 
 
 @_diff_rule(
-    "DF810",
-    "spelling-only",
-    Severity.INFO,
+    SPELLING_ONLY,
     "written differently, resolved the same way by the engine",
 )
-def spelling_only():
+def spelling_only() -> None:
     """## What it checks
     Differences the engine resolves the same way: `architectures` names that map to one
     class, config formats (speculators `transformer_layer_config` vs a flat config), tensor
@@ -219,12 +219,10 @@ def spelling_only():
 
 
 @_diff_rule(
-    "DF811",
-    "embedding-presence-differs",
-    Severity.INFO,
+    EMBEDDING_PRESENCE_DIFFERS,
     "one side stores embed_tokens, the other borrows the target's",
 )
-def embedding_presence_differs():
+def embedding_presence_differs() -> None:
     """## What it checks
     Whether each side stores `embed_tokens.weight`.
 
@@ -241,12 +239,10 @@ def embedding_presence_differs():
 
 
 @_diff_rule(
-    "DF812",
-    "config-key-differs",
-    Severity.INFO,
+    CONFIG_KEY_DIFFERS,
     "raw config.json difference (key on one side, or another value)",
 )
-def config_key_differs():
+def config_key_differs() -> None:
     """## What it checks
     config.json key by key (JSON pointers), with decoder fields of nested conventions mapped
     onto one name (`/transformer_layer_config/hidden_size` compares with `/hidden_size`).
@@ -263,12 +259,10 @@ def config_key_differs():
 
 
 @_diff_rule(
-    "DF813",
-    "tensor-dtype-differs",
-    Severity.INFO,
+    TENSOR_DTYPE_DIFFERS,
     "a tensor is stored in another dtype (the engine casts to the serving dtype)",
 )
-def tensor_dtype_differs():
+def tensor_dtype_differs() -> None:
     """## What it checks
     The stored dtype of every tensor both sides have.
 
@@ -285,12 +279,10 @@ def tensor_dtype_differs():
 
 
 @_diff_rule(
-    "DF814",
-    "tensor-name-differs",
-    Severity.INFO,
+    TENSOR_NAME_DIFFERS,
     "a tensor only one side stores, that the engine ignores",
 )
-def tensor_name_differs():
+def tensor_name_differs() -> None:
     """## What it checks
     Tensors stored on one side only that the engine skips (`t2d`, `mask_hidden`).
 

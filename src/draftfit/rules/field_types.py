@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 from draftfit.config_schema import TypeProblem, json_type
 from draftfit.location import Location
-from draftfit.rules.base import Context, Severity, Violation, rule
+from draftfit.rule_ids import CONFIG_FIELD_MISREAD, CONFIG_FIELD_WRONG_TYPE
+from draftfit.rules.base import Context, Violation, rule
 
 
 def _violations(ctx: Context, crash: bool) -> Iterator[Violation]:
@@ -44,9 +45,7 @@ def _violation(problem: TypeProblem, file: str, crash: bool) -> Violation:
 
 
 @rule(
-    "DF118",
-    "config-field-wrong-type",
-    Severity.ERROR,
+    CONFIG_FIELD_WRONG_TYPE,
     "a config field has a JSON type engines refuse or crash on",
     scope="checkpoint",
 )
@@ -77,9 +76,7 @@ def config_field_wrong_type(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF119",
-    "config-field-misread",
-    Severity.WARNING,
+    CONFIG_FIELD_MISREAD,
     "a config field has a JSON type engines silently read as something else",
     scope="checkpoint",
 )

@@ -8,15 +8,20 @@ from collections.abc import Iterator
 from draftfit.checkpoint.dtypes import FLOAT_DTYPES
 from draftfit.checkpoint.values import all_ones
 from draftfit.dialects import SPECULATORS, UNKNOWN
-from draftfit.rules.base import Context, Location, Severity, Violation, config_at, rule
+from draftfit.rule_ids import (
+    CONFIG_DTYPE_MISMATCH,
+    FLOAT32_WEIGHTS,
+    LOCAL_VERIFIER_PATH,
+    UNKNOWN_CONVENTION,
+    UNTRAINED_LAYER_WEIGHTS,
+)
+from draftfit.rules.base import Context, Location, Violation, config_at, rule
 
 _NORM = re.compile(r"^layers\.\d+\.(input_layernorm|post_attention_layernorm|hidden_norm)\.weight$")
 
 
 @rule(
-    "DF901",
-    "untrained-layer-weights",
-    Severity.WARNING,
+    UNTRAINED_LAYER_WEIGHTS,
     "decoder norms are exactly 1.0: the layer looks freshly initialised",
     scope="checkpoint",
 )
@@ -57,9 +62,7 @@ def untrained_layer_weights(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF902",
-    "float32-weights",
-    Severity.INFO,
+    FLOAT32_WEIGHTS,
     "the draft stores float32 weights",
     scope="checkpoint",
 )
@@ -89,9 +92,7 @@ def float32_weights(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF903",
-    "config-dtype-mismatch",
-    Severity.INFO,
+    CONFIG_DTYPE_MISMATCH,
     "config.json declares another dtype than the stored tensors",
     scope="checkpoint",
 )
@@ -124,7 +125,7 @@ def config_dtype_mismatch(ctx: Context) -> Iterator[Violation]:
             counts[t.dtype] = counts.get(t.dtype, 0) + t.numel
     if not counts:
         return
-    stored = max(counts, key=counts.get)
+    stored = max(counts, key=counts.__getitem__)
     if stored != expected:
         yield Violation(
             f"config.json says `{declared}` but most weights are stored as {stored}",
@@ -134,9 +135,7 @@ def config_dtype_mismatch(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF904",
-    "local-verifier-path",
-    Severity.INFO,
+    LOCAL_VERIFIER_PATH,
     "the speculators verifier is a local path",
     scope="checkpoint",
 )
@@ -169,9 +168,7 @@ def local_verifier_path(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF905",
-    "unknown-convention",
-    Severity.INFO,
+    UNKNOWN_CONVENTION,
     "draftfit cannot tell which tool wrote the checkpoint",
     scope="checkpoint",
 )

@@ -5,16 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from draftfit.dialects import SPECFORGE
-from draftfit.rules.base import Context, Severity, Violation, config_at, event_rule, rule
+from draftfit.rule_ids import (
+    NORM_BEFORE_RESIDUAL_DEFAULT,
+    NORM_FLAG_IGNORED,
+    NORM_OUTPUT_SEMANTICS_DIFFER,
+)
+from draftfit.rules.base import Context, Violation, config_at, event_rule, rule
 
 
 @event_rule(
-    "DF601",
-    "norm-flag-ignored",
-    Severity.WARNING,
+    NORM_FLAG_IGNORED,
     "a norm flag the draft was trained with is ignored by the engine version",
 )
-def norm_flag_ignored():
+def norm_flag_ignored() -> None:
     """## What it checks
     Every norm flag set to true (`norm_before_residual`, `norm_before_fc`, `fc_norm`,
     `norm_output`) is implemented by the engine version, and — for speculators configs —
@@ -35,12 +38,10 @@ def norm_flag_ignored():
 
 
 @event_rule(
-    "DF602",
-    "norm-before-residual-default",
-    Severity.WARNING,
+    NORM_BEFORE_RESIDUAL_DEFAULT,
     "norm_before_residual is not written and the engine's default differs",
 )
-def norm_before_residual_default():
+def norm_before_residual_default() -> None:
     """## What it checks
     A speculators-format config writes `norm_before_residual` explicitly.
 
@@ -58,9 +59,7 @@ def norm_before_residual_default():
 
 
 @rule(
-    "DF603",
-    "norm-output-semantics-differ",
-    Severity.WARNING,
+    NORM_OUTPUT_SEMANTICS_DIFFER,
     "SpecForge's norm_output means something else in every engine",
 )
 def norm_output_semantics_differ(ctx: Context) -> Iterator[Violation]:

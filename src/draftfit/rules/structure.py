@@ -6,32 +6,62 @@ they run once per checkpoint, whatever the engine.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from draftfit.rules.base import Context, Location, Severity, Violation, documented_rule
+from draftfit.rule_ids import (
+    DATA_OFFSETS_OUT_OF_RANGE,
+    DATA_OFFSETS_OVERLAP,
+    DATA_SECTION_NOT_COVERED,
+    DUPLICATE_TENSOR,
+    HEADER_LENGTH_OUT_OF_RANGE,
+    HEADER_NOT_JSON_OBJECT,
+    INDEX_MISSING_SHARD,
+    INDEX_TENSOR_NOT_IN_SHARD,
+    INVALID_CONFIG,
+    INVALID_INDEX,
+    INVALID_TENSOR_ENTRY,
+    INVALID_TORCH_BIN,
+    MISSING_CONFIG,
+    MIXED_WEIGHT_FORMATS,
+    NO_WEIGHTS,
+    TENSOR_BYTE_SIZE_MISMATCH,
+    TENSOR_NOT_IN_INDEX,
+    TRUNCATED_FILE,
+    UNKNOWN_DTYPE,
+    UNREADABLE_FILE,
+    UNSAFE_PICKLE_GLOBAL,
+    RuleId,
+)
+from draftfit.rules.base import (
+    Check,
+    Context,
+    DocHolder,
+    Location,
+    Violation,
+    documented_rule,
+    names_rule,
+)
 
 
-def _damage(ctx: Context, kind: str, fix: str | None = None) -> Iterator[Violation]:
+def _damage(ctx: Context, rule_id: RuleId, fix: str | None = None) -> Iterator[Violation]:
     for item in ctx.checkpoint.damage:
-        if item.kind == kind:
+        if names_rule(item.kind, rule_id):
             yield Violation(item.message, Location(item.file, item.pointer, item.tensor), fix)
 
 
-def _structure_rule(code: str, name: str, severity: Severity, summary: str, fix: str | None):
-    """Declare a rule that reports the reader's damage of kind `name`."""
+def _structure_rule(rule_id: RuleId, summary: str, fix: str | None) -> Callable[[DocHolder], Check]:
+    """Declare a rule that reports the reader's damage of kind `rule_id`."""
     return documented_rule(
-        code, name, severity, summary, lambda ctx: _damage(ctx, name, fix), scope="checkpoint"
+        rule_id, summary, lambda ctx: _damage(ctx, rule_id, fix), scope="checkpoint"
     )
 
 
 @_structure_rule(
-    "DF001",
-    "unreadable-file",
-    Severity.ERROR,
+    UNREADABLE_FILE,
     "a file cannot be read",
     "check file permissions and that the download completed",
 )
-def unreadable_file():
+def unreadable_file() -> None:
     """## What it checks
     Every file draftfit must read (config, index, weight files) can be opened and read.
 
@@ -47,13 +77,11 @@ def unreadable_file():
 
 
 @_structure_rule(
-    "DF002",
-    "truncated-file",
-    Severity.ERROR,
+    TRUNCATED_FILE,
     "a weight file is shorter than its header promises",
     "re-download or re-export the file; its tail is missing",
 )
-def truncated_file():
+def truncated_file() -> None:
     """## What it checks
     A safetensors file holds at least the 8-byte header length and every byte its tensors'
     `data_offsets` point to; a `.bin` archive is complete.
@@ -72,13 +100,11 @@ def truncated_file():
 
 
 @_structure_rule(
-    "DF003",
-    "header-length-out-of-range",
-    Severity.ERROR,
+    HEADER_LENGTH_OUT_OF_RANGE,
     "the safetensors header length points beyond the file",
     "the file is not a safetensors file or is corrupted; re-export it",
 )
-def header_length_out_of_range():
+def header_length_out_of_range() -> None:
     """## What it checks
     The little-endian u64 at the start of a safetensors file (the header length) fits inside
     the file and under the format's 100 MB header limit.
@@ -96,13 +122,11 @@ def header_length_out_of_range():
 
 
 @_structure_rule(
-    "DF004",
-    "header-not-json-object",
-    Severity.ERROR,
+    HEADER_NOT_JSON_OBJECT,
     "the safetensors header is not a JSON object",
     "re-export the file",
 )
-def header_not_json_object():
+def header_not_json_object() -> None:
     """## What it checks
     The header bytes decode as UTF-8 JSON and hold an object.
 
@@ -118,13 +142,11 @@ def header_not_json_object():
 
 
 @_structure_rule(
-    "DF005",
-    "invalid-tensor-entry",
-    Severity.ERROR,
+    INVALID_TENSOR_ENTRY,
     "a header entry lacks a valid dtype, shape or data_offsets",
     "re-export the file",
 )
-def invalid_tensor_entry():
+def invalid_tensor_entry() -> None:
     """## What it checks
     Every header entry has a string `dtype`, a list of non-negative integers as `shape`, and
     `data_offsets` `[begin, end]`; `__metadata__` maps strings to strings.
@@ -141,13 +163,11 @@ def invalid_tensor_entry():
 
 
 @_structure_rule(
-    "DF006",
-    "unknown-dtype",
-    Severity.ERROR,
+    UNKNOWN_DTYPE,
     "a tensor's dtype is not a safetensors dtype",
     "re-export the tensor in a standard dtype (BF16, F16, F32, I64, BOOL)",
 )
-def unknown_dtype():
+def unknown_dtype() -> None:
     """## What it checks
     Every tensor's `dtype` is one the safetensors format defines.
 
@@ -163,13 +183,11 @@ def unknown_dtype():
 
 
 @_structure_rule(
-    "DF007",
-    "data-offsets-out-of-range",
-    Severity.ERROR,
+    DATA_OFFSETS_OUT_OF_RANGE,
     "tensor data offsets are inverted or point outside the data section",
     "re-export the file",
 )
-def data_offsets_out_of_range():
+def data_offsets_out_of_range() -> None:
     """## What it checks
     Each tensor's `data_offsets` satisfy `begin <= end` and lie inside the data section.
 
@@ -185,13 +203,11 @@ def data_offsets_out_of_range():
 
 
 @_structure_rule(
-    "DF008",
-    "data-offsets-overlap",
-    Severity.ERROR,
+    DATA_OFFSETS_OVERLAP,
     "two tensors' bytes overlap",
     "re-export the file",
 )
-def data_offsets_overlap():
+def data_offsets_overlap() -> None:
     """## What it checks
     No two tensors share bytes of the data section.
 
@@ -208,13 +224,11 @@ def data_offsets_overlap():
 
 
 @_structure_rule(
-    "DF009",
-    "data-section-not-covered",
-    Severity.ERROR,
+    DATA_SECTION_NOT_COVERED,
     "bytes of the data section belong to no tensor",
     "re-export the file",
 )
-def data_section_not_covered():
+def data_section_not_covered() -> None:
     """## What it checks
     The tensors tile the data section exactly: no gaps and no trailing bytes.
 
@@ -230,13 +244,11 @@ def data_section_not_covered():
 
 
 @_structure_rule(
-    "DF010",
-    "tensor-byte-size-mismatch",
-    Severity.ERROR,
+    TENSOR_BYTE_SIZE_MISMATCH,
     "a tensor's byte span does not match its dtype and shape",
     "re-export the file",
 )
-def tensor_byte_size_mismatch():
+def tensor_byte_size_mismatch() -> None:
     """## What it checks
     `end - begin` equals the number of elements times the dtype's size.
 
@@ -252,13 +264,11 @@ def tensor_byte_size_mismatch():
 
 
 @_structure_rule(
-    "DF011",
-    "index-missing-shard",
-    Severity.ERROR,
+    INDEX_MISSING_SHARD,
     "the shard index names a file that does not exist",
     "download the missing shard or regenerate the index",
 )
-def index_missing_shard():
+def index_missing_shard() -> None:
     """## What it checks
     Every shard file named in `model.safetensors.index.json` (or the `.bin` index) exists.
 
@@ -274,13 +284,11 @@ def index_missing_shard():
 
 
 @_structure_rule(
-    "DF012",
-    "index-tensor-not-in-shard",
-    Severity.INFO,
+    INDEX_TENSOR_NOT_IN_SHARD,
     "the shard index maps a tensor to a shard that does not hold it",
     "regenerate the index from the shards",
 )
-def index_tensor_not_in_shard():
+def index_tensor_not_in_shard() -> None:
     """## What it checks
     Every tensor listed in the index is stored in the shard the index names.
 
@@ -298,13 +306,11 @@ def index_tensor_not_in_shard():
 
 
 @_structure_rule(
-    "DF013",
-    "duplicate-tensor",
-    Severity.WARNING,
+    DUPLICATE_TENSOR,
     "the same tensor is stored twice with different (or uncomparable) values",
     "remove the duplicate copy",
 )
-def duplicate_tensor():
+def duplicate_tensor() -> None:
     """## What it checks
     A tensor name appears in only one weight file, or its copies are byte-identical
     (copies up to 64 MB are compared).
@@ -322,13 +328,11 @@ def duplicate_tensor():
 
 
 @_structure_rule(
-    "DF014",
-    "tensor-not-in-index",
-    Severity.INFO,
+    TENSOR_NOT_IN_INDEX,
     "a shard stores a tensor the index does not list",
     "regenerate the index from the shards",
 )
-def tensor_not_in_index():
+def tensor_not_in_index() -> None:
     """## What it checks
     Every tensor stored in a shard is listed in the shard index.
 
@@ -346,13 +350,11 @@ def tensor_not_in_index():
 
 
 @_structure_rule(
-    "DF015",
-    "invalid-index",
-    Severity.ERROR,
+    INVALID_INDEX,
     "the shard index is not valid JSON or has no weight_map",
     "regenerate the index from the shards",
 )
-def invalid_index():
+def invalid_index() -> None:
     """## What it checks
     `*.index.json` is a JSON object with a `weight_map` from tensor names to file names.
 
@@ -368,13 +370,11 @@ def invalid_index():
 
 
 @_structure_rule(
-    "DF016",
-    "missing-config",
-    Severity.ERROR,
+    MISSING_CONFIG,
     "the checkpoint has no config.json",
     "add the config.json written by the training tool",
 )
-def missing_config():
+def missing_config() -> None:
     """## What it checks
     The checkpoint directory holds a `config.json`.
 
@@ -391,13 +391,11 @@ def missing_config():
 
 
 @_structure_rule(
-    "DF017",
-    "invalid-config",
-    Severity.ERROR,
+    INVALID_CONFIG,
     "config.json is not valid JSON or not an object",
     "fix the JSON syntax",
 )
-def invalid_config():
+def invalid_config() -> None:
     """## What it checks
     `config.json` is UTF-8 JSON holding an object.
 
@@ -413,13 +411,11 @@ def invalid_config():
 
 
 @_structure_rule(
-    "DF018",
-    "mixed-weight-formats",
-    Severity.INFO,
+    MIXED_WEIGHT_FORMATS,
     "both .safetensors and .bin weights are present",
     "delete the format you do not ship",
 )
-def mixed_weight_formats():
+def mixed_weight_formats() -> None:
     """## What it checks
     The directory holds either `.safetensors` or PyTorch `.bin` weights, not both.
 
@@ -436,13 +432,11 @@ def mixed_weight_formats():
 
 
 @_structure_rule(
-    "DF019",
-    "unsafe-pickle-global",
-    Severity.ERROR,
+    UNSAFE_PICKLE_GLOBAL,
     "a .bin file references code other than tensor rebuilding",
     "do not load this file; re-export the weights as safetensors",
 )
-def unsafe_pickle_global():
+def unsafe_pickle_global() -> None:
     """## What it checks
     A PyTorch `.bin` pickle references only torch's tensor-rebuild functions, storage types
     and `OrderedDict`. draftfit reads it with a restricted reader that never calls anything.
@@ -460,13 +454,11 @@ def unsafe_pickle_global():
 
 
 @_structure_rule(
-    "DF020",
-    "invalid-torch-bin",
-    Severity.ERROR,
+    INVALID_TORCH_BIN,
     "a .bin file is not a readable PyTorch checkpoint",
     "re-export the weights (prefer safetensors)",
 )
-def invalid_torch_bin():
+def invalid_torch_bin() -> None:
     """## What it checks
     A `.bin` file is a PyTorch checkpoint (zip or legacy format) holding a dict of tensors
     whose storages are present and large enough.
@@ -483,13 +475,11 @@ def invalid_torch_bin():
 
 
 @_structure_rule(
-    "DF021",
-    "no-weights",
-    Severity.ERROR,
+    NO_WEIGHTS,
     "the checkpoint has no weight files",
     "add the weight files",
 )
-def no_weights():
+def no_weights() -> None:
     """## What it checks
     The directory holds `*.safetensors` or `pytorch_model*.bin` weights.
 

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from draftfit.rules.base import Severity, event_rule
+from draftfit.rule_ids import (
+    DRAFT_CONTEXT_REFUSED,
+    DRAFT_CONTEXT_SHORTER_THAN_TARGET,
+    SHARED_EMBEDDING_WIDTH_MISMATCH,
+    TARGET_CAPABILITY_UNKNOWN,
+    TARGET_HIDDEN_SIZE_MISMATCH,
+    TARGET_NOT_EAGLE3_CAPABLE,
+)
+from draftfit.rules.base import event_rule
 
 
 @event_rule(
-    "DF501",
-    "target-not-eagle3-capable",
-    Severity.ERROR,
+    TARGET_NOT_EAGLE3_CAPABLE,
     "the engine cannot run EAGLE-3 with this target",
     needs_target=True,
 )
-def target_not_eagle3_capable():
+def target_not_eagle3_capable() -> None:
     """## What it checks
     The target can feed EAGLE-3 its aux hidden states in this engine version: older vLLM
     versions also require the target's text `model_type` to contain an allow-listed
@@ -33,13 +39,11 @@ def target_not_eagle3_capable():
 
 
 @event_rule(
-    "DF502",
-    "target-hidden-size-mismatch",
-    Severity.ERROR,
+    TARGET_HIDDEN_SIZE_MISMATCH,
     "the draft expects target hidden states of another width",
     needs_target=True,
 )
-def target_hidden_size_mismatch():
+def target_hidden_size_mismatch() -> None:
     """## What it checks
     The width of the target hidden states the draft consumes (`target_hidden_size`, else the
     draft's `hidden_size`) equals the target's `hidden_size`; for EAGLE-1 the draft's
@@ -58,13 +62,11 @@ def target_hidden_size_mismatch():
 
 
 @event_rule(
-    "DF503",
-    "shared-embedding-width-mismatch",
-    Severity.ERROR,
+    SHARED_EMBEDDING_WIDTH_MISMATCH,
     "a draft without its own embedding borrows one of another width",
     needs_target=True,
 )
-def shared_embedding_width_mismatch():
+def shared_embedding_width_mismatch() -> None:
     """## What it checks
     A draft that stores no `embed_tokens.weight` has the target's hidden size, since the
     engine then shares the target's embedding table.
@@ -82,13 +84,11 @@ def shared_embedding_width_mismatch():
 
 
 @event_rule(
-    "DF504",
-    "draft-context-shorter-than-target",
-    Severity.WARNING,
+    DRAFT_CONTEXT_SHORTER_THAN_TARGET,
     "the draft's rotary cache is shorter than the target's context",
     needs_target=True,
 )
-def draft_context_shorter_than_target():
+def draft_context_shorter_than_target() -> None:
     """## What it checks
     The draft's `max_position_embeddings` is at least the target's, on engine versions that
     size the draft's rotary cache from the draft config.
@@ -106,13 +106,11 @@ def draft_context_shorter_than_target():
 
 
 @event_rule(
-    "DF505",
-    "target-capability-unknown",
-    Severity.INFO,
+    TARGET_CAPABILITY_UNKNOWN,
     "draftfit has no record of whether the target class supports EAGLE-3",
     needs_target=True,
 )
-def target_capability_unknown():
+def target_capability_unknown() -> None:
     """## What it checks
     Whether draftfit's data says if the target's class implements the engine's EAGLE-3
     interface at this version.
@@ -131,13 +129,11 @@ def target_capability_unknown():
 
 
 @event_rule(
-    "DF506",
-    "draft-context-refused",
-    Severity.ERROR,
+    DRAFT_CONTEXT_REFUSED,
     "the engine refuses a draft whose context is shorter than the target's",
     needs_target=True,
 )
-def draft_context_refused():
+def draft_context_refused() -> None:
     """## What it checks
     The draft config's `max_position_embeddings` is at least the target's context length
     where the engine version refuses a shorter draft (SGLang: the draft model config is

@@ -17,8 +17,21 @@ from draftfit.engines.view import (
     TRUNCATE_ROWS,
     UNINITIALISED,
     Expectation,
+    TensorFate,
 )
-from draftfit.rules.base import Context, Location, Severity, Violation, rule
+from draftfit.rule_ids import (
+    HEAD_DIM_NOT_DECLARED,
+    IGNORED_TENSOR,
+    MISSING_NORM_WEIGHT,
+    MISSING_REQUIRED_TENSOR,
+    MISSING_TENSOR_UNINITIALISED,
+    TENSOR_NAME_PREFIX,
+    TENSOR_NAMES_NOT_BOUND,
+    TENSOR_SHAPE_MISMATCH,
+    TENSOR_SHAPE_TRUNCATED,
+    UNKNOWN_TENSOR_NAME,
+)
+from draftfit.rules.base import Context, Location, Violation, rule
 
 _ATTN = re.compile(r"^layers\.\d+\.self_attn\.(q|k|v|o)_proj\.weight$")
 
@@ -99,9 +112,7 @@ def _head_dim_implied(ctx: Context) -> int | None:
 
 
 @rule(
-    "DF201",
-    "unknown-tensor-name",
-    Severity.ERROR,
+    UNKNOWN_TENSOR_NAME,
     "the engine's loader rejects a stored tensor name",
 )
 def unknown_tensor_name(ctx: Context) -> Iterator[Violation]:
@@ -135,9 +146,7 @@ def unknown_tensor_name(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF202",
-    "tensor-name-prefix",
-    Severity.ERROR,
+    TENSOR_NAME_PREFIX,
     "tensor names carry a prefix the engine adds itself",
 )
 def tensor_name_prefix(ctx: Context) -> Iterator[Violation]:
@@ -190,9 +199,7 @@ def _shape_problem(ctx: Context, exp: Expectation) -> tuple[str, str] | None:
 
 
 @rule(
-    "DF203",
-    "tensor-shape-mismatch",
-    Severity.ERROR,
+    TENSOR_SHAPE_MISMATCH,
     "a stored tensor's shape differs from the parameter the engine builds",
 )
 def tensor_shape_mismatch(ctx: Context) -> Iterator[Violation]:
@@ -239,9 +246,7 @@ def tensor_shape_mismatch(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF204",
-    "tensor-shape-truncated",
-    Severity.WARNING,
+    TENSOR_SHAPE_TRUNCATED,
     "a stored tensor is larger than its parameter and is silently cut",
 )
 def tensor_shape_truncated(ctx: Context) -> Iterator[Violation]:
@@ -282,9 +287,7 @@ def tensor_shape_truncated(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF205",
-    "missing-tensor-uninitialised",
-    Severity.WARNING,
+    MISSING_TENSOR_UNINITIALISED,
     "a parameter no stored tensor fills is left uninitialised",
 )
 def missing_tensor_uninitialised(ctx: Context) -> Iterator[Violation]:
@@ -309,7 +312,7 @@ def missing_tensor_uninitialised(ctx: Context) -> Iterator[Violation]:
     )
 
 
-@rule("DF206", "missing-norm-weight", Severity.WARNING, "a norm weight is missing and stays at 1.0")
+@rule(MISSING_NORM_WEIGHT, "a norm weight is missing and stays at 1.0")
 def missing_norm_weight(ctx: Context) -> Iterator[Violation]:
     """## What it checks
     Every RMSNorm weight the draft class builds (input/post-attention/hidden norms, final
@@ -328,7 +331,7 @@ def missing_norm_weight(ctx: Context) -> Iterator[Violation]:
     yield from _missing(ctx, ONES, "keeps the norm weight at 1.0", "store the trained norm weight")
 
 
-@rule("DF207", "ignored-tensor", Severity.WARNING, "the engine silently drops a stored tensor")
+@rule(IGNORED_TENSOR, "the engine silently drops a stored tensor")
 def ignored_tensor(ctx: Context) -> Iterator[Violation]:
     """## What it checks
     Stored tensors the engine's loader drops without an error (other than `t2d`, which every
@@ -359,9 +362,7 @@ def ignored_tensor(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF208",
-    "head-dim-not-declared",
-    Severity.WARNING,
+    HEAD_DIM_NOT_DECLARED,
     "the attention shapes imply a head_dim the config does not declare",
 )
 def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
@@ -402,9 +403,7 @@ def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF209",
-    "missing-required-tensor",
-    Severity.ERROR,
+    MISSING_REQUIRED_TENSOR,
     "a tensor the engine requires is not stored",
 )
 def missing_required_tensor(ctx: Context) -> Iterator[Violation]:
@@ -433,9 +432,7 @@ def missing_required_tensor(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF210",
-    "tensor-names-not-bound",
-    Severity.WARNING,
+    TENSOR_NAMES_NOT_BOUND,
     "stored tensors use names the engine version does not bind to its parameters",
 )
 def tensor_names_not_bound(ctx: Context) -> Iterator[Violation]:
@@ -463,7 +460,7 @@ def tensor_names_not_bound(ctx: Context) -> Iterator[Violation]:
         return
     _, unbound = _unfilled(ctx)
     fates = [f for f in view.fates if f.status == "unbound" and f.canonical in unbound]
-    by_reason: dict[str, list] = {}
+    by_reason: dict[str, list[TensorFate]] = {}
     for fate in fates:
         by_reason.setdefault(fate.reason, []).append(fate)
     for reason, group in by_reason.items():

@@ -7,10 +7,17 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from draftfit.checkpoint.values import read_ints, read_mask
+from draftfit.rule_ids import (
+    D2T_IGNORED_BY_ENGINE,
+    D2T_OUT_OF_RANGE,
+    LM_HEAD_MISSING_REDUCED_VOCAB,
+    MISSING_D2T,
+    VOCAB_MAP_INCONSISTENT,
+    VOCAB_SIZE_MISMATCH,
+)
 from draftfit.rules.base import (
     Context,
     Location,
-    Severity,
     Violation,
     config_at,
     event_rule,
@@ -54,7 +61,7 @@ def clear_value_caches() -> None:
     _map_agreement.cache_clear()
 
 
-@rule("DF401", "missing-d2t", Severity.WARNING, "a reduced-vocabulary draft has no d2t map")
+@rule(MISSING_D2T, "a reduced-vocabulary draft has no d2t map")
 def missing_d2t(ctx: Context) -> Iterator[Violation]:
     """## What it checks
     A draft whose `draft_vocab_size` is smaller than its `vocab_size` stores `d2t`
@@ -97,9 +104,7 @@ def missing_d2t(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF402",
-    "lm-head-missing-reduced-vocab",
-    Severity.WARNING,
+    LM_HEAD_MISSING_REDUCED_VOCAB,
     "no lm_head is stored and the target's cannot stand in for a reduced vocabulary",
 )
 def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
@@ -122,7 +127,7 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
     ## Fix
     Store the trained `lm_head.weight` `[draft_vocab_size, hidden_size]`.
     """
-    yield from from_view_events(ctx, "lm-head-missing-reduced-vocab")
+    yield from from_view_events(ctx, LM_HEAD_MISSING_REDUCED_VOCAB)
     view = ctx.view
     if view is None or not view.built or "lm_head.weight" in ctx.spec.tensors:
         return
@@ -145,9 +150,7 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF403",
-    "d2t-out-of-range",
-    Severity.ERROR,
+    D2T_OUT_OF_RANGE,
     "d2t maps draft tokens outside the target vocabulary",
     scope="checkpoint",
 )
@@ -184,9 +187,7 @@ def d2t_out_of_range(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
-    "DF404",
-    "vocab-map-inconsistent",
-    Severity.WARNING,
+    VOCAB_MAP_INCONSISTENT,
     "d2t and t2d disagree, or d2t maps two draft ids to one target id",
     scope="checkpoint",
 )
@@ -252,13 +253,11 @@ def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
 
 
 @event_rule(
-    "DF405",
-    "vocab-size-mismatch",
-    Severity.ERROR,
+    VOCAB_SIZE_MISMATCH,
     "the draft and target vocabularies differ",
     needs_target=True,
 )
-def vocab_size_mismatch():
+def vocab_size_mismatch() -> None:
     """## What it checks
     The draft's `vocab_size` equals the target's (text config) `vocab_size`.
 
@@ -274,10 +273,8 @@ def vocab_size_mismatch():
     """
 
 
-@event_rule(
-    "DF406", "d2t-ignored-by-engine", Severity.WARNING, "the engine version drops the stored d2t"
-)
-def d2t_ignored_by_engine():
+@event_rule(D2T_IGNORED_BY_ENGINE, "the engine version drops the stored d2t")
+def d2t_ignored_by_engine() -> None:
     """## What it checks
     Engine versions with a bug that discards a correctly stored `d2t` (a vLLM loader that
     checks for the original name after renaming it).

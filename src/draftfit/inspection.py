@@ -8,8 +8,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from draftfit.aux_counting import AuxIds
 from draftfit.report import DialectFacts
-from draftfit.spec import AuxIds, describe, is_known_role
+from draftfit.spec import describe
+from draftfit.tensor_names import is_known_role
 
 ROLES: tuple[tuple[str, str], ...] = (
     (r"^fc\.weight$", "fusion fc (aux states -> hidden)"),

@@ -1,0 +1,98 @@
+"""Stored tensor names and the canonical layout every producer's names map to.
+
+Producers spell the same tensor differently: decoder tensors are `midlayer.*`,
+`midlayer.N.*`, `transformer.*` or `layers.N.*`, some names carry a `model.` prefix, and
+older SGLang drafts name the per-aux-state norms `aux_norm_low/mid/high`.
+:func:`canonical_name` strips the prefix and renames to the canonical `layers.N.*` layout;
+:func:`is_known_role` says whether a canonical name is one a draft class builds. The
+dialect fingerprints (:mod:`draftfit.dialects`) read the stored names; everything after them
+reads canonical ones.
+"""
+
+from __future__ import annotations
+
+import re
+
+from draftfit.checkpoint.model import Checkpoint, TensorInfo
+
+# Renames from producer spellings to the canonical `layers.N.*` layout.
+_RENAMES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^midlayer\.(\d+)\."), r"layers.\1."),
+    (re.compile(r"^midlayer\."), "layers.0."),
+    (re.compile(r"^transformer\."), "layers.0."),  # speculators EAGLE-1 conversion
+    (re.compile(r"^fusion_fc\."), "fc."),  # speculators EAGLE-1 conversion
+    (re.compile(r"^aux_norm_low\."), "fc_norm.0."),  # legacy SGLang names
+    (re.compile(r"^aux_norm_mid\."), "fc_norm.1."),
+    (re.compile(r"^aux_norm_high\."), "fc_norm.2."),
+)
+
+_KNOWN_TOP = re.compile(
+    r"^(fc\.(weight|bias)|norm\.weight|lm_head\.weight|embed_tokens\.weight|d2t|t2d|"
+    r"input_norm\.weight|fc_norm\.\d+\.weight|mask_hidden|hidden_norm\.weight|"
+    r"embed_layernorm\.weight|lm_head_layernorm\.weight|hidden_layernorm\.weight|"
+    r"embedding_layernorm\.weight|pre_lm_head_layernorm\.weight|token_map|enorm\.weight|"
+    r"hnorm\.weight)$"
+)
+_KNOWN_LAYER = re.compile(
+    r"^layers\.\d+\.("
+    r"self_attn\.(q_proj|k_proj|v_proj|o_proj)\.(weight|bias)|"
+    r"self_attn\.(q_norm|k_norm)\.weight|"
+    r"self_attn\.(q_a_proj|q_b_proj|kv_a_proj_with_mqa|kv_b_proj|q_a_layernorm|kv_a_layernorm|"
+    r"fused_qkv_a_proj)\.weight|"
+    r"mlp\.(gate_proj|up_proj|down_proj|gate_up_proj)\.(weight|bias)|"
+    r"(input_layernorm|post_attention_layernorm|hidden_norm)\.weight)$"
+)
+
+
+def canonical_name(raw: str) -> tuple[str, str]:
+    """Map a stored tensor name to `(canonical name, stripped prefix)`."""
+    prefix = ""
+    name = raw
+    if name.startswith("model."):
+        prefix = "model."
+        name = name[len(prefix) :]
+    for pattern, replacement in _RENAMES:
+        new = pattern.sub(replacement, name, count=1)
+        if new != name:
+            name = new
+            break
+    return name, prefix
+
+
+def is_known_role(canonical: str) -> bool:
+    """Whether a canonical name is a tensor some EAGLE draft class builds or reads."""
+    return bool(_KNOWN_TOP.match(canonical) or _KNOWN_LAYER.match(canonical))
+
+
+def canonical_tensors(
+    checkpoint: Checkpoint,
+) -> tuple[dict[str, TensorInfo], dict[str, str], str, list[str]]:
+    """The checkpoint's tensors by canonical name, with: canonical -> stored name, the prefix
+    every stored name carries (`model.`, else `""`), and the stored names that map to no
+    known role or repeat a role another stored name already fills."""
+    tensors: dict[str, TensorInfo] = {}
+    raw_names: dict[str, str] = {}
+    prefixes: set[str] = set()
+    unrecognised: list[str] = []
+    for raw, info in checkpoint.tensors.items():
+        canonical, prefix = canonical_name(raw)
+        prefixes.add(prefix)
+        if canonical in tensors:
+            # Two spellings of one role (e.g. `midlayer.x` and `layers.0.x`): keep both visible.
+            unrecognised.append(raw)
+            continue
+        tensors[canonical] = info
+        raw_names[canonical] = raw
+        if not is_known_role(canonical):
+            unrecognised.append(raw)
+    prefix = "model." if prefixes == {"model."} else ""
+    return tensors, raw_names, prefix, unrecognised
+
+
+_LAYER_RE = re.compile(r"^layers\.(\d+)\.")
+
+
+def layer_index(canonical: str) -> int | None:
+    """The decoder layer a canonical name belongs to (`layers.N.*`), else None."""
+    match = _LAYER_RE.match(canonical)
+    return int(match.group(1)) if match else None
