@@ -12,20 +12,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from draftfit.checkpoint.model import Checkpoint
-from draftfit.engines.profile import Profile
+from draftfit import rule_ids
 from draftfit.engines.view import (
     FAILS,
     ONES,
     TRUNCATE_COLS,
     TRUNCATE_ROWS,
     UNINITIALISED,
+    BuildInputs,
     EngineView,
     Event,
     Expectation,
     TensorFate,
 )
 from draftfit.location import Location, config_at
+from draftfit.rule_ids import RuleId
 from draftfit.spec import DraftSpec
 from draftfit.target import Target
 
@@ -56,20 +57,11 @@ class BaseBuilder:
     truncating_loader = True
 
     @classmethod
-    def build(
-        cls,
-        checkpoint: Checkpoint,
-        spec: DraftSpec,
-        target: Target | None,
-        profile: Profile,
-        method: str | None,
-        method_explicit: bool,
-    ) -> EngineView:
-        """Resolve the draft the way this engine at `profile.version` would."""
-        view = EngineView(
-            profile.engine, profile.version, profile.title, cls.method_for(method, spec)
-        )
-        cls(checkpoint, spec, target, profile, view, method_explicit).run()
+    def build(cls, inputs: BuildInputs) -> EngineView:
+        """Resolve the draft the way this engine at `inputs.profile.version` would."""
+        p = inputs.profile
+        view = EngineView(p.engine, p.version, p.title, cls.method_for(inputs.method, inputs.spec))
+        cls(inputs, view).run()
         return view
 
     @staticmethod
@@ -82,23 +74,16 @@ class BaseBuilder:
         """Fill `self.view`; each engine module implements its procedure here."""
         raise NotImplementedError
 
-    def __init__(
-        self,
-        checkpoint: Checkpoint,
-        spec: DraftSpec,
-        target: Target | None,
-        profile: Profile,
-        view: EngineView,
-        method_explicit: bool = False,
-    ) -> None:
-        self.ckpt = checkpoint
-        self.config: Mapping[str, Any] = spec.config  # wrong-typed values set aside
-        self.spec = spec
-        self.target = target
-        self.p = profile
+    def __init__(self, inputs: BuildInputs, view: EngineView) -> None:
+        self.inputs = inputs
+        self.ckpt = inputs.checkpoint
+        self.config: Mapping[str, Any] = inputs.spec.config  # wrong-typed values set aside
+        self.spec = inputs.spec
+        self.target = inputs.target
+        self.p = inputs.profile
         self.view = view
         self.method = view.method
-        self.method_explicit = method_explicit
+        self.method_explicit = inputs.method_explicit
         self.visible: dict[str, Any] = {}
         self.route = "hf"
 
@@ -110,7 +95,7 @@ class BaseBuilder:
 
     def refuse(
         self,
-        rule: str,
+        rule: RuleId,
         message: str,
         location: Location,
         keys: tuple[str, ...],
@@ -120,7 +105,7 @@ class BaseBuilder:
 
     def event(
         self,
-        rule: str,
+        rule: RuleId,
         message: str,
         location: Location,
         keys: tuple[str, ...],
@@ -156,7 +141,7 @@ class BaseBuilder:
             if raw is None:
                 if key == "q_lora_rank":
                     self.refuse(
-                        "missing-config-field",
+                        rule_ids.MISSING_CONFIG_FIELD,
                         f"`q_lora_rank` is null: {self.p.title}'s MLA draft loader maps "
                         "`kv_a_proj_with_mqa` into the fused q-a/kv-a parameter, which a draft "
                         "without a q LoRA does not have, and the load fails",
@@ -166,7 +151,7 @@ class BaseBuilder:
                     )
                 else:
                     self.refuse(
-                        "missing-config-field",
+                        rule_ids.MISSING_CONFIG_FIELD,
                         f"`{key}` is null: the DeepSeek-V3 config class refuses null integers",
                         config_at(f"{self.spec.layer_config_pointer}/{key}"),
                         ("mla_config_defaults",),
@@ -429,7 +414,7 @@ class BaseBuilder:
         if not missing:
             return True
         self.refuse(
-            "missing-config-field",
+            rule_ids.MISSING_CONFIG_FIELD,
             "the draft config lacks "
             + ", ".join(f"`{k}`" for k in missing)
             + f": {self.p.title} cannot build the draft layer",
@@ -514,7 +499,7 @@ class BaseBuilder:
                 else f"{self.spec.layer_config_pointer}/hidden_size"
             )
             self.event(
-                "target-hidden-size-mismatch",
+                rule_ids.TARGET_HIDDEN_SIZE_MISMATCH,
                 f"the draft expects target hidden states of width {T} "
                 f"({'target_hidden_size' if explicit else 'hidden_size'}), but the target's "
                 f"hidden_size is {Ht}: the `fc` matmul fails at the first speculative step",
@@ -525,7 +510,7 @@ class BaseBuilder:
             )
         if eagle1 and Ht is not None and H is not None and Ht != H:
             self.event(
-                "target-hidden-size-mismatch",
+                rule_ids.TARGET_HIDDEN_SIZE_MISMATCH,
                 f"EAGLE-1 drafts concatenate the token embedding with the target's hidden state, "
                 f"so hidden_size {H} must equal the target's {Ht}",
                 config_at(f"{self.spec.layer_config_pointer}/hidden_size"),
@@ -536,7 +521,7 @@ class BaseBuilder:
         Vt = t.vocab_size
         if V is not None and Vt is not None and Vt != V:
             self.event(
-                "vocab-size-mismatch",
+                rule_ids.VOCAB_SIZE_MISMATCH,
                 f"the draft's vocab_size is {V} but the target's is {Vt}: token ids and logits "
                 "do not line up (out-of-range ids or wrong tokens at the first forward)",
                 config_at(f"{self.spec.layer_config_pointer}/vocab_size"),
@@ -546,7 +531,7 @@ class BaseBuilder:
         # Embedding sharing: a draft without its own embedding borrows the target's.
         if embedding_shared and H is not None and Ht is not None and Ht != H:
             self.event(
-                "shared-embedding-width-mismatch",
+                rule_ids.SHARED_EMBEDDING_WIDTH_MISMATCH,
                 f"the draft stores no `embed_tokens.weight`, so {self.p.title} shares the target's "
                 f"embedding ({Ht} wide) with a draft of hidden_size {H}: the width assert fails at "
                 "start-up",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from draftfit import rule_ids
 from draftfit.engines.builder import CONFIG, TARGET_CONFIG, BaseBuilder, Dims, get_path
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import (
@@ -52,7 +53,7 @@ class _SGLangBuilder(BaseBuilder):
             return
         if self.spec.method is not None and self.spec.method != self.method:
             self.refuse(
-                "method-mismatch",
+                rule_ids.METHOD_MISMATCH,
                 f"the checkpoint is an {self.spec.method} draft, but it is served with "
                 f"`--speculative-algorithm {self._algorithm(self.method)}`: SGLang runs the "
                 "wrong speculative worker for it",
@@ -89,7 +90,7 @@ class _SGLangBuilder(BaseBuilder):
         if self.value(key):
             return True
         self.refuse(
-            "method-unsupported",
+            rule_ids.METHOD_UNSUPPORTED,
             f"{self.p.title} has no `--speculative-algorithm "
             f"{self._algorithm(self.method or EAGLE3)}`",
             Location(CONFIG),
@@ -103,7 +104,7 @@ class _SGLangBuilder(BaseBuilder):
         cfg = self.config
         if "speculators_config" in cfg or "speculators_model_type" in cfg:
             self.refuse(
-                "speculators-format-unsupported",
+                rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
                 f"{self.p.title} parses the draft config with transformers as is and does not "
                 "understand speculators-format configs (`speculators_config`, "
                 "`transformer_layer_config`)",
@@ -115,7 +116,7 @@ class _SGLangBuilder(BaseBuilder):
         self.visible = dict(cfg)
         if "model_type" not in cfg:
             self.refuse(
-                "missing-config-field",
+                rule_ids.MISSING_CONFIG_FIELD,
                 "the draft config has no `model_type`: SGLang loads it with transformers' "
                 "AutoConfig, which needs one",
                 config_at("/model_type"),
@@ -168,7 +169,7 @@ class _SGLangBuilder(BaseBuilder):
         else:
             fix = f'set "architectures": ["{want}"] (`draftfit convert --to sglang` does it)'
         self.refuse(
-            "unsupported-draft-architecture",
+            rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
             why,
             config_at("/architectures/0"),
             (key, "eagle3_arch_rewrite") if self.method == EAGLE3 else (key,),
@@ -180,7 +181,7 @@ class _SGLangBuilder(BaseBuilder):
         act = self.visible.get("hidden_act", "silu")
         if act not in (self.value("draft_activation") or ["silu"]):
             self.refuse(
-                "unsupported-activation",
+                rule_ids.UNSUPPORTED_ACTIVATION,
                 f"`hidden_act` is `{act}`: SGLang's draft MLP supports only `silu` and raises "
                 "'Unsupported activation' while building the draft",
                 config_at("/hidden_act"),
@@ -198,7 +199,7 @@ class _SGLangBuilder(BaseBuilder):
         V = self.vint("vocab_size")
         if "target_hidden_size" in v and v["target_hidden_size"] is None and fam == LLAMA_EAGLE3:
             self.refuse(
-                "missing-config-field",
+                rule_ids.MISSING_CONFIG_FIELD,
                 "`target_hidden_size` is null: SGLang reads it with hasattr and multiplies it "
                 "by the number of aux states to size `fc` (TypeError)",
                 config_at("/target_hidden_size"),
@@ -216,7 +217,7 @@ class _SGLangBuilder(BaseBuilder):
         if "draft_vocab_size" not in v:
             if rule == "always" or (rule == "untied-only" and not tied):
                 self.refuse(
-                    "missing-draft-vocab-size",
+                    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
                     f"`draft_vocab_size` is missing: {self.p.title} reads `config."
                     "draft_vocab_size` while building the draft (AttributeError)",
                     config_at("/draft_vocab_size"),
@@ -228,7 +229,7 @@ class _SGLangBuilder(BaseBuilder):
         elif v["draft_vocab_size"] is None and not tied:
             if self.value("draft_vocab_size_null") == "error":
                 self.refuse(
-                    "missing-draft-vocab-size",
+                    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
                     f"`draft_vocab_size` is null: {self.p.title} builds the draft head with "
                     "None rows and fails",
                     config_at("/draft_vocab_size"),
@@ -246,7 +247,7 @@ class _SGLangBuilder(BaseBuilder):
         policy = self.family_value("multi_layer_policy", fam)
         if n_layers != 1 and policy == "refused":
             self.refuse(
-                "multi-layer-draft-unsupported",
+                rule_ids.MULTI_LAYER_DRAFT_UNSUPPORTED,
                 f"`num_hidden_layers` is {n_layers}: {self.p.title} raises `ValueError: EAGLE3 "
                 "currently only supports 1 layer`",
                 config_at("/num_hidden_layers"),
@@ -317,7 +318,7 @@ class _SGLangBuilder(BaseBuilder):
         )
         if tied and Vd is not None and V is not None and Vd != V:
             self.event(
-                "lm-head-missing-reduced-vocab",
+                rule_ids.LM_HEAD_MISSING_REDUCED_VOCAB,
                 f"`tie_word_embeddings` is true: {self.p.title} makes the draft head its "
                 f"embedding, which it replaces by the target's ({V} rows), so a draft vocabulary "
                 f"of {Vd} and its `d2t` no longer line up with the logits",
@@ -364,7 +365,7 @@ class _SGLangBuilder(BaseBuilder):
         ):
             return
         self.refuse(
-            "draft-kv-layer-count",
+            rule_ids.DRAFT_KV_LAYER_COUNT,
             f"`num_nextn_predict_layers` is {nextn}: {self.p.title} sizes the draft's KV cache "
             f"with it instead of the {n_layers} decoder layer(s), "
             + (
@@ -462,7 +463,7 @@ class _SGLangBuilder(BaseBuilder):
                 assert self.view.aux is not None
                 self.view.aux.used = tuple(sorted(set(defaults) | set(used)))
             self.event(
-                "aux-ids-ignored-under-cuda-graphs",
+                rule_ids.AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,
                 f"{self.p.title}'s CUDA-graph runner re-sets the captured layers to the default "
                 f"{list(defaults)} (capture-before), "
                 + (
@@ -511,7 +512,7 @@ class _SGLangBuilder(BaseBuilder):
                 where = "/eagle_config/norm_before_fc"
             self.view.add(
                 Event(
-                    "norm-flag-ignored",
+                    rule_ids.NORM_FLAG_IGNORED,
                     f"`{name.split('.')[-1]}` is true, but {self.p.title}'s "
                     f"`{self.view.draft_class}` does not implement it: the draft runs without "
                     "the norm it was trained with",
@@ -661,7 +662,7 @@ class _SGLangBuilder(BaseBuilder):
         fix = f"set the draft's max_position_embeddings to {t_max}, or cap --context-length"
         if rule == "overwritten-silently":
             self.event(
-                "draft-context-shorter-than-target",
+                rule_ids.DRAFT_CONTEXT_SHORTER_THAN_TARGET,
                 f"the draft's max_position_embeddings is {max_pos}, the target's {t_max}: "
                 f"{self.p.title} raises the draft's context to the target's with only a warning "
                 "(SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaults to true) but keeps its "
@@ -673,7 +674,7 @@ class _SGLangBuilder(BaseBuilder):
             )
             return
         self.refuse(
-            "draft-context-refused",
+            rule_ids.DRAFT_CONTEXT_REFUSED,
             f"the draft's max_position_embeddings is {max_pos}, the target's {t_max}: "
             f"{self.p.title} builds the draft with the target's context length and raises "
             "ValueError unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
@@ -697,7 +698,7 @@ class _SGLangBuilder(BaseBuilder):
         broken = self.value("verifier_eagle3_broken") or []
         if arch in broken:
             self.refuse(
-                "target-not-eagle3-capable",
+                rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
                 f"`{arch}` has SGLang's capture hook in {self.p.title}, but its forward does "
                 "not capture aux hidden states: the first EAGLE-3 step fails",
                 Location(TARGET_CONFIG, "/architectures/0"),
@@ -709,7 +710,7 @@ class _SGLangBuilder(BaseBuilder):
             return
         if not self._ever_listed(arch):
             self.event(
-                "target-capability-unknown",
+                rule_ids.TARGET_CAPABILITY_UNKNOWN,
                 f"draftfit has no record of `{arch}` implementing SGLang's EAGLE-3 capture "
                 f"(set_eagle3_layers_to_capture) in any release",
                 Location(TARGET_CONFIG, "/architectures/0"),
@@ -723,7 +724,7 @@ class _SGLangBuilder(BaseBuilder):
             else "an AttributeError on set_eagle3_layers_to_capture"
         )
         self.refuse(
-            "target-not-eagle3-capable",
+            rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
             f"the target class `{arch}` cannot capture aux hidden states in {self.p.title}: "
             f"start-up fails with {failure}",
             Location(TARGET_CONFIG, "/architectures/0"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from draftfit import rule_ids
 from draftfit.engines.builder import CONFIG, TARGET_CONFIG, BaseBuilder, Dims
 from draftfit.engines.view import (
     FAILS,
@@ -43,7 +44,7 @@ class _TrtllmBuilder(BaseBuilder):
         key = "eagle3_supported" if self.method == EAGLE3 else "eagle_supported"
         if not self.value(key):
             self.refuse(
-                "method-unsupported",
+                rule_ids.METHOD_UNSUPPORTED,
                 f"{self.p.title} cannot run "
                 + (
                     "EAGLE-1/2 draft checkpoints (only EAGLE-3)"
@@ -58,7 +59,7 @@ class _TrtllmBuilder(BaseBuilder):
         cfg = self.config
         if "speculators_config" in cfg or "speculators_model_type" in cfg:
             self.refuse(
-                "speculators-format-unsupported",
+                rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
                 f"{self.p.title} loads the draft config with transformers and does not "
                 "understand speculators-format configs",
                 config_at("/speculators_model_type"),
@@ -99,7 +100,7 @@ class _TrtllmBuilder(BaseBuilder):
             self.view.draft_class = arch
             return True
         self.refuse(
-            "unsupported-draft-architecture",
+            rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
             f"{self.p.title} (two-model EAGLE-3) looks up `{arch}` with AutoModelForCausalLM "
             "and fails ('Unknown architecture for AutoModelForCausalLM')",
             config_at("/architectures/0"),
@@ -119,7 +120,7 @@ class _TrtllmBuilder(BaseBuilder):
         tsh_supported = bool(self.value("target_hidden_size_supported"))
         if tsh_supported and "target_hidden_size" in v and v["target_hidden_size"] is None:
             self.refuse(
-                "missing-config-field",
+                rule_ids.MISSING_CONFIG_FIELD,
                 f"`target_hidden_size` is null: {self.p.title} reads it with hasattr and "
                 "multiplies it by the number of aux states (TypeError)",
                 config_at("/target_hidden_size"),
@@ -133,7 +134,7 @@ class _TrtllmBuilder(BaseBuilder):
         if "draft_vocab_size" not in v:
             if self.value("draft_vocab_size_required"):
                 self.refuse(
-                    "missing-draft-vocab-size",
+                    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
                     f"`draft_vocab_size` is missing: {self.p.title} reads "
                     "`config.draft_vocab_size` while building the draft (AttributeError)",
                     config_at("/draft_vocab_size"),
@@ -312,7 +313,7 @@ class _TrtllmBuilder(BaseBuilder):
             elif name == "norm_before_fc" and norms["fc_norm"]:
                 why = "applies `fc_norm` instead when both are set"
             self.event(
-                "norm-flag-ignored",
+                rule_ids.NORM_FLAG_IGNORED,
                 f"`{name}` is true, but {self.p.title} {why}: the draft runs without the norm "
                 "it was trained with",
                 config_at(where),
@@ -424,7 +425,7 @@ class _TrtllmBuilder(BaseBuilder):
         if arch is not None and arch not in (self.value("verifier_eagle3_classes") or []):
             if arch in (self.value("verifier_not_eagle3_classes") or []):
                 self.refuse(
-                    "target-not-eagle3-capable",
+                    rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
                     f"TensorRT-LLM's supported-models matrix marks `{arch}` as not supporting "
                     f"EAGLE-3 in {self.p.title}",
                     Location(TARGET_CONFIG, "/architectures/0"),
@@ -433,7 +434,7 @@ class _TrtllmBuilder(BaseBuilder):
                 )
             else:
                 self.event(
-                    "target-capability-unknown",
+                    rule_ids.TARGET_CAPABILITY_UNKNOWN,
                     f"draftfit has no record of whether `{arch}` captures aux hidden states in "
                     f"{self.p.title} (its TensorRT-LLM target list comes from documentation)",
                     Location(TARGET_CONFIG, "/architectures/0"),

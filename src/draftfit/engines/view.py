@@ -13,7 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from draftfit.checkpoint.model import Checkpoint
+from draftfit.engines.profile import Profile
 from draftfit.location import Location
+from draftfit.rule_ids import RuleId
+from draftfit.spec import DraftSpec
+from draftfit.target import Target
 
 # What happens to a parameter no stored tensor reaches.
 UNINITIALISED = "uninitialised"  # torch.empty garbage, silently
@@ -26,10 +31,32 @@ TRUNCATE_COLS = "truncate-cols"
 
 
 @dataclass(frozen=True)
-class Event:
-    """An engine behaviour worth a finding, tagged with the rule that reports it."""
+class BuildInputs:
+    """Everything an engine builder resolves a draft from, as one value.
 
-    rule: str
+    Attributes:
+        checkpoint: the draft as read (tensors, config, source path).
+        spec: draftfit's canonical description of the draft.
+        target: the target's facts, or None when no target was given.
+        profile: the engine's data at one version.
+        method: the method the user serves with (`eagle3`, `eagle`, `auto`), or None.
+        method_explicit: whether the method was given rather than read from the checkpoint.
+    """
+
+    checkpoint: Checkpoint
+    spec: DraftSpec
+    target: Target | None
+    profile: Profile
+    method: str | None
+    method_explicit: bool
+
+
+@dataclass(frozen=True)
+class Event:
+    """An engine behaviour worth a finding, tagged with the identity of the rule that
+    reports it (an imported :class:`RuleId` constant, never a name string)."""
+
+    rule: RuleId
     message: str
     location: Location
     sources: tuple[str, ...] = ()

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from draftfit import rule_ids
 from draftfit.engines.builder import (
     CONFIG,
     TARGET_CONFIG,
@@ -118,7 +119,7 @@ class _Builder(BaseBuilder):
                 fix = 'pass "method": "eagle3" (or "eagle") in --speculative-config'
                 if plain == "runs":
                     self.event(
-                        "method-guessed-as-draft-model",
+                        rule_ids.METHOD_GUESSED_AS_DRAFT_MODEL,
                         message + "without the target's hidden states: it loads and drafts garbage",
                         Location(CONFIG),
                         ("method_from_path", "draft_model_method"),
@@ -126,7 +127,7 @@ class _Builder(BaseBuilder):
                     )
                 else:
                     self.refuse(
-                        "method-mismatch",
+                        rule_ids.METHOD_MISMATCH,
                         message + "which this version refuses",
                         Location(CONFIG),
                         ("method_from_path", "draft_model_method"),
@@ -134,7 +135,7 @@ class _Builder(BaseBuilder):
                     )
             elif self.spec.method and detected != self.spec.method:
                 self.refuse(
-                    "method-mismatch",
+                    rule_ids.METHOD_MISMATCH,
                     f"no `method` given: vLLM picks `{detected}` from the draft path "
                     f"`{self.ckpt.source}`, but the checkpoint is an {self.spec.method} draft",
                     Location(CONFIG),
@@ -144,7 +145,7 @@ class _Builder(BaseBuilder):
             return
         if not self.method_explicit and self.method is not None and detected != self.method:
             self.event(
-                "method-not-detected-from-path",
+                rule_ids.METHOD_NOT_DETECTED_FROM_PATH,
                 f"if `method` is left out of --speculative-config, vLLM picks "
                 f"`{detected or 'draft_model'}` from the draft path `{self.ckpt.source}`, "
                 f"not `{self.method}`",
@@ -159,7 +160,7 @@ class _Builder(BaseBuilder):
         if fact.value:
             return True
         self.refuse(
-            "method-unsupported",
+            rule_ids.METHOD_UNSUPPORTED,
             f"{self.p.title} has no {'EAGLE-3' if self.method == EAGLE3 else 'EAGLE-1'} "
             "drafting for checkpoints of this kind",
             Location(CONFIG),
@@ -173,7 +174,7 @@ class _Builder(BaseBuilder):
         if spec_method is None or spec_method == self.method:
             return
         self.refuse(
-            "method-mismatch",
+            rule_ids.METHOD_MISMATCH,
             f"the checkpoint is an {spec_method} draft ({'; '.join(self.spec.method_evidence)}), "
             f"but it is served with method `{self.method}`: vLLM builds the wrong draft class",
             Location(CONFIG, "/architectures"),
@@ -191,7 +192,7 @@ class _Builder(BaseBuilder):
         is_speculators = "speculators_config" in cfg or "speculators_model_type" in cfg
         if is_speculators and "model_type" in cfg:
             self.refuse(
-                "speculators-config-with-model-type",
+                rule_ids.SPECULATORS_CONFIG_WITH_MODEL_TYPE,
                 f"the config has speculators keys and a top-level `model_type` "
                 f"(`{cfg.get('model_type')}`): vLLM parses it as a plain HF config and never "
                 "converts `transformer_layer_config`",
@@ -217,7 +218,7 @@ class _Builder(BaseBuilder):
         self.route = "speculators"
         if not self.value("speculators_format"):
             self.refuse(
-                "speculators-format-unsupported",
+                rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
                 f"{self.p.title} cannot read speculators-format configs (no top-level "
                 "`model_type`; the format is understood from vLLM 0.10.1)",
                 config_at("/speculators_model_type"),
@@ -230,7 +231,7 @@ class _Builder(BaseBuilder):
         allowed = self.value("speculators_types") or []
         if kind not in allowed:
             self.refuse(
-                "unsupported-speculators-type",
+                rule_ids.UNSUPPORTED_SPECULATORS_TYPE,
                 f"`speculators_model_type` is `{kind}`; {self.p.title} accepts "
                 + ", ".join(f"`{k}`" for k in allowed),
                 config_at("/speculators_model_type"),
@@ -244,7 +245,7 @@ class _Builder(BaseBuilder):
         if problem:
             pointer, message = problem
             self.event(
-                "invalid-speculators-config",
+                rule_ids.INVALID_SPECULATORS_CONFIG,
                 message + ": `vllm serve <draft>` (which reads the verifier and speculative "
                 "tokens from it) refuses the checkpoint; --speculative-config is unaffected",
                 config_at(pointer),
@@ -254,7 +255,7 @@ class _Builder(BaseBuilder):
         layer = cfg.get("transformer_layer_config")
         if not isinstance(layer, dict):
             self.refuse(
-                "missing-config-field",
+                rule_ids.MISSING_CONFIG_FIELD,
                 "`transformer_layer_config` is "
                 + ("missing" if layer is None else "not an object")
                 + ": vLLM builds the draft layer from it",
@@ -281,7 +282,7 @@ class _Builder(BaseBuilder):
         arch = arch_map.get("*") or arch_map.get(layer_type)
         if arch is None:
             self.refuse(
-                "unsupported-layer-model-type",
+                rule_ids.UNSUPPORTED_LAYER_MODEL_TYPE,
                 f"`transformer_layer_config.model_type` is `{layer_type}`; {self.p.title} builds "
                 "EAGLE-3 speculators only for " + ", ".join(f"`{k}`" for k in arch_map),
                 config_at("/transformer_layer_config/model_type"),
@@ -305,7 +306,7 @@ class _Builder(BaseBuilder):
         if not (isinstance(arch_list, list) and arch_list and isinstance(arch_list[0], str)):
             pointer = "/model/architectures" if self.route == "legacy-eagle" else "/architectures"
             self.refuse(
-                "missing-architectures",
+                rule_ids.MISSING_ARCHITECTURES,
                 "`architectures` is missing or empty: vLLM's EAGLE config wrapper iterates it "
                 "and fails",
                 config_at(pointer),
@@ -335,7 +336,7 @@ class _Builder(BaseBuilder):
         pointer = "/model/architectures/0" if self.route == "legacy-eagle" else "/architectures/0"
         suggestion = _suggest_architecture(self.method, registered)
         self.refuse(
-            "unsupported-draft-architecture",
+            rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
             f"{how}, which {self.p.title} does not register for method `{self.method}` "
             f"(registered: {', '.join(sorted(registered)) or 'none'})",
             config_at(pointer),
@@ -348,7 +349,7 @@ class _Builder(BaseBuilder):
         act = self.visible.get("hidden_act", "silu")
         if act != "silu":
             self.refuse(
-                "unsupported-activation",
+                rule_ids.UNSUPPORTED_ACTIVATION,
                 f"`hidden_act` is `{act}`: vLLM's draft MLP supports only `silu` and fails "
                 "while building the draft",
                 config_at(f"{self.spec.layer_config_pointer}/hidden_act"),
@@ -359,7 +360,7 @@ class _Builder(BaseBuilder):
         model_type = self.visible.get("model_type")
         if model_type in (self.value("mtp_model_types") or []):
             self.refuse(
-                "unsupported-draft-architecture",
+                rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
                 f"the draft's `model_type` is `{model_type}`: vLLM rewrites such drafts to its MTP "
                 "model (`DeepSeekMTPModel`), and `Eagle3DeepSeekMTPModel` is not registered",
                 config_at(f"{self.spec.layer_config_pointer}/model_type"),
@@ -388,7 +389,7 @@ class _Builder(BaseBuilder):
         V = self.vint("vocab_size")
         if "target_hidden_size" in v and v["target_hidden_size"] is None:
             self.refuse(
-                "missing-config-field",
+                rule_ids.MISSING_CONFIG_FIELD,
                 "`target_hidden_size` is null: vLLM multiplies it by the number of aux states "
                 "to size `fc` and fails with a TypeError",
                 config_at("/target_hidden_size"),
@@ -406,7 +407,7 @@ class _Builder(BaseBuilder):
             if self.value("draft_vocab_size_required"):
                 present_null = "draft_vocab_size" in v
                 self.refuse(
-                    "missing-draft-vocab-size",
+                    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
                     "`draft_vocab_size` is "
                     + ("null" if present_null else "missing")
                     + f": {self.p.title} reads it directly when building the draft lm_head",
@@ -504,7 +505,7 @@ class _Builder(BaseBuilder):
         self.view.effective["reduced_vocab"] = reduced
         if reduced and "d2t" in self.spec.tensors and not self.value("d2t_loaded"):
             self.event(
-                "d2t-ignored-by-engine",
+                rule_ids.D2T_IGNORED_BY_ENGINE,
                 f"{self.p.title} drops the stored `d2t` (it looks for the name after renaming "
                 "it), so draft token i is proposed as target token i",
                 Location(None, tensor=self.spec.raw("d2t")),
@@ -632,7 +633,7 @@ class _Builder(BaseBuilder):
             if not supported or not copied:
                 where = f"{base}/{name}" if raw else f"/eagle_config/{name}"
                 self.event(
-                    "norm-flag-ignored",
+                    rule_ids.NORM_FLAG_IGNORED,
                     f"`{name}` is true, but {self.p.title} "
                     + (
                         "does not implement it"
@@ -648,7 +649,7 @@ class _Builder(BaseBuilder):
         if self.route == "speculators" and "norm_before_residual_defaulted" in self.view.effective:
             default = self.view.effective["norm_before_residual_defaulted"]
             self.event(
-                "norm-before-residual-default",
+                rule_ids.NORM_BEFORE_RESIDUAL_DEFAULT,
                 f"`norm_before_residual` is not written; vLLM's speculators adaptor defaults it to "
                 f"`{str(default).lower()}`, while the speculators library's own default is `false`",
                 config_at("/norm_before_residual"),
@@ -782,7 +783,7 @@ class _Builder(BaseBuilder):
         t_max = t._int("max_position_embeddings")
         if max_pos and t_max and max_pos < t_max and not self.value("max_position_raised"):
             self.event(
-                "draft-context-shorter-than-target",
+                rule_ids.DRAFT_CONTEXT_SHORTER_THAN_TARGET,
                 f"the draft's max_position_embeddings is {max_pos}, the target's {t_max}: "
                 f"{self.p.title} sizes the draft's rotary cache from the draft config, so prompts "
                 f"longer than {max_pos} tokens draft garbage or fail",
@@ -799,7 +800,7 @@ class _Builder(BaseBuilder):
             model_type = t.model_type or ""
             if not any(sub in model_type for sub in allowed):
                 self.refuse(
-                    "target-not-eagle3-capable",
+                    rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
                     f"the target's model_type `{model_type}` contains none of "
                     + ", ".join(f"`{a}`" for a in allowed)
                     + f": {self.p.title} refuses EAGLE-3 for it",
@@ -818,7 +819,7 @@ class _Builder(BaseBuilder):
         known_no = arch in (self.value("verifier_not_eagle3_classes") or [])
         if arch in unknown_before or (not known_no and not self._ever_listed(arch)):
             self.event(
-                "target-capability-unknown",
+                rule_ids.TARGET_CAPABILITY_UNKNOWN,
                 f"draftfit has no record of whether `{arch}` implements vLLM's EAGLE-3 "
                 f"interface in {self.p.title}"
                 + (" (it does from a later release on)" if arch in unknown_before else ""),
@@ -828,7 +829,7 @@ class _Builder(BaseBuilder):
             )
             return
         self.refuse(
-            "target-not-eagle3-capable",
+            rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
             f"the target class `{arch}` does not implement vLLM's EAGLE-3 interface "
             f"(SupportsEagle3) in {self.p.title}, so it cannot return aux hidden states",
             Location(TARGET_CONFIG, "/architectures/0"),
