@@ -17,6 +17,8 @@ from draftfit.engines.view import (
     TRUNCATE_ROWS,
     UNINITIALISED,
     Expectation,
+    FateCause,
+    TensorFate,
 )
 from draftfit.rules.base import Context, Location, Severity, Violation, rule
 
@@ -89,9 +91,9 @@ def fc_width_is_aux_count_problem(ctx: Context) -> bool:
     )
 
 
-def _is_prefix_fate(reason: str) -> bool:
+def _is_prefix_fate(fate: TensorFate) -> bool:
     """Whether a rejection comes from the engine prepending `model.` to a prefixed name."""
-    return "prepends `model.`" in reason
+    return fate.cause is FateCause.PREFIX_ADDED
 
 
 def _head_dim_implied(ctx: Context) -> int | None:
@@ -125,7 +127,7 @@ def unknown_tensor_name(ctx: Context) -> Iterator[Violation]:
     if view is None:
         return
     for fate in view.fates:
-        if fate.status == "rejected" and not _is_prefix_fate(fate.reason):
+        if fate.status == "rejected" and not _is_prefix_fate(fate):
             yield Violation(
                 f"`{fate.raw}` is rejected by {view.title}: {fate.reason}",
                 _tensor_location(ctx, fate.raw),
@@ -160,7 +162,7 @@ def tensor_name_prefix(ctx: Context) -> Iterator[Violation]:
     view = ctx.view
     if view is None:
         return
-    prefixed = [f for f in view.fates if f.status == "rejected" and _is_prefix_fate(f.reason)]
+    prefixed = [f for f in view.fates if f.status == "rejected" and _is_prefix_fate(f)]
     if prefixed:
         first = prefixed[0]
         yield Violation(
@@ -349,7 +351,7 @@ def ignored_tensor(ctx: Context) -> Iterator[Violation]:
     if view is None:
         return
     for fate in view.fates:
-        if fate.status == "skipped" and fate.reason != "always skipped by the loader":
+        if fate.status == "skipped" and fate.cause is not FateCause.SKIPPED_BY_LOADER:
             yield Violation(
                 f"`{fate.raw}` is dropped by {view.title}: {fate.reason}",
                 _tensor_location(ctx, fate.raw),
