@@ -153,6 +153,11 @@ class BaseBuilder:
             return value.get(family, value.get("*"))
         return value
 
+    def _eagle_config(self) -> dict[str, Any]:
+        """The visible config's `eagle_config` object (empty when absent or not an object)."""
+        ec = self.visible.get("eagle_config")
+        return ec if isinstance(ec, dict) else {}
+
     def vint(self, key: str) -> int | None:
         value = self.visible.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -330,8 +335,7 @@ class BaseBuilder:
     def _uses_aux(self) -> bool:
         """Whether the draft reads aux states at all: `eagle_config.use_aux_hidden_state`
         false switches them (and `fc`) off where the version reads it."""
-        ec = self.visible.get("eagle_config")
-        ec = ec if isinstance(ec, dict) else {}
+        ec = self._eagle_config()
         use_aux = not (
             self.value("use_aux_hidden_state_supported") and ec.get("use_aux_hidden_state") is False
         )

@@ -355,7 +355,7 @@ class _SGLangBuilder(BaseBuilder):
         """Which norm flags are on *and* implemented by this version's class."""
         v = self.visible
         fam = self.family
-        ec = v.get("eagle_config") if isinstance(v.get("eagle_config"), dict) else {}
+        ec = self._eagle_config()
         nested = ec.get("norm_before_fc") if self.value("norm_before_fc_nested") else None
         before_fc = bool(nested) if nested is not None else bool(v.get("norm_before_fc"))
         return {
@@ -373,7 +373,7 @@ class _SGLangBuilder(BaseBuilder):
         arch = self.target.architecture if self.target else None
         for cls, mode in self.value("aux_ids_shift_exceptions") or []:
             if cls == arch:
-                return mode
+                return str(mode)
         return "plus-one"
 
     def _aux_capture(self, n_aux: int, count_from: str, use_aux: bool) -> None:
@@ -422,7 +422,7 @@ class _SGLangBuilder(BaseBuilder):
         )
         if ids is None or not used or L is None:
             return
-        defaults = default_capture_ids(L)
+        defaults: tuple[int, ...] = default_capture_ids(L)
         if mode == "plus-one-default-too":
             defaults = tuple(i + 1 for i in defaults)
         if tuple(sorted(set(used))) == tuple(sorted(set(defaults))):
@@ -455,7 +455,7 @@ class _SGLangBuilder(BaseBuilder):
     # ------------------------------------------------------------------ flags
     def _flags(self, norms: dict[str, bool]) -> None:
         v = self.visible
-        ec = v.get("eagle_config") if isinstance(v.get("eagle_config"), dict) else {}
+        ec = self._eagle_config()
         never = set(self.value("flags_never_read") or [])
         checks = [
             ("norm_before_residual", bool(v.get("norm_before_residual")), False),

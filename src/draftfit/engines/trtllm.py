@@ -13,7 +13,6 @@ boundaries there are approximate and findings built on them say so.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from draftfit import rule_ids
 from draftfit.engines import shapes
@@ -150,10 +149,6 @@ class _TrtllmBuilder(BaseBuilder):
     def _layer_count(self) -> int:
         n_layers = self.vint("num_hidden_layers") or 1
         return n_layers if self.value("multi_layer_policy") == "supported" else 1
-
-    def _eagle_config(self) -> dict[str, Any]:
-        ec = self.visible.get("eagle_config")
-        return ec if isinstance(ec, dict) else {}
 
     def _eh_proj(self) -> bool:
         """Whether the layer projects [embedding, hidden] before attention (`eh_proj`)."""
