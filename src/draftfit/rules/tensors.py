@@ -182,8 +182,10 @@ def _shape_problem(ctx: Context, exp: Expectation) -> tuple[str, str] | None:
     if tuple(shape) == tuple(exp.shape):
         return None
     if len(shape) == 2 and len(exp.shape) == 2:
-        rows_cut = shape[1] == exp.shape[1] and shape[0] > exp.shape[0]
-        cols_cut = shape[0] == exp.shape[0] and shape[1] > exp.shape[1]
+        # A dimension the config does not give (None) is never narrowed to: a mismatch.
+        rows, cols = exp.shape
+        rows_cut = rows is not None and shape[1] == cols and shape[0] > rows
+        cols_cut = cols is not None and shape[0] == rows and shape[1] > cols
         if (exp.oversize == TRUNCATE_ROWS and rows_cut) or (
             exp.oversize == TRUNCATE_COLS and cols_cut
         ):
