@@ -1,10 +1,13 @@
 """What every engine module shares: a builder that turns a draft spec plus a versioned
 :class:`Profile` into an :class:`EngineView`.
 
-Engine modules (:mod:`.vllm`, :mod:`.sglang`, :mod:`.trtllm`) subclass :class:`BaseBuilder`
-and encode only their engine's *procedure*; every version-dependent value comes from the
-engine's data file, with the source line it was read from. The decoder-layer shapes
-(Llama-style and MLA) are the same formulas in every engine, so they live here.
+:class:`BaseBuilder` holds the procedure every engine follows (`run`: method, config route
+and draft class, dimensions, the EAGLE-3 or EAGLE-1 parameters, the loader's walk over the
+stored tensors, the target checks) as a template. Engine modules (:mod:`.vllm`,
+:mod:`.sglang`, :mod:`.trtllm`) subclass it and implement only the hooks where their
+engine differs; every version-dependent value comes from the engine's data file, with the
+source line it was read from. The decoder-layer builders (Llama-style and MLA) are the same
+in every engine, so they live here, with their shape formulas in :mod:`.shapes`.
 """
 
 from __future__ import annotations
@@ -73,10 +76,11 @@ class Mapped(NamedTuple):
 
 
 class BaseBuilder:
-    """State and helpers every engine's builder uses.
+    """The procedure every engine's builder follows, its state and shared steps.
 
     `visible` is the config as the engine's draft class reads it (after any config route);
-    engine modules fill it before computing shapes.
+    engine modules fill it in `_resolve_class`. `family` is the resolved class's shape
+    family (`_family`). Methods documented as hooks are where engines differ.
     """
 
     # Whether the engine's linear loaders narrow an oversized stored tensor silently

@@ -85,6 +85,9 @@ class _TrtllmBuilder(BaseBuilder):
             )
             return None
         self.visible = dict(cfg)
+        return self._draft_class()
+
+    def _draft_class(self) -> str | None:
         selection = self.value("draft_class_selection")
         if selection == "always-eagle3":
             return "Eagle3ForCausalLM"
