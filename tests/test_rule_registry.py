@@ -40,7 +40,6 @@ NOT_YET_REGISTERED: dict[RuleIdType, str] = {
 # moved from rule names and codes as strings to the rule_ids constants. Their string
 # offenders are listed by a skip instead of failing; remove an entry once it is converted.
 CONVERTING: dict[str, str] = {
-    "engines/": "engine events and refusals are tagged with rule names",
     "checkpoint/": "damage kinds are rule names",
     "diff.py": "differences are tagged with rule names and codes",
     "recipe.py": "fixed findings are matched by code",

@@ -9,6 +9,7 @@ import pytest
 
 from draftfit.check import check_path
 from draftfit.rules import all_rules
+from tests import factory as f
 from tests.cases import CASES, Case
 
 
@@ -37,3 +38,17 @@ def test_every_rule_has_a_firing_and_a_quiet_case() -> None:
 def test_case_ids_are_unique() -> None:
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
+
+
+def test_head_rows_unknown_without_a_vocabulary_size(tmp_path: Path) -> None:
+    """No `vocab_size` or `draft_vocab_size`: the head's rows are unknown, so a stored
+    lm_head cannot be judged truncated; it is a shape mismatch, not an internal error."""
+    draft = f.specforge()
+    draft.config.pop("vocab_size", None)
+    draft.config.pop("draft_vocab_size", None)
+    draft.reshape("lm_head.weight", (300, f.H))
+    path = f.write_checkpoint(tmp_path / "draft", draft.config, draft.tensors)
+    report = check_path(path, engines=["trtllm"])
+    mismatched = [x for x in report.findings if x.code == "DF203"]
+    assert [m.location.tensor for m in mismatched] == ["lm_head.weight"]
+    assert "[draft_vocab_size, hidden_size] = [None, 64]" in mismatched[0].message

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from draftfit.checkpoint import Checkpoint
-from draftfit.engines import build_view
+from draftfit.engines import BuildInputs, build_view
 from draftfit.engines.profile import Profile, parse_engine_spec
 from draftfit.errors import UsageError
 from draftfit.report import (
@@ -98,7 +98,10 @@ def check_checkpoint(
 
     results: list[EngineResult] = []
     for profile in profiles:
-        view = build_view(checkpoint, spec, target, profile, effective_method, method is not None)
+        inputs = BuildInputs(
+            checkpoint, spec, target, profile, effective_method, method is not None
+        )
+        view = build_view(inputs)
         ctx = Context(checkpoint, spec, target, view, method=effective_method)
         for item in rules:
             if item.scope != "engine":

@@ -24,7 +24,7 @@ from draftfit.aux_counting import default_capture_ids, resolve_with_target
 from draftfit.check import check_checkpoint, resolve_engines
 from draftfit.checkpoint import Checkpoint
 from draftfit.checkpoint.values import read_bytes
-from draftfit.engines import build_view
+from draftfit.engines import BuildInputs, build_view
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import EngineView
 from draftfit.engines.vllm import CLASS_FAMILY
@@ -161,7 +161,8 @@ def diff_checkpoints(
         sides = []
         for checkpoint, spec in ((draft, spec_a), (reference, spec_b)):
             effective_method = method or spec.method
-            view = build_view(checkpoint, spec, target, profile, effective_method, True)
+            inputs = BuildInputs(checkpoint, spec, target, profile, effective_method, True)
+            view = build_view(inputs)
             report = check_checkpoint(checkpoint, target, [profile], method)
             sides.append(_Side(checkpoint, spec, view, report))
         a, b = sides

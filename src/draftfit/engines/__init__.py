@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import importlib
 
-from draftfit.checkpoint.model import Checkpoint
-from draftfit.engines.profile import Profile
-from draftfit.engines.view import EngineView
-from draftfit.spec import DraftSpec
-from draftfit.target import Target
+from draftfit.engines.view import BuildInputs, EngineView
 
 
-def build_view(
-    checkpoint: Checkpoint,
-    spec: DraftSpec,
-    target: Target | None,
-    profile: Profile,
-    method: str | None,
-    method_explicit: bool,
-) -> EngineView:
+def build_view(inputs: BuildInputs) -> EngineView:
     """Dispatch to the engine module named by the profile (`draftfit.engines.<engine>`)."""
-    module = importlib.import_module(f"draftfit.engines.{profile.engine}")
-    return module.Builder.build(checkpoint, spec, target, profile, method, method_explicit)
+    module = importlib.import_module(f"draftfit.engines.{inputs.profile.engine}")
+    view: EngineView = module.Builder.build(inputs)
+    return view
+
+
+__all__ = ["BuildInputs", "build_view"]

@@ -1,32 +1,39 @@
 """What every engine module shares: a builder that turns a draft spec plus a versioned
 :class:`Profile` into an :class:`EngineView`.
 
-Engine modules (:mod:`.vllm`, :mod:`.sglang`, :mod:`.trtllm`) subclass :class:`BaseBuilder`
-and encode only their engine's *procedure*; every version-dependent value comes from the
-engine's data file, with the source line it was read from. The decoder-layer shapes
-(Llama-style and MLA) are the same formulas in every engine, so they live here.
+:class:`BaseBuilder` holds the procedure every engine follows (`run`: method, config route
+and draft class, dimensions, the EAGLE-3 or EAGLE-1 parameters, the loader's walk over the
+stored tensors, the target checks) as a template. Engine modules (:mod:`.vllm`,
+:mod:`.sglang`, :mod:`.trtllm`) subclass it and implement only the hooks where their
+engine differs; every version-dependent value comes from the engine's data file, with the
+source line it was read from. The decoder-layer builders (Llama-style and MLA) are the same
+in every engine, so they live here, with their shape formulas in :mod:`.shapes`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from draftfit.checkpoint.model import Checkpoint
-from draftfit.engines.profile import Profile
+from draftfit import rule_ids
+from draftfit.engines import shapes
 from draftfit.engines.view import (
     FAILS,
     ONES,
     TRUNCATE_COLS,
     TRUNCATE_ROWS,
     UNINITIALISED,
+    BuildInputs,
     EngineView,
     Event,
     Expectation,
+    FateCause,
     TensorFate,
 )
 from draftfit.location import Location, config_at
-from draftfit.spec import DraftSpec
+from draftfit.rule_ids import RuleId
+from draftfit.spec import EAGLE, EAGLE3, DraftSpec
 from draftfit.target import Target
 
 CONFIG = "config.json"
@@ -44,32 +51,56 @@ class Dims(NamedTuple):
     intermediate: int
 
 
+class Vocab(NamedTuple):
+    """The draft vocabulary: the head's rows (None: unknown) and whether the engine takes
+    the head from the target instead."""
+
+    size: int | None
+    head_from_target: bool
+
+
+class Built(NamedTuple):
+    """How a parameter is built: what its absence does and the source lines behind it."""
+
+    if_missing: str | None
+    sources: tuple[str, ...]
+
+
+class Mapped(NamedTuple):
+    """Where the loader's renaming takes a stored name: the parameter name (None: none),
+    why it reaches none, and the cause to record when no parameter has that name."""
+
+    canonical: str | None
+    why: str = ""
+    cause: FateCause = FateCause.UNKNOWN_NAME
+
+
 class BaseBuilder:
-    """State and helpers every engine's builder uses.
+    """The procedure every engine's builder follows, its state and shared steps.
 
     `visible` is the config as the engine's draft class reads it (after any config route);
-    engine modules fill it before computing shapes.
+    engine modules fill it in `_resolve_class`. `family` is the resolved class's shape
+    family (`_family`). Methods documented as hooks are where engines differ.
     """
 
     # Whether the engine's linear loaders narrow an oversized stored tensor silently
     # (vLLM-derived loaders do; a plain `copy_` raises instead).
     truncating_loader = True
+    # Shape families (set by `_family`) built as EAGLE-1, EAGLE-3 and EAGLE-3 with MLA layers.
+    eagle1_families: frozenset[str] = frozenset()
+    eagle3_families: frozenset[str] = frozenset()
+    mla_families: frozenset[str] = frozenset()
+    # Whether the engine still loads tensors after a refusal while building the draft.
+    maps_after_refusal = False
+    # Whether `fc_norm` replaces `norm_before_fc`'s `input_norm` when both are set.
+    fc_norm_replaces_input_norm = False
 
     @classmethod
-    def build(
-        cls,
-        checkpoint: Checkpoint,
-        spec: DraftSpec,
-        target: Target | None,
-        profile: Profile,
-        method: str | None,
-        method_explicit: bool,
-    ) -> EngineView:
-        """Resolve the draft the way this engine at `profile.version` would."""
-        view = EngineView(
-            profile.engine, profile.version, profile.title, cls.method_for(method, spec)
-        )
-        cls(checkpoint, spec, target, profile, view, method_explicit).run()
+    def build(cls, inputs: BuildInputs) -> EngineView:
+        """Resolve the draft the way this engine at `inputs.profile.version` would."""
+        p = inputs.profile
+        view = EngineView(p.engine, p.version, p.title, cls.method_for(inputs.method, inputs.spec))
+        cls(inputs, view).run()
         return view
 
     @staticmethod
@@ -78,29 +109,19 @@ class BaseBuilder:
         own kind, except in engines that guess it themselves (vLLM, from the path)."""
         return spec.method if method == "auto" else method
 
-    def run(self) -> None:
-        """Fill `self.view`; each engine module implements its procedure here."""
-        raise NotImplementedError
-
-    def __init__(
-        self,
-        checkpoint: Checkpoint,
-        spec: DraftSpec,
-        target: Target | None,
-        profile: Profile,
-        view: EngineView,
-        method_explicit: bool = False,
-    ) -> None:
-        self.ckpt = checkpoint
-        self.config: Mapping[str, Any] = spec.config  # wrong-typed values set aside
-        self.spec = spec
-        self.target = target
-        self.p = profile
+    def __init__(self, inputs: BuildInputs, view: EngineView) -> None:
+        self.inputs = inputs
+        self.ckpt = inputs.checkpoint
+        self.config: Mapping[str, Any] = inputs.spec.config  # wrong-typed values set aside
+        self.spec = inputs.spec
+        self.target = inputs.target
+        self.p = inputs.profile
         self.view = view
         self.method = view.method
-        self.method_explicit = method_explicit
+        self.method_explicit = inputs.method_explicit
         self.visible: dict[str, Any] = {}
         self.route = "hf"
+        self.family = ""
 
     def src(self, *keys: str) -> tuple[str, ...]:
         return self.p.sources(*keys)
@@ -110,7 +131,7 @@ class BaseBuilder:
 
     def refuse(
         self,
-        rule: str,
+        rule: RuleId,
         message: str,
         location: Location,
         keys: tuple[str, ...],
@@ -120,7 +141,7 @@ class BaseBuilder:
 
     def event(
         self,
-        rule: str,
+        rule: RuleId,
         message: str,
         location: Location,
         keys: tuple[str, ...],
@@ -136,11 +157,265 @@ class BaseBuilder:
             return value.get(family, value.get("*"))
         return value
 
+    def _eagle_config(self) -> dict[str, Any]:
+        """The visible config's `eagle_config` object (empty when absent or not an object)."""
+        ec = self.visible.get("eagle_config")
+        return ec if isinstance(ec, dict) else {}
+
     def vint(self, key: str) -> int | None:
         value = self.visible.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    # ------------------------------------------------------------------ method
+    # ------------------------------------------------------------------ the procedure
+    # Every engine resolves a draft the same way: settle the method, route the config to
+    # the draft class, check the dimensions, build the parameters (EAGLE-3 or EAGLE-1),
+    # walk the stored tensors through the loader's naming, then compare with the target.
+    # Engine modules implement the hooks each step calls; everything else lives here.
+
+    def run(self) -> None:
+        """Fill `self.view` by the shared procedure."""
+        if self.ckpt.config is None:
+            return  # structure findings already say why; nothing to resolve
+        if not self._method_ok():
+            return
+        arch = self._resolve_class()
+        self.view.config = self.visible
+        if arch is None:
+            return
+        self.view.draft_class = arch
+        self.family = self._family(arch)
+        if not self._dims_present():
+            return
+        self.view.built = True
+        if not self._build_draft():
+            self.view.built = False
+            if not self.maps_after_refusal:
+                return
+        self._map_tensors()
+        self._target_checks()
+
+    def _method_ok(self) -> bool:
+        """Whether the engine goes on with the method it serves the draft with."""
+        self._settle_method()
+        if self.method not in (EAGLE3, EAGLE):
+            return False
+        return self._method_supported() and self._method_matches()
+
+    def _settle_method(self) -> None:
+        """Hook: decide the method when the user gave none (vLLM guesses from the path)."""
+
+    def _method_supported(self) -> bool:
+        """Hook: refuse (and return False) when this version has no drafting for the method."""
+        raise NotImplementedError
+
+    def _method_matches(self) -> bool:
+        """Hook: report a method that does not fit the checkpoint; False stops the engine."""
+        return True
+
+    def _resolve_class(self) -> str | None:
+        """Hook: route the config (filling `self.visible`) and return the draft class the
+        engine builds, or None after a refusal."""
+        raise NotImplementedError
+
+    def _family(self, arch: str) -> str:
+        """Hook: the shape family of draft class `arch`."""
+        raise NotImplementedError
+
+    def _dims_present(self) -> bool:
+        """Hook: refuse (and return False) when the draft layer cannot be built."""
+        raise NotImplementedError
+
+    def _build_draft(self) -> bool:
+        """The parameters of the resolved class; False when a refusal stops the build."""
+        if self.family in self.eagle1_families:
+            self._eagle1()
+            return True
+        if self.family in self.eagle3_families:
+            return self._eagle3()
+        return True
+
+    def _eagle1(self) -> None:
+        """Hook: the parameters of an EAGLE-1 draft class."""
+        raise NotImplementedError
+
+    def _target_checks(self) -> None:
+        """Hook: what the engine does with this draft next to the target."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ EAGLE-3 skeleton
+
+    def _eagle3(self) -> bool:
+        """EAGLE-3: widths, vocabulary, decoder layers, `fc` over N aux states and the norms
+        before it, embedding, head and `d2t`, then the aux layers captured and the norm
+        flags honoured. False when a refusal stops the build."""
+        d = self._dims()
+        H = d.hidden
+        V = self.vint("vocab_size")
+        T = self._target_hidden_size(H)
+        if T is None:
+            return False
+        self.view.effective.update(
+            {"hidden_size": H, "head_dim": d.head_dim, "target_hidden_size": T}
+        )
+        vocab = self._draft_vocab(V)
+        if vocab is None:
+            return False
+        Vd = vocab.size
+        self.view.effective["draft_vocab_size"] = Vd
+        n_layers = self._layer_count()
+        if n_layers is None:
+            return False
+        self.view.effective["num_layers"] = n_layers
+        src = self._layer_sources()
+        for k in range(n_layers):
+            if self.family in self.mla_families:
+                if not self._mla_layer(k, H, d.heads, d.intermediate):
+                    return False
+                continue
+            self._eagle3_layer(k, d, src)
+        self._extra_modules(H)
+        self._expect("norm.weight", shapes.hidden_vector(H), ONES, src)
+
+        n_aux, count_from = self._aux_states()
+        use_aux = self._uses_aux()
+        self._fc(H, T, n_aux, count_from, use_aux)
+        norms = self._norms()
+        input_norm = norms["norm_before_fc"] and use_aux
+        if self.fc_norm_replaces_input_norm and norms["fc_norm"]:
+            input_norm = False
+        self._aux_norms(n_aux, T, input_norm=input_norm, fc_norm=norms["fc_norm"] and use_aux)
+
+        embedding = self._embedding_if_missing(H, T, vocab.head_from_target)
+        self._expect(
+            "embed_tokens.weight",
+            shapes.embedding(V, H),
+            embedding,
+            self.src("embedding_sharing"),
+        )
+        head = self._head(V, Vd, vocab.head_from_target)
+        if head is not None:
+            self._expect("lm_head.weight", shapes.lm_head(Vd, H), head.if_missing, head.sources)
+        reduced = Vd is not None and V is not None and Vd != V
+        self._d2t(V, Vd, reduced)
+        self.view.effective["reduced_vocab"] = reduced
+
+        self._aux_capture(n_aux, count_from, use_aux)
+        self._flags(norms)
+        self.view.effective["norms"] = {
+            "norm_before_residual": self._norm_before_residual(),
+            **norms,
+        }
+        self.view.effective["num_aux_states"] = n_aux if use_aux else 0
+        self._after_eagle3()
+        return True
+
+    def _target_hidden_size(self, H: int) -> int | None:
+        """Hook: the width of the target states `fc` reads, or None after a refusal."""
+        raise NotImplementedError
+
+    def _draft_vocab(self, V: int | None) -> Vocab | None:
+        """Hook: the draft vocabulary the head is built for, or None after a refusal."""
+        raise NotImplementedError
+
+    def _layer_count(self) -> int | None:
+        """Hook: how many decoder layers the draft builds, or None after a refusal."""
+        raise NotImplementedError
+
+    def _layer_sources(self) -> tuple[str, ...]:
+        """The source lines behind the decoder layers' parameters."""
+        return self.src("eagle3_weight_mapping")
+
+    def _eagle3_layer(self, k: int, d: Dims, sources: tuple[str, ...]) -> None:
+        """Hook: the parameters of Llama-style decoder layer `k`."""
+        raise NotImplementedError
+
+    def _extra_modules(self, H: int) -> None:
+        """Hook: modules the engine builds beside the decoder layers (none by default)."""
+
+    def _aux_states(self) -> tuple[int, str]:
+        """N, the number of aux states `fc` is built for, and what decided it."""
+        return self._aux_count(self.family)
+
+    def _uses_aux(self) -> bool:
+        """Whether the draft reads aux states at all: `eagle_config.use_aux_hidden_state`
+        false switches them (and `fc`) off where the version reads it."""
+        ec = self._eagle_config()
+        use_aux = not (
+            self.value("use_aux_hidden_state_supported") and ec.get("use_aux_hidden_state") is False
+        )
+        self.view.effective["use_aux_hidden_state"] = use_aux
+        return use_aux
+
+    def _fc(self, H: int, T: int, n_aux: int, count_from: str, use_aux: bool) -> None:
+        """Hook: `fc` (and its bias) over the aux states."""
+        raise NotImplementedError
+
+    def _norms(self) -> dict[str, bool]:
+        """Hook: which of `norm_before_fc`, `fc_norm`, `norm_output` are on *and* honoured."""
+        raise NotImplementedError
+
+    def _norm_before_residual(self) -> bool:
+        """Whether the draft layer applies its norm before the residual (off by default)."""
+        return False
+
+    def _embedding_if_missing(self, H: int, T: int, head_from_target: bool) -> str:
+        """Hook: what a missing `embed_tokens.weight` does (SHARED: the target's is used)."""
+        raise NotImplementedError
+
+    def _head(self, V: int | None, Vd: int | None, head_from_target: bool) -> Built | None:
+        """Hook: how `lm_head.weight` is built, or None when the draft builds no head."""
+        raise NotImplementedError
+
+    def _d2t(self, V: int | None, Vd: int | None, reduced: bool) -> None:
+        """Hook: the `d2t` parameter and what the engine does with a stored one."""
+        raise NotImplementedError
+
+    def _aux_capture(self, n_aux: int, count_from: str, use_aux: bool) -> None:
+        """Hook: fill `self.view.aux`: the layers the engine captures and how."""
+        raise NotImplementedError
+
+    def _flags(self, norms: dict[str, bool]) -> None:
+        """Hook: events for norm flags the checkpoint sets but the engine ignores."""
+        raise NotImplementedError
+
+    def _after_eagle3(self) -> None:
+        """Hook: facts the engine records once the draft is built (none by default)."""
+
+    # ------------------------------------------------------------------ weight names
+
+    def _map_tensors(self) -> None:
+        """What the loader does with each stored tensor: names it handles before renaming
+        (`_fixed_fate`), then its renaming (`_engine_name`): a name that reaches a parameter
+        loads, any other goes to the engine's policy (`_unmatched`)."""
+        for raw in self.ckpt.tensors:
+            if self._fixed_fate(raw):
+                continue
+            mapped = self._engine_name(raw)
+            if mapped.canonical is not None and mapped.canonical in self.view.expectations:
+                self._fate(raw, mapped.canonical, "loaded", cause=FateCause.MATCHED)
+                continue
+            self._unmatched(raw, mapped)
+
+    def _fixed_fate(self, raw: str) -> bool:
+        """Hook: record the fate of a name the loader handles before renaming; True if so."""
+        raise NotImplementedError
+
+    def _engine_name(self, raw: str) -> Mapped:
+        """Hook: the parameter name the loader's renaming gives `raw`, or why none."""
+        raise NotImplementedError
+
+    def _unmatched(self, raw: str, mapped: Mapped) -> None:
+        """Hook: record the fate of a name that reaches no parameter."""
+        raise NotImplementedError
+
+    def _layer_beyond(self, canonical: str) -> int | None:
+        """The number of decoder layers built, when `canonical` names a later layer."""
+        built = self.view.effective.get("num_layers", 1)
+        n = built if isinstance(built, int) else 1
+        m = re.match(r"^layers\.(\d+)\.", canonical)
+        return n if m and int(m.group(1)) >= n else None
+
+    # ------------------------------------------------------------------ decoder layers
 
     def _mla_layer(self, k: int, H: int, nh: int, inter: int) -> bool:
         """Expectations for layer `k` of an MLA draft (Eagle3DeepseekV2ForCausalLM).
@@ -156,7 +431,7 @@ class BaseBuilder:
             if raw is None:
                 if key == "q_lora_rank":
                     self.refuse(
-                        "missing-config-field",
+                        rule_ids.MISSING_CONFIG_FIELD,
                         f"`q_lora_rank` is null: {self.p.title}'s MLA draft loader maps "
                         "`kv_a_proj_with_mqa` into the fused q-a/kv-a parameter, which a draft "
                         "without a q LoRA does not have, and the load fails",
@@ -166,7 +441,7 @@ class BaseBuilder:
                     )
                 else:
                     self.refuse(
-                        "missing-config-field",
+                        rule_ids.MISSING_CONFIG_FIELD,
                         f"`{key}` is null: the DeepSeek-V3 config class refuses null integers",
                         config_at(f"{self.spec.layer_config_pointer}/{key}"),
                         ("mla_config_defaults",),
@@ -177,103 +452,55 @@ class BaseBuilder:
         qr, kvr = dims["q_lora_rank"], dims["kv_lora_rank"]
         dn, dr, dv = dims["qk_nope_head_dim"], dims["qk_rope_head_dim"], dims["v_head_dim"]
         src = self.src("mla_config_defaults", "eagle3_weight_mapping")
-        pre = f"layers.{k}."
+        pre = f"layers.{k}.self_attn."
         width = 2 * H if k == 0 else H
-        w = "2H" if k == 0 else "H"
-        if f"{pre}self_attn.fused_qkv_a_proj.weight" in self.spec.tensors:
+        if f"{pre}fused_qkv_a_proj.weight" in self.spec.tensors:
             self._expect(
-                pre + "self_attn.fused_qkv_a_proj.weight",
-                (qr + kvr + dr, width),
-                f"[q_lora_rank + kv_lora_rank + qk_rope_head_dim, {w}]",
+                pre + "fused_qkv_a_proj.weight",
+                shapes.mla_fused_qkv_a(qr, kvr, dr, width, H),
                 UNINITIALISED,
                 src,
                 oversize=TRUNCATE_ROWS,
             )
         else:
-            self._expect(
-                pre + "self_attn.q_a_proj.weight",
-                (qr, width),
-                f"[q_lora_rank, {w}] = [{qr}, {width}]",
-                UNINITIALISED,
-                src,
-                oversize=TRUNCATE_ROWS,
-            )
-            self._expect(
-                pre + "self_attn.kv_a_proj_with_mqa.weight",
-                (kvr + dr, width),
-                f"[kv_lora_rank + qk_rope_head_dim, {w}] = [{kvr + dr}, {width}]",
-                UNINITIALISED,
-                src,
-                oversize=TRUNCATE_ROWS,
-            )
-        self._expect(pre + "self_attn.q_a_layernorm.weight", (qr,), "[q_lora_rank]", ONES, src)
-        self._expect(
-            pre + "self_attn.q_b_proj.weight",
-            (nh * (dn + dr), qr),
-            f"[num_attention_heads·(qk_nope + qk_rope), q_lora_rank] = [{nh * (dn + dr)}, {qr}]",
-            UNINITIALISED,
-            src,
-            oversize=TRUNCATE_ROWS,
-        )
-        self._expect(pre + "self_attn.kv_a_layernorm.weight", (kvr,), "[kv_lora_rank]", ONES, src)
-        self._expect(
-            pre + "self_attn.kv_b_proj.weight",
-            (nh * (dn + dv), kvr),
-            f"[num_attention_heads·(qk_nope + v_head), kv_lora_rank] = [{nh * (dn + dv)}, {kvr}]",
-            UNINITIALISED,
-            src,
-            oversize=TRUNCATE_ROWS,
-        )
-        self._expect(
-            pre + "self_attn.o_proj.weight",
-            (H, nh * dv),
-            f"[hidden_size, num_attention_heads·v_head_dim] = [{H}, {nh * dv}]",
-            UNINITIALISED,
-            src,
-            oversize=TRUNCATE_COLS,
-        )
-        self._mlp(pre, H, inter, src, bias=False)
+            q_a = shapes.mla_q_a(qr, width, H)
+            self._expect(pre + "q_a_proj.weight", q_a, UNINITIALISED, src, TRUNCATE_ROWS)
+            kv_a = shapes.mla_kv_a(kvr, dr, width, H)
+            self._expect(pre + "kv_a_proj_with_mqa.weight", kv_a, UNINITIALISED, src, TRUNCATE_ROWS)
+        self._expect(pre + "q_a_layernorm.weight", shapes.mla_q_a_norm(qr), ONES, src)
+        q_b = shapes.mla_q_b(nh, dn, dr, qr)
+        self._expect(pre + "q_b_proj.weight", q_b, UNINITIALISED, src, TRUNCATE_ROWS)
+        self._expect(pre + "kv_a_layernorm.weight", shapes.mla_kv_a_norm(kvr), ONES, src)
+        kv_b = shapes.mla_kv_b(nh, dn, dv, kvr)
+        self._expect(pre + "kv_b_proj.weight", kv_b, UNINITIALISED, src, TRUNCATE_ROWS)
+        o = shapes.mla_o(H, nh, dv)
+        self._expect(pre + "o_proj.weight", o, UNINITIALISED, src, TRUNCATE_COLS)
+        layer = f"layers.{k}."
+        self._mlp(layer, H, inter, src, bias=False)
         for norm in ("input_layernorm", "post_attention_layernorm"):
-            self._expect(pre + f"{norm}.weight", (H,), "[hidden_size]", ONES, src)
-        self._expect(
-            pre + "hidden_norm.weight", (H,), "[hidden_size]", ONES if k == 0 else None, src
-        )
+            self._expect(layer + f"{norm}.weight", shapes.hidden_vector(H), ONES, src)
+        hidden_norm = ONES if k == 0 else None
+        self._expect(layer + "hidden_norm.weight", shapes.hidden_vector(H), hidden_norm, src)
         return True
 
     def _mlp(self, pre: str, H: int, inter: int, sources: tuple[str, ...], bias: bool) -> None:
         """gate/up/down projections; a stored pre-fused `gate_up_proj` loads as well."""
         if f"{pre}mlp.gate_up_proj.weight" in self.spec.tensors:
+            fused = shapes.gate_up_fused(inter, H)
             self._expect(
-                pre + "mlp.gate_up_proj.weight",
-                (2 * inter, H),
-                f"[2·intermediate_size, hidden_size] = [{2 * inter}, {H}]",
-                UNINITIALISED,
-                sources,
-                oversize=TRUNCATE_ROWS,
+                pre + "mlp.gate_up_proj.weight", fused, UNINITIALISED, sources, TRUNCATE_ROWS
             )
         else:
             for proj in ("gate_proj", "up_proj"):
+                gate_up = shapes.gate_or_up(inter, H)
                 self._expect(
-                    pre + f"mlp.{proj}.weight",
-                    (inter, H),
-                    f"[intermediate_size, hidden_size] = [{inter}, {H}]",
-                    UNINITIALISED,
-                    sources,
-                    oversize=TRUNCATE_ROWS,
+                    pre + f"mlp.{proj}.weight", gate_up, UNINITIALISED, sources, TRUNCATE_ROWS
                 )
-        self._expect(
-            pre + "mlp.down_proj.weight",
-            (H, inter),
-            f"[hidden_size, intermediate_size] = [{H}, {inter}]",
-            UNINITIALISED,
-            sources,
-            oversize=TRUNCATE_COLS,
-        )
+        down = shapes.down(H, inter)
+        self._expect(pre + "mlp.down_proj.weight", down, UNINITIALISED, sources, TRUNCATE_COLS)
         if bias:
             for proj, n in (("gate_proj", inter), ("up_proj", inter), ("down_proj", H)):
-                self._expect(
-                    pre + f"mlp.{proj}.bias", (n,), "[out features]", UNINITIALISED, sources
-                )
+                self._expect(pre + f"mlp.{proj}.bias", shapes.out_bias(n), UNINITIALISED, sources)
 
     def _llama_layer(
         self,
@@ -299,70 +526,38 @@ class BaseBuilder:
         """
         H, nh, nkv, hd, inter = d
         pre = f"layers.{k}."
+        attn = pre + "self_attn."
         width = first_width if k == 0 else (later_width or H)
-        w = "2H" if width == 2 * H else "H"
-        q_rows, kv_rows = nh * hd, nkv * hd
-        self._expect(
-            pre + "self_attn.q_proj.weight",
-            (q_rows, width),
-            f"[num_attention_heads·head_dim, {w}] = [{nh}·{hd}, {width}]",
-            UNINITIALISED,
-            sources,
-            oversize=TRUNCATE_ROWS,
-        )
+        q = shapes.q_proj(nh, hd, width, H)
+        self._expect(attn + "q_proj.weight", q, UNINITIALISED, sources, TRUNCATE_ROWS)
         for proj in ("k_proj", "v_proj"):
-            self._expect(
-                pre + f"self_attn.{proj}.weight",
-                (kv_rows, width),
-                f"[num_key_value_heads·head_dim, {w}] = [{nkv}·{hd}, {width}]",
-                UNINITIALISED,
-                sources,
-                oversize=TRUNCATE_ROWS,
-            )
-        self._expect(
-            pre + "self_attn.o_proj.weight",
-            (H, q_rows),
-            f"[hidden_size, num_attention_heads·head_dim] = [{H}, {nh}·{hd}]",
-            UNINITIALISED,
-            sources,
-            oversize=TRUNCATE_COLS,
-        )
+            kv = shapes.kv_proj(nkv, hd, width, H)
+            self._expect(attn + f"{proj}.weight", kv, UNINITIALISED, sources, TRUNCATE_ROWS)
+        o = shapes.o_proj(H, nh, hd)
+        self._expect(attn + "o_proj.weight", o, UNINITIALISED, sources, TRUNCATE_COLS)
         if attn_bias:
             bias_src = self.src("attention_bias_supported")
-            self._expect(
-                pre + "self_attn.q_proj.bias",
-                (q_rows,),
-                "[num_attention_heads·head_dim]",
-                UNINITIALISED,
-                bias_src,
-            )
+            self._expect(attn + "q_proj.bias", shapes.q_bias(nh, hd), UNINITIALISED, bias_src)
             for proj in ("k_proj", "v_proj"):
-                self._expect(
-                    pre + f"self_attn.{proj}.bias",
-                    (kv_rows,),
-                    "[num_key_value_heads·head_dim]",
-                    UNINITIALISED,
-                    bias_src,
-                )
+                kv_bias = shapes.kv_bias(nkv, hd)
+                self._expect(attn + f"{proj}.bias", kv_bias, UNINITIALISED, bias_src)
         if o_bias:
-            self._expect(
-                pre + "self_attn.o_proj.bias", (H,), "[hidden_size]", UNINITIALISED, sources
-            )
+            self._expect(attn + "o_proj.bias", shapes.hidden_vector(H), UNINITIALISED, sources)
         self._mlp(pre, H, inter, sources, bias=mlp_bias)
+        norm = shapes.hidden_vector(H)
         if input_norm:
-            self._expect(pre + "input_layernorm.weight", (H,), "[hidden_size]", ONES, sources)
-        self._expect(pre + "post_attention_layernorm.weight", (H,), "[hidden_size]", ONES, sources)
+            self._expect(pre + "input_layernorm.weight", norm, ONES, sources)
+        self._expect(pre + "post_attention_layernorm.weight", norm, ONES, sources)
         if hidden_norm:
-            self._expect(pre + "hidden_norm.weight", (H,), "[hidden_size]", ONES, sources)
+            self._expect(pre + "hidden_norm.weight", norm, ONES, sources)
         elif first_width == 2 * H:
             # EAGLE-3 layers >= 1 still build a hidden_norm they never use.
-            self._expect(pre + "hidden_norm.weight", (H,), "[hidden_size]", None, sources)
+            self._expect(pre + "hidden_norm.weight", norm, None, sources)
         if qk_norm:
-            for norm in ("q_norm", "k_norm"):
+            for name in ("q_norm", "k_norm"):
                 self._expect(
-                    pre + f"self_attn.{norm}.weight",
-                    (hd,),
-                    "[head_dim]",
+                    attn + f"{name}.weight",
+                    shapes.head_norm(hd),
                     ONES,
                     self.src("eagle3_draft_architectures"),
                 )
@@ -370,17 +565,16 @@ class BaseBuilder:
     def _expect(
         self,
         canonical: str,
-        shape: tuple[int, ...] | None,
-        formula: str,
+        param: shapes.Param,
         if_missing: str | None,
         sources: tuple[str, ...],
         oversize: str = FAILS,
     ) -> None:
-        param = canonical
+        """Record that the draft class builds parameter `canonical` with `param`'s shape."""
         if not self.truncating_loader:
             oversize = FAILS
         self.view.expectations[canonical] = Expectation(
-            canonical, param, shape, formula, if_missing, oversize, sources
+            canonical, canonical, param.shape, param.formula, if_missing, oversize, sources
         )
 
     def _ever_listed(self, arch: str) -> bool:
@@ -413,10 +607,14 @@ class BaseBuilder:
         status: str,
         reason: str = "",
         sources: tuple[str, ...] = (),
+        *,
+        cause: FateCause,
     ) -> None:
         """Record what the loader does with stored tensor `raw` (no parameter unless loaded)."""
         param = canonical if status == "loaded" else None
-        self.view.fates.append(TensorFate(raw, canonical, status, param, reason, sources))
+        self.view.fates.append(
+            TensorFate(raw, canonical, status, param, reason, sources, cause=cause)
+        )
 
     # ------------------------------------------------------------------ shared procedure steps
     def _require_dims(self, base: str, keys: tuple[str, ...]) -> bool:
@@ -429,7 +627,7 @@ class BaseBuilder:
         if not missing:
             return True
         self.refuse(
-            "missing-config-field",
+            rule_ids.MISSING_CONFIG_FIELD,
             "the draft config lacks "
             + ", ".join(f"`{k}`" for k in missing)
             + f": {self.p.title} cannot build the draft layer",
@@ -454,8 +652,7 @@ class BaseBuilder:
         if input_norm:
             self._expect(
                 "input_norm.weight",
-                (n_aux * T,),
-                f"[N·target_hidden_size] = [{n_aux * T}]",
+                shapes.aux_input_norm(n_aux, T),
                 ONES,
                 self.src("norm_before_fc_supported"),
             )
@@ -463,8 +660,7 @@ class BaseBuilder:
             for k in range(n_aux):
                 self._expect(
                     f"fc_norm.{k}.weight",
-                    (T,),
-                    "[target_hidden_size]",
+                    shapes.aux_fc_norm(T),
                     ONES,
                     self.src("fc_norm_supported"),
                 )
@@ -472,14 +668,16 @@ class BaseBuilder:
     def _eagle1_layers(self, src: tuple[str, ...], attn_bias: bool = False) -> tuple[int, int]:
         """EAGLE-1 decoder layers (layer 0 has no input norm) and `fc` [H, 2H]; returns
         (hidden_size, vocab_size)."""
-        H, nh, nkv, hd, inter = self._dims()
+        d = self._dims()
         n_layers = self.vint("num_hidden_layers") or 1
-        self.view.effective.update({"hidden_size": H, "head_dim": hd, "num_layers": n_layers})
+        self.view.effective.update(
+            {"hidden_size": d.hidden, "head_dim": d.head_dim, "num_layers": n_layers}
+        )
         for k in range(n_layers):
             self._llama_layer(
                 k,
-                Dims(H, nh, nkv, hd, inter),
-                first_width=H,
+                d,
+                first_width=d.hidden,
                 sources=src,
                 attn_bias=attn_bias,
                 o_bias=False,
@@ -488,14 +686,8 @@ class BaseBuilder:
                 hidden_norm=False,
                 qk_norm=False,
             )
-        self._expect(
-            "fc.weight",
-            (H, 2 * H),
-            f"[hidden_size, 2·hidden_size] = [{H}, {2 * H}]",
-            UNINITIALISED,
-            src,
-        )
-        return H, self.vint("vocab_size") or 0
+        self._expect("fc.weight", shapes.eagle1_fc(d.hidden), UNINITIALISED, src)
+        return d.hidden, self.vint("vocab_size") or 0
 
     # ------------------------------------------------------------------ target widths
     def _target_width_checks(self, *, eagle1: bool, embedding_shared: bool) -> None:
@@ -514,7 +706,7 @@ class BaseBuilder:
                 else f"{self.spec.layer_config_pointer}/hidden_size"
             )
             self.event(
-                "target-hidden-size-mismatch",
+                rule_ids.TARGET_HIDDEN_SIZE_MISMATCH,
                 f"the draft expects target hidden states of width {T} "
                 f"({'target_hidden_size' if explicit else 'hidden_size'}), but the target's "
                 f"hidden_size is {Ht}: the `fc` matmul fails at the first speculative step",
@@ -525,7 +717,7 @@ class BaseBuilder:
             )
         if eagle1 and Ht is not None and H is not None and Ht != H:
             self.event(
-                "target-hidden-size-mismatch",
+                rule_ids.TARGET_HIDDEN_SIZE_MISMATCH,
                 f"EAGLE-1 drafts concatenate the token embedding with the target's hidden state, "
                 f"so hidden_size {H} must equal the target's {Ht}",
                 config_at(f"{self.spec.layer_config_pointer}/hidden_size"),
@@ -536,7 +728,7 @@ class BaseBuilder:
         Vt = t.vocab_size
         if V is not None and Vt is not None and Vt != V:
             self.event(
-                "vocab-size-mismatch",
+                rule_ids.VOCAB_SIZE_MISMATCH,
                 f"the draft's vocab_size is {V} but the target's is {Vt}: token ids and logits "
                 "do not line up (out-of-range ids or wrong tokens at the first forward)",
                 config_at(f"{self.spec.layer_config_pointer}/vocab_size"),
@@ -546,7 +738,7 @@ class BaseBuilder:
         # Embedding sharing: a draft without its own embedding borrows the target's.
         if embedding_shared and H is not None and Ht is not None and Ht != H:
             self.event(
-                "shared-embedding-width-mismatch",
+                rule_ids.SHARED_EMBEDDING_WIDTH_MISMATCH,
                 f"the draft stores no `embed_tokens.weight`, so {self.p.title} shares the target's "
                 f"embedding ({Ht} wide) with a draft of hidden_size {H}: the width assert fails at "
                 "start-up",

@@ -13,19 +13,30 @@ from __future__ import annotations
 
 import re
 
+from draftfit import rule_ids
 from draftfit.aux_counting import default_capture_ids
-from draftfit.engines.builder import CONFIG, TARGET_CONFIG, BaseBuilder, Dims, get_path
+from draftfit.engines import shapes
+from draftfit.engines.builder import (
+    CONFIG,
+    TARGET_CONFIG,
+    BaseBuilder,
+    Built,
+    Dims,
+    Mapped,
+    Vocab,
+    get_path,
+)
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import (
     FAILS,
-    ONES,
     SHARED,
     UNINITIALISED,
     AuxCapture,
     Event,
+    FateCause,
 )
 from draftfit.location import Location, config_at
-from draftfit.spec import EAGLE, EAGLE3
+from draftfit.spec import EAGLE3
 from draftfit.target import Target
 from draftfit.tensor_names import canonical_name
 
@@ -44,43 +55,25 @@ _STACKED = re.compile(r"\.(q_proj|k_proj|v_proj|gate_proj|up_proj)\.")
 
 
 class _SGLangBuilder(BaseBuilder):
-    family = LLAMA_EAGLE3
+    eagle1_families = frozenset({LLAMA_EAGLE})
+    eagle3_families = frozenset({LLAMA_EAGLE3, MLA_EAGLE3})
+    mla_families = frozenset({MLA_EAGLE3})
 
-    # ------------------------------------------------------------------ driver
-    def run(self) -> None:
-        if self.ckpt.config is None or self.method not in (EAGLE3, EAGLE):
-            return
-        if not self._method_supported():
-            return
-        if self.spec.method is not None and self.spec.method != self.method:
-            self.refuse(
-                "method-mismatch",
-                f"the checkpoint is an {self.spec.method} draft, but it is served with "
-                f"`--speculative-algorithm {self._algorithm(self.method)}`: SGLang runs the "
-                "wrong speculative worker for it",
-                Location(CONFIG, "/architectures"),
-                ("algorithm_names",),
-                fix=f"serve it with --speculative-algorithm {self._algorithm(self.spec.method)}",
-            )
-            return
-        if not self._config_route():
-            return
-        arch = self._draft_class()
-        self.view.config = self.visible
-        if arch is None:
-            return
-        self.family = CLASS_FAMILY[arch]
-        self.view.draft_class = arch
-        if not self._dims_present():
-            return
-        self.view.built = True
-        if self.family == LLAMA_EAGLE:
-            self._eagle1(arch)
-        elif not self._eagle3():
-            self.view.built = False
-            return
-        self._map_tensors()
-        self._target_checks()
+    # ------------------------------------------------------------------ method
+    def _method_matches(self) -> bool:
+        if self.spec.method is None or self.spec.method == self.method:
+            return True
+        assert self.method is not None
+        self.refuse(
+            rule_ids.METHOD_MISMATCH,
+            f"the checkpoint is an {self.spec.method} draft, but it is served with "
+            f"`--speculative-algorithm {self._algorithm(self.method)}`: SGLang runs the "
+            "wrong speculative worker for it",
+            Location(CONFIG, "/architectures"),
+            ("algorithm_names",),
+            fix=f"serve it with --speculative-algorithm {self._algorithm(self.spec.method)}",
+        )
+        return False
 
     @staticmethod
     def _algorithm(method: str) -> str:
@@ -91,7 +84,7 @@ class _SGLangBuilder(BaseBuilder):
         if self.value(key):
             return True
         self.refuse(
-            "method-unsupported",
+            rule_ids.METHOD_UNSUPPORTED,
             f"{self.p.title} has no `--speculative-algorithm "
             f"{self._algorithm(self.method or EAGLE3)}`",
             Location(CONFIG),
@@ -101,11 +94,19 @@ class _SGLangBuilder(BaseBuilder):
         return False
 
     # ------------------------------------------------------------------ config
+    def _resolve_class(self) -> str | None:
+        if not self._config_route():
+            return None
+        return self._draft_class()
+
+    def _family(self, arch: str) -> str:
+        return CLASS_FAMILY[arch]
+
     def _config_route(self) -> bool:
         cfg = self.config
         if "speculators_config" in cfg or "speculators_model_type" in cfg:
             self.refuse(
-                "speculators-format-unsupported",
+                rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
                 f"{self.p.title} parses the draft config with transformers as is and does not "
                 "understand speculators-format configs (`speculators_config`, "
                 "`transformer_layer_config`)",
@@ -117,7 +118,7 @@ class _SGLangBuilder(BaseBuilder):
         self.visible = dict(cfg)
         if "model_type" not in cfg:
             self.refuse(
-                "missing-config-field",
+                rule_ids.MISSING_CONFIG_FIELD,
                 "the draft config has no `model_type`: SGLang loads it with transformers' "
                 "AutoConfig, which needs one",
                 config_at("/model_type"),
@@ -170,7 +171,7 @@ class _SGLangBuilder(BaseBuilder):
         else:
             fix = f'set "architectures": ["{want}"] (`draftfit convert --to sglang` does it)'
         self.refuse(
-            "unsupported-draft-architecture",
+            rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
             why,
             config_at("/architectures/0"),
             (key, "eagle3_arch_rewrite") if self.method == EAGLE3 else (key,),
@@ -182,7 +183,7 @@ class _SGLangBuilder(BaseBuilder):
         act = self.visible.get("hidden_act", "silu")
         if act not in (self.value("draft_activation") or ["silu"]):
             self.refuse(
-                "unsupported-activation",
+                rule_ids.UNSUPPORTED_ACTIVATION,
                 f"`hidden_act` is `{act}`: SGLang's draft MLP supports only `silu` and raises "
                 "'Unsupported activation' while building the draft",
                 config_at("/hidden_act"),
@@ -193,133 +194,121 @@ class _SGLangBuilder(BaseBuilder):
         return self._require_dims("", ("draft_config_loader",))
 
     # ------------------------------------------------------------------ EAGLE-3
-    def _eagle3(self) -> bool:
+    def _target_hidden_size(self, H: int) -> int | None:
         v = self.visible
-        fam = self.family
-        H, nh, nkv, hd, inter = self._dims()
-        V = self.vint("vocab_size")
-        if "target_hidden_size" in v and v["target_hidden_size"] is None and fam == LLAMA_EAGLE3:
+        if (
+            "target_hidden_size" in v
+            and v["target_hidden_size"] is None
+            and self.family == LLAMA_EAGLE3
+        ):
             self.refuse(
-                "missing-config-field",
+                rule_ids.MISSING_CONFIG_FIELD,
                 "`target_hidden_size` is null: SGLang reads it with hasattr and multiplies it "
                 "by the number of aux states to size `fc` (TypeError)",
                 config_at("/target_hidden_size"),
                 ("target_hidden_size_supported",),
                 fix="remove the key, or set it to the target's hidden size",
             )
-            return False
-        T = self.vint("target_hidden_size") or H
-        self.view.effective.update({"hidden_size": H, "head_dim": hd, "target_hidden_size": T})
+            return None
+        return self.vint("target_hidden_size") or H
 
-        # vocabulary size
+    def _draft_vocab(self, V: int | None) -> Vocab | None:
+        """`draft_vocab_size` missing or null: refused where the class reads it; a null one
+        with an untied head otherwise takes the target's head."""
+        v = self.visible
         tied = bool(v.get("tie_word_embeddings", False))
-        rule = self.family_value("draft_vocab_size_required", fam) or "never"
-        head_from_target = False
+        rule = self.family_value("draft_vocab_size_required", self.family) or "never"
         if "draft_vocab_size" not in v:
             if rule == "always" or (rule == "untied-only" and not tied):
                 self.refuse(
-                    "missing-draft-vocab-size",
+                    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
                     f"`draft_vocab_size` is missing: {self.p.title} reads `config."
                     "draft_vocab_size` while building the draft (AttributeError)",
                     config_at("/draft_vocab_size"),
                     ("draft_vocab_size_required",),
                     fix="set `draft_vocab_size` to the rows of `lm_head.weight`",
                 )
-                return False
-            Vd = V
-        elif v["draft_vocab_size"] is None and not tied:
+                return None
+            return Vocab(V, head_from_target=False)
+        if v["draft_vocab_size"] is None and not tied:
             if self.value("draft_vocab_size_null") == "error":
                 self.refuse(
-                    "missing-draft-vocab-size",
+                    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
                     f"`draft_vocab_size` is null: {self.p.title} builds the draft head with "
                     "None rows and fails",
                     config_at("/draft_vocab_size"),
                     ("draft_vocab_size_null",),
                     fix="set `draft_vocab_size` to the rows of `lm_head.weight`",
                 )
-                return False
-            Vd, head_from_target = V, True
-        else:
-            Vd = self.vint("draft_vocab_size") or V
-        self.view.effective["draft_vocab_size"] = Vd
+                return None
+            return Vocab(V, head_from_target=True)
+        return Vocab(self.vint("draft_vocab_size") or V, head_from_target=False)
 
-        # layers
+    def _layer_count(self) -> int | None:
         n_layers = self.vint("num_hidden_layers") or 1
-        policy = self.family_value("multi_layer_policy", fam)
+        policy = self.family_value("multi_layer_policy", self.family)
         if n_layers != 1 and policy == "refused":
             self.refuse(
-                "multi-layer-draft-unsupported",
+                rule_ids.MULTI_LAYER_DRAFT_UNSUPPORTED,
                 f"`num_hidden_layers` is {n_layers}: {self.p.title} raises `ValueError: EAGLE3 "
                 "currently only supports 1 layer`",
                 config_at("/num_hidden_layers"),
                 ("multi_layer_policy",),
                 fix="use SGLang 0.5.12 or later (Llama-style drafts), or a one-layer draft",
             )
-            return False
-        self.view.effective["num_layers"] = n_layers
+            return None
         self._kv_pool_layers(n_layers)
-        src = self.src("mla_weight_mapping" if fam == MLA_EAGLE3 else "eagle3_weight_mapping")
-        for k in range(n_layers):
-            if fam == MLA_EAGLE3:
-                if not self._mla_layer(k, H, nh, inter):
-                    return False
-                continue
-            self._llama_layer(
-                k,
-                Dims(H, nh, nkv, hd, inter),
-                first_width=2 * H,
-                sources=src,
-                attn_bias=False,
-                o_bias=any(bool(v.get(key)) for key in self.value("o_proj_bias_keys") or []),
-                mlp_bias=False,
-                input_norm=k == 0,
-                hidden_norm=True,
-                qk_norm=False,
-            )
-            if k > 0:  # built, loaded if stored, never applied (later_layer_pre_norm)
-                pre = f"layers.{k}.input_layernorm.weight"
-                self._expect(pre, (H,), "[hidden_size]", None, self.src("later_layer_pre_norm"))
-        self._expect("norm.weight", (H,), "[hidden_size]", ONES, src)
+        return n_layers
 
-        # aux states and fc
-        n_aux, count_from = self._aux_count(fam)
-        ec = v.get("eagle_config") if isinstance(v.get("eagle_config"), dict) else {}
-        use_aux = not (
-            self.value("use_aux_hidden_state_supported") and ec.get("use_aux_hidden_state") is False
+    def _layer_sources(self) -> tuple[str, ...]:
+        return self.src(
+            "mla_weight_mapping" if self.family == MLA_EAGLE3 else "eagle3_weight_mapping"
         )
-        self.view.effective["use_aux_hidden_state"] = use_aux
+
+    def _eagle3_layer(self, k: int, d: Dims, sources: tuple[str, ...]) -> None:
+        v = self.visible
+        self._llama_layer(
+            k,
+            d,
+            first_width=2 * d.hidden,
+            sources=sources,
+            attn_bias=False,
+            o_bias=any(bool(v.get(key)) for key in self.value("o_proj_bias_keys") or []),
+            mlp_bias=False,
+            input_norm=k == 0,
+            hidden_norm=True,
+            qk_norm=False,
+        )
+        if k > 0:  # built, loaded if stored, never applied (later_layer_pre_norm)
+            self._expect(
+                f"layers.{k}.input_layernorm.weight",
+                shapes.hidden_vector(d.hidden),
+                None,
+                self.src("later_layer_pre_norm"),
+            )
+
+    def _fc(self, H: int, T: int, n_aux: int, count_from: str, use_aux: bool) -> None:
         self._expect(
             "fc.weight",
-            (H, n_aux * T),
-            f"[hidden_size, N·target_hidden_size] = [{H}, {n_aux}·{T}] "
-            f"(N = {n_aux} from {count_from})",
+            shapes.fc(H, n_aux, T, count_from),
             UNINITIALISED if use_aux else None,
             self.src("aux_count_rule", "eagle3_weight_mapping"),
         )
         bias_rule = self.value("fc_bias_rule")
-        if bias_rule == "always" or (bias_rule == "config-bias" and v.get("bias")):
-            self._expect("fc.bias", (H,), "[hidden_size]", UNINITIALISED, self.src("fc_bias_rule"))
-        norms = self._norms(fam)
-        self._aux_norms(
-            n_aux,
-            T,
-            input_norm=norms["norm_before_fc"] and use_aux,
-            fc_norm=norms["fc_norm"] and use_aux,
-        )
+        if bias_rule == "always" or (bias_rule == "config-bias" and self.visible.get("bias")):
+            bias = shapes.hidden_vector(H)
+            self._expect("fc.bias", bias, UNINITIALISED, self.src("fc_bias_rule"))
 
-        # embedding, head, d2t
-        own_embedding = "target_hidden_size" in v and T != H and not head_from_target
-        self.view.effective["embedding_shared"] = not own_embedding
-        self._expect(
-            "embed_tokens.weight",
-            (V, H) if V else None,
-            f"[vocab_size, hidden_size] = [{V}, {H}]",
-            UNINITIALISED if own_embedding else SHARED,
-            self.src("embedding_sharing"),
-        )
+    def _embedding_if_missing(self, H: int, T: int, head_from_target: bool) -> str:
+        own = "target_hidden_size" in self.visible and T != H and not head_from_target
+        self.view.effective["embedding_shared"] = not own
+        return UNINITIALISED if own else SHARED
+
+    def _head(self, V: int | None, Vd: int | None, head_from_target: bool) -> Built | None:
+        tied = bool(self.visible.get("tie_word_embeddings", False))
         if tied and Vd is not None and V is not None and Vd != V:
             self.event(
-                "lm-head-missing-reduced-vocab",
+                rule_ids.LM_HEAD_MISSING_REDUCED_VOCAB,
                 f"`tie_word_embeddings` is true: {self.p.title} makes the draft head its "
                 f"embedding, which it replaces by the target's ({V} rows), so a draft vocabulary "
                 f"of {Vd} and its `d2t` no longer line up with the logits",
@@ -327,30 +316,14 @@ class _SGLangBuilder(BaseBuilder):
                 ("tied_lm_head",),
                 fix='set "tie_word_embeddings": false and store the trained `lm_head.weight`',
             )
-        if not tied and not head_from_target:
-            self._expect(
-                "lm_head.weight",
-                (Vd, H),
-                f"[draft_vocab_size, hidden_size] = [{Vd}, {H}]",
-                UNINITIALISED,
-                self.src("lm_head_shared_when_missing"),
-            )
-        d2t = self.value("d2t_handling")
-        self._expect(
-            "d2t",
-            (Vd,) if Vd else None,
-            "[draft_vocab_size]",
-            FAILS if d2t == "required" else None,
-            self.src("d2t_handling"),
-        )
-        self.view.effective["d2t_parameter"] = True
-        self.view.effective["reduced_vocab"] = Vd is not None and V is not None and Vd != V
+        if tied or head_from_target:
+            return None
+        return Built(UNINITIALISED, self.src("lm_head_shared_when_missing"))
 
-        self._aux_capture(n_aux, count_from, use_aux)
-        self._flags(norms)
-        self.view.effective["norms"] = {"norm_before_residual": False, **norms}
-        self.view.effective["num_aux_states"] = n_aux if use_aux else 0
-        return True
+    def _d2t(self, V: int | None, Vd: int | None, reduced: bool) -> None:
+        required = self.value("d2t_handling") == "required"
+        self._expect("d2t", shapes.d2t(Vd), FAILS if required else None, self.src("d2t_handling"))
+        self.view.effective["d2t_parameter"] = True
 
     def _kv_pool_layers(self, n_layers: int) -> None:
         """The draft worker sizes its KV pool from `num_nextn_predict_layers` when present."""
@@ -366,7 +339,7 @@ class _SGLangBuilder(BaseBuilder):
         ):
             return
         self.refuse(
-            "draft-kv-layer-count",
+            rule_ids.DRAFT_KV_LAYER_COUNT,
             f"`num_nextn_predict_layers` is {nextn}: {self.p.title} sizes the draft's KV cache "
             f"with it instead of the {n_layers} decoder layer(s), "
             + (
@@ -380,10 +353,11 @@ class _SGLangBuilder(BaseBuilder):
             "MTP setting, copied over)",
         )
 
-    def _norms(self, fam: str) -> dict[str, bool]:
+    def _norms(self) -> dict[str, bool]:
         """Which norm flags are on *and* implemented by this version's class."""
         v = self.visible
-        ec = v.get("eagle_config") if isinstance(v.get("eagle_config"), dict) else {}
+        fam = self.family
+        ec = self._eagle_config()
         nested = ec.get("norm_before_fc") if self.value("norm_before_fc_nested") else None
         before_fc = bool(nested) if nested is not None else bool(v.get("norm_before_fc"))
         return {
@@ -401,7 +375,7 @@ class _SGLangBuilder(BaseBuilder):
         arch = self.target.architecture if self.target else None
         for cls, mode in self.value("aux_ids_shift_exceptions") or []:
             if cls == arch:
-                return mode
+                return str(mode)
         return "plus-one"
 
     def _aux_capture(self, n_aux: int, count_from: str, use_aux: bool) -> None:
@@ -450,7 +424,7 @@ class _SGLangBuilder(BaseBuilder):
         )
         if ids is None or not used or L is None:
             return
-        defaults = default_capture_ids(L)
+        defaults: tuple[int, ...] = default_capture_ids(L)
         if mode == "plus-one-default-too":
             defaults = tuple(i + 1 for i in defaults)
         if tuple(sorted(set(used))) == tuple(sorted(set(defaults))):
@@ -464,7 +438,7 @@ class _SGLangBuilder(BaseBuilder):
                 assert self.view.aux is not None
                 self.view.aux.used = tuple(sorted(set(defaults) | set(used)))
             self.event(
-                "aux-ids-ignored-under-cuda-graphs",
+                rule_ids.AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,
                 f"{self.p.title}'s CUDA-graph runner re-sets the captured layers to the default "
                 f"{list(defaults)} (capture-before), "
                 + (
@@ -483,7 +457,7 @@ class _SGLangBuilder(BaseBuilder):
     # ------------------------------------------------------------------ flags
     def _flags(self, norms: dict[str, bool]) -> None:
         v = self.visible
-        ec = v.get("eagle_config") if isinstance(v.get("eagle_config"), dict) else {}
+        ec = self._eagle_config()
         never = set(self.value("flags_never_read") or [])
         checks = [
             ("norm_before_residual", bool(v.get("norm_before_residual")), False),
@@ -513,7 +487,7 @@ class _SGLangBuilder(BaseBuilder):
                 where = "/eagle_config/norm_before_fc"
             self.view.add(
                 Event(
-                    "norm-flag-ignored",
+                    rule_ids.NORM_FLAG_IGNORED,
                     f"`{name.split('.')[-1]}` is true, but {self.p.title}'s "
                     f"`{self.view.draft_class}` does not implement it: the draft runs without "
                     "the norm it was trained with",
@@ -524,122 +498,148 @@ class _SGLangBuilder(BaseBuilder):
             )
 
     # ------------------------------------------------------------------ EAGLE-1
-    def _eagle1(self, arch: str) -> None:
+    def _eagle1(self) -> None:
         src = self.src("eagle_weight_mapping")
-        H, V = self._eagle1_layers(src, attn_bias=arch == "Qwen2ForCausalLMEagle")
-        self._expect("fc.bias", (H,), "[hidden_size]", UNINITIALISED, self.src("eagle_fc_bias"))
-        self._expect(
-            "embed_tokens.weight", (V, H) if V else None, "[vocab_size, hidden_size]", SHARED, src
-        )
+        qwen2 = self.view.draft_class == "Qwen2ForCausalLMEagle"
+        H, V = self._eagle1_layers(src, attn_bias=qwen2)
+        bias = shapes.hidden_vector(H)
+        self._expect("fc.bias", bias, UNINITIALISED, self.src("eagle_fc_bias"))
+        self._expect("embed_tokens.weight", shapes.embedding(V, H, values=False), SHARED, src)
 
     # ------------------------------------------------------------------ tensor fates
-    def _engine_name(self, raw: str) -> tuple[str | None, str]:
+    def _engine_name(self, raw: str) -> Mapped:
         """The canonical parameter a stored name reaches in this version, or None and why."""
         name = raw
         if self.family == MLA_EAGLE3:
             if name.startswith("model."):
-                return None, (
+                return Mapped(
+                    None,
                     "the MLA draft loader prepends `model.` to every name, so `model.`-prefixed "
-                    "names are skipped ('Eagle3 MLA: skipping unexpected weight')"
+                    "names are skipped ('Eagle3 MLA: skipping unexpected weight')",
+                    FateCause.PREFIX_ADDED,
                 )
-            return canonical_name(name)[0], ""
+            return Mapped(canonical_name(name)[0])
         if self.family == LLAMA_EAGLE:
             if name.startswith("model."):
-                return None, "the EAGLE-1 loader prepends `model.` itself (`model.model.*`)"
-            return canonical_name(name)[0], ""
+                return Mapped(
+                    None,
+                    "the EAGLE-1 loader prepends `model.` itself (`model.model.*`)",
+                    FateCause.PREFIX_ADDED,
+                )
+            return Mapped(canonical_name(name)[0])
         mapping = self.value("eagle3_weight_mapping") or {}
         for old, new in (self.value("legacy_name_map") or {}).items():
             name = name.replace(old, new)
         if name.startswith("model."):
             if not self.value("model_prefix_accepted"):
-                return None, (
+                return Mapped(
+                    None,
                     "this version prepends `model.` to every name, so `model.`-prefixed names "
-                    "become `model.model.*`"
+                    "become `model.model.*`",
+                    FateCause.PREFIX_ADDED,
                 )
             name = name[len("model.") :]
         if mapping.get("layer_module") == "midlayer":
             if name.startswith("layers."):
-                return None, (
+                return Mapped(
+                    None,
                     "this version names the decoder layer `midlayer`, so `layers.*` names match "
-                    "no parameter"
+                    "no parameter",
+                    FateCause.RENAMED,
                 )
             if re.match(r"^midlayer\.\d+\.", name):
-                return None, "`midlayer.N.*` (several layers) matches no parameter"
+                return Mapped(
+                    None, "`midlayer.N.*` (several layers) matches no parameter", FateCause.RENAMED
+                )
             if name.startswith("midlayer."):
                 name = "layers.0." + name[len("midlayer.") :]
         elif re.match(r"^layers\.0\.\d+\.", name):
-            return None, (
+            return Mapped(
+                None,
                 "`midlayer` is replaced by `layers.0` as a substring, so `midlayer.N.*` becomes "
-                "`layers.0.N.*` and matches no parameter"
+                "`layers.0.N.*` and matches no parameter",
+                FateCause.RENAMED,
             )
-        return canonical_name(name)[0], ""
+        return Mapped(canonical_name(name)[0])
 
-    def _map_tensors(self) -> None:
-        skipped = set(self.value("skipped_tensor_names") or [])
-        policy = self.value("unknown_tensor_policy")
-        mapping_src = self.src(
+    def _mapping_sources(self) -> tuple[str, ...]:
+        return self.src(
             "eagle_weight_mapping"
             if self.family == LLAMA_EAGLE
             else "mla_weight_mapping"
             if self.family == MLA_EAGLE3
             else "eagle3_weight_mapping",
         )
-        for raw in self.ckpt.tensors:
-            spec_canonical = canonical_name(raw)[0]
-            if self.family != LLAMA_EAGLE:
-                if "d2t" in raw.split(".")[-1] or raw == "d2t":
-                    self._fate(raw, "d2t", "loaded")
-                    continue
-                if "t2d" in skipped and "t2d" in raw:
-                    self._fate(
-                        raw,
-                        spec_canonical,
-                        "skipped",
-                        "always skipped by the loader",
-                        self.src("skipped_tensor_names"),
-                    )
-                    continue
-            canonical, why = self._engine_name(raw)
-            if canonical is not None and canonical in self.view.expectations:
-                self._fate(raw, canonical, "loaded")
-                continue
-            if self.family == LLAMA_EAGLE and raw.startswith("lm_head"):
-                self._fate(
-                    raw,
-                    spec_canonical,
-                    "skipped",
-                    "EAGLE-1 drafts use the target's lm_head; the stored one is ignored",
-                    mapping_src,
-                )
-                continue
-            meant = spec_canonical in self.view.expectations
-            if policy == "error-if-stacked" and _STACKED.search("." + (canonical or raw)):
-                self._fate(
-                    raw,
-                    spec_canonical,
-                    "rejected",
-                    (why or "no parameter of the draft class has this name")
-                    + "; the stacked q/k/v/gate/up loader raises KeyError",
-                    self.src("unknown_tensor_policy"),
-                )
-                continue
-            if meant:
-                self._fate(raw, spec_canonical, "unbound", why, mapping_src)
-                continue
-            reason = why or "no parameter of the draft class has this name"
-            if spec_canonical.endswith(".bias"):
-                reason = "the draft has no such bias parameter; the loader drops it silently"
-            n = self.view.effective.get("num_layers", 1)
-            m = re.match(r"^layers\.(\d+)\.", spec_canonical)
-            if m and int(m.group(1)) >= n:
-                reason = f"the draft builds {n} decoder layer(s) (`num_hidden_layers`)"
+
+    def _fixed_fate(self, raw: str) -> bool:
+        """EAGLE-3 loaders take any `d2t` as the vocabulary map and may skip `t2d`."""
+        if self.family == LLAMA_EAGLE:
+            return False
+        if "d2t" in raw.split(".")[-1] or raw == "d2t":
+            self._fate(raw, "d2t", "loaded", cause=FateCause.MATCHED)
+            return True
+        if "t2d" in (self.value("skipped_tensor_names") or []) and "t2d" in raw:
+            self._fate(
+                raw,
+                canonical_name(raw)[0],
+                "skipped",
+                "always skipped by the loader",
+                self.src("skipped_tensor_names"),
+                cause=FateCause.SKIPPED_BY_LOADER,
+            )
+            return True
+        return False
+
+    def _unmatched(self, raw: str, mapped: Mapped) -> None:
+        """SGLang skips unknown names silently (from 0.4.9; before, the stacked q/k/v and
+        gate/up loader raises on them); a name meant for a parameter stays unbound."""
+        spec_canonical = canonical_name(raw)[0]
+        if self.family == LLAMA_EAGLE and raw.startswith("lm_head"):
             self._fate(
                 raw,
                 spec_canonical,
                 "skipped",
-                reason + ", so it is skipped silently",
-                self.src("unknown_tensor_policy"),
+                "EAGLE-1 drafts use the target's lm_head; the stored one is ignored",
+                self._mapping_sources(),
+                cause=FateCause.TARGET_HEAD,
             )
+            return
+        meant = spec_canonical in self.view.expectations
+        stacked = _STACKED.search("." + (mapped.canonical or raw))
+        if self.value("unknown_tensor_policy") == "error-if-stacked" and stacked:
+            self._fate(
+                raw,
+                spec_canonical,
+                "rejected",
+                (mapped.why or "no parameter of the draft class has this name")
+                + "; the stacked q/k/v/gate/up loader raises KeyError",
+                self.src("unknown_tensor_policy"),
+                cause=mapped.cause,
+            )
+            return
+        if meant:
+            cause = mapped.cause if mapped.canonical is None else FateCause.RENAMED
+            self._fate(
+                raw, spec_canonical, "unbound", mapped.why, self._mapping_sources(), cause=cause
+            )
+            return
+        reason = mapped.why or "no parameter of the draft class has this name"
+        cause = mapped.cause
+        if spec_canonical.endswith(".bias"):
+            reason = "the draft has no such bias parameter; the loader drops it silently"
+            cause = FateCause.STRAY_BIAS
+        n = self._layer_beyond(spec_canonical)
+        if n is not None:
+            reason = f"the draft builds {n} decoder layer(s) (`num_hidden_layers`)"
+            cause = FateCause.EXTRA_LAYER
+        self._fate(
+            raw,
+            spec_canonical,
+            "skipped",
+            reason + ", so it is skipped silently",
+            self.src("unknown_tensor_policy"),
+            cause=cause,
+        )
 
     # ------------------------------------------------------------------ target
     def _target_checks(self) -> None:
@@ -663,7 +663,7 @@ class _SGLangBuilder(BaseBuilder):
         fix = f"set the draft's max_position_embeddings to {t_max}, or cap --context-length"
         if rule == "overwritten-silently":
             self.event(
-                "draft-context-shorter-than-target",
+                rule_ids.DRAFT_CONTEXT_SHORTER_THAN_TARGET,
                 f"the draft's max_position_embeddings is {max_pos}, the target's {t_max}: "
                 f"{self.p.title} raises the draft's context to the target's with only a warning "
                 "(SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaults to true) but keeps its "
@@ -675,7 +675,7 @@ class _SGLangBuilder(BaseBuilder):
             )
             return
         self.refuse(
-            "draft-context-refused",
+            rule_ids.DRAFT_CONTEXT_REFUSED,
             f"the draft's max_position_embeddings is {max_pos}, the target's {t_max}: "
             f"{self.p.title} builds the draft with the target's context length and raises "
             "ValueError unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
@@ -699,7 +699,7 @@ class _SGLangBuilder(BaseBuilder):
         broken = self.value("verifier_eagle3_broken") or []
         if arch in broken:
             self.refuse(
-                "target-not-eagle3-capable",
+                rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
                 f"`{arch}` has SGLang's capture hook in {self.p.title}, but its forward does "
                 "not capture aux hidden states: the first EAGLE-3 step fails",
                 Location(TARGET_CONFIG, "/architectures/0"),
@@ -711,7 +711,7 @@ class _SGLangBuilder(BaseBuilder):
             return
         if not self._ever_listed(arch):
             self.event(
-                "target-capability-unknown",
+                rule_ids.TARGET_CAPABILITY_UNKNOWN,
                 f"draftfit has no record of `{arch}` implementing SGLang's EAGLE-3 capture "
                 f"(set_eagle3_layers_to_capture) in any release",
                 Location(TARGET_CONFIG, "/architectures/0"),
@@ -725,7 +725,7 @@ class _SGLangBuilder(BaseBuilder):
             else "an AttributeError on set_eagle3_layers_to_capture"
         )
         self.refuse(
-            "target-not-eagle3-capable",
+            rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
             f"the target class `{arch}` cannot capture aux hidden states in {self.p.title}: "
             f"start-up fails with {failure}",
             Location(TARGET_CONFIG, "/architectures/0"),

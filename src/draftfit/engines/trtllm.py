@@ -14,19 +14,32 @@ from __future__ import annotations
 
 import re
 
+from draftfit import rule_ids
 from draftfit.aux_counting import default_capture_ids
-from draftfit.engines.builder import CONFIG, TARGET_CONFIG, BaseBuilder, Dims
+from draftfit.engines import shapes
+from draftfit.engines.builder import (
+    CONFIG,
+    TARGET_CONFIG,
+    BaseBuilder,
+    Built,
+    Dims,
+    Mapped,
+    Vocab,
+)
 from draftfit.engines.view import (
     FAILS,
     ONES,
     SHARED,
     UNINITIALISED,
     AuxCapture,
+    FateCause,
 )
 from draftfit.location import Location, config_at
 from draftfit.spec import EAGLE, EAGLE3
 from draftfit.tensor_names import canonical_name
 
+LLAMA_EAGLE3 = "llama_eagle3"
+MLA_EAGLE3 = "mla_eagle3"
 USER_SETTING = "speculative_config.eagle3_layers_to_capture"
 PREFIX_REASON = (
     "TensorRT-LLM prepends `model.` to every name without `lm_head`, so `model.`-prefixed "
@@ -36,31 +49,35 @@ PREFIX_REASON = (
 
 
 class _TrtllmBuilder(BaseBuilder):
-    mla = False
     truncating_loader = False  # fact oversized_weight_policy: copy_ raises on a mismatch
+    eagle3_families = frozenset({LLAMA_EAGLE3, MLA_EAGLE3})
+    mla_families = frozenset({MLA_EAGLE3})
+    fc_norm_replaces_input_norm = True
 
-    def run(self) -> None:
-        if self.ckpt.config is None or self.method not in (EAGLE3, EAGLE):
-            return
+    def _method_supported(self) -> bool:
         key = "eagle3_supported" if self.method == EAGLE3 else "eagle_supported"
-        if not self.value(key):
-            self.refuse(
-                "method-unsupported",
-                f"{self.p.title} cannot run "
-                + (
-                    "EAGLE-1/2 draft checkpoints (only EAGLE-3)"
-                    if self.method == EAGLE
-                    else "EAGLE-3 drafts"
-                ),
-                Location(CONFIG),
-                (key,),
-                fix="use vLLM or SGLang for EAGLE-1 drafts",
-            )
-            return
+        if self.value(key):
+            return True
+        self.refuse(
+            rule_ids.METHOD_UNSUPPORTED,
+            f"{self.p.title} cannot run "
+            + (
+                "EAGLE-1/2 draft checkpoints (only EAGLE-3)"
+                if self.method == EAGLE
+                else "EAGLE-3 drafts"
+            ),
+            Location(CONFIG),
+            (key,),
+            fix="use vLLM or SGLang for EAGLE-1 drafts",
+        )
+        return False
+
+    # ------------------------------------------------------------------ class
+    def _resolve_class(self) -> str | None:
         cfg = self.config
         if "speculators_config" in cfg or "speculators_model_type" in cfg:
             self.refuse(
-                "speculators-format-unsupported",
+                rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
                 f"{self.p.title} loads the draft config with transformers and does not "
                 "understand speculators-format configs",
                 config_at("/speculators_model_type"),
@@ -68,211 +85,158 @@ class _TrtllmBuilder(BaseBuilder):
                 fix="rewrite it as a plain config: `draftfit convert DRAFT --to sglang -o OUT` "
                 "(the SGLang layout, `midlayer.*`, is also TensorRT-LLM's)",
             )
-            return
+            return None
         self.visible = dict(cfg)
-        self.view.config = self.visible
-        if not self._draft_class():
-            return
-        if not self._dims_present():
-            return
-        self.view.built = True
-        if not self._eagle3():
-            self.view.built = False
-            return
-        self._map_tensors()
-        self._target_checks()
+        return self._draft_class()
 
-    # ------------------------------------------------------------------ class
-    def _draft_class(self) -> bool:
+    def _draft_class(self) -> str | None:
         selection = self.value("draft_class_selection")
-        self.mla = bool(self.visible.get("kv_lora_rank")) and bool(
-            self.value("mla_when_kv_lora_rank")
-        )
         if selection == "always-eagle3":
-            self.view.draft_class = "Eagle3ForCausalLM"
-            return True
+            return "Eagle3ForCausalLM"
         archs = self.config.get("architectures")
         if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
-            return False
+            return None
         arch = archs[0]
         if "draft_vocab_size" in self.visible:
             arch = "EAGLE3" + arch.replace("Eagle3", "")
         if arch in (self.value("eagle3_draft_architectures") or []):
-            self.view.draft_class = arch
-            return True
+            return arch
         self.refuse(
-            "unsupported-draft-architecture",
+            rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
             f"{self.p.title} (two-model EAGLE-3) looks up `{arch}` with AutoModelForCausalLM "
             "and fails ('Unknown architecture for AutoModelForCausalLM')",
             config_at("/architectures/0"),
             ("draft_class_selection", "eagle3_draft_architectures"),
             fix='set "architectures": ["LlamaForCausalLMEagle3"] and `draft_vocab_size`',
         )
-        return False
+        return None
+
+    def _family(self, arch: str) -> str:
+        """Any class builds MLA layers for a draft with `kv_lora_rank` where the version does."""
+        mla = bool(self.visible.get("kv_lora_rank")) and bool(self.value("mla_when_kv_lora_rank"))
+        return MLA_EAGLE3 if mla else LLAMA_EAGLE3
 
     def _dims_present(self) -> bool:
         return self._require_dims("", ("draft_class_selection",))
 
     # ------------------------------------------------------------------ shapes
-    def _eagle3(self) -> bool:
+    def _target_hidden_size(self, H: int) -> int | None:
         v = self.visible
-        H, nh, nkv, hd, inter = self._dims()
-        V = self.vint("vocab_size")
         tsh_supported = bool(self.value("target_hidden_size_supported"))
         if tsh_supported and "target_hidden_size" in v and v["target_hidden_size"] is None:
             self.refuse(
-                "missing-config-field",
+                rule_ids.MISSING_CONFIG_FIELD,
                 f"`target_hidden_size` is null: {self.p.title} reads it with hasattr and "
                 "multiplies it by the number of aux states (TypeError)",
                 config_at("/target_hidden_size"),
                 ("target_hidden_size_supported",),
                 fix="remove the key, or set it to the target's hidden size",
             )
-            return False
-        T = (self.vint("target_hidden_size") or H) if tsh_supported else H
-        self.view.effective.update({"hidden_size": H, "head_dim": hd, "target_hidden_size": T})
+            return None
+        return (self.vint("target_hidden_size") or H) if tsh_supported else H
 
-        if "draft_vocab_size" not in v:
+    def _draft_vocab(self, V: int | None) -> Vocab | None:
+        if "draft_vocab_size" not in self.visible:
             if self.value("draft_vocab_size_required"):
                 self.refuse(
-                    "missing-draft-vocab-size",
+                    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
                     f"`draft_vocab_size` is missing: {self.p.title} reads "
                     "`config.draft_vocab_size` while building the draft (AttributeError)",
                     config_at("/draft_vocab_size"),
                     ("draft_vocab_size_required",),
                     fix="set `draft_vocab_size` to the rows of `lm_head.weight`",
                 )
-                return False
-            Vd = V
-        else:  # null: the full vocabulary, no d2t
-            Vd = self.vint("draft_vocab_size") or V
-        self.view.effective["draft_vocab_size"] = Vd
+                return None
+            return Vocab(V, head_from_target=False)
+        # null: the full vocabulary, no d2t
+        return Vocab(self.vint("draft_vocab_size") or V, head_from_target=False)
 
-        # layers
+    def _layer_count(self) -> int:
         n_layers = self.vint("num_hidden_layers") or 1
-        if self.value("multi_layer_policy") != "supported":
-            n_layers = 1
-        self.view.effective["num_layers"] = n_layers
-        ec = v.get("eagle_config") if isinstance(v.get("eagle_config"), dict) else {}
-        flags = set(self.value("eagle_config_flags_supported") or [])
-        eh_proj = bool(ec.get("eh_proj_before_attn")) and (
+        return n_layers if self.value("multi_layer_policy") == "supported" else 1
+
+    def _eh_proj(self) -> bool:
+        """Whether the layer projects [embedding, hidden] before attention (`eh_proj`)."""
+        flags = self.value("eagle_config_flags_supported") or []
+        return bool(self._eagle_config().get("eh_proj_before_attn")) and (
             "eagle_config.eh_proj_before_attn" in flags
         )
-        later = self.value("later_layer_input")
-        regular_next = later == "next-layer-regular" and ec.get("next_layer_regular", True)
-        attn_bias = bool(v.get("attention_bias")) and bool(self.value("attention_bias_supported"))
-        mlp_bias = bool(v.get("mlp_bias")) and bool(self.value("attention_bias_supported"))
-        src = self.src("eagle3_weight_mapping")
-        for k in range(n_layers):
-            regular = eh_proj or (regular_next and k > 0)
-            if self.mla:
-                if not self._mla_layer(k, H, nh, inter):
-                    return False
-                continue
-            self._llama_layer(
-                k,
-                Dims(H, nh, nkv, hd, inter),
-                first_width=H if regular else 2 * H,
-                later_width=H if regular else 2 * H,
-                sources=src,
-                attn_bias=attn_bias,
-                o_bias=attn_bias,
-                mlp_bias=mlp_bias,
-                input_norm=not regular,
-                hidden_norm=True,
-                qk_norm=False,
-            )
-        if eh_proj:
-            self._expect(
-                "enorm.weight",
-                (H,),
-                "[hidden_size]",
-                ONES,
-                self.src("eagle_config_flags_supported"),
-            )
-            self._expect(
-                "eh_proj.weight",
-                (H, 2 * H),
-                "[hidden_size, 2·hidden_size]",
-                UNINITIALISED,
-                self.src("eagle_config_flags_supported"),
-            )
-        self._expect("norm.weight", (H,), "[hidden_size]", ONES, src)
 
-        # aux states (the default user config: 3 layers) and fc
-        n_aux, count_from = (
-            3,
-            (
-                "the default of 3 (no `eagle3_layers_to_capture` passed)"
-                if self.value("aux_ids_user_key")
-                else "a fixed count of 3"
-            ),
+    def _eagle3_layer(self, k: int, d: Dims, sources: tuple[str, ...]) -> None:
+        v = self.visible
+        regular_next = self.value("later_layer_input") == "next-layer-regular" and (
+            self._eagle_config().get("next_layer_regular", True)
         )
-        fc_exists = self.value("fc_exists_when") == "always" or n_aux > 1
-        if fc_exists:
-            self._expect(
-                "fc.weight",
-                (H, n_aux * T),
-                f"[hidden_size, N·target_hidden_size] = [{H}, {n_aux}·{T}] (N = {n_aux} from "
-                f"{count_from})",
-                UNINITIALISED,
-                self.src("aux_count_rule", "fc_exists_when"),
-            )
-            if self.value("fc_bias_rule") == "config-bias" and v.get("bias"):
-                self._expect(
-                    "fc.bias", (H,), "[hidden_size]", UNINITIALISED, self.src("fc_bias_rule")
-                )
-        norms = self._norms()
-        self._aux_norms(
-            n_aux,
-            T,
-            input_norm=norms["norm_before_fc"] and not norms["fc_norm"],
-            fc_norm=norms["fc_norm"],
+        regular = self._eh_proj() or (regular_next and k > 0)
+        bias_ok = bool(self.value("attention_bias_supported"))
+        attn_bias = bool(v.get("attention_bias")) and bias_ok
+        H = d.hidden
+        self._llama_layer(
+            k,
+            d,
+            first_width=H if regular else 2 * H,
+            later_width=H if regular else 2 * H,
+            sources=sources,
+            attn_bias=attn_bias,
+            o_bias=attn_bias,
+            mlp_bias=bool(v.get("mlp_bias")) and bias_ok,
+            input_norm=not regular,
+            hidden_norm=True,
+            qk_norm=False,
         )
 
-        # vocabulary
-        own_embedding = (
-            self.value("embedding_sharing") == "shared-unless-target-hidden-differs" and T != H
-        )
-        self.view.effective["embedding_shared"] = not own_embedding
+    def _extra_modules(self, H: int) -> None:
+        if not self._eh_proj():
+            return
+        src = self.src("eagle_config_flags_supported")
+        self._expect("enorm.weight", shapes.hidden_vector(H), ONES, src)
+        self._expect("eh_proj.weight", shapes.eh_proj(H), UNINITIALISED, src)
+
+    def _aux_states(self) -> tuple[int, str]:
+        """The default user config captures 3 layers."""
+        if self.value("aux_ids_user_key"):
+            return 3, "the default of 3 (no `eagle3_layers_to_capture` passed)"
+        return 3, "a fixed count of 3"
+
+    def _uses_aux(self) -> bool:
+        return True
+
+    def _fc(self, H: int, T: int, n_aux: int, count_from: str, use_aux: bool) -> None:
+        if not (self.value("fc_exists_when") == "always" or n_aux > 1):
+            return
         self._expect(
-            "embed_tokens.weight",
-            (V, H) if V else None,
-            f"[vocab_size, hidden_size] = [{V}, {H}]",
-            UNINITIALISED if own_embedding else SHARED,
-            self.src("embedding_sharing"),
+            "fc.weight",
+            shapes.fc(H, n_aux, T, count_from),
+            UNINITIALISED,
+            self.src("aux_count_rule", "fc_exists_when"),
         )
+        if self.value("fc_bias_rule") == "config-bias" and self.visible.get("bias"):
+            bias = shapes.hidden_vector(H)
+            self._expect("fc.bias", bias, UNINITIALISED, self.src("fc_bias_rule"))
+
+    def _embedding_if_missing(self, H: int, T: int, head_from_target: bool) -> str:
+        sharing = self.value("embedding_sharing")
+        own = sharing == "shared-unless-target-hidden-differs" and T != H
+        self.view.effective["embedding_shared"] = not own
+        return UNINITIALISED if own else SHARED
+
+    def _head(self, V: int | None, Vd: int | None, head_from_target: bool) -> Built:
         head_rule = self.value("lm_head_rule")
         has_head = any("lm_head" in name for name in self.ckpt.tensors)
-        self._expect(
-            "lm_head.weight",
-            (Vd, H),
-            f"[draft_vocab_size, hidden_size] = [{Vd}, {H}]",
-            SHARED if head_rule == "checkpoint-else-target" and not has_head else UNINITIALISED,
-            self.src("lm_head_rule"),
-        )
+        from_target = head_rule == "checkpoint-else-target" and not has_head
+        return Built(SHARED if from_target else UNINITIALISED, self.src("lm_head_rule"))
+
+    def _d2t(self, V: int | None, Vd: int | None, reduced: bool) -> None:
         d2t_rule = self.value("d2t_parameter")
         d2t_exists = d2t_rule == "always" or (d2t_rule == "when-reduced" and Vd != V)
         self.view.effective["d2t_parameter"] = d2t_exists
         if d2t_exists:
-            self._expect(
-                "d2t",
-                (Vd,) if Vd else None,
-                "[draft_vocab_size]",
-                FAILS,
-                self.src("d2t_parameter", "missing_tensor_policy"),
-            )
-        self.view.effective["reduced_vocab"] = Vd is not None and V is not None and Vd != V
-
-        self._aux_capture(n_aux, count_from)
-        self._flags(norms)
-        self.view.effective["norms"] = {"norm_before_residual": False, **norms}
-        self.view.effective["num_aux_states"] = n_aux
-        return True
+            sources = self.src("d2t_parameter", "missing_tensor_policy")
+            self._expect("d2t", shapes.d2t(Vd), FAILS, sources)
 
     def _norms(self) -> dict[str, bool]:
         v = self.visible
-        ec = v.get("eagle_config") if isinstance(v.get("eagle_config"), dict) else {}
+        ec = self._eagle_config()
         return {
             "norm_before_fc": bool(ec.get("norm_before_fc"))
             and bool(self.value("norm_before_fc_supported")),
@@ -283,7 +247,7 @@ class _TrtllmBuilder(BaseBuilder):
 
     def _flags(self, norms: dict[str, bool]) -> None:
         v = self.visible
-        ec = v.get("eagle_config") if isinstance(v.get("eagle_config"), dict) else {}
+        ec = self._eagle_config()
         checks = [
             (
                 "norm_before_residual",
@@ -314,7 +278,7 @@ class _TrtllmBuilder(BaseBuilder):
             elif name == "norm_before_fc" and norms["fc_norm"]:
                 why = "applies `fc_norm` instead when both are set"
             self.event(
-                "norm-flag-ignored",
+                rule_ids.NORM_FLAG_IGNORED,
                 f"`{name}` is true, but {self.p.title} {why}: the draft runs without the norm "
                 "it was trained with",
                 config_at(where),
@@ -323,7 +287,7 @@ class _TrtllmBuilder(BaseBuilder):
             )
 
     # ------------------------------------------------------------------ aux
-    def _aux_capture(self, n_aux: int, count_from: str) -> None:
+    def _aux_capture(self, n_aux: int, count_from: str, use_aux: bool) -> None:
         L = self.target.num_layers if self.target else None
         user_key = self.value("aux_ids_user_key") or None
         self.view.aux = AuxCapture(
@@ -341,81 +305,95 @@ class _TrtllmBuilder(BaseBuilder):
         )
 
     # ------------------------------------------------------------------ tensor fates
-    def _engine_canonical(self, raw: str) -> tuple[str | None, str]:
+    def _engine_name(self, raw: str) -> Mapped:
         name = raw
         if "lm_head" not in name and name.startswith("model."):
-            return None, PREFIX_REASON
+            return Mapped(None, PREFIX_REASON, FateCause.PREFIX_ADDED)
         remap = (self.value("eagle3_weight_mapping") or {}).get("layers_remap") or {}
-        n_layers = self.view.effective.get("num_layers", 1)
+        built = self.view.effective.get("num_layers", 1)
+        n_layers = built if isinstance(built, int) else 1
         if name.startswith("layers."):
             if not remap:
-                return (
+                return Mapped(
                     None,
                     "this version names the decoder layer `midlayer`; `layers.*` matches nothing",
+                    FateCause.RENAMED,
                 )
             pattern, repl = remap["single" if n_layers == 1 else "multi"]
             name = re.sub(pattern, repl.replace("\\1", r"\1"), name, count=1)
         m = re.match(r"^midlayer\.(\d+)\.", name)
         if m:
             if n_layers == 1:
-                return None, "a one-layer draft's module is `midlayer`, not `midlayer.N`"
-            return "layers." + name[len("midlayer.") :], ""
+                return Mapped(
+                    None,
+                    "a one-layer draft's module is `midlayer`, not `midlayer.N`",
+                    FateCause.RENAMED,
+                )
+            return Mapped("layers." + name[len("midlayer.") :])
         if name.startswith("midlayer."):
             if n_layers > 1:
-                return None, "a multi-layer draft's modules are `midlayer.N`"
-            return "layers.0." + name[len("midlayer.") :], ""
-        return canonical_name(name)[0], ""
+                return Mapped(
+                    None, "a multi-layer draft's modules are `midlayer.N`", FateCause.RENAMED
+                )
+            return Mapped("layers.0." + name[len("midlayer.") :])
+        return Mapped(canonical_name(name)[0])
 
-    def _map_tensors(self) -> None:
-        src_unknown = self.src("unknown_tensor_policy")
-        for raw in self.ckpt.tensors:
-            spec_canonical = canonical_name(raw)[0]
-            if raw == "t2d":
-                self._fate(
-                    raw,
-                    "t2d",
-                    "skipped",
-                    "always skipped by the loader",
-                    self.src("skipped_tensor_names"),
-                )
-                continue
-            if raw == "d2t" and "d2t" not in self.view.expectations:
-                self._fate(
-                    raw, "d2t", "skipped", "always skipped by the loader", self.src("d2t_parameter")
-                )
-                continue
-            canonical, why = self._engine_canonical(raw)
-            if why == PREFIX_REASON:
-                self._fate(raw, spec_canonical, "rejected", why, self.src("model_prefix_accepted"))
-                continue
-            if canonical is not None and canonical in self.view.expectations:
-                self._fate(raw, canonical, "loaded")
-                continue
-            if spec_canonical in self.view.expectations:
-                self._fate(
-                    raw,
-                    spec_canonical,
-                    "unbound",
-                    why or "the loader maps it to no module",
-                    self.src("eagle3_weight_mapping"),
-                )
-                continue
-            reason = why or "no module of the draft class has this name"
-            if spec_canonical.endswith(".bias"):
-                reason = "the draft has no such bias parameter"
-            m = re.match(r"^layers\.(\d+)\.", spec_canonical)
-            n = self.view.effective.get("num_layers", 1)
-            if m and int(m.group(1)) >= n:
-                reason = f"the draft builds {n} decoder layer(s)" + (
-                    "" if self.value("multi_layer_policy") == "supported" else " (one only)"
-                )
+    def _fixed_fate(self, raw: str) -> bool:
+        """The loader always skips `t2d`, and `d2t` where the draft builds no map."""
+        if raw == "t2d":
+            keys: tuple[str, ...] = ("skipped_tensor_names",)
+        elif raw == "d2t" and "d2t" not in self.view.expectations:
+            keys = ("d2t_parameter",)
+        else:
+            return False
+        self._fate(
+            raw,
+            raw,
+            "skipped",
+            "always skipped by the loader",
+            self.src(*keys),
+            cause=FateCause.SKIPPED_BY_LOADER,
+        )
+        return True
+
+    def _unmatched(self, raw: str, mapped: Mapped) -> None:
+        """A `model.`-prefixed name fails the fused loaders; any other unknown name is
+        ignored, and one meant for a parameter leaves it unbound."""
+        spec_canonical = canonical_name(raw)[0]
+        if mapped.cause is FateCause.PREFIX_ADDED:
+            sources = self.src("model_prefix_accepted")
+            self._fate(raw, spec_canonical, "rejected", mapped.why, sources, cause=mapped.cause)
+            return
+        if spec_canonical in self.view.expectations:
+            cause = mapped.cause if mapped.canonical is None else FateCause.RENAMED
             self._fate(
                 raw,
                 spec_canonical,
-                "skipped",
-                reason + "; the loader ignores it silently",
-                src_unknown,
+                "unbound",
+                mapped.why or "the loader maps it to no module",
+                self.src("eagle3_weight_mapping"),
+                cause=cause,
             )
+            return
+        reason = mapped.why or "no module of the draft class has this name"
+        cause = mapped.cause
+        if spec_canonical.endswith(".bias"):
+            reason = "the draft has no such bias parameter"
+            cause = FateCause.STRAY_BIAS
+        n = self._layer_beyond(spec_canonical)
+        if n is not None:
+            reason = f"the draft builds {n} decoder layer(s)" + (
+                "" if self.value("multi_layer_policy") == "supported" else " (one only)"
+            )
+            cause = FateCause.EXTRA_LAYER
+        self._fate(
+            raw,
+            spec_canonical,
+            "skipped",
+            reason + "; the loader ignores it silently",
+            self.src("unknown_tensor_policy"),
+            cause=cause,
+        )
 
     # ------------------------------------------------------------------ target
     def _target_checks(self) -> None:
@@ -426,7 +404,7 @@ class _TrtllmBuilder(BaseBuilder):
         if arch is not None and arch not in (self.value("verifier_eagle3_classes") or []):
             if arch in (self.value("verifier_not_eagle3_classes") or []):
                 self.refuse(
-                    "target-not-eagle3-capable",
+                    rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
                     f"TensorRT-LLM's supported-models matrix marks `{arch}` as not supporting "
                     f"EAGLE-3 in {self.p.title}",
                     Location(TARGET_CONFIG, "/architectures/0"),
@@ -435,7 +413,7 @@ class _TrtllmBuilder(BaseBuilder):
                 )
             else:
                 self.event(
-                    "target-capability-unknown",
+                    rule_ids.TARGET_CAPABILITY_UNKNOWN,
                     f"draftfit has no record of whether `{arch}` captures aux hidden states in "
                     f"{self.p.title} (its TensorRT-LLM target list comes from documentation)",
                     Location(TARGET_CONFIG, "/architectures/0"),

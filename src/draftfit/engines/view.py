@@ -10,10 +10,16 @@ then compare the view with the checkpoint, so they serve every engine.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from draftfit.checkpoint.model import Checkpoint
+from draftfit.engines.profile import Profile
 from draftfit.location import Location
+from draftfit.rule_ids import RuleId
+from draftfit.spec import DraftSpec
+from draftfit.target import Target
 
 # What happens to a parameter no stored tensor reaches.
 UNINITIALISED = "uninitialised"  # torch.empty garbage, silently
@@ -26,10 +32,32 @@ TRUNCATE_COLS = "truncate-cols"
 
 
 @dataclass(frozen=True)
-class Event:
-    """An engine behaviour worth a finding, tagged with the rule that reports it."""
+class BuildInputs:
+    """Everything an engine builder resolves a draft from, as one value.
 
-    rule: str
+    Attributes:
+        checkpoint: the draft as read (tensors, config, source path).
+        spec: draftfit's canonical description of the draft.
+        target: the target's facts, or None when no target was given.
+        profile: the engine's data at one version.
+        method: the method the user serves with (`eagle3`, `eagle`, `auto`), or None.
+        method_explicit: whether the method was given rather than read from the checkpoint.
+    """
+
+    checkpoint: Checkpoint
+    spec: DraftSpec
+    target: Target | None
+    profile: Profile
+    method: str | None
+    method_explicit: bool
+
+
+@dataclass(frozen=True)
+class Event:
+    """An engine behaviour worth a finding, tagged with the identity of the rule that
+    reports it (an imported :class:`RuleId` constant, never a name string)."""
+
+    rule: RuleId
     message: str
     location: Location
     sources: tuple[str, ...] = ()
@@ -43,7 +71,8 @@ class Expectation:
     Attributes:
         canonical: draftfit's canonical tensor name (`layers.0.self_attn.q_proj.weight`).
         param: the engine's parameter name, for messages.
-        shape: the expected stored shape.
+        shape: the expected stored shape; a None dimension is one the config does not
+            give (it matches no stored tensor); None: no shape to check.
         formula: the shape as a formula of config fields, for messages.
         if_missing: UNINITIALISED / ONES / SHARED / FAILS / None (fine when absent).
         oversize: what a too-large tensor does: FAILS, or TRUNCATE_ROWS / TRUNCATE_COLS
@@ -53,16 +82,31 @@ class Expectation:
 
     canonical: str
     param: str
-    shape: tuple[int, ...] | None
+    shape: tuple[int | None, ...] | None
     formula: str
     if_missing: str | None
     oversize: str = FAILS
     sources: tuple[str, ...] = ()
 
 
+class FateCause(enum.Enum):
+    """Why the engine's loader does what it does with a stored tensor, so rules can tell
+    fates apart without reading their messages."""
+
+    MATCHED = "matched"  # the name reaches a parameter the draft builds
+    SKIPPED_BY_LOADER = "skipped-by-loader"  # a name the loader always skips on purpose
+    PREFIX_ADDED = "prefix-added"  # the loader prepends `model.`, so a prefixed name is doubled
+    RENAMED = "renamed"  # the loader's own renaming leads the name nowhere
+    NOT_BUILT = "not-built"  # its parameter exists only with a setting that is off
+    STRAY_BIAS = "stray-bias"  # a bias the draft class does not build
+    EXTRA_LAYER = "extra-layer"  # a decoder layer beyond those the draft builds
+    TARGET_HEAD = "target-head"  # the head comes from the target; the stored one is unused
+    UNKNOWN_NAME = "unknown-name"  # no parameter of the draft class has this name
+
+
 @dataclass(frozen=True)
 class TensorFate:
-    """What the engine does with one stored tensor."""
+    """What the engine does with one stored tensor, and why (`cause`)."""
 
     raw: str
     canonical: str
@@ -73,6 +117,7 @@ class TensorFate:
     param: str | None = None
     reason: str = ""
     sources: tuple[str, ...] = ()
+    cause: FateCause = field(kw_only=True)
 
 
 @dataclass

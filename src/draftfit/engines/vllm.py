@@ -13,22 +13,26 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from draftfit import rule_ids
 from draftfit.aux_counting import TOP_AUX, default_capture_ids
+from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
     TARGET_CONFIG,
     BaseBuilder,
+    Built,
     Dims,
+    Mapped,
+    Vocab,
     get_path,
     target_is_moe,
 )
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import (
-    ONES,
     SHARED,
     UNINITIALISED,
     AuxCapture,
-    TensorFate,
+    FateCause,
 )
 from draftfit.location import Location, config_at
 from draftfit.spec import EAGLE, EAGLE3, DraftSpec
@@ -63,33 +67,13 @@ class _Builder(BaseBuilder):
         """`auto` stays: vLLM guesses the method from the draft path (`_method_from_path`)."""
         return method
 
-    # ------------------------------------------------------------------ driver
-    def run(self) -> None:
-        if self.ckpt.config is None:
-            return  # structure findings already say why; nothing to resolve
-        self._method_from_path()
-        if self.method not in (EAGLE3, EAGLE):
-            return
-        if not self._method_supported():
-            return
-        self._method_matches_checkpoint()
-        arch = self._route_and_arch()
-        self.view.config = self.visible
-        if arch is None or not self._registered(arch):
-            return
-        family = CLASS_FAMILY.get(arch, OTHER)
-        self.view.draft_class = arch
-        if not self._dims_present():
-            return
-        self.view.built = True
-        if family in (LLAMA_EAGLE3, QWEN3_EAGLE3, DEEPSEEK_EAGLE3):
-            self._eagle3(family)
-        elif family == LLAMA_EAGLE:
-            self._eagle1()
-        self._map_tensors(family)
-        self._target_checks(family)
+    eagle1_families = frozenset({LLAMA_EAGLE})
+    eagle3_families = frozenset({LLAMA_EAGLE3, QWEN3_EAGLE3, DEEPSEEK_EAGLE3})
+    mla_families = frozenset({DEEPSEEK_EAGLE3})
+    maps_after_refusal = True  # a refusal while building leaves the tensor walk to report
 
-    def _method_from_path(self) -> None:
+    # ------------------------------------------------------------------ method
+    def _settle_method(self) -> None:
         """What vLLM picks when `speculative_config` has no `method` (data: `method_from_path`,
         vllm/config/__init__.py:2143-2146@v0.10.2)."""
         rules = self.value("method_from_path") or []
@@ -113,7 +97,7 @@ class _Builder(BaseBuilder):
                 fix = 'pass "method": "eagle3" (or "eagle") in --speculative-config'
                 if plain == "runs":
                     self.event(
-                        "method-guessed-as-draft-model",
+                        rule_ids.METHOD_GUESSED_AS_DRAFT_MODEL,
                         message + "without the target's hidden states: it loads and drafts garbage",
                         Location(CONFIG),
                         ("method_from_path", "draft_model_method"),
@@ -121,7 +105,7 @@ class _Builder(BaseBuilder):
                     )
                 else:
                     self.refuse(
-                        "method-mismatch",
+                        rule_ids.METHOD_MISMATCH,
                         message + "which this version refuses",
                         Location(CONFIG),
                         ("method_from_path", "draft_model_method"),
@@ -129,7 +113,7 @@ class _Builder(BaseBuilder):
                     )
             elif self.spec.method and detected != self.spec.method:
                 self.refuse(
-                    "method-mismatch",
+                    rule_ids.METHOD_MISMATCH,
                     f"no `method` given: vLLM picks `{detected}` from the draft path "
                     f"`{self.ckpt.source}`, but the checkpoint is an {self.spec.method} draft",
                     Location(CONFIG),
@@ -139,7 +123,7 @@ class _Builder(BaseBuilder):
             return
         if not self.method_explicit and self.method is not None and detected != self.method:
             self.event(
-                "method-not-detected-from-path",
+                rule_ids.METHOD_NOT_DETECTED_FROM_PATH,
                 f"if `method` is left out of --speculative-config, vLLM picks "
                 f"`{detected or 'draft_model'}` from the draft path `{self.ckpt.source}`, "
                 f"not `{self.method}`",
@@ -154,7 +138,7 @@ class _Builder(BaseBuilder):
         if fact.value:
             return True
         self.refuse(
-            "method-unsupported",
+            rule_ids.METHOD_UNSUPPORTED,
             f"{self.p.title} has no {'EAGLE-3' if self.method == EAGLE3 else 'EAGLE-1'} "
             "drafting for checkpoints of this kind",
             Location(CONFIG),
@@ -163,12 +147,13 @@ class _Builder(BaseBuilder):
         )
         return False
 
-    def _method_matches_checkpoint(self) -> None:
+    def _method_matches(self) -> bool:
+        """A method that does not fit the checkpoint is refused, and vLLM goes on."""
         spec_method = self.spec.method
         if spec_method is None or spec_method == self.method:
-            return
+            return True
         self.refuse(
-            "method-mismatch",
+            rule_ids.METHOD_MISMATCH,
             f"the checkpoint is an {spec_method} draft ({'; '.join(self.spec.method_evidence)}), "
             f"but it is served with method `{self.method}`: vLLM builds the wrong draft class",
             Location(CONFIG, "/architectures"),
@@ -179,14 +164,24 @@ class _Builder(BaseBuilder):
             ),
             fix=f'serve it with "method": "{spec_method}"',
         )
+        return True
 
     # ------------------------------------------------------------------ config route
+    def _resolve_class(self) -> str | None:
+        arch = self._route_and_arch()
+        if arch is None or not self._registered(arch):
+            return None
+        return arch
+
+    def _family(self, arch: str) -> str:
+        return CLASS_FAMILY.get(arch, OTHER)
+
     def _route_and_arch(self) -> str | None:
         cfg = self.config
         is_speculators = "speculators_config" in cfg or "speculators_model_type" in cfg
         if is_speculators and "model_type" in cfg:
             self.refuse(
-                "speculators-config-with-model-type",
+                rule_ids.SPECULATORS_CONFIG_WITH_MODEL_TYPE,
                 f"the config has speculators keys and a top-level `model_type` "
                 f"(`{cfg.get('model_type')}`): vLLM parses it as a plain HF config and never "
                 "converts `transformer_layer_config`",
@@ -212,7 +207,7 @@ class _Builder(BaseBuilder):
         self.route = "speculators"
         if not self.value("speculators_format"):
             self.refuse(
-                "speculators-format-unsupported",
+                rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
                 f"{self.p.title} cannot read speculators-format configs (no top-level "
                 "`model_type`; the format is understood from vLLM 0.10.1)",
                 config_at("/speculators_model_type"),
@@ -225,7 +220,7 @@ class _Builder(BaseBuilder):
         allowed = self.value("speculators_types") or []
         if kind not in allowed:
             self.refuse(
-                "unsupported-speculators-type",
+                rule_ids.UNSUPPORTED_SPECULATORS_TYPE,
                 f"`speculators_model_type` is `{kind}`; {self.p.title} accepts "
                 + ", ".join(f"`{k}`" for k in allowed),
                 config_at("/speculators_model_type"),
@@ -239,7 +234,7 @@ class _Builder(BaseBuilder):
         if problem:
             pointer, message = problem
             self.event(
-                "invalid-speculators-config",
+                rule_ids.INVALID_SPECULATORS_CONFIG,
                 message + ": `vllm serve <draft>` (which reads the verifier and speculative "
                 "tokens from it) refuses the checkpoint; --speculative-config is unaffected",
                 config_at(pointer),
@@ -249,7 +244,7 @@ class _Builder(BaseBuilder):
         layer = cfg.get("transformer_layer_config")
         if not isinstance(layer, dict):
             self.refuse(
-                "missing-config-field",
+                rule_ids.MISSING_CONFIG_FIELD,
                 "`transformer_layer_config` is "
                 + ("missing" if layer is None else "not an object")
                 + ": vLLM builds the draft layer from it",
@@ -276,7 +271,7 @@ class _Builder(BaseBuilder):
         arch = arch_map.get("*") or arch_map.get(layer_type)
         if arch is None:
             self.refuse(
-                "unsupported-layer-model-type",
+                rule_ids.UNSUPPORTED_LAYER_MODEL_TYPE,
                 f"`transformer_layer_config.model_type` is `{layer_type}`; {self.p.title} builds "
                 "EAGLE-3 speculators only for " + ", ".join(f"`{k}`" for k in arch_map),
                 config_at("/transformer_layer_config/model_type"),
@@ -300,7 +295,7 @@ class _Builder(BaseBuilder):
         if not (isinstance(arch_list, list) and arch_list and isinstance(arch_list[0], str)):
             pointer = "/model/architectures" if self.route == "legacy-eagle" else "/architectures"
             self.refuse(
-                "missing-architectures",
+                rule_ids.MISSING_ARCHITECTURES,
                 "`architectures` is missing or empty: vLLM's EAGLE config wrapper iterates it "
                 "and fails",
                 config_at(pointer),
@@ -330,7 +325,7 @@ class _Builder(BaseBuilder):
         pointer = "/model/architectures/0" if self.route == "legacy-eagle" else "/architectures/0"
         suggestion = _suggest_architecture(self.method, registered)
         self.refuse(
-            "unsupported-draft-architecture",
+            rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
             f"{how}, which {self.p.title} does not register for method `{self.method}` "
             f"(registered: {', '.join(sorted(registered)) or 'none'})",
             config_at(pointer),
@@ -343,7 +338,7 @@ class _Builder(BaseBuilder):
         act = self.visible.get("hidden_act", "silu")
         if act != "silu":
             self.refuse(
-                "unsupported-activation",
+                rule_ids.UNSUPPORTED_ACTIVATION,
                 f"`hidden_act` is `{act}`: vLLM's draft MLP supports only `silu` and fails "
                 "while building the draft",
                 config_at(f"{self.spec.layer_config_pointer}/hidden_act"),
@@ -354,7 +349,7 @@ class _Builder(BaseBuilder):
         model_type = self.visible.get("model_type")
         if model_type in (self.value("mtp_model_types") or []):
             self.refuse(
-                "unsupported-draft-architecture",
+                rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
                 f"the draft's `model_type` is `{model_type}`: vLLM rewrites such drafts to its MTP "
                 "model (`DeepSeekMTPModel`), and `Eagle3DeepSeekMTPModel` is not registered",
                 config_at(f"{self.spec.layer_config_pointer}/model_type"),
@@ -372,36 +367,26 @@ class _Builder(BaseBuilder):
         )
 
     # ------------------------------------------------------------------ EAGLE-3 shapes
-    def _eagle3(self, family: str) -> None:
-        v = self.visible
-        H = self.vint("hidden_size")
-        nh = self.vint("num_attention_heads")
-        nkv = self.vint("num_key_value_heads") or nh
-        hd_explicit = self.vint("head_dim")
-        hd = hd_explicit or (H // nh if H and nh else None)
-        inter = self.vint("intermediate_size")
-        V = self.vint("vocab_size")
-        if "target_hidden_size" in v and v["target_hidden_size"] is None:
+    def _target_hidden_size(self, H: int) -> int | None:
+        if "target_hidden_size" in self.visible and self.visible["target_hidden_size"] is None:
             self.refuse(
-                "missing-config-field",
+                rule_ids.MISSING_CONFIG_FIELD,
                 "`target_hidden_size` is null: vLLM multiplies it by the number of aux states "
                 "to size `fc` and fails with a TypeError",
                 config_at("/target_hidden_size"),
                 ("aux_count_rule",),
                 fix="remove the key, or set it to the target's hidden size",
             )
-            self.view.built = False
-            return
-        T = self.vint("target_hidden_size") or H
-        self.view.effective.update({"hidden_size": H, "head_dim": hd, "target_hidden_size": T})
+            return None
+        return self.vint("target_hidden_size") or H
 
-        # draft_vocab_size
+    def _draft_vocab(self, V: int | None) -> Vocab | None:
         Vd = self.vint("draft_vocab_size")
         if Vd is None:
             if self.value("draft_vocab_size_required"):
-                present_null = "draft_vocab_size" in v
+                present_null = "draft_vocab_size" in self.visible
                 self.refuse(
-                    "missing-draft-vocab-size",
+                    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
                     "`draft_vocab_size` is "
                     + ("null" if present_null else "missing")
                     + f": {self.p.title} reads it directly when building the draft lm_head",
@@ -409,97 +394,71 @@ class _Builder(BaseBuilder):
                     ("draft_vocab_size_required",),
                     fix="set `draft_vocab_size` to the rows of `lm_head.weight`",
                 )
-                self.view.built = False
-                return
+                return None
             Vd = V
-        self.view.effective["draft_vocab_size"] = Vd
+        return Vocab(Vd, head_from_target=False)
 
-        # layers
-        multi = self.value("multi_layer_drafts")
+    def _layer_count(self) -> int:
         n_layers = self.vint("num_hidden_layers") or 1
-        if not multi:
-            n_layers = 1
-        self.view.effective["num_layers"] = n_layers
-        attn_bias = bool(v.get("attention_bias")) and bool(self.value("attention_bias_supported"))
-        o_bias = bool(v.get("attention_bias"))
-        mlp_bias = bool(v.get("mlp_bias"))
-        model_src = self.src("eagle3_weight_mapping")
-        for k in range(n_layers):
-            if family == DEEPSEEK_EAGLE3:
-                if not self._mla_layer(k, H, nh, inter):
-                    self.view.built = False
-                    return
-                continue
-            self._llama_layer(
-                k,
-                Dims(H, nh, nkv, hd, inter),
-                first_width=2 * H,
-                sources=model_src,
-                attn_bias=attn_bias,
-                o_bias=o_bias,
-                mlp_bias=mlp_bias,
-                input_norm=True,
-                hidden_norm=k == 0,
-                qk_norm=family == QWEN3_EAGLE3,
-            )
-        self._expect("norm.weight", (H,), "[hidden_size]", ONES, model_src)
+        return n_layers if self.value("multi_layer_drafts") else 1
 
-        # aux states and fc
-        n_aux, count_from = self._aux_count(family)
-        use_aux = True
-        eagle_config = v.get("eagle_config") if isinstance(v.get("eagle_config"), dict) else {}
-        if (
-            self.value("use_aux_hidden_state_supported")
-            and eagle_config.get("use_aux_hidden_state") is False
-        ):
-            use_aux = False
-        self.view.effective["use_aux_hidden_state"] = use_aux
+    def _eagle3_layer(self, k: int, d: Dims, sources: tuple[str, ...]) -> None:
+        v = self.visible
+        self._llama_layer(
+            k,
+            d,
+            first_width=2 * d.hidden,
+            sources=sources,
+            attn_bias=bool(v.get("attention_bias"))
+            and bool(self.value("attention_bias_supported")),
+            o_bias=bool(v.get("attention_bias")),
+            mlp_bias=bool(v.get("mlp_bias")),
+            input_norm=True,
+            hidden_norm=k == 0,
+            qk_norm=self.family == QWEN3_EAGLE3,
+        )
+
+    def _fc(self, H: int, T: int, n_aux: int, count_from: str, use_aux: bool) -> None:
         if use_aux:
             self._expect(
                 "fc.weight",
-                (H, n_aux * T),
-                f"[hidden_size, N·target_hidden_size] = [{H}, {n_aux}·{T}] "
-                f"(N = {n_aux} from {count_from})",
+                shapes.fc(H, n_aux, T, count_from),
                 UNINITIALISED,
                 self.src("aux_count_rule", "eagle3_weight_mapping"),
             )
-        norm_before_fc = self._flag_visible("norm_before_fc")
-        self._aux_norms(
-            n_aux,
-            T,
-            input_norm=norm_before_fc and use_aux,
-            fc_norm=self._flag_visible("fc_norm") and use_aux,
+
+    def _norms(self) -> dict[str, bool]:
+        return {
+            "norm_before_fc": self._flag_visible("norm_before_fc"),
+            "fc_norm": self._flag_visible("fc_norm"),
+            "norm_output": self._flag_visible("norm_output"),
+        }
+
+    def _norm_before_residual(self) -> bool:
+        return bool(self.value("norm_before_residual_supported")) and bool(
+            self.visible.get("norm_before_residual", False)
         )
 
-        # vocabulary
+    def _embedding_if_missing(self, H: int, T: int, head_from_target: bool) -> str:
+        return SHARED
+
+    def _head(self, V: int | None, Vd: int | None, head_from_target: bool) -> Built:
+        shared = self.value("lm_head_shared_when_missing")
+        return Built(SHARED if shared else UNINITIALISED, self.src("lm_head_shared_when_missing"))
+
+    def _d2t(self, V: int | None, Vd: int | None, reduced: bool) -> None:
         Vt = self.target.vocab_size if self.target else None
-        self._expect(
-            "embed_tokens.weight",
-            (V, H) if V else None,
-            f"[vocab_size, hidden_size] = [{V}, {H}]",
-            SHARED,
-            self.src("embedding_sharing"),
-        )
-        lm_missing = SHARED if self.value("lm_head_shared_when_missing") else UNINITIALISED
-        self._expect(
-            "lm_head.weight",
-            (Vd, H),
-            f"[draft_vocab_size, hidden_size] = [{Vd}, {H}]",
-            lm_missing,
-            self.src("lm_head_shared_when_missing"),
-        )
         d2t_rule = self.value("d2t_parameter")
-        reduced = Vd is not None and V is not None and Vd != V
         d2t_exists = d2t_rule == "always" or (
             d2t_rule == "when-reduced" and (Vd != (Vt if Vt is not None else V))
         )
         self.view.effective["d2t_parameter"] = d2t_exists
         if d2t_exists:
-            self._expect("d2t", (Vd,), "[draft_vocab_size]", None, self.src("d2t_parameter"))
-        self.view.effective["reduced_vocab"] = reduced
+            d2t = shapes.d2t(Vd, unknown_mismatches=True)
+            self._expect("d2t", d2t, None, self.src("d2t_parameter"))
         if reduced and "d2t" in self.spec.tensors and not self.value("d2t_loaded"):
             self.event(
-                "d2t-ignored-by-engine",
+                rule_ids.D2T_IGNORED_BY_ENGINE,
                 f"{self.p.title} drops the stored `d2t` (it looks for the name after renaming "
                 "it), so draft token i is proposed as target token i",
                 Location(None, tensor=self.spec.raw("d2t")),
@@ -507,16 +466,7 @@ class _Builder(BaseBuilder):
                 fix="use vLLM 0.9.1 or later",
             )
 
-        self._aux_capture(family, n_aux, count_from, use_aux)
-        self._flags()
-        self.view.effective["norms"] = {
-            "norm_before_residual": bool(self.value("norm_before_residual_supported"))
-            and bool(v.get("norm_before_residual", False)),
-            "norm_before_fc": self._flag_visible("norm_before_fc"),
-            "fc_norm": self._flag_visible("fc_norm"),
-            "norm_output": self._flag_visible("norm_output"),
-        }
-        self.view.effective["num_aux_states"] = n_aux if use_aux else 0
+    def _after_eagle3(self) -> None:
         self.view.effective["max_position_raised"] = bool(self.value("max_position_raised"))
 
     def _flag_visible(self, name: str) -> bool:
@@ -560,7 +510,7 @@ class _Builder(BaseBuilder):
         runner = "mrv2" if v2 else "mrv1"
         return runner, f"{self.p.title} serves a `{arch}` target with its {_RUNNER_NAMES[runner]}"
 
-    def _aux_capture(self, family: str, n_aux: int, count_from: str, use_aux: bool) -> None:
+    def _aux_capture(self, n_aux: int, count_from: str, use_aux: bool) -> None:
         runner, why = self._runner()
         if runner is None:
             # Without knowing the runner, use the keys both runners read.
@@ -605,7 +555,7 @@ class _Builder(BaseBuilder):
             encode=lambda ids: tuple(ids),
         )
 
-    def _flags(self) -> None:
+    def _flags(self, norms: dict[str, bool]) -> None:
         """Norm flags the checkpoint sets but this version ignores or defaults differently."""
         cfg = self.config
         base = ""
@@ -627,7 +577,7 @@ class _Builder(BaseBuilder):
             if not supported or not copied:
                 where = f"{base}/{name}" if raw else f"/eagle_config/{name}"
                 self.event(
-                    "norm-flag-ignored",
+                    rule_ids.NORM_FLAG_IGNORED,
                     f"`{name}` is true, but {self.p.title} "
                     + (
                         "does not implement it"
@@ -643,7 +593,7 @@ class _Builder(BaseBuilder):
         if self.route == "speculators" and "norm_before_residual_defaulted" in self.view.effective:
             default = self.view.effective["norm_before_residual_defaulted"]
             self.event(
-                "norm-before-residual-default",
+                rule_ids.NORM_BEFORE_RESIDUAL_DEFAULT,
                 f"`norm_before_residual` is not written; vLLM's speculators adaptor defaults it to "
                 f"`{str(default).lower()}`, while the speculators library's own default is `false`",
                 config_at("/norm_before_residual"),
@@ -654,103 +604,97 @@ class _Builder(BaseBuilder):
     # ------------------------------------------------------------------ EAGLE-1 shapes
     def _eagle1(self) -> None:
         H, V = self._eagle1_layers(self.src("eagle_weight_mapping"))
-        self._expect(
-            "embed_tokens.weight",
-            (V, H) if V else None,
-            "[vocab_size, hidden_size]",
-            SHARED,
-            self.src("embedding_sharing"),
-        )
+        embedding = shapes.embedding(V, H, values=False)
+        self._expect("embed_tokens.weight", embedding, SHARED, self.src("embedding_sharing"))
 
     # ------------------------------------------------------------------ tensor fates
-    def _map_tensors(self, family: str) -> None:
-        skip = set(self.value("skipped_tensor_names") or [])
-        stray_bias = self.value("stray_bias_policy")
-        prefix_rule = self.src(
-            "eagle3_weight_mapping" if family != LLAMA_EAGLE else "eagle_weight_mapping"
+    def _fixed_fate(self, raw: str) -> bool:
+        skip = self.value("skipped_tensor_names") or []
+        canonical = _vllm_canonical(raw)
+        if raw not in skip and canonical not in skip:
+            return False
+        self._fate(
+            raw,
+            canonical,
+            "skipped",
+            "always skipped by the loader",
+            self.src("skipped_tensor_names"),
+            cause=FateCause.SKIPPED_BY_LOADER,
         )
-        for raw in self.ckpt.tensors:
-            canonical = _vllm_canonical(raw)
-            if raw in skip or canonical in skip:
-                self.view.fates.append(
-                    TensorFate(
-                        raw,
-                        canonical,
-                        "skipped",
-                        None,
-                        "always skipped by the loader",
-                        self.src("skipped_tensor_names"),
-                    )
-                )
-                continue
-            if raw.startswith("model.") and "lm_head" not in raw:
-                self.view.fates.append(
-                    TensorFate(
-                        raw,
-                        canonical,
-                        "rejected",
-                        None,
-                        f"vLLM prepends `model.` to every name, so `{raw}` becomes `model.{raw}`",
-                        prefix_rule,
-                    )
-                )
-                continue
-            if canonical in self.view.expectations:
-                self.view.fates.append(TensorFate(raw, canonical, "loaded", canonical))
-                continue
-            gated = self._flag_gated(canonical)
-            if gated:
-                self.view.fates.append(
-                    TensorFate(
-                        raw, canonical, "skipped", None, gated, self.src("flag_gated_tensors")
-                    )
-                )
-                continue
-            if canonical.endswith(".bias") and stray_bias == "ignored":
-                self.view.fates.append(
-                    TensorFate(
-                        raw,
-                        canonical,
-                        "skipped",
-                        None,
-                        "the draft has no such bias parameter; the loader drops unknown `.bias` "
-                        "tensors silently",
-                        self.src("stray_bias_policy"),
-                    )
-                )
-                continue
-            if canonical == "d2t" and family != LLAMA_EAGLE:
-                self.view.fates.append(
-                    TensorFate(
-                        raw,
-                        canonical,
-                        "rejected",
-                        None,
-                        "the draft has no `draft_id_to_target_id` parameter when the draft "
-                        "vocabulary equals the target's",
-                        self.src("d2t_parameter"),
-                    )
-                )
-                continue
-            reason = "no parameter of the draft class has this name"
-            match = re.match(r"^layers\.(\d+)\.", canonical)
-            if match and int(match.group(1)) >= self.view.effective.get("num_layers", 1):
-                reason = (
-                    f"the draft builds {self.view.effective.get('num_layers', 1)} decoder layer(s) "
-                    f"(`num_hidden_layers`"
-                    + ("" if self.value("multi_layer_drafts") else " is ignored: one layer only")
-                    + ")"
-                )
-            elif re.match(r"^layers\.\d+\.\d+\.", canonical):
-                reason = (
-                    "`midlayer.` is replaced by `layers.0.` as a substring, so a multi-layer "
-                    "`midlayer.N.*` name becomes `layers.0.N.*`"
-                )
-            self.view.fates.append(
-                TensorFate(
-                    raw, canonical, "rejected", None, reason, self.src("unknown_tensor_policy")
-                )
+        return True
+
+    def _engine_name(self, raw: str) -> Mapped:
+        if raw.startswith("model.") and "lm_head" not in raw:
+            return Mapped(
+                None,
+                f"vLLM prepends `model.` to every name, so `{raw}` becomes `model.{raw}`",
+                FateCause.PREFIX_ADDED,
             )
+        return Mapped(_vllm_canonical(raw))
+
+    def _unmatched(self, raw: str, mapped: Mapped) -> None:
+        """vLLM rejects every name that reaches no parameter, except those it drops on
+        purpose: flag-gated parameters and (in some versions) stray biases."""
+        canonical = _vllm_canonical(raw)
+        if mapped.cause is FateCause.PREFIX_ADDED:
+            mapping = (
+                "eagle3_weight_mapping" if self.family != LLAMA_EAGLE else "eagle_weight_mapping"
+            )
+            self._fate(
+                raw, canonical, "rejected", mapped.why, self.src(mapping), cause=mapped.cause
+            )
+            return
+        gated = self._flag_gated(canonical)
+        if gated:
+            self._fate(
+                raw,
+                canonical,
+                "skipped",
+                gated,
+                self.src("flag_gated_tensors"),
+                cause=FateCause.NOT_BUILT,
+            )
+            return
+        if canonical.endswith(".bias") and self.value("stray_bias_policy") == "ignored":
+            self._fate(
+                raw,
+                canonical,
+                "skipped",
+                "the draft has no such bias parameter; the loader drops unknown `.bias` "
+                "tensors silently",
+                self.src("stray_bias_policy"),
+                cause=FateCause.STRAY_BIAS,
+            )
+            return
+        if canonical == "d2t" and self.family != LLAMA_EAGLE:
+            self._fate(
+                raw,
+                canonical,
+                "rejected",
+                "the draft has no `draft_id_to_target_id` parameter when the draft "
+                "vocabulary equals the target's",
+                self.src("d2t_parameter"),
+                cause=FateCause.NOT_BUILT,
+            )
+            return
+        reason, cause = "no parameter of the draft class has this name", mapped.cause
+        n = self._layer_beyond(canonical)
+        if n is not None:
+            reason = (
+                f"the draft builds {n} decoder layer(s) (`num_hidden_layers`"
+                + ("" if self.value("multi_layer_drafts") else " is ignored: one layer only")
+                + ")"
+            )
+            cause = FateCause.EXTRA_LAYER
+        elif re.match(r"^layers\.\d+\.\d+\.", canonical):
+            reason = (
+                "`midlayer.` is replaced by `layers.0.` as a substring, so a multi-layer "
+                "`midlayer.N.*` name becomes `layers.0.N.*`"
+            )
+            cause = FateCause.RENAMED
+        self._fate(
+            raw, canonical, "rejected", reason, self.src("unknown_tensor_policy"), cause=cause
+        )
 
     def _flag_gated(self, canonical: str) -> str | None:
         """Why the loader drops a tensor whose parameter a config flag switched off."""
@@ -763,21 +707,21 @@ class _Builder(BaseBuilder):
         return None
 
     # ------------------------------------------------------------------ target
-    def _target_checks(self, family: str) -> None:
+    def _target_checks(self) -> None:
         t = self.target
         if t is None:
             return
         if self.method == EAGLE3:
             self._target_capable()
         self._target_width_checks(
-            eagle1=family == LLAMA_EAGLE,
+            eagle1=self.family == LLAMA_EAGLE,
             embedding_shared="embed_tokens.weight" not in self.spec.tensors,
         )
         max_pos = self.vint("max_position_embeddings")
         t_max = t._int("max_position_embeddings")
         if max_pos and t_max and max_pos < t_max and not self.value("max_position_raised"):
             self.event(
-                "draft-context-shorter-than-target",
+                rule_ids.DRAFT_CONTEXT_SHORTER_THAN_TARGET,
                 f"the draft's max_position_embeddings is {max_pos}, the target's {t_max}: "
                 f"{self.p.title} sizes the draft's rotary cache from the draft config, so prompts "
                 f"longer than {max_pos} tokens draft garbage or fail",
@@ -794,7 +738,7 @@ class _Builder(BaseBuilder):
             model_type = t.model_type or ""
             if not any(sub in model_type for sub in allowed):
                 self.refuse(
-                    "target-not-eagle3-capable",
+                    rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
                     f"the target's model_type `{model_type}` contains none of "
                     + ", ".join(f"`{a}`" for a in allowed)
                     + f": {self.p.title} refuses EAGLE-3 for it",
@@ -813,7 +757,7 @@ class _Builder(BaseBuilder):
         known_no = arch in (self.value("verifier_not_eagle3_classes") or [])
         if arch in unknown_before or (not known_no and not self._ever_listed(arch)):
             self.event(
-                "target-capability-unknown",
+                rule_ids.TARGET_CAPABILITY_UNKNOWN,
                 f"draftfit has no record of whether `{arch}` implements vLLM's EAGLE-3 "
                 f"interface in {self.p.title}"
                 + (" (it does from a later release on)" if arch in unknown_before else ""),
@@ -823,7 +767,7 @@ class _Builder(BaseBuilder):
             )
             return
         self.refuse(
-            "target-not-eagle3-capable",
+            rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
             f"the target class `{arch}` does not implement vLLM's EAGLE-3 interface "
             f"(SupportsEagle3) in {self.p.title}, so it cannot return aux hidden states",
             Location(TARGET_CONFIG, "/architectures/0"),

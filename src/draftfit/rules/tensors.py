@@ -17,6 +17,7 @@ from draftfit.engines.view import (
     TRUNCATE_ROWS,
     UNINITIALISED,
     Expectation,
+    FateCause,
     TensorFate,
 )
 from draftfit.rule_ids import (
@@ -102,9 +103,9 @@ def fc_width_is_aux_count_problem(ctx: Context) -> bool:
     )
 
 
-def _is_prefix_fate(reason: str) -> bool:
+def _is_prefix_fate(fate: TensorFate) -> bool:
     """Whether a rejection comes from the engine prepending `model.` to a prefixed name."""
-    return "prepends `model.`" in reason
+    return fate.cause is FateCause.PREFIX_ADDED
 
 
 def _head_dim_implied(ctx: Context) -> int | None:
@@ -136,7 +137,7 @@ def unknown_tensor_name(ctx: Context) -> Iterator[Violation]:
     if view is None:
         return
     for fate in view.fates:
-        if fate.status == "rejected" and not _is_prefix_fate(fate.reason):
+        if fate.status == "rejected" and not _is_prefix_fate(fate):
             yield Violation(
                 f"`{fate.raw}` is rejected by {view.title}: {fate.reason}",
                 _tensor_location(ctx, fate.raw),
@@ -169,7 +170,7 @@ def tensor_name_prefix(ctx: Context) -> Iterator[Violation]:
     view = ctx.view
     if view is None:
         return
-    prefixed = [f for f in view.fates if f.status == "rejected" and _is_prefix_fate(f.reason)]
+    prefixed = [f for f in view.fates if f.status == "rejected" and _is_prefix_fate(f)]
     if prefixed:
         first = prefixed[0]
         yield Violation(
@@ -189,8 +190,10 @@ def _shape_problem(ctx: Context, exp: Expectation) -> tuple[str, str] | None:
     if tuple(shape) == tuple(exp.shape):
         return None
     if len(shape) == 2 and len(exp.shape) == 2:
-        rows_cut = shape[1] == exp.shape[1] and shape[0] > exp.shape[0]
-        cols_cut = shape[0] == exp.shape[0] and shape[1] > exp.shape[1]
+        # A dimension the config does not give (None) is never narrowed to: a mismatch.
+        rows, cols = exp.shape
+        rows_cut = rows is not None and shape[1] == cols and shape[0] > rows
+        cols_cut = cols is not None and shape[0] == rows and shape[1] > cols
         if (exp.oversize == TRUNCATE_ROWS and rows_cut) or (
             exp.oversize == TRUNCATE_COLS and cols_cut
         ):
@@ -352,7 +355,7 @@ def ignored_tensor(ctx: Context) -> Iterator[Violation]:
     if view is None:
         return
     for fate in view.fates:
-        if fate.status == "skipped" and fate.reason != "always skipped by the loader":
+        if fate.status == "skipped" and fate.cause is not FateCause.SKIPPED_BY_LOADER:
             yield Violation(
                 f"`{fate.raw}` is dropped by {view.title}: {fate.reason}",
                 _tensor_location(ctx, fate.raw),
