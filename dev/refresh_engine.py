@@ -1,0 +1,411 @@
+"""Re-read the engine source lines draftfit's data cites, in a release from the package index.
+
+Every data entry's `source` cites code locations (`path:lines@vX.Y.Z`, see
+`draftfit.engines.citation`), and beside it `anchors` stores one short snippet per location:
+the stripped text of the first cited line that says something (a line of 8 characters or more
+with a letter or digit in it, else the first non-blank one), at most 80 characters. With those,
+a new release takes minutes to review:
+
+    PYTHONPATH=src python dev/refresh_engine.py vllm 0.34.1
+    PYTHONPATH=src python dev/refresh_engine.py vllm 0.34.0 --against 0.33.0
+
+downloads the release's wheel (`pip download --no-deps --only-binary=:all:`), reads the cited
+files straight out of it (nothing is installed or run), and prints, for every entry in effect
+at `--against` (default: the newest release in the data; `--all`: every entry), whether each
+cited location is
+
+* `unchanged` — the anchor is still within the cited lines,
+* `moved`     — the anchor is elsewhere in the file (the new line is printed),
+* `changed`   — the file is there but the anchor is not,
+* `vanished`  — the file is not in the release,
+* `file kept` / `unanchored` — a location without an anchor (no line cited, or its release
+  could not be read: the entry's `anchor_missing` says why); only the file's presence is
+  checked;
+* `superseded` — the entry cites the same file at a newer release too (the older location
+  records where the behaviour began); not re-read;
+* `no release` — a location outside the engine (no release tag); not re-read.
+
+A fact whose locations are all unchanged takes one line.
+
+Exit status: 0 when every anchored location is unchanged, 1 when something needs review, 2
+when the release cannot be read or the arguments are wrong.
+
+    PYTHONPATH=src python dev/refresh_engine.py vllm --write-anchors
+
+fills `anchors` (and `anchor_missing` with the reason wherever a location gets none) for every
+entry, from the releases the sources cite, and rewrites only those two fields of each entry
+line in `src/draftfit/engines/data/ENGINE.toml` (atomically). Each cited release is downloaded
+once. Anchors are never invented: a location without a cited line, without a release, whose
+release cannot be downloaded, whose file is not in the wheel or whose lines are past the end of
+the file gets a reason instead.
+
+Downloads go to `--cache-dir` (default `~/.cache/draftfit-refresh`), one wheel at a time, and
+are deleted after use unless `--keep` is given (a kept wheel is reused by the next run).
+TensorRT-LLM's package on PyPI is a stub that fetches the real wheel elsewhere at install
+time, so its releases are reported as unreadable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import Version
+
+from draftfit.engines.citation import Location, parse_locations
+from draftfit.engines.profile import ENGINES, Entry, load_engine
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm"}
+STUB = {
+    "trtllm": "TensorRT-LLM's package on PyPI is a stub that fetches the real wheel from "
+    "pypi.nvidia.com at install time; no release tree can be read from the package index"
+}
+DATA_DIR = Path(__file__).resolve().parent.parent / "src" / "draftfit" / "engines" / "data"
+ANCHOR_CHARS = 80
+_SOURCE_FIELD = re.compile(r'source = "(?:[^"\\]|\\.)*"')
+_ANCHOR_FIELDS = re.compile(
+    r', anchors = \[(?:"(?:[^"\\]|\\.)*"(?:, )?)*\]|, anchor_missing = "(?:[^"\\]|\\.)*"'
+)
+
+
+# Statuses that need no review.
+QUIET = frozenset({"unchanged", "file kept", "superseded", "no release"})
+
+
+class Unreadable(Exception):
+    """A release whose source cannot be read; the message says why."""
+
+
+class Release:
+    """The Python files of one downloaded release, read from its wheel on demand."""
+
+    def __init__(self, engine: str, version: str, wheel: Path) -> None:
+        self.engine, self.version = engine, version
+        self._zip = zipfile.ZipFile(wheel)
+        self._names = set(self._zip.namelist())
+        self._cache: dict[str, list[str] | None] = {}
+
+    def lines(self, path: str) -> list[str] | None:
+        """The file's lines, or None when the release has no such file."""
+        if path not in self._cache:
+            found = path if path in self._names else None
+            if found is None:
+                found = next((n for n in sorted(self._names) if n.endswith("/" + path)), None)
+            text = self._zip.read(found).decode("utf-8", "replace") if found else None
+            self._cache[path] = text.splitlines() if text is not None else None
+        return self._cache[path]
+
+    def close(self) -> None:
+        self._zip.close()
+
+
+@contextmanager
+def open_release(engine: str, version: str, cache: Path, keep: bool) -> Iterator[Release]:
+    """Download `engine==version`'s wheel into `cache` (or reuse a kept one) and read it;
+    the wheel is deleted afterwards unless `keep`. Raises Unreadable."""
+    package = PACKAGES[engine]
+    folder = cache / f"{engine}-{version}"
+    folder.mkdir(parents=True, exist_ok=True)
+    wheels = sorted(folder.glob("*.whl"))
+    if not wheels:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+        cmd += [
+            "--quiet",
+            "--disable-pip-version-check",
+            f"{package}=={version}",
+            "-d",
+            str(folder),
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        wheels = sorted(folder.glob("*.whl"))
+        if done.returncode != 0 or not wheels:
+            _remove(folder)
+            why = (done.stderr.strip().splitlines() or ["no wheel"])[-1]
+            prefix = STUB[engine] + "; " if engine in STUB else ""
+            raise Unreadable(f"{prefix}pip download {package}=={version}: {why}")
+    release = Release(engine, version, wheels[0])
+    try:
+        yield release
+    finally:
+        release.close()
+        if not keep:
+            _remove(folder)
+
+
+def _remove(folder: Path) -> None:
+    for item in folder.iterdir():
+        item.unlink()
+    folder.rmdir()
+
+
+def matches(line: str, anchor: str) -> bool:
+    stripped = line.strip()
+    return stripped == anchor or (len(anchor) >= ANCHOR_CHARS and stripped.startswith(anchor))
+
+
+def choose_anchor(lines: list[str], first: int, last: int) -> str | None:
+    """The anchor of the cited lines `first`..`last` (1-based), or None when they hold nothing."""
+    cited = [line.strip() for line in lines[first - 1 : last]]
+    telling = [s for s in cited if len(s) >= 8 and re.search(r"\w", s)]
+    some = telling or [s for s in cited if re.search(r"\w", s)]
+    return some[0][:ANCHOR_CHARS] if some else None
+
+
+@dataclass(frozen=True)
+class Status:
+    kind: str  # unchanged, moved, changed, vanished, file kept, unanchored
+    detail: str = ""
+
+
+def locate(release: Release, location: Location, anchor: str) -> Status:
+    """Where `location`'s anchor is in `release`."""
+    lines = release.lines(location.path)
+    if lines is None:
+        return Status("vanished", f"{location.path} is not in {release.version}")
+    if not anchor:
+        return Status("file kept" if not location.ranges else "unanchored")
+    first, last = location.first_range or (1, len(lines))
+    if any(matches(line, anchor) for line in lines[first - 1 : last]):
+        return Status("unchanged")
+    found = [n for n, line in enumerate(lines, 1) if matches(line, anchor)]
+    if not found:
+        return Status("changed", f"`{anchor}` not found")
+    nearest = min(found, key=lambda n: abs(n - first))
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return Status("moved", f"now at line {nearest}{more}, cited {first}")
+
+
+# ----------------------------------------------------------------------------- check mode
+
+
+def check(
+    engine: str, version: str, against: str | None, every: bool, cache: Path, keep: bool
+) -> int:
+    data = load_engine(engine)
+    base = against or data.latest
+    if base not in data.versions:
+        print(f"--against {base}: not a release in the {engine} data", file=sys.stderr)
+        return 2
+    entries = [
+        (key, entry)
+        for key, fact in data.facts.items()
+        for entry in fact.entries
+        if every or entry.applies(Version(base))
+    ]
+    scope = "every entry" if every else f"the entries in effect at {base}"
+    try:
+        with open_release(engine, version, cache, keep) as release:
+            print(f"{data.title} {version}: re-reading the sources of {scope}")
+            counts = _report(release, entries)
+    except Unreadable as exc:
+        print(f"{data.title} {version} cannot be read: {exc}", file=sys.stderr)
+        return 2
+    summary = ", ".join(f"{kind} {n}" for kind, n in counts.items() if n)
+    review = counts["moved"] + counts["changed"] + counts["vanished"]
+    print(f"summary: {summary}; {'review the facts above' if review else 'nothing to review'}")
+    return 1 if review else 0
+
+
+def _report(release: Release, entries: list[tuple[str, Entry]]) -> dict[str, int]:
+    """Print each fact's re-read locations (one line for a fact whose cited code is all
+    unchanged) and count the statuses."""
+    kinds = ["unchanged", "moved", "changed", "vanished", "file kept", "unanchored"]
+    kinds += ["superseded", "no release"]
+    counts = dict.fromkeys(kinds, 0)
+    by_fact: dict[str, list[Entry]] = {}
+    for key, entry in entries:
+        by_fact.setdefault(key, []).append(entry)
+    for key, fact_entries in by_fact.items():
+        lines: list[str] = []
+        located = 0
+        for entry in fact_entries:
+            results = _statuses(release, entry)
+            located += len(results)
+            for _, status in results:
+                counts[status.kind] += 1
+            if all(s.kind in QUIET for _, s in results):
+                continue
+            value = repr(entry.value)
+            span = f"[{entry.since or ''}, {entry.until or ''})"
+            lines.append(f"    entry {span} value {value[:60]}{'...' if len(value) > 60 else ''}")
+            for location, status in results:
+                detail = f": {status.detail}" if status.detail else ""
+                lines.append(f"      {status.kind:<10} {location}{detail}")
+            if entry.anchor_missing and any(s.kind == "unanchored" for _, s in results):
+                lines.append(f"      (no anchor: {entry.anchor_missing})")
+        if lines:
+            print(f"  {key}:")
+            print("\n".join(lines))
+        else:
+            print(f"  {key}: unchanged ({len(fact_entries)} entries, {located} locations)")
+    return counts
+
+
+def _statuses(release: Release, entry: Entry) -> list[tuple[Location, Status]]:
+    """Each location of `entry` with its status in `release`; a location is `superseded`
+    when the same entry cites the same file at a newer release (it records history)."""
+    locations = parse_locations(entry.source)
+    anchors = entry.anchors or ("",) * len(locations)
+    out = []
+    for location, anchor in zip(locations, anchors, strict=True):
+        newer = [
+            other.tag
+            for other in locations
+            if other.path == location.path
+            and other.tag
+            and location.tag
+            and Version(other.tag) > Version(location.tag)
+        ]
+        if location.tag is None:
+            out.append((location, Status("no release", "cites no release of the engine")))
+        elif newer:
+            out.append((location, Status("superseded", f"by @v{max(newer, key=Version)}")))
+        else:
+            out.append((location, locate(release, location, anchor)))
+    return out
+
+
+# ----------------------------------------------------------------------------- write mode
+
+
+def write_anchors(engine: str, cache: Path, keep: bool) -> int:
+    path = DATA_DIR / f"{engine}.toml"
+    text = path.read_text("utf-8")
+    sources = _entry_sources(text)
+    wanted: dict[str, list[Location]] = {}
+    for source in sources:
+        for location in parse_locations(source):
+            if location.tag and location.ranges:
+                wanted.setdefault(location.tag, []).append(location)
+    found: dict[Location, str] = {}
+    why: dict[Location, str] = {}
+    for tag in sorted(wanted, key=Version):
+        try:
+            with open_release(engine, tag, cache, keep) as release:
+                for location in wanted[tag]:
+                    _anchor_one(release, location, found, why)
+        except Unreadable as exc:
+            print(f"v{tag}: {exc}", file=sys.stderr)
+            for location in wanted[tag]:
+                why[location] = f"release v{tag} could not be read ({exc})"
+        print(f"v{tag}: {len(wanted[tag])} location(s) read", file=sys.stderr)
+    out = [_with_anchors(line, found, why) for line in text.splitlines(keepends=True)]
+    _write_atomically(path, "".join(out))
+    print(f"{path}: anchors for {len(found)} location(s), {len(why)} recorded without one")
+    return 0
+
+
+def _entry_sources(text: str) -> list[str]:
+    sources = []
+    for line in text.splitlines():
+        entry = _entry(line)
+        if entry is not None:
+            sources.append(str(entry["source"]))
+    return sources
+
+
+def _entry(line: str) -> dict[str, object] | None:
+    """The inline-table data entry on `line`, or None for any other line."""
+    stripped = line.strip().rstrip(",")
+    if not (stripped.startswith("{") and stripped.endswith("}") and "source = " in stripped):
+        return None
+    table: dict[str, object] = tomllib.loads(f"entry = {stripped}")["entry"]
+    return table
+
+
+def _anchor_one(
+    release: Release, location: Location, found: dict[Location, str], why: dict[Location, str]
+) -> None:
+    lines = release.lines(location.path)
+    first, last = location.ranges[0]
+    if lines is None:
+        why[location] = f"{location.path} is not in the v{location.tag} wheel"
+    elif first > len(lines):
+        why[location] = f"line {first} is past the end of the file ({len(lines)} lines)"
+    else:
+        anchor = choose_anchor(lines, first, last)
+        if anchor is None:
+            why[location] = "the cited lines hold no code"
+        else:
+            found[location] = anchor
+
+
+def _with_anchors(line: str, found: dict[Location, str], why: dict[Location, str]) -> str:
+    entry = _entry(line)
+    if entry is None:
+        return line
+    line = _ANCHOR_FIELDS.sub("", line)
+    locations = parse_locations(str(entry["source"]))
+    anchors = [found.get(location, "") for location in locations]
+    reasons = []
+    for location in locations:
+        if location in found:
+            continue
+        if location.tag is None:
+            reason = "no release cited"
+        elif not location.ranges:
+            reason = "cites a file, not a line"
+        else:
+            reason = why.get(location, "not read")
+        reasons.append(reason if len(locations) == 1 else f"{location}: {reason}")
+    if not locations:
+        reasons.append("cites no file")
+    fields = ""
+    if any(anchors):
+        fields += ", anchors = [" + ", ".join(_toml_string(a) for a in anchors) + "]"
+    if reasons:
+        fields += ", anchor_missing = " + _toml_string("; ".join(reasons))
+    matches_ = list(_SOURCE_FIELD.finditer(line))
+    if len(matches_) != 1:
+        raise SystemExit(f"cannot place anchors on: {line.strip()}")
+    end = matches_[0].end()
+    return line[:end] + fields + line[end:]
+
+
+def _toml_string(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tomllib.loads(text)  # never write data the loader cannot parse
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("engine", choices=ENGINES)
+    parser.add_argument("version", nargs="?", help="the release to re-read the sources in")
+    parser.add_argument("--against", help="check the entries in effect at this release")
+    parser.add_argument("--all", action="store_true", help="check every entry")
+    parser.add_argument("--write-anchors", action="store_true")
+    parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache/draftfit-refresh")
+    parser.add_argument("--keep", action="store_true", help="keep downloaded wheels")
+    args = parser.parse_args(argv)
+    if args.write_anchors:
+        return write_anchors(args.engine, args.cache_dir, args.keep)
+    if not args.version:
+        parser.error("VERSION is required (or --write-anchors)")
+    version = args.version.lstrip("v")
+    return check(args.engine, version, args.against, args.all, args.cache_dir, args.keep)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
