@@ -71,8 +71,7 @@ else:  # pragma: no cover - Python 3.10
 
 PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm"}
 STUB = {
-    "trtllm": "TensorRT-LLM's package on PyPI is a stub that fetches the real wheel from "
-    "pypi.nvidia.com at install time; no release tree can be read from the package index"
+    "trtllm": "TensorRT-LLM's PyPI package is a stub that fetches its wheel from pypi.nvidia.com"
 }
 DATA_DIR = Path(__file__).resolve().parent.parent / "src" / "draftfit" / "engines" / "data"
 ANCHOR_CHARS = 80
@@ -134,9 +133,10 @@ def open_release(engine: str, version: str, cache: Path, keep: bool) -> Iterator
         wheels = sorted(folder.glob("*.whl"))
         if done.returncode != 0 or not wheels:
             _remove(folder)
+            if engine in STUB:
+                raise Unreadable(STUB[engine])
             why = (done.stderr.strip().splitlines() or ["no wheel"])[-1]
-            prefix = STUB[engine] + "; " if engine in STUB else ""
-            raise Unreadable(f"{prefix}pip download {package}=={version}: {why}")
+            raise Unreadable(f"pip download {package}=={version}: {why}")
     release = Release(engine, version, wheels[0])
     try:
         yield release
@@ -289,7 +289,7 @@ def write_anchors(engine: str, cache: Path, keep: bool) -> int:
     wanted: dict[str, list[Location]] = {}
     for source in sources:
         for location in parse_locations(source):
-            if location.tag and location.ranges:
+            if location.tag and (location.ranges or engine in STUB):
                 wanted.setdefault(location.tag, []).append(location)
     found: dict[Location, str] = {}
     why: dict[Location, str] = {}
@@ -297,11 +297,12 @@ def write_anchors(engine: str, cache: Path, keep: bool) -> int:
         try:
             with open_release(engine, tag, cache, keep) as release:
                 for location in wanted[tag]:
-                    _anchor_one(release, location, found, why)
+                    if location.ranges:
+                        _anchor_one(release, location, found, why)
         except Unreadable as exc:
             print(f"v{tag}: {exc}", file=sys.stderr)
             for location in wanted[tag]:
-                why[location] = f"release v{tag} could not be read ({exc})"
+                why[location] = f"v{tag} unreadable ({exc})"
         print(f"v{tag}: {len(wanted[tag])} location(s) read", file=sys.stderr)
     out = [_with_anchors(line, found, why) for line in text.splitlines(keepends=True)]
     _write_atomically(path, "".join(out))
@@ -359,6 +360,7 @@ def _with_anchors(line: str, found: dict[Location, str], why: dict[Location, str
             reason = "no release cited"
         elif not location.ranges:
             reason = "cites a file, not a line"
+            reason += f"; {why[location]}" if location in why else ""
         else:
             reason = why.get(location, "not read")
         reasons.append(reason if len(locations) == 1 else f"{location}: {reason}")
