@@ -112,3 +112,26 @@ def test_well_formed_anchor_data_loads() -> None:
     assert entry.anchor_missing == "b.py: cites a file, not a line"
     assert data.data_date == "2026-12-03"
     assert [(n.version, n.reason) for n in data.not_read] == [("1.1", "stub")]
+
+
+def test_engines_listing_shows_newest_read_not_read_and_date(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    from draftfit.cli import main
+
+    assert main(["engines", "trtllm"]) == 0
+    out = capsys.readouterr().out
+    assert "newest read 1.4.0rc0" in out
+    assert "1.4.0rc1: TensorRT-LLM's PyPI package is a stub" in out
+    assert "data checked against the package index on 20" in out
+    assert main(["engines", "vllm", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["newest_read"] == data["latest"] == "0.34.0"
+    assert {"version": "0.15.0", "reason": data["not_read"][2]["reason"]} in data["not_read"]
+    assert data["data_date"] == load_engine("vllm").data_date
+    assert main(["engines", "--format", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["engines"]
+    assert [e["engine"] for e in listed] == list(ENGINES)
+    assert all("not_read" in e and "data_date" in e for e in listed)
