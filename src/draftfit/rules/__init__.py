@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from draftfit.rules import (
     aux,
+    aux_order,
     config,
     difference,
     field_types,
@@ -27,6 +28,7 @@ RULE_MODULES = (
     field_types,
     tensors,
     aux,
+    aux_order,
     vocab,
     target,
     norms,

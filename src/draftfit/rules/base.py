@@ -79,14 +79,16 @@ def rule(
     *,
     scope: str = "engine",
     needs_target: bool = False,
+    family: str | None = None,
 ) -> Callable[[Check], Check]:
-    """Register the decorated check under `code` and `name` (both must be new)."""
+    """Register the decorated check under `code` and `name` (both must be new); its family
+    is `family`, or else the name of the module that defines it."""
 
     def register(check: Check) -> Check:
         if code in RULES or any(r.name == name for r in RULES.values()):
             raise ValueError(f"duplicate rule {code} {name}")
-        family = check.__module__.rsplit(".", 1)[-1]
-        RULES[code] = Rule(code, name, severity, summary, check, scope, needs_target, family)
+        home = family or check.__module__.rsplit(".", 1)[-1]
+        RULES[code] = Rule(code, name, severity, summary, check, scope, needs_target, home)
         return check
 
     return register

@@ -22,6 +22,7 @@ from draftfit.rules.aux import (
     aux_layers_differ_from_trained,
     aux_runtime_count_mismatch,
 )
+from draftfit.rules.aux_order import aux_ids_not_ascending
 from draftfit.rules.base import Check, Rule
 from draftfit.rules.config import (
     draft_kv_layer_count,
@@ -340,6 +341,11 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
         ),
     },
     aux_ids_duplicate: {"vllm": ("aux_ids_dedupe",)},  # DF306
+    aux_ids_not_ascending: {  # DF310
+        "vllm": ("aux_concat_order",),
+        "sglang": ("aux_concat_order",),
+        "trtllm": ("aux_concat_order",),
+    },
     aux_ids_ignored_under_cuda_graphs: {  # DF309
         "sglang": ("aux_ids_cuda_graph_ignored",),
     },
