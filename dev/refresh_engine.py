@@ -3,7 +3,8 @@
 Every data entry's `source` cites code locations (`path:lines@vX.Y.Z`, see
 `draftfit.engines.citation`), and beside it `anchors` stores one short snippet per location:
 the stripped text of the first cited line that says something (a line of 8 characters or more
-with a letter or digit in it, else the first non-blank one), at most 80 characters. With those,
+with a letter or digit in it, else the first line with a letter or digit; none when the
+cited lines are blank or punctuation only), at most 80 characters. With those,
 a new release takes minutes to review:
 
     PYTHONPATH=src python dev/refresh_engine.py vllm 0.34.1
