@@ -10,15 +10,17 @@ a new release takes minutes to review:
     PYTHONPATH=src python dev/refresh_engine.py vllm 0.34.1
     PYTHONPATH=src python dev/refresh_engine.py vllm 0.34.0 --against 0.33.0
 
-downloads the release's wheel (`pip download --no-deps --only-binary=:all:`), reads the cited
-files straight out of it (nothing is installed or run), and prints, for every entry in effect
-at `--against` (default: the newest release in the data; `--all`: every entry), whether each
-cited location is
+downloads the release's wheel (`pip download --no-deps --only-binary=:all:`) and that of
+the `--against` release (default: the newest release in the data), reads the cited files
+straight out of them (nothing is installed or run), and prints, for every entry in effect at
+`--against` (`--all`: every entry), whether each cited location is
 
-* `unchanged` — the anchor is still within the cited lines,
-* `moved`     — the anchor is elsewhere in the file (the new line is printed),
+* `unchanged` — the anchor is at the same line in both releases,
+* `moved`     — it is at another line (both lines are printed),
 * `changed`   — the file is there but the anchor is not,
 * `vanished`  — the file is not in the release,
+* `stale`     — the anchor is not in the file at `--against` already (the citation is out of
+  date there; nothing this release did),
 * `file kept` / `unanchored` — a location without an anchor (no line cited, or its release
   could not be read: the entry's `anchor_missing` says why); only the file's presence is
   checked;
@@ -26,10 +28,12 @@ cited location is
   records where the behaviour began); not re-read;
 * `no release` — a location outside the engine (no release tag); not re-read.
 
+With `--cited` (or when VERSION is the `--against` release) only VERSION is read and each
+anchor is looked for within the lines its location cites (`moved` then prints the new line).
 A fact whose locations are all unchanged takes one line.
 
-Exit status: 0 when every anchored location is unchanged, 1 when something needs review, 2
-when the release cannot be read or the arguments are wrong.
+Exit status: 0 when nothing moved, changed or vanished, 1 when something did, 2 when a
+release cannot be read or the arguments are wrong.
 
     PYTHONPATH=src python dev/refresh_engine.py vllm --write-anchors
 
@@ -190,11 +194,55 @@ def locate(release: Release, location: Location, anchor: str) -> Status:
     return Status("moved", f"now at line {nearest}{more}, cited {first}")
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where an anchor is in one release: `present` is False when the file is not there;
+    `line` is the occurrence nearest to where it was looked for, None when there is none."""
+
+    present: bool
+    line: int | None = None
+
+
+def find(release: Release, location: Location, anchor: str, near: int | None = None) -> Place:
+    """The occurrence of `anchor` in `location`'s file nearest to line `near` (default: the
+    first cited line)."""
+    lines = release.lines(location.path)
+    if lines is None:
+        return Place(False)
+    if not anchor:
+        return Place(True)
+    found = [n for n, line in enumerate(lines, 1) if matches(line, anchor)]
+    target = near or (location.first_range or (1, 1))[0]
+    return Place(True, min(found, key=lambda n: abs(n - target)) if found else None)
+
+
+def compare(release: Release, location: Location, anchor: str, before: Place, base: str) -> Status:
+    """`location`'s status in `release` relative to where its anchor was in release `base`."""
+    if not anchor:
+        return locate(release, location, anchor)
+    if before.line is None:
+        return Status("stale", f"`{anchor}` is not in {location.path} at {base} already")
+    after = find(release, location, anchor, before.line)
+    if not after.present:
+        return Status("vanished", f"{location.path} is not in {release.version}")
+    if after.line is None:
+        return Status("changed", f"`{anchor}` was at line {before.line} in {base}, is gone")
+    if after.line == before.line:
+        return Status("unchanged")
+    return Status("moved", f"line {before.line} in {base} -> {after.line} in {release.version}")
+
+
 # ----------------------------------------------------------------------------- check mode
 
 
 def check(
-    engine: str, version: str, against: str | None, every: bool, cache: Path, keep: bool
+    engine: str,
+    version: str,
+    against: str | None,
+    every: bool,
+    cache: Path,
+    keep: bool,
+    cited: bool = False,
 ) -> int:
     data = load_engine(engine)
     base = against or data.latest
@@ -208,12 +256,24 @@ def check(
         if every or entry.applies(Version(base))
     ]
     scope = "every entry" if every else f"the entries in effect at {base}"
+    against_base = not cited and version != base
+    reading = base
     try:
+        before: dict[tuple[Location, str], Place] | None = None
+        if against_base:
+            with open_release(engine, base, cache, keep) as old:
+                before = {
+                    (location, anchor): find(old, location, anchor)
+                    for _, entry in entries
+                    for location, anchor in _anchored(entry)
+                }
+        reading = version
         with open_release(engine, version, cache, keep) as release:
-            print(f"{data.title} {version}: re-reading the sources of {scope}")
-            counts = _report(release, entries)
+            how = f"compared with {base}" if against_base else "compared with the cited lines"
+            print(f"{data.title} {version}: the sources of {scope}, {how}")
+            counts = _report(release, entries, before, base)
     except Unreadable as exc:
-        print(f"{data.title} {version} cannot be read: {exc}", file=sys.stderr)
+        print(f"{data.title} {reading} cannot be read: {exc}", file=sys.stderr)
         return 2
     summary = ", ".join(f"{kind} {n}" for kind, n in counts.items() if n)
     review = counts["moved"] + counts["changed"] + counts["vanished"]
@@ -221,11 +281,16 @@ def check(
     return 1 if review else 0
 
 
-def _report(release: Release, entries: list[tuple[str, Entry]]) -> dict[str, int]:
+def _report(
+    release: Release,
+    entries: list[tuple[str, Entry]],
+    before: dict[tuple[Location, str], Place] | None,
+    base: str,
+) -> dict[str, int]:
     """Print each fact's re-read locations (one line for a fact whose cited code is all
     unchanged) and count the statuses."""
     kinds = ["unchanged", "moved", "changed", "vanished", "file kept", "unanchored"]
-    kinds += ["superseded", "no release"]
+    kinds += ["superseded", "no release", "stale"]
     counts = dict.fromkeys(kinds, 0)
     by_fact: dict[str, list[Entry]] = {}
     for key, entry in entries:
@@ -234,7 +299,7 @@ def _report(release: Release, entries: list[tuple[str, Entry]]) -> dict[str, int
         lines: list[str] = []
         located = 0
         for entry in fact_entries:
-            results = _statuses(release, entry)
+            results = _statuses(release, entry, before, base)
             located += len(results)
             for _, status in results:
                 counts[status.kind] += 1
@@ -256,13 +321,27 @@ def _report(release: Release, entries: list[tuple[str, Entry]]) -> dict[str, int
     return counts
 
 
-def _statuses(release: Release, entry: Entry) -> list[tuple[Location, Status]]:
-    """Each location of `entry` with its status in `release`; a location is `superseded`
-    when the same entry cites the same file at a newer release (it records history)."""
+def _anchored(entry: Entry) -> list[tuple[Location, str]]:
+    """Each location `entry` cites with its anchor ("" for none)."""
     locations = parse_locations(entry.source)
     anchors = entry.anchors or ("",) * len(locations)
+    return list(zip(locations, anchors, strict=True))
+
+
+def _statuses(
+    release: Release,
+    entry: Entry,
+    before: dict[tuple[Location, str], Place] | None,
+    base: str,
+) -> list[tuple[Location, Status]]:
+    """Each location of `entry` with its status in `release` (relative to release `base`
+    when `before` holds the anchors' places there, else to the cited lines); a location is
+    `superseded` when the same entry cites the same file at a newer release (it records
+    history)."""
+    pairs = _anchored(entry)
+    locations = [location for location, _ in pairs]
     out = []
-    for location, anchor in zip(locations, anchors, strict=True):
+    for location, anchor in pairs:
         newer = [
             other.tag
             for other in locations
@@ -275,6 +354,10 @@ def _statuses(release: Release, entry: Entry) -> list[tuple[Location, Status]]:
             out.append((location, Status("no release", "cites no release of the engine")))
         elif newer:
             out.append((location, Status("superseded", f"by @v{max(newer, key=Version)}")))
+        elif before is not None:
+            out.append(
+                (location, compare(release, location, anchor, before[location, anchor], base))
+            )
         else:
             out.append((location, locate(release, location, anchor)))
     return out
@@ -398,6 +481,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("version", nargs="?", help="the release to re-read the sources in")
     parser.add_argument("--against", help="check the entries in effect at this release")
     parser.add_argument("--all", action="store_true", help="check every entry")
+    parser.add_argument(
+        "--cited",
+        action="store_true",
+        help="compare with the cited lines instead of the --against release",
+    )
     parser.add_argument("--write-anchors", action="store_true")
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache/draftfit-refresh")
     parser.add_argument("--keep", action="store_true", help="keep downloaded wheels")
@@ -407,7 +495,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.version:
         parser.error("VERSION is required (or --write-anchors)")
     version = args.version.lstrip("v")
-    return check(args.engine, version, args.against, args.all, args.cache_dir, args.keep)
+    return check(
+        args.engine, version, args.against, args.all, args.cache_dir, args.keep, args.cited
+    )
 
 
 if __name__ == "__main__":

@@ -64,18 +64,45 @@ def test_locate_tells_unchanged_moved_changed_and_vanished(
     release.close()
 
 
-def test_check_reports_per_fact_and_deletes_the_wheel(
+def test_check_compares_with_the_base_release_and_deletes_the_wheels(
     refresh: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    llama_eagle3 = "\n" * 10 + "EntryClass = [LlamaForCausalLMEagle3]\n"
-    wheel = _wheel(tmp_path, "sglang", "9.9.9", {"sglang/srt/models/llama_eagle3.py": llama_eagle3})
+    entry_class = "EntryClass = [LlamaForCausalLMEagle3]\n"
+    base = _wheel(
+        tmp_path,
+        "sglang",
+        "0.5.23",
+        {
+            "sglang/srt/models/llama_eagle3.py": "\n" * 386 + entry_class,
+            "sglang/srt/speculative/eagle_worker_v2.py": "    def init_token_map(self):\n",
+        },
+    )
+    new = _wheel(
+        tmp_path, "sglang", "9.9.9", {"sglang/srt/models/llama_eagle3.py": "\n" * 10 + entry_class}
+    )
     code = refresh.main(["sglang", "9.9.9", "--cache-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 1
+    assert "compared with 0.5.23" in out
     assert "eagle3_draft_architectures:" in out
+    moved = "moved      sglang/srt/models/llama_eagle3.py:387@v0.5.23: "
+    assert moved + "line 387 in 0.5.23 -> 11 in 9.9.9" in out
+    assert "vanished   sglang/srt/speculative/eagle_worker_v2.py:323-334@v0.5.23" in out
+    assert "stale" in out and "summary:" in out
+    assert not base.exists() and not new.exists()
+
+
+def test_check_against_the_cited_lines(
+    refresh: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entry_class = "EntryClass = [LlamaForCausalLMEagle3]\n"
+    files = {"sglang/srt/models/llama_eagle3.py": "\n" * 10 + entry_class}
+    wheel = _wheel(tmp_path, "sglang", "9.9.9", files)
+    code = refresh.main(["sglang", "9.9.9", "--cited", "--keep", "--cache-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1 and "compared with the cited lines" in out
     assert "moved      sglang/srt/models/llama_eagle3.py:387@v0.5.23: now at line 11" in out
-    assert "vanished" in out and "summary:" in out
-    assert not wheel.exists()
+    assert wheel.exists()
 
 
 def test_an_unreadable_release_exits_2(
