@@ -1220,3 +1220,10 @@ case(
     engines=("sglang==0.5.23",),
     verdict="degraded",
 )(with_target(f.specforge(nested_aux=[5, 0, 2])))
+case(
+    "aux-ids-not-ascending-trtllm",
+    {"DF310", "DF302"},
+    {"DF301"},
+    engines=("trtllm==1.4.0rc0",),
+    verdict="degraded",
+)(with_target(f.specforge(nested_aux=[4, 1, 3])))
