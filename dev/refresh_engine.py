@@ -19,8 +19,8 @@ straight out of them (nothing is installed or run), and prints, for every entry 
 * `moved`     — it is at another line (both lines are printed),
 * `changed`   — the file is there but the anchor is not,
 * `vanished`  — the file is not in the release,
-* `stale`     — the anchor is not in the file at `--against` already (the citation is out of
-  date there; nothing this release did),
+* `stale`     — the anchor (or, for a location without one, the file) is not there at
+  `--against` already (the citation is out of date; nothing this release did),
 * `file kept` / `unanchored` — a location without an anchor (no line cited, or its release
   could not be read: the entry's `anchor_missing` says why); only the file's presence is
   checked;
@@ -34,6 +34,11 @@ A fact whose locations are all unchanged takes one line.
 
 Exit status: 0 when nothing moved, changed or vanished, 1 when something did, 2 when a
 release cannot be read or the arguments are wrong.
+
+    PYTHONPATH=src python dev/refresh_engine.py vllm --index
+
+lists the releases on the package index (`pip index versions --pre`) that are newer than the
+data or missing from it, other than those its `not_read` list records (exit 1 when any).
 
     PYTHONPATH=src python dev/refresh_engine.py vllm --write-anchors
 
@@ -218,6 +223,8 @@ def find(release: Release, location: Location, anchor: str, near: int | None = N
 
 def compare(release: Release, location: Location, anchor: str, before: Place, base: str) -> Status:
     """`location`'s status in `release` relative to where its anchor was in release `base`."""
+    if not before.present:
+        return Status("stale", f"{location.path} is not in {base} already")
     if not anchor:
         return locate(release, location, anchor)
     if before.line is None:
@@ -363,6 +370,35 @@ def _statuses(
     return out
 
 
+# ----------------------------------------------------------------------------- index mode
+
+
+def index(engine: str) -> int:
+    """List the releases on the package index from the first one in the data on that the
+    data neither read (`versions`) nor records as not read (`not_read`); exit 1 when any."""
+    data = load_engine(engine)
+    cmd = [sys.executable, "-m", "pip", "index", "versions", "--pre", PACKAGES[engine]]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    listed = [
+        line.split(":", 1)[1] for line in done.stdout.splitlines() if "Available versions:" in line
+    ]
+    if done.returncode != 0 or not listed:
+        print(f"pip index versions {PACKAGES[engine]} failed", file=sys.stderr)
+        return 2
+    known = set(data.versions) | {item.version for item in data.not_read}
+    first = Version(data.versions[0])
+    unknown = sorted(
+        (v.strip() for v in listed[0].split(",") if Version(v.strip()) >= first),
+        key=Version,
+    )
+    unknown = [v for v in unknown if v not in known]
+    newer = [v for v in unknown if Version(v) > Version(data.latest)]
+    print(f"{data.title}: newest read {data.latest}; data date {data.data_date}")
+    print(f"  on the index, not in the data: {', '.join(unknown) or 'none'}")
+    print(f"  of which newer than the data: {', '.join(newer) or 'none'}")
+    return 1 if unknown else 0
+
+
 # ----------------------------------------------------------------------------- write mode
 
 
@@ -487,13 +523,18 @@ def main(argv: list[str] | None = None) -> int:
         help="compare with the cited lines instead of the --against release",
     )
     parser.add_argument("--write-anchors", action="store_true")
+    parser.add_argument(
+        "--index", action="store_true", help="list releases on the index the data does not know"
+    )
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache/draftfit-refresh")
     parser.add_argument("--keep", action="store_true", help="keep downloaded wheels")
     args = parser.parse_args(argv)
     if args.write_anchors:
         return write_anchors(args.engine, args.cache_dir, args.keep)
+    if args.index:
+        return index(args.engine)
     if not args.version:
-        parser.error("VERSION is required (or --write-anchors)")
+        parser.error("VERSION is required (or --write-anchors, --index)")
     version = args.version.lstrip("v")
     return check(
         args.engine, version, args.against, args.all, args.cache_dir, args.keep, args.cited
