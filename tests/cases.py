@@ -1197,3 +1197,33 @@ case(
 case("sglang-nextn-zero-0.5.13", set(), {"DF117"}, engines=("sglang==0.5.13",))(
     with_target(_nextn(0))
 )
+
+
+# ------------------------------------------------------------------ DF310 aux id order
+
+case("aux-ids-not-ascending", {"DF310"}, {"DF301", "DF306"}, verdict="degraded")(
+    with_target(f.speculators(aux=[6, 1, 3]))
+)
+case("aux-ids-not-ascending-vllm-0.16", {"DF310"}, {"DF301"}, engines=("vllm==0.16.0",))(
+    with_target(f.speculators(aux=[6, 1, 3]))
+)
+case("aux-ids-ascending", set(), {"DF310", "DF301"}, verdict="compatible")(
+    with_target(f.speculators(aux=[1, 3, 6]))
+)
+case("aux-ids-not-ascending-other-layers", {"DF301"}, {"DF310"}, engines=("vllm==0.11.0",))(
+    with_target(f.speculators(aux=[6, 1, 3]))
+)
+case(
+    "aux-ids-not-ascending-sglang",
+    {"DF310"},
+    {"DF301"},
+    engines=("sglang==0.5.23",),
+    verdict="degraded",
+)(with_target(f.specforge(nested_aux=[5, 0, 2])))
+case(
+    "aux-ids-not-ascending-trtllm",
+    {"DF310", "DF302"},
+    {"DF301"},
+    engines=("trtllm==1.4.0rc0",),
+    verdict="degraded",
+)(with_target(f.specforge(nested_aux=[4, 1, 3])))

@@ -111,6 +111,7 @@ AUX_IDS_DUPLICATE = RuleId("DF306", "aux-ids-duplicate", _W, "aux")
 AUX_IDS_DISAGREE = RuleId("DF307", "aux-ids-disagree", _W, "aux")
 AUX_IDS_COPIED_WITHOUT_SHIFT = RuleId("DF308", "aux-ids-copied-without-shift", _W, "aux")
 AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS = RuleId("DF309", "aux-ids-ignored-under-cuda-graphs", _W, "aux")
+AUX_IDS_NOT_ASCENDING = RuleId("DF310", "aux-ids-not-ascending", _W, "aux")
 MISSING_D2T = RuleId("DF401", "missing-d2t", _W, "vocab")
 LM_HEAD_MISSING_REDUCED_VOCAB = RuleId("DF402", "lm-head-missing-reduced-vocab", _W, "vocab")
 D2T_OUT_OF_RANGE = RuleId("DF403", "d2t-out-of-range", _E, "vocab")
@@ -209,6 +210,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     AUX_IDS_DISAGREE,
     AUX_IDS_COPIED_WITHOUT_SHIFT,
     AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,
+    AUX_IDS_NOT_ASCENDING,
     MISSING_D2T,
     LM_HEAD_MISSING_REDUCED_VOCAB,
     D2T_OUT_OF_RANGE,

@@ -1,4 +1,6 @@
-"""`draftfit engines [ENGINE]`: the engine versions and facts draftfit has data for."""
+"""`draftfit engines [ENGINE]`: the engine versions and facts draftfit has data for, the
+newest release read, the releases known to exist that were not read (and why), and the date
+the data was last checked against the package index."""
 
 from __future__ import annotations
 
@@ -30,6 +32,9 @@ def engine_dict(data: EngineData) -> dict[str, Any]:
         "latest": data.latest,
         "versions": list(data.versions),
         "facts": {k: f.doc for k, f in sorted(data.facts.items())},
+        "newest_read": data.latest,
+        "not_read": [{"version": n.version, "reason": n.reason} for n in data.not_read],
+        "data_date": data.data_date,
     }
 
 

@@ -9,13 +9,19 @@ Each data file lists the engine versions whose source was read (`versions`) and 
   contains the version applies (registries, allow-lists).
 
 Every entry names its source (`path:line@tag`) and how far that source settles it, its
-`confidence` (one of CONFIDENCE; an optional prose `note` says more). Resolving a fact
-at a version where no entry applies gives an *unknown* fact, which rules report as unknown
-rather than guess.
+`confidence` (one of CONFIDENCE; an optional prose `note` says more). Beside the source,
+`anchors` holds one short snippet per cited location (the stripped text of the cited line,
+"" where there is none) and `anchor_missing` says why a location has none, so that
+`dev/refresh_engine.py` can find the cited code again in a newer release. The file's
+`data_date` is the day its releases were last checked against the package index, and
+`not_read` lists releases known to exist whose source was not read, each with the reason.
+Resolving a fact at a version where no entry applies gives an *unknown* fact, which rules
+report as unknown rather than guess.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -25,6 +31,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from draftfit.engines.citation import parse_locations
 from draftfit.errors import SpecDataError, UnknownEngineVersionError, UsageError
 
 if sys.version_info >= (3, 11):
@@ -44,6 +51,10 @@ CONFIDENCE = {
     "reported": "taken from earlier commit-level reading of the engine, not re-read at a release",
     "unpinned": "seen in the engine's main branch; the first release carrying it is not pinned",
 }
+# The keys a data entry may have.
+ENTRY_KEYS = frozenset(
+    {"value", "since", "until", "source", "confidence", "note", "anchors", "anchor_missing"}
+)
 # Confidences whose findings say that draftfit's data is approximate.
 APPROXIMATE_CONFIDENCE = frozenset({"inferred", "assumed", "reported", "unpinned"})
 
@@ -56,6 +67,8 @@ class Entry:
     source: str
     confidence: str
     note: str | None = None
+    anchors: tuple[str, ...] = ()
+    anchor_missing: str | None = None
 
     @property
     def approximate(self) -> bool:
@@ -76,6 +89,14 @@ class FactData:
 
 
 @dataclass(frozen=True)
+class NotRead:
+    """A release known to exist on the package index whose source was not read, and why."""
+
+    version: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class EngineData:
     """One engine's data file, validated."""
 
@@ -86,6 +107,8 @@ class EngineData:
     latest: str
     facts: dict[str, FactData]
     notes: tuple[str, ...]
+    data_date: str | None = None
+    not_read: tuple[NotRead, ...] = ()
 
     @cached_property
     def approximate_entries(self) -> dict[str, list[tuple[int, Entry]]]:
@@ -225,7 +248,7 @@ def parse_engine_data(engine: str, raw: dict[str, Any]) -> EngineData:
         kind = "ranged" if "values" in body else "set"
         entries = []
         for entry in body["values" if kind == "ranged" else "items"]:
-            unknown = set(entry) - {"value", "since", "until", "source", "confidence", "note"}
+            unknown = set(entry) - ENTRY_KEYS
             if unknown:
                 raise SpecDataError(f"{engine}.toml: fact {key}: unknown keys {sorted(unknown)}")
             if "source" not in entry or not entry["source"]:
@@ -254,6 +277,7 @@ def parse_engine_data(engine: str, raw: dict[str, Any]) -> EngineData:
                     entry["source"],
                     entry["confidence"],
                     entry.get("note"),
+                    *_anchors(engine, key, entry),
                 )
             )
         if kind == "ranged":
@@ -267,7 +291,57 @@ def parse_engine_data(engine: str, raw: dict[str, Any]) -> EngineData:
         latest,
         facts,
         tuple(raw.get("notes", ())),
+        _data_date(engine, raw.get("data_date")),
+        _not_read(engine, raw.get("not_read", []), versions),
     )
+
+
+def _anchors(engine: str, key: str, entry: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
+    """An entry's `anchors` (one string per location its source cites, "" for none) and its
+    `anchor_missing` reason, required exactly when some location has no anchor. Both may be
+    absent: the data test, not the loader, insists on them."""
+    anchors, missing = entry.get("anchors"), entry.get("anchor_missing")
+    where = f"{engine}.toml: fact {key}"
+    if missing is not None and (not isinstance(missing, str) or not missing.strip()):
+        raise SpecDataError(f"{where}: anchor_missing must be a non-empty reason")
+    if anchors is None:
+        return (), missing
+    if not isinstance(anchors, list) or not all(isinstance(a, str) for a in anchors):
+        raise SpecDataError(f"{where}: anchors must be a list of strings")
+    cited = len(parse_locations(entry["source"]))
+    if len(anchors) != cited:
+        raise SpecDataError(
+            f"{where}: {len(anchors)} anchors for {cited} cited locations in {entry['source']!r}"
+        )
+    if ("" in anchors) != (missing is not None):
+        raise SpecDataError(
+            f"{where}: anchor_missing must say why exactly when a location has no anchor"
+        )
+    return tuple(anchors), missing
+
+
+def _data_date(engine: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        raise SpecDataError(f"{engine}.toml: data_date must be a YYYY-MM-DD string")
+    return value
+
+
+def _not_read(engine: str, raw: Any, versions: tuple[str, ...]) -> tuple[NotRead, ...]:
+    if not isinstance(raw, list):
+        raise SpecDataError(f"{engine}.toml: not_read must be a list of {{version, reason}}")
+    out = []
+    for item in raw:
+        if not isinstance(item, dict) or set(item) != {"version", "reason"}:
+            raise SpecDataError(f"{engine}.toml: not_read entries need exactly version and reason")
+        _version(engine, item["version"], "not_read")
+        if item["version"] in versions:
+            raise SpecDataError(f"{engine}.toml: not_read {item['version']} is in versions")
+        if not isinstance(item["reason"], str) or not item["reason"].strip():
+            raise SpecDataError(f"{engine}.toml: not_read {item['version']} needs a reason")
+        out.append(NotRead(item["version"], item["reason"]))
+    return tuple(out)
 
 
 def _check_disjoint(engine: str, key: str, entries: list[Entry]) -> None:

@@ -18,6 +18,7 @@ from draftfit.rules.aux import (
     aux_id_out_of_range,
     aux_ids_duplicate,
     aux_ids_ignored_under_cuda_graphs,
+    aux_ids_not_ascending,
     aux_ids_not_read_default_matches,
     aux_layers_differ_from_trained,
     aux_runtime_count_mismatch,
@@ -340,6 +341,11 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
         ),
     },
     aux_ids_duplicate: {"vllm": ("aux_ids_dedupe",)},  # DF306
+    aux_ids_not_ascending: {  # DF310
+        "vllm": ("aux_concat_order",),
+        "sglang": ("aux_concat_order",),
+        "trtllm": ("aux_concat_order",),
+    },
     aux_ids_ignored_under_cuda_graphs: {  # DF309
         "sglang": ("aux_ids_cuda_graph_ignored",),
     },

@@ -1,0 +1,127 @@
+"""`dev/refresh_engine.py`: anchors are found again (or not) in a release's wheel.
+
+The wheels here are tiny zips written into the script's cache folder, where the script
+looks first, so nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import zipfile
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from draftfit.engines.citation import parse_locations
+
+SCRIPT = Path(__file__).resolve().parents[1] / "dev" / "refresh_engine.py"
+
+
+@pytest.fixture(scope="module")
+def refresh() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("refresh_engine", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["refresh_engine"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _wheel(cache: Path, engine: str, version: str, files: dict[str, str]) -> Path:
+    folder = cache / f"{engine}-{version}"
+    folder.mkdir(parents=True)
+    path = folder / f"{engine}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return path
+
+
+def test_anchor_is_the_first_telling_cited_line(refresh: ModuleType) -> None:
+    lines = ["", "    )", "    x = compute(a, b)", "    return x"]
+    assert refresh.choose_anchor(lines, 1, 4) == "x = compute(a, b)"
+    assert refresh.choose_anchor(lines, 2, 2) is None  # punctuation only: no anchor
+    assert refresh.choose_anchor(["", "  "], 1, 2) is None
+    assert len(refresh.choose_anchor(["y = " + "z" * 200], 1, 1)) == refresh.ANCHOR_CHARS
+
+
+def test_locate_tells_unchanged_moved_changed_and_vanished(
+    refresh: ModuleType, tmp_path: Path
+) -> None:
+    text = "import os\n\n\ndef f():\n    return os.sep\n"
+    wheel = _wheel(tmp_path, "vllm", "9.9.9", {"vllm/a.py": text})
+    release = refresh.Release("vllm", "9.9.9", wheel)
+    (here,) = parse_locations("vllm/a.py:4-5@v9.9.8")
+    (above,) = parse_locations("vllm/a.py:1@v9.9.8")
+    (gone,) = parse_locations("vllm/b.py:1@v9.9.8")
+    assert refresh.locate(release, here, "def f():").kind == "unchanged"
+    moved = refresh.locate(release, above, "def f():")
+    assert (moved.kind, moved.detail) == ("moved", "now at line 4, cited 1")
+    assert refresh.locate(release, here, "def g():").kind == "changed"
+    assert refresh.locate(release, gone, "x").kind == "vanished"
+    release.close()
+
+
+def test_check_compares_with_the_base_release_and_deletes_the_wheels(
+    refresh: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entry_class = "EntryClass = [LlamaForCausalLMEagle3]\n"
+    base = _wheel(
+        tmp_path,
+        "sglang",
+        "0.5.23",
+        {
+            "sglang/srt/models/llama_eagle3.py": "\n" * 386 + entry_class,
+            "sglang/srt/speculative/eagle_worker_v2.py": "    def init_token_map(self):\n",
+        },
+    )
+    new = _wheel(
+        tmp_path, "sglang", "9.9.9", {"sglang/srt/models/llama_eagle3.py": "\n" * 10 + entry_class}
+    )
+    code = refresh.main(["sglang", "9.9.9", "--cache-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "compared with 0.5.23" in out
+    assert "eagle3_draft_architectures:" in out
+    moved = "moved      sglang/srt/models/llama_eagle3.py:387@v0.5.23: "
+    assert moved + "line 387 in 0.5.23 -> 11 in 9.9.9" in out
+    assert "vanished   sglang/srt/speculative/eagle_worker_v2.py:323-334@v0.5.23" in out
+    assert "stale" in out and "summary:" in out
+    assert not base.exists() and not new.exists()
+
+
+def test_check_against_the_cited_lines(
+    refresh: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entry_class = "EntryClass = [LlamaForCausalLMEagle3]\n"
+    files = {"sglang/srt/models/llama_eagle3.py": "\n" * 10 + entry_class}
+    wheel = _wheel(tmp_path, "sglang", "9.9.9", files)
+    code = refresh.main(["sglang", "9.9.9", "--cited", "--keep", "--cache-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1 and "compared with the cited lines" in out
+    assert "moved      sglang/srt/models/llama_eagle3.py:387@v0.5.23: now at line 11" in out
+    assert wheel.exists()
+
+
+def test_an_unreadable_release_exits_2(
+    refresh: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert refresh.main(["vllm", "0.34.0", "--against", "0.15.0"]) == 2
+    assert "not a release in the vllm data" in capsys.readouterr().err
+
+
+def test_anchor_fields_are_placed_after_the_source(refresh: ModuleType) -> None:
+    line = (
+        '  { since = "1.0", value = 1, source = "p/a.py:4@v1.0; p/b.py@v1.0", '
+        'confidence = "read" },\n'
+    )
+    located = parse_locations("p/a.py:4@v1.0; p/b.py@v1.0")
+    out = refresh._with_anchors(line, {located[0]: 'x = "y"'}, {})
+    assert out == (
+        '  { since = "1.0", value = 1, source = "p/a.py:4@v1.0; p/b.py@v1.0", '
+        'anchors = ["x = \\"y\\"", ""], anchor_missing = "p/b.py@v1.0: cites a file, not a line", '
+        'confidence = "read" },\n'
+    )
+    assert refresh._with_anchors(out, {located[0]: 'x = "y"'}, {}) == out
