@@ -33,7 +33,7 @@ from pathlib import Path
 from draftfit.check import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
 from draftfit.demo import build_demo, demo_config
-from draftfit.engines.profile import ENGINES, load_engine
+from draftfit.engines.registry import ENGINES
 from draftfit.rules.vocab import clear_value_caches
 from draftfit.synth import speculators_table, write_sparse_checkpoint
 from draftfit.target import load_target
@@ -257,7 +257,7 @@ def main() -> None:
             ),
             3,
         )
-        n_versions = sum(len(load_engine(e).versions) for e in ENGINES)
+        n_versions = sum(len(e.versions) for e in ENGINES)
         print(
             f"matrix, {n_versions} engine versions with recipes {t_matrix * 1e3:7.0f} ms   "
             f"(= {t_matrix / t_check:.0f}x one check)"

@@ -1,8 +1,10 @@
-"""Engine knowledge (versioned data) and the per-engine resolution of a draft."""
+"""Engine knowledge (versioned data) and the per-engine resolution of a draft.
+
+Every engine implements :class:`draftfit.engines.interface.Engine` and is listed once in
+:mod:`draftfit.engines.registry`.
+"""
 
 from __future__ import annotations
-
-import importlib
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.engines.profile import Profile
@@ -19,6 +21,5 @@ def build_view(
     method: str | None,
     method_explicit: bool,
 ) -> EngineView:
-    """Dispatch to the engine module named by the profile (`draftfit.engines.<engine>`)."""
-    module = importlib.import_module(f"draftfit.engines.{profile.engine}")
-    return module.Builder.build(checkpoint, spec, target, profile, method, method_explicit)
+    """What the profile's engine builds from the draft at the profile's version."""
+    return profile.impl.build_view(checkpoint, spec, target, profile, method, method_explicit)
