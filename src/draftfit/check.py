@@ -84,7 +84,7 @@ def check_checkpoint(
     effective_method = spec.method if method is None else method
     labels = [p.label for p in profiles]
     rules = all_rules()
-    collected: dict[tuple, Finding] = {}
+    collected: dict[tuple[object, ...], Finding] = {}
     skipped: list[SkippedRule] = []
 
     base = Context(checkpoint, spec, target, method=effective_method)
@@ -146,7 +146,10 @@ def check_checkpoint(
 
 
 def _collect(
-    collected: dict[tuple, Finding], item: Rule, violations: Iterable[Violation], labels: list[str]
+    collected: dict[tuple[object, ...], Finding],
+    item: Rule,
+    violations: Iterable[Violation],
+    labels: list[str],
 ) -> None:
     for v in violations:
         finding = Finding(

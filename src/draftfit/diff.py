@@ -329,7 +329,7 @@ def _compare(a: _Side, b: _Side, profile: Profile, layers: int | None) -> Iterat
             f"{title} finds the draft {va}{worst_a} and the reference {vb}{worst_b}",
             cfg,
         )
-    yield from _compare_class(a, b, title)
+    yield from _compare_class(a, b, profile)
     if not (a.view.built and b.view.built):
         return
     yield from _compare_fields(a, b, title)
@@ -351,11 +351,13 @@ def _first_problem(report: Report) -> str:
     return f" ({worst.code} {worst.name})" if worst else ""
 
 
-def _compare_class(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
+def _compare_class(a: _Side, b: _Side, profile: Profile) -> Iterator[Difference]:
+    """The draft classes, compared by the engine's own notion of one class."""
+    title = profile.title
     ca, cb = a.view.draft_class, b.view.draft_class
     arch_a, arch_b = a.spec.get("architectures"), b.spec.get("architectures")
     loc = Location("config.json", "/architectures")
-    if ca and cb and not a.report.engines[0].kept().profile.impl.same_class(ca, cb):
+    if ca and cb and not profile.impl.same_class(ca, cb):
         yield (
             "draft-class-differs",
             f"{title} builds `{ca}` for the draft and `{cb}` for the reference",

@@ -90,7 +90,7 @@ def build_matrix(
         profiles = [engine.resolve(v) for v in engine.versions]
         report = check_checkpoint(checkpoint, target, profiles, method)
         current: MatrixRow | None = None
-        current_key: tuple | None = None
+        current_key: tuple[object, ...] | None = None
         for result in report.engines:
             deciding = _deciding(report, result.label, result.verdict)
             recipe = recipe_for(report, result)
@@ -124,7 +124,7 @@ def build_matrix(
     return Matrix(checkpoint.source, target.source if target else None, rows, notes)
 
 
-def _recipe_signature(recipe: Recipe | None, version: str) -> tuple | None:
+def _recipe_signature(recipe: Recipe | None, version: str) -> tuple[str] | None:
     """What makes two versions' recipes "the same": everything but the version itself."""
     if recipe is None:
         return None

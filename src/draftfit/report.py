@@ -144,7 +144,7 @@ class Finding:
     engines: list[str] = field(default_factory=list)
     family: str = ""
 
-    def key(self) -> tuple:
+    def key(self) -> tuple[object, ...]:
         return (self.code, self.message, self.location)
 
     def to_dict(self) -> dict[str, Any]:
