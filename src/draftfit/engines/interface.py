@@ -15,14 +15,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from draftfit.checkpoint.model import Checkpoint
 from draftfit.engines.profile import EngineData, Profile, parse_engine_data
-from draftfit.engines.view import EngineView
 from draftfit.errors import SpecDataError
-from draftfit.spec import DraftSpec
-from draftfit.target import Target
+
+if TYPE_CHECKING:
+    from draftfit.checkpoint.model import Checkpoint
+    from draftfit.engines.view import EngineView
+    from draftfit.spec import DraftSpec
+    from draftfit.target import Target
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -107,14 +109,14 @@ class Engine(ABC):
         convention: the layout `draftfit convert --to` writes for it (a serve recipe's
             convert step).
         plans: the conventions planned (and verified by default) with this engine's data.
-        class_families: draft class -> the class it is registered to, where two names
-            reach one class; `diff` treats any other pair of names as two classes.
+
+    An engine module keeps its imports of the procedure (the builder) inside the methods,
+    so that listing the engines (`draftfit engines`, `draftfit rule`) loads only the data.
     """
 
     name: str
     convention: str
     plans: tuple[str, ...] = ()
-    class_families: Mapping[str, str] = {}
 
     # ------------------------------------------------------------------ data
     def data_text(self) -> str:
@@ -161,9 +163,15 @@ class Engine(ABC):
         """The serve recipe at `request.profile.version`, or None when the engine cannot
         serve this kind of draft at all."""
 
+    def class_families(self) -> Mapping[str, str]:
+        """Draft class -> the class it is registered to, where two names reach one class;
+        `diff` treats any other pair of names as two classes. None by default."""
+        return {}
+
     def same_class(self, a: str, b: str) -> bool:
         """Whether draft classes `a` and `b` are one class to this engine (for `diff`)."""
-        return self.class_families.get(a, a) == self.class_families.get(b, b)
+        families = self.class_families()
+        return families.get(a, a) == families.get(b, b)
 
     def nested_aux_ids(
         self, profile: Profile, target: Target | None, capture_before: tuple[int, ...]

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.profile import Profile
-from draftfit.spec import DraftSpec
+
+if TYPE_CHECKING:
+    from draftfit.spec import DraftSpec
 
 DEFAULT_SPECULATIVE_TOKENS = 3
 

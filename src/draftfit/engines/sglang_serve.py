@@ -11,22 +11,23 @@ aux ids in the counting the SGLang version applies to the target.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from draftfit.checkpoint.model import Checkpoint
 from draftfit.engines.interface import ConventionChoice, Engine, Recipe, Served, ServeRequest
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import first_release_where, speculative_tokens
-from draftfit.engines.sglang import Builder, aux_ids_to_write
-from draftfit.engines.view import EngineView
 from draftfit.rule_ids import (
     AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,
     AUX_RUNTIME_COUNT_MISMATCH,
     DRAFT_CONTEXT_REFUSED,
     DRAFT_CONTEXT_SHORTER_THAN_TARGET,
 )
-from draftfit.spec import DraftSpec
-from draftfit.target import Target
+
+if TYPE_CHECKING:
+    from draftfit.checkpoint.model import Checkpoint
+    from draftfit.engines.view import EngineView
+    from draftfit.spec import DraftSpec
+    from draftfit.target import Target
 
 # SGLang's EAGLE-3 draft classes for `convert --to sglang`.
 LLAMA_DRAFT = "LlamaForCausalLMEagle3"
@@ -57,6 +58,8 @@ class SGLangEngine(Engine):
         method: str | None,
         method_explicit: bool,
     ) -> EngineView:
+        from draftfit.engines.sglang import Builder
+
         return Builder.build(checkpoint, spec, target, profile, method, method_explicit)
 
     def serve(self, request: ServeRequest) -> Served:
@@ -133,6 +136,8 @@ class SGLangEngine(Engine):
         self, profile: Profile, target: Target | None, capture_before: tuple[int, ...]
     ) -> tuple[int, ...] | None:
         """SGLang's per-target counting rule (data: `aux_ids_shift_exceptions`)."""
+        from draftfit.engines.sglang import aux_ids_to_write
+
         return aux_ids_to_write(profile, target, capture_before)
 
     def convention_architecture(

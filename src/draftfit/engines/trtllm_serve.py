@@ -9,22 +9,23 @@ writes that convention, planned without a TensorRT-LLM version.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from draftfit.checkpoint.model import Checkpoint
 from draftfit.engines.interface import Engine, Recipe, Served, ServeRequest
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import speculative_tokens, yaml_text
-from draftfit.engines.trtllm import Builder
-from draftfit.engines.view import EngineView
 from draftfit.rule_ids import (
     AUX_COUNT_MISMATCH,
     AUX_IDS_NOT_READ_DEFAULT_MATCHES,
     AUX_LAYERS_DIFFER_FROM_TRAINED,
     AUX_RUNTIME_COUNT_MISMATCH,
 )
-from draftfit.spec import EAGLE, DraftSpec
-from draftfit.target import Target
+
+if TYPE_CHECKING:
+    from draftfit.checkpoint.model import Checkpoint
+    from draftfit.engines.view import EngineView
+    from draftfit.spec import DraftSpec
+    from draftfit.target import Target
 
 # Findings that passing `eagle3_layers_to_capture` to TensorRT-LLM fixes.
 SETTING_FIXES = frozenset(
@@ -63,9 +64,13 @@ class TrtllmEngine(Engine):
         method: str | None,
         method_explicit: bool,
     ) -> EngineView:
+        from draftfit.engines.trtllm import Builder
+
         return Builder.build(checkpoint, spec, target, profile, method, method_explicit)
 
     def serve(self, request: ServeRequest) -> Served | None:
+        from draftfit.spec import EAGLE
+
         profile, spec, target = request.profile, request.spec, request.target
         if spec.method == EAGLE:
             return None

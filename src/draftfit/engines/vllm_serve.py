@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from draftfit.checkpoint.model import Checkpoint
 from draftfit.engines.interface import ConventionChoice, Engine, Recipe, Served, ServeRequest
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import first_release_where, shell_quote, speculative_tokens
-from draftfit.engines.view import EngineView
-from draftfit.engines.vllm import CLASS_FAMILY, Builder
 from draftfit.rule_ids import AUX_LAYERS_DIFFER_FROM_TRAINED
-from draftfit.spec import DraftSpec
-from draftfit.target import Target
+
+if TYPE_CHECKING:
+    from draftfit.checkpoint.model import Checkpoint
+    from draftfit.engines.view import EngineView
+    from draftfit.spec import DraftSpec
+    from draftfit.target import Target
 
 
 def reads_top_level_ids(profile: Profile) -> bool:
@@ -39,8 +40,12 @@ class VllmEngine(Engine):
     name = "vllm"
     convention = "vllm"
     plans = ("vllm", "speculators")
-    # Architecture names vLLM's registry maps to one draft class.
-    class_families: Mapping[str, str] = CLASS_FAMILY
+
+    def class_families(self) -> Mapping[str, str]:
+        """Architecture names vLLM's registry maps to one draft class."""
+        from draftfit.engines.vllm import CLASS_FAMILY
+
+        return CLASS_FAMILY
 
     def build_view(
         self,
@@ -51,6 +56,8 @@ class VllmEngine(Engine):
         method: str | None,
         method_explicit: bool,
     ) -> EngineView:
+        from draftfit.engines.vllm import Builder
+
         return Builder.build(checkpoint, spec, target, profile, method, method_explicit)
 
     def serve(self, request: ServeRequest) -> Served:
