@@ -44,7 +44,7 @@ from draftfit.engines.trtllm import Builder as TrtllmBuilder
 from draftfit.engines.view import EngineView
 from draftfit.matrix import build_matrix
 from draftfit.recipe import attach_recipes
-from draftfit.spec import DraftSpec
+from draftfit.spec import DraftSpec, describe
 from draftfit.target import Target, load_target
 from tests import factory as f
 
@@ -389,3 +389,26 @@ def test_a_damaged_engine_data_file_is_a_data_error(tmp_path: Path) -> None:
 
     with pytest.raises(SpecDataError):
         _ = broken.data
+
+
+def test_what_a_convention_cannot_express_comes_from_its_engine(tmp_path: Path) -> None:
+    draft = f.speculators(aux=[1, 3, 5, 6], n_aux=4)
+    draft.config["transformer_layer_config"]["num_aux_hidden_states"] = 4
+    checkpoint = load_checkpoint(draft.write(tmp_path / "d"))
+    spec = describe(checkpoint)
+
+    def limits(to: str, engine: str) -> list[str]:
+        profile = parse_engine_spec(engine)[0]
+        plan = plan_conversion(checkpoint, spec, to, profile)
+        return [
+            e.description
+            for e in plan.edits
+            if e.target == "/num_aux_hidden_states" and e.safety == "display-only"
+        ]
+
+    # vLLM 0.17.0 builds `fc` for exactly 3 aux states; 0.34.0 reads the count.
+    assert limits("vllm", "vllm==0.17.0") == [
+        "vLLM 0.17.0 builds `fc` for exactly 3 aux states; this draft uses 4"
+    ]
+    assert limits("vllm", "vllm==0.34.0") == []
+    assert limits("speculators", "vllm==0.17.0") == []

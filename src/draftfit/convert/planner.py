@@ -439,27 +439,11 @@ class _Planner:
         return config
 
     def _engine_limits(self, config: dict[str, Any], layer: dict[str, Any]) -> None:
-        """What the chosen convention cannot express: left to a human."""
-        if self.to == "sglang" and config.get("norm_before_residual"):
-            self.edit(
-                "none",
-                "/norm_before_residual",
-                "SGLang has no `norm_before_residual`: it always takes the residual before "
-                "`hidden_norm`; this draft was trained with it after (expect lower "
-                "acceptance, or retrain)",
-                DISPLAY_ONLY,
-            )
-        if self.to == "vllm" and self.profile is not None:
-            n = layer.get("num_aux_hidden_states", 3)
-            rule = self.profile.value("aux_count_rule")
-            if n != 3 and isinstance(rule, dict) and not rule.get("*"):
-                self.edit(
-                    "none",
-                    "/num_aux_hidden_states",
-                    f"{self.profile.title} builds `fc` for exactly 3 aux states; this draft "
-                    f"uses {n}",
-                    DISPLAY_ONLY,
-                )
+        """What the chosen convention cannot express (its engine says): left to a human."""
+        engine = planning_engine(self.to)
+        assert engine is not None, self.to  # every convention is planned by an engine
+        for pointer, description in engine.convention_limits(self.to, config, layer, self.profile):
+            self.edit("none", pointer, description, DISPLAY_ONLY)
 
     # ------------------------------------------------------------------ tensors
     def _tensors(self, layer: dict[str, Any]) -> list[OutputTensor]:

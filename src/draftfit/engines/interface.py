@@ -189,3 +189,15 @@ class Engine(ABC):
         `layer` is the decoder-layer config; `profile` the version planned for (None: the
         engine's usual classes)."""
         raise NotImplementedError(f"{self.name} plans no convention")
+
+    def convention_limits(
+        self,
+        convention: str,
+        config: Mapping[str, Any],
+        layer: Mapping[str, Any],
+        profile: Profile | None,
+    ) -> tuple[tuple[str, str], ...]:
+        """What `convention` (one this engine plans) cannot express for this draft, as
+        `(JSON pointer, description)` pairs left to a human; `config` is the planned
+        config, `layer` the decoder-layer config. None by default."""
+        return ()

@@ -158,5 +158,23 @@ class SGLangEngine(Engine):
             ),
         )
 
+    def convention_limits(
+        self,
+        convention: str,
+        config: Mapping[str, Any],
+        layer: Mapping[str, Any],
+        profile: Profile | None,
+    ) -> tuple[tuple[str, str], ...]:
+        if not config.get("norm_before_residual"):
+            return ()
+        return (
+            (
+                "/norm_before_residual",
+                f"{self.title} has no `norm_before_residual`: it always takes the residual "
+                "before `hidden_norm`; this draft was trained with it after (expect lower "
+                "acceptance, or retrain)",
+            ),
+        )
+
 
 SGLANG = SGLangEngine()

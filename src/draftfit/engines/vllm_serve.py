@@ -102,5 +102,27 @@ class VllmEngine(Engine):
         who = profile.title if profile else self.title
         return ConventionChoice(arch, (("/architectures", f"{who} does not register `{arch}`"),))
 
+    def convention_limits(
+        self,
+        convention: str,
+        config: Mapping[str, Any],
+        layer: Mapping[str, Any],
+        profile: Profile | None,
+    ) -> tuple[tuple[str, str], ...]:
+        """In the `vllm` convention planned for a version: a version whose `fc` takes
+        exactly 3 aux states cannot serve a draft with another count."""
+        if convention != self.convention or profile is None:
+            return ()
+        n = layer.get("num_aux_hidden_states", 3)
+        rule = profile.value("aux_count_rule")
+        if n != 3 and isinstance(rule, dict) and not rule.get("*"):
+            return (
+                (
+                    "/num_aux_hidden_states",
+                    f"{profile.title} builds `fc` for exactly 3 aux states; this draft uses {n}",
+                ),
+            )
+        return ()
+
 
 VLLM = VllmEngine()
