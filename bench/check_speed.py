@@ -33,8 +33,7 @@ from pathlib import Path
 from draftfit.check import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
 from draftfit.demo import build_demo, demo_config
-from draftfit.engines.profile import ENGINES, load_engine
-from draftfit.rules.vocab import clear_value_caches
+from draftfit.engines.registry import ENGINES
 from draftfit.synth import speculators_table, write_sparse_checkpoint
 from draftfit.target import load_target
 
@@ -180,7 +179,8 @@ def main() -> None:
         draft_bytes = (draft / "model.safetensors").stat().st_size
 
         def run_check() -> object:
-            clear_value_caches()  # time a cold check, as a fresh process would run it
+            # A freshly read checkpoint holds no values yet: a cold check, as a fresh process
+            # would run it.
             return check_checkpoint(load_checkpoint(draft), load_target(target), profiles)
 
         report = run_check()
@@ -239,10 +239,7 @@ def main() -> None:
         )
         every_engine = resolve_engines(["all"])
         t_all_engines = median_seconds(
-            lambda: (
-                clear_value_caches(),
-                check_checkpoint(load_checkpoint(draft), load_target(target), every_engine),
-            )
+            lambda: check_checkpoint(load_checkpoint(draft), load_target(target), every_engine)
         )
         print(
             f"check, --engine all ({len(every_engine)} engines) {t_all_engines * 1e3:6.2f} ms  "
@@ -251,13 +248,10 @@ def main() -> None:
         from draftfit.matrix import build_matrix
 
         t_matrix = median_seconds(
-            lambda: (
-                clear_value_caches(),
-                build_matrix(load_checkpoint(draft), load_target(target)),
-            ),
+            lambda: build_matrix(load_checkpoint(draft), load_target(target)),
             3,
         )
-        n_versions = sum(len(load_engine(e).versions) for e in ENGINES)
+        n_versions = sum(len(e.versions) for e in ENGINES)
         print(
             f"matrix, {n_versions} engine versions with recipes {t_matrix * 1e3:7.0f} ms   "
             f"(= {t_matrix / t_check:.0f}x one check)"
@@ -270,7 +264,6 @@ def main() -> None:
             del label
 
             def scaled_check(path: Path = path) -> object:
-                clear_value_caches()
                 return check_checkpoint(load_checkpoint(path), load_target(target), profiles)
 
             t = median_seconds(scaled_check, 7)

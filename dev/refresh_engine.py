@@ -72,7 +72,8 @@ from pathlib import Path
 from packaging.version import Version
 
 from draftfit.engines.citation import Location, parse_locations
-from draftfit.engines.profile import ENGINES, Entry, load_engine
+from draftfit.engines.profile import Entry
+from draftfit.engines.registry import engine_names, load_engine
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -513,7 +514,7 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("engine", choices=ENGINES)
+    parser.add_argument("engine", choices=engine_names())
     parser.add_argument("version", nargs="?", help="the release to re-read the sources in")
     parser.add_argument("--against", help="check the entries in effect at this release")
     parser.add_argument("--all", action="store_true", help="check every entry")

@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 
 from draftfit.engines.citation import parse_locations
-from draftfit.engines.profile import ENGINES, load_engine, parse_engine_data
+from draftfit.engines.profile import parse_engine_data
+from draftfit.engines.registry import engine_names, load_engine
 from draftfit.errors import SpecDataError
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", engine_names())
 def test_every_source_has_an_anchor_per_location_or_a_reason(engine: str) -> None:
     data = load_engine(engine)
     for fact in data.facts.values():
@@ -54,7 +55,7 @@ def test_trtllm_records_why_its_sources_were_not_read() -> None:
     assert "1.4.0rc1" in {n.version for n in data.not_read}
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", engine_names())
 def test_the_data_states_its_date_and_the_releases_not_read(engine: str) -> None:
     data = load_engine(engine)
     assert data.data_date is not None and data.data_date.startswith("20")
@@ -133,5 +134,5 @@ def test_engines_listing_shows_newest_read_not_read_and_date(
     assert data["data_date"] == load_engine("vllm").data_date
     assert main(["engines", "--format", "json"]) == 0
     listed = json.loads(capsys.readouterr().out)["engines"]
-    assert [e["engine"] for e in listed] == list(ENGINES)
+    assert [e["engine"] for e in listed] == list(engine_names())
     assert all("not_read" in e and "data_date" in e for e in listed)

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from draftfit.engines.profile import load_engine, parse_engine_data, parse_engine_spec
+from draftfit.engines.profile import parse_engine_data
+from draftfit.engines.registry import load_engine, parse_engine_spec
 from draftfit.errors import SpecDataError, UnknownEngineVersionError, UsageError
 
 SOURCE = re.compile(r"[\w/.]+\.py(:[\d,\- ]+)?@v\d+\.\d+\.\d+")
@@ -143,7 +144,8 @@ def test_every_data_entry_states_a_known_confidence(engine: str) -> None:
     """Read from the TOML text itself, so a default in the loader could not hide a gap."""
     from importlib import resources
 
-    from draftfit.engines.profile import CONFIDENCE, tomllib
+    from draftfit.engines.interface import tomllib
+    from draftfit.engines.profile import CONFIDENCE
 
     text = resources.files("draftfit.engines").joinpath("data", f"{engine}.toml").read_text()
     seen = set()

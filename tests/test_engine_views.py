@@ -8,7 +8,7 @@ from pathlib import Path
 
 from draftfit.checkpoint import load_checkpoint
 from draftfit.engines import BuildInputs, build_view
-from draftfit.engines.profile import parse_engine_spec
+from draftfit.engines.registry import parse_engine_spec
 from draftfit.engines.view import EngineView, FateCause
 from draftfit.rule_ids import BY_NAME, METHOD_MISMATCH, RuleId
 from draftfit.spec import describe

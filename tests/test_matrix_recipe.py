@@ -7,6 +7,7 @@ from pathlib import Path
 
 from draftfit.checkpoint import load_checkpoint
 from draftfit.cli import main
+from draftfit.engines.registry import ENGINES, VLLM, load_engine
 from draftfit.matrix import build_matrix
 from draftfit.target import load_target
 from tests import factory as f
@@ -15,12 +16,10 @@ from tests import factory as f
 def _matrix(tmp_path: Path, draft: f.Draft):
     path = draft.write(tmp_path / "d")
     target = f.llama_target(tmp_path / "t")
-    return build_matrix(load_checkpoint(path), load_target(target), engines=("vllm",))
+    return build_matrix(load_checkpoint(path), load_target(target), engines=(VLLM,))
 
 
 def test_ranges_cover_every_version_once_in_order(tmp_path: Path) -> None:
-    from draftfit.engines.profile import load_engine
-
     matrix = _matrix(tmp_path, f.specforge(nested_aux=[1, 3, 6]))
     versions = [v for row in matrix.rows for v in row.versions]
     assert versions == list(load_engine("vllm").versions)
@@ -104,12 +103,10 @@ def _row(matrix, engine: str, version: str):
 
 
 def test_matrix_covers_every_engine_and_version(tmp_path: Path) -> None:
-    from draftfit.engines.profile import ENGINES, load_engine
-
     matrix = _all_engines(tmp_path, f.specforge(nested_aux=[1, 3, 6]))
     for engine in ENGINES:
-        versions = [v for r in matrix.rows if r.engine == engine for v in r.versions]
-        assert versions == list(load_engine(engine).versions)
+        versions = [v for r in matrix.rows if r.engine == engine.name for v in r.versions]
+        assert versions == list(load_engine(engine.name).versions)
 
 
 def test_sglang_and_trtllm_ranges_and_recipes(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from draftfit.engines.listing import list_engines
 from draftfit.explain import RuleList
 from draftfit.inspection import inspect_path
 from draftfit.matrix import build_matrix
+from draftfit.recipe import attach_recipes
 from draftfit.render import kinds as registry
 from draftfit.render.kinds import KINDS, formats_for
 from draftfit.render.options import RenderOptions
@@ -82,9 +83,11 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[object]]
     eagle1 = f.eagle1().write(root / "eagle1")
     item = get_rule("DF301")
     assert item is not None
+    with_recipes = check_path(clean, target=target, engines=["all"])
+    attach_recipes(with_recipes)
     return {
         "check": [
-            check_path(clean, target=target, engines=["all"], recipes=True),
+            with_recipes,
             check_path(eagle1),
             check_path(specforge, target=target, engines=["all"]),
         ],

@@ -42,7 +42,6 @@ NOT_YET_REGISTERED: dict[RuleIdType, str] = {
 CONVERTING: dict[str, str] = {
     "checkpoint/": "damage kinds are rule names",
     "diff.py": "differences are tagged with rule names and codes",
-    "recipe.py": "fixed findings are matched by code",
     "convert/__init__.py": "repairable damage is matched by kind (a rule name)",
 }
 

@@ -4,6 +4,11 @@ This is the library entry point behind `draftfit check`::
 
     from draftfit.check import check_path
     report = check_path("./my-draft", target="./target", engines=["vllm==0.34.0"])
+
+The report keeps what the check read and computed (`report.kept()`: the checkpoint, its
+description, the target; `result.kept()`: each version's profile and engine view), so serve
+recipes (:func:`draftfit.recipe.attach_recipes`), `diff` and `matrix` build on it instead of
+doing the work again.
 """
 
 from __future__ import annotations
@@ -13,14 +18,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from draftfit.checkpoint import Checkpoint
-from draftfit.engines import BuildInputs, build_view
-from draftfit.engines.profile import Profile, parse_engine_spec
+from draftfit.engines.profile import Profile
+from draftfit.engines.registry import DEFAULT_ENGINE, parse_engine_spec
+from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
 from draftfit.report import (
     AuxLayers,
     DialectFacts,
     EngineResult,
     Finding,
+    KeptCheck,
     Report,
     SkippedRule,
     TargetFacts,
@@ -38,7 +45,7 @@ def resolve_engines(specs: Iterable[str] | None) -> list[Profile]:
     """`["vllm==0.10.2", "vllm"]` -> profiles, de-duplicated, in the order given."""
     profiles: list[Profile] = []
     seen = set()
-    for text in specs or ["vllm"]:
+    for text in specs or [DEFAULT_ENGINE.name]:
         for profile in parse_engine_spec(text):
             if profile.label not in seen:
                 seen.add(profile.label)
@@ -51,24 +58,18 @@ def check_path(
     target: str | Path | None = None,
     engines: Iterable[str] | None = None,
     method: str | None = None,
-    recipes: bool = False,
 ) -> Report:
-    """Check the draft `draft` (next to `target`, if given) for each engine, and with
-    `recipes` add how to serve it with each engine version that can.
+    """Check the draft `draft` (next to `target`, if given) for each engine.
 
     Both may be local directories or Hub references (`hf://owner/name[@rev]`, `owner/name`).
+    Serve recipes are added to the report by :func:`draftfit.recipe.attach_recipes`.
     """
     from draftfit.sources import open_checkpoint, open_target
 
     profiles = resolve_engines(engines)
     checkpoint = open_checkpoint(draft)
     target_obj = open_target(target) if target is not None else None
-    report = check_checkpoint(checkpoint, target_obj, profiles, method)
-    if recipes:
-        from draftfit.recipe import attach_recipes
-
-        attach_recipes(report, checkpoint, target_obj)
-    return report
+    return check_checkpoint(checkpoint, target_obj, profiles, method)
 
 
 def check_checkpoint(
@@ -84,7 +85,7 @@ def check_checkpoint(
     effective_method = spec.method if method is None else method
     labels = [p.label for p in profiles]
     rules = all_rules()
-    collected: dict[tuple, Finding] = {}
+    collected: dict[tuple[object, ...], Finding] = {}
     skipped: list[SkippedRule] = []
 
     base = Context(checkpoint, spec, target, method=effective_method)
@@ -98,10 +99,9 @@ def check_checkpoint(
 
     results: list[EngineResult] = []
     for profile in profiles:
-        inputs = BuildInputs(
-            checkpoint, spec, target, profile, effective_method, method is not None
+        view = profile.impl.build_view(
+            BuildInputs(checkpoint, spec, target, profile, effective_method, method is not None)
         )
-        view = build_view(inputs)
         ctx = Context(checkpoint, spec, target, view, method=effective_method)
         for item in rules:
             if item.scope != "engine":
@@ -112,7 +112,12 @@ def check_checkpoint(
                 continue
             _collect(collected, item, _with_caveats(item.run(ctx), profile), [profile.label])
         result = EngineResult(
-            profile.engine, profile.version, profile.title, draft_class=view.draft_class
+            profile.engine,
+            profile.version,
+            profile.title,
+            draft_class=view.draft_class,
+            profile=profile,
+            view=view,
         )
         if view.aux is not None:
             result.aux_layers = AuxLayers(
@@ -137,11 +142,15 @@ def check_checkpoint(
         engines=results,
         skipped_rules=skipped,
         target_facts=TargetFacts.of(target) if target is not None else None,
+        inputs=KeptCheck(checkpoint, spec, target, check_checkpoint),
     )
 
 
 def _collect(
-    collected: dict[tuple, Finding], item: Rule, violations: Iterable[Violation], labels: list[str]
+    collected: dict[tuple[object, ...], Finding],
+    item: Rule,
+    violations: Iterable[Violation],
+    labels: list[str],
 ) -> None:
     for v in violations:
         finding = Finding(

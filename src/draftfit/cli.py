@@ -341,13 +341,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from draftfit.check import check_path
     from draftfit.rules.base import Severity
 
-    report = check_path(
-        args.draft,
-        target=args.target,
-        engines=args.engine,
-        method=args.method,
-        recipes=args.recipe,
-    )
+    report = check_path(args.draft, target=args.target, engines=args.engine, method=args.method)
+    if args.recipe:
+        from draftfit.recipe import attach_recipes
+
+        attach_recipes(report)
     fail_on = Severity.parse(args.fail_on)
     _emit(report, args.format, fail_on=fail_on)
     return report.exit_code(fail_on)

@@ -24,15 +24,19 @@ from draftfit.aux_counting import default_capture_ids, resolve_with_target
 from draftfit.check import check_checkpoint, resolve_engines
 from draftfit.checkpoint import Checkpoint
 from draftfit.checkpoint.values import read_bytes
-from draftfit.engines import BuildInputs, build_view
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import EngineView
-from draftfit.engines.vllm import CLASS_FAMILY
 from draftfit.location import Location
 from draftfit.report import SCHEMA_VERSION, Finding, Report
+from draftfit.rule_ids import (
+    CONFIG_KEY_DIFFERS,
+    SPELLING_ONLY,
+    TENSOR_DTYPE_DIFFERS,
+    TENSOR_NAME_DIFFERS,
+)
 from draftfit.rules import get_rule
 from draftfit.rules.base import Rule, Severity
-from draftfit.spec import LAYER_FIELDS, DraftSpec, describe
+from draftfit.spec import LAYER_FIELDS, DraftSpec
 from draftfit.target import Target
 
 EQUIVALENT = "equivalent"
@@ -81,6 +85,9 @@ FIELD_DEFAULTS: dict[str, Any] = {
     "use_sliding_window": False,
 }
 IGNORED_RAW_KEYS = frozenset({"transformers_version", "_name_or_path", "speculators_version"})
+RAW_CODES = frozenset(
+    r.code for r in (CONFIG_KEY_DIFFERS, TENSOR_DTYPE_DIFFERS, TENSOR_NAME_DIFFERS)
+)
 
 
 @dataclass
@@ -129,8 +136,8 @@ class DiffReport:
             "notes": list(self.notes),
             "summary": {
                 "matters": sum(1 for f in self.findings if f.severity == Severity.ERROR),
-                "spelling": sum(1 for f in self.findings if f.code == "DF810"),
-                "raw": sum(1 for f in self.findings if f.code in ("DF812", "DF813", "DF814")),
+                "spelling": sum(1 for f in self.findings if f.code == SPELLING_ONLY.code),
+                "raw": sum(1 for f in self.findings if f.code in RAW_CODES),
                 "exit_code": self.exit_code(fail_on),
             },
         }
@@ -151,21 +158,23 @@ def diff_checkpoints(
     target: Target | None = None,
     method: str | None = None,
 ) -> DiffReport:
-    """Compare `draft` with `reference` for every engine profile."""
-    spec_a, spec_b = describe(draft), describe(reference)
+    """Compare `draft` with `reference` for every engine profile.
+
+    Each side is checked once for all profiles; the comparison reads the descriptions and
+    engine views those checks computed (the method-from-path note, the only part of a view
+    that depends on whether the method was given, is not compared)."""
+    report_a = check_checkpoint(draft, target, profiles, method)
+    report_b = check_checkpoint(reference, target, profiles, method)
+    spec_a, spec_b = report_a.kept().spec, report_b.kept().spec
     layers, layers_note = _target_layers(target, spec_a, spec_b)
     notes = [layers_note] if layers_note else []
     collected: dict[tuple, Finding] = {}
     results: list[DiffResult] = []
-    for profile in profiles:
-        sides = []
-        for checkpoint, spec in ((draft, spec_a), (reference, spec_b)):
-            effective_method = method or spec.method
-            inputs = BuildInputs(checkpoint, spec, target, profile, effective_method, True)
-            view = build_view(inputs)
-            report = check_checkpoint(checkpoint, target, [profile], method)
-            sides.append(_Side(checkpoint, spec, view, report))
-        a, b = sides
+    for index, profile in enumerate(profiles):
+        a, b = (
+            _side(checkpoint, report, index)
+            for checkpoint, report in ((draft, report_a), (reference, report_b))
+        )
         for name, message, location in _compare(a, b, profile, layers):
             rule = _rule(name)
             finding = Finding(
@@ -198,7 +207,7 @@ def diff_checkpoints(
             if result.label in finding.engines:
                 if finding.severity == Severity.ERROR:
                     counts["matters"] += 1
-                elif finding.code == "DF810":
+                elif finding.code == SPELLING_ONLY.code:
                     counts["spelling"] += 1
         result.counts = counts
         result.verdict = DIFFERENT if counts["matters"] else EQUIVALENT
@@ -210,6 +219,23 @@ def diff_checkpoints(
         results,
         notes,
     )
+
+
+def _side(checkpoint: Checkpoint, report: Report, index: int) -> _Side:
+    """One side of the comparison for the profile at `index`: its description, the
+    engine view the check built, and the check narrowed to that version."""
+    result = report.engines[index]
+    label = result.label
+    narrowed = Report(
+        draft=report.draft,
+        target=report.target,
+        dialect=report.dialect,
+        method=report.method,
+        method_evidence=report.method_evidence,
+        findings=[f for f in report.findings if label in f.engines],
+        engines=[result],
+    )
+    return _Side(checkpoint, report.kept().spec, result.kept().view, narrowed)
 
 
 def _rule(name: str) -> Rule:
@@ -299,7 +325,7 @@ def _compare(a: _Side, b: _Side, profile: Profile, layers: int | None) -> Iterat
             f"{title} finds the draft {va}{worst_a} and the reference {vb}{worst_b}",
             cfg,
         )
-    yield from _compare_class(a, b, title)
+    yield from _compare_class(a, b, profile)
     if not (a.view.built and b.view.built):
         return
     yield from _compare_fields(a, b, title)
@@ -321,11 +347,13 @@ def _first_problem(report: Report) -> str:
     return f" ({worst.code} {worst.name})" if worst else ""
 
 
-def _compare_class(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
+def _compare_class(a: _Side, b: _Side, profile: Profile) -> Iterator[Difference]:
+    """The draft classes, compared by the engine's own notion of one class."""
+    title = profile.title
     ca, cb = a.view.draft_class, b.view.draft_class
     arch_a, arch_b = a.spec.get("architectures"), b.spec.get("architectures")
     loc = Location("config.json", "/architectures")
-    if ca and cb and CLASS_FAMILY.get(ca, ca) != CLASS_FAMILY.get(cb, cb):
+    if ca and cb and not profile.impl.same_class(ca, cb):
         yield (
             "draft-class-differs",
             f"{title} builds `{ca}` for the draft and `{cb}` for the reference",

@@ -37,7 +37,7 @@ def rule_dict(item: Rule, data: bool = False) -> dict[str, Any]:
 
 def rule_data(item: Rule) -> dict[str, list[dict[str, Any]]]:
     """Per engine, the facts `item` rests on with every entry's range, source and confidence."""
-    from draftfit.engines.profile import load_engine
+    from draftfit.engines.registry import load_engine
 
     out: dict[str, list[dict[str, Any]]] = {}
     for engine, keys in facts_for(item).items():

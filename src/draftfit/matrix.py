@@ -13,7 +13,8 @@ from typing import Any
 
 from draftfit.check import check_checkpoint
 from draftfit.checkpoint import Checkpoint
-from draftfit.engines.profile import ENGINES, load_engine
+from draftfit.engines.interface import Engine
+from draftfit.engines.registry import ENGINES
 from draftfit.recipe import Recipe, recipe_for
 from draftfit.report import (
     COMPATIBLE,
@@ -24,7 +25,6 @@ from draftfit.report import (
     Report,
 )
 from draftfit.rules.base import Severity
-from draftfit.spec import describe
 from draftfit.target import Target
 
 # What must match for two versions to share a row: verdict, deciding findings, recipe.
@@ -78,24 +78,25 @@ class Matrix:
 def build_matrix(
     checkpoint: Checkpoint,
     target: Target | None,
-    engines: tuple[str, ...] = ENGINES,
+    engines: tuple[Engine, ...] = ENGINES,
     method: str | None = None,
 ) -> Matrix:
-    """Check `checkpoint` against every known version of every engine and group the results."""
+    """Check `checkpoint` against every known version of every engine and group the results.
+
+    One check per engine covers all its versions; each version's recipe reuses that check
+    (its description of the draft, its profile)."""
     rows: list[MatrixRow] = []
     notes: list[str] = []
     if target is None:
         notes.append("no --target: checks that need the target were skipped in every version")
-    spec = describe(checkpoint)
     for engine in engines:
-        data = load_engine(engine)
-        profiles = [data.resolve(v) for v in data.versions]
+        profiles = [engine.resolve(v) for v in engine.versions]
         report = check_checkpoint(checkpoint, target, profiles, method)
         current: MatrixRow | None = None
         current_key: _RowKey | None = None
         for result in report.engines:
             deciding = _deciding(report, result.label, result.verdict)
-            recipe = recipe_for(engine, result.version, checkpoint, target, report, spec)
+            recipe = recipe_for(report, result)
             # An incompatible version gets a recipe only when its steps and settings make the
             # draft servable.
             if recipe is not None and result.verdict == INCOMPATIBLE and not recipe.resolves_errors:
@@ -112,8 +113,8 @@ def build_matrix(
                 current.recipe = recipe
                 continue
             current = MatrixRow(
-                engine,
-                data.title,
+                engine.name,
+                engine.title,
                 result.version,
                 result.version,
                 result.verdict,

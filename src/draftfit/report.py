@@ -6,6 +6,7 @@ ever added (bump `schema_version` on any incompatible change).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,8 +15,15 @@ from draftfit.location import Location
 from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, RuleId, Severity
 
 if TYPE_CHECKING:
+    from draftfit.checkpoint.model import Checkpoint
     from draftfit.dialects import Dialect
+    from draftfit.engines.profile import Profile
+    from draftfit.engines.view import EngineView
+    from draftfit.spec import DraftSpec
     from draftfit.target import Target
+
+    # The checker's signature: (checkpoint, target, profiles, method) -> report.
+    Checker = Callable[[Checkpoint, Target | None, list[Profile], str | None], "Report"]
 
 SCHEMA_VERSION = 1
 
@@ -165,10 +173,19 @@ class EngineResult:
     counts: dict[str, int] = field(default_factory=dict)
     draft_class: str | None = None
     aux_layers: AuxLayers | None = None
+    # What the checker computed for this version (not part of the JSON form).
+    profile: Profile | None = field(default=None, repr=False, compare=False)
+    view: EngineView | None = field(default=None, repr=False, compare=False)
 
     @property
     def label(self) -> str:
         return f"{self.engine}=={self.version}"
+
+    def kept(self) -> KeptEngine:
+        """The profile and view the checker used for this version."""
+        if self.profile is None or self.view is None:
+            raise ValueError(f"{self.label}: this result was not made by the checker")
+        return KeptEngine(self.profile, self.view)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -181,6 +198,32 @@ class EngineResult:
         if self.aux_layers is not None:
             out["aux_layers"] = self.aux_layers.to_dict()
         return out
+
+
+@dataclass(frozen=True)
+class KeptEngine:
+    """What the checker computed for one engine version: its profile and view."""
+
+    profile: Profile
+    view: EngineView
+
+
+@dataclass(frozen=True)
+class KeptCheck:
+    """What the checker read and computed for a report.
+
+    Attributes:
+        checkpoint: the draft as read.
+        spec: its description (`draftfit.spec.describe`).
+        target: the target's facts, or None.
+        checker: the function that made the report, to check a planned conversion the
+            same way.
+    """
+
+    checkpoint: Checkpoint
+    spec: DraftSpec
+    target: Target | None
+    checker: Checker
 
 
 @dataclass
@@ -197,6 +240,15 @@ class Report:
     skipped_rules: list[SkippedRule] = field(default_factory=list)
     target_facts: TargetFacts | None = None
     recipes: list[Any] | None = None  # draftfit.recipe.Recipe, when asked for
+    # What the checker read and computed (not part of the JSON form): see `kept`.
+    inputs: KeptCheck | None = field(default=None, repr=False, compare=False)
+
+    def kept(self) -> KeptCheck:
+        """The checkpoint, its description, the target and the checker behind this report,
+        so that recipes, `diff` and `matrix` reuse them instead of reading them again."""
+        if self.inputs is None:
+            raise ValueError("this report was not made by the checker")
+        return self.inputs
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from draftfit.checkpoint.memo import ValueMemo
+
 if TYPE_CHECKING:
     from draftfit.checkpoint.access import FileAccess
 
@@ -88,6 +90,8 @@ class Checkpoint:
         damage: structural problems, in the order found.
         files: every file name in the directory (relative), for copying and reports.
         access: how to read the files (local directory or remote repository).
+        memo: values read from its small tensors and results computed from them, kept
+            so that each is read once (see :mod:`draftfit.checkpoint.memo`).
     """
 
     root: Path
@@ -100,6 +104,7 @@ class Checkpoint:
     damage: list[Damage] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     access: FileAccess | None = field(default=None, repr=False)
+    memo: ValueMemo = field(default_factory=ValueMemo, repr=False, compare=False)
 
     def read_range(self, rel: str, start: int, end: int) -> bytes:
         """Bytes `[start, end)` of file `rel` (raises OSError)."""

@@ -51,6 +51,24 @@ def read_ints(checkpoint: Checkpoint, info: TensorInfo) -> array | None:
     return values
 
 
+def _where(info: TensorInfo) -> tuple[str, tuple[int, int] | None, str]:
+    return (info.file, info.byte_range, info.dtype)
+
+
+def cached_ints(checkpoint: Checkpoint, info: TensorInfo) -> array[int] | None:
+    """`read_ints`, read once per checkpoint (the array is shared: do not modify it)."""
+    return checkpoint.memo.remember(
+        ("ints", *_where(info)), (info.file,), lambda: read_ints(checkpoint, info)
+    )
+
+
+def cached_mask(checkpoint: Checkpoint, info: TensorInfo) -> bytes | None:
+    """`read_mask`, read once per checkpoint."""
+    return checkpoint.memo.remember(
+        ("mask", *_where(info)), (info.file,), lambda: read_mask(checkpoint, info)
+    )
+
+
 def read_mask(checkpoint: Checkpoint, info: TensorInfo) -> bytes | None:
     """A BOOL/U8 tensor as bytes of 0/1, or None."""
     if info.dtype not in ("BOOL", "U8"):

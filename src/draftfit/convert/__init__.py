@@ -21,15 +21,13 @@ from draftfit.convert.output import check_output_path
 from draftfit.convert.plan import Plan
 from draftfit.convert.planner import CONVENTIONS, plan_conversion
 from draftfit.convert.write import write_plan
+from draftfit.engines.registry import planning_engine
 from draftfit.errors import DamagedInputError, UsageError
 from draftfit.report import Report
 from draftfit.rules.base import Severity
 from draftfit.spec import describe
 
-__all__ = ["CONVENTIONS", "CONVENTION_ENGINE", "ConvertResult", "convert_path"]
-
-# The engine whose data a convention is planned with (and verified against by default).
-CONVENTION_ENGINE = {"vllm": "vllm", "sglang": "sglang", "speculators": "vllm"}
+__all__ = ["CONVENTIONS", "ConvertResult", "convert_path"]
 
 # Damage after which a verbatim copy would lose or garble tensors: bytes missing from the
 # file, offsets outside it, a byte count that does not match the shape, an entry dropped
@@ -93,7 +91,11 @@ def convert_path(
         check_output_path(checkpoint.root, Path(out), force)
     _refuse_damage(draft, checkpoint)
     target_obj = open_target(target) if target is not None else None
-    engine = CONVENTION_ENGINE[to]
+    # The engine whose data the convention is planned with (and verified against by default).
+    planner = planning_engine(to)
+    if planner is None:
+        raise UsageError(f"unknown convention {to!r}; choose from {', '.join(CONVENTIONS)}")
+    engine = planner.name
     profiles = resolve_engines(engines or [engine])
     # The version the convention is planned for: the first profile of that engine.
     profile = next((p for p in profiles if p.engine == engine), None)

@@ -30,6 +30,7 @@ from draftfit.checkpoint.values import read_ints, read_mask
 from draftfit.convert.output import MARKER, MARKER_PART
 from draftfit.convert.plan import DISPLAY_ONLY, SAFE, UNSAFE, Edit, OutputTensor, Plan
 from draftfit.engines.profile import Profile
+from draftfit.engines.registry import planning_engine
 from draftfit.errors import UsageError
 from draftfit.spec import EAGLE, EAGLE_FIELDS, LAYER_FIELDS, DraftSpec
 from draftfit.target import Target
@@ -331,11 +332,9 @@ class _Planner:
         """`eagle_config` ids (output-of for most targets; SGLang's per-target rule when
         converting for an SGLang version next to a known target)."""
         output_of = [i - 1 for i in aux]
-        if self.to != "sglang" or self.profile is None or self.profile.engine != "sglang":
+        if self.profile is None or self.to not in self.profile.impl.plans:
             return output_of
-        from draftfit.engines.sglang import aux_ids_to_write
-
-        ids = aux_ids_to_write(self.profile, self.target, aux)
+        ids = self.profile.impl.nested_aux_ids(self.profile, self.target, aux)
         if ids is None:
             self.edit(
                 "none",
@@ -348,39 +347,15 @@ class _Planner:
         return list(ids)
 
     def _architecture(self, layer: dict[str, Any]) -> str:
-        model_type = layer.get("model_type", "llama")
+        """The draft class the convention's engine writes (see `Engine.plans`)."""
         current = self.spec.get("architectures")
         current0 = current[0] if isinstance(current, list) and current else None
-        if self.to == "sglang" and layer.get("kv_lora_rank"):
-            arch = "Eagle3DeepseekV2ForCausalLM"  # SGLang's MLA draft class (0.5.12+)
-        elif self.to == "sglang":
-            arch = "LlamaForCausalLMEagle3"
-            if model_type not in ("llama", None):
-                self.edit(
-                    "none",
-                    "/transformer_layer_config/model_type",
-                    f"SGLang has no EAGLE-3 draft class for `{model_type}` decoder layers",
-                    DISPLAY_ONLY,
-                )
-        else:
-            registered = (
-                (self.profile.value("eagle3_draft_architectures") or [])
-                if (self.profile)
-                else ["LlamaForCausalLMEagle3"]
-            )
-            if model_type == "qwen3":
-                arch = "Eagle3Qwen3ForCausalLM"
-            elif "LlamaForCausalLMEagle3" in registered:
-                arch = "LlamaForCausalLMEagle3"
-            else:
-                arch = "Eagle3LlamaForCausalLM"
-            if arch not in registered:
-                self.edit(
-                    "none",
-                    "/architectures",
-                    f"{self.profile.title if self.profile else 'vLLM'} does not register `{arch}`",
-                    DISPLAY_ONLY,
-                )
+        engine = planning_engine(self.to)
+        assert engine is not None, self.to  # every convention is planned by an engine
+        choice = engine.convention_architecture(layer, self.profile)
+        arch = choice.architecture
+        for pointer, description in choice.problems:
+            self.edit("none", pointer, description, DISPLAY_ONLY)
         if current0 != arch:
             self.edit(
                 "set-config",
@@ -457,27 +432,11 @@ class _Planner:
         return config
 
     def _engine_limits(self, config: dict[str, Any], layer: dict[str, Any]) -> None:
-        """What the chosen convention cannot express: left to a human."""
-        if self.to == "sglang" and config.get("norm_before_residual"):
-            self.edit(
-                "none",
-                "/norm_before_residual",
-                "SGLang has no `norm_before_residual`: it always takes the residual before "
-                "`hidden_norm`; this draft was trained with it after (expect lower "
-                "acceptance, or retrain)",
-                DISPLAY_ONLY,
-            )
-        if self.to == "vllm" and self.profile is not None:
-            n = layer.get("num_aux_hidden_states", 3)
-            rule = self.profile.value("aux_count_rule")
-            if n != 3 and isinstance(rule, dict) and not rule.get("*"):
-                self.edit(
-                    "none",
-                    "/num_aux_hidden_states",
-                    f"{self.profile.title} builds `fc` for exactly 3 aux states; this draft "
-                    f"uses {n}",
-                    DISPLAY_ONLY,
-                )
+        """What the chosen convention cannot express (its engine says): left to a human."""
+        engine = planning_engine(self.to)
+        assert engine is not None, self.to  # every convention is planned by an engine
+        for pointer, description in engine.convention_limits(self.to, config, layer, self.profile):
+            self.edit("none", pointer, description, DISPLAY_ONLY)
 
     # ------------------------------------------------------------------ tensors
     def _tensors(self, layer: dict[str, Any]) -> list[OutputTensor]:

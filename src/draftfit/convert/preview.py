@@ -64,4 +64,5 @@ def preview_checkpoint(plan: Plan, base: Checkpoint) -> Checkpoint:
         weight_files=list(base.weight_files),
         files=list(base.files),
         access=_PlannedAccess(base, blobs),
+        memo=base.memo.child(blobs),
     )

@@ -1,17 +1,20 @@
-"""Engine knowledge (versioned data) and the per-engine resolution of a draft."""
+"""Engine knowledge (versioned data) and the per-engine resolution of a draft.
+
+Every engine implements :class:`draftfit.engines.interface.Engine` and is listed once in
+:mod:`draftfit.engines.registry`.
+"""
 
 from __future__ import annotations
-
-import importlib
 
 from draftfit.engines.view import BuildInputs, EngineView
 
 
 def build_view(inputs: BuildInputs) -> EngineView:
-    """Dispatch to the engine module named by the profile (`draftfit.engines.<engine>`)."""
-    module = importlib.import_module(f"draftfit.engines.{inputs.profile.engine}")
-    view: EngineView = module.Builder.build(inputs)
-    return view
+    """What the profile's engine builds from the draft at the profile's version."""
+    impl = inputs.profile.impl
+    if impl is None:
+        raise ValueError(f"profile {inputs.profile.label} has no engine")
+    return impl.build_view(inputs)
 
 
 __all__ = ["BuildInputs", "build_view"]

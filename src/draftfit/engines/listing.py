@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from draftfit.engines.profile import ENGINES, EngineData, load_engine
+from draftfit.engines.profile import EngineData
+from draftfit.engines.registry import ENGINES, engine_named
 
 
 @dataclass(frozen=True)
@@ -40,5 +41,5 @@ def engine_dict(data: EngineData) -> dict[str, Any]:
 
 def list_engines(engine: str | None = None) -> EngineListing:
     """`engine`'s data, or every engine's; raises UsageError for an unknown engine."""
-    names = [engine] if engine else list(ENGINES)
-    return EngineListing(tuple(load_engine(name) for name in names), single=bool(engine))
+    engines = [engine_named(engine)] if engine else list(ENGINES)
+    return EngineListing(tuple(e.data for e in engines), single=bool(engine))

@@ -22,24 +22,19 @@ report as unknown rather than guess.
 from __future__ import annotations
 
 import re
-import sys
-from dataclasses import dataclass
-from functools import cache, cached_property
-from importlib import resources
+from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
 from draftfit.engines.citation import parse_locations
-from draftfit.errors import SpecDataError, UnknownEngineVersionError, UsageError
+from draftfit.errors import SpecDataError, UnknownEngineVersionError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+if TYPE_CHECKING:
+    from draftfit.engines.interface import Engine
 
-ENGINES = ("vllm", "sglang", "trtllm")
 # How an entry's value and range were established: the fixed set a data entry's
 # `confidence` must come from.
 CONFIDENCE = {
@@ -109,6 +104,8 @@ class EngineData:
     notes: tuple[str, ...]
     data_date: str | None = None
     not_read: tuple[NotRead, ...] = ()
+    # The engine this data belongs to (None for data parsed on its own, e.g. in tests).
+    impl: Engine | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def approximate_entries(self) -> dict[str, list[tuple[int, Entry]]]:
@@ -155,6 +152,13 @@ class Profile:
     @property
     def label(self) -> str:
         return f"{self.engine}=={self.version}"
+
+    @property
+    def impl(self) -> Engine:
+        """The engine whose data this profile resolves."""
+        if self.data.impl is None:
+            raise SpecDataError(f"{self.engine} data is not attached to an engine")
+        return self.data.impl
 
     @property
     def title(self) -> str:
@@ -214,20 +218,7 @@ def _compact_versions(versions: tuple[str, ...]) -> str:
     )
 
 
-@cache
-def load_engine(engine: str) -> EngineData:
-    """Load and validate the shipped data for `engine`."""
-    if engine not in ENGINES:
-        raise UsageError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
-    text = resources.files("draftfit.engines").joinpath("data", f"{engine}.toml").read_text("utf-8")
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecDataError(f"{engine}.toml: {exc}") from exc
-    return parse_engine_data(engine, raw)
-
-
-def parse_engine_data(engine: str, raw: dict[str, Any]) -> EngineData:
+def parse_engine_data(engine: str, raw: dict[str, Any], impl: Engine | None = None) -> EngineData:
     """Validate the structure strictly: every entry needs a source and a valid range."""
     try:
         versions = tuple(raw["versions"])
@@ -293,6 +284,7 @@ def parse_engine_data(engine: str, raw: dict[str, Any]) -> EngineData:
         tuple(raw.get("notes", ())),
         _data_date(engine, raw.get("data_date")),
         _not_read(engine, raw.get("not_read", []), versions),
+        impl,
     )
 
 
@@ -356,21 +348,3 @@ def _version(engine: str, text: str, where: str) -> Version:
         return Version(text)
     except (InvalidVersion, TypeError) as exc:
         raise SpecDataError(f"{engine}.toml: {where}: bad version {text!r}") from exc
-
-
-def parse_engine_spec(text: str) -> list[Profile]:
-    """Parse `vllm`, `vllm==0.10.2` or `all` into profiles."""
-    text = text.strip()
-    if text == "all":
-        return [load_engine(e).resolve(load_engine(e).latest) for e in ENGINES]
-    name, sep, version = text.partition("==")
-    name = name.strip().lower()
-    if name not in ENGINES:
-        raise UsageError(
-            f"unknown engine {name!r} in --engine {text!r}; known: {', '.join(ENGINES)}"
-        )
-    data = load_engine(name)
-    if not sep:
-        return [data.resolve(data.latest)]
-    version = version.strip().lstrip("v")
-    return [data.resolve(version)]

@@ -38,7 +38,7 @@ def render_rule(item: Rule, options: RenderOptions = PLAIN) -> str:
 
 
 def _render_data(data: dict[str, list[dict[str, Any]]]) -> str:
-    from draftfit.engines.profile import load_engine
+    from draftfit.engines.registry import load_engine
 
     lines = ["## Engine data (version ranges: `since` inclusive, `until` exclusive)"]
     for engine, facts in data.items():

@@ -18,7 +18,7 @@ from draftfit.aux_counting import (
     default_output_of_ids,
     resolve_with_target,
 )
-from draftfit.engines.profile import load_engine
+from draftfit.engines.registry import load_engine
 from draftfit.engines.view import EngineView
 from draftfit.rule_ids import (
     AUX_COUNT_MISMATCH,

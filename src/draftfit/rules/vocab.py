@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator
-from functools import lru_cache
 
-from draftfit.checkpoint.values import read_ints, read_mask
+from draftfit.checkpoint.values import cached_ints, cached_mask
 from draftfit.rule_ids import (
     D2T_IGNORED_BY_ENGINE,
     D2T_OUT_OF_RANGE,
@@ -31,21 +30,14 @@ def _tensor_loc(ctx: Context, canonical: str) -> Location:
     return Location(info.file if info else None, tensor=ctx.spec.raw(canonical))
 
 
-@lru_cache(maxsize=8)
-def _out_of_range(data: bytes, typecode: str, vocab: int) -> tuple[int, int]:
-    """(how many draft ids `d2t` maps outside [0, vocab), the first such id); cached because
-    `matrix` and recipes check the same map many times."""
-    values = array(typecode)
-    values.frombytes(data)
+def _out_of_range(values: array[int], vocab: int) -> tuple[int, int]:
+    """(how many draft ids `d2t` maps outside [0, vocab), the first such id)."""
     bad = [i for i, offset in enumerate(values) if not 0 <= i + offset < vocab]
     return len(bad), (bad[0] if bad else -1)
 
 
-@lru_cache(maxsize=8)
-def _map_agreement(data: bytes, typecode: str, t2d: bytes | None) -> tuple[bool, bool]:
+def _map_agreement(values: array[int], t2d: bytes | None) -> tuple[bool, bool]:
     """(the target ids `d2t` maps to are distinct, they are exactly the ids `t2d` marks)."""
-    values = array(typecode)
-    values.frombytes(data)
     mapped = {i + offset for i, offset in enumerate(values)}
     if len(mapped) != len(values):
         return False, False
@@ -53,12 +45,6 @@ def _map_agreement(data: bytes, typecode: str, t2d: bytes | None) -> tuple[bool,
         return True, True
     marked = {i for i, flag in enumerate(t2d) if flag}
     return True, mapped <= marked
-
-
-def clear_value_caches() -> None:
-    """Forget cached vocabulary-map results (benchmarks time cold checks)."""
-    _out_of_range.cache_clear()
-    _map_agreement.cache_clear()
 
 
 @rule(MISSING_D2T, "a reduced-vocabulary draft has no d2t map")
@@ -172,11 +158,16 @@ def d2t_out_of_range(ctx: Context) -> Iterator[Violation]:
     info = ctx.spec.tensors.get("d2t")
     if info is None:
         return
-    values = read_ints(ctx.checkpoint, info)
+    values = cached_ints(ctx.checkpoint, info)
     vocab = ctx.target.vocab_size if ctx.target and ctx.target.vocab_size else ctx.spec.vocab_size
     if not values or not vocab:
         return
-    count, first = _out_of_range(values.tobytes(), values.typecode, vocab)
+    # Kept by the checkpoint: `matrix` and recipes check the same map many times.
+    count, first = ctx.checkpoint.memo.remember(
+        ("d2t offsets in range", info.file, info.byte_range, info.dtype, vocab),
+        (info.file,),
+        lambda: _out_of_range(values, vocab),
+    )
     if count:
         yield Violation(
             f"{count} of {len(values)} draft ids map outside [0, {vocab}) (first: draft id "
@@ -224,8 +215,8 @@ def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
             "regenerate t2d for this vocabulary",
         )
         return
-    d2t = read_ints(ctx.checkpoint, d2t_info) if d2t_info is not None else None
-    t2d = read_mask(ctx.checkpoint, t2d_info) if t2d_info is not None else None
+    d2t = cached_ints(ctx.checkpoint, d2t_info) if d2t_info is not None else None
+    t2d = cached_mask(ctx.checkpoint, t2d_info) if t2d_info is not None else None
     marked = t2d.count(1) if t2d is not None else None
     if marked is not None and Vd and marked != Vd:
         yield Violation(
@@ -236,7 +227,13 @@ def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
         return
     if not d2t:
         return
-    distinct, agrees = _map_agreement(d2t.tobytes(), d2t.typecode, t2d)
+    assert d2t_info is not None  # d2t was read from it
+    files = (d2t_info.file,) + ((t2d_info.file,) if t2d_info is not None else ())
+    where = (d2t_info.file, d2t_info.byte_range, d2t_info.dtype)
+    t2d_where = (t2d_info.file, t2d_info.byte_range, t2d_info.dtype) if t2d_info else None
+    distinct, agrees = ctx.checkpoint.memo.remember(
+        ("d2t-t2d-agreement", where, t2d_where), files, lambda: _map_agreement(d2t, t2d)
+    )
     if not distinct:
         yield Violation(
             "`d2t` maps several draft ids to the same target id",

@@ -1,0 +1,194 @@
+"""The one interface every engine implements, and the serve recipe it produces.
+
+The checker, the serve recipes, `convert` and `diff` reach an engine only through an
+:class:`Engine` (listed in :mod:`draftfit.engines.registry`): its name and data file, the
+view builder, the serve recipe, the convention `draftfit convert --to` writes for it, the
+conventions it plans, how it names aux ids in that convention, and which of its draft
+classes are one class. Nothing outside `draftfit.engines` asks which engine it is holding.
+"""
+
+from __future__ import annotations
+
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from draftfit.engines.profile import EngineData, Profile, parse_engine_data
+from draftfit.errors import SpecDataError
+
+if TYPE_CHECKING:
+    from draftfit.engines.view import BuildInputs, EngineView
+    from draftfit.spec import DraftSpec
+    from draftfit.target import Target
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+
+@dataclass
+class Recipe:
+    """How to serve: optional preparation steps, the command, and notes.
+
+    Attributes:
+        config: the engine configuration the command carries (vLLM's
+            `--speculative-config`, TensorRT-LLM's `spec.yaml`), or the SGLang flags.
+        remaining: codes of the findings that still apply after the steps and settings.
+        resolves_errors: whether no error-level finding remains after them.
+    """
+
+    engine: str
+    version: str
+    command: str
+    steps: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+    remaining: list[str] = field(default_factory=list)
+    resolves_errors: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "version": self.version,
+            "steps": list(self.steps),
+            "command": self.command,
+            "config": self.config,
+            "notes": list(self.notes),
+            "remaining": list(self.remaining),
+            "resolves_errors": self.resolves_errors,
+        }
+
+
+@dataclass(frozen=True)
+class ServeRequest:
+    """What an engine needs to write its serve command for one version.
+
+    Attributes:
+        draft: the path the engine is given (the converted draft after a convert step).
+        codes: the codes of every finding that applies to the draft it is given.
+        notes: notes already made (the convert step's), kept first.
+    """
+
+    profile: Profile
+    spec: DraftSpec
+    draft: str
+    target: Target | None
+    codes: frozenset[str]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Served:
+    """An engine's serve recipe and the finding codes its serve-time settings fix."""
+
+    recipe: Recipe
+    fixed_by_settings: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class ConventionChoice:
+    """The draft class a convention writes, and why a human may still need to act.
+
+    `problems` are `(JSON pointer, description)` pairs shown as display-only edits."""
+
+    architecture: str
+    problems: tuple[tuple[str, str], ...] = ()
+
+
+class Engine(ABC):
+    """One serving engine: its data, its view builder and its serve recipe.
+
+    Attributes:
+        name: how `--engine` spells it; the stem of its data file.
+        convention: the layout `draftfit convert --to` writes for it (a serve recipe's
+            convert step).
+        plans: the conventions planned (and verified by default) with this engine's data.
+
+    An engine module keeps its imports of the procedure (the builder) inside the methods,
+    so that listing the engines (`draftfit engines`, `draftfit rule`) loads only the data.
+    """
+
+    name: str
+    convention: str
+    plans: tuple[str, ...] = ()
+
+    # ------------------------------------------------------------------ data
+    def data_text(self) -> str:
+        """The engine's TOML data (shipped as `engines/data/<name>.toml`)."""
+        path = resources.files("draftfit.engines").joinpath("data", f"{self.name}.toml")
+        return path.read_text("utf-8")
+
+    @cached_property
+    def data(self) -> EngineData:
+        """The data, parsed and validated once."""
+        try:
+            raw = tomllib.loads(self.data_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise SpecDataError(f"{self.name}.toml: {exc}") from exc
+        return parse_engine_data(self.name, raw, self)
+
+    @property
+    def title(self) -> str:
+        return self.data.title
+
+    @property
+    def versions(self) -> tuple[str, ...]:
+        return self.data.versions
+
+    def resolve(self, version: str) -> Profile:
+        """This engine's expectations at `version` (refused when there is no data for it)."""
+        return self.data.resolve(version)
+
+    # ------------------------------------------------------------------ behaviour
+    @abstractmethod
+    def build_view(self, inputs: BuildInputs) -> EngineView:
+        """What this engine builds from the draft at `profile.version`."""
+
+    @abstractmethod
+    def serve(self, request: ServeRequest) -> Served | None:
+        """The serve recipe at `request.profile.version`, or None when the engine cannot
+        serve this kind of draft at all."""
+
+    def class_families(self) -> Mapping[str, str]:
+        """Draft class -> the class it is registered to, where two names reach one class;
+        `diff` treats any other pair of names as two classes. None by default."""
+        return {}
+
+    def same_class(self, a: str, b: str) -> bool:
+        """Whether draft classes `a` and `b` are one class to this engine (for `diff`)."""
+        families = self.class_families()
+        return families.get(a, a) == families.get(b, b)
+
+    def nested_aux_ids(
+        self, profile: Profile, target: Target | None, capture_before: tuple[int, ...]
+    ) -> tuple[int, ...] | None:
+        """The ids to write at `eagle_config.eagle_aux_hidden_state_layer_ids` so that this
+        engine captures `capture_before`; None when it cannot be made to. The default is
+        the usual output-of counting."""
+        return tuple(i - 1 for i in capture_before)
+
+    def convention_architecture(
+        self, layer: Mapping[str, Any], profile: Profile | None
+    ) -> ConventionChoice:
+        """The `architectures` entry `convert` writes in a convention this engine plans.
+
+        `layer` is the decoder-layer config; `profile` the version planned for (None: the
+        engine's usual classes)."""
+        raise NotImplementedError(f"{self.name} plans no convention")
+
+    def convention_limits(
+        self,
+        convention: str,
+        config: Mapping[str, Any],
+        layer: Mapping[str, Any],
+        profile: Profile | None,
+    ) -> tuple[tuple[str, str], ...]:
+        """What `convention` (one this engine plans) cannot express for this draft, as
+        `(JSON pointer, description)` pairs left to a human; `config` is the planned
+        config, `layer` the decoder-layer config. None by default."""
+        return ()

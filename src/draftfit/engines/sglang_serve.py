@@ -1,0 +1,170 @@
+"""SGLang behind the engine interface: its view builder, its serve recipe and its convention.
+
+The recipe is `python -m sglang.launch_server --model-path TARGET --speculative-algorithm
+EAGLE3 --speculative-draft-model-path DRAFT ...`, plus `--disable-cuda-graph` where that
+release's CUDA graphs would capture other aux layers than the draft's, and a context-length
+setting when the draft's rotary cache is shorter than the target's. `draftfit convert --to
+sglang` writes `LlamaForCausalLMEagle3` (`Eagle3DeepseekV2ForCausalLM` for MLA drafts) and
+aux ids in the counting the SGLang version applies to the target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from draftfit.engines.interface import ConventionChoice, Engine, Recipe, Served, ServeRequest
+from draftfit.engines.profile import Profile
+from draftfit.engines.serve import first_release_where, speculative_tokens
+from draftfit.rule_ids import (
+    AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,
+    AUX_RUNTIME_COUNT_MISMATCH,
+    DRAFT_CONTEXT_REFUSED,
+    DRAFT_CONTEXT_SHORTER_THAN_TARGET,
+)
+
+if TYPE_CHECKING:
+    from draftfit.engines.view import BuildInputs, EngineView
+    from draftfit.target import Target
+
+# SGLang's EAGLE-3 draft classes for `convert --to sglang`.
+LLAMA_DRAFT = "LlamaForCausalLMEagle3"
+MLA_DRAFT = "Eagle3DeepseekV2ForCausalLM"  # SGLang's MLA draft class (0.5.12+)
+CONTEXT_CODES = frozenset({DRAFT_CONTEXT_SHORTER_THAN_TARGET.code, DRAFT_CONTEXT_REFUSED.code})
+
+
+def _graphs_keep_ids(profile: Profile) -> bool:
+    return not profile.value("aux_ids_cuda_graph_ignored")
+
+
+class SGLangEngine(Engine):
+    """SGLang (data: `data/sglang.toml`, procedure: :mod:`draftfit.engines.sglang`).
+
+    SGLang takes `architectures[0]` as the draft class with no rewrite, so two different
+    names are always two classes (`class_families` stays empty)."""
+
+    name = "sglang"
+    convention = "sglang"
+    plans = ("sglang",)
+
+    def build_view(self, inputs: BuildInputs) -> EngineView:
+        from draftfit.engines.sglang import Builder
+
+        return Builder.build(inputs)
+
+    def serve(self, request: ServeRequest) -> Served:
+        profile, spec, target, codes = request.profile, request.spec, request.target, request.codes
+        algorithm = "EAGLE" if spec.method == "eagle" else "EAGLE3"
+        tokens, why = speculative_tokens(spec)
+        flags: dict[str, Any] = {
+            "--speculative-algorithm": algorithm,
+            "--speculative-draft-model-path": request.draft,
+            "--speculative-num-steps": tokens,
+            "--speculative-eagle-topk": 1,
+            "--speculative-num-draft-tokens": tokens + 1,
+        }
+        notes = list(request.notes)
+        fixed: set[str] = set()
+        if AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS.code in codes:
+            flags["--disable-cuda-graph"] = True
+            sticky = target is not None and target.architecture in (
+                profile.value("aux_capture_flags_sticky") or []
+            )
+            if sticky:
+                # the extra states came from the defaults left flagged
+                fixed.add(AUX_RUNTIME_COUNT_MISMATCH.code)
+            if sticky and profile.value("aux_ids_autotune_reset") == "sticky-flags-only":
+                flags["--disable-flashinfer-autotune"] = True
+                notes.append(
+                    "--disable-flashinfer-autotune: on FlashInfer MoE backends its warm-up flags "
+                    "the default aux layers too, which this target never clears"
+                )
+            fixed.add(AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS.code)
+            fixed_in = first_release_where(profile, _graphs_keep_ids) or "a newer release"
+            notes.append(
+                f"--disable-cuda-graph: {profile.title}'s CUDA graphs would capture the default "
+                "aux layers instead of the draft's (slower, but drafts correctly); "
+                f"{self.title} >= {fixed_in} needs no such flag"
+            )
+        env = ""
+        max_pos = spec.get("max_position_embeddings")
+        if codes & CONTEXT_CODES and isinstance(max_pos, int):
+            if profile.value("draft_context_shorter_than_target") == "error-unless-env-then-raised":
+                env = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 "
+                notes.append(
+                    "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1: lets the draft run at the "
+                    "target's context (its rotary cache is enlarged); it was trained on at most "
+                    f"{max_pos} positions, so acceptance may drop beyond them (or cap "
+                    f"--context-length {max_pos})"
+                )
+            else:
+                flags["--context-length"] = max_pos
+                notes.append(
+                    f"--context-length {max_pos}: {profile.title} cannot run the draft beyond "
+                    f"the {max_pos} positions of its rotary cache, so the server's context is "
+                    "capped there"
+                )
+            fixed |= codes & CONTEXT_CODES
+        unknown = sorted(set(flags) - set(profile.value("serve_flags") or []))
+        if unknown:
+            notes.append(f"draftfit's data does not list {', '.join(unknown)} for {profile.title}")
+        target_name = target.source if target else "<target>"
+        parts = [f"{env}python -m sglang.launch_server --model-path {target_name}"]
+        for flag, value in flags.items():
+            parts.append(flag if value is True else f"{flag} {value}")
+        command = " \\\n  ".join(parts)
+        notes.append(f"--speculative-num-steps {tokens}: {why}")
+        if algorithm == "EAGLE3":
+            notes.append(
+                "SGLang reads aux ids only from `eagle_config.eagle_aux_hidden_state_layer_ids` "
+                "(no command-line flag)"
+            )
+        recipe = Recipe(self.name, profile.version, command, notes=notes, config=flags)
+        return Served(recipe, frozenset(fixed))
+
+    def nested_aux_ids(
+        self, profile: Profile, target: Target | None, capture_before: tuple[int, ...]
+    ) -> tuple[int, ...] | None:
+        """SGLang's per-target counting rule (data: `aux_ids_shift_exceptions`)."""
+        from draftfit.engines.sglang import aux_ids_to_write
+
+        return aux_ids_to_write(profile, target, capture_before)
+
+    def convention_architecture(
+        self, layer: Mapping[str, Any], profile: Profile | None
+    ) -> ConventionChoice:
+        if layer.get("kv_lora_rank"):
+            return ConventionChoice(MLA_DRAFT)
+        model_type = layer.get("model_type", "llama")
+        if model_type in ("llama", None):
+            return ConventionChoice(LLAMA_DRAFT)
+        return ConventionChoice(
+            LLAMA_DRAFT,
+            (
+                (
+                    "/transformer_layer_config/model_type",
+                    f"{self.title} has no EAGLE-3 draft class for `{model_type}` decoder layers",
+                ),
+            ),
+        )
+
+    def convention_limits(
+        self,
+        convention: str,
+        config: Mapping[str, Any],
+        layer: Mapping[str, Any],
+        profile: Profile | None,
+    ) -> tuple[tuple[str, str], ...]:
+        if not config.get("norm_before_residual"):
+            return ()
+        return (
+            (
+                "/norm_before_residual",
+                f"{self.title} has no `norm_before_residual`: it always takes the residual "
+                "before `hidden_norm`; this draft was trained with it after (expect lower "
+                "acceptance, or retrain)",
+            ),
+        )
+
+
+SGLANG = SGLangEngine()

@@ -1,0 +1,112 @@
+"""TensorRT-LLM behind the engine interface: its view builder and its serve recipe.
+
+The recipe is `trtllm-serve TARGET --backend pytorch --extra_llm_api_options spec.yaml`
+with a `speculative_config` whose `eagle3_layers_to_capture` names the trained layers in
+TensorRT-LLM's output-of counting (it never reads them from the checkpoint). TensorRT-LLM
+reads the SGLang layout (a plain config and `midlayer.*` names), so a recipe's convert step
+writes that convention, planned without a TensorRT-LLM version.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from draftfit.engines.interface import Engine, Recipe, Served, ServeRequest
+from draftfit.engines.serve import speculative_tokens, yaml_text
+from draftfit.rule_ids import (
+    AUX_COUNT_MISMATCH,
+    AUX_IDS_NOT_READ_DEFAULT_MATCHES,
+    AUX_LAYERS_DIFFER_FROM_TRAINED,
+    AUX_RUNTIME_COUNT_MISMATCH,
+)
+
+if TYPE_CHECKING:
+    from draftfit.engines.view import BuildInputs, EngineView
+    from draftfit.spec import DraftSpec
+    from draftfit.target import Target
+
+# Findings that passing `eagle3_layers_to_capture` to TensorRT-LLM fixes.
+SETTING_FIXES = frozenset(
+    rule.code
+    for rule in (
+        AUX_LAYERS_DIFFER_FROM_TRAINED,
+        AUX_IDS_NOT_READ_DEFAULT_MATCHES,
+        AUX_COUNT_MISMATCH,
+        AUX_RUNTIME_COUNT_MISMATCH,
+    )
+)
+
+
+def layers_to_capture(spec: DraftSpec, target: Target | None) -> list[int] | None:
+    """The trained layers in TensorRT-LLM's `eagle3_layers_to_capture` (output-of) counting."""
+    trained = spec.trained_capture_before(target.num_layers if target else None)
+    if trained is None:
+        return None
+    return sorted({i - 1 for i in trained})
+
+
+class TrtllmEngine(Engine):
+    """TensorRT-LLM's PyTorch backend (data: `data/trtllm.toml`, procedure:
+    :mod:`draftfit.engines.trtllm`). Its draft class is chosen by rule, not by a registry
+    of aliases, so two different names are two classes."""
+
+    name = "trtllm"
+    convention = "sglang"
+
+    def build_view(self, inputs: BuildInputs) -> EngineView:
+        from draftfit.engines.trtllm import Builder
+
+        return Builder.build(inputs)
+
+    def serve(self, request: ServeRequest) -> Served | None:
+        from draftfit.spec import EAGLE
+
+        profile, spec, target = request.profile, request.spec, request.target
+        if spec.method == EAGLE:
+            return None
+        tokens, why = speculative_tokens(spec)
+        decoding = "Eagle3" if "Eagle3" in (profile.value("decoding_types") or []) else "Eagle"
+        spec_config: dict[str, Any] = {
+            "decoding_type": decoding,
+            "max_draft_len": tokens,
+            profile.value("draft_path_key"): request.draft,
+        }
+        if profile.value("one_model_default") == "one-model-default":
+            spec_config["eagle3_one_model"] = True
+        notes = list(request.notes)
+        fixed: frozenset[str] = frozenset()
+        user_key = profile.value("aux_ids_user_key")
+        layers = layers_to_capture(spec, target)
+        if user_key and layers is not None:
+            spec_config[user_key] = layers
+            fixed = SETTING_FIXES
+            notes.append(
+                f"{user_key} {layers}: the trained layers in TensorRT-LLM's output-of counting; "
+                "TensorRT-LLM never reads them from the checkpoint"
+            )
+        elif user_key:
+            notes.append(
+                f"pass --target to compute {user_key}: TensorRT-LLM never reads aux ids from the "
+                "checkpoint and otherwise captures its default layers"
+            )
+        else:
+            notes.append(
+                f"{profile.title} always captures its default layers (1, L//2-1, L-4); a draft "
+                "trained on other layers needs TensorRT-LLM >= 1.1"
+            )
+        notes.append(f"max_draft_len {tokens}: {why}")
+        for note in profile.fact("draft_path_key").notes:
+            notes.append(f"`{profile.value('draft_path_key')}`: {note}")
+        config = {"speculative_config": spec_config}
+        target_name = target.source if target else "<target>"
+        command = (
+            "cat > spec.yaml <<'EOF'\n"
+            + yaml_text(config)
+            + "EOF\n"
+            + f"trtllm-serve {target_name} --backend pytorch --extra_llm_api_options spec.yaml"
+        )
+        recipe = Recipe(self.name, profile.version, command, notes=notes, config=config)
+        return Served(recipe, fixed)
+
+
+TRTLLM = TrtllmEngine()
