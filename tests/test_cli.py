@@ -47,6 +47,8 @@ def test_check_json_shape(capsys, clean) -> None:
             "verdict": "compatible",
             "counts": {"error": 0, "warning": 0, "info": 0},
             "draft_class": "Eagle3LlamaForCausalLM",
+            "unverified_reasons": [],
+            "unchecked_rules": [],
             "aux_layers": {
                 "used": [2, 4, 5],
                 "read_from": "/eagle_aux_hidden_state_layer_ids",
@@ -210,3 +212,72 @@ def test_readme_lists_every_rule() -> None:
     for item in all_rules():
         assert f"| {item.code} | `{item.name}` | {item.severity} |" in readme, item.code
         assert item.summary in readme, item.code
+
+
+def test_no_target_is_unverified_not_compatible(capsys, clean) -> None:
+    """Checks that need the target decide real verdicts (SGLang refuses a shorter draft
+    context): without one, nothing found is `unverified`, with the reason and the rules."""
+    draft, _target = clean
+    code, out, _ = run(capsys, "check", str(draft), "--format", "json")
+    result = json.loads(out)["engines"][0]
+    assert code == 0
+    assert result["verdict"] == "unverified"
+    assert result["unverified_reasons"] == ["no target"]
+    assert {"DF303", "DF502", "DF506"} <= set(result["unchecked_rules"])
+    assert "DF302" not in result["unchecked_rules"]  # info only: cannot change a verdict
+    code, out, _ = run(capsys, "check", str(draft))
+    assert code == 0
+    assert "vLLM 0.34.0: unverified (0 error, 0 warning, 0 info)" in out
+    assert "· no target: DF303, DF405" in out
+
+
+@pytest.mark.parametrize(
+    ("with_target", "fail_on", "expected"),
+    [
+        (False, "error", 0),
+        (False, "warning", 0),
+        (False, "unverified", 1),
+        (False, "info", 1),
+        (True, "unverified", 0),
+        (True, "info", 0),
+    ],
+)
+def test_fail_on_unverified(capsys, clean, with_target: bool, fail_on: str, expected: int) -> None:
+    draft, target = clean
+    extra = ["--target", str(target)] if with_target else []
+    code, out, _ = run(
+        capsys, "check", str(draft), *extra, "--fail-on", fail_on, "--format", "json"
+    )
+    assert code == expected
+    assert json.loads(out)["summary"]["exit_code"] == expected
+
+
+def test_target_without_a_field_leaves_its_checks_unverified(capsys, tmp_path: Path) -> None:
+    draft = f.speculators(aux=[2, 4, 5]).write(tmp_path / "d")
+    target = f.llama_target(tmp_path / "t")
+    config = json.loads((target / "config.json").read_text())
+    del config["num_hidden_layers"]
+    (target / "config.json").write_text(json.dumps(config))
+    _code, out, _ = run(capsys, "check", str(draft), "--target", str(target), "--format", "json")
+    result = json.loads(out)["engines"][0]
+    assert result["verdict"] == "unverified"
+    assert result["unverified_reasons"] == ["the target config has no usable `num_hidden_layers`"]
+    assert result["unchecked_rules"] == ["DF303"]
+
+
+def test_matrix_without_target_is_unverified_and_can_fail(capsys, clean) -> None:
+    draft, target = clean
+    code, out, _ = run(capsys, "matrix", str(draft), "--format", "json")
+    rows = json.loads(out)["rows"]
+    assert code == 0
+    assert "compatible" not in {r["verdict"] for r in rows}
+    assert all(
+        r["unverified_reasons"] == ["no target"] for r in rows if r["verdict"] == "unverified"
+    )
+    code, out, _ = run(
+        capsys, "matrix", str(draft), "--format", "markdown", "--fail-on", "unverified"
+    )
+    assert code == 1
+    assert "| unverified | no target: DF303" in out
+    code, out, _ = run(capsys, "matrix", str(draft), "--target", str(target), "--format", "json")
+    assert "compatible" in {r["verdict"] for r in json.loads(out)["rows"]}

@@ -10,6 +10,7 @@ import pytest
 
 from draftfit.check import check_path
 from draftfit.cli import main
+from draftfit.rule_ids import Severity
 from draftfit.sources import is_hub_reference, open_checkpoint
 from tests import factory as f
 from tests.fake_hub import FakeHub, configure_hf_env
@@ -121,7 +122,9 @@ def test_hub_errors_are_one_line_exit_two(hub: FakeHub, capsys, source: str, nee
 
 def test_gated_repo_with_token(hub: FakeHub, monkeypatch, tmp_path: Path) -> None:
     configure_hf_env(monkeypatch, hub.endpoint, tmp_path / "hf-home2", token=TOKEN)
-    assert check_path("hf://org/gated").engines[0].verdict == "compatible"
+    result = check_path("hf://org/gated").engines[0]
+    # Read through: nothing found; only the missing target keeps it from `compatible`.
+    assert (result.verdict, result.unverified_reasons) == ("unverified", ["no target"])
 
 
 def test_timeout_is_one_line(hub: FakeHub, monkeypatch, capsys) -> None:
@@ -146,7 +149,9 @@ def test_offline_reads_the_cache(hub: FakeHub, monkeypatch, tmp_path: Path, caps
     configure_hf_env(monkeypatch, hub.endpoint, home, offline=True)
     before = len(hub.requests)
     report = check_path("org/draft")
-    assert report.engines[0].verdict == "compatible"
+    assert report.engines[0].verdict == "unverified"
+    assert report.engines[0].unverified_reasons == ["no target"]
+    assert report.count(Severity.WARNING) == report.count(Severity.ERROR) == 0
     assert len(hub.requests) == before  # nothing fetched
     assert main(["check", "hf://org/sharded"]) == 2
     assert "not in the local Hugging Face cache" in capsys.readouterr().err
@@ -154,7 +159,7 @@ def test_offline_reads_the_cache(hub: FakeHub, monkeypatch, tmp_path: Path, caps
 
 def test_diff_local_against_hub(hub: FakeHub, repos: dict[str, Path], capsys) -> None:
     code = main(["diff", str(repos["draft"]), "hf://org/draft"])
-    assert code == 0 and "equivalent" in capsys.readouterr().out
+    assert code == 0 and ": unverified (0 that matter" in capsys.readouterr().out
 
 
 def test_inspect_hub(hub: FakeHub, capsys) -> None:

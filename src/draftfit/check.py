@@ -17,6 +17,7 @@ from draftfit.engines import build_view
 from draftfit.engines.profile import Profile, parse_engine_spec
 from draftfit.errors import UsageError
 from draftfit.report import (
+    UNVERIFIED_CODES,
     AuxLayers,
     DialectFacts,
     EngineResult,
@@ -26,8 +27,8 @@ from draftfit.report import (
     TargetFacts,
     verdict_for,
 )
-from draftfit.rules import all_rules
-from draftfit.rules.base import Context, Rule, Violation
+from draftfit.rules import all_rules, get_rule
+from draftfit.rules.base import Context, Rule, Severity, Violation
 from draftfit.spec import EAGLE, EAGLE3, describe
 from draftfit.target import Target
 
@@ -122,8 +123,10 @@ def check_checkpoint(
         results.append(result)
 
     findings = sorted(collected.values(), key=lambda f: (-int(f.severity), f.code, str(f.location)))
+    reasons, unchecked = unverified_reasons(target, skipped)
     for result in results:
-        result.verdict, result.counts = verdict_for(findings, result.label)
+        result.unverified_reasons, result.unchecked_rules = list(reasons), list(unchecked)
+        result.verdict, result.counts = verdict_for(findings, result.label, reasons)
     return Report(
         draft=checkpoint.source,
         target=target.source if target else None,
@@ -135,6 +138,49 @@ def check_checkpoint(
         skipped_rules=skipped,
         target_facts=TargetFacts.of(target) if target is not None else None,
     )
+
+
+# Target config fields the target checks read, and the rules that stay silent without them.
+TARGET_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("architectures", ("DF501", "DF505")),
+    ("hidden_size", ("DF502", "DF503")),
+    ("num_hidden_layers", ("DF303",)),
+    ("vocab_size", ("DF405",)),
+)
+
+
+def unverified_reasons(
+    target: Target | None, skipped: list[SkippedRule]
+) -> tuple[list[str], list[str]]:
+    """Why an empty list of findings would not prove compatibility, and the rules concerned.
+
+    Only rules that can change a verdict count: an error or warning rule, or DF505 (which
+    makes it `unverified`). Skipped rules come from a missing target; a target whose
+    config lacks a field a target check reads leaves that check silent.
+    """
+    reasons: list[str] = []
+    unchecked: list[str] = []
+    decisive = [s.code for s in skipped if _can_change_verdict(s.code)]
+    if decisive:
+        reasons.append("no target")
+        unchecked.extend(decisive)
+    if target is not None:
+        facts = {
+            "architectures": target.architecture,
+            "hidden_size": target.hidden_size,
+            "num_hidden_layers": target.num_layers,
+            "vocab_size": target.vocab_size,
+        }
+        for key, codes in TARGET_FIELDS:
+            if facts[key] is None:
+                reasons.append(f"the target config has no usable `{key}`")
+                unchecked.extend(c for c in codes if c not in unchecked)
+    return reasons, unchecked
+
+
+def _can_change_verdict(code: str) -> bool:
+    item = get_rule(code)
+    return item is not None and (item.severity >= Severity.WARNING or code in UNVERIFIED_CODES)
 
 
 def _collect(

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from draftfit import __version__
+from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
+from draftfit.fail_on import FailOn
 from draftfit.rules.base import Location, Severity
 
 if TYPE_CHECKING:
@@ -20,8 +22,8 @@ SCHEMA_VERSION = 1
 
 INCOMPATIBLE = "incompatible"
 # Nothing fails, but draftfit's data cannot say whether the engine version supports a part
-# of the setup (e.g. the target class): not called compatible.
-UNVERIFIED = "unverified"
+# of the setup (e.g. the target class), or checks that could change the answer were skipped
+# (no target): not called compatible. `UNVERIFIED` lives in draftfit.fail_on.
 UNVERIFIED_CODES = frozenset({"DF505"})
 DEGRADED = "degraded"
 COMPATIBLE = "compatible"
@@ -163,6 +165,10 @@ class EngineResult:
     counts: dict[str, int] = field(default_factory=dict)
     draft_class: str | None = None
     aux_layers: AuxLayers | None = None
+    # Why nothing found is not proof of compatibility (e.g. "no target"), and the rules
+    # that could have changed the verdict but did not run.
+    unverified_reasons: list[str] = field(default_factory=list)
+    unchecked_rules: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -175,6 +181,8 @@ class EngineResult:
             "verdict": self.verdict,
             "counts": dict(self.counts),
             "draft_class": self.draft_class,
+            "unverified_reasons": list(self.unverified_reasons),
+            "unchecked_rules": list(self.unchecked_rules),
         }
         if self.aux_layers is not None:
             out["aux_layers"] = self.aux_layers.to_dict()
@@ -199,10 +207,14 @@ class Report:
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
 
-    def exit_code(self, fail_on: Severity) -> int:
-        return 1 if any(f.severity >= fail_on for f in self.findings) else 0
+    def exit_code(self, fail_on: FailOn | Severity) -> int:
+        """1 when a finding or an engine verdict fails at `fail_on` (see draftfit.fail_on)."""
+        failing = FailOn.of(fail_on).fails(
+            (f.severity for f in self.findings), (e.verdict for e in self.engines)
+        )
+        return 1 if failing else 0
 
-    def to_dict(self, fail_on: Severity = Severity.ERROR) -> dict[str, Any]:
+    def to_dict(self, fail_on: FailOn | Severity = Severity.ERROR) -> dict[str, Any]:
         out: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "draftfit", "version": __version__},
@@ -235,8 +247,13 @@ class Report:
         return out
 
 
-def verdict_for(findings: list[Finding], label: str) -> tuple[str, dict[str, int]]:
-    """Verdict and severity counts of the findings that apply to engine `label`."""
+def verdict_for(
+    findings: list[Finding], label: str, unverified_reasons: list[str] | None = None
+) -> tuple[str, dict[str, int]]:
+    """Verdict and severity counts of the findings that apply to engine `label`.
+
+    Without errors or warnings the verdict is `unverified`, not `compatible`, when DF505
+    applies or `unverified_reasons` names checks that were skipped."""
     counts = {"error": 0, "warning": 0, "info": 0}
     for finding in findings:
         if label in finding.engines:
@@ -245,6 +262,8 @@ def verdict_for(findings: list[Finding], label: str) -> tuple[str, dict[str, int
         return INCOMPATIBLE, counts
     if counts["warning"]:
         return DEGRADED, counts
-    if any(label in f.engines and f.code in UNVERIFIED_CODES for f in findings):
+    if unverified_reasons or any(
+        label in f.engines and f.code in UNVERIFIED_CODES for f in findings
+    ):
         return UNVERIFIED, counts
     return COMPATIBLE, counts

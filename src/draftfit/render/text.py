@@ -25,6 +25,12 @@ SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severi
 VERDICT_STYLE = {COMPATIBLE: "bold green", DEGRADED: "bold yellow", UNVERIFIED: "bold cyan"}
 
 
+def unverified_line(reasons: list[str], unchecked: list[str]) -> str:
+    """`no target: DF303, DF501 not checked` — why a verdict is unverified, in one phrase."""
+    text = "; ".join(reasons)
+    return f"{text}: {', '.join(unchecked)} not checked" if unchecked else text
+
+
 def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
     """The text report: header, grouped findings, skipped checks, one verdict line per engine."""
 
@@ -98,6 +104,10 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             if aux is not None and aux.used is not None:
                 source = aux.read_from or "default"
                 line.append(f" · aux layers {list(aux.used)} from {source}", style="dim")
+            if result.verdict == UNVERIFIED and result.unverified_reasons:
+                line.append(
+                    " · " + unverified_line(result.unverified_reasons, result.unchecked_rules)
+                )
             console.print(line)
         for recipe in report.recipes or []:
             console.print(
