@@ -49,6 +49,7 @@ def test_check_json_shape(capsys, clean) -> None:
             "draft_class": "Eagle3LlamaForCausalLM",
             "unverified_reasons": [],
             "unchecked_rules": [],
+            "extrapolated_to": None,
             "aux_layers": {
                 "used": [2, 4, 5],
                 "read_from": "/eagle_aux_hidden_state_layer_ids",
@@ -120,7 +121,7 @@ def test_several_engine_versions(capsys, tmp_path) -> None:
     ("argv", "needle"),
     [
         (["check", "/nonexistent/draft"], "no such directory"),
-        (["check", "{draft}", "--engine", "vllm==0.15.0"], "no data for vllm==0.15.0"),
+        (["check", "{draft}", "--engine", "vllm==0.15.0"], "vLLM 0.15.0 was deliberately not read"),
         (["check", "{draft}", "--engine", "tgi==9"], "unknown engine"),
         (["check", "{draft}", "--engine", "sglang==9"], "no data for sglang==9"),
         (["check", "{draft}", "--target", "/nonexistent/t"], "target not found"),

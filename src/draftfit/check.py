@@ -110,7 +110,11 @@ def check_checkpoint(
                 continue
             _collect(collected, item, _with_caveats(item.run(ctx), profile), [profile.label])
         result = EngineResult(
-            profile.engine, profile.version, profile.title, draft_class=view.draft_class
+            profile.engine,
+            profile.version,
+            profile.title,
+            draft_class=view.draft_class,
+            extrapolated_to=profile.requested,
         )
         if view.aux is not None:
             result.aux_layers = AuxLayers(
@@ -205,11 +209,15 @@ def _collect(
 
 
 def _with_caveats(violations: Iterable[Violation], profile: Profile) -> Iterator[Violation]:
-    """Say so in the finding when the engine data behind it is approximate at this version."""
+    """Say so in the finding when the engine data behind it is approximate at this version,
+    or when the version asked for (`~=`) is not the one the data was read at."""
+    extrapolated = profile.extrapolation_note
     for v in violations:
         note = profile.approximate_note(v.sources)
         if note is not None:
             v = replace(v, message=f"{v.message} (draftfit's data here is approximate: {note})")
+        if extrapolated is not None:
+            v = replace(v, message=f"{v.message} ({extrapolated})")
         yield v
 
 

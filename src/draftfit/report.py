@@ -169,6 +169,9 @@ class EngineResult:
     # that could have changed the verdict but did not run.
     unverified_reasons: list[str] = field(default_factory=list)
     unchecked_rules: list[str] = field(default_factory=list)
+    # The version asked for with `--engine ENGINE~=V` when the data is `version`'s: the
+    # verdict and every engine finding are extrapolated to it.
+    extrapolated_to: str | None = None
 
     @property
     def label(self) -> str:
@@ -183,6 +186,7 @@ class EngineResult:
             "draft_class": self.draft_class,
             "unverified_reasons": list(self.unverified_reasons),
             "unchecked_rules": list(self.unchecked_rules),
+            "extrapolated_to": self.extrapolated_to,
         }
         if self.aux_layers is not None:
             out["aux_layers"] = self.aux_layers.to_dict()

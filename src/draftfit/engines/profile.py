@@ -16,6 +16,7 @@ rather than guess.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -86,6 +87,8 @@ class EngineData:
     latest: str
     facts: dict[str, FactData]
     notes: tuple[str, ...]
+    # Release series deliberately not read, e.g. ("0.15", "no sdist on PyPI").
+    not_read: tuple[tuple[str, str], ...] = ()
 
     @cached_property
     def approximate_entries(self) -> dict[str, list[tuple[int, Entry]]]:
@@ -100,13 +103,16 @@ class EngineData:
                     index.setdefault(entry.source, []).append((order, entry))
         return index
 
-    def resolve(self, version: str) -> Profile:
+    def resolve(self, version: str, requested: str | None = None) -> Profile:
+        """The profile at a release draftfit has read; `requested` names the version the
+        user asked for when that is another one (`~=`), so findings say they are
+        extrapolated."""
         if version not in self.versions:
             raise UnknownEngineVersionError(
                 f"no data for {self.engine}=={version}; known versions: "
                 f"{_compact_versions(self.versions)}"
             )
-        return Profile(self, version, Version(version))
+        return Profile(self, version, Version(version), requested)
 
 
 @dataclass(frozen=True)
@@ -122,12 +128,27 @@ class Resolved:
 class Profile:
     """The engine's expectations at one version."""
 
-    def __init__(self, data: EngineData, version: str, parsed: Version) -> None:
+    def __init__(
+        self, data: EngineData, version: str, parsed: Version, requested: str | None = None
+    ) -> None:
         self.data = data
         self.engine = data.engine
         self.version = version
         self.parsed = parsed
+        # The version asked for with `~=` when it is not this read release: every finding
+        # and the verdict are then extrapolated from this release to that one.
+        self.requested = requested if requested != version else None
         self._cache: dict[str, Resolved] = {}
+
+    @property
+    def extrapolation_note(self) -> str | None:
+        """`extrapolated to vLLM 0.34.1 from the data for 0.34.0`, or None."""
+        if self.requested is None:
+            return None
+        return (
+            f"extrapolated to {self.data.title} {self.requested} from draftfit's data for "
+            f"{self.version}"
+        )
 
     @property
     def label(self) -> str:
@@ -259,6 +280,11 @@ def parse_engine_data(engine: str, raw: dict[str, Any]) -> EngineData:
         if kind == "ranged":
             _check_disjoint(engine, key, entries)
         facts[key] = FactData(key, body["doc"], kind, tuple(entries))
+    not_read = []
+    for item in raw.get("not_read", ()):
+        if not isinstance(item, dict) or set(item) != {"series", "reason"}:
+            raise SpecDataError(f"{engine}.toml: not_read entries need `series` and `reason`")
+        not_read.append((str(item["series"]), str(item["reason"])))
     return EngineData(
         engine,
         raw.get("title", engine),
@@ -267,6 +293,7 @@ def parse_engine_data(engine: str, raw: dict[str, Any]) -> EngineData:
         latest,
         facts,
         tuple(raw.get("notes", ())),
+        tuple(not_read),
     )
 
 
@@ -285,18 +312,127 @@ def _version(engine: str, text: str, where: str) -> Version:
 
 
 def parse_engine_spec(text: str) -> list[Profile]:
-    """Parse `vllm`, `vllm==0.10.2` or `all` into profiles."""
+    """Parse `vllm`, `vllm==0.10.2`, `vllm~=0.34` or `all` into profiles.
+
+    `==` names a release draftfit has read; anything else is refused with one line that
+    says why and what to pass instead (the matching releases of a partial version, the
+    nearest read release of one that is newer or was not read). `~=V` checks against the
+    nearest read release — V itself when read, else the newest read release in V's series
+    (`~=0.10`), else the newest read release before V — and marks the result extrapolated.
+    """
     text = text.strip()
     if text == "all":
         return [load_engine(e).resolve(load_engine(e).latest) for e in ENGINES]
-    name, sep, version = text.partition("==")
-    name = name.strip().lower()
+    match = _SPEC.fullmatch(text)
+    if match is None:
+        raise UsageError(f"cannot read --engine {text!r}; expected ENGINE, ENGINE==VERSION or all")
+    name, operator, version = match["name"].lower(), match["op"], match["version"]
     if name not in ENGINES:
         raise UsageError(
             f"unknown engine {name!r} in --engine {text!r}; known: {', '.join(ENGINES)}"
         )
     data = load_engine(name)
-    if not sep:
+    if not operator:
         return [data.resolve(data.latest)]
-    version = version.strip().lstrip("v")
-    return [data.resolve(version)]
+    version = version.lstrip("vV")
+    if operator == "=":
+        raise UsageError(f"--engine {text!r}: did you mean --engine {name}=={version}?")
+    if operator not in ("==", "~="):
+        raise UsageError(
+            f"--engine {text!r}: draftfit checks single releases; use {name}=={version} "
+            f"(exactly that release) or {name}~={version} (the nearest release draftfit has "
+            "read, extrapolated)"
+        )
+    if not version:
+        raise UsageError(f"--engine {text!r}: no version after {operator}")
+    if version in data.versions:
+        return [data.resolve(version)]
+    if operator == "~=":
+        requested = f"{version}.x" if _series(data, version) else version
+        return [data.resolve(_nearest(data, version, text), requested=requested)]
+    raise UnknownEngineVersionError(_why_unknown(data, version))
+
+
+_SPEC = re.compile(
+    r"(?P<name>[A-Za-z][A-Za-z0-9_-]*)\s*(?:(?P<op>==|~=|>=|<=|!=|>|<|=)\s*(?P<version>\S*))?"
+)
+
+
+def _series(data: EngineData, version: str) -> list[str]:
+    """Read releases whose version starts with `version` followed by a dot (`0.10` ->
+    0.10.0, 0.10.1, ...)."""
+    return [v for v in data.versions if v.startswith(version + ".")]
+
+
+def _parsed(data: EngineData, version: str, text: str) -> Version:
+    try:
+        return Version(version)
+    except InvalidVersion as exc:
+        raise UsageError(
+            f"--engine {text!r}: {version!r} is not a version ({data.title} releases look like "
+            f"{data.latest})"
+        ) from exc
+
+
+def _nearest(data: EngineData, version: str, text: str) -> str:
+    """The read release `~=version` checks against (see parse_engine_spec)."""
+    series = _series(data, version)
+    if series:
+        return max(series, key=Version)
+    wanted = _parsed(data, version, text)
+    before = [v for v in data.versions if Version(v) <= wanted]
+    if not before:
+        raise UnknownEngineVersionError(
+            f"{data.title} {version} is older than every release draftfit has read (the "
+            f"oldest is {data.engine}=={min(data.versions, key=Version)}); nothing to "
+            "extrapolate from"
+        )
+    return max(before, key=Version)
+
+
+def _listing(versions: list[str], limit: int = 8) -> str:
+    """`0.10.0, 0.10.1, 0.10.2`, or the first and last three of a longer list."""
+    if len(versions) <= limit:
+        return ", ".join(versions)
+    return f"{', '.join(versions[:3])}, … {', '.join(versions[-3:])} ({len(versions)} releases)"
+
+
+def _why_unknown(data: EngineData, version: str) -> str:
+    """One line: why `engine==version` has no data, and what to pass instead."""
+    engine = data.engine
+    text = f"{engine}=={version}"
+    series = _series(data, version)
+    if series:
+        return (
+            f"{text} names no single release; draftfit has read {_listing(series)}: pass "
+            f"one (e.g. --engine {engine}=={series[-1]}), or --engine {engine}~={version} for "
+            f"the newest of them"
+        )
+    wanted = _parsed(data, version, f"{text}")
+    ordered = sorted(data.versions, key=Version)
+    if wanted > Version(ordered[-1]):
+        return (
+            f"no data for {text}: it is newer than the newest release draftfit has read "
+            f"({ordered[-1]}); --engine {engine}~={version} checks against {ordered[-1]} and "
+            "marks the findings extrapolated"
+        )
+    if wanted < Version(ordered[0]):
+        return (
+            f"no data for {text}: it is older than every release draftfit has read (the "
+            f"oldest is {ordered[0]})"
+        )
+    below = max((v for v in ordered if Version(v) < wanted), key=Version)
+    above = min((v for v in ordered if Version(v) > wanted), key=Version)
+    reason = next(
+        (why for series_, why in data.not_read if version.startswith(series_ + ".")),
+        None,
+    )
+    why = (
+        f"{data.title} {version} was deliberately not read ({reason})"
+        if reason
+        else f"no data for {text} (not a release draftfit has read)"
+    )
+    return (
+        f"{why}; the nearest read releases are {below} and {above}: --engine "
+        f"{engine}~={version} checks against {below} and marks the findings extrapolated"
+    )

@@ -96,6 +96,8 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             line = Text()
             line.append(f"{result.title}: ", style="bold")
             line.append(result.verdict, style=VERDICT_STYLE.get(result.verdict, "bold red"))
+            if result.extrapolated_to is not None:
+                line.append(f", extrapolated to {result.extrapolated_to}", style="bold")
             line.append(
                 f" ({counts.get('error', 0)} error, {counts.get('warning', 0)} warning, "
                 f"{counts.get('info', 0)} info)"
