@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import draftfit
 from draftfit.cli import main
 from tests import factory as f
 
@@ -282,3 +284,25 @@ def test_matrix_without_target_is_unverified_and_can_fail(capsys, clean) -> None
     assert "| unverified | no target: DF303" in out
     code, out, _ = run(capsys, "matrix", str(draft), "--target", str(target), "--format", "json")
     assert "compatible" in {r["verdict"] for r in json.loads(out)["rows"]}
+
+
+def test_piped_tables_are_neither_wrapped_nor_padded(tmp_path: Path) -> None:
+    """`draftfit matrix ./x | cat`: a row stays one line, however long, and no line ends in
+    padding, so `grep` and `diff` see what a reader sees."""
+    draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "d")
+    target = f.llama_target(tmp_path / "t")
+    for argv in (["matrix", str(draft), "--target", str(target)], ["rules"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "draftfit", *argv],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": str(Path(draftfit.__file__).parents[1])},
+        )
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert not [line for line in lines if line != line.rstrip()]
+        assert max(len(line) for line in lines) > 100
+        if argv[0] == "matrix":
+            row = next(line for line in lines if line.startswith("vLLM") and "0.8.5" in line)
+            assert "DF301" in row and row.endswith("falls back to the default [2, 4, 5]")
