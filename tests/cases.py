@@ -1197,3 +1197,25 @@ case(
 case("sglang-nextn-zero-0.5.13", set(), {"DF117"}, engines=("sglang==0.5.13",))(
     with_target(_nextn(0))
 )
+# No `architectures`: SGLang and TensorRT-LLM's two-model path fail on it too, and the
+# checks against the target still run (SGLang's context-length refusal is not hidden).
+case(
+    "sglang-no-architectures",
+    {"DF102", "DF506"},
+    {"DF101"},
+    engines=("sglang==0.5.23",),
+    verdict="incompatible",
+)(with_target(_arch(None), max_position_embeddings=8192))
+case("sglang-empty-architectures", {"DF102"}, {"DF101"}, engines=("sglang==0.5.23",))(
+    with_target(_arch([]))
+)
+case(
+    "trtllm-no-architectures-two-model",
+    {"DF102"},
+    {"DF101"},
+    engines=("trtllm==0.20.0",),
+    verdict="incompatible",
+)(with_target(_arch(None)))
+case("trtllm-no-architectures-one-model", set(), {"DF102"}, engines=("trtllm==1.4.0rc0",))(
+    with_target(_arch(None))
+)

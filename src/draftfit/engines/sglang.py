@@ -66,6 +66,9 @@ class _SGLangBuilder(BaseBuilder):
         arch = self._draft_class()
         self.view.config = self.visible
         if arch is None:
+            # No draft class, but the target checks need none: report what they find too.
+            self.family = LLAMA_EAGLE if self.method == EAGLE else LLAMA_EAGLE3
+            self._target_checks()
             return
         self.family = CLASS_FAMILY[arch]
         self.view.draft_class = arch
@@ -128,7 +131,17 @@ class _SGLangBuilder(BaseBuilder):
     def _draft_class(self) -> str | None:
         archs = self.config.get("architectures")
         if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
-            return None  # missing-architectures reports it
+            self.refuse(
+                "missing-architectures",
+                f"`architectures` is missing or empty: {self.p.title} picks the draft class "
+                "from `architectures[0]` and fails building the draft's model config "
+                "(TypeError on None, IndexError on an empty list)",
+                config_at("/architectures"),
+                ("missing_architectures",),
+                fix='set "architectures": ["LlamaForCausalLMEagle3"] (EAGLE-3) or '
+                '["LlamaForCausalLMEagle"] (EAGLE-1)',
+            )
+            return None
         arch = archs[0]
         key = "eagle3_draft_architectures" if self.method == EAGLE3 else "eagle_draft_architectures"
         registered = [a for a in (self.value(key) or []) if a in CLASS_FAMILY]

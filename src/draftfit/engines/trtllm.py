@@ -70,6 +70,7 @@ class _TrtllmBuilder(BaseBuilder):
         self.visible = dict(cfg)
         self.view.config = self.visible
         if not self._draft_class():
+            self._target_checks()  # they need no draft class
             return
         if not self._dims_present():
             return
@@ -91,6 +92,14 @@ class _TrtllmBuilder(BaseBuilder):
             return True
         archs = self.config.get("architectures")
         if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
+            self.refuse(
+                "missing-architectures",
+                f"`architectures` is missing or empty: {self.p.title} (two-model EAGLE-3) "
+                "looks the draft class up from `architectures[0]` and fails",
+                config_at("/architectures"),
+                ("missing_architectures",),
+                fix='set "architectures": ["LlamaForCausalLMEagle3"] and `draft_vocab_size`',
+            )
             return False
         arch = archs[0]
         if "draft_vocab_size" in self.visible:
