@@ -306,3 +306,23 @@ def test_piped_tables_are_neither_wrapped_nor_padded(tmp_path: Path) -> None:
         if argv[0] == "matrix":
             row = next(line for line in lines if line.startswith("vLLM") and "0.8.5" in line)
             assert "DF301" in row and row.endswith("falls back to the default [2, 4, 5]")
+
+
+def test_a_folder_of_checkpoints_names_them(capsys, tmp_path: Path) -> None:
+    root = tmp_path / "checkpoints"
+    for name in ("epoch_10", "epoch_2", "epoch_3"):
+        f.specforge().write(root / name / "hf")
+    (root / "logs").mkdir()
+    code, out, err = run(capsys, "check", str(root))
+    assert code == 2 and out == ""
+    assert err == (
+        f"draftfit: error: no checkpoint in {root}; these subfolders hold one: "
+        f"{root}/epoch_2/hf, {root}/epoch_3/hf, {root}/epoch_10/hf\n"
+    )
+    code, _, err = run(capsys, "check", str(root / "epoch_2" / "hf"), "--target", str(root))
+    assert code == 2 and err.startswith(f"draftfit: error: no checkpoint in {root}; ")
+    # A folder with nothing below it is still an ordinary missing-config finding.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, _ = run(capsys, "check", str(empty))
+    assert code == 1 and "DF016" in out
