@@ -326,3 +326,31 @@ def test_a_folder_of_checkpoints_names_them(capsys, tmp_path: Path) -> None:
     empty.mkdir()
     code, out, _ = run(capsys, "check", str(empty))
     assert code == 1 and "DF016" in out
+
+
+def test_swapped_draft_and_target_is_one_line_with_the_fix(capsys, tmp_path: Path) -> None:
+    model = f.llama_target(tmp_path / "Llama-3.1-8B")
+    head = f.specforge().write(tmp_path / "eagle3-head")
+    for command in ("check", "matrix"):
+        code, out, err = run(capsys, command, str(model), "--target", str(head))
+        assert code == 2 and out == ""
+        assert err == (
+            f"draftfit: error: {model} is a full model (`LlamaForCausalLM`, {f.TARGET_LAYERS} "
+            f"layers) and the target {head} an EAGLE draft (`LlamaForCausalLMEagle3`): the two "
+            f"look swapped; run `draftfit check {head} --target {model}`\n"
+        )
+    # The suggested command works.
+    code, out, _ = run(capsys, "check", str(head), "--target", str(model))
+    assert code == 0 and "vLLM 0.34.0: compatible" in out
+
+
+def test_full_model_as_the_draft_is_one_line_with_the_fix(capsys, tmp_path: Path) -> None:
+    model = f.llama_target(tmp_path / "Llama-3.1-8B")
+    code, out, err = run(capsys, "check", str(model))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"draftfit: error: {model} is a full model (`LlamaForCausalLM`, ")
+    assert "give the draft checkpoint as DRAFT and this model as --target" in err
+    assert "DF113" not in err
+    # Told the method, draftfit checks it as a draft (and reports what is wrong with it).
+    code, out, _ = run(capsys, "check", str(model), "--method", "eagle3")
+    assert code == 1 and "DF021" in out

@@ -16,6 +16,7 @@ from draftfit.checkpoint import Checkpoint
 from draftfit.engines import build_view
 from draftfit.engines.profile import Profile, parse_engine_spec
 from draftfit.errors import UsageError
+from draftfit.mistakes import refuse_argument_mistakes
 from draftfit.report import (
     UNVERIFIED_CODES,
     AuxLayers,
@@ -64,6 +65,7 @@ def check_path(
     profiles = resolve_engines(engines)
     checkpoint = open_checkpoint(draft)
     target_obj = open_target(target) if target is not None else None
+    refuse_argument_mistakes(checkpoint, describe(checkpoint), target_obj, method)
     report = check_checkpoint(checkpoint, target_obj, profiles, method)
     if recipes:
         from draftfit.recipe import attach_recipes

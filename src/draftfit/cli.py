@@ -364,10 +364,13 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
     from draftfit.matrix import build_matrix
+    from draftfit.mistakes import refuse_argument_mistakes
     from draftfit.sources import open_checkpoint, open_target
+    from draftfit.spec import describe
 
     checkpoint = open_checkpoint(args.draft)
     target = open_target(args.target) if args.target else None
+    refuse_argument_mistakes(checkpoint, describe(checkpoint), target, args.method)
     matrix = build_matrix(checkpoint, target, method=args.method)
     _emit(matrix, args.format)
     if args.fail_on is None:
