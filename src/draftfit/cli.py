@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="ENGINE[==VERSION]",
         help="engine and version: vllm, sglang or trtllm, optionally ==VERSION (e.g. "
-        "sglang==0.5.6), or all (repeatable; default: newest vLLM)",
+        "sglang==0.5.6) or ~=VERSION (the nearest release draftfit has read, findings marked "
+        "extrapolated), or all (repeatable; default: newest vLLM)",
     )
     check.add_argument(
         "--method",
