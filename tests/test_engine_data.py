@@ -91,6 +91,8 @@ def test_unread_versions_are_refused() -> None:
             "findings extrapolated",
         ),
         ("vllm=0.10.2", "--engine 'vllm=0.10.2': did you mean --engine vllm==0.10.2?"),
+        ("vllm 0.10.2", "--engine 'vllm 0.10.2': did you mean --engine vllm==0.10.2?"),
+        ("sglang@v0.5.6", "--engine 'sglang@v0.5.6': did you mean --engine sglang==0.5.6?"),
         (
             "vllm==0.7.3",
             "no data for vllm==0.7.3: it is older than every release draftfit has read (the "

@@ -325,6 +325,12 @@ def parse_engine_spec(text: str) -> list[Profile]:
         return [load_engine(e).resolve(load_engine(e).latest) for e in ENGINES]
     match = _SPEC.fullmatch(text)
     if match is None:
+        loose = _LOOSE.fullmatch(text)
+        if loose is not None and loose["name"].lower() in ENGINES:
+            raise UsageError(
+                f"--engine {text!r}: did you mean --engine "
+                f"{loose['name'].lower()}=={loose['version'].lstrip('vV')}?"
+            )
         raise UsageError(f"cannot read --engine {text!r}; expected ENGINE, ENGINE==VERSION or all")
     name, operator, version = match["name"].lower(), match["op"], match["version"]
     if name not in ENGINES:
@@ -356,6 +362,10 @@ def parse_engine_spec(text: str) -> list[Profile]:
 _SPEC = re.compile(
     r"(?P<name>[A-Za-z][A-Za-z0-9_-]*)\s*(?:(?P<op>==|~=|>=|<=|!=|>|<|=)\s*(?P<version>\S*))?"
 )
+
+
+# `vllm 0.10.2`, `vllm@0.10.2`, `vllm:0.10.2`, `vllm-0.10.2`: a version meant as `==`.
+_LOOSE = re.compile(r"(?P<name>[A-Za-z]+)\s*[\s@:-]\s*(?P<version>[vV]?\d\S*)")
 
 
 def _series(data: EngineData, version: str) -> list[str]:
