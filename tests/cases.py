@@ -1227,3 +1227,27 @@ case(
     engines=("trtllm==1.4.0rc0",),
     verdict="degraded",
 )(with_target(f.specforge(nested_aux=[4, 1, 3])))
+
+
+# No `architectures`: SGLang and TensorRT-LLM's two-model path fail on it too, and the
+# checks against the target still run (SGLang's context-length refusal is not hidden).
+case(
+    "sglang-no-architectures",
+    {"DF102", "DF506"},
+    {"DF101"},
+    engines=("sglang==0.5.23",),
+    verdict="incompatible",
+)(with_target(_arch(None), max_position_embeddings=8192))
+case("sglang-empty-architectures", {"DF102"}, {"DF101"}, engines=("sglang==0.5.23",))(
+    with_target(_arch([]))
+)
+case(
+    "trtllm-no-architectures-two-model",
+    {"DF102"},
+    {"DF101"},
+    engines=("trtllm==0.20.0",),
+    verdict="incompatible",
+)(with_target(_arch(None)))
+case("trtllm-no-architectures-one-model", set(), {"DF102"}, engines=("trtllm==1.4.0rc0",))(
+    with_target(_arch(None))
+)

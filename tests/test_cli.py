@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import draftfit
 from draftfit.cli import main
 from tests import factory as f
 
@@ -47,6 +49,9 @@ def test_check_json_shape(capsys, clean) -> None:
             "verdict": "compatible",
             "counts": {"error": 0, "warning": 0, "info": 0},
             "draft_class": "Eagle3LlamaForCausalLM",
+            "unverified_reasons": [],
+            "unchecked_rules": [],
+            "extrapolated_to": None,
             "aux_layers": {
                 "used": [2, 4, 5],
                 "read_from": "/eagle_aux_hidden_state_layer_ids",
@@ -118,7 +123,7 @@ def test_several_engine_versions(capsys, tmp_path) -> None:
     ("argv", "needle"),
     [
         (["check", "/nonexistent/draft"], "no such directory"),
-        (["check", "{draft}", "--engine", "vllm==0.15.0"], "no data for vllm==0.15.0"),
+        (["check", "{draft}", "--engine", "vllm==0.15.0"], "vLLM 0.15.0 was not read (no sdist on PyPI"),
         (["check", "{draft}", "--engine", "tgi==9"], "unknown engine"),
         (["check", "{draft}", "--engine", "sglang==9"], "no data for sglang==9"),
         (["check", "{draft}", "--target", "/nonexistent/t"], "target not found"),
@@ -210,3 +215,142 @@ def test_readme_lists_every_rule() -> None:
     for item in all_rules():
         assert f"| {item.code} | `{item.name}` | {item.severity} |" in readme, item.code
         assert item.summary in readme, item.code
+
+
+def test_no_target_is_unverified_not_compatible(capsys, clean) -> None:
+    """Checks that need the target decide real verdicts (SGLang refuses a shorter draft
+    context): without one, nothing found is `unverified`, with the reason and the rules."""
+    draft, _target = clean
+    code, out, _ = run(capsys, "check", str(draft), "--format", "json")
+    result = json.loads(out)["engines"][0]
+    assert code == 0
+    assert result["verdict"] == "unverified"
+    assert result["unverified_reasons"] == ["no target"]
+    assert {"DF303", "DF502", "DF506"} <= set(result["unchecked_rules"])
+    assert "DF302" not in result["unchecked_rules"]  # info only: cannot change a verdict
+    code, out, _ = run(capsys, "check", str(draft))
+    assert code == 0
+    assert "vLLM 0.34.0: unverified (0 error, 0 warning, 0 info)" in out
+    assert "· no target: DF303, DF405" in out
+
+
+@pytest.mark.parametrize(
+    ("with_target", "fail_on", "expected"),
+    [
+        (False, "error", 0),
+        (False, "warning", 0),
+        (False, "unverified", 1),
+        (False, "info", 1),
+        (True, "unverified", 0),
+        (True, "info", 0),
+    ],
+)
+def test_fail_on_unverified(capsys, clean, with_target: bool, fail_on: str, expected: int) -> None:
+    draft, target = clean
+    extra = ["--target", str(target)] if with_target else []
+    code, out, _ = run(
+        capsys, "check", str(draft), *extra, "--fail-on", fail_on, "--format", "json"
+    )
+    assert code == expected
+    assert json.loads(out)["summary"]["exit_code"] == expected
+
+
+def test_target_without_a_field_leaves_its_checks_unverified(capsys, tmp_path: Path) -> None:
+    draft = f.speculators(aux=[2, 4, 5]).write(tmp_path / "d")
+    target = f.llama_target(tmp_path / "t")
+    config = json.loads((target / "config.json").read_text())
+    del config["num_hidden_layers"]
+    (target / "config.json").write_text(json.dumps(config))
+    _code, out, _ = run(capsys, "check", str(draft), "--target", str(target), "--format", "json")
+    result = json.loads(out)["engines"][0]
+    assert result["verdict"] == "unverified"
+    assert result["unverified_reasons"] == ["the target config has no usable `num_hidden_layers`"]
+    assert result["unchecked_rules"] == ["DF303"]
+
+
+def test_matrix_without_target_is_unverified_and_can_fail(capsys, clean) -> None:
+    draft, target = clean
+    code, out, _ = run(capsys, "matrix", str(draft), "--format", "json")
+    rows = json.loads(out)["rows"]
+    assert code == 0
+    assert "compatible" not in {r["verdict"] for r in rows}
+    assert all(
+        r["unverified_reasons"] == ["no target"] for r in rows if r["verdict"] == "unverified"
+    )
+    code, out, _ = run(
+        capsys, "matrix", str(draft), "--format", "markdown", "--fail-on", "unverified"
+    )
+    assert code == 1
+    assert "| unverified | no target: DF303" in out
+    code, out, _ = run(capsys, "matrix", str(draft), "--target", str(target), "--format", "json")
+    assert "compatible" in {r["verdict"] for r in json.loads(out)["rows"]}
+
+
+def test_piped_tables_are_neither_wrapped_nor_padded(tmp_path: Path) -> None:
+    """`draftfit matrix ./x | cat`: a row stays one line, however long, and no line ends in
+    padding, so `grep` and `diff` see what a reader sees."""
+    draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "d")
+    target = f.llama_target(tmp_path / "t")
+    for argv in (["matrix", str(draft), "--target", str(target)], ["rules"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "draftfit", *argv],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": str(Path(draftfit.__file__).parents[1])},
+        )
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert not [line for line in lines if line != line.rstrip()]
+        assert max(len(line) for line in lines) > 100
+        if argv[0] == "matrix":
+            row = next(line for line in lines if line.startswith("vLLM") and "0.8.5" in line)
+            assert "DF301" in row and row.endswith("falls back to the default [2, 4, 5]")
+
+
+def test_a_folder_of_checkpoints_names_them(capsys, tmp_path: Path) -> None:
+    root = tmp_path / "checkpoints"
+    for name in ("epoch_10", "epoch_2", "epoch_3"):
+        f.specforge().write(root / name / "hf")
+    (root / "logs").mkdir()
+    code, out, err = run(capsys, "check", str(root))
+    assert code == 2 and out == ""
+    assert err == (
+        f"draftfit: error: no checkpoint in {root}; these subfolders hold one: "
+        f"{root}/epoch_2/hf, {root}/epoch_3/hf, {root}/epoch_10/hf\n"
+    )
+    code, _, err = run(capsys, "check", str(root / "epoch_2" / "hf"), "--target", str(root))
+    assert code == 2 and err.startswith(f"draftfit: error: no checkpoint in {root}; ")
+    # A folder with nothing below it is still an ordinary missing-config finding.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, _ = run(capsys, "check", str(empty))
+    assert code == 1 and "DF016" in out
+
+
+def test_swapped_draft_and_target_is_one_line_with_the_fix(capsys, tmp_path: Path) -> None:
+    model = f.llama_target(tmp_path / "Llama-3.1-8B")
+    head = f.specforge().write(tmp_path / "eagle3-head")
+    for command in ("check", "matrix"):
+        code, out, err = run(capsys, command, str(model), "--target", str(head))
+        assert code == 2 and out == ""
+        assert err == (
+            f"draftfit: error: {model} is a full model (`LlamaForCausalLM`, {f.TARGET_LAYERS} "
+            f"layers) and the target {head} an EAGLE draft (`LlamaForCausalLMEagle3`): the two "
+            f"look swapped; run `draftfit check {head} --target {model}`\n"
+        )
+    # The suggested command works.
+    code, out, _ = run(capsys, "check", str(head), "--target", str(model))
+    assert code == 0 and "vLLM 0.34.0: compatible" in out
+
+
+def test_full_model_as_the_draft_is_one_line_with_the_fix(capsys, tmp_path: Path) -> None:
+    model = f.llama_target(tmp_path / "Llama-3.1-8B")
+    code, out, err = run(capsys, "check", str(model))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"draftfit: error: {model} is a full model (`LlamaForCausalLM`, ")
+    assert "give the draft checkpoint as DRAFT and this model as --target" in err
+    assert "DF113" not in err
+    # Told the method, draftfit checks it as a draft (and reports what is wrong with it).
+    code, out, _ = run(capsys, "check", str(model), "--method", "eagle3")
+    assert code == 1 and "DF021" in out

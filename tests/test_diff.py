@@ -178,8 +178,16 @@ def test_target_layers_inferred_from_default_pattern(tmp_path: Path) -> None:
 def test_cli_diff_exit_codes_and_json(tmp_path: Path, capsys) -> None:
     a = f.specforge().write(tmp_path / "a")
     b = f.specforge().write(tmp_path / "b")
-    assert main(["diff", str(a), str(b)]) == 0
+    target = f.llama_target(tmp_path / "t")
+    assert main(["diff", str(a), str(b), "--target", str(target)]) == 0
     assert "equivalent" in capsys.readouterr().out
+    # Without a target the checks against it did not run: not called equivalent, and
+    # `--fail-on unverified` fails on it.
+    assert main(["diff", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert ": unverified (0 that matter, 0 spelling) · no target: DF303" in out
+    assert main(["diff", str(a), str(b), "--fail-on", "unverified"]) == 1
+    capsys.readouterr()
     c = f.specforge()
     _norm(c)
     c_path = c.write(tmp_path / "c")

@@ -56,7 +56,7 @@ def test_resolution_picks_the_range_containing_the_version() -> None:
 
 
 def test_unread_versions_are_refused() -> None:
-    with pytest.raises(UnknownEngineVersionError, match=r"no data for vllm==0\.15\.1"):
+    with pytest.raises(UnknownEngineVersionError, match=r"vLLM 0\.15\.1 was not read"):
         parse_engine_spec("vllm==0.15.1")
     with pytest.raises(UsageError, match="unknown engine"):
         parse_engine_spec("tgi==1.0")
@@ -68,6 +68,96 @@ def test_unread_versions_are_refused() -> None:
     ]
     assert [p.version for p in parse_engine_spec("sglang==0.5.12.post1")] == ["0.5.12.post1"]
     assert [p.version for p in parse_engine_spec("vllm==v0.10.2")] == ["0.10.2"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            "vllm==0.10",
+            "vllm==0.10 names no single release; draftfit has read 0.10.0, 0.10.1, 0.10.1.1, "
+            "0.10.2: pass one (e.g. --engine vllm==0.10.2), or --engine vllm~=0.10 for the "
+            "newest of them",
+        ),
+        (
+            "vllm==0.34.1",
+            "no data for vllm==0.34.1: it is newer than the newest release draftfit has read "
+            "(0.34.0); --engine vllm~=0.34.1 checks against 0.34.0 and marks the findings "
+            "extrapolated",
+        ),
+        (
+            "vllm==0.15.1",
+            "vLLM 0.15.1 was not read (no sdist on PyPI",
+        ),
+        ("vllm=0.10.2", "--engine 'vllm=0.10.2': did you mean --engine vllm==0.10.2?"),
+        ("vllm 0.10.2", "--engine 'vllm 0.10.2': did you mean --engine vllm==0.10.2?"),
+        ("sglang@v0.5.6", "--engine 'sglang@v0.5.6': did you mean --engine sglang==0.5.6?"),
+        (
+            "vllm==0.7.3",
+            "no data for vllm==0.7.3: it is older than every release draftfit has read (the "
+            "oldest is 0.8.0)",
+        ),
+        (
+            "vllm==abc",
+            "--engine 'vllm==abc': 'abc' is not a version (vLLM releases look like 0.34.0)",
+        ),
+        ("vllm~=0.7", "vLLM 0.7 is older than every release draftfit has read"),
+        ("vllm>=0.10", "--engine 'vllm>=0.10': draftfit checks single releases; use vllm==0.10"),
+    ],
+)
+def test_version_errors_say_why_and_what_to_pass(spec: str, message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        parse_engine_spec(spec)
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("spec", "checked", "requested"),
+    [
+        ("vllm~=0.34.1", "vllm==0.34.0", "0.34.1"),
+        ("vllm~=0.34", "vllm==0.34.0", "0.34.x"),
+        ("vllm~=0.10", "vllm==0.10.2", "0.10.x"),
+        ("vllm~=0.15.1", "vllm==0.14.0", "0.15.1"),
+        ("vllm~=0.10.2", "vllm==0.10.2", None),  # a read release: nothing extrapolated
+        ("sglang~=0.5.12", "sglang==0.5.12", None),
+        ("trtllm~=1.3.0rc1", "trtllm==1.2.1", "1.3.0rc1"),
+    ],
+)
+def test_compatible_release_checks_the_nearest_read_one(
+    spec: str, checked: str, requested: str | None
+) -> None:
+    (profile,) = parse_engine_spec(spec)
+    assert (profile.label, profile.requested) == (checked, requested)
+
+
+def test_extrapolated_check_marks_findings_and_verdict(tmp_path, capsys) -> None:
+    import json
+
+    from draftfit.cli import main
+    from tests import factory as f
+
+    draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "d")
+    target = f.llama_target(tmp_path / "t")
+    argv = ["check", str(draft), "--target", str(target), "--engine", "vllm~=0.34.1"]
+    assert main([*argv, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["engines"][0]["extrapolated_to"] == "0.34.1"
+    engine_findings = [x for x in data["findings"] if x["code"] != "DF902"]
+    assert engine_findings and all(
+        "(extrapolated to vLLM 0.34.1 from draftfit's data for 0.34.0)" in x["message"]
+        for x in engine_findings
+    )
+    main(argv)
+    assert "vLLM 0.34.0: degraded, extrapolated to 0.34.1 (" in capsys.readouterr().out
+
+
+def test_version_errors_on_the_command_line_are_one_line(capsys) -> None:
+    from draftfit.cli import main
+
+    assert main(["check", "/nonexistent", "--engine", "vllm=0.10.2"]) == 2
+    err = capsys.readouterr().err
+    assert err == "draftfit: error: --engine 'vllm=0.10.2': did you mean --engine vllm==0.10.2?\n"
 
 
 def test_a_fact_outside_every_range_is_unknown() -> None:

@@ -58,6 +58,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "draftfit.rule_ids",
         "draftfit.config_schema",
         "draftfit.schemas",
+        "draftfit.fail_on",
     ),
     ("draftfit.checkpoint",),
     (
@@ -69,6 +70,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "draftfit.hub",
         "draftfit.sources",
         "draftfit.synth",
+        "draftfit.mistakes",
     ),
     ("draftfit.engines",),
     ("draftfit.rules",),

@@ -10,6 +10,7 @@ import pytest
 
 from draftfit.check import check_path
 from draftfit.cli import main
+from draftfit.rule_ids import Severity
 from draftfit.sources import is_hub_reference, open_checkpoint
 from tests import factory as f
 from tests.fake_hub import FakeHub, configure_hf_env
@@ -121,7 +122,9 @@ def test_hub_errors_are_one_line_exit_two(hub: FakeHub, capsys, source: str, nee
 
 def test_gated_repo_with_token(hub: FakeHub, monkeypatch, tmp_path: Path) -> None:
     configure_hf_env(monkeypatch, hub.endpoint, tmp_path / "hf-home2", token=TOKEN)
-    assert check_path("hf://org/gated").engines[0].verdict == "compatible"
+    result = check_path("hf://org/gated").engines[0]
+    # Read through: nothing found; only the missing target keeps it from `compatible`.
+    assert (result.verdict, result.unverified_reasons) == ("unverified", ["no target"])
 
 
 def test_timeout_is_one_line(hub: FakeHub, monkeypatch, capsys) -> None:
@@ -146,7 +149,9 @@ def test_offline_reads_the_cache(hub: FakeHub, monkeypatch, tmp_path: Path, caps
     configure_hf_env(monkeypatch, hub.endpoint, home, offline=True)
     before = len(hub.requests)
     report = check_path("org/draft")
-    assert report.engines[0].verdict == "compatible"
+    assert report.engines[0].verdict == "unverified"
+    assert report.engines[0].unverified_reasons == ["no target"]
+    assert report.count(Severity.WARNING) == report.count(Severity.ERROR) == 0
     assert len(hub.requests) == before  # nothing fetched
     assert main(["check", "hf://org/sharded"]) == 2
     assert "not in the local Hugging Face cache" in capsys.readouterr().err
@@ -154,10 +159,81 @@ def test_offline_reads_the_cache(hub: FakeHub, monkeypatch, tmp_path: Path, caps
 
 def test_diff_local_against_hub(hub: FakeHub, repos: dict[str, Path], capsys) -> None:
     code = main(["diff", str(repos["draft"]), "hf://org/draft"])
-    assert code == 0 and "equivalent" in capsys.readouterr().out
+    assert code == 0 and ": unverified (0 that matter" in capsys.readouterr().out
 
 
 def test_inspect_hub(hub: FakeHub, capsys) -> None:
     assert main(["inspect", "hf://org/sharded", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["source"] == "hf://org/sharded" and len(data["weight_files"]) == 4
+
+
+def test_a_mistyped_local_folder_says_both_readings(hub: FakeHub, repos, capsys) -> None:
+    """`targets/llama-3.1-8b` is first a local path; when there is no such folder and no
+    such Hub repo, one line says both."""
+    assert main(["check", str(repos["draft"]), "--target", "targets/llama-3.1-8b"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(
+        "draftfit: error: no local folder targets/llama-3.1-8b; as a Hub repo: "
+        "hf://targets/llama-3.1-8b not found (HTTP 404)"
+    )
+    # An explicit hf:// reference is a Hub repo only.
+    assert main(["check", "hf://org/missing"]) == 2
+    assert "no local folder" not in capsys.readouterr().err
+
+
+def _unreachable(monkeypatch, home: Path) -> None:
+    """The Hub endpoint is a closed port: every request fails to connect."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    configure_hf_env(monkeypatch, f"http://127.0.0.1:{port}", home)
+
+
+def test_unreachable_hub_falls_back_to_the_cache_and_says_so(
+    hub: FakeHub, monkeypatch, tmp_path: Path, capsys
+) -> None:
+    from huggingface_hub import hf_hub_download, snapshot_download
+
+    home = tmp_path / "hf-home-cache"
+    configure_hf_env(monkeypatch, hub.endpoint, home)
+    snapshot_download("org/draft")
+    hf_hub_download("org/target", "config.json")
+    _unreachable(monkeypatch, home)
+    code = main(["check", "org/draft", "--target", "org/target", "--format", "json"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert json.loads(captured.out)["engines"][0]["verdict"] == "compatible"
+    lines = captured.err.splitlines()
+    assert any(
+        "hf://org/draft: cannot reach the Hub" in line
+        and line.endswith("read hf://org/draft from the local Hugging Face cache instead")
+        for line in lines
+    )
+    assert any("read hf://org/target from the local Hugging Face cache" in line for line in lines)
+    assert not [line for line in lines if not line.startswith("draftfit: ")]
+
+
+def test_unreachable_hub_without_a_cached_copy_is_one_line(
+    hub: FakeHub, monkeypatch, tmp_path: Path, capsys
+) -> None:
+    _unreachable(monkeypatch, tmp_path / "hf-home-empty")
+    assert main(["check", "org/draft"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("draftfit: error: no local folder org/draft; as a Hub repo: ")
+    assert "cannot reach the Hub" in lines[0]
+    assert lines[0].endswith(", and hf://org/draft is not in the local Hugging Face cache")
+
+
+def test_long_library_messages_are_cut_at_a_word() -> None:
+    from draftfit.hub import shorten_at_word
+
+    text = "An error happened while trying to locate the file on the Hub " * 5
+    short = shorten_at_word(text, 160)
+    assert len(short) <= 160 and short.endswith("…")
+    assert text.startswith(short[:-1]) and text[len(short) - 1] == " "
+    assert shorten_at_word("short", 160) == "short"

@@ -17,12 +17,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from draftfit import rule_ids
 from draftfit.checkpoint import Checkpoint
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import DEFAULT_ENGINE, parse_engine_spec
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
+from draftfit.mistakes import refuse_argument_mistakes
 from draftfit.report import (
+    UNVERIFIED_CODES,
     AuxLayers,
     DialectFacts,
     EngineResult,
@@ -33,8 +36,9 @@ from draftfit.report import (
     TargetFacts,
     verdict_for,
 )
-from draftfit.rules import all_rules
-from draftfit.rules.base import Context, Rule, Violation
+from draftfit.rule_ids import RuleId
+from draftfit.rules import all_rules, get_rule
+from draftfit.rules.base import Context, Rule, Severity, Violation
 from draftfit.spec import EAGLE, EAGLE3, describe
 from draftfit.target import Target
 
@@ -69,6 +73,7 @@ def check_path(
     profiles = resolve_engines(engines)
     checkpoint = open_checkpoint(draft)
     target_obj = open_target(target) if target is not None else None
+    refuse_argument_mistakes(checkpoint, describe(checkpoint), target_obj, method)
     return check_checkpoint(checkpoint, target_obj, profiles, method)
 
 
@@ -118,6 +123,7 @@ def check_checkpoint(
             draft_class=view.draft_class,
             profile=profile,
             view=view,
+            extrapolated_to=profile.requested,
         )
         if view.aux is not None:
             result.aux_layers = AuxLayers(
@@ -130,8 +136,10 @@ def check_checkpoint(
         results.append(result)
 
     findings = sorted(collected.values(), key=lambda f: (-int(f.severity), f.code, str(f.location)))
+    reasons, unchecked = unverified_reasons(target, skipped)
     for result in results:
-        result.verdict, result.counts = verdict_for(findings, result.label)
+        result.unverified_reasons, result.unchecked_rules = list(reasons), list(unchecked)
+        result.verdict, result.counts = verdict_for(findings, result.label, reasons)
     return Report(
         draft=checkpoint.source,
         target=target.source if target else None,
@@ -144,6 +152,52 @@ def check_checkpoint(
         target_facts=TargetFacts.of(target) if target is not None else None,
         inputs=KeptCheck(checkpoint, spec, target, check_checkpoint),
     )
+
+
+# Target config fields the target checks read, and the rules that stay silent without them.
+TARGET_FIELDS: tuple[tuple[str, tuple[RuleId, ...]], ...] = (
+    ("architectures", (rule_ids.TARGET_NOT_EAGLE3_CAPABLE, rule_ids.TARGET_CAPABILITY_UNKNOWN)),
+    (
+        "hidden_size",
+        (rule_ids.TARGET_HIDDEN_SIZE_MISMATCH, rule_ids.SHARED_EMBEDDING_WIDTH_MISMATCH),
+    ),
+    ("num_hidden_layers", (rule_ids.AUX_ID_OUT_OF_RANGE,)),
+    ("vocab_size", (rule_ids.VOCAB_SIZE_MISMATCH,)),
+)
+
+
+def unverified_reasons(
+    target: Target | None, skipped: list[SkippedRule]
+) -> tuple[list[str], list[str]]:
+    """Why an empty list of findings would not prove compatibility, and the rules concerned.
+
+    Only rules that can change a verdict count: an error or warning rule, or DF505 (which
+    makes it `unverified`). Skipped rules come from a missing target; a target whose
+    config lacks a field a target check reads leaves that check silent.
+    """
+    reasons: list[str] = []
+    unchecked: list[str] = []
+    decisive = [s.code for s in skipped if _can_change_verdict(s.code)]
+    if decisive:
+        reasons.append("no target")
+        unchecked.extend(decisive)
+    if target is not None:
+        facts = {
+            "architectures": target.architecture,
+            "hidden_size": target.hidden_size,
+            "num_hidden_layers": target.num_layers,
+            "vocab_size": target.vocab_size,
+        }
+        for key, rules in TARGET_FIELDS:
+            if facts[key] is None:
+                reasons.append(f"the target config has no usable `{key}`")
+                unchecked.extend(r.code for r in rules if r.code not in unchecked)
+    return reasons, unchecked
+
+
+def _can_change_verdict(code: str) -> bool:
+    item = get_rule(code)
+    return item is not None and (item.severity >= Severity.WARNING or code in UNVERIFIED_CODES)
 
 
 def _collect(
@@ -171,11 +225,15 @@ def _collect(
 
 
 def _with_caveats(violations: Iterable[Violation], profile: Profile) -> Iterator[Violation]:
-    """Say so in the finding when the engine data behind it is approximate at this version."""
+    """Say so in the finding when the engine data behind it is approximate at this version,
+    or when the version asked for (`~=`) is not the one the data was read at."""
+    extrapolated = profile.extrapolation_note
     for v in violations:
         note = profile.approximate_note(v.sources)
         if note is not None:
             v = replace(v, message=f"{v.message} (draftfit's data here is approximate: {note})")
+        if extrapolated is not None:
+            v = replace(v, message=f"{v.message} ({extrapolated})")
         yield v
 
 

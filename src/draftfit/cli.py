@@ -20,6 +20,8 @@ from typing import Any
 
 from draftfit import __version__
 from draftfit.errors import DraftfitError, Interrupted
+from draftfit.fail_on import CHOICES as FAIL_ON_CHOICES
+from draftfit.fail_on import FailOn
 from draftfit.render import kinds
 from draftfit.render.escape import escape_controls
 from draftfit.render.kinds import Kind, formats_for
@@ -90,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="ENGINE[==VERSION]",
         help="engine and version: vllm, sglang or trtllm, optionally ==VERSION (e.g. "
-        "sglang==0.5.6), or all (repeatable; default: newest vLLM)",
+        "sglang==0.5.6) or ~=VERSION (the nearest release draftfit has read, findings marked "
+        "extrapolated), or all (repeatable; default: newest vLLM)",
     )
     check.add_argument(
         "--method",
@@ -100,9 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--fail-on",
-        choices=("error", "warning", "info"),
+        choices=FAIL_ON_CHOICES,
         default="error",
-        help="lowest severity that makes the exit status 1 (default: error)",
+        help="what makes the exit status 1: error (default), warning, unverified (also any "
+        "engine verdict other than compatible, e.g. without --target) or info",
     )
     check.add_argument(
         "--recipe",
@@ -131,10 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     diff.add_argument(
         "--fail-on",
-        choices=("error", "warning", "info"),
+        choices=FAIL_ON_CHOICES,
         default="error",
-        help="lowest severity that makes the exit status 1 (default: error, i.e. a difference "
-        "that matters)",
+        help="what makes the exit status 1: error (default: a difference that matters), "
+        "warning, unverified (also an engine verdict `unverified`, e.g. without --target) "
+        "or info",
     )
     _add_format(diff, kinds.DIFF)
 
@@ -148,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--target", help="target directory or Hub repo")
     matrix.add_argument(
         "--method", choices=("eagle3", "eagle"), help="method (default: read from the checkpoint)"
+    )
+    matrix.add_argument(
+        "--fail-on",
+        choices=FAIL_ON_CHOICES,
+        help="exit 1 when any version has a finding at this threshold (as for check); "
+        "default: exit 0 whatever the verdicts",
     )
     _add_format(matrix, kinds.MATRIX)
 
@@ -339,38 +350,42 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from draftfit.check import check_path
-    from draftfit.rules.base import Severity
 
     report = check_path(args.draft, target=args.target, engines=args.engine, method=args.method)
     if args.recipe:
         from draftfit.recipe import attach_recipes
 
         attach_recipes(report)
-    fail_on = Severity.parse(args.fail_on)
+    fail_on = FailOn.parse(args.fail_on)
     _emit(report, args.format, fail_on=fail_on)
     return report.exit_code(fail_on)
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
     from draftfit.diff import diff_paths
-    from draftfit.rules.base import Severity
 
     report = diff_paths(
         args.draft, args.reference, engines=args.engine, target=args.target, method=args.method
     )
-    fail_on = Severity.parse(args.fail_on)
+    fail_on = FailOn.parse(args.fail_on)
     _emit(report, args.format, fail_on=fail_on)
     return report.exit_code(fail_on)
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
     from draftfit.matrix import build_matrix
+    from draftfit.mistakes import refuse_argument_mistakes
     from draftfit.sources import open_checkpoint, open_target
+    from draftfit.spec import describe
 
     checkpoint = open_checkpoint(args.draft)
     target = open_target(args.target) if args.target else None
-    _emit(build_matrix(checkpoint, target, method=args.method), args.format)
-    return EXIT_OK
+    refuse_argument_mistakes(checkpoint, describe(checkpoint), target, args.method)
+    matrix = build_matrix(checkpoint, target, method=args.method)
+    _emit(matrix, args.format)
+    if args.fail_on is None:
+        return EXIT_OK
+    return matrix.exit_code(FailOn.parse(args.fail_on))
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:

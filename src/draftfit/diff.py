@@ -26,6 +26,7 @@ from draftfit.checkpoint import Checkpoint
 from draftfit.checkpoint.values import read_bytes
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import EngineView
+from draftfit.fail_on import UNVERIFIED, FailOn
 from draftfit.location import Location
 from draftfit.report import SCHEMA_VERSION, Finding, Report
 from draftfit.rule_ids import (
@@ -99,6 +100,10 @@ class DiffResult:
     title: str
     verdict: str = EQUIVALENT
     counts: dict[str, int] = field(default_factory=dict)
+    # Why no difference found is not proof of equivalence (e.g. "no target": checks of
+    # either side against the target were skipped), and the rules that did not run.
+    unverified_reasons: list[str] = field(default_factory=list)
+    unchecked_rules: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -110,6 +115,8 @@ class DiffResult:
             "version": self.version,
             "verdict": self.verdict,
             "counts": dict(self.counts),
+            "unverified_reasons": list(self.unverified_reasons),
+            "unchecked_rules": list(self.unchecked_rules),
         }
 
 
@@ -122,10 +129,14 @@ class DiffReport:
     engines: list[DiffResult]
     notes: list[str] = field(default_factory=list)
 
-    def exit_code(self, fail_on: Severity) -> int:
-        return 1 if any(f.severity >= fail_on for f in self.findings) else 0
+    def exit_code(self, fail_on: FailOn | Severity) -> int:
+        """1 when a finding or an engine verdict fails at `fail_on` (see draftfit.fail_on)."""
+        failing = FailOn.of(fail_on).fails(
+            (f.severity for f in self.findings), (e.verdict for e in self.engines)
+        )
+        return 1 if failing else 0
 
-    def to_dict(self, fail_on: Severity = Severity.ERROR) -> dict[str, Any]:
+    def to_dict(self, fail_on: FailOn | Severity = Severity.ERROR) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "draftfit", "version": __version__},
@@ -183,7 +194,16 @@ def diff_checkpoints(
             existing = collected.setdefault(finding.key(), finding)
             if profile.label not in existing.engines:
                 existing.engines.append(profile.label)
-        results.append(DiffResult(profile.engine, profile.version, profile.title))
+        result = DiffResult(profile.engine, profile.version, profile.title)
+        for side in (a, b):
+            engine_result = side.report.engines[0]
+            for reason in engine_result.unverified_reasons:
+                if reason not in result.unverified_reasons:
+                    result.unverified_reasons.append(reason)
+            for code in engine_result.unchecked_rules:
+                if code not in result.unchecked_rules:
+                    result.unchecked_rules.append(code)
+        results.append(result)
     for name, message, location in _compare_raw(draft, reference, spec_a, spec_b):
         rule = _rule(name)
         collected.setdefault(
@@ -210,7 +230,10 @@ def diff_checkpoints(
                 elif finding.code == SPELLING_ONLY.code:
                     counts["spelling"] += 1
         result.counts = counts
-        result.verdict = DIFFERENT if counts["matters"] else EQUIVALENT
+        if counts["matters"]:
+            result.verdict = DIFFERENT
+        else:
+            result.verdict = UNVERIFIED if result.unverified_reasons else EQUIVALENT
     return DiffReport(
         draft.source,
         reference.source,

@@ -96,11 +96,30 @@ class RemoteAccess:
         return data
 
 
+class HubUnreachableError(HubAccessError):
+    """The Hub did not answer (no network, DNS, a timeout): the local cache may still serve."""
+
+
 def load_hub_checkpoint(text: str) -> Checkpoint:
-    """Read a draft from the Hub (headers only), or from the local cache when offline."""
+    """Read a draft from the Hub (headers only), or from the local cache when offline or
+    when the Hub cannot be reached (saying so on stderr)."""
     ref = parse_hub_reference(text)
     if _offline():
         return load_checkpoint(_cached_snapshot(ref), source=ref.display)
+    try:
+        return _load_remote_checkpoint(ref)
+    except HubUnreachableError as exc:
+        try:
+            cached = _cached_snapshot(ref)
+        except HubAccessError:
+            raise HubAccessError(
+                f"{exc}, and {ref.display} is not in the local Hugging Face cache"
+            ) from exc
+        _say(f"{exc}; read {ref.display} from the local Hugging Face cache instead")
+        return load_checkpoint(cached, source=ref.display)
+
+
+def _load_remote_checkpoint(ref: HubRef) -> Checkpoint:
     with _progress(f"reading {ref.display} (config and safetensors headers)"):
         commit, sizes = _list_files(ref)
         if not any(name.endswith(".safetensors") for name in sizes) and any(
@@ -117,15 +136,49 @@ def load_hub_checkpoint(text: str) -> Checkpoint:
 
 
 def load_hub_target(text: str) -> Target:
-    """A target's config.json from the Hub (or the cache when offline)."""
+    """A target's config.json from the Hub, or from the cache when offline or when the Hub
+    cannot be reached (saying so on stderr)."""
     from huggingface_hub import hf_hub_download
 
     ref = parse_hub_reference(text)
-    with _progress(f"reading {ref.display} config.json"), _hub_errors(ref):
-        path = hf_hub_download(
-            ref.repo_id, "config.json", revision=ref.revision, local_files_only=_offline()
-        )
+    cached = None if _offline() else _cached_file(ref, "config.json")
+    if cached is not None and not _reachable(ref, "config.json"):
+        return load_target(cached.parent, source=ref.display)
+    try:
+        with _progress(f"reading {ref.display} config.json"), _hub_errors(ref):
+            path = hf_hub_download(
+                ref.repo_id, "config.json", revision=ref.revision, local_files_only=_offline()
+            )
+    except HubUnreachableError as exc:
+        raise HubAccessError(
+            f"{exc}, and {ref.display} is not in the local Hugging Face cache"
+        ) from exc
     return load_target(Path(path).parent, source=ref.display)
+
+
+def _cached_file(ref: HubRef, rel: str) -> Path | None:
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(ref.repo_id, rel, revision=ref.revision)
+    return Path(found) if isinstance(found, str) else None
+
+
+def _reachable(ref: HubRef, rel: str) -> bool:
+    """Whether the Hub answers for `rel`; when it does not, say that the cached copy is read
+    (huggingface_hub itself would fall back to it without a word)."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+    try:
+        with _hub_errors(ref):
+            get_hf_file_metadata(
+                hf_hub_url(ref.repo_id, rel, revision=ref.revision), timeout=_timeout()
+            )
+    except HubUnreachableError as exc:
+        _say(f"{exc}; read {ref.display} from the local Hugging Face cache instead")
+        return False
+    except (HubAccessError, FileNotFoundError):
+        return True  # the Hub answered; the download reports what it said
+    return True
 
 
 # ---------------------------------------------------------------------- helpers
@@ -171,7 +224,8 @@ def _hub_errors(ref: HubRef) -> Iterator[None]:
     from huggingface_hub import errors
 
     try:
-        yield
+        with _quiet_library_logs():
+            yield
     except errors.GatedRepoError as exc:
         raise HubAccessError(
             f"{ref.display} is gated: accept its terms on the Hub and set HF_TOKEN "
@@ -184,11 +238,11 @@ def _hub_errors(ref: HubRef) -> Iterator[None]:
     except errors.RevisionNotFoundError as exc:
         raise HubAccessError(f"{ref.display}: revision {ref.revision!r} not found") from exc
     except errors.LocalEntryNotFoundError as exc:
-        raise HubAccessError(
-            f"{ref.display} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
-            if _offline()
-            else f"{ref.display}: cannot reach the Hub ({_cause(exc)})"
-        ) from exc
+        if _offline():
+            raise HubAccessError(
+                f"{ref.display} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
+            ) from exc
+        raise HubUnreachableError(f"{ref.display}: cannot reach the Hub ({_cause(exc)})") from exc
     except errors.EntryNotFoundError as exc:
         raise FileNotFoundError(str(exc).splitlines()[0]) from exc
     except errors.OfflineModeIsEnabled as exc:
@@ -204,12 +258,14 @@ def _hub_errors(ref: HubRef) -> Iterator[None]:
         raise HubAccessError(f"{ref.display}: Hub request failed (HTTP {status})") from exc
     except Exception as exc:
         if "Timeout" in type(exc).__name__:
-            raise HubAccessError(
+            raise HubUnreachableError(
                 f"{ref.display}: the Hub did not answer within {_timeout():g} s "
                 "(raise HF_HUB_DOWNLOAD_TIMEOUT or retry)"
             ) from exc
-        if type(exc).__name__ in ("ConnectError", "ConnectionError", "ConnectTimeout"):
-            raise HubAccessError(f"{ref.display}: cannot reach the Hub ({_cause(exc)})") from exc
+        if type(exc).__name__ in ("ConnectError", "ConnectionError", "NetworkError"):
+            raise HubUnreachableError(
+                f"{ref.display}: cannot reach the Hub ({_cause(exc)})"
+            ) from exc
         raise
 
 
@@ -218,9 +274,43 @@ def _status(exc: Any) -> Any:
     return getattr(response, "status_code", "?")
 
 
+CAUSE_LIMIT = 160
+
+
 def _cause(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text[:160]
+    """The first line of the library's message, shortened at a word boundary."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return shorten_at_word(text, CAUSE_LIMIT)
+
+
+def shorten_at_word(text: str, limit: int) -> str:
+    """`text`, or its longest prefix of whole words within `limit` characters and `…`."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:(") + "…"
+
+
+def _say(message: str) -> None:
+    print(f"draftfit: {message}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def _quiet_library_logs() -> Any:
+    """huggingface_hub logs each retry and HTTP error as a warning; draftfit reports the
+    outcome in one line instead, so its logger is raised to ERROR while draftfit reads."""
+    import logging
+
+    logger = logging.getLogger("huggingface_hub")
+    previous = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
 
 
 @contextmanager

@@ -15,6 +15,7 @@ from draftfit.check import check_checkpoint
 from draftfit.checkpoint import Checkpoint
 from draftfit.engines.interface import Engine
 from draftfit.engines.registry import ENGINES
+from draftfit.fail_on import FailOn
 from draftfit.recipe import Recipe, recipe_for
 from draftfit.report import (
     COMPATIBLE,
@@ -43,6 +44,14 @@ class MatrixRow:
     deciding: list[Finding]
     versions: list[str] = field(default_factory=list)
     recipe: Recipe | None = None
+    # Why an `unverified` range is not called compatible (e.g. "no target"), and the rules
+    # that did not run (see EngineResult).
+    unverified_reasons: list[str] = field(default_factory=list)
+    unchecked_rules: list[str] = field(default_factory=list)
+
+    # Every finding of these versions, for `--fail-on` (the deciding ones are only those at
+    # the verdict's severity).
+    findings_for_exit: list[Finding] = field(default_factory=list, repr=False)
 
     @property
     def range(self) -> str:
@@ -56,6 +65,8 @@ class MatrixRow:
             "verdict": self.verdict,
             "deciding": [f.to_dict() for f in self.deciding],
             "recipe": self.recipe.to_dict() if self.recipe else None,
+            "unverified_reasons": list(self.unverified_reasons),
+            "unchecked_rules": list(self.unchecked_rules),
         }
 
 
@@ -73,6 +84,15 @@ class Matrix:
             "rows": [r.to_dict() for r in self.rows],
             "notes": list(self.notes),
         }
+
+    def exit_code(self, fail_on: FailOn | Severity) -> int:
+        """1 when a row's deciding findings or verdict fail at `fail_on` (as for check)."""
+        threshold = FailOn.of(fail_on)
+        failing = threshold.fails(
+            (f.severity for row in self.rows for f in row.findings_for_exit),
+            (row.verdict for row in self.rows),
+        )
+        return 1 if failing else 0
 
 
 def build_matrix(
@@ -105,12 +125,15 @@ def build_matrix(
                 result.verdict,
                 _signature(deciding, result.title),
                 _recipe_signature(recipe, result.version),
+                tuple(result.unverified_reasons),
             )
+            applying = [f for f in report.findings if result.label in f.engines]
             if current is not None and key == current_key:
                 current.last = result.version
                 current.versions.append(result.version)
                 current.deciding = deciding  # newest wording
                 current.recipe = recipe
+                current.findings_for_exit.extend(applying)
                 continue
             current = MatrixRow(
                 engine.name,
@@ -121,6 +144,9 @@ def build_matrix(
                 deciding,
                 [result.version],
                 recipe,
+                list(result.unverified_reasons),
+                list(result.unchecked_rules),
+                applying,
             )
             current_key = key
             rows.append(current)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from draftfit import __version__
+from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
+from draftfit.fail_on import FailOn
 from draftfit.location import Location
 from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, RuleId, Severity
 
@@ -29,8 +31,8 @@ SCHEMA_VERSION = 1
 
 INCOMPATIBLE = "incompatible"
 # Nothing fails, but draftfit's data cannot say whether the engine version supports a part
-# of the setup (e.g. the target class): not called compatible.
-UNVERIFIED = "unverified"
+# of the setup (e.g. the target class), or checks that could change the answer were skipped
+# (no target): not called compatible. `UNVERIFIED` lives in draftfit.fail_on.
 UNVERIFIED_RULES: frozenset[RuleId] = frozenset({TARGET_CAPABILITY_UNKNOWN})
 UNVERIFIED_CODES = frozenset(item.code for item in UNVERIFIED_RULES)
 DEGRADED = "degraded"
@@ -176,6 +178,13 @@ class EngineResult:
     # What the checker computed for this version (not part of the JSON form).
     profile: Profile | None = field(default=None, repr=False, compare=False)
     view: EngineView | None = field(default=None, repr=False, compare=False)
+    # Why nothing found is not proof of compatibility (e.g. "no target"), and the rules
+    # that could have changed the verdict but did not run.
+    unverified_reasons: list[str] = field(default_factory=list)
+    unchecked_rules: list[str] = field(default_factory=list)
+    # The version asked for with `--engine ENGINE~=V` when the data is `version`'s: the
+    # verdict and every engine finding are extrapolated to it.
+    extrapolated_to: str | None = None
 
     @property
     def label(self) -> str:
@@ -194,6 +203,9 @@ class EngineResult:
             "verdict": self.verdict,
             "counts": dict(self.counts),
             "draft_class": self.draft_class,
+            "unverified_reasons": list(self.unverified_reasons),
+            "unchecked_rules": list(self.unchecked_rules),
+            "extrapolated_to": self.extrapolated_to,
         }
         if self.aux_layers is not None:
             out["aux_layers"] = self.aux_layers.to_dict()
@@ -253,10 +265,14 @@ class Report:
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
 
-    def exit_code(self, fail_on: Severity) -> int:
-        return 1 if any(f.severity >= fail_on for f in self.findings) else 0
+    def exit_code(self, fail_on: FailOn | Severity) -> int:
+        """1 when a finding or an engine verdict fails at `fail_on` (see draftfit.fail_on)."""
+        failing = FailOn.of(fail_on).fails(
+            (f.severity for f in self.findings), (e.verdict for e in self.engines)
+        )
+        return 1 if failing else 0
 
-    def to_dict(self, fail_on: Severity = Severity.ERROR) -> dict[str, Any]:
+    def to_dict(self, fail_on: FailOn | Severity = Severity.ERROR) -> dict[str, Any]:
         out: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "draftfit", "version": __version__},
@@ -289,8 +305,13 @@ class Report:
         return out
 
 
-def verdict_for(findings: list[Finding], label: str) -> tuple[str, dict[str, int]]:
-    """Verdict and severity counts of the findings that apply to engine `label`."""
+def verdict_for(
+    findings: list[Finding], label: str, unverified_reasons: list[str] | None = None
+) -> tuple[str, dict[str, int]]:
+    """Verdict and severity counts of the findings that apply to engine `label`.
+
+    Without errors or warnings the verdict is `unverified`, not `compatible`, when DF505
+    applies or `unverified_reasons` names checks that were skipped."""
     counts = {"error": 0, "warning": 0, "info": 0}
     for finding in findings:
         if label in finding.engines:
@@ -299,6 +320,8 @@ def verdict_for(findings: list[Finding], label: str) -> tuple[str, dict[str, int
         return INCOMPATIBLE, counts
     if counts["warning"]:
         return DEGRADED, counts
-    if any(label in f.engines and f.code in UNVERIFIED_CODES for f in findings):
+    if unverified_reasons or any(
+        label in f.engines and f.code in UNVERIFIED_CODES for f in findings
+    ):
         return UNVERIFIED, counts
     return COMPATIBLE, counts

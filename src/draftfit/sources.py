@@ -7,9 +7,13 @@ headers of a Hub repository without downloading weights (see :mod:`draftfit.hub`
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from draftfit.checkpoint import Checkpoint, load_checkpoint
+from draftfit.errors import HubAccessError, UsageError
 from draftfit.target import Target, load_target
 
 HF_PREFIX = "hf://"
@@ -31,7 +35,9 @@ def open_checkpoint(source: str | Path) -> Checkpoint:
     if is_hub_reference(text):
         from draftfit.hub import load_hub_checkpoint
 
-        return load_hub_checkpoint(text)
+        with _local_first(text):
+            return load_hub_checkpoint(text)
+    _refuse_folder_of_checkpoints(Path(source))
     return load_checkpoint(source)
 
 
@@ -41,5 +47,63 @@ def open_target(source: str | Path) -> Target:
     if is_hub_reference(text):
         from draftfit.hub import load_hub_target
 
-        return load_hub_target(text)
+        with _local_first(text):
+            return load_hub_target(text)
+    _refuse_folder_of_checkpoints(Path(source))
     return load_target(source)
+
+
+@contextmanager
+def _local_first(text: str) -> Iterator[None]:
+    """A bare `owner/name` is first a local path: when it is not one and the Hub has no such
+    repository either, the error says both, so a mistyped folder is not taken for a repo."""
+    try:
+        yield
+    except HubAccessError as exc:
+        if text.startswith(HF_PREFIX):
+            raise
+        raise HubAccessError(f"no local folder {text}; as a Hub repo: {exc}") from exc
+
+
+def _refuse_folder_of_checkpoints(path: Path) -> None:
+    """A folder with no config.json and no weights of its own, whose subfolders hold
+    checkpoints (`checkpoints/` with `epoch_3/`...), is named in one line, not checked."""
+    if not path.is_dir() or (path / "config.json").exists():
+        return
+    if any(path.glob("*.safetensors")) or any(path.glob("*.bin")):
+        return
+    found = checkpoint_subfolders(path)
+    if found:
+        shown = ", ".join(str(p) for p in found[:SUBFOLDERS_SHOWN])
+        more = len(found) - SUBFOLDERS_SHOWN
+        raise UsageError(
+            f"no checkpoint in {path}; these subfolders hold one: {shown}"
+            + (f" and {more} more" if more > 0 else "")
+        )
+
+
+SUBFOLDERS_SHOWN = 5
+
+
+def checkpoint_subfolders(path: Path, depth: int = 2) -> list[Path]:
+    """Folders up to `depth` levels below `path` that hold a config.json, in natural order
+    (`epoch_2` before `epoch_10`); hidden folders are skipped."""
+    found: list[Path] = []
+    level = [path]
+    for _ in range(depth):
+        below: list[Path] = []
+        for folder in level:
+            try:
+                children = [
+                    c for c in folder.iterdir() if c.is_dir() and not c.name.startswith(".")
+                ]
+            except OSError:
+                continue
+            for child in sorted(children, key=_natural):
+                (found if (child / "config.json").is_file() else below).append(child)
+        level = below
+    return sorted(found, key=_natural)
+
+
+def _natural(path: Path) -> list[object]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]

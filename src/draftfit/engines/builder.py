@@ -181,6 +181,7 @@ class BaseBuilder:
         arch = self._resolve_class()
         self.view.config = self.visible
         if arch is None:
+            self._no_draft_class()
             return
         self.view.draft_class = arch
         self.family = self._family(arch)
@@ -193,6 +194,9 @@ class BaseBuilder:
                 return
         self._map_tensors()
         self._target_checks()
+
+    def _no_draft_class(self) -> None:
+        """Hook: what the engine still checks when no draft class resolves (nothing here)."""
 
     def _method_ok(self) -> bool:
         """Whether the engine goes on with the method it serves the draft with."""

@@ -120,13 +120,16 @@ class EngineData:
                     index.setdefault(entry.source, []).append((order, entry))
         return index
 
-    def resolve(self, version: str) -> Profile:
+    def resolve(self, version: str, requested: str | None = None) -> Profile:
+        """The profile at a release draftfit has read; `requested` names the version the
+        user asked for when that is another one (`~=`), so findings say they are
+        extrapolated."""
         if version not in self.versions:
             raise UnknownEngineVersionError(
                 f"no data for {self.engine}=={version}; known versions: "
                 f"{_compact_versions(self.versions)}"
             )
-        return Profile(self, version, Version(version))
+        return Profile(self, version, Version(version), requested)
 
 
 @dataclass(frozen=True)
@@ -142,12 +145,27 @@ class Resolved:
 class Profile:
     """The engine's expectations at one version."""
 
-    def __init__(self, data: EngineData, version: str, parsed: Version) -> None:
+    def __init__(
+        self, data: EngineData, version: str, parsed: Version, requested: str | None = None
+    ) -> None:
         self.data = data
         self.engine = data.engine
         self.version = version
         self.parsed = parsed
+        # The version asked for with `~=` when it is not this read release: every finding
+        # and the verdict are then extrapolated from this release to that one.
+        self.requested = requested if requested != version else None
         self._cache: dict[str, Resolved] = {}
+
+    @property
+    def extrapolation_note(self) -> str | None:
+        """`extrapolated to vLLM 0.34.1 from the data for 0.34.0`, or None."""
+        if self.requested is None:
+            return None
+        return (
+            f"extrapolated to {self.data.title} {self.requested} from draftfit's data for "
+            f"{self.version}"
+        )
 
     @property
     def label(self) -> str:

@@ -36,7 +36,7 @@ from draftfit.engines.view import (
     FateCause,
 )
 from draftfit.location import Location, config_at
-from draftfit.spec import EAGLE3
+from draftfit.spec import EAGLE, EAGLE3
 from draftfit.target import Target
 from draftfit.tensor_names import canonical_name
 
@@ -74,6 +74,11 @@ class _SGLangBuilder(BaseBuilder):
             fix=f"serve it with --speculative-algorithm {self._algorithm(self.spec.method)}",
         )
         return False
+
+    def _no_draft_class(self) -> None:
+        """No draft class resolves, but the target checks need none: report them too."""
+        self.family = LLAMA_EAGLE if self.method == EAGLE else LLAMA_EAGLE3
+        self._target_checks()
 
     @staticmethod
     def _algorithm(method: str) -> str:
@@ -131,7 +136,17 @@ class _SGLangBuilder(BaseBuilder):
     def _draft_class(self) -> str | None:
         archs = self.config.get("architectures")
         if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
-            return None  # missing-architectures reports it
+            self.refuse(
+                rule_ids.MISSING_ARCHITECTURES,
+                f"`architectures` is missing or empty: {self.p.title} picks the draft class "
+                "from `architectures[0]` and fails building the draft's model config "
+                "(TypeError on None, IndexError on an empty list)",
+                config_at("/architectures"),
+                ("missing_architectures",),
+                fix='set "architectures": ["LlamaForCausalLMEagle3"] (EAGLE-3) or '
+                '["LlamaForCausalLMEagle"] (EAGLE-1)',
+            )
+            return None
         arch = archs[0]
         key = "eagle3_draft_architectures" if self.method == EAGLE3 else "eagle_draft_architectures"
         registered = [a for a in (self.value(key) or []) if a in CLASS_FAMILY]

@@ -89,12 +89,24 @@ class _TrtllmBuilder(BaseBuilder):
         self.visible = dict(cfg)
         return self._draft_class()
 
+    def _no_draft_class(self) -> None:
+        """No draft class resolves, but the target checks need none: report them too."""
+        self._target_checks()
+
     def _draft_class(self) -> str | None:
         selection = self.value("draft_class_selection")
         if selection == "always-eagle3":
             return "Eagle3ForCausalLM"
         archs = self.config.get("architectures")
         if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
+            self.refuse(
+                rule_ids.MISSING_ARCHITECTURES,
+                f"`architectures` is missing or empty: {self.p.title} (two-model EAGLE-3) "
+                "looks the draft class up from `architectures[0]` and fails",
+                config_at("/architectures"),
+                ("missing_architectures",),
+                fix='set "architectures": ["LlamaForCausalLMEagle3"] and `draft_vocab_size`',
+            )
             return None
         arch = archs[0]
         if "draft_vocab_size" in self.visible:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import IO, Any
@@ -48,10 +49,18 @@ class SafeConsole(Console):
         return super().render_str(escape_controls(text), **kwargs)
 
 
+_TRAILING_BLANKS = re.compile(r"[ \t]+$", re.MULTILINE)
+
+# The width of a console that is not a terminal: wide enough that no table cell is folded.
+UNWRAPPED_WIDTH = 1_000_000
+
+
 def make_console(file: IO[str] | None = None, color: bool | None = None) -> Console:
     """A console writing to `file` (a buffer by default), never interpreting markup.
 
-    Output that is not a terminal is not wrapped, so lines stay greppable.
+    Output that is not a terminal is not wrapped, so lines stay greppable: long lines are
+    kept whole, and tables are laid out as wide as their longest cells need
+    (:func:`render_to_string` then drops the padding at line ends).
     """
     target = file if file is not None else io.StringIO()
     if color is None:
@@ -64,7 +73,7 @@ def make_console(file: IO[str] | None = None, color: bool | None = None) -> Cons
         markup=False,
         emoji=False,
         soft_wrap=not color,
-        width=None if color else 100,
+        width=None if color else UNWRAPPED_WIDTH,
     )
     console.push_render_hook(_EscapeHook())
     return console
@@ -75,9 +84,13 @@ def render_to_string(draw: Callable[[Console], None], color: bool = False) -> st
     buffer = io.StringIO()
     console = make_console(buffer, color)
     draw(console)
+    if color:
+        return buffer.getvalue()
     # Without colour nothing here is a legitimate escape sequence: escape whatever a
     # renderable nested deeper than the hook sees (a Text inside a table cell) still holds.
-    return buffer.getvalue() if color else escape_controls(buffer.getvalue())
+    # Table cells are padded to their column's width; the padding at a line's end is noise
+    # in a pipe (`grep`, `diff`), so it goes.
+    return _TRAILING_BLANKS.sub("", escape_controls(buffer.getvalue()))
 
 
 __all__ = ["escape_controls", "make_console", "render_to_string"]

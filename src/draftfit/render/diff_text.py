@@ -8,7 +8,11 @@ from rich.text import Text
 from draftfit.diff import EQUIVALENT, DiffReport
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
+from draftfit.render.text import unverified_line
+from draftfit.report import UNVERIFIED
 from draftfit.rules.base import Severity
+
+DIFF_VERDICT_STYLE = {EQUIVALENT: "bold green", UNVERIFIED: "bold cyan"}
 
 
 def render_diff(
@@ -67,13 +71,15 @@ def render_diff(
         for result in report.engines:
             line = Text()
             line.append(f"{result.title}: ", style="bold")
-            line.append(
-                result.verdict, style="bold green" if result.verdict == EQUIVALENT else "bold red"
-            )
+            line.append(result.verdict, style=DIFF_VERDICT_STYLE.get(result.verdict, "bold red"))
             line.append(
                 f" ({result.counts.get('matters', 0)} that matter, "
                 f"{result.counts.get('spelling', 0)} spelling)"
             )
+            if result.verdict == UNVERIFIED and result.unverified_reasons:
+                line.append(
+                    " · " + unverified_line(result.unverified_reasons, result.unchecked_rules)
+                )
             console.print(line)
 
     return render_to_string(draw, options.color)

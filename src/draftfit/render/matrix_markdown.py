@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from draftfit.matrix import Matrix
 from draftfit.render.options import PLAIN, RenderOptions
+from draftfit.render.text import unverified_line
+from draftfit.report import UNVERIFIED
 
 
 def render_markdown(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
@@ -17,7 +19,10 @@ def render_markdown(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
         "| --- | --- | --- | --- |",
     ]
     for row in matrix.rows:
-        why = "; ".join(f"{f.code} {f.message}" for f in row.deciding[:2]).replace("|", "\\|")
+        parts = [f"{f.code} {f.message}" for f in row.deciding[:2]]
+        if row.verdict == UNVERIFIED and row.unverified_reasons:
+            parts.insert(0, unverified_line(row.unverified_reasons, row.unchecked_rules))
+        why = "; ".join(parts).replace("|", "\\|")
         lines.append(f"| {row.title} | {row.range} | {row.verdict} | {why or '—'} |")
     recipes = [r for r in matrix.rows if r.recipe is not None]
     if recipes:

@@ -9,7 +9,8 @@ from rich.text import Text
 from draftfit.matrix import Matrix
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
-from draftfit.render.text import VERDICT_STYLE
+from draftfit.render.text import VERDICT_STYLE, unverified_line
+from draftfit.report import UNVERIFIED
 
 
 def render_matrix(matrix: Matrix, options: RenderOptions = PLAIN, recipes: bool = True) -> str:
@@ -25,7 +26,10 @@ def render_matrix(matrix: Matrix, options: RenderOptions = PLAIN, recipes: bool 
         for column in ("engine", "versions", "verdict", "why"):
             table.add_column(column, overflow="fold")
         for row in matrix.rows:
-            why = "\n".join(f"{f.code} {f.message}" for f in row.deciding[:2])
+            lines = [f"{f.code} {f.message}" for f in row.deciding[:2]]
+            if row.verdict == UNVERIFIED and row.unverified_reasons:
+                lines.insert(0, unverified_line(row.unverified_reasons, row.unchecked_rules))
+            why = "\n".join(lines)
             if len(row.deciding) > 2:
                 why += f"\n(+{len(row.deciding) - 2} more)"
             table.add_row(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from draftfit.fail_on import FailOn
 from draftfit.rules.base import Severity
 
 
@@ -13,12 +14,13 @@ class RenderOptions:
 
     Attributes:
         color: style the text for a terminal (text renderers only).
-        fail_on: the lowest severity that makes the exit status 1; reports that state their
-            exit status (the JSON `summary.exit_code`) state it for this threshold.
+        fail_on: the `--fail-on` threshold (see draftfit.fail_on; a finding severity is
+            read as the threshold of the same name); reports that state their exit status
+            (the JSON `summary.exit_code`) state it for this threshold.
     """
 
     color: bool = False
-    fail_on: Severity = Severity.ERROR
+    fail_on: FailOn | Severity = FailOn.ERROR
 
 
 PLAIN = RenderOptions()

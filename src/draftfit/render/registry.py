@@ -21,6 +21,7 @@ from draftfit.demo import DemoResult
 from draftfit.diff import DiffReport
 from draftfit.engines.listing import EngineListing
 from draftfit.explain import RuleList
+from draftfit.fail_on import FailOn
 from draftfit.inspection import InspectInfo
 from draftfit.matrix import Matrix
 from draftfit.render.demo_text import render_demo
@@ -106,7 +107,7 @@ def emit(
     result: object,
     fmt: str,
     *,
-    fail_on: Severity | None = None,
+    fail_on: FailOn | Severity | None = None,
     color: bool | None = None,
     stream: IO[str] | None = None,
 ) -> None:
@@ -119,7 +120,7 @@ def emit(
     out = stream if stream is not None else sys.stdout
     if color is None:
         color = out.isatty() and "NO_COLOR" not in os.environ
-    options = RenderOptions(color, Severity.ERROR if fail_on is None else fail_on)
+    options = RenderOptions(color, FailOn.ERROR if fail_on is None else fail_on)
     out.write(render(result, fmt, options))
 
 

@@ -26,6 +26,12 @@ SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severi
 VERDICT_STYLE = {COMPATIBLE: "bold green", DEGRADED: "bold yellow", UNVERIFIED: "bold cyan"}
 
 
+def unverified_line(reasons: list[str], unchecked: list[str]) -> str:
+    """`no target: DF303, DF501 not checked` — why a verdict is unverified, in one phrase."""
+    text = "; ".join(reasons)
+    return f"{text}: {', '.join(unchecked)} not checked" if unchecked else text
+
+
 def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
     """The text report: header, grouped findings, skipped checks, one verdict line per engine."""
 
@@ -91,6 +97,8 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             line = Text()
             line.append(f"{result.title}: ", style="bold")
             line.append(result.verdict, style=VERDICT_STYLE.get(result.verdict, "bold red"))
+            if result.extrapolated_to is not None:
+                line.append(f", extrapolated to {result.extrapolated_to}", style="bold")
             line.append(
                 f" ({counts.get('error', 0)} error, {counts.get('warning', 0)} warning, "
                 f"{counts.get('info', 0)} info)"
@@ -99,6 +107,10 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             if aux is not None and aux.used is not None:
                 source = aux.read_from or "default"
                 line.append(f" · aux layers {list(aux.used)} from {source}", style="dim")
+            if result.verdict == UNVERIFIED and result.unverified_reasons:
+                line.append(
+                    " · " + unverified_line(result.unverified_reasons, result.unchecked_rules)
+                )
             console.print(line)
         for recipe in report.recipes or []:
             console.print(

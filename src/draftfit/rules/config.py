@@ -60,7 +60,10 @@ def missing_architectures() -> None:
     A plain (non-speculators) draft config has a non-empty `architectures` list.
 
     ## Why it matters
-    vLLM's EAGLE config wrapper iterates over it and fails before building anything.
+    vLLM's EAGLE config wrapper iterates over it and fails before building anything. SGLang
+    picks the draft class from `architectures[0]` and fails while building the draft's
+    model config. TensorRT-LLM's two-model path looks the class up the same way; its
+    one-model path builds its EAGLE-3 class whatever `architectures` says.
 
     ## Example
     A hand-written config with dims but no `architectures`.

@@ -94,6 +94,8 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     },
     missing_architectures: {  # DF102
         "vllm": ("eagle3_arch_rewrite",),
+        "sglang": ("missing_architectures",),
+        "trtllm": ("missing_architectures", "draft_class_selection"),
     },
     unsupported_speculators_type: {  # DF103
         "vllm": ("speculators_types",),
