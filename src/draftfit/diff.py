@@ -121,9 +121,10 @@ class DiffReport:
     notes: list[str] = field(default_factory=list)
 
     def exit_code(self, fail_on: Severity) -> int:
-        return 1 if any(f.severity >= fail_on for f in self.findings) else 0
+        return 1 if any(f.severity >= fail_on and f.counts for f in self.findings) else 0
 
     def to_dict(self, fail_on: Severity = Severity.ERROR) -> dict[str, Any]:
+        counting = [f for f in self.findings if f.counts]
         return {
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "draftfit", "version": __version__},
@@ -133,12 +134,26 @@ class DiffReport:
             "findings": [f.to_dict() for f in self.findings],
             "notes": list(self.notes),
             "summary": {
-                "matters": sum(1 for f in self.findings if f.severity == Severity.ERROR),
-                "spelling": sum(1 for f in self.findings if f.code == "DF810"),
-                "raw": sum(1 for f in self.findings if f.code in ("DF812", "DF813", "DF814")),
+                "matters": sum(1 for f in counting if f.severity == Severity.ERROR),
+                "spelling": sum(1 for f in counting if f.code == "DF810"),
+                "raw": sum(1 for f in counting if f.code in ("DF812", "DF813", "DF814")),
                 "exit_code": self.exit_code(fail_on),
             },
         }
+
+
+def set_verdicts(findings: list[Finding], results: list[DiffResult]) -> None:
+    """Each engine version's counts and verdict from the findings that count for it."""
+    for result in results:
+        counts = {"matters": 0, "spelling": 0}
+        for finding in findings:
+            if result.label in finding.engines and finding.counts:
+                if finding.severity == Severity.ERROR:
+                    counts["matters"] += 1
+                elif finding.code == "DF810":
+                    counts["spelling"] += 1
+        result.counts = counts
+        result.verdict = DIFFERENT if counts["matters"] else EQUIVALENT
 
 
 @dataclass
@@ -196,16 +211,7 @@ def diff_checkpoints(
             ),
         )
     findings = sorted(collected.values(), key=lambda f: (-int(f.severity), f.code, f.message))
-    for result in results:
-        counts = {"matters": 0, "spelling": 0}
-        for finding in findings:
-            if result.label in finding.engines:
-                if finding.severity == Severity.ERROR:
-                    counts["matters"] += 1
-                elif finding.code == "DF810":
-                    counts["spelling"] += 1
-        result.counts = counts
-        result.verdict = DIFFERENT if counts["matters"] else EQUIVALENT
+    set_verdicts(findings, results)
     return DiffReport(
         draft.source,
         reference.source,

@@ -24,6 +24,7 @@ from draftfit.report import (
     Report,
 )
 from draftfit.rules.base import Severity
+from draftfit.selection import Selection, apply_to_report
 from draftfit.spec import describe
 from draftfit.target import Target
 
@@ -77,6 +78,7 @@ def build_matrix(
     target: Target | None,
     engines: tuple[str, ...] = ENGINES,
     method: str | None = None,
+    selection: Selection | None = None,
 ) -> Matrix:
     """Check `checkpoint` against every known version of every engine and group the results."""
     rows: list[MatrixRow] = []
@@ -88,6 +90,8 @@ def build_matrix(
         data = load_engine(engine)
         profiles = [data.resolve(v) for v in data.versions]
         report = check_checkpoint(checkpoint, target, profiles, method)
+        if selection is not None:
+            apply_to_report(report, selection)
         current: MatrixRow | None = None
         current_key: tuple | None = None
         for result in report.engines:
@@ -144,6 +148,10 @@ def _deciding(report: Report, label: str, verdict: str) -> list[Finding]:
     if verdict == COMPATIBLE:
         return []
     if verdict == UNVERIFIED:
-        return [f for f in report.findings if label in f.engines and f.code in UNVERIFIED_CODES]
+        return [
+            f
+            for f in report.findings
+            if label in f.engines and f.code in UNVERIFIED_CODES and f.counts
+        ]
     level = Severity.ERROR if verdict == "incompatible" else Severity.WARNING
-    return [f for f in report.findings if label in f.engines and f.severity == level]
+    return [f for f in report.findings if label in f.engines and f.severity == level and f.counts]

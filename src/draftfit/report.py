@@ -122,6 +122,17 @@ class AuxLayers:
         }
 
 
+@dataclass(frozen=True)
+class Suppression:
+    """Why a finding does not count: the reason and where the selection said so."""
+
+    reason: str
+    source: str  # a settings file, or the command-line flag
+
+    def to_dict(self) -> dict[str, str]:
+        return {"reason": self.reason, "source": self.source}
+
+
 @dataclass
 class Finding:
     """One problem (or fact worth knowing), with the engine versions it applies to."""
@@ -135,6 +146,12 @@ class Finding:
     sources: tuple[str, ...]
     engines: list[str] = field(default_factory=list)
     family: str = ""
+    suppression: Suppression | None = None  # set by rule selection; then it does not count
+
+    @property
+    def counts(self) -> bool:
+        """Whether the finding counts for verdicts and the exit status (not suppressed)."""
+        return self.suppression is None
 
     def key(self) -> tuple:
         return (self.code, self.message, self.location)
@@ -149,6 +166,11 @@ class Finding:
             "engines": list(self.engines),
             "fix": self.fix,
             "sources": list(self.sources),
+            **(
+                {"suppressed": True, "suppression": self.suppression.to_dict()}
+                if self.suppression is not None
+                else {}
+            ),
         }
 
 
@@ -197,10 +219,10 @@ class Report:
     recipes: list[Any] | None = None  # draftfit.recipe.Recipe, when asked for
 
     def count(self, severity: Severity) -> int:
-        return sum(1 for f in self.findings if f.severity == severity)
+        return sum(1 for f in self.findings if f.severity == severity and f.counts)
 
     def exit_code(self, fail_on: Severity) -> int:
-        return 1 if any(f.severity >= fail_on for f in self.findings) else 0
+        return 1 if any(f.severity >= fail_on and f.counts for f in self.findings) else 0
 
     def to_dict(self, fail_on: Severity = Severity.ERROR) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -238,6 +260,7 @@ class Report:
 def verdict_for(findings: list[Finding], label: str) -> tuple[str, dict[str, int]]:
     """Verdict and severity counts of the findings that apply to engine `label`."""
     counts = {"error": 0, "warning": 0, "info": 0}
+    findings = [f for f in findings if f.counts]
     for finding in findings:
         if label in finding.engines:
             counts[str(finding.severity)] += 1
