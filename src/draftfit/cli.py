@@ -19,6 +19,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from draftfit import __version__
+from draftfit.cli_reports import (
+    add_output_options,
+    add_selection_options,
+    run_check,
+    run_diff,
+    run_matrix,
+)
 from draftfit.errors import DraftfitError, Interrupted
 from draftfit.render import kinds
 from draftfit.render.escape import escape_controls
@@ -79,7 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Check a draft checkpoint against engine versions.",
     )
     check.add_argument(
-        "draft", help="draft checkpoint: a directory, hf://OWNER/NAME[@REV] or OWNER/NAME"
+        "draft",
+        nargs="+",
+        help="draft checkpoint(s): directories (or a glob), hf://OWNER/NAME[@REV] or OWNER/NAME",
     )
     check.add_argument(
         "--target", help="target (verifier): a directory holding its config.json, or a Hub repo"
@@ -109,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="also print how to serve the draft with each compatible or degraded version",
     )
     _add_format(check, kinds.CHECK)
+    add_output_options(check)
+    add_selection_options(check)
 
     diff = sub.add_parser(
         "diff",
@@ -136,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
         "that matters)",
     )
     _add_format(diff, kinds.DIFF)
+    add_output_options(diff)
+    add_selection_options(diff)
 
     matrix = sub.add_parser(
         "matrix",
@@ -149,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--method", choices=("eagle3", "eagle"), help="method (default: read from the checkpoint)"
     )
     _add_format(matrix, kinds.MATRIX)
+    add_output_options(matrix)
+    add_selection_options(matrix)
 
     convert = sub.add_parser(
         "convert",
@@ -327,41 +342,15 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from draftfit.check import check_path
-    from draftfit.rules.base import Severity
-
-    report = check_path(
-        args.draft,
-        target=args.target,
-        engines=args.engine,
-        method=args.method,
-        recipes=args.recipe,
-    )
-    fail_on = Severity.parse(args.fail_on)
-    _emit(report, args.format, fail_on=fail_on)
-    return report.exit_code(fail_on)
+    return run_check(args)
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    from draftfit.diff import diff_paths
-    from draftfit.rules.base import Severity
-
-    report = diff_paths(
-        args.draft, args.reference, engines=args.engine, target=args.target, method=args.method
-    )
-    fail_on = Severity.parse(args.fail_on)
-    _emit(report, args.format, fail_on=fail_on)
-    return report.exit_code(fail_on)
+    return run_diff(args)
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
-    from draftfit.matrix import build_matrix
-    from draftfit.sources import open_checkpoint, open_target
-
-    checkpoint = open_checkpoint(args.draft)
-    target = open_target(args.target) if args.target else None
-    _emit(build_matrix(checkpoint, target, method=args.method), args.format)
-    return EXIT_OK
+    return run_matrix(args)
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
