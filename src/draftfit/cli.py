@@ -21,6 +21,7 @@ from typing import Any
 from draftfit import __version__
 from draftfit.cli_reports import (
     add_output_options,
+    add_pre_commit_option,
     add_selection_options,
     run_check,
     run_diff,
@@ -120,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(check, kinds.CHECK)
     add_output_options(check)
     add_selection_options(check)
+    add_pre_commit_option(check)
 
     diff = sub.add_parser(
         "diff",

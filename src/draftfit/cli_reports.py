@@ -63,6 +63,16 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--isolated", action="store_true", help="ignore every settings file")
 
 
+def add_pre_commit_option(parser: argparse.ArgumentParser) -> None:
+    """--pre-commit: the DRAFT arguments are changed files, checked by their folders."""
+    parser.add_argument(
+        "--pre-commit",
+        action="store_true",
+        help="treat the DRAFT arguments as changed files (as pre-commit passes them) and "
+        "check the checkpoint folders they belong to",
+    )
+
+
 def add_output_options(parser: argparse.ArgumentParser) -> None:
     """--output-file, --quiet and --statistics."""
     parser.add_argument(
@@ -132,7 +142,14 @@ def run_check(args: argparse.Namespace) -> int:
     from draftfit.selection import apply_to_report
 
     fail_on = Severity.parse(args.fail_on)
-    drafts = expand_drafts(args.draft)
+    if args.pre_commit:
+        from draftfit.pre_commit import checkpoint_folders
+
+        drafts = checkpoint_folders(args.draft)
+        if not drafts:
+            return EXIT_OK
+    else:
+        drafts = expand_drafts(args.draft)
     reports: list[Any] = []
     worst = EXIT_OK
 
