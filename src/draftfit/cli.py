@@ -228,6 +228,14 @@ def build_parser() -> argparse.ArgumentParser:
         "folder, and check it against vLLM.",
     )
     _add_format(demo, kinds.DEMO)
+
+    completion = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh or fish)",
+        description="Print the completion script for a shell, e.g. "
+        "`draftfit completion bash > ~/.local/share/bash-completion/completions/draftfit`.",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
     return parser
 
 
@@ -340,6 +348,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cmd_engines(args)
     if args.command == "demo":
         return _cmd_demo(args)
+    if args.command == "completion":
+        from draftfit.completion import completion_script
+
+        sys.stdout.write(completion_script(args.shell))
+        return EXIT_OK
     raise _UsageExit(f"draftfit: unknown command {args.command}")  # pragma: no cover
 
 
