@@ -246,3 +246,31 @@ def test_pointer_lines_of_nested_keys_arrays_and_escapes() -> None:
     assert lines["/b/c~1d/0"] == 5 and lines["/b/c~1d/1/e~0"] == 6 and lines["/f"] == 9
     assert line_of(lines, "/b/missing") == 3 and line_of(lines, "/zz") == 1
     assert pointer_lines("{not json") == {}
+
+
+def test_target_findings_point_into_the_target_config(capsys, repo) -> None:
+    f.llama_target(repo / "deepseek", model_type="kimi_k2", architectures=["DeepseekV3ForCausalLM"])
+    argv = ["check", "drafts/llama", "--target", "deepseek", "--engine", "trtllm"]
+    _, out, _ = run(capsys, *argv, "--format", "github")
+    line = next(x for x in out.splitlines() if "title=DF501" in x)
+    expected = key_line(repo / "deepseek" / "config.json", "architectures") + 1
+    assert line.startswith(f"::error file=deepseek/config.json,line={expected},")
+    _, out, _ = run(capsys, *argv, "--format", "sarif")
+    data = validate_sarif(out)
+    (result,) = [r for r in data["runs"][0]["results"] if r["ruleId"] == "DF501"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
+        "deepseek/config.json"
+    )
+
+
+def test_every_sarif_result_of_a_local_draft_has_a_file(capsys, repo) -> None:
+    broken = f.specforge().drop("d2t")
+    broken.config["architectures"] = ["UnknownEagle"]
+    broken.write(repo / "drafts" / "broken")
+    _, out, _ = run(capsys, "check", "drafts/broken", "--engine", "all", "--format", "sarif")
+    results = validate_sarif(out)["runs"][0]["results"]
+    assert len(results) >= 3
+    for result in results:
+        physical = result["locations"][0]["physicalLocation"]
+        assert physical["artifactLocation"]["uri"].startswith("drafts/broken/")
+        assert physical["region"]["startLine"] >= 1

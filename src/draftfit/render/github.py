@@ -32,9 +32,9 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(finding: Finding, draft: str) -> str:
-    """The workflow command for one finding of the checkpoint `draft`."""
-    place = place_of(draft, finding.location)
+def annotation(finding: Finding, draft: str, target: str | None = None) -> str:
+    """The workflow command for one finding of the checkpoint `draft` (next to `target`)."""
+    place = place_of(draft, finding.location, target)
     properties = []
     if place.path is not None:
         properties.append(f"file={escape_property(place.path)}")
@@ -62,6 +62,7 @@ def render_github_many(reports: Sequence[FindingReport], options: RenderOptions 
     """Annotations and verdict lines of several reports, one after the other."""
     lines: list[str] = []
     for report in reports:
-        lines.extend(annotation(f, report.draft) for f in report.findings if f.counts)
+        target = getattr(report, "target", None)
+        lines.extend(annotation(f, report.draft, target) for f in report.findings if f.counts)
         lines.extend(verdict_lines(report, with_draft=True))
     return "".join(line + "\n" for line in lines)

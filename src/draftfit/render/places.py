@@ -1,8 +1,10 @@
 """Where a finding points, as CI formats want it: a path relative to the current directory
 and, for a key of `config.json`, the line of that key.
 
-Only local checkpoints have such places; a Hub checkpoint's findings carry no file path (a
-CI annotation cannot point into a Hub repository). `config.json` is only read.
+Only files that exist locally have such places: a Hub checkpoint's findings carry no file
+path (a CI annotation cannot point into a Hub repository), and neither do findings about a
+tensor the checkpoint lacks. A finding about the target's config points at the target's
+`config.json` when the target is a local folder. `config.json` is only read.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from draftfit.engines.builder import TARGET_CONFIG
 from draftfit.json_lines import line_of, pointer_lines
 from draftfit.location import Location
 
 CONFIG_FILE = "config.json"
+# How findings name the target's config: the engines' constant, and the form the config-type
+# rules use (`<target source> config.json (target)`).
+TARGET_SUFFIX = " config.json (target)"
 
 
 @dataclass(frozen=True)
@@ -26,20 +32,25 @@ class Place:
     line: int | None = None
 
 
-def place_of(draft_source: str, location: Location) -> Place:
-    """The place of a finding with `location` in the checkpoint named `draft_source`."""
+def place_of(draft_source: str, location: Location, target_source: str | None = None) -> Place:
+    """The place of a finding with `location` in the checkpoint named `draft_source` (a
+    finding about the target's config points into `target_source`'s folder)."""
     if location.file is None:
         return Place()
-    folder = Path(draft_source)
+    folder_name, name = draft_source, location.file
+    if location.file == TARGET_CONFIG or location.file.endswith(TARGET_SUFFIX):
+        if target_source is None:
+            return Place()
+        folder_name, name = target_source, CONFIG_FILE
+    file_path = Path(folder_name) / name
     try:
-        if not folder.is_dir():
+        if not file_path.is_file():
             return Place()
     except OSError:
         return Place()
-    file_path = folder / location.file
     relative = Path(os.path.relpath(file_path)).as_posix()
     line = None
-    if location.file == CONFIG_FILE and location.pointer is not None:
+    if name == CONFIG_FILE and location.pointer is not None:
         line = line_of(_lines_now(file_path), location.pointer)
     return Place(relative, line)
 

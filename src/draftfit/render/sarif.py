@@ -3,7 +3,10 @@
 One SARIF log holds one run per report (several drafts checked at once give several runs).
 Each finding is a result with its rule (`DFxxx`), level (error / warning / note), message,
 fix, engine versions and — for a local checkpoint — the file and, for `config.json` keys, the
-line. A suppressed finding keeps its result with a `suppressions` entry giving the reason.
+line of the key (a finding without a file of its own is placed on the checkpoint's
+`config.json`, line 1, as code scanning needs a file for every result; Hub checkpoints have
+no files to point at). A suppressed finding keeps its result with a `suppressions` entry
+giving the reason.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from typing import Any, Protocol
 
 from draftfit import __version__
 from draftfit.docs_links import rule_doc_url
+from draftfit.location import Location
 from draftfit.render.options import PLAIN, RenderOptions
-from draftfit.render.places import place_of
+from draftfit.render.places import CONFIG_FILE, place_of
 from draftfit.report import Finding
 from draftfit.rules import get_rule
 from draftfit.rules.base import Severity
@@ -65,7 +69,10 @@ def _run(report: FindingReport) -> dict[str, Any]:
             }
         },
         "automationDetails": {"id": f"draftfit/{report.draft}"},
-        "results": [_result(f, index[f.code], report.draft) for f in report.findings],
+        "results": [
+            _result(f, index[f.code], report.draft, getattr(report, "target", None))
+            for f in report.findings
+        ],
     }
 
 
@@ -84,7 +91,7 @@ def _rule(code: str, report: FindingReport) -> dict[str, Any]:
     return out
 
 
-def _result(finding: Finding, rule_index: int, draft: str) -> dict[str, Any]:
+def _result(finding: Finding, rule_index: int, draft: str, target: str | None) -> dict[str, Any]:
     text = finding.message
     if finding.fix:
         text += f"\nfix: {finding.fix}"
@@ -102,11 +109,16 @@ def _result(finding: Finding, rule_index: int, draft: str) -> dict[str, Any]:
             "sources": list(finding.sources),
         },
     }
-    place = place_of(draft, finding.location)
+    place = place_of(draft, finding.location, target)
+    if place.path is None:
+        # Code scanning needs a file for every result: a finding with no file of its own is
+        # shown on the checkpoint's config.json.
+        place = place_of(draft, Location(CONFIG_FILE))
     if place.path is not None:
-        physical: dict[str, Any] = {"artifactLocation": {"uri": place.path}}
-        if place.line is not None:
-            physical["region"] = {"startLine": place.line}
+        physical: dict[str, Any] = {
+            "artifactLocation": {"uri": place.path},
+            "region": {"startLine": place.line or 1},
+        }
         location: dict[str, Any] = {"physicalLocation": physical}
         logical = finding.location.pointer or finding.location.tensor
         if logical:
