@@ -188,11 +188,11 @@ def test_several_drafts_exit_with_the_worst_and_json_is_a_list(capsys, repo) -> 
         "drafts/llama: vLLM 0.34.0: compatible (0 error, 0 warning, 1 info)",
         "drafts/llama: SGLang 0.5.23: compatible (0 error, 0 warning, 0 info)",
     ]
-    code, out, err = run(capsys, "check", "drafts/llama", "drafts/missing", "--quiet")
+    code, out, err = run(capsys, "check", "drafts/llama", "./drafts/missing", "--quiet")
     assert code == 2 and "drafts/missing" in err and err.count("\n") == 1
     assert out.startswith("drafts/llama: vLLM")
     code, _, err = run(capsys, "check", "nothing/*")
-    assert code == 2 and "no checkpoint matches" in err
+    assert code == 2 and "no checkpoint folder matches" in err
 
 
 def test_statistics_counts_per_code(capsys, repo) -> None:
@@ -274,3 +274,8 @@ def test_every_sarif_result_of_a_local_draft_has_a_file(capsys, repo) -> None:
         physical = result["locations"][0]["physicalLocation"]
         assert physical["artifactLocation"]["uri"].startswith("drafts/broken/")
         assert physical["region"]["startLine"] >= 1
+
+
+def test_a_pattern_matching_only_files_is_a_usage_error(capsys, repo) -> None:
+    code, out, err = run(capsys, "check", "drafts/*/config.json")
+    assert code == 2 and out == "" and "no checkpoint folder matches" in err

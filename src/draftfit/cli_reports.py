@@ -126,10 +126,10 @@ def expand_drafts(arguments: Sequence[str]) -> list[str]:
     drafts: list[str] = []
     for argument in arguments:
         if GLOB_CHARACTERS & set(argument) and not os.path.exists(argument):
-            matches = sorted(glob.glob(argument, recursive=True))
+            matches = [m for m in sorted(glob.glob(argument, recursive=True)) if os.path.isdir(m)]
             if not matches:
-                raise UsageError(f"{argument}: no checkpoint matches this pattern")
-            drafts.extend(m for m in matches if os.path.isdir(m))
+                raise UsageError(f"{argument}: no checkpoint folder matches this pattern")
+            drafts.extend(matches)
         else:
             drafts.append(argument)
     return list(dict.fromkeys(drafts))
