@@ -279,3 +279,13 @@ def test_every_sarif_result_of_a_local_draft_has_a_file(capsys, repo) -> None:
 def test_a_pattern_matching_only_files_is_a_usage_error(capsys, repo) -> None:
     code, out, err = run(capsys, "check", "drafts/*/config.json")
     assert code == 2 and out == "" and "no checkpoint folder matches" in err
+
+
+def test_diff_quiet_and_statistics(capsys, repo) -> None:
+    code, out, _ = run(capsys, "diff", "drafts/kimi", "drafts/llama", "--quiet")
+    assert code == 1
+    assert out.splitlines() == ["drafts/kimi: vLLM 0.34.0: different (1 that matter, 4 spelling)"]
+    _, out, _ = run(capsys, "diff", "drafts/kimi", "drafts/llama", "--statistics")
+    lines = out.splitlines()
+    assert lines[0] == "drafts/kimi" and any(" DF810 " in line for line in lines)
+    assert lines[-1] == "vLLM 0.34.0: different (1 that matter, 4 spelling)"

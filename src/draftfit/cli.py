@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--method", choices=("eagle3", "eagle"), help="method (default: read from the checkpoint)"
     )
     _add_format(matrix, kinds.MATRIX)
-    add_output_options(matrix)
+    add_output_options(matrix, statistics=False)
     add_selection_options(matrix)
 
     convert = sub.add_parser(

@@ -73,8 +73,8 @@ def add_pre_commit_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_output_options(parser: argparse.ArgumentParser) -> None:
-    """--output-file, --quiet and --statistics."""
+def add_output_options(parser: argparse.ArgumentParser, statistics: bool = True) -> None:
+    """--output-file, --quiet and (with `statistics`) --statistics."""
     parser.add_argument(
         "--output-file",
         metavar="PATH",
@@ -86,11 +86,12 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="text format: print only the verdict lines",
     )
-    parser.add_argument(
-        "--statistics",
-        action="store_true",
-        help="text format: print the number of findings per rule, then the verdict lines",
-    )
+    if statistics:
+        parser.add_argument(
+            "--statistics",
+            action="store_true",
+            help="text format: print the number of findings per rule, then the verdict lines",
+        )
 
 
 def _selectors(text: str) -> list[str]:
@@ -210,7 +211,7 @@ def run_matrix(args: argparse.Namespace) -> int:
         method=args.method,
         selection=None if selection.is_default else selection,
     )
-    if args.format == "text" and (args.quiet or args.statistics):
+    if args.format == "text" and args.quiet:
         text = "".join(f"{row.title} {row.range}: {row.verdict}\n" for row in matrix.rows)
     else:
         text = render(matrix, args.format, _options(args, None))
