@@ -189,3 +189,24 @@ def test_matrix_and_diff_follow_the_selection(capsys, repo) -> None:
     assert code == 0 and data["summary"]["matters"] == 0
     assert all(e["verdict"] == "equivalent" for e in data["engines"])
     assert all(item.get("suppressed") for item in data["findings"] if item["code"] != "DF810")
+
+
+def test_per_checkpoint_ignores_in_the_repository_settings(capsys, repo) -> None:
+    f.speculators(aux=[2, 4, 5]).write(repo / "drafts" / "other")
+    (repo / "pyproject.toml").write_text(
+        "[tool.draftfit.per-checkpoint-ignores]\n"
+        '"drafts/k*" = { DF105 = "SGLang serves a converted copy" }\n'
+        '"elsewhere/*" = ["DF1"]\n'
+    )
+    code, data = check_json(capsys, repo)
+    assert code == 0
+    assert by_code(data, "DF105")["suppression"]["reason"] == "SGLang serves a converted copy"
+    code, out, _ = run(
+        capsys, "check", str(repo / "drafts" / "other"), "--engine", SGLANG, "--format", "json"
+    )
+    assert code == 1 and "suppressed" not in by_code(json.loads(out), "DF105")
+    (repo / "pyproject.toml").write_text(
+        '[tool.draftfit.per-checkpoint-ignores]\n"drafts/*" = ["DF77"]\n'
+    )
+    code, _, err = run(capsys, "check", str(repo / "drafts" / "other"))
+    assert code == 2 and "per-checkpoint-ignores 'drafts/*': 'DF77' matches no rule" in err

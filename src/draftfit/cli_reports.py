@@ -103,6 +103,8 @@ def selection_for(args: argparse.Namespace, draft: str) -> Selection:
     from draftfit.selection import Selection
 
     settings = None
+    local = Path(draft)
+    checkpoint = local if local.is_dir() else None
     if not args.isolated:
         path: Path | None
         if args.config:
@@ -110,14 +112,14 @@ def selection_for(args: argparse.Namespace, draft: str) -> Selection:
             if not path.is_file():
                 raise UsageError(f"--config {args.config}: no such file")
         else:
-            local = Path(draft)
-            path = discover(local if local.is_dir() else Path.cwd())
+            path = discover(checkpoint if checkpoint is not None else Path.cwd())
         settings = load(path) if path is not None else None
     return Selection.build(
         select=args.select,
         extend_select=args.extend_select,
         ignore=args.ignore,
         settings=settings,
+        checkpoint=checkpoint,
     )
 
 

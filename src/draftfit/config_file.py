@@ -19,6 +19,10 @@ checkpoint, in the current directory) and walks up through its parents:
     [ignore]                        # ([tool.draftfit.ignore] in pyproject.toml)
     DF108 = "our serving stack sets the architecture itself"
 
+    [per-checkpoint-ignores]        # like ruff's per-file-ignores, for checkpoint folders
+    "drafts/kimi-*" = ["DF105"]     # glob on the folder's path relative to this file's folder
+    "drafts/old" = { DF3 = "trained before the aux-id fix; kept for comparison" }
+
 Selectors are a code (`DF108`), a code prefix (`DF1`, `DF` for every rule, or `ALL`) or a
 rule name (`method-mismatch`). The file is only read: TOML is parsed with tomllib (tomli on
 Python 3.10), never executed.
@@ -26,6 +30,7 @@ Python 3.10), never executed.
 
 from __future__ import annotations
 
+import fnmatch
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,7 +46,7 @@ else:  # pragma: no cover - Python 3.10
 
 DRAFTFIT_TOML = "draftfit.toml"
 PYPROJECT_TOML = "pyproject.toml"
-KEYS = ("select", "extend-select", "ignore")
+KEYS = ("select", "extend-select", "ignore", "per-checkpoint-ignores")
 
 
 @dataclass(frozen=True)
@@ -53,12 +58,30 @@ class FileSettings:
         select: selectors of the rules that count; None when the file does not say.
         extend_select: selectors added to `select`.
         ignore: selector -> reason (None when the file gives none), in file order.
+        per_checkpoint: (glob, {selector -> reason}) pairs: ignores for the checkpoint
+            folders whose path relative to the file's folder matches the glob.
     """
 
     path: Path
     select: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] = ()
     ignore: Mapping[str, str | None] = field(default_factory=dict)
+    per_checkpoint: tuple[tuple[str, Mapping[str, str | None]], ...] = ()
+
+    def ignores_for(self, checkpoint: Path | None) -> dict[str, str | None]:
+        """The file's ignores that apply to the checkpoint folder `checkpoint` (None: a Hub
+        checkpoint, to which only the general `ignore` applies)."""
+        out = dict(self.ignore)
+        if checkpoint is None:
+            return out
+        try:
+            relative = checkpoint.resolve().relative_to(self.path.resolve().parent)
+        except ValueError:
+            return out
+        for pattern, ignores in self.per_checkpoint:
+            if fnmatch.fnmatchcase(relative.as_posix(), pattern.strip("/")):
+                out.update(ignores)
+        return out
 
 
 def discover(start: Path) -> Path | None:
@@ -100,6 +123,7 @@ def load(path: Path) -> FileSettings:
         _selectors(path, table, "select") if "select" in table else None,
         _selectors(path, table, "extend-select") if "extend-select" in table else (),
         _ignore(path, table.get("ignore", [])),
+        _per_checkpoint(path, table.get("per-checkpoint-ignores", {})),
     )
 
 
@@ -126,6 +150,12 @@ def _selectors(path: Path, table: Mapping[str, Any], key: str) -> tuple[str, ...
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise UsageError(f"{path}: `{key}` must be a list of rule codes, prefixes or names")
     return tuple(value)
+
+
+def _per_checkpoint(path: Path, value: Any) -> tuple[tuple[str, Mapping[str, str | None]], ...]:
+    if not isinstance(value, dict):
+        raise UsageError(f"{path}: `per-checkpoint-ignores` must be a table of glob = ignores")
+    return tuple((str(pattern), _ignore(path, ignores)) for pattern, ignores in value.items())
 
 
 def _ignore(path: Path, value: Any) -> dict[str, str | None]:

@@ -71,8 +71,10 @@ class Selection:
         extend_select: Sequence[str] = (),
         ignore: Sequence[str] = (),
         settings: FileSettings | None = None,
+        checkpoint: Path | None = None,
     ) -> Selection:
-        """Combine the command line's selectors with a settings file's (either may be empty)."""
+        """Combine the command line's selectors with a settings file's (either may be empty)
+        for the checkpoint folder `checkpoint` (None for a Hub checkpoint)."""
         validate(select or (), "--select")
         validate(extend_select, "--extend-select")
         validate(ignore, "--ignore")
@@ -85,12 +87,15 @@ class Selection:
             validate(settings.select or (), f"{where}: select")
             validate(settings.extend_select, f"{where}: extend-select")
             validate(settings.ignore, f"{where}: ignore")
+            for pattern, pattern_ignores in settings.per_checkpoint:
+                validate(pattern_ignores, f"{where}: per-checkpoint-ignores {pattern!r}")
+            file_ignores = settings.ignores_for(checkpoint)
             if settings.select is not None:
                 chosen, chosen_source = settings.select, where
             extended = settings.extend_select + extended
             ignores.extend(
                 _Ignore(sel, reason or f"ignored in {where}", where)
-                for sel, reason in settings.ignore.items()
+                for sel, reason in file_ignores.items()
             )
         if select is not None:
             chosen, chosen_source = tuple(select), "--select"
