@@ -210,3 +210,11 @@ def test_per_checkpoint_ignores_in_the_repository_settings(capsys, repo) -> None
     )
     code, _, err = run(capsys, "check", str(repo / "drafts" / "other"))
     assert code == 2 and "per-checkpoint-ignores 'drafts/*': 'DF77' matches no rule" in err
+
+
+def test_repeated_and_comma_separated_selectors_add_up(capsys, repo) -> None:
+    code, data = check_json(capsys, repo, "--select", "DF9", "--select", "DF2,DF105")
+    assert code == 1 and "suppressed" not in by_code(data, "DF105")
+    code, data = check_json(capsys, repo, "--select", "DF9", "--select", "DF2")
+    assert code == 0
+    assert by_code(data, "DF105")["suppression"]["reason"] == "not selected (--select DF9 DF2)"

@@ -34,6 +34,7 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--select",
         type=_selectors,
+        action="extend",
         metavar="RULES",
         help="only these rules count: codes (DF108), prefixes (DF3, DF = all) or names, "
         "comma-separated (replaces the settings file's select)",
