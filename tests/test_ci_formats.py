@@ -289,3 +289,21 @@ def test_diff_quiet_and_statistics(capsys, repo) -> None:
     lines = out.splitlines()
     assert lines[0] == "drafts/kimi" and any(" DF810 " in line for line in lines)
     assert lines[-1] == "vLLM 0.34.0: different (1 that matter, 4 spelling)"
+
+
+def test_statistics_as_json_rows(capsys, repo) -> None:
+    argv = ["check", "drafts/kimi", "drafts/llama", "--engine", "all", "--statistics"]
+    code, out, _ = run(capsys, *argv, "--format", "json", "--ignore", "DF108")
+    rows = json.loads(out)
+    assert code == 1
+    assert rows[0] == {
+        "draft": "drafts/kimi",
+        "code": "DF105",
+        "name": "speculators-format-unsupported",
+        "severity": "error",
+        "count": 2,
+        "suppressed": 0,
+    }
+    assert {"draft": "drafts/llama", "code": "DF108", "count": 0, "suppressed": 1}.items() <= (
+        next(r for r in rows if r["draft"] == "drafts/llama" and r["code"] == "DF108").items()
+    )

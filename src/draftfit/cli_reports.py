@@ -91,7 +91,8 @@ def add_output_options(parser: argparse.ArgumentParser, statistics: bool = True)
         parser.add_argument(
             "--statistics",
             action="store_true",
-            help="text format: print the number of findings per rule, then the verdict lines",
+            help="print the number of findings per rule (text: then the verdict lines; json: "
+            "a list of {draft, code, name, severity, count, suppressed})",
         )
 
 
@@ -236,7 +237,7 @@ def write_reports(reports: list[Any], args: argparse.Namespace, command: str, ma
     from draftfit.render.junit import render_junit_many
     from draftfit.render.registry import render
     from draftfit.render.sarif import render_sarif_many
-    from draftfit.render.verdicts import statistics_lines, verdict_lines
+    from draftfit.render.verdicts import statistics_lines, statistics_rows, verdict_lines
     from draftfit.rules.base import Severity
 
     options = _options(args, Severity.parse(args.fail_on))
@@ -248,6 +249,9 @@ def write_reports(reports: list[Any], args: argparse.Namespace, command: str, ma
     }
     if fmt in combined:
         text = combined[fmt]()
+    elif fmt == "json" and args.statistics:
+        rows = [row for report in reports for row in statistics_rows(report)]
+        text = json.dumps(rows, indent=2, sort_keys=True) + "\n"
     elif fmt == "json" and many:
         documents = [report.to_dict(options.fail_on) for report in reports]
         text = json.dumps(documents, indent=2, sort_keys=True) + "\n"

@@ -1,6 +1,7 @@
 """The verdict lines of a check or diff report, and per-code counts, in plain text.
 
-`--quiet` prints only these lines, `--statistics` the counts; the GitHub format ends with
+`--quiet` prints only these lines, `--statistics` the counts (as text, or with
+`--format json` as rows); the GitHub format ends with
 the verdict lines, so a workflow log says what was decided without the annotations.
 """
 
@@ -57,3 +58,23 @@ def statistics_lines(report: FindingReport) -> list[str]:
     if suppressed:
         lines.append(f"{suppressed} suppressed")
     return lines
+
+
+def statistics_rows(report: FindingReport) -> list[dict[str, Any]]:
+    """Per code: `{"draft", "code", "name", "severity", "count", "suppressed"}` (findings
+    that count, and suppressed ones), most frequent first — `--statistics --format json`."""
+    rows: dict[str, dict[str, Any]] = {}
+    for finding in report.findings:
+        row = rows.setdefault(
+            finding.code,
+            {
+                "draft": report.draft,
+                "code": finding.code,
+                "name": finding.name,
+                "severity": str(finding.severity),
+                "count": 0,
+                "suppressed": 0,
+            },
+        )
+        row["count" if finding.counts else "suppressed"] += 1
+    return sorted(rows.values(), key=lambda r: (-r["count"], -r["suppressed"], r["code"]))
