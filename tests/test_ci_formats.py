@@ -307,3 +307,16 @@ def test_statistics_as_json_rows(capsys, repo) -> None:
     assert {"draft": "drafts/llama", "code": "DF108", "count": 0, "suppressed": 1}.items() <= (
         next(r for r in rows if r["draft"] == "drafts/llama" and r["code"] == "DF108").items()
     )
+
+
+def test_sarif_runs_have_one_category_per_draft_and_a_source_root(capsys, repo) -> None:
+    _, out, _ = run(capsys, "check", "drafts/kimi", "drafts/llama", "--format", "sarif")
+    runs = validate_sarif(out)["runs"]
+    ids = [r["automationDetails"]["id"] for r in runs]
+    assert ids == ["draftfit/drafts/kimi/", "draftfit/drafts/llama/"]
+    categories = {i.rsplit("/", 1)[0] for i in ids}
+    assert len(categories) == 2
+    root = runs[0]["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    assert root == repo.resolve().as_uri() + "/"
+    physical = runs[0]["results"][0]["locations"][0]["physicalLocation"]
+    assert physical["artifactLocation"]["uriBaseId"] == "%SRCROOT%"

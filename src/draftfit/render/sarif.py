@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from draftfit import __version__
@@ -27,6 +28,8 @@ from draftfit.rules.base import Severity
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/draftfit/draftfit"
+# Paths are relative to the current directory (in CI: the repository's root).
+BASE_ID = "%SRCROOT%"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
@@ -68,7 +71,11 @@ def _run(report: FindingReport) -> dict[str, Any]:
                 "rules": [_rule(code, report) for code in codes],
             }
         },
-        "automationDetails": {"id": f"draftfit/{report.draft}"},
+        # One category per draft (everything before the last slash): code scanning keeps
+        # the runs of several drafts in one log apart.
+        "automationDetails": {"id": f"draftfit/{report.draft}/"},
+        "originalUriBaseIds": {BASE_ID: {"uri": Path.cwd().as_uri().rstrip("/") + "/"}},
+        "invocations": [{"executionSuccessful": True}],
         "results": [
             _result(f, index[f.code], report.draft, getattr(report, "target", None))
             for f in report.findings
@@ -116,7 +123,7 @@ def _result(finding: Finding, rule_index: int, draft: str, target: str | None) -
         place = place_of(draft, Location(CONFIG_FILE))
     if place.path is not None:
         physical: dict[str, Any] = {
-            "artifactLocation": {"uri": place.path},
+            "artifactLocation": {"uri": place.path, "uriBaseId": BASE_ID},
             "region": {"startLine": place.line or 1},
         }
         location: dict[str, Any] = {"physicalLocation": physical}
