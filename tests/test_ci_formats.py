@@ -320,3 +320,11 @@ def test_sarif_runs_have_one_category_per_draft_and_a_source_root(capsys, repo) 
     assert root == repo.resolve().as_uri() + "/"
     physical = runs[0]["results"][0]["locations"][0]["physicalLocation"]
     assert physical["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
+
+
+def test_sarif_rules_carry_what_code_scanning_requires(capsys, repo) -> None:
+    _, out, _ = run(capsys, "check", "drafts/kimi", "--engine", "all", "--format", "sarif")
+    for rule in validate_sarif(out)["runs"][0]["tool"]["driver"]["rules"]:
+        assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"]
+        assert "## What it checks" in rule["help"]["markdown"]
+        assert rule["helpUri"] in rule["help"]["text"]

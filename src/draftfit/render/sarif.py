@@ -93,8 +93,17 @@ def _rule(code: str, report: FindingReport) -> dict[str, Any]:
         "helpUri": rule_doc_url(code),
         "defaultConfiguration": {"level": LEVELS[severity]},
     }
-    if item is not None:
-        out["shortDescription"] = {"text": item.summary}
+    summary = item.summary if item is not None else name
+    doc = item.doc.strip() if item is not None and item.doc else summary
+    # GitHub code scanning wants a full description and help on every rule: the summary
+    # and the rule's documentation (markdown), with a link to its page.
+    link = f"Documentation: {rule_doc_url(code)}"
+    out["shortDescription"] = {"text": summary}
+    out["fullDescription"] = {"text": summary}
+    out["help"] = {
+        "text": f"{doc}\n\n{link}",
+        "markdown": f"{doc}\n\n[{link}]({rule_doc_url(code)})",
+    }
     return out
 
 
