@@ -16,7 +16,7 @@ from draftfit.render.escape import escape_controls
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.places import place_of
 from draftfit.render.verdicts import FindingReport, verdict_lines
-from draftfit.report import Finding
+from draftfit.report import Finding, Report
 from draftfit.rules.base import Severity
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -62,7 +62,7 @@ def render_github_many(reports: Sequence[FindingReport], options: RenderOptions 
     """Annotations and verdict lines of several reports, one after the other."""
     lines: list[str] = []
     for report in reports:
-        target = getattr(report, "target", None)
+        target = report.target if isinstance(report, Report) else None
         lines.extend(annotation(f, report.draft, target) for f in report.findings if f.counts)
         lines.extend(verdict_lines(report, with_draft=True))
     return "".join(line + "\n" for line in lines)

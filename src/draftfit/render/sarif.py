@@ -21,7 +21,7 @@ from draftfit.docs_links import rule_doc_url
 from draftfit.location import Location
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.places import CONFIG_FILE, place_of
-from draftfit.report import Finding
+from draftfit.report import Finding, Report
 from draftfit.rules import get_rule
 from draftfit.rules.base import Severity
 
@@ -77,7 +77,12 @@ def _run(report: FindingReport) -> dict[str, Any]:
         "originalUriBaseIds": {BASE_ID: {"uri": Path.cwd().as_uri().rstrip("/") + "/"}},
         "invocations": [{"executionSuccessful": True}],
         "results": [
-            _result(f, index[f.code], report.draft, getattr(report, "target", None))
+            _result(
+                f,
+                index[f.code],
+                report.draft,
+                report.target if isinstance(report, Report) else None,
+            )
             for f in report.findings
         ],
     }
