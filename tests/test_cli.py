@@ -123,7 +123,10 @@ def test_several_engine_versions(capsys, tmp_path) -> None:
     ("argv", "needle"),
     [
         (["check", "/nonexistent/draft"], "no such directory"),
-        (["check", "{draft}", "--engine", "vllm==0.15.0"], "vLLM 0.15.0 was not read (no sdist on PyPI"),
+        (
+            ["check", "{draft}", "--engine", "vllm==0.15.0"],
+            "vLLM 0.15.0 was not read (no sdist on PyPI",
+        ),
         (["check", "{draft}", "--engine", "tgi==9"], "unknown engine"),
         (["check", "{draft}", "--engine", "sglang==9"], "no data for sglang==9"),
         (["check", "{draft}", "--target", "/nonexistent/t"], "target not found"),

@@ -59,6 +59,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "draftfit.config_schema",
         "draftfit.schemas",
         "draftfit.fail_on",
+        "draftfit.atomic_write",
+        "draftfit.docs_links",
+        "draftfit.json_lines",
+        "draftfit.config_file",
+        "draftfit.pre_commit",
     ),
     ("draftfit.checkpoint",),
     (
@@ -74,7 +79,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("draftfit.engines",),
     ("draftfit.rules",),
-    ("draftfit.report",),
+    ("draftfit.report", "draftfit.selection", "draftfit.rule_docs"),
     ("draftfit.check",),
     (
         "draftfit.recipe",
@@ -86,6 +91,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "draftfit.demo",
     ),
     ("draftfit.render",),
+    ("draftfit.cli_reports", "draftfit.completion"),
     ("draftfit.cli", "draftfit.__main__"),
 )
 # The modules that serve every engine alike.

@@ -56,7 +56,7 @@ def _format_choices(sub: argparse.ArgumentParser) -> tuple[str, ...]:
 
 
 # Commands that print one fixed document and take no --format.
-FIXED_OUTPUT = {"schema"}
+FIXED_OUTPUT = {"schema", "completion"}
 
 
 def test_every_command_offers_exactly_the_formats_of_its_kind() -> None:
@@ -68,7 +68,9 @@ def test_every_command_offers_exactly_the_formats_of_its_kind() -> None:
 
 
 def test_matrix_also_writes_markdown_and_every_kind_writes_text_and_json() -> None:
-    assert formats_for(registry.MATRIX) == ("text", "json", "markdown")
+    assert formats_for(registry.MATRIX) == ("text", "json", "markdown", "junit")
+    assert formats_for(registry.CHECK) == ("text", "json", "sarif", "github", "junit")
+    assert formats_for(registry.DIFF) == formats_for(registry.CHECK)
     for kind in KINDS:
         assert formats_for(kind)[:2] == ("text", "json"), kind.name
 

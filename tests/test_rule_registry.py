@@ -50,6 +50,16 @@ ALLOWED_LITERALS: dict[tuple[str, str], str] = {
     ("cli.py", "rule code (DF301) or name (aux-layers-differ-from-trained)"): (
         "help text of `draftfit rule`: an example of what the user may type"
     ),
+    (
+        "cli_reports.py",
+        "only these rules count: codes (DF108), prefixes (DF3, DF = all) or names, "
+        "comma-separated (replaces the settings file's select)",
+    ): "help text of --select: examples of selectors",
+    (
+        "selection.py",
+        " matches no rule (a code such as DF108, a prefix such as DF1, a rule name, or ALL; "
+        "see `draftfit rules`)",
+    ): "error text of a selector that names no rule: examples of selectors",
 }
 
 # Calls that tag something with a rule, the positions and keywords that carry the tag: a

@@ -19,9 +19,16 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from draftfit import __version__
+from draftfit.cli_reports import (
+    add_output_options,
+    add_pre_commit_option,
+    add_selection_options,
+    run_check,
+    run_diff,
+    run_matrix,
+)
 from draftfit.errors import DraftfitError, Interrupted
 from draftfit.fail_on import CHOICES as FAIL_ON_CHOICES
-from draftfit.fail_on import FailOn
 from draftfit.render import kinds
 from draftfit.render.escape import escape_controls
 from draftfit.render.kinds import Kind, formats_for
@@ -82,7 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Check a draft checkpoint against engine versions.",
     )
     check.add_argument(
-        "draft", help="draft checkpoint: a directory, hf://OWNER/NAME[@REV] or OWNER/NAME"
+        "draft",
+        nargs="+",
+        help="draft checkpoint(s): directories (or a glob), hf://OWNER/NAME[@REV] or OWNER/NAME",
     )
     check.add_argument(
         "--target", help="target (verifier): a directory holding its config.json, or a Hub repo"
@@ -114,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="also print how to serve the draft with each compatible or degraded version",
     )
     _add_format(check, kinds.CHECK)
+    add_output_options(check)
+    add_selection_options(check)
+    add_pre_commit_option(check)
 
     diff = sub.add_parser(
         "diff",
@@ -142,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
         "or info",
     )
     _add_format(diff, kinds.DIFF)
+    add_output_options(diff)
+    add_selection_options(diff)
 
     matrix = sub.add_parser(
         "matrix",
@@ -161,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
         "default: exit 0 whatever the verdicts",
     )
     _add_format(matrix, kinds.MATRIX)
+    add_output_options(matrix, statistics=False)
+    add_selection_options(matrix)
 
     convert = sub.add_parser(
         "convert",
@@ -231,6 +247,14 @@ def build_parser() -> argparse.ArgumentParser:
         "folder, and check it against vLLM.",
     )
     _add_format(demo, kinds.DEMO)
+
+    completion = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh or fish)",
+        description="Print the completion script for a shell, e.g. "
+        "`draftfit completion bash > ~/.local/share/bash-completion/completions/draftfit`.",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
     return parser
 
 
@@ -345,47 +369,24 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cmd_demo(args)
     if args.command == "schema":
         return _cmd_schema(args)
+    if args.command == "completion":
+        from draftfit.completion import completion_script
+
+        sys.stdout.write(completion_script(args.shell, build_parser()))
+        return EXIT_OK
     raise _UsageExit(f"draftfit: unknown command {args.command}")  # pragma: no cover
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from draftfit.check import check_path
-
-    report = check_path(args.draft, target=args.target, engines=args.engine, method=args.method)
-    if args.recipe:
-        from draftfit.recipe import attach_recipes
-
-        attach_recipes(report)
-    fail_on = FailOn.parse(args.fail_on)
-    _emit(report, args.format, fail_on=fail_on)
-    return report.exit_code(fail_on)
+    return run_check(args)
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    from draftfit.diff import diff_paths
-
-    report = diff_paths(
-        args.draft, args.reference, engines=args.engine, target=args.target, method=args.method
-    )
-    fail_on = FailOn.parse(args.fail_on)
-    _emit(report, args.format, fail_on=fail_on)
-    return report.exit_code(fail_on)
+    return run_diff(args)
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
-    from draftfit.matrix import build_matrix
-    from draftfit.mistakes import refuse_argument_mistakes
-    from draftfit.sources import open_checkpoint, open_target
-    from draftfit.spec import describe
-
-    checkpoint = open_checkpoint(args.draft)
-    target = open_target(args.target) if args.target else None
-    refuse_argument_mistakes(checkpoint, describe(checkpoint), target, args.method)
-    matrix = build_matrix(checkpoint, target, method=args.method)
-    _emit(matrix, args.format)
-    if args.fail_on is None:
-        return EXIT_OK
-    return matrix.exit_code(FailOn.parse(args.fail_on))
+    return run_matrix(args)
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:

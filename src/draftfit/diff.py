@@ -130,13 +130,15 @@ class DiffReport:
     notes: list[str] = field(default_factory=list)
 
     def exit_code(self, fail_on: FailOn | Severity) -> int:
-        """1 when a finding or an engine verdict fails at `fail_on` (see draftfit.fail_on)."""
+        """1 when a counted finding (not suppressed) or an engine verdict fails at `fail_on`
+        (see draftfit.fail_on)."""
         failing = FailOn.of(fail_on).fails(
-            (f.severity for f in self.findings), (e.verdict for e in self.engines)
+            (f.severity for f in self.findings if f.counts), (e.verdict for e in self.engines)
         )
         return 1 if failing else 0
 
     def to_dict(self, fail_on: FailOn | Severity = Severity.ERROR) -> dict[str, Any]:
+        counting = [f for f in self.findings if f.counts]
         return {
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "draftfit", "version": __version__},
@@ -146,12 +148,29 @@ class DiffReport:
             "findings": [f.to_dict() for f in self.findings],
             "notes": list(self.notes),
             "summary": {
-                "matters": sum(1 for f in self.findings if f.severity == Severity.ERROR),
-                "spelling": sum(1 for f in self.findings if f.code == SPELLING_ONLY.code),
-                "raw": sum(1 for f in self.findings if f.code in RAW_CODES),
+                "matters": sum(1 for f in counting if f.severity == Severity.ERROR),
+                "spelling": sum(1 for f in counting if f.code == SPELLING_ONLY.code),
+                "raw": sum(1 for f in counting if f.code in RAW_CODES),
                 "exit_code": self.exit_code(fail_on),
             },
         }
+
+
+def set_verdicts(findings: list[Finding], results: list[DiffResult]) -> None:
+    """Each engine version's counts and verdict from the findings that count for it."""
+    for result in results:
+        counts = {"matters": 0, "spelling": 0}
+        for finding in findings:
+            if result.label in finding.engines and finding.counts:
+                if finding.severity == Severity.ERROR:
+                    counts["matters"] += 1
+                elif finding.code == SPELLING_ONLY.code:
+                    counts["spelling"] += 1
+        result.counts = counts
+        if counts["matters"]:
+            result.verdict = DIFFERENT
+        else:
+            result.verdict = UNVERIFIED if result.unverified_reasons else EQUIVALENT
 
 
 @dataclass
@@ -221,19 +240,7 @@ def diff_checkpoints(
             ),
         )
     findings = sorted(collected.values(), key=lambda f: (-int(f.severity), f.code, f.message))
-    for result in results:
-        counts = {"matters": 0, "spelling": 0}
-        for finding in findings:
-            if result.label in finding.engines:
-                if finding.severity == Severity.ERROR:
-                    counts["matters"] += 1
-                elif finding.code == SPELLING_ONLY.code:
-                    counts["spelling"] += 1
-        result.counts = counts
-        if counts["matters"]:
-            result.verdict = DIFFERENT
-        else:
-            result.verdict = UNVERIFIED if result.unverified_reasons else EQUIVALENT
+    set_verdicts(findings, results)
     return DiffReport(
         draft.source,
         reference.source,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from draftfit.docs_links import rule_doc_url
 from draftfit.rules import all_rules
 from draftfit.rules.base import Rule
 from draftfit.rules.data_facts import facts_for
@@ -29,6 +30,7 @@ def rule_dict(item: Rule, data: bool = False) -> dict[str, Any]:
         "scope": item.scope,
         "needs_target": item.needs_target,
         "doc": item.doc,
+        "docs_url": rule_doc_url(item.code),
     }
     if data:
         out["data"] = rule_data(item)

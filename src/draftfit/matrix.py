@@ -26,6 +26,7 @@ from draftfit.report import (
     Report,
 )
 from draftfit.rules.base import Severity
+from draftfit.selection import Selection, apply_to_report
 from draftfit.target import Target
 
 # What must match for two versions to share a row: verdict, deciding findings, recipe.
@@ -100,6 +101,7 @@ def build_matrix(
     target: Target | None,
     engines: tuple[Engine, ...] = ENGINES,
     method: str | None = None,
+    selection: Selection | None = None,
 ) -> Matrix:
     """Check `checkpoint` against every known version of every engine and group the results.
 
@@ -112,6 +114,8 @@ def build_matrix(
     for engine in engines:
         profiles = [engine.resolve(v) for v in engine.versions]
         report = check_checkpoint(checkpoint, target, profiles, method)
+        if selection is not None:
+            apply_to_report(report, selection)
         current: MatrixRow | None = None
         current_key: _RowKey | None = None
         for result in report.engines:
@@ -174,6 +178,10 @@ def _deciding(report: Report, label: str, verdict: str) -> list[Finding]:
     if verdict == COMPATIBLE:
         return []
     if verdict == UNVERIFIED:
-        return [f for f in report.findings if label in f.engines and f.code in UNVERIFIED_CODES]
+        return [
+            f
+            for f in report.findings
+            if label in f.engines and f.code in UNVERIFIED_CODES and f.counts
+        ]
     level = Severity.ERROR if verdict == "incompatible" else Severity.WARNING
-    return [f for f in report.findings if label in f.engines and f.severity == level]
+    return [f for f in report.findings if label in f.engines and f.severity == level and f.counts]

@@ -134,6 +134,17 @@ class AuxLayers:
         }
 
 
+@dataclass(frozen=True)
+class Suppression:
+    """Why a finding does not count: the reason and where the selection said so."""
+
+    reason: str
+    source: str  # a settings file, or the command-line flag
+
+    def to_dict(self) -> dict[str, str]:
+        return {"reason": self.reason, "source": self.source}
+
+
 @dataclass
 class Finding:
     """One problem (or fact worth knowing), with the engine versions it applies to."""
@@ -147,6 +158,12 @@ class Finding:
     sources: tuple[str, ...]
     engines: list[str] = field(default_factory=list)
     family: str = ""
+    suppression: Suppression | None = None  # set by rule selection; then it does not count
+
+    @property
+    def counts(self) -> bool:
+        """Whether the finding counts for verdicts and the exit status (not suppressed)."""
+        return self.suppression is None
 
     def key(self) -> tuple[str, str, Location]:
         return (self.code, self.message, self.location)
@@ -161,6 +178,11 @@ class Finding:
             "engines": list(self.engines),
             "fix": self.fix,
             "sources": list(self.sources),
+            **(
+                {"suppressed": True, "suppression": self.suppression.to_dict()}
+                if self.suppression is not None
+                else {}
+            ),
         }
 
 
@@ -263,12 +285,13 @@ class Report:
         return self.inputs
 
     def count(self, severity: Severity) -> int:
-        return sum(1 for f in self.findings if f.severity == severity)
+        return sum(1 for f in self.findings if f.severity == severity and f.counts)
 
     def exit_code(self, fail_on: FailOn | Severity) -> int:
-        """1 when a finding or an engine verdict fails at `fail_on` (see draftfit.fail_on)."""
+        """1 when a counted finding (not suppressed) or an engine verdict fails at `fail_on`
+        (see draftfit.fail_on)."""
         failing = FailOn.of(fail_on).fails(
-            (f.severity for f in self.findings), (e.verdict for e in self.engines)
+            (f.severity for f in self.findings if f.counts), (e.verdict for e in self.engines)
         )
         return 1 if failing else 0
 
@@ -313,6 +336,7 @@ def verdict_for(
     Without errors or warnings the verdict is `unverified`, not `compatible`, when DF505
     applies or `unverified_reasons` names checks that were skipped."""
     counts = {"error": 0, "warning": 0, "info": 0}
+    findings = [f for f in findings if f.counts]
     for finding in findings:
         if label in finding.engines:
             counts[str(finding.severity)] += 1

@@ -8,6 +8,7 @@ from rich.text import Text
 from draftfit.diff import EQUIVALENT, DiffReport
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
+from draftfit.render.suppressed import suppressed_summary
 from draftfit.render.text import unverified_line
 from draftfit.report import UNVERIFIED
 from draftfit.rules.base import Severity
@@ -30,18 +31,19 @@ def render_diff(
             head.append(f"\n           {note}", style="dim")
         console.print(head)
         console.print()
+        counting = [f for f in report.findings if f.counts]
         sections = (
             (
                 "Differences that change what the engine builds or runs",
-                [f for f in report.findings if f.severity == Severity.ERROR],
+                [f for f in counting if f.severity == Severity.ERROR],
             ),
             (
                 "Spelling the engine resolves the same way",
-                [f for f in report.findings if f.family == "diff" and f.severity < Severity.ERROR],
+                [f for f in counting if f.family == "diff" and f.severity < Severity.ERROR],
             ),
             (
                 "Raw differences (config keys, dtypes, skipped tensors)",
-                [f for f in report.findings if f.family == "raw"],
+                [f for f in counting if f.family == "raw"],
             ),
         )
         many = len(report.engines) > 1
@@ -67,6 +69,10 @@ def render_diff(
                         style="dim",
                     )
                 )
+            console.print()
+        suppressed_line = suppressed_summary(report.findings)
+        if suppressed_line:
+            console.print(Text(suppressed_line, style="dim"))
             console.print()
         for result in report.engines:
             line = Text()

@@ -25,10 +25,12 @@ class Kind:
 
 
 TEXT_JSON = ("text", "json")
+# What CI tools read: code scanning (SARIF 2.1.0), GitHub annotations, JUnit test reports.
+CI_FORMATS = ("sarif", "github", "junit")
 
-CHECK = Kind("check", TEXT_JSON)
-DIFF = Kind("diff", TEXT_JSON)
-MATRIX = Kind("matrix", ("text", "json", "markdown"))
+CHECK = Kind("check", TEXT_JSON + CI_FORMATS)
+DIFF = Kind("diff", TEXT_JSON + CI_FORMATS)
+MATRIX = Kind("matrix", ("text", "json", "markdown", "junit"))
 CONVERT = Kind("convert", TEXT_JSON)
 INSPECT = Kind("inspect", TEXT_JSON)
 RULE_LIST = Kind("rules", TEXT_JSON)

@@ -27,8 +27,10 @@ from draftfit.matrix import Matrix
 from draftfit.render.demo_text import render_demo
 from draftfit.render.diff_text import render_diff
 from draftfit.render.engines_text import render_engines
+from draftfit.render.github import render_github
 from draftfit.render.inspect_text import render_inspect
 from draftfit.render.json import render_report_json, render_result_json, render_rule_json
+from draftfit.render.junit import render_junit_check, render_junit_diff, render_junit_matrix
 from draftfit.render.kinds import (
     CHECK,
     CONVERT,
@@ -48,6 +50,7 @@ from draftfit.render.matrix_text import render_matrix
 from draftfit.render.options import RenderOptions
 from draftfit.render.plan_text import render_convert
 from draftfit.render.rules_text import render_rule, render_rule_list
+from draftfit.render.sarif import render_sarif
 from draftfit.render.text import render_check
 from draftfit.report import Report
 from draftfit.rules.base import Rule, Severity
@@ -68,9 +71,26 @@ RESULT_TYPES: Mapping[Kind, type] = {
 }
 
 RENDERERS: Mapping[Kind, Mapping[str, Renderer]] = {
-    CHECK: {"text": render_check, "json": render_report_json},
-    DIFF: {"text": render_diff, "json": render_report_json},
-    MATRIX: {"text": render_matrix, "json": render_result_json, "markdown": render_markdown},
+    CHECK: {
+        "text": render_check,
+        "json": render_report_json,
+        "sarif": render_sarif,
+        "github": render_github,
+        "junit": render_junit_check,
+    },
+    DIFF: {
+        "text": render_diff,
+        "json": render_report_json,
+        "sarif": render_sarif,
+        "github": render_github,
+        "junit": render_junit_diff,
+    },
+    MATRIX: {
+        "text": render_matrix,
+        "json": render_result_json,
+        "markdown": render_markdown,
+        "junit": render_junit_matrix,
+    },
     CONVERT: {"text": render_convert, "json": render_result_json},
     INSPECT: {"text": render_inspect, "json": render_result_json},
     RULE_LIST: {"text": render_rule_list, "json": render_result_json},

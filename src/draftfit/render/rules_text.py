@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from draftfit.docs_links import rule_doc_url
 from draftfit.explain import TEXT_ITEMS_LIMIT, RuleList, rule_data
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
@@ -30,7 +31,8 @@ def render_rule_list(rules: RuleList, options: RenderOptions = PLAIN) -> str:
 def render_rule(item: Rule, options: RenderOptions = PLAIN) -> str:
     """Plain markdown-ish text: heading line, the docstring sections, then the engine data."""
     target = " (needs --target)" if item.needs_target else ""
-    text = f"{item.code} {item.name} — {item.severity}{target}\n{item.summary}\n\n{item.doc}\n"
+    text = f"{item.code} {item.name} — {item.severity}{target}\n{item.summary}\n"
+    text += f"docs: {rule_doc_url(item.code)}\n\n{item.doc}\n"
     data = rule_data(item)
     if data:
         text += "\n" + _render_data(data)

@@ -7,6 +7,7 @@ from rich.text import Text
 
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
+from draftfit.render.suppressed import suppressed_summary
 from draftfit.report import COMPATIBLE, DEGRADED, UNVERIFIED, Report, TargetFacts
 from draftfit.rules.base import Severity
 
@@ -62,14 +63,15 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             )
         console.print()
 
+        counting = [f for f in report.findings if f.counts]
         families = sorted(
-            {f.family for f in report.findings},
+            {f.family for f in counting},
             key=lambda fam: FAMILY_ORDER.index(fam) if fam in FAMILY_ORDER else 99,
         )
         many_engines = len(report.engines) > 1
         for family in families:
             console.print(Text(FAMILY_TITLES.get(family, family), style="bold underline"))
-            for finding in (f for f in report.findings if f.family == family):
+            for finding in (f for f in counting if f.family == family):
                 line = Text("  ")
                 line.append(f"{finding.severity!s:<7}", style=SEVERITY_STYLE[finding.severity])
                 line.append(f" {finding.code} ", style="bold")
@@ -90,6 +92,10 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
         if report.skipped_rules:
             names = ", ".join(f"{s.code} {s.name}" for s in report.skipped_rules)
             console.print(Text(f"Skipped without --target: {names}", style="dim"))
+            console.print()
+        suppressed_line = suppressed_summary(report.findings)
+        if suppressed_line:
+            console.print(Text(suppressed_line, style="dim"))
             console.print()
 
         for result in report.engines:

@@ -1,0 +1,38 @@
+"""Write a text file so that readers see the old content or the new, never a part.
+
+`--output-file` reports are written to a temporary file in the same folder, flushed to disk
+and renamed over the destination in one step; on any failure the temporary file is removed
+and the destination is as it was. The file gets the mode a plain `open(..., "w")` would give
+it (0o666 less the umask), not the private mode of a temporary file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Replace `path` with `text` (UTF-8) atomically."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

@@ -1,0 +1,279 @@
+"""`check`, `diff` and `matrix` as CI runs them: rule selection, several drafts, CI formats.
+
+The command-line layer for the reports: the selection options (`--select`, `--ignore`,
+`--extend-select`, `--config`, `--isolated`) and the output options (`--output-file`,
+`--quiet`, `--statistics`), the settings file each draft is checked under
+(:mod:`draftfit.config_file`), and writing one or several reports in one format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from draftfit.config_file import discover, load
+from draftfit.errors import DraftfitError, UsageError
+from draftfit.fail_on import FailOn
+from draftfit.render.escape import escape_controls
+
+if TYPE_CHECKING:
+    from draftfit.selection import Selection
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+GLOB_CHARACTERS = frozenset("*?[")
+
+
+def add_selection_options(parser: argparse.ArgumentParser) -> None:
+    """The rule-selection options, shared by check, diff and matrix."""
+    group = parser.add_argument_group("rule selection (like ruff's)")
+    group.add_argument(
+        "--select",
+        type=_selectors,
+        action="extend",
+        metavar="RULES",
+        help="only these rules count: codes (DF108), prefixes (DF3, DF = all) or names, "
+        "comma-separated (replaces the settings file's select)",
+    )
+    group.add_argument(
+        "--extend-select",
+        type=_selectors,
+        action="extend",
+        default=[],
+        metavar="RULES",
+        help="rules that count in addition to the selected ones",
+    )
+    group.add_argument(
+        "--ignore",
+        type=_selectors,
+        action="extend",
+        default=[],
+        metavar="RULES",
+        help="rules that do not count (their findings stay in JSON, marked suppressed)",
+    )
+    group.add_argument(
+        "--config",
+        metavar="FILE",
+        help="settings file to use (draftfit.toml or pyproject.toml) instead of the one "
+        "found next to the draft",
+    )
+    group.add_argument("--isolated", action="store_true", help="ignore every settings file")
+
+
+def add_pre_commit_option(parser: argparse.ArgumentParser) -> None:
+    """--pre-commit: the DRAFT arguments are changed files, checked by their folders."""
+    parser.add_argument(
+        "--pre-commit",
+        action="store_true",
+        help="treat the DRAFT arguments as changed files (as pre-commit passes them) and "
+        "check the checkpoint folders they belong to",
+    )
+
+
+def add_output_options(parser: argparse.ArgumentParser, statistics: bool = True) -> None:
+    """--output-file, --quiet and (with `statistics`) --statistics."""
+    parser.add_argument(
+        "--output-file",
+        metavar="PATH",
+        help="write the output to PATH (atomically) instead of stdout",
+    )
+    parser.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="text format: print only the verdict lines",
+    )
+    if statistics:
+        parser.add_argument(
+            "--statistics",
+            action="store_true",
+            help="print the number of findings per rule (text: then the verdict lines; json: "
+            "a list of {draft, code, name, severity, count, suppressed})",
+        )
+
+
+def _selectors(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def selection_for(args: argparse.Namespace, draft: str) -> Selection:
+    """The selection a draft is checked under: the flags plus its settings file."""
+    from draftfit.selection import Selection
+
+    settings = None
+    local = Path(draft)
+    checkpoint = local if local.is_dir() else None
+    if not args.isolated:
+        path: Path | None
+        if args.config:
+            path = Path(args.config)
+            if not path.is_file():
+                raise UsageError(f"--config {args.config}: no such file")
+        else:
+            path = discover(checkpoint if checkpoint is not None else Path.cwd())
+        settings = load(path) if path is not None else None
+    return Selection.build(
+        select=args.select,
+        extend_select=args.extend_select,
+        ignore=args.ignore,
+        settings=settings,
+        checkpoint=checkpoint,
+    )
+
+
+def expand_drafts(arguments: Sequence[str]) -> list[str]:
+    """The drafts named on the command line; a pattern that is not itself a path is expanded
+    as a shell glob (for shells that do not, and for quoted patterns)."""
+    drafts: list[str] = []
+    for argument in arguments:
+        if GLOB_CHARACTERS & set(argument) and not os.path.exists(argument):
+            matches = [m for m in sorted(glob.glob(argument, recursive=True)) if os.path.isdir(m)]
+            if not matches:
+                raise UsageError(f"{argument}: no checkpoint folder matches this pattern")
+            drafts.extend(matches)
+        else:
+            drafts.append(argument)
+    return list(dict.fromkeys(drafts))
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """`draftfit check D1 [D2 ...]`: one report per draft, the worst exit status."""
+    from draftfit.check import check_path
+    from draftfit.recipe import attach_recipes
+    from draftfit.selection import apply_to_report
+
+    fail_on = FailOn.parse(args.fail_on)
+    if args.pre_commit:
+        from draftfit.pre_commit import checkpoint_folders
+
+        drafts = checkpoint_folders(args.draft)
+        if not drafts:
+            return EXIT_OK
+    else:
+        drafts = expand_drafts(args.draft)
+    reports: list[Any] = []
+    worst = EXIT_OK
+
+    for draft in drafts:
+        try:
+            selection = selection_for(args, draft)
+            report = check_path(draft, target=args.target, engines=args.engine, method=args.method)
+        except DraftfitError as exc:
+            if len(drafts) == 1:
+                raise
+            print(f"draftfit: error: {escape_controls(str(exc))}", file=sys.stderr)
+            worst = max(worst, EXIT_USAGE)
+            continue
+        if not selection.is_default:
+            apply_to_report(report, selection)
+        if args.recipe:
+            attach_recipes(report)
+        reports.append(report)
+        worst = max(worst, report.exit_code(fail_on))
+    if reports:
+        write_reports(reports, args, "check", many=len(drafts) > 1)
+    return worst
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    """`draftfit diff DRAFT REFERENCE` with the draft's rule selection."""
+    from draftfit.diff import diff_paths, set_verdicts
+
+    selection = selection_for(args, args.draft)
+    report = diff_paths(
+        args.draft, args.reference, engines=args.engine, target=args.target, method=args.method
+    )
+    if not selection.is_default:
+        selection.apply(report.findings)
+        set_verdicts(report.findings, report.engines)
+    fail_on = FailOn.parse(args.fail_on)
+    write_reports([report], args, "diff", many=False)
+    return report.exit_code(fail_on)
+
+
+def run_matrix(args: argparse.Namespace) -> int:
+    """`draftfit matrix DRAFT` with the draft's rule selection."""
+    from draftfit.matrix import build_matrix
+    from draftfit.mistakes import refuse_argument_mistakes
+    from draftfit.render.registry import render
+    from draftfit.sources import open_checkpoint, open_target
+    from draftfit.spec import describe
+
+    selection = selection_for(args, args.draft)
+    checkpoint = open_checkpoint(args.draft)
+    target = open_target(args.target) if args.target else None
+    refuse_argument_mistakes(checkpoint, describe(checkpoint), target, args.method)
+    matrix = build_matrix(
+        checkpoint,
+        target,
+        method=args.method,
+        selection=None if selection.is_default else selection,
+    )
+    if args.format == "text" and args.quiet:
+        text = "".join(f"{row.title} {row.range}: {row.verdict}\n" for row in matrix.rows)
+    else:
+        text = render(matrix, args.format, _options(args, None))
+    _write(text, args)
+    if args.fail_on is None:
+        return EXIT_OK
+    return matrix.exit_code(FailOn.parse(args.fail_on))
+
+
+def _options(args: argparse.Namespace, fail_on: FailOn | None) -> Any:
+    from draftfit.render.options import RenderOptions
+
+    color = not args.output_file and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    return RenderOptions(color, fail_on if fail_on is not None else FailOn.ERROR)
+
+
+def write_reports(reports: list[Any], args: argparse.Namespace, command: str, many: bool) -> None:
+    """Render `reports` in `args.format` (several drafts: one document) and write them."""
+    from draftfit.render.github import render_github_many
+    from draftfit.render.junit import render_junit_many
+    from draftfit.render.registry import render
+    from draftfit.render.sarif import render_sarif_many
+    from draftfit.render.verdicts import statistics_lines, statistics_rows, verdict_lines
+
+    options = _options(args, FailOn.parse(args.fail_on))
+    fmt = args.format
+    combined: dict[str, Callable[[], str]] = {
+        "sarif": lambda: render_sarif_many(reports, options),
+        "github": lambda: render_github_many(reports, options),
+        "junit": lambda: render_junit_many(reports, options, command),
+    }
+    if fmt in combined:
+        text = combined[fmt]()
+    elif fmt == "json" and args.statistics:
+        rows = [row for report in reports for row in statistics_rows(report)]
+        text = json.dumps(rows, indent=2, sort_keys=True) + "\n"
+    elif fmt == "json" and many:
+        documents = [report.to_dict(options.fail_on) for report in reports]
+        text = json.dumps(documents, indent=2, sort_keys=True) + "\n"
+    elif fmt == "text" and args.statistics:
+        blocks = []
+        for report in reports:
+            lines = [f"{report.draft}", *("  " + s for s in statistics_lines(report))]
+            lines.extend(verdict_lines(report, with_draft=False))
+            blocks.append("\n".join(lines) + "\n")
+        text = "\n".join(blocks)
+    elif fmt == "text" and args.quiet:
+        text = "".join(
+            line + "\n" for report in reports for line in verdict_lines(report, with_draft=True)
+        )
+    else:
+        text = "\n".join(render(report, fmt, options) for report in reports)
+    _write(text, args)
+
+
+def _write(text: str, args: argparse.Namespace) -> None:
+    if args.output_file:
+        from draftfit.atomic_write import write_text_atomic
+
+        write_text_atomic(args.output_file, text)
+    else:
+        sys.stdout.write(text)

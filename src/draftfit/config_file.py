@@ -1,0 +1,168 @@
+"""draftfit's own settings file: where it is found and what it may say.
+
+A project keeps its rule selection next to its checkpoints, the way ruff keeps its settings
+in `ruff.toml` or `pyproject.toml`. Discovery starts in the checkpoint's folder (for a Hub
+checkpoint, in the current directory) and walks up through its parents:
+
+* in each folder, `draftfit.toml` is used if present, else `pyproject.toml` if it has a
+  `[tool.draftfit]` table (a `pyproject.toml` without one is passed over);
+* the first folder that has either wins — settings are not merged across folders;
+* the walk stops after the folder that holds `.git` (the repository root), or at the
+  filesystem root outside a repository.
+
+`draftfit.toml` holds the keys at its top level, `pyproject.toml` under `[tool.draftfit]`:
+
+    select = ["DF"]                 # rules that count (default: every rule)
+    extend-select = []              # added to `select`
+    ignore = ["DF903"]              # rules that do not count, without a reason, or:
+
+    [ignore]                        # ([tool.draftfit.ignore] in pyproject.toml)
+    DF108 = "our serving stack sets the architecture itself"
+
+    [per-checkpoint-ignores]        # like ruff's per-file-ignores, for checkpoint folders
+    "drafts/kimi-*" = ["DF105"]     # glob on the folder's path relative to this file's folder
+    "drafts/old" = { DF3 = "trained before the aux-id fix; kept for comparison" }
+
+Selectors are a code (`DF108`), a code prefix (`DF1`, `DF` for every rule, or `ALL`) or a
+rule name (`method-mismatch`). The file is only read: TOML is parsed with tomllib (tomli on
+Python 3.10), never executed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from draftfit.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+DRAFTFIT_TOML = "draftfit.toml"
+PYPROJECT_TOML = "pyproject.toml"
+KEYS = ("select", "extend-select", "ignore", "per-checkpoint-ignores")
+
+
+@dataclass(frozen=True)
+class FileSettings:
+    """The rule selection one settings file states.
+
+    Attributes:
+        path: the file read.
+        select: selectors of the rules that count; None when the file does not say.
+        extend_select: selectors added to `select`.
+        ignore: selector -> reason (None when the file gives none), in file order.
+        per_checkpoint: (glob, {selector -> reason}) pairs: ignores for the checkpoint
+            folders whose path relative to the file's folder matches the glob.
+    """
+
+    path: Path
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: Mapping[str, str | None] = field(default_factory=dict)
+    per_checkpoint: tuple[tuple[str, Mapping[str, str | None]], ...] = ()
+
+    def ignores_for(self, checkpoint: Path | None) -> dict[str, str | None]:
+        """The file's ignores that apply to the checkpoint folder `checkpoint` (None: a Hub
+        checkpoint, to which only the general `ignore` applies)."""
+        out = dict(self.ignore)
+        if checkpoint is None:
+            return out
+        try:
+            relative = checkpoint.resolve().relative_to(self.path.resolve().parent)
+        except ValueError:
+            return out
+        for pattern, ignores in self.per_checkpoint:
+            if fnmatch.fnmatchcase(relative.as_posix(), pattern.strip("/")):
+                out.update(ignores)
+        return out
+
+
+def discover(start: Path) -> Path | None:
+    """The settings file that applies to a checkpoint in `start`, or None (see module doc)."""
+    folder = start.resolve()
+    if not folder.is_dir():
+        folder = folder.parent
+    for candidate in (folder, *folder.parents):
+        own = candidate / DRAFTFIT_TOML
+        if own.is_file():
+            return own
+        pyproject = candidate / PYPROJECT_TOML
+        if pyproject.is_file() and _pyproject_table(pyproject) is not None:
+            return pyproject
+        if (candidate / ".git").exists():
+            return None
+    return None
+
+
+def load(path: Path) -> FileSettings:
+    """Read the settings in `path` (a draftfit.toml or a pyproject.toml); a file that cannot
+    be read or says something draftfit does not understand is a usage error."""
+    if path.name == PYPROJECT_TOML:
+        table = _pyproject_table(path)
+        where = "[tool.draftfit]"
+        if table is None:
+            raise UsageError(f"{path}: no [tool.draftfit] table")
+    else:
+        table = _read_toml(path)
+        where = "top level"
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise UsageError(
+            f"{path}: unknown key(s) {', '.join(unknown)} at the {where} "
+            f"(draftfit reads {', '.join(KEYS)})"
+        )
+    return FileSettings(
+        path,
+        _selectors(path, table, "select") if "select" in table else None,
+        _selectors(path, table, "extend-select") if "extend-select" in table else (),
+        _ignore(path, table.get("ignore", [])),
+        _per_checkpoint(path, table.get("per-checkpoint-ignores", {})),
+    )
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path} is not valid TOML: {exc}") from None
+
+
+def _pyproject_table(path: Path) -> dict[str, Any] | None:
+    tool = _read_toml(path).get("tool")
+    table = tool.get("draftfit") if isinstance(tool, dict) else None
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: tool.draftfit must be a table")
+    return table
+
+
+def _selectors(path: Path, table: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = table[key]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f"{path}: `{key}` must be a list of rule codes, prefixes or names")
+    return tuple(value)
+
+
+def _per_checkpoint(path: Path, value: Any) -> tuple[tuple[str, Mapping[str, str | None]], ...]:
+    if not isinstance(value, dict):
+        raise UsageError(f"{path}: `per-checkpoint-ignores` must be a table of glob = ignores")
+    return tuple((str(pattern), _ignore(path, ignores)) for pattern, ignores in value.items())
+
+
+def _ignore(path: Path, value: Any) -> dict[str, str | None]:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return dict.fromkeys(value)
+    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        return dict(value)
+    raise UsageError(
+        f'{path}: `ignore` must be a list of rule selectors or a table of selector = "reason"'
+    )

@@ -1,0 +1,68 @@
+"""GitHub Actions workflow commands: one annotation per finding, then the verdict lines.
+
+`::error file=drafts/a/config.json,line=7,title=DF301 aux-layers-differ-from-trained::…`
+puts the finding on that line of the pull request's diff. Errors become `error`, warnings
+`warning`, info `notice`; a finding of a local checkpoint carries its file (relative to the
+current directory, which in a workflow is the repository) and, for a `config.json` key, the
+line of that key. Suppressed findings are left out. Text is escaped as the runner expects
+(`%`, CR, LF in messages; also `:` and `,` in properties).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from draftfit.render.escape import escape_controls
+from draftfit.render.options import PLAIN, RenderOptions
+from draftfit.render.places import place_of
+from draftfit.render.verdicts import FindingReport, verdict_lines
+from draftfit.report import Finding, Report
+from draftfit.rules.base import Severity
+
+COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message, escaped."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A workflow command's property value, escaped."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(finding: Finding, draft: str, target: str | None = None) -> str:
+    """The workflow command for one finding of the checkpoint `draft` (next to `target`)."""
+    place = place_of(draft, finding.location, target)
+    properties = []
+    if place.path is not None:
+        properties.append(f"file={escape_property(place.path)}")
+        if place.line is not None:
+            properties.append(f"line={place.line}")
+    properties.append(f"title={escape_property(f'{finding.code} {finding.name}')}")
+    message = f"{draft}: {finding.message}"
+    location = str(finding.location)
+    if location and place.line is None:
+        message += f" ({location})"
+    if finding.fix:
+        message += f"\nfix: {finding.fix}"
+    if finding.engines:
+        message += f"\nengine versions: {', '.join(finding.engines)}"
+    message = escape_controls(message)
+    return f"::{COMMANDS[finding.severity]} {','.join(properties)}::{escape_data(message)}"
+
+
+def render_github(report: FindingReport, options: RenderOptions = PLAIN) -> str:
+    """Annotations for one report's counting findings, then its verdict lines."""
+    return render_github_many([report], options)
+
+
+def render_github_many(reports: Sequence[FindingReport], options: RenderOptions = PLAIN) -> str:
+    """Annotations and verdict lines of several reports, one after the other."""
+    lines: list[str] = []
+    for report in reports:
+        target = report.target if isinstance(report, Report) else None
+        lines.extend(annotation(f, report.draft, target) for f in report.findings if f.counts)
+        lines.extend(verdict_lines(report, with_draft=True))
+    return "".join(line + "\n" for line in lines)

@@ -1,0 +1,63 @@
+"""Every rule's page in docs/rules is what the rule objects say, and the CLI names its URL."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from draftfit.cli import main
+from draftfit.docs_links import DOCS_BASE_URL, rule_doc_path, rule_doc_url
+from draftfit.rule_docs import pages
+from draftfit.rules import all_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_checked_in_pages_match_a_regeneration() -> None:
+    wanted = pages()
+    stale = [path for path, text in wanted.items() if (ROOT / path).read_text() != text]
+    assert stale == [], "run `PYTHONPATH=src python dev/gen_rule_docs.py`"
+    on_disk = {str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "rules").glob("*.md")}
+    assert on_disk == set(wanted)
+
+
+def test_every_rule_has_a_page_and_the_generator_check_agrees() -> None:
+    for item in all_rules():
+        assert rule_doc_path(item.code) in pages()
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "dev" / "gen_rule_docs.py"), "--check", "--root", str(ROOT)],
+        env={"PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_generator_check_fails_on_a_stale_page(tmp_path: Path) -> None:
+    for path, text in pages().items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    (tmp_path / rule_doc_path("DF301")).write_text("edited by hand\n")
+    (tmp_path / rule_doc_path("DF999")).write_text("a rule that does not exist\n")
+    argv = [sys.executable, str(ROOT / "dev" / "gen_rule_docs.py"), "--root", str(tmp_path)]
+    env = {"PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([*argv, "--check"], env=env, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "docs/rules/DF301.md" in done.stdout and "docs/rules/DF999.md" in done.stdout
+    subprocess.run(argv, env=env, check=True, capture_output=True)
+    assert subprocess.run([*argv, "--check"], env=env, capture_output=True).returncode == 0
+    assert not (tmp_path / rule_doc_path("DF999")).exists()
+
+
+def test_rule_command_names_the_page(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rule", "DF301"]) == 0
+    out = capsys.readouterr().out
+    assert f"docs: {DOCS_BASE_URL}/DF301.md" in out.splitlines()
+    assert main(["rule", "DF301", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["docs_url"] == rule_doc_url("DF301")
+    assert rule_doc_url("DF301").endswith("/" + rule_doc_path("DF301"))

@@ -1,0 +1,221 @@
+"""Rule selection: --select / --ignore / --extend-select, settings files and their discovery,
+and what a suppressed finding does (stays in JSON with its reason, counts for nothing)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from draftfit.cli import main
+from draftfit.config_file import discover
+from tests import factory as f
+
+SGLANG = "sglang==0.5.23"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository with a speculators draft (DF105 on SGLang: an error) and a target."""
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    f.speculators(aux=[2, 4, 5]).write(root / "drafts" / "kimi")
+    f.llama_target(root / "target")
+    return root
+
+
+def check_json(capsys, repo: Path, *extra: str) -> tuple[int, dict]:
+    draft = repo / "drafts" / "kimi"
+    code, out, err = run(
+        capsys, "check", str(draft), "--target", str(repo / "target"), "--engine", SGLANG,
+        "--format", "json", *extra,
+    )  # fmt: skip
+    assert err == ""
+    return code, json.loads(out)
+
+
+def by_code(data: dict, code: str) -> dict:
+    return next(item for item in data["findings"] if item["code"] == code)
+
+
+def test_without_selection_the_error_counts(capsys, repo) -> None:
+    code, data = check_json(capsys, repo)
+    assert code == 1
+    assert data["engines"][0]["verdict"] == "incompatible"
+    assert "suppressed" not in by_code(data, "DF105")
+
+
+@pytest.mark.parametrize("selector", ["DF105", "DF1", "speculators-format-unsupported"])
+def test_ignore_flag_suppresses_by_code_prefix_or_name(capsys, repo, selector) -> None:
+    code, data = check_json(capsys, repo, "--ignore", selector)
+    finding = by_code(data, "DF105")
+    assert finding["suppressed"] is True
+    assert finding["suppression"] == {"reason": f"--ignore {selector}", "source": "--ignore"}
+    assert code == 0
+    assert data["engines"][0]["verdict"] == "compatible"
+    assert data["engines"][0]["counts"]["error"] == 0
+    assert data["summary"]["error"] == 0 and data["summary"]["exit_code"] == 0
+
+
+def test_select_leaves_other_rules_suppressed_and_extend_select_adds(capsys, repo) -> None:
+    code, data = check_json(capsys, repo, "--select", "DF9")
+    assert code == 0
+    finding = by_code(data, "DF105")
+    assert finding["suppression"]["reason"] == "not selected (--select DF9)"
+    code, data = check_json(capsys, repo, "--select", "DF9", "--extend-select", "DF105")
+    assert code == 1 and "suppressed" not in by_code(data, "DF105")
+
+
+def test_ignore_wins_over_select(capsys, repo) -> None:
+    code, data = check_json(capsys, repo, "--select", "DF105", "--ignore", "DF1")
+    assert code == 0 and by_code(data, "DF105")["suppressed"] is True
+
+
+def test_text_report_leaves_suppressed_findings_out_and_says_how_many(capsys, repo) -> None:
+    draft = repo / "drafts" / "kimi"
+    argv = ["check", str(draft), "--target", str(repo / "target"), "--engine", SGLANG]
+    code, out, _ = run(capsys, *argv, "--ignore", "DF105")
+    assert code == 0
+    assert "speculators-format-unsupported" not in out
+    assert "Suppressed 1 finding (DF105)" in out
+    assert "SGLang 0.5.23: compatible" in out
+
+
+def test_draftfit_toml_next_to_the_checkpoint_with_reasons(capsys, repo) -> None:
+    settings = repo / "drafts" / "kimi" / "draftfit.toml"
+    settings.write_text('[ignore]\nDF105 = "served from a converted copy"\n')
+    code, data = check_json(capsys, repo)
+    assert code == 0
+    assert by_code(data, "DF105")["suppression"] == {
+        "reason": "served from a converted copy",
+        "source": str(settings.resolve()),
+    }
+    # --isolated ignores it; --config names another file
+    code, data = check_json(capsys, repo, "--isolated")
+    assert code == 1
+    other = repo / "other.toml"
+    other.write_text('select = ["DF9"]\n')
+    code, data = check_json(capsys, repo, "--config", str(other))
+    assert code == 0 and by_code(data, "DF105")["suppression"]["source"] == str(other)
+
+
+def test_pyproject_at_the_repository_root(capsys, repo) -> None:
+    (repo / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.draftfit]\nignore = ["DF105"]\n'
+    )
+    code, data = check_json(capsys, repo)
+    assert code == 0
+    assert by_code(data, "DF105")["suppression"]["reason"].startswith("ignored in ")
+    # the command line's --select replaces the file's selection, its ignore still applies
+    code, data = check_json(capsys, repo, "--select", "DF105")
+    assert code == 0
+
+
+def test_discovery_order_and_the_repository_boundary(tmp_path: Path) -> None:
+    outside = tmp_path / "draftfit.toml"
+    outside.write_text("select = []\n")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    draft = repo / "a" / "b"
+    draft.mkdir(parents=True)
+    # above the repository root: never used
+    assert discover(draft) is None
+    # a pyproject.toml without [tool.draftfit] is passed over
+    (repo / "a" / "pyproject.toml").write_text("[tool.ruff]\nline-length = 99\n")
+    assert discover(draft) is None
+    (repo / "pyproject.toml").write_text("[tool.draftfit]\nignore = []\n")
+    assert discover(draft) == (repo / "pyproject.toml").resolve()
+    (repo / "a" / "pyproject.toml").write_text("[tool.draftfit]\n")
+    assert discover(draft) == (repo / "a" / "pyproject.toml").resolve()
+    # draftfit.toml wins over pyproject.toml in the same folder; the nearest folder wins
+    (repo / "a" / "draftfit.toml").write_text("")
+    assert discover(draft) == (repo / "a" / "draftfit.toml").resolve()
+    (draft / "draftfit.toml").write_text("")
+    assert discover(draft) == (draft / "draftfit.toml").resolve()
+    # outside any repository the walk goes to the filesystem root
+    plain = tmp_path / "plain" / "x"
+    plain.mkdir(parents=True)
+    assert discover(plain) == outside.resolve()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("select = [", "is not valid TOML"),
+        ('selct = ["DF1"]\n', "unknown key(s) selct"),
+        ('select = "DF1"\n', "must be a list"),
+        ('ignore = ["DF7"]\n', "'DF7' matches no rule"),
+        ("[ignore]\nDF105 = 3\n", "table of selector"),
+    ],
+)
+def test_bad_settings_file_is_one_line_exit_2(capsys, repo, text, message) -> None:
+    (repo / "draftfit.toml").write_text(text)
+    draft = repo / "drafts" / "kimi"
+    code, out, err = run(capsys, "check", str(draft))
+    assert code == 2 and out == ""
+    assert message in err and err.count("\n") == 1
+
+
+def test_unknown_selector_on_the_command_line_is_exit_2(capsys, repo) -> None:
+    code, out, err = run(capsys, "check", str(repo / "drafts" / "kimi"), "--select", "DF7X")
+    assert code == 2 and out == "" and "--select: 'DF7X' matches no rule" in err
+
+
+def test_matrix_and_diff_follow_the_selection(capsys, repo) -> None:
+    draft = repo / "drafts" / "kimi"
+    target = repo / "target"
+    argv = ["matrix", str(draft), "--target", str(target), "--format", "json"]
+    _, out, _ = run(capsys, *argv)
+    before = {row["verdict"] for row in json.loads(out)["rows"] if row["engine"] == "sglang"}
+    assert "incompatible" in before
+    _, out, _ = run(capsys, *argv, "--ignore", "DF105,DF101,DF5")
+    rows = [row for row in json.loads(out)["rows"] if row["engine"] == "sglang"]
+    assert all(d["code"] not in ("DF105", "DF101") for row in rows for d in row["deciding"])
+    reference = f.specforge().write(repo / "reference")
+    code, out, _ = run(capsys, "diff", str(draft), str(reference), "--format", "json")
+    data = json.loads(out)
+    assert code == 1 and data["summary"]["matters"] > 0
+    code, out, _ = run(
+        capsys, "diff", str(draft), str(reference), "--format", "json", "--select", "DF810"
+    )
+    data = json.loads(out)
+    assert code == 0 and data["summary"]["matters"] == 0
+    # nothing that matters is left, but no --target was given: not called equivalent
+    assert all(e["verdict"] == "unverified" for e in data["engines"])
+    assert all(item.get("suppressed") for item in data["findings"] if item["code"] != "DF810")
+
+
+def test_per_checkpoint_ignores_in_the_repository_settings(capsys, repo) -> None:
+    f.speculators(aux=[2, 4, 5]).write(repo / "drafts" / "other")
+    (repo / "pyproject.toml").write_text(
+        "[tool.draftfit.per-checkpoint-ignores]\n"
+        '"drafts/k*" = { DF105 = "SGLang serves a converted copy" }\n'
+        '"elsewhere/*" = ["DF1"]\n'
+    )
+    code, data = check_json(capsys, repo)
+    assert code == 0
+    assert by_code(data, "DF105")["suppression"]["reason"] == "SGLang serves a converted copy"
+    code, out, _ = run(
+        capsys, "check", str(repo / "drafts" / "other"), "--engine", SGLANG, "--format", "json"
+    )
+    assert code == 1 and "suppressed" not in by_code(json.loads(out), "DF105")
+    (repo / "pyproject.toml").write_text(
+        '[tool.draftfit.per-checkpoint-ignores]\n"drafts/*" = ["DF77"]\n'
+    )
+    code, _, err = run(capsys, "check", str(repo / "drafts" / "other"))
+    assert code == 2 and "per-checkpoint-ignores 'drafts/*': 'DF77' matches no rule" in err
+
+
+def test_repeated_and_comma_separated_selectors_add_up(capsys, repo) -> None:
+    code, data = check_json(capsys, repo, "--select", "DF9", "--select", "DF2,DF105")
+    assert code == 1 and "suppressed" not in by_code(data, "DF105")
+    code, data = check_json(capsys, repo, "--select", "DF9", "--select", "DF2")
+    assert code == 0
+    assert by_code(data, "DF105")["suppression"]["reason"] == "not selected (--select DF9 DF2)"
