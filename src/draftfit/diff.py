@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from draftfit import __version__
+from draftfit import __version__, rule_ids
 from draftfit.aux_counting import default_capture_ids, resolve_with_target
 from draftfit.check import check_checkpoint, resolve_engines
 from draftfit.checkpoint import Checkpoint
@@ -34,8 +34,9 @@ from draftfit.rule_ids import (
     SPELLING_ONLY,
     TENSOR_DTYPE_DIFFERS,
     TENSOR_NAME_DIFFERS,
+    RuleId,
 )
-from draftfit.rules import get_rule
+from draftfit.rules import registered
 from draftfit.rules.base import Rule, Severity
 from draftfit.spec import LAYER_FIELDS, DraftSpec
 from draftfit.target import Target
@@ -198,7 +199,7 @@ def diff_checkpoints(
     spec_a, spec_b = report_a.kept().spec, report_b.kept().spec
     layers, layers_note = _target_layers(target, spec_a, spec_b)
     notes = [layers_note] if layers_note else []
-    collected: dict[tuple, Finding] = {}
+    collected: dict[tuple[object, ...], Finding] = {}
     results: list[DiffResult] = []
     for index, profile in enumerate(profiles):
         a, b = (
@@ -268,9 +269,9 @@ def _side(checkpoint: Checkpoint, report: Report, index: int) -> _Side:
     return _Side(checkpoint, report.kept().spec, result.kept().view, narrowed)
 
 
-def _rule(name: str) -> Rule:
-    found = get_rule(name)
-    assert found is not None and found.scope == "diff", name
+def _rule(rule_id: RuleId) -> Rule:
+    found = registered(rule_id)
+    assert found.scope == "diff", rule_id
     return found
 
 
@@ -296,7 +297,7 @@ def diff_paths(
 
 # ---------------------------------------------------------------------- semantic comparison
 
-Difference = tuple[str, str, Location]
+Difference = tuple[RuleId, str, Location]
 
 
 def _fmt(value: Any) -> str:
@@ -340,7 +341,7 @@ def _compare(a: _Side, b: _Side, profile: Profile, layers: int | None) -> Iterat
     cfg = Location("config.json")
     if a.spec.method != b.spec.method:
         yield (
-            "method-differs",
+            rule_ids.METHOD_DIFFERS,
             f"the draft is {a.spec.method or 'unknown'}, the reference "
             f"{b.spec.method or 'unknown'}",
             cfg,
@@ -351,7 +352,7 @@ def _compare(a: _Side, b: _Side, profile: Profile, layers: int | None) -> Iterat
         worst_a = _first_problem(a.report)
         worst_b = _first_problem(b.report)
         yield (
-            "engine-verdict-differs",
+            rule_ids.ENGINE_VERDICT_DIFFERS,
             f"{title} finds the draft {va}{worst_a} and the reference {vb}{worst_b}",
             cfg,
         )
@@ -385,20 +386,20 @@ def _compare_class(a: _Side, b: _Side, profile: Profile) -> Iterator[Difference]
     loc = Location("config.json", "/architectures")
     if ca and cb and not profile.impl.same_class(ca, cb):
         yield (
-            "draft-class-differs",
+            rule_ids.DRAFT_CLASS_DIFFERS,
             f"{title} builds `{ca}` for the draft and `{cb}` for the reference",
             loc,
         )
     elif ca and cb and arch_a != arch_b:
         same = f"`{ca}`" if ca == cb else f"`{ca}` and `{cb}`, registered to the same class"
         yield (
-            "spelling-only",
+            rule_ids.SPELLING_ONLY,
             f"`architectures` {_fmt(arch_a)} vs {_fmt(arch_b)}: {title} resolves them to {same}",
             loc,
         )
     if a.spec.dialect.name != b.spec.dialect.name:
         yield (
-            "spelling-only",
+            rule_ids.SPELLING_ONLY,
             f"config written by {a.spec.dialect.title} vs {b.spec.dialect.title}: "
             f"{title} reads the same fields from "
             f"`{a.spec.layer_config_pointer or '/'}` and `{b.spec.layer_config_pointer or '/'}`",
@@ -416,7 +417,7 @@ def _compare_fields(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
             continue
         if x != y and not (_is_empty(x) and _is_empty(y)):
             yield (
-                "dimension-differs",
+                rule_ids.DIMENSION_DIFFERS,
                 f"`{name}` is {_fmt(x)} in the draft and {_fmt(y)} in the reference: changes {why}",
                 Location("config.json", a.spec.pointer(name)),
             )
@@ -424,7 +425,7 @@ def _compare_fields(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
         x, y = a.view.effective.get(name), b.view.effective.get(name)
         if x != y:
             yield (
-                "dimension-differs",
+                rule_ids.DIMENSION_DIFFERS,
                 f"{label}: {_fmt(x)} in the draft, {_fmt(y)} in the reference: changes {why}",
                 Location("config.json", a.spec.pointer(name)),
             )
@@ -435,7 +436,7 @@ def _compare_fields(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
             and b.spec.undeclared_head_dim is None
         ):
             yield (
-                "spelling-only",
+                rule_ids.SPELLING_ONLY,
                 f"`head_dim` is {'declared' if a.spec.head_dim_explicit else 'derived'} in the "
                 f"draft and {'declared' if b.spec.head_dim_explicit else 'derived'} in the "
                 f"reference; both give {x}",
@@ -451,15 +452,21 @@ def _is_empty(value: Any) -> bool:
     return value is None or value == {} or value == []
 
 
+def _norms(side: _Side) -> dict[str, Any]:
+    """The norm flags the engine runs for one side (`{}` when it resolved none)."""
+    norms = side.view.effective.get("norms")
+    return norms if isinstance(norms, dict) else {}
+
+
 def _compare_norms(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
-    na = a.view.effective.get("norms") or {}
-    nb = b.view.effective.get("norms") or {}
+    na = _norms(a)
+    nb = _norms(b)
     for name in sorted(set(na) | set(nb)):
         if na.get(name) != nb.get(name):
             how_a = _norm_source(a, name)
             how_b = _norm_source(b, name)
             yield (
-                "norm-behaviour-differs",
+                rule_ids.NORM_BEHAVIOUR_DIFFERS,
                 f"{title} runs `{name}` = {_fmt(na.get(name))} for the draft ({how_a}) and "
                 f"{_fmt(nb.get(name))} for the reference ({how_b})",
                 Location("config.json", f"/{name}"),
@@ -483,14 +490,14 @@ def _compare_aux(a: _Side, b: _Side, title: str, layers: int | None) -> Iterator
     loc = Location("config.json", "/eagle_aux_hidden_state_layer_ids")
     if trained_a is not None and trained_b is not None and trained_a != trained_b:
         yield (
-            "aux-layers-differ",
+            rule_ids.AUX_LAYERS_DIFFER,
             f"the draft was trained on capture-before ids {list(trained_a)}, the reference on "
             f"{list(trained_b)}",
             loc,
         )
     if used_a is not None and used_b is not None and used_a != used_b:
         yield (
-            "aux-layers-differ",
+            rule_ids.AUX_LAYERS_DIFFER,
             f"{title} captures target layers {list(used_a)} for the draft and "
             f"{list(used_b)} for the reference (capture-before counting)",
             loc,
@@ -502,7 +509,7 @@ def _compare_aux(a: _Side, b: _Side, title: str, layers: int | None) -> Iterator
         where_b = _where(b, layers)
         same = f" ({list(trained_a)} in capture-before counting)" if trained_a else ""
         yield (
-            "spelling-only",
+            rule_ids.SPELLING_ONLY,
             f"aux ids written as {where_a} vs {where_b}: the same physical layers{same}, and "
             f"{title} captures the same ones for both",
             loc,
@@ -540,14 +547,14 @@ def _compare_parameters(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
     names = sorted(set(a.view.expectations) | set(b.view.expectations))
     reached_a = {f.canonical for f in a.view.fates if f.status == "loaded"}
     reached_b = {f.canonical for f in b.view.fates if f.status == "loaded"}
-    unbound = {"draft": [], "reference": []}
+    unbound: dict[str, list[str]] = {"draft": [], "reference": []}
     for name in names:
         ta, tb = a.spec.tensors.get(name), b.spec.tensors.get(name)
         if ta is not None and tb is not None and (name in reached_a) != (name in reached_b):
             unbound["reference" if name in reached_a else "draft"].append(name)
         if name == "embed_tokens.weight" and (ta is None) != (tb is None):
             yield (
-                "embedding-presence-differs",
+                rule_ids.EMBEDDING_PRESENCE_DIFFERS,
                 f"`embed_tokens.weight` is stored only in the "
                 f"{'draft' if ta is not None else 'reference'}; {title} uses a stored "
                 "copy only when it differs from the target's embedding (speculators and "
@@ -560,20 +567,22 @@ def _compare_parameters(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
         if (ta is None) != (tb is None):
             side = "draft" if ta is not None else "reference"
             exp = a.view.expectations.get(name) or b.view.expectations.get(name)
-            fate = {
+            missing_fate = {
                 "uninitialised": "left uninitialised",
                 "ones": "left at 1.0",
                 "shared": "taken from the target",
-            }.get(exp.if_missing or "", "absent")
+            }.get((exp.if_missing if exp is not None else None) or "", "absent")
             yield (
-                "parameter-differs",
-                f"`{name}` is stored only in the {side}; for the other {title} has it {fate}",
+                rule_ids.PARAMETER_DIFFERS,
+                f"`{name}` is stored only in the {side}; for the other {title} has it "
+                f"{missing_fate}",
                 Location(None, tensor=name),
             )
             continue
+        assert ta is not None and tb is not None  # both stored (handled above otherwise)
         if tuple(ta.shape) != tuple(tb.shape):
             yield (
-                "parameter-differs",
+                rule_ids.PARAMETER_DIFFERS,
                 f"`{name}` is {list(ta.shape)} in the draft and {list(tb.shape)} in the reference",
                 Location(None, tensor=name),
             )
@@ -585,7 +594,7 @@ def _compare_parameters(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
         fate = next((f for f in other.view.fates if f.raw == raw), None)
         why = (fate.reason or fate.status) if fate else "not loaded"
         yield (
-            "parameter-differs",
+            rule_ids.PARAMETER_DIFFERS,
             f"{len(missed)} stored tensor(s) load for the "
             f"{'draft' if side == 'reference' else 'reference'} but not for the {side} (first "
             f"`{raw}`: {why})",
@@ -597,7 +606,7 @@ def _compare_parameters(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
     if renamed:
         first = renamed[0]
         yield (
-            "spelling-only",
+            rule_ids.SPELLING_ONLY,
             f"{len(renamed)} tensor(s) are named differently (e.g. `{raw_a[first]}` vs "
             f"`{raw_b[first]}`): {title} loads both into `{first}`",
             Location(None, tensor=raw_a[first]),
@@ -613,7 +622,7 @@ def _compare_vocab_map(a: _Side, b: _Side) -> Iterator[Difference]:
         return
     if hashlib.sha256(bytes_a).digest() != hashlib.sha256(bytes_b).digest():
         yield (
-            "vocab-map-differs",
+            rule_ids.VOCAB_MAP_DIFFERS,
             "`d2t` selects different target tokens in the two checkpoints: they were built "
             "with different draft vocabularies",
             Location(None, tensor=a.spec.raw("d2t")),
@@ -637,21 +646,22 @@ def _compare_raw(
         if key.strip("/").split("/")[0] in IGNORED_RAW_KEYS:
             continue
         if pa is None:
+            assert pb is not None  # the key came from one side
             yield (
-                "config-key-differs",
+                rule_ids.CONFIG_KEY_DIFFERS,
                 f"`{pb}` = {_fmt(flat_b[pb])} only in the reference",
                 Location("config.json", pb),
             )
         elif pb is None:
             yield (
-                "config-key-differs",
+                rule_ids.CONFIG_KEY_DIFFERS,
                 f"`{pa}` = {_fmt(flat_a[pa])} only in the draft",
                 Location("config.json", pa),
             )
         elif flat_a[pa] != flat_b[pb]:
             where = f"`{pa}`" if pa == pb else f"`{pa}` / `{pb}`"
             yield (
-                "config-key-differs",
+                rule_ids.CONFIG_KEY_DIFFERS,
                 f"{where}: {_fmt(flat_a[pa])} vs {_fmt(flat_b[pb])}",
                 Location("config.json", pa),
             )
@@ -659,13 +669,13 @@ def _compare_raw(
         ta, tb = a.tensors.get(name), b.tensors.get(name)
         if ta is not None and tb is not None and ta.dtype != tb.dtype:
             yield (
-                "tensor-dtype-differs",
+                rule_ids.TENSOR_DTYPE_DIFFERS,
                 f"`{name}` is {ta.dtype} in the draft and {tb.dtype} in the reference",
                 Location(ta.file, tensor=a.raw(name)),
             )
         elif (ta is None) != (tb is None) and name in ("t2d", "mask_hidden"):
             yield (
-                "tensor-name-differs",
+                rule_ids.TENSOR_NAME_DIFFERS,
                 f"`{name}` is stored only in the {'draft' if ta is not None else 'reference'}; "
                 "engines skip it",
                 Location(None, tensor=name),

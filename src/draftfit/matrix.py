@@ -30,7 +30,8 @@ from draftfit.selection import Selection, apply_to_report
 from draftfit.target import Target
 
 # What must match for two versions to share a row: verdict, deciding findings, recipe.
-_RowKey = tuple[str, tuple[tuple[str, str], ...], tuple[str] | None]
+# verdict, deciding findings, recipe, unverified reasons: equal keys share one row.
+_RowKey = tuple[str, tuple[tuple[str, str], ...], tuple[str] | None, tuple[str, ...]]
 
 
 @dataclass

@@ -234,9 +234,9 @@ class _Planner:
     def _num_aux_states(self, eagle: dict[str, Any], layer: dict[str, Any]) -> int | None:
         width = self.spec.fc_input_width
         t = eagle.get("target_hidden_size") or layer.get("hidden_size")
-        if not width or not t or width % t:
+        if not width or not isinstance(t, int) or not t or width % t:
             return None
-        n = width // t
+        n: int = width // t
         if n != 3 and layer.get("num_aux_hidden_states") != n:
             self.edit(
                 "set-config",
@@ -373,11 +373,8 @@ class _Planner:
         dtype: Any,
     ) -> dict[str, Any]:
         source = self.spec.config  # wrong-typed values set aside
-        spec_cfg = (
-            source.get("speculators_config")
-            if isinstance(source.get("speculators_config"), dict)
-            else {}
-        )
+        found = source.get("speculators_config")
+        spec_cfg: dict[str, Any] = found if isinstance(found, dict) else {}
         tokens = self.spec.get("speculative_tokens")
         verifier = dict(spec_cfg.get("verifier") or {})
         if self.target is not None:
@@ -538,17 +535,18 @@ class _Planner:
             d2t_info: TensorInfo = spec.tensors["d2t"]
             offsets = read_ints(self.ckpt, d2t_info)
             if offsets is not None and len(offsets) == draft_vocab:
-                mask = bytearray(vocab)
+                derived = bytearray(vocab)
                 valid = True
                 for i, offset in enumerate(offsets):
                     target = i + offset
                     if not 0 <= target < vocab:
                         valid = False
                         break
-                    mask[target] = 1
+                    derived[target] = 1
                 if valid:
                     self.edit("add-tensor", "t2d", "derive `t2d` from `d2t` (exact)")
-                    out.append(OutputTensor("t2d", "BOOL", (vocab,), None, bytes(mask), last_shard))
+                    t2d = OutputTensor("t2d", "BOOL", (vocab,), None, bytes(derived), last_shard)
+                    out.append(t2d)
 
     def _copy_files(self, config: dict[str, Any]) -> list[str]:
         skip = (
@@ -572,7 +570,7 @@ class _Planner:
         return files
 
 
-def _little_endian(values: array) -> bytes:
+def _little_endian(values: array[int]) -> bytes:
     import sys
 
     if sys.byteorder == "big":  # pragma: no cover

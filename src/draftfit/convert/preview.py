@@ -19,6 +19,9 @@ _MEMORY = "<planned>"
 class _PlannedAccess:
     """Reads planned bytes from memory and everything else from the input checkpoint."""
 
+    # Headers are read exactly, like a local checkpoint's (the bytes are at hand).
+    prefetch = 8
+
     def __init__(self, base: Checkpoint, blobs: dict[str, bytes]) -> None:
         self.base = base
         self.blobs = blobs
