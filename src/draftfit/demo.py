@@ -33,7 +33,7 @@ class DemoPaths:
 
 
 def _demo_json(name: str) -> object:
-    text = resources.files("draftfit").joinpath("demo_data", name).read_text("utf-8")
+    text = (resources.files("draftfit") / "demo_data" / name).read_text("utf-8")
     return json.loads(text)
 
 

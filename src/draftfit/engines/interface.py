@@ -120,7 +120,7 @@ class Engine(ABC):
     # ------------------------------------------------------------------ data
     def data_text(self) -> str:
         """The engine's TOML data (shipped as `engines/data/<name>.toml`)."""
-        path = resources.files("draftfit.engines").joinpath("data", f"{self.name}.toml")
+        path = resources.files("draftfit.engines") / "data" / f"{self.name}.toml"
         return path.read_text("utf-8")
 
     @cached_property
