@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from draftfit.engines.interface import Recipe
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.report import COMPATIBLE, DEGRADED, UNVERIFIED, Report, TargetFacts
@@ -24,6 +25,18 @@ FAMILY_TITLES = {
 FAMILY_ORDER = list(FAMILY_TITLES)
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 VERDICT_STYLE = {COMPATIBLE: "bold green", DEGRADED: "bold yellow", UNVERIFIED: "bold cyan"}
+
+
+def print_recipe(console: Console, recipe: Recipe) -> None:
+    """A recipe's steps, command and notes, each line printed whole: rich never wraps them at
+    the terminal's width, so a copy from the terminal pastes as it runs (a command's lines
+    already end in ` \\`)."""
+    for step in recipe.steps:
+        console.print(Text("  " + step), soft_wrap=True)
+    for command_line in recipe.command.splitlines():
+        console.print(Text("  " + command_line), soft_wrap=True)
+    for note in recipe.notes:
+        console.print(Text("  # " + note, style="dim"), soft_wrap=True)
 
 
 def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
@@ -104,11 +117,6 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             console.print(
                 Text(f"\nHow to serve with {recipe.engine} {recipe.version}", style="bold")
             )
-            for step in recipe.steps:
-                console.print(Text("  " + step))
-            for command_line in recipe.command.splitlines():
-                console.print(Text("  " + command_line))
-            for note in recipe.notes:
-                console.print(Text("  # " + note, style="dim"))
+            print_recipe(console, recipe)
 
     return render_to_string(draw, options.color)
