@@ -126,9 +126,7 @@ class TrtllmEngine(Engine):
             serve.append("--trust_remote_code")
             notes.append(trust_note("--trust_remote_code"))
         serve.append("--extra_llm_api_options spec.yaml")
-        command = (
-            "cat > spec.yaml <<'EOF'\n" + yaml_text(config) + "EOF\n" + " ".join(serve)
-        )
+        command = "cat > spec.yaml <<'EOF'\n" + yaml_text(config) + "EOF\n" + " ".join(serve)
         recipe = Recipe(self.name, profile.version, command, steps, notes, config=config)
         return Served(recipe, fixed)
 

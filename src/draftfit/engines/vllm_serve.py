@@ -4,8 +4,9 @@ The recipe is `vllm serve TARGET --speculative-config '{"method", "model",
 "num_speculative_tokens"}'`, with the method always explicit (vLLM otherwise guesses it from
 the draft path); a Hub target or draft is named by its repository id, its revision going to
 `--revision` and the config's `revision` key; `--trust-remote-code` where a config carries
-`auto_map`. Releases before `--speculative-config` take `--speculative-model`. `draftfit convert --to vllm` (and `--to speculators`) is planned with
-vLLM's data: the draft class it writes is one the planned version registers.
+`auto_map`. Releases before `--speculative-config` take `--speculative-model`.
+`draftfit convert --to vllm` (and `--to speculators`) is planned with vLLM's data: the draft
+class it writes is one the planned version registers.
 """
 
 from __future__ import annotations
