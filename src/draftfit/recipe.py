@@ -122,9 +122,14 @@ def _convert_step(
 
 
 def _names_own_code(config: Mapping[str, Any] | None) -> bool:
-    """Whether a config.json names code of its own (`auto_map`), which engines load only
-    when told to trust it."""
-    return bool(config and config.get("auto_map"))
+    """Whether a config.json names code of its own for Transformers' `Auto*` classes
+    (`auto_map.AutoConfig`, ...: Kimi-K2's `configuration_deepseek.DeepseekV3Config`), which
+    engines load only when told to trust it. A speculators config's `auto_map` entry under
+    `""` is read by no `Auto*` class and needs nothing."""
+    auto_map = config.get("auto_map") if config else None
+    return isinstance(auto_map, Mapping) and any(
+        isinstance(key, str) and key.startswith("Auto") for key in auto_map
+    )
 
 
 def _weight(findings: list[Finding]) -> tuple[int, int]:
