@@ -175,9 +175,9 @@ def test_every_recipe_of_the_rule_cases_pastes(tmp_path: Path) -> None:
 @pytest.fixture
 def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
     fake = FakeHub()
-    fake.add_repo(
-        "org/specforge", f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "sf"), revision="v2"
-    )
+    specforge = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "sf")
+    fake.add_repo("org/specforge", specforge, revision="v2")
+    fake.add_repo("org/specforge", specforge)
     fake.add_repo(
         "org/speculators", f.speculators(aux=[2, 4, 5]).write(tmp_path / "sp"), revision="v2"
     )
@@ -253,6 +253,17 @@ def test_hub_sources_are_repository_ids_with_the_engines_revision_settings(
     ]
     assert trt.config["speculative_config"]["speculative_model"] == "specforge"
     assert shell_commands(trt.command)[-1][:2] == ["trtllm-serve", "target"]
+
+
+def test_sglang_before_the_draft_revision_flag_downloads_the_draft(hub: FakeHub) -> None:
+    """Before 0.5.2 SGLang reads the draft at the target's `--revision`: a Hub draft is
+    downloaded first even when it has no revision of its own."""
+    recipes = _recipes("org/specforge", "org/target@v3", ["sglang==0.5.1", "sglang==0.5.2"])
+    assert recipes["sglang==0.5.1"].steps == ["hf download org/specforge --local-dir specforge"]
+    new = recipes["sglang==0.5.2"]
+    words = shell_commands(new.command)[0]
+    assert new.steps == [] and "--speculative-draft-model-revision" not in words
+    assert words[words.index("--speculative-draft-model-path") + 1] == "org/specforge"
 
 
 def test_vllm_draft_revision_goes_into_the_speculative_config(hub: FakeHub) -> None:

@@ -80,9 +80,14 @@ class SGLangEngine(Engine):
             flags["--trust-remote-code"] = True
             notes.append(trust_note("--trust-remote-code"))
         draft = model_source(request.draft)
-        if draft.revision and DRAFT_REVISION not in known:
+        own_revision = profile.value("draft_revision_source") == "own"
+        if draft.hub and not own_revision and (draft.revision or "--revision" in flags):
+            # the draft would be read at the target's --revision
             steps.append(draft.download())
-            notes.append(f"hf download first: {profile.title} has no {DRAFT_REVISION}")
+            notes.append(
+                f"hf download first: {profile.title} reads a Hub draft at the target's "
+                f"revision (it has no {DRAFT_REVISION})"
+            )
             draft = draft.local
         flags |= {
             "--speculative-algorithm": algorithm,
