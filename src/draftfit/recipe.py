@@ -8,16 +8,22 @@ This module adds what is common to all of them, from the check the report alread
   engine's convention, checks the planned output in memory against the same engine version
   (with the checker that made the report), and keeps the step only if it removes findings;
   the recipe then says what the engine does with the converted draft.
+* A Hub draft is downloaded (`hf download`) before that step, since `draftfit convert` reads
+  a local copy; the recipe then names the converted folder.
 * What still applies after the steps and the engine's serve-time settings, and whether any
   error remains.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from draftfit.convert.planner import plan_conversion
 from draftfit.convert.preview import preview_checkpoint
 from draftfit.engines.interface import Recipe, ServeRequest
 from draftfit.engines.profile import Profile
+from draftfit.engines.serve import model_source, shell_word
 from draftfit.errors import UsageError
 from draftfit.report import INCOMPATIBLE, EngineResult, Finding, Report
 from draftfit.rule_ids import Severity
@@ -44,6 +50,8 @@ def recipe_for(report: Report, result: EngineResult) -> Recipe | None:
             kept.target,
             frozenset(f.code for f in findings),
             tuple(notes),
+            _names_own_code(kept.checkpoint.config)
+            or (kept.target is not None and _names_own_code(kept.target.config)),
         )
     )
     if served is None:
@@ -95,10 +103,14 @@ def _convert_step(
     after = _severe(after_report.findings)
     if _weight(after) >= _weight(before):
         return draft, [], [], findings
-    converted = draft.rstrip("/") + f"-{to}"
-    command = f"draftfit convert {draft} --to {to} -o {converted} --engine {profile.label}"
+    source = model_source(draft)
+    steps = [source.download()] if source.hub else []
+    local = source.local.name
+    converted = local.rstrip("/") + f"-{to}"
+    words = ["draftfit", "convert", local, "--to", to, "-o", converted, "--engine", profile.label]
     if target is not None:
-        command += f" --target {target.source}"
+        words += ["--target", model_source(target.source).for_draftfit]
+    steps.append(" ".join(shell_word(w) for w in words))
     fixed = sorted({f.code for f in before} - {f.code for f in after})
     notes = [
         "convert first: "
@@ -106,7 +118,18 @@ def _convert_step(
         + f"; {profile.title} then finds the converted draft "
         + after_report.engines[0].verdict
     ]
-    return converted, [command], notes, after_report.findings
+    return converted, steps, notes, after_report.findings
+
+
+def _names_own_code(config: Mapping[str, Any] | None) -> bool:
+    """Whether a config.json names code of its own for Transformers' `Auto*` classes
+    (`auto_map.AutoConfig`, ...: Kimi-K2's `configuration_deepseek.DeepseekV3Config`), which
+    engines load only when told to trust it. A speculators config's `auto_map` entry under
+    `""` is read by no `Auto*` class and needs nothing."""
+    auto_map = config.get("auto_map") if config else None
+    return isinstance(auto_map, Mapping) and any(
+        isinstance(key, str) and key.startswith("Auto") for key in auto_map
+    )
 
 
 def _weight(findings: list[Finding]) -> tuple[int, int]:

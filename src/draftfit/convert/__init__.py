@@ -77,6 +77,7 @@ def convert_path(
     force: bool = False,
 ) -> ConvertResult:
     """Plan (and unless `dry_run`, write and verify) the conversion of `draft` into `to`."""
+    from draftfit.sources import HF_PREFIX as HUB_PREFIX
     from draftfit.sources import is_hub_reference, open_target
 
     if is_hub_reference(str(draft)):
@@ -86,6 +87,11 @@ def convert_path(
         )
     if out is None and not dry_run:
         raise UsageError("convert needs -o OUT (or --dry-run)")
+    if out is not None and str(out).startswith(HUB_PREFIX):
+        raise UsageError(
+            f"-o {out}: convert writes a local folder; give a path, then upload it with "
+            "`hf upload OWNER/NAME DIR`"
+        )
     checkpoint = load_checkpoint(draft)
     if out is not None:
         check_output_path(checkpoint.root, Path(out), force)

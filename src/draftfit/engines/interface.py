@@ -72,6 +72,13 @@ class ServeRequest:
         draft: the path the engine is given (the converted draft after a convert step).
         codes: the codes of every finding that applies to the draft it is given.
         notes: notes already made (the convert step's), kept first.
+        trust_remote_code: the target's or the draft's config names code of its own
+            (`auto_map`), which the engine loads only when told to trust it.
+
+    `draft` and the target's `source` are a path or draftfit's `hf://OWNER/NAME[@REVISION]`;
+    the recipe names a Hub repository by its id, with the engine's own revision setting
+    (:func:`draftfit.engines.serve.model_source`), and adds an `hf download` step to
+    :attr:`Recipe.steps` where the engine needs a local copy.
     """
 
     profile: Profile
@@ -80,6 +87,7 @@ class ServeRequest:
     target: Target | None
     codes: frozenset[str]
     notes: tuple[str, ...] = ()
+    trust_remote_code: bool = False
 
 
 @dataclass(frozen=True)

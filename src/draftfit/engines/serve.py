@@ -1,16 +1,22 @@
-"""What every engine's serve recipe shares: the number of speculative tokens, shell quoting,
-a tiny YAML writer, and the first release at which a data fact changes."""
+"""What every engine's serve recipe shares: the number of speculative tokens, how a recipe
+names a checkpoint (a local path, or a Hub repository id with its revision apart, never the
+`hf://` spelling only draftfit reads), shell quoting, a tiny YAML writer, and the first
+release at which a data fact changes."""
 
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.profile import Profile
+from draftfit.hub import PREFIX, parse_hub_reference
 
 if TYPE_CHECKING:
     from draftfit.spec import DraftSpec
+    from draftfit.target import Target
 
 DEFAULT_SPECULATIVE_TOKENS = 3
 
@@ -26,6 +32,80 @@ def speculative_tokens(spec: DraftSpec) -> tuple[int, str]:
 def shell_quote(text: str) -> str:
     """`text` as one single-quoted shell word."""
     return "'" + text.replace("'", "'\\''") + "'"
+
+
+def shell_word(text: str) -> str:
+    """`text` as one shell word, quoted only when it needs to be (paths stay readable)."""
+    return shlex.quote(text)
+
+
+CONTINUATION = " \\\n  "  # joins the lines of one shell command
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """How a recipe names a checkpoint: a local path, or a Hub repository at a revision.
+
+    Attributes:
+        name: the local path, or `OWNER/NAME` for a Hub repository (what engines take).
+        revision: the Hub revision (None: the default branch; always None for a path).
+        hub: whether `name` is a Hub repository id.
+    """
+
+    name: str
+    revision: str | None = None
+    hub: bool = False
+
+    @property
+    def local_dir(self) -> str:
+        """The folder a download of this repository goes to (its name without the owner)."""
+        return self.name.rsplit("/", 1)[-1] if self.hub else self.name
+
+    def download(self) -> str:
+        """The `hf download` step that makes a local copy in :attr:`local_dir`."""
+        words = ["hf", "download", self.name]
+        if self.revision:
+            words += ["--revision", self.revision]
+        words += ["--local-dir", self.local_dir]
+        return " ".join(shell_word(w) for w in words)
+
+    @property
+    def for_draftfit(self) -> str:
+        """How draftfit's own commands take it: a path, or `OWNER/NAME[@REVISION]`."""
+        return self.name + (f"@{self.revision}" if self.revision else "")
+
+    @property
+    def local(self) -> ModelSource:
+        """The local copy :meth:`download` makes (itself when it is a path)."""
+        return ModelSource(self.local_dir) if self.hub else self
+
+
+def model_source(source: str) -> ModelSource:
+    """A checkpoint's `source` (a path, or `hf://OWNER/NAME[@REVISION]` as draftfit spells a
+    Hub repository it read) as a recipe names it."""
+    if not source.startswith(PREFIX):
+        return ModelSource(source)
+    ref = parse_hub_reference(source)
+    return ModelSource(ref.repo_id, ref.revision, hub=True)
+
+
+def target_source(target: Target | None) -> ModelSource | None:
+    """How a recipe names the target (None without one)."""
+    return model_source(target.source) if target is not None else None
+
+
+def command_word(source: ModelSource | None) -> str:
+    """A checkpoint as a command names it: its path or repository id, or `<target>` for a
+    target not given."""
+    return shell_word(source.name) if source is not None else "<target>"
+
+
+def trust_note(flag: str) -> str:
+    """Why a recipe carries the engine's trust-remote-code flag `flag`."""
+    return (
+        f"{flag}: a config.json here names code of its own (`auto_map`), which the engine "
+        "loads only with this flag; read that code before you run it"
+    )
 
 
 def yaml_text(data: dict[str, Any], indent: int = 0) -> str:

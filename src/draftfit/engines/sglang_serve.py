@@ -3,7 +3,10 @@
 The recipe is `python -m sglang.launch_server --model-path TARGET --speculative-algorithm
 EAGLE3 --speculative-draft-model-path DRAFT ...`, plus `--disable-cuda-graph` where that
 release's CUDA graphs would capture other aux layers than the draft's, and a context-length
-setting when the draft's rotary cache is shorter than the target's. `draftfit convert --to
+setting when the draft's rotary cache is shorter than the target's. A Hub target or draft is
+named by its repository id, with `--revision` and `--speculative-draft-model-revision` (an
+`hf download` step before releases without the latter); `--trust-remote-code` where a config
+carries `auto_map`. `draftfit convert --to
 sglang` writes `LlamaForCausalLMEagle3` (`Eagle3DeepseekV2ForCausalLM` for MLA drafts) and
 aux ids in the counting the SGLang version applies to the target.
 """
@@ -15,7 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.interface import ConventionChoice, Engine, Recipe, Served, ServeRequest
 from draftfit.engines.profile import Profile
-from draftfit.engines.serve import first_release_where, speculative_tokens
+from draftfit.engines.serve import (
+    CONTINUATION,
+    command_word,
+    first_release_where,
+    model_source,
+    shell_word,
+    speculative_tokens,
+    target_source,
+    trust_note,
+)
 from draftfit.rule_ids import (
     AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,
     AUX_RUNTIME_COUNT_MISMATCH,
@@ -30,6 +42,7 @@ if TYPE_CHECKING:
 # SGLang's EAGLE-3 draft classes for `convert --to sglang`.
 LLAMA_DRAFT = "LlamaForCausalLMEagle3"
 MLA_DRAFT = "Eagle3DeepseekV2ForCausalLM"  # SGLang's MLA draft class (0.5.12+)
+DRAFT_REVISION = "--speculative-draft-model-revision"  # SGLang 0.5.2+ (data: serve_flags)
 CONTEXT_CODES = frozenset({DRAFT_CONTEXT_SHORTER_THAN_TARGET.code, DRAFT_CONTEXT_REFUSED.code})
 
 
@@ -56,14 +69,37 @@ class SGLangEngine(Engine):
         profile, spec, target, codes = request.profile, request.spec, request.target, request.codes
         algorithm = "EAGLE" if spec.method == "eagle" else "EAGLE3"
         tokens, why = speculative_tokens(spec)
-        flags: dict[str, Any] = {
+        known = set(profile.value("serve_flags") or [])
+        notes = list(request.notes)
+        steps: list[str] = []
+        flags: dict[str, Any] = {}
+        source = target_source(target)
+        if source is not None and source.revision:
+            flags["--revision"] = source.revision
+        if request.trust_remote_code:
+            flags["--trust-remote-code"] = True
+            notes.append(trust_note("--trust-remote-code"))
+        draft = model_source(request.draft)
+        own_revision = profile.value("draft_revision_source") == "own"
+        if draft.hub and not own_revision and (draft.revision or "--revision" in flags):
+            # the draft would be read at the target's --revision
+            steps.append(draft.download())
+            notes.append(
+                f"hf download first: {profile.title} reads a Hub draft at the target's "
+                f"revision (it has no {DRAFT_REVISION})"
+            )
+            draft = draft.local
+        flags |= {
             "--speculative-algorithm": algorithm,
-            "--speculative-draft-model-path": request.draft,
+            "--speculative-draft-model-path": draft.name,
+        }
+        if draft.revision:
+            flags[DRAFT_REVISION] = draft.revision
+        flags |= {
             "--speculative-num-steps": tokens,
             "--speculative-eagle-topk": 1,
             "--speculative-num-draft-tokens": tokens + 1,
         }
-        notes = list(request.notes)
         fixed: set[str] = set()
         if AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS.code in codes:
             flags["--disable-cuda-graph"] = True
@@ -105,21 +141,20 @@ class SGLangEngine(Engine):
                     "capped there"
                 )
             fixed |= codes & CONTEXT_CODES
-        unknown = sorted(set(flags) - set(profile.value("serve_flags") or []))
+        unknown = sorted(set(flags) - known)
         if unknown:
             notes.append(f"draftfit's data does not list {', '.join(unknown)} for {profile.title}")
-        target_name = target.source if target else "<target>"
-        parts = [f"{env}python -m sglang.launch_server --model-path {target_name}"]
+        parts = [f"{env}python -m sglang.launch_server --model-path {command_word(source)}"]
         for flag, value in flags.items():
-            parts.append(flag if value is True else f"{flag} {value}")
-        command = " \\\n  ".join(parts)
+            parts.append(flag if value is True else f"{flag} {shell_word(str(value))}")
+        command = CONTINUATION.join(parts)
         notes.append(f"--speculative-num-steps {tokens}: {why}")
         if algorithm == "EAGLE3":
             notes.append(
                 "SGLang reads aux ids only from `eagle_config.eagle_aux_hidden_state_layer_ids` "
                 "(no command-line flag)"
             )
-        recipe = Recipe(self.name, profile.version, command, notes=notes, config=flags)
+        recipe = Recipe(self.name, profile.version, command, steps, notes, config=flags)
         return Served(recipe, frozenset(fixed))
 
     def nested_aux_ids(

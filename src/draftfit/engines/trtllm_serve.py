@@ -4,7 +4,9 @@ The recipe is `trtllm-serve TARGET --backend pytorch --extra_llm_api_options spe
 with a `speculative_config` whose `eagle3_layers_to_capture` names the trained layers in
 TensorRT-LLM's output-of counting (it never reads them from the checkpoint). TensorRT-LLM
 reads the SGLang layout (a plain config and `midlayer.*` names), so a recipe's convert step
-writes that convention, planned without a TensorRT-LLM version.
+writes that convention, planned without a TensorRT-LLM version. A Hub draft (and a Hub target
+at a revision) is downloaded first (`hf download`), so TensorRT-LLM is given folders;
+`--trust_remote_code` where a config carries `auto_map`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.interface import Engine, Recipe, Served, ServeRequest
-from draftfit.engines.serve import speculative_tokens, yaml_text
+from draftfit.engines.serve import (
+    command_word,
+    model_source,
+    speculative_tokens,
+    target_source,
+    trust_note,
+    yaml_text,
+)
 from draftfit.rule_ids import (
     AUX_COUNT_MISMATCH,
     AUX_IDS_NOT_READ_DEFAULT_MATCHES,
@@ -65,15 +74,29 @@ class TrtllmEngine(Engine):
         if spec.method == EAGLE:
             return None
         tokens, why = speculative_tokens(spec)
+        notes = list(request.notes)
+        steps: list[str] = []
+        draft = model_source(request.draft)
+        if draft.hub:
+            steps.append(draft.download())
+            notes.append("hf download first: the recipe gives TensorRT-LLM the draft as a folder")
+            draft = draft.local
+        source = target_source(target)
+        if source is not None and source.revision:
+            steps.append(source.download())
+            notes.append(
+                "hf download first: the recipe gives TensorRT-LLM a target at a revision as a "
+                "folder"
+            )
+            source = source.local
         decoding = "Eagle3" if "Eagle3" in (profile.value("decoding_types") or []) else "Eagle"
         spec_config: dict[str, Any] = {
             "decoding_type": decoding,
             "max_draft_len": tokens,
-            profile.value("draft_path_key"): request.draft,
+            profile.value("draft_path_key"): draft.name,
         }
         if profile.value("one_model_default") == "one-model-default":
             spec_config["eagle3_one_model"] = True
-        notes = list(request.notes)
         fixed: frozenset[str] = frozenset()
         user_key = profile.value("aux_ids_user_key")
         layers = layers_to_capture(spec, target)
@@ -98,14 +121,13 @@ class TrtllmEngine(Engine):
         for note in profile.fact("draft_path_key").notes:
             notes.append(f"`{profile.value('draft_path_key')}`: {note}")
         config = {"speculative_config": spec_config}
-        target_name = target.source if target else "<target>"
-        command = (
-            "cat > spec.yaml <<'EOF'\n"
-            + yaml_text(config)
-            + "EOF\n"
-            + f"trtllm-serve {target_name} --backend pytorch --extra_llm_api_options spec.yaml"
-        )
-        recipe = Recipe(self.name, profile.version, command, notes=notes, config=config)
+        serve = [f"trtllm-serve {command_word(source)}", "--backend pytorch"]
+        if request.trust_remote_code:
+            serve.append("--trust_remote_code")
+            notes.append(trust_note("--trust_remote_code"))
+        serve.append("--extra_llm_api_options spec.yaml")
+        command = "cat > spec.yaml <<'EOF'\n" + yaml_text(config) + "EOF\n" + " ".join(serve)
+        recipe = Recipe(self.name, profile.version, command, steps, notes, config=config)
         return Served(recipe, fixed)
 
 

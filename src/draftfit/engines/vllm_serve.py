@@ -2,8 +2,11 @@
 
 The recipe is `vllm serve TARGET --speculative-config '{"method", "model",
 "num_speculative_tokens"}'`, with the method always explicit (vLLM otherwise guesses it from
-the draft path). `draftfit convert --to vllm` (and `--to speculators`) is planned with
-vLLM's data: the draft class it writes is one the planned version registers.
+the draft path); a Hub target or draft is named by its repository id, its revision going to
+`--revision` and the config's `revision` key; `--trust-remote-code` where a config carries
+`auto_map`. Releases before `--speculative-config` take `--speculative-model`.
+`draftfit convert --to vllm` (and `--to speculators`) is planned with vLLM's data: the draft
+class it writes is one the planned version registers.
 """
 
 from __future__ import annotations
@@ -14,7 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.interface import ConventionChoice, Engine, Recipe, Served, ServeRequest
 from draftfit.engines.profile import Profile
-from draftfit.engines.serve import first_release_where, shell_quote, speculative_tokens
+from draftfit.engines.serve import (
+    CONTINUATION,
+    command_word,
+    first_release_where,
+    model_source,
+    shell_quote,
+    shell_word,
+    speculative_tokens,
+    target_source,
+    trust_note,
+)
 from draftfit.rule_ids import AUX_LAYERS_DIFFER_FROM_TRAINED
 
 if TYPE_CHECKING:
@@ -53,12 +66,33 @@ class VllmEngine(Engine):
         profile, spec = request.profile, request.spec
         method = spec.method or "eagle3"
         tokens, why = speculative_tokens(spec)
-        config = {"method": method, "model": request.draft, "num_speculative_tokens": tokens}
-        target_name = request.target.source if request.target else "<target>"
-        command = (
-            f"vllm serve {target_name} \\\n  --speculative-config {shell_quote(json.dumps(config))}"
-        )
         notes = list(request.notes)
+        steps: list[str] = []
+        draft = model_source(request.draft)
+        revision_key = profile.value("draft_revision_key")
+        if draft.revision and not revision_key:
+            steps.append(draft.download())
+            notes.append(
+                f"hf download first: {profile.title} has no revision setting for the draft"
+            )
+            draft = draft.local
+        target = target_source(request.target)
+        lines = [f"vllm serve {command_word(target)}"]
+        if target is not None and target.revision:
+            lines.append(f"--revision {shell_word(target.revision)}")
+        if request.trust_remote_code:
+            lines.append("--trust-remote-code")
+            notes.append(trust_note("--trust-remote-code"))
+        config: dict[str, Any]
+        if "--speculative-config" in (profile.value("serve_flags") or []):
+            config = {"method": method, "model": draft.name, "num_speculative_tokens": tokens}
+            if draft.revision:
+                config[revision_key] = draft.revision
+            lines.append(f"--speculative-config {shell_quote(json.dumps(config))}")
+        else:
+            config = {"model": draft.name, "num_speculative_tokens": tokens}
+            lines.append(f"--speculative-model {shell_word(draft.name)}")
+            lines.append(f"--num-speculative-tokens {tokens}")
         if (
             not reads_top_level_ids(profile)
             and AUX_LAYERS_DIFFER_FROM_TRAINED.code in request.codes
@@ -66,8 +100,19 @@ class VllmEngine(Engine):
             fixed_in = first_release_where(profile, reads_top_level_ids) or "a newer release"
             notes.append(f"{profile.title} never reads aux ids from the config: use >= {fixed_in}")
         notes.append(f"num_speculative_tokens {tokens}: {why}")
-        notes.append(f'pass "method": "{method}" explicitly; vLLM otherwise guesses from the path')
-        return Served(Recipe(self.name, profile.version, command, notes=notes, config=config))
+        if "method" in config:
+            notes.append(
+                f'pass "method": "{method}" explicitly; vLLM otherwise guesses from the path'
+            )
+        else:
+            notes.append(
+                f"{profile.title} has no --speculative-config (vLLM 0.8.2 adds it), so the "
+                "method cannot be given: vLLM decides it from the draft"
+            )
+        recipe = Recipe(
+            self.name, profile.version, CONTINUATION.join(lines), steps, notes, config=config
+        )
+        return Served(recipe)
 
     def convention_architecture(
         self, layer: Mapping[str, Any], profile: Profile | None

@@ -9,7 +9,8 @@ from draftfit.report import UNVERIFIED
 
 
 def render_markdown(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
-    """A model-card-ready table."""
+    """A model-card-ready table, then each range's recipe: every step it relies on (a
+    download, a `draftfit convert`) and the command, in one block to paste."""
     lines = [
         f"Compatibility of `{matrix.draft}`"
         + (f" with `{matrix.target}`" if matrix.target else "")
@@ -32,6 +33,7 @@ def render_markdown(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
             lines.append(f"* {row.title} {row.range}:")
             lines.append("")
             lines.append("  ```bash")
+            lines += [f"  {step}" for step in row.recipe.steps]
             lines += [f"  {line}" for line in row.recipe.command.splitlines()]
             lines.append("  ```")
             lines += [f"  {note}" for note in row.recipe.notes]

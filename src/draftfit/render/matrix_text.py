@@ -9,7 +9,7 @@ from rich.text import Text
 from draftfit.matrix import Matrix
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
-from draftfit.render.text import VERDICT_STYLE, unverified_line
+from draftfit.render.text import VERDICT_STYLE, print_recipe, unverified_line
 from draftfit.report import UNVERIFIED
 
 
@@ -43,12 +43,7 @@ def render_matrix(matrix: Matrix, options: RenderOptions = PLAIN, recipes: bool 
             for row in (r for r in matrix.rows if r.recipe is not None):
                 assert row.recipe is not None
                 console.print(Text(f"\n{row.title} {row.range}: how to serve", style="bold"))
-                for step in row.recipe.steps:
-                    console.print(Text("  " + step))
-                for line in row.recipe.command.splitlines():
-                    console.print(Text("  " + line))
-                for note in row.recipe.notes:
-                    console.print(Text("  # " + note, style="dim"))
+                print_recipe(console, row.recipe)
         for note in matrix.notes:
             console.print(Text(note, style="dim"))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from draftfit.engines.interface import Recipe
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.suppressed import suppressed_summary
@@ -31,6 +32,18 @@ def unverified_line(reasons: list[str], unchecked: list[str]) -> str:
     """`no target: DF303, DF501 not checked` — why a verdict is unverified, in one phrase."""
     text = "; ".join(reasons)
     return f"{text}: {', '.join(unchecked)} not checked" if unchecked else text
+
+
+def print_recipe(console: Console, recipe: Recipe) -> None:
+    """A recipe's steps, command and notes, each line printed whole: rich never wraps them at
+    the terminal's width, so a copy from the terminal pastes as it runs (a command's lines
+    already end in ` \\`)."""
+    for step in recipe.steps:
+        console.print(Text("  " + step), soft_wrap=True)
+    for command_line in recipe.command.splitlines():
+        console.print(Text("  " + command_line), soft_wrap=True)
+    for note in recipe.notes:
+        console.print(Text("  # " + note, style="dim"), soft_wrap=True)
 
 
 def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
@@ -122,11 +135,6 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             console.print(
                 Text(f"\nHow to serve with {recipe.engine} {recipe.version}", style="bold")
             )
-            for step in recipe.steps:
-                console.print(Text("  " + step))
-            for command_line in recipe.command.splitlines():
-                console.print(Text("  " + command_line))
-            for note in recipe.notes:
-                console.print(Text("  # " + note, style="dim"))
+            print_recipe(console, recipe)
 
     return render_to_string(draw, options.color)
