@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint import Checkpoint
 from draftfit.engines import build_view
@@ -28,8 +29,11 @@ from draftfit.report import (
 )
 from draftfit.rules import all_rules
 from draftfit.rules.base import Context, Rule, Violation
-from draftfit.spec import EAGLE, EAGLE3, describe
+from draftfit.spec import EAGLE, EAGLE3, DraftSpec, describe
 from draftfit.target import Target
+
+if TYPE_CHECKING:
+    from draftfit.values.facts import ValueFacts
 
 METHOD_CHOICES = (EAGLE3, EAGLE, "auto")
 
@@ -52,9 +56,11 @@ def check_path(
     engines: Iterable[str] | None = None,
     method: str | None = None,
     recipes: bool = False,
+    values: str | None = None,
 ) -> Report:
     """Check the draft `draft` (next to `target`, if given) for each engine, and with
-    `recipes` add how to serve it with each engine version that can.
+    `recipes` add how to serve it with each engine version that can. `values` (`"sampled"`
+    or `"full"`) also reads the weights' values and runs the DF7xx rules.
 
     Both may be local directories or Hub references (`hf://owner/name[@rev]`, `owner/name`).
     """
@@ -63,7 +69,7 @@ def check_path(
     profiles = resolve_engines(engines)
     checkpoint = open_checkpoint(draft)
     target_obj = open_target(target) if target is not None else None
-    report = check_checkpoint(checkpoint, target_obj, profiles, method)
+    report = check_checkpoint(checkpoint, target_obj, profiles, method, values=values)
     if recipes:
         from draftfit.recipe import attach_recipes
 
@@ -76,18 +82,21 @@ def check_checkpoint(
     target: Target | None,
     profiles: list[Profile],
     method: str | None = None,
+    values: str | None = None,
 ) -> Report:
-    """Run every rule; checkpoint-scope rules once, engine rules once per profile."""
+    """Run every rule; checkpoint-scope rules once, engine rules once per profile. With
+    `values` (`"sampled"` or `"full"`), the value rules get what the weights hold."""
     if method is not None and method not in METHOD_CHOICES:
         raise UsageError(f"unknown method {method!r}; choose from {', '.join(METHOD_CHOICES)}")
     spec = describe(checkpoint)
+    value_facts = _value_facts(checkpoint, spec, target, values)
     effective_method = spec.method if method is None else method
     labels = [p.label for p in profiles]
     rules = all_rules()
     collected: dict[tuple, Finding] = {}
     skipped: list[SkippedRule] = []
 
-    base = Context(checkpoint, spec, target, method=effective_method)
+    base = Context(checkpoint, spec, target, method=effective_method, values=value_facts)
     for item in rules:
         if item.scope != "checkpoint":
             continue
@@ -135,6 +144,20 @@ def check_checkpoint(
         skipped_rules=skipped,
         target_facts=TargetFacts.of(target) if target is not None else None,
     )
+
+
+def _value_facts(
+    checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, values: str | None
+) -> ValueFacts | None:
+    """Read the weights' values when asked (numpy is imported only then)."""
+    if values is None:
+        return None
+    from draftfit.values import MODES
+    from draftfit.values.scan import scan_values
+
+    if values not in MODES:
+        raise UsageError(f"unknown value mode {values!r}; choose from {', '.join(MODES)}")
+    return scan_values(checkpoint, spec, target, values)
 
 
 def _collect(

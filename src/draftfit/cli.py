@@ -64,6 +64,17 @@ def _add_format(parser: argparse.ArgumentParser, kind: Kind) -> None:
     parser.add_argument("--format", choices=choices, default=choices[0], help="output format")
 
 
+def _add_values(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--values",
+        nargs="?",
+        const="sampled",
+        choices=("sampled", "full"),
+        help="also read the weights' values (DF7xx rules): a fixed sample of rows per tensor, "
+        "or every byte with --values=full",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="draftfit",
@@ -108,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print how to serve the draft with each compatible or degraded version",
     )
+    _add_values(check)
     _add_format(check, kinds.CHECK)
 
     diff = sub.add_parser(
@@ -135,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="lowest severity that makes the exit status 1 (default: error, i.e. a difference "
         "that matters)",
     )
+    _add_values(diff)
     _add_format(diff, kinds.DIFF)
 
     matrix = sub.add_parser(
@@ -148,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument(
         "--method", choices=("eagle3", "eagle"), help="method (default: read from the checkpoint)"
     )
+    _add_values(matrix)
     _add_format(matrix, kinds.MATRIX)
 
     convert = sub.add_parser(
@@ -336,6 +350,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         engines=args.engine,
         method=args.method,
         recipes=args.recipe,
+        values=args.values,
     )
     fail_on = Severity.parse(args.fail_on)
     _emit(report, args.format, fail_on=fail_on)
@@ -347,7 +362,12 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     from draftfit.rules.base import Severity
 
     report = diff_paths(
-        args.draft, args.reference, engines=args.engine, target=args.target, method=args.method
+        args.draft,
+        args.reference,
+        engines=args.engine,
+        target=args.target,
+        method=args.method,
+        values=args.values,
     )
     fail_on = Severity.parse(args.fail_on)
     _emit(report, args.format, fail_on=fail_on)
@@ -360,7 +380,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
 
     checkpoint = open_checkpoint(args.draft)
     target = open_target(args.target) if args.target else None
-    _emit(build_matrix(checkpoint, target, method=args.method), args.format)
+    _emit(build_matrix(checkpoint, target, method=args.method, values=args.values), args.format)
     return EXIT_OK
 
 

@@ -155,8 +155,10 @@ def diff_checkpoints(
     profiles: list[Profile],
     target: Target | None = None,
     method: str | None = None,
+    values: str | None = None,
 ) -> DiffReport:
-    """Compare `draft` with `reference` for every engine profile."""
+    """Compare `draft` with `reference` for every engine profile (with `values`, each side's
+    check also reads its weights' values, so a value error shows as a verdict difference)."""
     spec_a, spec_b = describe(draft), describe(reference)
     layers, layers_note = _target_layers(target, spec_a, spec_b)
     notes = [layers_note] if layers_note else []
@@ -167,7 +169,7 @@ def diff_checkpoints(
         for checkpoint, spec in ((draft, spec_a), (reference, spec_b)):
             effective_method = method or spec.method
             view = build_view(checkpoint, spec, target, profile, effective_method, True)
-            report = check_checkpoint(checkpoint, target, [profile], method)
+            report = check_checkpoint(checkpoint, target, [profile], method, values=values)
             sides.append(_Side(checkpoint, spec, view, report))
         a, b = sides
         for name, message, location in _compare(a, b, profile, layers):
@@ -228,6 +230,7 @@ def diff_paths(
     engines: Iterable[str] | None = None,
     target: str | Path | None = None,
     method: str | None = None,
+    values: str | None = None,
 ) -> DiffReport:
     """Load both checkpoints (and the target, if given) and compare them."""
     from draftfit.sources import open_checkpoint, open_target
@@ -239,6 +242,7 @@ def diff_paths(
         profiles,
         open_target(target) if target is not None else None,
         method,
+        values,
     )
 
 

@@ -77,8 +77,10 @@ def build_matrix(
     target: Target | None,
     engines: tuple[str, ...] = ENGINES,
     method: str | None = None,
+    values: str | None = None,
 ) -> Matrix:
-    """Check `checkpoint` against every known version of every engine and group the results."""
+    """Check `checkpoint` against every known version of every engine and group the results
+    (`values`: also run the value rules, read once for all versions)."""
     rows: list[MatrixRow] = []
     notes: list[str] = []
     if target is None:
@@ -87,7 +89,7 @@ def build_matrix(
     for engine in engines:
         data = load_engine(engine)
         profiles = [data.resolve(v) for v in data.versions]
-        report = check_checkpoint(checkpoint, target, profiles, method)
+        report = check_checkpoint(checkpoint, target, profiles, method, values=values)
         current: MatrixRow | None = None
         current_key: tuple | None = None
         for result in report.engines:

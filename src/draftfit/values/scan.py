@@ -1,0 +1,311 @@
+"""Run the value checks' reads: every float tensor of the draft (a sample, or every byte),
+and the target's embedding and head rows next to the draft's.
+
+The result, :class:`~draftfit.values.facts.ValueFacts`, is computed once per draft, target
+and mode (`diff` and `matrix` check a draft many times) and read by the value rules.
+Nothing here raises for a bad checkpoint: what cannot be read or decoded is recorded as
+skipped, and the rules report it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from draftfit.checkpoint.dtypes import FLOAT_DTYPES
+from draftfit.checkpoint.model import Checkpoint, TensorInfo
+from draftfit.dialects import EAGLE_OFFICIAL, SPECFORGE, SPECULATORS
+from draftfit.errors import DraftfitError
+from draftfit.values import FULL, MODES
+from draftfit.values.decode import FLOAT_DECODABLE, decode_float
+from draftfit.values.facts import Comparison, Coverage, Skipped, TensorFacts, ValueFacts
+from draftfit.values.plan import (
+    EMBED_SAMPLE_ROWS,
+    count_rows,
+    full_rows,
+    row_bytes,
+    rows_and_width,
+    sampled_rows,
+    split_ranges,
+)
+from draftfit.values.progress import Progress, progress_for
+from draftfit.values.stats import Block, ComparisonAccumulator, TensorAccumulator
+from draftfit.values.target_weights import (
+    TargetWeights,
+    TargetWeightsMissing,
+    open_target_weights,
+)
+
+if TYPE_CHECKING:
+    from draftfit.spec import DraftSpec
+    from draftfit.target import Target
+
+EMBED = "embed_tokens.weight"
+HEAD = "lm_head.weight"
+FC = "fc.weight"
+# Producers whose EAGLE-3 training keeps the target's embedding frozen by default.
+FREEZING_PRODUCERS = {
+    SPECFORGE: "SpecForge loads the target's embedding and freezes it",
+    EAGLE_OFFICIAL: "the official EAGLE trainer loads the target's embedding and freezes it",
+    SPECULATORS: "speculators freezes the embedding unless `embed_requires_grad` is true",
+}
+
+_CACHE: list[tuple[object, object, str, ValueFacts]] = []
+_CACHE_SIZE = 4
+
+
+def scan_values(
+    checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, mode: str
+) -> ValueFacts:
+    """The value facts of `checkpoint` (next to `target`), memoised per objects and mode."""
+    if mode not in MODES:
+        raise ValueError(f"unknown value mode {mode!r}")
+    for cp, tg, md, facts in _CACHE:
+        if cp is checkpoint and tg is target and md == mode:
+            return facts
+    facts = _scan(checkpoint, spec, target, mode)
+    _CACHE.append((checkpoint, target, mode, facts))
+    del _CACHE[:-_CACHE_SIZE]
+    return facts
+
+
+def _scan(checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, mode: str) -> ValueFacts:
+    facts = ValueFacts(mode)
+    facts.serving_dtype, facts.serving_dtype_source = _serving_dtype(spec, target)
+    facts.embed_frozen, facts.frozen_evidence = _frozen(spec)
+    if checkpoint.weight_format == "bin":
+        facts.skipped.append(
+            Skipped(
+                "value checks",
+                checkpoint.weight_files[0] if checkpoint.weight_files else None,
+                "value checks read safetensors weights only (PyTorch .bin storages are not "
+                "decoded)",
+            )
+        )
+        return facts
+    weights = _target_weights(facts, spec, target)
+    tensors = [
+        (canonical, info) for canonical, info in spec.tensors.items() if info.dtype in FLOAT_DTYPES
+    ]
+    plans = {canonical: _plan(canonical, info, mode, weights) for canonical, info in tensors}
+    total = sum(
+        count_rows(plan) * (row_bytes(info.dtype, info.shape) or 0)
+        for (canonical, info) in tensors
+        if (plan := plans[canonical]) is not None
+    )
+    remote = checkpoint.access is not None and checkpoint.access.local_path("") is None
+    with progress_for(
+        "reading weights" if mode == FULL else "reading sampled rows",
+        total,
+        enabled=mode == FULL or remote or (weights is not None and weights.remote),
+    ) as progress:
+        reader = _Reader(checkpoint.read_range, progress, cache=mode != FULL)
+        for canonical, info in tensors:
+            plan = plans[canonical]
+            if plan is None:
+                facts.skipped.append(_undecodable(spec.raw(canonical), info))
+                continue
+            try:
+                facts.tensors[canonical] = _tensor_facts(
+                    reader, canonical, spec.raw(canonical), info, plan, spec
+                )
+            except OSError as exc:
+                facts.skipped.append(
+                    Skipped("tensor", info.file, f"cannot read: {exc.strerror or exc}", info.name)
+                )
+        if weights is not None:
+            _compare_all(facts, spec, reader, weights, mode, progress)
+        facts.bytes_read = reader.bytes_read
+    return facts
+
+
+def _plan(
+    canonical: str, info: TensorInfo, mode: str, weights: TargetWeights | None
+) -> list[tuple[int, int]] | None:
+    per_row = row_bytes(info.dtype, info.shape)
+    if info.dtype not in FLOAT_DECODABLE or info.byte_range is None or per_row is None:
+        return None
+    rows, _ = rows_and_width(info.shape)
+    if mode == FULL:
+        return full_rows(rows, per_row)
+    if canonical in (EMBED, HEAD) and weights is not None:
+        return split_ranges(sampled_rows(rows, per_row, EMBED_SAMPLE_ROWS), per_row)
+    return split_ranges(sampled_rows(rows, per_row), per_row)
+
+
+def _undecodable(raw: str, info: TensorInfo) -> Skipped:
+    if info.byte_range is None:
+        reason = "its bytes are not stored contiguously"
+    else:
+        reason = f"draftfit cannot decode {info.dtype} values"
+    return Skipped("tensor", info.file, reason, raw)
+
+
+class _Reader:
+    """Ranged reads of whole rows, counted, reported to the progress bar, and (in sampled
+    mode) remembered, so the embedding rows read for statistics serve the comparison too."""
+
+    def __init__(
+        self, read: Callable[[str, int, int], bytes], progress: Progress, cache: bool
+    ) -> None:
+        self.read = read
+        self.progress = progress
+        self.cache: dict[tuple[str, int, int], bytes] | None = {} if cache else None
+        self.bytes_read = 0
+
+    def rows(
+        self,
+        info: TensorInfo,
+        plan: list[tuple[int, int]],
+        read: Callable[[str, int, int], bytes] | None = None,
+        remember: bool = False,
+    ) -> Iterator[tuple[int, Block, bytes]]:
+        """(first row, rows × width floats, raw bytes) for each range of `plan`; `read`
+        reads another checkpoint's files (the target's), `remember` keeps the bytes."""
+        assert info.byte_range is not None
+        per_row = row_bytes(info.dtype, info.shape) or 0
+        _, width = rows_and_width(info.shape)
+        base = info.byte_range[0]
+        for start, end in plan:
+            lo, hi = base + start * per_row, base + end * per_row
+            key = (info.file, lo, hi)
+            data = self.cache.get(key) if self.cache is not None and read is None else None
+            if data is None:
+                data = (read or self.read)(info.file, lo, hi)
+                if len(data) != hi - lo:
+                    raise OSError(f"short read of {info.file} at {lo}")
+                self.bytes_read += len(data)
+                self.progress(len(data))
+                if self.cache is not None and read is None and remember:
+                    self.cache[key] = data
+            yield start, decode_float(data, info.dtype).reshape(end - start, width), data
+
+
+def _tensor_facts(
+    reader: _Reader,
+    canonical: str,
+    raw: str,
+    info: TensorInfo,
+    plan: list[tuple[int, int]],
+    spec: DraftSpec,
+) -> TensorFacts:
+    rows, _ = rows_and_width(info.shape)
+    facts = TensorFacts(
+        canonical, raw, info.file, info.dtype, info.shape, Coverage(count_rows(plan), rows)
+    )
+    chunk_width = None
+    if canonical == FC and spec.num_aux_states and spec.num_aux_states > 1:
+        chunk_width = spec.target_hidden_size
+    accumulator = TensorAccumulator(facts, chunk_width)
+    for _, block, data in reader.rows(info, plan, remember=canonical in (EMBED, HEAD)):
+        accumulator.add(block, data)
+    return accumulator.finish()
+
+
+def _target_weights(
+    facts: ValueFacts, spec: DraftSpec, target: Target | None
+) -> TargetWeights | None:
+    if target is None or not (spec.has(EMBED) or spec.has(HEAD)):
+        return None
+    try:
+        return open_target_weights(target)
+    except TargetWeightsMissing as exc:
+        reason = str(exc)
+    except DraftfitError as exc:
+        reason = str(exc)
+    what = "embedding comparison" if spec.has(EMBED) else "lm_head comparison"
+    facts.skipped.append(Skipped(what, None, f"the target's weights: {reason}"))
+    return None
+
+
+def _compare_all(
+    facts: ValueFacts,
+    spec: DraftSpec,
+    reader: _Reader,
+    weights: TargetWeights,
+    mode: str,
+    progress: Progress,
+) -> None:
+    pairs = [("embedding", EMBED, weights.embedding), ("lm_head", HEAD, weights.head)]
+    for what, canonical, theirs in pairs:
+        mine = spec.tensors.get(canonical)
+        if mine is None or theirs is None:
+            continue
+        if what == "lm_head" and (
+            mine.shape != theirs.shape or (weights.head_tied and spec.has(EMBED))
+        ):
+            continue  # a reduced-vocabulary head has no row-for-row counterpart
+        problem = _comparable(mine, theirs, weights)
+        if problem is not None:
+            facts.skipped.append(Skipped(f"{what} comparison", theirs.file, problem, theirs.name))
+            continue
+        per_row = row_bytes(mine.dtype, mine.shape) or 0
+        rows, _ = rows_and_width(mine.shape)
+        if mode == FULL and not weights.remote:
+            plan = full_rows(rows, per_row)
+        else:
+            plan = split_ranges(sampled_rows(rows, per_row, EMBED_SAMPLE_ROWS), per_row)
+        comparison = Comparison(
+            what, spec.raw(canonical), theirs.name, theirs.file, Coverage(count_rows(plan), rows)
+        )
+        accumulator = ComparisonAccumulator(comparison)
+        try:
+            target_rows = reader.rows(theirs, plan, read=weights.access.read_range)
+            for (start, block, _), (_, other, _) in zip(
+                reader.rows(mine, plan), target_rows, strict=True
+            ):
+                accumulator.add(start, block, other)
+        except (OSError, DraftfitError) as exc:
+            facts.skipped.append(
+                Skipped(f"{what} comparison", theirs.file, f"cannot read: {exc}", theirs.name)
+            )
+            continue
+        result = accumulator.finish()
+        if what == "embedding":
+            facts.embedding = result
+        else:
+            facts.head = result
+    if reader.cache is not None:
+        reader.cache.clear()
+
+
+def _comparable(mine: TensorInfo, theirs: TensorInfo, weights: TargetWeights) -> str | None:
+    if len(mine.shape) != 2 or mine.shape != theirs.shape:
+        return (
+            f"the target's `{theirs.name}` has shape {list(theirs.shape)}, the draft's "
+            f"{list(mine.shape)}: no row-for-row comparison"
+        )
+    if theirs.dtype not in FLOAT_DECODABLE or theirs.byte_range is None:
+        return f"draftfit cannot decode the target's {theirs.dtype} `{theirs.name}`"
+    scale = weights.quantized(theirs)
+    if scale is not None:
+        return (
+            f"the target's `{theirs.name}` is block-quantized (scales in `{scale}`); its rows "
+            "are not compared"
+        )
+    return None
+
+
+def _serving_dtype(spec: DraftSpec, target: Target | None) -> tuple[str | None, str | None]:
+    """The dtype the engine serves in: the target's declared dtype, else the draft's."""
+    sources = []
+    if target is not None:
+        sources += [(target.text_config, "the target"), (target.config, "the target")]
+    sources.append((spec.config, "the draft"))
+    for config, who in sources:
+        for key in ("torch_dtype", "dtype"):
+            value = config.get(key)
+            if isinstance(value, str):
+                return value, f"{who}'s `{key}`"
+    return None, None
+
+
+def _frozen(spec: DraftSpec) -> tuple[bool | None, str]:
+    """Whether the producer froze the embedding during training, and why draftfit thinks so."""
+    value = spec.config.get("embed_requires_grad")
+    if isinstance(value, bool):
+        return (not value), f"config.json says `embed_requires_grad: {str(value).lower()}`"
+    reason = FREEZING_PRODUCERS.get(spec.dialect.name)
+    if reason is not None:
+        return True, reason
+    return None, "draftfit cannot tell whether the producer froze the embedding"
