@@ -386,3 +386,30 @@ def test_sample_rows_are_fixed_bounded_and_spread() -> None:
 def test_thresholds_are_named() -> None:
     assert value_rules.CONSTANT_ROWS_FRACTION == 0.5
     assert value_rules.FLOAT16_MAX == 65504.0
+
+
+# ------------------------------------------------------------------ target on the Hub
+
+
+def test_target_embedding_rows_from_the_hub(tmp_path: Path, monkeypatch) -> None:
+    from tests.fake_hub import FakeHub, configure_hf_env
+
+    draft, k2, k25 = _kimi_pair(tmp_path)
+    with FakeHub() as hub:
+        hub.add_repo("moonshotai/Kimi-K2", k2)
+        hub.add_repo("moonshotai/Kimi-K2.5", k25)
+        configure_hf_env(monkeypatch, hub.endpoint, tmp_path / "hf-home")
+        assert not value_codes(
+            check_path(draft, target="hf://moonshotai/Kimi-K2", values="sampled")
+        )
+        before = hub.bytes_sent
+        report = check_path(draft, target="hf://moonshotai/Kimi-K2.5", values="full")
+        sent = hub.bytes_sent - before
+        ranged = [r for r in hub.requests if r.range is not None]
+    assert "DF701" in value_codes(report)
+    message = next(x.message for x in report.findings if x.code == "DF701")
+    # Full mode reads every byte of the draft, but only the sampled rows of a remote target.
+    assert "on a sample of 256 of 4096 rows" in message
+    embed_bytes = 4096 * H * 2
+    assert sent < embed_bytes / 4, (sent, embed_bytes)
+    assert ranged, "rows are read with range requests"
