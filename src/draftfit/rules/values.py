@@ -165,7 +165,7 @@ def untrained_tensor(ctx: Context) -> Iterator[Violation]:
         if not t.values:
             continue
         where = f"({t.coverage.describe()})"
-        if t.zeros == t.values and not name.endswith(".bias"):
+        if t.all_zero and not name.endswith(".bias"):
             yield Violation(
                 f"every value of `{t.raw}` {where} is exactly 0: no training touched it",
                 _where(t),
@@ -174,7 +174,7 @@ def untrained_tensor(ctx: Context) -> Iterator[Violation]:
             continue
         if name == _EMBED:
             continue
-        if t.ones == t.values and not _LAYER_NORM.match(name):
+        if t.all_one and not _LAYER_NORM.match(name):
             yield Violation(
                 f"every value of `{t.raw}` {where} is exactly 1.0, its initial value",
                 _where(t),
@@ -241,7 +241,7 @@ def init_like_statistics(ctx: Context) -> Iterator[Violation]:
     for name, t in facts.tensors.items():
         if not t.is_matrix or name == _EMBED or t.kurtosis is None or not t.std:
             continue
-        if t.zeros == t.values or abs(t.mean) > INIT_MEAN_TOL * t.std:
+        if t.all_zero or abs(t.mean) > INIT_MEAN_TOL * t.std:
             continue
         width = t.values // t.rows if t.rows else 0
         uniform_std = (1.0 / (3.0 * width)) ** 0.5 if width else 0.0
@@ -372,14 +372,14 @@ def fc_aux_chunk_untrained(ctx: Context) -> Iterator[Violation]:
     """
     facts = _facts(ctx)
     t = facts.tensors.get("fc.weight") if facts else None
-    if t is None or len(t.chunks) < 2 or t.zeros == t.values:
+    if t is None or len(t.chunks) < 2 or t.all_zero:
         return  # an all-zero fc is DF703's
     count = len(t.chunks)
     for chunk in t.chunks:
         if not chunk.rows:
             continue
         what = None
-        if chunk.zeros == chunk.values:
+        if chunk.all_zero:
             what = "every value is exactly 0"
         elif chunk.constant_rows >= CONSTANT_ROWS_FRACTION * chunk.rows:
             what = f"{chunk.constant_rows} of {chunk.rows} rows are constant"

@@ -29,11 +29,10 @@ class ChunkFacts:
 
     index: int
     values: int = 0
-    zeros: int = 0
+    all_zero: bool = True
     constant_rows: int = 0
     rows: int = 0
     same_as: int | None = None  # index of an earlier chunk with identical values
-    std: float = 0.0
 
 
 @dataclass
@@ -49,15 +48,15 @@ class TensorFacts:
     values: int = 0
     nan: int = 0
     inf: int = 0
-    zeros: int = 0
-    ones: int = 0
+    all_zero: bool = True  # every value read is exactly 0 (meaningful once `values` > 0)
+    all_one: bool = True  # every value read is exactly 1.0
     constant_rows: int = 0
     rows: int = 0
     max_abs: float = 0.0
     mean: float = 0.0
     std: float = 0.0
     kurtosis: float | None = None
-    digest: str = ""
+    digest: str = ""  # a checksum of the bytes read, to spot identical tensors
     chunks: list[ChunkFacts] = field(default_factory=list)
 
     @property

@@ -162,9 +162,20 @@ class _Reader:
     ) -> Iterator[tuple[int, Block, bytes]]:
         """(first row, rows × width floats, raw bytes) for each range of `plan`; `read`
         reads another checkpoint's files (the target's), `remember` keeps the bytes."""
+        _, width = rows_and_width(info.shape)
+        for start, end, data in self.raw(info, plan, read, remember):
+            yield start, decode_float(data, info.dtype).reshape(end - start, width), data
+
+    def raw(
+        self,
+        info: TensorInfo,
+        plan: list[tuple[int, int]],
+        read: Callable[[str, int, int], bytes] | None = None,
+        remember: bool = False,
+    ) -> Iterator[tuple[int, int, bytes]]:
+        """(first row, end row, stored bytes) for each range of `plan`."""
         assert info.byte_range is not None
         per_row = row_bytes(info.dtype, info.shape) or 0
-        _, width = rows_and_width(info.shape)
         base = info.byte_range[0]
         for start, end in plan:
             lo, hi = base + start * per_row, base + end * per_row
@@ -178,7 +189,7 @@ class _Reader:
                 self.progress(len(data))
                 if self.cache is not None and read is None and remember:
                     self.cache[key] = data
-            yield start, decode_float(data, info.dtype).reshape(end - start, width), data
+            yield start, end, data
 
 
 def _tensor_facts(
@@ -196,19 +207,22 @@ def _tensor_facts(
     chunk_width = None
     if canonical == FC and spec.num_aux_states and spec.num_aux_states > 1:
         chunk_width = spec.target_hidden_size
+    _, width = rows_and_width(info.shape)
     accumulator = TensorAccumulator(facts, chunk_width)
-    for _, block, data in reader.rows(info, plan, remember=canonical in (EMBED, HEAD)):
-        accumulator.add(block, data)
+    for start, end, data in reader.raw(info, plan, remember=canonical in (EMBED, HEAD)):
+        accumulator.add(data, end - start, width)
     return accumulator.finish()
 
 
 def _target_weights(
     facts: ValueFacts, spec: DraftSpec, target: Target | None
 ) -> TargetWeights | None:
-    if target is None or not (spec.has(EMBED) or spec.has(HEAD)):
+    head = spec.tensors.get(HEAD)
+    need_head = head is not None and bool(head.shape) and head.shape[0] == target_vocab(target)
+    if target is None or not (spec.has(EMBED) or need_head):
         return None
     try:
-        return open_target_weights(target)
+        return open_target_weights(target, need_head=need_head)
     except TargetWeightsMissing as exc:
         reason = str(exc)
     except DraftfitError as exc:
@@ -267,6 +281,10 @@ def _compare_all(
             facts.head = result
     if reader.cache is not None:
         reader.cache.clear()
+
+
+def target_vocab(target: Target | None) -> int | None:
+    return target.vocab_size if target is not None else None
 
 
 def _comparable(mine: TensorInfo, theirs: TensorInfo, weights: TargetWeights) -> str | None:

@@ -9,12 +9,14 @@ shard the index names. Only headers and the rows asked for cross the wire.
 from __future__ import annotations
 
 import json
+import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from draftfit.checkpoint.access import FileAccess, LocalAccess
-from draftfit.checkpoint.model import TensorInfo
-from draftfit.checkpoint.safetensors import read_header_via
+from draftfit.checkpoint.model import Damage, TensorInfo
+from draftfit.checkpoint.safetensors import MAX_HEADER_BYTES, _parse_entry
 from draftfit.target import Target
 
 # Where multimodal and text-only checkpoints keep the token embedding, most common first.
@@ -46,7 +48,7 @@ class TargetWeights:
     head: TensorInfo | None
     head_tied: bool
     remote: bool
-    siblings: dict[str, TensorInfo]
+    siblings: set[str]
 
     def quantized(self, info: TensorInfo) -> str | None:
         """The scale tensor stored next to `info` when it is block-quantized, else None."""
@@ -61,8 +63,9 @@ class TargetWeightsMissing(Exception):
     """The target's weights cannot be found or read; the message says why, in one line."""
 
 
-def open_target_weights(target: Target) -> TargetWeights:
-    """Locate the target's embedding and head (raises TargetWeightsMissing)."""
+def open_target_weights(target: Target, need_head: bool = True) -> TargetWeights:
+    """Locate the target's embedding (and, with `need_head`, its head); raises
+    TargetWeightsMissing. Only the entries needed are taken from each shard header."""
     from draftfit.sources import is_hub_reference
 
     if is_hub_reference(target.source):
@@ -85,14 +88,12 @@ def open_target_weights(target: Target) -> TargetWeights:
         )
     tied = _tied(target)
     found: dict[str, TensorInfo] = {}
+    names: set[str] = set()
     for shard in _search_order(access, files, shards):
-        result = read_header_via(access, shard)
-        if not result.tensors and result.damage:
-            raise TargetWeightsMissing(f"{shard}: {result.damage[0].message}")
-        found.update(result.tensors)
+        found.update(_read_entries(access, shard, names))
         embed = _first(found, EMBED_NAMES)
         head = _first(found, HEAD_NAMES)
-        if embed is not None and (head is not None or tied):
+        if embed is not None and (head is not None or tied or not need_head):
             break
     embed = _first(found, EMBED_NAMES)
     head = _first(found, HEAD_NAMES)
@@ -103,19 +104,47 @@ def open_target_weights(target: Target) -> TargetWeights:
             + ", ...)"
         )
     head_tied = head is None and tied
-    return TargetWeights(access, embed, embed if head_tied else head, head_tied, remote, found)
+    return TargetWeights(access, embed, embed if head_tied else head, head_tied, remote, names)
 
 
-def _search_order(access: FileAccess, files: list[str], shards: list[str]) -> list[str]:
-    """The first shard, then the shards the index names for the embedding and head, then the
-    rest (each at most once)."""
-    order = [shards[0]]
-    if INDEX in files:
-        for shard in _index_shards(access):
-            if shard in shards and shard not in order:
-                order.append(shard)
-    order += [s for s in shards if s not in order]
-    return order
+def _read_entries(access: FileAccess, shard: str, names: set[str]) -> dict[str, TensorInfo]:
+    """The embedding and head entries of one shard's header (every name goes to `names`)."""
+    try:
+        size = access.size(shard)
+        first = access.read_range(shard, 0, max(8, min(size, access.prefetch)))
+        (length,) = struct.unpack("<Q", first[:8]) if len(first) >= 8 else (size,)
+        if length > MAX_HEADER_BYTES or 8 + length > size:
+            raise TargetWeightsMissing(f"{shard}: not a readable safetensors file")
+        header = first[8 : 8 + length] if 8 + length <= len(first) else b""
+        if not header:
+            header = access.read_range(shard, 8, 8 + length)
+        parsed = json.loads(header)
+    except (OSError, ValueError) as exc:
+        raise TargetWeightsMissing(f"{shard}: cannot read its header ({exc})") from exc
+    if not isinstance(parsed, dict):
+        raise TargetWeightsMissing(f"{shard}: its header is not a JSON object")
+    names.update(parsed)
+    found: dict[str, TensorInfo] = {}
+    damage: list[Damage] = []
+    data_size = size - 8 - length
+    for name in (*EMBED_NAMES, *HEAD_NAMES):
+        if name in parsed:
+            info = _parse_entry(name, parsed[name], shard, 8 + length, data_size, damage)
+            if info is not None and not damage and (info.byte_range or (0, size + 1))[1] <= size:
+                found[name] = info
+    return found
+
+
+def _search_order(access: FileAccess, files: list[str], shards: list[str]) -> Iterator[str]:
+    """The first shard, then (reading the index only now) the shards it names for the
+    embedding and head, then the rest; each at most once."""
+    yield shards[0]
+    done = {shards[0]}
+    named = _index_shards(access) if INDEX in files else []
+    for shard in [*named, *shards]:
+        if shard in shards and shard not in done:
+            done.add(shard)
+            yield shard
 
 
 def _index_shards(access: FileAccess) -> list[str]:
