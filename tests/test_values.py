@@ -413,3 +413,45 @@ def test_target_embedding_rows_from_the_hub(tmp_path: Path, monkeypatch) -> None
     embed_bytes = 4096 * H * 2
     assert sent < embed_bytes / 4, (sent, embed_bytes)
     assert ranged, "rows are read with range requests"
+
+
+def _stats(values: np.ndarray, dtype: str):
+    from draftfit.values.facts import TensorFacts
+    from draftfit.values.stats import TensorAccumulator
+
+    if dtype == "BF16":
+        raw = f.bf16_bytes(values)
+    else:
+        raw = values.astype({"F16": "<f2", "F32": "<f4", "F64": "<f8"}[dtype]).tobytes()
+    facts = TensorFacts("t", "t", "f", dtype, values.shape, plan_coverage(values.shape[0]))
+    acc = TensorAccumulator(facts)
+    acc.add(raw, values.shape[0], values.shape[1])
+    return acc.finish(), decode(raw, dtype).reshape(values.shape)
+
+
+def plan_coverage(rows: int):
+    from draftfit.values.facts import Coverage
+
+    return Coverage(rows, rows)
+
+
+@pytest.mark.parametrize("dtype", ["BF16", "F16", "F32", "F64"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bit_pattern_statistics_match_decoded_values(dtype: str, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    values = rng.laplace(0, 2.0, (32, 48)).astype(np.float32)
+    if seed == 1:
+        values = -np.abs(values)  # negatives only: the largest magnitude is negative
+        values[3, 4], values[5, 6], values[7, 8] = np.nan, -np.inf, np.inf
+    if seed == 2:
+        values[:] = 0.0
+        values[::2] = -0.0
+    facts, decoded = _stats(values, dtype)
+    finite = decoded[np.isfinite(decoded)]
+    assert facts.max_abs == (float(np.abs(finite).max()) if finite.size else 0.0)
+    assert facts.nan == int(np.isnan(decoded).sum())
+    assert facts.inf == int(np.isinf(decoded).sum())
+    assert facts.all_zero == bool((decoded == 0).all())
+    assert not facts.all_one
+    ones, _ = _stats(np.ones((4, 8), np.float32), dtype)
+    assert ones.all_one and not ones.all_zero and ones.constant_rows == 4

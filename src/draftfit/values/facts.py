@@ -56,7 +56,7 @@ class TensorFacts:
     mean: float = 0.0
     std: float = 0.0
     kurtosis: float | None = None
-    digest: str = ""  # a checksum of the bytes read, to spot identical tensors
+    digest: str = ""  # checksum of the first rows of every block read: spots identical tensors
     chunks: list[ChunkFacts] = field(default_factory=list)
 
     @property

@@ -58,7 +58,7 @@ def sampled_rows(rows: int, per_row: int, limit: int | None = None) -> list[tupl
     if rows <= want:
         return [(0, rows)] if rows else []
     groups = min(SAMPLE_GROUPS, want)
-    size = -(-want // groups)
+    size = max(1, want // groups)  # never more rows than `want`
     ranges: list[tuple[int, int]] = []
     for g in range(groups):
         start = (g * (rows - size)) // (groups - 1) if groups > 1 else 0

@@ -33,12 +33,16 @@ MATCH_ATOL = 1e-12
 # of ~0.01, far inside the tolerances of the initialiser test (DF704).
 MOMENT_VALUES = 16_384
 
-# IEEE-style formats: (unsigned view, magnitude mask, exponent all ones = inf, bits of 1.0).
-_IEEE: dict[str, tuple[type[np.unsignedinteger], int, int, int]] = {
-    "BF16": (np.uint16, 0x7FFF, 0x7F80, 0x3F80),
-    "F16": (np.uint16, 0x7FFF, 0x7C00, 0x3C00),
-    "F32": (np.uint32, 0x7FFFFFFF, 0x7F800000, 0x3F800000),
-    "F64": (np.uint64, 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000, 0x3FF0000000000000),
+# IEEE-style formats: (signed view, magnitude mask, exponent all ones = inf, bits of 1.0).
+# Seen as signed integers, positive values' bits order them by magnitude; seen as unsigned,
+# so do negative values' bits (above the sign bit). So two max reductions over views of the
+# same bytes give the largest magnitude (and so NaN/Inf presence and all-zero) without a
+# masked copy.
+_IEEE: dict[str, tuple[type[np.signedinteger], int, int, int]] = {
+    "BF16": (np.int16, 0x7FFF, 0x7F80, 0x3F80),
+    "F16": (np.int16, 0x7FFF, 0x7C00, 0x3C00),
+    "F32": (np.int32, 0x7FFFFFFF, 0x7F800000, 0x3F800000),
+    "F64": (np.int64, 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000, 0x3FF0000000000000),
 }
 
 
@@ -56,7 +60,6 @@ class TensorAccumulator:
     def add(self, raw: bytes, rows: int, width: int) -> None:
         """Fold in `rows` whole rows of `width` values stored as `raw`."""
         facts = self.facts
-        self._crc = zlib.crc32(raw, self._crc)
         facts.rows += rows
         facts.values += rows * width
         ieee = _IEEE.get(facts.dtype)
@@ -67,39 +70,40 @@ class TensorAccumulator:
         keep = min(rows, -(-MOMENT_VALUES // max(width, 1)))
         if keep:
             part = raw[: keep * (len(raw) // rows)] if keep < rows else raw
+            self._crc = zlib.crc32(part, self._crc)
             self._moments(decode_float(part, facts.dtype))
 
     def _add_bits(
-        self,
-        raw: bytes,
-        rows: int,
-        width: int,
-        ieee: tuple[type[np.unsignedinteger], int, int, int],
+        self, raw: bytes, rows: int, width: int, ieee: tuple[type[np.signedinteger], int, int, int]
     ) -> None:
         facts = self.facts
         view, mask, exponent, one = ieee
+        sign = mask + 1
         bits = np.frombuffer(raw, dtype=np.dtype(view).newbyteorder("<")).reshape(rows, width)
-        magnitude = bits & view(mask)
-        top = int(magnitude.max()) if magnitude.size else 0
-        if top >= exponent:
+        if not bits.size:
+            return
+        high = int(bits.max())
+        unsigned_high = int(bits.view(np.dtype(view).str.replace("i", "u")).max())
+        top = max(high, unsigned_high - sign if unsigned_high >= sign else 0)
+        if top >= exponent:  # NaN or Inf somewhere: count them on the magnitudes
+            magnitude = bits & view(mask)
             bad = magnitude >= exponent
             inf = int(np.count_nonzero(magnitude == exponent))
             facts.inf += inf
             facts.nan += int(np.count_nonzero(bad)) - inf
             finite = magnitude[~bad]
             top = int(finite.max()) if finite.size else 0
+            facts.all_zero = False
         if top:
             facts.all_zero = False
             scalar = np.array([top], dtype=view).tobytes()
             facts.max_abs = max(facts.max_abs, float(decode_float(scalar, facts.dtype)[0]))
-        elif magnitude.size and int(magnitude.max()) >= exponent:
-            facts.all_zero = False
         if facts.all_one:
-            facts.all_one = int(bits.min()) == one and int(bits.max()) == one
+            facts.all_one = high == one and unsigned_high == one and int(bits.min()) == one
         if width > 1:
             facts.constant_rows += int((bits == bits[:, :1]).all(axis=1).sum())
         if self.chunk_width:
-            self._add_chunks(bits, magnitude)
+            self._add_chunks(bits, bits & view(mask))
 
     def _add_decoded(self, raw: bytes, rows: int, width: int) -> None:
         facts = self.facts
@@ -167,7 +171,7 @@ class TensorAccumulator:
                     - 3 * mean**4
                 )
                 facts.kurtosis = m4 / (var * var)
-        facts.digest = f"{self._crc:08x}-{facts.values}"
+        facts.digest = f"{self._crc:08x}-{facts.values}"  # of the first rows of each block
         for k, chunk in enumerate(facts.chunks):
             earlier = [j for j in range(k) if self._chunk_same[k][j]]
             chunk.same_as = earlier[0] if earlier and chunk.rows else None
