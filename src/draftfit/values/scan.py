@@ -128,7 +128,11 @@ def _plan(
     rows, _ = rows_and_width(info.shape)
     if mode == FULL:
         return full_rows(rows, per_row)
-    if canonical in (EMBED, HEAD) and weights is not None:
+    compared = weights is not None and (
+        canonical == EMBED
+        or (canonical == HEAD and weights.head is not None and weights.head.shape == info.shape)
+    )
+    if compared:
         return split_ranges(sampled_rows(rows, per_row, EMBED_SAMPLE_ROWS), per_row)
     return split_ranges(sampled_rows(rows, per_row), per_row)
 
