@@ -455,3 +455,14 @@ def test_bit_pattern_statistics_match_decoded_values(dtype: str, seed: int) -> N
     assert not facts.all_one
     ones, _ = _stats(np.ones((4, 8), np.float32), dtype)
     assert ones.all_one and not ones.all_zero and ones.constant_rows == 4
+
+
+def test_constant_rows_are_exact_beyond_the_first_columns() -> None:
+    values = f.weights("trained", (6, 40), 50)
+    values[0] = 0.5  # constant
+    values[1] = 0.5
+    values[1, 39] = 0.25  # equal for 39 columns, not constant
+    values[2, :8] = 0.125  # equal prefix only
+    for dtype in ("BF16", "F32"):
+        facts, _ = _stats(values, dtype)
+        assert facts.constant_rows == 1

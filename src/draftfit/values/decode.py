@@ -39,7 +39,7 @@ def decodable(dtype: str) -> bool:
     return dtype in DECODABLE
 
 
-def decode(data: bytes, dtype: str) -> npt.NDArray[np.generic]:
+def decode(data: bytes | memoryview, dtype: str) -> npt.NDArray[np.generic]:
     """A flat array of the values in `data` (floats widened to float32, F64 kept)."""
     if dtype == "BF16":
         raw = np.frombuffer(data, dtype="<u2").astype(np.uint32)
@@ -55,7 +55,7 @@ def decode(data: bytes, dtype: str) -> npt.NDArray[np.generic]:
     raise ValueError(f"cannot decode dtype {dtype}")
 
 
-def decode_float(data: bytes, dtype: str) -> npt.NDArray[np.floating]:
+def decode_float(data: bytes | memoryview, dtype: str) -> npt.NDArray[np.floating]:
     """`decode` for floating-point dtypes: float32 (float64 for F64)."""
     if dtype not in FLOAT_DECODABLE:
         raise ValueError(f"{dtype} is not a decodable floating-point dtype")

@@ -9,7 +9,9 @@ skipped, and the rules report it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.dtypes import FLOAT_DTYPES
@@ -99,7 +101,8 @@ def _scan(checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, mode: 
         total,
         enabled=mode == FULL or remote or (weights is not None and weights.remote),
     ) as progress:
-        reader = _Reader(checkpoint.read_range, progress, cache=mode != FULL)
+        local = checkpoint.access.local_path if checkpoint.access is not None else None
+        reader = _Reader(checkpoint.read_range, progress, mode != FULL, local)
         for canonical, info in tensors:
             plan = plans[canonical]
             if plan is None:
@@ -150,9 +153,14 @@ class _Reader:
     mode) remembered, so the embedding rows read for statistics serve the comparison too."""
 
     def __init__(
-        self, read: Callable[[str, int, int], bytes], progress: Progress, cache: bool
+        self,
+        read: Callable[[str, int, int], bytes],
+        progress: Progress,
+        cache: bool,
+        local: Callable[[str], Path | None] | None = None,
     ) -> None:
         self.read = read
+        self.local = local
         self.progress = progress
         self.cache: dict[tuple[str, int, int], bytes] | None = {} if cache else None
         self.bytes_read = 0
@@ -163,7 +171,7 @@ class _Reader:
         plan: list[tuple[int, int]],
         read: Callable[[str, int, int], bytes] | None = None,
         remember: bool = False,
-    ) -> Iterator[tuple[int, Block, bytes]]:
+    ) -> Iterator[tuple[int, Block, bytes | memoryview]]:
         """(first row, rows × width floats, raw bytes) for each range of `plan`; `read`
         reads another checkpoint's files (the target's), `remember` keeps the bytes."""
         _, width = rows_and_width(info.shape)
@@ -176,11 +184,15 @@ class _Reader:
         plan: list[tuple[int, int]],
         read: Callable[[str, int, int], bytes] | None = None,
         remember: bool = False,
-    ) -> Iterator[tuple[int, int, bytes]]:
+    ) -> Iterator[tuple[int, int, bytes | memoryview]]:
         """(first row, end row, stored bytes) for each range of `plan`."""
         assert info.byte_range is not None
         per_row = row_bytes(info.dtype, info.shape) or 0
         base = info.byte_range[0]
+        path = self.local(info.file) if self.local and read is None else None
+        if self.cache is None and path is not None and hasattr(os, "preadv"):
+            yield from self._stream(path, base, per_row, plan)
+            return
         for start, end in plan:
             lo, hi = base + start * per_row, base + end * per_row
             key = (info.file, lo, hi)
@@ -194,6 +206,26 @@ class _Reader:
                 if self.cache is not None and read is None and remember:
                     self.cache[key] = data
             yield start, end, data
+
+    def _stream(
+        self, path: Path, base: int, per_row: int, plan: list[tuple[int, int]]
+    ) -> Iterator[tuple[int, int, memoryview]]:
+        """Full mode, local file: every range read into one reused buffer (no allocation
+        per chunk); each view is valid until the next one is yielded."""
+        largest = max((end - start for start, end in plan), default=0) * per_row
+        buffer = memoryview(bytearray(largest))
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            for start, end in plan:
+                size = (end - start) * per_row
+                view = buffer[:size]
+                if os.preadv(fd, [view], base + start * per_row) != size:
+                    raise OSError(f"short read of {path.name} at {base + start * per_row}")
+                self.bytes_read += size
+                self.progress(size)
+                yield start, end, view
+        finally:
+            os.close(fd)
 
 
 def _tensor_facts(

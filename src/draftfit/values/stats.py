@@ -57,7 +57,7 @@ class TensorAccumulator:
         self._crc = 0
         self._chunk_same: list[list[bool]] = []
 
-    def add(self, raw: bytes, rows: int, width: int) -> None:
+    def add(self, raw: bytes | memoryview, rows: int, width: int) -> None:
         """Fold in `rows` whole rows of `width` values stored as `raw`."""
         facts = self.facts
         facts.rows += rows
@@ -74,7 +74,11 @@ class TensorAccumulator:
             self._moments(decode_float(part, facts.dtype))
 
     def _add_bits(
-        self, raw: bytes, rows: int, width: int, ieee: tuple[type[np.signedinteger], int, int, int]
+        self,
+        raw: bytes | memoryview,
+        rows: int,
+        width: int,
+        ieee: tuple[type[np.signedinteger], int, int, int],
     ) -> None:
         facts = self.facts
         view, mask, exponent, one = ieee
@@ -101,11 +105,11 @@ class TensorAccumulator:
         if facts.all_one:
             facts.all_one = high == one and unsigned_high == one and int(bits.min()) == one
         if width > 1:
-            facts.constant_rows += int((bits == bits[:, :1]).all(axis=1).sum())
+            facts.constant_rows += _constant_rows(bits)
         if self.chunk_width:
             self._add_chunks(bits, bits & view(mask))
 
-    def _add_decoded(self, raw: bytes, rows: int, width: int) -> None:
+    def _add_decoded(self, raw: bytes | memoryview, rows: int, width: int) -> None:
         facts = self.facts
         block = decode_float(raw, facts.dtype).reshape(rows, width)
         finite_mask = np.isfinite(block)
@@ -176,6 +180,16 @@ class TensorAccumulator:
             earlier = [j for j in range(k) if self._chunk_same[k][j]]
             chunk.same_as = earlier[0] if earlier and chunk.rows else None
         return facts
+
+
+def _constant_rows(bits: npt.NDArray[np.generic]) -> int:
+    """Rows whose values are all equal: the first 8 columns rule almost every row out, only
+    the rows left are compared in full (same answer, a fraction of the work)."""
+    candidates = np.flatnonzero((bits[:, :8] == bits[:, :1]).all(axis=1))
+    if not candidates.size:
+        return 0
+    rows = bits[candidates]
+    return int((rows == rows[:, :1]).all(axis=1).sum())
 
 
 class ComparisonAccumulator:
