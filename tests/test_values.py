@@ -466,3 +466,24 @@ def test_constant_rows_are_exact_beyond_the_first_columns() -> None:
     for dtype in ("BF16", "F32"):
         facts, _ = _stats(values, dtype)
         assert facts.constant_rows == 1
+
+
+def test_damaged_tensor_is_a_finding_not_a_traceback(tmp_path: Path) -> None:
+    draft = trained_speculators(seed=60)
+    path = draft.write(tmp_path / "draft")
+    weights = path / "model.safetensors"
+    length = int.from_bytes(weights.read_bytes()[:8], "little")
+    header = json.loads(weights.read_bytes()[8 : 8 + length])
+    header["fc.weight"]["shape"] = [H, 2 * H]  # the bytes hold [H, 3H]
+    encoded = json.dumps(header, separators=(",", ":")).encode().ljust(length)
+    weights.write_bytes(weights.read_bytes()[:8] + encoded + weights.read_bytes()[8 + length :])
+    for mode in ("sampled", "full"):
+        report = check_path(path, values=mode)
+        skipped = [x.message for x in report.findings if x.code == "DF709"]
+        assert any("`fc.weight` not checked" in m for m in skipped), skipped
+    truncated = tmp_path / "truncated"
+    truncated.mkdir()
+    (truncated / "config.json").write_text((path / "config.json").read_text())
+    data = weights.read_bytes()
+    (truncated / "model.safetensors").write_bytes(data[: len(data) - 1000])
+    assert check_path(truncated, values="full").findings  # no exception

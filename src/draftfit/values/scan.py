@@ -129,6 +129,8 @@ def _plan(
     if info.dtype not in FLOAT_DECODABLE or info.byte_range is None or per_row is None:
         return None
     rows, _ = rows_and_width(info.shape)
+    if info.byte_range[1] - info.byte_range[0] != rows * per_row:
+        return None  # damaged (DF010): the bytes do not hold the declared shape
     if mode == FULL:
         return full_rows(rows, per_row)
     compared = weights is not None and (
@@ -141,8 +143,12 @@ def _plan(
 
 
 def _undecodable(raw: str, info: TensorInfo) -> Skipped:
+    per_row = row_bytes(info.dtype, info.shape)
+    rows, _ = rows_and_width(info.shape)
     if info.byte_range is None:
         reason = "its bytes are not stored contiguously"
+    elif per_row is not None and info.byte_range[1] - info.byte_range[0] != rows * per_row:
+        reason = "its byte span does not match its dtype and shape"
     else:
         reason = f"draftfit cannot decode {info.dtype} values"
     return Skipped("tensor", info.file, reason, raw)
