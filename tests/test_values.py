@@ -487,3 +487,18 @@ def test_damaged_tensor_is_a_finding_not_a_traceback(tmp_path: Path) -> None:
     data = weights.read_bytes()
     (truncated / "model.safetensors").write_bytes(data[: len(data) - 1000])
     assert check_path(truncated, values="full").findings  # no exception
+
+
+def test_one_layer_norm_at_one_is_reported_when_df901_is_not(tmp_path: Path) -> None:
+    draft = trained_speculators(seed=61)
+    draft.tensors["layers.0.hidden_norm.weight"].data = f.norm_bytes(H, 1.0)
+    path = draft.write(tmp_path / "draft")
+    report = check_path(path, values="sampled")
+    codes = {x.code for x in report.findings}
+    assert "DF901" not in codes and "DF703" in codes
+    every = trained_speculators(seed=61)
+    for norm in ("hidden_norm", "input_layernorm", "post_attention_layernorm"):
+        every.tensors[f"layers.0.{norm}.weight"].data = f.norm_bytes(H, 1.0)
+    report = check_path(every.write(tmp_path / "every"), values="sampled")
+    codes = {x.code for x in report.findings}
+    assert "DF901" in codes and "DF703" not in codes

@@ -36,8 +36,25 @@ DEFAULT_INITIALIZER_RANGE = 0.02  # transformers' default `initializer_range`
 FLOAT16_MAX = 65504.0
 FLOAT16_NAMES = ("float16", "half", "fp16")
 
-_LAYER_NORM = re.compile(r"^layers\.\d+\.(input_layernorm|post_attention_layernorm|hidden_norm)\.")
+_LAYER_NORM = re.compile(
+    r"^layers\.(\d+)\.(input_layernorm|post_attention_layernorm|hidden_norm)\."
+)
 _EMBED = "embed_tokens.weight"
+
+
+def _layer_of(name: str) -> str | None:
+    match = _LAYER_NORM.match(name)
+    return match.group(1) if match else None
+
+
+def _layers_all_ones(facts: ValueFacts) -> set[str]:
+    """Decoder layers whose norms are all exactly 1.0: DF901 reports those (on every check)."""
+    by_layer: dict[str, list[bool]] = {}
+    for name, t in facts.tensors.items():
+        layer = _layer_of(name)
+        if layer is not None:
+            by_layer.setdefault(layer, []).append(t.all_one and t.values > 0)
+    return {layer for layer, ones in by_layer.items() if all(ones)}
 
 
 def _facts(ctx: Context) -> ValueFacts | None:
@@ -141,9 +158,9 @@ def embedding_similarity(ctx: Context) -> Iterator[Violation]:
 def untrained_tensor(ctx: Context) -> Iterator[Violation]:
     """## What it checks
     With `--values`: each floating-point tensor read for exact signatures of a tensor no
-    training touched — every value exactly 0, every value exactly 1.0 (outside the decoder
-    norms, which DF901 covers), at least half of a matrix's rows constant, or the same
-    bytes as another tensor of the same shape.
+    training touched — every value exactly 0, every value exactly 1.0 (except a decoder
+    layer whose norms are all 1.0, which DF901 reports), at least half of a matrix's rows
+    constant, or the same bytes as another tensor of the same shape.
 
     ## Why it matters
     An early save, a failed run that still wrote files, or a converter that wrote freshly
@@ -161,6 +178,7 @@ def untrained_tensor(ctx: Context) -> Iterator[Violation]:
     if facts is None:
         return
     seen: dict[tuple[str, str, tuple[int, ...]], TensorFacts] = {}
+    covered = _layers_all_ones(facts)
     for name, t in facts.tensors.items():
         if not t.values:
             continue
@@ -174,7 +192,7 @@ def untrained_tensor(ctx: Context) -> Iterator[Violation]:
             continue
         if name == _EMBED:
             continue
-        if t.all_one and not _LAYER_NORM.match(name):
+        if t.all_one and _layer_of(name) not in covered:
             yield Violation(
                 f"every value of `{t.raw}` {where} is exactly 1.0, its initial value",
                 _where(t),
