@@ -154,6 +154,11 @@ case("untrained-final-norm-ones", {"DF703"})(_pair(_ones))
 case("init-like-normal", {"DF704"})(
     _pair(f.fill(f.speculators(aux=[2, 4, 5]), "normal", 16, 0.02), None)
 )
+_narrow = f.fill(f.speculators(aux=[2, 4, 5]), "normal", 26, 0.01)
+_narrow_declared = f.fill(f.speculators(aux=[2, 4, 5]), "normal", 26, 0.01)
+_narrow_declared.config["transformer_layer_config"]["initializer_range"] = 0.01
+case("init-like-declared-range", {"DF704"})(_pair(_narrow_declared))
+case("init-like-other-range", set())(_pair(_narrow))
 case("init-like-uniform", {"DF704"})(_pair(f.fill(f.speculators(aux=[2, 4, 5]), "uniform", 17)))
 
 _nan = f.weights("trained", (H, 3 * H), 18)

@@ -249,12 +249,7 @@ def init_like_statistics(ctx: Context) -> Iterator[Violation]:
     facts = _facts(ctx)
     if facts is None:
         return
-    spread = ctx.spec.config.get("initializer_range")
-    normal_std = (
-        float(spread)
-        if isinstance(spread, (int, float)) and not isinstance(spread, bool) and spread > 0
-        else DEFAULT_INITIALIZER_RANGE
-    )
+    normal_std = facts.initializer_range or DEFAULT_INITIALIZER_RANGE
     hits = []
     for name, t in facts.tensors.items():
         if not t.is_matrix or name == _EMBED or t.kurtosis is None or not t.std:

@@ -108,6 +108,7 @@ class ValueFacts:
     skipped: list[Skipped] = field(default_factory=list)
     serving_dtype: str | None = None
     serving_dtype_source: str | None = None
+    initializer_range: float | None = None  # the draft config's, when a positive number
     embed_frozen: bool | None = None
     frozen_evidence: str = ""
     bytes_read: int = 0

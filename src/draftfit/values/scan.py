@@ -75,6 +75,7 @@ def _scan(checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, mode: 
     facts = ValueFacts(mode)
     facts.serving_dtype, facts.serving_dtype_source = _serving_dtype(spec, target)
     facts.embed_frozen, facts.frozen_evidence = _frozen(spec)
+    facts.initializer_range = _initializer_range(spec)
     if checkpoint.weight_format == "bin":
         facts.skipped.append(
             Skipped(
@@ -358,6 +359,17 @@ def _serving_dtype(spec: DraftSpec, target: Target | None) -> tuple[str | None, 
             if isinstance(value, str):
                 return value, f"{who}'s `{key}`"
     return None, None
+
+
+def _initializer_range(spec: DraftSpec) -> float | None:
+    """The config's `initializer_range` (the std of HF's weight initialiser), if usable.
+    No engine reads it, so it is not in the config schema: a value of another type is
+    simply not used."""
+    for config in (spec.config, spec.config.get("transformer_layer_config")):
+        value = config.get("initializer_range") if isinstance(config, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return None
 
 
 def _frozen(spec: DraftSpec) -> tuple[bool | None, str]:
