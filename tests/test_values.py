@@ -316,8 +316,10 @@ def test_diff_and_matrix_carry_value_findings(tmp_path: Path) -> None:
 def test_cli_values_flag(tmp_path: Path, capsys) -> None:
     draft, _, k25 = _kimi_pair(tmp_path)
     code = main(["check", str(draft), "--target", str(k25), "--values=full", "--format", "json"])
-    out = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
     assert code == 1 and "DF701" in {x["code"] for x in out["findings"]}
+    assert captured.err == ""  # no progress bar when stderr is not a terminal
     assert main(["check", str(draft), "--values=bogus"]) == 2
     assert "invalid choice" in capsys.readouterr().err
 
@@ -507,3 +509,31 @@ def test_one_layer_norm_at_one_is_reported_when_df901_is_not(tmp_path: Path) -> 
     report = check_path(every.write(tmp_path / "every"), values="sampled")
     codes = {x.code for x in report.findings}
     assert "DF901" in codes and "DF703" not in codes
+
+
+def test_full_mode_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    import os
+    import pty
+
+    draft = trained_speculators(seed=62).write(tmp_path / "draft")
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", "TERM": "xterm"}
+    argv = [sys.executable, "-m", "draftfit", "check", str(draft), "--values=full"]
+    leader, follower = pty.openpty()
+    try:
+        run = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=follower, env=env)
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(leader)
+    assert run.returncode in (0, 1)
+    assert b"reading weights" in b"".join(chunks)
+    piped = subprocess.run(argv, capture_output=True, env=env, check=False)
+    assert b"reading weights" not in piped.stderr
