@@ -537,3 +537,14 @@ def test_full_mode_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     assert b"reading weights" in b"".join(chunks)
     piped = subprocess.run(argv, capture_output=True, env=env, check=False)
     assert b"reading weights" not in piped.stderr
+
+
+def test_one_differing_row_is_named(tmp_path: Path) -> None:
+    draft, target = _pair(_one_row, _one_row_target)(tmp_path)
+    message = next(
+        x.message
+        for x in check_path(draft, target=target, values="sampled").findings
+        if x.code == "DF701"
+    )
+    assert "on 1 of 256 rows compared" in message and "first differing row 17" in message
+    assert "255 match exactly" in message and "largest difference 0.5" in message
