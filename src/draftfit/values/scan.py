@@ -104,21 +104,23 @@ def _scan(checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, mode: 
     ) as progress:
         local = checkpoint.access.local_path if checkpoint.access is not None else None
         reader = _Reader(checkpoint.read_range, progress, mode != FULL, local)
-        for canonical, info in tensors:
-            plan = plans[canonical]
-            if plan is None:
-                facts.skipped.append(_undecodable(spec.raw(canonical), info))
-                continue
-            try:
-                facts.tensors[canonical] = _tensor_facts(
-                    reader, canonical, spec.raw(canonical), info, plan, spec
-                )
-            except OSError as exc:
-                facts.skipped.append(
-                    Skipped("tensor", info.file, f"cannot read: {exc.strerror or exc}", info.name)
-                )
-        if weights is not None:
-            _compare_all(facts, spec, reader, weights, mode, progress)
+        try:
+            for canonical, info in tensors:
+                plan = plans[canonical]
+                if plan is None:
+                    facts.skipped.append(_undecodable(spec.raw(canonical), info))
+                    continue
+                try:
+                    facts.tensors[canonical] = _tensor_facts(
+                        reader, canonical, spec.raw(canonical), info, plan, spec
+                    )
+                except OSError as exc:
+                    reason = f"cannot read: {exc.strerror or exc}"
+                    facts.skipped.append(Skipped("tensor", info.file, reason, info.name))
+            if weights is not None:
+                _compare_all(facts, spec, reader, weights, mode, progress)
+        finally:
+            reader.close()
         facts.bytes_read = reader.bytes_read
     return facts
 
@@ -168,6 +170,7 @@ class _Reader:
     ) -> None:
         self.read = read
         self.local = local
+        self._fds: dict[Path, int] = {}
         self.progress = progress
         self.cache: dict[tuple[str, int, int], bytes] | None = {} if cache else None
         self.bytes_read = 0
@@ -200,12 +203,15 @@ class _Reader:
         if self.cache is None and path is not None and hasattr(os, "preadv"):
             yield from self._stream(path, base, per_row, plan)
             return
+        reader = read or self.read
+        if path is not None:
+            reader = self._pread(path)
         for start, end in plan:
             lo, hi = base + start * per_row, base + end * per_row
             key = (info.file, lo, hi)
             data = self.cache.get(key) if self.cache is not None and read is None else None
             if data is None:
-                data = (read or self.read)(info.file, lo, hi)
+                data = reader(info.file, lo, hi)
                 if len(data) != hi - lo:
                     raise OSError(f"short read of {info.file} at {lo}")
                 self.bytes_read += len(data)
@@ -213,6 +219,22 @@ class _Reader:
                 if self.cache is not None and read is None and remember:
                     self.cache[key] = data
             yield start, end, data
+
+    def _pread(self, path: Path) -> Callable[[str, int, int], bytes]:
+        """Ranged reads of a local file through one descriptor, kept open until `close`."""
+        fd = self._fds.get(path)
+        if fd is None:
+            fd = self._fds[path] = os.open(path, os.O_RDONLY)
+
+        def read(_: str, start: int, end: int) -> bytes:
+            return os.pread(fd, end - start, start)
+
+        return read
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
 
     def _stream(
         self, path: Path, base: int, per_row: int, plan: list[tuple[int, int]]
