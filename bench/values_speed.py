@@ -53,19 +53,34 @@ def median_seconds(fn: Callable[[], object], repeat: int = REPEAT) -> float:
 
 
 def recorded_ranges(fn: Callable[[], object]) -> list[tuple[Path, int, int]]:
-    """Every local ranged read `fn` makes (file, start, end)."""
+    """Every local ranged read `fn` makes (file, start, end): through the checkpoint access
+    layer, and through `os.pread` on descriptors it opens."""
     seen: list[tuple[Path, int, int]] = []
     original = access_module.LocalAccess.read_range
+    os_open, os_pread = os.open, os.pread
+    paths: dict[int, Path] = {}
 
     def record(self: access_module.LocalAccess, rel: str, start: int, end: int) -> bytes:
         seen.append((self.root / rel, start, end))
         return original(self, rel, start, end)
 
+    def opened(path: object, flags: int, *args: object) -> int:
+        fd = os_open(path, flags, *args)  # type: ignore[arg-type]
+        paths[fd] = Path(str(path))
+        return fd
+
+    def pread(fd: int, size: int, offset: int) -> bytes:
+        if fd in paths:
+            seen.append((paths[fd], offset, offset + size))
+        return os_pread(fd, size, offset)
+
     access_module.LocalAccess.read_range = record  # type: ignore[method-assign]
+    os.open, os.pread = opened, pread  # type: ignore[assignment]
     try:
         fn()
     finally:
         access_module.LocalAccess.read_range = original  # type: ignore[method-assign]
+        os.open, os.pread = os_open, os_pread  # type: ignore[assignment]
     return seen
 
 
