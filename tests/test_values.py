@@ -189,6 +189,15 @@ _fc_same[:, H : 2 * H] = _fc_same[:, :H]
 case("fc-chunk-identical", {"DF707"})(_pair(_with("fc.weight", _fc_same)))
 
 
+_fc_init = f.weights("trained", (H, 3 * H), 27)
+_fc_init[:, 2 * H :] = f.weights("uniform", (H, 3 * H), 28)[:, 2 * H :]  # fan_in = 3H
+case("fc-chunk-init-like", {"DF704"}, quiet=VALUE_CODES - {"DF704"} - {"DF707"})(
+    _pair(_with("fc.weight", _fc_init))
+)
+_fc_all_init = f.weights("uniform", (H, 3 * H), 29)
+case("fc-all-blocks-init-like-reported-once", {"DF704"})(_pair(_with("fc.weight", _fc_all_init)))
+
+
 def _head_copy(tmp: Path) -> tuple[Path, Path | None]:
     draft = f.fill(f.speculators(aux=[2, 4, 5], draft_vocab=VOCAB), seed=22)
     draft.config["draft_vocab_size"] = VOCAB
@@ -537,6 +546,15 @@ def test_full_mode_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     assert b"reading weights" in b"".join(chunks)
     piped = subprocess.run(argv, capture_output=True, env=env, check=False)
     assert b"reading weights" not in piped.stderr
+
+
+def test_fc_block_at_initialisation_is_named(tmp_path: Path) -> None:
+    draft, target = _pair(_with("fc.weight", _fc_init))(tmp_path)
+    report = check_path(draft, target=target, values="full")
+    message = next(x.message for x in report.findings if x.code == "DF704")
+    assert "block 2 of `fc.weight`" in message and "while other blocks are not" in message
+    assert "block 0" not in message and "block 1" not in message
+    assert not any(x.code == "DF707" for x in report.findings)  # no exact signature
 
 
 def test_one_differing_row_is_named(tmp_path: Path) -> None:

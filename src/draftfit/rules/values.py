@@ -229,8 +229,9 @@ def untrained_tensor(ctx: Context) -> Iterator[Violation]:
 )
 def init_like_statistics(ctx: Context) -> Iterator[Violation]:
     """## What it checks
-    With `--values`: each projection matrix (not the embedding) whose mean, standard
-    deviation and kurtosis match an initialiser — N(0, `initializer_range`) as transformers
+    With `--values`: each projection matrix (not the embedding), and each aux block of
+    `fc` unlike the other blocks, whose mean, standard deviation and kurtosis match an
+    initialiser — N(0, `initializer_range`) as transformers
     draws, or torch.nn.Linear's U(-1/sqrt(fan_in), 1/sqrt(fan_in)) — within the tolerances
     `INIT_STD_RTOL`, `INIT_KURTOSIS_TOL` and `INIT_MEAN_TOL`.
 
@@ -250,34 +251,30 @@ def init_like_statistics(ctx: Context) -> Iterator[Violation]:
     if facts is None:
         return
     normal_std = facts.initializer_range or DEFAULT_INITIALIZER_RANGE
-    hits = []
+    hits: list[tuple[TensorFacts, str, str]] = []  # tensor, what, statistics
     for name, t in facts.tensors.items():
-        if not t.is_matrix or name == _EMBED or t.kurtosis is None or not t.std:
-            continue
-        if t.all_zero or abs(t.mean) > INIT_MEAN_TOL * t.std:
+        if not t.is_matrix or name == _EMBED or t.all_zero:
             continue
         width = t.values // t.rows if t.rows else 0
-        uniform_std = (1.0 / (3.0 * width)) ** 0.5 if width else 0.0
-        for label, std, kurtosis in (
-            (f"N(0, {normal_std:g})", normal_std, NORMAL_KURTOSIS),
-            (f"U(±1/sqrt({width}))", uniform_std, UNIFORM_KURTOSIS),
-        ):
-            if (
-                std
-                and abs(t.std / std - 1.0) <= INIT_STD_RTOL
-                and abs(t.kurtosis - kurtosis) <= INIT_KURTOSIS_TOL
-            ):
-                hits.append((t, label))
-                break
+        label = _init_like(t.mean, t.std, t.kurtosis, width, normal_std)
+        if label is not None:
+            hits.append(
+                (t, f"`{t.raw}`", f"std {t.std:.4g}, kurtosis {t.kurtosis:.2f} like {label}")
+            )
+            continue
+        chunks = [(c, _init_like(c.mean, c.std, c.kurtosis, width, normal_std)) for c in t.chunks]
+        if any(found is None for _, found in chunks):  # only a block unlike the others tells
+            for c, found in chunks:
+                if found is not None:
+                    stats = f"std {c.std:.4g}, kurtosis {c.kurtosis:.2f} like {found}"
+                    what = f"block {c.index} of `{t.raw}` (aux hidden state {c.index})"
+                    hits.append((t, what, stats + " while other blocks are not"))
     if not hits:
         return
-    first, _ = hits[0]
-    listed = "; ".join(
-        f"`{t.raw}` std {t.std:.4g}, kurtosis {t.kurtosis:.2f} like {label}"
-        for t, label in hits[:4]
-    )
+    first = hits[0][0]
+    listed = "; ".join(f"{what} {stats}" for _, what, stats in hits[:4])
     more = f" and {len(hits) - 4} more" if len(hits) > 4 else ""
-    sampled = any(not t.coverage.complete for t, _ in hits)
+    sampled = any(not t.coverage.complete for t, _, _ in hits)
     yield Violation(
         f"{len(hits)} tensor(s) have the statistics of their initialiser ({listed}{more}; "
         f"{'on samples of rows' if sampled else 'read in full'}): a checkpoint saved before "
@@ -286,6 +283,26 @@ def init_like_statistics(ctx: Context) -> Iterator[Violation]:
         _where(first),
         None,
     )
+
+
+def _init_like(
+    mean: float, std: float, kurtosis: float | None, fan_in: int, normal_std: float
+) -> str | None:
+    """The initialiser whose statistics these are, within the tolerances, else None."""
+    if kurtosis is None or not std or abs(mean) > INIT_MEAN_TOL * std:
+        return None
+    uniform_std = (1.0 / (3.0 * fan_in)) ** 0.5 if fan_in else 0.0
+    for label, expected_std, expected_kurtosis in (
+        (f"N(0, {normal_std:g})", normal_std, NORMAL_KURTOSIS),
+        (f"U(±1/sqrt({fan_in}))", uniform_std, UNIFORM_KURTOSIS),
+    ):
+        if (
+            expected_std
+            and abs(std / expected_std - 1.0) <= INIT_STD_RTOL
+            and abs(kurtosis - expected_kurtosis) <= INIT_KURTOSIS_TOL
+        ):
+            return label
+    return None
 
 
 @rule(

@@ -33,6 +33,9 @@ class ChunkFacts:
     constant_rows: int = 0
     rows: int = 0
     same_as: int | None = None  # index of an earlier chunk with identical values
+    mean: float = 0.0
+    std: float = 0.0
+    kurtosis: float | None = None
 
 
 @dataclass

@@ -46,14 +46,45 @@ _IEEE: dict[str, tuple[type[np.signedinteger], int, int, int]] = {
 }
 
 
+class Moments:
+    """Running mean, std and kurtosis of finite values (float64 sums)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.s1 = self.s2 = self.s3 = self.s4 = 0.0
+
+    def add(self, values: npt.NDArray[np.floating]) -> None:
+        finite = values[np.isfinite(values)].astype(np.float64)
+        if finite.size:
+            sq = finite * finite
+            self.s1 += float(finite.sum())
+            self.s2 += float(sq.sum())
+            # einsum, not `@`: BLAS threads spin on a busy machine for no gain at this size
+            self.s3 += float(np.einsum("i,i->", sq, finite))
+            self.s4 += float(np.einsum("i,i->", sq, sq))
+            self.n += finite.size
+
+    def result(self) -> tuple[float, float, float | None]:
+        """(mean, std, kurtosis); kurtosis None when the values are constant."""
+        n = self.n
+        if not n:
+            return 0.0, 0.0, None
+        mean = self.s1 / n
+        var = max(self.s2 / n - mean * mean, 0.0)
+        if var <= 0:
+            return mean, 0.0, None
+        m4 = self.s4 / n - 4 * mean * self.s3 / n + 6 * mean * mean * self.s2 / n - 3 * mean**4
+        return mean, math.sqrt(var), m4 / (var * var)
+
+
 class TensorAccumulator:
     """Accumulates a :class:`TensorFacts` over row blocks."""
 
     def __init__(self, facts: TensorFacts, chunk_width: int | None = None) -> None:
         self.facts = facts
         self.chunk_width = chunk_width
-        self._s1 = self._s2 = self._s3 = self._s4 = 0.0
-        self._n = 0
+        self._moments = Moments()
+        self._chunk_moments: list[Moments] = []
         self._crc = 0
         self._chunk_same: list[list[bool]] = []
 
@@ -71,7 +102,14 @@ class TensorAccumulator:
         if keep:
             part = raw[: keep * (len(raw) // rows)] if keep < rows else raw
             self._crc = zlib.crc32(part, self._crc)
-            self._moments(decode_float(part, facts.dtype))
+            values = decode_float(part, facts.dtype)
+            self._moments.add(values)
+            if self.chunk_width and width % self.chunk_width == 0:
+                grid = values.reshape(keep, width // self.chunk_width, self.chunk_width)
+                if not self._chunk_moments:
+                    self._chunk_moments = [Moments() for _ in range(grid.shape[1])]
+                for k, moments in enumerate(self._chunk_moments):
+                    moments.add(grid[:, k, :].ravel())
 
     def _add_bits(
         self,
@@ -128,17 +166,6 @@ class TensorAccumulator:
         if self.chunk_width:
             self._add_chunks(block, np.abs(block))
 
-    def _moments(self, values: npt.NDArray[np.floating]) -> None:
-        finite = values[np.isfinite(values)].astype(np.float64)
-        if finite.size:
-            sq = finite * finite
-            self._s1 += float(finite.sum())
-            self._s2 += float(sq.sum())
-            # einsum, not `@`: BLAS threads spin on a busy machine for no gain at this size
-            self._s3 += float(np.einsum("i,i->", sq, finite))
-            self._s4 += float(np.einsum("i,i->", sq, sq))
-            self._n += finite.size
-
     def _add_chunks(
         self, block: npt.NDArray[np.generic], magnitude: npt.NDArray[np.generic]
     ) -> None:
@@ -162,21 +189,11 @@ class TensorAccumulator:
     def finish(self) -> TensorFacts:
         """The facts, with moments and the content digest filled in."""
         facts = self.facts
-        n = self._n
-        if n:
-            mean = self._s1 / n
-            var = max(self._s2 / n - mean * mean, 0.0)
-            facts.mean, facts.std = mean, math.sqrt(var)
-            if var > 0:
-                m4 = (
-                    self._s4 / n
-                    - 4 * mean * self._s3 / n
-                    + 6 * mean * mean * self._s2 / n
-                    - 3 * mean**4
-                )
-                facts.kurtosis = m4 / (var * var)
+        facts.mean, facts.std, facts.kurtosis = self._moments.result()
         facts.digest = f"{self._crc:08x}-{facts.values}"  # of the first rows of each block
         for k, chunk in enumerate(facts.chunks):
+            if k < len(self._chunk_moments):
+                chunk.mean, chunk.std, chunk.kurtosis = self._chunk_moments[k].result()
             earlier = [j for j in range(k) if self._chunk_same[k][j]]
             chunk.same_as = earlier[0] if earlier and chunk.rows else None
         return facts
