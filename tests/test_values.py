@@ -566,3 +566,21 @@ def test_one_differing_row_is_named(tmp_path: Path) -> None:
     )
     assert "on 1 of 256 rows compared" in message and "first differing row 17" in message
     assert "255 match exactly" in message and "largest difference 0.5" in message
+
+
+def test_draft_on_the_hub_is_sampled_with_range_requests(tmp_path: Path, monkeypatch) -> None:
+    from tests.fake_hub import FakeHub, configure_hf_env
+
+    draft, k2, _ = _kimi_pair(tmp_path)
+    local = check_path(draft, target=k2, values="sampled")
+    with FakeHub() as hub:
+        hub.add_repo("org/kimi-k2-draft", draft)
+        configure_hf_env(monkeypatch, hub.endpoint, tmp_path / "hf-home")
+        remote = check_path("hf://org/kimi-k2-draft", target=k2, values="sampled")
+        ranges = [r.range for r in hub.requests if r.range is not None]
+    assert value_codes(remote) == value_codes(local) == set()
+    assert len(ranges) > 16  # headers plus the sampled runs of rows
+    from draftfit.errors import UsageError
+
+    with pytest.raises(UsageError, match="value mode"):
+        check_path(draft, values="everything")
