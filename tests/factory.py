@@ -426,11 +426,11 @@ def from_bf16(data: bytes) -> np.ndarray:
     return (np.frombuffer(data, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
 
 
-def weights(kind: str, shape: tuple[int, ...], seed: int, scale: float = 0.03) -> np.ndarray:
+def weights(kind: str, shape: tuple[int, ...], stream: int, scale: float = 0.03) -> np.ndarray:
     """Float32 values shaped like weights: `trained` (heavy-tailed, zero-ish mean, rows
     differ), `normal` (N(0, scale): HF's initialiser), `uniform` (torch.nn.Linear's
     U(±1/sqrt(fan_in)))."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(stream)
     if kind == "trained":
         row_shift = rng.normal(0, scale / 10, (shape[0],) + (1,) * (len(shape) - 1))
         return (rng.laplace(0, scale, shape) + row_shift).astype(np.float32)
@@ -442,11 +442,11 @@ def weights(kind: str, shape: tuple[int, ...], seed: int, scale: float = 0.03) -
     raise ValueError(kind)
 
 
-def fill(draft: Draft, kind: str = "trained", seed: int = 0, scale: float = 0.03) -> Draft:
+def fill(draft: Draft, kind: str = "trained", stream: int = 0, scale: float = 0.03) -> Draft:
     """Give every BF16 matrix of `draft` real values of `kind` (norms keep theirs)."""
     for k, (_name, tensor) in enumerate(sorted(draft.tensors.items())):
         if tensor.dtype == "BF16" and len(tensor.shape) == 2:
-            tensor.data = bf16_bytes(weights(kind, tensor.shape, seed * 1000 + k, scale))
+            tensor.data = bf16_bytes(weights(kind, tensor.shape, stream * 1000 + k, scale))
     return draft
 
 

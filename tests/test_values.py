@@ -1,5 +1,5 @@
 """Value checks (`--values`, DF7xx) on real bytes: tensors generated with numpy from fixed
-seeds, written as safetensors by the factory, on both sides of every threshold."""
+random streams, written as safetensors by the factory, on both sides of every threshold."""
 
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ def embed_of(draft: Draft) -> np.ndarray:
     return f.from_bf16(t.data).reshape(t.shape)
 
 
-def trained_speculators(seed: int = 0, **kw) -> Draft:
-    return f.fill(f.speculators(aux=[2, 4, 5], **kw), seed=seed)
+def trained_speculators(stream: int = 0, **kw) -> Draft:
+    return f.fill(f.speculators(aux=[2, 4, 5], **kw), stream=stream)
 
 
 # ------------------------------------------------------------------ cases
@@ -85,48 +85,48 @@ def _pair(draft: Draft, target_embed: np.ndarray | None = None, **target_kw):
 # Trained-like drafts from every producer stay quiet, next to their own target.
 for _name, _draft in [
     ("speculators", lambda: trained_speculators()),
-    ("specforge-with-embed", lambda: f.fill(f.specforge(embed=True), seed=3)),
-    ("specforge-no-embed", lambda: f.fill(f.specforge(), seed=4)),
-    ("modelopt", lambda: f.fill(f.modelopt(aux=[1, 3, 4]), seed=5)),
-    ("eagle-official", lambda: f.fill(f.eagle_official(embed=True), seed=6)),
+    ("specforge-with-embed", lambda: f.fill(f.specforge(embed=True), stream=3)),
+    ("specforge-no-embed", lambda: f.fill(f.specforge(), stream=4)),
+    ("modelopt", lambda: f.fill(f.modelopt(aux=[1, 3, 4]), stream=5)),
+    ("eagle-official", lambda: f.fill(f.eagle_official(embed=True), stream=6)),
     ("normal-but-wider", lambda: f.fill(f.speculators(aux=[2, 4, 5]), "normal", 7, 0.021 * 1.1)),
 ]:
     case(f"trained-{_name}", set())(_pair(_draft()))
 
-_sibling = trained_speculators(seed=1)
+_sibling = trained_speculators(stream=1)
 case("embedding-from-sibling-target", {"DF701"})(
     _pair(_sibling, f.weights("trained", (VOCAB, H), 42))
 )
 
-_one_row = trained_speculators(seed=2)
+_one_row = trained_speculators(stream=2)
 _one_row_target = embed_of(_one_row).copy()
 _one_row_target[17] += 0.5
 case("embedding-one-row-differs", {"DF701"})(_pair(_one_row, _one_row_target))
 
 # The match tolerance, from both sides: a float32 target whose values the bf16 draft
 # rounds (truncates) to is the same weight; 2^-6 relative off is another weight.
-_f32 = trained_speculators(seed=8)
+_f32 = trained_speculators(stream=8)
 _exact = embed_of(_f32)
 _within = _exact * np.float32(1 + 2.0**-9)  # a float32 original the bf16 copy truncates
 case("embedding-f32-target-within-rounding", set())(_pair(_f32, _within, dtype="F32"))
-_beyond = trained_speculators(seed=8)
+_beyond = trained_speculators(stream=8)
 case("embedding-f32-target-beyond-rounding", {"DF701"})(
     _pair(_beyond, _exact * np.float32(1 + 2.0**-6), dtype="F32")
 )
 
-_trained_embed = trained_speculators(seed=9)
+_trained_embed = trained_speculators(stream=9)
 _trained_embed.config["embed_requires_grad"] = True
 case("embedding-trained-similarity", {"DF702"})(
     _pair(_trained_embed, embed_of(_trained_embed) + f.weights("trained", (VOCAB, H), 10, 0.005))
 )
 
-_zeros = trained_speculators(seed=11)
+_zeros = trained_speculators(stream=11)
 _zeros.tensors["layers.0.mlp.down_proj.weight"].data = None
 case("untrained-zeros", {"DF703"})(_pair(_zeros))
 
 
-def _with(name: str, values: np.ndarray, seed: int = 12) -> Draft:
-    draft = trained_speculators(seed=seed)
+def _with(name: str, values: np.ndarray, stream: int = 12) -> Draft:
+    draft = trained_speculators(stream=stream)
     draft.tensors[name].data = f.bf16_bytes(values)
     return draft
 
@@ -142,12 +142,12 @@ _few[:63] = 0.25  # one row fewer
 case("untrained-constant-rows-below-threshold", set())(
     _pair(_with("layers.0.mlp.gate_proj.weight", _few))
 )
-_copy = trained_speculators(seed=14)
+_copy = trained_speculators(stream=14)
 _copy.tensors["layers.0.self_attn.v_proj.weight"].data = _copy.tensors[
     "layers.0.self_attn.k_proj.weight"
 ].data
 case("untrained-identical-tensors", {"DF703"})(_pair(_copy))
-_ones = trained_speculators(seed=15)
+_ones = trained_speculators(stream=15)
 _ones.tensors["norm.weight"].data = f.norm_bytes(H, 1.0)
 case("untrained-final-norm-ones", {"DF703"})(_pair(_ones))
 
@@ -170,7 +170,7 @@ case("non-finite-inf", {"DF705"})(_pair(_with("fc.weight", _inf)))
 
 
 def _f32_fc(peak: float) -> Draft:
-    draft = trained_speculators(seed=19)
+    draft = trained_speculators(stream=19)
     values = f.weights("trained", (H, 3 * H), 19)
     values[3, 3] = peak
     draft.tensors["fc.weight"] = Tensor("F32", (H, 3 * H), values.astype("<f4").tobytes())
@@ -199,7 +199,7 @@ case("fc-all-blocks-init-like-reported-once", {"DF704"})(_pair(_with("fc.weight"
 
 
 def _head_copy(tmp: Path) -> tuple[Path, Path | None]:
-    draft = f.fill(f.speculators(aux=[2, 4, 5], draft_vocab=VOCAB), seed=22)
+    draft = f.fill(f.speculators(aux=[2, 4, 5], draft_vocab=VOCAB), stream=22)
     draft.config["draft_vocab_size"] = VOCAB
     path = draft.write(tmp / "draft")
     head = f.from_bf16(draft.tensors["lm_head.weight"].data).reshape(VOCAB, H)
@@ -210,7 +210,7 @@ case("lm-head-copied", {"DF708"})(_head_copy)
 
 
 def _config_only(tmp: Path) -> tuple[Path, Path | None]:
-    return trained_speculators(seed=23).write(tmp / "draft"), f.llama_target(tmp / "target")
+    return trained_speculators(stream=23).write(tmp / "draft"), f.llama_target(tmp / "target")
 
 
 case("target-config-only", {"DF709"})(_config_only)
@@ -224,7 +224,7 @@ case("bin-draft", {"DF709"})(_bin)
 
 
 def _undecodable(tmp: Path) -> tuple[Path, Path | None]:
-    draft = trained_speculators(seed=24).add("layers.0.mlp.scale", "F6_E2M3", (64, 64))
+    draft = trained_speculators(stream=24).add("layers.0.mlp.scale", "F6_E2M3", (64, 64))
     return _pair(draft)(tmp)
 
 
@@ -232,7 +232,7 @@ case("undecodable-dtype", {"DF709"})(_undecodable)
 
 
 def _quantized_target(tmp: Path) -> tuple[Path, Path | None]:
-    draft = trained_speculators(seed=25)
+    draft = trained_speculators(stream=25)
     path = draft.write(tmp / "draft")
     target = f.values_target(
         tmp / "target",
@@ -277,7 +277,7 @@ def _kimi_pair(tmp: Path) -> tuple[Path, Path, Path]:
     """A speculators draft trained for "K2" (its embedding is K2's), the K2 target, and the
     sibling "K2.5": same shapes, multimodal layout, another embedding."""
     vocab = 4096
-    draft = f.fill(f.speculators(aux=[2, 4, 5], vocab=vocab), seed=30)
+    draft = f.fill(f.speculators(aux=[2, 4, 5], vocab=vocab), stream=30)
     draft.config["transformer_layer_config"]["vocab_size"] = vocab
     draft.config["embed_requires_grad"] = False
     path = draft.write(tmp / "kimi-k2-draft")
@@ -452,14 +452,14 @@ def plan_coverage(rows: int):
 
 
 @pytest.mark.parametrize("dtype", ["BF16", "F16", "F32", "F64"])
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_bit_pattern_statistics_match_decoded_values(dtype: str, seed: int) -> None:
-    rng = np.random.default_rng(seed)
+@pytest.mark.parametrize("stream", [0, 1, 2])
+def test_bit_pattern_statistics_match_decoded_values(dtype: str, stream: int) -> None:
+    rng = np.random.default_rng(stream)
     values = rng.laplace(0, 2.0, (32, 48)).astype(np.float32)
-    if seed == 1:
+    if stream == 1:
         values = -np.abs(values)  # negatives only: the largest magnitude is negative
         values[3, 4], values[5, 6], values[7, 8] = np.nan, -np.inf, np.inf
-    if seed == 2:
+    if stream == 2:
         values[:] = 0.0
         values[::2] = -0.0
     facts, decoded = _stats(values, dtype)
@@ -485,7 +485,7 @@ def test_constant_rows_are_exact_beyond_the_first_columns() -> None:
 
 
 def test_damaged_tensor_is_a_finding_not_a_traceback(tmp_path: Path) -> None:
-    draft = trained_speculators(seed=60)
+    draft = trained_speculators(stream=60)
     path = draft.write(tmp_path / "draft")
     weights = path / "model.safetensors"
     length = int.from_bytes(weights.read_bytes()[:8], "little")
@@ -506,13 +506,13 @@ def test_damaged_tensor_is_a_finding_not_a_traceback(tmp_path: Path) -> None:
 
 
 def test_one_layer_norm_at_one_is_reported_when_df901_is_not(tmp_path: Path) -> None:
-    draft = trained_speculators(seed=61)
+    draft = trained_speculators(stream=61)
     draft.tensors["layers.0.hidden_norm.weight"].data = f.norm_bytes(H, 1.0)
     path = draft.write(tmp_path / "draft")
     report = check_path(path, values="sampled")
     codes = {x.code for x in report.findings}
     assert "DF901" not in codes and "DF703" in codes
-    every = trained_speculators(seed=61)
+    every = trained_speculators(stream=61)
     for norm in ("hidden_norm", "input_layernorm", "post_attention_layernorm"):
         every.tensors[f"layers.0.{norm}.weight"].data = f.norm_bytes(H, 1.0)
     report = check_path(every.write(tmp_path / "every"), values="sampled")
@@ -524,7 +524,7 @@ def test_full_mode_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     import os
     import pty
 
-    draft = trained_speculators(seed=62).write(tmp_path / "draft")
+    draft = trained_speculators(stream=62).write(tmp_path / "draft")
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", "TERM": "xterm"}
     argv = [sys.executable, "-m", "draftfit", "check", str(draft), "--values=full"]
     leader, follower = pty.openpty()
