@@ -19,6 +19,9 @@ from draftfit import rule_ids as ids
 from draftfit.rules.base import Context, Location, Violation, rule
 from draftfit.values.facts import TensorFacts, ValueFacts
 
+# A frozen embedding is a copy of the target's, so every compared row matches; a single
+# differing row already shows another model (siblings share few rows exactly, if any).
+FROZEN_MATCH_FRACTION = 1.0
 # Half or more of a matrix's rows constant (every value equal) is no accident of a few
 # padding tokens: a trained projection has no constant rows at all, an initialised-to-a-
 # constant one has all of them. Fewer constant rows are left alone.
@@ -95,7 +98,9 @@ def embedding_from_another_target(ctx: Context) -> Iterator[Violation]:
     """
     facts = _facts(ctx)
     c = facts.embedding if facts else None
-    if facts is None or c is None or c.all_match or facts.embed_frozen is not True:
+    if facts is None or c is None or facts.embed_frozen is not True or not c.rows_compared:
+        return
+    if c.rows_matched >= FROZEN_MATCH_FRACTION * c.rows_compared:
         return
     differ = c.rows_compared - c.rows_matched
     yield Violation(

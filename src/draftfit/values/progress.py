@@ -34,7 +34,7 @@ def progress_for(description: str, total: int, enabled: bool = True) -> Iterator
     from rich.progress import Progress as Bar
 
     with Bar(
-        TextColumn("draftfit: {task.description}"),
+        TextColumn(f"draftfit: {description}".replace("[", "\\[")),
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
@@ -42,9 +42,9 @@ def progress_for(description: str, total: int, enabled: bool = True) -> Iterator
         console=Console(stderr=True),
         transient=True,
     ) as bar:
-        task = bar.add_task(description, total=total)
+        row = bar.add_task(description, total=total)
 
         def advance(n: int) -> None:
-            bar.advance(task, n)
+            bar.advance(row, n)
 
         yield advance
