@@ -584,3 +584,48 @@ def test_draft_on_the_hub_is_sampled_with_range_requests(tmp_path: Path, monkeyp
 
     with pytest.raises(UsageError, match="value mode"):
         check_path(draft, values="everything")
+
+
+# Known E4M3 codes and their values (OCP FP8 E4M3): 0x00 0, 0x30 0.5, 0x38 1.0, 0x40 2.0,
+# 0xB8 -1.0, 0x7F NaN.
+_E4M3 = {0x00: 0.0, 0x30: 0.5, 0x38: 1.0, 0x40: 2.0, 0xB8: -1.0}
+
+
+def _e4m3(shape: tuple[int, int], stream: int) -> tuple[bytes, np.ndarray]:
+    rng = np.random.default_rng(stream)
+    codes = rng.choice(np.array(list(_E4M3), dtype=np.uint8), size=shape)
+    values = np.vectorize(_E4M3.get)(codes).astype(np.float32)
+    return codes.tobytes(), values
+
+
+@pytest.mark.parametrize("mode", ["sampled", "full"])
+def test_f8_target_embedding_is_read_as_stored(tmp_path: Path, mode: str) -> None:
+    codes, values = _e4m3((VOCAB, H), 70)
+    draft = trained_speculators(stream=70)
+    draft.tensors["embed_tokens.weight"].data = f.bf16_bytes(values)
+    path = draft.write(tmp_path / "draft")
+    same = f.llama_target(tmp_path / "same")
+    f.write_checkpoint(
+        same, None, {"model.embed_tokens.weight": Tensor("F8_E4M3", (VOCAB, H), codes)}
+    )
+    assert not value_codes(check_path(path, target=same, values=mode))
+    other_codes, _ = _e4m3((VOCAB, H), 71)
+    other = f.llama_target(tmp_path / "other")
+    f.write_checkpoint(
+        other, None, {"model.embed_tokens.weight": Tensor("F8_E4M3", (VOCAB, H), other_codes)}
+    )
+    assert "DF701" in value_codes(check_path(path, target=other, values=mode))
+
+
+@pytest.mark.parametrize("mode", ["sampled", "full"])
+def test_f8_draft_tensors_are_checked(tmp_path: Path, mode: str) -> None:
+    draft = trained_speculators(stream=72)
+    codes, _ = _e4m3((H, 3 * H), 72)
+    nan = bytearray(codes)
+    nan[100] = 0x7F
+    draft.tensors["fc.weight"] = Tensor("F8_E4M3", (H, 3 * H), bytes(nan))
+    draft.tensors["layers.0.mlp.down_proj.weight"] = Tensor("F8_E5M2", (H, 2 * H), None)
+    report = check_path(draft.write(tmp_path / "draft"), values=mode)
+    codes_found = {x.code: x.message for x in report.findings if x.code in VALUE_CODES}
+    assert "1 NaN" in codes_found["DF705"] and "fc.weight" in codes_found["DF705"]
+    assert "down_proj" in codes_found["DF703"]
