@@ -9,6 +9,7 @@ skipped, and the rules report it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -200,7 +201,7 @@ class _Reader:
         per_row = row_bytes(info.dtype, info.shape) or 0
         base = info.byte_range[0]
         path = self.local(info.file) if self.local and read is None else None
-        if self.cache is None and path is not None and hasattr(os, "preadv"):
+        if self.cache is None and path is not None:
             yield from self._stream(path, base, per_row, plan)
             return
         reader = read or self.read
@@ -239,20 +240,37 @@ class _Reader:
     def _stream(
         self, path: Path, base: int, per_row: int, plan: list[tuple[int, int]]
     ) -> Iterator[tuple[int, int, memoryview]]:
-        """Full mode, local file: every range read into one reused buffer (no allocation
-        per chunk); each view is valid until the next one is yielded."""
-        largest = max((end - start for start, end in plan), default=0) * per_row
-        buffer = memoryview(bytearray(largest))
+        """Full mode, local file: each range mapped read-only (no copy out of the page
+        cache) and unmapped before the next, so resident memory stays one chunk; each view
+        is valid until the next one is yielded."""
+        import mmap
+
         fd = os.open(path, os.O_RDONLY)
         try:
+            file_size = os.fstat(fd).st_size
             for start, end in plan:
                 size = (end - start) * per_row
-                view = buffer[:size]
-                if os.preadv(fd, [view], base + start * per_row) != size:
-                    raise OSError(f"short read of {path.name} at {base + start * per_row}")
-                self.bytes_read += size
-                self.progress(size)
-                yield start, end, view
+                offset = base + start * per_row
+                if offset + size > file_size:  # mapping past the end would fault on access
+                    raise OSError(f"short read of {path.name} at {offset}")
+                if not size:
+                    yield start, end, memoryview(b"")
+                    continue
+                aligned = offset - offset % mmap.ALLOCATIONGRANULARITY
+                mapped = mmap.mmap(
+                    fd, size + offset - aligned, access=mmap.ACCESS_READ, offset=aligned
+                )
+                if hasattr(mmap, "MADV_SEQUENTIAL"):
+                    mapped.madvise(mmap.MADV_SEQUENTIAL)
+                view = memoryview(mapped)[offset - aligned :]
+                try:
+                    self.bytes_read += size
+                    self.progress(size)
+                    yield start, end, view
+                finally:
+                    view.release()
+                    with contextlib.suppress(BufferError):  # still in use: closed when freed
+                        mapped.close()
         finally:
             os.close(fd)
 
