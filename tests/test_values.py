@@ -629,3 +629,19 @@ def test_f8_draft_tensors_are_checked(tmp_path: Path, mode: str) -> None:
     codes_found = {x.code: x.message for x in report.findings if x.code in VALUE_CODES}
     assert "1 NaN" in codes_found["DF705"] and "fc.weight" in codes_found["DF705"]
     assert "down_proj" in codes_found["DF703"]
+
+
+def test_recipes_do_not_claim_convert_fixes_value_findings(tmp_path: Path) -> None:
+    from draftfit.render.matrix_markdown import render_markdown
+
+    draft, _, k25 = _kimi_pair(tmp_path)
+    matrix = build_matrix(open_checkpoint(draft), open_target(k25), values="sampled")
+    for row in matrix.rows:
+        assert row.verdict == "incompatible"
+        if row.recipe is not None:
+            assert "DF701" not in " ".join(row.recipe.notes), row.recipe.notes
+            assert "DF701" in row.recipe.remaining
+    text = render_markdown(matrix)
+    assert "reading a sample of the weights" in text and "without loading" not in text
+    plain = render_markdown(build_matrix(open_checkpoint(draft), open_target(k25)))
+    assert "without loading weights" in plain

@@ -62,6 +62,7 @@ class Matrix:
     target: str | None
     rows: list[MatrixRow]
     notes: list[str]
+    values: str | None = None  # the value-check mode, when the weights' values were read
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -122,7 +123,13 @@ def build_matrix(
             )
             current_key = key
             rows.append(current)
-    return Matrix(checkpoint.source, target.source if target else None, rows, notes)
+    if values is not None:
+        notes.append(
+            "weight values read ("
+            + ("every byte of the draft" if values == "full" else "a fixed sample of rows")
+            + "): DF7xx findings apply to every version"
+        )
+    return Matrix(checkpoint.source, target.source if target else None, rows, notes, values)
 
 
 def _recipe_signature(recipe: Recipe | None, version: str) -> tuple | None:

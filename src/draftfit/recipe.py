@@ -23,7 +23,8 @@ from typing import Any
 from draftfit.checkpoint import Checkpoint
 from draftfit.engines.profile import Profile, load_engine
 from draftfit.errors import UsageError
-from draftfit.report import INCOMPATIBLE, Finding, Report
+from draftfit.report import INCOMPATIBLE, Finding, Report, verdict_for
+from draftfit.rule_ids import VALUES_FAMILY
 from draftfit.rules.base import Severity
 from draftfit.spec import DraftSpec, describe
 from draftfit.target import Target
@@ -130,7 +131,10 @@ def _convert_step(
     except UsageError:
         return draft, [], [], findings
     after_report = check_checkpoint(preview_checkpoint(plan, checkpoint), target, [profile])
-    after = _severe(after_report.findings)
+    # Conversion copies tensor bytes verbatim: what the weights' values show stays.
+    carried = [f for f in findings if f.family == VALUES_FAMILY]
+    after_findings = [*after_report.findings, *carried]
+    after = _severe(after_findings)
     if _weight(after) >= _weight(before):
         return draft, [], [], findings
     converted = draft.rstrip("/") + f"-{to}"
@@ -142,9 +146,9 @@ def _convert_step(
         "convert first: "
         + (f"it fixes {', '.join(fixed)}" if fixed else "it leaves fewer problems")
         + f"; {profile.title} then finds the converted draft "
-        + after_report.engines[0].verdict
+        + verdict_for(after_findings, profile.label)[0]
     ]
-    return converted, [command], notes, after_report.findings
+    return converted, [command], notes, after_findings
 
 
 def _weight(findings: list[Finding]) -> tuple[int, int]:
