@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="draftfit",
         description="Will this speculative-decoding draft load and draft correctly in a serving "
-        "engine? Checks EAGLE-3 / EAGLE-1 checkpoints without loading their weights.",
+        "engine? Checks EAGLE-3 / EAGLE-1 checkpoints without loading their weights "
+        "(--values reads a sample of them).",
     )
     parser.add_argument("--version", action="version", version=f"draftfit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
