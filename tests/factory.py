@@ -416,3 +416,67 @@ def raw_safetensors(path: Path, header: Any, data: bytes = b"", length: int | No
     prefix = struct.pack("<Q", len(encoded) if length is None else length)
     path.write_bytes(prefix + encoded + data)
     return path
+
+
+# ------------------------------------------------------------------ real values
+
+
+def from_bf16(data: bytes) -> np.ndarray:
+    """The float32 values of BF16 bytes (what a reader decodes)."""
+    return (np.frombuffer(data, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+
+
+def weights(kind: str, shape: tuple[int, ...], stream: int, scale: float = 0.03) -> np.ndarray:
+    """Float32 values shaped like weights: `trained` (heavy-tailed, zero-ish mean, rows
+    differ), `normal` (N(0, scale): HF's initialiser), `uniform` (torch.nn.Linear's
+    U(±1/sqrt(fan_in)))."""
+    rng = np.random.default_rng(stream)
+    if kind == "trained":
+        row_shift = rng.normal(0, scale / 10, (shape[0],) + (1,) * (len(shape) - 1))
+        return (rng.laplace(0, scale, shape) + row_shift).astype(np.float32)
+    if kind == "normal":
+        return rng.normal(0, scale, shape).astype(np.float32)
+    if kind == "uniform":
+        bound = 1.0 / np.sqrt(shape[-1])
+        return rng.uniform(-bound, bound, shape).astype(np.float32)
+    raise ValueError(kind)
+
+
+def fill(draft: Draft, kind: str = "trained", stream: int = 0, scale: float = 0.03) -> Draft:
+    """Give every BF16 matrix of `draft` real values of `kind` (norms keep theirs)."""
+    for k, (_name, tensor) in enumerate(sorted(draft.tensors.items())):
+        if tensor.dtype == "BF16" and len(tensor.shape) == 2:
+            tensor.data = bf16_bytes(weights(kind, tensor.shape, stream * 1000 + k, scale))
+    return draft
+
+
+def values_target(
+    path: Path,
+    embed: np.ndarray,
+    head: np.ndarray | None = None,
+    *,
+    embed_name: str = "model.embed_tokens.weight",
+    head_name: str = "lm_head.weight",
+    dtype: str = "BF16",
+    extra: dict[str, Tensor] | None = None,
+    shards: int = 1,
+    **config: Any,
+) -> Path:
+    """A Llama target with config.json *and* weights: `embed` (and `head`) as given, plus
+    one decoder norm, in `dtype` (BF16, F16 or F32)."""
+    llama_target(path, hidden=embed.shape[1], vocab=embed.shape[0], **config)
+
+    def encode(values: np.ndarray) -> bytes:
+        if dtype == "BF16":
+            return bf16_bytes(values)
+        return np.asarray(values, dtype={"F16": "<f2", "F32": "<f4"}[dtype]).tobytes()
+
+    tensors = {embed_name: Tensor(dtype, tuple(embed.shape), encode(embed))}
+    tensors["model.layers.0.input_layernorm.weight"] = Tensor(
+        "BF16", (embed.shape[1],), norm_bytes(embed.shape[1])
+    )
+    if head is not None:
+        tensors[head_name] = Tensor(dtype, tuple(head.shape), encode(head))
+    tensors.update(extra or {})
+    write_checkpoint(path, None, tensors, shards=shards)
+    return path

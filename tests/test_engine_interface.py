@@ -76,6 +76,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "draftfit.sources",
         "draftfit.synth",
         "draftfit.mistakes",
+        "draftfit.values",
     ),
     ("draftfit.engines",),
     ("draftfit.rules",),

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint import Checkpoint
@@ -39,8 +40,11 @@ from draftfit.report import (
 from draftfit.rule_ids import RuleId
 from draftfit.rules import all_rules, get_rule
 from draftfit.rules.base import Context, Rule, Severity, Violation
-from draftfit.spec import EAGLE, EAGLE3, describe
+from draftfit.spec import EAGLE, EAGLE3, DraftSpec, describe
 from draftfit.target import Target
+
+if TYPE_CHECKING:
+    from draftfit.values.facts import ValueFacts
 
 METHOD_CHOICES = (EAGLE3, EAGLE, "auto")
 
@@ -62,8 +66,10 @@ def check_path(
     target: str | Path | None = None,
     engines: Iterable[str] | None = None,
     method: str | None = None,
+    values: str | None = None,
 ) -> Report:
-    """Check the draft `draft` (next to `target`, if given) for each engine.
+    """Check the draft `draft` (next to `target`, if given) for each engine. `values`
+    (`"sampled"` or `"full"`) also reads the weights' values and runs the DF7xx rules.
 
     Both may be local directories or Hub references (`hf://owner/name[@rev]`, `owner/name`).
     Serve recipes are added to the report by :func:`draftfit.recipe.attach_recipes`.
@@ -74,7 +80,7 @@ def check_path(
     checkpoint = open_checkpoint(draft)
     target_obj = open_target(target) if target is not None else None
     refuse_argument_mistakes(checkpoint, describe(checkpoint), target_obj, method)
-    return check_checkpoint(checkpoint, target_obj, profiles, method)
+    return check_checkpoint(checkpoint, target_obj, profiles, method, values=values)
 
 
 def check_checkpoint(
@@ -82,18 +88,21 @@ def check_checkpoint(
     target: Target | None,
     profiles: list[Profile],
     method: str | None = None,
+    values: str | None = None,
 ) -> Report:
-    """Run every rule; checkpoint-scope rules once, engine rules once per profile."""
+    """Run every rule; checkpoint-scope rules once, engine rules once per profile. With
+    `values` (`"sampled"` or `"full"`), the value rules get what the weights hold."""
     if method is not None and method not in METHOD_CHOICES:
         raise UsageError(f"unknown method {method!r}; choose from {', '.join(METHOD_CHOICES)}")
     spec = describe(checkpoint)
+    value_facts = _value_facts(checkpoint, spec, target, values)
     effective_method = spec.method if method is None else method
     labels = [p.label for p in profiles]
     rules = all_rules()
     collected: dict[tuple[object, ...], Finding] = {}
     skipped: list[SkippedRule] = []
 
-    base = Context(checkpoint, spec, target, method=effective_method)
+    base = Context(checkpoint, spec, target, method=effective_method, values=value_facts)
     for item in rules:
         if item.scope != "checkpoint":
             continue
@@ -198,6 +207,20 @@ def unverified_reasons(
 def _can_change_verdict(code: str) -> bool:
     item = get_rule(code)
     return item is not None and (item.severity >= Severity.WARNING or code in UNVERIFIED_CODES)
+
+
+def _value_facts(
+    checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, values: str | None
+) -> ValueFacts | None:
+    """Read the weights' values when asked (numpy is imported only then)."""
+    if values is None:
+        return None
+    from draftfit.values import MODES
+    from draftfit.values.scan import scan_values
+
+    if values not in MODES:
+        raise UsageError(f"unknown value mode {values!r}; choose from {', '.join(MODES)}")
+    return scan_values(checkpoint, spec, target, values)
 
 
 def _collect(

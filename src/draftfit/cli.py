@@ -74,11 +74,23 @@ def _add_format(parser: argparse.ArgumentParser, kind: Kind) -> None:
     parser.add_argument("--format", choices=choices, default=choices[0], help="output format")
 
 
+def _add_values(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--values",
+        nargs="?",
+        const="sampled",
+        choices=("sampled", "full"),
+        help="also read the weights' values (DF7xx rules): a fixed sample of rows per tensor, "
+        "or every byte with --values=full",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="draftfit",
         description="Will this speculative-decoding draft load and draft correctly in a serving "
-        "engine? Checks EAGLE-3 / EAGLE-1 checkpoints without loading their weights.",
+        "engine? Checks EAGLE-3 / EAGLE-1 checkpoints without loading their weights "
+        "(--values reads a sample of them).",
     )
     parser.add_argument("--version", action="version", version=f"draftfit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -122,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print how to serve the draft with each compatible or degraded version",
     )
+    _add_values(check)
     _add_format(check, kinds.CHECK)
     add_output_options(check)
     add_selection_options(check)
@@ -153,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         "warning, unverified (also an engine verdict `unverified`, e.g. without --target) "
         "or info",
     )
+    _add_values(diff)
     _add_format(diff, kinds.DIFF)
     add_output_options(diff)
     add_selection_options(diff)
@@ -174,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when any version has a finding at this threshold (as for check); "
         "default: exit 0 whatever the verdicts",
     )
+    _add_values(matrix)
     _add_format(matrix, kinds.MATRIX)
     add_output_options(matrix, statistics=False)
     add_selection_options(matrix)

@@ -162,7 +162,13 @@ def run_check(args: argparse.Namespace) -> int:
     for draft in drafts:
         try:
             selection = selection_for(args, draft)
-            report = check_path(draft, target=args.target, engines=args.engine, method=args.method)
+            report = check_path(
+                draft,
+                target=args.target,
+                engines=args.engine,
+                method=args.method,
+                values=args.values,
+            )
         except DraftfitError as exc:
             if len(drafts) == 1:
                 raise
@@ -186,7 +192,12 @@ def run_diff(args: argparse.Namespace) -> int:
 
     selection = selection_for(args, args.draft)
     report = diff_paths(
-        args.draft, args.reference, engines=args.engine, target=args.target, method=args.method
+        args.draft,
+        args.reference,
+        engines=args.engine,
+        target=args.target,
+        method=args.method,
+        values=args.values,
     )
     if not selection.is_default:
         selection.apply(report.findings)
@@ -213,6 +224,7 @@ def run_matrix(args: argparse.Namespace) -> int:
         target,
         method=args.method,
         selection=None if selection.is_default else selection,
+        values=args.values,
     )
     if args.format == "text" and args.quiet:
         text = "".join(f"{row.title} {row.range}: {row.verdict}\n" for row in matrix.rows)

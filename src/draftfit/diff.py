@@ -188,14 +188,17 @@ def diff_checkpoints(
     profiles: list[Profile],
     target: Target | None = None,
     method: str | None = None,
+    values: str | None = None,
 ) -> DiffReport:
     """Compare `draft` with `reference` for every engine profile.
 
     Each side is checked once for all profiles; the comparison reads the descriptions and
     engine views those checks computed (the method-from-path note, the only part of a view
-    that depends on whether the method was given, is not compared)."""
-    report_a = check_checkpoint(draft, target, profiles, method)
-    report_b = check_checkpoint(reference, target, profiles, method)
+    that depends on whether the method was given, is not compared). With `values`, each
+    side's check also reads its weights' values, so a value error shows as a verdict
+    difference."""
+    report_a = check_checkpoint(draft, target, profiles, method, values=values)
+    report_b = check_checkpoint(reference, target, profiles, method, values=values)
     spec_a, spec_b = report_a.kept().spec, report_b.kept().spec
     layers, layers_note = _target_layers(target, spec_a, spec_b)
     notes = [layers_note] if layers_note else []
@@ -281,6 +284,7 @@ def diff_paths(
     engines: Iterable[str] | None = None,
     target: str | Path | None = None,
     method: str | None = None,
+    values: str | None = None,
 ) -> DiffReport:
     """Load both checkpoints (and the target, if given) and compare them."""
     from draftfit.sources import open_checkpoint, open_target
@@ -292,6 +296,7 @@ def diff_paths(
         profiles,
         open_target(target) if target is not None else None,
         method,
+        values,
     )
 
 

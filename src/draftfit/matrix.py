@@ -78,6 +78,7 @@ class Matrix:
     target: str | None
     rows: list[MatrixRow]
     notes: list[str]
+    values: str | None = None  # the value-check mode, when the weights' values were read
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,18 +104,19 @@ def build_matrix(
     engines: tuple[Engine, ...] = ENGINES,
     method: str | None = None,
     selection: Selection | None = None,
+    values: str | None = None,
 ) -> Matrix:
     """Check `checkpoint` against every known version of every engine and group the results.
 
     One check per engine covers all its versions; each version's recipe reuses that check
-    (its description of the draft, its profile)."""
+    (its description of the draft, its profile). `values`: also run the value rules."""
     rows: list[MatrixRow] = []
     notes: list[str] = []
     if target is None:
         notes.append("no --target: checks that need the target were skipped in every version")
     for engine in engines:
         profiles = [engine.resolve(v) for v in engine.versions]
-        report = check_checkpoint(checkpoint, target, profiles, method)
+        report = check_checkpoint(checkpoint, target, profiles, method, values=values)
         if selection is not None:
             apply_to_report(report, selection)
         current: MatrixRow | None = None
@@ -155,7 +157,13 @@ def build_matrix(
             )
             current_key = key
             rows.append(current)
-    return Matrix(checkpoint.source, target.source if target else None, rows, notes)
+    if values is not None:
+        notes.append(
+            "weight values read ("
+            + ("every byte of the draft" if values == "full" else "a fixed sample of rows")
+            + "): DF7xx findings apply to every version"
+        )
+    return Matrix(checkpoint.source, target.source if target else None, rows, notes, values)
 
 
 def _recipe_signature(recipe: Recipe | None, version: str) -> tuple[str] | None:

@@ -25,8 +25,8 @@ from draftfit.engines.interface import Recipe, ServeRequest
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import model_source, shell_word
 from draftfit.errors import UsageError
-from draftfit.report import INCOMPATIBLE, EngineResult, Finding, Report
-from draftfit.rule_ids import Severity
+from draftfit.report import INCOMPATIBLE, EngineResult, Finding, Report, verdict_for
+from draftfit.rule_ids import VALUES_FAMILY, Severity
 from draftfit.spec import EAGLE
 
 __all__ = ["Recipe", "attach_recipes", "recipe_for"]
@@ -100,7 +100,11 @@ def _convert_step(
     except UsageError:
         return draft, [], [], findings
     after_report = kept.checker(preview_checkpoint(plan, checkpoint), target, [profile], None)
-    after = _severe(after_report.findings)
+    # Conversion copies tensor bytes verbatim: what the weights' values show stays.
+    carried = [f for f in findings if f.family == VALUES_FAMILY]
+    after_findings = [*after_report.findings, *carried]
+    after = _severe(after_findings)
+    after_result = after_report.engines[0]
     if _weight(after) >= _weight(before):
         return draft, [], [], findings
     source = model_source(draft)
@@ -116,9 +120,13 @@ def _convert_step(
         "convert first: "
         + (f"it fixes {', '.join(fixed)}" if fixed else "it leaves fewer problems")
         + f"; {profile.title} then finds the converted draft "
-        + after_report.engines[0].verdict
+        + (
+            verdict_for(after_findings, profile.label, after_result.unverified_reasons)[0]
+            if carried
+            else after_result.verdict
+        )
     ]
-    return converted, steps, notes, after_report.findings
+    return converted, steps, notes, after_findings
 
 
 def _names_own_code(config: Mapping[str, Any] | None) -> bool:

@@ -8,7 +8,8 @@ and check. This module sits below every other draftfit module and imports none o
 
 Codes are stable and never reused: DF0xx file structure, DF1xx config route and
 architecture, DF2xx tensors, DF3xx aux layers, DF4xx vocabulary, DF5xx target, DF6xx norm
-flags, DF8xx differences from a reference, DF9xx hygiene.
+flags, DF7xx weight values (`--values`; DF901 also reads values, always), DF8xx differences
+from a reference, DF9xx hygiene.
 """
 
 from __future__ import annotations
@@ -129,6 +130,18 @@ DRAFT_CONTEXT_REFUSED = RuleId("DF506", "draft-context-refused", _E, "target")
 NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _W, "norms")
 NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _W, "norms")
 NORM_OUTPUT_SEMANTICS_DIFFER = RuleId("DF603", "norm-output-semantics-differ", _W, "norms")
+# The family of the rules that read weight values (`--values`); its findings describe the
+# bytes, so nothing that rewrites only names and config (convert, serve settings) fixes them.
+VALUES_FAMILY = "values"
+EMBEDDING_FROM_ANOTHER_TARGET = RuleId("DF701", "embedding-from-another-target", _E, VALUES_FAMILY)
+EMBEDDING_SIMILARITY = RuleId("DF702", "embedding-similarity", _I, VALUES_FAMILY)
+UNTRAINED_TENSOR = RuleId("DF703", "untrained-tensor", _W, VALUES_FAMILY)
+INIT_LIKE_STATISTICS = RuleId("DF704", "init-like-statistics", _I, VALUES_FAMILY)
+NON_FINITE_VALUES = RuleId("DF705", "non-finite-values", _E, VALUES_FAMILY)
+VALUES_EXCEED_SERVING_DTYPE = RuleId("DF706", "values-exceed-serving-dtype", _W, VALUES_FAMILY)
+FC_AUX_CHUNK_UNTRAINED = RuleId("DF707", "fc-aux-chunk-untrained", _W, VALUES_FAMILY)
+LM_HEAD_COPIED_FROM_TARGET = RuleId("DF708", "lm-head-copied-from-target", _I, VALUES_FAMILY)
+VALUES_NOT_CHECKED = RuleId("DF709", "values-not-checked", _I, VALUES_FAMILY)
 METHOD_DIFFERS = RuleId("DF801", "method-differs", _E, "difference")
 DRAFT_CLASS_DIFFERS = RuleId("DF802", "draft-class-differs", _E, "difference")
 DIMENSION_DIFFERS = RuleId("DF803", "dimension-differs", _E, "difference")
@@ -226,6 +239,15 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     NORM_FLAG_IGNORED,
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_OUTPUT_SEMANTICS_DIFFER,
+    EMBEDDING_FROM_ANOTHER_TARGET,
+    EMBEDDING_SIMILARITY,
+    UNTRAINED_TENSOR,
+    INIT_LIKE_STATISTICS,
+    NON_FINITE_VALUES,
+    VALUES_EXCEED_SERVING_DTYPE,
+    FC_AUX_CHUNK_UNTRAINED,
+    LM_HEAD_COPIED_FROM_TARGET,
+    VALUES_NOT_CHECKED,
     METHOD_DIFFERS,
     DRAFT_CLASS_DIFFERS,
     DIMENSION_DIFFERS,

@@ -14,7 +14,13 @@ def render_markdown(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
     lines = [
         f"Compatibility of `{matrix.draft}`"
         + (f" with `{matrix.target}`" if matrix.target else "")
-        + " (checked with draftfit, without loading weights)",
+        + " (checked with draftfit, "
+        + {
+            None: "without loading weights",
+            "sampled": "reading a sample of the weights",
+            "full": "reading every weight",
+        }.get(matrix.values, "reading the weights")
+        + ")",
         "",
         "| engine | versions | verdict | why |",
         "| --- | --- | --- | --- |",

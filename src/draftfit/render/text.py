@@ -21,6 +21,7 @@ FAMILY_TITLES = {
     "vocab": "Vocabulary",
     "target": "Draft next to the target",
     "norms": "Norm flags",
+    "values": "Weight values",
     "hygiene": "Checkpoint hygiene",
 }
 FAMILY_ORDER = list(FAMILY_TITLES)

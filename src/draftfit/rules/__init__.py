@@ -2,7 +2,7 @@
 
 Codes are stable and never reused: DF0xx file structure, DF1xx config route and
 architecture, DF2xx tensors, DF3xx aux layers, DF4xx vocabulary, DF5xx target, DF6xx norm
-flags, DF8xx differences from a reference, DF9xx hygiene.
+flags, DF7xx weight values (`--values`), DF8xx differences from a reference, DF9xx hygiene.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from draftfit.rules import (
     structure,
     target,
     tensors,
+    values,
     vocab,
 )
 from draftfit.rules.base import RULES, Rule, Severity
@@ -31,6 +32,7 @@ RULE_MODULES = (
     vocab,
     target,
     norms,
+    values,
     difference,
     hygiene,
 )

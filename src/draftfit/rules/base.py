@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from draftfit.engines.view import EngineView
     from draftfit.spec import DraftSpec
     from draftfit.target import Target
+    from draftfit.values.facts import ValueFacts
 
 
 @dataclass(frozen=True)
@@ -36,13 +37,15 @@ class Violation:
 
 @dataclass
 class Context:
-    """Everything a rule may read. `view` is None for engine-independent passes."""
+    """Everything a rule may read. `view` is None for engine-independent passes; `values`
+    holds what the value checks read, only when asked for (`--values`)."""
 
     checkpoint: Checkpoint
     spec: DraftSpec
     target: Target | None = None
     view: EngineView | None = None
     method: str | None = None
+    values: ValueFacts | None = None
 
 
 Check = Callable[[Context], Iterable[Violation]]

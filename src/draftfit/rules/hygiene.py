@@ -28,7 +28,8 @@ _NORM = re.compile(r"^layers\.\d+\.(input_layernorm|post_attention_layernorm|hid
 def untrained_layer_weights(ctx: Context) -> Iterator[Violation]:
     """## What it checks
     Reads the decoder layers' RMSNorm weights (a few KB) and flags a layer whose norms are
-    all exactly 1.0, their initial value.
+    all exactly 1.0, their initial value. It runs on every check; the value rules (DF7xx,
+    `--values`) extend the same evidence to every tensor.
 
     ## Why it matters
     `speculators convert` 0.2.0–0.4.x dropped `midlayer.*` tensors from SafeAILab, SpecForge

@@ -1,0 +1,50 @@
+"""A progress bar on the terminal for long value reads (full mode, Hub reads).
+
+Drawn with rich on stderr, only when stderr is a terminal: nothing when piped or captured,
+so output and logs stay clean. Removed when done.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+Progress = Callable[[int], None]
+
+
+def _none(_: int) -> None:
+    return None
+
+
+@contextmanager
+def progress_for(description: str, total: int, enabled: bool = True) -> Iterator[Progress]:
+    """Yield a callable that advances a bar by a number of bytes (a no-op when not shown)."""
+    if not enabled or total <= 0 or not sys.stderr.isatty():
+        yield _none
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+    from rich.progress import Progress as Bar
+
+    with Bar(
+        TextColumn(f"draftfit: {description}".replace("[", "\\[")),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        row = bar.add_task(description, total=total)
+
+        def advance(n: int) -> None:
+            bar.advance(row, n)
+
+        yield advance

@@ -1,0 +1,187 @@
+"""Find the target's embedding (and output head) among its weight files, locally or on the Hub.
+
+A plain check reads only the target's `config.json`; value checks also need the rows of its
+`embed_tokens` (and `lm_head`). Shard headers are read one at a time: the first shard first
+(checkpoints are saved in module order, so the embedding is almost always there), then the
+shard the index names. Only headers and the rows asked for cross the wire.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from draftfit.checkpoint.access import FileAccess, LocalAccess
+from draftfit.checkpoint.model import Damage, TensorInfo
+from draftfit.checkpoint.safetensors import MAX_HEADER_BYTES, _parse_entry
+from draftfit.target import Target
+
+# Where multimodal and text-only checkpoints keep the token embedding, most common first.
+EMBED_NAMES = (
+    "model.embed_tokens.weight",
+    "language_model.model.embed_tokens.weight",
+    "model.language_model.embed_tokens.weight",
+    "language_model.embed_tokens.weight",
+    "embed_tokens.weight",
+    "transformer.wte.weight",
+)
+HEAD_NAMES = (
+    "lm_head.weight",
+    "language_model.lm_head.weight",
+    "model.language_model.lm_head.weight",
+    "model.lm_head.weight",
+)
+INDEX = "model.safetensors.index.json"
+# A larger index is not parsed: the search falls back to the first shard's header.
+INDEX_LIMIT = 64 * 1024 * 1024
+
+
+@dataclass
+class TargetWeights:
+    """The target's embedding and head tensors, and how to read their bytes."""
+
+    access: FileAccess
+    embedding: TensorInfo | None
+    head: TensorInfo | None
+    head_tied: bool
+    remote: bool
+    siblings: set[str]
+
+    def quantized(self, info: TensorInfo) -> str | None:
+        """The scale tensor stored next to `info` when it is block-quantized, else None."""
+        base = info.name.removesuffix(".weight")
+        for suffix in (".weight_scale_inv", ".weight_scale", ".scales"):
+            if base + suffix in self.siblings:
+                return base + suffix
+        return None
+
+
+class TargetWeightsMissing(Exception):
+    """The target's weights cannot be found or read; the message says why, in one line."""
+
+
+def open_target_weights(target: Target, need_head: bool = True) -> TargetWeights:
+    """Locate the target's embedding (and, with `need_head`, its head); raises
+    TargetWeightsMissing. Only the entries needed are taken from each shard header."""
+    from draftfit.sources import is_hub_reference
+
+    if is_hub_reference(target.source):
+        access, files, remote = _hub_access(target.source), None, True
+    else:
+        root = Path(target.source)
+        if root.is_file():
+            root = root.parent
+        access, remote = LocalAccess(root), False
+        try:
+            files = sorted(p.name for p in root.iterdir() if p.is_file())
+        except OSError as exc:
+            raise TargetWeightsMissing(f"cannot list {root}: {exc.strerror or exc}") from exc
+    if files is None:
+        files = sorted(getattr(access, "sizes", {}))
+    shards = [f for f in files if f.endswith(".safetensors")]
+    if not shards:
+        raise TargetWeightsMissing(
+            "the target holds no safetensors weights (only its config.json?)"
+        )
+    tied = _tied(target)
+    found: dict[str, TensorInfo] = {}
+    names: set[str] = set()
+    for shard in _search_order(access, files, shards):
+        found.update(_read_entries(access, shard, names))
+        embed = _first(found, EMBED_NAMES)
+        head = _first(found, HEAD_NAMES)
+        if embed is not None and (head is not None or tied or not need_head):
+            break
+    embed = _first(found, EMBED_NAMES)
+    head = _first(found, HEAD_NAMES)
+    if embed is None:
+        raise TargetWeightsMissing(
+            "no embedding found among the target's tensors (looked for "
+            + ", ".join(f"`{n}`" for n in EMBED_NAMES[:3])
+            + ", ...)"
+        )
+    head_tied = head is None and tied
+    return TargetWeights(access, embed, embed if head_tied else head, head_tied, remote, names)
+
+
+def _read_entries(access: FileAccess, shard: str, names: set[str]) -> dict[str, TensorInfo]:
+    """The embedding and head entries of one shard's header (every name goes to `names`)."""
+    try:
+        size = access.size(shard)
+        first = access.read_range(shard, 0, max(8, min(size, access.prefetch)))
+        (length,) = struct.unpack("<Q", first[:8]) if len(first) >= 8 else (size,)
+        if length > MAX_HEADER_BYTES or 8 + length > size:
+            raise TargetWeightsMissing(f"{shard}: not a readable safetensors file")
+        header = first[8 : 8 + length] if 8 + length <= len(first) else b""
+        if not header:
+            header = access.read_range(shard, 8, 8 + length)
+        parsed = json.loads(header)
+    except (OSError, ValueError) as exc:
+        raise TargetWeightsMissing(f"{shard}: cannot read its header ({exc})") from exc
+    if not isinstance(parsed, dict):
+        raise TargetWeightsMissing(f"{shard}: its header is not a JSON object")
+    names.update(parsed)
+    found: dict[str, TensorInfo] = {}
+    damage: list[Damage] = []
+    data_size = size - 8 - length
+    for name in (*EMBED_NAMES, *HEAD_NAMES):
+        if name in parsed:
+            info = _parse_entry(name, parsed[name], shard, 8 + length, data_size, damage)
+            if info is not None and not damage and (info.byte_range or (0, size + 1))[1] <= size:
+                found[name] = info
+    return found
+
+
+def _search_order(access: FileAccess, files: list[str], shards: list[str]) -> Iterator[str]:
+    """The first shard, then (reading the index only now) the shards it names for the
+    embedding and head, then the rest; each at most once."""
+    yield shards[0]
+    done = {shards[0]}
+    named = _index_shards(access) if INDEX in files else []
+    for shard in [*named, *shards]:
+        if shard in shards and shard not in done:
+            done.add(shard)
+            yield shard
+
+
+def _index_shards(access: FileAccess) -> list[str]:
+    try:
+        if access.size(INDEX) > INDEX_LIMIT:
+            return []
+        index = json.loads(access.read_all(INDEX))
+    except (OSError, ValueError):
+        return []
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict):
+        return []
+    return [
+        shard
+        for name in (*EMBED_NAMES, *HEAD_NAMES)
+        if isinstance(shard := weight_map.get(name), str)
+    ]
+
+
+def _first(tensors: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo | None:
+    for name in names:
+        if name in tensors:
+            return tensors[name]
+    return None
+
+
+def _tied(target: Target) -> bool:
+    for config in (target.text_config, target.config):
+        value = config.get("tie_word_embeddings")
+        if isinstance(value, bool):
+            return value
+    return False
+
+
+def _hub_access(source: str) -> FileAccess:
+    from draftfit.hub import RemoteAccess, _list_files, parse_hub_reference
+
+    ref = parse_hub_reference(source)
+    commit, sizes = _list_files(ref)
+    return RemoteAccess(ref, commit, sizes)
