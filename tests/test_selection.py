@@ -151,7 +151,7 @@ def test_discovery_order_and_the_repository_boundary(tmp_path: Path) -> None:
         ("select = [", "is not valid TOML"),
         ('selct = ["DF1"]\n', "unknown key(s) selct"),
         ('select = "DF1"\n', "must be a list"),
-        ('ignore = ["DF7"]\n', "'DF7' matches no rule"),
+        ('ignore = ["DF99"]\n', "'DF99' matches no rule"),
         ("[ignore]\nDF105 = 3\n", "table of selector"),
     ],
 )
@@ -207,10 +207,10 @@ def test_per_checkpoint_ignores_in_the_repository_settings(capsys, repo) -> None
     )
     assert code == 1 and "suppressed" not in by_code(json.loads(out), "DF105")
     (repo / "pyproject.toml").write_text(
-        '[tool.draftfit.per-checkpoint-ignores]\n"drafts/*" = ["DF77"]\n'
+        '[tool.draftfit.per-checkpoint-ignores]\n"drafts/*" = ["DF99"]\n'
     )
     code, _, err = run(capsys, "check", str(repo / "drafts" / "other"))
-    assert code == 2 and "per-checkpoint-ignores 'drafts/*': 'DF77' matches no rule" in err
+    assert code == 2 and "per-checkpoint-ignores 'drafts/*': 'DF99' matches no rule" in err
 
 
 def test_repeated_and_comma_separated_selectors_add_up(capsys, repo) -> None:
