@@ -130,7 +130,7 @@ class DiffReport:
     engines: list[DiffResult]
     notes: list[str] = field(default_factory=list)
 
-    def exit_code(self, fail_on: FailOn | Severity) -> int:
+    def exit_code(self, fail_on: FailOn | Severity | str = FailOn.ERROR) -> int:
         """1 when a counted finding (not suppressed) or an engine verdict fails at `fail_on`
         (see draftfit.fail_on)."""
         failing = FailOn.of(fail_on).fails(

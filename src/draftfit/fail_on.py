@@ -45,11 +45,19 @@ class FailOn(enum.IntEnum):
         return cls[text.upper()]
 
     @classmethod
-    def of(cls, value: FailOn | Severity) -> FailOn:
-        """A threshold given as a finding severity (the library's older form) or as is."""
+    def of(cls, value: FailOn | Severity | str) -> FailOn:
+        """A threshold given as is, as a finding severity, or by name (`"warning"`, as the
+        command line spells it); an unknown name raises ValueError listing the choices."""
         if isinstance(value, FailOn):
             return value
-        return cls[value.name]
+        if isinstance(value, Severity):
+            return cls[value.name]
+        try:
+            return cls.parse(value)
+        except KeyError:
+            raise ValueError(
+                f"unknown --fail-on threshold {value!r}; choose from {', '.join(CHOICES)}"
+            ) from None
 
     @property
     def lowest_failing_severity(self) -> Severity:

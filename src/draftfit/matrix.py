@@ -88,7 +88,7 @@ class Matrix:
             "notes": list(self.notes),
         }
 
-    def exit_code(self, fail_on: FailOn | Severity) -> int:
+    def exit_code(self, fail_on: FailOn | Severity | str = FailOn.ERROR) -> int:
         """1 when a row's deciding findings or verdict fail at `fail_on` (as for check)."""
         threshold = FailOn.of(fail_on)
         failing = threshold.fails(

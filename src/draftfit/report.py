@@ -287,7 +287,7 @@ class Report:
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity and f.counts)
 
-    def exit_code(self, fail_on: FailOn | Severity) -> int:
+    def exit_code(self, fail_on: FailOn | Severity | str = FailOn.ERROR) -> int:
         """1 when a counted finding (not suppressed) or an engine verdict fails at `fail_on`
         (see draftfit.fail_on)."""
         failing = FailOn.of(fail_on).fails(
