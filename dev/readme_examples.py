@@ -87,6 +87,11 @@ LLAMA_8B = {
 
 DRAFT_VOCAB = 32000
 
+SETTINGS = """\
+[ignore]
+DF108 = "our serving config always passes the method"
+"""
+
 
 def specforge_llama_8b(root: Path, nested_aux: list[int]) -> Path:
     """A SpecForge EAGLE-3 draft for Llama-3.1-8B-Instruct (`LlamaForCausalLMEagle3`,
@@ -124,7 +129,8 @@ def build_workspace(root: Path) -> None:
     * `my-eagle3-draft/`: the same, trained on other layers (nested [3, 15, 27]).
     * `Kimi-K2-Instruct/`, `my-kimi-draft/` and `Kimi-K2-Instruct-eagle3/`: `draftfit
       demo`'s target, speculators-trained draft and AQ-MedAI reference.
-    * `drafts/llama-v1`, `drafts/llama-v2`: two drafts in one folder, for the CI examples;
+    * `drafts/llama-v1`, `drafts/llama-v2`: the same two drafts in one folder, with a
+      settings file `drafts/draftfit.toml`, for the CI examples;
       `checkpoints/epoch_1/hf`, `checkpoints/epoch_2/hf`: a training run's folders.
     """
     target = root / "Llama-3.1-8B-Instruct"
@@ -138,9 +144,9 @@ def build_workspace(root: Path) -> None:
     demo.target.rename(root / "Kimi-K2-Instruct")
     demo.draft.rename(root / "my-kimi-draft")
     demo.reference.rename(root / "Kimi-K2-Instruct-eagle3")
-    (root / "drafts").mkdir()
-    (root / "drafts" / "llama-v1").symlink_to("../my-eagle3-draft")
-    (root / "drafts" / "llama-v2").symlink_to("../specforge-draft")
+    specforge_llama_8b(root / "drafts" / "llama-v1", [3, 15, 27])
+    specforge_llama_8b(root / "drafts" / "llama-v2", [1, 15, 28])
+    (root / "drafts" / "draftfit.toml").write_text(SETTINGS)
     for epoch in (1, 2):
         folder = root / "checkpoints" / f"epoch_{epoch}"
         folder.mkdir(parents=True)
