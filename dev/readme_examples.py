@@ -17,6 +17,10 @@ and stderr, as a terminal shows them) replaces the lines under the command:
 * `commands-only`: the block shows commands, no output; each must exit 0 or 1 (a usage
   error, exit 2, fails the check).
 
+A block whose first line starts with `>>> ` is a doctest, run with Python in the same
+folder: `--check` and `--write` both report a failure (exit 1); its expected values are
+never rewritten.
+
 Paths inside the temporary folder are printed as the relative paths the commands give;
 any absolute path left in an output is an error. Examples must be stable: no timings.
 
@@ -338,23 +342,32 @@ def main(argv: list[str] | None = None) -> int:
         runner = Runner(workspace, bin_dir)
         fresh = {b.name: regenerate(b, runner) for b in blocks}
         shutil.rmtree(workspace, ignore_errors=True)
-    drifted = 0
+    drifted = failed = 0
     for block in reversed(blocks):
         new = fresh[block.name]
         if new == block.lines:
             continue
         drifted += 1
-        if args.check:
+        doctest_block = block.lines[0].startswith(DOCTEST_PROMPT)
+        if args.check or doctest_block:
             diff = difflib.unified_diff(
                 block.lines, new, f"README.md {block.name}", "a real run", lineterm=""
             )
             print("\n".join(diff))
+        if doctest_block:
+            failed += 1  # a doctest's expected values are written by hand, never rewritten
+            continue
         lines[block.start : block.end] = new
-    if args.write and drifted:
+    if args.write and drifted > failed:
         write_text_atomic(args.readme, "\n".join(lines))
     verb = "rewrote" if args.write else "drifted:"
-    print(f"{len(blocks)} examples, {verb} {drifted}", file=sys.stderr)
-    return 1 if args.check and drifted else 0
+    print(
+        f"{len(blocks)} examples, {verb} {drifted - failed if args.write else drifted}",
+        file=sys.stderr,
+    )
+    if failed:
+        print(f"{failed} doctest example(s) failed: fix them by hand", file=sys.stderr)
+    return 1 if (args.check and drifted) or failed else 0
 
 
 if __name__ == "__main__":
