@@ -221,3 +221,26 @@ def test_engine_specific_naming_matters_only_where_the_engine_does_not_bind_it(
     assert old.engines[0].verdict == "different"
     messages = [x.message for x in old.findings if x.code == "DF806"]
     assert any("load for the draft but not for the reference" in m for m in messages)
+
+
+def test_spelling_section_verdict_and_summary_count_the_same_findings(
+    tmp_path: Path, capsys
+) -> None:
+    """The demo's pair has a DF811 (embedding stored on one side only) beside its DF810s:
+    the "Spelling" section's count, the verdict line's "N spelling" and the JSON summary
+    agree, and DF811 is among them."""
+    from draftfit.demo import build_demo
+
+    paths = build_demo(tmp_path)
+    args = ["diff", str(paths.draft), str(paths.reference), "--target", str(paths.target)]
+    assert main(args) == 1
+    text = capsys.readouterr().out
+    section = next(x for x in text.splitlines() if x.startswith("Spelling the engine"))
+    shown = int(section.rsplit("(", 1)[1].rstrip(")"))
+    verdict = next(x for x in text.splitlines() if x.startswith("vLLM 0.34.0: different"))
+    assert f", {shown} spelling)" in verdict
+    assert main([*args, "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    spelling_codes = [x["code"] for x in data["findings"] if x["severity"] == "info"]
+    assert "DF811" in spelling_codes
+    assert data["summary"]["spelling"] == shown == data["engines"][0]["counts"]["spelling"]

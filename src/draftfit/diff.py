@@ -31,7 +31,6 @@ from draftfit.location import Location
 from draftfit.report import SCHEMA_VERSION, Finding, Report
 from draftfit.rule_ids import (
     CONFIG_KEY_DIFFERS,
-    SPELLING_ONLY,
     TENSOR_DTYPE_DIFFERS,
     TENSOR_NAME_DIFFERS,
     RuleId,
@@ -150,11 +149,18 @@ class DiffReport:
             "notes": list(self.notes),
             "summary": {
                 "matters": sum(1 for f in counting if f.severity == Severity.ERROR),
-                "spelling": sum(1 for f in counting if f.code == SPELLING_ONLY.code),
+                "spelling": sum(1 for f in counting if is_spelling(f)),
                 "raw": sum(1 for f in counting if f.code in RAW_CODES),
                 "exit_code": self.exit_code(fail_on),
             },
         }
+
+
+def is_spelling(finding: Finding) -> bool:
+    """A semantic difference below error: written differently, resolved the same way by the
+    engine (DF810, and DF811's stored-or-borrowed embedding). The text report's "Spelling"
+    section, the verdict line's "N spelling" and the JSON summary all count with this."""
+    return finding.family == "diff" and finding.severity < Severity.ERROR
 
 
 def set_verdicts(findings: list[Finding], results: list[DiffResult]) -> None:
@@ -165,7 +171,7 @@ def set_verdicts(findings: list[Finding], results: list[DiffResult]) -> None:
             if result.label in finding.engines and finding.counts:
                 if finding.severity == Severity.ERROR:
                     counts["matters"] += 1
-                elif finding.code == SPELLING_ONLY.code:
+                elif is_spelling(finding):
                     counts["spelling"] += 1
         result.counts = counts
         if counts["matters"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from draftfit.diff import EQUIVALENT, DiffReport
+from draftfit.diff import EQUIVALENT, DiffReport, is_spelling
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.suppressed import suppressed_summary
@@ -39,7 +39,7 @@ def render_diff(
             ),
             (
                 "Spelling the engine resolves the same way",
-                [f for f in counting if f.family == "diff" and f.severity < Severity.ERROR],
+                [f for f in counting if is_spelling(f)],
             ),
             (
                 "Raw differences (config keys, dtypes, skipped tensors)",
