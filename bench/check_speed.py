@@ -30,7 +30,7 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-from draftfit.check import check_checkpoint, resolve_engines
+from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
 from draftfit.demo import build_demo, demo_config
 from draftfit.engines.registry import ENGINES
@@ -245,7 +245,7 @@ def main() -> None:
             f"check, --engine all ({len(every_engine)} engines) {t_all_engines * 1e3:6.2f} ms  "
             f"(= {t_all_engines / t_check:.1f}x one engine)"
         )
-        from draftfit.matrix import build_matrix
+        from draftfit.release_matrix import build_matrix
 
         t_matrix = median_seconds(
             lambda: build_matrix(load_checkpoint(draft), load_target(target)),

@@ -58,7 +58,7 @@ def main() -> None:
                 }
             )
             # huggingface_hub reads these at import; import it only now.
-            from draftfit.check import check_path
+            from draftfit.checker import check_path
 
             start = time.perf_counter()
             report = check_path("hf://bench/kimi-k2-eagle3", target="hf://bench/kimi-k2")

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from check_speed import kimi_target_table  # noqa: E402
-from draftfit.check import check_path  # noqa: E402
+from draftfit.checker import check_path  # noqa: E402
 from draftfit.checkpoint import access as access_module  # noqa: E402
 from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors  # noqa: E402
 from draftfit.demo import build_demo, demo_config  # noqa: E402

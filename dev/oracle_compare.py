@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.cases import CASES
 
-from draftfit.check import check_path
+from draftfit.checker import check_path
 
 EXPECTED_UNUSED = {"t2d", "mask_hidden"}
 

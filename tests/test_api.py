@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.check import check_path
+from draftfit.checker import check_path
 from tests import factory as f
 
 

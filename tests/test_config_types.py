@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from draftfit import cli
-from draftfit.check import check_checkpoint, resolve_engines
+from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
 from draftfit.config_schema import (
     ANY,
@@ -61,9 +61,9 @@ CONFIG_READERS = [
     "engines/trtllm_serve.py",
     "convert/planner.py",
     "recipe.py",
-    "diff.py",
+    "comparison.py",
     "inspection.py",
-    "matrix.py",
+    "release_matrix.py",
     *sorted(str(p.relative_to(SRC)) for p in (SRC / "rules").glob("*.py")),
 ]
 READ_CALLS = {"get", "int_field", "field", "_int", "vint", "pointer", "setdefault", "pop"}

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.check import check_path
+from draftfit.checker import check_path
 from draftfit.checkpoint import load_checkpoint
 from draftfit.cli import main
 from draftfit.convert import convert_path
-from draftfit.diff import diff_paths
+from draftfit.comparison import diff_paths
 from draftfit.errors import OutputExistsError, UsageError
 from draftfit.spec import describe
 from tests import factory as f

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from draftfit.cli import main
-from draftfit.diff import diff_paths
+from draftfit.comparison import diff_paths
 from draftfit.rules import all_rules
 from tests import factory as f
 from tests.factory import Draft

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.check import check_checkpoint
+from draftfit.checker import check_checkpoint
 from draftfit.engines.registry import load_engine
 from draftfit.report import Finding
 from draftfit.rules.base import Severity

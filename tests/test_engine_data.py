@@ -259,7 +259,7 @@ def test_an_approximate_entry_surfaces_in_the_finding_built_on_it(
 ) -> None:
     """Each finding whose sources include an approximate entry active at the checked
     version quotes that entry's note; findings on exact entries carry no caveat."""
-    from draftfit.check import check_path
+    from draftfit.checker import check_path
     from tests.cases import CASES
 
     case = next(c for c in CASES if c.id == case_id)

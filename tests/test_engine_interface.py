@@ -31,17 +31,17 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.check import check_checkpoint
+from draftfit.checker import check_checkpoint
 from draftfit.checkpoint import Checkpoint, load_checkpoint
 from draftfit.checkpoint.values import cached_ints
 from draftfit.convert.planner import plan_conversion
 from draftfit.convert.preview import preview_checkpoint
-from draftfit.diff import diff_checkpoints
+from draftfit.comparison import diff_checkpoints
 from draftfit.engines.interface import Engine, Recipe, Served, ServeRequest
 from draftfit.engines.registry import ENGINES, SGLANG, TRTLLM, VLLM, parse_engine_spec
 from draftfit.engines.trtllm import Builder as TrtllmBuilder
 from draftfit.engines.view import BuildInputs, EngineView
-from draftfit.matrix import build_matrix
+from draftfit.release_matrix import build_matrix
 from draftfit.recipe import attach_recipes
 from draftfit.spec import describe
 from draftfit.target import Target, load_target
@@ -81,11 +81,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("draftfit.engines",),
     ("draftfit.rules",),
     ("draftfit.report", "draftfit.selection", "draftfit.rule_docs"),
-    ("draftfit.check",),
+    ("draftfit.checker",),
     (
         "draftfit.recipe",
-        "draftfit.diff",
-        "draftfit.matrix",
+        "draftfit.comparison",
+        "draftfit.release_matrix",
         "draftfit.convert",
         "draftfit.inspection",
         "draftfit.explain",
@@ -96,7 +96,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("draftfit.cli", "draftfit.__main__"),
 )
 # The modules that serve every engine alike.
-ENGINE_NEUTRAL = ("check.py", "recipe.py", "diff.py", "matrix.py", "convert/__init__.py")
+ENGINE_NEUTRAL = (
+    "checker.py",
+    "recipe.py",
+    "comparison.py",
+    "release_matrix.py",
+    "convert/__init__.py",
+)
 CONCRETE_ENGINE_MODULES = {
     f"draftfit.engines.{name}{suffix}"
     for name in ("vllm", "sglang", "trtllm")
@@ -207,7 +213,7 @@ def test_no_module_outside_engines_imports_a_concrete_engine() -> None:
     assert offenders == []
     # The recipe reuses the check: it neither re-describes the draft nor imports the checker.
     recipe_edges = import_graph()["draftfit.recipe"]
-    assert "draftfit.check" not in recipe_edges
+    assert "draftfit.checker" not in recipe_edges
     recipe_tree = ast.parse((PACKAGE / "recipe.py").read_text(encoding="utf-8"))
     names = {n.id for n in ast.walk(recipe_tree) if isinstance(n, ast.Name)}
     assert "describe" not in names and "load_engine" not in names

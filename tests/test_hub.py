@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.check import check_path
+from draftfit.checker import check_path
 from draftfit.cli import main
 from draftfit.rule_ids import Severity
 from draftfit.sources import is_hub_reference, open_checkpoint

@@ -8,7 +8,7 @@ from pathlib import Path
 from draftfit.checkpoint import load_checkpoint
 from draftfit.cli import main
 from draftfit.engines.registry import ENGINES, VLLM, load_engine
-from draftfit.matrix import build_matrix
+from draftfit.release_matrix import build_matrix
 from draftfit.target import load_target
 from tests import factory as f
 

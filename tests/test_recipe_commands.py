@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from draftfit.check import check_path
+from draftfit.checker import check_path
 from draftfit.checkpoint import load_checkpoint
 from draftfit.cli import build_parser, main
 from draftfit.engines.interface import Recipe
 from draftfit.engines.registry import load_engine
-from draftfit.matrix import build_matrix
+from draftfit.release_matrix import build_matrix
 from draftfit.recipe import attach_recipes, recipe_for
 from draftfit.render.matrix_markdown import render_markdown
 from draftfit.render.matrix_text import render_matrix

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.check import check_path
+from draftfit.checker import check_path
 from draftfit.cli import build_parser, main
 from draftfit.convert import convert_path
 from draftfit.demo import run_demo
-from draftfit.diff import diff_paths
+from draftfit.comparison import diff_paths
 from draftfit.engines.listing import list_engines
 from draftfit.explain import RuleList
 from draftfit.inspection import inspect_path
-from draftfit.matrix import build_matrix
+from draftfit.release_matrix import build_matrix
 from draftfit.recipe import attach_recipes
 from draftfit.render import kinds as registry
 from draftfit.render.kinds import KINDS, formats_for

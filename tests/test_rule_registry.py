@@ -79,7 +79,7 @@ TAGGING_CALLS: dict[str, tuple[int, ...]] = {
 TAG_KEYWORDS = frozenset({"rule", "kind", "code", "name", "rule_id"})
 
 # Where a finding can come from: a reference to an identity here emits it.
-EMITTER_MODULES = ("engines/", "checkpoint/", "rules/", "diff.py", "convert/")
+EMITTER_MODULES = ("engines/", "checkpoint/", "rules/", "comparison.py", "convert/")
 
 # The declarators in draftfit.rules.base: `rule` registers a check the rule module runs;
 # the others register documentation for a detection that lives in an emitter module.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.check import check_path
+from draftfit.checker import check_path
 from draftfit.rules import all_rules
 from tests import factory as f
 from tests.cases import CASES, Case

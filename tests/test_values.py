@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from draftfit.check import check_path
+from draftfit.checker import check_path
 from draftfit.cli import main
-from draftfit.diff import diff_paths
-from draftfit.matrix import build_matrix
+from draftfit.comparison import diff_paths
+from draftfit.release_matrix import build_matrix
 from draftfit.rules import all_rules
 from draftfit.rules import values as value_rules
 from draftfit.sources import open_checkpoint, open_target
@@ -345,7 +345,7 @@ def test_plain_check_does_not_import_numpy(tmp_path: Path) -> None:
     )
     assert run.returncode in (0, 1), run.stderr[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines()}
-    assert "numpy" not in imported and "draftfit.check" in imported
+    assert "numpy" not in imported and "draftfit.checker" in imported
     run = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "draftfit", "check", str(draft), "--values"],
         capture_output=True,

@@ -143,7 +143,7 @@ def expand_drafts(arguments: Sequence[str]) -> list[str]:
 
 def run_check(args: argparse.Namespace) -> int:
     """`draftfit check D1 [D2 ...]`: one report per draft, the worst exit status."""
-    from draftfit.check import check_path
+    from draftfit.checker import check_path
     from draftfit.recipe import attach_recipes
     from draftfit.selection import apply_to_report
 
@@ -188,7 +188,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 def run_diff(args: argparse.Namespace) -> int:
     """`draftfit diff DRAFT REFERENCE` with the draft's rule selection."""
-    from draftfit.diff import diff_paths, set_verdicts
+    from draftfit.comparison import diff_paths, set_verdicts
 
     selection = selection_for(args, args.draft)
     report = diff_paths(
@@ -209,7 +209,7 @@ def run_diff(args: argparse.Namespace) -> int:
 
 def run_matrix(args: argparse.Namespace) -> int:
     """`draftfit matrix DRAFT` with the draft's rule selection."""
-    from draftfit.matrix import build_matrix
+    from draftfit.release_matrix import build_matrix
     from draftfit.mistakes import refuse_argument_mistakes
     from draftfit.render.registry import render
     from draftfit.sources import open_checkpoint, open_target

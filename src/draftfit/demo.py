@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from draftfit.synth import speculators_table, write_sparse_checkpoint
 
 if TYPE_CHECKING:
-    from draftfit.diff import DiffReport
+    from draftfit.comparison import DiffReport
     from draftfit.report import Report
 
 DEMO_ENGINES = ("vllm==0.17.0", "sglang==0.5.23", "vllm==0.34.0")
@@ -127,9 +127,9 @@ class DemoResult:
 
 def run_demo() -> DemoResult:
     """Build the demo in a temporary folder, check it, clean up, and return the reports."""
-    from draftfit.check import check_path
+    from draftfit.checker import check_path
     from draftfit.checkpoint import load_checkpoint
-    from draftfit.diff import diff_paths
+    from draftfit.comparison import diff_paths
 
     with tempfile.TemporaryDirectory(prefix="draftfit-demo-") as tmp:
         paths = build_demo(Path(tmp))

@@ -36,7 +36,7 @@ def recipe_for(report: Report, result: EngineResult) -> Recipe | None:
     """The recipe for one engine version of `report` (None where the engine cannot serve
     this kind of draft, e.g. an EAGLE-1 draft on TensorRT-LLM).
 
-    `report` is a check made by :func:`draftfit.check.check_checkpoint` (it holds the
+    `report` is a check made by :func:`draftfit.checker.check_checkpoint` (it holds the
     checkpoint, its description, the target and each version's profile)."""
     kept = report.kept()
     profile = result.kept().profile

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from draftfit.check import check_checkpoint, resolve_engines
+from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
 from draftfit.checkpoint.model import UNREADABLE_WEIGHTS, Checkpoint
 from draftfit.convert.output import check_output_path

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from draftfit.diff import EQUIVALENT, DiffReport, is_spelling
+from draftfit.comparison import EQUIVALENT, DiffReport, is_spelling
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.suppressed import suppressed_summary

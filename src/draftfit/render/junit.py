@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from draftfit.fail_on import UNVERIFIED, FailOn
-from draftfit.matrix import Matrix
+from draftfit.release_matrix import Matrix
 from draftfit.render.escape import escape_controls
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.verdicts import FindingReport, verdict_line
@@ -117,7 +117,7 @@ def render_junit_matrix(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
                 suite,
                 "testcase",
                 {
-                    "classname": _text(f"draftfit.matrix.{matrix.draft}"),
+                    "classname": _text(f"draftfit.release_matrix.{matrix.draft}"),
                     "name": _text(f"{row.title} {version}"),
                 },
             )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from draftfit.matrix import Matrix
+from draftfit.release_matrix import Matrix
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import unverified_line
 from draftfit.report import UNVERIFIED

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from draftfit.matrix import Matrix
+from draftfit.release_matrix import Matrix
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import VERDICT_STYLE, print_recipe, unverified_line

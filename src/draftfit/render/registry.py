@@ -1,7 +1,7 @@
 """Every (output kind, format) pair bound to its renderer, and the one way to emit a result.
 
 A command computes a result object (a :class:`~draftfit.report.Report`, a
-:class:`~draftfit.matrix.Matrix`, ...) and hands it to :func:`emit` with the `--format` the
+:class:`~draftfit.release_matrix.Matrix`, ...) and hands it to :func:`emit` with the `--format` the
 user chose; the registry picks the renderer by the result's type and the format name.
 
 Every renderer has the signature ``render(result, options: RenderOptions) -> str``. Adding a
@@ -18,12 +18,12 @@ from typing import IO, Any
 
 from draftfit.convert import ConvertResult
 from draftfit.demo import DemoResult
-from draftfit.diff import DiffReport
+from draftfit.comparison import DiffReport
 from draftfit.engines.listing import EngineListing
 from draftfit.explain import RuleList
 from draftfit.fail_on import FailOn
 from draftfit.inspection import InspectInfo
-from draftfit.matrix import Matrix
+from draftfit.release_matrix import Matrix
 from draftfit.render.demo_text import render_demo
 from draftfit.render.diff_text import render_diff
 from draftfit.render.engines_text import render_engines

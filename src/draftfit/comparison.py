@@ -21,7 +21,7 @@ from typing import Any
 
 from draftfit import __version__, rule_ids
 from draftfit.aux_counting import default_capture_ids, resolve_with_target
-from draftfit.check import check_checkpoint, resolve_engines
+from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import Checkpoint
 from draftfit.checkpoint.values import read_bytes
 from draftfit.engines.profile import Profile

@@ -2,7 +2,7 @@
 
 This is the library entry point behind `draftfit check`::
 
-    from draftfit.check import check_path
+    from draftfit.checker import check_path
     report = check_path("./my-draft", target="./target", engines=["vllm==0.34.0"])
 
 The report keeps what the check read and computed (`report.kept()`: the checkpoint, its

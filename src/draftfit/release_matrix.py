@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from draftfit.check import check_checkpoint
+from draftfit.checker import check_checkpoint
 from draftfit.checkpoint import Checkpoint
 from draftfit.engines.interface import Engine
 from draftfit.engines.registry import ENGINES
