@@ -10,6 +10,7 @@ becomes a :class:`HubAccessError` with one clear line (the CLI exits 2).
 
 from __future__ import annotations
 
+import errno
 import sys
 import threading
 import time
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from draftfit.checkpoint.access import read_regular
+from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
 from draftfit.checkpoint.local import load_checkpoint, load_from_access
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.errors import HubAccessError
@@ -75,7 +78,10 @@ class RemoteAccess:
 
         with _hub_errors(self.ref):
             path = hf_hub_download(self.ref.repo_id, rel, revision=self.commit or self.ref.revision)
-        return Path(path).read_bytes()
+        try:
+            return read_regular(Path(path), MAX_JSON_FILE_BYTES)
+        except ValueError as exc:  # a cached file larger than any JSON draftfit reads
+            raise OSError(errno.EFBIG, f"{rel}: {exc}") from None
 
     def local_path(self, rel: str) -> Path | None:
         return None
@@ -99,7 +105,10 @@ def load_hub_checkpoint(text: str) -> Checkpoint:
     """Read a draft from the Hub (headers only), or from the local cache when offline."""
     ref = parse_hub_reference(text)
     if _offline():
-        return load_checkpoint(_cached_snapshot(ref), source=ref.display)
+        snapshot = _cached_snapshot(ref)
+        # Snapshot files are symlinks into the repository's `blobs/` folder
+        # (`models--OWNER--NAME/snapshots/REV/x -> ../../blobs/HASH`): reads stay inside it.
+        return load_checkpoint(snapshot, source=ref.display, confine=snapshot.parent.parent)
     with _progress(f"reading {ref.display} (config and safetensors headers)"):
         commit, sizes = _list_files(ref)
         if not any(name.endswith(".safetensors") for name in sizes) and any(

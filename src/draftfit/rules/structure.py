@@ -502,3 +502,59 @@ def no_weights():
     ## Fix
     Upload the weights.
     """
+
+
+@_structure_rule(
+    "DF022",
+    "reader-limit-exceeded",
+    Severity.ERROR,
+    "a file exceeds one of draftfit's reader limits and was not read",
+    "the file is corrupted or hostile; re-export it with a standard writer",
+)
+def reader_limit_exceeded():
+    """## What it checks
+    Every JSON document (config, index, safetensors header) and weight file stays within the
+    reader's caps: JSON nesting 64 levels, 40 digits per number, 32 MiB per JSON file,
+    16 MiB per safetensors header, 20,000 tensors per file, 64 dimensions per tensor, 4,096
+    weight files, 100,000 zip members, a 64 MiB `data.pkl`, 2,000,000 pickle opcodes and
+    pickle objects nested 100 deep. A file over a cap is not read further.
+
+    ## Why it matters
+    No real checkpoint comes near these limits; a file that exceeds one is corrupted or
+    built to exhaust the loader (a nesting bomb, a 20,000-digit dimension, a header claiming
+    a million tensors, a zip bomb). Engines' loaders crash, hang or run out of memory on
+    such files.
+
+    ## Example
+    `config.json` holds 100,000 nested `[`, or a safetensors header declares a dimension of
+    20,000 digits.
+
+    ## Fix
+    Do not load the file; re-export the weights and config with standard tools.
+    """
+
+
+@_structure_rule(
+    "DF023",
+    "duplicate-json-key",
+    Severity.WARNING,
+    "a JSON object in the checkpoint names the same key twice",
+    "keep one of the values and delete the other",
+)
+def duplicate_json_key():
+    """## What it checks
+    No object in `config.json`, a shard index or a safetensors header writes the same key
+    twice.
+
+    ## Why it matters
+    Python's `json` (and so every engine) keeps the last value; other tools (and people
+    reading the file) see the first. Which `hidden_size` or tensor entry is meant is
+    ambiguous, and a hand edit may not have taken effect.
+
+    ## Example
+    `config.json` has `"num_hidden_layers": 1` near the top and `"num_hidden_layers": 2`
+    further down.
+
+    ## Fix
+    Delete the stale key so each appears once.
+    """
