@@ -562,7 +562,11 @@ def _prescan_opcodes(stream: BinaryIO, max_nodes: int) -> str | None:
         if name in _BUFFER_OPCODES:
             return f"it uses the out-of-band buffer opcode {name}, which torch never writes"
         below, to_mark, pushes = _STACK_EFFECTS[name]
-        popped: list[list[int]] = []
+        if not below and not to_mark:  # a leaf (the common case): nothing taken in
+            if pushes:
+                stack.append([1, 1])
+            continue
+        total, deepest = 1, 0  # the result itself plus all it takes in; their max depth
         if to_mark:
             while True:
                 if not stack:
@@ -570,19 +574,21 @@ def _prescan_opcodes(stream: BinaryIO, max_nodes: int) -> str | None:
                 item = stack.pop()
                 if item is None:
                     break
-                popped.append(item)
-        for _ in range(below):
-            item = stack.pop() if stack else None
-            if item is None:
+                total += item[0]
+                deepest = max(deepest, item[1])
+        cell = None
+        for position_below in range(below):
+            cell = stack.pop() if stack else None
+            if cell is None:
                 return f"{name} finds too few objects on the stack"
-            popped.append(item)
-        total = 1 + sum(c[0] for c in popped)  # the result itself, plus all it takes in
-        if name in _MUTATING_OPCODES and below and popped:
-            cell = popped[-1]  # the container (popped last) now also holds the rest
-            cell[0] = total - 1
-            cell[1] = max(cell[1], 1 + max((c[1] for c in popped[:-1]), default=0))
+            total += cell[0]
+            if position_below < below - 1 or name not in _MUTATING_OPCODES:
+                deepest = max(deepest, cell[1])
+        if name in _MUTATING_OPCODES and cell is not None:
+            cell[0] = total - 1  # the container (popped last) now also holds the rest
+            cell[1] = max(cell[1], 1 + deepest)
         else:
-            cell = [total, 1 + max((c[1] for c in popped), default=0)]
+            cell = [total, 1 + deepest]
         if cell[1] > MAX_PICKLE_DEPTH:
             raise PickleLimitError(f"its objects are nested more than {MAX_PICKLE_DEPTH} deep")
         if cell[0] > max_nodes:

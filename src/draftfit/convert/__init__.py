@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from draftfit import rule_ids
 from draftfit.check import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
 from draftfit.checkpoint.model import UNREADABLE_WEIGHTS, Checkpoint
@@ -31,14 +32,22 @@ __all__ = ["CONVENTIONS", "CONVENTION_ENGINE", "ConvertResult", "convert_path"]
 # The engine whose data a convention is planned with (and verified against by default).
 CONVENTION_ENGINE = {"vllm": "vllm", "sglang": "sglang", "speculators": "vllm"}
 
-# Damage after which a verbatim copy would lose or garble tensors: bytes missing from the
-# file, offsets outside it, a byte count that does not match the shape, an entry dropped
-# from the inventory. Such an input is refused before anything is written.
+# Damage after which a verbatim copy would lose, garble or hide tensors: bytes missing from
+# the file, offsets outside it or shared by two tensors, bytes no tensor owns, a byte count
+# that does not match the shape, an entry dropped from the inventory, an index that cannot
+# be trusted (or names shards outside the folder). Such an input is refused before anything
+# is written.
 BLOCKS_CONVERSION = UNREADABLE_WEIGHTS | {
-    "data-offsets-out-of-range",
-    "tensor-byte-size-mismatch",
-    "invalid-tensor-entry",
-    "unknown-dtype",
+    rule.name
+    for rule in (
+        rule_ids.DATA_OFFSETS_OUT_OF_RANGE,
+        rule_ids.DATA_OFFSETS_OVERLAP,
+        rule_ids.DATA_SECTION_NOT_COVERED,
+        rule_ids.TENSOR_BYTE_SIZE_MISMATCH,
+        rule_ids.INVALID_TENSOR_ENTRY,
+        rule_ids.UNKNOWN_DTYPE,
+        rule_ids.INVALID_INDEX,
+    )
 }
 
 
