@@ -30,18 +30,20 @@ ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 60
 # Run in the case's interpreter: each command through the CLI's main, capturing its output.
 DRIVER = r"""
-import contextlib, io, json, sys
+import contextlib, io, json, resource, sys, time
 from draftfit.cli import main
 results = []
 for argv in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()
+    started = time.monotonic()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = main(argv)
     except BaseException as exc:  # reported, then the test fails on it
         rc = f"raised {type(exc).__name__}: {exc}"[:500]
     results.append({"argv": argv, "rc": rc, "stdout": out.getvalue()[-200000:],
-                    "stderr": err.getvalue()[-4000:]})
+                    "stderr": err.getvalue()[-4000:], "seconds": time.monotonic() - started,
+                    "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss})
 print(json.dumps(results))
 """
 
@@ -128,6 +130,21 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
             item.id: pool.submit(run_case, item, root / item.id, clean, target) for item in CASES
         }
         return {key: future.result() for key, future in futures.items()}
+
+
+# Cases whose declared sizes are huge: reading them must stay fast and small.
+BOUNDED = ("st-sparse-1tb", "st-claims-1m-tensors", "st-header-over-cap", "cfg-huge-file")
+MAX_CHECK_SECONDS = 3.0
+MAX_RSS_KB = 200 * 1024
+
+
+@pytest.mark.parametrize("case_id", BOUNDED)
+def test_huge_declarations_stay_fast_and_small(
+    case_id: str, outcomes: dict[str, dict[str, Any]]
+) -> None:
+    check = outcomes[case_id]["results"][0]
+    assert check["seconds"] < MAX_CHECK_SECONDS, check["seconds"]
+    assert check["max_rss_kb"] < MAX_RSS_KB, check["max_rss_kb"]
 
 
 def test_corpus_is_large_and_varied() -> None:

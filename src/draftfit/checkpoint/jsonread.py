@@ -27,6 +27,7 @@ from draftfit.checkpoint.limits import (
     MAX_JSON_FILE_BYTES,
     MAX_JSON_MEMBERS,
     MAX_JSON_NUMBER_DIGITS,
+    MAX_JSON_STRINGS,
 )
 from draftfit.checkpoint.model import Damage
 
@@ -55,6 +56,7 @@ class JsonLimits:
     max_digits: int = MAX_JSON_NUMBER_DIGITS
     max_members: int = MAX_JSON_MEMBERS
     max_containers: int = MAX_JSON_CONTAINERS
+    max_strings: int = MAX_JSON_STRINGS
 
 
 CONFIG_LIMITS = JsonLimits()
@@ -107,7 +109,11 @@ def parse_json(data: bytes, limits: JsonLimits = CONFIG_LIMITS) -> JsonDocument:
 
 
 def _scan(data: bytes, limits: JsonLimits) -> None:
-    """Check depth, member count and number lengths on the raw bytes, without recursion."""
+    """Check string, member and container counts, depth and number lengths on the raw
+    bytes, without recursion, and before allocating anything per string."""
+    quotes = data.count(b'"')  # escaped quotes count too: an over-estimate, never under
+    if quotes > 2 * limits.max_strings:
+        raise JsonLimitError(f"it has more than {limits.max_strings} strings")
     outside = _STRING.sub(b'""', data)
     members = outside.count(b":")
     if members > limits.max_members:

@@ -30,6 +30,9 @@ MAX_JSON_MEMBERS = 1_000_000
 #: Objects and arrays in one JSON document (a safetensors header has three per tensor);
 #: 1M bounds the parsed objects and the time of the depth scan.
 MAX_JSON_CONTAINERS = 1_000_000
+#: Strings (keys and values) in one JSON document, counted by their quotes before anything
+#: is parsed: the scan and the parser allocate per string, so this bounds their memory.
+MAX_JSON_STRINGS = 1_000_000
 
 # ------------------------------------------------------------------------ safetensors
 
