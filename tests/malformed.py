@@ -702,6 +702,15 @@ simple("bin-is-fifo", {"DF001"}, _replace_node(BIN, "fifo"), base="bin", full=Tr
 simple("bin-symlink-outside", {"DF001"}, _replace_node(BIN, "link", "/etc/hostname"), base="bin")
 
 
+def _readme_outside(draft: Path) -> None:
+    """A README that is a symlink to a file outside the folder: convert must not copy it."""
+    (draft.parent / "secret.txt").write_text("not part of the checkpoint\n")
+    os.symlink(draft.parent / "secret.txt", draft / "README.md")
+
+
+simple("other-file-symlink-outside", set(), _readme_outside, full=True, may_convert=True)
+
+
 def write_corpus(root: Path) -> list[tuple[Case, Path]]:
     """Write every case under `root/<id>/draft`."""
     written = []

@@ -116,6 +116,7 @@ def run_case(item: Case, folder: Path, clean: Path, target: Path) -> dict[str, A
         "results": json.loads(proc.stdout),
         "changed": changed,
         "out_exists": out.exists(),
+        "readme_copied": (out / "README.md").exists(),
     }
 
 
@@ -145,6 +146,17 @@ def test_huge_declarations_stay_fast_and_small(
     check = outcomes[case_id]["results"][0]
     assert check["seconds"] < MAX_CHECK_SECONDS, check["seconds"]
     assert check["max_rss_kb"] < MAX_RSS_KB, check["max_rss_kb"]
+
+
+def test_convert_copies_nothing_from_outside_the_folder(
+    outcomes: dict[str, dict[str, Any]],
+) -> None:
+    outcome = outcomes["other-file-symlink-outside"]
+    convert = outcome["results"][-1]
+    assert convert["rc"] in (0, 1), convert["stderr"]
+    plan = json.loads(convert["stdout"])["plan"]
+    assert any("README.md" in json.dumps(edit) for edit in plan["edits"]), plan
+    assert outcome["out_exists"] and not outcome["readme_copied"]
 
 
 def test_corpus_is_large_and_varied() -> None:

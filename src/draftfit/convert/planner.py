@@ -616,8 +616,23 @@ class _Planner:
                 continue
             if name.endswith(".py") and "auto_map" not in config:
                 continue  # custom config code of the source convention
+            refusal = self._outside(name)
+            if refusal is not None:
+                self.edit("none", name, f"`{name}` is not copied: {refusal}", DISPLAY_ONLY)
+                continue
             files.append(name)
         return files
+
+    def _outside(self, name: str) -> str | None:
+        """Why `name` may not be read (a symlink out of the checkpoint folder), or None."""
+        access = self.ckpt.access
+        if access is None:
+            return None
+        try:
+            access.local_path(name)
+        except OSError as exc:
+            return str(exc.strerror or exc)
+        return None
 
 
 def _little_endian(values: array) -> bytes:

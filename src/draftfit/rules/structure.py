@@ -511,7 +511,7 @@ def no_weights():
     "a file exceeds one of draftfit's reader limits and was not read",
     "the file is corrupted or hostile; re-export it with a standard writer",
 )
-def reader_limit_exceeded():
+def reader_limit_exceeded() -> None:
     """## What it checks
     Every JSON document (config, index, safetensors header) and weight file stays within the
     reader's caps: JSON nesting 64 levels, 40 digits per number, 32 MiB per JSON file,
@@ -541,7 +541,7 @@ def reader_limit_exceeded():
     "a JSON object in the checkpoint names the same key twice",
     "keep one of the values and delete the other",
 )
-def duplicate_json_key():
+def duplicate_json_key() -> None:
     """## What it checks
     No object in `config.json`, a shard index or a safetensors header writes the same key
     twice.
