@@ -189,3 +189,38 @@ def test_case(item: Case, outcomes: dict[str, dict[str, Any]]) -> None:
             assert not outcome["out_exists"], "convert wrote an output for a damaged input"
             assert convert["rc"] == 2, convert["stderr"]
             assert convert["stderr"].count("\n") == 1, convert["stderr"]
+
+
+def test_named_paths_fail_in_one_line(tmp_path: Path) -> None:
+    """A path the user names that is a FIFO, a symlink loop, or a target whose config is a
+    FIFO, a nesting bomb or a 20,000-digit number: one line on stderr, exit 2, no hang."""
+    draft = f.specforge().write(tmp_path / "draft")
+    os.mkfifo(tmp_path / "fifo")
+    os.symlink(tmp_path / "loop-a", tmp_path / "loop-b")
+    os.symlink(tmp_path / "loop-b", tmp_path / "loop-a")
+    targets = {name: tmp_path / name for name in ("fifo-config", "bomb", "digits")}
+    for folder in targets.values():
+        folder.mkdir()
+    os.mkfifo(targets["fifo-config"] / "config.json")
+    (targets["bomb"] / "config.json").write_text("[" * 100_000)
+    (targets["digits"] / "config.json").write_text('{"hidden_size": ' + "9" * 20_000 + "}")
+    runs = [
+        ["check", str(tmp_path / "fifo")],
+        ["inspect", str(tmp_path / "loop-a")],
+        *(["check", str(draft), "--target", str(t)] for t in targets.values()),
+        ["check", str(draft), "--target", str(tmp_path / "fifo")],
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DRAFTFIT_DEBUG": ""}
+    for argv in runs:
+        proc = subprocess.run(
+            [sys.executable, "-m", "draftfit", *argv],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            env=env,
+        )
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("draftfit: error:"), (
+            argv,
+            proc.stderr,
+        )

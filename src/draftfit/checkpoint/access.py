@@ -132,9 +132,13 @@ class LocalAccess:
         path = self.root / rel
         real = os.path.realpath(path)
         if real != self._confine and not real.startswith(self._confine.rstrip(os.sep) + os.sep):
+            try:
+                shown = os.readlink(path)  # as written (the resolved path may name a PID)
+            except OSError:
+                shown = "a path"
             raise OutsideCheckpointError(
                 errno.EPERM,
-                f"it is a symlink to {real}, outside the checkpoint folder; not read",
+                f"it is a symlink to {shown}, outside the checkpoint folder; not read",
                 rel,
             )
         return path

@@ -9,6 +9,7 @@ The same code reads Hub repositories: it sees files only through a
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -49,8 +50,12 @@ def load_checkpoint(
     root = Path(path)
     if root.is_file() and root.name == CONFIG_NAME:
         root = root.parent
-    if not root.exists():
-        raise CheckpointNotFoundError(f"no such directory: {path}")
+    try:
+        root.stat()
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR) or exc.strerror is None:
+            raise CheckpointNotFoundError(f"no such directory: {path}") from None
+        raise CheckpointNotFoundError(f"cannot open {path}: {exc.strerror}") from None
     if not root.is_dir():
         raise CheckpointNotFoundError(f"not a checkpoint directory: {path}")
     try:
