@@ -30,8 +30,18 @@ ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 60
 # Run in the case's interpreter: each command through the CLI's main, capturing its output.
 DRIVER = r"""
-import contextlib, io, json, resource, sys, time
+import contextlib, io, json, sys, time
 from draftfit.cli import main
+
+def peak_kb():
+    # VmHWM belongs to this program's memory map (ru_maxrss would carry the forking
+    # parent's peak across exec).
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
 results = []
 for argv in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()
@@ -43,7 +53,7 @@ for argv in json.loads(sys.argv[1]):
         rc = f"raised {type(exc).__name__}: {exc}"[:500]
     results.append({"argv": argv, "rc": rc, "stdout": out.getvalue()[-200000:],
                     "stderr": err.getvalue()[-4000:], "seconds": time.monotonic() - started,
-                    "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss})
+                    "max_rss_kb": peak_kb()})
 print(json.dumps(results))
 """
 
