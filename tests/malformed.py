@@ -91,7 +91,9 @@ def _clean_header(path: Path) -> tuple[dict[str, object], bytes]:
     return json.loads(data[8 : 8 + length]), data[8 + length :]
 
 
-def _with_header(header: bytes | dict[str, object], data: bytes = b"", length: int | None = None):
+def _with_header(
+    header: bytes | dict[str, object], data: bytes = b"", length: int | None = None
+) -> Build:
     def build(draft: Path) -> None:
         f.raw_safetensors(draft / ST, header, data, length)
 
@@ -232,7 +234,9 @@ def _duplicate_tensor(header: dict[str, object]) -> bytes:
 simple("st-duplicate-tensor-key", {"DF023"}, _edit_header(_duplicate_tensor), may_convert=True)
 
 
-def _many_tensors(count: int, entry: str = '{"dtype":"F32","shape":[0],"data_offsets":[0,0]}'):
+def _many_tensors(
+    count: int, entry: str = '{"dtype":"F32","shape":[0],"data_offsets":[0,0]}'
+) -> Build:
     def build(draft: Path) -> None:
         body = ",".join(f'"t{i}":{entry}' for i in range(count))
         f.raw_safetensors(draft / ST, ("{" + body + "}").encode())
@@ -257,7 +261,7 @@ def _offsets(edit: Callable[[list[tuple[str, list[int]]]], None]) -> Build:
             ),
             key=lambda item: item[1][0],
         )
-        edit(spans)  # type: ignore[arg-type]
+        edit(spans)
 
     return _edit_header(change)
 
@@ -306,7 +310,7 @@ def _f4_vocab(header: dict[str, object]) -> None:
     """`d2t` stored as 4-bit floats: a real safetensors dtype, but not an index type."""
     entry = header["d2t"]
     assert isinstance(entry, dict)
-    begin, end = entry["data_offsets"]  # type: ignore[index]
+    begin, end = entry["data_offsets"]
     entry["dtype"] = "F4"
     entry["shape"] = [(end - begin) * 2]
 

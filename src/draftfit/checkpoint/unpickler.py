@@ -587,6 +587,8 @@ def _prescan_opcodes(stream: BinaryIO, max_nodes: int) -> str | None:
         if name in _MUTATING_OPCODES and cell is not None:
             cell[0] = total - 1  # the container (popped last) now also holds the rest
             cell[1] = max(cell[1], 1 + deepest)
+        elif not pushes:
+            continue  # POP, POP_MARK, STOP: nothing is built
         else:
             cell = [total, 1 + deepest]
         if cell[1] > MAX_PICKLE_DEPTH:
