@@ -65,6 +65,7 @@ from draftfit.rule_ids import RuleId
 # `torch.serialization.MAGIC_NUMBER` and `PROTOCOL_VERSION` of the legacy stream format.
 LEGACY_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
 LEGACY_PROTOCOL_VERSION = 1001
+# Keys under which training scripts commonly nest the state dict.
 STATE_DICT_KEYS = ("state_dict", "model", "module")
 
 _ZIP_LOCAL_MAGIC = b"PK\x03\x04"

@@ -47,7 +47,6 @@ MAX_EXPANSION_NODES = 16 * MAX_PICKLE_OPCODES
 MAX_INSPECTED_ELEMENTS = 50_000_000
 # torch tensors have at most this many dimensions.
 MAX_DIMS = MAX_TENSOR_DIMS
-# Keys under which training scripts commonly nest the state dict.
 
 # Legacy typed-storage classes (`torch.<Name>`) -> (safetensors dtype or None, bytes per element).
 _STORAGE_TYPES: dict[str, tuple[str | None, int]] = {
