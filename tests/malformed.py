@@ -706,6 +706,26 @@ simple("bin-is-fifo", {"DF001"}, _replace_node(BIN, "fifo"), base="bin", full=Tr
 simple("bin-symlink-outside", {"DF001"}, _replace_node(BIN, "link", "/etc/hostname"), base="bin")
 
 
+def _norm_claims_2_31(header: dict[str, object]) -> None:
+    """A norm weight whose shape claims 2**31 elements over its 128 stored bytes."""
+    entry = header["midlayer.input_layernorm.weight"]
+    assert isinstance(entry, dict)
+    entry["shape"] = [2**31]
+
+
+simple("st-norm-shape-claims-2-31", {"DF010"}, _edit_header(_norm_claims_2_31), full=True)
+
+
+def _vocab_2_31_without_t2d(draft: Path) -> None:
+    """A config claiming a 2**31-token vocabulary and no stored `t2d`: deriving `t2d` from
+    `d2t` (convert planning, recipes) must not allocate what the config claims."""
+    _config_edit(lambda t: t.replace('"vocab_size": 256', '"vocab_size": 2147483647'))(draft)
+    _edit_header(lambda h: h.pop("t2d"))(draft)
+
+
+simple("cfg-vocab-2-31-no-t2d", {"DF009"}, _vocab_2_31_without_t2d, full=True)
+
+
 def _readme_outside(draft: Path) -> None:
     """A README that is a symlink to a file outside the folder: convert must not copy it."""
     (draft.parent / "secret.txt").write_text("not part of the checkpoint\n")

@@ -67,4 +67,6 @@ def all_ones(checkpoint: Checkpoint, info: TensorInfo) -> bool:
     if one is None or info.numel == 0:
         return False
     data = read_bytes(checkpoint, info)
-    return data is not None and data == one * info.numel
+    # Lengths first: a shape that does not match the stored bytes (DF010) must not make
+    # `one * numel` allocate what the header claims.
+    return data is not None and len(data) == len(one) * info.numel and data == one * info.numel

@@ -25,7 +25,7 @@ from array import array
 from typing import Any
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
-from draftfit.checkpoint.values import read_ints, read_mask
+from draftfit.checkpoint.values import DEFAULT_LIMIT, read_ints, read_mask
 from draftfit.convert.output import MARKER, MARKER_PART
 from draftfit.convert.plan import DISPLAY_ONLY, SAFE, UNSAFE, Edit, OutputTensor, Plan
 from draftfit.engines.profile import Profile
@@ -585,7 +585,9 @@ class _Planner:
         if "t2d" not in names and "d2t" in names and self.to in ("speculators", "sglang"):
             d2t_info: TensorInfo = spec.tensors["d2t"]
             offsets = read_ints(self.ckpt, d2t_info)
-            if offsets is not None and len(offsets) == draft_vocab:
+            # `vocab` comes from the config: a mask is built only for a vocabulary whose
+            # t2d is small enough to read back (a claimed 2**31 must not allocate 2 GB).
+            if offsets is not None and len(offsets) == draft_vocab and vocab <= DEFAULT_LIMIT:
                 mask = bytearray(vocab)
                 valid = True
                 for i, offset in enumerate(offsets):
