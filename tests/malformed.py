@@ -726,6 +726,22 @@ def _vocab_2_31_without_t2d(draft: Path) -> None:
 simple("cfg-vocab-2-31-no-t2d", {"DF009"}, _vocab_2_31_without_t2d, full=True)
 
 
+simple(
+    "cfg-layers-2-31",
+    {"DF205"},
+    _config_edit(lambda t: t.replace('"num_hidden_layers": 1', '"num_hidden_layers": 2147483647')),
+    full=True,
+    may_convert=True,
+)
+simple(
+    "bin-cfg-layers-2-31",
+    {"DF205"},
+    _config_edit(lambda t: t.replace('"num_hidden_layers": 1', '"num_hidden_layers": 2147483647')),
+    base="bin",
+    full=True,
+)
+
+
 def _readme_outside(draft: Path) -> None:
     """A README that is a symlink to a file outside the folder: convert must not copy it."""
     (draft.parent / "secret.txt").write_text("not part of the checkpoint\n")

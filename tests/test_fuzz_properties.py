@@ -49,6 +49,7 @@ json_values = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.sampled_from([2**31 - 1, 2**63 - 1])
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=20),
     lambda children: (

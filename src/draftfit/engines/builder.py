@@ -32,6 +32,9 @@ from draftfit.target import Target
 CONFIG = "config.json"
 TARGET_CONFIG = "target config.json"
 MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
+# Decoder layers whose tensors a view expects. Drafts have one to a few layers and the
+# largest targets ~200; a config claiming 2**31 - 1 layers must not loop that many times.
+MAX_EXPANDED_LAYERS = 256
 
 
 class Dims(NamedTuple):
@@ -135,6 +138,10 @@ class BaseBuilder:
         if isinstance(value, dict):
             return value.get(family, value.get("*"))
         return value
+
+    def layer_indices(self, n_layers: int) -> range:
+        """The layers whose tensors are expected: at most :data:`MAX_EXPANDED_LAYERS`."""
+        return range(min(n_layers, MAX_EXPANDED_LAYERS))
 
     def vint(self, key: str) -> int | None:
         value = self.visible.get(key)
@@ -475,7 +482,7 @@ class BaseBuilder:
         H, nh, nkv, hd, inter = self._dims()
         n_layers = self.vint("num_hidden_layers") or 1
         self.view.effective.update({"hidden_size": H, "head_dim": hd, "num_layers": n_layers})
-        for k in range(n_layers):
+        for k in self.layer_indices(n_layers):
             self._llama_layer(
                 k,
                 Dims(H, nh, nkv, hd, inter),

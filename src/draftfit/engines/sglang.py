@@ -257,7 +257,7 @@ class _SGLangBuilder(BaseBuilder):
         self.view.effective["num_layers"] = n_layers
         self._kv_pool_layers(n_layers)
         src = self.src("mla_weight_mapping" if fam == MLA_EAGLE3 else "eagle3_weight_mapping")
-        for k in range(n_layers):
+        for k in self.layer_indices(n_layers):
             if fam == MLA_EAGLE3:
                 if not self._mla_layer(k, H, nh, inter):
                     return False

@@ -161,7 +161,7 @@ class _TrtllmBuilder(BaseBuilder):
         attn_bias = bool(v.get("attention_bias")) and bool(self.value("attention_bias_supported"))
         mlp_bias = bool(v.get("mlp_bias")) and bool(self.value("attention_bias_supported"))
         src = self.src("eagle3_weight_mapping")
-        for k in range(n_layers):
+        for k in self.layer_indices(n_layers):
             regular = eh_proj or (regular_next and k > 0)
             if self.mla:
                 if not self._mla_layer(k, H, nh, inter):

@@ -429,7 +429,7 @@ class _Builder(BaseBuilder):
         o_bias = bool(v.get("attention_bias"))
         mlp_bias = bool(v.get("mlp_bias"))
         model_src = self.src("eagle3_weight_mapping")
-        for k in range(n_layers):
+        for k in self.layer_indices(n_layers):
             if family == DEEPSEEK_EAGLE3:
                 if not self._mla_layer(k, H, nh, inter):
                     self.view.built = False
