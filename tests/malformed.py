@@ -742,6 +742,18 @@ simple(
 )
 
 
+simple(
+    "cfg-million-aux-ids",
+    {"DF022"},
+    _config_edit(
+        lambda t: (
+            '{"eagle_aux_hidden_state_layer_ids": [' + "1," * 999_999 + "1], " + t.lstrip()[1:]
+        )
+    ),
+    full=True,
+)
+
+
 def _readme_outside(draft: Path) -> None:
     """A README that is a symlink to a file outside the folder: convert must not copy it."""
     (draft.parent / "secret.txt").write_text("not part of the checkpoint\n")

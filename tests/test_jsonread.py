@@ -48,6 +48,9 @@ def test_size_member_container_and_string_caps() -> None:
         parse_json(b"[[],[]]", JsonLimits(max_containers=2))
     with pytest.raises(JsonLimitError, match="strings"):
         parse_json(b'["a","b","c"]', JsonLimits(max_strings=2))
+    parse_json(b'[1,2,"a,b,c"]', JsonLimits(max_items=3))
+    with pytest.raises(JsonLimitError, match="values"):
+        parse_json(b"[1,2,3,4]", JsonLimits(max_items=3))
 
 
 def test_duplicate_keys_are_reported_and_the_last_value_kept() -> None:

@@ -25,6 +25,7 @@ from draftfit.checkpoint.limits import (
     MAX_JSON_CONTAINERS,
     MAX_JSON_DEPTH,
     MAX_JSON_FILE_BYTES,
+    MAX_JSON_ITEMS,
     MAX_JSON_MEMBERS,
     MAX_JSON_NUMBER_DIGITS,
     MAX_JSON_STRINGS,
@@ -57,6 +58,7 @@ class JsonLimits:
     max_members: int = MAX_JSON_MEMBERS
     max_containers: int = MAX_JSON_CONTAINERS
     max_strings: int = MAX_JSON_STRINGS
+    max_items: int = MAX_JSON_ITEMS
 
 
 CONFIG_LIMITS = JsonLimits()
@@ -120,6 +122,9 @@ def _scan(data: bytes, limits: JsonLimits) -> None:
         raise JsonLimitError(
             f"it has {members} object members, above the limit of {limits.max_members}"
         )
+    items = outside.count(b",") + 1
+    if items > limits.max_items:
+        raise JsonLimitError(f"it has {items} values, above the limit of {limits.max_items}")
     containers = outside.count(b"[") + outside.count(b"{")
     if containers > limits.max_containers:
         raise JsonLimitError(

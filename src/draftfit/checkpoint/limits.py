@@ -30,6 +30,10 @@ MAX_JSON_MEMBERS = 1_000_000
 #: Objects and arrays in one JSON document (a safetensors header has three per tensor);
 #: 1M bounds the parsed objects and the time of the depth scan.
 MAX_JSON_CONTAINERS = 1_000_000
+#: Values in one JSON document (commas outside strings, plus one). Real configs hold a few
+#: hundred, a 20k-tensor index 20k; a million-element aux-id list would make every check
+#: and every message that quotes the list slow and huge, so 100k is the cap.
+MAX_JSON_ITEMS = 100_000
 #: Strings (keys and values) in one JSON document, counted by their quotes before anything
 #: is parsed: the scan and the parser allocate per string, so this bounds their memory.
 MAX_JSON_STRINGS = 1_000_000

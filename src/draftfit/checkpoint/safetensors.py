@@ -40,13 +40,14 @@ if TYPE_CHECKING:
 # The reference implementation refuses headers above 100 MB (DF003); draftfit reads at most
 # MAX_SAFETENSORS_HEADER_BYTES of one (DF022 above that).
 MAX_HEADER_BYTES = 100_000_000
-# A header holds per tensor one object, two arrays, three members and five strings (name,
-# three keys, dtype), plus `__metadata__`.
+# A header holds per tensor one object, two arrays, three members, five strings (name,
+# three keys, dtype) and about eight values, plus `__metadata__`.
 HEADER_LIMITS = JsonLimits(
     max_bytes=MAX_SAFETENSORS_HEADER_BYTES,
     max_members=4 * MAX_TENSORS_PER_FILE + 10_000,
     max_containers=3 * MAX_TENSORS_PER_FILE + 10_000,
     max_strings=5 * MAX_TENSORS_PER_FILE + 10_000,
+    max_items=8 * MAX_TENSORS_PER_FILE + 10_000,
 )
 _ALIGN = 8
 

@@ -467,7 +467,7 @@ class BaseBuilder:
                 self.src("norm_before_fc_supported"),
             )
         if fc_norm:
-            for k in range(n_aux):
+            for k in self.layer_indices(n_aux):  # one aux state per captured layer
                 self._expect(
                     f"fc_norm.{k}.weight",
                     (T,),
