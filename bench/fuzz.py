@@ -1,10 +1,10 @@
-"""Seeded mutation fuzzing of draftfit's checkpoint readers and the commands built on them.
+"""Reproducible mutation fuzzing of draftfit's checkpoint readers and the commands built on them.
 
     PYTHONPATH=src:. python bench/fuzz.py -n 100000 --seed 42 [--save DIR] [--check-every 25]
 
 Each iteration takes one clean input (a draft's `config.json`, its safetensors file, a
-sharded draft's index, a PyTorch zip or legacy `.bin`), mutates it with a seeded random
-generator (byte flips, truncation, spliced tokens: nesting bombs, 20,000-digit numbers,
+sharded draft's index, a PyTorch zip or legacy `.bin`), mutates it with a random generator
+started from `--seed` (byte flips, truncation, spliced tokens: nesting bombs, 20,000-digit numbers,
 non-UTF-8, quotes, duplicate keys; structure-aware edits of JSON values, of the safetensors
 length prefix and header entries, and of pickle opcodes, including hostile globals and
 deeply nested keys), writes it into a draft folder and reads the folder with
@@ -305,8 +305,8 @@ def signature(exc: BaseException) -> str:
     return f"{type(exc).__name__} at {where}"
 
 
-def run(iterations: int, seed: int, save: Path | None, check_every: int, timeout: int) -> int:
-    rng = random.Random(seed)
+def run(iterations: int, start: int, save: Path | None, check_every: int, timeout: int) -> int:
+    rng = random.Random(start)
     crashes: dict[str, tuple[int, str]] = {}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="draftfit-fuzz-") as tmp:
@@ -339,7 +339,7 @@ def run(iterations: int, seed: int, save: Path | None, check_every: int, timeout
                         stem = f"{len(crashes):03d}-{kind}-{name}"
                         (save / stem).write_bytes(mutated)
                         (save / (stem + ".txt")).write_text(
-                            f"{key}\niteration {iteration}, seed {seed}\n"
+                            f"{key}\niteration {iteration}, --seed {start}\n"
                             + "".join(traceback.format_exception(exc))
                         )
             finally:
@@ -353,7 +353,7 @@ def run(iterations: int, seed: int, save: Path | None, check_every: int, timeout
                 )
     elapsed = time.monotonic() - started
     print(f"iterations: {iterations}")
-    print(f"seed: {seed}")
+    print(f"--seed: {start}")
     print(f"distinct crash signatures: {len(crashes)}")
     for key, (iteration, where) in sorted(crashes.items(), key=lambda item: item[1]):
         print(f"  {key} (first at iteration {iteration}, {where})")
@@ -364,7 +364,7 @@ def run(iterations: int, seed: int, save: Path | None, check_every: int, timeout
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", "--iterations", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--seed", dest="start", type=int, default=42)
     parser.add_argument("--save", type=Path, help="write each crash's first input here")
     parser.add_argument(
         "--check-every",
@@ -374,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--timeout", type=int, default=20, help="seconds per iteration")
     args = parser.parse_args(argv)
-    return run(args.iterations, args.seed, args.save, args.check_every, args.timeout)
+    return run(args.iterations, args.start, args.save, args.check_every, args.timeout)
 
 
 if __name__ == "__main__":

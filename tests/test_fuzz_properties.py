@@ -2,7 +2,7 @@
 mutated bytes, headers, configs and pickles.
 
 A short, deterministic budget (`derandomize=True`, no example database) keeps these to a
-few seconds in the normal run; `bench/fuzz.py` runs the long seeded campaign.
+few seconds in the normal run; `bench/fuzz.py` runs the long reproducible campaign.
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def test_commands_never_crash_on_mutated_headers(
     _run_commands(draft, clean["draft"], clean["target"])
 
 
-def test_zip_helper_round_trips(clean: dict[str, Path]) -> None:
+def test_zip_writer_round_trips(clean: dict[str, Path]) -> None:
     """The mutation above really reaches the reader: a clean data.pkl reads clean."""
     path = clean["root"] / "roundtrip.bin"
     with zipfile.ZipFile(clean["root"] / "bin" / "pytorch_model.bin") as archive:
