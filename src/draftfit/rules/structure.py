@@ -514,10 +514,11 @@ def no_weights():
 def reader_limit_exceeded() -> None:
     """## What it checks
     Every JSON document (config, index, safetensors header) and weight file stays within the
-    reader's caps: JSON nesting 64 levels, 40 digits per number, 32 MiB per JSON file,
-    16 MiB per safetensors header, 20,000 tensors per file, 64 dimensions per tensor, 4,096
-    weight files, 100,000 zip members, a 64 MiB `data.pkl`, 2,000,000 pickle opcodes and
-    pickle objects nested 100 deep. A file over a cap is not read further.
+    reader's caps: JSON nesting 64 levels, 40 digits per number, 100,000 values and 32 MiB
+    per JSON file, 16 MiB per safetensors header, 20,000 tensors per file, 64 dimensions per
+    tensor, 4,096 weight files, 100,000 zip members, 2,000,000 pickle opcodes and pickle
+    objects nested 100 deep (`src/draftfit/checkpoint/limits.py`). A file over a cap is not
+    read further.
 
     ## Why it matters
     No real checkpoint comes near these limits; a file that exceeds one is corrupted or
