@@ -272,6 +272,25 @@ def _no_weights(path: Path) -> None:
 
 case("no-weights", {"DF021"}, {"DF018"}, verdict="incompatible")(_edit(f.specforge, _no_weights))
 
+
+def _config_nesting_bomb(path: Path) -> None:
+    (path / "config.json").write_text('{"architectures": ' + "[" * 5000 + "]" * 5000 + "}")
+
+
+case("config-nesting-bomb", {"DF022"}, {"DF017", "DF023"}, verdict="incompatible")(
+    _edit(f.specforge, _config_nesting_bomb)
+)
+
+
+def _duplicate_config_key(path: Path) -> None:
+    text = (path / "config.json").read_text()
+    (path / "config.json").write_text('{"model_type": "llama", ' + text.lstrip()[1:])
+
+
+case("duplicate-config-key", {"DF023"}, {"DF022", "DF017"})(
+    _edit(f.specforge, _duplicate_config_key)
+)
+
 # ------------------------------------------------------------------ DF1xx config
 
 

@@ -34,15 +34,15 @@ import pytest
 from draftfit.checker import check_checkpoint
 from draftfit.checkpoint import Checkpoint, load_checkpoint
 from draftfit.checkpoint.values import cached_ints
+from draftfit.comparison import diff_checkpoints
 from draftfit.convert.planner import plan_conversion
 from draftfit.convert.preview import preview_checkpoint
-from draftfit.comparison import diff_checkpoints
 from draftfit.engines.interface import Engine, Recipe, Served, ServeRequest
 from draftfit.engines.registry import ENGINES, SGLANG, TRTLLM, VLLM, parse_engine_spec
 from draftfit.engines.trtllm import Builder as TrtllmBuilder
 from draftfit.engines.view import BuildInputs, EngineView
-from draftfit.release_matrix import build_matrix
 from draftfit.recipe import attach_recipes
+from draftfit.release_matrix import build_matrix
 from draftfit.spec import describe
 from draftfit.target import Target, load_target
 from tests import factory as f

@@ -25,8 +25,8 @@ from draftfit.checkpoint import load_checkpoint
 from draftfit.cli import build_parser, main
 from draftfit.engines.interface import Recipe
 from draftfit.engines.registry import load_engine
-from draftfit.release_matrix import build_matrix
 from draftfit.recipe import attach_recipes, recipe_for
+from draftfit.release_matrix import build_matrix
 from draftfit.render.matrix_markdown import render_markdown
 from draftfit.render.matrix_text import render_matrix
 from draftfit.render.options import RenderOptions

@@ -13,14 +13,14 @@ import pytest
 
 from draftfit.checker import check_path
 from draftfit.cli import build_parser, main
+from draftfit.comparison import diff_paths
 from draftfit.convert import convert_path
 from draftfit.demo import run_demo
-from draftfit.comparison import diff_paths
 from draftfit.engines.listing import list_engines
 from draftfit.explain import RuleList
 from draftfit.inspection import inspect_path
-from draftfit.release_matrix import build_matrix
 from draftfit.recipe import attach_recipes
+from draftfit.release_matrix import build_matrix
 from draftfit.render import kinds as registry
 from draftfit.render.kinds import KINDS, formats_for
 from draftfit.render.options import RenderOptions

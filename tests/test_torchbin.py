@@ -28,7 +28,13 @@ from tests import torchbin_factory as factory
 
 DATA = Path(__file__).parent / "data" / "torchbin"
 EXPECTED = json.loads((DATA / "expected.json").read_text())
-KINDS = {"unreadable-file", "truncated-file", "invalid-torch-bin", "unsafe-pickle-global"}
+KINDS = {
+    "unreadable-file",
+    "truncated-file",
+    "invalid-torch-bin",
+    "unsafe-pickle-global",
+    "reader-limit-exceeded",
+}
 
 
 def kinds(damage: list[Damage]) -> list[str]:

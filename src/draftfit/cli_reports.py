@@ -209,8 +209,8 @@ def run_diff(args: argparse.Namespace) -> int:
 
 def run_matrix(args: argparse.Namespace) -> int:
     """`draftfit matrix DRAFT` with the draft's rule selection."""
-    from draftfit.release_matrix import build_matrix
     from draftfit.mistakes import refuse_argument_mistakes
+    from draftfit.release_matrix import build_matrix
     from draftfit.render.registry import render
     from draftfit.sources import open_checkpoint, open_target
     from draftfit.spec import describe

@@ -10,6 +10,7 @@ becomes a :class:`HubAccessError` with one clear line (the CLI exits 2).
 
 from __future__ import annotations
 
+import errno
 import sys
 import threading
 import time
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from draftfit.checkpoint.access import read_regular
+from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
 from draftfit.checkpoint.local import load_checkpoint, load_from_access
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.errors import HubAccessError
@@ -76,7 +79,10 @@ class RemoteAccess:
 
         with _hub_errors(self.ref):
             path = hf_hub_download(self.ref.repo_id, rel, revision=self.commit or self.ref.revision)
-        return Path(path).read_bytes()
+        try:
+            return read_regular(Path(path), MAX_JSON_FILE_BYTES)
+        except ValueError as exc:  # a cached file larger than any JSON draftfit reads
+            raise OSError(errno.EFBIG, f"{rel}: {exc}") from None
 
     def local_path(self, rel: str) -> Path | None:
         return None
@@ -105,7 +111,10 @@ def load_hub_checkpoint(text: str) -> Checkpoint:
     when the Hub cannot be reached (saying so on stderr)."""
     ref = parse_hub_reference(text)
     if _offline():
-        return load_checkpoint(_cached_snapshot(ref), source=ref.display)
+        snapshot = _cached_snapshot(ref)
+        # Snapshot files are symlinks into the repository's `blobs/` folder
+        # (`models--OWNER--NAME/snapshots/REV/x -> ../../blobs/HASH`): reads stay inside it.
+        return load_checkpoint(snapshot, source=ref.display, confine=snapshot.parent.parent)
     try:
         return _load_remote_checkpoint(ref)
     except HubUnreachableError as exc:
@@ -116,7 +125,7 @@ def load_hub_checkpoint(text: str) -> Checkpoint:
                 f"{exc}, and {ref.display} is not in the local Hugging Face cache"
             ) from exc
         _say(f"{exc}; read {ref.display} from the local Hugging Face cache instead")
-        return load_checkpoint(cached, source=ref.display)
+        return load_checkpoint(cached, source=ref.display, confine=cached.parent.parent)
 
 
 def _load_remote_checkpoint(ref: HubRef) -> Checkpoint:

@@ -9,13 +9,16 @@ Qwen-VL) or a similar key; engines read that *text config*, so draftfit does too
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from draftfit.checkpoint.access import read_regular
+from draftfit.checkpoint.jsonread import CONFIG_LIMITS, JsonLimitError, JsonSyntaxError, parse_json
+from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
 from draftfit.config_schema import TARGET_SCHEMA, TEXT_CONFIG_KEYS, TypeProblem, scrub
 from draftfit.errors import CheckpointNotFoundError, UsageError
+from draftfit.rule_ids import READER_LIMIT_EXCEEDED
 
 
 @dataclass
@@ -104,9 +107,19 @@ def load_target(path: str | Path, source: str | None = None) -> Target:
     if not config_path.is_file():
         raise UsageError(f"target {path} has no config.json")
     try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"target config {config_path} is not readable JSON: {exc}") from exc
+        # Non-blocking, regular files only, at most MAX_JSON_FILE_BYTES: never a hang.
+        data = read_regular(config_path, MAX_JSON_FILE_BYTES)
+        config = parse_json(data, CONFIG_LIMITS).value
+    except JsonLimitError as exc:
+        raise UsageError(
+            f"target config {config_path} exceeds a reader limit ({READER_LIMIT_EXCEEDED}): {exc}"
+        ) from None
+    except JsonSyntaxError as exc:
+        raise UsageError(
+            f"target config {config_path} is not readable JSON: {exc.detail}"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"target config {config_path} is not readable JSON: {exc}") from None
     if not isinstance(config, dict):
         raise UsageError(f"target config {config_path} is not a JSON object")
     return target_from_config(config, source or str(path))

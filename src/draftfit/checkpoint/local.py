@@ -9,14 +9,26 @@ The same code reads Hub repositories: it sees files only through a
 
 from __future__ import annotations
 
-import json
+import errno
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from draftfit.checkpoint.access import FileAccess, LocalAccess
+from draftfit import rule_ids
+from draftfit.checkpoint.access import FileAccess, LocalAccess, escapes_folder
+from draftfit.checkpoint.jsonread import (
+    CONFIG_LIMITS,
+    JsonLimitError,
+    JsonSyntaxError,
+    duplicate_key_damage,
+    parse_json,
+)
+from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES, MAX_WEIGHT_FILES
 from draftfit.checkpoint.model import Checkpoint, Damage, TensorInfo
 from draftfit.checkpoint.safetensors import read_header_via
 from draftfit.errors import CheckpointNotFoundError
+from draftfit.rule_ids import RuleId
 
 CONFIG_NAME = "config.json"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -25,25 +37,55 @@ BIN_INDEX = "pytorch_model.bin.index.json"
 NON_WEIGHT_BIN = ("training_args.bin", "optimizer.bin", "scheduler.bin", "rng_state.bin")
 
 
-def load_checkpoint(path: str | Path, source: str | None = None) -> Checkpoint:
+def load_checkpoint(
+    path: str | Path, source: str | None = None, confine: Path | None = None
+) -> Checkpoint:
     """Read the checkpoint directory at `path` without loading tensor data.
 
     Raises :class:`CheckpointNotFoundError` when `path` is not a directory (or a
     `config.json` inside one); everything wrong *inside* the directory becomes damage.
+    Files are read only inside `confine` (default: the directory itself), whatever their
+    names or symlinks say.
     """
     root = Path(path)
     if root.is_file() and root.name == CONFIG_NAME:
         root = root.parent
-    if not root.exists():
-        raise CheckpointNotFoundError(f"no such directory: {path}")
+    try:
+        root.stat()
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR) or exc.strerror is None:
+            raise CheckpointNotFoundError(f"no such directory: {path}") from None
+        raise CheckpointNotFoundError(f"cannot open {path}: {exc.strerror}") from None
     if not root.is_dir():
         raise CheckpointNotFoundError(f"not a checkpoint directory: {path}")
     try:
-        files = sorted(p.name for p in root.iterdir() if p.is_file())
+        files = _list_files(root)
     except OSError as exc:
         raise CheckpointNotFoundError(f"cannot list {path}: {exc.strerror or exc}") from exc
 
-    return load_from_access(LocalAccess(root), files, source or str(path), root)
+    return load_from_access(LocalAccess(root, confine), files, source or str(path), root)
+
+
+def _is_read_by_reader(name: str) -> bool:
+    return name in (CONFIG_NAME, SAFETENSORS_INDEX, BIN_INDEX) or name.endswith(
+        (".safetensors", ".bin")
+    )
+
+
+def _list_files(root: Path) -> list[str]:
+    """Regular files of `root`, plus every entry the reader would read whatever it is (a
+    FIFO, a directory or a dangling or looping symlink named `model.safetensors` is then
+    reported as unreadable instead of silently missing)."""
+    names: list[str] = []
+    with os.scandir(root) as entries:
+        for entry in entries:
+            try:
+                regular = entry.is_file()
+            except OSError:
+                regular = False
+            if regular or _is_read_by_reader(entry.name):
+                names.append(entry.name)
+    return sorted(names)
 
 
 def load_from_access(access: FileAccess, files: list[str], source: str, root: Path) -> Checkpoint:
@@ -54,24 +96,41 @@ def load_from_access(access: FileAccess, files: list[str], source: str, root: Pa
     return checkpoint
 
 
-def read_json_object(access: FileAccess, rel: str, damage: list[Damage], kind: str) -> dict | None:
-    """Parse a JSON file that must hold an object; record `kind` damage otherwise."""
+def read_json_object(
+    access: FileAccess, rel: str, damage: list[Damage], kind: RuleId
+) -> dict[str, Any] | None:
+    """Parse a JSON file that must hold an object, within the reader's caps; record `kind`
+    damage when it is not one, DF022 when a cap is exceeded (nothing is read beyond it) and
+    DF023 for keys written twice."""
     try:
-        text = access.read_all(rel).decode("utf-8")
+        size = access.size(rel)
+        if size > MAX_JSON_FILE_BYTES:
+            damage.append(
+                Damage(
+                    rule_ids.READER_LIMIT_EXCEEDED,
+                    rel,
+                    f"it is {size} bytes, above the {MAX_JSON_FILE_BYTES}-byte limit for a "
+                    "JSON file; not read",
+                )
+            )
+            return None
+        data = access.read_all(rel)
     except OSError as exc:
-        damage.append(Damage("unreadable-file", rel, f"cannot read: {exc.strerror or exc}"))
-        return None
-    except UnicodeDecodeError as exc:
-        damage.append(Damage(kind, rel, f"not UTF-8 text: {exc}"))
+        damage.append(Damage(rule_ids.UNREADABLE_FILE, rel, f"cannot read: {exc.strerror or exc}"))
         return None
     try:
-        value = json.loads(text)
-    except ValueError as exc:
-        damage.append(Damage(kind, rel, f"not valid JSON: {exc}"))
+        document = parse_json(data, CONFIG_LIMITS)
+    except JsonLimitError as exc:
+        damage.append(Damage(rule_ids.READER_LIMIT_EXCEEDED, rel, f"not read: {exc}"))
         return None
+    except JsonSyntaxError as exc:
+        damage.append(Damage(kind, rel, str(exc)))
+        return None
+    value = document.value
     if not isinstance(value, dict):
         damage.append(Damage(kind, rel, f"holds a JSON {type(value).__name__}, expected an object"))
         return None
+    damage.extend(duplicate_key_damage(rel, document.duplicate_keys))
     return value
 
 
@@ -79,9 +138,11 @@ def _read_config(
     access: FileAccess, files: list[str], damage: list[Damage]
 ) -> dict[str, Any] | None:
     if CONFIG_NAME not in files:
-        damage.append(Damage("missing-config", CONFIG_NAME, "the directory has no config.json"))
+        damage.append(
+            Damage(rule_ids.MISSING_CONFIG, CONFIG_NAME, "the directory has no config.json")
+        )
         return None
-    return read_json_object(access, CONFIG_NAME, damage, "invalid-config")
+    return read_json_object(access, CONFIG_NAME, damage, rule_ids.INVALID_CONFIG)
 
 
 def _read_weights(checkpoint: Checkpoint) -> None:
@@ -93,7 +154,7 @@ def _read_weights(checkpoint: Checkpoint) -> None:
             checkpoint.ignored_weight_files = bins
             checkpoint.damage.append(
                 Damage(
-                    "mixed-weight-formats",
+                    rule_ids.MIXED_WEIGHT_FORMATS,
                     bins[0],
                     f"both .safetensors ({', '.join(safetensors)}) and .bin "
                     f"({', '.join(bins)}) weights are present; engines load the "
@@ -108,7 +169,7 @@ def _read_weights(checkpoint: Checkpoint) -> None:
     else:
         checkpoint.damage.append(
             Damage(
-                "no-weights",
+                rule_ids.NO_WEIGHTS,
                 ".",
                 "no weight files (*.safetensors or pytorch_model*.bin) in the directory",
             )
@@ -125,14 +186,25 @@ def _read_one_safetensors(
 def _read_one_bin(access: FileAccess, rel: str) -> tuple[dict[str, TensorInfo], list[Damage]]:
     from draftfit.checkpoint.torchbin import read_torch_bin
 
-    path = access.local_path(rel)
+    try:
+        path = access.local_path(rel)
+    except OSError as exc:
+        return {}, [Damage(rule_ids.UNREADABLE_FILE, rel, f"cannot read: {exc.strerror or exc}")]
     if path is None:
-        return {}, [Damage("unreadable-file", rel, "PyTorch .bin files are only read locally")]
+        return {}, [
+            Damage(rule_ids.UNREADABLE_FILE, rel, "PyTorch .bin files are only read locally")
+        ]
     return read_torch_bin(path, rel)
 
 
-def _read_format(checkpoint: Checkpoint, candidates: list[str], index_name: str, reader) -> None:
+ShardReader = Callable[[FileAccess, str], tuple[dict[str, TensorInfo], list[Damage]]]
+
+
+def _read_format(
+    checkpoint: Checkpoint, candidates: list[str], index_name: str, reader: ShardReader
+) -> None:
     access = checkpoint.access
+    assert access is not None  # set by load_from_access
     damage = checkpoint.damage
     weight_map: dict[str, str] | None = None
     shard_files = candidates
@@ -140,12 +212,26 @@ def _read_format(checkpoint: Checkpoint, candidates: list[str], index_name: str,
         weight_map = _read_index(access, index_name, damage)
         if weight_map is not None:
             listed = sorted(set(weight_map.values()))
+            escaping = [s for s in listed if escapes_folder(s)]
+            for shard in escaping:
+                names = [n for n, s in weight_map.items() if s == shard]
+                damage.append(
+                    Damage(
+                        rule_ids.INVALID_INDEX,
+                        index_name,
+                        f"the index maps {len(names)} tensor(s) (first `{names[0]}`) to "
+                        f"`{shard}`, outside the checkpoint folder; it is not read",
+                        names[0],
+                        "/weight_map/" + _escape(names[0]),
+                    )
+                )
+            listed = [s for s in listed if s not in escaping]
             for shard in listed:
                 if shard not in checkpoint.files:
                     missing = [n for n, s in weight_map.items() if s == shard]
                     damage.append(
                         Damage(
-                            "index-missing-shard",
+                            rule_ids.INDEX_MISSING_SHARD,
                             index_name,
                             f"the index maps {len(missing)} tensor(s) (first `{missing[0]}`) "
                             f"to `{shard}`, which does not exist",
@@ -154,6 +240,16 @@ def _read_format(checkpoint: Checkpoint, candidates: list[str], index_name: str,
                         )
                     )
             shard_files = [s for s in listed if s in checkpoint.files]
+    if len(shard_files) > MAX_WEIGHT_FILES:
+        damage.append(
+            Damage(
+                rule_ids.READER_LIMIT_EXCEEDED,
+                shard_files[0],
+                f"the checkpoint has {len(shard_files)} weight files, above the limit of "
+                f"{MAX_WEIGHT_FILES}; none was read",
+            )
+        )
+        return
     checkpoint.weight_files = shard_files
 
     owner: dict[str, str] = {}
@@ -167,7 +263,7 @@ def _read_format(checkpoint: Checkpoint, candidates: list[str], index_name: str,
                     how = "with different values" if same is False else "(too large to compare)"
                     damage.append(
                         Damage(
-                            "duplicate-tensor",
+                            rule_ids.DUPLICATE_TENSOR,
                             rel,
                             f"`{name}` is stored in both `{owner[name]}` and `{rel}` {how}; "
                             "which copy an engine keeps depends on file order",
@@ -183,7 +279,7 @@ def _read_format(checkpoint: Checkpoint, candidates: list[str], index_name: str,
             if shard in shard_files and owner.get(name) != shard and name not in owner:
                 damage.append(
                     Damage(
-                        "index-tensor-not-in-shard",
+                        rule_ids.INDEX_TENSOR_NOT_IN_SHARD,
                         index_name,
                         f"the index maps `{name}` to `{shard}`, which does not contain it",
                         name,
@@ -194,7 +290,7 @@ def _read_format(checkpoint: Checkpoint, candidates: list[str], index_name: str,
             if name not in weight_map:
                 damage.append(
                     Damage(
-                        "tensor-not-in-index",
+                        rule_ids.TENSOR_NOT_IN_INDEX,
                         shard,
                         f"`{name}` is stored in `{shard}` but not listed in `{index_name}`",
                         name,
@@ -203,7 +299,7 @@ def _read_format(checkpoint: Checkpoint, candidates: list[str], index_name: str,
             elif weight_map[name] != shard:
                 damage.append(
                     Damage(
-                        "index-tensor-not-in-shard",
+                        rule_ids.INDEX_TENSOR_NOT_IN_SHARD,
                         index_name,
                         f"the index maps `{name}` to `{weight_map[name]}`, but it is stored "
                         f"in `{shard}`",
@@ -234,7 +330,7 @@ def _same_bytes(access: FileAccess, first: TensorInfo, second: TensorInfo) -> bo
 
 
 def _read_index(access: FileAccess, index_name: str, damage: list[Damage]) -> dict[str, str] | None:
-    index = read_json_object(access, index_name, damage, "invalid-index")
+    index = read_json_object(access, index_name, damage, rule_ids.INVALID_INDEX)
     if index is None:
         return None
     weight_map = index.get("weight_map")
@@ -243,7 +339,7 @@ def _read_index(access: FileAccess, index_name: str, damage: list[Damage]) -> di
     ):
         damage.append(
             Damage(
-                "invalid-index",
+                rule_ids.INVALID_INDEX,
                 index_name,
                 "`weight_map` must be an object mapping tensor names to shard file names",
                 pointer="/weight_map",

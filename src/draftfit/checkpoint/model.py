@@ -6,24 +6,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from draftfit import rule_ids
 from draftfit.checkpoint.memo import ValueMemo
+from draftfit.rule_ids import RuleId
 
 if TYPE_CHECKING:
     from draftfit.checkpoint.access import FileAccess
 
 
-# Damage after which the tensor inventory is incomplete.
+# Damage after which the tensor inventory is incomplete (by rule name).
 UNREADABLE_WEIGHTS = frozenset(
-    {
-        "unreadable-file",
-        "truncated-file",
-        "header-length-out-of-range",
-        "header-not-json-object",
-        "invalid-torch-bin",
-        "unsafe-pickle-global",
-        "index-missing-shard",
-        "no-weights",
-    }
+    rule.name
+    for rule in (
+        rule_ids.UNREADABLE_FILE,
+        rule_ids.TRUNCATED_FILE,
+        rule_ids.HEADER_LENGTH_OUT_OF_RANGE,
+        rule_ids.HEADER_NOT_JSON_OBJECT,
+        rule_ids.INVALID_TORCH_BIN,
+        rule_ids.UNSAFE_PICKLE_GLOBAL,
+        rule_ids.INDEX_MISSING_SHARD,
+        rule_ids.NO_WEIGHTS,
+        rule_ids.READER_LIMIT_EXCEEDED,
+    )
 )
 
 
@@ -60,18 +64,23 @@ class Damage:
     """A structural problem found while reading; the checker turns it into a finding.
 
     Attributes:
-        kind: the rule name it maps to (e.g. `header-not-json-object`).
+        rule: the rule it maps to (an imported :mod:`draftfit.rule_ids` constant).
         file: the file concerned, relative to the checkpoint root.
         message: what was observed and what was expected.
         tensor: the tensor concerned, when there is one.
         pointer: a JSON pointer inside `file`, when there is one.
     """
 
-    kind: str
+    rule: RuleId
     file: str
     message: str
     tensor: str | None = None
     pointer: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """The rule's name (e.g. `header-not-json-object`)."""
+        return self.rule.name
 
 
 @dataclass

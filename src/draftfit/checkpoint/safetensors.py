@@ -17,14 +17,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from draftfit import rule_ids
 from draftfit.checkpoint.dtypes import DTYPE_BITS, byte_size, numel
+from draftfit.checkpoint.jsonread import (
+    JsonLimitError,
+    JsonLimits,
+    JsonSyntaxError,
+    duplicate_key_damage,
+    parse_json,
+)
+from draftfit.checkpoint.limits import (
+    MAX_SAFETENSORS_HEADER_BYTES,
+    MAX_SAFETENSORS_INT,
+    MAX_TENSOR_DIMS,
+    MAX_TENSORS_PER_FILE,
+)
 from draftfit.checkpoint.model import Damage, TensorInfo
 
 if TYPE_CHECKING:
     from draftfit.checkpoint.access import FileAccess
 
-# The reference implementation refuses headers above 100 MB; so do we.
+# The reference implementation refuses headers above 100 MB (DF003); draftfit reads at most
+# MAX_SAFETENSORS_HEADER_BYTES of one (DF022 above that).
 MAX_HEADER_BYTES = 100_000_000
+# A header holds per tensor one object, two arrays, three members, five strings (name,
+# three keys, dtype) and about eight values, plus `__metadata__`.
+HEADER_LIMITS = JsonLimits(
+    max_bytes=MAX_SAFETENSORS_HEADER_BYTES,
+    max_members=4 * MAX_TENSORS_PER_FILE + 10_000,
+    max_containers=3 * MAX_TENSORS_PER_FILE + 10_000,
+    max_strings=5 * MAX_TENSORS_PER_FILE + 10_000,
+    max_items=8 * MAX_TENSORS_PER_FILE + 10_000,
+)
 _ALIGN = 8
 
 
@@ -57,7 +81,7 @@ def read_header_via(access: FileAccess, name: str, rel: str | None = None) -> He
                 None,
                 [
                     Damage(
-                        "truncated-file",
+                        rule_ids.TRUNCATED_FILE,
                         rel,
                         f"file is {size} bytes; a safetensors file needs at least 8 "
                         "(the header length)",
@@ -73,10 +97,24 @@ def read_header_via(access: FileAccess, name: str, rel: str | None = None) -> He
                 None,
                 [
                     Damage(
-                        "header-length-out-of-range",
+                        rule_ids.HEADER_LENGTH_OUT_OF_RANGE,
                         rel,
                         f"header length prefix says {header_length} bytes, but the file has "
                         f"{max(size - 8, 0)} bytes after the prefix{limit}",
+                    )
+                ],
+                header_length,
+            )
+        if header_length > MAX_SAFETENSORS_HEADER_BYTES:
+            return HeaderResult(
+                {},
+                None,
+                [
+                    Damage(
+                        rule_ids.READER_LIMIT_EXCEEDED,
+                        rel,
+                        f"header length prefix says {header_length} bytes, above the "
+                        f"{MAX_SAFETENSORS_HEADER_BYTES}-byte limit draftfit reads; not read",
                     )
                 ],
                 header_length,
@@ -87,7 +125,9 @@ def read_header_via(access: FileAccess, name: str, rel: str | None = None) -> He
             header = access.read_range(name, 8, 8 + header_length)
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        return HeaderResult({}, None, [Damage("unreadable-file", rel, f"cannot read: {reason}")], 0)
+        return HeaderResult(
+            {}, None, [Damage(rule_ids.UNREADABLE_FILE, rel, f"cannot read: {reason}")], 0
+        )
     return parse_header(header, size - 8 - header_length, rel, header_length)
 
 
@@ -98,21 +138,33 @@ def parse_header(header: bytes, data_size: int, rel: str, header_length: int) ->
     """
     damage: list[Damage] = []
     try:
-        parsed = json.loads(header.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        document = parse_json(header, HEADER_LIMITS)
+    except JsonLimitError as exc:
         return HeaderResult(
             {},
             None,
-            [Damage("header-not-json-object", rel, f"header is not valid JSON: {exc}")],
+            [Damage(rule_ids.READER_LIMIT_EXCEEDED, rel, f"header not read: {exc}")],
             header_length,
         )
+    except JsonSyntaxError as exc:
+        return HeaderResult(
+            {},
+            None,
+            [
+                Damage(
+                    rule_ids.HEADER_NOT_JSON_OBJECT, rel, f"header is not valid JSON: {exc.detail}"
+                )
+            ],
+            header_length,
+        )
+    parsed = document.value
     if not isinstance(parsed, dict):
         return HeaderResult(
             {},
             None,
             [
                 Damage(
-                    "header-not-json-object",
+                    rule_ids.HEADER_NOT_JSON_OBJECT,
                     rel,
                     f"header is a JSON {type(parsed).__name__}, expected an object",
                 )
@@ -120,6 +172,19 @@ def parse_header(header: bytes, data_size: int, rel: str, header_length: int) ->
             header_length,
         )
 
+    if document.duplicate_keys:
+        damage.extend(duplicate_key_damage(rel, document.duplicate_keys))
+    declared = len(parsed) - ("__metadata__" in parsed)
+    if declared > MAX_TENSORS_PER_FILE:
+        damage.append(
+            Damage(
+                rule_ids.READER_LIMIT_EXCEEDED,
+                rel,
+                f"the header declares {declared} tensors, above the limit of "
+                f"{MAX_TENSORS_PER_FILE} per file; none was read",
+            )
+        )
+        return HeaderResult({}, None, damage, header_length)
     metadata = None
     raw_metadata = parsed.pop("__metadata__", None)
     if raw_metadata is not None:
@@ -130,7 +195,7 @@ def parse_header(header: bytes, data_size: int, rel: str, header_length: int) ->
         else:
             damage.append(
                 Damage(
-                    "invalid-tensor-entry",
+                    rule_ids.INVALID_TENSOR_ENTRY,
                     rel,
                     "`__metadata__` must map strings to strings",
                     pointer="/__metadata__",
@@ -158,7 +223,7 @@ def _parse_entry(
     pointer = "/" + name.replace("~", "~0").replace("/", "~1")
     if not isinstance(entry, dict):
         damage.append(
-            Damage("invalid-tensor-entry", rel, f"entry for `{name}` is not an object", name)
+            Damage(rule_ids.INVALID_TENSOR_ENTRY, rel, f"entry for `{name}` is not an object", name)
         )
         return None
     dtype = entry.get("dtype")
@@ -166,13 +231,26 @@ def _parse_entry(
     offsets = entry.get("data_offsets")
     if not isinstance(dtype, str):
         damage.append(
-            Damage("invalid-tensor-entry", rel, f"`{name}` has no string `dtype`", name, pointer)
+            Damage(
+                rule_ids.INVALID_TENSOR_ENTRY, rel, f"`{name}` has no string `dtype`", name, pointer
+            )
+        )
+        return None
+    if isinstance(shape, list) and len(shape) > MAX_TENSOR_DIMS:
+        damage.append(
+            Damage(
+                rule_ids.READER_LIMIT_EXCEEDED,
+                rel,
+                f"`{name}` has {len(shape)} dimensions, above the limit of {MAX_TENSOR_DIMS}",
+                name,
+                pointer,
+            )
         )
         return None
     if not (isinstance(shape, list) and all(_is_uint(d) for d in shape)):
         damage.append(
             Damage(
-                "invalid-tensor-entry",
+                rule_ids.INVALID_TENSOR_ENTRY,
                 rel,
                 f"`{name}` has shape {shape!r}, expected a list of non-negative integers",
                 name,
@@ -183,7 +261,7 @@ def _parse_entry(
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_uint(o) for o in offsets)):
         damage.append(
             Damage(
-                "invalid-tensor-entry",
+                rule_ids.INVALID_TENSOR_ENTRY,
                 rel,
                 f"`{name}` has data_offsets {offsets!r}, expected [begin, end]",
                 name,
@@ -193,10 +271,25 @@ def _parse_entry(
         return None
     begin, end = offsets
     shape_t = tuple(shape)
+    too_large = [v for v in (*shape, begin, end) if v > MAX_SAFETENSORS_INT]
+    total = numel(shape_t) * DTYPE_BITS.get(dtype, 8) // 8
+    if too_large or total > MAX_SAFETENSORS_INT:
+        what = f"the value {too_large[0]}" if too_large else f"a size of {total} bytes"
+        damage.append(
+            Damage(
+                rule_ids.INVALID_TENSOR_ENTRY,
+                rel,
+                f"`{name}` ({dtype} shape with {len(shape)} dims) states {what}, which "
+                f"overflows a 64-bit size (above {MAX_SAFETENSORS_INT})",
+                name,
+                pointer,
+            )
+        )
+        return None
     if dtype not in DTYPE_BITS:
         damage.append(
             Damage(
-                "unknown-dtype",
+                rule_ids.UNKNOWN_DTYPE,
                 rel,
                 f"`{name}` has dtype `{dtype}`, which is not a safetensors dtype",
                 name,
@@ -209,7 +302,7 @@ def _parse_entry(
         if bits < 8 and (numel(shape_t) * bits) % 8:
             damage.append(
                 Damage(
-                    "tensor-byte-size-mismatch",
+                    rule_ids.TENSOR_BYTE_SIZE_MISMATCH,
                     rel,
                     f"`{name}` ({dtype} {list(shape_t)}) does not fill whole bytes",
                     name,
@@ -219,7 +312,7 @@ def _parse_entry(
         elif expected != end - begin:
             damage.append(
                 Damage(
-                    "tensor-byte-size-mismatch",
+                    rule_ids.TENSOR_BYTE_SIZE_MISMATCH,
                     rel,
                     f"`{name}` spans {end - begin} bytes, but {dtype} {list(shape_t)} "
                     f"needs {expected}",
@@ -230,7 +323,7 @@ def _parse_entry(
     if end < begin:
         damage.append(
             Damage(
-                "data-offsets-out-of-range",
+                rule_ids.DATA_OFFSETS_OUT_OF_RANGE,
                 rel,
                 f"`{name}` has data_offsets [{begin}, {end}]: end before begin",
                 name,
@@ -250,7 +343,7 @@ def _check_coverage(spans: list[tuple[int, int, str]], data_size: int, rel: str)
         if begin < cursor:
             damage.append(
                 Damage(
-                    "data-offsets-overlap",
+                    rule_ids.DATA_OFFSETS_OVERLAP,
                     rel,
                     f"`{name}` starts at byte {begin} of the data section, inside the previous "
                     f"tensor (which ends at {cursor})",
@@ -260,7 +353,7 @@ def _check_coverage(spans: list[tuple[int, int, str]], data_size: int, rel: str)
         elif begin > cursor:
             damage.append(
                 Damage(
-                    "data-section-not-covered",
+                    rule_ids.DATA_SECTION_NOT_COVERED,
                     rel,
                     f"bytes {cursor}..{begin} of the data section belong to no tensor "
                     f"(gap before `{name}`)",
@@ -273,7 +366,7 @@ def _check_coverage(spans: list[tuple[int, int, str]], data_size: int, rel: str)
         contiguous = not any(
             d.kind in ("data-offsets-overlap", "data-section-not-covered") for d in damage
         )
-        kind = "truncated-file" if contiguous else "data-offsets-out-of-range"
+        kind = rule_ids.TRUNCATED_FILE if contiguous else rule_ids.DATA_OFFSETS_OUT_OF_RANGE
         damage.append(
             Damage(
                 kind,
@@ -287,7 +380,7 @@ def _check_coverage(spans: list[tuple[int, int, str]], data_size: int, rel: str)
     elif cursor < data_size:
         damage.append(
             Damage(
-                "data-section-not-covered",
+                rule_ids.DATA_SECTION_NOT_COVERED,
                 rel,
                 f"the data section has {data_size - cursor} trailing bytes that belong to no "
                 "tensor",

@@ -36,7 +36,7 @@ def read_bytes(
     return data if len(data) == end - start else None
 
 
-def read_ints(checkpoint: Checkpoint, info: TensorInfo) -> array | None:
+def read_ints(checkpoint: Checkpoint, info: TensorInfo) -> array[int] | None:
     """An integer tensor's values (little-endian on disk), or None."""
     code = _INT_CODES.get(info.dtype)
     data = read_bytes(checkpoint, info) if code else None
@@ -85,4 +85,6 @@ def all_ones(checkpoint: Checkpoint, info: TensorInfo) -> bool:
     if one is None or info.numel == 0:
         return False
     data = read_bytes(checkpoint, info)
-    return data is not None and data == one * info.numel
+    # Lengths first: a shape that does not match the stored bytes (DF010) must not make
+    # `one * numel` allocate what the header claims.
+    return data is not None and len(data) == len(one) * info.numel and data == one * info.numel

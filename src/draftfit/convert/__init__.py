@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from draftfit import rule_ids
 from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
 from draftfit.checkpoint.model import UNREADABLE_WEIGHTS, Checkpoint
@@ -31,13 +32,28 @@ __all__ = ["CONVENTIONS", "ConvertResult", "convert_path"]
 
 # Damage after which a verbatim copy would lose or garble tensors: bytes missing from the
 # file, offsets outside it, a byte count that does not match the shape, an entry dropped
-# from the inventory. Such an input is refused before anything is written.
-BLOCKS_CONVERSION = UNREADABLE_WEIGHTS | {
-    "data-offsets-out-of-range",
-    "tensor-byte-size-mismatch",
-    "invalid-tensor-entry",
-    "unknown-dtype",
+# from the inventory, a file over a reader limit.
+LOSES_TENSORS = UNREADABLE_WEIGHTS | {
+    rule.name
+    for rule in (
+        rule_ids.DATA_OFFSETS_OUT_OF_RANGE,
+        rule_ids.TENSOR_BYTE_SIZE_MISMATCH,
+        rule_ids.INVALID_TENSOR_ENTRY,
+        rule_ids.UNKNOWN_DTYPE,
+    )
 }
+# Damage a verbatim copy would hide: bytes shared by two tensors or owned by none, an index
+# that cannot be trusted (or names shards outside the folder).
+HIDES_DAMAGE = frozenset(
+    rule.name
+    for rule in (
+        rule_ids.DATA_OFFSETS_OVERLAP,
+        rule_ids.DATA_SECTION_NOT_COVERED,
+        rule_ids.INVALID_INDEX,
+    )
+)
+# Either way the input is refused before anything is written.
+BLOCKS_CONVERSION = LOSES_TENSORS | HIDES_DAMAGE
 
 
 @dataclass
@@ -127,6 +143,7 @@ def _refuse_damage(draft: str | Path, checkpoint: Checkpoint) -> None:
     from draftfit.rules import get_rule
 
     blocking = [d for d in checkpoint.damage if d.kind in BLOCKS_CONVERSION]
+    blocking.sort(key=lambda d: d.kind in HIDES_DAMAGE)  # name lost tensors first
     if not blocking:
         return
     first = blocking[0]

@@ -26,7 +26,7 @@ from typing import Any
 
 from draftfit.aux_counting import CAPTURE_BEFORE, default_capture_ids, resolve_with_target
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
-from draftfit.checkpoint.values import read_ints, read_mask
+from draftfit.checkpoint.values import DEFAULT_LIMIT, read_ints, read_mask
 from draftfit.convert.output import MARKER, MARKER_PART
 from draftfit.convert.plan import DISPLAY_ONLY, SAFE, UNSAFE, Edit, OutputTensor, Plan
 from draftfit.engines.profile import Profile
@@ -534,7 +534,9 @@ class _Planner:
         if "t2d" not in names and "d2t" in names and self.to in ("speculators", "sglang"):
             d2t_info: TensorInfo = spec.tensors["d2t"]
             offsets = read_ints(self.ckpt, d2t_info)
-            if offsets is not None and len(offsets) == draft_vocab:
+            # `vocab` comes from the config: a mask is built only for a vocabulary whose
+            # t2d is small enough to read back (a claimed 2**31 must not allocate 2 GB).
+            if offsets is not None and len(offsets) == draft_vocab and vocab <= DEFAULT_LIMIT:
                 derived = bytearray(vocab)
                 valid = True
                 for i, offset in enumerate(offsets):
@@ -566,8 +568,23 @@ class _Planner:
                 continue
             if name.endswith(".py") and "auto_map" not in config:
                 continue  # custom config code of the source convention
+            refusal = self._outside(name)
+            if refusal is not None:
+                self.edit("none", name, f"`{name}` is not copied: {refusal}", DISPLAY_ONLY)
+                continue
             files.append(name)
         return files
+
+    def _outside(self, name: str) -> str | None:
+        """Why `name` may not be read (a symlink out of the checkpoint folder), or None."""
+        access = self.ckpt.access
+        if access is None:
+            return None
+        try:
+            access.local_path(name)
+        except OSError as exc:
+            return str(exc.strerror or exc)
+        return None
 
 
 def _little_endian(values: array[int]) -> bytes:

@@ -39,6 +39,9 @@ from draftfit.target import Target
 CONFIG = "config.json"
 TARGET_CONFIG = "target config.json"
 MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
+# Decoder layers whose tensors a view expects. Drafts have one to a few layers and the
+# largest targets ~200; a config claiming 2**31 - 1 layers must not loop that many times.
+MAX_EXPANDED_LAYERS = 256
 
 
 class Dims(NamedTuple):
@@ -162,6 +165,10 @@ class BaseBuilder:
         ec = self.visible.get("eagle_config")
         return ec if isinstance(ec, dict) else {}
 
+    def layer_indices(self, n_layers: int) -> range:
+        """The layers whose tensors are expected: at most :data:`MAX_EXPANDED_LAYERS`."""
+        return range(min(n_layers, MAX_EXPANDED_LAYERS))
+
     def vint(self, key: str) -> int | None:
         value = self.visible.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -271,7 +278,7 @@ class BaseBuilder:
             return False
         self.view.effective["num_layers"] = n_layers
         src = self._layer_sources()
-        for k in range(n_layers):
+        for k in self.layer_indices(n_layers):
             if self.family in self.mla_families:
                 if not self._mla_layer(k, H, d.heads, d.intermediate):
                     return False
@@ -661,7 +668,7 @@ class BaseBuilder:
                 self.src("norm_before_fc_supported"),
             )
         if fc_norm:
-            for k in range(n_aux):
+            for k in self.layer_indices(n_aux):  # one aux state per captured layer
                 self._expect(
                     f"fc_norm.{k}.weight",
                     shapes.aux_fc_norm(T),
@@ -677,7 +684,7 @@ class BaseBuilder:
         self.view.effective.update(
             {"hidden_size": d.hidden, "head_dim": d.head_dim, "num_layers": n_layers}
         )
-        for k in range(n_layers):
+        for k in self.layer_indices(n_layers):
             self._llama_layer(
                 k,
                 d,

@@ -16,9 +16,9 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
+from draftfit.comparison import DiffReport
 from draftfit.convert import ConvertResult
 from draftfit.demo import DemoResult
-from draftfit.comparison import DiffReport
 from draftfit.engines.listing import EngineListing
 from draftfit.explain import RuleList
 from draftfit.fail_on import FailOn

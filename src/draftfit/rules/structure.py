@@ -12,6 +12,7 @@ from draftfit.rule_ids import (
     DATA_OFFSETS_OUT_OF_RANGE,
     DATA_OFFSETS_OVERLAP,
     DATA_SECTION_NOT_COVERED,
+    DUPLICATE_JSON_KEY,
     DUPLICATE_TENSOR,
     HEADER_LENGTH_OUT_OF_RANGE,
     HEADER_NOT_JSON_OBJECT,
@@ -24,6 +25,7 @@ from draftfit.rule_ids import (
     MISSING_CONFIG,
     MIXED_WEIGHT_FORMATS,
     NO_WEIGHTS,
+    READER_LIMIT_EXCEEDED,
     TENSOR_BYTE_SIZE_MISMATCH,
     TENSOR_NOT_IN_INDEX,
     TRUNCATED_FILE,
@@ -491,4 +493,57 @@ def no_weights() -> None:
 
     ## Fix
     Upload the weights.
+    """
+
+
+@_structure_rule(
+    READER_LIMIT_EXCEEDED,
+    "a file exceeds one of draftfit's reader limits and was not read",
+    "the file is corrupted or hostile; re-export it with a standard writer",
+)
+def reader_limit_exceeded() -> None:
+    """## What it checks
+    Every JSON document (config, index, safetensors header) and weight file stays within the
+    reader's caps: JSON nesting 64 levels, 40 digits per number, 100,000 values and 32 MiB
+    per JSON file, 16 MiB per safetensors header, 20,000 tensors per file, 64 dimensions per
+    tensor, 4,096 weight files, 100,000 zip members, 2,000,000 pickle opcodes and pickle
+    objects nested 100 deep (`src/draftfit/checkpoint/limits.py`). A file over a cap is not
+    read further.
+
+    ## Why it matters
+    No real checkpoint comes near these limits; a file that exceeds one is corrupted or
+    built to exhaust the loader (a nesting bomb, a 20,000-digit dimension, a header claiming
+    a million tensors, a zip bomb). Engines' loaders crash, hang or run out of memory on
+    such files.
+
+    ## Example
+    `config.json` holds 100,000 nested `[`, or a safetensors header declares a dimension of
+    20,000 digits.
+
+    ## Fix
+    Do not load the file; re-export the weights and config with standard tools.
+    """
+
+
+@_structure_rule(
+    DUPLICATE_JSON_KEY,
+    "a JSON object in the checkpoint names the same key twice",
+    "keep one of the values and delete the other",
+)
+def duplicate_json_key() -> None:
+    """## What it checks
+    No object in `config.json`, a shard index or a safetensors header writes the same key
+    twice.
+
+    ## Why it matters
+    Python's `json` (and so every engine) keeps the last value; other tools (and people
+    reading the file) see the first. Which `hidden_size` or tensor entry is meant is
+    ambiguous, and a hand edit may not have taken effect.
+
+    ## Example
+    `config.json` has `"num_hidden_layers": 1` near the top and `"num_hidden_layers": 2`
+    further down.
+
+    ## Fix
+    Delete the stale key so each appears once.
     """

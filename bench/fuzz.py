@@ -1,0 +1,382 @@
+"""Reproducible mutation fuzzing of draftfit's checkpoint readers and the commands built on them.
+
+    PYTHONPATH=src:. python bench/fuzz.py -n 100000 --seed 42 [--save DIR] [--check-every 25]
+
+Each iteration takes one clean input (a draft's `config.json`, its safetensors file, a
+sharded draft's index, a PyTorch zip or legacy `.bin`), mutates it with a random generator
+started from `--seed` (byte flips, truncation, spliced tokens: nesting bombs, 20,000-digit numbers,
+non-UTF-8, quotes, duplicate keys; structure-aware edits of JSON values, of the safetensors
+length prefix and header entries, and of pickle opcodes, including hostile globals and
+deeply nested keys), writes it into a draft folder and reads the folder with
+`load_checkpoint`. Every `--check-every`-th iteration also runs `check` (all engines),
+recipes, `diff` against the clean draft, `inspect` and `convert` planning on it.
+
+A crash is any exception escaping those calls, or an iteration running past `--timeout`
+seconds; its signature is the exception type and the innermost draftfit frame. The script
+prints the iteration count, the distinct signatures and the time taken, and with `--save`
+writes each signature's first crashing input to DIR. Exit status 1 when anything crashed.
+Same `--seed` and `-n`: same inputs, so a crash reproduces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import random
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import time
+import traceback
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+
+from draftfit.check import check_checkpoint, resolve_engines  # noqa: E402
+from draftfit.diff import diff_checkpoints  # noqa: E402
+from draftfit.inspect import inspect_path  # noqa: E402
+from tests import factory  # noqa: E402
+from tests.torchbin_factory import legacy_bytes, simple  # noqa: E402
+
+from draftfit.checkpoint import load_checkpoint  # noqa: E402
+from draftfit.convert.planner import plan_conversion  # noqa: E402
+from draftfit.errors import DraftfitError  # noqa: E402
+from draftfit.recipe import attach_recipes  # noqa: E402
+from draftfit.spec import describe  # noqa: E402
+from draftfit.target import load_target  # noqa: E402
+
+TOKENS: list[bytes] = [
+    b"[" * 5000,
+    b"{" * 3000,
+    b'{"a":' * 2000,
+    b"9" * 20_000,
+    b"-" + b"1" * 45,
+    b"1e999",
+    b"NaN",
+    b"-Infinity",
+    b"\xff\xfe\xfd",
+    b'"',
+    b"\\",
+    b"\\u0000",
+    b"\x00",
+    b"null",
+    b"true",
+    b"[]",
+    b"{}",
+    b",",
+    b":",
+    b'"__metadata__":',
+    b'"dtype":"bf16"',
+    b'"shape":[18446744073709551617]',
+    b'"data_offsets":[5,1]',
+    b"18446744073709551616",
+    b"0.5",
+    b'"../outside.safetensors"',
+    b'"/etc/passwd"',
+]
+VALUES: list[Any] = [
+    None,
+    True,
+    -1,
+    0,
+    2**31,
+    2**31 - 1,
+    2**64 + 1,
+    10**39,
+    1.5,
+    float("inf"),
+    "",
+    "x" * 300,
+    "bf16",
+    "F4",
+    "../x.safetensors",
+    [],
+    [1] * 70,
+    [2**62, 2**62, 8],
+    {},
+    {"a": {"b": [1, {"c": None}]}},
+]
+# Opcode snippets that name or call globals, nest deeply or lie about lengths.
+PICKLE_SNIPPETS: list[bytes] = [
+    b"cos\nsystem\n",
+    b"cbuiltins\neval\n",
+    b"ctorch\nload\n",
+    b"\x8c\x02os\x8c\x06system\x93",
+    b"(X\x02\x00\x00\x00idios\nsystem\n",
+    b"K\x01" + b"\x85" * 3000,
+    b"(" * 2000 + b"K\x01" + b"\x91" * 2000,
+    b"]" * 2000 + b"a" * 1999,
+    b"r\xff\xff\xff\x7f",
+    b"\x8d" + struct.pack("<Q", 2**60),
+    b"\x82\x01",
+    b"\x94",
+    b"R",
+    b"b",
+    b"\x81",
+    b"s",
+    b"u",
+    b".",
+]
+
+
+class IterationTimeout(Exception):
+    """An iteration ran past the time limit (a hang)."""
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise IterationTimeout()
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def build_inputs(root: Path) -> dict[str, Path]:
+    """The clean drafts every mutation starts from (written once)."""
+    drafts = {
+        "st": factory.specforge().write(root / "clean-st"),
+        "sharded": factory.specforge().write(root / "clean-sharded", shards=3),
+        "bin": factory.eagle1().write(root / "clean-bin", fmt="bin"),
+    }
+    legacy = factory.eagle1().write(root / "clean-legacy", fmt="bin")
+    pairs = [simple("fc.weight", "F32", (2, 2), bytes(16)), simple("d2t", "I64", (2,), bytes(16))]
+    data, _ = legacy_bytes([p[0] for p in pairs], [p[1] for p in pairs])
+    (legacy / "pytorch_model.bin").write_bytes(data)
+    drafts["legacy"] = legacy
+    factory.llama_target(root / "target")
+    return drafts
+
+
+# --------------------------------------------------------------------------- mutators
+
+
+def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
+    """Byte-level damage: flips, sets, splices of tokens, slices duplicated or cut."""
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        choice = rng.random()
+        if not out:
+            out += rng.choice(TOKENS)
+        elif choice < 0.3:
+            out[rng.randrange(len(out))] = rng.randrange(256)
+        elif choice < 0.55:
+            at = rng.randrange(len(out) + 1)
+            out[at:at] = rng.choice(TOKENS)
+        elif choice < 0.7:
+            at = rng.randrange(len(out))
+            del out[at : at + rng.randint(1, 64)]
+        elif choice < 0.85:
+            at = rng.randrange(len(out))
+            size = rng.randint(1, 256)
+            out[at:at] = out[at : at + size]
+        else:
+            del out[rng.randrange(len(out)) :]
+    return bytes(out)
+
+
+def mutate_json_value(rng: random.Random, value: Any, depth: int = 0) -> Any:
+    """Replace, add or remove one value somewhere in a parsed JSON document."""
+    if isinstance(value, dict) and value and depth < 6 and rng.random() < 0.7:
+        key = rng.choice(list(value))
+        if rng.random() < 0.1:
+            del value[key]
+        else:
+            value[key] = mutate_json_value(rng, value[key], depth + 1)
+        return value
+    if isinstance(value, list) and value and depth < 6 and rng.random() < 0.7:
+        at = rng.randrange(len(value))
+        value[at] = mutate_json_value(rng, value[at], depth + 1)
+        return value
+    return rng.choice(VALUES)
+
+
+def mutate_json_text(rng: random.Random, data: bytes) -> bytes:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return mutate_bytes(rng, data)
+    value = mutate_json_value(rng, value)
+    text = json.dumps(value).encode()
+    if rng.random() < 0.2 and text.startswith(b"{") and len(text) > 2:
+        first_key_end = text.find(b",")
+        if first_key_end > 0:
+            text = b"{" + text[1:first_key_end] + b"," + text[1:]  # a duplicate key
+    return text
+
+
+def mutate_safetensors(rng: random.Random, data: bytes) -> bytes:
+    (length,) = struct.unpack("<Q", data[:8])
+    header, rest = data[8 : 8 + length], data[8 + length :]
+    choice = rng.random()
+    if choice < 0.15:
+        lie = rng.choice([0, 1, length - 1, length + 1, 2**63, 2**64 - 1, rng.getrandbits(40)])
+        return struct.pack("<Q", max(lie, 0) % 2**64) + header + rest
+    if choice < 0.6:
+        header = mutate_json_text(rng, header)
+    elif choice < 0.85:
+        header = mutate_bytes(rng, header)
+    else:
+        rest = mutate_bytes(rng, rest) if rest else rest
+    return struct.pack("<Q", len(header)) + header + rest
+
+
+def mutate_pickle(rng: random.Random, data_pkl: bytes) -> bytes:
+    out = bytearray(data_pkl)
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(out) + 1)
+        if rng.random() < 0.6:
+            out[at:at] = rng.choice(PICKLE_SNIPPETS)
+        elif out:
+            out[rng.randrange(len(out))] = rng.randrange(256)
+    return bytes(out)
+
+
+def mutate_zip(rng: random.Random, data: bytes) -> bytes:
+    if rng.random() < 0.4:
+        return mutate_bytes(rng, data)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        members = [(info, archive.read(info)) for info in archive.infolist()]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for info, content in members:
+            if info.filename.endswith("data.pkl"):
+                content = mutate_pickle(rng, content)
+            archive.writestr(info, content)
+    return buffer.getvalue()
+
+
+def mutate_legacy(rng: random.Random, data: bytes) -> bytes:
+    if rng.random() < 0.5:
+        return mutate_bytes(rng, data)
+    at = rng.randrange(40, len(data))
+    return data[:at] + rng.choice(PICKLE_SNIPPETS) + data[at:]
+
+
+# (draft kind, file name, mutator)
+TARGETS: list[tuple[str, str, Callable[[random.Random, bytes], bytes]]] = [
+    ("st", "config.json", mutate_json_text),
+    ("st", "config.json", mutate_bytes),
+    ("st", "model.safetensors", mutate_safetensors),
+    ("sharded", "model.safetensors.index.json", mutate_json_text),
+    ("sharded", "model.safetensors.index.json", mutate_bytes),
+    ("sharded", "model-00002-of-00003.safetensors", mutate_safetensors),
+    ("bin", "pytorch_model.bin", mutate_zip),
+    ("legacy", "pytorch_model.bin", mutate_legacy),
+]
+
+
+# --------------------------------------------------------------------------- running
+
+
+def exercise(draft: Path, clean: Path, target_dir: Path, full: bool) -> None:
+    """Read the draft, and with `full` run every command's code path on it in memory."""
+    checkpoint = load_checkpoint(draft)
+    if not full:
+        return
+    target = load_target(target_dir)
+    profiles = resolve_engines(["all"])
+    report = check_checkpoint(checkpoint, target, profiles)
+    attach_recipes(report, checkpoint, target)
+    report.to_dict()
+    diff_checkpoints(checkpoint, load_checkpoint(clean), profiles[:1], target).to_dict()
+    inspect_path(draft).to_dict()
+    spec = describe(checkpoint)
+    for to in ("vllm", "sglang", "speculators"):
+        engine = "sglang" if to == "sglang" else "vllm"
+        profile = next(p for p in profiles if p.engine == engine)
+        try:
+            plan = plan_conversion(checkpoint, spec, to, profile, target, unsafe=True)
+        except DraftfitError:
+            continue  # a refusal the CLI reports in one line (exit 2), not a crash
+        plan.to_dict()
+
+
+def signature(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "draftfit" in f.filename] or frames
+    where = f"{Path(ours[-1].filename).name}:{ours[-1].lineno}" if ours else "?"
+    return f"{type(exc).__name__} at {where}"
+
+
+def run(iterations: int, start: int, save: Path | None, check_every: int, timeout: int) -> int:
+    rng = random.Random(start)
+    crashes: dict[str, tuple[int, str]] = {}
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="draftfit-fuzz-") as tmp:
+        root = Path(tmp)
+        clean = build_inputs(root)
+        target_dir = root / "target"
+        work = root / "work"
+        previous_kind = None
+        signal.signal(signal.SIGALRM, _alarm)
+        for iteration in range(iterations):
+            kind, name, mutator = rng.choice(TARGETS)
+            if kind != previous_kind:
+                shutil.rmtree(work, ignore_errors=True)
+                shutil.copytree(clean[kind], work)
+                previous_kind = kind
+            original = (clean[kind] / name).read_bytes()
+            mutated = mutator(rng, original)
+            (work / name).write_bytes(mutated)
+            full = check_every > 0 and iteration % check_every == 0
+            signal.alarm(timeout)
+            try:
+                exercise(work, clean["st"], target_dir, full)
+            except (Exception, IterationTimeout, RecursionError, MemoryError) as exc:
+                key = signature(exc)
+                if key not in crashes:
+                    crashes[key] = (iteration, f"{kind}/{name}")
+                    print(f"crash at iteration {iteration} ({kind}/{name}): {key}", flush=True)
+                    if save is not None:
+                        save.mkdir(parents=True, exist_ok=True)
+                        stem = f"{len(crashes):03d}-{kind}-{name}"
+                        (save / stem).write_bytes(mutated)
+                        (save / (stem + ".txt")).write_text(
+                            f"{key}\niteration {iteration}, --seed {start}\n"
+                            + "".join(traceback.format_exception(exc))
+                        )
+            finally:
+                signal.alarm(0)
+            (work / name).write_bytes(original)
+            if (iteration + 1) % 10_000 == 0:
+                rate = (iteration + 1) / (time.monotonic() - started)
+                print(
+                    f"{iteration + 1} iterations, {len(crashes)} crash signature(s), {rate:.0f}/s",
+                    flush=True,
+                )
+    elapsed = time.monotonic() - started
+    print(f"iterations: {iterations}")
+    print(f"--seed: {start}")
+    print(f"distinct crash signatures: {len(crashes)}")
+    for key, (iteration, where) in sorted(crashes.items(), key=lambda item: item[1]):
+        print(f"  {key} (first at iteration {iteration}, {where})")
+    print(f"time: {elapsed:.1f} s")
+    return 1 if crashes else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", "--iterations", type=int, default=10_000)
+    parser.add_argument("--seed", dest="start", type=int, default=42)
+    parser.add_argument("--save", type=Path, help="write each crash's first input here")
+    parser.add_argument(
+        "--check-every",
+        type=int,
+        default=25,
+        help="run check, recipes, diff, inspect and convert planning every N iterations",
+    )
+    parser.add_argument("--timeout", type=int, default=20, help="seconds per iteration")
+    args = parser.parse_args(argv)
+    return run(args.iterations, args.start, args.save, args.check_every, args.timeout)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("NO_COLOR", "1")
+    sys.exit(main())

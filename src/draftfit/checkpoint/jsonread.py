@@ -1,0 +1,175 @@
+"""A bounded JSON reader for every JSON document draftfit takes from a checkpoint or target.
+
+`config.json`, shard indexes, safetensors headers and Hub-fetched JSON are written by
+whoever made the checkpoint, so they are hostile input. Python's `json` module recurses
+once per nesting level (a few thousand `[` raise `RecursionError`), refuses integers of
+more than 4300 digits with a `ValueError` from `int()`, and silently keeps the last of
+duplicated keys. This reader scans the text first, without recursion, and refuses a
+document that exceeds a cap with :class:`JsonLimitError`; a document that is not UTF-8
+JSON raises :class:`JsonSyntaxError`; duplicated keys are returned for a warning. Callers
+turn each into a finding (DF022 `reader-limit-exceeded`, DF023 `duplicate-json-key`).
+
+The caps live in :class:`JsonLimits`; their values are the named constants of
+:mod:`draftfit.checkpoint.limits`, each with the reason for its number.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from draftfit import rule_ids
+from draftfit.checkpoint.limits import (
+    MAX_JSON_CONTAINERS,
+    MAX_JSON_DEPTH,
+    MAX_JSON_FILE_BYTES,
+    MAX_JSON_ITEMS,
+    MAX_JSON_MEMBERS,
+    MAX_JSON_NUMBER_DIGITS,
+    MAX_JSON_STRINGS,
+)
+from draftfit.checkpoint.model import Damage
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKETS = re.compile(rb"[^\[\]{}]+")
+
+
+class JsonLimitError(ValueError):
+    """The document exceeds one of the reader's caps (DF022)."""
+
+
+class JsonSyntaxError(ValueError):
+    """The document is not UTF-8 JSON; `detail` is the decoder's own message."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class JsonLimits:
+    """Caps for one kind of document."""
+
+    max_bytes: int = MAX_JSON_FILE_BYTES
+    max_depth: int = MAX_JSON_DEPTH
+    max_digits: int = MAX_JSON_NUMBER_DIGITS
+    max_members: int = MAX_JSON_MEMBERS
+    max_containers: int = MAX_JSON_CONTAINERS
+    max_strings: int = MAX_JSON_STRINGS
+    max_items: int = MAX_JSON_ITEMS
+
+
+CONFIG_LIMITS = JsonLimits()
+
+
+@dataclass(frozen=True)
+class JsonDocument:
+    """A parsed document and the keys that were written more than once in some object."""
+
+    value: Any
+    duplicate_keys: tuple[str, ...]
+
+
+def parse_json(data: bytes, limits: JsonLimits = CONFIG_LIMITS) -> JsonDocument:
+    """Parse `data` as UTF-8 JSON within `limits`.
+
+    Raises :class:`JsonLimitError` when a cap is exceeded and :class:`JsonSyntaxError` when
+    the bytes are not UTF-8 JSON; never `RecursionError` or the `int()` digit-limit error.
+    Duplicate keys keep the last value (as every engine's JSON loader does) and are
+    reported in `duplicate_keys`.
+    """
+    if len(data) > limits.max_bytes:
+        raise JsonLimitError(f"it is {len(data)} bytes, above the {limits.max_bytes}-byte limit")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JsonSyntaxError(f"not UTF-8 text: {exc}", str(exc)) from None
+    _scan(data, limits)
+    duplicates: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(items)
+        if len(result) != len(items):
+            seen: set[str] = set()
+            for key, _ in items:
+                if key in seen and key not in duplicates:
+                    duplicates.append(key)
+                seen.add(key)
+        return result
+
+    try:
+        value = json.loads(text, object_pairs_hook=pairs, parse_int=_int, parse_float=_float)
+    except JsonLimitError:
+        raise
+    except RecursionError:  # pragma: no cover - the scan bounds the depth first
+        raise JsonLimitError(f"it is nested more than {limits.max_depth} levels deep") from None
+    except ValueError as exc:
+        raise JsonSyntaxError(f"not valid JSON: {exc}", str(exc)) from None
+    return JsonDocument(value, tuple(duplicates))
+
+
+def _scan(data: bytes, limits: JsonLimits) -> None:
+    """Check string, member and container counts, depth and number lengths on the raw
+    bytes, without recursion, and before allocating anything per string."""
+    quotes = data.count(b'"')  # escaped quotes count too: an over-estimate, never under
+    if quotes > 2 * limits.max_strings:
+        raise JsonLimitError(f"it has more than {limits.max_strings} strings")
+    outside = _STRING.sub(b'""', data)
+    members = outside.count(b":")
+    if members > limits.max_members:
+        raise JsonLimitError(
+            f"it has {members} object members, above the limit of {limits.max_members}"
+        )
+    items = outside.count(b",") + 1
+    if items > limits.max_items:
+        raise JsonLimitError(f"it has {items} values, above the limit of {limits.max_items}")
+    containers = outside.count(b"[") + outside.count(b"{")
+    if containers > limits.max_containers:
+        raise JsonLimitError(
+            f"it has {containers} objects and arrays, above the limit of {limits.max_containers}"
+        )
+    depth = 0
+    for byte in _BRACKETS.sub(b"", outside):
+        if byte in b"[{":
+            depth += 1
+            if depth > limits.max_depth:
+                raise JsonLimitError(f"it is nested more than {limits.max_depth} levels deep")
+        else:
+            depth -= 1
+    # Only a run of number characters longer than the cap can hold too many digits.
+    long_runs = re.compile(rb"[-+.0-9eE]{%d,}" % (limits.max_digits + 1))
+    for match in long_runs.finditer(outside):
+        digits = sum(1 for c in match.group() if 48 <= c <= 57)
+        if digits > limits.max_digits:
+            raise JsonLimitError(
+                f"a number has {digits} digits, above the limit of {limits.max_digits}"
+            )
+
+
+def _int(text: str) -> int:
+    if len(text) > MAX_JSON_NUMBER_DIGITS + 1:  # pragma: no cover - the scan refuses first
+        raise JsonLimitError(f"a number has {len(text)} digits")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    if len(text) > 2 * MAX_JSON_NUMBER_DIGITS:  # pragma: no cover - the scan refuses first
+        raise JsonLimitError(f"a number has {len(text)} characters")
+    return float(text)
+
+
+def duplicate_key_damage(rel: str, keys: tuple[str, ...]) -> list[Damage]:
+    """DF023 for keys written more than once in one object of `rel` (the last value wins)."""
+    if not keys:
+        return []
+    shown = ", ".join(f"`{k}`" for k in keys[:5]) + (" ..." if len(keys) > 5 else "")
+    return [
+        Damage(
+            rule_ids.DUPLICATE_JSON_KEY,
+            rel,
+            f"{len(keys)} key(s) written more than once in one object ({shown}); JSON loaders "
+            "keep the last value, other tools the first",
+        )
+    ]

@@ -1,0 +1,240 @@
+"""Every damaged checkpoint of `tests/malformed.py` through the commands, in a subprocess.
+
+Each case runs in its own interpreter (with a timeout), so a hang, a stack overflow or a
+signal fails that case instead of the suite. Inside it, the CLI's `main` runs `check` (and,
+for the cases marked `full`, `check --recipe`, `diff` against a clean draft, `matrix`,
+`inspect` and `convert --to vllm`). The test asserts, per case: every exit status is 0, 1
+or 2 with no traceback and no "internal error"; `check` reports the case's codes; no file
+of the input changed (hashed before and after); and `convert` of a damaged input writes
+nothing. Cases run a few at a time to keep the whole file within a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import factory as f
+from tests.malformed import CASES, Case
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT_S = 60
+# Run in the case's interpreter: each command through the CLI's main, capturing its output.
+DRIVER = r"""
+import contextlib, io, json, sys, time
+from draftfit.cli import main
+
+def peak_kb():
+    # VmHWM belongs to this program's memory map (ru_maxrss would carry the forking
+    # parent's peak across exec).
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+results = []
+for argv in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    started = time.monotonic()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(argv)
+    except BaseException as exc:  # reported, then the test fails on it
+        rc = f"raised {type(exc).__name__}: {exc}"[:500]
+    try:
+        codes = sorted({f["code"] for f in json.loads(out.getvalue())["findings"]})
+    except Exception:
+        codes = None
+    results.append({"argv": argv, "rc": rc, "stdout": out.getvalue()[-200000:], "codes": codes,
+                    "stderr": err.getvalue()[-4000:], "seconds": time.monotonic() - started,
+                    "max_rss_kb": peak_kb()})
+print(json.dumps(results))
+"""
+
+
+def fingerprint(folder: Path) -> dict[str, str]:
+    """A hash of every regular file under `folder` (large sparse files: size, mtime, ends)."""
+    result: dict[str, str] = {}
+    for path in sorted(folder.rglob("*")):
+        try:
+            status = path.lstat()
+        except OSError:
+            continue
+        if stat.S_ISLNK(status.st_mode):
+            result[str(path)] = "link:" + os.readlink(path)
+        elif stat.S_ISREG(status.st_mode):
+            digest = hashlib.sha256()
+            with path.open("rb") as handle:
+                if status.st_size <= 64 * 1024 * 1024:
+                    digest.update(handle.read())
+                else:
+                    digest.update(handle.read(1 << 20))
+                    handle.seek(-(1 << 20), os.SEEK_END)
+                    digest.update(handle.read())
+            result[str(path)] = f"{status.st_size}:{status.st_mtime_ns}:{digest.hexdigest()}"
+        else:
+            result[str(path)] = f"mode:{stat.S_IFMT(status.st_mode)}"
+    return result
+
+
+def commands(item: Case, draft: Path, clean: Path, target: Path, out: Path) -> list[list[str]]:
+    d, t = str(draft), str(target)
+    check = ["check", d, "--target", t, "--format", "json"]
+    if not item.full:
+        return [check]
+    return [
+        check,
+        ["check", d, "--target", t, "--recipe", "--format", "json"],
+        ["diff", d, str(clean), "--target", t, "--format", "json"],
+        ["matrix", d, "--target", t, "--format", "json"],
+        ["inspect", d, "--format", "json"],
+        ["convert", d, "--to", "vllm", "-o", str(out), "--target", t, "--format", "json"],
+    ]
+
+
+def run_case(item: Case, folder: Path, clean: Path, target: Path) -> dict[str, Any]:
+    draft = item.write(folder)
+    out = folder / "converted"
+    before = fingerprint(folder)
+    argv = commands(item, draft, clean, target, out)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DRAFTFIT_DEBUG": ""}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", DRIVER, json.dumps(argv)],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            env=env,
+            cwd=folder,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {TIMEOUT_S} s"}
+    after = fingerprint(folder)
+    changed = sorted(
+        k for k in before.keys() | after.keys() if before.get(k) != after.get(k) and k != str(out)
+    )
+    changed = [k for k in changed if not k.startswith(str(out) + os.sep)]
+    if proc.returncode != 0:
+        return {"error": f"interpreter exit {proc.returncode}: {proc.stderr[-2000:]}"}
+    return {
+        "results": json.loads(proc.stdout),
+        "changed": changed,
+        "out_exists": out.exists(),
+        "readme_copied": (out / "README.md").exists(),
+    }
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    root = tmp_path_factory.mktemp("malformed")
+    clean = f.specforge().write(root / "clean")
+    target = f.llama_target(root / "target")
+    workers = max(2, min(4, (os.cpu_count() or 2)))
+    with ThreadPoolExecutor(workers) as pool:
+        futures = {
+            item.id: pool.submit(run_case, item, root / item.id, clean, target) for item in CASES
+        }
+        return {key: future.result() for key, future in futures.items()}
+
+
+# Cases whose declared sizes are huge: reading them must stay fast and small.
+BOUNDED = ("st-sparse-1tb", "st-claims-1m-tensors", "st-header-over-cap", "cfg-huge-file")
+MAX_CHECK_SECONDS = 3.0
+MAX_RSS_KB = 200 * 1024
+
+
+@pytest.mark.parametrize("case_id", BOUNDED)
+def test_huge_declarations_stay_fast_and_small(
+    case_id: str, outcomes: dict[str, dict[str, Any]]
+) -> None:
+    check = outcomes[case_id]["results"][0]
+    assert check["seconds"] < MAX_CHECK_SECONDS, check["seconds"]
+    assert check["max_rss_kb"] < MAX_RSS_KB, check["max_rss_kb"]
+
+
+def test_convert_copies_nothing_from_outside_the_folder(
+    outcomes: dict[str, dict[str, Any]],
+) -> None:
+    outcome = outcomes["other-file-symlink-outside"]
+    convert = outcome["results"][-1]
+    assert convert["rc"] in (0, 1), convert["stderr"]
+    plan = json.loads(convert["stdout"])["plan"]
+    assert any("README.md" in json.dumps(edit) for edit in plan["edits"]), plan
+    assert outcome["out_exists"] and not outcome["readme_copied"]
+
+
+def test_corpus_is_large_and_varied() -> None:
+    assert len(CASES) >= 80
+    assert len({c.id for c in CASES}) == len(CASES)
+    assert sum(c.full for c in CASES) >= 20
+    codes = set().union(*(c.codes for c in CASES))
+    assert {"DF001", "DF002", "DF003", "DF019", "DF020", "DF022", "DF023"} <= codes
+
+
+@pytest.mark.parametrize("item", CASES, ids=[c.id for c in CASES])
+def test_case(item: Case, outcomes: dict[str, dict[str, Any]]) -> None:
+    outcome = outcomes[item.id]
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["changed"] == [], f"input files changed: {outcome['changed']}"
+    for result in outcome["results"]:
+        command = " ".join(result["argv"][:1])
+        assert result["rc"] in (0, 1, 2), f"{command}: {result['rc']}\n{result['stderr']}"
+        assert "Traceback" not in result["stderr"], result["stderr"]
+        assert "internal error" not in result["stderr"], result["stderr"]
+    check = outcome["results"][0]
+    if check["rc"] == 2:
+        pytest.fail(f"check refused the draft: {check['stderr']}")
+    assert check["codes"] is not None, check["stdout"][-2000:]
+    codes = set(check["codes"])
+    assert item.codes <= codes, f"expected {sorted(item.codes)}, got {sorted(codes)}"
+    if item.full:
+        convert = outcome["results"][-1]
+        if not item.may_convert:
+            assert not outcome["out_exists"], "convert wrote an output for a damaged input"
+            assert convert["rc"] == 2, convert["stderr"]
+            assert convert["stderr"].count("\n") == 1, convert["stderr"]
+
+
+def test_named_paths_fail_in_one_line(tmp_path: Path) -> None:
+    """A path the user names that is a FIFO, a symlink loop, or a target whose config is a
+    FIFO, a nesting bomb or a 20,000-digit number: one line on stderr, exit 2, no hang."""
+    draft = f.specforge().write(tmp_path / "draft")
+    os.mkfifo(tmp_path / "fifo")
+    os.symlink(tmp_path / "loop-a", tmp_path / "loop-b")
+    os.symlink(tmp_path / "loop-b", tmp_path / "loop-a")
+    targets = {name: tmp_path / name for name in ("fifo-config", "bomb", "digits")}
+    for folder in targets.values():
+        folder.mkdir()
+    os.mkfifo(targets["fifo-config"] / "config.json")
+    (targets["bomb"] / "config.json").write_text("[" * 100_000)
+    (targets["digits"] / "config.json").write_text('{"hidden_size": ' + "9" * 20_000 + "}")
+    runs = [
+        ["check", str(tmp_path / "fifo")],
+        ["inspect", str(tmp_path / "loop-a")],
+        *(["check", str(draft), "--target", str(t)] for t in targets.values()),
+        ["check", str(draft), "--target", str(tmp_path / "fifo")],
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DRAFTFIT_DEBUG": ""}
+    for argv in runs:
+        proc = subprocess.run(
+            [sys.executable, "-m", "draftfit", *argv],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            env=env,
+        )
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("draftfit: error:"), (
+            argv,
+            proc.stderr,
+        )
