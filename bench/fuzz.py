@@ -40,13 +40,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from draftfit.check import check_checkpoint, resolve_engines  # noqa: E402
-from draftfit.diff import diff_checkpoints  # noqa: E402
 from draftfit.inspect import inspect_path  # noqa: E402
 from tests import factory  # noqa: E402
 from tests.torchbin_factory import legacy_bytes, simple  # noqa: E402
 
+from draftfit.checker import check_checkpoint, resolve_engines  # noqa: E402
 from draftfit.checkpoint import load_checkpoint  # noqa: E402
+from draftfit.comparison import diff_checkpoints  # noqa: E402
 from draftfit.convert.planner import plan_conversion  # noqa: E402
 from draftfit.errors import DraftfitError  # noqa: E402
 from draftfit.recipe import attach_recipes  # noqa: E402

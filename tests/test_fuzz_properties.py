@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from draftfit.check import check_checkpoint, resolve_engines
-from draftfit.diff import diff_checkpoints
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
 from draftfit.checkpoint.jsonread import JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.checkpoint.safetensors import parse_header
 from draftfit.checkpoint.torchbin import read_torch_bin
+from draftfit.comparison import diff_checkpoints
 from draftfit.convert.planner import plan_conversion
 from draftfit.errors import DraftfitError
 from draftfit.recipe import attach_recipes

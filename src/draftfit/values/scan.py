@@ -72,6 +72,16 @@ def scan_values(
     return facts
 
 
+def _is_remote(checkpoint: Checkpoint) -> bool:
+    """Whether the checkpoint's weights are read over the network (no local path for them)."""
+    if checkpoint.access is None or not checkpoint.weight_files:
+        return False
+    try:
+        return checkpoint.access.local_path(checkpoint.weight_files[0]) is None
+    except OSError:  # a refused name: the reader reports it; nothing is read from it
+        return False
+
+
 def _scan(checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, mode: str) -> ValueFacts:
     facts = ValueFacts(mode)
     facts.serving_dtype, facts.serving_dtype_source = _serving_dtype(spec, target)
@@ -97,7 +107,7 @@ def _scan(checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, mode: 
         for (canonical, info) in tensors
         if (plan := plans[canonical]) is not None
     )
-    remote = checkpoint.access is not None and checkpoint.access.local_path("") is None
+    remote = _is_remote(checkpoint)
     with progress_for(
         "reading weights" if mode == FULL else "reading sampled rows",
         total,
