@@ -548,6 +548,40 @@ case("fc-bias-rejected-0.24", {"DF201"}, {"DF207"}, engines=("vllm==0.24.0",))(
 )
 
 
+# Quantized drafts (compressed-tensors FP8, per-channel scales): from 0.11.1 vLLM builds the
+# draft's layers with the draft's own quantization config, so the scales have parameters;
+# lm_head takes it from 0.19.0.
+case("fp8-draft-loads", set(), {"DF201", "DF209", "DF903"}, verdict="compatible")(
+    with_target(f.quantize_fp8(f.specforge()))
+)
+case("fp8-draft-static-input", set(), {"DF201"}, verdict="compatible")(
+    with_target(f.quantize_fp8(f.specforge(), static_input=True))
+)
+case("fp8-draft-before-0.11.1", {"DF201"}, engines=("vllm==0.11.0",), verdict="incompatible")(
+    with_target(f.quantize_fp8(f.specforge()))
+)
+case("fp8-draft-on-0.11.1", set(), {"DF201"}, engines=("vllm==0.11.1",), verdict="compatible")(
+    with_target(f.quantize_fp8(f.specforge()))
+)
+case("fp8-lm-head-before-0.19", {"DF201"}, engines=("vllm==0.18.0",), verdict="incompatible")(
+    with_target(f.quantize_fp8(f.specforge(), ignore=[]))
+)
+case("fp8-lm-head-on-0.19", set(), {"DF201"}, engines=("vllm==0.19.0",), verdict="compatible")(
+    with_target(f.quantize_fp8(f.specforge(), ignore=[]))
+)
+
+
+def _fp8_scale_on_ignored_module() -> Draft:
+    """`fc` is in `ignore` but still stores a scale: vLLM builds fc unquantized."""
+    draft = f.quantize_fp8(f.specforge(), ignore=["lm_head", "fc"])
+    return draft.add("fc.weight_scale", "F32", (64, 1), f.fp8_scale_bytes(64))
+
+
+case("fp8-scale-on-ignored-module", {"DF201"}, verdict="incompatible")(
+    with_target(_fp8_scale_on_ignored_module())
+)
+
+
 def _head_dim_undeclared() -> Draft:
     draft = f.specforge()
     del draft.config["head_dim"]

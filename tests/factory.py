@@ -196,6 +196,63 @@ def specforge(nested_aux: list[int] | None = None, **kw: Any) -> Draft:
     return Draft(config, eagle3_tensors(**kw))
 
 
+def fp8_scale_bytes(rows: int, value: float = 0.01) -> bytes:
+    """Per-channel FP8 scales, [rows, 1] float32 (what llm-compressor stores)."""
+    return np.full(rows, value, dtype="<f4").tobytes()
+
+
+def quantize_fp8(
+    draft: Draft, ignore: list[str] | None = None, static_input: bool = False
+) -> Draft:
+    """Turn a draft into a compressed-tensors FP8 draft, as llm-compressor writes one:
+    every linear weight (`*_proj`, `fc`; `lm_head` unless ignored) stored as F8_E4M3 with a
+    per-channel float32 `weight_scale` [rows, 1] (and a scalar `input_scale` for static
+    activations), and a `quantization_config` in config.json."""
+    ignore = ["lm_head"] if ignore is None else ignore
+    for name in list(draft.tensors):
+        if not name.endswith(".weight"):
+            continue
+        module = name.removesuffix(".weight")
+        linear = module.endswith("_proj") or module in ("fc", "lm_head")
+        if not linear or module in ignore:
+            continue
+        t = draft.tensors[name]
+        draft.tensors[name] = Tensor("F8_E4M3", t.shape)
+        draft.tensors[module + ".weight_scale"] = Tensor(
+            "F32", (t.shape[0], 1), fp8_scale_bytes(t.shape[0])
+        )
+        if static_input:
+            draft.tensors[module + ".input_scale"] = Tensor(
+                "F32", (1,), np.full(1, 0.5, dtype="<f4").tobytes()
+            )
+    draft.config["quantization_config"] = {
+        "quant_method": "compressed-tensors",
+        "format": "float-quantized",
+        "quantization_status": "compressed",
+        "config_groups": {
+            "group_0": {
+                "targets": ["Linear"],
+                "weights": {
+                    "num_bits": 8,
+                    "type": "float",
+                    "strategy": "channel",
+                    "symmetric": True,
+                    "dynamic": False,
+                },
+                "input_activations": {
+                    "num_bits": 8,
+                    "type": "float",
+                    "strategy": "tensor",
+                    "symmetric": True,
+                    "dynamic": not static_input,
+                },
+            }
+        },
+        "ignore": ignore,
+    }
+    return draft
+
+
 def eagle_official(**kw: Any) -> Draft:
     """Official EAGLE-3 (SafeAILab): plain LlamaForCausalLM config, midlayer.*, no aux ids."""
     config = {

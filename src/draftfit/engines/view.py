@@ -118,6 +118,7 @@ class TensorFate:
     reason: str = ""
     sources: tuple[str, ...] = ()
     cause: FateCause = field(kw_only=True)
+    fix: str | None = field(default=None, kw_only=True)  # a fix specific to this fate
 
 
 @dataclass

@@ -27,11 +27,13 @@ from draftfit.engines.builder import (
     get_path,
     target_is_moe,
 )
+from draftfit.engines.draft_quant import DraftQuant, quant_suffix, read_draft_quant
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import (
     SHARED,
     UNINITIALISED,
     AuxCapture,
+    Expectation,
     FateCause,
 )
 from draftfit.location import Location, config_at
@@ -468,6 +470,101 @@ class _Builder(BaseBuilder):
 
     def _after_eagle3(self) -> None:
         self.view.effective["max_position_raised"] = bool(self.value("max_position_raised"))
+        self._quantized_parameters()
+
+    # ------------------------------------------------------------------ quantized drafts
+    def _quantized_parameters(self) -> None:
+        """The parameters a quantized draft's linear layers register, when this version builds
+        the draft with the draft's own `quantization_config` (`get_draft_quant_config`) and
+        draftfit knows the scheme's parameters: `weight_scale`, `input_scale`, ... beside
+        `weight`, or `weight_packed` instead of it. Their shapes are not checked."""
+        q = read_draft_quant(self.config)
+        if q is None:
+            return
+        self.view.effective["draft_quantization"] = q.method
+        if self.value("draft_quant_config_source") != "draft":
+            return
+        if q.method not in (self.value("draft_quant_methods") or []) or q.scheme is None:
+            return
+        params: list[str] = (self.value("compressed_tensors_params") or {}).get(q.scheme) or []
+        if not params:
+            return
+        lm_head = bool(self.value("draft_quant_lm_head"))
+        sources = self.src("draft_quant_config_source", "draft_quant_methods")
+        sources += self.src("compressed_tensors_params")
+        for canonical in list(self.view.expectations):
+            module = canonical.removesuffix(".weight")
+            if module == canonical or not _is_quantizable(module, lm_head):
+                continue
+            if not q.covers(module):
+                continue
+            if "weight" not in params:
+                del self.view.expectations[canonical]
+            for name in params:
+                if name == "weight":
+                    continue
+                full = f"{module}.{name}"
+                required = name in ("weight_packed", "weight_scale")
+                self.view.expectations[full] = Expectation(
+                    full,
+                    full,
+                    None,
+                    f"{q.scheme} scheme parameter",
+                    UNINITIALISED if required else None,
+                    sources=sources,
+                )
+        self.view.effective["draft_quantization_scheme"] = q.scheme
+
+    def _quant_rejection(self, canonical: str, q: DraftQuant) -> tuple[str, str, tuple[str, ...]]:
+        """Why this version has no parameter for a quantization tensor of a quantized draft,
+        the fix right for this version, and the source lines."""
+        suffix = canonical.rsplit(".", 1)[-1]
+        module = canonical.rsplit(".", 1)[0]
+        own = self._first_release("draft_quant_config_source", "draft")
+        head = self._first_release("draft_quant_lm_head", True)
+        if self.value("draft_quant_config_source") != "draft":
+            return (
+                f"{self.p.title} builds the draft's layers with the target's quantization "
+                "config, not the draft's own `quantization_config` (read for drafts from "
+                f"vLLM {own} on), so there is no `{suffix}` parameter (the target's scheme "
+                "would have to match the draft's; an unquantized target builds none)",
+                f"serve with vLLM >= {own}"
+                + (f" (>= {head}: lm_head is quantized)" if head and q.covers("lm_head") else "")
+                + ", or store the draft dequantized (bf16)",
+                self.src("draft_quant_config_source"),
+            )
+        if module == "lm_head" and not self.value("draft_quant_lm_head"):
+            return (
+                f"{self.p.title} builds the draft's lm_head without a quantization config "
+                f"(it uses the draft's from vLLM {head} on), so there is no `{suffix}` parameter",
+                f"serve with vLLM >= {head}, or keep lm_head unquantized (list it in "
+                "`quantization_config.ignore`)",
+                self.src("draft_quant_lm_head"),
+            )
+        if q.method not in (self.value("draft_quant_methods") or []) or q.scheme is None:
+            return (
+                f"draftfit has no record of the parameters {self.p.title} builds for this "
+                f"`quant_method` ({q.method}) and scheme, so it cannot say the `{suffix}` "
+                "tensor loads",
+                "check that this vLLM release supports the draft's quantization scheme",
+                self.src("draft_quant_methods", "compressed_tensors_params"),
+            )
+        return (
+            f"the draft's `quantization_config` leaves `{module}` unquantized (not targeted, "
+            f"or in `ignore`), so it has no `{suffix}` parameter",
+            f"remove `{module}` from `quantization_config.ignore`, or store it unquantized",
+            self.src("draft_quant_config_source", "compressed_tensors_params"),
+        )
+
+    def _first_release(self, key: str, value: object) -> str | None:
+        """The first release where fact `key` has `value`, from the data."""
+        fact = self.p.data.facts.get(key)
+        if fact is None:
+            return None
+        for entry in fact.entries:
+            if entry.value == value and entry.since is not None:
+                return str(entry.since)
+        return None
 
     def _flag_visible(self, name: str) -> bool:
         """Whether a norm flag is on *and* this version implements it."""
@@ -677,6 +774,11 @@ class _Builder(BaseBuilder):
                 cause=FateCause.NOT_BUILT,
             )
             return
+        q = read_draft_quant(self.config)
+        if q is not None and quant_suffix(canonical) is not None:
+            reason, fix, sources = self._quant_rejection(canonical, q)
+            self._fate(raw, canonical, "rejected", reason, sources, cause=mapped.cause, fix=fix)
+            return
         reason, cause = "no parameter of the draft class has this name", mapped.cause
         n = self._layer_beyond(canonical)
         if n is not None:
@@ -783,6 +885,14 @@ def _vllm_canonical(raw: str) -> str:
     """vLLM's own renaming: `midlayer.` -> `layers.0.` as a substring (data:
     `eagle3_weight_mapping`, vllm/model_executor/models/llama_eagle3.py:224-229@v0.8.5)."""
     return raw.replace("midlayer.", "layers.0.", 1) if "midlayer." in raw else raw
+
+
+def _is_quantizable(module: str, lm_head: bool) -> bool:
+    """Whether the draft builds `module` as a linear layer with its quantization config:
+    the decoder projections, `fc`, and `lm_head` where the version passes the config."""
+    if module == "lm_head":
+        return lm_head
+    return module == "fc" or module.endswith("_proj")
 
 
 def _write_pointer(keys: list[str]) -> str | None:
