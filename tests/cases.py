@@ -582,6 +582,40 @@ case("fp8-scale-on-ignored-module", {"DF201"}, verdict="incompatible")(
 )
 
 
+# Producers that are not (plain) EAGLE-3 drafts.
+case("nemo-automodel-no-aux-ids", {"DF315", "DF101"}, {"DF905"}, verdict="incompatible")(
+    with_target(f.nemo_automodel())
+)
+
+
+def _nemo_with_aux_ids() -> Draft:
+    draft = f.nemo_automodel()
+    draft.config["eagle_aux_hidden_state_layer_ids"] = [2, 4, 5]
+    return draft
+
+
+case("nemo-automodel-aux-ids-written", {"DF101"}, {"DF315"})(with_target(_nemo_with_aux_ids()))
+case("specforge-no-aux-ids-not-nemo", set(), {"DF315"}, verdict="compatible")(
+    with_target(f.specforge())
+)
+case("eagle4-needs-plugin", {"DF101"}, {"DF905", "DF125"}, verdict="incompatible")(
+    with_target(f.eagle4())
+)
+case("speculators-xpress", {"DF113", "DF125"}, {"DF103"}, verdict="incompatible")(
+    with_target(f.speculators_non_eagle())
+)
+case(
+    "speculators-dflash-on-0.17",
+    {"DF103", "DF125"},
+    {"DF108"},
+    engines=("vllm==0.17.0",),
+    verdict="incompatible",
+)(with_target(f.speculators_non_eagle("dflash", "DFlashSpeculator")))
+case("dflash-drafter", {"DF101", "DF125"}, {"DF905"}, verdict="incompatible")(
+    with_target(f.dflash_draft())
+)
+
+
 def _head_dim_undeclared() -> Draft:
     draft = f.specforge()
     del draft.config["head_dim"]

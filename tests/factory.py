@@ -328,6 +328,84 @@ def speculators(
     return Draft(config, eagle3_tensors(naming="layers", **kw))
 
 
+def speculators_non_eagle(kind: str = "xpress", architecture: str = "XPressSpeculator") -> Draft:
+    """A speculators 0.9 draft of a non-EAGLE algorithm (`xpress`, `dflash`, `dflash2`,
+    `dspark`): the speculators structure with its own `speculators_model_type` and the
+    refiner-head tensors XPress writes (`token_embed`, `down_h`, `in_proj`, `readout`)."""
+    draft = speculators()
+    draft.config["speculators_model_type"] = kind
+    draft.config["architectures"] = [architecture]
+    draft.config["speculators_config"]["algorithm"] = kind
+    draft.config["auto_map"] = {"": f"config.{architecture}Config"}
+    if kind == "xpress":
+        draft.config.update({"xpress_rank": 256, "xpress_mlp_ratio": 2, "num_jacobi_passes": 6})
+        draft.tensors = {
+            "token_embed.weight": Tensor("BF16", (VOCAB, H)),
+            "down_h.weight": Tensor("BF16", (H, 3 * H)),
+            "in_proj.weight": Tensor("BF16", (H, 2 * H)),
+            "readout.weight": Tensor("BF16", (VOCAB, H)),
+        }
+    return draft
+
+
+def dflash_draft(architecture: str = "DFlashForCausalLM") -> Draft:
+    """A DFlash drafter with a plain HF config (z-lab / TensorRT-LLM layout): block-diffusion
+    drafting from the target's hidden states, not an EAGLE draft."""
+    config = {
+        "architectures": [architecture],
+        "model_type": "qwen3",
+        **llama_layer_config(),
+        "block_size": 16,
+        "dflash_config": {"target_layer_ids": [1, 3, 5], "mask_token_id": 0},
+        "torch_dtype": "bfloat16",
+    }
+    tensors = eagle3_layer_tensors("layers.0.", first=False)
+    tensors["fc.weight"] = Tensor("BF16", (H, 3 * H))
+    tensors["hidden_norm.weight"] = Tensor("BF16", (H,), norm_bytes(H))
+    tensors["norm.weight"] = Tensor("BF16", (H,), norm_bytes(H))
+    return Draft(config, tensors)
+
+
+def nemo_automodel(**kw: Any) -> Draft:
+    """NeMo Automodel EAGLE-3 export: `LlamaEagle3DraftModel`, the target's text config with
+    one layer, `model.`-prefixed decoder/fc/norm names (lm_head bare), d2t/t2d, no aux ids."""
+    config = {
+        "architectures": ["LlamaEagle3DraftModel"],
+        "model_type": "llama",
+        **llama_layer_config(),
+        "draft_vocab_size": DRAFT_VOCAB,
+        "target_hidden_size": H,
+        "tie_word_embeddings": False,
+        "attn_implementation": "sdpa",
+        "fc_norm": False,
+        "norm_output": False,
+        "parallel_drafting": False,
+        "torch_dtype": "bfloat16",
+    }
+    tensors = eagle3_tensors(naming="layers", embed=True, **kw)
+    named = {
+        (k if k in ("lm_head.weight", "d2t", "t2d") else "model." + k): v
+        for k, v in tensors.items()
+    }
+    return Draft(config, named)
+
+
+def eagle4(**kw: Any) -> Draft:
+    """An EAGLE-4 draft (eagle-harness): `LlamaForCausalLMEagle4`, an EAGLE-3.1 Llama layer
+    plus the two factors of a low-rank candidate head."""
+    config = {
+        "architectures": ["LlamaForCausalLMEagle4"],
+        "model_type": "llama",
+        **llama_layer_config(),
+        "draft_vocab_size": DRAFT_VOCAB,
+        "torch_dtype": "bfloat16",
+    }
+    tensors = eagle3_tensors(naming="layers", **kw)
+    tensors["candidate_head.u.weight"] = Tensor("BF16", (16, H))
+    tensors["candidate_head.v.weight"] = Tensor("BF16", (DRAFT_VOCAB, 16))
+    return Draft(config, tensors)
+
+
 def mla_draft(aux: list[int] | None = None, q_lora: int | None = 48) -> Draft:
     """NVIDIA ModelOpt's Kimi-K2 style MLA draft: Eagle3DeepseekV2ForCausalLM, kimi_k2."""
     kvr, dn, dr, dv = 32, 16, 8, 16

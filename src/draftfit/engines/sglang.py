@@ -15,6 +15,7 @@ import re
 
 from draftfit import rule_ids
 from draftfit.aux_counting import default_capture_ids
+from draftfit.dialects import EAGLE4_SERVING, is_eagle4_architecture, non_eagle_kind
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
@@ -170,6 +171,10 @@ class _SGLangBuilder(BaseBuilder):
             )
         else:
             fix = f'set "architectures": ["{want}"] (`draftfit convert --to sglang` does it)'
+        if is_eagle4_architecture(arch):
+            fix = EAGLE4_SERVING["sglang"]
+        elif non_eagle_kind(self.config) is not None:
+            fix = "this is not an EAGLE draft: serve it with the algorithm made for it"
         self.refuse(
             rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
             why,

@@ -15,6 +15,12 @@ from typing import Any
 
 from draftfit import rule_ids
 from draftfit.aux_counting import TOP_AUX, default_capture_ids
+from draftfit.dialects import (
+    EAGLE4_SERVING,
+    NEMO_AUTOMODEL,
+    is_eagle4_architecture,
+    non_eagle_kind,
+)
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
@@ -123,7 +129,12 @@ class _Builder(BaseBuilder):
                     fix=f'pass "method": "{self.spec.method}" in --speculative-config',
                 )
             return
-        if not self.method_explicit and self.method is not None and detected != self.method:
+        if (
+            not self.method_explicit
+            and self.method is not None
+            and detected != self.method
+            and non_eagle_kind(self.config) is None  # not-an-eagle-draft says what to pass
+        ):
             self.event(
                 rule_ids.METHOD_NOT_DETECTED_FROM_PATH,
                 f"if `method` is left out of --speculative-config, vLLM picks "
@@ -326,13 +337,21 @@ class _Builder(BaseBuilder):
         how = f"`{written0}` becomes `{arch}`" if written0 != arch else f"`{arch}`"
         pointer = "/model/architectures/0" if self.route == "legacy-eagle" else "/architectures/0"
         suggestion = _suggest_architecture(self.method, registered)
+        fix = f'set "architectures": ["{suggestion}"]' if suggestion else None
+        if is_eagle4_architecture(written0):
+            fix = EAGLE4_SERVING["vllm"]
+        elif fix and self.spec.dialect.name == NEMO_AUTOMODEL:
+            if any(raw.startswith("model.") for raw in self.ckpt.tensors):
+                fix += " and strip the `model.` prefix from the tensor names"
+        elif non_eagle_kind(self.config) is not None:
+            fix = "this is not an EAGLE draft: serve it with the method made for it"
         self.refuse(
             rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
             f"{how}, which {self.p.title} does not register for method `{self.method}` "
             f"(registered: {', '.join(sorted(registered)) or 'none'})",
             config_at(pointer),
             (key, "eagle3_arch_rewrite" if self.method == EAGLE3 else "eagle_arch_rewrite"),
-            fix=f'set "architectures": ["{suggestion}"]' if suggestion else None,
+            fix=fix,
         )
         return False
 
