@@ -774,6 +774,50 @@ def _kimi_like_target(tmp: Path) -> tuple[Path, Path | None]:
 
 case("kimi-target-0.17", {"DF501"}, engines=("vllm==0.17.0",))(_kimi_like_target)
 case("kimi-target-0.34", set(), {"DF501"}, verdict="compatible", oracle="21b")(_kimi_like_target)
+
+
+def _final_layer_draft() -> Draft:
+    """Capture-before ids ending at L = 8: the output of the target's last layer."""
+    draft = f.specforge()
+    draft.config["eagle_aux_hidden_state_layer_ids"] = [2, 4, 8]
+    return draft
+
+
+def _deepseek_target(draft: Draft) -> Builder:
+    def build(tmp: Path) -> tuple[Path, Path | None]:
+        target = f.llama_target(
+            tmp / "target",
+            architectures=["DeepseekV3ForCausalLM"],
+            model_type="kimi_k2",
+            n_routed_experts=8,
+        )
+        return draft.write(tmp / "draft"), target
+
+    return build
+
+
+# The deepseek_v2 backbone captures the last layer's output from vLLM 0.25.0 (vllm#46973).
+case("deepseek-final-layer-0.24", {"DF303"}, engines=("vllm==0.24.0",), verdict="incompatible")(
+    _deepseek_target(_final_layer_draft())
+)
+case("deepseek-final-layer-0.25", set(), {"DF303"}, engines=("vllm==0.25.0",))(
+    _deepseek_target(_final_layer_draft())
+)
+case("llama-final-layer-0.24", set(), {"DF303"}, engines=("vllm==0.24.0",))(
+    with_target(_final_layer_draft())
+)
+
+
+def _layer_zero_draft() -> Draft:
+    draft = f.specforge()
+    draft.config["eagle_aux_hidden_state_layer_ids"] = [0, 4, 5]
+    return draft
+
+
+case("deepseek-layer-zero", {"DF303"}, verdict="incompatible")(
+    _deepseek_target(_layer_zero_draft())
+)
+case("llama-layer-zero", set(), {"DF303"})(with_target(_layer_zero_draft()))
 case("gemma3-target", {"DF501"}, verdict="incompatible")(
     with_target(f.specforge(), architectures=["Gemma3ForCausalLM"], model_type="gemma3_text")
 )

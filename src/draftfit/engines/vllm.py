@@ -653,8 +653,11 @@ class _Builder(BaseBuilder):
             ids = tuple(sorted(set(ids)))
         rng = self.value("aux_ids_valid_range")
         valid = None
+        range_sources: tuple[str, ...] = ()
+        range_note = ""
         if L is not None and isinstance(rng, list):
             valid = (rng[0], L + rng[1])
+            valid, range_sources, range_note = self._backbone_range(valid, L, ids or ())
         key_fact = f"aux_ids_read_from_{runner or 'mrv1'}"
         self.view.aux = AuxCapture(
             used=ids,
@@ -663,13 +666,55 @@ class _Builder(BaseBuilder):
             expected_count=n_aux if use_aux else None,
             count_from=count_from,
             valid_range=valid,
-            sources=self.src(key_fact, "runner_default"),
+            sources=range_sources + self.src(key_fact, "runner_default"),
+            range_note=range_note,
             dedupes=dedupes,
             runner_note=why,
             read_convention="capture-before",
             write_pointer=_write_pointer(keys),
             encode=lambda ids: tuple(ids),
         )
+
+    def _backbone_range(
+        self, valid: tuple[int, int], L: int, ids: tuple[int, ...]
+    ) -> tuple[tuple[int, int], tuple[str, ...], str]:
+        """Narrow the capturable ids for targets whose backbone captures less than the Llama
+        one: no id L before the final-layer capture (deepseek_v2 before 0.25.0), no id 0
+        where the residual is still None before layer 0. Returns the range, and for the
+        used `ids` it excludes the sources behind the narrowing and a note saying why."""
+        arch = self.target.architecture if self.target else None
+        if arch is None:
+            return valid, (), ""
+        low, high = valid
+        sources: tuple[str, ...] = ()
+        notes: list[str] = []
+        if arch in (self.value("aux_first_layer_not_captured") or []) and low < 1:
+            low = 1
+        if low == 1 and 0 in ids and valid[0] < 1:
+            sources += self.p.item_sources("aux_first_layer_not_captured", arch)
+            notes.append(
+                f"`{arch}` adds the residual to the state before each layer, and before "
+                "layer 0 there is none, so id 0 fails"
+            )
+        if arch in (self.value("aux_final_layer_not_captured") or []) and high >= L:
+            high = L - 1
+        if high == L - 1 and L in ids and valid[1] >= L:
+            sources += self.p.item_sources("aux_final_layer_not_captured", arch)
+            fixed = self._first_release_without("aux_final_layer_not_captured", arch)
+            notes.append(
+                f"`{arch}` captures only the input of each layer in {self.p.title}, not the "
+                f"output of the last one (id {L})"
+                + (f"; vLLM {fixed} and later capture it" if fixed else "")
+            )
+        return (low, high), sources, "; ".join(notes)
+
+    def _first_release_without(self, key: str, value: object) -> str | None:
+        """The release where set item `value` of fact `key` stops applying (its `until`)."""
+        fact = self.p.data.facts.get(key)
+        if fact is None:
+            return None
+        untils = [e.until for e in fact.entries if e.value == value and e.until is not None]
+        return str(max(untils)) if untils else None
 
     def _flags(self, norms: dict[str, bool]) -> None:
         """Norm flags the checkpoint sets but this version ignores or defaults differently."""

@@ -219,7 +219,9 @@ def aux_ids_not_read_default_matches(ctx: Context) -> Iterator[Violation]:
 def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
     """## What it checks
     Every aux id the engine will use lies in the range the target can capture at that
-    version (vLLM: 1..L-1 in older versions, 0..L later, where L is the target's layer count).
+    version (vLLM: 1..L-1 in older versions, 0..L later, where L is the target's layer count),
+    and that the target's backbone captures: vLLM's deepseek_v2 backbone (DeepSeek V2/V3,
+    GLM-MoE-DSA, Kimi-K2) never captures id 0 and captures id L only from 0.25.0.
 
     ## Why it matters
     Ids are not range-checked at load: the engine captures fewer states than `fc` expects
@@ -239,12 +241,14 @@ def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
     bad = [i for i in view.aux.used if i < low or i > high]
     if bad:
         where = view.aux.read_from or "the default"
+        why = f" ({view.aux.range_note})" if view.aux.range_note else ""
         yield Violation(
             f"aux id(s) {_fmt(tuple(bad))} (from {where}) are outside {low}..{high}, the ids a "
             f"{ctx.target.num_layers if ctx.target else '?'}-layer target can capture in "
-            f"{view.title}: the first forward fails",
+            f"{view.title}{why}: the first forward fails",
             config_at(view.aux.read_from or "/eagle_aux_hidden_state_layer_ids"),
-            "use ids of layers that exist in this target",
+            "use ids of layers that exist in this target"
+            + (" and that this version captures (see why above)" if view.aux.range_note else ""),
             view.aux.sources,
         )
 
