@@ -187,7 +187,7 @@ def detect_dialect(checkpoint: Checkpoint) -> Dialect:
             ev.add("`embed_tokens.weight` is stored (SpecForge before 2025-08 or `export --to hf`)")
         return Dialect(SPECFORGE, "eagle3", tuple(ev.items))
 
-    if arch0 is not None and arch0.endswith("Eagle3DraftModel"):
+    if arch0 is not None and arch0.endswith("Eagle3DraftModel") and arch0 != "Eagle3DraftModel":
         ev.add(f"`architectures` is `{arch0}` (NeMo Automodel's draft class name)")
         if any(n.startswith("model.") for n in names):
             ev.add("decoder tensors carry a `model.` prefix")
