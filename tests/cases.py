@@ -570,6 +570,36 @@ case("fp8-lm-head-on-0.19", set(), {"DF201"}, engines=("vllm==0.19.0",), verdict
     with_target(f.quantize_fp8(f.specforge(), ignore=[]))
 )
 
+# SGLang builds the decoder layers with the draft's own quantization config (a launch without
+# --quantization) but fc as a plain torch Linear; lm_head is quantized from 0.5.19.
+case(
+    "sglang-fp8-draft-fc-unquantized",
+    {"DF207"},
+    {"DF201"},
+    engines=("sglang==0.5.23",),
+    verdict="degraded",
+)(with_target(f.quantize_fp8(f.specforge())))
+case(
+    "sglang-fp8-draft-fc-ignored",
+    set(),
+    {"DF207", "DF201"},
+    engines=("sglang==0.5.23",),
+    verdict="compatible",
+)(with_target(f.quantize_fp8(f.specforge(), ignore=["lm_head", "fc"])))
+case(
+    "sglang-fp8-lm-head-before-0.5.19",
+    {"DF207"},
+    engines=("sglang==0.5.18",),
+    verdict="degraded",
+)(with_target(f.quantize_fp8(f.specforge(), ignore=["fc"])))
+case(
+    "sglang-fp8-lm-head-on-0.5.19",
+    set(),
+    {"DF207"},
+    engines=("sglang==0.5.19",),
+    verdict="compatible",
+)(with_target(f.quantize_fp8(f.specforge(), ignore=["fc"])))
+
 
 def _fp8_scale_on_ignored_module() -> Draft:
     """`fc` is in `ignore` but still stores a scale: vLLM builds fc unquantized."""

@@ -11,9 +11,11 @@ come from the engine's data (`compressed_tensors_params`), with the source lines
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from draftfit.engines.view import UNINITIALISED, EngineView, Expectation
 
 # Every per-layer tensor name a compressed-tensors scheme may store beside (or instead of)
 # `weight`; used to recognise quantization tensors where the engine builds none.
@@ -126,3 +128,36 @@ def quant_suffix(name: str) -> str | None:
     `layers.0.mlp.up_proj.weight_scale`), or None for any other tensor."""
     suffix = name.rsplit(".", 1)[-1]
     return suffix if suffix in QUANT_SUFFIXES else None
+
+
+def add_quantized_parameters(
+    view: EngineView,
+    q: DraftQuant,
+    params: list[str],
+    quantizable: Callable[[str], bool],
+    sources: tuple[str, ...],
+) -> None:
+    """Add to `view` the parameters the scheme registers on every linear module the engine
+    builds with the draft's quantization config (`quantizable`) and the config covers:
+    `weight_scale`, `input_scale`, ... beside `weight`, or `weight_packed` instead of it
+    (the `weight` expectation is then removed). Their shapes are not checked; `weight_packed`
+    and `weight_scale` stay uninitialised when missing, the optional ones are fine absent."""
+    for canonical in list(view.expectations):
+        module = canonical.removesuffix(".weight")
+        if module == canonical or not quantizable(module) or not q.covers(module):
+            continue
+        if "weight" not in params:
+            del view.expectations[canonical]
+        for name in params:
+            if name == "weight":
+                continue
+            full = f"{module}.{name}"
+            required = name in ("weight_packed", "weight_scale")
+            view.expectations[full] = Expectation(
+                full,
+                full,
+                None,
+                f"{q.scheme} scheme parameter",
+                UNINITIALISED if required else None,
+                sources=sources,
+            )

@@ -27,6 +27,7 @@ from draftfit.engines.builder import (
     Vocab,
     get_path,
 )
+from draftfit.engines.draft_quant import add_quantized_parameters, quant_suffix, read_draft_quant
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import (
     FAILS,
@@ -324,6 +325,49 @@ class _SGLangBuilder(BaseBuilder):
         if tied or head_from_target:
             return None
         return Built(UNINITIALISED, self.src("lm_head_shared_when_missing"))
+
+    def _after_eagle3(self) -> None:
+        """The parameters a quantized draft's layers register: SGLang builds the decoder
+        layers (and, from the version in `draft_quant_lm_head`, lm_head) with the draft's
+        own quantization config on a launch without `--quantization`; fc never."""
+        q = read_draft_quant(self.config)
+        if q is None or self.value("draft_quant_config_source") != "draft":
+            return
+        if q.method not in (self.value("draft_quant_methods") or []) or q.scheme is None:
+            return
+        params: list[str] = (self.value("compressed_tensors_params") or {}).get(q.scheme) or []
+        if not params:
+            return
+        lm_head = bool(self.value("draft_quant_lm_head"))
+        sources = self.src("draft_quant_config_source", "compressed_tensors_params")
+
+        def quantizable(module: str) -> bool:
+            return module.endswith("_proj") or (module == "lm_head" and lm_head)
+
+        add_quantized_parameters(self.view, q, params, quantizable, sources)
+        self.view.effective["draft_quantization_scheme"] = q.scheme
+
+    def _quant_skip_reason(self, canonical: str) -> tuple[str, tuple[str, ...]] | None:
+        """Why a quantization tensor of a quantized draft has no parameter here (fc, or an
+        lm_head this version builds unquantized), or None when no specific reason applies."""
+        if read_draft_quant(self.config) is None or quant_suffix(canonical) is None:
+            return None
+        module = canonical.rsplit(".", 1)[0]
+        if module == "fc" and not self.value("draft_quant_fc"):
+            return (
+                f"{self.p.title} builds `fc` as a plain torch Linear, without the draft's "
+                "quantization config (a quantized `fc.weight` then loads without its scale)",
+                self.src("draft_quant_fc"),
+            )
+        head = self.p.fact("draft_quant_lm_head")
+        if module == "lm_head" and head.known and not head.value:
+            return (
+                f"{self.p.title} builds lm_head unquantized (its compressed-tensors scheme "
+                "covers linear layers only; a quantized `lm_head.weight` then loads without "
+                "its scale)",
+                self.src("draft_quant_lm_head"),
+            )
+        return None
 
     def _d2t(self, V: int | None, Vd: int | None, reduced: bool) -> None:
         required = self.value("d2t_handling") == "required"
@@ -630,7 +674,11 @@ class _SGLangBuilder(BaseBuilder):
             return
         reason = mapped.why or "no parameter of the draft class has this name"
         cause = mapped.cause
-        if spec_canonical.endswith(".bias"):
+        sources = self.src("unknown_tensor_policy")
+        quant = self._quant_skip_reason(spec_canonical)
+        if quant is not None:
+            reason, sources = quant
+        elif spec_canonical.endswith(".bias"):
             reason = "the draft has no such bias parameter; the loader drops it silently"
             cause = FateCause.STRAY_BIAS
         n = self._layer_beyond(spec_canonical)
@@ -642,7 +690,7 @@ class _SGLangBuilder(BaseBuilder):
             spec_canonical,
             "skipped",
             reason + ", so it is skipped silently",
-            self.src("unknown_tensor_policy"),
+            sources,
             cause=cause,
         )
 

@@ -33,13 +33,17 @@ from draftfit.engines.builder import (
     get_path,
     target_is_moe,
 )
-from draftfit.engines.draft_quant import DraftQuant, quant_suffix, read_draft_quant
+from draftfit.engines.draft_quant import (
+    DraftQuant,
+    add_quantized_parameters,
+    quant_suffix,
+    read_draft_quant,
+)
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import (
     SHARED,
     UNINITIALISED,
     AuxCapture,
-    Expectation,
     FateCause,
 )
 from draftfit.location import Location, config_at
@@ -511,27 +515,9 @@ class _Builder(BaseBuilder):
         lm_head = bool(self.value("draft_quant_lm_head"))
         sources = self.src("draft_quant_config_source", "draft_quant_methods")
         sources += self.src("compressed_tensors_params")
-        for canonical in list(self.view.expectations):
-            module = canonical.removesuffix(".weight")
-            if module == canonical or not _is_quantizable(module, lm_head):
-                continue
-            if not q.covers(module):
-                continue
-            if "weight" not in params:
-                del self.view.expectations[canonical]
-            for name in params:
-                if name == "weight":
-                    continue
-                full = f"{module}.{name}"
-                required = name in ("weight_packed", "weight_scale")
-                self.view.expectations[full] = Expectation(
-                    full,
-                    full,
-                    None,
-                    f"{q.scheme} scheme parameter",
-                    UNINITIALISED if required else None,
-                    sources=sources,
-                )
+        add_quantized_parameters(
+            self.view, q, params, lambda module: _is_quantizable(module, lm_head), sources
+        )
         self.view.effective["draft_quantization_scheme"] = q.scheme
 
     def _quant_rejection(self, canonical: str, q: DraftQuant) -> tuple[str, str, tuple[str, ...]]:

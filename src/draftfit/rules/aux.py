@@ -221,7 +221,8 @@ def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
     Every aux id the engine will use lies in the range the target can capture at that
     version (vLLM: 1..L-1 in older versions, 0..L later, where L is the target's layer count),
     and that the target's backbone captures: vLLM's deepseek_v2 backbone (DeepSeek V2/V3,
-    GLM-MoE-DSA, Kimi-K2) never captures id 0 and captures id L only from 0.25.0.
+    GLM-MoE-DSA, Kimi-K2) never captures id 0, and id L only once it gained the final-layer
+    capture (the engine data gives the release).
 
     ## Why it matters
     Ids are not range-checked at load: the engine captures fewer states than `fc` expects
