@@ -601,6 +601,24 @@ case(
 )(with_target(f.quantize_fp8(f.specforge(), ignore=["fc"])))
 
 
+_AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}
+case(
+    "sglang-draft-inherits-awq",
+    {"DF515"},
+    engines=("sglang==0.5.23",),
+    verdict="compatible",
+)(with_target(f.specforge(), quantization_config=_AWQ))
+case(
+    "sglang-quantized-draft-next-to-awq-target",
+    set(),
+    {"DF515"},
+    engines=("sglang==0.5.23",),
+)(with_target(f.quantize_fp8(f.specforge(), ignore=["lm_head", "fc"]), quantization_config=_AWQ))
+case("sglang-unquantized-target", set(), {"DF515"}, engines=("sglang==0.5.23",))(
+    with_target(f.specforge())
+)
+
+
 def _fp8_scale_on_ignored_module() -> Draft:
     """`fc` is in `ignore` but still stores a scale: vLLM builds fc unquantized."""
     draft = f.quantize_fp8(f.specforge(), ignore=["lm_head", "fc"])

@@ -128,6 +128,9 @@ DRAFT_CONTEXT_SHORTER_THAN_TARGET = RuleId(
 )
 TARGET_CAPABILITY_UNKNOWN = RuleId("DF505", "target-capability-unknown", _I, "target")
 DRAFT_CONTEXT_REFUSED = RuleId("DF506", "draft-context-refused", _E, "target")
+DRAFT_INHERITS_TARGET_QUANTIZATION = RuleId(
+    "DF515", "draft-inherits-target-quantization", _I, "target"
+)
 NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _W, "norms")
 NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _W, "norms")
 NORM_OUTPUT_SEMANTICS_DIFFER = RuleId("DF603", "norm-output-semantics-differ", _W, "norms")
@@ -227,6 +230,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     DRAFT_CONTEXT_SHORTER_THAN_TARGET,
     TARGET_CAPABILITY_UNKNOWN,
     DRAFT_CONTEXT_REFUSED,
+    DRAFT_INHERITS_TARGET_QUANTIZATION,
     NORM_FLAG_IGNORED,
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_OUTPUT_SEMANTICS_DIFFER,

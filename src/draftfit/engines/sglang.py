@@ -54,6 +54,8 @@ CLASS_FAMILY = {
 }
 NESTED_IDS_POINTER = "/eagle_config/eagle_aux_hidden_state_layer_ids"
 _STACKED = re.compile(r"\.(q_proj|k_proj|v_proj|gate_proj|up_proj)\.")
+# Quantization methods SGLang can apply to an unquantized checkpoint at load time.
+_ONLINE_QUANTIZATION = frozenset({"fp8"})
 
 
 class _SGLangBuilder(BaseBuilder):
@@ -346,6 +348,35 @@ class _SGLangBuilder(BaseBuilder):
 
         add_quantized_parameters(self.view, q, params, quantizable, sources)
         self.view.effective["draft_quantization_scheme"] = q.scheme
+
+    def _inherited_quantization(self, t: Target) -> None:
+        """A quantized target next to an unquantized draft: SGLang gives the draft the
+        target's `--quantization`, which an unquantized draft cannot satisfy (methods that
+        quantize online, such as `fp8`, can)."""
+        if not self.value("draft_quantization_inherited"):
+            return
+        if read_draft_quant(self.config) is not None:
+            return
+        method = None
+        for config in (t.config, t.text_config):
+            qc = config.get("quantization_config")
+            if isinstance(qc, dict) and isinstance(qc.get("quant_method"), str):
+                method = qc["quant_method"]
+                break
+        if method is None or method.lower() in _ONLINE_QUANTIZATION:
+            return
+        opt_out = bool(self.value("draft_quantization_opt_out"))
+        self.event(
+            rule_ids.DRAFT_INHERITS_TARGET_QUANTIZATION,
+            f"the target is quantized (`{method}`) and the draft is not: if the launch passes "
+            f"`--quantization {method}`, {self.p.title} builds the draft with it too and "
+            f"start-up fails looking for the draft's `{method}` config",
+            Location(TARGET_CONFIG, "/quantization_config/quant_method"),
+            ("draft_quantization_inherited", "draft_quantization_opt_out"),
+            fix="leave `--quantization` out (SGLang reads the target's method from its "
+            "config.json)"
+            + (", or pass `--speculative-draft-model-quantization unquant`" if opt_out else ""),
+        )
 
     def _quant_skip_reason(self, canonical: str) -> tuple[str, tuple[str, ...]] | None:
         """Why a quantization tensor of a quantized draft has no parameter here (fc, or an
@@ -699,6 +730,7 @@ class _SGLangBuilder(BaseBuilder):
         t = self.target
         if t is None:
             return
+        self._inherited_quantization(t)
         if self.method == EAGLE3:
             self._target_capable()
         self._target_width_checks(
