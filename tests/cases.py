@@ -618,6 +618,13 @@ case("sglang-unquantized-target", set(), {"DF515"}, engines=("sglang==0.5.23",))
     with_target(f.specforge())
 )
 
+case("fp8-eagle1-before-0.11.1", {"DF201"}, engines=("vllm==0.11.0",), verdict="incompatible")(
+    with_target(f.quantize_fp8(f.eagle1()))
+)
+case("fp8-eagle1-on-0.11.1", set(), {"DF201"}, engines=("vllm==0.11.1",), verdict="compatible")(
+    with_target(f.quantize_fp8(f.eagle1()))
+)
+
 
 def _fp8_scale_on_ignored_module() -> Draft:
     """`fc` is in `ignore` but still stores a scale: vLLM builds fc unquantized."""

@@ -67,3 +67,27 @@ def test_nemo_export_is_recognised_and_its_aux_ids_are_unknown(tmp_path: Path) -
     assert len(unknown) == 1 and "unknown" in unknown[0].message
     fixes = [x.fix or "" for x in report.findings if x.code == "DF101"]
     assert fixes and "strip the `model.` prefix" in fixes[0]
+
+
+def test_quantization_tensors_of_linear_layers_are_known_roles() -> None:
+    from draftfit.tensor_names import is_known_role
+
+    assert is_known_role("layers.0.self_attn.q_proj.weight_scale")
+    assert is_known_role("fc.input_scale")
+    assert is_known_role("layers.0.mlp.down_proj.weight_packed")
+    assert not is_known_role("norm.weight_scale")  # a norm is never quantized
+    assert not is_known_role("verifier_lm_head.weight_scale")
+
+
+def test_convert_keeps_an_fp8_drafts_scales(tmp_path: Path) -> None:
+    from draftfit.checkpoint.local import load_checkpoint
+    from draftfit.cli import main
+
+    draft = f.quantize_fp8(f.specforge()).write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "target")
+    out = tmp_path / "out"
+    code = main(["convert", str(draft), "--to", "vllm", "-o", str(out), "--target", str(target)])
+    assert code == 0
+    names = set(load_checkpoint(out).tensors)
+    assert "layers.0.self_attn.q_proj.weight_scale" in names
+    assert "fc.weight_scale" in names

@@ -753,6 +753,7 @@ class _Builder(BaseBuilder):
         H, V = self._eagle1_layers(self.src("eagle_weight_mapping"))
         embedding = shapes.embedding(V, H, values=False)
         self._expect("embed_tokens.weight", embedding, SHARED, self.src("embedding_sharing"))
+        self._quantized_parameters()
 
     # ------------------------------------------------------------------ tensor fates
     def _fixed_fate(self, raw: str) -> bool:
