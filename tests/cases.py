@@ -551,7 +551,7 @@ case("fc-bias-rejected-0.24", {"DF201"}, {"DF207"}, engines=("vllm==0.24.0",))(
 # Quantized drafts (compressed-tensors FP8, per-channel scales): from 0.11.1 vLLM builds the
 # draft's layers with the draft's own quantization config, so the scales have parameters;
 # lm_head takes it from 0.19.0.
-case("fp8-draft-loads", set(), {"DF201", "DF209", "DF903"}, verdict="compatible")(
+case("fp8-draft-loads", set(), {"DF201", "DF209", "DF903"}, verdict="compatible", oracle="q1")(
     with_target(f.quantize_fp8(f.specforge()))
 )
 case("fp8-draft-static-input", set(), {"DF201"}, verdict="compatible")(
@@ -563,10 +563,16 @@ case("fp8-draft-before-0.11.1", {"DF201"}, engines=("vllm==0.11.0",), verdict="i
 case("fp8-draft-on-0.11.1", set(), {"DF201"}, engines=("vllm==0.11.1",), verdict="compatible")(
     with_target(f.quantize_fp8(f.specforge()))
 )
+_HEAD = {"ignore": [], "targets": ["Linear", "lm_head"]}
 case("fp8-lm-head-before-0.19", {"DF201"}, engines=("vllm==0.18.0",), verdict="incompatible")(
-    with_target(f.quantize_fp8(f.specforge(), ignore=[]))
+    with_target(f.quantize_fp8(f.specforge(), **_HEAD))
 )
 case("fp8-lm-head-on-0.19", set(), {"DF201"}, engines=("vllm==0.19.0",), verdict="compatible")(
+    with_target(f.quantize_fp8(f.specforge(), **_HEAD))
+)
+# Confirmed with vLLM 0.34.0's loader: the `Linear` target does not reach ParallelLMHead, so
+# a quantized lm_head that no target names is refused (`no parameter lm_head.weight_scale`).
+case("fp8-lm-head-not-targeted", {"DF201"}, verdict="incompatible", oracle="q3")(
     with_target(f.quantize_fp8(f.specforge(), ignore=[]))
 )
 
@@ -586,18 +592,25 @@ case(
     engines=("sglang==0.5.23",),
     verdict="compatible",
 )(with_target(f.quantize_fp8(f.specforge(), ignore=["lm_head", "fc"])))
+_HEAD_NOT_FC = {"ignore": ["fc"], "targets": ["Linear", "lm_head"]}
 case(
     "sglang-fp8-lm-head-before-0.5.19",
     {"DF207"},
     engines=("sglang==0.5.18",),
     verdict="degraded",
-)(with_target(f.quantize_fp8(f.specforge(), ignore=["fc"])))
+)(with_target(f.quantize_fp8(f.specforge(), **_HEAD_NOT_FC)))
 case(
     "sglang-fp8-lm-head-on-0.5.19",
     set(),
     {"DF207"},
     engines=("sglang==0.5.19",),
     verdict="compatible",
+)(with_target(f.quantize_fp8(f.specforge(), **_HEAD_NOT_FC)))
+case(
+    "sglang-fp8-lm-head-not-targeted",
+    {"DF207"},
+    engines=("sglang==0.5.23",),
+    verdict="degraded",
 )(with_target(f.quantize_fp8(f.specforge(), ignore=["fc"])))
 
 
@@ -626,14 +639,20 @@ case("fp8-eagle1-on-0.11.1", set(), {"DF201"}, engines=("vllm==0.11.1",), verdic
 )
 
 
-def _fp8_scale_on_ignored_module() -> Draft:
-    """`fc` is in `ignore` but still stores a scale: vLLM builds fc unquantized."""
-    draft = f.quantize_fp8(f.specforge(), ignore=["lm_head", "fc"])
+def _fp8_scale_on_ignored_module(ignored: str) -> Draft:
+    """`fc` is left unquantized by `ignore` but still stores a scale."""
+    draft = f.quantize_fp8(f.specforge(), ignore=["lm_head", ignored])
     return draft.add("fc.weight_scale", "F32", (64, 1), f.fp8_scale_bytes(64))
 
 
-case("fp8-scale-on-ignored-module", {"DF201"}, verdict="incompatible")(
-    with_target(_fp8_scale_on_ignored_module())
+# vLLM matches `ignore` entries against its own module names: `model.fc` leaves fc
+# unquantized (the scale has no parameter), a bare `fc` matches nothing (confirmed with vLLM
+# 0.34.0's loader: fc is quantized and the scale loads).
+case("fp8-scale-on-ignored-module", {"DF201"}, verdict="incompatible", oracle="q6")(
+    with_target(_fp8_scale_on_ignored_module("model.fc"))
+)
+case("fp8-ignore-entry-matching-nothing", set(), {"DF201"}, verdict="compatible", oracle="q5")(
+    with_target(_fp8_scale_on_ignored_module("fc"))
 )
 
 
@@ -869,7 +888,7 @@ def _layer_zero_draft() -> Draft:
     return draft
 
 
-case("deepseek-layer-zero", {"DF303"}, verdict="incompatible")(
+case("deepseek-layer-zero", {"DF303"}, verdict="incompatible", oracle="d3")(
     _deepseek_target(_layer_zero_draft())
 )
 case("llama-layer-zero", set(), {"DF303"})(with_target(_layer_zero_draft()))

@@ -202,19 +202,24 @@ def fp8_scale_bytes(rows: int, value: float = 0.01) -> bytes:
 
 
 def quantize_fp8(
-    draft: Draft, ignore: list[str] | None = None, static_input: bool = False
+    draft: Draft,
+    ignore: list[str] | None = None,
+    static_input: bool = False,
+    targets: list[str] | None = None,
 ) -> Draft:
     """Turn a draft into a compressed-tensors FP8 draft, as llm-compressor writes one:
     every linear weight (`*_proj`, `fc`; `lm_head` unless ignored) stored as F8_E4M3 with a
     per-channel float32 `weight_scale` [rows, 1] (and a scalar `input_scale` for static
-    activations), and a `quantization_config` in config.json."""
+    activations), and a `quantization_config` in config.json. `targets` defaults to
+    `["Linear"]`; a quantized lm_head is named there (`["Linear", "lm_head"]`) for engines to
+    quantize it."""
     ignore = ["lm_head"] if ignore is None else ignore
     for name in list(draft.tensors):
         if not name.endswith(".weight"):
             continue
         module = name.removesuffix(".weight")
         linear = module.endswith("_proj") or module in ("fc", "lm_head")
-        if not linear or module in ignore:
+        if not linear or module in ignore or "model." + module in ignore:
             continue
         t = draft.tensors[name]
         draft.tensors[name] = Tensor("F8_E4M3", t.shape)
@@ -231,7 +236,7 @@ def quantize_fp8(
         "quantization_status": "compressed",
         "config_groups": {
             "group_0": {
-                "targets": ["Linear"],
+                "targets": targets or ["Linear"],
                 "weights": {
                     "num_bits": 8,
                     "type": "float",

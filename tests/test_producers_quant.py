@@ -17,7 +17,8 @@ def _check(draft: f.Draft, tmp: Path, *engines: str) -> Report:
 
 
 def test_fp8_draft_scales_load_on_0_34(tmp_path: Path) -> None:
-    report = _check(f.quantize_fp8(f.specforge(), ignore=[]), tmp_path, "vllm==0.34.0")
+    head = f.quantize_fp8(f.specforge(), ignore=[], targets=["Linear", "lm_head"])
+    report = _check(head, tmp_path, "vllm==0.34.0")
     assert report.engines[0].verdict == "compatible"
     assert not [x for x in report.findings if x.code == "DF201"]
 
@@ -32,7 +33,8 @@ def test_fp8_draft_before_0_11_1_names_the_release_that_reads_its_config(tmp_pat
 
 
 def test_quantized_lm_head_needs_0_19(tmp_path: Path) -> None:
-    report = _check(f.quantize_fp8(f.specforge(), ignore=[]), tmp_path, "vllm==0.18.0")
+    head = f.quantize_fp8(f.specforge(), ignore=[], targets=["Linear", "lm_head"])
+    report = _check(head, tmp_path, "vllm==0.18.0")
     rejected = [x for x in report.findings if x.code == "DF201"]
     assert [x.message.split("`")[1] for x in rejected] == ["lm_head.weight_scale"]
     assert "vLLM >= 0.19.0" in (rejected[0].fix or "")

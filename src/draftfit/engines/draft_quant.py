@@ -60,21 +60,29 @@ class DraftQuant:
     ignore: tuple[str, ...]
 
     def covers(self, module: str) -> bool:
-        """Whether module `module` (draftfit's canonical name, e.g. `layers.0.mlp.up_proj`,
-        `fc`, `lm_head`) is quantized: targeted and not ignored. The engine sees decoder
-        modules under `model.`, so both spellings are tried."""
-        names = (module, "model." + module) if module != "lm_head" else (module,)
-        if any(_matches(pattern, name) for pattern in self.ignore for name in names):
+        """Whether the engine quantizes module `module` (draftfit's canonical name, e.g.
+        `layers.0.mlp.up_proj`, `fc`, `lm_head`): targeted and not ignored. Names are
+        matched as the engine names its modules — exactly, or by an `re:` pattern from the
+        start — and the engine sees the draft's modules under `model.` (`model.fc`; vLLM also
+        numbers the draft's decoder layers after the target's, which an exact `ignore` entry
+        for a decoder layer does not follow: draftfit then treats the entry as written).
+        The `Linear` target matches the engine's linear layer classes (`QKVParallelLinear`,
+        `ReplicatedLinear`, ...) by class name, not its `ParallelLMHead`: lm_head is covered
+        only when a target names it."""
+        name = module if module == "lm_head" else "model." + module
+        if any(_matches(pattern, name) for pattern in self.ignore):
             return False
-        if self.all_linear:
+        if self.all_linear and module != "lm_head":
             return True
-        return any(_matches(pattern, name) for pattern in self.targets for name in names)
+        return any(_matches(pattern, name) for pattern in self.targets)
 
 
 def _matches(pattern: str, name: str) -> bool:
+    """compressed-tensors name matching as the engines do it: equal, or `re:` + a pattern
+    that matches from the start of the name."""
     if pattern.startswith("re:"):
         return re.match(pattern[3:], name) is not None
-    return name == pattern or name.endswith("." + pattern)
+    return name == pattern
 
 
 def read_draft_quant(config: Mapping[str, Any]) -> DraftQuant | None:

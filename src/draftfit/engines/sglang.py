@@ -381,7 +381,8 @@ class _SGLangBuilder(BaseBuilder):
     def _quant_skip_reason(self, canonical: str) -> tuple[str, tuple[str, ...]] | None:
         """Why a quantization tensor of a quantized draft has no parameter here (fc, or an
         lm_head this version builds unquantized), or None when no specific reason applies."""
-        if read_draft_quant(self.config) is None or quant_suffix(canonical) is None:
+        q = read_draft_quant(self.config)
+        if q is None or quant_suffix(canonical) is None:
             return None
         module = canonical.rsplit(".", 1)[0]
         if module == "fc" and not self.value("draft_quant_fc"):
@@ -396,6 +397,13 @@ class _SGLangBuilder(BaseBuilder):
                 f"{self.p.title} builds lm_head unquantized (its compressed-tensors scheme "
                 "covers linear layers only; a quantized `lm_head.weight` then loads without "
                 "its scale)",
+                self.src("draft_quant_lm_head"),
+            )
+        if module == "lm_head" and head.known and not q.covers("lm_head"):
+            return (
+                f"{self.p.title} quantizes lm_head only when a `targets` entry of the draft's "
+                "`quantization_config` names it (`Linear` does not); it builds lm_head "
+                "unquantized, and a quantized `lm_head.weight` then loads without its scale",
                 self.src("draft_quant_lm_head"),
             )
         return None

@@ -554,6 +554,16 @@ class _Builder(BaseBuilder):
                 "check that this vLLM release supports the draft's quantization scheme",
                 self.src("draft_quant_methods", "compressed_tensors_params"),
             )
+        if module == "lm_head" and q.all_linear and "lm_head" not in q.ignore:
+            return (
+                f"{self.p.title} quantizes only the layers the draft's `quantization_config` "
+                "targets, and its `Linear` target matches the engine's linear layer classes, "
+                f"not its `ParallelLMHead`: lm_head is built unquantized, so there is no "
+                f"`{suffix}` parameter",
+                'name lm_head in the scheme\'s `targets` (e.g. ["Linear", "lm_head"]), or store '
+                "lm_head unquantized and list it in `ignore`",
+                self.src("draft_quant_lm_head", "draft_quant_methods"),
+            )
         return (
             f"the draft's `quantization_config` leaves `{module}` unquantized (not targeted, "
             f"or in `ignore`), so it has no `{suffix}` parameter",
