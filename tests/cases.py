@@ -554,6 +554,9 @@ case("fc-bias-rejected-0.24", {"DF201"}, {"DF207"}, engines=("vllm==0.24.0",))(
 case("fp8-draft-loads", set(), {"DF201", "DF209", "DF903"}, verdict="compatible", oracle="q1")(
     with_target(f.quantize_fp8(f.specforge()))
 )
+case("fp8-speculators-draft", set(), {"DF201"}, verdict="compatible", oracle="q7")(
+    with_target(f.quantize_fp8(f.speculators()))
+)
 case("fp8-draft-static-input", set(), {"DF201"}, verdict="compatible")(
     with_target(f.quantize_fp8(f.specforge(), static_input=True))
 )
