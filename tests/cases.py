@@ -587,6 +587,7 @@ case(
     {"DF201"},
     engines=("sglang==0.5.23",),
     verdict="degraded",
+    oracle="s1",
 )(with_target(f.quantize_fp8(f.specforge())))
 case(
     "sglang-fp8-draft-fc-ignored",
@@ -594,6 +595,7 @@ case(
     {"DF207", "DF201"},
     engines=("sglang==0.5.23",),
     verdict="compatible",
+    oracle="s2",
 )(with_target(f.quantize_fp8(f.specforge(), ignore=["lm_head", "fc"])))
 _HEAD_NOT_FC = {"ignore": ["fc"], "targets": ["Linear", "lm_head"]}
 case(
@@ -614,6 +616,7 @@ case(
     {"DF207"},
     engines=("sglang==0.5.23",),
     verdict="degraded",
+    oracle="s4",
 )(with_target(f.quantize_fp8(f.specforge(), ignore=["fc"])))
 
 
@@ -623,6 +626,7 @@ case(
     {"DF515"},
     engines=("sglang==0.5.23",),
     verdict="compatible",
+    oracle="s5",
 )(with_target(f.specforge(), quantization_config=_AWQ))
 case(
     "sglang-quantized-draft-next-to-awq-target",
