@@ -692,6 +692,14 @@ case(
     engines=("vllm==0.17.0",),
     verdict="incompatible",
 )(with_target(f.speculators_non_eagle("dflash", "DFlashSpeculator")))
+# Confirmed with vLLM 0.34.0: `Pass a matching method or a matching draft checkpoint`.
+case(
+    "speculators-dflash-under-eagle3",
+    {"DF107", "DF125"},
+    {"DF108"},
+    verdict="incompatible",
+    oracle="p4",
+)(with_target(f.speculators_non_eagle("dflash", "DFlashSpeculator")))
 case("dflash-drafter", {"DF101", "DF125"}, {"DF905"}, verdict="incompatible")(
     with_target(f.dflash_draft())
 )

@@ -344,6 +344,9 @@ def speculators_non_eagle(kind: str = "xpress", architecture: str = "XPressSpecu
     draft.config["architectures"] = [architecture]
     draft.config["speculators_config"]["algorithm"] = kind
     draft.config["auto_map"] = {"": f"config.{architecture}Config"}
+    if kind in ("dflash", "dflash2", "xpress"):
+        # The fields vLLM's DFlash adaptor requires (speculators/models/dflash/config.py).
+        draft.config.update({"aux_hidden_state_layer_ids": [2, 4, 5], "mask_token_id": 0})
     if kind == "xpress":
         draft.config.update({"xpress_rank": 256, "xpress_mlp_ratio": 2, "num_jacobi_passes": 6})
         draft.tensors = {

@@ -247,6 +247,24 @@ class _Builder(BaseBuilder):
                 else None,
             )
             return None
+        other = non_eagle_kind(cfg)
+        if other is not None and kind not in ("eagle3", "eagle"):
+            name, what = other
+            self.refuse(
+                rule_ids.METHOD_MISMATCH,
+                f"the checkpoint is a {name} draft ({what}), not an EAGLE draft: "
+                + (
+                    f"{self.p.title} refuses it under method `{self.method}`, since the draft "
+                    f"declares method `{kind}`"
+                    if self.value("speculators_method_checked")
+                    else f"{self.p.title} builds its own `{kind}` draft class for it, which "
+                    f"method `{self.method}` does not drive"
+                ),
+                config_at("/speculators_model_type"),
+                ("speculators_types", "speculators_method_checked"),
+                fix=f'serve it with "method": "{kind}" (draftfit checks EAGLE drafts only)',
+            )
+            return None
         problem = _speculators_structure_problem(cfg, self.p)
         if problem:
             pointer, message = problem

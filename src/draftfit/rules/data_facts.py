@@ -115,6 +115,8 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
             "draft_model_method",
             "eagle_draft_architectures",
             "method_from_path",
+            "speculators_method_checked",
+            "speculators_types",
         ),
         "sglang": ("algorithm_names",),
     },
