@@ -484,10 +484,6 @@ def aux_ids_ignored_under_cuda_graphs() -> None:
     """
 
 
-def _fmt(ids: tuple[int, ...]) -> str:
-    return "[" + ", ".join(str(i) for i in ids) + "]"
-
-
 @rule(
     AUX_IDS_NOT_ASCENDING,
     "the aux ids are not ascending, but the engine feeds fc the states in ascending layer order",
