@@ -283,7 +283,7 @@ def exercise(draft: Path, clean: Path, target_dir: Path, full: bool) -> None:
     target = load_target(target_dir)
     profiles = resolve_engines(["all"])
     report = check_checkpoint(checkpoint, target, profiles)
-    attach_recipes(report, checkpoint, target)
+    attach_recipes(report)
     report.to_dict()
     diff_checkpoints(checkpoint, load_checkpoint(clean), profiles[:1], target).to_dict()
     inspect_path(draft).to_dict()

@@ -567,6 +567,163 @@ case("fc-bias-rejected-0.24", {"DF201"}, {"DF207"}, engines=("vllm==0.24.0",))(
 )
 
 
+# Quantized drafts (compressed-tensors FP8, per-channel scales): from 0.11.1 vLLM builds the
+# draft's layers with the draft's own quantization config, so the scales have parameters;
+# lm_head takes it from 0.19.0.
+case("fp8-draft-loads", set(), {"DF201", "DF209", "DF903"}, verdict="compatible", oracle="q1")(
+    with_target(f.quantize_fp8(f.specforge()))
+)
+case("fp8-speculators-draft", set(), {"DF201"}, verdict="compatible", oracle="q7")(
+    with_target(f.quantize_fp8(f.speculators()))
+)
+case("fp8-draft-static-input", set(), {"DF201"}, verdict="compatible")(
+    with_target(f.quantize_fp8(f.specforge(), static_input=True))
+)
+case("fp8-draft-before-0.11.1", {"DF201"}, engines=("vllm==0.11.0",), verdict="incompatible")(
+    with_target(f.quantize_fp8(f.specforge()))
+)
+case("fp8-draft-on-0.11.1", set(), {"DF201"}, engines=("vllm==0.11.1",), verdict="compatible")(
+    with_target(f.quantize_fp8(f.specforge()))
+)
+_HEAD = {"ignore": [], "targets": ["Linear", "lm_head"]}
+case("fp8-lm-head-before-0.19", {"DF201"}, engines=("vllm==0.18.0",), verdict="incompatible")(
+    with_target(f.quantize_fp8(f.specforge(), **_HEAD))
+)
+case("fp8-lm-head-on-0.19", set(), {"DF201"}, engines=("vllm==0.19.0",), verdict="compatible")(
+    with_target(f.quantize_fp8(f.specforge(), **_HEAD))
+)
+# Confirmed with vLLM 0.34.0's loader: the `Linear` target does not reach ParallelLMHead, so
+# a quantized lm_head that no target names is refused (`no parameter lm_head.weight_scale`).
+case("fp8-lm-head-not-targeted", {"DF201"}, verdict="incompatible", oracle="q3")(
+    with_target(f.quantize_fp8(f.specforge(), ignore=[]))
+)
+
+# SGLang builds the decoder layers with the draft's own quantization config (a launch without
+# --quantization) but fc as a plain torch Linear; lm_head is quantized from 0.5.19.
+case(
+    "sglang-fp8-draft-fc-unquantized",
+    {"DF207"},
+    {"DF201"},
+    engines=("sglang==0.5.23",),
+    verdict="degraded",
+    oracle="s1",
+)(with_target(f.quantize_fp8(f.specforge())))
+case(
+    "sglang-fp8-draft-fc-ignored",
+    set(),
+    {"DF207", "DF201"},
+    engines=("sglang==0.5.23",),
+    verdict="compatible",
+    oracle="s2",
+)(with_target(f.quantize_fp8(f.specforge(), ignore=["lm_head", "fc"])))
+_HEAD_NOT_FC = {"ignore": ["fc"], "targets": ["Linear", "lm_head"]}
+case(
+    "sglang-fp8-lm-head-before-0.5.19",
+    {"DF207"},
+    engines=("sglang==0.5.18",),
+    verdict="degraded",
+)(with_target(f.quantize_fp8(f.specforge(), **_HEAD_NOT_FC)))
+case(
+    "sglang-fp8-lm-head-on-0.5.19",
+    set(),
+    {"DF207"},
+    engines=("sglang==0.5.19",),
+    verdict="compatible",
+)(with_target(f.quantize_fp8(f.specforge(), **_HEAD_NOT_FC)))
+case(
+    "sglang-fp8-lm-head-not-targeted",
+    {"DF207"},
+    engines=("sglang==0.5.23",),
+    verdict="degraded",
+    oracle="s4",
+)(with_target(f.quantize_fp8(f.specforge(), ignore=["fc"])))
+
+
+_AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}
+case(
+    "sglang-draft-inherits-awq",
+    {"DF515"},
+    engines=("sglang==0.5.23",),
+    verdict="compatible",
+    oracle="s5",
+)(with_target(f.specforge(), quantization_config=_AWQ))
+case(
+    "sglang-quantized-draft-next-to-awq-target",
+    set(),
+    {"DF515"},
+    engines=("sglang==0.5.23",),
+)(with_target(f.quantize_fp8(f.specforge(), ignore=["lm_head", "fc"]), quantization_config=_AWQ))
+case("sglang-unquantized-target", set(), {"DF515"}, engines=("sglang==0.5.23",))(
+    with_target(f.specforge())
+)
+
+case("fp8-eagle1-before-0.11.1", {"DF201"}, engines=("vllm==0.11.0",), verdict="incompatible")(
+    with_target(f.quantize_fp8(f.eagle1()))
+)
+case("fp8-eagle1-on-0.11.1", set(), {"DF201"}, engines=("vllm==0.11.1",), verdict="compatible")(
+    with_target(f.quantize_fp8(f.eagle1()))
+)
+
+
+def _fp8_scale_on_ignored_module(ignored: str) -> Draft:
+    """`fc` is left unquantized by `ignore` but still stores a scale."""
+    draft = f.quantize_fp8(f.specforge(), ignore=["lm_head", ignored])
+    return draft.add("fc.weight_scale", "F32", (64, 1), f.fp8_scale_bytes(64))
+
+
+# vLLM matches `ignore` entries against its own module names: `model.fc` leaves fc
+# unquantized (the scale has no parameter), a bare `fc` matches nothing (confirmed with vLLM
+# 0.34.0's loader: fc is quantized and the scale loads).
+case("fp8-scale-on-ignored-module", {"DF201"}, verdict="incompatible", oracle="q6")(
+    with_target(_fp8_scale_on_ignored_module("model.fc"))
+)
+case("fp8-ignore-entry-matching-nothing", set(), {"DF201"}, verdict="compatible", oracle="q5")(
+    with_target(_fp8_scale_on_ignored_module("fc"))
+)
+
+
+# Producers that are not (plain) EAGLE-3 drafts.
+case("nemo-automodel-no-aux-ids", {"DF315", "DF101"}, {"DF905"}, verdict="incompatible")(
+    with_target(f.nemo_automodel())
+)
+
+
+def _nemo_with_aux_ids() -> Draft:
+    draft = f.nemo_automodel()
+    draft.config["eagle_aux_hidden_state_layer_ids"] = [2, 4, 5]
+    return draft
+
+
+case("nemo-automodel-aux-ids-written", {"DF101"}, {"DF315"})(with_target(_nemo_with_aux_ids()))
+case("specforge-no-aux-ids-not-nemo", set(), {"DF315"}, verdict="compatible")(
+    with_target(f.specforge())
+)
+case("eagle4-needs-plugin", {"DF101"}, {"DF905", "DF125"}, verdict="incompatible")(
+    with_target(f.eagle4())
+)
+case("speculators-xpress", {"DF113", "DF125"}, {"DF103"}, verdict="incompatible")(
+    with_target(f.speculators_non_eagle())
+)
+case(
+    "speculators-dflash-on-0.17",
+    {"DF103", "DF125"},
+    {"DF108"},
+    engines=("vllm==0.17.0",),
+    verdict="incompatible",
+)(with_target(f.speculators_non_eagle("dflash", "DFlashSpeculator")))
+# Confirmed with vLLM 0.34.0: `Pass a matching method or a matching draft checkpoint`.
+case(
+    "speculators-dflash-under-eagle3",
+    {"DF107", "DF125"},
+    {"DF108"},
+    verdict="incompatible",
+    oracle="p4",
+)(with_target(f.speculators_non_eagle("dflash", "DFlashSpeculator")))
+case("dflash-drafter", {"DF101", "DF125"}, {"DF905"}, verdict="incompatible")(
+    with_target(f.dflash_draft())
+)
+
+
 def _head_dim_undeclared() -> Draft:
     draft = f.specforge()
     del draft.config["head_dim"]
@@ -725,6 +882,50 @@ def _kimi_like_target(tmp: Path) -> tuple[Path, Path | None]:
 
 case("kimi-target-0.17", {"DF501"}, engines=("vllm==0.17.0",))(_kimi_like_target)
 case("kimi-target-0.34", set(), {"DF501"}, verdict="compatible", oracle="21b")(_kimi_like_target)
+
+
+def _final_layer_draft() -> Draft:
+    """Capture-before ids ending at L = 8: the output of the target's last layer."""
+    draft = f.specforge()
+    draft.config["eagle_aux_hidden_state_layer_ids"] = [2, 4, 8]
+    return draft
+
+
+def _deepseek_target(draft: Draft) -> Builder:
+    def build(tmp: Path) -> tuple[Path, Path | None]:
+        target = f.llama_target(
+            tmp / "target",
+            architectures=["DeepseekV3ForCausalLM"],
+            model_type="kimi_k2",
+            n_routed_experts=8,
+        )
+        return draft.write(tmp / "draft"), target
+
+    return build
+
+
+# The deepseek_v2 backbone captures the last layer's output from vLLM 0.25.0 (vllm#46973).
+case("deepseek-final-layer-0.24", {"DF303"}, engines=("vllm==0.24.0",), verdict="incompatible")(
+    _deepseek_target(_final_layer_draft())
+)
+case("deepseek-final-layer-0.25", set(), {"DF303"}, engines=("vllm==0.25.0",))(
+    _deepseek_target(_final_layer_draft())
+)
+case("llama-final-layer-0.24", set(), {"DF303"}, engines=("vllm==0.24.0",))(
+    with_target(_final_layer_draft())
+)
+
+
+def _layer_zero_draft() -> Draft:
+    draft = f.specforge()
+    draft.config["eagle_aux_hidden_state_layer_ids"] = [0, 4, 5]
+    return draft
+
+
+case("deepseek-layer-zero", {"DF303"}, verdict="incompatible", oracle="d3")(
+    _deepseek_target(_layer_zero_draft())
+)
+case("llama-layer-zero", set(), {"DF303"})(with_target(_layer_zero_draft()))
 case("gemma3-target", {"DF501"}, verdict="incompatible")(
     with_target(f.specforge(), architectures=["Gemma3ForCausalLM"], model_type="gemma3_text")
 )

@@ -196,6 +196,70 @@ def specforge(nested_aux: list[int] | None = None, **kw: Any) -> Draft:
     return Draft(config, eagle3_tensors(**kw))
 
 
+def fp8_scale_bytes(rows: int, value: float = 0.01) -> bytes:
+    """Per-channel FP8 scales, [rows, 1] float32 (what llm-compressor stores)."""
+    return np.full(rows, value, dtype="<f4").tobytes()
+
+
+def quantize_fp8(
+    draft: Draft,
+    ignore: list[str] | None = None,
+    static_input: bool = False,
+    targets: list[str] | None = None,
+) -> Draft:
+    """Turn a draft into a compressed-tensors FP8 draft, as llm-compressor writes one:
+    every linear weight (`*_proj`, `fc`; `lm_head` unless ignored) stored as F8_E4M3 with a
+    per-channel float32 `weight_scale` [rows, 1] (and a scalar `input_scale` for static
+    activations), and a `quantization_config` in config.json. `targets` defaults to
+    `["Linear"]`; a quantized lm_head is named there (`["Linear", "lm_head"]`) for engines to
+    quantize it."""
+    ignore = ["lm_head"] if ignore is None else ignore
+    for name in list(draft.tensors):
+        if not name.endswith(".weight"):
+            continue
+        module = name.removesuffix(".weight")
+        linear = module.endswith("_proj") or module in ("fc", "lm_head")
+        if not linear or module in ignore or "model." + module in ignore:
+            continue
+        t = draft.tensors[name]
+        draft.tensors[name] = Tensor("F8_E4M3", t.shape)
+        # A distinct scale per layer, so a loader that swaps them can be told apart.
+        value = 0.01 + 0.001 * (sum(map(ord, module)) % 97)
+        draft.tensors[module + ".weight_scale"] = Tensor(
+            "F32", (t.shape[0], 1), fp8_scale_bytes(t.shape[0], value)
+        )
+        if static_input:
+            draft.tensors[module + ".input_scale"] = Tensor(
+                "F32", (1,), np.full(1, 0.5, dtype="<f4").tobytes()
+            )
+    draft.config["quantization_config"] = {
+        "quant_method": "compressed-tensors",
+        "format": "float-quantized",
+        "quantization_status": "compressed",
+        "config_groups": {
+            "group_0": {
+                "targets": targets or ["Linear"],
+                "weights": {
+                    "num_bits": 8,
+                    "type": "float",
+                    "strategy": "channel",
+                    "symmetric": True,
+                    "dynamic": False,
+                },
+                "input_activations": {
+                    "num_bits": 8,
+                    "type": "float",
+                    "strategy": "tensor",
+                    "symmetric": True,
+                    "dynamic": not static_input,
+                },
+            }
+        },
+        "ignore": ignore,
+    }
+    return draft
+
+
 def eagle_official(**kw: Any) -> Draft:
     """Official EAGLE-3 (SafeAILab): plain LlamaForCausalLM config, midlayer.*, no aux ids."""
     config = {
@@ -269,6 +333,87 @@ def speculators(
         config["eagle_aux_hidden_state_layer_ids"] = aux
     kw.setdefault("embed", variant == "trained")
     return Draft(config, eagle3_tensors(naming="layers", **kw))
+
+
+def speculators_non_eagle(kind: str = "xpress", architecture: str = "XPressSpeculator") -> Draft:
+    """A speculators 0.9 draft of a non-EAGLE algorithm (`xpress`, `dflash`, `dflash2`,
+    `dspark`): the speculators structure with its own `speculators_model_type` and the
+    refiner-head tensors XPress writes (`token_embed`, `down_h`, `in_proj`, `readout`)."""
+    draft = speculators()
+    draft.config["speculators_model_type"] = kind
+    draft.config["architectures"] = [architecture]
+    draft.config["speculators_config"]["algorithm"] = kind
+    draft.config["auto_map"] = {"": f"config.{architecture}Config"}
+    if kind in ("dflash", "dflash2", "xpress"):
+        # The fields vLLM's DFlash adaptor requires (speculators/models/dflash/config.py).
+        draft.config.update({"aux_hidden_state_layer_ids": [2, 4, 5], "mask_token_id": 0})
+    if kind == "xpress":
+        draft.config.update({"xpress_rank": 256, "xpress_mlp_ratio": 2, "num_jacobi_passes": 6})
+        draft.tensors = {
+            "token_embed.weight": Tensor("BF16", (VOCAB, H)),
+            "down_h.weight": Tensor("BF16", (H, 3 * H)),
+            "in_proj.weight": Tensor("BF16", (H, 2 * H)),
+            "readout.weight": Tensor("BF16", (VOCAB, H)),
+        }
+    return draft
+
+
+def dflash_draft(architecture: str = "DFlashForCausalLM") -> Draft:
+    """A DFlash drafter with a plain HF config (z-lab / TensorRT-LLM layout): block-diffusion
+    drafting from the target's hidden states, not an EAGLE draft."""
+    config = {
+        "architectures": [architecture],
+        "model_type": "qwen3",
+        **llama_layer_config(),
+        "block_size": 16,
+        "dflash_config": {"target_layer_ids": [1, 3, 5], "mask_token_id": 0},
+        "torch_dtype": "bfloat16",
+    }
+    tensors = eagle3_layer_tensors("layers.0.", first=False)
+    tensors["fc.weight"] = Tensor("BF16", (H, 3 * H))
+    tensors["hidden_norm.weight"] = Tensor("BF16", (H,), norm_bytes(H))
+    tensors["norm.weight"] = Tensor("BF16", (H,), norm_bytes(H))
+    return Draft(config, tensors)
+
+
+def nemo_automodel(**kw: Any) -> Draft:
+    """NeMo Automodel EAGLE-3 export: `LlamaEagle3DraftModel`, the target's text config with
+    one layer, `model.`-prefixed decoder/fc/norm names (lm_head bare), d2t/t2d, no aux ids."""
+    config = {
+        "architectures": ["LlamaEagle3DraftModel"],
+        "model_type": "llama",
+        **llama_layer_config(),
+        "draft_vocab_size": DRAFT_VOCAB,
+        "target_hidden_size": H,
+        "tie_word_embeddings": False,
+        "attn_implementation": "sdpa",
+        "fc_norm": False,
+        "norm_output": False,
+        "parallel_drafting": False,
+        "torch_dtype": "bfloat16",
+    }
+    tensors = eagle3_tensors(naming="layers", embed=True, **kw)
+    named = {
+        (k if k in ("lm_head.weight", "d2t", "t2d") else "model." + k): v
+        for k, v in tensors.items()
+    }
+    return Draft(config, named)
+
+
+def eagle4(**kw: Any) -> Draft:
+    """An EAGLE-4 draft (eagle-harness): `LlamaForCausalLMEagle4`, an EAGLE-3.1 Llama layer
+    plus the two factors of a low-rank candidate head."""
+    config = {
+        "architectures": ["LlamaForCausalLMEagle4"],
+        "model_type": "llama",
+        **llama_layer_config(),
+        "draft_vocab_size": DRAFT_VOCAB,
+        "torch_dtype": "bfloat16",
+    }
+    tensors = eagle3_tensors(naming="layers", **kw)
+    tensors["candidate_head.u.weight"] = Tensor("BF16", (16, H))
+    tensors["candidate_head.v.weight"] = Tensor("BF16", (DRAFT_VOCAB, 16))
+    return Draft(config, tensors)
 
 
 def mla_draft(aux: list[int] | None = None, q_lora: int | None = 48) -> Draft:

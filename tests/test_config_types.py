@@ -72,6 +72,11 @@ FIELD_TUPLES = {"LAYER_FIELDS", "EAGLE_FIELDS", "MOE_KEYS", "NORM_FLAGS", "MODEL
 # the engine view's `effective` facts, report and inspect output, tensor-role tables.
 NOT_CONFIG = {
     "architecture_rewrite",
+    "draft_quantization",
+    "draft_quantization_scheme",
+    "sglang",  # EAGLE4_SERVING[engine]
+    "trtllm",
+    "vllm",
     "archs",
     "d2t",
     "d2t_parameter",

@@ -174,7 +174,7 @@ def _run_commands(draft: Path, clean_draft: Path, target_dir: Path) -> None:
     target = load_target(target_dir)
     profiles = resolve_engines(["all"])
     report = check_checkpoint(checkpoint, target, profiles)
-    attach_recipes(report, checkpoint, target)
+    attach_recipes(report)
     json.dumps(report.to_dict())
     diff_checkpoints(checkpoint, load_checkpoint(clean_draft), profiles[:1], target).to_dict()
     spec = describe(checkpoint)

@@ -177,6 +177,12 @@ SPECULATORS_CONFIG_SCHEMA: dict[str, Expect] = {
     ),
 }
 
+# `quantization_config`: only the method is read as a field; the scheme (`config_groups`,
+# `ignore`, `format`) is read where it is used (`engines/draft_quant.py`).
+QUANTIZATION_SCHEMA: dict[str, Expect] = {
+    "quant_method": Expect(STR, read_by="vLLM, SGLang (the quantization method)"),
+}
+
 # Every draft field by where it sits, from the top of config.json.
 DRAFT_SCHEMA: dict[str, Expect] = {
     **LAYER_SCHEMA,
@@ -195,6 +201,12 @@ DRAFT_SCHEMA: dict[str, Expect] = {
     "eagle_aux_hidden_state_layer_ids": Expect(LAYER_ID_LIST, nullable=True, read_by=_AUX),
     "eagle_config": Expect(
         DICT, nullable=True, read_by="vLLM, SGLang, TensorRT-LLM", children=EAGLE_CONFIG_SCHEMA
+    ),
+    "quantization_config": Expect(
+        DICT,
+        nullable=True,
+        read_by="vLLM, SGLang (the draft's own quantization: the parameters its layers build)",
+        children=QUANTIZATION_SCHEMA,
     ),
     "speculators_model_type": Expect(STR, read_by=_SPEC),
     "speculators_version": Expect(STR, crash=False, read_by=_SPEC),
@@ -217,7 +229,12 @@ TARGET_TEXT_SCHEMA: dict[str, Expect] = {
     "num_key_value_heads": Expect(POS_INT, nullable=True, read_by=_TARGET),
     "head_dim": Expect(POS_INT, nullable=True, read_by=_TARGET),
     "max_position_embeddings": Expect(POS_INT, read_by=_TARGET),
-    "quantization_config": Expect(DICT, nullable=True, read_by="vLLM (quantized targets)"),
+    "quantization_config": Expect(
+        DICT,
+        nullable=True,
+        read_by="vLLM (quantized targets), SGLang (the draft inherits --quantization)",
+        children=QUANTIZATION_SCHEMA,
+    ),
     "num_experts": Expect(NONNEG_INT, nullable=True, read_by="vLLM (MoE targets)"),
     "n_routed_experts": Expect(NONNEG_INT, nullable=True, read_by="vLLM (MoE targets)"),
     "num_local_experts": Expect(NONNEG_INT, nullable=True, read_by="vLLM (MoE targets)"),

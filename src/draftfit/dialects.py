@@ -3,7 +3,9 @@
 The fingerprints are tried in a fixed order (see :func:`detect_dialect`): the speculators
 library (trained `Eagle3DraftModel` or converted `Eagle3Speculator`), NVIDIA ModelOpt,
 AngelSlim, SpecForge / SGLang, the official EAGLE repository (EAGLE-3 and EAGLE-1/2), the
-legacy vLLM EAGLE-1 format (`model_type: eagle` with a nested `model`), or unknown.
+legacy vLLM EAGLE-1 format (`model_type: eagle` with a nested `model`), NeMo Automodel
+(`*Eagle3DraftModel` without speculators keys), EAGLE-4 (`LlamaForCausalLMEagle4`), DFlash
+drafters, or unknown. :func:`non_eagle_kind` tells drafters that are not EAGLE drafts at all.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ MODELOPT = "modelopt"
 ANGELSLIM = "angelslim"
 VLLM_LEGACY_EAGLE = "vllm-legacy-eagle"
 SGLANG_EAGLE1 = "sglang-eagle"
+NEMO_AUTOMODEL = "nemo-automodel"
+EAGLE4 = "eagle4"
+DFLASH = "dflash"
 UNKNOWN = "unknown"
 
 DIALECT_TITLES = {
@@ -32,8 +37,62 @@ DIALECT_TITLES = {
     ANGELSLIM: "AngelSlim",
     VLLM_LEGACY_EAGLE: "legacy vLLM EAGLE-1 format",
     SGLANG_EAGLE1: "SGLang EAGLE-1 format",
+    NEMO_AUTOMODEL: "NeMo Automodel export",
+    EAGLE4: "EAGLE-4 (eagle-harness)",
+    DFLASH: "DFlash drafter",
     UNKNOWN: "unknown convention",
 }
+
+# speculators algorithms that are not EAGLE drafts, with what they are
+# (speculators 0.9.0: `speculators/models/*/config.py`).
+NON_EAGLE_SPECULATORS = {
+    "xpress": "an XPress refiner head",
+    "dflash": "a DFlash block-diffusion drafter",
+    "dflash2": "a DFlash-2 block-diffusion drafter",
+    "dspark": "a DSpark drafter",
+    "mtp": "a multi-token-prediction head",
+}
+# Architecture-name fragments of drafters that are not EAGLE drafts.
+NON_EAGLE_ARCHITECTURES = {
+    "DFlash": "a DFlash block-diffusion drafter",
+    "DSpark": "a DSpark drafter",
+    "XPress": "an XPress refiner head",
+}
+
+# How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
+# eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
+EAGLE4_SERVING = {
+    "vllm": "install the eagle-harness plugin and serve with "
+    '`--speculative-config \'{"method": "eagle_harness", ...}\'` (an EAGLE-4 draft is not an '
+    "EAGLE-3 draft: renaming its architecture does not make vLLM load it)",
+    "sglang": "install the eagle-harness plugin and launch with `--speculative-algorithm "
+    "EAGLE_HARNESS` (an EAGLE-4 draft is not an EAGLE-3 draft: renaming its architecture does "
+    "not make SGLang load it)",
+    "trtllm": "TensorRT-LLM has no EAGLE-4 support; the eagle-harness plugin serves it in vLLM "
+    "and SGLang (renaming its architecture does not make it an EAGLE-3 draft)",
+}
+
+
+def is_eagle4_architecture(arch: object) -> bool:
+    """Whether an architecture name is an EAGLE-4 draft class (`LlamaForCausalLMEagle4`)."""
+    return isinstance(arch, str) and ("Eagle4" in arch or "EAGLE4" in arch)
+
+
+def non_eagle_kind(config: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """`(what it is called, what it is)` for a drafter that is not an EAGLE draft:
+    a speculators `xpress` / `dflash` / `dflash2` / `dspark` / `mtp` config, or a DFlash /
+    DSpark / XPress architecture; None for anything else."""
+    if config is None:
+        return None
+    kind = config.get("speculators_model_type")
+    if isinstance(kind, str) and kind in NON_EAGLE_SPECULATORS:
+        return f"speculators `{kind}`", NON_EAGLE_SPECULATORS[kind]
+    for arch in _architectures(config)[:1]:
+        for fragment, what in NON_EAGLE_ARCHITECTURES.items():
+            if fragment in arch or fragment.upper() in arch:
+                return f"`{arch}`", what
+    return None
+
 
 MODELOPT_EAGLE_KEYS = (
     "use_input_layernorm_in_first_layer",
@@ -127,6 +186,22 @@ def detect_dialect(checkpoint: Checkpoint) -> Dialect:
         if "embed_tokens.weight" in names:
             ev.add("`embed_tokens.weight` is stored (SpecForge before 2025-08 or `export --to hf`)")
         return Dialect(SPECFORGE, "eagle3", tuple(ev.items))
+
+    if arch0 is not None and arch0.endswith("Eagle3DraftModel") and arch0 != "Eagle3DraftModel":
+        ev.add(f"`architectures` is `{arch0}` (NeMo Automodel's draft class name)")
+        if any(n.startswith("model.") for n in names):
+            ev.add("decoder tensors carry a `model.` prefix")
+        if "d2t" in names and "t2d" in names:
+            ev.add("both `d2t` and `t2d` are stored")
+        return Dialect(NEMO_AUTOMODEL, "eagle3", tuple(ev.items))
+
+    if is_eagle4_architecture(arch0):
+        ev.add(f"`architectures` is `{arch0}` (an EAGLE-4 draft, served by eagle-harness)")
+        return Dialect(EAGLE4, "eagle4", tuple(ev.items))
+
+    if arch0 is not None and non_eagle_kind(config) is not None:
+        ev.add(f"`architectures` is `{arch0}` (a DFlash-family drafter, not an EAGLE draft)")
+        return Dialect(DFLASH, None, tuple(ev.items))
 
     if arch0 == "LlamaForCausalLMEagle":
         ev.add("`architectures` is `LlamaForCausalLMEagle` (SGLang EAGLE-1 class name)")

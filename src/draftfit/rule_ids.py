@@ -93,6 +93,7 @@ MULTI_LAYER_DRAFT_UNSUPPORTED = RuleId("DF116", "multi-layer-draft-unsupported",
 DRAFT_KV_LAYER_COUNT = RuleId("DF117", "draft-kv-layer-count", _E, "config")
 CONFIG_FIELD_WRONG_TYPE = RuleId("DF118", "config-field-wrong-type", _E, "field_types")
 CONFIG_FIELD_MISREAD = RuleId("DF119", "config-field-misread", _W, "field_types")
+NOT_AN_EAGLE_DRAFT = RuleId("DF125", "not-an-eagle-draft", _I, "config")
 UNKNOWN_TENSOR_NAME = RuleId("DF201", "unknown-tensor-name", _E, "tensors")
 TENSOR_NAME_PREFIX = RuleId("DF202", "tensor-name-prefix", _E, "tensors")
 TENSOR_SHAPE_MISMATCH = RuleId("DF203", "tensor-shape-mismatch", _E, "tensors")
@@ -113,6 +114,7 @@ AUX_IDS_DISAGREE = RuleId("DF307", "aux-ids-disagree", _W, "aux")
 AUX_IDS_COPIED_WITHOUT_SHIFT = RuleId("DF308", "aux-ids-copied-without-shift", _W, "aux")
 AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS = RuleId("DF309", "aux-ids-ignored-under-cuda-graphs", _W, "aux")
 AUX_IDS_NOT_ASCENDING = RuleId("DF310", "aux-ids-not-ascending", _W, "aux")
+AUX_IDS_NOT_RECORDED = RuleId("DF315", "aux-ids-not-recorded", _I, "aux")
 MISSING_D2T = RuleId("DF401", "missing-d2t", _W, "vocab")
 LM_HEAD_MISSING_REDUCED_VOCAB = RuleId("DF402", "lm-head-missing-reduced-vocab", _W, "vocab")
 D2T_OUT_OF_RANGE = RuleId("DF403", "d2t-out-of-range", _E, "vocab")
@@ -127,6 +129,9 @@ DRAFT_CONTEXT_SHORTER_THAN_TARGET = RuleId(
 )
 TARGET_CAPABILITY_UNKNOWN = RuleId("DF505", "target-capability-unknown", _I, "target")
 DRAFT_CONTEXT_REFUSED = RuleId("DF506", "draft-context-refused", _E, "target")
+DRAFT_INHERITS_TARGET_QUANTIZATION = RuleId(
+    "DF515", "draft-inherits-target-quantization", _I, "target"
+)
 NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _W, "norms")
 NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _W, "norms")
 NORM_OUTPUT_SEMANTICS_DIFFER = RuleId("DF603", "norm-output-semantics-differ", _W, "norms")
@@ -204,6 +209,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     DRAFT_KV_LAYER_COUNT,
     CONFIG_FIELD_WRONG_TYPE,
     CONFIG_FIELD_MISREAD,
+    NOT_AN_EAGLE_DRAFT,
     UNKNOWN_TENSOR_NAME,
     TENSOR_NAME_PREFIX,
     TENSOR_SHAPE_MISMATCH,
@@ -224,6 +230,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     AUX_IDS_COPIED_WITHOUT_SHIFT,
     AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,
     AUX_IDS_NOT_ASCENDING,
+    AUX_IDS_NOT_RECORDED,
     MISSING_D2T,
     LM_HEAD_MISSING_REDUCED_VOCAB,
     D2T_OUT_OF_RANGE,
@@ -236,6 +243,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     DRAFT_CONTEXT_SHORTER_THAN_TARGET,
     TARGET_CAPABILITY_UNKNOWN,
     DRAFT_CONTEXT_REFUSED,
+    DRAFT_INHERITS_TARGET_QUANTIZATION,
     NORM_FLAG_IGNORED,
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_OUTPUT_SEMANTICS_DIFFER,

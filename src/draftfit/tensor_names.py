@@ -59,9 +59,27 @@ def canonical_name(raw: str) -> tuple[str, str]:
     return name, prefix
 
 
+# Tensors a quantized linear layer stores beside (or instead of) `weight`: compressed-tensors
+# scales, zero points and packed weights, FP8 block scales (`weight_scale_inv`).
+_QUANT_SUFFIX = re.compile(
+    r"\.(weight_scale|weight_scale_inv|weight_zero_point|weight_packed|weight_shape|"
+    r"weight_global_scale|weight_g_idx|input_scale|input_zero_point|input_global_scale)$"
+)
+
+
 def is_known_role(canonical: str) -> bool:
-    """Whether a canonical name is a tensor some EAGLE draft class builds or reads."""
-    return bool(_KNOWN_TOP.match(canonical) or _KNOWN_LAYER.match(canonical))
+    """Whether a canonical name is a tensor some EAGLE draft class builds or reads: a known
+    parameter, or a quantization tensor of a known linear layer (`*_proj`, `fc`, `lm_head`)."""
+    if _KNOWN_TOP.match(canonical) or _KNOWN_LAYER.match(canonical):
+        return True
+    quant = _QUANT_SUFFIX.search(canonical)
+    if quant is None:
+        return False
+    module = canonical[: quant.start()]
+    linear = module.endswith("_proj") or module in ("fc", "lm_head")
+    return linear and bool(
+        _KNOWN_TOP.match(module + ".weight") or _KNOWN_LAYER.match(module + ".weight")
+    )
 
 
 def canonical_tensors(

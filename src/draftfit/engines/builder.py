@@ -620,11 +620,12 @@ class BaseBuilder:
         sources: tuple[str, ...] = (),
         *,
         cause: FateCause,
+        fix: str | None = None,
     ) -> None:
         """Record what the loader does with stored tensor `raw` (no parameter unless loaded)."""
         param = canonical if status == "loaded" else None
         self.view.fates.append(
-            TensorFate(raw, canonical, status, param, reason, sources, cause=cause)
+            TensorFate(raw, canonical, status, param, reason, sources, cause=cause, fix=fix)
         )
 
     # ------------------------------------------------------------------ shared procedure steps

@@ -15,6 +15,7 @@ import re
 
 from draftfit import rule_ids
 from draftfit.aux_counting import default_capture_ids
+from draftfit.dialects import EAGLE4_SERVING, is_eagle4_architecture, non_eagle_kind
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
@@ -26,6 +27,7 @@ from draftfit.engines.builder import (
     Vocab,
     get_path,
 )
+from draftfit.engines.draft_quant import add_quantized_parameters, quant_suffix, read_draft_quant
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import (
     FAILS,
@@ -52,6 +54,8 @@ CLASS_FAMILY = {
 }
 NESTED_IDS_POINTER = "/eagle_config/eagle_aux_hidden_state_layer_ids"
 _STACKED = re.compile(r"\.(q_proj|k_proj|v_proj|gate_proj|up_proj)\.")
+# Quantization methods SGLang can apply to an unquantized checkpoint at load time.
+_ONLINE_QUANTIZATION = frozenset({"fp8"})
 
 
 class _SGLangBuilder(BaseBuilder):
@@ -185,6 +189,10 @@ class _SGLangBuilder(BaseBuilder):
             )
         else:
             fix = f'set "architectures": ["{want}"] (`draftfit convert --to sglang` does it)'
+        if is_eagle4_architecture(arch):
+            fix = EAGLE4_SERVING["sglang"]
+        elif non_eagle_kind(self.config) is not None:
+            fix = "this is not an EAGLE draft: serve it with the algorithm made for it"
         self.refuse(
             rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
             why,
@@ -334,6 +342,86 @@ class _SGLangBuilder(BaseBuilder):
         if tied or head_from_target:
             return None
         return Built(UNINITIALISED, self.src("lm_head_shared_when_missing"))
+
+    def _after_eagle3(self) -> None:
+        """The parameters a quantized draft's layers register: SGLang builds the decoder
+        layers (and, from the version in `draft_quant_lm_head`, lm_head) with the draft's
+        own quantization config on a launch without `--quantization`; fc never."""
+        q = read_draft_quant(self.config)
+        if q is None or self.value("draft_quant_config_source") != "draft":
+            return
+        if q.method not in (self.value("draft_quant_methods") or []) or q.scheme is None:
+            return
+        params: list[str] = (self.value("compressed_tensors_params") or {}).get(q.scheme) or []
+        if not params:
+            return
+        lm_head = bool(self.value("draft_quant_lm_head"))
+        sources = self.src("draft_quant_config_source", "compressed_tensors_params")
+
+        def quantizable(module: str) -> bool:
+            return module.endswith("_proj") or (module == "lm_head" and lm_head)
+
+        add_quantized_parameters(self.view, q, params, quantizable, sources)
+        self.view.effective["draft_quantization_scheme"] = q.scheme
+
+    def _inherited_quantization(self, t: Target) -> None:
+        """A quantized target next to an unquantized draft: SGLang gives the draft the
+        target's `--quantization`, which an unquantized draft cannot satisfy (methods that
+        quantize online, such as `fp8`, can)."""
+        if not self.value("draft_quantization_inherited"):
+            return
+        if read_draft_quant(self.config) is not None:
+            return
+        method = None
+        for config in (t.config, t.text_config):
+            qc = config.get("quantization_config")
+            if isinstance(qc, dict) and isinstance(qc.get("quant_method"), str):
+                method = qc["quant_method"]
+                break
+        if method is None or method.lower() in _ONLINE_QUANTIZATION:
+            return
+        opt_out = bool(self.value("draft_quantization_opt_out"))
+        self.event(
+            rule_ids.DRAFT_INHERITS_TARGET_QUANTIZATION,
+            f"the target is quantized (`{method}`) and the draft is not: if the launch passes "
+            f"`--quantization {method}`, {self.p.title} builds the draft with it too and "
+            f"start-up fails looking for the draft's `{method}` config",
+            Location(TARGET_CONFIG, "/quantization_config/quant_method"),
+            ("draft_quantization_inherited", "draft_quantization_opt_out"),
+            fix="leave `--quantization` out (SGLang reads the target's method from its "
+            "config.json)"
+            + (", or pass `--speculative-draft-model-quantization unquant`" if opt_out else ""),
+        )
+
+    def _quant_skip_reason(self, canonical: str) -> tuple[str, tuple[str, ...]] | None:
+        """Why a quantization tensor of a quantized draft has no parameter here (fc, or an
+        lm_head this version builds unquantized), or None when no specific reason applies."""
+        q = read_draft_quant(self.config)
+        if q is None or quant_suffix(canonical) is None:
+            return None
+        module = canonical.rsplit(".", 1)[0]
+        if module == "fc" and not self.value("draft_quant_fc"):
+            return (
+                f"{self.p.title} builds `fc` as a plain torch Linear, without the draft's "
+                "quantization config (a quantized `fc.weight` then loads without its scale)",
+                self.src("draft_quant_fc"),
+            )
+        head = self.p.fact("draft_quant_lm_head")
+        if module == "lm_head" and head.known and not head.value:
+            return (
+                f"{self.p.title} builds lm_head unquantized (its compressed-tensors scheme "
+                "covers linear layers only; a quantized `lm_head.weight` then loads without "
+                "its scale)",
+                self.src("draft_quant_lm_head"),
+            )
+        if module == "lm_head" and head.known and not q.covers("lm_head"):
+            return (
+                f"{self.p.title} quantizes lm_head only when a `targets` entry of the draft's "
+                "`quantization_config` names it (`Linear` does not); it builds lm_head "
+                "unquantized, and a quantized `lm_head.weight` then loads without its scale",
+                self.src("draft_quant_lm_head"),
+            )
+        return None
 
     def _d2t(self, V: int | None, Vd: int | None, reduced: bool) -> None:
         required = self.value("d2t_handling") == "required"
@@ -640,7 +728,11 @@ class _SGLangBuilder(BaseBuilder):
             return
         reason = mapped.why or "no parameter of the draft class has this name"
         cause = mapped.cause
-        if spec_canonical.endswith(".bias"):
+        sources = self.src("unknown_tensor_policy")
+        quant = self._quant_skip_reason(spec_canonical)
+        if quant is not None:
+            reason, sources = quant
+        elif spec_canonical.endswith(".bias"):
             reason = "the draft has no such bias parameter; the loader drops it silently"
             cause = FateCause.STRAY_BIAS
         n = self._layer_beyond(spec_canonical)
@@ -652,7 +744,7 @@ class _SGLangBuilder(BaseBuilder):
             spec_canonical,
             "skipped",
             reason + ", so it is skipped silently",
-            self.src("unknown_tensor_policy"),
+            sources,
             cause=cause,
         )
 
@@ -661,6 +753,7 @@ class _SGLangBuilder(BaseBuilder):
         t = self.target
         if t is None:
             return
+        self._inherited_quantization(t)
         if self.method == EAGLE3:
             self._target_capable()
         self._target_width_checks(

@@ -16,6 +16,7 @@ import re
 
 from draftfit import rule_ids
 from draftfit.aux_counting import default_capture_ids
+from draftfit.dialects import EAGLE4_SERVING, is_eagle4_architecture
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
@@ -119,7 +120,9 @@ class _TrtllmBuilder(BaseBuilder):
             "and fails ('Unknown architecture for AutoModelForCausalLM')",
             config_at("/architectures/0"),
             ("draft_class_selection", "eagle3_draft_architectures"),
-            fix='set "architectures": ["LlamaForCausalLMEagle3"] and `draft_vocab_size`',
+            fix=EAGLE4_SERVING["trtllm"]
+            if is_eagle4_architecture(archs[0])
+            else 'set "architectures": ["LlamaForCausalLMEagle3"] and `draft_vocab_size`',
         )
         return None
 

@@ -118,6 +118,7 @@ class TensorFate:
     reason: str = ""
     sources: tuple[str, ...] = ()
     cause: FateCause = field(kw_only=True)
+    fix: str | None = field(default=None, kw_only=True)  # a fix specific to this fate
 
 
 @dataclass
@@ -139,6 +140,7 @@ class AuxCapture:
         encode: capture-before ids -> the ids to write at `write_pointer` / pass in
             `user_setting` so the engine captures exactly those layers; None when the
             engine cannot express them.
+        range_note: why `valid_range` is narrower than usual for this target ("" if not).
     """
 
     used: tuple[int, ...] | None
@@ -154,6 +156,7 @@ class AuxCapture:
     write_pointer: str | None = None
     user_setting: str | None = None
     encode: Callable[[tuple[int, ...]], tuple[int, ...] | None] | None = None
+    range_note: str = ""  # why `valid_range` is narrower for this target's backbone
 
 
 @dataclass

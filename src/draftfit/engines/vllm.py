@@ -15,6 +15,12 @@ from typing import Any
 
 from draftfit import rule_ids
 from draftfit.aux_counting import TOP_AUX, default_capture_ids
+from draftfit.dialects import (
+    EAGLE4_SERVING,
+    NEMO_AUTOMODEL,
+    is_eagle4_architecture,
+    non_eagle_kind,
+)
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
@@ -26,6 +32,12 @@ from draftfit.engines.builder import (
     Vocab,
     get_path,
     target_is_moe,
+)
+from draftfit.engines.draft_quant import (
+    DraftQuant,
+    add_quantized_parameters,
+    quant_suffix,
+    read_draft_quant,
 )
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import (
@@ -121,7 +133,12 @@ class _Builder(BaseBuilder):
                     fix=f'pass "method": "{self.spec.method}" in --speculative-config',
                 )
             return
-        if not self.method_explicit and self.method is not None and detected != self.method:
+        if (
+            not self.method_explicit
+            and self.method is not None
+            and detected != self.method
+            and non_eagle_kind(self.config) is None  # not-an-eagle-draft says what to pass
+        ):
             self.event(
                 rule_ids.METHOD_NOT_DETECTED_FROM_PATH,
                 f"if `method` is left out of --speculative-config, vLLM picks "
@@ -230,6 +247,24 @@ class _Builder(BaseBuilder):
                 else None,
             )
             return None
+        other = non_eagle_kind(cfg)
+        if other is not None and kind not in ("eagle3", "eagle"):
+            name, what = other
+            self.refuse(
+                rule_ids.METHOD_MISMATCH,
+                f"the checkpoint is a {name} draft ({what}), not an EAGLE draft: "
+                + (
+                    f"{self.p.title} refuses it under method `{self.method}`, since the draft "
+                    f"declares method `{kind}`"
+                    if self.value("speculators_method_checked")
+                    else f"{self.p.title} builds its own `{kind}` draft class for it, which "
+                    f"method `{self.method}` does not drive"
+                ),
+                config_at("/speculators_model_type"),
+                ("speculators_types", "speculators_method_checked"),
+                fix=f'serve it with "method": "{kind}" (draftfit checks EAGLE drafts only)',
+            )
+            return None
         problem = _speculators_structure_problem(cfg, self.p)
         if problem:
             pointer, message = problem
@@ -324,13 +359,21 @@ class _Builder(BaseBuilder):
         how = f"`{written0}` becomes `{arch}`" if written0 != arch else f"`{arch}`"
         pointer = "/model/architectures/0" if self.route == "legacy-eagle" else "/architectures/0"
         suggestion = _suggest_architecture(self.method, registered)
+        fix = f'set "architectures": ["{suggestion}"]' if suggestion else None
+        if is_eagle4_architecture(written0):
+            fix = EAGLE4_SERVING["vllm"]
+        elif fix and self.spec.dialect.name == NEMO_AUTOMODEL:
+            if any(raw.startswith("model.") for raw in self.ckpt.tensors):
+                fix += " and strip the `model.` prefix from the tensor names"
+        elif non_eagle_kind(self.config) is not None:
+            fix = "this is not an EAGLE draft: serve it with the method made for it"
         self.refuse(
             rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
             f"{how}, which {self.p.title} does not register for method `{self.method}` "
             f"(registered: {', '.join(sorted(registered)) or 'none'})",
             config_at(pointer),
             (key, "eagle3_arch_rewrite" if self.method == EAGLE3 else "eagle_arch_rewrite"),
-            fix=f'set "architectures": ["{suggestion}"]' if suggestion else None,
+            fix=fix,
         )
         return False
 
@@ -468,6 +511,93 @@ class _Builder(BaseBuilder):
 
     def _after_eagle3(self) -> None:
         self.view.effective["max_position_raised"] = bool(self.value("max_position_raised"))
+        self._quantized_parameters()
+
+    # ------------------------------------------------------------------ quantized drafts
+    def _quantized_parameters(self) -> None:
+        """The parameters a quantized draft's linear layers register, when this version builds
+        the draft with the draft's own `quantization_config` (`get_draft_quant_config`) and
+        draftfit knows the scheme's parameters: `weight_scale`, `input_scale`, ... beside
+        `weight`, or `weight_packed` instead of it. Their shapes are not checked."""
+        q = read_draft_quant(self.config)
+        if q is None:
+            return
+        self.view.effective["draft_quantization"] = q.method
+        if self.value("draft_quant_config_source") != "draft":
+            return
+        if q.method not in (self.value("draft_quant_methods") or []) or q.scheme is None:
+            return
+        params: list[str] = (self.value("compressed_tensors_params") or {}).get(q.scheme) or []
+        if not params:
+            return
+        lm_head = bool(self.value("draft_quant_lm_head"))
+        sources = self.src("draft_quant_config_source", "draft_quant_methods")
+        sources += self.src("compressed_tensors_params")
+        add_quantized_parameters(
+            self.view, q, params, lambda module: _is_quantizable(module, lm_head), sources
+        )
+        self.view.effective["draft_quantization_scheme"] = q.scheme
+
+    def _quant_rejection(self, canonical: str, q: DraftQuant) -> tuple[str, str, tuple[str, ...]]:
+        """Why this version has no parameter for a quantization tensor of a quantized draft,
+        the fix right for this version, and the source lines."""
+        suffix = canonical.rsplit(".", 1)[-1]
+        module = canonical.rsplit(".", 1)[0]
+        own = self._first_release("draft_quant_config_source", "draft")
+        head = self._first_release("draft_quant_lm_head", True)
+        if self.value("draft_quant_config_source") != "draft":
+            return (
+                f"{self.p.title} builds the draft's layers with the target's quantization "
+                "config, not the draft's own `quantization_config` (read for drafts from "
+                f"vLLM {own} on), so there is no `{suffix}` parameter (the target's scheme "
+                "would have to match the draft's; an unquantized target builds none)",
+                f"serve with vLLM >= {own}"
+                + (f" (>= {head}: lm_head is quantized)" if head and q.covers("lm_head") else "")
+                + ", or store the draft dequantized (bf16)",
+                self.src("draft_quant_config_source"),
+            )
+        if module == "lm_head" and not self.value("draft_quant_lm_head"):
+            return (
+                f"{self.p.title} builds the draft's lm_head without a quantization config "
+                f"(it uses the draft's from vLLM {head} on), so there is no `{suffix}` parameter",
+                f"serve with vLLM >= {head}, or keep lm_head unquantized (list it in "
+                "`quantization_config.ignore`)",
+                self.src("draft_quant_lm_head"),
+            )
+        if q.method not in (self.value("draft_quant_methods") or []) or q.scheme is None:
+            return (
+                f"draftfit has no record of the parameters {self.p.title} builds for this "
+                f"`quant_method` ({q.method}) and scheme, so it cannot say the `{suffix}` "
+                "tensor loads",
+                "check that this vLLM release supports the draft's quantization scheme",
+                self.src("draft_quant_methods", "compressed_tensors_params"),
+            )
+        if module == "lm_head" and q.all_linear and "lm_head" not in q.ignore:
+            return (
+                f"{self.p.title} quantizes only the layers the draft's `quantization_config` "
+                "targets, and its `Linear` target matches the engine's linear layer classes, "
+                f"not its `ParallelLMHead`: lm_head is built unquantized, so there is no "
+                f"`{suffix}` parameter",
+                'name lm_head in the scheme\'s `targets` (e.g. ["Linear", "lm_head"]), or store '
+                "lm_head unquantized and list it in `ignore`",
+                self.src("draft_quant_lm_head", "draft_quant_methods"),
+            )
+        return (
+            f"the draft's `quantization_config` leaves `{module}` unquantized (not targeted, "
+            f"or in `ignore`), so it has no `{suffix}` parameter",
+            f"remove `{module}` from `quantization_config.ignore`, or store it unquantized",
+            self.src("draft_quant_config_source", "compressed_tensors_params"),
+        )
+
+    def _first_release(self, key: str, value: object) -> str | None:
+        """The first release where fact `key` has `value`, from the data."""
+        fact = self.p.data.facts.get(key)
+        if fact is None:
+            return None
+        for entry in fact.entries:
+            if entry.value == value and entry.since is not None:
+                return str(entry.since)
+        return None
 
     def _flag_visible(self, name: str) -> bool:
         """Whether a norm flag is on *and* this version implements it."""
@@ -537,8 +667,11 @@ class _Builder(BaseBuilder):
             ids = tuple(sorted(set(ids)))
         rng = self.value("aux_ids_valid_range")
         valid = None
+        range_sources: tuple[str, ...] = ()
+        range_note = ""
         if L is not None and isinstance(rng, list):
             valid = (rng[0], L + rng[1])
+            valid, range_sources, range_note = self._backbone_range(valid, L, ids or ())
         key_fact = f"aux_ids_read_from_{runner or 'mrv1'}"
         self.view.aux = AuxCapture(
             used=ids,
@@ -547,13 +680,55 @@ class _Builder(BaseBuilder):
             expected_count=n_aux if use_aux else None,
             count_from=count_from,
             valid_range=valid,
-            sources=self.src(key_fact, "runner_default"),
+            sources=range_sources + self.src(key_fact, "runner_default"),
+            range_note=range_note,
             dedupes=dedupes,
             runner_note=why,
             read_convention="capture-before",
             write_pointer=_write_pointer(keys),
             encode=lambda ids: tuple(ids),
         )
+
+    def _backbone_range(
+        self, valid: tuple[int, int], L: int, ids: tuple[int, ...]
+    ) -> tuple[tuple[int, int], tuple[str, ...], str]:
+        """Narrow the capturable ids for targets whose backbone captures less than the Llama
+        one: no id L before the final-layer capture (deepseek_v2 before 0.25.0), no id 0
+        where the residual is still None before layer 0. Returns the range, and for the
+        used `ids` it excludes the sources behind the narrowing and a note saying why."""
+        arch = self.target.architecture if self.target else None
+        if arch is None:
+            return valid, (), ""
+        low, high = valid
+        sources: tuple[str, ...] = ()
+        notes: list[str] = []
+        if arch in (self.value("aux_first_layer_not_captured") or []) and low < 1:
+            low = 1
+        if low == 1 and 0 in ids and valid[0] < 1:
+            sources += self.p.item_sources("aux_first_layer_not_captured", arch)
+            notes.append(
+                f"`{arch}` adds the residual to the state before each layer, and before "
+                "layer 0 there is none, so id 0 fails"
+            )
+        if arch in (self.value("aux_final_layer_not_captured") or []) and high >= L:
+            high = L - 1
+        if high == L - 1 and L in ids and valid[1] >= L:
+            sources += self.p.item_sources("aux_final_layer_not_captured", arch)
+            fixed = self._first_release_without("aux_final_layer_not_captured", arch)
+            notes.append(
+                f"`{arch}` captures only the input of each layer in {self.p.title}, not the "
+                f"output of the last one (id {L})"
+                + (f"; vLLM {fixed} and later capture it" if fixed else "")
+            )
+        return (low, high), sources, "; ".join(notes)
+
+    def _first_release_without(self, key: str, value: object) -> str | None:
+        """The release where set item `value` of fact `key` stops applying (its `until`)."""
+        fact = self.p.data.facts.get(key)
+        if fact is None:
+            return None
+        untils = [e.until for e in fact.entries if e.value == value and e.until is not None]
+        return str(max(untils)) if untils else None
 
     def _flags(self, norms: dict[str, bool]) -> None:
         """Norm flags the checkpoint sets but this version ignores or defaults differently."""
@@ -606,6 +781,7 @@ class _Builder(BaseBuilder):
         H, V = self._eagle1_layers(self.src("eagle_weight_mapping"))
         embedding = shapes.embedding(V, H, values=False)
         self._expect("embed_tokens.weight", embedding, SHARED, self.src("embedding_sharing"))
+        self._quantized_parameters()
 
     # ------------------------------------------------------------------ tensor fates
     def _fixed_fate(self, raw: str) -> bool:
@@ -676,6 +852,11 @@ class _Builder(BaseBuilder):
                 self.src("d2t_parameter"),
                 cause=FateCause.NOT_BUILT,
             )
+            return
+        q = read_draft_quant(self.config)
+        if q is not None and quant_suffix(canonical) is not None:
+            reason, fix, sources = self._quant_rejection(canonical, q)
+            self._fate(raw, canonical, "rejected", reason, sources, cause=mapped.cause, fix=fix)
             return
         reason, cause = "no parameter of the draft class has this name", mapped.cause
         n = self._layer_beyond(canonical)
@@ -783,6 +964,14 @@ def _vllm_canonical(raw: str) -> str:
     """vLLM's own renaming: `midlayer.` -> `layers.0.` as a substring (data:
     `eagle3_weight_mapping`, vllm/model_executor/models/llama_eagle3.py:224-229@v0.8.5)."""
     return raw.replace("midlayer.", "layers.0.", 1) if "midlayer." in raw else raw
+
+
+def _is_quantizable(module: str, lm_head: bool) -> bool:
+    """Whether the draft builds `module` as a linear layer with its quantization config:
+    the decoder projections, `fc`, and `lm_head` where the version passes the config."""
+    if module == "lm_head":
+        return lm_head
+    return module == "fc" or module.endswith("_proj")
 
 
 def _write_pointer(keys: list[str]) -> str | None:

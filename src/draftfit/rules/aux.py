@@ -18,6 +18,7 @@ from draftfit.aux_counting import (
     default_output_of_ids,
     resolve_with_target,
 )
+from draftfit.dialects import NEMO_AUTOMODEL
 from draftfit.engines.registry import load_engine
 from draftfit.engines.view import EngineView
 from draftfit.rule_ids import (
@@ -29,6 +30,7 @@ from draftfit.rule_ids import (
     AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,
     AUX_IDS_NOT_ASCENDING,
     AUX_IDS_NOT_READ_DEFAULT_MATCHES,
+    AUX_IDS_NOT_RECORDED,
     AUX_LAYERS_DIFFER_FROM_TRAINED,
     AUX_RUNTIME_COUNT_MISMATCH,
 )
@@ -217,7 +219,10 @@ def aux_ids_not_read_default_matches(ctx: Context) -> Iterator[Violation]:
 def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
     """## What it checks
     Every aux id the engine will use lies in the range the target can capture at that
-    version (vLLM: 1..L-1 in older versions, 0..L later, where L is the target's layer count).
+    version (vLLM: 1..L-1 in older versions, 0..L later, where L is the target's layer count),
+    and that the target's backbone captures: vLLM's deepseek_v2 backbone (DeepSeek V2/V3,
+    GLM-MoE-DSA, Kimi-K2) never captures id 0, and id L only once it gained the final-layer
+    capture (the engine data gives the release).
 
     ## Why it matters
     Ids are not range-checked at load: the engine captures fewer states than `fc` expects
@@ -237,12 +242,14 @@ def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
     bad = [i for i in view.aux.used if i < low or i > high]
     if bad:
         where = view.aux.read_from or "the default"
+        why = f" ({view.aux.range_note})" if view.aux.range_note else ""
         yield Violation(
             f"aux id(s) {_fmt(tuple(bad))} (from {where}) are outside {low}..{high}, the ids a "
             f"{ctx.target.num_layers if ctx.target else '?'}-layer target can capture in "
-            f"{view.title}: the first forward fails",
+            f"{view.title}{why}: the first forward fails",
             config_at(view.aux.read_from or "/eagle_aux_hidden_state_layer_ids"),
-            "use ids of layers that exist in this target",
+            "use ids of layers that exist in this target"
+            + (" and that this version captures (see why above)" if view.aux.range_note else ""),
             view.aux.sources,
         )
 
@@ -527,4 +534,48 @@ def aux_ids_not_ascending(ctx: Context) -> Iterator[Violation]:
         f"columns{blocks} into ascending layer order (`draftfit convert` does not); then "
         f"{capture_fix(view, ascending)}",
         order.sources,
+    )
+
+
+@rule(
+    AUX_IDS_NOT_RECORDED,
+    "the producer does not write the aux layers it trained on",
+    scope="checkpoint",
+)
+def aux_ids_not_recorded(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    A NeMo Automodel EAGLE-3 export (`LlamaEagle3DraftModel`) whose config.json names no aux
+    layer ids anywhere.
+
+    ## Why it matters
+    NeMo Automodel keeps the aux layers it trains on (`aux_layer_ids`) in the training recipe
+    and does not write them into the exported config. With its default they are the layers
+    every engine captures by default (output-of `[1, L//2-1, L-4]`), but a run with custom
+    ids exports a draft that every engine serves on the wrong layers, silently. The trained
+    layers cannot be told from the checkpoint, so draftfit assumes the default.
+
+    ## Example
+    A NeMo export with `model.fc.weight`, `d2t`, `t2d` and no `eagle_aux_hidden_state_layer_ids`.
+
+    ## Fix
+    Look up `aux_layer_ids` in the training recipe and write them into config.json:
+    top-level `eagle_aux_hidden_state_layer_ids` in capture-before counting (output-of + 1)
+    for vLLM, `eagle_config.eagle_aux_hidden_state_layer_ids` in output-of counting for
+    SGLang; TensorRT-LLM takes them as `eagle3_layers_to_capture` when serving.
+    """
+    if ctx.spec.dialect.name != NEMO_AUTOMODEL or ctx.spec.trained_aux is not None:
+        return
+    layers = _target_layers(ctx)
+    default = (
+        f" ({_physical(default_capture_ids(layers))} for this target)" if layers is not None else ""
+    )
+    yield Violation(
+        "the checkpoint does not say which target layers it was trained on: NeMo Automodel "
+        "does not write its `aux_layer_ids` into config.json, so the trained layers are "
+        f"unknown; draftfit and the engines assume the default layers{default}, which is "
+        "right only if training used NeMo's default",
+        config_at("/eagle_aux_hidden_state_layer_ids"),
+        "write the ids from the training recipe into config.json (capture-before ids at "
+        "`/eagle_aux_hidden_state_layer_ids` for vLLM; output-of ids at "
+        "`/eagle_config/eagle_aux_hidden_state_layer_ids` for SGLang)",
     )

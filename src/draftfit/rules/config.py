@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from draftfit.dialects import non_eagle_kind
 from draftfit.rule_ids import (
     DRAFT_KV_LAYER_COUNT,
     INVALID_SPECULATORS_CONFIG,
@@ -19,6 +20,7 @@ from draftfit.rule_ids import (
     MISSING_CONFIG_FIELD,
     MISSING_DRAFT_VOCAB_SIZE,
     MULTI_LAYER_DRAFT_UNSUPPORTED,
+    NOT_AN_EAGLE_DRAFT,
     SPECULATORS_CONFIG_WITH_MODEL_TYPE,
     SPECULATORS_FORMAT_UNSUPPORTED,
     UNKNOWN_DRAFT_METHOD,
@@ -304,12 +306,64 @@ def unknown_draft_method(ctx: Context) -> Iterator[Violation]:
     Pass `--method eagle3` or `--method eagle` (and the same method to the engine).
     """
     if ctx.checkpoint.config is not None and ctx.method is None:
+        other = non_eagle_kind(ctx.checkpoint.config)
+        if other is not None:
+            name, what = other
+            yield Violation(
+                f"the checkpoint is a {name} draft ({what}), not an EAGLE draft: no EAGLE-3 or "
+                "EAGLE-1 draft class loads it",
+                config_at("/architectures"),
+                "serve it with the method made for it, in an engine release that has one "
+                "(not with method eagle3 or eagle)",
+            )
+            return
         yield Violation(
             "cannot tell whether this is an EAGLE-3 or an EAGLE-1 draft: "
             + "; ".join(ctx.spec.method_evidence),
             config_at("/architectures"),
             "pass --method eagle3 or --method eagle",
         )
+
+
+@rule(
+    NOT_AN_EAGLE_DRAFT,
+    "the checkpoint is a drafter of another kind (DFlash, DSpark, XPress, MTP)",
+    scope="checkpoint",
+)
+def not_an_eagle_draft(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    Whether the checkpoint is a drafter that is not an EAGLE draft at all: a speculators
+    `xpress`, `dflash`, `dflash2`, `dspark` or `mtp` config, or a DFlash / DSpark / XPress
+    architecture (z-lab, TensorRT-LLM, DeepSpec).
+
+    ## Why it matters
+    These drafters read the target's hidden states too, but their heads, tensors and serving
+    methods differ from EAGLE's: served with method `eagle3` they are refused or load the
+    wrong class. draftfit's EAGLE checks do not describe how they are served.
+
+    ## Example
+    A speculators 0.9 `xpress` draft (`XPressSpeculator`, `token_embed`, `down_h`, `readout`).
+
+    ## Fix
+    Serve it with its own method where the engine release has one (vLLM accepts speculators
+    `dflash` from 0.20.0, `dspark` from 0.25.0, `dflash2` from 0.29.0; none accepts `xpress`
+    up to 0.34.0), never with `eagle3`.
+    """
+    other = non_eagle_kind(ctx.checkpoint.config)
+    if other is None:
+        return
+    name, what = other
+    yield Violation(
+        f"this is a {name} draft ({what}), not an EAGLE draft: EAGLE-3 / EAGLE-1 serving and "
+        "draftfit's EAGLE checks do not apply to it",
+        config_at(
+            "/speculators_model_type"
+            if "speculators_model_type" in (ctx.checkpoint.config or {})
+            else "/architectures/0"
+        ),
+        'serve it with the method made for it (e.g. vLLM `"method": "dflash"` where the '
+        "release accepts it), not with eagle3",
+    )
 
 
 @event_rule(

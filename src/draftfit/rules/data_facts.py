@@ -49,6 +49,7 @@ from draftfit.rules.norms import (
 from draftfit.rules.target import (
     draft_context_refused,
     draft_context_shorter_than_target,
+    draft_inherits_target_quantization,
     shared_embedding_width_mismatch,
     target_capability_unknown,
     target_hidden_size_mismatch,
@@ -116,6 +117,8 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
             "draft_model_method",
             "eagle_draft_architectures",
             "method_from_path",
+            "speculators_method_checked",
+            "speculators_types",
         ),
         "sglang": ("algorithm_names",),
     },
@@ -171,8 +174,12 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     },
     unknown_tensor_name: {  # DF201
         "vllm": (
+            "compressed_tensors_params",
             "d2t_loaded",
             "d2t_parameter",
+            "draft_quant_config_source",
+            "draft_quant_lm_head",
+            "draft_quant_methods",
             "unknown_tensor_policy",
         ),
         "sglang": ("unknown_tensor_policy",),
@@ -257,6 +264,8 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
             "stray_bias_policy",
         ),
         "sglang": (
+            "draft_quant_fc",
+            "draft_quant_lm_head",
             "stray_bias_policy",
             "unknown_tensor_policy",
         ),
@@ -313,6 +322,8 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     },
     aux_id_out_of_range: {  # DF303
         "vllm": (
+            "aux_final_layer_not_captured",
+            "aux_first_layer_not_captured",
             "aux_ids_read_from_mrv1",
             "aux_ids_read_from_mrv2",
             "runner_default",
@@ -418,6 +429,9 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     },
     draft_context_refused: {  # DF506
         "sglang": ("draft_context_shorter_than_target",),
+    },
+    draft_inherits_target_quantization: {  # DF515
+        "sglang": ("draft_quantization_inherited", "draft_quantization_opt_out"),
     },
     norm_flag_ignored: {  # DF601
         "vllm": (

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from draftfit.checkpoint.dtypes import FLOAT_DTYPES
 from draftfit.checkpoint.values import all_ones
 from draftfit.dialects import SPECULATORS, UNKNOWN
+from draftfit.engines.draft_quant import quant_suffix
 from draftfit.rule_ids import (
     CONFIG_DTYPE_MISMATCH,
     FLOAT32_WEIGHTS,
@@ -17,6 +18,7 @@ from draftfit.rule_ids import (
 )
 from draftfit.rules.base import Context, Location, Violation, config_at, rule
 
+_QUANTIZED_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2"})
 _NORM = re.compile(r"^layers\.\d+\.(input_layernorm|post_attention_layernorm|hidden_norm)\.weight$")
 
 
@@ -120,8 +122,15 @@ def config_dtype_mismatch(ctx: Context) -> Iterator[Violation]:
     expected = names.get(declared)
     if expected is None:
         return
+    # A quantized draft declares its compute dtype; its quantized weights and their scales
+    # are stored in the scheme's own dtypes.
+    quantized = ctx.checkpoint.config is not None and isinstance(
+        ctx.checkpoint.config.get("quantization_config"), dict
+    )
     counts: dict[str, int] = {}
-    for t in ctx.checkpoint.tensors.values():
+    for name, t in ctx.checkpoint.tensors.items():
+        if quantized and (t.dtype in _QUANTIZED_DTYPES or quant_suffix(name) is not None):
+            continue
         if t.dtype in FLOAT_DTYPES:
             counts[t.dtype] = counts.get(t.dtype, 0) + t.numel
     if not counts:

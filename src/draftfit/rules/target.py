@@ -5,6 +5,7 @@ from __future__ import annotations
 from draftfit.rule_ids import (
     DRAFT_CONTEXT_REFUSED,
     DRAFT_CONTEXT_SHORTER_THAN_TARGET,
+    DRAFT_INHERITS_TARGET_QUANTIZATION,
     SHARED_EMBEDDING_WIDTH_MISMATCH,
     TARGET_CAPABILITY_UNKNOWN,
     TARGET_HIDDEN_SIZE_MISMATCH,
@@ -151,4 +152,31 @@ def draft_context_refused() -> None:
     ## Fix
     Set the draft's `max_position_embeddings` to the target's (the draft was trained with
     rotary embeddings, which extend to any position), or cap `--context-length`.
+    """
+
+
+@event_rule(
+    DRAFT_INHERITS_TARGET_QUANTIZATION,
+    "the draft takes the target's --quantization and is not quantized that way",
+    needs_target=True,
+)
+def draft_inherits_target_quantization() -> None:
+    """## What it checks
+    A quantized target (its config.json has a `quantization_config`) next to a draft without
+    one, on SGLang: SGLang builds the draft with the quantization method given for the target
+    on the command line (`--quantization`).
+
+    ## Why it matters
+    A launch that passes `--quantization awq` (or gptq, compressed-tensors, ...) for the
+    target makes SGLang look for that method's config in the draft's directory, and start-up
+    fails (`ValueError: Cannot find the config file for awq`). Without `--quantization`,
+    SGLang reads each model's own config and nothing happens, so this is a note, not an
+    error.
+
+    ## Example
+    An AWQ target and a bf16 SpecForge draft launched with `--quantization awq_marlin`.
+
+    ## Fix
+    Leave `--quantization` out (SGLang reads the target's method from its config.json) or,
+    where the release has it, pass `--speculative-draft-model-quantization unquant`.
     """

@@ -141,7 +141,7 @@ def unknown_tensor_name(ctx: Context) -> Iterator[Violation]:
             yield Violation(
                 f"`{fate.raw}` is rejected by {view.title}: {fate.reason}",
                 _tensor_location(ctx, fate.raw),
-                "remove the tensor or fix the config so the draft builds its parameter",
+                fate.fix or "remove the tensor or fix the config so the draft builds its parameter",
                 fate.sources,
             )
 

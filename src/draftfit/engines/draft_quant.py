@@ -1,0 +1,171 @@
+"""A draft's own `quantization_config`, read the way a compressed-tensors loader reads it.
+
+Quantized drafts (FP8, INT8, packed INT4, NVFP4 written by llm-compressor) store extra
+tensors beside each quantized linear layer: `weight_scale`, `input_scale`, `weight_packed`,
+... An engine that builds the draft with the draft's own quantization config registers a
+parameter for each of them; one that does not rejects them. This module says which scheme
+the config describes and which linear modules it covers; the parameter names per scheme
+come from the engine's data (`compressed_tensors_params`), with the source lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from draftfit.engines.view import UNINITIALISED, EngineView, Expectation
+
+# Every per-layer tensor name a compressed-tensors scheme may store beside (or instead of)
+# `weight`; used to recognise quantization tensors where the engine builds none.
+QUANT_SUFFIXES = frozenset(
+    {
+        "weight_scale",
+        "weight_zero_point",
+        "weight_packed",
+        "weight_shape",
+        "weight_global_scale",
+        "weight_g_idx",
+        "input_scale",
+        "input_zero_point",
+        "input_global_scale",
+        "weight_scale_inv",
+    }
+)
+
+FP8 = "fp8"
+INT8 = "int8"
+PACK_QUANTIZED = "pack_quantized"
+NVFP4 = "nvfp4"
+
+
+@dataclass(frozen=True)
+class DraftQuant:
+    """What a draft's `quantization_config` says.
+
+    Attributes:
+        method: `quant_method` as written (e.g. `compressed-tensors`), or None.
+        scheme: FP8 / INT8 / PACK_QUANTIZED / NVFP4, or None when draftfit does not model
+            the scheme (several groups with different schemes, or an unusual one).
+        all_linear: whether the scheme targets every `Linear` module.
+        targets: other target names or `re:` patterns.
+        ignore: module names or `re:` patterns left unquantized.
+    """
+
+    method: str | None
+    scheme: str | None
+    all_linear: bool
+    targets: tuple[str, ...]
+    ignore: tuple[str, ...]
+
+    def covers(self, module: str) -> bool:
+        """Whether the engine quantizes module `module` (draftfit's canonical name, e.g.
+        `layers.0.mlp.up_proj`, `fc`, `lm_head`): targeted and not ignored. Names are
+        matched as the engine names its modules — exactly, or by an `re:` pattern from the
+        start — and the engine sees the draft's modules under `model.` (`model.fc`; vLLM also
+        numbers the draft's decoder layers after the target's, which an exact `ignore` entry
+        for a decoder layer does not follow: draftfit then treats the entry as written).
+        The `Linear` target matches the engine's linear layer classes (`QKVParallelLinear`,
+        `ReplicatedLinear`, ...) by class name, not its `ParallelLMHead`: lm_head is covered
+        only when a target names it."""
+        name = module if module == "lm_head" else "model." + module
+        if any(_matches(pattern, name) for pattern in self.ignore):
+            return False
+        if self.all_linear and module != "lm_head":
+            return True
+        return any(_matches(pattern, name) for pattern in self.targets)
+
+
+def _matches(pattern: str, name: str) -> bool:
+    """compressed-tensors name matching as the engines do it: equal, or `re:` + a pattern
+    that matches from the start of the name."""
+    if pattern.startswith("re:"):
+        return re.match(pattern[3:], name) is not None
+    return name == pattern
+
+
+def read_draft_quant(config: Mapping[str, Any]) -> DraftQuant | None:
+    """The draft's quantization, or None when its config.json has no `quantization_config`."""
+    qc = config.get("quantization_config")
+    if not isinstance(qc, dict):
+        return None
+    method = qc.get("quant_method")
+    method = method if isinstance(method, str) else None
+    groups = qc.get("config_groups")
+    schemes: set[str | None] = set()
+    targets: list[str] = []
+    all_linear = False
+    if isinstance(groups, dict):
+        for group in groups.values():
+            if not isinstance(group, dict):
+                schemes.add(None)
+                continue
+            for target in group.get("targets") or []:
+                if target == "Linear":
+                    all_linear = True
+                elif isinstance(target, str):
+                    targets.append(target)
+            schemes.add(_scheme(group, qc.get("format")))
+    ignore = tuple(i for i in qc.get("ignore") or [] if isinstance(i, str))
+    scheme = schemes.pop() if len(schemes) == 1 else None
+    return DraftQuant(method, scheme, all_linear, tuple(targets), ignore)
+
+
+def _scheme(group: Mapping[str, Any], top_format: Any) -> str | None:
+    """The scheme of one config group, as the compressed-tensors loader chooses it."""
+    weights = group.get("weights")
+    if not isinstance(weights, dict):
+        return None
+    fmt = group.get("format") or top_format
+    kind, bits = weights.get("type"), weights.get("num_bits")
+    if fmt == "nvfp4-pack-quantized" or (kind == "float" and bits == 4):
+        return NVFP4
+    if fmt == "pack-quantized" and kind == "int" and bits in (4, 8):
+        return PACK_QUANTIZED
+    if kind == "float" and bits == 8:
+        return FP8
+    inputs = group.get("input_activations")
+    if kind == "int" and bits == 8 and isinstance(inputs, dict) and inputs.get("num_bits") == 8:
+        return INT8
+    return None
+
+
+def quant_suffix(name: str) -> str | None:
+    """The quantization suffix of a stored tensor name (`weight_scale` for
+    `layers.0.mlp.up_proj.weight_scale`), or None for any other tensor."""
+    suffix = name.rsplit(".", 1)[-1]
+    return suffix if suffix in QUANT_SUFFIXES else None
+
+
+def add_quantized_parameters(
+    view: EngineView,
+    q: DraftQuant,
+    params: list[str],
+    quantizable: Callable[[str], bool],
+    sources: tuple[str, ...],
+) -> None:
+    """Add to `view` the parameters the scheme registers on every linear module the engine
+    builds with the draft's quantization config (`quantizable`) and the config covers:
+    `weight_scale`, `input_scale`, ... beside `weight`, or `weight_packed` instead of it
+    (the `weight` expectation is then removed). Their shapes are not checked; `weight_packed`
+    and `weight_scale` stay uninitialised when missing, the optional ones are fine absent."""
+    for canonical in list(view.expectations):
+        module = canonical.removesuffix(".weight")
+        if module == canonical or not quantizable(module) or not q.covers(module):
+            continue
+        if "weight" not in params:
+            del view.expectations[canonical]
+        for name in params:
+            if name == "weight":
+                continue
+            full = f"{module}.{name}"
+            required = name in ("weight_packed", "weight_scale")
+            view.expectations[full] = Expectation(
+                full,
+                full,
+                None,
+                f"{q.scheme} scheme parameter",
+                UNINITIALISED if required else None,
+                sources=sources,
+            )

@@ -1,0 +1,96 @@
+"""What draftfit says about quantized drafts and about producers that are not plain EAGLE-3
+drafts: the fix each finding gives must be right for that engine version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from draftfit.checker import check_path
+
+from draftfit.dialects import EAGLE4, NEMO_AUTOMODEL
+from draftfit.report import Report
+from tests import factory as f
+
+
+def _check(draft: f.Draft, tmp: Path, *engines: str) -> Report:
+    path = draft.write(tmp / "draft")
+    return check_path(path, target=f.llama_target(tmp / "target"), engines=engines)
+
+
+def test_fp8_draft_scales_load_on_0_34(tmp_path: Path) -> None:
+    head = f.quantize_fp8(f.specforge(), ignore=[], targets=["Linear", "lm_head"])
+    report = _check(head, tmp_path, "vllm==0.34.0")
+    assert report.engines[0].verdict == "compatible"
+    assert not [x for x in report.findings if x.code == "DF201"]
+
+
+def test_fp8_draft_before_0_11_1_names_the_release_that_reads_its_config(tmp_path: Path) -> None:
+    report = _check(f.quantize_fp8(f.specforge()), tmp_path, "vllm==0.11.0")
+    rejected = [x for x in report.findings if x.code == "DF201"]
+    # Seven quantized linear layers (q, k, v, o, gate, up, down) and fc: one scale each.
+    assert len(rejected) == 8
+    assert all("vLLM >= 0.11.1" in (x.fix or "") for x in rejected)
+    assert all("target's quantization config" in x.message for x in rejected)
+
+
+def test_quantized_lm_head_needs_0_19(tmp_path: Path) -> None:
+    head = f.quantize_fp8(f.specforge(), ignore=[], targets=["Linear", "lm_head"])
+    report = _check(head, tmp_path, "vllm==0.18.0")
+    rejected = [x for x in report.findings if x.code == "DF201"]
+    assert [x.message.split("`")[1] for x in rejected] == ["lm_head.weight_scale"]
+    assert "vLLM >= 0.19.0" in (rejected[0].fix or "")
+
+
+def test_fp8_draft_config_dtype_is_not_a_mismatch(tmp_path: Path) -> None:
+    report = _check(f.quantize_fp8(f.specforge()), tmp_path, "vllm==0.34.0")
+    assert not [x for x in report.findings if x.code == "DF903"]
+
+
+def test_eagle4_fix_points_to_the_plugin_not_a_rename(tmp_path: Path) -> None:
+    report = _check(f.eagle4(), tmp_path, "vllm==0.34.0", "sglang==0.5.23", "trtllm")
+    assert report.dialect.name == EAGLE4
+    fixes = [x.fix or "" for x in report.findings if x.code == "DF101"]
+    assert len(fixes) == 2  # vLLM and SGLang refuse the class
+    assert all("eagle-harness" in fix for fix in fixes)
+    assert not any("LlamaForCausalLMEagle3" in fix for fix in fixes)
+
+
+def test_xpress_is_not_an_eagle_draft(tmp_path: Path) -> None:
+    report = _check(f.speculators_non_eagle(), tmp_path, "vllm==0.34.0")
+    texts = [f"{x.message} {x.fix}" for x in report.findings]
+    assert any("not an EAGLE draft" in t for t in texts)
+    assert not any("--method eagle3" in t or '"method": "eagle3"' in t for t in texts)
+    assert report.method is None
+
+
+def test_nemo_export_is_recognised_and_its_aux_ids_are_unknown(tmp_path: Path) -> None:
+    report = _check(f.nemo_automodel(), tmp_path, "vllm==0.34.0")
+    assert report.dialect.name == NEMO_AUTOMODEL
+    unknown = [x for x in report.findings if x.code == "DF315"]
+    assert len(unknown) == 1 and "unknown" in unknown[0].message
+    fixes = [x.fix or "" for x in report.findings if x.code == "DF101"]
+    assert fixes and "strip the `model.` prefix" in fixes[0]
+
+
+def test_quantization_tensors_of_linear_layers_are_known_roles() -> None:
+    from draftfit.tensor_names import is_known_role
+
+    assert is_known_role("layers.0.self_attn.q_proj.weight_scale")
+    assert is_known_role("fc.input_scale")
+    assert is_known_role("layers.0.mlp.down_proj.weight_packed")
+    assert not is_known_role("norm.weight_scale")  # a norm is never quantized
+    assert not is_known_role("verifier_lm_head.weight_scale")
+
+
+def test_convert_keeps_an_fp8_drafts_scales(tmp_path: Path) -> None:
+    from draftfit.checkpoint.local import load_checkpoint
+    from draftfit.cli import main
+
+    draft = f.quantize_fp8(f.specforge()).write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "target")
+    out = tmp_path / "out"
+    code = main(["convert", str(draft), "--to", "vllm", "-o", str(out), "--target", str(target)])
+    assert code == 0
+    names = set(load_checkpoint(out).tensors)
+    assert "layers.0.self_attn.q_proj.weight_scale" in names
+    assert "fc.weight_scale" in names
