@@ -47,7 +47,7 @@ from tests.torchbin_factory import legacy_bytes, simple  # noqa: E402
 from draftfit.checker import check_checkpoint, resolve_engines  # noqa: E402
 from draftfit.checkpoint import load_checkpoint  # noqa: E402
 from draftfit.comparison import diff_checkpoints  # noqa: E402
-from draftfit.convert.planner import plan_conversion  # noqa: E402
+from draftfit.conversion.planner import plan_conversion  # noqa: E402
 from draftfit.errors import DraftfitError  # noqa: E402
 from draftfit.recipe import attach_recipes  # noqa: E402
 from draftfit.spec import describe  # noqa: E402

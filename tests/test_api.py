@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 
+import draftfit
 from draftfit.checker import check_path
+from draftfit.errors import DraftfitError, UsageError
+from draftfit.render.json import with_envelope
+from draftfit.schemas import load_schema
 from tests import factory as f
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Path, Path]:
+    return f.specforge().write(tmp_path / "draft"), f.llama_target(tmp_path / "target")
 
 
 def test_exit_code_takes_the_threshold_by_name_as_the_command_line_spells_it(
@@ -20,3 +31,49 @@ def test_exit_code_takes_the_threshold_by_name_as_the_command_line_spells_it(
     assert report.exit_code("unverified") == 1
     with pytest.raises(ValueError, match="choose from error, warning, unverified, info"):
         report.exit_code("fatal")
+
+
+def test_the_four_functions_return_what_the_commands_render_and_never_print(
+    pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    draft, target = pair
+    reference = f.speculators(aux=[2, 4, 5]).write(tmp_path / "reference")
+    report = draftfit.check(draft, target=target, engines=["all"], recipes=True)
+    comparison = draftfit.diff(draft, reference, target=target)
+    matrix = draftfit.matrix(draft, target=target)
+    plan = draftfit.convert(draft, "vllm", dry_run=True, target=target)
+    written = draftfit.convert(draft, "vllm", tmp_path / "out", target=target)
+    assert capsys.readouterr() == ("", "")
+    assert [e.engine for e in report.engines] == ["vllm", "sglang", "trtllm"]
+    assert report.recipes and report.exit_code("error") == 0
+    assert {r.engine for r in matrix.rows} == {"vllm", "sglang", "trtllm"}
+    assert plan.written is False and written.written is True
+    assert (tmp_path / "out" / "config.json").is_file()
+    for kind, result in (
+        ("check", report),
+        ("diff", comparison),
+        ("matrix", matrix),
+        ("convert", plan),
+        ("convert", written),
+    ):
+        data = json.loads(json.dumps(with_envelope(result.to_dict())))
+        assert not list(Draft202012Validator(load_schema(kind)).iter_errors(data)), kind
+
+
+def test_bad_input_raises_a_draftfit_error(tmp_path: Path) -> None:
+    with pytest.raises(DraftfitError):
+        draftfit.check(tmp_path / "missing")
+    with pytest.raises(UsageError, match=r"vllm==0\.10\.2"):
+        draftfit.check(tmp_path, engines=["vllm=0.10.2"])
+
+
+def test_import_draftfit_stays_light() -> None:
+    """`import draftfit` loads no checker, rules or engine code until a function is called."""
+    import subprocess
+    import sys
+
+    code = "import sys, draftfit; print(sorted(m for m in sys.modules if m.startswith('draftfit')))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "['draftfit', 'draftfit.api', 'draftfit.version']"

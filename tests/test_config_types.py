@@ -59,7 +59,7 @@ CONFIG_READERS = [
     "engines/vllm_serve.py",
     "engines/sglang_serve.py",
     "engines/trtllm_serve.py",
-    "convert/planner.py",
+    "conversion/planner.py",
     "recipe.py",
     "comparison.py",
     "inspection.py",

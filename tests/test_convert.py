@@ -17,7 +17,7 @@ from draftfit.checker import check_path
 from draftfit.checkpoint import load_checkpoint
 from draftfit.cli import main
 from draftfit.comparison import diff_paths
-from draftfit.convert import convert_path
+from draftfit.conversion import convert_path
 from draftfit.errors import OutputExistsError, UsageError
 from draftfit.spec import describe
 from tests import factory as f

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from draftfit.cli import main
-from draftfit.convert import convert_path
-from draftfit.convert.output import MARKER
+from draftfit.conversion import convert_path
+from draftfit.conversion.output import MARKER
 from draftfit.errors import DamagedInputError, OutputExistsError
 from tests import factory as f
 

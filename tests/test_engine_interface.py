@@ -35,8 +35,8 @@ from draftfit.checker import check_checkpoint
 from draftfit.checkpoint import Checkpoint, load_checkpoint
 from draftfit.checkpoint.values import cached_ints
 from draftfit.comparison import diff_checkpoints
-from draftfit.convert.planner import plan_conversion
-from draftfit.convert.preview import preview_checkpoint
+from draftfit.conversion.planner import plan_conversion
+from draftfit.conversion.preview import preview_checkpoint
 from draftfit.engines.interface import Engine, Recipe, Served, ServeRequest
 from draftfit.engines.registry import ENGINES, SGLANG, TRTLLM, VLLM, parse_engine_spec
 from draftfit.engines.trtllm import Builder as TrtllmBuilder
@@ -52,7 +52,7 @@ PACKAGE = SRC / "draftfit"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     (
-        "draftfit",
+        "draftfit.version",
         "draftfit.errors",
         "draftfit.location",
         "draftfit.rule_ids",
@@ -86,14 +86,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "draftfit.recipe",
         "draftfit.comparison",
         "draftfit.release_matrix",
-        "draftfit.convert",
+        "draftfit.conversion",
         "draftfit.inspection",
         "draftfit.explain",
         "draftfit.demo",
     ),
     ("draftfit.render",),
     ("draftfit.cli_reports", "draftfit.completion"),
-    ("draftfit.cli", "draftfit.__main__"),
+    ("draftfit.cli", "draftfit.__main__", "draftfit.api"),
 )
 # The modules that serve every engine alike.
 ENGINE_NEUTRAL = (
@@ -101,7 +101,7 @@ ENGINE_NEUTRAL = (
     "recipe.py",
     "comparison.py",
     "release_matrix.py",
-    "convert/__init__.py",
+    "conversion/__init__.py",
 )
 CONCRETE_ENGINE_MODULES = {
     f"draftfit.engines.{name}{suffix}"
@@ -161,6 +161,10 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def layer_of(module: str) -> int:
+    if module == "draftfit":
+        # The package's __init__ re-exports the Python API (draftfit.check, ...): it sits on
+        # top, beside the command line; every other module imports draftfit.version instead.
+        return len(LAYERS) - 1
     best = None
     for index, prefixes in enumerate(LAYERS):
         for prefix in prefixes:

@@ -25,7 +25,7 @@ from draftfit.checkpoint.jsonread import JsonLimitError, JsonSyntaxError, parse_
 from draftfit.checkpoint.safetensors import parse_header
 from draftfit.checkpoint.torchbin import read_torch_bin
 from draftfit.comparison import diff_checkpoints
-from draftfit.convert.planner import plan_conversion
+from draftfit.conversion.planner import plan_conversion
 from draftfit.errors import DraftfitError
 from draftfit.recipe import attach_recipes
 from draftfit.rule_ids import RuleId

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from draftfit.checker import check_path
-
 from draftfit.dialects import EAGLE4, NEMO_AUTOMODEL
 from draftfit.report import Report
 from tests import factory as f

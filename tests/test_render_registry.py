@@ -14,7 +14,7 @@ import pytest
 from draftfit.checker import check_path
 from draftfit.cli import build_parser, main
 from draftfit.comparison import diff_paths
-from draftfit.convert import convert_path
+from draftfit.conversion import convert_path
 from draftfit.demo import run_demo
 from draftfit.engines.listing import list_engines
 from draftfit.explain import RuleList

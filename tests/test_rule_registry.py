@@ -41,7 +41,7 @@ NOT_YET_REGISTERED: dict[RuleIdType, str] = {
 # offenders are listed by a skip instead of failing; remove an entry once it is converted.
 CONVERTING: dict[str, str] = {
     "checkpoint/": "damage kinds are rule names",
-    "convert/__init__.py": "repairable damage is matched by kind (a rule name)",
+    "conversion/__init__.py": "repairable damage is matched by kind (a rule name)",
 }
 
 # String literals that may spell a rule code or name, by module and literal, with why.
@@ -79,7 +79,7 @@ TAGGING_CALLS: dict[str, tuple[int, ...]] = {
 TAG_KEYWORDS = frozenset({"rule", "kind", "code", "name", "rule_id"})
 
 # Where a finding can come from: a reference to an identity here emits it.
-EMITTER_MODULES = ("engines/", "checkpoint/", "rules/", "comparison.py", "convert/")
+EMITTER_MODULES = ("engines/", "checkpoint/", "rules/", "comparison.py", "conversion/")
 
 # The declarators in draftfit.rules.base: `rule` registers a check the rule module runs;
 # the others register documentation for a detection that lives in an emitter module.

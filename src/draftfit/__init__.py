@@ -1,10 +1,19 @@
 """draftfit: will this speculative-decoding draft load and draft correctly in a serving engine?
 
 The library reads a draft checkpoint without loading its weights, describes it in one
-engine-neutral form, and checks it against versioned engine knowledge. The CLI
-(`draftfit`) is a thin shell over :func:`draftfit.checker.check_draft`.
+engine-neutral form, and checks it against versioned engine knowledge. From a script::
+
+    import draftfit
+
+    report = draftfit.check("./draft", target="./target", engines=["vllm==0.34.0"])
+    comparison = draftfit.diff("./draft", "./known-good-draft", target="./target")
+    matrix = draftfit.matrix("./draft", target="./target")
+    result = draftfit.convert("./draft", "vllm", "./draft-vllm", target="./target")
+
+(see :mod:`draftfit.api`). The command line (`draftfit`) is a shell over the same calls.
 """
 
-__version__ = "0.1.0"
+from draftfit.api import check, convert, diff, matrix
+from draftfit.version import __version__
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "check", "convert", "diff", "matrix"]

@@ -18,7 +18,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from draftfit import __version__
 from draftfit.cli_reports import (
     add_output_options,
     add_pre_commit_option,
@@ -33,6 +32,7 @@ from draftfit.render import kinds
 from draftfit.render.escape import escape_controls
 from draftfit.render.kinds import Kind, formats_for
 from draftfit.schemas import SCHEMA_KINDS
+from draftfit.version import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -405,7 +405,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
-    from draftfit.convert import convert_path
+    from draftfit.conversion import convert_path
 
     result = convert_path(
         args.draft,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from draftfit import __version__, rule_ids
+from draftfit import rule_ids
 from draftfit.aux_counting import default_capture_ids, resolve_with_target
 from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import Checkpoint
@@ -39,6 +39,7 @@ from draftfit.rules import registered
 from draftfit.rules.base import Rule, Severity
 from draftfit.spec import LAYER_FIELDS, DraftSpec
 from draftfit.target import Target
+from draftfit.version import __version__
 
 EQUIVALENT = "equivalent"
 DIFFERENT = "different"

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from draftfit.convert.planner import plan_conversion
-from draftfit.convert.preview import preview_checkpoint
+from draftfit.conversion.planner import plan_conversion
+from draftfit.conversion.preview import preview_checkpoint
 from draftfit.engines.interface import Recipe, ServeRequest
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import model_source, shell_word

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from draftfit import __version__
 from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
 from draftfit.fail_on import FailOn
 from draftfit.location import Location
 from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, RuleId, Severity
+from draftfit.version import __version__
 
 if TYPE_CHECKING:
     from draftfit.checkpoint.model import Checkpoint

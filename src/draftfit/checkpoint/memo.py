@@ -4,7 +4,7 @@ the checkpoint so each is read and computed once.
 A `matrix` checks one draft against a hundred engine versions, and each serve recipe checks
 a planned conversion of it again: the `d2t`/`t2d` maps behind the vocabulary rules are the
 same bytes every time. The checkpoint holds one :class:`ValueMemo` (`Checkpoint.memo`);
-the planned checkpoint of a conversion (`draftfit.convert.preview`) holds a child that
+the planned checkpoint of a conversion (`draftfit.conversion.preview`) holds a child that
 shares every entry read from the input's files and keeps its own for the tensors it derives
 in memory. Entries are keyed by where the bytes lie (file, byte range, dtype), so a renamed
 tensor shares its entry; nothing is kept between checkpoints.

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from draftfit import __version__
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.report import SCHEMA_VERSION
 from draftfit.rules.base import Rule
+from draftfit.version import __version__
 
 
 def render_json(data: dict[str, Any]) -> str:

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.text import Text
 
-from draftfit.convert.plan import DISPLAY_ONLY, SAFE, UNSAFE, Plan
+from draftfit.conversion.plan import DISPLAY_ONLY, SAFE, UNSAFE, Plan
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import render_check
 
 if TYPE_CHECKING:
-    from draftfit.convert import ConvertResult
+    from draftfit.conversion import ConvertResult
 
 STYLE = {SAFE: "green", UNSAFE: "yellow", DISPLAY_ONLY: "bold red"}
 MARK = {SAFE: "safe", UNSAFE: "unsafe", DISPLAY_ONLY: "display-only"}

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 from draftfit.comparison import DiffReport
-from draftfit.convert import ConvertResult
+from draftfit.conversion import ConvertResult
 from draftfit.demo import DemoResult
 from draftfit.engines.listing import EngineListing
 from draftfit.explain import RuleList

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from draftfit import __version__
 from draftfit.docs_links import rule_doc_url
 from draftfit.location import Location
 from draftfit.render.options import PLAIN, RenderOptions
@@ -24,6 +23,7 @@ from draftfit.render.places import CONFIG_FILE, place_of
 from draftfit.report import Finding, Report
 from draftfit.rules import get_rule
 from draftfit.rules.base import Severity
+from draftfit.version import __version__
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
-from draftfit.convert.plan import Plan
+from draftfit.conversion.plan import Plan
 
 _MEMORY = "<planned>"
 

@@ -1,10 +1,10 @@
 """`draftfit convert`: rewrite a draft into the convention an engine expects.
 
-A plan first (:mod:`draftfit.convert.planner`), then, unless `--dry-run`, an atomic write
-that copies tensor bytes verbatim (:mod:`draftfit.convert.write`), then a check of the
+A plan first (:mod:`draftfit.conversion.planner`), then, unless `--dry-run`, an atomic write
+that copies tensor bytes verbatim (:mod:`draftfit.conversion.write`), then a check of the
 output for the chosen engine::
 
-    from draftfit.convert import convert_path
+    from draftfit.conversion import convert_path
     result = convert_path("./specforge-draft", to="vllm", out="./draft-vllm")
 """
 
@@ -18,10 +18,10 @@ from draftfit import rule_ids
 from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
 from draftfit.checkpoint.model import UNREADABLE_WEIGHTS, Checkpoint
-from draftfit.convert.output import check_output_path
-from draftfit.convert.plan import Plan
-from draftfit.convert.planner import CONVENTIONS, plan_conversion
-from draftfit.convert.write import write_plan
+from draftfit.conversion.output import check_output_path
+from draftfit.conversion.plan import Plan
+from draftfit.conversion.planner import CONVENTIONS, plan_conversion
+from draftfit.conversion.write import write_plan
 from draftfit.engines.registry import planning_engine
 from draftfit.errors import DamagedInputError, UsageError
 from draftfit.report import Report

@@ -27,8 +27,8 @@ from typing import Any
 from draftfit.aux_counting import CAPTURE_BEFORE, default_capture_ids, resolve_with_target
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.checkpoint.values import DEFAULT_LIMIT, read_ints, read_mask
-from draftfit.convert.output import MARKER, MARKER_PART
-from draftfit.convert.plan import DISPLAY_ONLY, SAFE, UNSAFE, Edit, OutputTensor, Plan
+from draftfit.conversion.output import MARKER, MARKER_PART
+from draftfit.conversion.plan import DISPLAY_ONLY, SAFE, UNSAFE, Edit, OutputTensor, Plan
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import planning_engine
 from draftfit.errors import UsageError

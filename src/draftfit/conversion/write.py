@@ -4,7 +4,7 @@ Bytes are never decoded: each output shard gets a freshly built header, then eve
 byte range is copied from its source file with `os.copy_file_range` (kernel-side, where
 available) or a bounded buffer, so memory stays flat whatever the checkpoint size. Everything
 is written into a temporary folder beside the output, marked as draftfit's, and swapped into
-place only when complete (:mod:`draftfit.convert.output`); a failure (an exception, a full
+place only when complete (:mod:`draftfit.conversion.output`); a failure (an exception, a full
 disk, a signal) leaves no partial output and the previous one intact. The input is only ever
 opened for reading. An OS error names the output path it concerns.
 """
@@ -22,10 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from draftfit import __version__
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.checkpoint.safetensors import build_header
-from draftfit.convert.output import (
+from draftfit.conversion.output import (
     COMPLETE,
     MARKER,
     MARKER_PART,
@@ -40,8 +39,9 @@ from draftfit.convert.output import (
     sync_folder,
     write_marker,
 )
-from draftfit.convert.plan import OutputTensor, Plan
+from draftfit.conversion.plan import OutputTensor, Plan
 from draftfit.errors import DraftfitError, UsageError
+from draftfit.version import __version__
 
 CHUNK = 8 * 1024 * 1024
 # Bytes per copy_file_range call: a signal is acted on between calls, so this bounds how

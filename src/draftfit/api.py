@@ -1,0 +1,117 @@
+"""The Python API: check, compare, tabulate and convert drafts from a script.
+
+    >>> import draftfit
+    >>> report = draftfit.check("./draft", target="./target", engines=["vllm==0.34.0"])
+    >>> report.exit_code("warning")  # 0 or 1, as `draftfit check --fail-on warning` exits
+
+Each function does what the command of the same name does and returns its typed result:
+a :class:`~draftfit.report.Report` (check), a :class:`~draftfit.comparison.DiffReport`
+(diff), a :class:`~draftfit.release_matrix.Matrix` (matrix) or a
+:class:`~draftfit.conversion.ConvertResult` (convert). `result.to_dict()` is the command's
+JSON form without the envelope (its schema: `draftfit schema KIND`). Nothing is printed;
+bad input raises :class:`draftfit.errors.DraftfitError` (a `UsageError` for arguments, an
+`OSError`-derived error for files). The implementations are imported when first called, so
+`import draftfit` stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from draftfit.comparison import DiffReport
+    from draftfit.conversion import ConvertResult
+    from draftfit.release_matrix import Matrix
+    from draftfit.report import Report
+
+
+def check(
+    draft: str | Path,
+    target: str | Path | None = None,
+    engines: Iterable[str] | None = None,
+    method: str | None = None,
+    *,
+    values: str | None = None,
+    recipes: bool = False,
+) -> Report:
+    """Check `draft` (a folder or Hub reference) next to `target` for each engine version.
+
+    `engines` takes what `--engine` takes (`"vllm"`, `"sglang==0.5.23"`, `"vllm~=0.34"`,
+    `"all"`; default: the newest vLLM); `values` is `"sampled"` or `"full"` to read the
+    weights' values too; `recipes` attaches how to serve the draft with each version that
+    can (`report.recipes`).
+    """
+    from draftfit.checker import check_path
+
+    report = check_path(draft, target=target, engines=engines, method=method, values=values)
+    if recipes:
+        from draftfit.recipe import attach_recipes
+
+        attach_recipes(report)
+    return report
+
+
+def diff(
+    draft: str | Path,
+    reference: str | Path,
+    target: str | Path | None = None,
+    engines: Iterable[str] | None = None,
+    method: str | None = None,
+    *,
+    values: str | None = None,
+) -> DiffReport:
+    """Compare `draft` with a known-good `reference` as each engine version sees both."""
+    from draftfit.comparison import diff_paths
+
+    return diff_paths(
+        draft, reference, engines=engines, target=target, method=method, values=values
+    )
+
+
+def matrix(
+    draft: str | Path,
+    target: str | Path | None = None,
+    method: str | None = None,
+    *,
+    values: str | None = None,
+) -> Matrix:
+    """Check `draft` against every release of every engine, grouped into version ranges."""
+    from draftfit.release_matrix import build_matrix
+    from draftfit.sources import open_checkpoint, open_target
+
+    checkpoint = open_checkpoint(draft)
+    target_checkpoint = open_target(target) if target is not None else None
+    return build_matrix(checkpoint, target_checkpoint, method=method, values=values)
+
+
+def convert(
+    draft: str | Path,
+    to: str,
+    out: str | Path | None = None,
+    target: str | Path | None = None,
+    engines: list[str] | None = None,
+    *,
+    dry_run: bool = False,
+    unsafe: bool = False,
+    force: bool = False,
+) -> ConvertResult:
+    """Rewrite the local draft `draft` into convention `to` (`vllm`, `sglang`,
+    `speculators`) at `out`, with the guarantees of `draftfit convert` (atomic, never
+    deleting what draftfit did not write); `dry_run` plans without writing."""
+    from draftfit.conversion import convert_path
+
+    return convert_path(
+        draft,
+        to,
+        out,
+        target=target,
+        engines=engines,
+        dry_run=dry_run,
+        unsafe=unsafe,
+        force=force,
+    )
+
+
+__all__ = ["check", "convert", "diff", "matrix"]
