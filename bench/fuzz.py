@@ -40,7 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from draftfit.inspect import inspect_path  # noqa: E402
+from draftfit.inspection import inspect_path  # noqa: E402
 from tests import factory  # noqa: E402
 from tests.torchbin_factory import legacy_bytes, simple  # noqa: E402
 
