@@ -14,10 +14,9 @@ if TYPE_CHECKING:
     from draftfit.checkpoint.access import FileAccess
 
 
-# Damage after which the tensor inventory is incomplete (by rule name).
+# Damage after which the tensor inventory is incomplete.
 UNREADABLE_WEIGHTS = frozenset(
-    rule.name
-    for rule in (
+    {
         rule_ids.UNREADABLE_FILE,
         rule_ids.TRUNCATED_FILE,
         rule_ids.HEADER_LENGTH_OUT_OF_RANGE,
@@ -27,7 +26,7 @@ UNREADABLE_WEIGHTS = frozenset(
         rule_ids.INDEX_MISSING_SHARD,
         rule_ids.NO_WEIGHTS,
         rule_ids.READER_LIMIT_EXCEEDED,
-    )
+    }
 )
 
 
@@ -127,7 +126,7 @@ class Checkpoint:
     def weights_complete(self) -> bool:
         """False when a weight file (or shard) could not be read at all: then which tensors
         are missing is unknown, and checks for missing tensors stay quiet."""
-        return not any(d.kind in UNREADABLE_WEIGHTS for d in self.damage)
+        return not any(d.rule in UNREADABLE_WEIGHTS for d in self.damage)
 
     @property
     def name(self) -> str:

@@ -364,7 +364,8 @@ def _check_coverage(spans: list[tuple[int, int, str]], data_size: int, rel: str)
     if cursor > data_size:
         beyond = [name for _, end, name in spans if end > data_size]
         contiguous = not any(
-            d.kind in ("data-offsets-overlap", "data-section-not-covered") for d in damage
+            d.rule in (rule_ids.DATA_OFFSETS_OVERLAP, rule_ids.DATA_SECTION_NOT_COVERED)
+            for d in damage
         )
         kind = rule_ids.TRUNCATED_FILE if contiguous else rule_ids.DATA_OFFSETS_OUT_OF_RANGE
         damage.append(

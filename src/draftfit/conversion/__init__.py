@@ -34,23 +34,19 @@ __all__ = ["CONVENTIONS", "ConvertResult", "convert_path"]
 # file, offsets outside it, a byte count that does not match the shape, an entry dropped
 # from the inventory, a file over a reader limit.
 LOSES_TENSORS = UNREADABLE_WEIGHTS | {
-    rule.name
-    for rule in (
-        rule_ids.DATA_OFFSETS_OUT_OF_RANGE,
-        rule_ids.TENSOR_BYTE_SIZE_MISMATCH,
-        rule_ids.INVALID_TENSOR_ENTRY,
-        rule_ids.UNKNOWN_DTYPE,
-    )
+    rule_ids.DATA_OFFSETS_OUT_OF_RANGE,
+    rule_ids.TENSOR_BYTE_SIZE_MISMATCH,
+    rule_ids.INVALID_TENSOR_ENTRY,
+    rule_ids.UNKNOWN_DTYPE,
 }
 # Damage a verbatim copy would hide: bytes shared by two tensors or owned by none, an index
 # that cannot be trusted (or names shards outside the folder).
 HIDES_DAMAGE = frozenset(
-    rule.name
-    for rule in (
+    {
         rule_ids.DATA_OFFSETS_OVERLAP,
         rule_ids.DATA_SECTION_NOT_COVERED,
         rule_ids.INVALID_INDEX,
-    )
+    }
 )
 # Either way the input is refused before anything is written.
 BLOCKS_CONVERSION = LOSES_TENSORS | HIDES_DAMAGE
@@ -140,18 +136,14 @@ def convert_path(
 def _refuse_damage(draft: str | Path, checkpoint: Checkpoint) -> None:
     """Refuse an input whose damage a verbatim copy would carry into (or hide in) the
     output, naming the finding `draftfit check` reports for it."""
-    from draftfit.rules import get_rule
-
-    blocking = [d for d in checkpoint.damage if d.kind in BLOCKS_CONVERSION]
-    blocking.sort(key=lambda d: d.kind in HIDES_DAMAGE)  # name lost tensors first
+    blocking = [d for d in checkpoint.damage if d.rule in BLOCKS_CONVERSION]
+    blocking.sort(key=lambda d: d.rule in HIDES_DAMAGE)  # name lost tensors first
     if not blocking:
         return
     first = blocking[0]
-    rule = get_rule(first.kind)
-    code = f"{rule.code} " if rule is not None else ""
     more = f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else ""
     raise DamagedInputError(
-        f"{draft} is damaged: {code}{first.kind} in {first.file}: {first.message}{more}; "
+        f"{draft} is damaged: {first.rule} in {first.file}: {first.message}{more}; "
         "nothing written (run `draftfit check` on it)"
     )
 
@@ -159,8 +151,6 @@ def _refuse_damage(draft: str | Path, checkpoint: Checkpoint) -> None:
 def _refuse_short_files(draft: str | Path, checkpoint: Checkpoint, plan: Plan) -> None:
     """Refuse when a source file is now shorter than a tensor the plan copies from it
     (truncated since its header was read, or damage no reader rule caught)."""
-    from draftfit.rules import get_rule
-
     sizes: dict[str, int] = {}
     for tensor in plan.tensors:
         info = tensor.source
@@ -169,10 +159,8 @@ def _refuse_short_files(draft: str | Path, checkpoint: Checkpoint, plan: Plan) -
         if info.file not in sizes:
             sizes[info.file] = (checkpoint.root / info.file).stat().st_size
         if info.byte_range[1] > sizes[info.file]:
-            rule = get_rule("truncated-file")
-            code = f"{rule.code} " if rule is not None else ""
             raise DamagedInputError(
-                f"{draft} is damaged: {code}truncated-file in {info.file}: `{info.name}` ends "
+                f"{draft} is damaged: {rule_ids.TRUNCATED_FILE} in {info.file}: `{info.name}` ends "
                 f"at byte {info.byte_range[1]}, but the file holds {sizes[info.file]} bytes; "
                 "nothing written (run `draftfit check` on it)"
             )
