@@ -28,7 +28,7 @@ from draftfit.engines.profile import Profile
 from draftfit.engines.view import EngineView
 from draftfit.fail_on import UNVERIFIED, FailOn
 from draftfit.location import Location
-from draftfit.report import SCHEMA_VERSION, Finding, Report
+from draftfit.report import SCHEMA_VERSION, Finding, Report, VersionVerdict
 from draftfit.rule_ids import (
     CONFIG_KEY_DIFFERS,
     TENSOR_DTYPE_DIFFERS,
@@ -93,32 +93,16 @@ RAW_CODES = frozenset(
 
 
 @dataclass
-class DiffResult:
-    """The verdict for one engine version: are the two equivalent for it?"""
+class DiffResult(VersionVerdict):
+    """The verdict for one engine version: are the two equivalent for it? `counts` holds
+    `matters` and `spelling`; `unverified_reasons` says why no difference found is not proof
+    of equivalence (e.g. "no target": checks of either side against the target were
+    skipped)."""
 
-    engine: str
-    version: str
-    title: str
     verdict: str = EQUIVALENT
-    counts: dict[str, int] = field(default_factory=dict)
-    # Why no difference found is not proof of equivalence (e.g. "no target": checks of
-    # either side against the target were skipped), and the rules that did not run.
-    unverified_reasons: list[str] = field(default_factory=list)
-    unchecked_rules: list[str] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return f"{self.engine}=={self.version}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "engine": self.engine,
-            "version": self.version,
-            "verdict": self.verdict,
-            "counts": dict(self.counts),
-            "unverified_reasons": list(self.unverified_reasons),
-            "unchecked_rules": list(self.unchecked_rules),
-        }
+        return self.verdict_dict()
 
 
 @dataclass

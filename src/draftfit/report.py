@@ -187,30 +187,55 @@ class Finding:
 
 
 @dataclass
-class EngineResult:
-    """The verdict for one engine version, plus what it will do with the aux layers."""
+class VersionVerdict:
+    """One engine version's verdict, as `check` and `diff` both report it.
+
+    Attributes:
+        engine, version, title: the engine version (`vllm`, `0.34.0`, `vLLM 0.34.0`).
+        verdict: `check`: compatible / degraded / unverified / incompatible; `diff`:
+            equivalent / unverified / different.
+        counts: findings per severity (`check`) or per kind of difference (`diff`).
+        unverified_reasons: why nothing found is not proof (e.g. "no target").
+        unchecked_rules: the rules that could have changed the verdict but did not run.
+    """
 
     engine: str
     version: str
     title: str
-    verdict: str = COMPATIBLE
+    verdict: str = ""
     counts: dict[str, int] = field(default_factory=dict)
+    unverified_reasons: list[str] = field(default_factory=list)
+    unchecked_rules: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine}=={self.version}"
+
+    def verdict_dict(self) -> dict[str, Any]:
+        """The JSON keys every per-version result has."""
+        return {
+            "engine": self.engine,
+            "version": self.version,
+            "verdict": self.verdict,
+            "counts": dict(self.counts),
+            "unverified_reasons": list(self.unverified_reasons),
+            "unchecked_rules": list(self.unchecked_rules),
+        }
+
+
+@dataclass
+class EngineResult(VersionVerdict):
+    """The verdict for one engine version, plus what it will do with the aux layers."""
+
+    verdict: str = COMPATIBLE
     draft_class: str | None = None
     aux_layers: AuxLayers | None = None
     # What the checker computed for this version (not part of the JSON form).
     profile: Profile | None = field(default=None, repr=False, compare=False)
     view: EngineView | None = field(default=None, repr=False, compare=False)
-    # Why nothing found is not proof of compatibility (e.g. "no target"), and the rules
-    # that could have changed the verdict but did not run.
-    unverified_reasons: list[str] = field(default_factory=list)
-    unchecked_rules: list[str] = field(default_factory=list)
     # The version asked for with `--engine ENGINE~=V` when the data is `version`'s: the
     # verdict and every engine finding are extrapolated to it.
     extrapolated_to: str | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.engine}=={self.version}"
 
     def kept(self) -> KeptEngine:
         """The profile and view the checker used for this version."""
@@ -219,16 +244,9 @@ class EngineResult:
         return KeptEngine(self.profile, self.view)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "engine": self.engine,
-            "version": self.version,
-            "verdict": self.verdict,
-            "counts": dict(self.counts),
-            "draft_class": self.draft_class,
-            "unverified_reasons": list(self.unverified_reasons),
-            "unchecked_rules": list(self.unchecked_rules),
-            "extrapolated_to": self.extrapolated_to,
-        }
+        out = self.verdict_dict()
+        out["draft_class"] = self.draft_class
+        out["extrapolated_to"] = self.extrapolated_to
         if self.aux_layers is not None:
             out["aux_layers"] = self.aux_layers.to_dict()
         return out
