@@ -173,6 +173,9 @@ def test_junit_of_matrix_and_diff(capsys, repo) -> None:
     assert ET.fromstring(out).find("testsuite/testcase/failure") is not None
 
 
+NO_TARGET = " · no target: DF303, DF405, DF501, DF502, DF503, DF504, DF505, DF506 not checked"
+
+
 def test_several_drafts_exit_with_the_worst_and_json_is_a_list(capsys, repo) -> None:
     code, out, _ = run(capsys, "check", "drafts/llama", *ENGINES)
     assert code == 0
@@ -183,11 +186,11 @@ def test_several_drafts_exit_with_the_worst_and_json_is_a_list(capsys, repo) -> 
     code, out, err = run(capsys, "check", "drafts/*", *ENGINES, "--quiet")
     assert code == 1 and err == ""
     assert out.splitlines() == [
-        # no --target: nothing found is not proof (unverified)
-        "drafts/kimi: vLLM 0.34.0: unverified (0 error, 0 warning, 1 info)",
+        # no --target: nothing found is not proof (unverified), and the line says why
+        "drafts/kimi: vLLM 0.34.0: unverified (0 error, 0 warning, 1 info)" + NO_TARGET,
         "drafts/kimi: SGLang 0.5.23: incompatible (1 error, 0 warning, 0 info)",
-        "drafts/llama: vLLM 0.34.0: unverified (0 error, 0 warning, 1 info)",
-        "drafts/llama: SGLang 0.5.23: unverified (0 error, 0 warning, 0 info)",
+        "drafts/llama: vLLM 0.34.0: unverified (0 error, 0 warning, 1 info)" + NO_TARGET,
+        "drafts/llama: SGLang 0.5.23: unverified (0 error, 0 warning, 0 info)" + NO_TARGET,
     ]
     code, out, err = run(capsys, "check", "drafts/llama", "./drafts/missing", "--quiet")
     assert code == 2 and "drafts/missing" in err and err.count("\n") == 1

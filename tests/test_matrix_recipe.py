@@ -89,7 +89,7 @@ def test_check_recipe(tmp_path: Path, capsys) -> None:
     recipes = json.loads(capsys.readouterr().out)["recipes"]
     assert recipes[0]["command"].startswith(f"vllm serve {target}")
     assert main(["check", str(path), "--target", str(target), "--recipe"]) == 0
-    assert "How to serve with vllm 0.34.0" in capsys.readouterr().out
+    assert "How to serve with vLLM 0.34.0" in capsys.readouterr().out
 
 
 def _all_engines(tmp_path: Path, draft: f.Draft, **target_kw):

@@ -132,10 +132,12 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                     " · " + unverified_line(result.unverified_reasons, result.unchecked_rules)
                 )
             console.print(line)
+        titles = {(r.engine, r.version): r.title for r in report.engines}
         for recipe in report.recipes or []:
-            console.print(
-                Text(f"\nHow to serve with {recipe.engine} {recipe.version}", style="bold")
+            title = titles.get(
+                (recipe.engine, recipe.version), recipe.engine + " " + recipe.version
             )
+            console.print(Text(f"\nHow to serve with {title}", style="bold"))
             print_recipe(console, recipe)
 
     return render_to_string(draw, options.color)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Protocol
 
+from draftfit.fail_on import UNVERIFIED
+from draftfit.render.text import unverified_line
 from draftfit.report import Finding
 
 
@@ -25,7 +27,8 @@ class FindingReport(Protocol):
 
 def verdict_line(result: Any) -> str:
     """`vLLM 0.34.0: degraded (0 error, 1 warning, 0 info)` or, for a diff,
-    `vLLM 0.34.0: different (2 that matter, 4 spelling)`."""
+    `vLLM 0.34.0: different (2 that matter, 4 spelling)`; an unverified verdict says why
+    (`· no target: DF303, ... not checked`) and an extrapolated one to which release."""
     counts = result.counts
     if "matters" in counts:
         detail = f"{counts.get('matters', 0)} that matter, {counts.get('spelling', 0)} spelling"
@@ -34,7 +37,14 @@ def verdict_line(result: Any) -> str:
             f"{counts.get('error', 0)} error, {counts.get('warning', 0)} warning, "
             f"{counts.get('info', 0)} info"
         )
-    return f"{result.title}: {result.verdict} ({detail})"
+    line = f"{result.title}: {result.verdict}"
+    extrapolated = getattr(result, "extrapolated_to", None)
+    if extrapolated is not None:
+        line += f", extrapolated to {extrapolated}"
+    line += f" ({detail})"
+    if result.verdict == UNVERIFIED and result.unverified_reasons:
+        line += " · " + unverified_line(result.unverified_reasons, result.unchecked_rules)
+    return line
 
 
 def verdict_lines(report: FindingReport, *, with_draft: bool) -> list[str]:
