@@ -138,6 +138,7 @@ def kimi_values_pair(root: Path) -> None:
     draft.config["embed_requires_grad"] = False
     draft.write(root / "kimi-k2-draft")
     stored = draft.tensors["embed_tokens.weight"]
+    assert stored.data is not None  # filled with real values above
     embed = factory.from_bf16(stored.data).reshape(stored.shape)
     factory.values_target(root / "Kimi-K2", embed, shards=2)
     sibling = embed + factory.weights("trained", (vocab, factory.H), 31, 0.004)
