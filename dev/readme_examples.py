@@ -49,6 +49,9 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 SRC = ROOT / "src"
 sys.path.insert(0, str(SRC))
+sys.path.insert(0, str(ROOT))  # tests.factory writes the value examples' real-byte tensors
+
+from tests import factory  # noqa: E402
 
 from draftfit.atomic_write import write_text_atomic  # noqa: E402
 from draftfit.demo import build_demo  # noqa: E402
@@ -124,6 +127,32 @@ def specforge_llama_8b(root: Path, nested_aux: list[int]) -> Path:
     return write_sparse_checkpoint(root, config, table, vocab=128256, draft_vocab=DRAFT_VOCAB)
 
 
+def kimi_values_pair(root: Path) -> None:
+    """The `--values` example at small scale (hidden 64, vocabulary 4096), with real bytes:
+    a speculators draft that froze "Kimi-K2"'s embedding (`embed_requires_grad: false`), the
+    target it was trained for, and the sibling "Kimi-K2.5" (same shapes, another embedding,
+    multimodal config with `text_config` and `language_model.model.embed_tokens.weight`)."""
+    vocab = 4096
+    draft = factory.fill(factory.speculators(aux=[2, 4, 5], vocab=vocab), stream=30)
+    draft.config["transformer_layer_config"]["vocab_size"] = vocab
+    draft.config["embed_requires_grad"] = False
+    draft.write(root / "kimi-k2-draft")
+    stored = draft.tensors["embed_tokens.weight"]
+    assert stored.data is not None  # filled with real values above
+    embed = factory.from_bf16(stored.data).reshape(stored.shape)
+    factory.values_target(root / "Kimi-K2", embed, shards=2)
+    sibling = embed + factory.weights("trained", (vocab, factory.H), 31, 0.004)
+    k25 = factory.values_target(
+        root / "Kimi-K2.5",
+        sibling,
+        embed_name="language_model.model.embed_tokens.weight",
+        shards=2,
+    )
+    text_config = json.loads((k25 / "config.json").read_text())
+    multimodal = {"architectures": ["KimiK25ForConditionalGeneration"], "text_config": text_config}
+    (k25 / "config.json").write_text(json.dumps(multimodal, indent=2) + "\n")
+
+
 def build_workspace(root: Path) -> None:
     """Every checkpoint the README's examples name, at the path they name it by.
 
@@ -136,6 +165,7 @@ def build_workspace(root: Path) -> None:
     * `drafts/llama-v1`, `drafts/llama-v2`: the same two drafts in one folder, with a
       settings file `drafts/draftfit.toml`, for the CI examples;
       `checkpoints/epoch_1/hf`, `checkpoints/epoch_2/hf`: a training run's folders.
+    * `kimi-k2-draft/`, `Kimi-K2/`, `Kimi-K2.5/`: the `--values` example (real bytes, small).
     """
     target = root / "Llama-3.1-8B-Instruct"
     target.mkdir(parents=True)
@@ -155,6 +185,7 @@ def build_workspace(root: Path) -> None:
         folder = root / "checkpoints" / f"epoch_{epoch}"
         folder.mkdir(parents=True)
         (folder / "hf").symlink_to("../../specforge-draft")
+    kimi_values_pair(root)
 
 
 # ------------------------------------------------------------------ the README's blocks
