@@ -40,7 +40,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from draftfit.inspection import inspect_path  # noqa: E402
 from tests import factory  # noqa: E402
 from tests.torchbin_factory import legacy_bytes, simple  # noqa: E402
 
@@ -49,6 +48,7 @@ from draftfit.checkpoint import load_checkpoint  # noqa: E402
 from draftfit.comparison import diff_checkpoints  # noqa: E402
 from draftfit.conversion.planner import plan_conversion  # noqa: E402
 from draftfit.errors import DraftfitError  # noqa: E402
+from draftfit.inspection import inspect_path  # noqa: E402
 from draftfit.recipe import attach_recipes  # noqa: E402
 from draftfit.spec import describe  # noqa: E402
 from draftfit.target import load_target  # noqa: E402
