@@ -299,7 +299,9 @@ def test_diff_quiet_and_statistics(capsys, repo) -> None:
 def test_statistics_as_json_rows(capsys, repo) -> None:
     argv = ["check", "drafts/kimi", "drafts/llama", "--engine", "all", "--statistics"]
     code, out, _ = run(capsys, *argv, "--format", "json", "--ignore", "DF108")
-    rows = json.loads(out)
+    data = json.loads(out)
+    assert data["schema_version"] == 1 and data["tool"]["name"] == "draftfit"
+    rows = data["statistics"]
     assert code == 1
     assert rows[0] == {
         "draft": "drafts/kimi",

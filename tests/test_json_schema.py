@@ -99,3 +99,35 @@ def test_engines_has_one_shape(capsys: pytest.CaptureFixture[str]) -> None:
     every = run_json(capsys, "engines")
     assert [e["engine"] for e in one["engines"]] == ["sglang"]
     assert one["engines"][0] in every["engines"]
+
+
+def test_several_drafts_statistics_and_suppressed_findings_follow_the_schemas(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The other JSON shapes of check and diff: one report per draft, the per-rule
+    statistics, and suppressed findings (which stay in the report)."""
+    first = f.modelopt(aux=[1, 2, 3]).write(tmp_path / "a")
+    second = f.specforge().write(tmp_path / "b")
+    target = ("--target", str(f.llama_target(tmp_path / "target")))
+    many = json.loads(_run_raw(capsys, "check", str(first), str(second), *target))
+    assert isinstance(many, list) and len(many) == 2
+    validator = Draft202012Validator(load_schema("check"))
+    assert not list(validator.iter_errors(many))
+    for argv in (
+        ("check", str(first), *target, "--statistics"),
+        ("check", str(first), *target, "--ignore", "DF1"),
+        ("diff", str(first), str(second), *target, "--statistics"),
+    ):
+        data = json.loads(_run_raw(capsys, *argv))
+        assert not list(Draft202012Validator(load_schema(argv[0])).iter_errors(data)), argv
+        assert data["schema_version"] == 1 and data["tool"]["version"] == __version__
+    suppressed = json.loads(_run_raw(capsys, "check", str(first), *target, "--ignore", "DF1"))
+    assert any(item.get("suppressed") for item in suppressed["findings"])
+    # a made-up shape is refused: the schema is not vacuous for these shapes either
+    assert list(validator.iter_errors([{"schema_version": 1}]))
+
+
+def _run_raw(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    main([*argv, "--format", "json"])
+    out, _ = capsys.readouterr()
+    return out

@@ -246,6 +246,7 @@ def _options(args: argparse.Namespace, fail_on: FailOn | None) -> Any:
 def write_reports(reports: list[Any], args: argparse.Namespace, command: str, many: bool) -> None:
     """Render `reports` in `args.format` (several drafts: one document) and write them."""
     from draftfit.render.github import render_github_many
+    from draftfit.render.json import render_json
     from draftfit.render.junit import render_junit_many
     from draftfit.render.registry import render
     from draftfit.render.sarif import render_sarif_many
@@ -262,7 +263,7 @@ def write_reports(reports: list[Any], args: argparse.Namespace, command: str, ma
         text = combined[fmt]()
     elif fmt == "json" and args.statistics:
         rows = [row for report in reports for row in statistics_rows(report)]
-        text = json.dumps(rows, indent=2, sort_keys=True) + "\n"
+        text = render_json({"statistics": rows})
     elif fmt == "json" and many:
         documents = [report.to_dict(options.fail_on) for report in reports]
         text = json.dumps(documents, indent=2, sort_keys=True) + "\n"
