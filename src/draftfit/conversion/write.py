@@ -41,6 +41,7 @@ from draftfit.conversion.output import (
 )
 from draftfit.conversion.plan import OutputTensor, Plan
 from draftfit.errors import DraftfitError, UsageError
+from draftfit.progress import Progress, progress_for
 from draftfit.version import __version__
 
 CHUNK = 8 * 1024 * 1024
@@ -164,20 +165,22 @@ def _write_into(plan: Plan, checkpoint: Checkpoint, folder: Path, shown: Path) -
     shards = sorted(names)
     weight_map: dict[str, str] = {}
     total = 0
-    for shard in shards:
-        tensors = [t for t in plan.tensors if t.shard == shard]
-        # Keep the source layout (sequential reads); new tensors go last.
-        tensors.sort(
-            key=lambda t: (
-                t.source is None,
-                t.source.file if t.source else "",
-                t.source.byte_range[0] if t.source and t.source.byte_range else 0,
+    planned = sum(_byte_size(t) for t in plan.tensors)
+    with progress_for(f"writing {shown}", planned) as advance:
+        for shard in shards:
+            tensors = [t for t in plan.tensors if t.shard == shard]
+            # Keep the source layout (sequential reads); new tensors go last.
+            tensors.sort(
+                key=lambda t: (
+                    t.source is None,
+                    t.source.file if t.source else "",
+                    t.source.byte_range[0] if t.source and t.source.byte_range else 0,
+                )
             )
-        )
-        name = names[shard]
-        with _naming(shown / name):
-            total += _write_shard(folder / name, tensors, checkpoint)
-        weight_map.update({t.name: name for t in tensors})
+            name = names[shard]
+            with _naming(shown / name):
+                total += _write_shard(folder / name, tensors, checkpoint, advance)
+            weight_map.update({t.name: name for t in tensors})
     if len(shards) > 1:
         index = "model.safetensors.index.json"
         with _naming(shown / index):
@@ -197,11 +200,23 @@ def _write_into(plan: Plan, checkpoint: Checkpoint, folder: Path, shown: Path) -
                 shutil.copyfile(source, folder / name)
 
 
+def _byte_size(tensor: OutputTensor) -> int:
+    """The bytes `tensor` takes in the output (for the progress bar only)."""
+    if tensor.data is not None:
+        return len(tensor.data)
+    if tensor.source is not None and tensor.source.byte_range is not None:
+        begin, end = tensor.source.byte_range
+        return max(end - begin, 0)
+    return 0
+
+
 def _write_json(path: Path, data: object) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
-def _write_shard(path: Path, tensors: list[OutputTensor], checkpoint: Checkpoint) -> int:
+def _write_shard(
+    path: Path, tensors: list[OutputTensor], checkpoint: Checkpoint, advance: Progress
+) -> int:
     prefix, layout = build_header(((t.name, t.dtype, t.shape) for t in tensors), {"format": "pt"})
     data_bytes = 0
     with path.open("wb") as handle:
@@ -214,6 +229,7 @@ def _write_shard(path: Path, tensors: list[OutputTensor], checkpoint: Checkpoint
                 else:
                     _copy_range(checkpoint, tensor, handle, end - begin, handles)
                 data_bytes += end - begin
+                advance(end - begin)
         finally:
             for source in handles.values():
                 source.close()

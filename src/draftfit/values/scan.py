@@ -19,6 +19,7 @@ from draftfit.checkpoint.dtypes import FLOAT_DTYPES
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.dialects import EAGLE_OFFICIAL, SPECFORGE, SPECULATORS
 from draftfit.errors import DraftfitError
+from draftfit.progress import Progress, progress_for
 from draftfit.values import FULL, MODES
 from draftfit.values.decode import FLOAT_DECODABLE, decode_float
 from draftfit.values.facts import Comparison, Coverage, Skipped, TensorFacts, ValueFacts
@@ -31,7 +32,6 @@ from draftfit.values.plan import (
     sampled_rows,
     split_ranges,
 )
-from draftfit.values.progress import Progress, progress_for
 from draftfit.values.stats import Block, ComparisonAccumulator, TensorAccumulator
 from draftfit.values.target_weights import (
     TargetWeights,

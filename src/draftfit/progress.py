@@ -1,4 +1,5 @@
-"""A progress bar on the terminal for long value reads (full mode, Hub reads).
+"""A progress bar on the terminal for long byte work: value reads (full mode, Hub reads)
+and the bytes `convert` copies.
 
 Drawn with rich on stderr, only when stderr is a terminal: nothing when piped or captured,
 so output and logs stay clean. Removed when done.
