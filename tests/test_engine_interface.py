@@ -64,6 +64,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "draftfit.json_lines",
         "draftfit.config_file",
         "draftfit.pre_commit",
+        "draftfit.progress",
     ),
     ("draftfit.checkpoint",),
     (
