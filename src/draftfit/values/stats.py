@@ -66,6 +66,10 @@ class Moments:
             self.s4 += float(np.einsum("i,i->", sq, sq))
             self.n += finite.size
 
+    def add_zeros(self, count: int) -> None:
+        """`add` of `count` values that are all exactly +0.0 (every sum stays the same)."""
+        self.n += count
+
     def result(self) -> tuple[float, float, float | None]:
         """(mean, std, kurtosis); kurtosis None when the values are constant."""
         n = self.n
@@ -97,18 +101,28 @@ class TensorAccumulator:
         facts.values += rows * width
         ieee = _IEEE.get(facts.dtype)
         bad_before = facts.nan + facts.inf
+        zero_bits = False  # every stored bit of the block is 0: every value is +0.0
         if ieee is None:
             self._add_decoded(raw, rows, width)
         else:
-            self._add_bits(raw, rows, width, ieee)
+            zero_bits = self._add_bits(raw, rows, width, ieee)
         all_finite = facts.nan + facts.inf == bad_before  # no NaN/Inf in this block
         keep = min(rows, -(-MOMENT_VALUES // max(width, 1)))
         if keep:
             part = raw[: keep * (len(raw) // rows)] if keep < rows else raw
             self._crc = zlib.crc32(part, self._crc)
+            chunked = bool(self.chunk_width) and width % (self.chunk_width or 1) == 0
+            if zero_bits:
+                self._moments.add_zeros(keep * width)
+                if chunked and self.chunk_width:
+                    if not self._chunk_moments:
+                        self._chunk_moments = [Moments() for _ in range(width // self.chunk_width)]
+                    for moments in self._chunk_moments:
+                        moments.add_zeros(keep * self.chunk_width)
+                return
             values = decode_float(part, facts.dtype)
             self._moments.add(values, all_finite)
-            if self.chunk_width and width % self.chunk_width == 0:
+            if self.chunk_width and chunked:
                 grid = values.reshape(keep, width // self.chunk_width, self.chunk_width)
                 if not self._chunk_moments:
                     self._chunk_moments = [Moments() for _ in range(grid.shape[1])]
@@ -121,15 +135,23 @@ class TensorAccumulator:
         rows: int,
         width: int,
         ieee: tuple[type[np.signedinteger], int, int, int],
-    ) -> None:
+    ) -> bool:
+        """The exact signatures, on the stored bits; whether every bit of `raw` is 0."""
         facts = self.facts
         view, mask, exponent, one = ieee
         sign = mask + 1
         bits = np.frombuffer(raw, dtype=np.dtype(view).newbyteorder("<")).reshape(rows, width)
         if not bits.size:
-            return
+            return False
         high = int(bits.max())
         unsigned_high = int(bits.view(np.dtype(view).str.replace("i", "u")).max())
+        if not unsigned_high:  # every bit pattern is 0 (+0.0): nothing else to look at
+            facts.all_one = False
+            if width > 1:
+                facts.constant_rows += rows
+            if self.chunk_width:
+                self._add_chunks(bits, bits)
+            return True
         top = max(high, unsigned_high - sign if unsigned_high >= sign else 0)
         if top >= exponent:  # NaN or Inf somewhere: count them on the magnitudes
             magnitude = bits & view(mask)
@@ -150,6 +172,7 @@ class TensorAccumulator:
             facts.constant_rows += _constant_rows(bits)
         if self.chunk_width:
             self._add_chunks(bits, bits & view(mask))
+        return False
 
     def _add_decoded(self, raw: bytes | memoryview, rows: int, width: int) -> None:
         facts = self.facts
@@ -203,6 +226,19 @@ class TensorAccumulator:
         return facts
 
 
+def _has_nan(
+    bits: npt.NDArray[np.signedinteger], ieee: tuple[type[np.signedinteger], int, int, int]
+) -> bool:
+    """Whether any value stored as `bits` is a NaN (magnitude bits above the infinity's)."""
+    if not bits.size:
+        return False
+    view, mask, exponent, _ = ieee
+    sign = mask + 1
+    unsigned_high = int(bits.view(np.dtype(view).str.replace("i", "u")).max())
+    top = max(int(bits.max()), unsigned_high - sign if unsigned_high >= sign else 0)
+    return top > exponent
+
+
 def _constant_rows(bits: npt.NDArray[np.generic]) -> int:
     """Rows whose values are all equal: the first 8 columns rule almost every row out, only
     the rows left are compared in full (same answer, a fraction of the work)."""
@@ -219,6 +255,32 @@ class ComparisonAccumulator:
     def __init__(self, comparison: Comparison) -> None:
         self.comparison = comparison
         self._cosine_sum = 0.0
+
+    def add_raw(
+        self,
+        first_row: int,
+        rows: int,
+        width: int,
+        draft: bytes | memoryview,
+        draft_dtype: str,
+        target: bytes | memoryview,
+        target_dtype: str,
+    ) -> None:
+        """Fold in rows given as stored bytes. Identical bytes of one IEEE dtype with no NaN
+        among them are equal rows (what `add` would find) without decoding either side."""
+        ieee = _IEEE.get(draft_dtype)
+        if ieee is not None and draft_dtype == target_dtype and len(draft) == len(target):
+            view = np.dtype(ieee[0]).newbyteorder("<")
+            mine = np.frombuffer(draft, dtype=view)
+            if np.array_equal(mine, np.frombuffer(target, dtype=view)) and not _has_nan(mine, ieee):
+                self.comparison.rows_matched += rows
+                self._cosine_sum += float(rows)
+                return
+        self.add(
+            first_row,
+            decode_float(draft, draft_dtype).reshape(rows, width),
+            decode_float(target, target_dtype).reshape(rows, width),
+        )
 
     def add(self, first_row: int, draft: Block, target: Block) -> None:
         c = self.comparison
