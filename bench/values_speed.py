@@ -30,6 +30,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))  # this tree's draftfit, not an installed one
 sys.path.insert(0, str(ROOT / "bench"))
 
 from check_speed import kimi_target_table  # noqa: E402

@@ -645,3 +645,83 @@ def test_recipes_do_not_claim_convert_fixes_value_findings(tmp_path: Path) -> No
     assert "reading a sample of the weights" in text and "without loading" not in text
     plain = render_markdown(build_matrix(open_checkpoint(draft), open_target(k25)))
     assert "without loading weights" in plain
+
+
+def _stored(values: np.ndarray, dtype: str) -> bytes:
+    if dtype == "BF16":
+        return f.bf16_bytes(values)
+    return values.astype({"F16": "<f2", "F32": "<f4", "F64": "<f8"}[dtype]).tobytes()
+
+
+def _compared(draft: bytes, draft_dtype: str, target: bytes, target_dtype: str, shape):
+    """The comparison of stored rows (`add_raw`) and of the same rows decoded (`add`)."""
+    from draftfit.values.facts import Comparison
+    from draftfit.values.stats import ComparisonAccumulator
+
+    rows, width = shape
+    results = []
+    for raw in (True, False):
+        acc = ComparisonAccumulator(Comparison("embedding", "e", "e", "f", plan_coverage(rows)))
+        if raw:
+            acc.add_raw(0, rows, width, draft, draft_dtype, target, target_dtype)
+        else:
+            acc.add(
+                0,
+                decode(draft, draft_dtype).reshape(shape),
+                decode(target, target_dtype).reshape(shape),
+            )
+        results.append(acc.finish())
+    return results
+
+
+@pytest.mark.parametrize("dtype", ["BF16", "F16", "F32", "F64"])
+def test_stored_rows_compare_like_decoded_rows(dtype: str) -> None:
+    values = f.weights("trained", (12, 40), 70)
+    nan_row = values.copy()
+    nan_row[5, 7] = np.nan  # identical bytes, but a NaN row is not an exact match
+    signed_zero = values.copy()
+    signed_zero[2, 3] = 0.0
+    negative_zero = signed_zero.copy()
+    negative_zero[2, 3] = -0.0  # different bytes, equal values
+    moved = values.copy()
+    moved[9, 1] += 1.0
+    pairs = [(values, values), (nan_row, nan_row), (signed_zero, negative_zero), (values, moved)]
+    for mine, theirs in pairs:
+        raw, decoded = _compared(
+            _stored(mine, dtype), dtype, _stored(theirs, dtype), dtype, values.shape
+        )
+        assert raw == decoded
+    raw, decoded = _compared(_stored(values, "F32"), "F32", _stored(values, dtype), dtype, (12, 40))
+    assert raw == decoded  # two dtypes: compared on decoded values
+
+
+def test_all_zero_blocks_have_the_facts_of_their_values() -> None:
+    from draftfit.values.facts import TensorFacts
+    from draftfit.values.stats import Moments, TensorAccumulator
+
+    zeros = np.zeros((8, 24), np.float32)
+    for dtype in ("BF16", "F16", "F32", "F64"):
+        facts = TensorFacts("fc", "fc", "f", dtype, zeros.shape, plan_coverage(8))
+        acc = TensorAccumulator(facts, chunk_width=8)
+        acc.add(_stored(zeros, dtype), 8, 24)
+        acc.finish()
+        reference = Moments()
+        reference.add(zeros.ravel())
+        assert (facts.mean, facts.std, facts.kurtosis) == reference.result()
+        assert facts.all_zero and not facts.all_one and facts.constant_rows == 8
+        assert [c.constant_rows for c in facts.chunks] == [8, 8, 8]
+        assert all(c.all_zero and c.kurtosis is None for c in facts.chunks)
+        assert [c.same_as for c in facts.chunks] == [None, 0, 0]
+        mixed, _ = _stats(np.where(np.arange(24) % 2, -0.0, 0.0) * np.ones((8, 1)), dtype)
+        assert mixed.all_zero and mixed.constant_rows == 0  # -0.0 and +0.0 are stored apart
+
+
+@pytest.mark.parametrize("dtype", ["BF16", "F32"])
+def test_signatures_of_a_block_larger_than_one_piece(dtype: str) -> None:
+    values = f.weights("trained", (512, 1024), 71)  # 1-2 MB stored: several pieces
+    values[500, 1000] = -96.0  # the largest magnitude, in the last piece
+    facts, _ = _stats(values, dtype)
+    assert facts.max_abs == 96.0 and facts.nan == 0
+    values[510, 3] = np.nan
+    facts, _ = _stats(values, dtype)
+    assert facts.nan == 1 and facts.max_abs == 96.0

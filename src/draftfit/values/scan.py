@@ -21,7 +21,7 @@ from draftfit.dialects import EAGLE_OFFICIAL, SPECFORGE, SPECULATORS
 from draftfit.errors import DraftfitError
 from draftfit.progress import Progress, progress_for
 from draftfit.values import FULL, MODES
-from draftfit.values.decode import FLOAT_DECODABLE, decode_float
+from draftfit.values.decode import FLOAT_DECODABLE
 from draftfit.values.facts import Comparison, Coverage, Skipped, TensorFacts, ValueFacts
 from draftfit.values.plan import (
     EMBED_SAMPLE_ROWS,
@@ -32,7 +32,7 @@ from draftfit.values.plan import (
     sampled_rows,
     split_ranges,
 )
-from draftfit.values.stats import Block, ComparisonAccumulator, TensorAccumulator
+from draftfit.values.stats import ComparisonAccumulator, TensorAccumulator
 from draftfit.values.target_weights import (
     TargetWeights,
     TargetWeightsMissing,
@@ -185,19 +185,6 @@ class _Reader:
         self.progress = progress
         self.cache: dict[tuple[str, int, int], bytes] | None = {} if cache else None
         self.bytes_read = 0
-
-    def rows(
-        self,
-        info: TensorInfo,
-        plan: list[tuple[int, int]],
-        read: Callable[[str, int, int], bytes] | None = None,
-        remember: bool = False,
-    ) -> Iterator[tuple[int, Block, bytes | memoryview]]:
-        """(first row, rows × width floats, raw bytes) for each range of `plan`; `read`
-        reads another checkpoint's files (the target's), `remember` keeps the bytes."""
-        _, width = rows_and_width(info.shape)
-        for start, end, data in self.raw(info, plan, read, remember):
-            yield start, decode_float(data, info.dtype).reshape(end - start, width), data
 
     def raw(
         self,
@@ -357,11 +344,14 @@ def _compare_all(
         )
         accumulator = ComparisonAccumulator(comparison)
         try:
-            target_rows = reader.rows(theirs, plan, read=weights.access.read_range)
-            for (start, block, _), (_, other, _) in zip(
-                reader.rows(mine, plan), target_rows, strict=True
+            _, width = rows_and_width(mine.shape)
+            target_rows = reader.raw(theirs, plan, read=weights.access.read_range)
+            for (start, end, data), (_, _, other) in zip(
+                reader.raw(mine, plan), target_rows, strict=True
             ):
-                accumulator.add(start, block, other)
+                accumulator.add_raw(
+                    start, end - start, width, data, mine.dtype, other, theirs.dtype
+                )
         except (OSError, DraftfitError) as exc:
             facts.skipped.append(
                 Skipped(f"{what} comparison", theirs.file, f"cannot read: {exc}", theirs.name)

@@ -53,8 +53,10 @@ class Moments:
         self.n = 0
         self.s1 = self.s2 = self.s3 = self.s4 = 0.0
 
-    def add(self, values: npt.NDArray[np.floating]) -> None:
-        finite = values[np.isfinite(values)].astype(np.float64)
+    def add(self, values: npt.NDArray[np.floating], all_finite: bool = False) -> None:
+        """Fold in the finite ones of `values` (`all_finite`: the caller knows there is no
+        NaN or Inf among them, so no masked copy is made; the sums are the same)."""
+        finite = (values if all_finite else values[np.isfinite(values)]).astype(np.float64)
         if finite.size:
             sq = finite * finite
             self.s1 += float(finite.sum())
@@ -63,6 +65,10 @@ class Moments:
             self.s3 += float(np.einsum("i,i->", sq, finite))
             self.s4 += float(np.einsum("i,i->", sq, sq))
             self.n += finite.size
+
+    def add_zeros(self, count: int) -> None:
+        """`add` of `count` values that are all exactly +0.0 (every sum stays the same)."""
+        self.n += count
 
     def result(self) -> tuple[float, float, float | None]:
         """(mean, std, kurtosis); kurtosis None when the values are constant."""
@@ -94,22 +100,34 @@ class TensorAccumulator:
         facts.rows += rows
         facts.values += rows * width
         ieee = _IEEE.get(facts.dtype)
+        bad_before = facts.nan + facts.inf
+        zero_bits = False  # every stored bit of the block is 0: every value is +0.0
         if ieee is None:
             self._add_decoded(raw, rows, width)
         else:
-            self._add_bits(raw, rows, width, ieee)
+            zero_bits = self._add_bits(raw, rows, width, ieee)
+        all_finite = facts.nan + facts.inf == bad_before  # no NaN/Inf in this block
         keep = min(rows, -(-MOMENT_VALUES // max(width, 1)))
         if keep:
             part = raw[: keep * (len(raw) // rows)] if keep < rows else raw
             self._crc = zlib.crc32(part, self._crc)
+            chunked = bool(self.chunk_width) and width % (self.chunk_width or 1) == 0
+            if zero_bits:
+                self._moments.add_zeros(keep * width)
+                if chunked and self.chunk_width:
+                    if not self._chunk_moments:
+                        self._chunk_moments = [Moments() for _ in range(width // self.chunk_width)]
+                    for moments in self._chunk_moments:
+                        moments.add_zeros(keep * self.chunk_width)
+                return
             values = decode_float(part, facts.dtype)
-            self._moments.add(values)
-            if self.chunk_width and width % self.chunk_width == 0:
+            self._moments.add(values, all_finite)
+            if self.chunk_width and chunked:
                 grid = values.reshape(keep, width // self.chunk_width, self.chunk_width)
                 if not self._chunk_moments:
                     self._chunk_moments = [Moments() for _ in range(grid.shape[1])]
                 for k, moments in enumerate(self._chunk_moments):
-                    moments.add(grid[:, k, :].ravel())
+                    moments.add(grid[:, k, :].ravel(), all_finite)
 
     def _add_bits(
         self,
@@ -117,15 +135,22 @@ class TensorAccumulator:
         rows: int,
         width: int,
         ieee: tuple[type[np.signedinteger], int, int, int],
-    ) -> None:
+    ) -> bool:
+        """The exact signatures, on the stored bits; whether every bit of `raw` is 0."""
         facts = self.facts
         view, mask, exponent, one = ieee
         sign = mask + 1
         bits = np.frombuffer(raw, dtype=np.dtype(view).newbyteorder("<")).reshape(rows, width)
         if not bits.size:
-            return
-        high = int(bits.max())
-        unsigned_high = int(bits.view(np.dtype(view).str.replace("i", "u")).max())
+            return False
+        high, unsigned_high = _highs(bits, view)
+        if not unsigned_high:  # every bit pattern is 0 (+0.0): nothing else to look at
+            facts.all_one = False
+            if width > 1:
+                facts.constant_rows += rows
+            if self.chunk_width:
+                self._add_chunks(bits, bits)
+            return True
         top = max(high, unsigned_high - sign if unsigned_high >= sign else 0)
         if top >= exponent:  # NaN or Inf somewhere: count them on the magnitudes
             magnitude = bits & view(mask)
@@ -146,6 +171,7 @@ class TensorAccumulator:
             facts.constant_rows += _constant_rows(bits)
         if self.chunk_width:
             self._add_chunks(bits, bits & view(mask))
+        return False
 
     def _add_decoded(self, raw: bytes | memoryview, rows: int, width: int) -> None:
         facts = self.facts
@@ -199,6 +225,26 @@ class TensorAccumulator:
         return facts
 
 
+# The two max reductions of `_highs` run over pieces of about this many bytes, so the second
+# reads the piece from the CPU cache instead of from memory (a quarter less time per block).
+_PIECE_BYTES = 512 * 1024
+
+
+def _highs(bits: npt.NDArray[np.signedinteger], view: type[np.signedinteger]) -> tuple[int, int]:
+    """(largest value, largest value seen as unsigned) of the non-empty `bits`."""
+    unsigned = np.dtype(view).str.replace("i", "u")
+    flat = bits.reshape(-1)
+    step = max(1, _PIECE_BYTES // flat.itemsize)
+    high = unsigned_high = None
+    for start in range(0, flat.size, step):
+        piece = flat[start : start + step]
+        h, u = int(piece.max()), int(piece.view(unsigned).max())
+        high = h if high is None else max(high, h)
+        unsigned_high = u if unsigned_high is None else max(unsigned_high, u)
+    assert high is not None and unsigned_high is not None
+    return high, unsigned_high
+
+
 def _constant_rows(bits: npt.NDArray[np.generic]) -> int:
     """Rows whose values are all equal: the first 8 columns rule almost every row out, only
     the rows left are compared in full (same answer, a fraction of the work)."""
@@ -215,6 +261,32 @@ class ComparisonAccumulator:
     def __init__(self, comparison: Comparison) -> None:
         self.comparison = comparison
         self._cosine_sum = 0.0
+
+    def add_raw(
+        self,
+        first_row: int,
+        rows: int,
+        width: int,
+        draft: bytes | memoryview,
+        draft_dtype: str,
+        target: bytes | memoryview,
+        target_dtype: str,
+    ) -> None:
+        """Fold in rows given as stored bytes. Identical bytes of one IEEE dtype are rows
+        `add` would find matching (a NaN matches a NaN at the same place, and such a row's
+        cosine counts as 1 there too), so neither side is decoded."""
+        ieee = _IEEE.get(draft_dtype)
+        if ieee is not None and draft_dtype == target_dtype and len(draft) == len(target):
+            view = np.dtype(ieee[0]).newbyteorder("<")
+            if np.array_equal(np.frombuffer(draft, dtype=view), np.frombuffer(target, dtype=view)):
+                self.comparison.rows_matched += rows
+                self._cosine_sum += float(rows)
+                return
+        self.add(
+            first_row,
+            decode_float(draft, draft_dtype).reshape(rows, width),
+            decode_float(target, target_dtype).reshape(rows, width),
+        )
 
     def add(self, first_row: int, draft: Block, target: Block) -> None:
         c = self.comparison
