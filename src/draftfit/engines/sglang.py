@@ -45,6 +45,9 @@ from draftfit.tensor_names import canonical_name
 LLAMA_EAGLE3 = "llama_eagle3"
 MLA_EAGLE3 = "mla_eagle3"
 LLAMA_EAGLE = "llama_eagle"
+# The server flag that gives a Llama EAGLE-3 draft a sliding window (the recipe in
+# `sglang_serve` passes it; it imports this module, so the name is spelled in both).
+DRAFT_WINDOW_FLAG = "--speculative-draft-window-size"
 
 CLASS_FAMILY = {
     "LlamaForCausalLMEagle3": LLAMA_EAGLE3,
@@ -558,6 +561,30 @@ class _SGLangBuilder(BaseBuilder):
             )
 
     # ------------------------------------------------------------------ flags
+    def _sliding_window_advice(self, size: int) -> tuple[str, str]:
+        """SGLang reads no window from the draft config; Llama EAGLE-3 drafts take one from
+        `--speculative-draft-window-size` where the version has that flag."""
+        why = "reads no sliding window from the draft config"
+        if self.family != LLAMA_EAGLE3:
+            return why, (
+                "SGLang applies `--speculative-draft-window-size` to Llama EAGLE-3 drafts "
+                f"only; `{self.view.draft_class}` has no setting for it: expect lower "
+                f"acceptance on prompts longer than {size} tokens"
+            )
+        if self.value("sliding_window_source") == "server-flag":
+            return why, f"launch SGLang with `{DRAFT_WINDOW_FLAG} {size}`"
+        fact = self.p.data.facts.get("sliding_window_source")
+        starts = (
+            [e.since for e in fact.entries if e.value == "server-flag" and e.since is not None]
+            if fact is not None
+            else []
+        )
+        where = f"SGLang {min(starts)} or later" if starts else "an SGLang version that has it"
+        return why, (
+            f"this version has no `{DRAFT_WINDOW_FLAG}`: use {where} and launch it with "
+            f"`{DRAFT_WINDOW_FLAG} {size}`"
+        )
+
     def _flags(self, norms: dict[str, bool]) -> None:
         v = self.visible
         ec = self._eagle_config()

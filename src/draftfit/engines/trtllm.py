@@ -260,6 +260,14 @@ class _TrtllmBuilder(BaseBuilder):
             and bool(self.value("norm_output_supported")),
         }
 
+    def _sliding_window_advice(self, size: int) -> tuple[str, str]:
+        """TensorRT-LLM has neither a config key nor a setting for a draft's window."""
+        return "does not apply a draft's sliding window", (
+            "TensorRT-LLM has no setting for a draft's sliding window; expect lower "
+            f"acceptance on prompts longer than {size} tokens, or serve the draft with an "
+            "engine version that applies it"
+        )
+
     def _flags(self, norms: dict[str, bool]) -> None:
         v = self.visible
         ec = self._eagle_config()

@@ -730,6 +730,27 @@ class _Builder(BaseBuilder):
         untils = [e.until for e in fact.entries if e.value == value and e.until is not None]
         return str(max(untils)) if untils else None
 
+    def _sliding_window_advice(self, size: int) -> tuple[str, str]:
+        """vLLM applies a draft's window from the release its class family reads it."""
+        fact = self.p.data.facts.get("draft_sliding_window_honoured")
+        first = None
+        if fact is not None:
+            starts = [
+                e.since
+                for e in fact.entries
+                if isinstance(e.value, dict)
+                and e.value.get(self.family, e.value.get("*")) is True
+                and e.since is not None
+            ]
+            first = min(starts) if starts else None
+        why = f"does not apply it to `{self.view.draft_class}`"
+        if first is None:
+            return why, (
+                "no vLLM release read applies a sliding window to this draft class; expect "
+                f"lower acceptance on prompts longer than {size} tokens"
+            )
+        return why, f"use vLLM {first} or later, which applies the draft's window"
+
     def _flags(self, norms: dict[str, bool]) -> None:
         """Norm flags the checkpoint sets but this version ignores or defaults differently."""
         cfg = self.config
