@@ -29,6 +29,7 @@ from draftfit.engines.builder import (
 )
 from draftfit.engines.draft_quant import add_quantized_parameters, quant_suffix, read_draft_quant
 from draftfit.engines.profile import Profile
+from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import (
     FAILS,
     SHARED,
@@ -573,13 +574,10 @@ class _SGLangBuilder(BaseBuilder):
             )
         if self.value("sliding_window_source") == "server-flag":
             return why, f"launch SGLang with `{DRAFT_WINDOW_FLAG} {size}`"
-        fact = self.p.data.facts.get("sliding_window_source")
-        starts = (
-            [e.since for e in fact.entries if e.value == "server-flag" and e.since is not None]
-            if fact is not None
-            else []
+        first = first_release_where(
+            self.p, lambda later: later.value("sliding_window_source") == "server-flag"
         )
-        where = f"SGLang {min(starts)} or later" if starts else "an SGLang version that has it"
+        where = f"SGLang {first} or later" if first else "an SGLang version that has it"
         return why, (
             f"this version has no `{DRAFT_WINDOW_FLAG}`: use {where} and launch it with "
             f"`{DRAFT_WINDOW_FLAG} {size}`"

@@ -40,6 +40,7 @@ from draftfit.engines.draft_quant import (
     read_draft_quant,
 )
 from draftfit.engines.profile import Profile
+from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import (
     SHARED,
     UNINITIALISED,
@@ -55,6 +56,8 @@ LLAMA_EAGLE3 = "llama_eagle3"
 QWEN3_EAGLE3 = "qwen3_eagle3"
 DEEPSEEK_EAGLE3 = "deepseek_eagle3"
 LLAMA_EAGLE = "llama_eagle"
+# The fact saying, per class family, whether the draft's own sliding window is applied.
+WINDOW_FACT = "draft_sliding_window_honoured"
 OTHER = "other"
 
 CLASS_FAMILY = {
@@ -732,17 +735,13 @@ class _Builder(BaseBuilder):
 
     def _sliding_window_advice(self, size: int) -> tuple[str, str]:
         """vLLM applies a draft's window from the release its class family reads it."""
-        fact = self.p.data.facts.get("draft_sliding_window_honoured")
-        first = None
-        if fact is not None:
-            starts = [
-                e.since
-                for e in fact.entries
-                if isinstance(e.value, dict)
-                and e.value.get(self.family, e.value.get("*")) is True
-                and e.since is not None
-            ]
-            first = min(starts) if starts else None
+        family = self.family
+
+        def honours(later: Profile) -> bool:
+            value = later.value(WINDOW_FACT)
+            return isinstance(value, dict) and value.get(family, value.get("*")) is True
+
+        first = first_release_where(self.p, honours)
         why = f"does not apply it to `{self.view.draft_class}`"
         if first is None:
             return why, (
