@@ -44,6 +44,13 @@ MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_exp
 MAX_EXPANDED_LAYERS = 256
 
 
+# What an ignored draft window does, said by every engine's DF130 message.
+IGNORED_WINDOW = (
+    "the draft attends over the whole context, so acceptance drops on prompts longer than "
+    "the window"
+)
+
+
 def draft_window(config: Mapping[str, Any]) -> tuple[int, str] | None:
     """The sliding window a draft was trained with, and the JSON pointer of its size: a
     `layer_types` list naming `sliding_attention` beside a positive integer
@@ -424,21 +431,22 @@ class BaseBuilder:
         if found is None:
             return
         size, where = found
-        if self.family_value("draft_sliding_window_honoured", self.family) is not False:
+        honoured = self.family_value("draft_sliding_window_honoured", self.family)
+        if honoured is None or honoured is True:
             return
-        why, fix = self._sliding_window_advice(size)
+        why, fix = self._sliding_window_advice(size, honoured)
         self.event(
             rule_ids.DRAFT_SLIDING_WINDOW_IGNORED,
             f"the draft was trained with a sliding window of {size} positions, but "
-            f"{self.p.title} {why}: the draft attends over the whole "
-            "context, so acceptance drops on prompts longer than the window",
+            f"{self.p.title} {why}",
             config_at(where),
             ("draft_sliding_window_honoured",),
             fix=fix,
         )
 
-    def _sliding_window_advice(self, size: int) -> tuple[str, str]:
-        """Hook: why this version ignores a draft window of `size`, and the fix."""
+    def _sliding_window_advice(self, size: int, how: Any) -> tuple[str, str]:
+        """Hook: why this version does not apply a draft window of `size` (`how`: the
+        fact's value for the draft's class family), and the fix."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ weight names

@@ -12,6 +12,7 @@ exceptions). Every version-dependent value comes from `data/sglang.toml`.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from draftfit import rule_ids
 from draftfit.aux_counting import default_capture_ids
@@ -19,6 +20,7 @@ from draftfit.dialects import EAGLE4_SERVING, is_eagle4_architecture, non_eagle_
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
+    IGNORED_WINDOW,
     TARGET_CONFIG,
     BaseBuilder,
     Built,
@@ -562,10 +564,10 @@ class _SGLangBuilder(BaseBuilder):
             )
 
     # ------------------------------------------------------------------ flags
-    def _sliding_window_advice(self, size: int) -> tuple[str, str]:
+    def _sliding_window_advice(self, size: int, how: Any) -> tuple[str, str]:
         """SGLang reads no window from the draft config; Llama EAGLE-3 drafts take one from
         `--speculative-draft-window-size` where the version has that flag."""
-        why = "reads no sliding window from the draft config"
+        why = f"reads no sliding window from the draft config: {IGNORED_WINDOW}"
         if self.family != LLAMA_EAGLE3:
             return why, (
                 "SGLang applies `--speculative-draft-window-size` to Llama EAGLE-3 drafts "

@@ -24,6 +24,7 @@ from draftfit.dialects import (
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
+    IGNORED_WINDOW,
     TARGET_CONFIG,
     BaseBuilder,
     Built,
@@ -733,7 +734,7 @@ class _Builder(BaseBuilder):
         untils = [e.until for e in fact.entries if e.value == value and e.until is not None]
         return str(max(untils)) if untils else None
 
-    def _sliding_window_advice(self, size: int) -> tuple[str, str]:
+    def _sliding_window_advice(self, size: int, how: Any) -> tuple[str, str]:
         """vLLM applies a draft's window from the release its class family reads it."""
         family = self.family
 
@@ -742,7 +743,12 @@ class _Builder(BaseBuilder):
             return isinstance(value, dict) and value.get(family, value.get("*")) is True
 
         first = first_release_where(self.p, honours)
-        why = f"does not apply it to `{self.view.draft_class}`"
+        why = f"does not apply it to `{self.view.draft_class}`: {IGNORED_WINDOW}"
+        if how == "index-error":
+            why = (
+                "indexes the draft's `layer_types` with the target-wide layer number: "
+                "IndexError while building the draft"
+            )
         if first is None:
             return why, (
                 "no vLLM release read applies a sliding window to this draft class; expect "
