@@ -335,6 +335,24 @@ def speculators(
     return Draft(config, eagle3_tensors(naming="layers", **kw))
 
 
+def with_sliding_window(draft: Draft, window: int = 2048) -> Draft:
+    """`draft` trained with a sliding window, as speculators 0.7 and later do by default:
+    `layer_types: ["sliding_attention"]` and `sliding_window`, in `transformer_layer_config`
+    for a speculators config, at the top otherwise."""
+    layer = draft.config.get("transformer_layer_config")
+    target = layer if isinstance(layer, dict) else draft.config
+    target["layer_types"] = ["sliding_attention"]
+    target["sliding_window"] = window
+    return draft
+
+
+def speculators_sliding(window: int = 2048, **kw: Any) -> Draft:
+    """A speculators EAGLE-3 draft (`speculators_version` 0.9.0) with a sliding window."""
+    draft = with_sliding_window(speculators(aux=[2, 4, 5], **kw), window)
+    draft.config["speculators_version"] = "0.9.0"
+    return draft
+
+
 def speculators_non_eagle(kind: str = "xpress", architecture: str = "XPressSpeculator") -> Draft:
     """A speculators 0.9 draft of a non-EAGLE algorithm (`xpress`, `dflash`, `dflash2`,
     `dspark`): the speculators structure with its own `speculators_model_type` and the

@@ -199,3 +199,17 @@ def test_sglang_sticky_capture_flags_fail_loudly(tmp_path: Path) -> None:
     assert "--disable-cuda-graph" in row.recipe.command
     assert "--disable-flashinfer-autotune" in row.recipe.command
     assert _row(matrix, "sglang", "0.5.23").verdict == "compatible"
+
+
+def test_sglang_recipe_passes_the_draft_window_where_the_flag_exists(tmp_path: Path) -> None:
+    matrix = _all_engines(tmp_path, f.with_sliding_window(f.specforge(), window=1024))
+    with_flag = _row(matrix, "sglang", "0.5.23")
+    assert with_flag.recipe is not None
+    assert "--speculative-draft-window-size 1024" in with_flag.recipe.command
+    assert "DF130" not in with_flag.recipe.remaining
+    without = _row(matrix, "sglang", "0.5.10")
+    assert without.recipe is not None
+    assert "--speculative-draft-window-size" not in without.recipe.command
+    assert "DF130" in without.recipe.remaining
+    trtllm = _row(matrix, "trtllm", "1.2.0")
+    assert trtllm.recipe is not None and "DF130" in trtllm.recipe.remaining

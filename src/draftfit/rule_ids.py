@@ -94,6 +94,7 @@ DRAFT_KV_LAYER_COUNT = RuleId("DF117", "draft-kv-layer-count", _E, "config")
 CONFIG_FIELD_WRONG_TYPE = RuleId("DF118", "config-field-wrong-type", _E, "field_types")
 CONFIG_FIELD_MISREAD = RuleId("DF119", "config-field-misread", _W, "field_types")
 NOT_AN_EAGLE_DRAFT = RuleId("DF125", "not-an-eagle-draft", _I, "config")
+DRAFT_SLIDING_WINDOW_IGNORED = RuleId("DF130", "draft-sliding-window-ignored", _W, "config")
 UNKNOWN_TENSOR_NAME = RuleId("DF201", "unknown-tensor-name", _E, "tensors")
 TENSOR_NAME_PREFIX = RuleId("DF202", "tensor-name-prefix", _E, "tensors")
 TENSOR_SHAPE_MISMATCH = RuleId("DF203", "tensor-shape-mismatch", _E, "tensors")
@@ -210,6 +211,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     CONFIG_FIELD_WRONG_TYPE,
     CONFIG_FIELD_MISREAD,
     NOT_AN_EAGLE_DRAFT,
+    DRAFT_SLIDING_WINDOW_IGNORED,
     UNKNOWN_TENSOR_NAME,
     TENSOR_NAME_PREFIX,
     TENSOR_SHAPE_MISMATCH,

@@ -44,6 +44,36 @@ MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_exp
 MAX_EXPANDED_LAYERS = 256
 
 
+# What an ignored draft window does, said by every engine's DF130 message.
+IGNORED_WINDOW = (
+    "the draft attends over the whole context, so acceptance drops on prompts longer than "
+    "the window"
+)
+
+
+def draft_window(config: Mapping[str, Any]) -> tuple[int, str] | None:
+    """The sliding window a draft was trained with, and the JSON pointer of its size: a
+    `layer_types` list naming `sliding_attention` beside a positive integer
+    `sliding_window`, at the top of the config or in a speculators
+    `transformer_layer_config`. None when the draft has no window."""
+    places: list[tuple[Mapping[str, Any], str]] = [(config, "")]
+    nested = config.get("transformer_layer_config")
+    if isinstance(nested, Mapping):
+        places.append((nested, "/transformer_layer_config"))
+    for cfg, base in places:
+        types = cfg.get("layer_types")
+        size = cfg.get("sliding_window")
+        if (
+            isinstance(types, list)
+            and "sliding_attention" in types
+            and isinstance(size, int)
+            and not isinstance(size, bool)
+            and size > 0
+        ):
+            return size, f"{base}/sliding_window"
+    return None
+
+
 class Dims(NamedTuple):
     """Decoder-layer dimensions: hidden, heads, kv heads, head_dim, intermediate."""
 
@@ -312,6 +342,7 @@ class BaseBuilder:
 
         self._aux_capture(n_aux, count_from, use_aux)
         self._flags(norms)
+        self._sliding_window()
         self.view.effective["norms"] = {
             "norm_before_residual": self._norm_before_residual(),
             **norms,
@@ -391,6 +422,32 @@ class BaseBuilder:
 
     def _after_eagle3(self) -> None:
         """Hook: facts the engine records once the draft is built (none by default)."""
+
+    def _sliding_window(self) -> None:
+        """An event when the draft was trained with a sliding window (`draft_window`) that
+        this version does not apply to the draft's attention (fact
+        `draft_sliding_window_honoured`, per class family)."""
+        found = draft_window(self.config)
+        if found is None:
+            return
+        size, where = found
+        honoured = self.family_value("draft_sliding_window_honoured", self.family)
+        if honoured is None or honoured is True:
+            return
+        why, fix = self._sliding_window_advice(size, honoured)
+        self.event(
+            rule_ids.DRAFT_SLIDING_WINDOW_IGNORED,
+            f"the draft was trained with a sliding window of {size} positions, but "
+            f"{self.p.title} {why}",
+            config_at(where),
+            ("draft_sliding_window_honoured",),
+            fix=fix,
+        )
+
+    def _sliding_window_advice(self, size: int, how: Any) -> tuple[str, str]:
+        """Hook: why this version does not apply a draft window of `size` (`how`: the
+        fact's value for the draft's class family), and the fix."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ weight names
 

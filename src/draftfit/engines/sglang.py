@@ -12,6 +12,7 @@ exceptions). Every version-dependent value comes from `data/sglang.toml`.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from draftfit import rule_ids
 from draftfit.aux_counting import default_capture_ids
@@ -19,6 +20,7 @@ from draftfit.dialects import EAGLE4_SERVING, is_eagle4_architecture, non_eagle_
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
+    IGNORED_WINDOW,
     TARGET_CONFIG,
     BaseBuilder,
     Built,
@@ -29,6 +31,7 @@ from draftfit.engines.builder import (
 )
 from draftfit.engines.draft_quant import add_quantized_parameters, quant_suffix, read_draft_quant
 from draftfit.engines.profile import Profile
+from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import (
     FAILS,
     SHARED,
@@ -45,6 +48,9 @@ from draftfit.tensor_names import canonical_name
 LLAMA_EAGLE3 = "llama_eagle3"
 MLA_EAGLE3 = "mla_eagle3"
 LLAMA_EAGLE = "llama_eagle"
+# The server flag that gives a Llama EAGLE-3 draft a sliding window (the recipe in
+# `sglang_serve` passes it; it imports this module, so the name is spelled in both).
+DRAFT_WINDOW_FLAG = "--speculative-draft-window-size"
 
 CLASS_FAMILY = {
     "LlamaForCausalLMEagle3": LLAMA_EAGLE3,
@@ -558,6 +564,27 @@ class _SGLangBuilder(BaseBuilder):
             )
 
     # ------------------------------------------------------------------ flags
+    def _sliding_window_advice(self, size: int, how: Any) -> tuple[str, str]:
+        """SGLang reads no window from the draft config; Llama EAGLE-3 drafts take one from
+        `--speculative-draft-window-size` where the version has that flag."""
+        why = f"reads no sliding window from the draft config: {IGNORED_WINDOW}"
+        if self.family != LLAMA_EAGLE3:
+            return why, (
+                "SGLang applies `--speculative-draft-window-size` to Llama EAGLE-3 drafts "
+                f"only; `{self.view.draft_class}` has no setting for it: expect lower "
+                f"acceptance on prompts longer than {size} tokens"
+            )
+        if self.value("sliding_window_source") == "server-flag":
+            return why, f"launch SGLang with `{DRAFT_WINDOW_FLAG} {size}`"
+        first = first_release_where(
+            self.p, lambda later: later.value("sliding_window_source") == "server-flag"
+        )
+        where = f"SGLang {first} or later" if first else "an SGLang version that has it"
+        return why, (
+            f"this version has no `{DRAFT_WINDOW_FLAG}`: use {where} and launch it with "
+            f"`{DRAFT_WINDOW_FLAG} {size}`"
+        )
+
     def _flags(self, norms: dict[str, bool]) -> None:
         v = self.visible
         ec = self._eagle_config()

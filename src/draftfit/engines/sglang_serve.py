@@ -3,7 +3,9 @@
 The recipe is `python -m sglang.launch_server --model-path TARGET --speculative-algorithm
 EAGLE3 --speculative-draft-model-path DRAFT ...`, plus `--disable-cuda-graph` where that
 release's CUDA graphs would capture other aux layers than the draft's, and a context-length
-setting when the draft's rotary cache is shorter than the target's. A Hub target or draft is
+setting when the draft's rotary cache is shorter than the target's, and
+`--speculative-draft-window-size N` for a draft trained with a sliding window (SGLang reads
+none from the config). A Hub target or draft is
 named by its repository id, with `--revision` and `--speculative-draft-model-revision` (an
 `hf download` step before releases without the latter); `--trust-remote-code` where a config
 carries `auto_map`. `draftfit convert --to
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from draftfit.engines.builder import draft_window
 from draftfit.engines.interface import ConventionChoice, Engine, Recipe, Served, ServeRequest
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import (
@@ -33,6 +36,7 @@ from draftfit.rule_ids import (
     AUX_RUNTIME_COUNT_MISMATCH,
     DRAFT_CONTEXT_REFUSED,
     DRAFT_CONTEXT_SHORTER_THAN_TARGET,
+    DRAFT_SLIDING_WINDOW_IGNORED,
 )
 
 if TYPE_CHECKING:
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
 LLAMA_DRAFT = "LlamaForCausalLMEagle3"
 MLA_DRAFT = "Eagle3DeepseekV2ForCausalLM"  # SGLang's MLA draft class (0.5.12+)
 DRAFT_REVISION = "--speculative-draft-model-revision"  # SGLang 0.5.2+ (data: serve_flags)
+DRAFT_WINDOW_FLAG = "--speculative-draft-window-size"  # SGLang 0.5.12+ (data: serve_flags)
 CONTEXT_CODES = frozenset({DRAFT_CONTEXT_SHORTER_THAN_TARGET.code, DRAFT_CONTEXT_REFUSED.code})
 
 
@@ -121,6 +126,21 @@ class SGLangEngine(Engine):
                 f"--disable-cuda-graph: {profile.title}'s CUDA graphs would capture the default "
                 "aux layers instead of the draft's (slower, but drafts correctly); "
                 f"{self.title} >= {fixed_in} needs no such flag"
+            )
+        window = draft_window(spec.config)
+        architectures = spec.get("architectures")
+        mla = isinstance(architectures, list) and MLA_DRAFT in architectures
+        if (
+            DRAFT_SLIDING_WINDOW_IGNORED.code in codes
+            and window is not None
+            and not mla
+            and profile.value("sliding_window_source") == "server-flag"
+        ):
+            flags[DRAFT_WINDOW_FLAG] = window[0]
+            fixed.add(DRAFT_SLIDING_WINDOW_IGNORED.code)
+            notes.append(
+                f"{DRAFT_WINDOW_FLAG} {window[0]}: the draft was trained with this sliding "
+                f"window, which {profile.title} does not read from its config"
             )
         env = ""
         max_pos = spec.get("max_position_embeddings")

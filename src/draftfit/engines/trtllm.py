@@ -13,6 +13,7 @@ boundaries there are approximate and findings built on them say so.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from draftfit import rule_ids
 from draftfit.aux_counting import default_capture_ids
@@ -20,6 +21,7 @@ from draftfit.dialects import EAGLE4_SERVING, is_eagle4_architecture
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
+    IGNORED_WINDOW,
     TARGET_CONFIG,
     BaseBuilder,
     Built,
@@ -259,6 +261,14 @@ class _TrtllmBuilder(BaseBuilder):
             "norm_output": bool(v.get("norm_output") or ec.get("return_hidden_post_norm"))
             and bool(self.value("norm_output_supported")),
         }
+
+    def _sliding_window_advice(self, size: int, how: Any) -> tuple[str, str]:
+        """TensorRT-LLM has neither a config key nor a setting for a draft's window."""
+        return f"does not apply a draft's sliding window: {IGNORED_WINDOW}", (
+            "TensorRT-LLM has no setting for a draft's sliding window; expect lower "
+            f"acceptance on prompts longer than {size} tokens, or serve the draft with an "
+            "engine version that applies it"
+        )
 
     def _flags(self, norms: dict[str, bool]) -> None:
         v = self.visible

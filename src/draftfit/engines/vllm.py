@@ -24,6 +24,7 @@ from draftfit.dialects import (
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
+    IGNORED_WINDOW,
     TARGET_CONFIG,
     BaseBuilder,
     Built,
@@ -40,6 +41,7 @@ from draftfit.engines.draft_quant import (
     read_draft_quant,
 )
 from draftfit.engines.profile import Profile
+from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import (
     SHARED,
     UNINITIALISED,
@@ -55,6 +57,8 @@ LLAMA_EAGLE3 = "llama_eagle3"
 QWEN3_EAGLE3 = "qwen3_eagle3"
 DEEPSEEK_EAGLE3 = "deepseek_eagle3"
 LLAMA_EAGLE = "llama_eagle"
+# The fact saying, per class family, whether the draft's own sliding window is applied.
+WINDOW_FACT = "draft_sliding_window_honoured"
 OTHER = "other"
 
 CLASS_FAMILY = {
@@ -729,6 +733,28 @@ class _Builder(BaseBuilder):
             return None
         untils = [e.until for e in fact.entries if e.value == value and e.until is not None]
         return str(max(untils)) if untils else None
+
+    def _sliding_window_advice(self, size: int, how: Any) -> tuple[str, str]:
+        """vLLM applies a draft's window from the release its class family reads it."""
+        family = self.family
+
+        def honours(later: Profile) -> bool:
+            value = later.value(WINDOW_FACT)
+            return isinstance(value, dict) and value.get(family, value.get("*")) is True
+
+        first = first_release_where(self.p, honours)
+        why = f"does not apply it to `{self.view.draft_class}`: {IGNORED_WINDOW}"
+        if how == "index-error":
+            why = (
+                "indexes the draft's `layer_types` with the target-wide layer number: "
+                "IndexError while building the draft"
+            )
+        if first is None:
+            return why, (
+                "no vLLM release read applies a sliding window to this draft class; expect "
+                f"lower acceptance on prompts longer than {size} tokens"
+            )
+        return why, f"use vLLM {first} or later, which applies the draft's window"
 
     def _flags(self, norms: dict[str, bool]) -> None:
         """Norm flags the checkpoint sets but this version ignores or defaults differently."""

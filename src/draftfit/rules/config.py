@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from draftfit.dialects import non_eagle_kind
 from draftfit.rule_ids import (
     DRAFT_KV_LAYER_COUNT,
+    DRAFT_SLIDING_WINDOW_IGNORED,
     INVALID_SPECULATORS_CONFIG,
     METHOD_GUESSED_AS_DRAFT_MODEL,
     METHOD_MISMATCH,
@@ -452,4 +453,35 @@ def draft_kv_layer_count() -> None:
 
     ## Fix
     Remove `num_nextn_predict_layers` from the draft config.
+    """
+
+
+@event_rule(
+    DRAFT_SLIDING_WINDOW_IGNORED,
+    "the draft was trained with a sliding window the engine version does not apply",
+)
+def draft_sliding_window_ignored() -> None:
+    """## What it checks
+    A draft whose config (or speculators `transformer_layer_config`) marks a layer
+    `sliding_attention` in `layer_types` and sets `sliding_window`, on an engine version
+    that does not apply that window to the draft's attention.
+
+    ## Why it matters
+    The draft was trained to attend only to the last `sliding_window` positions; served
+    without the window it attends over the whole context, which it never saw in training.
+    Short prompts are unaffected; acceptance drops as prompts grow past the window.
+    speculators 0.7 and later train drafts with a window by default.
+
+    ## Example
+    A speculators EAGLE-3 draft with `layer_types: ["sliding_attention"]` and
+    `sliding_window: 2048` on a vLLM release that does not yet read the window for its draft
+    class, on any SGLang launch without `--speculative-draft-window-size`, or on
+    TensorRT-LLM.
+
+    ## Fix
+    vLLM: use the first release that applies the window for the draft's class (Llama drafts
+    got it earlier than Qwen3 drafts; the finding names the release). SGLang reads no window
+    from the config: pass `--speculative-draft-window-size N` (Llama EAGLE-3 drafts), where
+    the version has the flag. TensorRT-LLM has no setting for it: expect lower acceptance on
+    long prompts, or serve the draft with another engine.
     """

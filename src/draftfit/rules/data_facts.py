@@ -26,6 +26,7 @@ from draftfit.rules.aux import (
 from draftfit.rules.base import Check, Rule
 from draftfit.rules.config import (
     draft_kv_layer_count,
+    draft_sliding_window_ignored,
     invalid_speculators_config,
     method_guessed_as_draft_model,
     method_mismatch,
@@ -432,6 +433,11 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     },
     draft_inherits_target_quantization: {  # DF515
         "sglang": ("draft_quantization_inherited", "draft_quantization_opt_out"),
+    },
+    draft_sliding_window_ignored: {  # DF130
+        "vllm": ("draft_sliding_window_honoured",),
+        "sglang": ("draft_sliding_window_honoured", "sliding_window_source"),
+        "trtllm": ("draft_sliding_window_honoured",),
     },
     norm_flag_ignored: {  # DF601
         "vllm": (
