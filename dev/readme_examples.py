@@ -128,29 +128,9 @@ def specforge_llama_8b(root: Path, nested_aux: list[int]) -> Path:
 
 
 def kimi_values_pair(root: Path) -> None:
-    """The `--values` example at small scale (hidden 64, vocabulary 4096), with real bytes:
-    a speculators draft that froze "Kimi-K2"'s embedding (`embed_requires_grad: false`), the
-    target it was trained for, and the sibling "Kimi-K2.5" (same shapes, another embedding,
-    multimodal config with `text_config` and `language_model.model.embed_tokens.weight`)."""
-    vocab = 4096
-    draft = factory.fill(factory.speculators(aux=[2, 4, 5], vocab=vocab), stream=30)
-    draft.config["transformer_layer_config"]["vocab_size"] = vocab
-    draft.config["embed_requires_grad"] = False
-    draft.write(root / "kimi-k2-draft")
-    stored = draft.tensors["embed_tokens.weight"]
-    assert stored.data is not None  # filled with real values above
-    embed = factory.from_bf16(stored.data).reshape(stored.shape)
-    factory.values_target(root / "Kimi-K2", embed, shards=2)
-    sibling = embed + factory.weights("trained", (vocab, factory.H), 31, 0.004)
-    k25 = factory.values_target(
-        root / "Kimi-K2.5",
-        sibling,
-        embed_name="language_model.model.embed_tokens.weight",
-        shards=2,
-    )
-    text_config = json.loads((k25 / "config.json").read_text())
-    multimodal = {"architectures": ["KimiK25ForConditionalGeneration"], "text_config": text_config}
-    (k25 / "config.json").write_text(json.dumps(multimodal, indent=2) + "\n")
+    """The `--values` example: the small-scale Kimi-K2 / K2.5 sibling pair of the test
+    factory (`kimi-k2-draft`, `Kimi-K2`, `Kimi-K2.5`)."""
+    factory.kimi_sibling_pair(root)
 
 
 def build_workspace(root: Path) -> None:

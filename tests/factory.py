@@ -643,3 +643,31 @@ def values_target(
     tensors.update(extra or {})
     write_checkpoint(path, None, tensors, shards=shards)
     return path
+
+
+def kimi_sibling_pair(root: Path) -> tuple[Path, Path, Path]:
+    """A draft trained for another target, at small scale (hidden 64, vocabulary 4096) with
+    real bytes: a speculators draft that froze "Kimi-K2"'s embedding
+    (`embed_requires_grad: false`), the "Kimi-K2" target it was trained for, and the sibling
+    "Kimi-K2.5" (same shapes, another embedding, multimodal config with `text_config` and
+    `language_model.model.embed_tokens.weight`). Returns (draft, K2, K2.5) under `root`."""
+    vocab = 4096
+    draft = fill(speculators(aux=[2, 4, 5], vocab=vocab), stream=30)
+    draft.config["transformer_layer_config"]["vocab_size"] = vocab
+    draft.config["embed_requires_grad"] = False
+    draft_path = draft.write(root / "kimi-k2-draft")
+    stored = draft.tensors["embed_tokens.weight"]
+    assert stored.data is not None  # filled with real values above
+    embed = from_bf16(stored.data).reshape(stored.shape)
+    k2 = values_target(root / "Kimi-K2", embed, shards=2)
+    sibling = embed + weights("trained", (vocab, H), 31, 0.004)
+    k25 = values_target(
+        root / "Kimi-K2.5",
+        sibling,
+        embed_name="language_model.model.embed_tokens.weight",
+        shards=2,
+    )
+    text_config = json.loads((k25 / "config.json").read_text())
+    multimodal = {"architectures": ["KimiK25ForConditionalGeneration"], "text_config": text_config}
+    (k25 / "config.json").write_text(json.dumps(multimodal, indent=2) + "\n")
+    return draft_path, k2, k25

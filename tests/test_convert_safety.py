@@ -466,10 +466,10 @@ def test_damaged_input_is_refused_before_writing(
 
 def test_convert_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     """The bytes convert copies show a progress bar on a terminal's stderr, none in a pipe."""
-    import os
-    import pty
     import subprocess
     import sys
+
+    from tests.terminal import stderr_on_a_terminal
 
     root = Path(__file__).resolve().parent.parent
     draft = f.speculators(aux=[2, 4, 5]).write(tmp_path / "draft")
@@ -478,28 +478,8 @@ def test_convert_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     def argv(out: str) -> list[str]:
         return [sys.executable, "-m", "draftfit", "convert", str(draft), "--to", "vllm", "-o", out]
 
-    leader, follower = pty.openpty()
-    try:
-        run = subprocess.run(
-            argv(str(tmp_path / "on-a-terminal")),
-            stdout=subprocess.DEVNULL,
-            stderr=follower,
-            env=env,
-            check=False,
-        )
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(leader)
-    assert run.returncode == 0
-    assert b"writing" in b"".join(chunks)
+    returncode, seen = stderr_on_a_terminal(argv(str(tmp_path / "on-a-terminal")), env)
+    assert returncode == 0
+    assert b"writing" in seen
     piped = subprocess.run(argv(str(tmp_path / "piped")), capture_output=True, env=env, check=False)
     assert piped.returncode == 0 and piped.stderr == b""

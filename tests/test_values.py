@@ -276,23 +276,7 @@ def test_every_value_rule_has_a_firing_and_a_quiet_case() -> None:
 def _kimi_pair(tmp: Path) -> tuple[Path, Path, Path]:
     """A speculators draft trained for "K2" (its embedding is K2's), the K2 target, and the
     sibling "K2.5": same shapes, multimodal layout, another embedding."""
-    vocab = 4096
-    draft = f.fill(f.speculators(aux=[2, 4, 5], vocab=vocab), stream=30)
-    draft.config["transformer_layer_config"]["vocab_size"] = vocab
-    draft.config["embed_requires_grad"] = False
-    path = draft.write(tmp / "kimi-k2-draft")
-    k2 = f.values_target(tmp / "Kimi-K2", embed_of(draft), shards=2)
-    sibling = embed_of(draft) + f.weights("trained", (vocab, H), 31, 0.004)
-    k25 = f.values_target(
-        tmp / "Kimi-K2.5",
-        sibling,
-        embed_name="language_model.model.embed_tokens.weight",
-        shards=2,
-    )
-    config = json.loads((k25 / "config.json").read_text())
-    multimodal = {"architectures": ["KimiK25ForConditionalGeneration"], "text_config": config}
-    (k25 / "config.json").write_text(json.dumps(multimodal))
-    return path, k2, k25
+    return f.kimi_sibling_pair(tmp)
 
 
 def test_kimi_draft_next_to_its_target_and_its_sibling(tmp_path: Path) -> None:
@@ -521,29 +505,14 @@ def test_one_layer_norm_at_one_is_reported_when_df901_is_not(tmp_path: Path) -> 
 
 
 def test_full_mode_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
-    import os
-    import pty
+    from tests.terminal import stderr_on_a_terminal
 
     draft = trained_speculators(stream=62).write(tmp_path / "draft")
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", "TERM": "xterm"}
     argv = [sys.executable, "-m", "draftfit", "check", str(draft), "--values=full"]
-    leader, follower = pty.openpty()
-    try:
-        run = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=follower, env=env)
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(leader)
-    assert run.returncode in (0, 1)
-    assert b"reading weights" in b"".join(chunks)
+    returncode, seen = stderr_on_a_terminal(argv, env)
+    assert returncode in (0, 1)
+    assert b"reading weights" in seen
     piped = subprocess.run(argv, capture_output=True, env=env, check=False)
     assert b"reading weights" not in piped.stderr
 

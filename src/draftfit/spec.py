@@ -242,7 +242,14 @@ class DraftSpec:
 
 
 def describe(checkpoint: Checkpoint, dialect: Dialect | None = None) -> DraftSpec:
-    """Build the canonical description of `checkpoint`."""
+    """The canonical description of `checkpoint`, built once per checkpoint (the mistake
+    checks, every engine's check and the recipes share it) unless `dialect` is forced."""
+    if dialect is not None:
+        return _describe(checkpoint, dialect)
+    return checkpoint.memo.own(("description",), lambda: _describe(checkpoint, None))
+
+
+def _describe(checkpoint: Checkpoint, dialect: Dialect | None) -> DraftSpec:
     dialect = dialect or detect_dialect(checkpoint)
     scrubbed = scrub(checkpoint.config, DRAFT_SCHEMA)
     config = scrubbed.config

@@ -48,5 +48,13 @@ class ValueMemo:
             self._entries[key] = compute()
         return self._entries[key]  # type: ignore[return-value]
 
+    def own(self, key: tuple[Hashable, ...], compute: Callable[[], T]) -> T:
+        """An entry about this checkpoint as a whole (its description, its value facts),
+        computed with `compute` the first time; never shared with the checkpoint it was
+        planned from, whose config and tensor names differ."""
+        if key not in self._entries:
+            self._entries[key] = compute()
+        return self._entries[key]  # type: ignore[return-value]
+
     def __len__(self) -> int:
         return len(self._entries)

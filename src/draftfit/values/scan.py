@@ -53,23 +53,16 @@ FREEZING_PRODUCERS = {
     SPECULATORS: "speculators freezes the embedding unless `embed_requires_grad` is true",
 }
 
-_CACHE: list[tuple[object, object, str, ValueFacts]] = []
-_CACHE_SIZE = 4
-
 
 def scan_values(
     checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, mode: str
 ) -> ValueFacts:
-    """The value facts of `checkpoint` (next to `target`), memoised per objects and mode."""
+    """The value facts of `checkpoint` (next to `target`), read once per checkpoint, target
+    and mode (kept by the checkpoint's memo: `matrix` checks every version with them)."""
     if mode not in MODES:
         raise ValueError(f"unknown value mode {mode!r}")
-    for cp, tg, md, facts in _CACHE:
-        if cp is checkpoint and tg is target and md == mode:
-            return facts
-    facts = _scan(checkpoint, spec, target, mode)
-    _CACHE.append((checkpoint, target, mode, facts))
-    del _CACHE[:-_CACHE_SIZE]
-    return facts
+    key = ("value facts", mode, target.source if target is not None else None)
+    return checkpoint.memo.own(key, lambda: _scan(checkpoint, spec, target, mode))
 
 
 def _is_remote(checkpoint: Checkpoint) -> bool:
