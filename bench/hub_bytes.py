@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fake_hub import FakeHub
+from tests.fake_hub import FakeHub, hub_env
 
 from draftfit.demo import demo_config
 from draftfit.synth import speculators_table, write_sparse_checkpoint
@@ -49,14 +49,7 @@ def main() -> None:
         hub.add_repo("bench/kimi-k2-eagle3", draft)
         hub.add_repo("bench/kimi-k2", target)
         with hub:
-            os.environ.update(
-                {
-                    "HF_ENDPOINT": hub.endpoint,
-                    "HF_HOME": str(root / "hf-home"),
-                    "HF_HUB_DISABLE_TELEMETRY": "1",
-                    "HF_HUB_DISABLE_XET": "1",
-                }
-            )
+            os.environ.update(hub_env(hub.endpoint, root / "hf-home"))
             # huggingface_hub reads these at import; import it only now.
             from draftfit.checker import check_path
 

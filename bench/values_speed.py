@@ -199,7 +199,7 @@ def sampled_section(root: Path) -> None:
 
 def hub_section(root: Path, draft: Path, target: Path) -> None:
     try:
-        from tests.fake_hub import FakeHub
+        from tests.fake_hub import FakeHub, hub_env
     except ImportError:  # pragma: no cover - the test extras are missing
         print("  (Hub part skipped: tests/fake_hub.py not importable)")
         return
@@ -207,14 +207,7 @@ def hub_section(root: Path, draft: Path, target: Path) -> None:
     hub.add_repo("bench/kimi-k2-eagle3", draft)
     hub.add_repo("bench/kimi-k2", target)
     with hub:
-        os.environ.update(
-            {
-                "HF_ENDPOINT": hub.endpoint,
-                "HF_HOME": str(root / "hf-home"),
-                "HF_HUB_DISABLE_TELEMETRY": "1",
-                "HF_HUB_DISABLE_XET": "1",
-            }
-        )
+        os.environ.update(hub_env(hub.endpoint, root / "hf-home"))
         code = "import sys; from draftfit.cli import main; sys.exit(main(sys.argv[1:]))"
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
         results = {}

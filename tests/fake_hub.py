@@ -453,6 +453,20 @@ def _parse_range(header: str, total: int) -> tuple[int, int] | str | None:
     return start, end
 
 
+def hub_env(endpoint: str, home: Path, *, offline: bool = False) -> dict[str, str]:
+    """The environment that points a fresh `huggingface_hub` (a subprocess, or one not yet
+    imported) at `endpoint`, with its cache under `home`; no telemetry, Xet or progress bars."""
+    return {
+        "HF_ENDPOINT": endpoint,
+        "HF_HOME": str(home),
+        "HF_HUB_CACHE": str(home / "hub"),
+        "HF_HUB_OFFLINE": "1" if offline else "0",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_HUB_DISABLE_XET": "1",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    }
+
+
 def configure_hf_env(
     monkeypatch: pytest.MonkeyPatch,
     endpoint: str,
@@ -474,16 +488,7 @@ def configure_hf_env(
     hf_tqdm = importlib.import_module("huggingface_hub.utils.tqdm")  # the module, not the class
 
     home, hub_cache = Path(cache_dir), Path(cache_dir) / "hub"
-    env = {
-        "HF_ENDPOINT": endpoint,
-        "HF_HOME": str(home),
-        "HF_HUB_CACHE": str(hub_cache),
-        "HF_HUB_OFFLINE": "1" if offline else "0",
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "HF_HUB_DISABLE_XET": "1",
-        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-    }
-    for key, value in env.items():
+    for key, value in hub_env(endpoint, home, offline=offline).items():
         monkeypatch.setenv(key, value)
     for key in ("HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE", "HF_OIDC_ID_TOKEN", "HF_TOKEN"):
         monkeypatch.delenv(key, raising=False)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint import Checkpoint
+from draftfit.engines import build_view
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import DEFAULT_ENGINE, parse_engine_spec
 from draftfit.engines.view import BuildInputs
@@ -113,7 +114,7 @@ def check_checkpoint(
 
     results: list[EngineResult] = []
     for profile in profiles:
-        view = profile.impl.build_view(
+        view = build_view(
             BuildInputs(checkpoint, spec, target, profile, effective_method, method is not None)
         )
         ctx = Context(checkpoint, spec, target, view, method=effective_method)

@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from draftfit.cli_reports import (
+    EXIT_OK,
+    EXIT_USAGE,
     add_output_options,
     add_pre_commit_option,
     add_selection_options,
@@ -33,8 +35,6 @@ from draftfit.render.escape import escape_controls
 from draftfit.render.kinds import Kind, formats_for
 from draftfit.schemas import SCHEMA_KINDS
 from draftfit.version import __version__
-
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 # Signals that stop a command the way Ctrl-C does: cleanup runs, exit 128 + N.
 STOP_SIGNALS = tuple(
