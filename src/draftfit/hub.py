@@ -111,10 +111,7 @@ def load_hub_checkpoint(text: str) -> Checkpoint:
     when the Hub cannot be reached (saying so on stderr)."""
     ref = parse_hub_reference(text)
     if _offline():
-        snapshot = _cached_snapshot(ref)
-        # Snapshot files are symlinks into the repository's `blobs/` folder
-        # (`models--OWNER--NAME/snapshots/REV/x -> ../../blobs/HASH`): reads stay inside it.
-        return load_checkpoint(snapshot, source=ref.display, confine=snapshot.parent.parent)
+        return _load_cached_checkpoint(_cached_snapshot(ref), ref)
     try:
         return _load_remote_checkpoint(ref)
     except HubUnreachableError as exc:
@@ -125,7 +122,14 @@ def load_hub_checkpoint(text: str) -> Checkpoint:
                 f"{exc}, and {ref.display} is not in the local Hugging Face cache"
             ) from exc
         _say(f"{exc}; read {ref.display} from the local Hugging Face cache instead")
-        return load_checkpoint(cached, source=ref.display, confine=cached.parent.parent)
+        return _load_cached_checkpoint(cached, ref)
+
+
+def _load_cached_checkpoint(snapshot: Path, ref: HubRef) -> Checkpoint:
+    """The checkpoint in a local cache snapshot. Snapshot files are symlinks into the
+    repository's `blobs/` folder (`models--OWNER--NAME/snapshots/REV/x -> ../../blobs/HASH`):
+    reads stay inside the repository's cache folder."""
+    return load_checkpoint(snapshot, source=ref.display, confine=snapshot.parent.parent)
 
 
 def _load_remote_checkpoint(ref: HubRef) -> Checkpoint:
