@@ -835,8 +835,36 @@ def _t2d_wrong_count() -> Draft:
     return draft.add("t2d", "BOOL", (f.VOCAB,), t2d.tobytes())
 
 
-case("t2d-wrong-count", {"DF404"}, {"DF403"}, verdict="degraded")(with_target(_t2d_wrong_count()))
-case("vocab-map-consistent", set(), {"DF403", "DF404"}, verdict="compatible")(
+case("t2d-wrong-count", {"DF407"}, {"DF403", "DF404"}, verdict="compatible")(
+    with_target(_t2d_wrong_count())
+)
+
+
+def _t2d_elsewhere() -> Draft:
+    """A t2d with the right count that marks other ids than d2t maps to."""
+    draft = f.specforge()
+    d2t = np.frombuffer(draft.tensors["d2t"].data, dtype="<i8")
+    mapped = set((d2t + np.arange(d2t.size)).tolist())
+    t2d = np.zeros(f.VOCAB, dtype=np.bool_)
+    others = [i for i in range(f.VOCAB) if i not in mapped][: d2t.size]
+    t2d[others] = True
+    return draft.add("t2d", "BOOL", (f.VOCAB,), t2d.tobytes())
+
+
+def _d2t_duplicates() -> Draft:
+    draft = f.specforge()
+    d2t = np.frombuffer(draft.tensors["d2t"].data, dtype="<i8").copy()
+    d2t[1] = d2t[0] - 1  # draft id 1 maps to the target id draft id 0 maps to
+    return draft.add("d2t", "I64", (d2t.size,), d2t.astype("<i8").tobytes())
+
+
+case("t2d-marks-other-ids", {"DF407"}, {"DF404"}, verdict="compatible")(
+    with_target(_t2d_elsewhere())
+)
+case("d2t-duplicate-targets", {"DF404"}, {"DF407"}, verdict="degraded")(
+    with_target(_d2t_duplicates())
+)
+case("vocab-map-consistent", set(), {"DF403", "DF404", "DF407"}, verdict="compatible")(
     with_target(f.specforge())
 )
 case("vocab-size-mismatch", {"DF405"}, verdict="incompatible", oracle="21d")(

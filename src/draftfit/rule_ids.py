@@ -122,6 +122,7 @@ D2T_OUT_OF_RANGE = RuleId("DF403", "d2t-out-of-range", _E, "vocab")
 VOCAB_MAP_INCONSISTENT = RuleId("DF404", "vocab-map-inconsistent", _W, "vocab")
 VOCAB_SIZE_MISMATCH = RuleId("DF405", "vocab-size-mismatch", _E, "vocab")
 D2T_IGNORED_BY_ENGINE = RuleId("DF406", "d2t-ignored-by-engine", _W, "vocab")
+T2D_INCONSISTENT = RuleId("DF407", "t2d-inconsistent", _I, "vocab")
 TARGET_NOT_EAGLE3_CAPABLE = RuleId("DF501", "target-not-eagle3-capable", _E, "target")
 TARGET_HIDDEN_SIZE_MISMATCH = RuleId("DF502", "target-hidden-size-mismatch", _E, "target")
 SHARED_EMBEDDING_WIDTH_MISMATCH = RuleId("DF503", "shared-embedding-width-mismatch", _E, "target")
@@ -239,6 +240,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     VOCAB_MAP_INCONSISTENT,
     VOCAB_SIZE_MISMATCH,
     D2T_IGNORED_BY_ENGINE,
+    T2D_INCONSISTENT,
     TARGET_NOT_EAGLE3_CAPABLE,
     TARGET_HIDDEN_SIZE_MISMATCH,
     SHARED_EMBEDDING_WIDTH_MISMATCH,

@@ -11,6 +11,7 @@ from draftfit.rule_ids import (
     D2T_OUT_OF_RANGE,
     LM_HEAD_MISSING_REDUCED_VOCAB,
     MISSING_D2T,
+    T2D_INCONSISTENT,
     VOCAB_MAP_INCONSISTENT,
     VOCAB_SIZE_MISMATCH,
 )
@@ -177,29 +178,36 @@ def d2t_out_of_range(ctx: Context) -> Iterator[Violation]:
         )
 
 
+# Where each engine skips a stored `t2d` without reading it (the DF407 message cites them).
+T2D_SKIPPED_SOURCES = (
+    "vllm/model_executor/models/llama_eagle3.py:416-437@v0.34.0",
+    "sglang/srt/models/llama_eagle3.py:355-356@v0.5.23",
+    "tensorrt_llm/_torch/models/modeling_speculative.py@v1.4.0rc0 (no t2d parameter)",
+)
+
+
 @rule(
     VOCAB_MAP_INCONSISTENT,
-    "d2t and t2d disagree, or d2t maps two draft ids to one target id",
+    "d2t has the wrong shape or maps two draft ids to one target id",
     scope="checkpoint",
 )
 def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
     """## What it checks
-    `t2d` is `[vocab_size]` with exactly `draft_vocab_size` true entries, `d2t` is
-    `[draft_vocab_size]`, the target ids `i + d2t[i]` are distinct, and (when both are stored)
-    they are exactly the ids `t2d` marks.
+    `d2t` is `[draft_vocab_size]` and the target ids `i + d2t[i]` are distinct.
 
     ## Why it matters
-    Engines read only `d2t`; a `d2t` that disagrees with `t2d` usually means one of them was
-    regenerated for a different tokenizer or frequency table, and drafts propose wrong tokens.
+    Engines map every drafted id through `d2t`; two draft ids mapped to one target id
+    mean the map was built for another vocabulary selection or damaged, and the draft
+    proposes wrong tokens.
 
     ## Example
-    A `t2d` with 31,998 true entries for `draft_vocab_size` 32,000.
+    A `d2t` whose offsets send draft ids 7 and 8 both to target id 12.
 
     ## Fix
-    Regenerate both maps from the same vocabulary selection.
+    Regenerate `d2t` from the draft vocabulary the draft was trained with.
     """
     spec = ctx.spec
-    d2t_info, t2d_info = spec.tensors.get("d2t"), spec.tensors.get("t2d")
+    d2t_info = spec.tensors.get("d2t")
     Vd = spec.draft_vocab_size
     if d2t_info is not None and Vd and tuple(d2t_info.shape) != (Vd,):
         yield Violation(
@@ -208,45 +216,99 @@ def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
             "regenerate d2t for this draft vocabulary",
         )
         return
-    if t2d_info is not None and spec.vocab_size and tuple(t2d_info.shape) != (spec.vocab_size,):
-        yield Violation(
-            f"`t2d` has shape {list(t2d_info.shape)}, expected [{spec.vocab_size}] (vocab_size)",
-            _tensor_loc(ctx, "t2d"),
-            "regenerate t2d for this vocabulary",
-        )
-        return
-    d2t = cached_ints(ctx.checkpoint, d2t_info) if d2t_info is not None else None
-    t2d = cached_mask(ctx.checkpoint, t2d_info) if t2d_info is not None else None
-    marked = t2d.count(1) if t2d is not None else None
-    if marked is not None and Vd and marked != Vd:
-        yield Violation(
-            f"`t2d` marks {marked} target ids, but draft_vocab_size is {Vd}",
-            _tensor_loc(ctx, "t2d"),
-            "regenerate t2d from the draft vocabulary",
-        )
-        return
-    if not d2t:
-        return
-    assert d2t_info is not None  # d2t was read from it
-    files = (d2t_info.file,) + ((t2d_info.file,) if t2d_info is not None else ())
-    where = (d2t_info.file, d2t_info.byte_range, d2t_info.dtype)
-    t2d_where = (t2d_info.file, t2d_info.byte_range, t2d_info.dtype) if t2d_info else None
-    distinct, agrees = ctx.checkpoint.memo.remember(
-        ("d2t-t2d-agreement", where, t2d_where), files, lambda: _map_agreement(d2t, t2d)
-    )
-    if not distinct:
+    agreement = _agreement(ctx)
+    if agreement is not None and not agreement[0]:
         yield Violation(
             "`d2t` maps several draft ids to the same target id",
             _tensor_loc(ctx, "d2t"),
             "regenerate d2t from the draft vocabulary",
         )
+
+
+@rule(
+    T2D_INCONSISTENT,
+    "t2d has the wrong shape or count, or marks other ids than d2t maps to",
+    scope="checkpoint",
+)
+def t2d_inconsistent(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    `t2d` is `[vocab_size]` with exactly `draft_vocab_size` true entries and (when `d2t`
+    is stored too) marks exactly the target ids `i + d2t[i]`.
+
+    ## Why it matters
+    No engine reads `t2d`: vLLM, SGLang and TensorRT-LLM skip it when loading and map
+    drafted ids through `d2t` alone, so a wrong `t2d` changes nothing at serving time.
+    It is still a sign that one of the two maps was rebuilt from another vocabulary
+    selection; if that was `d2t`, the draft proposes wrong tokens (the value checks and
+    an acceptance measurement tell which).
+
+    ## Example
+    A `t2d` with 10 true entries for `draft_vocab_size` 32,000.
+
+    ## Fix
+    Regenerate both maps from the vocabulary selection the draft was trained with.
+    """
+    spec = ctx.spec
+    t2d_info = spec.tensors.get("t2d")
+    if t2d_info is None:
         return
-    if t2d and not agrees:
+    unused = "no engine reads `t2d` (serving maps drafted ids through `d2t` alone)"
+    if spec.vocab_size and tuple(t2d_info.shape) != (spec.vocab_size,):
         yield Violation(
-            "the target ids `d2t` maps to are not the ids `t2d` marks",
-            _tensor_loc(ctx, "d2t"),
-            "regenerate both maps from the same vocabulary selection",
+            f"`t2d` has shape {list(t2d_info.shape)}, expected [{spec.vocab_size}] "
+            f"(vocab_size); {unused}",
+            _tensor_loc(ctx, "t2d"),
+            "regenerate t2d for this vocabulary, or drop it",
+            T2D_SKIPPED_SOURCES,
         )
+        return
+    t2d = cached_mask(ctx.checkpoint, t2d_info)
+    if t2d is None:  # unreadable bytes: the reader reports the damage
+        return
+    marked = t2d.count(1)
+    Vd = spec.draft_vocab_size
+    if Vd and marked != Vd:
+        yield Violation(
+            f"`t2d` marks {marked} target ids, but draft_vocab_size is {Vd}; {unused}",
+            _tensor_loc(ctx, "t2d"),
+            "regenerate t2d from the draft vocabulary, or drop it",
+            T2D_SKIPPED_SOURCES,
+        )
+        return
+    agreement = _agreement(ctx)
+    if agreement is not None and agreement[0] and not agreement[1]:
+        yield Violation(
+            f"the target ids `d2t` maps to are not the ids `t2d` marks; {unused}, so check "
+            "that `d2t` is the map the draft was trained with",
+            _tensor_loc(ctx, "t2d"),
+            "regenerate both maps from the same vocabulary selection",
+            T2D_SKIPPED_SOURCES,
+        )
+
+
+def _agreement(ctx: Context) -> tuple[bool, bool] | None:
+    """(d2t's target ids are distinct, they are exactly t2d's marks), computed once per
+    checkpoint; None without a well-shaped d2t."""
+    spec = ctx.spec
+    d2t_info, t2d_info = spec.tensors.get("d2t"), spec.tensors.get("t2d")
+    Vd = spec.draft_vocab_size
+    if d2t_info is None or (Vd and tuple(d2t_info.shape) != (Vd,)):
+        return None
+    d2t = cached_ints(ctx.checkpoint, d2t_info)
+    if not d2t:
+        return None
+    t2d_ok = t2d_info is not None and not (
+        spec.vocab_size and tuple(t2d_info.shape) != (spec.vocab_size,)
+    )
+    t2d = cached_mask(ctx.checkpoint, t2d_info) if t2d_ok and t2d_info is not None else None
+    files = (d2t_info.file,) + ((t2d_info.file,) if t2d_info is not None else ())
+    where = (d2t_info.file, d2t_info.byte_range, d2t_info.dtype)
+    t2d_where = (t2d_info.file, t2d_info.byte_range, t2d_info.dtype) if t2d_info else None
+    return ctx.checkpoint.memo.remember(
+        ("d2t-t2d-agreement", where, t2d_where, t2d_ok),
+        files,
+        lambda: _map_agreement(d2t, t2d),
+    )
 
 
 @event_rule(
