@@ -357,3 +357,19 @@ def test_full_model_as_the_draft_is_one_line_with_the_fix(capsys, tmp_path: Path
     # Told the method, draftfit checks it as a draft (and reports what is wrong with it).
     code, out, _ = run(capsys, "check", str(model), "--method", "eagle3")
     assert code == 1 and "DF021" in out
+
+
+def test_diff_refuses_a_full_model_on_either_side(capsys, tmp_path: Path) -> None:
+    model = f.llama_target(tmp_path / "Llama-3.1-8B")
+    head = f.specforge().write(tmp_path / "eagle3-head")
+    code, out, err = run(capsys, "diff", str(head), str(model))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"draftfit: error: the reference {model} is a full model (")
+    assert "`draftfit diff` compares two drafts; give this model as --target" in err
+    code, out, err = run(capsys, "diff", str(model), str(head), "--target", str(head))
+    assert code == 2 and out == ""
+    assert err.startswith(f"draftfit: error: the draft {model} is a full model (")
+    assert "look swapped; give the model as --target" in err
+    # Two drafts next to the model as the target compare as usual.
+    code, _, err = run(capsys, "diff", str(head), str(head), "--target", str(model))
+    assert code == 0, err

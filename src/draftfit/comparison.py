@@ -37,7 +37,7 @@ from draftfit.rule_ids import (
 )
 from draftfit.rules import registered
 from draftfit.rules.base import Rule, Severity
-from draftfit.spec import LAYER_FIELDS, DraftSpec
+from draftfit.spec import LAYER_FIELDS, DraftSpec, describe
 from draftfit.target import Target
 from draftfit.version import __version__
 
@@ -278,16 +278,22 @@ def diff_paths(
     values: str | None = None,
 ) -> DiffReport:
     """Load both checkpoints (and the target, if given) and compare them."""
+    from draftfit.mistakes import refuse_diff_mistakes
     from draftfit.sources import open_checkpoint, open_target
 
     profiles = resolve_engines(engines)
-    return diff_checkpoints(
-        open_checkpoint(draft),
-        open_checkpoint(reference),
-        profiles,
-        open_target(target) if target is not None else None,
+    draft_checkpoint, reference_checkpoint = open_checkpoint(draft), open_checkpoint(reference)
+    target_obj = open_target(target) if target is not None else None
+    refuse_diff_mistakes(
+        [
+            ("draft", draft_checkpoint, describe(draft_checkpoint)),
+            ("reference", reference_checkpoint, describe(reference_checkpoint)),
+        ],
+        target_obj,
         method,
-        values,
+    )
+    return diff_checkpoints(
+        draft_checkpoint, reference_checkpoint, profiles, target_obj, method, values
     )
 
 

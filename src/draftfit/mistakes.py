@@ -62,6 +62,32 @@ def argument_mistake(
     )
 
 
+def refuse_diff_mistakes(
+    sides: list[tuple[str, Checkpoint, DraftSpec]], target: Target | None, method: str | None
+) -> None:
+    """Raise :class:`UsageError` with one line when `diff` was given a full model where a
+    draft belongs (`sides` are ("draft" | "reference", checkpoint, description))."""
+    if method is not None:
+        return
+    for role, checkpoint, spec in sides:
+        if spec.method is not None:
+            continue
+        model = _full_model(checkpoint)
+        if model is None:
+            continue
+        if target is not None and _draft_like(target.config) is not None:
+            raise UsageError(
+                f"the {role} {checkpoint.source} is a full model ({model}) and the target "
+                f"{target.source} an EAGLE draft: the two look swapped; give the model as "
+                "--target"
+            )
+        raise UsageError(
+            f"the {role} {checkpoint.source} is a full model ({model}), not an EAGLE draft: "
+            "`draftfit diff` compares two drafts; give this model as --target, or pass "
+            "--method to compare it as a draft"
+        )
+
+
 def _full_model(checkpoint: Checkpoint) -> str | None:
     """`LlamaForCausalLM, 32 layers` when the checkpoint is a full causal LM, else None."""
     config = checkpoint.config
