@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from draftfit.checker import check_path
+from draftfit.report import Report
 from draftfit.sources import open_target
 from draftfit.target_rotation import DESCRIPTION_FILE, ONLINE_POINTER, ROTATION_POINTER
 from tests import factory as f
@@ -20,8 +21,8 @@ from tests.fake_hub import FakeHub, configure_hf_env
 BEFORE_PLUGIN = "vllm==0.14.0"
 
 
-def _codes(report: object) -> set[str]:
-    return {finding.code for finding in report.findings}  # type: ignore[attr-defined]
+def _codes(report: Report) -> set[str]:
+    return {finding.code for finding in report.findings}
 
 
 def test_exported_rotation_is_read_from_the_description(tmp_path: Path) -> None:
