@@ -38,7 +38,10 @@ from draftfit.target import Target
 from draftfit.target_rotation import DESCRIPTION_FILE, Rotation
 
 CONFIG = "config.json"
-TARGET_CONFIG = "target config.json"
+# How findings name a file of the target folder: `target config.json`,
+# `target quant_model_description.json`, ...
+TARGET_FILE_PREFIX = "target "
+TARGET_CONFIG = TARGET_FILE_PREFIX + "config.json"
 MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
 # Decoder layers whose tensors a view expects. Drafts have one to a few layers and the
 # largest targets ~200; a config claiming 2**31 - 1 layers must not loop that many times.
@@ -833,7 +836,7 @@ class BaseBuilder:
                 f"{check.unchecked}, so draftfit cannot tell whether the target was "
                 "rotation-quantized (ModelSlim QuaRot), which would leave an unrotated "
                 "draft's proposals almost all rejected",
-                Location(f"target {DESCRIPTION_FILE}"),
+                Location(TARGET_FILE_PREFIX + DESCRIPTION_FILE),
                 (),
                 fix=f"check with the target's `{DESCRIPTION_FILE}` readable (download it)",
             )
@@ -841,7 +844,7 @@ class BaseBuilder:
         rotation = check.rotation
         if rotation is None or self._draft_names_target_as_verifier(t):
             return
-        where = Location(f"target {rotation.file}", rotation.pointer)
+        where = Location(TARGET_FILE_PREFIX + rotation.file, rotation.pointer)
         fact = self.p.fact("draft_rotation_compensated")
         if not fact.known:
             self.event(
