@@ -735,6 +735,13 @@ _ROTATED_VERIFIER = f.speculators()
 _ROTATED_VERIFIER.config["speculators_config"]["verifier"]["name_or_path"] = (
     "org/Qwen3-32B-w8a8-QuaRot"
 )
+_BASE_VERIFIER = f.speculators()
+_BASE_VERIFIER.config["speculators_config"]["verifier"]["name_or_path"] = "/models/Qwen3-32B"
+case(
+    "quarot-target-in-a-folder-named-like-the-base-verifier",
+    {"DF516"},
+    engines=("vllm==0.14.0",),
+)(with_modelslim_target(_BASE_VERIFIER, name="Qwen3-32B"))
 case(
     "quarot-draft-trained-on-the-rotated-target",
     set(),

@@ -867,12 +867,18 @@ class BaseBuilder:
             if "embed_tokens.weight" not in self.spec.tensors
             else ""
         )
+        verifier = self.spec.get("verifier.name_or_path")
+        trained = (
+            f" (its speculators config names `{verifier}` as the verifier it was trained with)"
+            if isinstance(verifier, str) and verifier.strip()
+            else ""
+        )
         self.event(
             rule_ids.TARGET_ROTATION_UNCOMPENSATED,
             f"{rotation.shown_by}: the target was rotation-quantized (ModelSlim QuaRot), so "
             f"its hidden states are in a rotated basis; {why} loads the draft's `fc` as "
-            f"stored{borrowed}: the draft reads states it was not trained on and almost no "
-            "proposal is accepted (no error)",
+            f"stored{borrowed}: the draft reads states it was not trained on{trained} and "
+            "almost no proposal is accepted (no error)",
             where,
             ("draft_rotation_compensated",),
             fix=fix,
@@ -885,12 +891,15 @@ class BaseBuilder:
         raise NotImplementedError
 
     def _draft_names_target_as_verifier(self, t: Target) -> bool:
-        """Whether the draft's `speculators_config.verifier.name_or_path` names the target
-        (same last path component, ignoring case): then it was trained on this very model."""
+        """Whether the draft's `speculators_config.verifier.name_or_path` names this rotated
+        target: the same last path component (ignoring case), and one that says QuaRot. A
+        QuaRot rotation is random per export, so only the very checkpoint counts; a folder
+        that merely shares the base model's name does not."""
         verifier = self.spec.get("verifier.name_or_path")
         if not isinstance(verifier, str) or not verifier.strip():
             return False
-        return _model_name(verifier) == _model_name(t.source)
+        name = _model_name(verifier)
+        return name == _model_name(t.source) and "quarot" in name
 
 
 def get_path(mapping: Mapping[str, Any], dotted: str) -> Any:

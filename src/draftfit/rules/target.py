@@ -210,8 +210,10 @@ def target_rotation_uncompensated() -> None:
     not the rotation (sgl-project/sglang#30524 is open). TensorRT-LLM does not serve
     ModelSlim checkpoints and is not checked.
 
-    A draft whose speculators config names this target as its verifier was trained on the
-    rotated model and is not flagged.
+    A draft whose speculators config names this very QuaRot checkpoint as its verifier (the
+    same model name as the target's, one that says QuaRot) was trained on the rotated model
+    and is not flagged; a rotation is random per export, so a draft trained on another
+    rotated copy, or on the base model, is.
 
     ## Example
     `Qwen3-32B-w8a8-QuaRot` (msModelSlim, `export_extra_info: true`) next to
