@@ -892,9 +892,9 @@ class BaseBuilder:
 
     def _draft_names_target_as_verifier(self, t: Target) -> bool:
         """Whether the draft's `speculators_config.verifier.name_or_path` names this rotated
-        target: the same last path component (ignoring case), and one that says QuaRot. A
-        QuaRot rotation is random per export, so only the very checkpoint counts; a folder
-        that merely shares the base model's name does not."""
+        target: the same last path component (ignoring case), and one that says QuaRot. The
+        rotation is a seeded random matrix that can differ between exports, so only the very
+        checkpoint counts; a folder that merely shares the base model's name does not."""
         verifier = self.spec.get("verifier.name_or_path")
         if not isinstance(verifier, str) or not verifier.strip():
             return False

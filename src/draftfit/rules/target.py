@@ -212,8 +212,9 @@ def target_rotation_uncompensated() -> None:
 
     A draft whose speculators config names this very QuaRot checkpoint as its verifier (the
     same model name as the target's, one that says QuaRot) was trained on the rotated model
-    and is not flagged; a rotation is random per export, so a draft trained on another
-    rotated copy, or on the base model, is.
+    and is not flagged; the rotation is a seeded random Hadamard matrix that can differ
+    between exports (seed, block size), so a draft trained on another rotated copy, or on
+    the base model, is.
 
     ## Example
     `Qwen3-32B-w8a8-QuaRot` (msModelSlim, `export_extra_info: true`) next to
