@@ -766,9 +766,12 @@ case(
 
 # vLLM 0.11.0 builds an unquantized draft's decoder layers with the target's quantization
 # config. The quantization_config blocks have the shapes real checkpoints carry: FP8 block
-# (Qwen/Qwen3-8B-FP8, deepseek-ai/DeepSeek-V3: fmt/activation_scheme/weight_block_size), AWQ
-# (AutoAWQ: bits/group_size/version/zero_point), compressed-tensors W4A16 (llm-compressor
-# pack-quantized, group_0 targeting Linear, lm_head ignored).
+# (the Qwen3-*-FP8 / DeepSeek-V3 form: fmt, activation_scheme, weight_block_size [128, 128],
+# as Fp8Config reads it, vllm/model_executor/layers/quantization/fp8.py@v0.11.0), AWQ (AutoAWQ
+# GEMM exports: bits, group_size, version, zero_point), compressed-tensors W4A16 (llm-compressor
+# exports: config_groups.group_0 pack-quantized targeting Linear, `ignore: [lm_head]`, as quoted
+# from a Qwen3-VL-MoE export in an llm-compressor thread), bitsandbytes NF4 (transformers'
+# BitsAndBytesConfig keys).
 _FP8_BLOCK = {
     "activation_scheme": "dynamic",
     "fmt": "e4m3",
