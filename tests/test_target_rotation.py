@@ -146,3 +146,20 @@ def test_the_modelslim_factory_writes_what_msmodelslim_documents(tmp_path: Path)
         "optional/quarot.safetensors"
     )
     assert "quantization_config" not in json.loads((target / "config.json").read_text())
+
+
+def test_a_target_named_by_its_config_json_reads_the_folder_beside_it(tmp_path: Path) -> None:
+    target = f.modelslim_target(tmp_path / "t")
+    assert open_target(target / "config.json").rotation.rotation is not None
+
+
+def test_a_verifier_naming_the_rotated_hub_target_is_quiet(hub: FakeHub, tmp_path: Path) -> None:
+    """The draft was trained on this very QuaRot checkpoint (its verifier names it); one
+    trained on the base model is not."""
+    target = "hf://org/Qwen3-32B-w8a8-QuaRot"
+    for verifier, fires in (("org/Qwen3-32B-w8a8-QuaRot", False), ("Qwen/Qwen3-32B", True)):
+        draft = f.speculators()
+        draft.config["speculators_config"]["verifier"]["name_or_path"] = verifier
+        path = draft.write(tmp_path / verifier.replace("/", "--"))
+        report = check_path(path, target=target, engines=[BEFORE_PLUGIN])
+        assert ("DF516" in _codes(report)) is fires, verifier
