@@ -665,6 +665,203 @@ case("fp8-eagle1-on-0.11.1", set(), {"DF201"}, engines=("vllm==0.11.1",), verdic
 )
 
 
+# Rotation-quantized (ModelSlim QuaRot) targets: the draft reads hidden states in a rotated
+# basis unless the serving stack anti-rotates its `fc` (vllm-ascend from v0.16.0rc1, when the
+# description names the rotation file); vLLM data has no record past its last plugin release.
+def with_modelslim_target(
+    draft: Draft, rotation: str | None = "exported", name: str = "Qwen3-32B-w8a8-QuaRot"
+) -> Builder:
+    def build(tmp: Path) -> tuple[Path, Path | None]:
+        return draft.write(tmp / "draft"), f.modelslim_target(tmp / name, rotation)
+
+    return build
+
+
+case(
+    "quarot-target-before-vllm-0.16",
+    {"DF516"},
+    {"DF519"},
+    engines=("vllm==0.14.0",),
+    verdict="incompatible",
+)(with_modelslim_target(f.specforge()))
+case(
+    "quarot-target-vllm-0.16-plugin-anti-rotates",
+    set(),
+    {"DF516", "DF519"},
+    engines=("vllm==0.16.0",),
+    verdict="compatible",
+)(with_modelslim_target(f.specforge()))
+case(
+    "quarot-target-vllm-0.25-plugin-anti-rotates",
+    set(),
+    {"DF516", "DF519"},
+    engines=("vllm==0.25.0",),
+)(with_modelslim_target(f.specforge()))
+case(
+    "quarot-online-target-not-named",
+    {"DF516"},
+    engines=("vllm==0.16.0",),
+)(with_modelslim_target(f.specforge(), rotation="online"))
+case(
+    "quarot-rotation-file-only",
+    {"DF516"},
+    engines=("vllm==0.16.0",),
+)(with_modelslim_target(f.specforge(), rotation="file-only"))
+case(
+    "quarot-target-eagle1-not-anti-rotated",
+    {"DF516"},
+    engines=("vllm==0.16.0",),
+)(with_modelslim_target(f.eagle1()))
+case(
+    "quarot-target-vllm-after-last-plugin-read",
+    {"DF519"},
+    {"DF516"},
+    engines=("vllm==0.34.0",),
+)(with_modelslim_target(f.specforge()))
+case(
+    "quarot-target-sglang",
+    {"DF516"},
+    {"DF519"},
+    engines=("sglang==0.5.23",),
+)(with_modelslim_target(f.specforge()))
+case(
+    "modelslim-target-without-quarot",
+    set(),
+    {"DF516", "DF519"},
+    engines=("vllm==0.14.0",),
+    verdict="compatible",
+)(with_modelslim_target(f.specforge(), rotation=None))
+_ROTATED_VERIFIER = f.speculators()
+_ROTATED_VERIFIER.config["speculators_config"]["verifier"]["name_or_path"] = (
+    "org/Qwen3-32B-w8a8-QuaRot"
+)
+_BASE_VERIFIER = f.speculators()
+_BASE_VERIFIER.config["speculators_config"]["verifier"]["name_or_path"] = "/models/Qwen3-32B"
+case(
+    "quarot-target-in-a-folder-named-like-the-base-verifier",
+    {"DF516"},
+    engines=("vllm==0.14.0",),
+)(with_modelslim_target(_BASE_VERIFIER, name="Qwen3-32B"))
+case(
+    "quarot-draft-trained-on-the-rotated-target",
+    set(),
+    {"DF516", "DF519"},
+    engines=("vllm==0.14.0",),
+)(with_modelslim_target(_ROTATED_VERIFIER))
+
+
+def _unreadable_description(tmp: Path) -> tuple[Path, Path | None]:
+    target = f.modelslim_target(tmp / "target", rotation=None)
+    (target / "quant_model_description.json").write_text('{"optional": {"quarot": ')
+    return f.specforge().write(tmp / "draft"), target
+
+
+case(
+    "quarot-description-unreadable",
+    {"DF519"},
+    {"DF516"},
+    engines=("vllm==0.14.0",),
+)(_unreadable_description)
+
+
+# vLLM 0.11.0 builds an unquantized draft's decoder layers with the target's quantization
+# config. The quantization_config blocks have the shapes real checkpoints carry: FP8 block
+# (the Qwen3-*-FP8 / DeepSeek-V3 form: fmt, activation_scheme, weight_block_size [128, 128],
+# as Fp8Config reads it, vllm/model_executor/layers/quantization/fp8.py@v0.11.0), AWQ (AutoAWQ
+# GEMM exports: bits, group_size, version, zero_point), compressed-tensors W4A16 (llm-compressor
+# exports: config_groups.group_0 pack-quantized targeting Linear, `ignore: [lm_head]`, as quoted
+# from a Qwen3-VL-MoE export in an llm-compressor thread), bitsandbytes NF4 (transformers'
+# BitsAndBytesConfig keys).
+_FP8_BLOCK = {
+    "activation_scheme": "dynamic",
+    "fmt": "e4m3",
+    "quant_method": "fp8",
+    "weight_block_size": [128, 128],
+}
+_AWQ_GEMM = {
+    "bits": 4,
+    "group_size": 128,
+    "modules_to_not_convert": None,
+    "quant_method": "awq",
+    "version": "gemm",
+    "zero_point": True,
+}
+_CT_W4A16 = {
+    "config_groups": {
+        "group_0": {
+            "format": "pack-quantized",
+            "input_activations": None,
+            "output_activations": None,
+            "targets": ["Linear"],
+            "weights": {
+                "actorder": None,
+                "block_structure": None,
+                "dynamic": False,
+                "group_size": 128,
+                "num_bits": 4,
+                "observer": "minmax",
+                "observer_kwargs": {},
+                "strategy": "group",
+                "symmetric": True,
+                "type": "int",
+            },
+        }
+    },
+    "format": "pack-quantized",
+    "global_compression_ratio": None,
+    "ignore": ["lm_head"],
+    "kv_cache_scheme": None,
+    "quant_method": "compressed-tensors",
+    "quantization_status": "compressed",
+}
+_BNB_4BIT = {
+    "bnb_4bit_compute_dtype": "bfloat16",
+    "bnb_4bit_quant_type": "nf4",
+    "bnb_4bit_use_double_quant": True,
+    "load_in_4bit": True,
+    "load_in_8bit": False,
+    "quant_method": "bitsandbytes",
+}
+case(
+    "fp8-target-unquantized-draft-on-0.11.0",
+    {"DF517"},
+    {"DF518"},
+    engines=("vllm==0.11.0",),
+    verdict="incompatible",
+)(with_target(f.specforge(), quantization_config=_FP8_BLOCK))
+case(
+    "fp8-target-unquantized-draft-on-0.10.2",
+    set(),
+    {"DF517", "DF518"},
+    engines=("vllm==0.10.2",),
+)(with_target(f.specforge(), quantization_config=_FP8_BLOCK))
+case(
+    "fp8-target-unquantized-draft-on-0.11.1",
+    set(),
+    {"DF517", "DF518"},
+    engines=("vllm==0.11.1",),
+    verdict="compatible",
+)(with_target(f.specforge(), quantization_config=_FP8_BLOCK))
+case("awq-target-unquantized-draft-on-0.11.0", {"DF517"}, engines=("vllm==0.11.0",))(
+    with_target(f.specforge(), quantization_config=_AWQ_GEMM)
+)
+case("w4a16-target-unquantized-eagle1-on-0.11.0", {"DF517"}, engines=("vllm==0.11.0",))(
+    with_target(f.eagle1(), quantization_config=_CT_W4A16)
+)
+case(
+    "bnb-target-unquantized-draft-on-0.11.0",
+    {"DF518"},
+    {"DF517"},
+    engines=("vllm==0.11.0",),
+)(with_target(f.specforge(), quantization_config=_BNB_4BIT))
+case(
+    "fp8-target-quantized-draft-on-0.11.0",
+    set(),
+    {"DF517", "DF518"},
+    engines=("vllm==0.11.0",),
+)(with_target(f.quantize_fp8(f.specforge()), quantization_config=_FP8_BLOCK))
+
+
 def _fp8_scale_on_ignored_module(ignored: str) -> Draft:
     """`fc` is left unquantized by `ignore` but still stores a scale."""
     draft = f.quantize_fp8(f.specforge(), ignore=["lm_head", ignored])

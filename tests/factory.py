@@ -527,6 +527,75 @@ def llama_target(
     return path
 
 
+def hadamard(n: int) -> np.ndarray:
+    """An n x n orthonormal Hadamard matrix (n a power of two): a real rotation, the kind
+    QuaRot uses for its global rotation `Q`."""
+    q = np.ones((1, 1), dtype=np.float32)
+    while q.shape[0] < n:
+        q = np.block([[q, q], [q, -q]])
+    return (q / np.sqrt(n)).astype(np.float32)
+
+
+def modelslim_target(
+    path: Path,
+    rotation: str | None = "exported",
+    hidden: int = H,
+    layers: int = TARGET_LAYERS,
+    **extra: Any,
+) -> Path:
+    """A Llama target as msModelSlim writes a W8A8 export: config.json without a
+    `quantization_config` (the saver removes it), and `quant_model_description.json` with one
+    entry per weight, `model_quant_type`, `version`, `metadata` and `optional`. The shape is
+    the one msmodelslim documents (docs/en/feature_guide/quick_quantization_v1/
+    quantization_result.md: "File Structure Example", "Description Fields").
+
+    `rotation`: "exported" = QuaRot with `export_extra_info: true` (the description names
+    `optional/quarot.safetensors`, which holds `global_rotation`); "online" = QuaRot with
+    online rotations (`metadata.quarot`) and no export; "file-only" = the rotation file
+    without the description entry; None = no QuaRot (plain W8A8)."""
+    llama_target(path, hidden=hidden, layers=layers, **extra)
+    description: dict[str, Any] = {"model_quant_type": "W8A8", "version": "1.0.0"}
+    for i in range(layers):
+        for proj in (
+            "self_attn.q_proj",
+            "self_attn.k_proj",
+            "self_attn.v_proj",
+            "self_attn.o_proj",
+            "mlp.gate_proj",
+            "mlp.up_proj",
+            "mlp.down_proj",
+        ):
+            description[f"model.layers.{i}.{proj}.weight"] = "W8A8"
+        description[f"model.layers.{i}.input_layernorm.weight"] = "FLOAT"
+    description["model.embed_tokens.weight"] = "FLOAT"
+    description["lm_head.weight"] = "FLOAT"
+    description["metadata"] = {}
+    description["optional"] = {}
+    if rotation == "exported":
+        description["optional"] = {
+            "quarot": {"rotation_map": {"global_rotation": "optional/quarot.safetensors"}}
+        }
+    if rotation == "online":
+        description["metadata"] = {
+            "quarot": {
+                "max_tp_size": 4,
+                "heads_rotation": {
+                    "layers": [f"model.layers.{i}.self_attn.o_proj." for i in range(layers)]
+                },
+                "kronecker_rotation": {"layers": [f"model.layers.{layers - 1}.mlp.down_proj."]},
+            }
+        }
+    (path / "quant_model_description.json").write_text(json.dumps(description, indent=2))
+    if rotation in ("exported", "file-only"):
+        (path / "optional").mkdir(exist_ok=True)
+        q = hadamard(hidden)
+        write_safetensors(
+            path / "optional" / "quarot.safetensors",
+            [TensorToWrite("global_rotation", "F32", q.shape, q.tobytes())],
+        )
+    return path
+
+
 # ------------------------------------------------------------------ writing
 
 

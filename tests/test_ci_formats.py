@@ -173,7 +173,9 @@ def test_junit_of_matrix_and_diff(capsys, repo) -> None:
     assert ET.fromstring(out).find("testsuite/testcase/failure") is not None
 
 
-NO_TARGET = " · no target: DF303, DF405, DF501, DF502, DF503, DF504, DF505, DF506 not checked"
+NO_TARGET = (
+    " · no target: DF303, DF405, DF501, DF502, DF503, DF504, DF505, DF506, DF516, DF517 not checked"
+)
 
 
 def test_several_drafts_exit_with_the_worst_and_json_is_a_list(capsys, repo) -> None:
@@ -335,3 +337,15 @@ def test_sarif_rules_carry_what_code_scanning_requires(capsys, repo) -> None:
         assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"]
         assert "## What it checks" in rule["help"]["markdown"]
         assert rule["helpUri"] in rule["help"]["text"]
+
+
+def test_a_finding_on_another_target_file_points_at_that_file(capsys, repo) -> None:
+    f.modelslim_target(repo / "quarot")
+    argv = ["check", "drafts/llama", "--target", "quarot", "--engine", "vllm==0.14.0"]
+    _, out, _ = run(capsys, *argv, "--format", "github")
+    line = next(x for x in out.splitlines() if "title=DF516" in x)
+    assert line.startswith("::error file=quarot/quant_model_description.json,")
+    _, out, _ = run(capsys, *argv, "--format", "sarif")
+    (result,) = [r for r in validate_sarif(out)["runs"][0]["results"] if r["ruleId"] == "DF516"]
+    physical = result["locations"][0]["physicalLocation"]
+    assert physical["artifactLocation"]["uri"] == "quarot/quant_model_description.json"

@@ -72,6 +72,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "draftfit.aux_counting",
         "draftfit.dialects",
         "draftfit.spec",
+        "draftfit.target_rotation",
         "draftfit.target",
         "draftfit.hub",
         "draftfit.sources",

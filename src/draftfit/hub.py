@@ -1,8 +1,9 @@
 """Hugging Face Hub sources: `hf://OWNER/NAME[@REVISION]` or a bare `OWNER/NAME`.
 
-Only `config.json`, the shard index and the safetensors *headers* are fetched: the header of
-each weight file is read with HTTP range requests (one request when the header is under
-16 KB, two otherwise), through huggingface_hub's session, so `HF_TOKEN`,
+Only `config.json`, the shard index and the safetensors *headers* are fetched (and, for a
+target, its ModelSlim `quant_model_description.json` when it has one within the JSON
+reader's cap): the header of each weight file is read with HTTP range requests (one request
+when the header is under 16 KB, two otherwise), through huggingface_hub's session, so `HF_TOKEN`,
 `HF_ENDPOINT`, `HF_HUB_OFFLINE` and the cache behave as in every HF tool. With
 `HF_HUB_OFFLINE=1` the local cache is read instead. Every failure to reach the repository
 becomes a :class:`HubAccessError` with one clear line (the CLI exits 2).
@@ -20,12 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from draftfit.checkpoint.access import read_regular
+from draftfit.checkpoint.access import LocalAccess, read_regular
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
 from draftfit.checkpoint.local import load_checkpoint, load_from_access
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.errors import HubAccessError
 from draftfit.target import Target, load_target
+from draftfit.target_rotation import DESCRIPTION_FILE, RotationCheck, check_rotation
 
 PREFIX = "hf://"
 HEADER_PREFETCH = 16_384  # one request covers a draft header; big ones take two
@@ -156,7 +158,7 @@ def load_hub_target(text: str) -> Target:
     ref = parse_hub_reference(text)
     cached = None if _offline() else _cached_file(ref, "config.json")
     if cached is not None and not _reachable(ref, "config.json"):
-        return load_target(cached.parent, source=ref.display)
+        return load_target(cached.parent, source=ref.display, rotation=_cached_rotation(ref))
     try:
         with _progress(f"reading {ref.display} config.json"), _hub_errors(ref):
             path = hf_hub_download(
@@ -166,7 +168,48 @@ def load_hub_target(text: str) -> Target:
         raise HubAccessError(
             f"{exc}, and {ref.display} is not in the local Hugging Face cache"
         ) from exc
-    return load_target(Path(path).parent, source=ref.display)
+    snapshot = Path(path).parent
+    rotation = _cached_rotation(ref) if _offline() else _remote_rotation(ref, snapshot)
+    return load_target(snapshot, source=ref.display, rotation=rotation)
+
+
+def _remote_rotation(ref: HubRef, snapshot: Path) -> RotationCheck:
+    """The target's ModelSlim description (`quant_model_description.json`), fetched when
+    the repository has one no larger than the JSON reader's cap; no other target file is
+    fetched. A failure to fetch it is said, not guessed past."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+
+    try:
+        with _hub_errors(ref):
+            meta = get_hf_file_metadata(
+                hf_hub_url(ref.repo_id, DESCRIPTION_FILE, revision=ref.revision),
+                timeout=_timeout(),
+            )
+            if meta.size is not None and meta.size > MAX_JSON_FILE_BYTES:
+                return RotationCheck(
+                    unchecked=f"`{DESCRIPTION_FILE}` is larger than {MAX_JSON_FILE_BYTES} bytes"
+                )
+            hf_hub_download(ref.repo_id, DESCRIPTION_FILE, revision=ref.revision)
+    except FileNotFoundError:
+        return RotationCheck()
+    except (HubAccessError, OSError) as exc:
+        return RotationCheck(unchecked=f"`{DESCRIPTION_FILE}` could not be fetched ({exc})")
+    return check_rotation(LocalAccess(snapshot, confine=snapshot.parent.parent))
+
+
+def _cached_rotation(ref: HubRef) -> RotationCheck:
+    """The target's ModelSlim description from the local cache (offline, or the Hub not
+    answering): read when cached, nothing when the cache records that the repository has
+    none, and otherwise said to be unchecked."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(ref.repo_id, DESCRIPTION_FILE, revision=ref.revision)
+    if isinstance(found, str):
+        cached = Path(found).parent
+        return check_rotation(LocalAccess(cached, confine=cached.parent.parent))
+    if found is not None:  # the cache knows the file does not exist
+        return RotationCheck()
+    return RotationCheck(unchecked=f"`{DESCRIPTION_FILE}` is not in the local Hugging Face cache")
 
 
 def _cached_file(ref: HubRef, rel: str) -> Path | None:

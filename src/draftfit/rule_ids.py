@@ -134,6 +134,12 @@ DRAFT_CONTEXT_REFUSED = RuleId("DF506", "draft-context-refused", _E, "target")
 DRAFT_INHERITS_TARGET_QUANTIZATION = RuleId(
     "DF515", "draft-inherits-target-quantization", _I, "target"
 )
+TARGET_ROTATION_UNCOMPENSATED = RuleId("DF516", "target-rotation-uncompensated", _E, "target")
+DRAFT_BUILT_WITH_TARGET_QUANTIZATION = RuleId(
+    "DF517", "draft-built-with-target-quantization", _E, "target"
+)
+TARGET_QUANTIZATION_NOT_MODELLED = RuleId("DF518", "target-quantization-not-modelled", _I, "target")
+TARGET_ROTATION_UNCHECKED = RuleId("DF519", "target-rotation-unchecked", _I, "target")
 NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _W, "norms")
 NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _W, "norms")
 NORM_OUTPUT_SEMANTICS_DIFFER = RuleId("DF603", "norm-output-semantics-differ", _W, "norms")
@@ -248,6 +254,10 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     TARGET_CAPABILITY_UNKNOWN,
     DRAFT_CONTEXT_REFUSED,
     DRAFT_INHERITS_TARGET_QUANTIZATION,
+    TARGET_ROTATION_UNCOMPENSATED,
+    DRAFT_BUILT_WITH_TARGET_QUANTIZATION,
+    TARGET_QUANTIZATION_NOT_MODELLED,
+    TARGET_ROTATION_UNCHECKED,
     NORM_FLAG_IGNORED,
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_OUTPUT_SEMANTICS_DIFFER,

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from draftfit.checkpoint.access import read_regular
+from draftfit.checkpoint.access import LocalAccess, read_regular
 from draftfit.checkpoint.jsonread import CONFIG_LIMITS, JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
 from draftfit.config_schema import TARGET_SCHEMA, TEXT_CONFIG_KEYS, TypeProblem, scrub
 from draftfit.errors import CheckpointNotFoundError, UsageError
 from draftfit.rule_ids import READER_LIMIT_EXCEEDED
+from draftfit.target_rotation import RotationCheck, check_rotation
 
 
 @dataclass
@@ -31,6 +32,8 @@ class Target:
         text_config: the language-model part (the whole config for text-only models).
         text_pointer: JSON pointer of `text_config` inside config.json (`""` when top level).
         problems: values of the wrong JSON type, left out of `config` and `text_config`.
+        rotation: whether the target's residual stream is rotated (ModelSlim QuaRot), from
+            the files beside config.json (see :mod:`draftfit.target_rotation`).
     """
 
     source: str
@@ -38,6 +41,7 @@ class Target:
     text_config: dict[str, Any]
     text_pointer: str = ""
     problems: list[TypeProblem] = field(default_factory=list)
+    rotation: RotationCheck = field(default_factory=RotationCheck)
 
     def _int(self, key: str) -> int | None:
         value = self.text_config.get(key)
@@ -91,9 +95,25 @@ class Target:
     def pointer(self, key: str) -> str:
         return f"{self.text_pointer}/{key}"
 
+    @property
+    def quantization(self) -> tuple[dict[str, Any], str] | None:
+        """The target's `quantization_config` and its JSON pointer: the top-level one, else
+        the text config's; None for an unquantized (or ModelSlim) target."""
+        qc = self.config.get("quantization_config")
+        if isinstance(qc, dict):
+            return qc, "/quantization_config"
+        if self.text_pointer:
+            qc = self.text_config.get("quantization_config")
+            if isinstance(qc, dict):
+                return qc, self.pointer("quantization_config")
+        return None
 
-def load_target(path: str | Path, source: str | None = None) -> Target:
-    """Read a target directory (or its `config.json`).
+
+def load_target(
+    path: str | Path, source: str | None = None, rotation: RotationCheck | None = None
+) -> Target:
+    """Read a target directory (or its `config.json`), and the ModelSlim description beside
+    it (confined to the folder) unless `rotation` already says what the target's files show.
 
     Raises :class:`CheckpointNotFoundError` / :class:`UsageError` when there is no readable
     config: a target without one cannot be reasoned about.
@@ -122,7 +142,9 @@ def load_target(path: str | Path, source: str | None = None) -> Target:
         raise UsageError(f"target config {config_path} is not readable JSON: {exc}") from None
     if not isinstance(config, dict):
         raise UsageError(f"target config {config_path} is not a JSON object")
-    return target_from_config(config, source or str(path))
+    target = target_from_config(config, source or str(path))
+    target.rotation = rotation if rotation is not None else check_rotation(LocalAccess(root))
+    return target
 
 
 def target_from_config(raw: dict[str, Any], source: str) -> Target:

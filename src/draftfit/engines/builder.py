@@ -35,9 +35,13 @@ from draftfit.location import Location, config_at
 from draftfit.rule_ids import RuleId
 from draftfit.spec import EAGLE, EAGLE3, DraftSpec
 from draftfit.target import Target
+from draftfit.target_rotation import DESCRIPTION_FILE, Rotation
 
 CONFIG = "config.json"
-TARGET_CONFIG = "target config.json"
+# How findings name a file of the target folder: `target config.json`,
+# `target quant_model_description.json`, ...
+TARGET_FILE_PREFIX = "target "
+TARGET_CONFIG = TARGET_FILE_PREFIX + "config.json"
 MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
 # Decoder layers whose tensors a view expects. Drafts have one to a few layers and the
 # largest targets ~200; a config claiming 2**31 - 1 layers must not loop that many times.
@@ -816,6 +820,87 @@ class BaseBuilder:
                 fix=f"store the draft's own `embed_tokens.weight` [{V}, {H}]",
             )
 
+    # ------------------------------------------------------------------ rotated targets
+    def _target_rotation(self) -> None:
+        """A rotation-quantized (ModelSlim QuaRot) target: DF516 where this version leaves
+        the draft in the unrotated basis, DF519 where draftfit could not tell. Quiet for an
+        unrotated target, where the engine compensates, or when the draft's speculators
+        config names this target as its verifier (it was trained on the rotated model)."""
+        t = self.target
+        if t is None:
+            return
+        check = t.rotation
+        if check.unchecked is not None:
+            self.event(
+                rule_ids.TARGET_ROTATION_UNCHECKED,
+                f"{check.unchecked}, so draftfit cannot tell whether the target was "
+                "rotation-quantized (ModelSlim QuaRot), which would leave an unrotated "
+                "draft's proposals almost all rejected",
+                Location(TARGET_FILE_PREFIX + DESCRIPTION_FILE),
+                (),
+                fix=f"check with the target's `{DESCRIPTION_FILE}` readable (download it)",
+            )
+            return
+        rotation = check.rotation
+        if rotation is None or self._draft_names_target_as_verifier(t):
+            return
+        where = Location(TARGET_FILE_PREFIX + rotation.file, rotation.pointer)
+        fact = self.p.fact("draft_rotation_compensated")
+        if not fact.known:
+            self.event(
+                rule_ids.TARGET_ROTATION_UNCHECKED,
+                f"{rotation.shown_by}: the target was rotation-quantized (ModelSlim QuaRot); "
+                f"draftfit has no record of whether {self.p.title} serves the draft in the "
+                "rotated basis",
+                where,
+                (),
+                fix="check that the serving stack multiplies the draft's `fc` by the "
+                "rotation, or use a draft trained on the rotated target",
+            )
+            return
+        advice = self._rotation_advice(str(fact.value), rotation)
+        if advice is None:
+            return
+        why, fix = advice
+        borrowed = (
+            " and gives it the target's rotated embedding"
+            if "embed_tokens.weight" not in self.spec.tensors
+            else ""
+        )
+        verifier = self.spec.get("verifier.name_or_path")
+        trained = (
+            f" (its speculators config names `{verifier}` as the verifier it was trained with)"
+            if isinstance(verifier, str) and verifier.strip()
+            else ""
+        )
+        self.event(
+            rule_ids.TARGET_ROTATION_UNCOMPENSATED,
+            f"{rotation.shown_by}: the target was rotation-quantized (ModelSlim QuaRot), so "
+            f"its hidden states are in a rotated basis; {why} loads the draft's `fc` as "
+            f"stored{borrowed}: the draft reads states it was not trained on{trained} and "
+            "almost no proposal is accepted (no error)",
+            where,
+            ("draft_rotation_compensated",),
+            fix=fix,
+        )
+
+    def _rotation_advice(self, compensated: str, rotation: Rotation) -> tuple[str, str] | None:
+        """Hook: for fact `draft_rotation_compensated` = `compensated`, None when this
+        version serves the draft in the rotated basis, else the subject of "loads the
+        draft's `fc` as stored" (naming the engine and why) and the fix for this version."""
+        raise NotImplementedError
+
+    def _draft_names_target_as_verifier(self, t: Target) -> bool:
+        """Whether the draft's `speculators_config.verifier.name_or_path` names this rotated
+        target: the same last path component (ignoring case), and one that says QuaRot. The
+        rotation is a seeded random matrix that can differ between exports, so only the very
+        checkpoint counts; a folder that merely shares the base model's name does not."""
+        verifier = self.spec.get("verifier.name_or_path")
+        if not isinstance(verifier, str) or not verifier.strip():
+            return False
+        name = _model_name(verifier)
+        return name == _model_name(t.source) and "quarot" in name
+
 
 def get_path(mapping: Mapping[str, Any], dotted: str) -> Any:
     """`mapping["a"]["b"]` for `"a.b"`, or None when any part is missing."""
@@ -835,3 +920,10 @@ def target_is_moe(target: Target) -> bool:
             if isinstance(value, int) and value > 1:
                 return True
     return False
+
+
+def _model_name(reference: str) -> str:
+    """The last path component of a model reference (`hf://org/name@rev` -> `name`),
+    lower-cased."""
+    text = reference.removeprefix("hf://").split("@", 1)[0].rstrip("/\\")
+    return text.replace("\\", "/").rsplit("/", 1)[-1].lower()

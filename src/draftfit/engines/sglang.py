@@ -43,6 +43,7 @@ from draftfit.engines.view import (
 from draftfit.location import Location, config_at
 from draftfit.spec import EAGLE, EAGLE3
 from draftfit.target import Target
+from draftfit.target_rotation import Rotation
 from draftfit.tensor_names import canonical_name
 
 LLAMA_EAGLE3 = "llama_eagle3"
@@ -369,6 +370,24 @@ class _SGLangBuilder(BaseBuilder):
 
         add_quantized_parameters(self.view, q, params, quantizable, sources)
         self.view.effective["draft_quantization_scheme"] = q.scheme
+
+    def _rotation_advice(self, compensated: str, rotation: Rotation) -> tuple[str, str] | None:
+        """SGLang reads a ModelSlim target's description to serve it, but no release
+        draftfit has read anti-rotates the draft (sgl-project/sglang#30524 is open)."""
+        if compensated != "none":  # pragma: no cover - no other value in the data
+            return None
+        return (
+            self.p.title,
+            "use a draft trained on the rotated target, or serve with vLLM 0.16.0 or later "
+            "and its vllm-ascend release"
+            + (
+                ""
+                if rotation.rotation_map is not None
+                else " after re-exporting the target with msModelSlim's QuaRot "
+                "`export_extra_info: true`"
+            )
+            + ", which anti-rotates an EAGLE-3 draft's `fc` on load",
+        )
 
     def _inherited_quantization(self, t: Target) -> None:
         """A quantized target next to an unquantized draft: SGLang gives the draft the
@@ -781,6 +800,7 @@ class _SGLangBuilder(BaseBuilder):
         if t is None:
             return
         self._inherited_quantization(t)
+        self._target_rotation()
         if self.method == EAGLE3:
             self._target_capable()
         self._target_width_checks(

@@ -50,6 +50,8 @@ from draftfit.engines.view import (
 )
 from draftfit.location import Location, config_at
 from draftfit.spec import EAGLE, EAGLE3, DraftSpec
+from draftfit.target import Target
+from draftfit.target_rotation import DESCRIPTION_FILE, ROTATION_FILE, Rotation
 
 # Draft classes by the shape logic they share (vllm/model_executor/models/registry.py
 # maps every name below to one of these modules at v0.34.0).
@@ -549,6 +551,16 @@ class _Builder(BaseBuilder):
         module = canonical.rsplit(".", 1)[0]
         own = self._first_release("draft_quant_config_source", "draft")
         head = self._first_release("draft_quant_lm_head", True)
+        if self.value("draft_quant_config_source") == "none":
+            return (
+                f"{self.p.title} builds the draft's decoder layers without a quantization "
+                "config (unquantized; the draft's own `quantization_config` is read from "
+                f"vLLM {own} on), so there is no `{suffix}` parameter",
+                f"serve with vLLM >= {own}"
+                + (f" (>= {head}: lm_head is quantized)" if head and q.covers("lm_head") else "")
+                + ", or store the draft dequantized (bf16)",
+                self.src("draft_quant_config_source"),
+            )
         if self.value("draft_quant_config_source") != "draft":
             return (
                 f"{self.p.title} builds the draft's layers with the target's quantization "
@@ -918,6 +930,8 @@ class _Builder(BaseBuilder):
         t = self.target
         if t is None:
             return
+        self._target_rotation()
+        self._target_quantization(t)
         if self.method == EAGLE3:
             self._target_capable()
         self._target_width_checks(
@@ -936,6 +950,109 @@ class _Builder(BaseBuilder):
                 ("max_position_raised",),
                 fix=f"set max_position_embeddings to {t_max} (or cap --max-model-len)",
             )
+
+    def _rotation_advice(self, compensated: str, rotation: Rotation) -> tuple[str, str] | None:
+        """vLLM serves ModelSlim checkpoints only through the vllm-ascend plugin, whose
+        releases from v0.16.0rc1 on anti-rotate an EAGLE-3 draft on load when the target's
+        description names the rotation file."""
+        plugin = self._first_release("draft_rotation_compensated", "ascend-plugin")
+        trained = "use a draft trained on the rotated target"
+        if compensated == "ascend-plugin":
+            if self.method == EAGLE3 and rotation.rotation_map is not None:
+                return None
+            if self.method != EAGLE3:
+                return (
+                    f"the vllm-ascend release for {self.p.title} anti-rotates EAGLE-3 drafts "
+                    "only, so for this EAGLE-1 draft it, like upstream vLLM,",
+                    f"use an EAGLE-3 draft, or {trained}",
+                )
+            return (
+                f"the vllm-ascend release for {self.p.title} anti-rotates the draft only when "
+                f"`{DESCRIPTION_FILE}` names the rotation file "
+                "(`optional.quarot.rotation_map.global_rotation`); it does not here, so the "
+                "plugin, like upstream vLLM,",
+                "re-export the target with msModelSlim's QuaRot `export_extra_info: true` (it "
+                f"writes `{ROTATION_FILE}` and names it), or {trained}",
+            )
+        fix = trained
+        if plugin is not None and self.method == EAGLE3:
+            fix = (
+                f"serve with vLLM {plugin} or later and the vllm-ascend release of the same "
+                "number, which anti-rotates the draft's `fc` (and a borrowed embedding) on load"
+                + (
+                    ""
+                    if rotation.rotation_map is not None
+                    else " once the target is re-exported with msModelSlim's QuaRot "
+                    f"`export_extra_info: true` (it writes `{ROTATION_FILE}` and names it)"
+                )
+                + f"; or {trained}"
+            )
+        return (f"{self.p.title} (upstream, and the vllm-ascend release of the same number)", fix)
+
+    def _target_quantization(self, t: Target) -> None:
+        """A quantized target next to an unquantized draft on a version that builds the
+        draft's decoder layers with the target's quantization config (vLLM 0.11.0): what
+        the target's method makes of the draft's weights (data: `target_quant_in_draft`)."""
+        if self.value("draft_quant_config_source") != "target":
+            return
+        if read_draft_quant(self.config) is not None:
+            return
+        found = t.quantization
+        if found is None:
+            return
+        qc, pointer = found
+        method = qc.get("quant_method")
+        method = method if isinstance(method, str) else None
+        key = method.lower() if method else None
+        shown = f"`{method}`" if method else "a `quantization_config` without `quant_method`"
+        if key == "compressed-tensors":
+            scheme = read_draft_quant({"quantization_config": qc})
+            if scheme is not None and not _covers_decoder(scheme):
+                return
+            key = f"compressed-tensors:{scheme.scheme}" if scheme and scheme.scheme else None
+            shown += f", {scheme.scheme} scheme" if scheme and scheme.scheme else ""
+        outcomes = self.value("target_quant_in_draft") or {}
+        outcome = outcomes.get(key) if key else None
+        own = self._first_release("draft_quant_config_source", "draft")
+        fix = f"serve with vLLM {own} or later, which builds the draft with its own (absent) " + (
+            "quantization config"
+        )
+        where = Location(TARGET_CONFIG, f"{pointer}/quant_method" if method else pointer)
+        keys = ("draft_quant_config_source", "target_quant_in_draft")
+        built = (
+            f"the target is quantized ({shown}) and the draft is not: {self.p.title} builds "
+            "the draft's decoder layers with the target's quantization config"
+        )
+        if outcome is None:
+            self.event(
+                rule_ids.TARGET_QUANTIZATION_NOT_MODELLED,
+                f"{built}; draftfit has no record of what that method makes of an "
+                "unquantized draft's weights",
+                where,
+                keys,
+                fix=fix,
+            )
+            return
+        example = next(
+            (n for n in self.spec.tensors if n.endswith("_proj.weight")), "*_proj.weight"
+        )
+        if outcome == "no-weight":
+            fused = re.sub(r"\.[qkv]_proj\.", ".qkv_proj.", example)
+            fused = re.sub(r"\.(gate|up)_proj\.", ".gate_up_proj.", fused)
+            what = (
+                "whose layers hold packed weights (`qweight` / `weight_packed`) and no "
+                f"`weight`, so loading the draft's `{example}` fails at start-up with "
+                f"KeyError: '{fused}'"
+            )
+        else:
+            what = (
+                "whose layers take the draft's weights in the quantized dtype beside scales "
+                "the draft does not store, left at their initial values: the loader does not "
+                "notice, and the draft's proposals are garbage (acceptance near zero, no error)"
+            )
+        self.event(
+            rule_ids.DRAFT_BUILT_WITH_TARGET_QUANTIZATION, f"{built}, {what}", where, keys, fix=fix
+        )
 
     def _target_capable(self) -> None:
         t = self.target
@@ -1043,3 +1160,17 @@ def _suggest_architecture(method: str | None, registered: list[str]) -> str | No
 
 
 Builder = _Builder
+
+
+# Decoder projections every EAGLE draft builds, as draftfit names them (`DraftQuant.covers`).
+_DECODER_PROJECTIONS = (
+    "layers.0.self_attn.q_proj",
+    "layers.0.self_attn.o_proj",
+    "layers.0.mlp.gate_proj",
+    "layers.0.mlp.down_proj",
+)
+
+
+def _covers_decoder(q: DraftQuant) -> bool:
+    """Whether a compressed-tensors config quantizes the draft's decoder projections."""
+    return q.all_linear or any(q.covers(m) for m in _DECODER_PROJECTIONS)

@@ -4,7 +4,8 @@ and, for a key of `config.json`, the line of that key.
 Only files that exist locally have such places: a Hub checkpoint's findings carry no file
 path (a CI annotation cannot point into a Hub repository), and neither do findings about a
 tensor the checkpoint lacks. A finding about the target's config points at the target's
-`config.json` when the target is a local folder. `config.json` is only read.
+`config.json` (or the other target file it names) when the target is a local folder.
+`config.json` is only read.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from draftfit.engines.builder import TARGET_CONFIG
+from draftfit.engines.builder import TARGET_CONFIG, TARGET_FILE_PREFIX
 from draftfit.json_lines import line_of, pointer_lines
 from draftfit.location import Location
 
@@ -42,6 +43,11 @@ def place_of(draft_source: str, location: Location, target_source: str | None = 
         if target_source is None:
             return Place()
         folder_name, name = target_source, CONFIG_FILE
+    elif location.file.startswith(TARGET_FILE_PREFIX):
+        # Another file of the target folder (`quant_model_description.json`): the file, no line.
+        if target_source is None:
+            return Place()
+        folder_name, name = target_source, location.file.removeprefix(TARGET_FILE_PREFIX)
     file_path = Path(folder_name) / name
     try:
         if not file_path.is_file():

@@ -48,6 +48,7 @@ from draftfit.rules.norms import (
     norm_flag_ignored,
 )
 from draftfit.rules.target import (
+    draft_built_with_target_quantization,
     draft_context_refused,
     draft_context_shorter_than_target,
     draft_inherits_target_quantization,
@@ -55,6 +56,9 @@ from draftfit.rules.target import (
     target_capability_unknown,
     target_hidden_size_mismatch,
     target_not_eagle3_capable,
+    target_quantization_not_modelled,
+    target_rotation_unchecked,
+    target_rotation_uncompensated,
 )
 from draftfit.rules.tensors import (
     head_dim_not_declared,
@@ -433,6 +437,20 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     },
     draft_inherits_target_quantization: {  # DF515
         "sglang": ("draft_quantization_inherited", "draft_quantization_opt_out"),
+    },
+    target_rotation_uncompensated: {  # DF516
+        "vllm": ("draft_rotation_compensated",),
+        "sglang": ("draft_rotation_compensated",),
+    },
+    draft_built_with_target_quantization: {  # DF517
+        "vllm": ("draft_quant_config_source", "target_quant_in_draft"),
+    },
+    target_quantization_not_modelled: {  # DF518
+        "vllm": ("draft_quant_config_source", "target_quant_in_draft"),
+    },
+    target_rotation_unchecked: {  # DF519
+        "vllm": ("draft_rotation_compensated",),
+        "sglang": ("draft_rotation_compensated",),
     },
     draft_sliding_window_ignored: {  # DF130
         "vllm": ("draft_sliding_window_honoured",),

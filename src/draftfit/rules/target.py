@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from draftfit.rule_ids import (
+    DRAFT_BUILT_WITH_TARGET_QUANTIZATION,
     DRAFT_CONTEXT_REFUSED,
     DRAFT_CONTEXT_SHORTER_THAN_TARGET,
     DRAFT_INHERITS_TARGET_QUANTIZATION,
@@ -10,6 +11,9 @@ from draftfit.rule_ids import (
     TARGET_CAPABILITY_UNKNOWN,
     TARGET_HIDDEN_SIZE_MISMATCH,
     TARGET_NOT_EAGLE3_CAPABLE,
+    TARGET_QUANTIZATION_NOT_MODELLED,
+    TARGET_ROTATION_UNCHECKED,
+    TARGET_ROTATION_UNCOMPENSATED,
 )
 from draftfit.rules.base import event_rule
 
@@ -179,4 +183,127 @@ def draft_inherits_target_quantization() -> None:
     ## Fix
     Leave `--quantization` out (SGLang reads the target's method from its config.json) or,
     where the release has it, pass `--speculative-draft-model-quantization unquant`.
+    """
+
+
+@event_rule(
+    TARGET_ROTATION_UNCOMPENSATED,
+    "the target's hidden states are rotated (QuaRot) and the draft reads them unrotated",
+    needs_target=True,
+)
+def target_rotation_uncompensated() -> None:
+    """## What it checks
+    The target was quantized with ModelSlim's QuaRot (its `quant_model_description.json` has
+    `optional.quarot.rotation_map.global_rotation` or `metadata.quarot`, or the folder holds
+    `optional/quarot.safetensors`), and the engine version loads the draft's `fc` (and, for
+    a draft without its own embedding, the target's rotated embedding) as stored.
+
+    ## Why it matters
+    QuaRot multiplies the target's residual stream by an orthogonal matrix `Q`: the target's
+    outputs do not change, but the hidden states the draft reads are `XQ`, not the `X` it was
+    trained on. Nothing fails; acceptance drops to about zero (vllm-project/vllm-ascend#7038: mean
+    acceptance length 1.07 with `Qwen3-32B-w8a8-quarot`, 3.09 once `fc` is anti-rotated).
+    Upstream vLLM does not serve ModelSlim checkpoints and has no rotation handling; the
+    vllm-ascend plugin releases draftfit's data names anti-rotate EAGLE-3 drafts on load
+    (vllm-project/vllm-ascend#6914, #7038), but only when the description names the
+    rotation file, and EAGLE-1 drafts never. SGLang (NPU) reads ModelSlim checkpoints but
+    not the rotation (sgl-project/sglang#30524 is open). TensorRT-LLM does not serve
+    ModelSlim checkpoints and is not checked.
+
+    A draft whose speculators config names this very QuaRot checkpoint as its verifier (the
+    same model name as the target's, one that says QuaRot) was trained on the rotated model
+    and is not flagged; the rotation is a seeded random Hadamard matrix that can differ
+    between exports (seed, block size), so a draft trained on another rotated copy, or on
+    the base model, is.
+
+    ## Example
+    `Qwen3-32B-w8a8-QuaRot` (msModelSlim, `export_extra_info: true`) next to
+    `RedHatAI/Qwen3-32B-speculator.eagle3`, on a vLLM release whose vllm-ascend plugin does
+    not anti-rotate drafts.
+
+    ## Fix
+    Serve with a vLLM release whose vllm-ascend plugin anti-rotates the draft (the finding
+    names it), with a description that names the rotation (re-export the target with
+    msModelSlim's QuaRot `export_extra_info: true`); do not also pre-rotate the draft, or it
+    is rotated twice.
+    Otherwise use a draft trained on the rotated target, or multiply `fc.weight` by
+    blockdiag(Q, Q, Q) (and store `embed_tokens.weight` times Q^T) yourself.
+    """
+
+
+@event_rule(
+    DRAFT_BUILT_WITH_TARGET_QUANTIZATION,
+    "the engine builds the unquantized draft with the target's quantization",
+    needs_target=True,
+)
+def draft_built_with_target_quantization() -> None:
+    """## What it checks
+    A quantized target (its config.json has a `quantization_config`) next to a draft without
+    one, on the vLLM release that builds the draft's decoder layers with the target's
+    quantization config (`vllm_config.quant_config`). Earlier releases build them
+    unquantized, later ones with the draft's own config.
+
+    ## Why it matters
+    For weight-only packed methods (AWQ, GPTQ, compressed-tensors int4 / NVFP4) the layers
+    have `qweight` / `weight_packed` and no `weight`, so loading the draft's bf16 weights
+    fails at start-up with a `KeyError`. For FP8 and INT8 methods the layers take the
+    draft's weights in the quantized dtype next to scales the draft does not store, left at
+    their initial values; the loader does not notice, and the draft's proposals are garbage
+    (vllm-project/vllm#26402; acceptance 0 in vllm-project/vllm#9534).
+
+    ## Example
+    `Qwen/Qwen3-8B-FP8` next to a bf16 SpecForge EAGLE-3 draft on that release.
+
+    ## Fix
+    Serve with a vLLM release that builds the draft with its own quantization config.
+    """
+
+
+@event_rule(
+    TARGET_QUANTIZATION_NOT_MODELLED,
+    "the engine builds the draft with a target quantization draftfit has no record of",
+    needs_target=True,
+)
+def target_quantization_not_modelled() -> None:
+    """## What it checks
+    As DF517, for a target `quant_method` (or compressed-tensors scheme) whose parameters
+    draftfit has no record of in this vLLM version.
+
+    ## Why it matters
+    The draft's decoder layers are built with the target's method; whether an unquantized
+    draft's weights load into them, and compute the right thing, depends on that method.
+    draftfit does not guess.
+
+    ## Example
+    A `bitsandbytes` target next to a bf16 draft on that release.
+
+    ## Fix
+    Serve with a vLLM release that does not give the draft the target's quantization.
+    """
+
+
+@event_rule(
+    TARGET_ROTATION_UNCHECKED,
+    "draftfit could not tell whether the target's hidden states are rotated for the draft",
+    needs_target=True,
+)
+def target_rotation_unchecked() -> None:
+    """## What it checks
+    Whether draftfit could complete the QuaRot check of DF516: the target's ModelSlim
+    description (`quant_model_description.json`) was readable (locally, or fetched from the
+    Hub when no larger than the JSON reader's cap; offline, only from the local cache), and,
+    for a rotated target, draftfit has a record of the engine version's handling.
+
+    ## Why it matters
+    A rotated target makes an unrotated draft's proposals worthless without any error; when
+    the check cannot be made, draftfit says so rather than calling the pair compatible on a
+    guess.
+
+    ## Example
+    An offline check of a Hub target whose description is not in the local cache.
+
+    ## Fix
+    Check with the target's files available (download `quant_model_description.json`), or
+    for a vLLM version draftfit has no vllm-ascend record of, check that the plugin
+    anti-rotates the draft's `fc` for this target.
     """
