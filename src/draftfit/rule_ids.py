@@ -133,6 +133,9 @@ DRAFT_CONTEXT_REFUSED = RuleId("DF506", "draft-context-refused", _E, "target")
 DRAFT_INHERITS_TARGET_QUANTIZATION = RuleId(
     "DF515", "draft-inherits-target-quantization", _I, "target"
 )
+DRAFT_KV_PAGE_SIZE_REFUSED = RuleId("DF530", "draft-kv-page-size-refused", _E, "target")
+DRAFT_HEAD_SIZE_UNSUPPORTED = RuleId("DF531", "draft-head-size-unsupported", _W, "target")
+DRAFT_HEAD_SIZE_FALLBACK = RuleId("DF532", "draft-head-size-fallback-backend", _W, "target")
 NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _W, "norms")
 NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _W, "norms")
 NORM_OUTPUT_SEMANTICS_DIFFER = RuleId("DF603", "norm-output-semantics-differ", _W, "norms")
@@ -246,6 +249,9 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     TARGET_CAPABILITY_UNKNOWN,
     DRAFT_CONTEXT_REFUSED,
     DRAFT_INHERITS_TARGET_QUANTIZATION,
+    DRAFT_KV_PAGE_SIZE_REFUSED,
+    DRAFT_HEAD_SIZE_UNSUPPORTED,
+    DRAFT_HEAD_SIZE_FALLBACK,
     NORM_FLAG_IGNORED,
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_OUTPUT_SEMANTICS_DIFFER,

@@ -50,7 +50,10 @@ from draftfit.rules.norms import (
 from draftfit.rules.target import (
     draft_context_refused,
     draft_context_shorter_than_target,
+    draft_head_size_fallback,
+    draft_head_size_unsupported,
     draft_inherits_target_quantization,
+    draft_kv_page_size_refused,
     shared_embedding_width_mismatch,
     target_capability_unknown,
     target_hidden_size_mismatch,
@@ -433,6 +436,16 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     },
     draft_inherits_target_quantization: {  # DF515
         "sglang": ("draft_quantization_inherited", "draft_quantization_opt_out"),
+    },
+    draft_kv_page_size_refused: {  # DF530
+        "vllm": ("kv_page_size_uniform",),
+        "sglang": ("draft_kv_geometry_own",),
+    },
+    draft_head_size_unsupported: {  # DF531
+        "vllm": ("draft_head_size_backend",),
+    },
+    draft_head_size_fallback: {  # DF532
+        "vllm": ("draft_head_size_backend",),
     },
     draft_sliding_window_ignored: {  # DF130
         "vllm": ("draft_sliding_window_honoured",),
