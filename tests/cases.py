@@ -1033,22 +1033,35 @@ case(
     engines=("vllm==0.10.2",),
     verdict="incompatible",
 )(with_target(_geometry_draft(80), **_QWEN3_32B_LIKE))
-case("kv-head-dim-80-vllm-0.11.0", {"DF532"}, {"DF530", "DF531"}, engines=("vllm==0.11.0",))(
-    with_target(_geometry_draft(80), **_QWEN3_32B_LIKE)
-)
-case("kv-head-dim-80-vllm-0.11.1", set(), _KV, engines=("vllm==0.11.1",), verdict="compatible")(
-    with_target(_geometry_draft(80), **_QWEN3_32B_LIKE)
-)
-case("kv-head-dim-80-vllm-0.34", set(), _KV, verdict="compatible")(
+case(
+    "kv-head-dim-80-vllm-0.11.0", {"DF532", "DF533"}, {"DF530", "DF531"}, engines=("vllm==0.11.0",)
+)(with_target(_geometry_draft(80), **_QWEN3_32B_LIKE))
+case(
+    "kv-head-dim-80-vllm-0.11.1",
+    {"DF533"},
+    _KV,
+    engines=("vllm==0.11.1",),
+    verdict="compatible",
+)(with_target(_geometry_draft(80), **_QWEN3_32B_LIKE))
+case("kv-head-dim-80-vllm-0.34", set(), _KV | {"DF533"}, verdict="compatible")(
     with_target(_geometry_draft(80), **_QWEN3_32B_LIKE)
 )
 case("kv-head-dim-80-sglang", set(), _KV, engines=("sglang==0.5.23", "sglang==0.4.4"))(
     with_target(_geometry_draft(80, arch="LlamaForCausalLMEagle3"), **_QWEN3_32B_LIKE)
 )
-case("kv-same-geometry-vllm-0.9.1", set(), _KV, engines=("vllm==0.9.1", "vllm==0.10.2"))(
-    with_target(_geometry_draft(128), **_QWEN3_32B_LIKE)
+case(
+    "kv-same-geometry-vllm-0.9.1",
+    set(),
+    _KV | {"DF533"},
+    engines=("vllm==0.9.1", "vllm==0.10.2", "vllm==0.11.1"),
+)(with_target(_geometry_draft(128), **_QWEN3_32B_LIKE))
+case(
+    "kv-heads-differ-vllm-0.10.2", {"DF530"}, {"DF531", "DF532", "DF533"}, engines=("vllm==0.10.2",)
+)(with_target(_geometry_draft(128, kv=2), **_QWEN3_32B_LIKE))
+case("kv-heads-differ-vllm-0.28", {"DF533"}, _KV, engines=("vllm==0.28.0",))(
+    with_target(_geometry_draft(128, kv=2), **_QWEN3_32B_LIKE)
 )
-case("kv-heads-differ-vllm-0.10.2", {"DF530"}, {"DF531", "DF532"}, engines=("vllm==0.10.2",))(
+case("kv-heads-differ-vllm-0.29", set(), _KV | {"DF533"}, engines=("vllm==0.29.0",))(
     with_target(_geometry_draft(128, kv=2), **_QWEN3_32B_LIKE)
 )
 case("kv-derived-head-size-vllm-0.10.2", {"DF530"}, engines=("vllm==0.10.2",))(
@@ -1058,7 +1071,7 @@ case("kv-gemma2-eagle1-288-vllm-0.9.1", {"DF530", "DF531"}, engines=("vllm==0.9.
     _gemma2_eagle1()
 )
 case("kv-gemma2-eagle1-288-vllm-0.11.1", set(), _KV, engines=("vllm==0.11.1",))(_gemma2_eagle1())
-case("kv-mla-target-vllm-0.10.2", set(), _KV, engines=("vllm==0.10.2",))(
+case("kv-mla-target-vllm-0.10.2", set(), _KV | {"DF533"}, engines=("vllm==0.10.2", "vllm==0.11.1"))(
     with_target(_geometry_draft(80), kv_lora_rank=512, qk_rope_head_dim=64)
 )
 # A target whose own head size FlashAttention refuses (the miniature default, 16) is served

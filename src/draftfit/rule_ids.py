@@ -136,6 +136,7 @@ DRAFT_INHERITS_TARGET_QUANTIZATION = RuleId(
 DRAFT_KV_PAGE_SIZE_REFUSED = RuleId("DF530", "draft-kv-page-size-refused", _E, "target")
 DRAFT_HEAD_SIZE_UNSUPPORTED = RuleId("DF531", "draft-head-size-unsupported", _W, "target")
 DRAFT_HEAD_SIZE_FALLBACK = RuleId("DF532", "draft-head-size-fallback-backend", _W, "target")
+DRAFT_KV_TRANSFER_SIZE_DIFFERS = RuleId("DF533", "draft-kv-transfer-size-differs", _I, "target")
 NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _W, "norms")
 NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _W, "norms")
 NORM_OUTPUT_SEMANTICS_DIFFER = RuleId("DF603", "norm-output-semantics-differ", _W, "norms")
@@ -252,6 +253,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     DRAFT_KV_PAGE_SIZE_REFUSED,
     DRAFT_HEAD_SIZE_UNSUPPORTED,
     DRAFT_HEAD_SIZE_FALLBACK,
+    DRAFT_KV_TRANSFER_SIZE_DIFFERS,
     NORM_FLAG_IGNORED,
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_OUTPUT_SEMANTICS_DIFFER,

@@ -21,6 +21,7 @@ from draftfit.target import Target
 
 PAGE_FACT = "kv_page_size_uniform"
 HEAD_FACT = "draft_head_size_backend"
+NIXL_FACT = "nixl_uniform_kv_tensor_size"
 
 
 def kv_geometry_events(
@@ -47,18 +48,29 @@ def _field(draft: KvGeometry, verifier: KvGeometry, pointer: str) -> str:
     return f"{pointer}/num_key_value_heads"
 
 
+def _tp_note(draft: KvGeometry, verifier: KvGeometry) -> str:
+    """Where only the KV head counts differ, the tensor-parallel size at which each GPU
+    holds one KV head of each (vLLM replicates KV heads beyond their count)."""
+    if draft.head_dim != verifier.head_dim:
+        return ""
+    widest = max(draft.kv_heads, verifier.kv_heads)
+    return (
+        f" (at a tensor-parallel size of {widest} or more each GPU holds one KV head of each "
+        "and the sizes match)"
+    )
+
+
 def _page_size(
     profile: Profile, draft: KvGeometry, verifier: KvGeometry, pointer: str
 ) -> list[Event]:
-    if profile.value(PAGE_FACT) is not True or draft.per_token == verifier.per_token:
+    if draft.per_token == verifier.per_token:
         return []
-    tp_note = ""
-    if draft.head_dim == verifier.head_dim:
-        widest = max(draft.kv_heads, verifier.kv_heads)
-        tp_note = (
-            f" (at a tensor-parallel size of {widest} or more each GPU holds one KV head of "
-            "each and the pages match)"
-        )
+    uniform = profile.value(PAGE_FACT)
+    if uniform is False:
+        return _transfer(profile, draft, verifier, pointer)
+    if uniform is not True:
+        return []
+    tp_note = _tp_note(draft, verifier)
     later = first_release_where(profile, lambda p: p.value(PAGE_FACT) is False)
     retrain = f"a draft trained with the target's KV geometry ({verifier.describe()})"
     fix = (
@@ -77,6 +89,36 @@ def _page_size(
             config_at(_field(draft, verifier, pointer)),
             profile.sources(PAGE_FACT),
             fix,
+        )
+    ]
+
+
+def _transfer(
+    profile: Profile, draft: KvGeometry, verifier: KvGeometry, pointer: str
+) -> list[Event]:
+    """A note where the KV cache takes layers of different sizes but the NIXL connector of
+    prefill/decode disaggregation asserts one tensor size."""
+    assertion = profile.value(NIXL_FACT)
+    if not isinstance(assertion, str):
+        return []
+    later = first_release_where(profile, lambda p: p.value(NIXL_FACT) is False)
+    retrain = f"a draft trained with the target's KV geometry ({verifier.describe()})"
+    return [
+        Event(
+            rule_ids.DRAFT_KV_TRANSFER_SIZE_DIFFERS,
+            f"the draft caches {draft.describe()} per layer, the target {verifier.describe()}: "
+            f"{profile.title} gives each layer a KV tensor of its own size, which is fine, but "
+            "under prefill/decode disaggregation with NixlConnector (--kv-transfer-config) "
+            f"start-up fails with `{assertion}` while the KV "
+            f"caches are registered{_tp_note(draft, verifier)}",
+            config_at(_field(draft, verifier, pointer)),
+            profile.sources(NIXL_FACT, PAGE_FACT),
+            "without prefill/decode disaggregation, nothing; with it, "
+            + (
+                f"use vLLM {later} or later (the assertion is gone) or {retrain}"
+                if later
+                else f"use {retrain}"
+            ),
         )
     ]
 

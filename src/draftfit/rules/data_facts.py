@@ -54,6 +54,7 @@ from draftfit.rules.target import (
     draft_head_size_unsupported,
     draft_inherits_target_quantization,
     draft_kv_page_size_refused,
+    draft_kv_transfer_size_differs,
     shared_embedding_width_mismatch,
     target_capability_unknown,
     target_hidden_size_mismatch,
@@ -440,6 +441,9 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     draft_kv_page_size_refused: {  # DF530
         "vllm": ("kv_page_size_uniform",),
         "sglang": ("draft_kv_geometry_own",),
+    },
+    draft_kv_transfer_size_differs: {  # DF533
+        "vllm": ("nixl_uniform_kv_tensor_size", "kv_page_size_uniform"),
     },
     draft_head_size_unsupported: {  # DF531
         "vllm": ("draft_head_size_backend",),

@@ -10,6 +10,7 @@ from draftfit.rule_ids import (
     DRAFT_HEAD_SIZE_UNSUPPORTED,
     DRAFT_INHERITS_TARGET_QUANTIZATION,
     DRAFT_KV_PAGE_SIZE_REFUSED,
+    DRAFT_KV_TRANSFER_SIZE_DIFFERS,
     SHARED_EMBEDDING_WIDTH_MISMATCH,
     TARGET_CAPABILITY_UNKNOWN,
     TARGET_HIDDEN_SIZE_MISMATCH,
@@ -270,4 +271,30 @@ def draft_head_size_fallback() -> None:
     ## Fix
     Use an engine version that builds the draft's metadata with the draft's own backend, or
     a draft whose `head_dim` FlashAttention takes.
+    """
+
+
+@event_rule(
+    DRAFT_KV_TRANSFER_SIZE_DIFFERS,
+    "prefill/decode disaggregation refuses the draft's KV tensors of another size",
+    needs_target=True,
+)
+def draft_kv_transfer_size_differs() -> None:
+    """## What it checks
+    As DF530, on engine versions that do run a draft whose per-token KV size differs from
+    the target's: each layer then gets a KV tensor of its own size, and the KV transfer of
+    prefill/decode disaggregation may require one size.
+
+    ## Why it matters
+    vLLM's NIXL connector (`--kv-transfer-config` with `NixlConnector`) asserts `All kv
+    cache tensors must have the same size` while it registers the KV caches of a non-MLA
+    model, so a disaggregated deployment fails at start-up (vllm-project/vllm#48529).
+    Without disaggregation nothing happens: this is a note, not an error.
+
+    ## Example
+    A draft with 4 KV heads next to a target with 8 (MiniMax-M3 with its EAGLE-3 draft).
+
+    ## Fix
+    Without prefill/decode disaggregation, nothing. With it, use an engine version without
+    the assertion, or a draft trained with the target's KV geometry.
     """
