@@ -140,6 +140,10 @@ DRAFT_BUILT_WITH_TARGET_QUANTIZATION = RuleId(
 )
 TARGET_QUANTIZATION_NOT_MODELLED = RuleId("DF518", "target-quantization-not-modelled", _I, "target")
 TARGET_ROTATION_UNCHECKED = RuleId("DF519", "target-rotation-unchecked", _I, "target")
+DRAFT_KV_PAGE_SIZE_REFUSED = RuleId("DF530", "draft-kv-page-size-refused", _E, "target")
+DRAFT_HEAD_SIZE_UNSUPPORTED = RuleId("DF531", "draft-head-size-unsupported", _W, "target")
+DRAFT_HEAD_SIZE_FALLBACK = RuleId("DF532", "draft-head-size-fallback-backend", _W, "target")
+DRAFT_KV_TRANSFER_SIZE_DIFFERS = RuleId("DF533", "draft-kv-transfer-size-differs", _I, "target")
 NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _W, "norms")
 NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _W, "norms")
 NORM_OUTPUT_SEMANTICS_DIFFER = RuleId("DF603", "norm-output-semantics-differ", _W, "norms")
@@ -258,6 +262,10 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     DRAFT_BUILT_WITH_TARGET_QUANTIZATION,
     TARGET_QUANTIZATION_NOT_MODELLED,
     TARGET_ROTATION_UNCHECKED,
+    DRAFT_KV_PAGE_SIZE_REFUSED,
+    DRAFT_HEAD_SIZE_UNSUPPORTED,
+    DRAFT_HEAD_SIZE_FALLBACK,
+    DRAFT_KV_TRANSFER_SIZE_DIFFERS,
     NORM_FLAG_IGNORED,
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_OUTPUT_SEMANTICS_DIFFER,

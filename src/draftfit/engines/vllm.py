@@ -48,6 +48,7 @@ from draftfit.engines.view import (
     AuxCapture,
     FateCause,
 )
+from draftfit.engines.vllm_kv import kv_geometry_events
 from draftfit.location import Location, config_at
 from draftfit.spec import EAGLE, EAGLE3, DraftSpec
 from draftfit.target import Target
@@ -950,6 +951,11 @@ class _Builder(BaseBuilder):
                 ("max_position_raised",),
                 fix=f"set max_position_embeddings to {t_max} (or cap --max-model-len)",
             )
+        if self.family not in self.mla_families:
+            for event in kv_geometry_events(
+                self.p, self.visible, t, self.spec.layer_config_pointer
+            ):
+                self.view.add(event)
 
     def _rotation_advice(self, compensated: str, rotation: Rotation) -> tuple[str, str] | None:
         """vLLM serves ModelSlim checkpoints only through the vllm-ascend plugin, whose

@@ -51,7 +51,11 @@ from draftfit.rules.target import (
     draft_built_with_target_quantization,
     draft_context_refused,
     draft_context_shorter_than_target,
+    draft_head_size_fallback,
+    draft_head_size_unsupported,
     draft_inherits_target_quantization,
+    draft_kv_page_size_refused,
+    draft_kv_transfer_size_differs,
     shared_embedding_width_mismatch,
     target_capability_unknown,
     target_hidden_size_mismatch,
@@ -451,6 +455,19 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     target_rotation_unchecked: {  # DF519
         "vllm": ("draft_rotation_compensated",),
         "sglang": ("draft_rotation_compensated",),
+    },
+    draft_kv_page_size_refused: {  # DF530
+        "vllm": ("kv_page_size_uniform",),
+        "sglang": ("draft_kv_geometry_own",),
+    },
+    draft_kv_transfer_size_differs: {  # DF533
+        "vllm": ("nixl_uniform_kv_tensor_size", "kv_page_size_uniform"),
+    },
+    draft_head_size_unsupported: {  # DF531
+        "vllm": ("draft_head_size_backend",),
+    },
+    draft_head_size_fallback: {  # DF532
+        "vllm": ("draft_head_size_backend",),
     },
     draft_sliding_window_ignored: {  # DF130
         "vllm": ("draft_sliding_window_honoured",),

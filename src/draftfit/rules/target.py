@@ -1,4 +1,5 @@
-"""DF5xx — the draft next to its target (verifier): capability, widths, context length."""
+"""DF5xx — the draft next to its target (verifier): capability, widths, context length,
+quantization, attention and KV-cache geometry."""
 
 from __future__ import annotations
 
@@ -6,7 +7,11 @@ from draftfit.rule_ids import (
     DRAFT_BUILT_WITH_TARGET_QUANTIZATION,
     DRAFT_CONTEXT_REFUSED,
     DRAFT_CONTEXT_SHORTER_THAN_TARGET,
+    DRAFT_HEAD_SIZE_FALLBACK,
+    DRAFT_HEAD_SIZE_UNSUPPORTED,
     DRAFT_INHERITS_TARGET_QUANTIZATION,
+    DRAFT_KV_PAGE_SIZE_REFUSED,
+    DRAFT_KV_TRANSFER_SIZE_DIFFERS,
     SHARED_EMBEDDING_WIDTH_MISMATCH,
     TARGET_CAPABILITY_UNKNOWN,
     TARGET_HIDDEN_SIZE_MISMATCH,
@@ -306,4 +311,117 @@ def target_rotation_unchecked() -> None:
     Check with the target's files available (download `quant_model_description.json`), or
     for a vLLM version draftfit has no vllm-ascend record of, check that the plugin
     anti-rotates the draft's `fc` for this target.
+    """
+
+
+@event_rule(
+    DRAFT_KV_PAGE_SIZE_REFUSED,
+    "the engine needs one KV page size and the draft's KV geometry differs from the target's",
+    needs_target=True,
+)
+def draft_kv_page_size_refused() -> None:
+    """## What it checks
+    The draft's per-token KV size (`num_key_value_heads`·`head_dim`, with `head_dim`
+    derived as `hidden_size // num_attention_heads` where the config has none) equals the
+    target's, on engine versions that keep the draft's attention layers in the target's
+    paged KV cache and need one page size for every layer. MLA drafts and MLA targets
+    (`kv_lora_rank`) cache a latent vector instead and are not compared.
+
+    ## Why it matters
+    vLLM registers the draft's layers with the target's and builds one KV-cache
+    configuration for all of them; where the layers' page sizes differ and the release has
+    no way to group them, start-up fails with a bare `NotImplementedError` from the KV-cache
+    utilities. Later releases put full-attention layers of different page sizes in one
+    group. SGLang gives the draft a KV pool of its own, built from the draft's config, so
+    it is not affected.
+
+    ## Example
+    `AngelSlim/Qwen3-32B_eagle3` (`head_dim: 80`) next to Qwen3-32B (`head_dim: 128`, 8 KV
+    heads).
+
+    ## Fix
+    Use an engine version that groups layers of different page sizes, or a draft trained
+    with the target's `num_key_value_heads` and `head_dim`.
+    """
+
+
+@event_rule(
+    DRAFT_HEAD_SIZE_UNSUPPORTED,
+    "the default attention backend refuses the draft's head size",
+    needs_target=True,
+)
+def draft_head_size_unsupported() -> None:
+    """## What it checks
+    The draft's head size (`head_dim`, else `hidden_size // num_attention_heads`, as the
+    engine derives it) is one the engine version's default attention backend takes, where
+    the target's is; a target whose own head size that backend refuses is served by another
+    backend anyway, so it is not compared.
+
+    ## Why it matters
+    vLLM picks FlashAttention for every layer on GPUs of compute capability 8.0 or newer in
+    the versions this rule fires for, and FlashAttention raises `Head size N is not
+    supported by FlashAttention` while the draft is built. The choice depends on the GPU,
+    so this is a warning: older GPUs get another backend.
+
+    ## Example
+    An EAGLE-1 head trained on Gemma-2 with no `head_dim` in its config: 4608 / 16 heads
+    derives 288 (vllm-project/vllm#27808); or a `head_dim: 80` draft.
+
+    ## Fix
+    Use an engine version that serves such layers with another backend, or a draft whose
+    `head_dim` is one the backend takes (declare `head_dim` where the derived value is not
+    the trained one).
+    """
+
+
+@event_rule(
+    DRAFT_HEAD_SIZE_FALLBACK,
+    "the draft's head size sends its layers to another attention backend than the target's",
+    needs_target=True,
+)
+def draft_head_size_fallback() -> None:
+    """## What it checks
+    As DF531, on engine versions that do not refuse the head size but give the draft's
+    layers another backend (FlexAttention) while building their attention metadata with the
+    target's.
+
+    ## Why it matters
+    vLLM falls back to FlexAttention for the draft's layers on GPUs where FlashAttention is
+    the default, but its EAGLE proposer builds the draft's attention metadata with the
+    first attention group's builder, the target's FlashAttention one: the draft's layers
+    get metadata made for another backend. draftfit has not seen this run; the finding
+    quotes the data's note.
+
+    ## Example
+    A `head_dim: 80` draft next to a `head_dim: 128` target.
+
+    ## Fix
+    Use an engine version that builds the draft's metadata with the draft's own backend, or
+    a draft whose `head_dim` FlashAttention takes.
+    """
+
+
+@event_rule(
+    DRAFT_KV_TRANSFER_SIZE_DIFFERS,
+    "prefill/decode disaggregation refuses the draft's KV tensors of another size",
+    needs_target=True,
+)
+def draft_kv_transfer_size_differs() -> None:
+    """## What it checks
+    As DF530, on engine versions that do run a draft whose per-token KV size differs from
+    the target's: each layer then gets a KV tensor of its own size, and the KV transfer of
+    prefill/decode disaggregation may require one size.
+
+    ## Why it matters
+    vLLM's NIXL connector (`--kv-transfer-config` with `NixlConnector`) asserts `All kv
+    cache tensors must have the same size` while it registers the KV caches of a non-MLA
+    model, so a disaggregated deployment fails at start-up (vllm-project/vllm#48529).
+    Without disaggregation nothing happens: this is a note, not an error.
+
+    ## Example
+    A draft with 4 KV heads next to a target with 8 (MiniMax-M3 with its EAGLE-3 draft).
+
+    ## Fix
+    Without prefill/decode disaggregation, nothing. With it, use an engine version without
+    the assertion, or a draft trained with the target's KV geometry.
     """
