@@ -5,12 +5,18 @@
    shape): in-process time of `check_path(..., values="sampled")` beside a plain check plus
    a raw `os.pread` of exactly the byte ranges the sampled check read; the whole CLI call;
    the bytes a sampled check moves when both sit on the Hub-shaped test server.
-2. Full mode on drafts with real (random) bytes, 1 GB by default (`--sizes 1,10` adds
-   10 GB): wall time and peak RSS of a fresh `draftfit check --values=full` process beside
-   `cat FILE > /dev/null` of the same file (page cache warm for both, alternating order).
+2. Full mode: first the fixed cost of a fresh process (the check of a draft with a few KB of
+   weights, beside the bare interpreter and `import numpy`); then EAGLE-3 drafts with real
+   (random) BF16 bytes, ~1 GB by default (`--sizes 1,10` adds a 10 GB, 3-shard draft shaped
+   for Llama-3.3-70B): wall time and peak RSS of a fresh `draftfit check --values=full`
+   process beside `cat FILES > /dev/null` of the same files, alternating, in the same page
+   cache state for both (`--cache warm`, `cold` or `warm,cold`; cold evicts the files with
+   `posix_fadvise(DONTNEED)` before each run). The draftfit processes run with their
+   bytecode cached, as an installed package has it.
 
 Ratios are printed against the baselines of the same run; nothing is asserted.
-Run: `python bench/values_speed.py [--sizes 1,10]` (needs the test extras for the Hub part).
+Run: `python bench/values_speed.py [--sizes 1,10] [--cache warm,cold] [--dir DIR]
+[--skip-sampled]` (needs the test extras: the drafts are built with tests/factory.py).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,6 +32,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +44,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 from check_speed import kimi_target_table  # noqa: E402
 from draftfit.checker import check_path  # noqa: E402
 from draftfit.checkpoint import access as access_module  # noqa: E402
-from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors  # noqa: E402
+from draftfit.checkpoint.dtypes import byte_size  # noqa: E402
+from draftfit.checkpoint.safetensors import (  # noqa: E402
+    TensorToWrite,
+    build_header,
+    write_safetensors,
+)
 from draftfit.demo import build_demo, demo_config  # noqa: E402
 from draftfit.synth import write_sparse_checkpoint  # noqa: E402
 
@@ -100,7 +113,7 @@ def raw_pread(ranges: list[tuple[Path, int, int]]) -> int:
     return total
 
 
-def cli(args: list[str]) -> tuple[float, int]:
+def cli(args: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
     """Wall seconds and peak RSS (bytes) of one fresh `python -m draftfit` process."""
     probe = (
         "import resource, subprocess, sys, time\n"
@@ -109,7 +122,7 @@ def cli(args: list[str]) -> tuple[float, int]:
         "w = time.perf_counter() - t\n"
         "print(w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = env or {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     out = subprocess.run(
         [sys.executable, "-c", probe, sys.executable, "-m", "draftfit", *args],
         capture_output=True,
@@ -120,35 +133,117 @@ def cli(args: list[str]) -> tuple[float, int]:
     return float(out[0]), int(out[1])
 
 
-def cat_seconds(path: Path) -> float:
+def cat_seconds(paths: list[Path]) -> float:
+    """Wall seconds of `cat FILES > /dev/null`."""
     start = time.perf_counter()
     with open(os.devnull, "wb") as sink:
-        subprocess.run(["cat", str(path)], stdout=sink, check=True)
+        subprocess.run(["cat", *map(str, paths)], stdout=sink, check=True)
     return time.perf_counter() - start
 
 
+def evict(paths: list[Path]) -> None:
+    """Drop the files' pages from the page cache (they are clean: written and synced), so
+    the next read comes from the disk."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+# EAGLE-3 drafts shaped like those trained for Llama-3.1-8B and Llama-3.3-70B targets:
+# (hidden, attention heads, KV heads, intermediate); head_dim 128, vocabulary 128256,
+# draft vocabulary 32000.
+LLAMA_8B = (4096, 32, 8, 14336)
+LLAMA_70B = (8192, 64, 8, 28672)
+SHARD_BYTES = 5 * 10**9  # what `save_pretrained(max_shard_size="5GB")` writes
+
+
+def real_draft_table(
+    gigabytes: float,
+) -> tuple[dict[str, Any], list[tuple[str, str, tuple[int, ...]]]]:
+    """Config and tensor table (SpecForge naming) of an EAGLE-3 draft of about `gigabytes`
+    GB: Llama-3.1-8B-shaped below 4 GB (no embedding), Llama-3.3-70B-shaped above (with
+    its 2.1 GB embedding), decoder layers added while they bring the size closer."""
+    from tests.factory import eagle3_tensors, llama_layer_config
+
+    hidden, heads, kv, inter = LLAMA_70B if gigabytes >= 4 else LLAMA_8B
+    dims = {"hidden": hidden, "heads": heads, "kv": kv, "head_dim": 128, "inter": inter}
+    vocab, draft_vocab = 128256, 32000
+
+    def table(layers: int) -> dict[str, Any]:
+        return eagle3_tensors(
+            **dims,
+            vocab=vocab,
+            draft_vocab=draft_vocab,
+            layers=layers,
+            embed=gigabytes >= 4,
+        )
+
+    def size(layers: int) -> int:
+        return sum(byte_size(t.dtype, t.shape) or 0 for t in table(layers).values())
+
+    layers = 1
+    while abs(size(layers + 1) - gigabytes * 1e9) < abs(size(layers) - gigabytes * 1e9):
+        layers += 1
+    config = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        **llama_layer_config(hidden, heads, kv, 128, inter, vocab, layers),
+        "draft_vocab_size": draft_vocab,
+        "torch_dtype": "bfloat16",
+    }
+    return config, [(name, t.dtype, t.shape) for name, t in table(layers).items()]
+
+
 def real_draft(root: Path, gigabytes: float) -> Path:
-    """A speculators-layout draft of ~`gigabytes` GB with random trained-like BF16 bytes."""
-    config = demo_config("speculators-kimi-k2-eagle3.config.json")
-    hidden = 4096
-    rows = int(gigabytes * 1e9 / (hidden * 2) / 8)
-    table = [(f"layers.0.mlp.w{k}.weight", "BF16", (rows, hidden)) for k in range(8)]
+    """The draft of :func:`real_draft_table` with random trained-like BF16 values in every
+    matrix (Laplace, scale 0.03), in shards of at most 5 GB; norms and vocabulary maps
+    hold zeros."""
+    config, table = real_draft_table(gigabytes)
     path = root / f"draft-{gigabytes:g}gb"
     path.mkdir(parents=True)
-    (path / "config.json").write_text(json.dumps(config))
-    file = path / "model.safetensors"
-    write_safetensors(file, [TensorToWrite(n, d, s, None) for n, d, s in table])
+    (path / "config.json").write_text(json.dumps(config, indent=2))
+    shards: list[list[tuple[str, str, tuple[int, ...]]]] = [[]]
+    used = 0
+    for item in table:
+        item_bytes = byte_size(item[1], item[2]) or 0
+        if shards[-1] and used + item_bytes > SHARD_BYTES:
+            shards.append([])
+            used = 0
+        shards[-1].append(item)
+        used += item_bytes
     rng = np.random.default_rng(0)
-    n = int.from_bytes(file.open("rb").read(8), "little")
+    # one pool of values, read at a random offset for each block: every block differs
+    pool = rng.laplace(0, 0.03, 16 * 1024 * 1024).astype(np.float32).view(np.uint32) >> 16
+    pool_bytes = pool.astype("<u2").tobytes() * 2
     block = 8 * 1024 * 1024
-    with file.open("r+b") as handle:
-        handle.seek(8 + n)
-        remaining = file.stat().st_size - 8 - n
-        while remaining > 0:
-            count = min(block, remaining) // 2
-            values = rng.laplace(0, 0.03, count).astype(np.float32)
-            handle.write((values.view(np.uint32) >> 16).astype("<u2").tobytes())
-            remaining -= count * 2
+    weight_map = {}
+    for k, shard in enumerate(shards):
+        name = (
+            "model.safetensors"
+            if len(shards) == 1
+            else f"model-{k + 1:05d}-of-{len(shards):05d}.safetensors"
+        )
+        file = path / name
+        write_safetensors(file, [TensorToWrite(n, d, s, None) for n, d, s in shard])
+        prefix, layout = build_header(shard)
+        with file.open("r+b") as handle:
+            for (tensor, dtype, shape), (_, begin, end) in zip(shard, layout, strict=True):
+                weight_map[tensor] = name
+                if dtype != "BF16" or len(shape) != 2:
+                    continue
+                handle.seek(len(prefix) + begin)
+                for at in range(begin, end, block):
+                    offset = 2 * int(rng.integers(0, len(pool_bytes) // 4))
+                    handle.write(pool_bytes[offset : offset + min(block, end - at)])
+            handle.flush()
+            os.fsync(handle.fileno())
+    if len(shards) > 1:
+        index = {"metadata": {}, "weight_map": weight_map}
+        (path / "model.safetensors.index.json").write_text(json.dumps(index, indent=2))
     return path
 
 
@@ -170,8 +265,10 @@ def sampled_section(root: Path) -> None:
     extra = [r for r in ranges if r not in set(plain_ranges)]
     read_bytes = sum(end - start for _, start, end in extra)
     raw = median_seconds(lambda: raw_pread(extra))
-    cli_plain, rss_plain = cli(["check", str(draft), "--target", str(target)])
-    cli_sampled, rss_sampled = cli(["check", str(draft), "--target", str(target), "--values"])
+    env = child_env(root)
+    cli(["check", str(draft)], env)  # writes the bytecode cache
+    cli_plain, rss_plain = cli(["check", str(draft), "--target", str(target)], env)
+    cli_sampled, rss_sampled = cli(["check", str(draft), "--target", str(target), "--values"], env)
 
     print(
         f"Sampled mode, Kimi-K2 pair: draft {draft_bytes / 1e9:.1f} GB, target "
@@ -240,41 +337,112 @@ def hub_section(root: Path, draft: Path, target: Path) -> None:
         )
 
 
-def full_section(root: Path, sizes: list[float]) -> None:
+def child_env(root: Path) -> dict[str, str]:
+    """The environment of the timed draftfit processes: this tree's draftfit, with its
+    bytecode cached (under `root`), as an installed package has it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    return env
+
+
+def fixed_cost(root: Path, env: dict[str, str]) -> float:
+    """What a `--values=full` process costs whatever the draft's size: the same check on a
+    draft with a few KB of weights, beside the interpreter alone and `import numpy`."""
+    tiny = root / "draft-tiny"
+    tiny.mkdir()
+    weights = [TensorToWrite("fc.weight", "BF16", (64, 64), bytes(64 * 64 * 2))]
+    write_safetensors(tiny / "model.safetensors", weights)
+    (tiny / "config.json").write_text(json.dumps(real_draft_table(1)[0]))
+    args = ["check", str(tiny), "--values=full", "--format", "json"]
+    cli(args, env)  # writes the bytecode cache
+
+    def fresh(command: list[str]) -> float:
+        start = time.perf_counter()
+        subprocess.run(command, env=env, capture_output=True, check=False)
+        return time.perf_counter() - start
+
+    def median(command: list[str]) -> float:
+        return statistics.median(fresh(command) for _ in range(REPEAT))
+
+    bare = median([sys.executable, "-c", "pass"])
+    numpy_import = median([sys.executable, "-c", "import numpy"])
+    plain = median([sys.executable, "-m", "draftfit", *args[:2], "--format", "json"])
+    full = median([sys.executable, "-m", "draftfit", *args])
+    text = median([sys.executable, "-m", "draftfit", *args[:3]])
+    print("Fixed cost of a fresh process (a draft with 8 KB of weights; bytecode cached)")
+    print(f"  python -c pass                      {bare * 1e3:6.0f} ms")
+    print(f"  python -c 'import numpy'            {numpy_import * 1e3:6.0f} ms")
+    print(f"  check --format json                 {plain * 1e3:6.0f} ms")
+    print(f"  check --values=full --format json   {full * 1e3:6.0f} ms")
+    print(f"  check --values=full (text)          {text * 1e3:6.0f} ms")
+    return full
+
+
+def full_section(root: Path, sizes: list[float], caches: list[str]) -> None:
+    env = child_env(root)
+    fixed = fixed_cost(root, env)
     for gigabytes in sizes:
         print(f"writing a {gigabytes:g} GB real-byte draft ...", file=sys.stderr)
         draft = real_draft(root, gigabytes)
-        file = draft / "model.safetensors"
-        size = file.stat().st_size
-        cat_seconds(file)  # warm the page cache
-        cats, fulls, rss = [], [], 0
-        for _ in range(3):
-            cats.append(cat_seconds(file))
-            wall, peak = cli(["check", str(draft), "--values=full", "--format", "json"])
-            fulls.append(wall)
-            rss = max(rss, peak)
-        cat_t, full_t = statistics.median(cats), statistics.median(fulls)
-        print(f"Full mode, {size / 1e9:.2f} GB draft (page cache warm)")
-        print(f"  cat > /dev/null                     {size / cat_t / 1e9:6.2f} GB/s")
-        print(
-            f"  check --values=full (fresh process) {size / full_t / 1e9:6.2f} GB/s  "
-            f"= {cat_t / full_t:.0%} of cat; peak RSS {rss / 1e6:.0f} MB"
-        )
-        for child in draft.iterdir():
-            child.unlink()
-        draft.rmdir()
+        files = sorted(draft.glob("*.safetensors"))
+        size = sum(f.stat().st_size for f in files)
+        args = ["check", str(draft), "--values=full", "--format", "json"]
+        for cache in caches:
+            cats, fulls, rss = [], [], 0
+            if cache == "warm":
+                cat_seconds(files)  # read once: every later run finds the pages cached
+            for _ in range(3):  # alternating, the same cache state before each
+                if cache == "cold":
+                    evict(files)
+                cats.append(cat_seconds(files))
+                if cache == "cold":
+                    evict(files)
+                wall, peak = cli(args, env)
+                fulls.append(wall)
+                rss = max(rss, peak)
+            cat_t, full_t = statistics.median(cats), statistics.median(fulls)
+            state = (
+                "page cache warm for both"
+                if cache == "warm"
+                else "cold: the files evicted from the page cache before each run"
+            )
+            print(
+                f"Full mode, {size / 1e9:.2f} GB draft in {len(files)} file(s) ({state}; "
+                "medians of 3, alternating)"
+            )
+            print(
+                f"  cat FILES > /dev/null               {size / cat_t / 1e9:6.2f} GB/s  "
+                f"({cat_t:.2f} s)"
+            )
+            print(
+                f"  check --values=full (fresh process) {size / full_t / 1e9:6.2f} GB/s  "
+                f"({full_t:.2f} s) = {cat_t / full_t:.0%} of cat; peak RSS {rss / 1e6:.0f} MB"
+            )
+            print(
+                f"  the same, less the fixed cost       {size / (full_t - fixed) / 1e9:6.2f} GB/s  "
+                f"({full_t - fixed:.2f} s) = {cat_t / (full_t - fixed):.0%} of cat"
+            )
+        shutil.rmtree(draft)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1", help="full-mode draft sizes in GB (e.g. 1,10)")
+    parser.add_argument(
+        "--cache", default="warm", help="page cache state(s) for full mode: warm, cold or warm,cold"
+    )
     parser.add_argument("--skip-sampled", action="store_true")
+    parser.add_argument("--dir", type=Path, help="where to write the drafts (a temporary folder)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="draftfit-values-bench-") as tmp:
+    caches = [c for c in args.cache.split(",") if c]
+    if not set(caches) <= {"warm", "cold"}:
+        parser.error("--cache takes warm, cold or warm,cold")
+    with tempfile.TemporaryDirectory(prefix="draftfit-values-bench-", dir=args.dir) as tmp:
         root = Path(tmp)
         if not args.skip_sampled:
             sampled_section(root)
-        full_section(root, [float(s) for s in args.sizes.split(",") if s])
+        full_section(root, [float(s) for s in args.sizes.split(",") if s], caches)
 
 
 if __name__ == "__main__":

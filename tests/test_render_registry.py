@@ -210,3 +210,30 @@ def test_convert_text_names_the_output_as_the_user_wrote_it(tmp_path: Path) -> N
     result = convert_path(draft, "vllm", spelled, dry_run=True)
     assert f"-> {spelled}  (vllm convention)" in render(result, "text")
     assert json.loads(render(result, "json"))["output"] == str(tmp_path / "out")
+
+
+def _modules_loaded_by(args: list[str]) -> set[str]:
+    """The modules a fresh `draftfit ARGS` process imports (from `-X importtime`)."""
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "draftfit", *args],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    return {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+
+
+def test_a_check_loads_only_the_renderer_of_its_format(tmp_path: Path) -> None:
+    draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "specforge")
+    heavy = {"rich.console", "xml.etree.ElementTree", "draftfit.conversion", "draftfit.recipe"}
+    as_json = _modules_loaded_by(["check", str(draft), "--format", "json"])
+    assert "draftfit.render.json" in as_json and "draftfit.checker" in as_json
+    assert not heavy & as_json
+    as_text = _modules_loaded_by(["check", str(draft)])
+    assert "rich.console" in as_text
+    assert not {"xml.etree.ElementTree", "draftfit.conversion"} & as_text
+    as_junit = _modules_loaded_by(["check", str(draft), "--format", "junit"])
+    assert "xml.etree.ElementTree" in as_junit

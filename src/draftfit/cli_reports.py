@@ -13,7 +13,7 @@ import glob
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -144,7 +144,6 @@ def expand_drafts(arguments: Sequence[str]) -> list[str]:
 def run_check(args: argparse.Namespace) -> int:
     """`draftfit check D1 [D2 ...]`: one report per draft, the worst exit status."""
     from draftfit.checker import check_path
-    from draftfit.recipe import attach_recipes
     from draftfit.selection import apply_to_report
 
     fail_on = FailOn.parse(args.fail_on)
@@ -178,6 +177,8 @@ def run_check(args: argparse.Namespace) -> int:
         if not selection.is_default:
             apply_to_report(report, selection)
         if args.recipe:
+            from draftfit.recipe import attach_recipes  # and the converter: only for --recipe
+
             attach_recipes(report)
         reports.append(report)
         worst = max(worst, report.exit_code(fail_on))
@@ -244,30 +245,36 @@ def _options(args: argparse.Namespace, fail_on: FailOn | None) -> Any:
 
 
 def write_reports(reports: list[Any], args: argparse.Namespace, command: str, many: bool) -> None:
-    """Render `reports` in `args.format` (several drafts: one document) and write them."""
-    from draftfit.render.github import render_github_many
-    from draftfit.render.json import render_json
-    from draftfit.render.junit import render_junit_many
+    """Render `reports` in `args.format` (several drafts: one document) and write them.
+    Only the renderers of that format are imported (JSON never loads rich)."""
     from draftfit.render.registry import render
-    from draftfit.render.sarif import render_sarif_many
-    from draftfit.render.verdicts import statistics_lines, statistics_rows, verdict_lines
 
     options = _options(args, FailOn.parse(args.fail_on))
     fmt = args.format
-    combined: dict[str, Callable[[], str]] = {
-        "sarif": lambda: render_sarif_many(reports, options),
-        "github": lambda: render_github_many(reports, options),
-        "junit": lambda: render_junit_many(reports, options, command),
-    }
-    if fmt in combined:
-        text = combined[fmt]()
+    if fmt == "sarif":
+        from draftfit.render.sarif import render_sarif_many
+
+        text = render_sarif_many(reports, options)
+    elif fmt == "github":
+        from draftfit.render.github import render_github_many
+
+        text = render_github_many(reports, options)
+    elif fmt == "junit":
+        from draftfit.render.junit import render_junit_many
+
+        text = render_junit_many(reports, options, command)
     elif fmt == "json" and args.statistics:
+        from draftfit.render.json import render_json
+        from draftfit.render.verdicts import statistics_rows
+
         rows = [row for report in reports for row in statistics_rows(report)]
         text = render_json({"statistics": rows})
     elif fmt == "json" and many:
         documents = [report.to_dict(options.fail_on) for report in reports]
         text = json.dumps(documents, indent=2, sort_keys=True) + "\n"
     elif fmt == "text" and args.statistics:
+        from draftfit.render.verdicts import statistics_lines, verdict_lines
+
         blocks = []
         for report in reports:
             lines = [f"{report.draft}", *("  " + s for s in statistics_lines(report))]
@@ -275,6 +282,8 @@ def write_reports(reports: list[Any], args: argparse.Namespace, command: str, ma
             blocks.append("\n".join(lines) + "\n")
         text = "\n".join(blocks)
     elif fmt == "text" and args.quiet:
+        from draftfit.render.verdicts import verdict_lines
+
         text = "".join(
             line + "\n" for report in reports for line in verdict_lines(report, with_draft=True)
         )

@@ -24,13 +24,10 @@ the umask, as `cp` does), so another user or a serving container can read them.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import json
 import os
 import signal
-import socket
 import stat
 import tempfile
 import time
@@ -102,6 +99,8 @@ def write_marker(folder: Path, marker: Marker) -> None:
     """Write (or atomically replace) the marker of `folder`, synced to disk."""
     if not marker.created:
         marker.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    import socket  # here, not at import: a check that never converts does not load it
+
     marker.pid, marker.host = os.getpid(), socket.gethostname()
     part = folder / MARKER_PART
     with part.open("w", encoding="utf-8") as handle:
@@ -259,6 +258,8 @@ def _in_progress(marker: Marker) -> bool:
     """Whether another live process on this machine is still writing that folder."""
     if marker.state != WRITING or marker.pid == os.getpid():
         return False
+    import socket
+
     if marker.host != socket.gethostname():
         return True  # cannot tell from here: leave it
     if marker.pid <= 0:
@@ -326,6 +327,9 @@ _AT_FDCWD = -100
 def _exchange(first: Path, second: Path) -> bool:
     """Atomically swap two paths with Linux `renameat2(RENAME_EXCHANGE)`; False where that
     call is not available (another OS, old libc or kernel, a filesystem without it)."""
+    import ctypes  # here, not at import: ctypes.util loads subprocess
+    import ctypes.util
+
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name, use_errno=True)

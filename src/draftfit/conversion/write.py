@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import os
 import shutil
@@ -84,6 +83,8 @@ def planned_names(plan: Plan) -> list[str]:
 
 def plan_digest(plan: Plan) -> str:
     """sha256 of the plan as JSON: tells two outputs of different plans apart."""
+    import hashlib  # here, not at import: only a conversion needs it
+
     text = json.dumps(plan.to_dict(), sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

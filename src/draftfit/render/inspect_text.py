@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from draftfit.inspection import InspectInfo
@@ -12,6 +11,8 @@ from draftfit.render.options import PLAIN, RenderOptions
 
 
 def render_inspect(info: InspectInfo, options: RenderOptions = PLAIN) -> str:
+    from rich.table import Table  # here, not at import: it loads decimal and fractions
+
     def draw(console: Console) -> None:
         head = Text()
         head.append("Draft    ", style="bold")

@@ -6,7 +6,11 @@ user chose; the registry picks the renderer by the result's type and the format 
 
 Every renderer has the signature ``render(result, options: RenderOptions) -> str``. Adding a
 format is one such function, its name in the kind's formats (:mod:`draftfit.render.kinds`)
-and one line in :data:`RENDERERS` below.
+and one loader in :data:`RENDERERS` below.
+
+The renderers and result types are bound through small loader functions that import them
+when first asked for, so writing a check as JSON never loads rich, the XML library or the
+converter: each command pays only for the output it writes.
 """
 
 from __future__ import annotations
@@ -16,21 +20,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from draftfit.comparison import DiffReport
-from draftfit.conversion import ConvertResult
-from draftfit.demo import DemoResult
-from draftfit.engines.listing import EngineListing
-from draftfit.explain import RuleList
 from draftfit.fail_on import FailOn
-from draftfit.inspection import InspectInfo
-from draftfit.release_matrix import Matrix
-from draftfit.render.demo_text import render_demo
-from draftfit.render.diff_text import render_diff
-from draftfit.render.engines_text import render_engines
-from draftfit.render.github import render_github
-from draftfit.render.inspect_text import render_inspect
-from draftfit.render.json import render_report_json, render_result_json, render_rule_json
-from draftfit.render.junit import render_junit_check, render_junit_diff, render_junit_matrix
 from draftfit.render.kinds import (
     CHECK,
     CONVERT,
@@ -45,65 +35,215 @@ from draftfit.render.kinds import (
     Kind,
     formats_for,
 )
-from draftfit.render.matrix_markdown import render_markdown
-from draftfit.render.matrix_text import render_matrix
 from draftfit.render.options import RenderOptions
-from draftfit.render.plan_text import render_convert
-from draftfit.render.rules_text import render_rule, render_rule_list
-from draftfit.render.sarif import render_sarif
-from draftfit.render.text import render_check
 from draftfit.report import Report
 from draftfit.rules.base import Rule, Severity
 
 Renderer = Callable[[Any, RenderOptions], str]
+Loader = Callable[[], Renderer]
 
-# The class of the result each kind renders.
-RESULT_TYPES: Mapping[Kind, type] = {
+
+def _diff_report() -> type:
+    from draftfit.comparison import DiffReport
+
+    return DiffReport
+
+
+def _matrix() -> type:
+    from draftfit.release_matrix import Matrix
+
+    return Matrix
+
+
+def _convert_result() -> type:
+    from draftfit.conversion import ConvertResult
+
+    return ConvertResult
+
+
+def _inspect_info() -> type:
+    from draftfit.inspection import InspectInfo
+
+    return InspectInfo
+
+
+def _rule_list() -> type:
+    from draftfit.explain import RuleList
+
+    return RuleList
+
+
+def _engine_listing() -> type:
+    from draftfit.engines.listing import EngineListing
+
+    return EngineListing
+
+
+def _demo_result() -> type:
+    from draftfit.demo import DemoResult
+
+    return DemoResult
+
+
+# The class of the result each kind renders (a loader, or the class where it is at hand).
+RESULT_TYPES: Mapping[Kind, type | Callable[[], type]] = {
     CHECK: Report,
-    DIFF: DiffReport,
-    MATRIX: Matrix,
-    CONVERT: ConvertResult,
-    INSPECT: InspectInfo,
-    RULE_LIST: RuleList,
+    DIFF: _diff_report,
+    MATRIX: _matrix,
+    CONVERT: _convert_result,
+    INSPECT: _inspect_info,
+    RULE_LIST: _rule_list,
     RULE: Rule,
-    ENGINES: EngineListing,
-    DEMO: DemoResult,
+    ENGINES: _engine_listing,
+    DEMO: _demo_result,
 }
 
-RENDERERS: Mapping[Kind, Mapping[str, Renderer]] = {
+
+def _check_text() -> Renderer:
+    from draftfit.render.text import render_check
+
+    return render_check
+
+
+def _report_json() -> Renderer:
+    from draftfit.render.json import render_report_json
+
+    return render_report_json
+
+
+def _result_json() -> Renderer:
+    from draftfit.render.json import render_result_json
+
+    return render_result_json
+
+
+def _rule_json() -> Renderer:
+    from draftfit.render.json import render_rule_json
+
+    return render_rule_json
+
+
+def _sarif() -> Renderer:
+    from draftfit.render.sarif import render_sarif
+
+    return render_sarif
+
+
+def _github() -> Renderer:
+    from draftfit.render.github import render_github
+
+    return render_github
+
+
+def _junit_check() -> Renderer:
+    from draftfit.render.junit import render_junit_check
+
+    return render_junit_check
+
+
+def _junit_diff() -> Renderer:
+    from draftfit.render.junit import render_junit_diff
+
+    return render_junit_diff
+
+
+def _junit_matrix() -> Renderer:
+    from draftfit.render.junit import render_junit_matrix
+
+    return render_junit_matrix
+
+
+def _diff_text() -> Renderer:
+    from draftfit.render.diff_text import render_diff
+
+    return render_diff
+
+
+def _matrix_text() -> Renderer:
+    from draftfit.render.matrix_text import render_matrix
+
+    return render_matrix
+
+
+def _matrix_markdown() -> Renderer:
+    from draftfit.render.matrix_markdown import render_markdown
+
+    return render_markdown
+
+
+def _convert_text() -> Renderer:
+    from draftfit.render.plan_text import render_convert
+
+    return render_convert
+
+
+def _inspect_text() -> Renderer:
+    from draftfit.render.inspect_text import render_inspect
+
+    return render_inspect
+
+
+def _rule_list_text() -> Renderer:
+    from draftfit.render.rules_text import render_rule_list
+
+    return render_rule_list
+
+
+def _rule_text() -> Renderer:
+    from draftfit.render.rules_text import render_rule
+
+    return render_rule
+
+
+def _engines_text() -> Renderer:
+    from draftfit.render.engines_text import render_engines
+
+    return render_engines
+
+
+def _demo_text() -> Renderer:
+    from draftfit.render.demo_text import render_demo
+
+    return render_demo
+
+
+RENDERERS: Mapping[Kind, Mapping[str, Loader]] = {
     CHECK: {
-        "text": render_check,
-        "json": render_report_json,
-        "sarif": render_sarif,
-        "github": render_github,
-        "junit": render_junit_check,
+        "text": _check_text,
+        "json": _report_json,
+        "sarif": _sarif,
+        "github": _github,
+        "junit": _junit_check,
     },
     DIFF: {
-        "text": render_diff,
-        "json": render_report_json,
-        "sarif": render_sarif,
-        "github": render_github,
-        "junit": render_junit_diff,
+        "text": _diff_text,
+        "json": _report_json,
+        "sarif": _sarif,
+        "github": _github,
+        "junit": _junit_diff,
     },
     MATRIX: {
-        "text": render_matrix,
-        "json": render_result_json,
-        "markdown": render_markdown,
-        "junit": render_junit_matrix,
+        "text": _matrix_text,
+        "json": _result_json,
+        "markdown": _matrix_markdown,
+        "junit": _junit_matrix,
     },
-    CONVERT: {"text": render_convert, "json": render_result_json},
-    INSPECT: {"text": render_inspect, "json": render_result_json},
-    RULE_LIST: {"text": render_rule_list, "json": render_result_json},
-    RULE: {"text": render_rule, "json": render_rule_json},
-    ENGINES: {"text": render_engines, "json": render_result_json},
-    DEMO: {"text": render_demo, "json": render_result_json},
+    CONVERT: {"text": _convert_text, "json": _result_json},
+    INSPECT: {"text": _inspect_text, "json": _result_json},
+    RULE_LIST: {"text": _rule_list_text, "json": _result_json},
+    RULE: {"text": _rule_text, "json": _rule_json},
+    ENGINES: {"text": _engines_text, "json": _result_json},
+    DEMO: {"text": _demo_text, "json": _result_json},
 }
 
 
 def kind_of(result: object) -> Kind:
-    """The kind whose result type `result` is an instance of."""
+    """The kind whose result type `result` is an instance of (a kind's type is loaded only
+    when the kinds before it do not match)."""
     for kind in KINDS:
-        if isinstance(result, RESULT_TYPES[kind]):
+        bound = RESULT_TYPES[kind]
+        result_type = bound if isinstance(bound, type) else bound()
+        if isinstance(result, result_type):
             return kind
     raise TypeError(f"no output kind renders {type(result).__qualname__}")
 
@@ -111,11 +251,12 @@ def kind_of(result: object) -> Kind:
 def renderer_for(kind: Kind, fmt: str) -> Renderer:
     """The renderer registered for `kind` in format `fmt`."""
     try:
-        return RENDERERS[kind][fmt]
+        load = RENDERERS[kind][fmt]
     except KeyError:
         raise ValueError(
             f"{kind.name} output has no format {fmt!r}; choose from {', '.join(kind.formats)}"
         ) from None
+    return load()
 
 
 def render(result: object, fmt: str, options: RenderOptions | None = None) -> str:
