@@ -133,6 +133,13 @@ DRAFT_CONTEXT_REFUSED = RuleId("DF506", "draft-context-refused", _E, "target")
 DRAFT_INHERITS_TARGET_QUANTIZATION = RuleId(
     "DF515", "draft-inherits-target-quantization", _I, "target"
 )
+# DF55x: the launch's serving settings (`--serve-config`, `--serve-args`).
+DRAFT_TENSOR_PARALLEL_IGNORED = RuleId("DF551", "draft-tensor-parallel-ignored", _W, "serving")
+DRAFT_TENSOR_PARALLEL_REFUSED = RuleId("DF552", "draft-tensor-parallel-refused", _E, "serving")
+DRAFT_MLA_ATTENTION_BACKEND = RuleId("DF553", "draft-mla-attention-backend", _E, "serving")
+DRAFT_QUANTIZATION_FLAG_INHERITED = RuleId(
+    "DF554", "draft-quantization-flag-inherited", _E, "serving"
+)
 NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _W, "norms")
 NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _W, "norms")
 NORM_OUTPUT_SEMANTICS_DIFFER = RuleId("DF603", "norm-output-semantics-differ", _W, "norms")
@@ -246,6 +253,10 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     TARGET_CAPABILITY_UNKNOWN,
     DRAFT_CONTEXT_REFUSED,
     DRAFT_INHERITS_TARGET_QUANTIZATION,
+    DRAFT_TENSOR_PARALLEL_IGNORED,
+    DRAFT_TENSOR_PARALLEL_REFUSED,
+    DRAFT_MLA_ATTENTION_BACKEND,
+    DRAFT_QUANTIZATION_FLAG_INHERITED,
     NORM_FLAG_IGNORED,
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_OUTPUT_SEMANTICS_DIFFER,

@@ -73,14 +73,18 @@ def parse_serve_config(text: str) -> ServeSettings:
     """vLLM settings from a JSON string or a JSON/YAML file (see the module docstring)."""
     data = _load_mapping(text)
     keys = {_key(k) for k in data}
-    if "speculative_config" in keys or keys & set(VLLM_ARG_KEYS):
+    # Keys both forms have (quantization, attention_backend, kv_cache_dtype) decide nothing.
+    shared = set(VLLM_ARG_KEYS) & set(SPEC_CONFIG_KEYS)
+    if "speculative_config" in keys or keys & (set(VLLM_ARG_KEYS) - shared):
         return _vllm_engine_args(data, "--serve-config")
-    return _vllm_speculative_config(data, "--serve-config", "", [])
+    if keys & (set(SPEC_CONFIG_KEYS) - shared):
+        return _vllm_speculative_config(data, "--serve-config", "", [])
+    return _vllm_engine_args(data, "--serve-config")
 
 
 def _load_mapping(text: str) -> Mapping[str, Any]:
     stripped = text.strip()
-    if stripped.startswith("{"):
+    if stripped.startswith(("{", "[")):
         return _json_object(stripped, "--serve-config")
     path = Path(text)
     try:

@@ -47,6 +47,12 @@ from draftfit.rules.norms import (
     norm_before_residual_default,
     norm_flag_ignored,
 )
+from draftfit.rules.serving import (
+    draft_mla_attention_backend,
+    draft_quantization_flag_inherited,
+    draft_tensor_parallel_ignored,
+    draft_tensor_parallel_refused,
+)
 from draftfit.rules.target import (
     draft_context_refused,
     draft_context_shorter_than_target,
@@ -432,6 +438,22 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
         "sglang": ("draft_context_shorter_than_target",),
     },
     draft_inherits_target_quantization: {  # DF515
+        "sglang": ("draft_quantization_inherited", "draft_quantization_opt_out"),
+    },
+    draft_tensor_parallel_ignored: {  # DF551
+        "vllm": ("draft_tp_eagle_honoured",),
+    },
+    draft_tensor_parallel_refused: {  # DF552
+        "vllm": ("draft_tp_choices",),
+    },
+    draft_mla_attention_backend: {  # DF553
+        "sglang": (
+            "mla_only_attention_backends",
+            "draft_attention_backend_default",
+            "draft_attention_backend_flag",
+        ),
+    },
+    draft_quantization_flag_inherited: {  # DF554
         "sglang": ("draft_quantization_inherited", "draft_quantization_opt_out"),
     },
     draft_sliding_window_ignored: {  # DF130

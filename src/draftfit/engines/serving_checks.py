@@ -1,0 +1,157 @@
+"""What an engine version does with the launch's serving settings (DF551-DF554).
+
+Run by the view builder only when settings were given for this engine (`--serve-config`,
+`--serve-args`); each check reads the settings (:class:`~draftfit.serve_settings.ServeSettings`)
+and the engine data, and emits an event tagged with the rule that reports it
+(:mod:`draftfit.rules.serving`). Without settings these rules are skipped, not guessed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from draftfit import rule_ids
+from draftfit.engines.draft_quant import read_draft_quant
+from draftfit.location import Location
+
+if TYPE_CHECKING:
+    from draftfit.engines.builder import BaseBuilder
+    from draftfit.serve_settings import ServeSettings
+    from draftfit.target import Target
+
+TARGET_CONFIG = "target config.json"
+SERVE = "serving settings"
+# Quantization methods that quantize bf16 weights at load time: an unquantized draft can
+# take them (SGLang then quantizes the draft too).
+ONLINE_QUANTIZATION = frozenset({"fp8"})
+
+
+def check_settings(b: BaseBuilder, settings: ServeSettings) -> None:
+    """Emit the events for `settings` at the builder's engine version."""
+    if b.p.engine == "vllm":
+        _vllm_draft_tp(b, settings)
+    elif b.p.engine == "sglang":
+        _sglang_mla_backend(b, settings)
+        _sglang_quantization_flag(b, settings)
+
+
+def _where(settings: ServeSettings, pointer: str) -> Location:
+    return Location(f"{SERVE} ({settings.given_by})", pointer)
+
+
+def _vllm_draft_tp(b: BaseBuilder, s: ServeSettings) -> None:
+    """vLLM: a draft tensor-parallel size apart from the target's is refused unless it is
+    1, and an EAGLE draft runs at the target's size whatever it says."""
+    draft_tp = s.draft_tensor_parallel_size
+    if draft_tp is None or b.value("draft_tp_choices") is None:
+        return
+    target_tp = s.tensor_parallel_size or 1
+    if draft_tp == target_tp:
+        return
+    where = _where(s, "/speculative_config/draft_tensor_parallel_size")
+    if draft_tp != 1:
+        b.refuse(
+            rule_ids.DRAFT_TENSOR_PARALLEL_REFUSED,
+            f"draft_tensor_parallel_size is {draft_tp} and the target's tensor-parallel size "
+            f"{target_tp}: {b.p.title} accepts only 1 or the target's size and raises "
+            "ValueError at start-up",
+            where,
+            ("draft_tp_choices",),
+            fix=f"leave draft_tensor_parallel_size out (the draft then runs at {target_tp})",
+        )
+        return
+    if b.value("draft_tp_eagle_honoured") is False:
+        b.event(
+            rule_ids.DRAFT_TENSOR_PARALLEL_IGNORED,
+            f"draft_tensor_parallel_size is 1 and the target's tensor-parallel size "
+            f"{target_tp}: {b.p.title} builds an EAGLE draft with the target's parallel "
+            f"config, so the draft runs sharded {target_tp} ways anyway (memory and speed "
+            "as at the target's size, not as configured)",
+            where,
+            ("draft_tp_eagle_honoured",),
+            fix="leave draft_tensor_parallel_size out: this version has no unsharded EAGLE draft",
+        )
+
+
+def _mla_target(t: Target | None) -> bool:
+    return t is not None and bool(t.text_config.get("kv_lora_rank") or t.config.get("kv_lora_rank"))
+
+
+def _sglang_mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
+    """SGLang: an MHA draft next to an MLA target inherits the target's attention backend;
+    an MLA-only backend then refuses the draft at start-up."""
+    backend = s.attention_backend
+    if backend is None or not _mla_target(b.target) or s.draft_attention_backend is not None:
+        return
+    if b.family in type(b).mla_families:
+        return  # an MLA draft runs on MLA backends
+    if backend not in (b.value("mla_only_attention_backends") or []):
+        return
+    if b.value("draft_attention_backend_default") != "target":
+        return
+    has_flag = bool(b.value("draft_attention_backend_flag"))
+    fix = (
+        "add `--speculative-draft-attention-backend` with a backend for standard attention "
+        "(e.g. `fa3`, `flashinfer` or, on Blackwell, `trtllm_mha`), or serve an MLA draft "
+        "(`Eagle3DeepseekV2ForCausalLM`)"
+        if has_flag
+        else f"{b.p.title} has no draft attention backend setting "
+        "(`--speculative-draft-attention-backend` arrives in SGLang 0.5.7): choose a "
+        "--attention-backend that runs both MLA and standard attention (e.g. `flashinfer`), "
+        "upgrade, or serve an MLA draft"
+    )
+    b.refuse(
+        rule_ids.DRAFT_MLA_ATTENTION_BACKEND,
+        f"the target is MLA (`kv_lora_rank`) and the draft uses standard attention; with "
+        f"--attention-backend {backend} and no draft backend of its own, {b.p.title} runs "
+        f"the draft on {backend} too, which raises `ValueError: {backend} backend can only be "
+        "used with MLA models.` at start-up",
+        _where(s, "/attention_backend"),
+        (
+            "mla_only_attention_backends",
+            "draft_attention_backend_default",
+            "draft_attention_backend_flag",
+        ),
+        fix=fix,
+    )
+
+
+def target_quantization(t: Target) -> str | None:
+    """The target's `quantization_config.quant_method` (top level or `text_config`)."""
+    for config in (t.config, t.text_config):
+        qc = config.get("quantization_config")
+        if isinstance(qc, dict) and isinstance(qc.get("quant_method"), str):
+            method: str = qc["quant_method"]
+            return method
+    return None
+
+
+def _sglang_quantization_flag(b: BaseBuilder, s: ServeSettings) -> None:
+    """SGLang: `--quantization METHOD` builds the draft with METHOD too; an unquantized draft
+    then fails at start-up (unless `--speculative-draft-model-quantization unquant`)."""
+    flag = s.quantization
+    if flag is None or flag.lower() in ONLINE_QUANTIZATION or b.target is None:
+        return
+    if not b.value("draft_quantization_inherited") or read_draft_quant(b.config) is not None:
+        return
+    opt_out = bool(b.value("draft_quantization_opt_out"))
+    if opt_out and s.draft_quantization is not None:
+        return  # the draft has its own setting (`unquant` keeps it as stored)
+    method = target_quantization(b.target)
+    b.refuse(
+        rule_ids.DRAFT_QUANTIZATION_FLAG_INHERITED,
+        f"the launch passes --quantization {flag} and the draft is not quantized: "
+        f"{b.p.title} builds the draft with `{flag}` too and start-up fails looking for the "
+        f"draft's `{flag}` config",
+        _where(s, "/quantization"),
+        ("draft_quantization_inherited", "draft_quantization_opt_out"),
+        fix="pass `--speculative-draft-model-quantization unquant`"
+        + (
+            f", or leave --quantization out (SGLang reads `{method}` from the target's config)"
+            if method is not None
+            else ", or leave --quantization out"
+        )
+        if opt_out
+        else f"leave --quantization out ({b.p.title} has no draft quantization setting"
+        + (f"; SGLang reads `{method}` from the target's config)" if method else ")"),
+    )
