@@ -131,13 +131,13 @@ def check_checkpoint(
         for item in rules:
             if item.scope != "engine":
                 continue
-            if item.needs_target and target is None:
-                if profile is profiles[0]:
-                    skipped.append(_skip(item))
-                continue
             if item.needs_serve and settings is None:
                 if all(s.code != item.code for s in skipped):
                     skipped.append(SkippedRule(item.code, item.name, SERVE_SKIP_REASON))
+                continue
+            if item.needs_target and target is None:
+                if all(s.code != item.code for s in skipped):
+                    skipped.append(_skip(item))
                 continue
             _collect(collected, item, _with_caveats(item.run(ctx), profile), [profile.label])
         result = EngineResult(

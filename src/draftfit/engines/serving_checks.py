@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.engines.draft_quant import read_draft_quant
+from draftfit.engines.serve import first_release_where
 from draftfit.location import Location
 
 if TYPE_CHECKING:
@@ -90,13 +91,16 @@ def _sglang_mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
     if b.value("draft_attention_backend_default") != "target":
         return
     has_flag = bool(b.value("draft_attention_backend_flag"))
+    arrives = first_release_where(
+        b.p, lambda later: bool(later.value("draft_attention_backend_flag"))
+    )
     fix = (
         "add `--speculative-draft-attention-backend` with a backend for standard attention "
         "(e.g. `fa3`, `flashinfer` or, on Blackwell, `trtllm_mha`), or serve an MLA draft "
         "(`Eagle3DeepseekV2ForCausalLM`)"
         if has_flag
         else f"{b.p.title} has no draft attention backend setting "
-        "(`--speculative-draft-attention-backend` arrives in SGLang 0.5.7): choose a "
+        f"(`--speculative-draft-attention-backend` arrives in SGLang {arrives}): choose a "
         "--attention-backend that runs both MLA and standard attention (e.g. `flashinfer`), "
         "upgrade, or serve an MLA draft"
     )

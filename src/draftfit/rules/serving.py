@@ -92,8 +92,8 @@ def draft_mla_attention_backend() -> None:
         --speculative-draft-model-path D`
 
     Fix:
-        From SGLang 0.5.7: add `--speculative-draft-attention-backend` with a backend for
-        standard attention (e.g. `fa3`, `flashinfer`, `trtllm_mha`). Before: choose a
+        Where the version has it, add `--speculative-draft-attention-backend` with a backend
+        for standard attention (e.g. `fa3`, `flashinfer`, `trtllm_mha`). Otherwise choose a
         target backend that runs both, upgrade, or serve an MLA draft
         (`Eagle3DeepseekV2ForCausalLM`).
     """
@@ -123,6 +123,6 @@ def draft_quantization_flag_inherited() -> None:
         --speculative-algorithm EAGLE3 --speculative-draft-model-path D`
 
     Fix:
-        From SGLang 0.5.7: `--speculative-draft-model-quantization unquant`. Or leave
+        Where the version has it, `--speculative-draft-model-quantization unquant`. Or leave
         `--quantization` out: SGLang reads the target's method from its config.json.
     """
