@@ -307,3 +307,46 @@ def test_text_report_shows_settings_and_skips(tmp_path: Path) -> None:
     out = json.loads(done.stdout)
     serve = out["serve"] if "serve" in out else out["reports"][0]["serve"]
     assert serve["engine"] == "sglang" and serve["ignored_flags"] == ["--foo"]
+
+
+def _pp(pp: int) -> str:
+    return _vllm_tp(None).replace("-tp 8", f"-tp 4 -pp {pp}")
+
+
+def test_df550_vllm_drops_aux_states_from_earlier_stages(tmp_path: Path) -> None:
+    draft = f.speculators().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    report = draftfit.check(draft, target, ["vllm==0.20.0"], serve_args=_pp(2))
+    found = [x for x in report.findings if x.code == "DF550"]
+    assert len(found) == 1 and report.engines[0].verdict == "incompatible"
+    assert "shape mismatch" in found[0].message
+    assert "upgrade to vLLM 0.34.0" in (found[0].fix or "")
+    one_stage = draftfit.check(draft, target, ["vllm==0.20.0"], serve_args=_pp(1))
+    assert "DF550" not in _codes(one_stage)
+
+
+def test_df550_vllm_newer_runner_per_target_class(tmp_path: Path) -> None:
+    draft = f.speculators().write(tmp_path / "draft")
+    llama = f.llama_target(tmp_path / "llama")
+    assert "DF550" not in _codes(draftfit.check(draft, llama, ["vllm==0.34.0"], serve_args=_pp(2)))
+    kimi = _kimi_target(tmp_path)
+    report = draftfit.check(draft, kimi, ["vllm==0.34.0"], serve_args=_pp(2))
+    found = [x for x in report.findings if x.code == "DF550"]
+    assert len(found) == 1 and "`DeepseekV3ForCausalLM` does not" in found[0].message
+
+
+def test_df550_sglang_refuses_eagle3_with_pipeline_stages(tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    base = (
+        "python -m sglang.launch_server --model-path T --tp-size 4 --speculative-algorithm EAGLE3"
+    )
+    for version in ("0.4.7", "0.5.23"):
+        report = draftfit.check(
+            draft, target, [f"sglang=={version}"], serve_args=base + " --pp-size 2"
+        )
+        found = [x for x in report.findings if x.code == "DF550"]
+        assert len(found) == 1, version
+        assert "--tp-size 8" in (found[0].fix or "")
+    quiet = draftfit.check(draft, target, ["sglang==0.5.23"], serve_args=base + " --pp-size 1")
+    assert "DF550" not in _codes(quiet)

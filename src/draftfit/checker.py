@@ -41,6 +41,7 @@ from draftfit.report import (
 from draftfit.rule_ids import RuleId
 from draftfit.rules import all_rules, get_rule
 from draftfit.rules.base import Context, Rule, Severity, Violation
+from draftfit.rules.data_facts import facts_for
 from draftfit.serve_settings import SERVE_SKIP_REASON, ServeSettings
 from draftfit.spec import EAGLE, EAGLE3, DraftSpec, describe
 from draftfit.target import Target
@@ -132,7 +133,9 @@ def check_checkpoint(
             if item.scope != "engine":
                 continue
             if item.needs_serve and settings is None:
-                if all(s.code != item.code for s in skipped):
+                # listed where the rule judges this engine's launches (its engine data)
+                applies = profile.engine in facts_for(item)
+                if applies and all(s.code != item.code for s in skipped):
                     skipped.append(SkippedRule(item.code, item.name, SERVE_SKIP_REASON))
                 continue
             if item.needs_target and target is None:

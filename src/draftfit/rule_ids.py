@@ -134,6 +134,7 @@ DRAFT_INHERITS_TARGET_QUANTIZATION = RuleId(
     "DF515", "draft-inherits-target-quantization", _I, "target"
 )
 # DF55x: the launch's serving settings (`--serve-config`, `--serve-args`).
+PIPELINE_PARALLEL_AUX_STATES = RuleId("DF550", "pipeline-parallel-aux-states", _E, "serving")
 DRAFT_TENSOR_PARALLEL_IGNORED = RuleId("DF551", "draft-tensor-parallel-ignored", _W, "serving")
 DRAFT_TENSOR_PARALLEL_REFUSED = RuleId("DF552", "draft-tensor-parallel-refused", _E, "serving")
 DRAFT_MLA_ATTENTION_BACKEND = RuleId("DF553", "draft-mla-attention-backend", _E, "serving")
@@ -253,6 +254,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     TARGET_CAPABILITY_UNKNOWN,
     DRAFT_CONTEXT_REFUSED,
     DRAFT_INHERITS_TARGET_QUANTIZATION,
+    PIPELINE_PARALLEL_AUX_STATES,
     DRAFT_TENSOR_PARALLEL_IGNORED,
     DRAFT_TENSOR_PARALLEL_REFUSED,
     DRAFT_MLA_ATTENTION_BACKEND,

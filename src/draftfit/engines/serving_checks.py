@@ -14,6 +14,7 @@ from draftfit import rule_ids
 from draftfit.engines.draft_quant import read_draft_quant
 from draftfit.engines.serve import first_release_where
 from draftfit.location import Location
+from draftfit.spec import EAGLE3
 
 if TYPE_CHECKING:
     from draftfit.engines.builder import BaseBuilder
@@ -31,7 +32,9 @@ def check_settings(b: BaseBuilder, settings: ServeSettings) -> None:
     """Emit the events for `settings` at the builder's engine version."""
     if b.p.engine == "vllm":
         _vllm_draft_tp(b, settings)
+        _vllm_pipeline_parallel(b, settings)
     elif b.p.engine == "sglang":
+        _sglang_pipeline_parallel(b, settings)
         _sglang_mla_backend(b, settings)
         _sglang_quantization_flag(b, settings)
 
@@ -72,6 +75,83 @@ def _vllm_draft_tp(b: BaseBuilder, s: ServeSettings) -> None:
             ("draft_tp_eagle_honoured",),
             fix="leave draft_tensor_parallel_size out: this version has no unsharded EAGLE draft",
         )
+
+
+def _pipeline_stages(b: BaseBuilder, s: ServeSettings) -> int | None:
+    """The pipeline-parallel size when it splits an EAGLE-3 target, else None."""
+    pp = s.pipeline_parallel_size
+    if pp is None or pp < 2 or b.method != EAGLE3:
+        return None
+    return pp
+
+
+def _sglang_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
+    """SGLang refuses pipeline parallelism with EAGLE3 in its server-argument checks."""
+    pp = _pipeline_stages(b, s)
+    if pp is None or b.value("pp_with_eagle3") != "refused":
+        return
+    gpus = pp * (s.tensor_parallel_size or 1)
+    b.refuse(
+        rule_ids.PIPELINE_PARALLEL_AUX_STATES,
+        f"--pp-size {pp} with EAGLE3: {b.p.title} refuses pipeline parallelism with this "
+        "speculative algorithm while it checks the server arguments (an assertion), so "
+        "the server does not start",
+        _where(s, "/pipeline_parallel_size"),
+        ("pp_with_eagle3",),
+        fix=f"serve with --pp-size 1 (spread the GPUs with --tp-size {gpus} instead)",
+    )
+
+
+def _vllm_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
+    """vLLM: aux states captured before the last pipeline stage are dropped (older
+    releases) or need a target decoder that carries them (refused otherwise)."""
+    pp = _pipeline_stages(b, s)
+    t = b.target
+    if pp is None or t is None:
+        return
+    mode = b.value("aux_states_over_pp")
+    where = _where(s, "/pipeline_parallel_size")
+    arch = t.architecture or "this target"
+    if mode == "model-flag":
+        if arch in (b.value("pp_aux_architectures") or []):
+            return
+        b.refuse(
+            rule_ids.PIPELINE_PARALLEL_AUX_STATES,
+            f"--pipeline-parallel-size {pp} with EAGLE-3: {b.p.title} carries aux hidden "
+            f"states across pipeline stages only for targets whose decoder declares it, and "
+            f"`{arch}` does not: start-up fails (`ValueError: ... does not support eagle3 "
+            "with pipeline parallelism`)",
+            where,
+            ("aux_states_over_pp", "pp_aux_architectures"),
+            fix="serve with --pipeline-parallel-size 1 (tensor parallelism instead)",
+        )
+        return
+    if mode != "dropped" or b.view.aux is None or not b.view.aux.used or not t.num_layers:
+        return
+    n = t.num_layers
+    last_start = n - n // pp  # vLLM gives the last stage n // pp layers
+    early = [i for i in b.view.aux.used if i <= last_start]
+    if not early:
+        return
+    fixed_in = first_release_where(
+        b.p,
+        lambda later: (
+            later.value("aux_states_over_pp") == "model-flag"
+            and arch in (later.value("pp_aux_architectures") or [])
+        ),
+    )
+    b.refuse(
+        rule_ids.PIPELINE_PARALLEL_AUX_STATES,
+        f"--pipeline-parallel-size {pp} with EAGLE-3: the last of the {pp} stages holds "
+        f"layers {last_start}-{n - 1} of {n}, and aux layers {early} (capture-before "
+        f"counting) are captured on an earlier stage; {b.p.title} passes only the hidden "
+        f"states between stages, so the draft gets {len(b.view.aux.used) - len(early)} of "
+        f"its {len(b.view.aux.used)} aux states and its fc fails with a shape mismatch",
+        where,
+        ("aux_states_over_pp",),
+        fix="serve with --pipeline-parallel-size 1 (tensor parallelism instead)"
+        + (f", or upgrade to vLLM {fixed_in}, which carries them for `{arch}`" if fixed_in else ""),
+    )
 
 
 def _mla_target(t: Target | None) -> bool:

@@ -52,6 +52,7 @@ from draftfit.rules.serving import (
     draft_quantization_flag_inherited,
     draft_tensor_parallel_ignored,
     draft_tensor_parallel_refused,
+    pipeline_parallel_aux_states,
 )
 from draftfit.rules.target import (
     draft_context_refused,
@@ -439,6 +440,10 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     },
     draft_inherits_target_quantization: {  # DF515
         "sglang": ("draft_quantization_inherited", "draft_quantization_opt_out"),
+    },
+    pipeline_parallel_aux_states: {  # DF550
+        "vllm": ("aux_states_over_pp", "pp_aux_architectures"),
+        "sglang": ("pp_with_eagle3",),
     },
     draft_tensor_parallel_ignored: {  # DF551
         "vllm": ("draft_tp_eagle_honoured",),

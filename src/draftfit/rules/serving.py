@@ -13,8 +13,39 @@ from draftfit.rule_ids import (
     DRAFT_QUANTIZATION_FLAG_INHERITED,
     DRAFT_TENSOR_PARALLEL_IGNORED,
     DRAFT_TENSOR_PARALLEL_REFUSED,
+    PIPELINE_PARALLEL_AUX_STATES,
 )
 from draftfit.rules.base import event_rule
+
+
+@event_rule(
+    PIPELINE_PARALLEL_AUX_STATES,
+    "pipeline parallelism loses or refuses the EAGLE-3 aux hidden states",
+    needs_serve=True,
+)
+def pipeline_parallel_aux_states() -> None:
+    """
+    What it checks:
+        A launch that splits the target into pipeline stages (`--pipeline-parallel-size`,
+        `--pp-size` > 1) to serve an EAGLE-3 draft.
+
+    Why it matters:
+        The draft reads hidden states captured at several target layers, and they live on
+        different stages. SGLang refuses pipeline parallelism with EAGLE3 when it checks
+        its arguments (sgl-project/sglang#39644). vLLM passed only the hidden state between
+        stages, so the states captured before the last stage never reached the draft and
+        its fc failed with a shape mismatch (vllm-project/vllm#45985); its newer model
+        runner carries them, for targets whose decoder declares it, and refuses the others
+        at start-up (vllm-project/vllm#50514).
+
+    Example:
+        `vllm serve meta-llama/Llama-3.1-70B -pp 2 -tp 4 --speculative-config
+        '{"method": "eagle3", "model": "D", "num_speculative_tokens": 3}'`
+
+    Fix:
+        Serve with one pipeline stage (tensor parallelism across the GPUs instead), or a
+        release that carries aux states across stages for this target.
+    """
 
 
 @event_rule(
