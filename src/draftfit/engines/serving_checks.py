@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from draftfit import rule_ids
 from draftfit.engines.draft_quant import read_draft_quant
 from draftfit.engines.serve import first_release_where
+from draftfit.engines.view import Event
 from draftfit.location import Location
 from draftfit.spec import EAGLE3
 
@@ -184,19 +185,20 @@ def _sglang_mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
         "--attention-backend that runs both MLA and standard attention (e.g. `flashinfer`), "
         "upgrade, or serve an MLA draft"
     )
-    b.refuse(
-        rule_ids.DRAFT_MLA_ATTENTION_BACKEND,
-        f"the target is MLA (`kv_lora_rank`) and the draft uses standard attention; with "
-        f"--attention-backend {backend} and no draft backend of its own, {b.p.title} runs "
-        f"the draft on {backend} too, which raises `ValueError: {backend} backend can only be "
-        "used with MLA models.` at start-up",
-        _where(s, "/attention_backend"),
-        (
-            "mla_only_attention_backends",
-            "draft_attention_backend_default",
-            "draft_attention_backend_flag",
-        ),
-        fix=fix,
+    sources = b.p.item_sources("mla_only_attention_backends", backend) + b.src(
+        "draft_attention_backend_default", "draft_attention_backend_flag"
+    )
+    b.view.refuse(
+        Event(
+            rule_ids.DRAFT_MLA_ATTENTION_BACKEND,
+            f"the target is MLA (`kv_lora_rank`) and the draft uses standard attention; with "
+            f"--attention-backend {backend} and no draft backend of its own, {b.p.title} runs "
+            f"the draft on {backend} too, which raises `ValueError: {backend} backend can only "
+            "be used with MLA models.` at start-up",
+            _where(s, "/attention_backend"),
+            sources,
+            fix,
+        )
     )
 
 
