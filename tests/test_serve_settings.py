@@ -350,3 +350,17 @@ def test_df550_sglang_refuses_eagle3_with_pipeline_stages(tmp_path: Path) -> Non
         assert "--tp-size 8" in (found[0].fix or "")
     quiet = draftfit.check(draft, target, ["sglang==0.5.23"], serve_args=base + " --pp-size 1")
     assert "DF550" not in _codes(quiet)
+
+
+def test_df551_df552_quiet_when_the_target_size_is_not_given(tmp_path: Path) -> None:
+    draft = f.speculators().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    config = '{"method": "eagle3", "model": "D", "num_speculative_tokens": 3, '
+    for draft_tp in (1, 2):
+        report = draftfit.check(
+            draft,
+            target,
+            ["vllm==0.34.0"],
+            serve_config=config + f'"draft_tensor_parallel_size": {draft_tp}}}',
+        )
+        assert not _codes(report) & {"DF551", "DF552"}

@@ -47,10 +47,9 @@ def _where(settings: ServeSettings, pointer: str) -> Location:
 def _vllm_draft_tp(b: BaseBuilder, s: ServeSettings) -> None:
     """vLLM: a draft tensor-parallel size apart from the target's is refused unless it is
     1, and an EAGLE draft runs at the target's size whatever it says."""
-    draft_tp = s.draft_tensor_parallel_size
-    if draft_tp is None or b.value("draft_tp_choices") is None:
-        return
-    target_tp = s.tensor_parallel_size or 1
+    draft_tp, target_tp = s.draft_tensor_parallel_size, s.tensor_parallel_size
+    if draft_tp is None or target_tp is None or b.value("draft_tp_choices") is None:
+        return  # a speculative config alone does not say the target's size
     if draft_tp == target_tp:
         return
     where = _where(s, "/speculative_config/draft_tensor_parallel_size")
