@@ -24,27 +24,26 @@ from draftfit.rules.base import event_rule
     needs_serve=True,
 )
 def pipeline_parallel_aux_states() -> None:
-    """
-    What it checks:
-        A launch that splits the target into pipeline stages (`--pipeline-parallel-size`,
-        `--pp-size` > 1) to serve an EAGLE-3 draft.
+    """## What it checks
+    A launch that splits the target into pipeline stages (`--pipeline-parallel-size`,
+    `--pp-size` > 1) to serve an EAGLE-3 draft.
 
-    Why it matters:
-        The draft reads hidden states captured at several target layers, and they live on
-        different stages. SGLang refuses pipeline parallelism with EAGLE3 when it checks
-        its arguments (sgl-project/sglang#39644). vLLM passed only the hidden state between
-        stages, so the states captured before the last stage never reached the draft and
-        its fc failed with a shape mismatch (vllm-project/vllm#45985); its newer model
-        runner carries them, for targets whose decoder declares it, and refuses the others
-        at start-up (vllm-project/vllm#50514).
+    ## Why it matters
+    The draft reads hidden states captured at several target layers, and they live on
+    different stages. SGLang refuses pipeline parallelism with EAGLE3 when it checks
+    its arguments (sgl-project/sglang#39644). vLLM passed only the hidden state between
+    stages, so the states captured before the last stage never reached the draft and
+    its fc failed with a shape mismatch (vllm-project/vllm#45985); its newer model
+    runner carries them, for targets whose decoder declares it, and refuses the others
+    at start-up (vllm-project/vllm#50514).
 
-    Example:
-        `vllm serve meta-llama/Llama-3.1-70B -pp 2 -tp 4 --speculative-config
-        '{"method": "eagle3", "model": "D", "num_speculative_tokens": 3}'`
+    ## Example
+    `vllm serve meta-llama/Llama-3.1-70B -pp 2 -tp 4 --speculative-config
+    '{"method": "eagle3", "model": "D", "num_speculative_tokens": 3}'`
 
-    Fix:
-        Serve with one pipeline stage (tensor parallelism across the GPUs instead), or a
-        release that carries aux states across stages for this target.
+    ## Fix
+    Serve with one pipeline stage (tensor parallelism across the GPUs instead), or a
+    release that carries aux states across stages for this target.
     """
 
 
@@ -54,22 +53,21 @@ def pipeline_parallel_aux_states() -> None:
     needs_serve=True,
 )
 def draft_tensor_parallel_ignored() -> None:
-    """
-    What it checks:
-        A vLLM launch whose `speculative_config.draft_tensor_parallel_size` is 1 while the
-        target runs with a larger `--tensor-parallel-size`.
+    """## What it checks
+    A vLLM launch whose `speculative_config.draft_tensor_parallel_size` is 1 while the
+    target runs with a larger `--tensor-parallel-size`.
 
-    Why it matters:
-        vLLM accepts the setting, but builds EAGLE and EAGLE-3 drafts with the target's
-        parallel config: the draft runs sharded at the target's size anyway, so memory and
-        latency are not what the launch asked for (vllm-project/vllm#31345, #31398).
+    ## Why it matters
+    vLLM accepts the setting, but builds EAGLE and EAGLE-3 drafts with the target's
+    parallel config: the draft runs sharded at the target's size anyway, so memory and
+    latency are not what the launch asked for (vllm-project/vllm#31345, #31398).
 
-    Example:
-        `vllm serve T -tp 8 --speculative-config '{"method": "eagle3", "model": "D",
-        "draft_tensor_parallel_size": 1}'`
+    ## Example
+    `vllm serve T -tp 8 --speculative-config '{"method": "eagle3", "model": "D",
+    "draft_tensor_parallel_size": 1}'`
 
-    Fix:
-        Leave `draft_tensor_parallel_size` out; the draft runs at the target's size.
+    ## Fix
+    Leave `draft_tensor_parallel_size` out; the draft runs at the target's size.
     """
 
 
@@ -79,22 +77,21 @@ def draft_tensor_parallel_ignored() -> None:
     needs_serve=True,
 )
 def draft_tensor_parallel_refused() -> None:
-    """
-    What it checks:
-        A vLLM launch whose `speculative_config.draft_tensor_parallel_size` is neither 1
-        nor the target's `--tensor-parallel-size`.
+    """## What it checks
+    A vLLM launch whose `speculative_config.draft_tensor_parallel_size` is neither 1
+    nor the target's `--tensor-parallel-size`.
 
-    Why it matters:
-        vLLM raises `ValueError: speculative_draft_tensor_parallel_size=... cannot be other
-        value than 1 or target model tensor_parallel_size` while it builds its config: the
-        server does not start.
+    ## Why it matters
+    vLLM raises `ValueError: speculative_draft_tensor_parallel_size=... cannot be other
+    value than 1 or target model tensor_parallel_size` while it builds its config: the
+    server does not start.
 
-    Example:
-        `vllm serve T -tp 8 --speculative-config '{"method": "eagle3", "model": "D",
-        "draft_tensor_parallel_size": 2}'`
+    ## Example
+    `vllm serve T -tp 8 --speculative-config '{"method": "eagle3", "model": "D",
+    "draft_tensor_parallel_size": 2}'`
 
-    Fix:
-        Leave `draft_tensor_parallel_size` out (the target's size).
+    ## Fix
+    Leave `draft_tensor_parallel_size` out (the target's size).
     """
 
 
@@ -105,28 +102,27 @@ def draft_tensor_parallel_refused() -> None:
     needs_serve=True,
 )
 def draft_mla_attention_backend() -> None:
-    """
-    What it checks:
-        An SGLang launch for an MLA target (DeepSeek-V2/V3, Kimi-K2, GLM-MoE: `kv_lora_rank`
-        in its config) with an MLA-only `--attention-backend` (`trtllm_mla`, and per release
-        `tokenspeed_mla`, `cutedsl_mla`), a draft with standard attention (a Llama-style
-        EAGLE-3 draft) and no `--speculative-draft-attention-backend`.
+    """## What it checks
+    An SGLang launch for an MLA target (DeepSeek-V2/V3, Kimi-K2, GLM-MoE: `kv_lora_rank`
+    in its config) with an MLA-only `--attention-backend` (`trtllm_mla`, and per release
+    `tokenspeed_mla`, `cutedsl_mla`), a draft with standard attention (a Llama-style
+    EAGLE-3 draft) and no `--speculative-draft-attention-backend`.
 
-    Why it matters:
-        Without its own backend the draft runs on the target's, and an MLA-only backend
-        refuses a model without MLA: start-up fails with `ValueError: trtllm_mla backend can
-        only be used with MLA models.` (sgl-project/sglang#20298, #23490).
+    ## Why it matters
+    Without its own backend the draft runs on the target's, and an MLA-only backend
+    refuses a model without MLA: start-up fails with `ValueError: trtllm_mla backend can
+    only be used with MLA models.` (sgl-project/sglang#20298, #23490).
 
-    Example:
-        `python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8
-        --attention-backend trtllm_mla --speculative-algorithm EAGLE3
-        --speculative-draft-model-path D`
+    ## Example
+    `python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8
+    --attention-backend trtllm_mla --speculative-algorithm EAGLE3
+    --speculative-draft-model-path D`
 
-    Fix:
-        Where the version has it, add `--speculative-draft-attention-backend` with a backend
-        for standard attention (e.g. `fa3`, `flashinfer`, `trtllm_mha`). Otherwise choose a
-        target backend that runs both, upgrade, or serve an MLA draft
-        (`Eagle3DeepseekV2ForCausalLM`).
+    ## Fix
+    Where the version has it, add `--speculative-draft-attention-backend` with a backend
+    for standard attention (e.g. `fa3`, `flashinfer`, `trtllm_mha`). Otherwise choose a
+    target backend that runs both, upgrade, or serve an MLA draft
+    (`Eagle3DeepseekV2ForCausalLM`).
     """
 
 
@@ -137,23 +133,22 @@ def draft_mla_attention_backend() -> None:
     needs_serve=True,
 )
 def draft_quantization_flag_inherited() -> None:
-    """
-    What it checks:
-        An SGLang launch that passes `--quantization METHOD` (a method that needs a stored
-        quantization config, not the online `fp8`) for a draft that is not quantized, with
-        no `--speculative-draft-model-quantization`.
+    """## What it checks
+    An SGLang launch that passes `--quantization METHOD` (a method that needs a stored
+    quantization config, not the online `fp8`) for a draft that is not quantized, with
+    no `--speculative-draft-model-quantization`.
 
-    Why it matters:
-        SGLang builds the draft with the server's `--quantization` too: the draft has no
-        such config, and start-up fails (`Cannot find the config file for awq`). Without
-        the launch's settings, DF515 says this may happen; with them, this rule says
-        whether it does.
+    ## Why it matters
+    SGLang builds the draft with the server's `--quantization` too: the draft has no
+    such config, and start-up fails (`Cannot find the config file for awq`). Without
+    the launch's settings, DF515 says this may happen; with them, this rule says
+    whether it does.
 
-    Example:
-        `python -m sglang.launch_server --model-path T-AWQ --quantization awq
-        --speculative-algorithm EAGLE3 --speculative-draft-model-path D`
+    ## Example
+    `python -m sglang.launch_server --model-path T-AWQ --quantization awq
+    --speculative-algorithm EAGLE3 --speculative-draft-model-path D`
 
-    Fix:
-        Where the version has it, `--speculative-draft-model-quantization unquant`. Or leave
-        `--quantization` out: SGLang reads the target's method from its config.json.
+    ## Fix
+    Where the version has it, `--speculative-draft-model-quantization unquant`. Or leave
+    `--quantization` out: SGLang reads the target's method from its config.json.
     """
