@@ -116,6 +116,8 @@ def build_matrix(
     notes: list[str] = []
     if target is None:
         notes.append("no --target: checks that need the target were skipped in every version")
+    if serve is not None:
+        notes.append(f"serving settings, judged for {serve.engine}'s versions: {serve.summary()}")
     for engine in engines:
         profiles = [engine.resolve(v) for v in engine.versions]
         report = check_checkpoint(checkpoint, target, profiles, method, values=values, serve=serve)
