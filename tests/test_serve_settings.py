@@ -364,3 +364,18 @@ def test_df551_df552_quiet_when_the_target_size_is_not_given(tmp_path: Path) -> 
             serve_config=config + f'"draft_tensor_parallel_size": {draft_tp}}}',
         )
         assert not _codes(report) & {"DF551", "DF552"}
+
+
+def test_df553_vllm_mla_backend_without_a_draft_backend(tmp_path: Path) -> None:
+    draft = f.speculators().write(tmp_path / "draft")
+    kimi = _kimi_target(tmp_path)
+    launch = _vllm_tp(None).replace("-tp 8", "-tp 8 --attention-backend flashinfer_mla")
+    report = draftfit.check(draft, kimi, ["vllm==0.34.0"], serve_args=launch)
+    found = [x for x in report.findings if x.code == "DF553"]
+    assert len(found) == 1 and "non-MLA not supported" in found[0].message
+    assert '"attention_backend": "FLASH_ATTN"' in (found[0].fix or "")
+    own = launch.replace('"method"', '"attention_backend": "FLASH_ATTN", "method"')
+    assert "DF553" not in _codes(draftfit.check(draft, kimi, ["vllm==0.34.0"], serve_args=own))
+    # a release whose backends draftfit has not read stays quiet
+    older = draftfit.check(draft, kimi, ["vllm==0.20.0"], serve_args=launch)
+    assert "DF553" not in _codes(older)

@@ -34,9 +34,10 @@ def check_settings(b: BaseBuilder, settings: ServeSettings) -> None:
     if b.p.engine == "vllm":
         _vllm_draft_tp(b, settings)
         _vllm_pipeline_parallel(b, settings)
+        _mla_backend(b, settings)
     elif b.p.engine == "sglang":
         _sglang_pipeline_parallel(b, settings)
-        _sglang_mla_backend(b, settings)
+        _mla_backend(b, settings)
         _sglang_quantization_flag(b, settings)
 
 
@@ -158,33 +159,46 @@ def _mla_target(t: Target | None) -> bool:
     return t is not None and bool(t.text_config.get("kv_lora_rank") or t.config.get("kv_lora_rank"))
 
 
-def _sglang_mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
-    """SGLang: an MHA draft next to an MLA target inherits the target's attention backend;
-    an MLA-only backend then refuses the draft at start-up."""
+def _mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
+    """An MHA draft next to an MLA target inherits the target's attention backend; an
+    MLA-only backend then refuses the draft at start-up."""
     backend = s.attention_backend
     if backend is None or not _mla_target(b.target) or s.draft_attention_backend is not None:
         return
     if b.family in type(b).mla_families:
         return  # an MLA draft runs on MLA backends
-    if backend not in (b.value("mla_only_attention_backends") or []):
+    vllm = b.p.engine == "vllm"
+    named = backend.upper() if vllm else backend  # vLLM reads the name case-blind
+    if named not in (b.value("mla_only_attention_backends") or []):
         return
     if b.value("draft_attention_backend_default") != "target":
         return
-    has_flag = bool(b.value("draft_attention_backend_flag"))
-    arrives = first_release_where(
-        b.p, lambda later: bool(later.value("draft_attention_backend_flag"))
-    )
-    fix = (
-        "add `--speculative-draft-attention-backend` with a backend for standard attention "
-        "(e.g. `fa3`, `flashinfer` or, on Blackwell, `trtllm_mha`), or serve an MLA draft "
-        "(`Eagle3DeepseekV2ForCausalLM`)"
-        if has_flag
-        else f"{b.p.title} has no draft attention backend setting "
-        f"(`--speculative-draft-attention-backend` arrives in SGLang {arrives}): choose a "
-        "--attention-backend that runs both MLA and standard attention (e.g. `flashinfer`), "
-        "upgrade, or serve an MLA draft"
-    )
-    sources = b.p.item_sources("mla_only_attention_backends", backend) + b.src(
+    has_setting = bool(b.value("draft_attention_backend_flag"))
+    if vllm:
+        error = (
+            f"`ValueError: Selected backend {named} is not valid for this configuration. "
+            "Reason: ['non-MLA not supported']`"
+        )
+        fix = (
+            'add `"attention_backend": "FLASH_ATTN"` (or another backend for standard '
+            "attention) to --speculative-config, or serve an MLA draft"
+        )
+    else:
+        error = f"`ValueError: {backend} backend can only be used with MLA models.`"
+        arrives = first_release_where(
+            b.p, lambda later: bool(later.value("draft_attention_backend_flag"))
+        )
+        fix = (
+            "add `--speculative-draft-attention-backend` with a backend for standard "
+            "attention (e.g. `fa3`, `flashinfer` or, on Blackwell, `trtllm_mha`), or serve an "
+            "MLA draft (`Eagle3DeepseekV2ForCausalLM`)"
+            if has_setting
+            else f"{b.p.title} has no draft attention backend setting "
+            f"(`--speculative-draft-attention-backend` arrives in SGLang {arrives}): choose a "
+            "--attention-backend that runs both MLA and standard attention (e.g. "
+            "`flashinfer`), upgrade, or serve an MLA draft"
+        )
+    sources = b.p.item_sources("mla_only_attention_backends", named) + b.src(
         "draft_attention_backend_default", "draft_attention_backend_flag"
     )
     b.view.refuse(
@@ -192,8 +206,7 @@ def _sglang_mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
             rule_ids.DRAFT_MLA_ATTENTION_BACKEND,
             f"the target is MLA (`kv_lora_rank`) and the draft uses standard attention; with "
             f"--attention-backend {backend} and no draft backend of its own, {b.p.title} runs "
-            f"the draft on {backend} too, which raises `ValueError: {backend} backend can only "
-            "be used with MLA models.` at start-up",
+            f"the draft on {backend} too, which fails at start-up: {error}",
             _where(s, "/attention_backend"),
             sources,
             fix,

@@ -452,6 +452,11 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
         "vllm": ("draft_tp_choices",),
     },
     draft_mla_attention_backend: {  # DF553
+        "vllm": (
+            "mla_only_attention_backends",
+            "draft_attention_backend_default",
+            "draft_attention_backend_flag",
+        ),
         "sglang": (
             "mla_only_attention_backends",
             "draft_attention_backend_default",

@@ -103,15 +103,17 @@ def draft_tensor_parallel_refused() -> None:
 )
 def draft_mla_attention_backend() -> None:
     """## What it checks
-    An SGLang launch for an MLA target (DeepSeek-V2/V3, Kimi-K2, GLM-MoE: `kv_lora_rank`
-    in its config) with an MLA-only `--attention-backend` (`trtllm_mla`, and per release
-    `tokenspeed_mla`, `cutedsl_mla`), a draft with standard attention (a Llama-style
-    EAGLE-3 draft) and no `--speculative-draft-attention-backend`.
+    A launch for an MLA target (DeepSeek-V2/V3, Kimi-K2, GLM-MoE: `kv_lora_rank` in its
+    config) with an MLA-only attention backend (SGLang `--attention-backend trtllm_mla` and,
+    per release, `tokenspeed_mla`, `cutedsl_mla`; vLLM `--attention-backend FLASHINFER_MLA`,
+    `FLASHMLA`, `CUTLASS_MLA`, ...), a draft with standard attention (a Llama-style EAGLE-3
+    draft) and no attention backend of the draft's own.
 
     ## Why it matters
     Without its own backend the draft runs on the target's, and an MLA-only backend
-    refuses a model without MLA: start-up fails with `ValueError: trtllm_mla backend can
-    only be used with MLA models.` (sgl-project/sglang#20298, #23490).
+    refuses a model without MLA: start-up fails (SGLang: `ValueError: trtllm_mla backend
+    can only be used with MLA models.`, sgl-project/sglang#20298, #23490; vLLM: `Selected
+    backend FLASHINFER_MLA is not valid for this configuration`, vllm-project/vllm#39126).
 
     ## Example
     `python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8
@@ -119,9 +121,10 @@ def draft_mla_attention_backend() -> None:
     --speculative-draft-model-path D`
 
     ## Fix
-    Where the version has it, add `--speculative-draft-attention-backend` with a backend
-    for standard attention (e.g. `fa3`, `flashinfer`, `trtllm_mha`). Otherwise choose a
-    target backend that runs both, upgrade, or serve an MLA draft
+    Give the draft a backend for standard attention: SGLang
+    `--speculative-draft-attention-backend` (e.g. `fa3`, `flashinfer`, `trtllm_mha`) where
+    the release has it, vLLM `"attention_backend"` in `--speculative-config`. Otherwise
+    choose a target backend that runs both, upgrade, or serve an MLA draft
     (`Eagle3DeepseekV2ForCausalLM`).
     """
 
