@@ -379,3 +379,21 @@ def test_df553_vllm_mla_backend_without_a_draft_backend(tmp_path: Path) -> None:
     # a release whose backends draftfit has not read stays quiet
     older = draftfit.check(draft, kimi, ["vllm==0.20.0"], serve_args=launch)
     assert "DF553" not in _codes(older)
+
+
+def test_diff_and_matrix_take_the_settings(tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    reference = f.mla_draft().write(tmp_path / "reference")  # an MLA draft runs on trtllm_mla
+    kimi = _kimi_target(tmp_path)
+    engines = ["sglang==0.5.23"]
+    plain = draftfit.diff(draft, reference, kimi, engines)
+    judged = draftfit.diff(draft, reference, kimi, engines, serve_args=SGLANG_MLA)
+    assert "DF808" not in {x.code for x in plain.findings}
+    assert "DF808" in {x.code for x in judged.findings}  # only the draft fails DF553
+    matrix = draftfit.matrix(draft, kimi, serve_args=SGLANG_MLA)
+    newest = next(r for r in matrix.rows if r.engine == "sglang" and r.last == "0.5.23")
+    assert newest.verdict == "incompatible"
+    assert "DF553" in {x.code for x in newest.deciding}
+    assert any(note.startswith("serving settings, judged for sglang") for note in matrix.notes)
+    done = _cli("matrix", str(draft), "--target", str(kimi), "--serve-config", "{bad")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
