@@ -31,11 +31,12 @@ def pipeline_parallel_aux_states() -> None:
     ## Why it matters
     The draft reads hidden states captured at several target layers, and they live on
     different stages. SGLang refuses pipeline parallelism with EAGLE3 when it checks
-    its arguments (sgl-project/sglang#39644). vLLM passed only the hidden state between
-    stages, so the states captured before the last stage never reached the draft and
-    its fc failed with a shape mismatch (vllm-project/vllm#45985); its newer model
-    runner carries them, for targets whose decoder declares it, and refuses the others
-    at start-up (vllm-project/vllm#50514).
+    its arguments (sgl-project/sglang#39644). vLLM's first V1 model runner passed only the
+    hidden state between stages, so the states captured before the last stage never
+    reached the draft and its fc failed with a shape mismatch (vllm-project/vllm#45985);
+    its newer model runner carries them, for targets whose decoder declares it, and
+    refuses the others at start-up (vllm-project/vllm#50514). Releases between whose
+    behaviour draftfit has not read stay silent.
 
     ## Example
     `vllm serve meta-llama/Llama-3.1-70B -pp 2 -tp 4 --speculative-config
