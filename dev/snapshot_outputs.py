@@ -96,8 +96,11 @@ def _commands(
     reference: Path,
     engines: tuple[str, ...],
     method: str | None,
+    serve_args: str | None = None,
 ) -> Iterator[tuple[str, list[str]]]:
     tgt = ["--target", str(target)] if target is not None else []
+    if serve_args is not None:  # the launch's settings travel with the target
+        tgt += ["--serve-args", serve_args]
     eng = [a for e in engines for a in ("--engine", e)]
     meth = ["--method", method] if method else []
     fmt = ["--format", "json"]
@@ -142,7 +145,8 @@ def _record_case(index: int, out_dir: str) -> str:
         (root / "case").mkdir()
         draft, target = case.build(root / "case")
         reference = factory.specforge().write(root / "reference")
-        for name, argv in _commands(draft, target, reference, case.engines, case.method):
+        commands = _commands(draft, target, reference, case.engines, case.method, case.serve_args)
+        for name, argv in commands:
             _write(Path(out_dir) / case.id / f"{name}.json", _record(argv, tmp))
     return case.id
 

@@ -33,6 +33,7 @@ class Case:
     method: str | None = None
     verdict: str | None = None  # expected verdict for the first engine
     oracle: str | None = None
+    serve_args: str | None = None  # the launch (`--serve-args`), for the serving rules
 
 
 CASES: list[Case] = []
@@ -1856,3 +1857,112 @@ case(
 case("trtllm-no-architectures-one-model", set(), {"DF102"}, engines=("trtllm==1.4.0rc0",))(
     with_target(_arch(None))
 )
+
+
+# ------------------------------------------------------------------ serving settings (DF55x)
+
+_SGLANG_LAUNCH = (
+    "python -m sglang.launch_server --model-path T --tp 8 --speculative-algorithm EAGLE3 "
+    "--speculative-draft-model-path D"
+)
+_VLLM_SPEC = '{"method": "eagle3", "model": "D", "num_speculative_tokens": 3%s}'
+
+
+def _vllm_launch(flags: str, draft_tp: int | None = None) -> str:
+    extra = f', "draft_tensor_parallel_size": {draft_tp}' if draft_tp is not None else ""
+    return f"vllm serve T {flags} --speculative-config '{_VLLM_SPEC % extra}'"
+
+
+def _mla_target(draft: Draft) -> Builder:
+    """A tiny DeepSeek-V3 / Kimi-K2-shaped target config (MLA: `kv_lora_rank`)."""
+
+    def build(tmp: Path) -> tuple[Path, Path | None]:
+        target = f.llama_target(
+            tmp / "target",
+            architectures=["DeepseekV3ForCausalLM"],
+            model_type="kimi_k2",
+            kv_lora_rank=512,
+            q_lora_rank=1536,
+            qk_rope_head_dim=64,
+            qk_nope_head_dim=128,
+            v_head_dim=128,
+            n_routed_experts=8,
+        )
+        return draft.write(tmp / "draft"), target
+
+    return build
+
+
+case(
+    "serve-sglang-pp-eagle3",
+    {"DF550"},
+    engines=("sglang==0.5.23",),
+    verdict="incompatible",
+    serve_args=_SGLANG_LAUNCH + " --pp-size 2",
+)(with_target(f.specforge()))
+case(
+    "serve-sglang-one-stage",
+    set(),
+    {"DF550", "DF553", "DF554"},
+    engines=("sglang==0.5.23",),
+    verdict="compatible",
+    serve_args=_SGLANG_LAUNCH + " --pp-size 1",
+)(with_target(f.specforge()))
+case(
+    "serve-vllm-pp-drops-aux",
+    {"DF550"},
+    engines=("vllm==0.20.0",),
+    verdict="incompatible",
+    serve_args=_vllm_launch("-tp 4 -pp 2"),
+)(with_target(f.speculators()))
+case(
+    "serve-vllm-pp-carried-for-llama",
+    set(),
+    {"DF550", "DF551", "DF552"},
+    verdict="compatible",
+    serve_args=_vllm_launch("-tp 4 -pp 2"),
+)(with_target(f.speculators()))
+case(
+    "serve-vllm-draft-tp-one",
+    {"DF551"},
+    verdict="degraded",
+    serve_args=_vllm_launch("-tp 8", draft_tp=1),
+)(with_target(f.speculators()))
+case(
+    "serve-vllm-draft-tp-two",
+    {"DF552"},
+    {"DF551"},
+    verdict="incompatible",
+    serve_args=_vllm_launch("-tp 8", draft_tp=2),
+)(with_target(f.speculators()))
+case(
+    "serve-sglang-mla-backend",
+    {"DF553"},
+    engines=("sglang==0.5.23",),
+    verdict="incompatible",
+    serve_args=_SGLANG_LAUNCH + " --attention-backend trtllm_mla",
+)(_mla_target(f.specforge()))
+case(
+    "serve-sglang-mla-backend-draft-own",
+    set(),
+    {"DF553"},
+    engines=("sglang==0.5.23",),
+    serve_args=_SGLANG_LAUNCH
+    + " --attention-backend trtllm_mla --speculative-draft-attention-backend trtllm_mha",
+)(_mla_target(f.specforge()))
+case(
+    "serve-sglang-quantization-flag",
+    {"DF554"},
+    {"DF515"},
+    engines=("sglang==0.5.23",),
+    verdict="incompatible",
+    serve_args=_SGLANG_LAUNCH + " --quantization awq",
+)(with_target(f.specforge(), quantization_config=_AWQ))
+case(
+    "serve-sglang-quantization-opt-out",
+    set(),
+    {"DF515", "DF554"},
+    engines=("sglang==0.5.23",),
+    serve_args=_SGLANG_LAUNCH
+    + " --quantization awq --speculative-draft-model-quantization unquant",
+)(with_target(f.specforge(), quantization_config=_AWQ))

@@ -45,7 +45,12 @@ def test_bash_completes_commands_formats_and_options(capsys, tmp_path) -> None:
         "junit",
     ]
     assert bash_complete(path, "draftfit matrix d --format m") == ["markdown"]
-    assert set(bash_complete(path, "draftfit check --s")) == {"--select", "--statistics"}
+    assert set(bash_complete(path, "draftfit check --s")) == {
+        "--select",
+        "--statistics",
+        "--serve-config",
+        "--serve-args",
+    }
 
 
 def test_zsh_and_fish_scripts_name_every_command(capsys) -> None:

@@ -65,6 +65,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "draftfit.config_file",
         "draftfit.pre_commit",
         "draftfit.progress",
+        "draftfit.serve_settings",
+        "draftfit.serve_flags",
+        "draftfit.serve_input",
     ),
     ("draftfit.checkpoint",),
     (

@@ -35,17 +35,24 @@ def check(
     *,
     values: str | None = None,
     recipes: bool = False,
+    serve_config: str | None = None,
+    serve_args: str | None = None,
 ) -> Report:
     """Check `draft` (a folder or Hub reference) next to `target` for each engine version.
 
     `engines` takes what `--engine` takes (`"vllm"`, `"sglang==0.5.23"`, `"vllm~=0.34"`,
     `"all"`; default: the newest vLLM); `values` is `"sampled"` or `"full"` to read the
     weights' values too; `recipes` attaches how to serve the draft with each version that
-    can (`report.recipes`).
+    can (`report.recipes`). `serve_config` and `serve_args` take what `--serve-config` and
+    `--serve-args` take: the launch's settings, judged for that engine's versions.
     """
     from draftfit.checker import check_path
+    from draftfit.serve_input import settings_from
 
-    report = check_path(draft, target=target, engines=engines, method=method, values=values)
+    serve = settings_from(serve_config, serve_args)
+    report = check_path(
+        draft, target=target, engines=engines, method=method, values=values, serve=serve
+    )
     if recipes:
         from draftfit.recipe import attach_recipes
 
@@ -61,12 +68,22 @@ def diff(
     method: str | None = None,
     *,
     values: str | None = None,
+    serve_config: str | None = None,
+    serve_args: str | None = None,
 ) -> DiffReport:
-    """Compare `draft` with a known-good `reference` as each engine version sees both."""
+    """Compare `draft` with a known-good `reference` as each engine version sees both
+    (with the launch's settings, as for :func:`check`)."""
     from draftfit.comparison import diff_paths
+    from draftfit.serve_input import settings_from
 
     return diff_paths(
-        draft, reference, engines=engines, target=target, method=method, values=values
+        draft,
+        reference,
+        engines=engines,
+        target=target,
+        method=method,
+        values=values,
+        serve=settings_from(serve_config, serve_args),
     )
 
 
@@ -76,14 +93,19 @@ def matrix(
     method: str | None = None,
     *,
     values: str | None = None,
+    serve_config: str | None = None,
+    serve_args: str | None = None,
 ) -> Matrix:
-    """Check `draft` against every release of every engine, grouped into version ranges."""
+    """Check `draft` against every release of every engine, grouped into version ranges
+    (with the launch's settings, as for :func:`check`)."""
     from draftfit.release_matrix import build_matrix
+    from draftfit.serve_input import settings_from
     from draftfit.sources import open_checkpoint, open_target
 
+    serve = settings_from(serve_config, serve_args)
     checkpoint = open_checkpoint(draft)
     target_checkpoint = open_target(target) if target is not None else None
-    return build_matrix(checkpoint, target_checkpoint, method=method, values=values)
+    return build_matrix(checkpoint, target_checkpoint, method=method, values=values, serve=serve)
 
 
 def convert(

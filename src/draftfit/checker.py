@@ -41,6 +41,8 @@ from draftfit.report import (
 from draftfit.rule_ids import RuleId
 from draftfit.rules import all_rules, get_rule
 from draftfit.rules.base import Context, Rule, Severity, Violation
+from draftfit.rules.data_facts import facts_for
+from draftfit.serve_settings import SERVE_SKIP_REASON, ServeSettings
 from draftfit.spec import EAGLE, EAGLE3, DraftSpec, describe
 from draftfit.target import Target
 
@@ -68,9 +70,12 @@ def check_path(
     engines: Iterable[str] | None = None,
     method: str | None = None,
     values: str | None = None,
+    serve: ServeSettings | None = None,
 ) -> Report:
     """Check the draft `draft` (next to `target`, if given) for each engine. `values`
-    (`"sampled"` or `"full"`) also reads the weights' values and runs the DF7xx rules.
+    (`"sampled"` or `"full"`) also reads the weights' values and runs the DF7xx rules;
+    `serve` holds the launch's settings (:mod:`draftfit.serve_input`), which apply to the
+    profiles of their engine.
 
     Both may be local directories or Hub references (`hf://owner/name[@rev]`, `owner/name`).
     Serve recipes are added to the report by :func:`draftfit.recipe.attach_recipes`.
@@ -81,7 +86,7 @@ def check_path(
     checkpoint = open_checkpoint(draft)
     target_obj = open_target(target) if target is not None else None
     refuse_argument_mistakes(checkpoint, describe(checkpoint), target_obj, method)
-    return check_checkpoint(checkpoint, target_obj, profiles, method, values=values)
+    return check_checkpoint(checkpoint, target_obj, profiles, method, values=values, serve=serve)
 
 
 def check_checkpoint(
@@ -90,9 +95,12 @@ def check_checkpoint(
     profiles: list[Profile],
     method: str | None = None,
     values: str | None = None,
+    serve: ServeSettings | None = None,
 ) -> Report:
     """Run every rule; checkpoint-scope rules once, engine rules once per profile. With
-    `values` (`"sampled"` or `"full"`), the value rules get what the weights hold."""
+    `values` (`"sampled"` or `"full"`), the value rules get what the weights hold. Rules
+    that judge the launch's settings (`needs_serve`) run for the profiles of `serve`'s
+    engine; elsewhere they are listed as skipped (the verdict is for a default launch)."""
     if method is not None and method not in METHOD_CHOICES:
         raise UsageError(f"unknown method {method!r}; choose from {', '.join(METHOD_CHOICES)}")
     spec = describe(checkpoint)
@@ -114,15 +122,24 @@ def check_checkpoint(
 
     results: list[EngineResult] = []
     for profile in profiles:
+        settings = serve.for_engine(profile.engine) if serve is not None else None
         view = build_view(
-            BuildInputs(checkpoint, spec, target, profile, effective_method, method is not None)
+            BuildInputs(
+                checkpoint, spec, target, profile, effective_method, method is not None, settings
+            )
         )
-        ctx = Context(checkpoint, spec, target, view, method=effective_method)
+        ctx = Context(checkpoint, spec, target, view, method=effective_method, serve=settings)
         for item in rules:
             if item.scope != "engine":
                 continue
+            if item.needs_serve and settings is None:
+                # listed where the rule judges this engine's launches (its engine data)
+                applies = profile.engine in facts_for(item)
+                if applies and all(s.code != item.code for s in skipped):
+                    skipped.append(SkippedRule(item.code, item.name, SERVE_SKIP_REASON))
+                continue
             if item.needs_target and target is None:
-                if profile is profiles[0]:
+                if all(s.code != item.code for s in skipped):
                     skipped.append(_skip(item))
                 continue
             _collect(collected, item, _with_caveats(item.run(ctx), profile), [profile.label])
@@ -161,6 +178,7 @@ def check_checkpoint(
         skipped_rules=skipped,
         target_facts=TargetFacts.of(target) if target is not None else None,
         inputs=KeptCheck(checkpoint, spec, target, check_checkpoint),
+        serve=serve,
     )
 
 
@@ -187,7 +205,10 @@ def unverified_reasons(
     """
     reasons: list[str] = []
     unchecked: list[str] = []
-    decisive = [s.code for s in skipped if _can_change_verdict(s.code)]
+    # Rules skipped for want of serving settings leave the verdict that of a default launch.
+    decisive = [
+        s.code for s in skipped if s.reason != SERVE_SKIP_REASON and _can_change_verdict(s.code)
+    ]
     if decisive:
         reasons.append("no target")
         unchecked.extend(decisive)

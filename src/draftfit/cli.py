@@ -85,6 +85,22 @@ def _add_values(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_serve(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--serve-config",
+        metavar="FILE|JSON",
+        help="the launch's vLLM settings: a --speculative-config JSON, or vLLM engine "
+        "arguments (as `vllm serve --config` takes them), inline or as a JSON/YAML file",
+    )
+    parser.add_argument(
+        "--serve-args",
+        metavar="COMMAND",
+        help='the launch command or its flags, e.g. "vllm serve M -tp 8 --speculative-config '
+        '\'{...}\'" or "python -m sglang.launch_server --tp 8 ..." (settings apply to that '
+        "engine's versions)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="draftfit",
@@ -135,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also print how to serve the draft with each compatible or degraded version",
     )
     _add_values(check)
+    _add_serve(check)
     _add_format(check, kinds.CHECK)
     add_output_options(check)
     add_selection_options(check)
@@ -167,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
         "or info",
     )
     _add_values(diff)
+    _add_serve(diff)
     _add_format(diff, kinds.DIFF)
     add_output_options(diff)
     add_selection_options(diff)
@@ -189,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         "default: exit 0 whatever the verdicts",
     )
     _add_values(matrix)
+    _add_serve(matrix)
     _add_format(matrix, kinds.MATRIX)
     add_output_options(matrix, statistics=False)
     add_selection_options(matrix)

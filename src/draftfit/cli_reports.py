@@ -24,6 +24,7 @@ from draftfit.render.escape import escape_controls
 
 if TYPE_CHECKING:
     from draftfit.selection import Selection
+    from draftfit.serve_settings import ServeSettings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 GLOB_CHARACTERS = frozenset("*?[")
@@ -141,6 +142,13 @@ def expand_drafts(arguments: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(drafts))
 
 
+def _serve(args: argparse.Namespace) -> ServeSettings | None:
+    """The launch's settings from `--serve-config` / `--serve-args` (read before any draft)."""
+    from draftfit.serve_input import settings_from
+
+    return settings_from(args.serve_config, args.serve_args)
+
+
 def run_check(args: argparse.Namespace) -> int:
     """`draftfit check D1 [D2 ...]`: one report per draft, the worst exit status."""
     from draftfit.checker import check_path
@@ -157,6 +165,7 @@ def run_check(args: argparse.Namespace) -> int:
         drafts = expand_drafts(args.draft)
     reports: list[Any] = []
     worst = EXIT_OK
+    serve = _serve(args)
 
     for draft in drafts:
         try:
@@ -167,6 +176,7 @@ def run_check(args: argparse.Namespace) -> int:
                 engines=args.engine,
                 method=args.method,
                 values=args.values,
+                serve=serve,
             )
         except DraftfitError as exc:
             if len(drafts) == 1:
@@ -199,6 +209,7 @@ def run_diff(args: argparse.Namespace) -> int:
         target=args.target,
         method=args.method,
         values=args.values,
+        serve=_serve(args),
     )
     if not selection.is_default:
         selection.apply(report.findings)
@@ -217,6 +228,7 @@ def run_matrix(args: argparse.Namespace) -> int:
     from draftfit.spec import describe
 
     selection = selection_for(args, args.draft)
+    serve = _serve(args)
     checkpoint = open_checkpoint(args.draft)
     target = open_target(args.target) if args.target else None
     refuse_argument_mistakes(checkpoint, describe(checkpoint), target, args.method)
@@ -226,6 +238,7 @@ def run_matrix(args: argparse.Namespace) -> int:
         method=args.method,
         selection=None if selection.is_default else selection,
         values=args.values,
+        serve=serve,
     )
     if args.format == "text" and args.quiet:
         text = "".join(f"{row.title} {row.range}: {row.verdict}\n" for row in matrix.rows)

@@ -37,6 +37,7 @@ from draftfit.rule_ids import (
 )
 from draftfit.rules import registered
 from draftfit.rules.base import Rule, Severity
+from draftfit.serve_settings import ServeSettings
 from draftfit.spec import LAYER_FIELDS, DraftSpec, describe
 from draftfit.target import Target
 from draftfit.version import __version__
@@ -180,6 +181,7 @@ def diff_checkpoints(
     target: Target | None = None,
     method: str | None = None,
     values: str | None = None,
+    serve: ServeSettings | None = None,
 ) -> DiffReport:
     """Compare `draft` with `reference` for every engine profile.
 
@@ -188,8 +190,8 @@ def diff_checkpoints(
     that depends on whether the method was given, is not compared). With `values`, each
     side's check also reads its weights' values, so a value error shows as a verdict
     difference."""
-    report_a = check_checkpoint(draft, target, profiles, method, values=values)
-    report_b = check_checkpoint(reference, target, profiles, method, values=values)
+    report_a = check_checkpoint(draft, target, profiles, method, values=values, serve=serve)
+    report_b = check_checkpoint(reference, target, profiles, method, values=values, serve=serve)
     spec_a, spec_b = report_a.kept().spec, report_b.kept().spec
     layers, layers_note = _target_layers(target, spec_a, spec_b)
     notes = [layers_note] if layers_note else []
@@ -276,8 +278,10 @@ def diff_paths(
     target: str | Path | None = None,
     method: str | None = None,
     values: str | None = None,
+    serve: ServeSettings | None = None,
 ) -> DiffReport:
-    """Load both checkpoints (and the target, if given) and compare them."""
+    """Load both checkpoints (and the target, if given) and compare them (with `serve`, the
+    launch's settings, for both)."""
     from draftfit.mistakes import refuse_diff_mistakes
     from draftfit.sources import open_checkpoint, open_target
 
@@ -293,7 +297,7 @@ def diff_paths(
         method,
     )
     return diff_checkpoints(
-        draft_checkpoint, reference_checkpoint, profiles, target_obj, method, values
+        draft_checkpoint, reference_checkpoint, profiles, target_obj, method, values, serve
     )
 
 

@@ -27,6 +27,7 @@ from draftfit.report import (
 )
 from draftfit.rules.base import Severity
 from draftfit.selection import Selection, apply_to_report
+from draftfit.serve_settings import ServeSettings
 from draftfit.target import Target
 
 # What must match for two versions to share a row: verdict, deciding findings, recipe.
@@ -105,6 +106,7 @@ def build_matrix(
     method: str | None = None,
     selection: Selection | None = None,
     values: str | None = None,
+    serve: ServeSettings | None = None,
 ) -> Matrix:
     """Check `checkpoint` against every known version of every engine and group the results.
 
@@ -114,9 +116,11 @@ def build_matrix(
     notes: list[str] = []
     if target is None:
         notes.append("no --target: checks that need the target were skipped in every version")
+    if serve is not None:
+        notes.append(f"serving settings, judged for {serve.engine}'s versions: {serve.summary()}")
     for engine in engines:
         profiles = [engine.resolve(v) for v in engine.versions]
-        report = check_checkpoint(checkpoint, target, profiles, method, values=values)
+        report = check_checkpoint(checkpoint, target, profiles, method, values=values, serve=serve)
         if selection is not None:
             apply_to_report(report, selection)
         current: MatrixRow | None = None

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from draftfit.dialects import Dialect
     from draftfit.engines.profile import Profile
     from draftfit.engines.view import EngineView
+    from draftfit.serve_settings import ServeSettings
     from draftfit.spec import DraftSpec
     from draftfit.target import Target
 
@@ -292,6 +293,7 @@ class Report:
     skipped_rules: list[SkippedRule] = field(default_factory=list)
     target_facts: TargetFacts | None = None
     recipes: list[Any] | None = None  # draftfit.recipe.Recipe, when asked for
+    serve: ServeSettings | None = None  # the launch's settings, when given
     # What the checker read and computed (not part of the JSON form): see `kept`.
     inputs: KeptCheck | None = field(default=None, repr=False, compare=False)
 
@@ -343,6 +345,8 @@ class Report:
         }
         if self.recipes is not None:
             out["recipes"] = [r.to_dict() for r in self.recipes]
+        if self.serve is not None:
+            out["serve"] = self.serve.to_dict()
         return out
 
 

@@ -144,6 +144,14 @@ DRAFT_KV_PAGE_SIZE_REFUSED = RuleId("DF530", "draft-kv-page-size-refused", _E, "
 DRAFT_HEAD_SIZE_UNSUPPORTED = RuleId("DF531", "draft-head-size-unsupported", _W, "target")
 DRAFT_HEAD_SIZE_FALLBACK = RuleId("DF532", "draft-head-size-fallback-backend", _W, "target")
 DRAFT_KV_TRANSFER_SIZE_DIFFERS = RuleId("DF533", "draft-kv-transfer-size-differs", _I, "target")
+# DF55x: the launch's serving settings (`--serve-config`, `--serve-args`).
+PIPELINE_PARALLEL_AUX_STATES = RuleId("DF550", "pipeline-parallel-aux-states", _E, "serving")
+DRAFT_TENSOR_PARALLEL_IGNORED = RuleId("DF551", "draft-tensor-parallel-ignored", _W, "serving")
+DRAFT_TENSOR_PARALLEL_REFUSED = RuleId("DF552", "draft-tensor-parallel-refused", _E, "serving")
+DRAFT_MLA_ATTENTION_BACKEND = RuleId("DF553", "draft-mla-attention-backend", _E, "serving")
+DRAFT_QUANTIZATION_FLAG_INHERITED = RuleId(
+    "DF554", "draft-quantization-flag-inherited", _E, "serving"
+)
 NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _W, "norms")
 NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _W, "norms")
 NORM_OUTPUT_SEMANTICS_DIFFER = RuleId("DF603", "norm-output-semantics-differ", _W, "norms")
@@ -266,6 +274,11 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     DRAFT_HEAD_SIZE_UNSUPPORTED,
     DRAFT_HEAD_SIZE_FALLBACK,
     DRAFT_KV_TRANSFER_SIZE_DIFFERS,
+    PIPELINE_PARALLEL_AUX_STATES,
+    DRAFT_TENSOR_PARALLEL_IGNORED,
+    DRAFT_TENSOR_PARALLEL_REFUSED,
+    DRAFT_MLA_ATTENTION_BACKEND,
+    DRAFT_QUANTIZATION_FLAG_INHERITED,
     NORM_FLAG_IGNORED,
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_OUTPUT_SEMANTICS_DIFFER,

@@ -137,7 +137,12 @@ class BaseBuilder:
         """Resolve the draft the way this engine at `inputs.profile.version` would."""
         p = inputs.profile
         view = EngineView(p.engine, p.version, p.title, cls.method_for(inputs.method, inputs.spec))
-        cls(inputs, view).run()
+        builder = cls(inputs, view)
+        builder.run()
+        if inputs.serve is not None:
+            from draftfit.engines.serving_checks import check_settings
+
+            check_settings(builder, inputs.serve)
         return view
 
     @staticmethod

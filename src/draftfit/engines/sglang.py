@@ -392,9 +392,9 @@ class _SGLangBuilder(BaseBuilder):
     def _inherited_quantization(self, t: Target) -> None:
         """A quantized target next to an unquantized draft: SGLang gives the draft the
         target's `--quantization`, which an unquantized draft cannot satisfy (methods that
-        quantize online, such as `fp8`, can)."""
-        if not self.value("draft_quantization_inherited"):
-            return
+        quantize online, such as `fp8`, can). Only for a launch draftfit was not shown."""
+        if not self.value("draft_quantization_inherited") or self.inputs.serve is not None:
+            return  # with the launch's settings, DF554 says whether it happens
         if read_draft_quant(self.config) is not None:
             return
         method = None

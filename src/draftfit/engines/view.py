@@ -18,6 +18,7 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.engines.profile import Profile
 from draftfit.location import Location
 from draftfit.rule_ids import RuleId
+from draftfit.serve_settings import ServeSettings
 from draftfit.spec import DraftSpec
 from draftfit.target import Target
 
@@ -42,6 +43,8 @@ class BuildInputs:
         profile: the engine's data at one version.
         method: the method the user serves with (`eagle3`, `eagle`, `auto`), or None.
         method_explicit: whether the method was given rather than read from the checkpoint.
+        serve: the launch's settings for this engine (`--serve-config`, `--serve-args`),
+            or None (a default launch).
     """
 
     checkpoint: Checkpoint
@@ -50,6 +53,7 @@ class BuildInputs:
     profile: Profile
     method: str | None
     method_explicit: bool
+    serve: ServeSettings | None = None
 
 
 @dataclass(frozen=True)

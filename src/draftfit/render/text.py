@@ -11,6 +11,7 @@ from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.suppressed import suppressed_summary
 from draftfit.report import COMPATIBLE, DEGRADED, UNVERIFIED, Report, TargetFacts
 from draftfit.rules.base import Severity
+from draftfit.serve_settings import SERVE_SKIP_REASON, SETTINGS_FLAGS
 
 FAMILY_TITLES = {
     "structure": "File structure",
@@ -20,6 +21,7 @@ FAMILY_TITLES = {
     "aux": "Aux hidden-state layers",
     "vocab": "Vocabulary",
     "target": "Draft next to the target",
+    "serving": "Serving settings",
     "norms": "Norm flags",
     "values": "Weight values",
     "hygiene": "Checkpoint hygiene",
@@ -75,6 +77,8 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             console.print(
                 Text("Target  none given (checks that need one are skipped)", style="dim")
             )
+        if report.serve is not None:
+            console.print(Text("Serve   " + report.serve.summary()))
         console.print()
 
         counting = [f for f in report.findings if f.counts]
@@ -103,9 +107,21 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                     console.print(Text("    fix: " + finding.fix, style="green"))
             console.print()
 
-        if report.skipped_rules:
-            names = ", ".join(f"{s.code} {s.name}" for s in report.skipped_rules)
+        without_target = [s for s in report.skipped_rules if s.reason != SERVE_SKIP_REASON]
+        without_serve = [s for s in report.skipped_rules if s.reason == SERVE_SKIP_REASON]
+        if without_target:
+            names = ", ".join(f"{s.code} {s.name}" for s in without_target)
             console.print(Text(f"Skipped without --target: {names}", style="dim"))
+            console.print()
+        if without_serve:
+            names = ", ".join(f"{s.code} {s.name}" for s in without_serve)
+            console.print(
+                Text(
+                    f"Skipped without serving settings ({SETTINGS_FLAGS}; verdicts are for a "
+                    f"default launch): {names}",
+                    style="dim",
+                )
+            )
             console.print()
         suppressed_line = suppressed_summary(report.findings)
         if suppressed_line:

@@ -20,6 +20,7 @@ from draftfit.rule_ids import RuleId, Severity
 if TYPE_CHECKING:
     from draftfit.checkpoint.model import Checkpoint
     from draftfit.engines.view import EngineView
+    from draftfit.serve_settings import ServeSettings
     from draftfit.spec import DraftSpec
     from draftfit.target import Target
     from draftfit.values.facts import ValueFacts
@@ -38,7 +39,9 @@ class Violation:
 @dataclass
 class Context:
     """Everything a rule may read. `view` is None for engine-independent passes; `values`
-    holds what the value checks read, only when asked for (`--values`)."""
+    holds what the value checks read, only when asked for (`--values`); `serve` holds the
+    launch's settings when they were given for this engine (`--serve-config`,
+    `--serve-args`), else None."""
 
     checkpoint: Checkpoint
     spec: DraftSpec
@@ -46,6 +49,7 @@ class Context:
     view: EngineView | None = None
     method: str | None = None
     values: ValueFacts | None = None
+    serve: ServeSettings | None = None
 
 
 Check = Callable[[Context], Iterable[Violation]]
@@ -65,6 +69,7 @@ class Rule:
     check: Check
     scope: str  # "checkpoint" (engine-independent), "engine" or "diff" (documentation only)
     needs_target: bool = False
+    needs_serve: bool = False  # runs only with the launch's settings for the engine
 
     @property
     def code(self) -> str:
@@ -99,13 +104,17 @@ def rule(
     *,
     scope: str = "engine",
     needs_target: bool = False,
+    needs_serve: bool = False,
 ) -> Callable[[Check], Check]:
-    """Register the decorated check as the rule `rule_id` (registered at most once)."""
+    """Register the decorated check as the rule `rule_id` (registered at most once).
+
+    `needs_serve`: the rule judges the launch's settings, so without them (for that engine)
+    it is listed as skipped; the verdict is then that of a default launch."""
 
     def register(check: Check) -> Check:
         if rule_id.code in RULES:
             raise ValueError(f"duplicate rule {rule_id}")
-        RULES[rule_id.code] = Rule(rule_id, summary, check, scope, needs_target)
+        RULES[rule_id.code] = Rule(rule_id, summary, check, scope, needs_target, needs_serve)
         return check
 
     return register
@@ -139,6 +148,7 @@ def documented_rule(
     *,
     scope: str = "engine",
     needs_target: bool = False,
+    needs_serve: bool = False,
 ) -> Callable[[DocHolder], Check]:
     """Register `check` as the rule `rule_id`, documented by the decorated function's docstring.
 
@@ -153,13 +163,15 @@ def documented_rule(
         run.__doc__ = doc_holder.__doc__
         run.__name__ = doc_holder.__name__
         run.__module__ = doc_holder.__module__
-        return rule(rule_id, summary, scope=scope, needs_target=needs_target)(run)
+        return rule(
+            rule_id, summary, scope=scope, needs_target=needs_target, needs_serve=needs_serve
+        )(run)
 
     return decorate
 
 
 def event_rule(
-    rule_id: RuleId, summary: str, *, needs_target: bool = False
+    rule_id: RuleId, summary: str, *, needs_target: bool = False, needs_serve: bool = False
 ) -> Callable[[DocHolder], Check]:
     """A rule whose detection lives in the engine module (it emits events tagged `rule_id`)."""
     return documented_rule(
@@ -167,6 +179,7 @@ def event_rule(
         summary,
         lambda ctx: from_view_events(ctx, rule_id),
         needs_target=needs_target,
+        needs_serve=needs_serve,
     )
 
 

@@ -47,6 +47,13 @@ from draftfit.rules.norms import (
     norm_before_residual_default,
     norm_flag_ignored,
 )
+from draftfit.rules.serving import (
+    draft_mla_attention_backend,
+    draft_quantization_flag_inherited,
+    draft_tensor_parallel_ignored,
+    draft_tensor_parallel_refused,
+    pipeline_parallel_aux_states,
+)
 from draftfit.rules.target import (
     draft_built_with_target_quantization,
     draft_context_refused,
@@ -468,6 +475,31 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     },
     draft_head_size_fallback: {  # DF532
         "vllm": ("draft_head_size_backend",),
+    },
+    pipeline_parallel_aux_states: {  # DF550
+        "vllm": ("aux_states_over_pp", "pp_aux_architectures"),
+        "sglang": ("pp_with_eagle3",),
+    },
+    draft_tensor_parallel_ignored: {  # DF551
+        "vllm": ("draft_tp_eagle_honoured",),
+    },
+    draft_tensor_parallel_refused: {  # DF552
+        "vllm": ("draft_tp_choices",),
+    },
+    draft_mla_attention_backend: {  # DF553
+        "vllm": (
+            "mla_only_attention_backends",
+            "draft_attention_backend_default",
+            "draft_attention_backend_flag",
+        ),
+        "sglang": (
+            "mla_only_attention_backends",
+            "draft_attention_backend_default",
+            "draft_attention_backend_flag",
+        ),
+    },
+    draft_quantization_flag_inherited: {  # DF554
+        "sglang": ("draft_quantization_inherited", "draft_quantization_opt_out"),
     },
     draft_sliding_window_ignored: {  # DF130
         "vllm": ("draft_sliding_window_honoured",),

@@ -1,0 +1,255 @@
+"""What an engine version does with the launch's serving settings (DF551-DF554).
+
+Run by the view builder only when settings were given for this engine (`--serve-config`,
+`--serve-args`); each check reads the settings (:class:`~draftfit.serve_settings.ServeSettings`)
+and the engine data, and emits an event tagged with the rule that reports it
+(:mod:`draftfit.rules.serving`). Without settings these rules are skipped, not guessed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from draftfit import rule_ids
+from draftfit.engines.draft_quant import read_draft_quant
+from draftfit.engines.serve import first_release_where
+from draftfit.engines.view import Event
+from draftfit.location import Location
+from draftfit.spec import EAGLE3
+
+if TYPE_CHECKING:
+    from draftfit.engines.builder import BaseBuilder
+    from draftfit.serve_settings import ServeSettings
+    from draftfit.target import Target
+
+TARGET_CONFIG = "target config.json"
+SERVE = "serving settings"
+# Quantization methods that quantize bf16 weights at load time: an unquantized draft can
+# take them (SGLang then quantizes the draft too).
+ONLINE_QUANTIZATION = frozenset({"fp8"})
+
+
+def check_settings(b: BaseBuilder, settings: ServeSettings) -> None:
+    """Emit the events for `settings` at the builder's engine version."""
+    if b.p.engine == "vllm":
+        _vllm_draft_tp(b, settings)
+        _vllm_pipeline_parallel(b, settings)
+        _mla_backend(b, settings)
+    elif b.p.engine == "sglang":
+        _sglang_pipeline_parallel(b, settings)
+        _mla_backend(b, settings)
+        _sglang_quantization_flag(b, settings)
+
+
+def _where(settings: ServeSettings, pointer: str) -> Location:
+    return Location(f"{SERVE} ({settings.given_by})", pointer)
+
+
+def _vllm_draft_tp(b: BaseBuilder, s: ServeSettings) -> None:
+    """vLLM: a draft tensor-parallel size apart from the target's is refused unless it is
+    1, and an EAGLE draft runs at the target's size whatever it says."""
+    draft_tp, target_tp = s.draft_tensor_parallel_size, s.tensor_parallel_size
+    if draft_tp is None or target_tp is None or b.value("draft_tp_choices") is None:
+        return  # a speculative config alone does not say the target's size
+    if draft_tp == target_tp:
+        return
+    where = _where(s, "/speculative_config/draft_tensor_parallel_size")
+    if draft_tp != 1:
+        b.refuse(
+            rule_ids.DRAFT_TENSOR_PARALLEL_REFUSED,
+            f"draft_tensor_parallel_size is {draft_tp} and the target's tensor-parallel size "
+            f"{target_tp}: {b.p.title} accepts only 1 or the target's size and raises "
+            "ValueError at start-up",
+            where,
+            ("draft_tp_choices",),
+            fix=f"leave draft_tensor_parallel_size out (the draft then runs at {target_tp})",
+        )
+        return
+    if b.value("draft_tp_eagle_honoured") is False:
+        b.event(
+            rule_ids.DRAFT_TENSOR_PARALLEL_IGNORED,
+            f"draft_tensor_parallel_size is 1 and the target's tensor-parallel size "
+            f"{target_tp}: {b.p.title} builds an EAGLE draft with the target's parallel "
+            f"config, so the draft runs sharded {target_tp} ways anyway (memory and speed "
+            "as at the target's size, not as configured)",
+            where,
+            ("draft_tp_eagle_honoured",),
+            fix="leave draft_tensor_parallel_size out: this version has no unsharded EAGLE draft",
+        )
+
+
+def _pipeline_stages(b: BaseBuilder, s: ServeSettings) -> int | None:
+    """The pipeline-parallel size when it splits an EAGLE-3 target, else None."""
+    pp = s.pipeline_parallel_size
+    if pp is None or pp < 2 or b.method != EAGLE3:
+        return None
+    return pp
+
+
+def _sglang_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
+    """SGLang refuses pipeline parallelism with EAGLE3 in its server-argument checks."""
+    pp = _pipeline_stages(b, s)
+    if pp is None or b.value("pp_with_eagle3") != "refused":
+        return
+    gpus = pp * (s.tensor_parallel_size or 1)
+    b.refuse(
+        rule_ids.PIPELINE_PARALLEL_AUX_STATES,
+        f"--pp-size {pp} with EAGLE3: {b.p.title} refuses pipeline parallelism with this "
+        "speculative algorithm while it checks the server arguments (an assertion), so "
+        "the server does not start",
+        _where(s, "/pipeline_parallel_size"),
+        ("pp_with_eagle3",),
+        fix=f"serve with --pp-size 1 (spread the GPUs with --tp-size {gpus} instead)",
+    )
+
+
+def _vllm_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
+    """vLLM: aux states captured before the last pipeline stage are dropped (older
+    releases) or need a target decoder that carries them (refused otherwise)."""
+    pp = _pipeline_stages(b, s)
+    t = b.target
+    if pp is None or t is None:
+        return
+    mode = b.value("aux_states_over_pp")
+    where = _where(s, "/pipeline_parallel_size")
+    arch = t.architecture or "this target"
+    if mode == "model-flag":
+        if arch in (b.value("pp_aux_architectures") or []):
+            return
+        b.refuse(
+            rule_ids.PIPELINE_PARALLEL_AUX_STATES,
+            f"--pipeline-parallel-size {pp} with EAGLE-3: {b.p.title} carries aux hidden "
+            f"states across pipeline stages only for targets whose decoder declares it, and "
+            f"`{arch}` does not: start-up fails (`ValueError: ... does not support eagle3 "
+            "with pipeline parallelism`)",
+            where,
+            ("aux_states_over_pp", "pp_aux_architectures"),
+            fix="serve with --pipeline-parallel-size 1 (tensor parallelism instead)",
+        )
+        return
+    if mode != "dropped" or b.view.aux is None or not b.view.aux.used or not t.num_layers:
+        return
+    n = t.num_layers
+    last_start = n - n // pp  # vLLM gives the last stage n // pp layers
+    early = [i for i in b.view.aux.used if i <= last_start]
+    if not early:
+        return
+    fixed_in = first_release_where(
+        b.p,
+        lambda later: (
+            later.value("aux_states_over_pp") == "model-flag"
+            and arch in (later.value("pp_aux_architectures") or [])
+        ),
+    )
+    b.refuse(
+        rule_ids.PIPELINE_PARALLEL_AUX_STATES,
+        f"--pipeline-parallel-size {pp} with EAGLE-3: the last of the {pp} stages holds "
+        f"layers {last_start}-{n - 1} of {n}, and aux layers {early} (capture-before "
+        f"counting) are captured on an earlier stage; {b.p.title} passes only the hidden "
+        f"states between stages, so the draft gets {len(b.view.aux.used) - len(early)} of "
+        f"its {len(b.view.aux.used)} aux states and its fc fails with a shape mismatch",
+        where,
+        ("aux_states_over_pp",),
+        fix="serve with --pipeline-parallel-size 1 (tensor parallelism instead)"
+        + (f", or upgrade to vLLM {fixed_in}, which carries them for `{arch}`" if fixed_in else ""),
+    )
+
+
+def _mla_target(t: Target | None) -> bool:
+    return t is not None and bool(t.text_config.get("kv_lora_rank") or t.config.get("kv_lora_rank"))
+
+
+def _mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
+    """An MHA draft next to an MLA target inherits the target's attention backend; an
+    MLA-only backend then refuses the draft at start-up."""
+    backend = s.attention_backend
+    if backend is None or not _mla_target(b.target) or s.draft_attention_backend is not None:
+        return
+    if b.family in type(b).mla_families:
+        return  # an MLA draft runs on MLA backends
+    vllm = b.p.engine == "vllm"
+    named = backend.upper() if vllm else backend  # vLLM reads the name case-blind
+    if named not in (b.value("mla_only_attention_backends") or []):
+        return
+    if b.value("draft_attention_backend_default") != "target":
+        return
+    has_setting = bool(b.value("draft_attention_backend_flag"))
+    if vllm:
+        error = (
+            f"`ValueError: Selected backend {named} is not valid for this configuration. "
+            "Reason: ['non-MLA not supported']`"
+        )
+        fix = (
+            'add `"attention_backend": "FLASH_ATTN"` (or another backend for standard '
+            "attention) to --speculative-config, or serve an MLA draft"
+        )
+    else:
+        error = f"`ValueError: {backend} backend can only be used with MLA models.`"
+        arrives = first_release_where(
+            b.p, lambda later: bool(later.value("draft_attention_backend_flag"))
+        )
+        fix = (
+            "add `--speculative-draft-attention-backend` with a backend for standard "
+            "attention (e.g. `fa3`, `flashinfer` or, on Blackwell, `trtllm_mha`), or serve an "
+            "MLA draft (`Eagle3DeepseekV2ForCausalLM`)"
+            if has_setting
+            else f"{b.p.title} has no draft attention backend setting "
+            f"(`--speculative-draft-attention-backend` arrives in SGLang {arrives}): choose a "
+            "--attention-backend that runs both MLA and standard attention (e.g. "
+            "`flashinfer`), upgrade, or serve an MLA draft"
+        )
+    sources = b.p.item_sources("mla_only_attention_backends", named) + b.src(
+        "draft_attention_backend_default", "draft_attention_backend_flag"
+    )
+    b.view.refuse(
+        Event(
+            rule_ids.DRAFT_MLA_ATTENTION_BACKEND,
+            f"the target is MLA (`kv_lora_rank`) and the draft uses standard attention; with "
+            f"--attention-backend {backend} and no draft backend of its own, {b.p.title} runs "
+            f"the draft on {backend} too, which fails at start-up: {error}",
+            _where(s, "/attention_backend"),
+            sources,
+            fix,
+        )
+    )
+
+
+def target_quantization(t: Target) -> str | None:
+    """The target's `quantization_config.quant_method` (top level or `text_config`)."""
+    for config in (t.config, t.text_config):
+        qc = config.get("quantization_config")
+        if isinstance(qc, dict) and isinstance(qc.get("quant_method"), str):
+            method: str = qc["quant_method"]
+            return method
+    return None
+
+
+def _sglang_quantization_flag(b: BaseBuilder, s: ServeSettings) -> None:
+    """SGLang: `--quantization METHOD` builds the draft with METHOD too; an unquantized draft
+    then fails at start-up (unless `--speculative-draft-model-quantization unquant`)."""
+    flag = s.quantization
+    if flag is None or flag.lower() in ONLINE_QUANTIZATION or b.target is None:
+        return
+    if not b.value("draft_quantization_inherited") or read_draft_quant(b.config) is not None:
+        return
+    opt_out = bool(b.value("draft_quantization_opt_out"))
+    if opt_out and s.draft_quantization is not None:
+        return  # the draft has its own setting (`unquant` keeps it as stored)
+    method = target_quantization(b.target)
+    b.refuse(
+        rule_ids.DRAFT_QUANTIZATION_FLAG_INHERITED,
+        f"the launch passes --quantization {flag} and the draft is not quantized: "
+        f"{b.p.title} builds the draft with `{flag}` too and start-up fails looking for the "
+        f"draft's `{flag}` config",
+        _where(s, "/quantization"),
+        ("draft_quantization_inherited", "draft_quantization_opt_out"),
+        fix="pass `--speculative-draft-model-quantization unquant`"
+        + (
+            f", or leave --quantization out (SGLang reads `{method}` from the target's config)"
+            if method is not None
+            else ", or leave --quantization out"
+        )
+        if opt_out
+        else f"leave --quantization out ({b.p.title} has no draft quantization setting"
+        + (f"; SGLang reads `{method}` from the target's config)" if method else ")"),
+    )

@@ -1,0 +1,158 @@
+"""Rules about the launch's serving settings (`--serve-config`, `--serve-args`).
+
+They judge how the draft is run next to the target: parallel layout, attention backend and
+quantization flags. Each runs only when settings were given for the engine (`needs_serve`);
+otherwise it is listed as skipped and the verdict is that of a default launch. Detection
+lives in :mod:`draftfit.engines.serving_checks`.
+"""
+
+from __future__ import annotations
+
+from draftfit.rule_ids import (
+    DRAFT_MLA_ATTENTION_BACKEND,
+    DRAFT_QUANTIZATION_FLAG_INHERITED,
+    DRAFT_TENSOR_PARALLEL_IGNORED,
+    DRAFT_TENSOR_PARALLEL_REFUSED,
+    PIPELINE_PARALLEL_AUX_STATES,
+)
+from draftfit.rules.base import event_rule
+
+
+@event_rule(
+    PIPELINE_PARALLEL_AUX_STATES,
+    "pipeline parallelism loses or refuses the EAGLE-3 aux hidden states",
+    needs_serve=True,
+)
+def pipeline_parallel_aux_states() -> None:
+    """## What it checks
+    A launch that splits the target into pipeline stages (`--pipeline-parallel-size`,
+    `--pp-size` > 1) to serve an EAGLE-3 draft.
+
+    ## Why it matters
+    The draft reads hidden states captured at several target layers, and they live on
+    different stages. SGLang refuses pipeline parallelism with EAGLE3 when it checks
+    its arguments (sgl-project/sglang#39644). vLLM's first V1 model runner passed only the
+    hidden state between stages, so the states captured before the last stage never
+    reached the draft and its fc failed with a shape mismatch (vllm-project/vllm#45985);
+    its newer model runner carries them, for targets whose decoder declares it, and
+    refuses the others at start-up (vllm-project/vllm#50514). Releases between whose
+    behaviour draftfit has not read stay silent.
+
+    ## Example
+    `vllm serve meta-llama/Llama-3.1-70B -pp 2 -tp 4 --speculative-config
+    '{"method": "eagle3", "model": "D", "num_speculative_tokens": 3}'`
+
+    ## Fix
+    Serve with one pipeline stage (tensor parallelism across the GPUs instead), or a
+    release that carries aux states across stages for this target.
+    """
+
+
+@event_rule(
+    DRAFT_TENSOR_PARALLEL_IGNORED,
+    "draft_tensor_parallel_size 1 is ignored for an EAGLE draft",
+    needs_serve=True,
+)
+def draft_tensor_parallel_ignored() -> None:
+    """## What it checks
+    A vLLM launch whose `speculative_config.draft_tensor_parallel_size` is 1 while the
+    target runs with a larger `--tensor-parallel-size`.
+
+    ## Why it matters
+    vLLM accepts the setting, but builds EAGLE and EAGLE-3 drafts with the target's
+    parallel config: the draft runs sharded at the target's size anyway, so memory and
+    latency are not what the launch asked for (vllm-project/vllm#31345, #31398).
+
+    ## Example
+    `vllm serve T -tp 8 --speculative-config '{"method": "eagle3", "model": "D",
+    "draft_tensor_parallel_size": 1}'`
+
+    ## Fix
+    Leave `draft_tensor_parallel_size` out; the draft runs at the target's size.
+    """
+
+
+@event_rule(
+    DRAFT_TENSOR_PARALLEL_REFUSED,
+    "draft_tensor_parallel_size is neither 1 nor the target's",
+    needs_serve=True,
+)
+def draft_tensor_parallel_refused() -> None:
+    """## What it checks
+    A vLLM launch whose `speculative_config.draft_tensor_parallel_size` is neither 1
+    nor the target's `--tensor-parallel-size`.
+
+    ## Why it matters
+    vLLM raises `ValueError: speculative_draft_tensor_parallel_size=... cannot be other
+    value than 1 or target model tensor_parallel_size` while it builds its config: the
+    server does not start.
+
+    ## Example
+    `vllm serve T -tp 8 --speculative-config '{"method": "eagle3", "model": "D",
+    "draft_tensor_parallel_size": 2}'`
+
+    ## Fix
+    Leave `draft_tensor_parallel_size` out (the target's size).
+    """
+
+
+@event_rule(
+    DRAFT_MLA_ATTENTION_BACKEND,
+    "a standard-attention draft inherits an MLA-only attention backend",
+    needs_target=True,
+    needs_serve=True,
+)
+def draft_mla_attention_backend() -> None:
+    """## What it checks
+    A launch for an MLA target (DeepSeek-V2/V3, Kimi-K2, GLM-MoE: `kv_lora_rank` in its
+    config) with an MLA-only attention backend (SGLang `--attention-backend trtllm_mla` and,
+    per release, `tokenspeed_mla`, `cutedsl_mla`; vLLM `--attention-backend FLASHINFER_MLA`,
+    `FLASHMLA`, `CUTLASS_MLA`, ...), a draft with standard attention (a Llama-style EAGLE-3
+    draft) and no attention backend of the draft's own.
+
+    ## Why it matters
+    Without its own backend the draft runs on the target's, and an MLA-only backend
+    refuses a model without MLA: start-up fails (SGLang: `ValueError: trtllm_mla backend
+    can only be used with MLA models.`, sgl-project/sglang#20298, #23490; vLLM: `Selected
+    backend FLASHINFER_MLA is not valid for this configuration`, vllm-project/vllm#39126).
+
+    ## Example
+    `python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8
+    --attention-backend trtllm_mla --speculative-algorithm EAGLE3
+    --speculative-draft-model-path D`
+
+    ## Fix
+    Give the draft a backend for standard attention: SGLang
+    `--speculative-draft-attention-backend` (e.g. `fa3`, `flashinfer`, `trtllm_mha`) where
+    the release has it, vLLM `"attention_backend"` in `--speculative-config`. Otherwise
+    choose a target backend that runs both, upgrade, or serve an MLA draft
+    (`Eagle3DeepseekV2ForCausalLM`).
+    """
+
+
+@event_rule(
+    DRAFT_QUANTIZATION_FLAG_INHERITED,
+    "--quantization is applied to an unquantized draft",
+    needs_target=True,
+    needs_serve=True,
+)
+def draft_quantization_flag_inherited() -> None:
+    """## What it checks
+    An SGLang launch that passes `--quantization METHOD` (a method that needs a stored
+    quantization config, not the online `fp8`) for a draft that is not quantized, with
+    no `--speculative-draft-model-quantization`.
+
+    ## Why it matters
+    SGLang builds the draft with the server's `--quantization` too: the draft has no
+    such config, and start-up fails (`Cannot find the config file for awq`). Without
+    the launch's settings, DF515 says this may happen; with them, this rule says
+    whether it does.
+
+    ## Example
+    `python -m sglang.launch_server --model-path T-AWQ --quantization awq
+    --speculative-algorithm EAGLE3 --speculative-draft-model-path D`
+
+    ## Fix
+    Where the version has it, `--speculative-draft-model-quantization unquant`. Or leave
+    `--quantization` out: SGLang reads the target's method from its config.json.
+    """

@@ -1,0 +1,167 @@
+"""Each engine's launch flags and config keys that :mod:`draftfit.serve_input` reads.
+
+Flag names and aliases as the engines' argument parsers declare them:
+
+- vLLM (`vllm serve`): vllm/engine/arg_utils.py@v0.34.0 (`--tensor-parallel-size`/`-tp`
+  :1224, `--pipeline-parallel-size`/`-pp` :1186-1187, `--kv-cache-dtype` :1416,
+  `--enforce-eager` :1007, `--quantization`/`-q` :999, `--attention-backend` :1129,
+  `--speculative-config`/`-sc` :1897); its parser turns underscores in a flag name into
+  dashes (vllm/utils/argparse_utils.py:373-392@v0.34.0), so `--tensor_parallel_size` is the
+  same flag. `--speculative-config` keys: vllm/config/speculative.py@v0.34.0 (`method`,
+  `model`, `num_speculative_tokens`, `draft_tensor_parallel_size` :481, `quantization` :494,
+  `attention_backend` :503, `kv_cache_dtype` :507).
+- SGLang (`python -m sglang.launch_server`): sglang/srt/server_args.py:2827-2837@v0.5.7
+  (`--tensor-parallel-size`/`--tp-size`, `--pipeline-parallel-size`/`--pp-size`) and
+  sglang/srt/arg_groups/fields/*.py@v0.5.23 (the same names as fields, `--attention-backend`,
+  `--kv-cache-dtype`, `--quantization`, `--speculative-*`). Its parser takes unambiguous
+  prefixes (argparse's default), so `--tp` is `--tp-size`; `--pp` is ambiguous there
+  (`--pp-max-micro-batch-size`) and SGLang refuses it, so it is not read.
+- TensorRT-LLM (`trtllm-serve`): recognised, no flag read yet (all are listed as not read).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FlagTarget:
+    """Where a flag's value goes: a :class:`~draftfit.serve_settings.ServeSettings` field and
+    how to read it (`int`, `str`, `off-when-true` for a flag that turns CUDA graphs off,
+    `json` for vLLM's speculative config)."""
+
+    field: str
+    kind: str = "str"
+
+
+_INT = "int"
+_TP = FlagTarget("tensor_parallel_size", _INT)
+_PP = FlagTarget("pipeline_parallel_size", _INT)
+_KV = FlagTarget("kv_cache_dtype")
+_QUANT = FlagTarget("quantization")
+_ATTN = FlagTarget("attention_backend")
+_EAGER = FlagTarget("cuda_graphs", "off-when-true")
+_SPEC = FlagTarget("speculative_config", "json")
+
+VLLM_FLAGS: dict[str, FlagTarget] = {
+    "--tensor-parallel-size": _TP,
+    "-tp": _TP,
+    "--pipeline-parallel-size": _PP,
+    "-pp": _PP,
+    "--kv-cache-dtype": _KV,
+    "--enforce-eager": _EAGER,
+    "--quantization": _QUANT,
+    "-q": _QUANT,
+    "--attention-backend": _ATTN,
+    "--speculative-config": _SPEC,
+    "-sc": _SPEC,
+}
+
+SGLANG_FLAGS: dict[str, FlagTarget] = {
+    "--tensor-parallel-size": _TP,
+    "--tp-size": _TP,
+    "--tp": _TP,
+    "--pipeline-parallel-size": _PP,
+    "--pp-size": _PP,
+    "--kv-cache-dtype": _KV,
+    "--speculative-draft-kv-cache-dtype": FlagTarget("draft_kv_cache_dtype"),
+    "--attention-backend": _ATTN,
+    "--speculative-draft-attention-backend": FlagTarget("draft_attention_backend"),
+    "--disable-cuda-graph": _EAGER,
+    "--quantization": _QUANT,
+    "--speculative-draft-model-quantization": FlagTarget("draft_quantization"),
+    "--speculative-algorithm": FlagTarget("method"),
+    "--speculative-draft-model-path": FlagTarget("draft_model"),
+    "--speculative-draft-model": FlagTarget("draft_model"),
+    "--speculative-num-steps": FlagTarget("speculative_num_steps", _INT),
+    "--speculative-eagle-topk": FlagTarget("speculative_eagle_topk", _INT),
+    "--speculative-num-draft-tokens": FlagTarget("speculative_num_draft_tokens", _INT),
+}
+
+ENGINE_FLAGS: dict[str, dict[str, FlagTarget]] = {
+    "vllm": VLLM_FLAGS,
+    "sglang": SGLANG_FLAGS,
+    "trtllm": {},
+}
+
+# Flags that take no value (a store_true), per engine; every other flag takes one.
+BOOLEAN_FLAGS: dict[str, frozenset[str]] = {
+    "vllm": frozenset({"--enforce-eager", "--trust-remote-code"}),
+    "sglang": frozenset(
+        {"--disable-cuda-graph", "--trust-remote-code", "--disable-flashinfer-autotune"}
+    ),
+    "trtllm": frozenset({"--trust_remote_code"}),
+}
+
+# Flags that name the models (not settings draftfit reads): skipped with their value, not
+# listed as ignored.
+KNOWN_FLAGS: dict[str, frozenset[str]] = {
+    "vllm": frozenset({"--model", "--revision", "--trust-remote-code", "--served-model-name"}),
+    "sglang": frozenset(
+        {
+            "--model-path",
+            "--model",
+            "--revision",
+            "--trust-remote-code",
+            "--speculative-draft-model-revision",
+            "--served-model-name",
+        }
+    ),
+    "trtllm": frozenset(),
+}
+
+# Launch commands, as the words a shell gives, and their engine.
+COMMAND_ENGINES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("vllm", "serve"), "vllm"),
+    (("-m", "vllm.entrypoints.openai.api_server"), "vllm"),
+    (("-m", "sglang.launch_server"), "sglang"),
+    (("sglang", "serve"), "sglang"),
+    (("trtllm-serve",), "trtllm"),
+)
+
+# Flags that only one engine has: they name the engine of a bare list of flags.
+ENGINE_HINT_FLAGS: dict[str, frozenset[str]] = {
+    "vllm": frozenset({"--speculative-config", "-sc", "-tp", "--enforce-eager"}),
+    "sglang": frozenset(
+        {
+            "--model-path",
+            "--tp-size",
+            "--tp",
+            "--pp-size",
+            "--speculative-algorithm",
+            "--speculative-draft-model-path",
+            "--speculative-draft-attention-backend",
+            "--disable-cuda-graph",
+        }
+    ),
+    "trtllm": frozenset({"--tp_size", "--pp_size", "--extra_llm_api_options"}),
+}
+
+# vLLM engine arguments (`vllm serve --config file.yaml`, underscores) draftfit reads.
+VLLM_ARG_KEYS: dict[str, FlagTarget] = {
+    "tensor_parallel_size": _TP,
+    "pipeline_parallel_size": _PP,
+    "kv_cache_dtype": _KV,
+    "enforce_eager": _EAGER,
+    "quantization": _QUANT,
+    "attention_backend": _ATTN,
+}
+
+# `--speculative-config` keys draftfit reads.
+SPEC_CONFIG_KEYS: dict[str, FlagTarget] = {
+    "method": FlagTarget("method"),
+    "model": FlagTarget("draft_model"),
+    "num_speculative_tokens": FlagTarget("num_speculative_tokens", _INT),
+    "draft_tensor_parallel_size": FlagTarget("draft_tensor_parallel_size", _INT),
+    "quantization": FlagTarget("draft_quantization"),
+    "attention_backend": FlagTarget("draft_attention_backend"),
+    "kv_cache_dtype": FlagTarget("draft_kv_cache_dtype"),
+}
+
+
+def vllm_flag(word: str) -> str:
+    """A vLLM flag as its parser reads it: underscores in a `--` name become dashes."""
+    if not word.startswith("--"):
+        return word
+    name, dot, rest = word[2:].partition(".")
+    return "--" + name.replace("_", "-") + dot + rest

@@ -1,0 +1,302 @@
+"""Read serving settings from what users already have: a vLLM config or a launch command.
+
+`--serve-config FILE|JSON` takes vLLM's `--speculative-config` JSON alone, or a mapping of
+vLLM engine arguments (as `vllm serve --config file.yaml` takes them: dashes or
+underscores, `speculative_config` nested or as a JSON string), inline or from a JSON/YAML
+file. `--serve-args "..."` takes a launch command or its flags, split as a POSIX shell
+would (:mod:`shlex`); the engine is recognised from the command, else from its flags, and
+each engine's own flag names and aliases are read (:mod:`draftfit.serve_flags`). Flags
+draftfit does not read are kept in `ignored_flags`; a malformed value is a
+:class:`~draftfit.errors.UsageError`.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from draftfit.checkpoint.access import read_regular
+from draftfit.checkpoint.jsonread import JsonLimitError, JsonSyntaxError, parse_json
+from draftfit.errors import UsageError
+from draftfit.serve_flags import (
+    BOOLEAN_FLAGS,
+    COMMAND_ENGINES,
+    ENGINE_FLAGS,
+    ENGINE_HINT_FLAGS,
+    KNOWN_FLAGS,
+    SPEC_CONFIG_KEYS,
+    VLLM_ARG_KEYS,
+    FlagTarget,
+    vllm_flag,
+)
+from draftfit.serve_settings import ServeSettings
+
+
+def settings_from(
+    serve_config: str | None = None, serve_args: str | None = None
+) -> ServeSettings | None:
+    """The settings from `--serve-config` and/or `--serve-args` (None when neither is given).
+
+    Both may describe one vLLM launch: the config's values then complete the command's.
+    """
+    from_args = parse_serve_args(serve_args) if serve_args is not None else None
+    from_config = parse_serve_config(serve_config) if serve_config is not None else None
+    if from_args is None or from_config is None:
+        return from_args or from_config
+    if from_args.engine != from_config.engine:
+        raise UsageError(
+            f"--serve-args is a {from_args.engine} launch but --serve-config holds vLLM "
+            "settings; give the settings of one launch"
+        )
+    merged = {
+        name: value
+        for name, value in from_config.given().items()
+        if getattr(from_args, name) is None or name in SPEC_CONFIG_FIELDS
+    }
+    return replace(
+        from_args,
+        given_by="--serve-args and --serve-config",
+        ignored_flags=from_args.ignored_flags + from_config.ignored_flags,
+        **merged,
+    )
+
+
+# ----------------------------------------------------------------------------- --serve-config
+
+# A launch's settings file is a few hundred bytes; 1 MB leaves room for comments and a long
+# speculative config while refusing a device, a FIFO or a huge file without reading it all.
+MAX_SERVE_CONFIG_BYTES = 1024 * 1024
+
+# Settings only a speculative config gives (they win when both inputs give them).
+SPEC_CONFIG_FIELDS = frozenset(target.field for target in SPEC_CONFIG_KEYS.values())
+
+
+def parse_serve_config(text: str) -> ServeSettings:
+    """vLLM settings from a JSON string or a JSON/YAML file (see the module docstring)."""
+    data = _load_mapping(text)
+    keys = {_key(k) for k in data}
+    # Keys both forms have (quantization, attention_backend, kv_cache_dtype) decide nothing.
+    shared = set(VLLM_ARG_KEYS) & set(SPEC_CONFIG_KEYS)
+    if "speculative_config" in keys or keys & (set(VLLM_ARG_KEYS) - shared):
+        return _vllm_engine_args(data, "--serve-config")
+    if keys & (set(SPEC_CONFIG_KEYS) - shared):
+        return _vllm_speculative_config(data, "--serve-config", "", [])
+    return _vllm_engine_args(data, "--serve-config")
+
+
+def _load_mapping(text: str) -> Mapping[str, Any]:
+    stripped = text.strip()
+    if stripped.startswith(("{", "[")):
+        return _json_object(stripped, "--serve-config")
+    path = Path(text)
+    try:
+        body = read_regular(path, MAX_SERVE_CONFIG_BYTES).decode("utf-8")
+    except FileNotFoundError:
+        raise UsageError(
+            f"--serve-config {text}: no such file (give a file or an inline JSON object)"
+        ) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"--serve-config {text}: cannot read it ({exc})") from None
+    if path.suffix.lower() == ".json" or body.lstrip().startswith("{"):
+        return _json_object(body, f"--serve-config {text}")
+    return _yaml_object(body, f"--serve-config {text}")
+
+
+def _json_object(text: str, what: str) -> Mapping[str, Any]:
+    try:
+        data = parse_json(text.encode("utf-8")).value
+    except JsonSyntaxError as exc:
+        raise UsageError(f"{what}: not valid JSON ({exc.detail})") from None
+    except JsonLimitError as exc:
+        raise UsageError(f"{what}: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{what}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _yaml_object(text: str, what: str) -> Mapping[str, Any]:
+    try:
+        import yaml  # type: ignore[import-untyped]
+    except ImportError:
+        raise UsageError(f"{what}: reading YAML needs PyYAML (pip install pyyaml)") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        problem = str(exc).replace("\n", " ")
+        raise UsageError(f"{what}: not valid YAML ({problem})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{what}: expected a mapping of settings, got {type(data).__name__}")
+    return data
+
+
+def _key(name: object) -> str:
+    return str(name).replace("-", "_")
+
+
+def _vllm_engine_args(data: Mapping[str, Any], given_by: str) -> ServeSettings:
+    values: dict[str, Any] = {}
+    ignored: list[str] = []
+    speculative: Mapping[str, Any] | None = None
+    for raw_key, value in data.items():
+        key = _key(raw_key)
+        if key == "speculative_config":
+            speculative = (
+                _json_object(value, f"{given_by}: speculative_config")
+                if isinstance(value, str)
+                else value
+            )
+            if not isinstance(speculative, Mapping):
+                raise UsageError(f"{given_by}: speculative_config must be a mapping")
+            continue
+        target = VLLM_ARG_KEYS.get(key)
+        if target is None:
+            ignored.append(str(raw_key))
+            continue
+        values[target.field] = _value(target, value, f"{given_by}: {raw_key}")
+    settings = ServeSettings("vllm", given_by, **values, ignored_flags=tuple(ignored))
+    if speculative is None:
+        return settings
+    return _vllm_speculative_config(speculative, given_by, "speculative_config", [], settings)
+
+
+def _vllm_speculative_config(
+    data: Mapping[str, Any],
+    given_by: str,
+    what: str,
+    ignored: list[str],
+    base: ServeSettings | None = None,
+) -> ServeSettings:
+    values: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        target = SPEC_CONFIG_KEYS.get(_key(raw_key))
+        if target is None:
+            ignored.append(f"{what}.{raw_key}" if what else str(raw_key))
+            continue
+        values[target.field] = _value(target, value, f"{what or given_by}.{raw_key}")
+    start = base or ServeSettings("vllm", given_by)
+    return replace(start, **values, ignored_flags=start.ignored_flags + tuple(ignored))
+
+
+def _value(target: FlagTarget, value: Any, what: str) -> Any:
+    """`value` as the field's type; a malformed one is a usage error."""
+    if target.kind == "int":
+        if isinstance(value, bool):
+            raise UsageError(f"{what}: expected an integer, got {value!r}")
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            raise UsageError(f"{what}: expected an integer, got {value!r}") from None
+        if isinstance(value, float) and value != number:
+            raise UsageError(f"{what}: expected an integer, got {value!r}")
+        if number < 1:
+            raise UsageError(f"{what}: expected a positive integer, got {value!r}")
+        return number
+    if target.kind == "off-when-true":  # --enforce-eager: CUDA graphs off
+        return not _boolean(value, what)
+    if target.kind == "on-when-true":
+        return _boolean(value, what)
+    if value is None:
+        return None
+    if isinstance(value, (dict, list)):
+        raise UsageError(f"{what}: expected a single value, got {json.dumps(value)}")
+    return str(value)
+
+
+def _boolean(value: Any, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise UsageError(f"{what}: expected true or false, got {value!r}")
+
+
+# ------------------------------------------------------------------------------ --serve-args
+
+
+def parse_serve_args(text: str) -> ServeSettings:
+    """Settings from a launch command or its flags (see the module docstring)."""
+    try:
+        words = shlex.split(text, comments=False)
+    except ValueError as exc:
+        raise UsageError(f"--serve-args: cannot split it as a shell would ({exc})") from None
+    words = [w for w in words if w != "\\"]
+    engine, rest = _engine_of(words)
+    table = ENGINE_FLAGS[engine]
+    booleans = BOOLEAN_FLAGS[engine]
+    values: dict[str, Any] = {}
+    ignored: list[str] = []
+    speculative: Mapping[str, Any] | None = None
+    index = 0
+    while index < len(rest):
+        word = rest[index]
+        index += 1
+        if not word.startswith("-") or word == "-":
+            continue  # the model, or a value of a flag not read
+        flag, inline = word.split("=", 1) if "=" in word else (word, None)
+        if engine == "vllm":
+            flag = vllm_flag(flag)
+        if flag in KNOWN_FLAGS[engine]:
+            if flag not in booleans and inline is None and index < len(rest):
+                index += 0 if _is_flag(rest[index]) else 1
+            continue
+        target = table.get(flag)
+        if target is None and flag.startswith("--speculative-config."):
+            target = SPEC_CONFIG_KEYS.get(flag.split(".", 1)[1])
+        takes_value = flag not in booleans
+        value: str | None = inline
+        if takes_value and value is None:
+            if index < len(rest) and not _is_flag(rest[index]):
+                value = rest[index]
+                index += 1
+            elif target is not None:
+                raise UsageError(f"--serve-args: {flag} needs a value")
+        if target is None:
+            ignored.append(flag)
+            continue
+        what = f"--serve-args: {flag}"
+        if target.field == "speculative_config":
+            speculative = {**(speculative or {}), **_json_object(value or "", what)}
+            continue
+        values[target.field] = _value(target, True if value is None else value, what)
+    settings = ServeSettings(engine, "--serve-args", **values, ignored_flags=tuple(ignored))
+    if speculative is None:
+        return settings
+    return _vllm_speculative_config(
+        speculative, "--serve-args", "--speculative-config", [], settings
+    )
+
+
+def _is_flag(word: str) -> bool:
+    if not word.startswith("-") or word == "-":
+        return False
+    try:
+        float(word)  # a negative number is a value
+    except ValueError:
+        return True
+    return False
+
+
+def _engine_of(words: list[str]) -> tuple[str, list[str]]:
+    """The engine the launch is for, and the words after the command (all the words when
+    only the flags were given and one engine's own flags name it)."""
+    for index in range(len(words)):
+        if words[index].startswith("--"):
+            break
+        for command, engine in COMMAND_ENGINES:
+            if tuple(words[index : index + len(command)]) == command:
+                return engine, words[index + len(command) :]
+    named = {w.split("=", 1)[0] for w in words}
+    found = {engine for engine, hints in ENGINE_HINT_FLAGS.items() if named & hints}
+    if len(found) == 1:
+        return found.pop(), words
+    raise UsageError(
+        "--serve-args: cannot tell the engine; start with the command (`vllm serve`, "
+        "`python -m sglang.launch_server`, `trtllm-serve`)"
+    )

@@ -1,0 +1,104 @@
+"""The serving settings of one launch, normalized across engines.
+
+`draftfit check --serve-config` (a vLLM `--speculative-config` JSON, or a mapping of vLLM
+engine arguments) and `--serve-args` (a `vllm serve` / `python -m sglang.launch_server` /
+`trtllm-serve` command) both come down to one :class:`ServeSettings`: the engine the launch
+is for and the settings that decide how the draft is run next to the target. Every field is
+None when the launch does not give it, so rules can tell "not given" (the engine's default)
+from a value. The parsing lives in :mod:`draftfit.serve_input`; rules read these fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+# The flag that gives settings, for messages about what is missing.
+SETTINGS_FLAGS = "--serve-config or --serve-args"
+# Why a rule that judges the launch's settings did not run.
+SERVE_SKIP_REASON = f"needs {SETTINGS_FLAGS}"
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What one launch says about serving the draft (None: not given, engine default).
+
+    Attributes:
+        engine: the engine the launch is for (`vllm`, `sglang`, `trtllm`).
+        given_by: how the settings were given (`--serve-config` or `--serve-args`).
+        tensor_parallel_size: the target's tensor-parallel size.
+        pipeline_parallel_size: the target's pipeline-parallel size.
+        draft_tensor_parallel_size: vLLM `speculative_config.draft_tensor_parallel_size`.
+        kv_cache_dtype: the target's KV-cache dtype (`--kv-cache-dtype`).
+        draft_kv_cache_dtype: a KV-cache dtype given for the draft alone.
+        attention_backend: the target's attention backend.
+        draft_attention_backend: the draft's attention backend (vLLM
+            `speculative_config.attention_backend`, SGLang
+            `--speculative-draft-attention-backend`).
+        cuda_graphs: False with `--enforce-eager` / `--disable-cuda-graph`.
+        method: the speculative method as the launch names it (`eagle3`, `EAGLE3`).
+        draft_model: the draft the launch names.
+        num_speculative_tokens: vLLM `num_speculative_tokens`.
+        speculative_num_steps: SGLang `--speculative-num-steps`.
+        speculative_eagle_topk: SGLang `--speculative-eagle-topk`.
+        speculative_num_draft_tokens: SGLang `--speculative-num-draft-tokens`.
+        quantization: `--quantization` for the target.
+        draft_quantization: the draft's own quantization setting (vLLM
+            `speculative_config.quantization`, SGLang `--speculative-draft-model-quantization`).
+        ignored_flags: flags and keys draftfit does not read, in the order given.
+    """
+
+    engine: str
+    given_by: str
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    draft_tensor_parallel_size: int | None = None
+    kv_cache_dtype: str | None = None
+    draft_kv_cache_dtype: str | None = None
+    attention_backend: str | None = None
+    draft_attention_backend: str | None = None
+    cuda_graphs: bool | None = None
+    method: str | None = None
+    draft_model: str | None = None
+    num_speculative_tokens: int | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    speculative_num_draft_tokens: int | None = None
+    quantization: str | None = None
+    draft_quantization: str | None = None
+    ignored_flags: tuple[str, ...] = ()
+
+    def given(self) -> dict[str, Any]:
+        """The settings the launch gives (engine, how, and each field not None)."""
+        out: dict[str, Any] = {}
+        for item in fields(self):
+            if item.name in ("engine", "given_by", "ignored_flags"):
+                continue
+            value = getattr(self, item.name)
+            if value is not None:
+                out[item.name] = value
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: every field, None where not given."""
+        out: dict[str, Any] = {item.name: getattr(self, item.name) for item in fields(self)}
+        out["ignored_flags"] = list(self.ignored_flags)
+        return out
+
+    def summary(self) -> str:
+        """One line for the text report: `sglang (--serve-args): tensor_parallel_size=8, ...`."""
+        given = ", ".join(f"{k}={_word(v)}" for k, v in self.given().items())
+        line = f"{self.engine} ({self.given_by}): {given or 'nothing draftfit reads'}"
+        if self.ignored_flags:
+            line += f"; not read: {', '.join(self.ignored_flags)}"
+        return line
+
+    def for_engine(self, engine: str) -> ServeSettings | None:
+        """These settings when they are for `engine`, else None (another engine's launch)."""
+        return self if self.engine == engine else None
+
+
+def _word(value: object) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)

@@ -1,0 +1,421 @@
+"""Serving settings: every accepted input form, every usage error, and the DF55x rules on
+real factory checkpoints next to targets with real config shapes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import draftfit
+from draftfit.errors import UsageError
+from draftfit.serve_input import (
+    MAX_SERVE_CONFIG_BYTES,
+    parse_serve_args,
+    parse_serve_config,
+    settings_from,
+)
+from tests import factory as f
+
+AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}
+SPEC = '{"method": "eagle3", "model": "D", "num_speculative_tokens": 3}'
+
+
+# ------------------------------------------------------------------------------ parsing
+
+
+def test_speculative_config_alone_inline() -> None:
+    s = parse_serve_config(
+        '{"method": "eagle3", "model": "D", "num_speculative_tokens": 4, '
+        '"draft_tensor_parallel_size": 1, "quantization": "fp8", "attention_backend": '
+        '"FLASH_ATTN", "max_model_len": 2048}'
+    )
+    assert (s.engine, s.method, s.draft_model, s.num_speculative_tokens) == (
+        "vllm",
+        "eagle3",
+        "D",
+        4,
+    )
+    assert s.draft_tensor_parallel_size == 1
+    assert s.draft_quantization == "fp8" and s.quantization is None
+    assert s.draft_attention_backend == "FLASH_ATTN"
+    assert s.ignored_flags == ("max_model_len",)
+
+
+def test_engine_args_yaml_file_with_dashes_and_nested_json_string(tmp_path: Path) -> None:
+    path = tmp_path / "serve.yaml"
+    path.write_text(
+        "tensor-parallel-size: 8\npipeline_parallel_size: 2\nkv-cache-dtype: fp8\n"
+        "enforce-eager: true\nquantization: awq\nmax-num-seqs: 64\n"
+        f"speculative-config: '{SPEC}'\n"
+    )
+    s = parse_serve_config(str(path))
+    assert (s.tensor_parallel_size, s.pipeline_parallel_size) == (8, 2)
+    assert (s.kv_cache_dtype, s.cuda_graphs, s.quantization) == ("fp8", False, "awq")
+    assert (s.method, s.num_speculative_tokens) == ("eagle3", 3)
+    assert s.ignored_flags == ("max-num-seqs",)
+
+
+def test_engine_args_json_file_nested_mapping(tmp_path: Path) -> None:
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps({"tensor_parallel_size": 4, "speculative_config": json.loads(SPEC)}))
+    s = parse_serve_config(str(path))
+    assert (s.tensor_parallel_size, s.method, s.draft_model) == (4, "eagle3", "D")
+
+
+def test_vllm_command_with_aliases_underscores_and_dotted_keys() -> None:
+    s = parse_serve_args(
+        f"vllm serve meta-llama/Llama-3.1-8B -tp 8 --pipeline_parallel_size=2 "
+        f"--speculative-config '{SPEC}' --speculative-config.draft_tensor_parallel_size 1 "
+        "--enforce-eager --max-model-len 4096 -q awq"
+    )
+    assert s.engine == "vllm"
+    assert (s.tensor_parallel_size, s.pipeline_parallel_size) == (8, 2)
+    assert (s.draft_tensor_parallel_size, s.cuda_graphs, s.quantization) == (1, False, "awq")
+    assert s.ignored_flags == ("--max-model-len",)
+
+
+def test_sglang_command_with_abbreviation_and_continuations() -> None:
+    s = parse_serve_args(
+        "python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8 \\\n"
+        "  --speculative-algorithm EAGLE3 --speculative-draft-model-path D \\\n"
+        "  --speculative-num-steps 3 --speculative-eagle-topk 1 "
+        "--speculative-num-draft-tokens 4 --attention-backend trtllm_mla "
+        "--disable-cuda-graph --trust-remote-code --mem-fraction-static 0.8"
+    )
+    assert s.engine == "sglang"
+    assert (s.tensor_parallel_size, s.attention_backend, s.cuda_graphs) == (8, "trtllm_mla", False)
+    assert (s.speculative_num_steps, s.speculative_eagle_topk) == (3, 1)
+    assert s.speculative_num_draft_tokens == 4 and s.draft_model == "D"
+    assert s.ignored_flags == ("--mem-fraction-static",)
+
+
+def test_engine_from_flags_alone_and_trtllm_command() -> None:
+    assert parse_serve_args("--tp-size 4 --speculative-algorithm EAGLE3").engine == "sglang"
+    assert parse_serve_args(f"-tp 2 --speculative-config '{SPEC}'").engine == "vllm"
+    t = parse_serve_args("trtllm-serve M --tp_size 8 --extra_llm_api_options x.yaml")
+    assert t.engine == "trtllm" and t.ignored_flags == ("--tp_size", "--extra_llm_api_options")
+
+
+def test_both_inputs_describe_one_vllm_launch() -> None:
+    s = settings_from(
+        serve_config='{"draft_tensor_parallel_size": 1, "method": "eagle3"}',
+        serve_args="vllm serve M -tp 4",
+    )
+    assert s is not None
+    assert (s.tensor_parallel_size, s.draft_tensor_parallel_size) == (4, 1)
+    assert s.given_by == "--serve-args and --serve-config"
+
+
+@pytest.mark.parametrize(
+    ("config", "args", "message"),
+    [
+        ("{not json", None, "not valid JSON"),
+        ("[1, 2]", None, "expected a JSON object"),
+        ('{"tensor_parallel_size": "eight"}', None, "expected an integer"),
+        ('{"tensor_parallel_size": 0}', None, "positive integer"),
+        ('{"num_speculative_tokens": true}', None, "expected an integer"),
+        ('{"enforce_eager": "maybe", "tensor_parallel_size": 1}', None, "true or false"),
+        ("/no/such/serve.yaml", None, "no such file"),
+        (None, "vllm serve M -tp x", "expected an integer"),
+        (None, "vllm serve M --speculative-config '{bad'", "not valid JSON"),
+        (None, "vllm serve M -tp", "needs a value"),
+        (None, "python -m sglang.launch_server --tp-size 2.5", "expected an integer"),
+        (None, "vllm serve 'unclosed", "cannot split"),
+        (None, "--max-model-len 4", "cannot tell the engine"),
+        (SPEC, "python -m sglang.launch_server --tp 2", "one launch"),
+    ],
+)
+def test_usage_errors(config: str | None, args: str | None, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        settings_from(serve_config=config, serve_args=args)
+
+
+def test_yaml_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tensor_parallel_size: [1\n")
+    with pytest.raises(UsageError, match="not valid YAML"):
+        parse_serve_config(str(bad))
+    scalar = tmp_path / "scalar.yaml"
+    scalar.write_text("just text\n")
+    with pytest.raises(UsageError, match="expected a mapping"):
+        parse_serve_config(str(scalar))
+
+
+def test_settings_file_is_read_bounded(tmp_path: Path) -> None:
+    """A FIFO is refused without blocking, an oversized file without being read whole, and
+    JSON goes through the bounded reader (a deeply nested document is refused)."""
+    fifo = tmp_path / "serve.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="not a regular file"):
+        parse_serve_config(str(fifo))
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"#" * (MAX_SERVE_CONFIG_BYTES + 1))
+    with pytest.raises(UsageError, match="above the"):
+        parse_serve_config(str(big))
+    deep = "[" * 10_000 + "]" * 10_000
+    with pytest.raises(UsageError, match="--serve-config"):
+        parse_serve_config('{"speculative_config": ' + deep + "}")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "draftfit", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_cli_usage_error_is_one_line_exit_2(tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    for extra in (["--serve-config", "{oops"], ["--serve-args", "vllm serve M -tp eight"]):
+        done = _cli("check", str(draft), *extra)
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+# ------------------------------------------------------------------------------ the rules
+
+
+def _kimi_target(root: Path, **extra: Any) -> Path:
+    """A tiny DeepSeek-V3 / Kimi-K2-shaped target config (MLA: `kv_lora_rank`)."""
+    return f.llama_target(
+        root / "target",
+        architectures=["DeepseekV3ForCausalLM"],
+        model_type="kimi_k2",
+        kv_lora_rank=512,
+        q_lora_rank=1536,
+        qk_rope_head_dim=64,
+        qk_nope_head_dim=128,
+        v_head_dim=128,
+        n_routed_experts=8,
+        **extra,
+    )
+
+
+def _codes(report: Any) -> set[str]:
+    return {x.code for x in report.findings}
+
+
+def _json(report: Any) -> dict[str, Any]:
+    out: dict[str, Any] = report.to_dict()
+    return out
+
+
+SGLANG_MLA = (
+    "python -m sglang.launch_server --model-path K --tp 8 --speculative-algorithm EAGLE3 "
+    "--speculative-draft-model-path D --attention-backend trtllm_mla"
+)
+
+
+@pytest.mark.parametrize("version", ["0.5.6", "0.5.23"])
+def test_df553_mha_draft_on_mla_only_backend(tmp_path: Path, version: str) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    report = draftfit.check(
+        draft, _kimi_target(tmp_path), [f"sglang=={version}"], serve_args=SGLANG_MLA
+    )
+    found = [x for x in report.findings if x.code == "DF553"]
+    assert len(found) == 1 and report.engines[0].verdict == "incompatible"
+    assert "trtllm_mla backend can only be used with MLA models" in found[0].message
+    fix = found[0].fix or ""
+    if version == "0.5.6":
+        assert "arrives in SGLang 0.5.7" in fix
+    else:
+        assert fix.startswith("add `--speculative-draft-attention-backend`")
+
+
+def test_df553_quiet_with_draft_backend_mla_draft_or_llama_target(tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    kimi = _kimi_target(tmp_path)
+    engines = ["sglang==0.5.23"]
+    with_flag = SGLANG_MLA + " --speculative-draft-attention-backend fa3"
+    assert "DF553" not in _codes(draftfit.check(draft, kimi, engines, serve_args=with_flag))
+    mla = f.mla_draft().write(tmp_path / "mla")
+    assert "DF553" not in _codes(draftfit.check(mla, kimi, engines, serve_args=SGLANG_MLA))
+    llama = f.llama_target(tmp_path / "llama")
+    assert "DF553" not in _codes(draftfit.check(draft, llama, engines, serve_args=SGLANG_MLA))
+    flashinfer = SGLANG_MLA.replace("trtllm_mla", "flashinfer")
+    assert "DF553" not in _codes(draftfit.check(draft, kimi, engines, serve_args=flashinfer))
+
+
+def test_without_settings_serving_rules_are_skipped_not_unverified(tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    report = draftfit.check(draft, f.llama_target(tmp_path / "t"), ["sglang==0.5.23"])
+    skipped = {s.code: s.reason for s in report.skipped_rules}
+    assert skipped["DF553"] == "needs --serve-config or --serve-args"
+    assert report.engines[0].verdict == "compatible"
+    assert "serve" not in _json(report)
+    # settings for another engine leave the SGLang rules skipped too
+    other = draftfit.check(
+        draft, f.llama_target(tmp_path / "t2"), ["sglang==0.5.23"], serve_config=SPEC
+    )
+    assert "DF553" in {s.code for s in other.skipped_rules}
+    assert _json(other)["serve"]["engine"] == "vllm"
+
+
+def test_df554_quantization_flag_definite_with_settings(tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t", quantization_config=AWQ)
+    engines = ["sglang==0.5.23"]
+    assert "DF515" in _codes(draftfit.check(draft, target, engines))  # the launch unknown
+    base = "python -m sglang.launch_server --model-path T --speculative-algorithm EAGLE3"
+    passed = draftfit.check(draft, target, engines, serve_args=base + " --quantization awq")
+    assert _codes(passed) & {"DF515", "DF554"} == {"DF554"}
+    assert passed.engines[0].verdict == "incompatible"
+    assert "unquant" in (next(x for x in passed.findings if x.code == "DF554").fix or "")
+    for quiet in (
+        base,
+        base + " --quantization awq --speculative-draft-model-quantization unquant",
+    ):
+        report = draftfit.check(draft, target, engines, serve_args=quiet)
+        assert not _codes(report) & {"DF515", "DF554"}, quiet
+    old = draftfit.check(draft, target, ["sglang==0.5.6"], serve_args=base + " --quantization awq")
+    fix = next(x for x in old.findings if x.code == "DF554").fix or ""
+    assert fix.startswith("leave --quantization out")
+
+
+VLLM_TP = "vllm serve T -tp 8 --speculative-config '{}'"
+
+
+def _vllm_tp(draft_tp: int | None) -> str:
+    spec: dict[str, Any] = {"method": "eagle3", "model": "D", "num_speculative_tokens": 3}
+    if draft_tp is not None:
+        spec["draft_tensor_parallel_size"] = draft_tp
+    return VLLM_TP.replace("{}", json.dumps(spec))
+
+
+@pytest.mark.parametrize(
+    ("draft_tp", "code", "verdict"),
+    [
+        (1, "DF551", "degraded"),
+        (2, "DF552", "incompatible"),
+        (8, None, "compatible"),
+        (None, None, "compatible"),
+    ],
+)
+def test_df551_df552_draft_tensor_parallel(
+    tmp_path: Path, draft_tp: int | None, code: str | None, verdict: str
+) -> None:
+    draft = f.speculators().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    report = draftfit.check(draft, target, ["vllm==0.34.0"], serve_args=_vllm_tp(draft_tp))
+    assert _codes(report) & {"DF551", "DF552"} == ({code} if code else set())
+    assert report.engines[0].verdict == verdict
+    assert _json(report)["serve"]["tensor_parallel_size"] == 8
+
+
+def test_text_report_shows_settings_and_skips(tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    done = _cli("check", str(draft), "--target", str(target), "--engine", "sglang==0.5.23")
+    assert "Skipped without serving settings" in done.stdout
+    assert "default launch" in done.stdout
+    done = _cli(
+        "check",
+        str(draft),
+        "--target",
+        str(target),
+        "--engine",
+        "sglang==0.5.23",
+        "--serve-args",
+        SGLANG_MLA + " --foo 1",
+        "--format",
+        "json",
+    )
+    out = json.loads(done.stdout)
+    serve = out["serve"] if "serve" in out else out["reports"][0]["serve"]
+    assert serve["engine"] == "sglang" and serve["ignored_flags"] == ["--foo"]
+
+
+def _pp(pp: int) -> str:
+    return _vllm_tp(None).replace("-tp 8", f"-tp 4 -pp {pp}")
+
+
+def test_df550_vllm_drops_aux_states_from_earlier_stages(tmp_path: Path) -> None:
+    draft = f.speculators().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    report = draftfit.check(draft, target, ["vllm==0.20.0"], serve_args=_pp(2))
+    found = [x for x in report.findings if x.code == "DF550"]
+    assert len(found) == 1 and report.engines[0].verdict == "incompatible"
+    assert "shape mismatch" in found[0].message
+    assert "upgrade to vLLM 0.34.0" in (found[0].fix or "")
+    one_stage = draftfit.check(draft, target, ["vllm==0.20.0"], serve_args=_pp(1))
+    assert "DF550" not in _codes(one_stage)
+
+
+def test_df550_vllm_newer_runner_per_target_class(tmp_path: Path) -> None:
+    draft = f.speculators().write(tmp_path / "draft")
+    llama = f.llama_target(tmp_path / "llama")
+    assert "DF550" not in _codes(draftfit.check(draft, llama, ["vllm==0.34.0"], serve_args=_pp(2)))
+    kimi = _kimi_target(tmp_path)
+    report = draftfit.check(draft, kimi, ["vllm==0.34.0"], serve_args=_pp(2))
+    found = [x for x in report.findings if x.code == "DF550"]
+    assert len(found) == 1 and "`DeepseekV3ForCausalLM` does not" in found[0].message
+
+
+def test_df550_sglang_refuses_eagle3_with_pipeline_stages(tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    base = (
+        "python -m sglang.launch_server --model-path T --tp-size 4 --speculative-algorithm EAGLE3"
+    )
+    for version in ("0.4.7", "0.5.23"):
+        report = draftfit.check(
+            draft, target, [f"sglang=={version}"], serve_args=base + " --pp-size 2"
+        )
+        found = [x for x in report.findings if x.code == "DF550"]
+        assert len(found) == 1, version
+        assert "--tp-size 8" in (found[0].fix or "")
+    quiet = draftfit.check(draft, target, ["sglang==0.5.23"], serve_args=base + " --pp-size 1")
+    assert "DF550" not in _codes(quiet)
+
+
+def test_df551_df552_quiet_when_the_target_size_is_not_given(tmp_path: Path) -> None:
+    draft = f.speculators().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    config = '{"method": "eagle3", "model": "D", "num_speculative_tokens": 3, '
+    for draft_tp in (1, 2):
+        report = draftfit.check(
+            draft,
+            target,
+            ["vllm==0.34.0"],
+            serve_config=config + f'"draft_tensor_parallel_size": {draft_tp}}}',
+        )
+        assert not _codes(report) & {"DF551", "DF552"}
+
+
+def test_df553_vllm_mla_backend_without_a_draft_backend(tmp_path: Path) -> None:
+    draft = f.speculators().write(tmp_path / "draft")
+    kimi = _kimi_target(tmp_path)
+    launch = _vllm_tp(None).replace("-tp 8", "-tp 8 --attention-backend flashinfer_mla")
+    report = draftfit.check(draft, kimi, ["vllm==0.34.0"], serve_args=launch)
+    found = [x for x in report.findings if x.code == "DF553"]
+    assert len(found) == 1 and "non-MLA not supported" in found[0].message
+    assert '"attention_backend": "FLASH_ATTN"' in (found[0].fix or "")
+    own = launch.replace('"method"', '"attention_backend": "FLASH_ATTN", "method"')
+    assert "DF553" not in _codes(draftfit.check(draft, kimi, ["vllm==0.34.0"], serve_args=own))
+    # a release whose backends draftfit has not read stays quiet
+    older = draftfit.check(draft, kimi, ["vllm==0.20.0"], serve_args=launch)
+    assert "DF553" not in _codes(older)
+
+
+def test_diff_and_matrix_take_the_settings(tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    reference = f.mla_draft().write(tmp_path / "reference")  # an MLA draft runs on trtllm_mla
+    kimi = _kimi_target(tmp_path)
+    engines = ["sglang==0.5.23"]
+    plain = draftfit.diff(draft, reference, kimi, engines)
+    judged = draftfit.diff(draft, reference, kimi, engines, serve_args=SGLANG_MLA)
+    assert "DF808" not in {x.code for x in plain.findings}
+    assert "DF808" in {x.code for x in judged.findings}  # only the draft fails DF553
+    matrix = draftfit.matrix(draft, kimi, serve_args=SGLANG_MLA)
+    newest = next(r for r in matrix.rows if r.engine == "sglang" and r.last == "0.5.23")
+    assert newest.verdict == "incompatible"
+    assert "DF553" in {x.code for x in newest.deciding}
+    assert any(note.startswith("serving settings, judged for sglang") for note in matrix.notes)
+    done = _cli("matrix", str(draft), "--target", str(kimi), "--serve-config", "{bad")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
