@@ -67,10 +67,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "draftfit.progress",
         "draftfit.serve_settings",
         "draftfit.serve_flags",
-        "draftfit.serve_input",
     ),
     ("draftfit.checkpoint",),
     (
+        "draftfit.serve_input",
         "draftfit.tensor_names",
         "draftfit.aux_counting",
         "draftfit.dialects",
