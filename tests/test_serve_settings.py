@@ -419,3 +419,14 @@ def test_diff_and_matrix_take_the_settings(tmp_path: Path) -> None:
     assert any(note.startswith("serving settings, judged for sglang") for note in matrix.notes)
     done = _cli("matrix", str(draft), "--target", str(kimi), "--serve-config", "{bad")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_df108_quiet_when_the_launch_names_the_method(tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    engines = ["vllm==0.34.0"]
+    named = 'vllm serve T --speculative-config \'{"method": "eagle3", "model": "D"}\''
+    unnamed = 'vllm serve T --speculative-config \'{"model": "D"}\''
+    assert "DF108" in _codes(draftfit.check(draft, target, engines))
+    assert "DF108" not in _codes(draftfit.check(draft, target, engines, serve_args=named))
+    assert "DF108" in _codes(draftfit.check(draft, target, engines, serve_args=unnamed))
