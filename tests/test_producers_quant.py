@@ -32,12 +32,15 @@ def test_fp8_draft_before_0_11_1_names_the_release_that_reads_its_config(tmp_pat
     assert all("target's quantization config" in x.message for x in rejected)
 
 
-def test_quantized_lm_head_needs_0_19(tmp_path: Path) -> None:
+def test_quantized_lm_head_needs_0_20(tmp_path: Path) -> None:
+    # 0.19.0 passes the draft's quantization config to the head, but compressed-tensors
+    # returns no quantization method for a ParallelLMHead before 0.20.0.
     head = f.quantize_fp8(f.specforge(), ignore=[], targets=["Linear", "lm_head"])
-    report = _check(head, tmp_path, "vllm==0.18.0")
-    rejected = [x for x in report.findings if x.code == "DF201"]
-    assert [x.message.split("`")[1] for x in rejected] == ["lm_head.weight_scale"]
-    assert "vLLM >= 0.19.0" in (rejected[0].fix or "")
+    for version in ("0.18.0", "0.19.0"):
+        report = _check(head, tmp_path / version, f"vllm=={version}")
+        rejected = [x for x in report.findings if x.code == "DF201"]
+        assert [x.message.split("`")[1] for x in rejected] == ["lm_head.weight_scale"]
+        assert "vLLM >= 0.20.0" in (rejected[0].fix or "")
 
 
 def test_fp8_draft_config_dtype_is_not_a_mismatch(tmp_path: Path) -> None:
