@@ -599,7 +599,8 @@ case("fp8-lm-head-on-0.20", set(), {"DF201"}, engines=("vllm==0.20.0",), verdict
 # A pack-quantized (W4A16) lm_head has `weight_packed` and no `weight`: vLLM's V2 model
 # runner reads the draft head's `weight` to decide whether it shares the target's lm_head
 # (0.22.0-0.33.0) and start-up fails; 0.34.0 keeps such a head uncompared. The runner serves
-# a Llama target from 0.24.0 and a dense Qwen3 one from 0.22.0; the V1 runner guards the read.
+# a dense Llama target from 0.23.0 and a dense Qwen3 one from 0.22.0; the V1 runner guards
+# the read.
 _QWEN3 = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
 case("int4-lm-head-mrv2-0.33", {"DF520"}, engines=("vllm==0.33.0",), verdict="incompatible")(
     with_target(f.quantize_packed(f.specforge(), **_HEAD))
@@ -609,6 +610,9 @@ case("int4-lm-head-mrv2-0.34", set(), {"DF520", "DF201"}, verdict="compatible")(
 )
 case("int8-lm-head-mrv2-no-target", {"DF520"}, engines=("vllm==0.29.0",))(
     no_target(f.quantize_packed(f.specforge(), num_bits=8, **_HEAD))
+)
+case("int4-lm-head-llama-mrv2-0.23", {"DF520"}, engines=("vllm==0.23.0",))(
+    with_target(f.quantize_packed(f.specforge(), **_HEAD))
 )
 case("int4-lm-head-llama-mrv2-0.24", {"DF520"}, engines=("vllm==0.24.0",))(
     with_target(f.quantize_packed(f.specforge(), **_HEAD))
