@@ -570,7 +570,8 @@ case("fc-bias-rejected-0.24", {"DF201"}, {"DF207"}, engines=("vllm==0.24.0",))(
 
 # Quantized drafts (compressed-tensors FP8, per-channel scales): from 0.11.1 vLLM builds the
 # draft's layers with the draft's own quantization config, so the scales have parameters;
-# lm_head takes it from 0.19.0.
+# a compressed-tensors lm_head is quantized from 0.20.0 (0.19.0 passes the config to the head,
+# but compressed-tensors has no quantization method for ParallelLMHead before 0.20.0).
 case("fp8-draft-loads", set(), {"DF201", "DF209", "DF903"}, verdict="compatible", oracle="q1")(
     with_target(f.quantize_fp8(f.specforge()))
 )
@@ -590,8 +591,54 @@ _HEAD = {"ignore": [], "targets": ["Linear", "lm_head"]}
 case("fp8-lm-head-before-0.19", {"DF201"}, engines=("vllm==0.18.0",), verdict="incompatible")(
     with_target(f.quantize_fp8(f.specforge(), **_HEAD))
 )
-case("fp8-lm-head-on-0.19", set(), {"DF201"}, engines=("vllm==0.19.0",), verdict="compatible")(
+case("fp8-lm-head-on-0.19", {"DF201"}, engines=("vllm==0.19.0",), verdict="incompatible")(
     with_target(f.quantize_fp8(f.specforge(), **_HEAD))
+)
+case("fp8-lm-head-on-0.20", set(), {"DF201"}, engines=("vllm==0.20.0",), verdict="compatible")(
+    with_target(f.quantize_fp8(f.specforge(), **_HEAD))
+)
+# A pack-quantized (W4A16) lm_head has `weight_packed` and no `weight`: vLLM's V2 model
+# runner reads the draft head's `weight` to decide whether it shares the target's lm_head
+# (0.22.0-0.33.0) and start-up fails; 0.34.0 keeps such a head uncompared. The runner serves
+# a dense Llama target from 0.23.0 and a dense Qwen3 one from 0.22.0; the V1 runner guards
+# the read.
+_QWEN3 = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
+case("int4-lm-head-mrv2-0.33", {"DF520"}, engines=("vllm==0.33.0",), verdict="incompatible")(
+    with_target(f.quantize_packed(f.specforge(), **_HEAD))
+)
+case("int4-lm-head-mrv2-0.34", set(), {"DF520", "DF201"}, verdict="compatible")(
+    with_target(f.quantize_packed(f.specforge(), **_HEAD))
+)
+case("int8-lm-head-mrv2-no-target", {"DF520"}, engines=("vllm==0.29.0",))(
+    no_target(f.quantize_packed(f.specforge(), num_bits=8, **_HEAD))
+)
+case("int4-lm-head-llama-mrv2-0.23", {"DF520"}, engines=("vllm==0.23.0",))(
+    with_target(f.quantize_packed(f.specforge(), **_HEAD))
+)
+case("int4-lm-head-llama-mrv2-0.24", {"DF520"}, engines=("vllm==0.24.0",))(
+    with_target(f.quantize_packed(f.specforge(), **_HEAD))
+)
+case("int4-lm-head-llama-mrv1-0.22", set(), {"DF520"}, engines=("vllm==0.22.0",))(
+    with_target(f.quantize_packed(f.specforge(), **_HEAD))
+)
+case("int4-lm-head-qwen3-mrv2-0.22", {"DF520"}, engines=("vllm==0.22.0",))(
+    with_target(f.quantize_packed(f.specforge(), **_HEAD), **_QWEN3)
+)
+case("int4-lm-head-qwen3-mrv2-0.21", set(), {"DF520"}, engines=("vllm==0.21.0",))(
+    with_target(f.quantize_packed(f.specforge(), **_HEAD), **_QWEN3)
+)
+case("int4-lm-head-ignored-0.33", set(), {"DF520", "DF201"}, engines=("vllm==0.33.0",))(
+    with_target(f.quantize_packed(f.specforge()))
+)
+case("fp8-lm-head-mrv2-0.33", set(), {"DF520", "DF201"}, engines=("vllm==0.33.0",))(
+    with_target(f.quantize_fp8(f.specforge(), **_HEAD))
+)
+case("int4-no-lm-head-0.33", set(), {"DF520"}, engines=("vllm==0.33.0",))(
+    with_target(
+        f.quantize_packed(f.specforge(), **_HEAD).drop(
+            "lm_head.weight_packed", "lm_head.weight_scale", "lm_head.weight_shape"
+        )
+    )
 )
 # Confirmed with vLLM 0.34.0's loader: the `Linear` target does not reach ParallelLMHead, so
 # a quantized lm_head that no target names is refused (`no parameter lm_head.weight_scale`).

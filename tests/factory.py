@@ -260,6 +260,56 @@ def quantize_fp8(
     return draft
 
 
+def quantize_packed(
+    draft: Draft,
+    num_bits: int = 4,
+    ignore: list[str] | None = None,
+    targets: list[str] | None = None,
+    group_size: int = 32,
+) -> Draft:
+    """Turn a draft into a compressed-tensors pack-quantized (weight-only int4 / int8,
+    W4A16 / W8A16) draft, as llm-compressor writes one: every linear weight stored as
+    `weight_packed` (int32 words of 32/num_bits values, [rows, cols*num_bits/32]) with a
+    grouped bf16 `weight_scale` [rows, cols/group_size] and the int64 `weight_shape`, and no
+    `weight`. `ignore` defaults to `["lm_head"]`, `targets` to `["Linear"]` (name lm_head
+    there, `["Linear", "lm_head"]`, for engines to quantize it)."""
+    ignore = ["lm_head"] if ignore is None else ignore
+    for name in list(draft.tensors):
+        if not name.endswith(".weight"):
+            continue
+        module = name.removesuffix(".weight")
+        linear = module.endswith("_proj") or module in ("fc", "lm_head")
+        if not linear or module in ignore or "model." + module in ignore:
+            continue
+        rows, cols = draft.tensors.pop(name).shape
+        draft.tensors[module + ".weight_packed"] = Tensor("I32", (rows, cols * num_bits // 32))
+        draft.tensors[module + ".weight_scale"] = Tensor("BF16", (rows, cols // group_size))
+        draft.tensors[module + ".weight_shape"] = Tensor(
+            "I64", (2,), np.array([rows, cols], dtype="<i8").tobytes()
+        )
+    draft.config["quantization_config"] = {
+        "quant_method": "compressed-tensors",
+        "format": "pack-quantized",
+        "quantization_status": "compressed",
+        "config_groups": {
+            "group_0": {
+                "targets": targets or ["Linear"],
+                "weights": {
+                    "num_bits": num_bits,
+                    "type": "int",
+                    "strategy": "group",
+                    "group_size": group_size,
+                    "symmetric": True,
+                    "dynamic": False,
+                },
+                "input_activations": None,
+            }
+        },
+        "ignore": ignore,
+    }
+    return draft
+
+
 def eagle_official(**kw: Any) -> Draft:
     """Official EAGLE-3 (SafeAILab): plain LlamaForCausalLM config, midlayer.*, no aux ids."""
     config = {

@@ -250,7 +250,7 @@ def test_every_data_entry_states_a_known_confidence(engine: str) -> None:
     ("case_id", "engine"),
     [
         ("trtllm-d2t-missing", "trtllm"),
-        ("nested-aux-read-unshifted-by-mrv1-0.22", "vllm"),
+        ("fp8-target-unquantized-draft-on-0.11.0", "vllm"),
         ("draft-context-short-0.29", "vllm"),
     ],
 )

@@ -32,12 +32,15 @@ def test_fp8_draft_before_0_11_1_names_the_release_that_reads_its_config(tmp_pat
     assert all("target's quantization config" in x.message for x in rejected)
 
 
-def test_quantized_lm_head_needs_0_19(tmp_path: Path) -> None:
+def test_quantized_lm_head_needs_0_20(tmp_path: Path) -> None:
+    # 0.19.0 passes the draft's quantization config to the head, but compressed-tensors
+    # returns no quantization method for a ParallelLMHead before 0.20.0.
     head = f.quantize_fp8(f.specforge(), ignore=[], targets=["Linear", "lm_head"])
-    report = _check(head, tmp_path, "vllm==0.18.0")
-    rejected = [x for x in report.findings if x.code == "DF201"]
-    assert [x.message.split("`")[1] for x in rejected] == ["lm_head.weight_scale"]
-    assert "vLLM >= 0.19.0" in (rejected[0].fix or "")
+    for version in ("0.18.0", "0.19.0"):
+        report = _check(head, tmp_path / version, f"vllm=={version}")
+        rejected = [x for x in report.findings if x.code == "DF201"]
+        assert [x.message.split("`")[1] for x in rejected] == ["lm_head.weight_scale"]
+        assert "vLLM >= 0.20.0" in (rejected[0].fix or "")
 
 
 def test_fp8_draft_config_dtype_is_not_a_mismatch(tmp_path: Path) -> None:
@@ -93,3 +96,46 @@ def test_convert_keeps_an_fp8_drafts_scales(tmp_path: Path) -> None:
     names = set(load_checkpoint(out).tensors)
     assert "layers.0.self_attn.q_proj.weight_scale" in names
     assert "fc.weight_scale" in names
+
+
+_HEAD = {"ignore": [], "targets": ["Linear", "lm_head"]}
+
+
+def test_packed_lm_head_on_mrv2_names_each_fix_its_release_offers(tmp_path: Path) -> None:
+    head = f.quantize_packed(f.specforge(), **_HEAD)
+    report = _check(head, tmp_path, "vllm==0.33.0")
+    found = [x for x in report.findings if x.code == "DF520"]
+    assert len(found) == 1
+    assert "V2 model runner" in found[0].message
+    assert "has no attribute 'weight'" in found[0].message
+    assert found[0].location.tensor == "lm_head.weight_packed"
+    fix = found[0].fix or ""
+    assert "vLLM 0.34.0 or later" in fix
+    assert "VLLM_USE_V2_MODEL_RUNNER=0" in fix
+    assert "quantization_config.ignore" in fix
+
+
+def test_nvfp4_lm_head_has_a_weight_at_the_share_check(tmp_path: Path) -> None:
+    # NVFP4 stores `weight_packed` too, but renames it to `weight` after loading, before
+    # the V2 runner compares the heads.
+    draft = f.quantize_packed(f.specforge(), **_HEAD)
+    for name in [n for n in draft.tensors if n.endswith(".weight_packed")]:
+        module = name.removesuffix(".weight_packed")
+        rows, words = draft.tensors[name].shape
+        cols = words * 8
+        draft.drop(module + ".weight_shape")
+        draft.add(name, "U8", (rows, cols // 2))
+        draft.add(module + ".weight_scale", "F8_E4M3", (rows, cols // 16))
+        draft.add(module + ".weight_global_scale", "F32", (1,))
+        draft.add(module + ".input_global_scale", "F32", (1,))
+    group = draft.config["quantization_config"]["config_groups"]["group_0"]
+    draft.config["quantization_config"]["format"] = "nvfp4-pack-quantized"
+    group["weights"] = {
+        "num_bits": 4,
+        "type": "float",
+        "strategy": "tensor_group",
+        "group_size": 16,
+    }
+    report = _check(draft, tmp_path, "vllm==0.33.0")
+    assert not [x for x in report.findings if x.code == "DF520"]
+    assert not [x for x in report.findings if x.code == "DF201"]

@@ -140,6 +140,7 @@ DRAFT_BUILT_WITH_TARGET_QUANTIZATION = RuleId(
 )
 TARGET_QUANTIZATION_NOT_MODELLED = RuleId("DF518", "target-quantization-not-modelled", _I, "target")
 TARGET_ROTATION_UNCHECKED = RuleId("DF519", "target-rotation-unchecked", _I, "target")
+DRAFT_HEAD_SHARE_CHECK_FAILS = RuleId("DF520", "draft-lm-head-share-check-fails", _E, "target")
 DRAFT_KV_PAGE_SIZE_REFUSED = RuleId("DF530", "draft-kv-page-size-refused", _E, "target")
 DRAFT_HEAD_SIZE_UNSUPPORTED = RuleId("DF531", "draft-head-size-unsupported", _W, "target")
 DRAFT_HEAD_SIZE_FALLBACK = RuleId("DF532", "draft-head-size-fallback-backend", _W, "target")
@@ -270,6 +271,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     DRAFT_BUILT_WITH_TARGET_QUANTIZATION,
     TARGET_QUANTIZATION_NOT_MODELLED,
     TARGET_ROTATION_UNCHECKED,
+    DRAFT_HEAD_SHARE_CHECK_FAILS,
     DRAFT_KV_PAGE_SIZE_REFUSED,
     DRAFT_HEAD_SIZE_UNSUPPORTED,
     DRAFT_HEAD_SIZE_FALLBACK,

@@ -48,6 +48,7 @@ from draftfit.engines.view import (
     AuxCapture,
     FateCause,
 )
+from draftfit.engines.vllm_head_share import head_share_event
 from draftfit.engines.vllm_kv import kv_geometry_events
 from draftfit.location import Location, config_at
 from draftfit.spec import EAGLE, EAGLE3, DraftSpec
@@ -522,6 +523,17 @@ class _Builder(BaseBuilder):
     def _after_eagle3(self) -> None:
         self.view.effective["max_position_raised"] = bool(self.value("max_position_raised"))
         self._quantized_parameters()
+        self._head_share_check()
+
+    def _head_share_check(self) -> None:
+        """Whether the V2 model runner's lm_head sharing check fails on the draft's own
+        quantized head (:mod:`.vllm_head_share`)."""
+        q = read_draft_quant(self.config)
+        if q is None:
+            return
+        event = head_share_event(self.p, q, self.spec.tensors, self.spec.raw, self._runner())
+        if event is not None:
+            self.view.add(event)
 
     # ------------------------------------------------------------------ quantized drafts
     def _quantized_parameters(self) -> None:
@@ -578,8 +590,8 @@ class _Builder(BaseBuilder):
             )
         if module == "lm_head" and not self.value("draft_quant_lm_head"):
             return (
-                f"{self.p.title} builds the draft's lm_head without a quantization config "
-                f"(it uses the draft's from vLLM {head} on), so there is no `{suffix}` parameter",
+                f"{self.p.title} builds the draft's lm_head unquantized (a compressed-tensors "
+                f"lm_head is quantized from vLLM {head} on), so there is no `{suffix}` parameter",
                 f"serve with vLLM >= {head}, or keep lm_head unquantized (list it in "
                 "`quantization_config.ignore`)",
                 self.src("draft_quant_lm_head"),

@@ -63,6 +63,7 @@ from draftfit.rules.target import (
     draft_inherits_target_quantization,
     draft_kv_page_size_refused,
     draft_kv_transfer_size_differs,
+    draft_lm_head_share_check_fails,
     shared_embedding_width_mismatch,
     target_capability_unknown,
     target_hidden_size_mismatch,
@@ -462,6 +463,17 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     target_rotation_unchecked: {  # DF519
         "vllm": ("draft_rotation_compensated",),
         "sglang": ("draft_rotation_compensated",),
+    },
+    draft_lm_head_share_check_fails: {  # DF520
+        "vllm": (
+            "compressed_tensors_params",
+            "draft_quant_config_source",
+            "draft_quant_lm_head",
+            "draft_quant_methods",
+            "mrv1_runner_env",
+            "mrv2_head_share_no_weight",
+            "runner_default",
+        ),
     },
     draft_kv_page_size_refused: {  # DF530
         "vllm": ("kv_page_size_uniform",),

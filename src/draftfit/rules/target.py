@@ -7,6 +7,7 @@ from draftfit.rule_ids import (
     DRAFT_BUILT_WITH_TARGET_QUANTIZATION,
     DRAFT_CONTEXT_REFUSED,
     DRAFT_CONTEXT_SHORTER_THAN_TARGET,
+    DRAFT_HEAD_SHARE_CHECK_FAILS,
     DRAFT_HEAD_SIZE_FALLBACK,
     DRAFT_HEAD_SIZE_UNSUPPORTED,
     DRAFT_INHERITS_TARGET_QUANTIZATION,
@@ -311,6 +312,36 @@ def target_rotation_unchecked() -> None:
     Check with the target's files available (download `quant_model_description.json`), or
     for a vLLM version draftfit has no vllm-ascend record of, check that the plugin
     anti-rotates the draft's `fc` for this target.
+    """
+
+
+@event_rule(
+    DRAFT_HEAD_SHARE_CHECK_FAILS,
+    "the engine's lm_head sharing check reads a `weight` the draft's quantized head lacks",
+)
+def draft_lm_head_share_check_fails() -> None:
+    """## What it checks
+    A draft that stores its own lm_head, quantized by its `quantization_config` with a
+    scheme that keeps no `weight` tensor (compressed-tensors pack-quantized int4/int8:
+    `lm_head.weight_packed`), on the vLLM releases whose V2 model runner compares the
+    draft's head with the target's by reading `weight`, when that runner serves the pair
+    (on some releases always, on others per target architecture). FP8, INT8 and NVFP4
+    heads have a `weight` at that point, so this failure does not apply to them.
+
+    ## Why it matters
+    While it loads the draft, vLLM decides whether the draft can share the target's lm_head
+    and reads the draft head's `weight`; a packed head has none, so start-up fails with
+    `AttributeError: 'ParallelLMHead' object has no attribute 'weight'`
+    (vllm-project/vllm#53104). The V1 model runner guards the same comparison.
+
+    ## Example
+    An EAGLE-3 draft quantized W4A16 by llm-compressor with lm_head among its targets,
+    served with a release whose V2 runner reads the head's `weight`.
+
+    ## Fix
+    Use a vLLM release that keeps a head without `weight` (the finding names it), or serve
+    with the V1 model runner where the release offers it (`VLLM_USE_V2_MODEL_RUNNER=0`), or
+    store lm_head unquantized and list it in `quantization_config.ignore`.
     """
 
 
