@@ -314,3 +314,25 @@ def test_cli_reads_the_launch_and_says_where_the_layers_come_from(tmp_path: Path
     assert missing.returncode == 2 and missing.stdout == ""
     assert len(missing.stderr.strip().splitlines()) == 1 and "Traceback" not in missing.stderr
     assert "--config none.yaml: no such file" in missing.stderr
+
+
+def test_the_recipes_own_spec_yaml_is_read_back_and_fixes_the_aux_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """draftfit's TensorRT-LLM recipe writes `spec.yaml` with the trained layers; given back
+    as the launch, the aux-layer findings it fixes are gone."""
+    draft, target = _pair(tmp_path, nested_aux=[3, 10, 20])
+    engines = ["trtllm==1.2.0"]
+    report = draftfit.check(draft, target, engines, recipes=True)
+    assert "DF301" in _codes(report)
+    recipe = next(r for r in report.recipes or [] if r.engine == "trtllm")
+    command = recipe.command
+    body = command.split("<<'EOF'\n", 1)[1].split("EOF\n", 1)[0]
+    (tmp_path / "spec.yaml").write_text(body)
+    monkeypatch.chdir(tmp_path)
+    launch = command.split("EOF\n", 1)[1]
+    assert launch.startswith("trtllm-serve ") and "--extra_llm_api_options spec.yaml" in launch
+    served = draftfit.check(draft, target, engines, serve_args=launch)
+    assert served.serve is not None and served.serve.layers_to_capture == (3, 10, 20)
+    assert not _codes(served) & {"DF301", "DF302", "DF303", "DF304"}
+    assert served.engines[0].verdict == "compatible"
