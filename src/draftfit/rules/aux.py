@@ -260,8 +260,8 @@ def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
             f"the launch passes {view.aux.launch_setting}, and output-of id(s) "
             f"{_fmt(tuple(i - 1 for i in bad))} name no layer of a {n}-layer target (it has "
             f"layers {low - 1}..{high - 1}; -1 is the final state): {view.title} never "
-            "captures a state for them, so the draft's `fc` does not get the aux states it "
-            "was built for",
+            "captures a state for them, so their blocks of the draft's `fc` input are filled "
+            "by no target layer",
             view.aux.launch_location or config_at(TOP_AUX),
             "pass only ids of layers this target has, the ones the draft was trained on",
             view.aux.sources,
