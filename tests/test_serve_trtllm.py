@@ -232,7 +232,13 @@ def test_launch_layers_before_the_setting_exists_change_nothing(tmp_path: Path) 
     report = draftfit.check(draft, target, ["trtllm==1.0.0"], serve_config=yaml)
     aux = report.to_dict()["engines"][0]["aux_layers"]
     assert aux["used"] == [2, 16, 29] and "launch_setting" not in aux
-    assert "DF301" in _codes(report)
+    found = _finding(report, "DF301")
+    assert "falls back to the default [2, 16, 29]; the launch's `eagle3_layers_to_capture: " in (
+        found.message
+    )
+    assert "[3, 10, 20]` is not a setting TensorRT-LLM (PyTorch backend) 1.0.0 has" in (
+        found.message
+    )
 
 
 def _no_architectures(root: Path) -> Path:

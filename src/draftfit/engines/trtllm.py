@@ -372,7 +372,12 @@ class _TrtllmBuilder(BaseBuilder):
         user_key = self.value("aux_ids_user_key") or None
         layers, s = self._launch_layers(), self._launch()
         used: tuple[int, ...] | None = default_capture_ids(L) if L is not None else None
-        launch_setting, launch_location = "", None
+        launch_setting, launch_location, unused = "", None, ""
+        if layers is None and s is not None and s.layers_to_capture is not None:
+            unused = (
+                f"the launch's `eagle3_layers_to_capture: {_ids(s.layers_to_capture)}` is not "
+                f"a setting {self.p.title} has"
+            )
         if layers is not None and s is not None:
             used = launch_capture_before(layers)
             launch_setting = f"`{USER_SETTING}: {_ids(layers)}` ({s.given_by})"
@@ -393,6 +398,7 @@ class _TrtllmBuilder(BaseBuilder):
             encode=(lambda cb: tuple(i - 1 for i in cb)) if user_key else None,
             launch_setting=launch_setting,
             launch_location=launch_location,
+            launch_unused=unused,
         )
 
     # ------------------------------------------------------------------ tensor fates

@@ -149,6 +149,8 @@ class AuxCapture:
             (TensorRT-LLM: "`speculative_config.eagle3_layers_to_capture: [1, 15, 28]`"),
             "" when the ids come from the config or the default.
         launch_location: where that setting is (in the serving settings), or None.
+        launch_unused: why a launch setting for the layers does not choose them at this
+            version ("" when the launch gives none, or it is used).
     """
 
     used: tuple[int, ...] | None
@@ -167,6 +169,7 @@ class AuxCapture:
     range_note: str = ""  # why `valid_range` is narrower for this target's backbone
     launch_setting: str = ""
     launch_location: Location | None = None
+    launch_unused: str = ""
 
 
 @dataclass

@@ -169,7 +169,7 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
         reason = (
             f"{view.title} does not read `{where.pointer}` (it reads {keys}) and falls back to "
             f"the default {_fmt(aux.used)}"
-        )
+        ) + (f"; {aux.launch_unused}" if aux.launch_unused else "")
     elif aux.read_from == where.pointer and where.convention != aux.read_convention:
         reason = (
             f"{view.title} reads `{aux.read_from}` in {aux.read_convention} counting and "
