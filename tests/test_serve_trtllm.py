@@ -94,6 +94,8 @@ def test_serve_config_recognises_a_trtllm_yaml(tmp_path: Path) -> None:
     bare.write_text("decoding_type: Eagle\nmax_draft_len: 4\npytorch_weights_path: D\n")
     alone = parse_serve_config(str(bare))
     assert (alone.engine, alone.method, alone.draft_model) == ("trtllm", "Eagle", "D")
+    inline = parse_serve_config('{"speculative_config": {"decoding_type": "Eagle3"}}')
+    assert (inline.engine, inline.method) == ("trtllm", "Eagle3")
     # a vLLM file stays vLLM's
     vllm = tmp_path / "vllm.yaml"
     vllm.write_text("tensor_parallel_size: 2\nspeculative_config:\n  method: eagle3\n")
