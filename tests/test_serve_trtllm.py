@@ -275,18 +275,40 @@ def test_two_model_launch_decides_missing_architectures_df102(
     assert "DF102" not in _codes(draftfit.check(draft, target, [f"trtllm=={version}"]))
 
 
-def test_pipeline_parallel_is_not_judged_for_trtllm(tmp_path: Path) -> None:
-    """No statement on EAGLE-3 with pipeline parallelism was read in TensorRT-LLM's source:
-    DF550 stays quiet for it."""
+@pytest.mark.parametrize(
+    ("version", "one_model", "pp", "fires"),
+    [
+        ("1.2.0", "false", 2, True),  # two-model by the launch
+        ("0.20.0", "true", 2, True),  # two-model is the only EAGLE-3 path there
+        ("1.2.0", "false", 1, False),
+        ("1.2.0", "true", 2, False),  # one-model: not judged
+        ("1.4.0rc0", "false", 2, False),  # eagle3_one_model=False is ignored there
+    ],
+)
+def test_pipeline_parallel_with_two_model_eagle3_df550(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    version: str,
+    one_model: str,
+    pp: int,
+    fires: bool,
+) -> None:
     draft, target = _pair(tmp_path, nested_aux=[1, 15, 28])
-    (tmp_path / "pp.yaml").write_text(
-        "pipeline_parallel_size: 4\n" + SPEC_YAML.format(layers="[1, 15, 28]", one_model="true")
+    monkeypatch.chdir(tmp_path)
+    args = _serve(tmp_path, one_model=one_model).replace("--pp_size 1", f"--pp_size {pp}")
+    report = draftfit.check(draft, target, [f"trtllm=={version}"], serve_args=args)
+    assert report.to_dict()["serve"]["pipeline_parallel_size"] == pp
+    assert ("DF550" in _codes(report)) is fires
+    if not fires:
+        return
+    found = _finding(report, "DF550")
+    assert found.location.pointer == "/pipeline_parallel_size"
+    assert "NotImplementedError: Drafting is not supported for selected executor loop" in (
+        found.message
     )
-    report = draftfit.check(
-        draft, target, ["trtllm==1.4.0rc0"], serve_config=str(tmp_path / "pp.yaml")
-    )
-    assert report.to_dict()["serve"]["pipeline_parallel_size"] == 4
-    assert "DF550" not in _codes(report)
+    assert (found.fix or "").startswith("serve with --pp_size 1 (spread the GPUs with --tp_size 8")
+    assert ("leave `eagle3_one_model` out" in (found.fix or "")) is (version == "1.2.0")
+    assert report.engines[0].verdict == "incompatible"
 
 
 # ------------------------------------------------------------------------------ the CLI
