@@ -98,8 +98,11 @@ def test_sglang_command_with_abbreviation_and_continuations() -> None:
 def test_engine_from_flags_alone_and_trtllm_command() -> None:
     assert parse_serve_args("--tp-size 4 --speculative-algorithm EAGLE3").engine == "sglang"
     assert parse_serve_args(f"-tp 2 --speculative-config '{SPEC}'").engine == "vllm"
-    t = parse_serve_args("trtllm-serve M --tp_size 8 --extra_llm_api_options x.yaml")
-    assert t.engine == "trtllm" and t.ignored_flags == ("--tp_size", "--extra_llm_api_options")
+    t = parse_serve_args("trtllm-serve M --tp_size 8 --pp_size 2 --backend pytorch")
+    assert t.engine == "trtllm" and t.ignored_flags == ("--backend",)
+    assert (t.tensor_parallel_size, t.pipeline_parallel_size) == (8, 2)
+    bare = parse_serve_args("--tp_size 4 --pipeline_parallel_size=2")
+    assert bare.engine == "trtllm" and bare.pipeline_parallel_size == 2
 
 
 def test_both_inputs_describe_one_vllm_launch() -> None:

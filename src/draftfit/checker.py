@@ -159,6 +159,7 @@ def check_checkpoint(
                 keys_read=tuple(view.aux.keys_read),
                 counting="capture-before",
                 expected_count=view.aux.expected_count,
+                launch_setting=view.aux.launch_setting or None,
             )
         results.append(result)
 

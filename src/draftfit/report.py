@@ -124,15 +124,19 @@ class AuxLayers:
     keys_read: tuple[str, ...]
     counting: str
     expected_count: int | None
+    launch_setting: str | None = None  # the launch's setting that chose the ids, if any
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "used": list(self.used) if self.used is not None else None,
             "read_from": self.read_from,
             "keys_read": list(self.keys_read),
             "counting": self.counting,
             "expected_count": self.expected_count,
         }
+        if self.launch_setting is not None:
+            out["launch_setting"] = self.launch_setting
+        return out
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,16 @@ Flag names and aliases as the engines' argument parsers declare them:
   `--kv-cache-dtype`, `--quantization`, `--speculative-*`). Its parser takes unambiguous
   prefixes (argparse's default), so `--tp` is `--tp-size`; `--pp` is ambiguous there
   (`--pp-max-micro-batch-size`) and SGLang refuses it, so it is not read.
-- TensorRT-LLM (`trtllm-serve`): recognised, no flag read yet (all are listed as not read).
+- TensorRT-LLM (`trtllm-serve`): the click options of tensorrt_llm/commands/serve.py, read
+  on TensorRT-LLM's main branch (commit 00209af1; no release tree is readable here):
+  `--tensor_parallel_size`/`--tp_size`, `--pipeline_parallel_size`/`--pp_size`,
+  `--extra_llm_api_options`/`--config` (a YAML file of LLM API arguments that overwrites the
+  flags: `update_llm_args_with_extra_dict`), `--trust_remote_code` (a flag). click takes no
+  abbreviations, so only these spellings are read. The YAML's `speculative_config` keys are
+  those of `EagleDecodingConfig` / `DecodingBaseConfig` in tensorrt_llm/llmapi/llm_args.py
+  (main, commit fcd3f316): `decoding_type`, `max_draft_len`, `speculative_model_dir` (alias
+  of `speculative_model`; `pytorch_weights_path` in 0.21), `eagle3_one_model`,
+  `eagle3_layers_to_capture`.
 """
 
 from __future__ import annotations
@@ -78,10 +87,22 @@ SGLANG_FLAGS: dict[str, FlagTarget] = {
     "--speculative-num-draft-tokens": FlagTarget("speculative_num_draft_tokens", _INT),
 }
 
+# `trtllm-serve --extra_llm_api_options FILE`: the YAML file of LLM API arguments.
+TRTLLM_OPTIONS = FlagTarget("extra_llm_api_options", "yaml-file")
+
+TRTLLM_FLAGS: dict[str, FlagTarget] = {
+    "--tensor_parallel_size": _TP,
+    "--tp_size": _TP,
+    "--pipeline_parallel_size": _PP,
+    "--pp_size": _PP,
+    "--extra_llm_api_options": TRTLLM_OPTIONS,
+    "--config": TRTLLM_OPTIONS,
+}
+
 ENGINE_FLAGS: dict[str, dict[str, FlagTarget]] = {
     "vllm": VLLM_FLAGS,
     "sglang": SGLANG_FLAGS,
-    "trtllm": {},
+    "trtllm": TRTLLM_FLAGS,
 }
 
 # Flags that take no value (a store_true), per engine; every other flag takes one.
@@ -90,7 +111,13 @@ BOOLEAN_FLAGS: dict[str, frozenset[str]] = {
     "sglang": frozenset(
         {"--disable-cuda-graph", "--trust-remote-code", "--disable-flashinfer-autotune"}
     ),
-    "trtllm": frozenset({"--trust_remote_code"}),
+    "trtllm": frozenset(
+        {
+            "--trust_remote_code",
+            "--enable_chunked_prefill",
+            "--fail_fast_on_attention_window_too_large",
+        }
+    ),
 }
 
 # Flags that name the models (not settings draftfit reads): skipped with their value, not
@@ -107,7 +134,7 @@ KNOWN_FLAGS: dict[str, frozenset[str]] = {
             "--served-model-name",
         }
     ),
-    "trtllm": frozenset(),
+    "trtllm": frozenset({"--tokenizer", "--revision", "--trust_remote_code"}),
 }
 
 # Launch commands, as the words a shell gives, and their engine.
@@ -134,7 +161,13 @@ ENGINE_HINT_FLAGS: dict[str, frozenset[str]] = {
             "--disable-cuda-graph",
         }
     ),
-    "trtllm": frozenset({"--tp_size", "--pp_size", "--extra_llm_api_options"}),
+    "trtllm": frozenset(
+        {
+            "--tp_size",
+            "--pp_size",
+            "--extra_llm_api_options",
+        }
+    ),
 }
 
 # vLLM engine arguments (`vllm serve --config file.yaml`, underscores) draftfit reads.
@@ -156,6 +189,25 @@ SPEC_CONFIG_KEYS: dict[str, FlagTarget] = {
     "quantization": FlagTarget("draft_quantization"),
     "attention_backend": FlagTarget("draft_attention_backend"),
     "kv_cache_dtype": FlagTarget("draft_kv_cache_dtype"),
+}
+
+
+# TensorRT-LLM LLM API arguments (the `--extra_llm_api_options` YAML) draftfit reads; they
+# overwrite the flags of the same meaning.
+TRTLLM_ARG_KEYS: dict[str, FlagTarget] = {
+    "tensor_parallel_size": _TP,
+    "pipeline_parallel_size": _PP,
+}
+
+# TensorRT-LLM `speculative_config` keys draftfit reads.
+TRTLLM_SPEC_KEYS: dict[str, FlagTarget] = {
+    "decoding_type": FlagTarget("method"),
+    "max_draft_len": FlagTarget("max_draft_len", _INT),
+    "speculative_model": FlagTarget("draft_model"),
+    "speculative_model_dir": FlagTarget("draft_model"),
+    "pytorch_weights_path": FlagTarget("draft_model"),
+    "eagle3_one_model": FlagTarget("one_model", "on-when-true"),
+    "eagle3_layers_to_capture": FlagTarget("layers_to_capture", "int-list"),
 }
 
 

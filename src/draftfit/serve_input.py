@@ -29,6 +29,8 @@ from draftfit.serve_flags import (
     ENGINE_HINT_FLAGS,
     KNOWN_FLAGS,
     SPEC_CONFIG_KEYS,
+    TRTLLM_ARG_KEYS,
+    TRTLLM_SPEC_KEYS,
     VLLM_ARG_KEYS,
     FlagTarget,
     vllm_flag,
@@ -49,8 +51,8 @@ def settings_from(
         return from_args or from_config
     if from_args.engine != from_config.engine:
         raise UsageError(
-            f"--serve-args is a {from_args.engine} launch but --serve-config holds vLLM "
-            "settings; give the settings of one launch"
+            f"--serve-args is a {from_args.engine} launch but --serve-config holds "
+            f"{from_config.engine} settings; give the settings of one launch"
         )
     merged = {
         name: value
@@ -72,12 +74,17 @@ def settings_from(
 MAX_SERVE_CONFIG_BYTES = 1024 * 1024
 
 # Settings only a speculative config gives (they win when both inputs give them).
-SPEC_CONFIG_FIELDS = frozenset(target.field for target in SPEC_CONFIG_KEYS.values())
+SPEC_CONFIG_FIELDS = frozenset(
+    target.field for target in (*SPEC_CONFIG_KEYS.values(), *TRTLLM_SPEC_KEYS.values())
+)
 
 
 def parse_serve_config(text: str) -> ServeSettings:
-    """vLLM settings from a JSON string or a JSON/YAML file (see the module docstring)."""
+    """vLLM or TensorRT-LLM settings from a JSON string or a JSON/YAML file (see the module
+    docstring)."""
     data = _load_mapping(text)
+    if is_trtllm_options(data):
+        return trtllm_options(data, ServeSettings("trtllm", "--serve-config"), "")
     keys = {_key(k) for k in data}
     # Keys both forms have (quantization, attention_backend, kv_cache_dtype) decide nothing.
     shared = set(VLLM_ARG_KEYS) & set(SPEC_CONFIG_KEYS)
@@ -92,18 +99,22 @@ def _load_mapping(text: str) -> Mapping[str, Any]:
     stripped = text.strip()
     if stripped.startswith(("{", "[")):
         return _json_object(stripped, "--serve-config")
-    path = Path(text)
+    return _load_file(text, f"--serve-config {text}", "give a file or an inline JSON object")
+
+
+def _load_file(name: str, what: str, hint: str) -> Mapping[str, Any]:
+    """The mapping in the JSON/YAML file `name`, read bounded (a regular file, at most
+    MAX_SERVE_CONFIG_BYTES); `what` names it in errors."""
+    path = Path(name)
     try:
         body = read_regular(path, MAX_SERVE_CONFIG_BYTES).decode("utf-8")
     except FileNotFoundError:
-        raise UsageError(
-            f"--serve-config {text}: no such file (give a file or an inline JSON object)"
-        ) from None
+        raise UsageError(f"{what}: no such file ({hint})") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"--serve-config {text}: cannot read it ({exc})") from None
+        raise UsageError(f"{what}: cannot read it ({exc})") from None
     if path.suffix.lower() == ".json" or body.lstrip().startswith("{"):
-        return _json_object(body, f"--serve-config {text}")
-    return _yaml_object(body, f"--serve-config {text}")
+        return _json_object(body, what)
+    return _yaml_object(body, what)
 
 
 def _json_object(text: str, what: str) -> Mapping[str, Any]:
@@ -181,6 +192,45 @@ def _vllm_speculative_config(
     return replace(start, **values, ignored_flags=start.ignored_flags + tuple(ignored))
 
 
+def is_trtllm_options(data: Mapping[str, Any]) -> bool:
+    """Whether `data` is TensorRT-LLM's LLM API options (`speculative_config.decoding_type`),
+    or its speculative config alone (`decoding_type`): a key neither vLLM nor SGLang has."""
+    speculative = data.get("speculative_config")
+    return (isinstance(speculative, Mapping) and "decoding_type" in speculative) or (
+        "decoding_type" in data
+    )
+
+
+def trtllm_options(data: Mapping[str, Any], base: ServeSettings, what: str) -> ServeSettings:
+    """`base` with TensorRT-LLM's LLM API options `data` applied (they overwrite the flags, as
+    `trtllm-serve` does); `what` names the file in errors ("" for --serve-config)."""
+    label = what or base.given_by
+    values: dict[str, Any] = {}
+    ignored: list[str] = []
+    speculative: Any = None
+    if "decoding_type" in data and "speculative_config" not in data:
+        speculative, data = data, {}  # the speculative config alone
+    for raw_key, value in data.items():
+        key = str(raw_key)
+        if key == "speculative_config":
+            speculative = value
+            continue
+        target = TRTLLM_ARG_KEYS.get(key)
+        if target is None:
+            ignored.append(key)
+            continue
+        values[target.field] = _value(target, value, f"{label}: {key}")
+    if speculative is not None and not isinstance(speculative, Mapping):
+        raise UsageError(f"{label}: speculative_config must be a mapping")
+    for raw_key, value in (speculative or {}).items():
+        target = TRTLLM_SPEC_KEYS.get(str(raw_key))
+        if target is None:
+            ignored.append(f"speculative_config.{raw_key}")
+            continue
+        values[target.field] = _value(target, value, f"{label}: speculative_config.{raw_key}")
+    return replace(base, **values, ignored_flags=base.ignored_flags + tuple(ignored))
+
+
 def _value(target: FlagTarget, value: Any, what: str) -> Any:
     """`value` as the field's type; a malformed one is a usage error."""
     if target.kind == "int":
@@ -195,6 +245,8 @@ def _value(target: FlagTarget, value: Any, what: str) -> Any:
         if number < 1:
             raise UsageError(f"{what}: expected a positive integer, got {value!r}")
         return number
+    if target.kind == "int-list":
+        return _int_list(value, what)
     if target.kind == "off-when-true":  # --enforce-eager: CUDA graphs off
         return not _boolean(value, what)
     if target.kind == "on-when-true":
@@ -204,6 +256,15 @@ def _value(target: FlagTarget, value: Any, what: str) -> Any:
     if isinstance(value, (dict, list)):
         raise UsageError(f"{what}: expected a single value, got {json.dumps(value)}")
     return str(value)
+
+
+def _int_list(value: Any, what: str) -> tuple[int, ...]:
+    """A list of layer ids (integers, -1 allowed), as written."""
+    if not isinstance(value, (list, tuple)) or not value:
+        raise UsageError(f"{what}: expected a non-empty list of layer ids, got {value!r}")
+    if any(isinstance(item, bool) or not isinstance(item, int) for item in value):
+        raise UsageError(f"{what}: expected integer layer ids, got {value!r}")
+    return tuple(value)
 
 
 def _boolean(value: Any, what: str) -> bool:
@@ -233,6 +294,7 @@ def parse_serve_args(text: str) -> ServeSettings:
     values: dict[str, Any] = {}
     ignored: list[str] = []
     speculative: Mapping[str, Any] | None = None
+    options: tuple[str, str] | None = None  # trtllm-serve --extra_llm_api_options FILE
     index = 0
     while index < len(rest):
         word = rest[index]
@@ -261,11 +323,18 @@ def parse_serve_args(text: str) -> ServeSettings:
             ignored.append(flag)
             continue
         what = f"--serve-args: {flag}"
+        if target.kind == "yaml-file":
+            options = (flag, value or "")
+            continue
         if target.field == "speculative_config":
             speculative = {**(speculative or {}), **_json_object(value or "", what)}
             continue
         values[target.field] = _value(target, True if value is None else value, what)
     settings = ServeSettings(engine, "--serve-args", **values, ignored_flags=tuple(ignored))
+    if options is not None:
+        what = f"--serve-args: {options[0]} {options[1]}"
+        data = _load_file(options[1], what, "the path is read from the current directory")
+        return trtllm_options(data, settings, what)
     if speculative is None:
         return settings
     return _vllm_speculative_config(

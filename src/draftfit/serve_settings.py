@@ -45,6 +45,12 @@ class ServeSettings:
         quantization: `--quantization` for the target.
         draft_quantization: the draft's own quantization setting (vLLM
             `speculative_config.quantization`, SGLang `--speculative-draft-model-quantization`).
+        layers_to_capture: TensorRT-LLM `speculative_config.eagle3_layers_to_capture`, the
+            target layers the launch captures for the draft, as written (output-of
+            counting; -1 is the final hidden state).
+        one_model: TensorRT-LLM `speculative_config.eagle3_one_model` (False: the
+            two-model path, a separate draft model).
+        max_draft_len: TensorRT-LLM `speculative_config.max_draft_len`.
         ignored_flags: flags and keys draftfit does not read, in the order given.
     """
 
@@ -66,6 +72,9 @@ class ServeSettings:
     speculative_num_draft_tokens: int | None = None
     quantization: str | None = None
     draft_quantization: str | None = None
+    layers_to_capture: tuple[int, ...] | None = None
+    one_model: bool | None = None
+    max_draft_len: int | None = None
     ignored_flags: tuple[str, ...] = ()
 
     def given(self) -> dict[str, Any]:
@@ -83,6 +92,8 @@ class ServeSettings:
         """The JSON form: every field, None where not given."""
         out: dict[str, Any] = {item.name: getattr(self, item.name) for item in fields(self)}
         out["ignored_flags"] = list(self.ignored_flags)
+        if self.layers_to_capture is not None:
+            out["layers_to_capture"] = list(self.layers_to_capture)
         return out
 
     def summary(self) -> str:
@@ -101,4 +112,6 @@ class ServeSettings:
 def _word(value: object) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(str(item) for item in value) + "]"
     return str(value)

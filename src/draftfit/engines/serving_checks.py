@@ -39,6 +39,8 @@ def check_settings(b: BaseBuilder, settings: ServeSettings) -> None:
         _sglang_pipeline_parallel(b, settings)
         _mla_backend(b, settings)
         _sglang_quantization_flag(b, settings)
+    elif b.p.engine == "trtllm":
+        _trtllm_pipeline_parallel(b, settings)
 
 
 def _where(settings: ServeSettings, pointer: str) -> Location:
@@ -100,6 +102,41 @@ def _sglang_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
         _where(s, "/pipeline_parallel_size"),
         ("pp_with_eagle3",),
         fix=f"serve with --pp-size 1 (spread the GPUs with --tp-size {gpus} instead)",
+    )
+
+
+def _trtllm_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
+    """TensorRT-LLM refuses a separate draft model (two-model EAGLE-3) with its
+    pipeline-parallel executor loop; one-model EAGLE-3 builds no drafter and is not judged."""
+    pp = _pipeline_stages(b, s)
+    if pp is None or b.value("pp_with_two_model_eagle3") != "refused":
+        return
+    mode = b.value("one_model_default")
+    by_launch = mode == "one-model-default" and s.one_model is False
+    if mode != "two-model" and not by_launch:
+        return
+    gpus = pp * (s.tensor_parallel_size or 1)
+    path = (
+        "the launch sets `eagle3_one_model: false`"
+        if by_launch
+        else f"the only EAGLE-3 path of {b.p.title}"
+    )
+    b.refuse(
+        rule_ids.PIPELINE_PARALLEL_AUX_STATES,
+        f"pipeline_parallel_size {pp} with two-model EAGLE-3 ({path}): {b.p.title} runs the "
+        "draft as a separate model, which its pipeline-parallel executor loop does not "
+        "support, so start-up fails (`NotImplementedError: Drafting is not supported for "
+        "selected executor loop. Please disable disagg/pipeline parallelism scheduler.`)",
+        _where(s, "/pipeline_parallel_size"),
+        ("pp_with_two_model_eagle3", "one_model_default"),
+        fix=f"serve with --pp_size 1 (spread the GPUs with --tp_size {gpus} instead)"
+        + (
+            "; or leave `eagle3_one_model` out: the one-model path builds no separate draft "
+            "model, so this check does not refuse it (whether it carries the aux states "
+            "across stages draftfit has not read)"
+            if by_launch
+            else ""
+        ),
     )
 
 

@@ -6,8 +6,10 @@ TensorRT-LLM's procedure (`dev/sglang-trtllm-procedure.md` §2): the user's
 `model.` prepended by the loader; names that match no module are ignored; the aux layers
 come ONLY from the user's `eagle3_layers_to_capture` (output-of counting) — the draft's own
 ids are never read — else the default {1, L//2-1, L-4}. EAGLE-1 drafts are not supported
-on the PyTorch backend. Every version-dependent value comes from `data/trtllm.toml`; many
-boundaries there are approximate and findings built on them say so.
+on the PyTorch backend. With the launch's settings (`--serve-args`, `--serve-config`), the
+layers it passes are the layers captured, and `eagle3_one_model: false` takes the two-model
+path where the version still has one. Every version-dependent value comes from
+`data/trtllm.toml`; many boundaries there are approximate and findings built on them say so.
 """
 
 from __future__ import annotations
@@ -38,12 +40,35 @@ from draftfit.engines.view import (
     FateCause,
 )
 from draftfit.location import Location, config_at
+from draftfit.serve_settings import ServeSettings
 from draftfit.spec import EAGLE, EAGLE3
 from draftfit.tensor_names import canonical_name
 
 LLAMA_EAGLE3 = "llama_eagle3"
 MLA_EAGLE3 = "mla_eagle3"
 USER_SETTING = "speculative_config.eagle3_layers_to_capture"
+SERVE = "serving settings"
+TWO_MODEL = "two-model EAGLE-3"
+BY_LAUNCH = ", as the launch sets `eagle3_one_model: false`"
+ONE_MODEL_FIX = (
+    ", or leave `eagle3_one_model` out (the one-model path, the default, builds "
+    "Eagle3ForCausalLM whatever `architectures` says)"
+)
+
+
+def launch_capture_before(layers: tuple[int, ...]) -> tuple[int, ...] | None:
+    """`eagle3_layers_to_capture` ids (output-of) in capture-before counting. None when -1 is
+    among them: TensorRT-LLM captures the final hidden state after the final norm for it,
+    which is no layer's output, so it cannot be compared with trained layer ids."""
+    if -1 in layers:
+        return None
+    return tuple(sorted({i + 1 for i in layers}))
+
+
+def _ids(ids: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(i) for i in ids) + "]"
+
+
 PREFIX_REASON = (
     "TensorRT-LLM prepends `model.` to every name without `lm_head`, so `model.`-prefixed "
     "names become `model.model.*` and match no module; its fused q/k/v and gate/up loaders "
@@ -96,19 +121,44 @@ class _TrtllmBuilder(BaseBuilder):
         """No draft class resolves, but the target checks need none: report them too."""
         self._target_checks()
 
+    # ------------------------------------------------------------------ launch settings
+    def _launch(self) -> ServeSettings | None:
+        return self.inputs.serve
+
+    def _two_model_by_launch(self) -> bool:
+        """The launch sets `eagle3_one_model: false` on a version that still honours it."""
+        s = self._launch()
+        return (
+            s is not None
+            and s.one_model is False
+            and self.value("one_model_default") == "one-model-default"
+        )
+
+    def _launch_layers(self) -> tuple[int, ...] | None:
+        """The launch's `eagle3_layers_to_capture`, where this version takes that setting."""
+        s = self._launch()
+        if s is None or s.layers_to_capture is None or not self.value("aux_ids_user_key"):
+            return None
+        return s.layers_to_capture
+
     def _draft_class(self) -> str | None:
         selection = self.value("draft_class_selection")
-        if selection == "always-eagle3":
+        by_launch = self._two_model_by_launch()
+        if selection == "always-eagle3" and not by_launch:
             return "Eagle3ForCausalLM"
+        path = TWO_MODEL + (BY_LAUNCH if by_launch else "")
+        also = ONE_MODEL_FIX if by_launch else ""
         archs = self.config.get("architectures")
         if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
             self.refuse(
                 rule_ids.MISSING_ARCHITECTURES,
-                f"`architectures` is missing or empty: {self.p.title} (two-model EAGLE-3) "
+                f"`architectures` is missing or empty: {self.p.title} ({path}) "
                 "looks the draft class up from `architectures[0]` and fails",
                 config_at("/architectures"),
-                ("missing_architectures",),
-                fix='set "architectures": ["LlamaForCausalLMEagle3"] and `draft_vocab_size`',
+                ("one_model_default", "draft_class_selection")
+                if by_launch
+                else ("missing_architectures",),
+                fix='set "architectures": ["LlamaForCausalLMEagle3"] and `draft_vocab_size`' + also,
             )
             return None
         arch = archs[0]
@@ -118,13 +168,14 @@ class _TrtllmBuilder(BaseBuilder):
             return arch
         self.refuse(
             rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
-            f"{self.p.title} (two-model EAGLE-3) looks up `{arch}` with AutoModelForCausalLM "
+            f"{self.p.title} ({path}) looks up `{arch}` with AutoModelForCausalLM "
             "and fails ('Unknown architecture for AutoModelForCausalLM')",
             config_at("/architectures/0"),
-            ("draft_class_selection", "eagle3_draft_architectures"),
+            ("draft_class_selection", "eagle3_draft_architectures")
+            + (("one_model_default",) if by_launch else ()),
             fix=EAGLE4_SERVING["trtllm"]
             if is_eagle4_architecture(archs[0])
-            else 'set "architectures": ["LlamaForCausalLMEagle3"] and `draft_vocab_size`',
+            else 'set "architectures": ["LlamaForCausalLMEagle3"] and `draft_vocab_size`' + also,
         )
         return None
 
@@ -210,7 +261,11 @@ class _TrtllmBuilder(BaseBuilder):
         self._expect("eh_proj.weight", shapes.eh_proj(H), UNINITIALISED, src)
 
     def _aux_states(self) -> tuple[int, str]:
-        """The default user config captures 3 layers."""
+        """As many as the launch's `eagle3_layers_to_capture` names, else 3."""
+        layers = self._launch_layers()
+        if layers is not None:
+            n = len(set(layers))
+            return n, f"the launch's `eagle3_layers_to_capture`, {n} layer(s)"
         if self.value("aux_ids_user_key"):
             return 3, "the default of 3 (no `eagle3_layers_to_capture` passed)"
         return 3, "a fixed count of 3"
@@ -315,8 +370,22 @@ class _TrtllmBuilder(BaseBuilder):
     def _aux_capture(self, n_aux: int, count_from: str, use_aux: bool) -> None:
         L = self.target.num_layers if self.target else None
         user_key = self.value("aux_ids_user_key") or None
+        layers, s = self._launch_layers(), self._launch()
+        used: tuple[int, ...] | None = default_capture_ids(L) if L is not None else None
+        launch_setting, launch_location, unused = "", None, ""
+        if layers is None and s is not None and s.layers_to_capture is not None:
+            unused = (
+                f"the launch's `eagle3_layers_to_capture: {_ids(s.layers_to_capture)}` is not "
+                f"a setting {self.p.title} has"
+            )
+        if layers is not None and s is not None:
+            used = launch_capture_before(layers)
+            launch_setting = f"`{USER_SETTING}: {_ids(layers)}` ({s.given_by})"
+            launch_location = Location(
+                f"{SERVE} ({s.given_by})", "/speculative_config/eagle3_layers_to_capture"
+            )
         self.view.aux = AuxCapture(
-            used=default_capture_ids(L) if L is not None else None,
+            used=used,
             read_from=None,
             keys_read=(),
             expected_count=n_aux,
@@ -327,6 +396,9 @@ class _TrtllmBuilder(BaseBuilder):
             write_pointer=None,
             user_setting=USER_SETTING if user_key else None,
             encode=(lambda cb: tuple(i - 1 for i in cb)) if user_key else None,
+            launch_setting=launch_setting,
+            launch_location=launch_location,
+            launch_unused=unused,
         )
 
     # ------------------------------------------------------------------ tensor fates

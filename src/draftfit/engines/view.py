@@ -145,6 +145,12 @@ class AuxCapture:
             `user_setting` so the engine captures exactly those layers; None when the
             engine cannot express them.
         range_note: why `valid_range` is narrower than usual for this target ("" if not).
+        launch_setting: the launch setting that chose `used`, as the launch wrote it
+            (TensorRT-LLM: "`speculative_config.eagle3_layers_to_capture: [1, 15, 28]`"),
+            "" when the ids come from the config or the default.
+        launch_location: where that setting is (in the serving settings), or None.
+        launch_unused: why a launch setting for the layers does not choose them at this
+            version ("" when the launch gives none, or it is used).
     """
 
     used: tuple[int, ...] | None
@@ -161,6 +167,9 @@ class AuxCapture:
     user_setting: str | None = None
     encode: Callable[[tuple[int, ...]], tuple[int, ...] | None] | None = None
     range_note: str = ""  # why `valid_range` is narrower for this target's backbone
+    launch_setting: str = ""
+    launch_location: Location | None = None
+    launch_unused: str = ""
 
 
 @dataclass

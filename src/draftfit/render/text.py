@@ -141,7 +141,7 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             )
             aux = result.aux_layers
             if aux is not None and aux.used is not None:
-                source = aux.read_from or "default"
+                source = aux.read_from or aux.launch_setting or "default"
                 line.append(f" · aux layers {list(aux.used)} from {source}", style="dim")
             if result.verdict == UNVERIFIED and result.unverified_reasons:
                 line.append(

@@ -81,6 +81,11 @@ def capture_fix(view: EngineView, trained: tuple[int, ...]) -> str:
     if aux.user_setting:
         if ids is None:
             return f"{view.title} cannot express these layers in `{aux.user_setting}`"
+        if aux.launch_setting:
+            return (
+                f"set `{aux.user_setting}: {_fmt(ids)}` ({aux.read_convention} counting) in "
+                f"the launch instead of {aux.launch_setting}"
+            )
         return (
             f"pass `{aux.user_setting}: {_fmt(ids)}` ({aux.read_convention} counting) when "
             "serving (`draftfit check --recipe` prints the full config)"
@@ -112,7 +117,9 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
     trained on. The trained ids are taken from where the producer wrote them (top-level
     `eagle_aux_hidden_state_layer_ids` for speculators, nested `eagle_config` for
     SpecForge/ModelOpt) and converted to one counting convention; the engine's ids come from
-    the keys that version reads, else its default `(2, L//2, L-3)`.
+    the keys that version reads, else its default `(2, L//2, L-3)`. TensorRT-LLM reads no ids
+    from the draft: given the launch's settings (`--serve-args`, `--serve-config`), its ids
+    are the launch's `speculative_config.eagle3_layers_to_capture`, else its default.
 
     ## Why it matters
     Silent: the engine starts and speculates, but acceptance collapses. Recent vLLM reads
@@ -138,7 +145,7 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
     if where is None:
         return  # nothing written: trained on the default, which is what engines use
     if aux.used is None:
-        if aux.read_from is None:
+        if aux.read_from is None and not aux.launch_setting:
             keys = ", ".join(f"`{k}`" for k in aux.keys_read) or "no key at all"
             yield Violation(
                 f"the trained aux ids at `{where.pointer}` {_fmt(where.ids)} are not read by "
@@ -152,12 +159,17 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
     used = tuple(sorted(set(aux.used)))
     if trained is None or used == tuple(sorted(set(trained))):
         return
-    if aux.read_from is None:
+    if aux.launch_setting:
+        reason = (
+            f"the launch passes {aux.launch_setting}, so {view.title} captures capture-before "
+            f"{_fmt(aux.used)} ({_physical(aux.used)}; the draft's own ids are not read)"
+        )
+    elif aux.read_from is None:
         keys = ", ".join(f"`{k}`" for k in aux.keys_read) or "no config key"
         reason = (
             f"{view.title} does not read `{where.pointer}` (it reads {keys}) and falls back to "
             f"the default {_fmt(aux.used)}"
-        )
+        ) + (f"; {aux.launch_unused}" if aux.launch_unused else "")
     elif aux.read_from == where.pointer and where.convention != aux.read_convention:
         reason = (
             f"{view.title} reads `{aux.read_from}` in {aux.read_convention} counting and "
@@ -168,7 +180,7 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
     yield Violation(
         f"the draft was trained on capture-before ids {_fmt(trained)} ({_physical(trained)}; "
         f"written at `{where.pointer}` in {where.convention} counting), but {reason}",
-        config_at(where.pointer),
+        aux.launch_location or config_at(where.pointer),
         capture_fix(view, trained),
         aux.sources,
     )
@@ -198,6 +210,8 @@ def aux_ids_not_read_default_matches(ctx: Context) -> Iterator[Violation]:
     view = _eagle3_view(ctx)
     if view is None or view.aux is None or view.aux.read_from is not None or view.aux.used is None:
         return
+    if view.aux.launch_setting:
+        return  # the launch names the layers: nothing works by coincidence
     trained, where = trained_capture_ids(ctx)
     if where is None or trained is None:
         return
@@ -240,6 +254,19 @@ def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
         return
     low, high = view.aux.valid_range
     bad = [i for i in view.aux.used if i < low or i > high]
+    if bad and view.aux.launch_setting:
+        n = ctx.target.num_layers if ctx.target else "?"
+        yield Violation(
+            f"the launch passes {view.aux.launch_setting}, and output-of id(s) "
+            f"{_fmt(tuple(i - 1 for i in bad))} name no layer of a {n}-layer target (it has "
+            f"layers {low - 1}..{high - 1}; -1 is the final state): {view.title} never "
+            "captures a state for them, so their blocks of the draft's `fc` input are filled "
+            "by no target layer",
+            view.aux.launch_location or config_at(TOP_AUX),
+            "pass only ids of layers this target has, the ones the draft was trained on",
+            view.aux.sources,
+        )
+        return
     if bad:
         where = view.aux.read_from or "the default"
         why = f" ({view.aux.range_note})" if view.aux.range_note else ""
@@ -328,6 +355,8 @@ def aux_runtime_count_mismatch(ctx: Context) -> Iterator[Violation]:
     view = _eagle3_view(ctx)
     if view is None or view.aux is None or view.aux.used is None or view.aux.expected_count is None:
         return
+    if view.aux.launch_setting:
+        return  # one launch setting gives both the layers and the count
     fc = ctx.spec.tensors.get("fc.weight")
     exp = view.expectations.get("fc.weight")
     if fc is not None and exp is not None and tuple(fc.shape) != tuple(exp.shape or ()):

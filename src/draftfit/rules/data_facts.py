@@ -108,12 +108,13 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
         "trtllm": (
             "draft_class_selection",
             "eagle3_draft_architectures",
+            "one_model_default",
         ),
     },
     missing_architectures: {  # DF102
         "vllm": ("eagle3_arch_rewrite",),
         "sglang": ("missing_architectures",),
-        "trtllm": ("missing_architectures", "draft_class_selection"),
+        "trtllm": ("missing_architectures", "draft_class_selection", "one_model_default"),
     },
     unsupported_speculators_type: {  # DF103
         "vllm": ("speculators_types",),
@@ -491,6 +492,7 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     pipeline_parallel_aux_states: {  # DF550
         "vllm": ("aux_states_over_pp", "pp_aux_architectures"),
         "sglang": ("pp_with_eagle3",),
+        "trtllm": ("pp_with_two_model_eagle3", "one_model_default"),
     },
     draft_tensor_parallel_ignored: {  # DF551
         "vllm": ("draft_tp_eagle_honoured",),

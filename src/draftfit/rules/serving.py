@@ -36,7 +36,11 @@ def pipeline_parallel_aux_states() -> None:
     reached the draft and its fc failed with a shape mismatch (vllm-project/vllm#45985);
     its newer model runner carries them, for targets whose decoder declares it, and
     refuses the others at start-up (vllm-project/vllm#50514). Releases between whose
-    behaviour draftfit has not read stay silent.
+    behaviour draftfit has not read stay silent. TensorRT-LLM (`--pp_size`) refuses a
+    separate draft model with its pipeline-parallel executor loop, so two-model EAGLE-3
+    (`eagle3_one_model: false`, or the releases before one-model EAGLE-3) does not start
+    (NVIDIA/TensorRT-LLM#9009); one-model EAGLE-3 is not judged: draftfit has not read
+    whether it carries the aux states across stages.
 
     ## Example
     `vllm serve meta-llama/Llama-3.1-70B -pp 2 -tp 4 --speculative-config

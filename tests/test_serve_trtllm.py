@@ -1,0 +1,368 @@
+"""TensorRT-LLM launch settings: `trtllm-serve` flags, the `--extra_llm_api_options` YAML it
+names, a TensorRT-LLM YAML given to `--serve-config`, and what they change in the verdicts
+(the aux layers the launch captures, the one- or two-model path) on real factory
+checkpoints next to real target configs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import draftfit
+from draftfit.errors import UsageError
+from draftfit.serve_input import MAX_SERVE_CONFIG_BYTES, parse_serve_config, settings_from
+from tests import factory as f
+from tests.test_json_schema import validate
+
+LAYERS = 32  # the target's decoder layers: output-of default [1, 15, 28]
+SPEC_YAML = """\
+tensor_parallel_size: 4
+kv_cache_config:
+  dtype: fp8
+  free_gpu_memory_fraction: 0.8
+cuda_graph_config:
+  enable_padding: true
+attn_backend: TRTLLM
+speculative_config:
+  decoding_type: Eagle3
+  max_draft_len: 3
+  speculative_model_dir: /models/draft
+  eagle3_one_model: {one_model}
+  eagle3_layers_to_capture: {layers}
+  eagle3_model_arch: llama3
+"""
+
+
+def _yaml(root: Path, layers: str = "[1, 15, 28]", one_model: str = "true") -> Path:
+    path = root / "spec.yaml"
+    path.write_text(SPEC_YAML.format(layers=layers, one_model=one_model))
+    return path
+
+
+def _serve(root: Path, **kw: str) -> str:
+    """A `trtllm-serve` command whose options file is `spec.yaml` in `root`."""
+    _yaml(root, **kw)
+    return "trtllm-serve T --tp_size 8 --pp_size 1 --extra_llm_api_options spec.yaml"
+
+
+def _codes(report: Any) -> set[str]:
+    return {x.code for x in report.findings}
+
+
+def _finding(report: Any, code: str) -> Any:
+    return next(x for x in report.findings if x.code == code)
+
+
+# ------------------------------------------------------------------------------ parsing
+
+
+def test_serve_args_read_the_options_file_relative_to_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    s = settings_from(serve_args=_serve(tmp_path, layers="[1, 15, -1]", one_model="false"))
+    assert s is not None and s.engine == "trtllm" and s.given_by == "--serve-args"
+    assert s.tensor_parallel_size == 4  # the YAML overwrites --tp_size, as trtllm-serve does
+    assert s.pipeline_parallel_size == 1
+    assert (s.method, s.draft_model, s.max_draft_len) == ("Eagle3", "/models/draft", 3)
+    assert s.layers_to_capture == (1, 15, -1) and s.one_model is False
+    assert s.ignored_flags == (
+        "kv_cache_config",
+        "cuda_graph_config",
+        "attn_backend",
+        "speculative_config.eagle3_model_arch",
+    )
+    assert s.to_dict()["layers_to_capture"] == [1, 15, -1]
+    assert "layers_to_capture=[1, 15, -1]" in s.summary()
+    # `--config` is the same option; `--opt=value` as click takes it
+    again = settings_from(serve_args="trtllm-serve T --config=spec.yaml --pp_size 2")
+    assert again is not None and again.layers_to_capture == (1, 15, -1)
+    assert again.pipeline_parallel_size == 2
+
+
+def test_serve_config_recognises_a_trtllm_yaml(tmp_path: Path) -> None:
+    s = parse_serve_config(str(_yaml(tmp_path)))
+    assert s.engine == "trtllm" and s.given_by == "--serve-config"
+    assert s.layers_to_capture == (1, 15, 28) and s.one_model is True
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("decoding_type: Eagle\nmax_draft_len: 4\npytorch_weights_path: D\n")
+    alone = parse_serve_config(str(bare))
+    assert (alone.engine, alone.method, alone.draft_model) == ("trtllm", "Eagle", "D")
+    inline = parse_serve_config('{"speculative_config": {"decoding_type": "Eagle3"}}')
+    assert (inline.engine, inline.method) == ("trtllm", "Eagle3")
+    # a vLLM file stays vLLM's
+    vllm = tmp_path / "vllm.yaml"
+    vllm.write_text("tensor_parallel_size: 2\nspeculative_config:\n  method: eagle3\n")
+    assert parse_serve_config(str(vllm)).engine == "vllm"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("speculative_config:\n  decoding_type: Eagle3\n  eagle3_layers_to_capture: 3\n", "list"),
+        (
+            "speculative_config:\n  decoding_type: Eagle3\n  eagle3_layers_to_capture: [1, true]\n",
+            "integer layer ids",
+        ),
+        ("speculative_config:\n  decoding_type: Eagle3\n  max_draft_len: 0\n", "positive"),
+        ("speculative_config:\n  decoding_type: Eagle3\n  eagle3_one_model: maybe\n", "true or"),
+        ("speculative_config: [1]\n", "must be a mapping"),
+        ("- not a mapping\n", "expected a mapping"),
+    ],
+)
+def test_malformed_options_are_usage_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str, message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "spec.yaml").write_text(body)
+    with pytest.raises(UsageError, match=message) as caught:
+        settings_from(serve_args="trtllm-serve T --extra_llm_api_options spec.yaml")
+    assert "--extra_llm_api_options spec.yaml" in str(caught.value)
+
+
+def test_options_file_missing_or_not_regular_or_too_big(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="no such file"):
+        settings_from(serve_args="trtllm-serve T --extra_llm_api_options nowhere.yaml")
+    with pytest.raises(UsageError, match="needs a value"):
+        settings_from(serve_args="trtllm-serve T --extra_llm_api_options")
+    os.mkfifo(tmp_path / "spec.fifo")
+    with pytest.raises(UsageError, match="cannot read it"):
+        settings_from(serve_args="trtllm-serve T --extra_llm_api_options spec.fifo")
+    (tmp_path / "big.yaml").write_bytes(b"#" * (MAX_SERVE_CONFIG_BYTES + 1))
+    with pytest.raises(UsageError, match="cannot read it"):
+        settings_from(serve_args="trtllm-serve T --extra_llm_api_options big.yaml")
+
+
+def test_a_trtllm_launch_and_a_vllm_config_are_not_one_launch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="holds vllm settings"):
+        settings_from(serve_config='{"method": "eagle3"}', serve_args=_serve(tmp_path))
+
+
+# ------------------------------------------------------------------------------ the rules
+
+
+def _pair(root: Path, nested_aux: list[int] | None = None) -> tuple[Path, Path]:
+    draft = f.specforge(nested_aux=nested_aux).write(root / "draft")
+    return draft, f.llama_target(root / "target", layers=LAYERS)
+
+
+def test_launch_layers_equal_to_the_trained_ones_quiet_the_aux_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    draft, target = _pair(tmp_path, nested_aux=[1, 15, 28])
+    engines = ["trtllm==1.2.0", "trtllm==1.4.0rc0"]
+    plain = draftfit.check(draft, target, engines)
+    assert "DF302" in _codes(plain)  # not read; the default matches by coincidence
+    monkeypatch.chdir(tmp_path)
+    report = draftfit.check(draft, target, engines, serve_args=_serve(tmp_path))
+    assert not _codes(report) & {"DF301", "DF302", "DF303", "DF304", "DF305"}
+    for engine in report.to_dict()["engines"]:
+        assert engine["aux_layers"]["used"] == [2, 16, 29]
+        assert "eagle3_layers_to_capture: [1, 15, 28]" in engine["aux_layers"]["launch_setting"]
+
+
+def test_launch_layers_other_than_the_trained_ones_fire_df301_at_the_launch(
+    tmp_path: Path,
+) -> None:
+    draft, target = _pair(tmp_path, nested_aux=[1, 15, 28])
+    report = draftfit.check(
+        draft, target, ["trtllm==1.2.0"], serve_config=str(_yaml(tmp_path, layers="[2, 16, 29]"))
+    )
+    found = _finding(report, "DF301")
+    assert found.location.file == "serving settings (--serve-config)"
+    assert found.location.pointer == "/speculative_config/eagle3_layers_to_capture"
+    assert "the launch passes `speculative_config.eagle3_layers_to_capture: [2, 16, 29]`" in (
+        found.message
+    )
+    assert "captures capture-before [3, 17, 30]" in found.message
+    assert (found.fix or "").startswith(
+        "set `speculative_config.eagle3_layers_to_capture: [1, 15, 28]` (output-of counting) in "
+        "the launch"
+    )
+    assert "DF302" not in _codes(report)
+
+
+def test_launch_final_state_id_minus_one_is_not_compared(tmp_path: Path) -> None:
+    """-1 is the final hidden state after the final norm, no layer's output: the layers
+    cannot be compared with the trained ids, so the aux-layer rules stay quiet; the count
+    still comes from the launch."""
+    draft, target = _pair(tmp_path, nested_aux=[3, 10, 20])
+    yaml = str(_yaml(tmp_path, layers="[1, 15, -1]"))
+    report = draftfit.check(draft, target, ["trtllm==1.2.0"], serve_config=yaml)
+    assert not _codes(report) & {"DF301", "DF302", "DF303", "DF304", "DF305"}
+    aux = report.to_dict()["engines"][0]["aux_layers"]
+    assert aux["used"] is None and aux["expected_count"] == 3
+    assert "DF301" in _codes(draftfit.check(draft, target, ["trtllm==1.2.0"]))
+
+
+def test_launch_layer_beyond_the_target_fires_df303(tmp_path: Path) -> None:
+    draft, target = _pair(tmp_path, nested_aux=[1, 15, 28])
+    yaml = str(_yaml(tmp_path, layers="[1, 15, 40]"))
+    report = draftfit.check(draft, target, ["trtllm==1.2.0"], serve_config=yaml)
+    found = _finding(report, "DF303")
+    assert "output-of id(s) [40] name no layer of a 32-layer target" in found.message
+    assert found.location.pointer == "/speculative_config/eagle3_layers_to_capture"
+    assert report.engines[0].verdict == "incompatible"
+
+
+def test_launch_layer_count_decides_fc_width_df304(tmp_path: Path) -> None:
+    draft, target = _pair(tmp_path, nested_aux=[1, 15, 28])
+    yaml = str(_yaml(tmp_path, layers="[1, 8, 15, 28]"))
+    report = draftfit.check(draft, target, ["trtllm==1.2.0"], serve_config=yaml)
+    found = _finding(report, "DF304")
+    assert "N = 4 (from the launch's `eagle3_layers_to_capture`, 4 layer(s))" in found.message
+    assert "DF305" not in _codes(report)  # one setting gives both the layers and the count
+
+
+def test_launch_layers_before_the_setting_exists_change_nothing(tmp_path: Path) -> None:
+    """1.0.0 has no `eagle3_layers_to_capture` (data: aux_ids_user_key): its fixed default
+    stays the captured layers."""
+    draft, target = _pair(tmp_path, nested_aux=[3, 10, 20])
+    yaml = str(_yaml(tmp_path, layers="[3, 10, 20]"))
+    report = draftfit.check(draft, target, ["trtllm==1.0.0"], serve_config=yaml)
+    aux = report.to_dict()["engines"][0]["aux_layers"]
+    assert aux["used"] == [2, 16, 29] and "launch_setting" not in aux
+    found = _finding(report, "DF301")
+    assert "falls back to the default [2, 16, 29]; the launch's `eagle3_layers_to_capture: " in (
+        found.message
+    )
+    assert "[3, 10, 20]` is not a setting TensorRT-LLM (PyTorch backend) 1.0.0 has" in (
+        found.message
+    )
+
+
+def _no_architectures(root: Path) -> Path:
+    draft = f.specforge()
+    del draft.config["architectures"]
+    return draft.write(root / "draft")
+
+
+@pytest.mark.parametrize(
+    ("version", "one_model", "fires"),
+    [
+        ("1.2.0", "false", True),  # the two-model path looks the class up
+        ("1.2.0", "true", False),
+        ("1.4.0rc0", "false", False),  # eagle3_one_model=False is ignored there
+    ],
+)
+def test_two_model_launch_decides_missing_architectures_df102(
+    tmp_path: Path, version: str, one_model: str, fires: bool
+) -> None:
+    draft = _no_architectures(tmp_path)
+    target = f.llama_target(tmp_path / "target", layers=LAYERS)
+    yaml = str(_yaml(tmp_path, one_model=one_model))
+    report = draftfit.check(draft, target, [f"trtllm=={version}"], serve_config=yaml)
+    assert ("DF102" in _codes(report)) is fires
+    if fires:
+        found = _finding(report, "DF102")
+        assert "as the launch sets `eagle3_one_model: false`" in found.message
+        assert "leave `eagle3_one_model` out" in (found.fix or "")
+        assert report.engines[0].draft_class is None
+    else:
+        assert report.engines[0].draft_class == "Eagle3ForCausalLM"
+    assert "DF102" not in _codes(draftfit.check(draft, target, [f"trtllm=={version}"]))
+
+
+@pytest.mark.parametrize(
+    ("version", "one_model", "pp", "fires"),
+    [
+        ("1.2.0", "false", 2, True),  # two-model by the launch
+        ("0.20.0", "true", 2, True),  # two-model is the only EAGLE-3 path there
+        ("1.2.0", "false", 1, False),
+        ("1.2.0", "true", 2, False),  # one-model: not judged
+        ("1.4.0rc0", "false", 2, False),  # eagle3_one_model=False is ignored there
+    ],
+)
+def test_pipeline_parallel_with_two_model_eagle3_df550(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    version: str,
+    one_model: str,
+    pp: int,
+    fires: bool,
+) -> None:
+    draft, target = _pair(tmp_path, nested_aux=[1, 15, 28])
+    monkeypatch.chdir(tmp_path)
+    args = _serve(tmp_path, one_model=one_model).replace("--pp_size 1", f"--pp_size {pp}")
+    report = draftfit.check(draft, target, [f"trtllm=={version}"], serve_args=args)
+    assert report.to_dict()["serve"]["pipeline_parallel_size"] == pp
+    assert ("DF550" in _codes(report)) is fires
+    if not fires:
+        return
+    found = _finding(report, "DF550")
+    assert found.location.pointer == "/pipeline_parallel_size"
+    assert "NotImplementedError: Drafting is not supported for selected executor loop" in (
+        found.message
+    )
+    assert (found.fix or "").startswith("serve with --pp_size 1 (spread the GPUs with --tp_size 8")
+    assert ("leave `eagle3_one_model` out" in (found.fix or "")) is (version == "1.2.0")
+    assert report.engines[0].verdict == "incompatible"
+
+
+# ------------------------------------------------------------------------------ the CLI
+
+
+def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(draftfit.__file__).parent.parent)}
+    return subprocess.run(
+        [sys.executable, "-m", "draftfit", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def test_cli_reads_the_launch_and_says_where_the_layers_come_from(tmp_path: Path) -> None:
+    draft, target = _pair(tmp_path, nested_aux=[1, 15, 28])
+    args = _serve(tmp_path, layers="[2, 16, 29]")
+    base = ("check", str(draft), "--target", str(target), "--engine", "trtllm==1.2.0")
+    text = _cli(tmp_path, *base, "--serve-args", args)
+    assert text.returncode == 0, text.stderr  # DF301 is a warning
+    assert "DF301" in text.stdout
+    assert "trtllm (--serve-args): tensor_parallel_size=4" in text.stdout
+    assert "from `speculative_config.eagle3_layers_to_capture: [2, 16, 29]`" in text.stdout
+    done = _cli(tmp_path, *base, "--serve-args", args, "--format", "json")
+    data = json.loads(done.stdout)
+    validate("check", data)
+    assert data["serve"]["layers_to_capture"] == [2, 16, 29]
+    assert data["serve"]["one_model"] is True and data["serve"]["max_draft_len"] == 3
+    missing = _cli(tmp_path, *base, "--serve-args", "trtllm-serve T --config none.yaml")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert len(missing.stderr.strip().splitlines()) == 1 and "Traceback" not in missing.stderr
+    assert "--config none.yaml: no such file" in missing.stderr
+
+
+def test_the_recipes_own_spec_yaml_is_read_back_and_fixes_the_aux_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """draftfit's TensorRT-LLM recipe writes `spec.yaml` with the trained layers; given back
+    as the launch, the aux-layer findings it fixes are gone."""
+    draft, target = _pair(tmp_path, nested_aux=[3, 10, 20])
+    engines = ["trtllm==1.2.0"]
+    report = draftfit.check(draft, target, engines, recipes=True)
+    assert "DF301" in _codes(report)
+    recipe = next(r for r in report.recipes or [] if r.engine == "trtllm")
+    command = recipe.command
+    body = command.split("<<'EOF'\n", 1)[1].split("EOF\n", 1)[0]
+    (tmp_path / "spec.yaml").write_text(body)
+    monkeypatch.chdir(tmp_path)
+    launch = command.split("EOF\n", 1)[1]
+    assert launch.startswith("trtllm-serve ") and "--extra_llm_api_options spec.yaml" in launch
+    served = draftfit.check(draft, target, engines, serve_args=launch)
+    assert served.serve is not None and served.serve.layers_to_capture == (3, 10, 20)
+    assert not _codes(served) & {"DF301", "DF302", "DF303", "DF304"}
+    assert served.engines[0].verdict == "compatible"
