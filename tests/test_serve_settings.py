@@ -342,17 +342,33 @@ def test_df550_vllm_drops_aux_states_from_earlier_stages(tmp_path: Path) -> None
     found = [x for x in report.findings if x.code == "DF550"]
     assert len(found) == 1 and report.engines[0].verdict == "incompatible"
     assert "shape mismatch" in found[0].message
-    assert "upgrade to vLLM 0.34.0" in (found[0].fix or "")
+    assert "upgrade to vLLM 0.30.0" in (found[0].fix or "")
     one_stage = draftfit.check(draft, target, ["vllm==0.20.0"], serve_args=_pp(1))
     assert "DF550" not in _codes(one_stage)
 
 
-def test_df550_vllm_newer_runner_per_target_class(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", ["0.21.0", "0.22.0", "0.24.0", "0.29.0"])
+def test_df550_vllm_v1_runner_serves_pipeline_stages_until_0_30(
+    tmp_path: Path, version: str
+) -> None:
+    # 0.22.0-0.29.0: the newer runner declines EAGLE-3 with pipeline stages, so the V1
+    # runner serves the launch even for a target it would otherwise take (0.24.0: Llama)
+    draft = f.speculators().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    report = draftfit.check(draft, target, [f"vllm=={version}"], serve_args=_pp(2))
+    found = [x for x in report.findings if x.code == "DF550"]
+    assert len(found) == 1 and "shape mismatch" in found[0].message, version
+    assert "upgrade to vLLM 0.30.0" in (found[0].fix or "")
+
+
+@pytest.mark.parametrize("version", ["0.30.0", "0.33.0", "0.34.0"])
+def test_df550_vllm_newer_runner_per_target_class(tmp_path: Path, version: str) -> None:
     draft = f.speculators().write(tmp_path / "draft")
     llama = f.llama_target(tmp_path / "llama")
-    assert "DF550" not in _codes(draftfit.check(draft, llama, ["vllm==0.34.0"], serve_args=_pp(2)))
+    engines = [f"vllm=={version}"]
+    assert "DF550" not in _codes(draftfit.check(draft, llama, engines, serve_args=_pp(2)))
     kimi = _kimi_target(tmp_path)
-    report = draftfit.check(draft, kimi, ["vllm==0.34.0"], serve_args=_pp(2))
+    report = draftfit.check(draft, kimi, engines, serve_args=_pp(2))
     found = [x for x in report.findings if x.code == "DF550"]
     assert len(found) == 1 and "`DeepseekV3ForCausalLM` does not" in found[0].message
 
