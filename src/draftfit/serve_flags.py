@@ -17,6 +17,8 @@ Flag names and aliases as the engines' argument parsers declare them:
   prefixes (argparse's default), so `--tp` is `--tp-size`; `--pp` is ambiguous there
   (`--pp-max-micro-batch-size`) and SGLang refuses it, so it is not read.
 - TensorRT-LLM (`trtllm-serve`): recognised, no flag read yet (all are listed as not read).
+- Environment variables assigned before the command: `VLLM_ATTENTION_BACKEND` for vLLM
+  (:data:`ENGINE_ENV_VARS`); any other is listed as not read.
 """
 
 from __future__ import annotations
@@ -81,6 +83,16 @@ SGLANG_FLAGS: dict[str, FlagTarget] = {
 ENGINE_FLAGS: dict[str, dict[str, FlagTarget]] = {
     "vllm": VLLM_FLAGS,
     "sglang": SGLANG_FLAGS,
+    "trtllm": {},
+}
+
+# Environment variables set before the command (`VAR=value vllm serve ...`) that draftfit
+# reads, per engine. VLLM_ATTENTION_BACKEND forces the attention backend where the release
+# reads it (vllm/envs.py:324-325@v0.8.0; vllm/config/attention.py:93@v0.14.0; no longer
+# read from 0.16.0: `attention_backend_setting` in the engine data says which release does).
+ENGINE_ENV_VARS: dict[str, dict[str, FlagTarget]] = {
+    "vllm": {"VLLM_ATTENTION_BACKEND": FlagTarget("attention_backend_env")},
+    "sglang": {},
     "trtllm": {},
 }
 
