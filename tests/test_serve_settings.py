@@ -564,3 +564,13 @@ def test_df553_vllm_runner_follows_the_target_and_pipeline_stages(tmp_path: Path
     both = _mla_launch(backend="FLASHMLA", env="FLASHMLA")
     assert not _df553(tmp_path / "d", "0.13.0", both)
     assert len(_df553(tmp_path / "e", "0.16.0", both)) == 1  # the flag alone is read
+
+
+def test_recipe_checks_a_planned_conversion_for_the_same_launch(tmp_path: Path) -> None:
+    # converting the draft does not move aux states across pipeline stages
+    draft = f.speculators().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    report = draftfit.check(draft, target, ["vllm==0.29.0"], serve_args=_pp(2), recipes=True)
+    assert report.engines[0].verdict == "incompatible"
+    notes = " ".join(report.recipes[0].notes) if report.recipes else ""
+    assert "fixes DF550" not in notes
