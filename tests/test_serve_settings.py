@@ -572,5 +572,9 @@ def test_recipe_checks_a_planned_conversion_for_the_same_launch(tmp_path: Path) 
     target = f.llama_target(tmp_path / "t")
     report = draftfit.check(draft, target, ["vllm==0.29.0"], serve_args=_pp(2), recipes=True)
     assert report.engines[0].verdict == "incompatible"
-    notes = " ".join(report.recipes[0].notes) if report.recipes else ""
-    assert "fixes DF550" not in notes
+    assert report.recipes is not None and len(report.recipes) == 1
+    recipe = report.recipes[0]
+    assert not any("fixes DF550" in note for note in recipe.notes)
+    # the recipe is a default launch: one pipeline stage, so DF550 does not apply to it
+    assert "-pp" not in recipe.command and recipe.resolves_errors
+    assert any("leaves out the given launch's settings behind DF550" in n for n in recipe.notes)
