@@ -560,6 +560,8 @@ def test_df553_vllm_runner_follows_the_target_and_pipeline_stages(tmp_path: Path
     # with pipeline stages 0.29.0 serves EAGLE-3 on the V1 runner: no DF553 (DF550 fires)
     staged = _mla_launch("FLASHMLA").replace("-tp 8", "-tp 4 -pp 2")
     assert not _df553(tmp_path / "c", "0.29.0", staged)
+    # the variable is checked against the names as spelled: vLLM refuses `flashmla` itself
+    assert not _df553(tmp_path / "f", "0.12.0", _mla_launch(env="flashmla"))
     # both the flag and the variable on 0.13.0: vLLM refuses the pair itself
     both = _mla_launch(backend="FLASHMLA", env="FLASHMLA")
     assert not _df553(tmp_path / "d", "0.13.0", both)

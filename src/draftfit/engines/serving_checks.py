@@ -215,9 +215,9 @@ def _vllm_forced_backend(b: BaseBuilder, s: ServeSettings) -> tuple[str, str, st
     if flag is not None and reads in ("flag", "flag-or-env"):
         return flag.upper(), f"--attention-backend {flag}", "/attention_backend"
     if env is not None and reads in ("env", "flag-or-env"):
-        # read case-blind from 0.13.0; the `_VLLM_V1` suffix of older names is dropped
-        name = env.upper().removesuffix("_VLLM_V1")
-        return name, f"{ENV_BACKEND}={env}", "/attention_backend_env"
+        # checked against the backend names as spelled, case and all (from 0.11.1, where
+        # the MLA-only names below start: vllm/envs.py:637@v0.11.1, env_with_choices)
+        return env, f"{ENV_BACKEND}={env}", "/attention_backend_env"
     return None
 
 
