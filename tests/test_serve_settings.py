@@ -580,3 +580,17 @@ def test_recipe_checks_a_planned_conversion_for_the_same_launch(tmp_path: Path) 
     # the recipe is a default launch: one pipeline stage, so DF550 does not apply to it
     assert "-pp" not in recipe.command and recipe.resolves_errors
     assert any("leaves out the given launch's settings behind DF550" in n for n in recipe.notes)
+
+
+def test_pipeline_stages_put_eagle3_on_the_v1_runner_until_0_30(tmp_path: Path) -> None:
+    # 0.24.0 serves a Llama target with its V2 runner, but not with pipeline stages
+    draft = f.speculators().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+
+    def runner(version: str, pp: int) -> object:
+        report = draftfit.check(draft, target, [f"vllm=={version}"], serve_args=_pp(pp))
+        return report.engines[0].kept().view.effective["runner"]
+
+    assert runner("0.24.0", 1) == "mrv2"
+    assert runner("0.24.0", 2) == "mrv1"
+    assert runner("0.30.0", 2) == "mrv2"

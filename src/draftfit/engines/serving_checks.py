@@ -221,24 +221,15 @@ def _vllm_forced_backend(b: BaseBuilder, s: ServeSettings) -> tuple[str, str, st
     return None
 
 
-def _launch_runner(b: BaseBuilder, s: ServeSettings) -> str | None:
-    """The model runner serving this launch: the target's (`runner_default`), except that
-    a release which drops aux states across pipeline stages serves EAGLE-3 with pipeline
-    stages on its V1 runner (`aux_states_over_pp`)."""
-    if _pipeline_stages(b, s) is not None and b.value("aux_states_over_pp") == "dropped":
-        return "mrv1"
-    runner = b.view.effective.get("runner")
-    return runner if isinstance(runner, str) else None
-
-
-def _per_runner(b: BaseBuilder, s: ServeSettings, key: str) -> object:
-    """A fact's value for the runner serving this launch (a table gives it per runner);
-    None when the value depends on a runner draftfit could not settle."""
+def _per_runner(b: BaseBuilder, key: str) -> object:
+    """A fact's value for the runner serving this launch (a table gives it per runner; the
+    builder settled the runner, pipeline stages included); None when the value depends on a
+    runner draftfit could not settle."""
     value = b.value(key)
     if not isinstance(value, dict):
         return value
-    runner = _launch_runner(b, s)
-    return value.get(runner) if runner is not None else None
+    runner = b.view.effective.get("runner")
+    return value.get(runner) if isinstance(runner, str) else None
 
 
 def _own_backend_from(b: BaseBuilder) -> str | None:
@@ -265,9 +256,9 @@ def _vllm_mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
     named, how, pointer = forced
     if named not in (b.value("mla_only_attention_backends") or []):
         return
-    if _per_runner(b, s, "draft_attention_backend_default") != "target":
+    if _per_runner(b, "draft_attention_backend_default") != "target":
         return
-    applies = bool(_per_runner(b, s, "draft_attention_backend_flag"))
+    applies = bool(_per_runner(b, "draft_attention_backend_flag"))
     if s.draft_attention_backend is not None and applies:
         return  # the draft has a backend of its own
     if s.draft_attention_backend is not None and b.value("draft_attention_backend_flag") is False:
