@@ -644,7 +644,7 @@ class _Builder(BaseBuilder):
         if staged and self.method == EAGLE3 and self.value("aux_states_over_pp") == "dropped":
             # the newer runner declines EAGLE-3 with pipeline stages (`aux_states_over_pp`)
             return "mrv1", (
-                f"{self.p.title} serves EAGLE-3 with pipeline stages on its {_RUNNER_NAMES['mrv1']}"
+                f"{self.p.title} serves EAGLE-3 with pipeline stages on its V1 model runner"
             )
         if rule in ("mrv1", "mrv2"):
             return rule, f"{self.p.title} always uses its {_RUNNER_NAMES[rule]}"
