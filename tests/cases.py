@@ -2013,3 +2013,54 @@ case(
     serve_args=_SGLANG_LAUNCH
     + " --quantization awq --speculative-draft-model-quantization unquant",
 )(with_target(f.specforge(), quantization_config=_AWQ))
+
+# vLLM before 0.34.0: pipeline stages and a forced MLA-only backend, per release boundary.
+case(
+    "serve-vllm-pp-v1-runner-until-0.30",
+    {"DF550"},
+    engines=("vllm==0.29.0",),
+    verdict="incompatible",
+    serve_args=_vllm_launch("-tp 4 -pp 2"),
+)(with_target(f.speculators()))
+case(
+    "serve-vllm-pp-carried-from-0.30",
+    set(),
+    {"DF550"},
+    engines=("vllm==0.30.0",),
+    serve_args=_vllm_launch("-tp 4 -pp 2"),
+)(with_target(f.speculators()))
+case(
+    "serve-vllm-pp-refused-from-0.30",
+    {"DF550"},
+    engines=("vllm==0.30.0",),
+    verdict="incompatible",
+    serve_args=_vllm_launch("-tp 4 -pp 2"),
+)(_mla_target(f.speculators()))
+case(
+    "serve-vllm-mla-backend-env",
+    {"DF553"},
+    engines=("vllm==0.12.0",),
+    verdict="incompatible",
+    serve_args="VLLM_ATTENTION_BACKEND=FLASHMLA " + _vllm_launch("-tp 8"),
+)(_mla_target(f.speculators()))
+case(
+    "serve-vllm-mla-backend-env-not-read",
+    set(),
+    {"DF553"},
+    engines=("vllm==0.16.0",),
+    serve_args="VLLM_ATTENTION_BACKEND=FLASHMLA " + _vllm_launch("-tp 8"),
+)(_mla_target(f.speculators()))
+case(
+    "serve-vllm-mla-backend-v1-runner-own-choice",
+    set(),
+    {"DF553"},
+    engines=("vllm==0.21.0",),
+    serve_args=_vllm_launch("-tp 8 --attention-backend FLASHMLA"),
+)(_mla_target(f.speculators()))
+case(
+    "serve-vllm-mla-backend-v2-runner",
+    {"DF553"},
+    engines=("vllm==0.29.0",),
+    verdict="incompatible",
+    serve_args=_vllm_launch("-tp 8 --attention-backend FLASHMLA"),
+)(_mla_target(f.speculators()))

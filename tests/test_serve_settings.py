@@ -345,17 +345,33 @@ def test_df550_vllm_drops_aux_states_from_earlier_stages(tmp_path: Path) -> None
     found = [x for x in report.findings if x.code == "DF550"]
     assert len(found) == 1 and report.engines[0].verdict == "incompatible"
     assert "shape mismatch" in found[0].message
-    assert "upgrade to vLLM 0.34.0" in (found[0].fix or "")
+    assert "upgrade to vLLM 0.30.0" in (found[0].fix or "")
     one_stage = draftfit.check(draft, target, ["vllm==0.20.0"], serve_args=_pp(1))
     assert "DF550" not in _codes(one_stage)
 
 
-def test_df550_vllm_newer_runner_per_target_class(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", ["0.21.0", "0.22.0", "0.24.0", "0.29.0"])
+def test_df550_vllm_v1_runner_serves_pipeline_stages_until_0_30(
+    tmp_path: Path, version: str
+) -> None:
+    # 0.22.0-0.29.0: the newer runner declines EAGLE-3 with pipeline stages, so the V1
+    # runner serves the launch even for a target it would otherwise take (0.24.0: Llama)
+    draft = f.speculators().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    report = draftfit.check(draft, target, [f"vllm=={version}"], serve_args=_pp(2))
+    found = [x for x in report.findings if x.code == "DF550"]
+    assert len(found) == 1 and "shape mismatch" in found[0].message, version
+    assert "upgrade to vLLM 0.30.0" in (found[0].fix or "")
+
+
+@pytest.mark.parametrize("version", ["0.30.0", "0.33.0", "0.34.0"])
+def test_df550_vllm_newer_runner_per_target_class(tmp_path: Path, version: str) -> None:
     draft = f.speculators().write(tmp_path / "draft")
     llama = f.llama_target(tmp_path / "llama")
-    assert "DF550" not in _codes(draftfit.check(draft, llama, ["vllm==0.34.0"], serve_args=_pp(2)))
+    engines = [f"vllm=={version}"]
+    assert "DF550" not in _codes(draftfit.check(draft, llama, engines, serve_args=_pp(2)))
     kimi = _kimi_target(tmp_path)
-    report = draftfit.check(draft, kimi, ["vllm==0.34.0"], serve_args=_pp(2))
+    report = draftfit.check(draft, kimi, engines, serve_args=_pp(2))
     found = [x for x in report.findings if x.code == "DF550"]
     assert len(found) == 1 and "`DeepseekV3ForCausalLM` does not" in found[0].message
 
@@ -401,9 +417,13 @@ def test_df553_vllm_mla_backend_without_a_draft_backend(tmp_path: Path) -> None:
     assert '"attention_backend": "FLASH_ATTN"' in (found[0].fix or "")
     own = launch.replace('"method"', '"attention_backend": "FLASH_ATTN", "method"')
     assert "DF553" not in _codes(draftfit.check(draft, kimi, ["vllm==0.34.0"], serve_args=own))
-    # a release whose backends draftfit has not read stays quiet
+    # 0.20.0 builds the draft with the launch's backend and has no draft setting
     older = draftfit.check(draft, kimi, ["vllm==0.20.0"], serve_args=launch)
-    assert "DF553" not in _codes(older)
+    found = [x for x in older.findings if x.code == "DF553"]
+    assert len(found) == 1 and (found[0].fix or "").startswith("leave --attention-backend")
+    # ... and no `attention_backend` key: its speculative config refuses the key itself
+    unknown = draftfit.check(draft, kimi, ["vllm==0.20.0"], serve_args=own)
+    assert "DF553" not in _codes(unknown)
 
 
 def test_diff_and_matrix_take_the_settings(tmp_path: Path) -> None:
@@ -433,3 +453,158 @@ def test_df108_quiet_when_the_launch_names_the_method(tmp_path: Path) -> None:
     assert "DF108" in _codes(draftfit.check(draft, target, engines))
     assert "DF108" not in _codes(draftfit.check(draft, target, engines, serve_args=named))
     assert "DF108" in _codes(draftfit.check(draft, target, engines, serve_args=unnamed))
+
+
+# ------------------------------------------------- DF553 on vLLM before 0.34.0, per release
+
+
+def test_leading_environment_assignments() -> None:
+    s = parse_serve_args(
+        "VLLM_ATTENTION_BACKEND=FLASHMLA CUDA_VISIBLE_DEVICES=0,1 vllm serve K -tp 8 --foo 1"
+    )
+    assert s.engine == "vllm" and s.tensor_parallel_size == 8
+    assert s.attention_backend_env == "FLASHMLA" and s.attention_backend is None
+    assert s.ignored_flags == ("CUDA_VISIBLE_DEVICES", "--foo")
+    assert "attention_backend_env=FLASHMLA" in s.summary()
+    with_env = parse_serve_args("env VLLM_ATTENTION_BACKEND=TRITON_MLA vllm serve K")
+    assert with_env.attention_backend_env == "TRITON_MLA"
+    # another engine's launch does not read vLLM's variable
+    other = parse_serve_args(
+        "VLLM_ATTENTION_BACKEND=FLASHMLA python -m sglang.launch_server --model-path K"
+    )
+    assert other.engine == "sglang" and other.attention_backend_env is None
+    assert other.ignored_flags == ("VLLM_ATTENTION_BACKEND",)
+    # a word with `=` after the command is not an assignment
+    assert parse_serve_args("vllm serve K A=B -tp 2").ignored_flags == ()
+
+
+def _mla_launch(backend: str | None = None, env: str | None = None, own: bool = False) -> str:
+    spec: dict[str, Any] = {"method": "eagle3", "model": "D", "num_speculative_tokens": 3}
+    if own:
+        spec["attention_backend"] = "FLASH_ATTN"
+    launch = f"vllm serve K -tp 8 --speculative-config '{json.dumps(spec)}'"
+    if backend is not None:
+        launch += f" --attention-backend {backend}"
+    return (f"VLLM_ATTENTION_BACKEND={env} " if env else "") + launch
+
+
+def _df553(tmp_path: Path, version: str, launch: str, target: Path | None = None) -> list[Any]:
+    draft = f.speculators().write(tmp_path / "draft")
+    kimi = target or _kimi_target(tmp_path)
+    report = draftfit.check(draft, kimi, [f"vllm=={version}"], serve_args=launch)
+    return [x for x in report.findings if x.code == "DF553"]
+
+
+@pytest.mark.parametrize(
+    ("version", "fires"),
+    [
+        ("0.11.0", False),  # a forced backend that does not fit a layer is passed over
+        ("0.11.1", True),  # validated for every layer; the draft is built with the target's
+        ("0.12.0", True),
+        ("0.13.0", True),  # still read (deprecated) next to --attention-backend
+        ("0.14.0", True),
+        ("0.16.0", False),  # no longer read
+    ],
+)
+def test_df553_vllm_environment_variable_per_release(
+    tmp_path: Path, version: str, fires: bool
+) -> None:
+    found = _df553(tmp_path, version, _mla_launch(env="FLASHMLA"))
+    assert len(found) == (1 if fires else 0), version
+    if fires:
+        assert "with VLLM_ATTENTION_BACKEND=FLASHMLA and no draft backend" in found[0].message
+        assert "Selected backend AttentionBackendEnum.FLASHMLA is not valid" in found[0].message
+        assert found[0].location.pointer == "/attention_backend_env"
+        assert (found[0].fix or "").startswith("leave VLLM_ATTENTION_BACKEND out")
+        assert "from vLLM 0.30.0" in (found[0].fix or "")
+
+
+@pytest.mark.parametrize(
+    ("version", "fires"),
+    [
+        ("0.12.0", False),  # no --attention-backend flag yet
+        ("0.13.0", True),
+        ("0.20.0", True),
+        ("0.21.0", False),  # the V1 runner picks the draft's backend itself
+        ("0.28.0", False),  # a DeepseekV3 (MoE) target still on the V1 runner
+        ("0.29.0", True),  # the V2 runner builds the draft with the launch's backend
+        ("0.30.0", True),
+        ("0.33.0", True),
+        ("0.34.0", True),
+    ],
+)
+def test_df553_vllm_flag_per_release(tmp_path: Path, version: str, fires: bool) -> None:
+    found = _df553(tmp_path, version, _mla_launch(backend="flashmla"))
+    assert len(found) == (1 if fires else 0), version
+    if fires:
+        assert "with --attention-backend flashmla and no draft backend" in found[0].message
+        assert "Selected backend AttentionBackendEnum.FLASHMLA is not valid" in found[0].message
+
+
+def test_df553_vllm_draft_backend_setting_per_runner(tmp_path: Path) -> None:
+    # 0.29.0: the V2 runner does not apply speculative_config.attention_backend to EAGLE
+    found = _df553(tmp_path / "a", "0.29.0", _mla_launch(backend="FLASHMLA", own=True))
+    assert len(found) == 1
+    assert "which that runner does not apply to an EAGLE draft" in found[0].message
+    assert "V2 model runner" in found[0].message
+    assert (found[0].fix or "").startswith("leave --attention-backend out")
+    assert "from vLLM 0.30.0" in (found[0].fix or "")
+    without = _df553(tmp_path / "b", "0.29.0", _mla_launch(backend="FLASHMLA"))
+    assert len(without) == 1 and "no draft backend of its own" in without[0].message
+    # 0.30.0 applies it
+    for version in ("0.30.0", "0.33.0"):
+        assert not _df553(tmp_path / version, version, _mla_launch("FLASHMLA", own=True))
+        fired = _df553(tmp_path / f"{version}-n", version, _mla_launch("FLASHMLA"))
+        assert '"attention_backend": "FLASH_ATTN"' in (fired[0].fix or "")
+
+
+def test_df553_vllm_runner_follows_the_target_and_pipeline_stages(tmp_path: Path) -> None:
+    # 0.24.0 serves DeepseekV2ForCausalLM with the V2 runner (draft inherits) and
+    # DeepseekV3ForCausalLM with the V1 runner (draft picks its own)
+    v2 = f.llama_target(
+        tmp_path / "v2",
+        architectures=["DeepseekV2ForCausalLM"],
+        model_type="deepseek_v2",
+        kv_lora_rank=512,
+        n_routed_experts=8,
+    )
+    found = _df553(tmp_path / "a", "0.24.0", _mla_launch("FLASHMLA"), target=v2)
+    assert len(found) == 1 and "`DeepseekV2ForCausalLM` target" in found[0].message
+    assert not _df553(tmp_path / "b", "0.24.0", _mla_launch("FLASHMLA"))
+    # with pipeline stages 0.29.0 serves EAGLE-3 on the V1 runner: no DF553 (DF550 fires)
+    staged = _mla_launch("FLASHMLA").replace("-tp 8", "-tp 4 -pp 2")
+    assert not _df553(tmp_path / "c", "0.29.0", staged)
+    # the variable is checked against the names as spelled: vLLM refuses `flashmla` itself
+    assert not _df553(tmp_path / "f", "0.12.0", _mla_launch(env="flashmla"))
+    # both the flag and the variable on 0.13.0: vLLM refuses the pair itself
+    both = _mla_launch(backend="FLASHMLA", env="FLASHMLA")
+    assert not _df553(tmp_path / "d", "0.13.0", both)
+    assert len(_df553(tmp_path / "e", "0.16.0", both)) == 1  # the flag alone is read
+
+
+def test_recipe_checks_a_planned_conversion_for_the_same_launch(tmp_path: Path) -> None:
+    # converting the draft does not move aux states across pipeline stages
+    draft = f.speculators().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    report = draftfit.check(draft, target, ["vllm==0.29.0"], serve_args=_pp(2), recipes=True)
+    assert report.engines[0].verdict == "incompatible"
+    assert report.recipes is not None and len(report.recipes) == 1
+    recipe = report.recipes[0]
+    assert not any("fixes DF550" in note for note in recipe.notes)
+    # the recipe is a default launch: one pipeline stage, so DF550 does not apply to it
+    assert "-pp" not in recipe.command and recipe.resolves_errors
+    assert any("leaves out the given launch's settings behind DF550" in n for n in recipe.notes)
+
+
+def test_pipeline_stages_put_eagle3_on_the_v1_runner_until_0_30(tmp_path: Path) -> None:
+    # 0.24.0 serves a Llama target with its V2 runner, but not with pipeline stages
+    draft = f.speculators().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+
+    def runner(version: str, pp: int) -> object:
+        report = draftfit.check(draft, target, [f"vllm=={version}"], serve_args=_pp(pp))
+        return report.engines[0].kept().view.effective["runner"]
+
+    assert runner("0.24.0", 1) == "mrv2"
+    assert runner("0.24.0", 2) == "mrv1"
+    assert runner("0.30.0", 2) == "mrv2"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -178,7 +179,8 @@ def check_checkpoint(
         engines=results,
         skipped_rules=skipped,
         target_facts=TargetFacts.of(target) if target is not None else None,
-        inputs=KeptCheck(checkpoint, spec, target, check_checkpoint),
+        # a planned conversion is checked for the same launch (its settings judged too)
+        inputs=KeptCheck(checkpoint, spec, target, partial(check_checkpoint, serve=serve)),
         serve=serve,
     )
 

@@ -26,7 +26,7 @@ from draftfit.engines.profile import Profile
 from draftfit.engines.serve import model_source, shell_word
 from draftfit.errors import UsageError
 from draftfit.report import INCOMPATIBLE, EngineResult, Finding, Report, verdict_for
-from draftfit.rule_ids import VALUES_FAMILY, Severity
+from draftfit.rule_ids import SERVING_FAMILY, VALUES_FAMILY, Severity
 from draftfit.spec import EAGLE
 
 __all__ = ["Recipe", "attach_recipes", "recipe_for"]
@@ -56,7 +56,15 @@ def recipe_for(report: Report, result: EngineResult) -> Recipe | None:
     )
     if served is None:
         return None
-    recipe = _finish(served.recipe, findings, served.fixed_by_settings)
+    # The recipe is a launch of its own: the settings the given launch was judged for
+    # (`--serve-args`, `--serve-config`) are not in it, nor what they caused.
+    launch = frozenset(f.code for f in findings if f.family == SERVING_FAMILY)
+    recipe = _finish(served.recipe, findings, served.fixed_by_settings | launch)
+    if launch:
+        recipe.notes.append(
+            "a default launch: it leaves out the given launch's settings behind "
+            + ", ".join(sorted(launch))
+        )
     recipe.steps = steps + recipe.steps
     return recipe
 
@@ -116,13 +124,15 @@ def _convert_step(
         words += ["--target", model_source(target.source).for_draftfit]
     steps.append(" ".join(shell_word(w) for w in words))
     fixed = sorted({f.code for f in before} - {f.code for f in after})
+    # the verdict for the recipe's own launch: without what the given launch's settings cause
+    own_launch = [f for f in after_findings if f.family != SERVING_FAMILY]
     notes = [
         "convert first: "
         + (f"it fixes {', '.join(fixed)}" if fixed else "it leaves fewer problems")
         + f"; {profile.title} then finds the converted draft "
         + (
-            verdict_for(after_findings, profile.label, after_result.unverified_reasons)[0]
-            if carried
+            verdict_for(own_launch, profile.label, after_result.unverified_reasons)[0]
+            if carried or len(own_launch) != len(after_findings)
             else after_result.verdict
         )
     ]

@@ -145,13 +145,15 @@ DRAFT_KV_PAGE_SIZE_REFUSED = RuleId("DF530", "draft-kv-page-size-refused", _E, "
 DRAFT_HEAD_SIZE_UNSUPPORTED = RuleId("DF531", "draft-head-size-unsupported", _W, "target")
 DRAFT_HEAD_SIZE_FALLBACK = RuleId("DF532", "draft-head-size-fallback-backend", _W, "target")
 DRAFT_KV_TRANSFER_SIZE_DIFFERS = RuleId("DF533", "draft-kv-transfer-size-differs", _I, "target")
-# DF55x: the launch's serving settings (`--serve-config`, `--serve-args`).
-PIPELINE_PARALLEL_AUX_STATES = RuleId("DF550", "pipeline-parallel-aux-states", _E, "serving")
-DRAFT_TENSOR_PARALLEL_IGNORED = RuleId("DF551", "draft-tensor-parallel-ignored", _W, "serving")
-DRAFT_TENSOR_PARALLEL_REFUSED = RuleId("DF552", "draft-tensor-parallel-refused", _E, "serving")
-DRAFT_MLA_ATTENTION_BACKEND = RuleId("DF553", "draft-mla-attention-backend", _E, "serving")
+# DF55x: the launch's serving settings (`--serve-config`, `--serve-args`). Their findings
+# are about the launch, so a launch without those settings (a serve recipe) has none.
+SERVING_FAMILY = "serving"
+PIPELINE_PARALLEL_AUX_STATES = RuleId("DF550", "pipeline-parallel-aux-states", _E, SERVING_FAMILY)
+DRAFT_TENSOR_PARALLEL_IGNORED = RuleId("DF551", "draft-tensor-parallel-ignored", _W, SERVING_FAMILY)
+DRAFT_TENSOR_PARALLEL_REFUSED = RuleId("DF552", "draft-tensor-parallel-refused", _E, SERVING_FAMILY)
+DRAFT_MLA_ATTENTION_BACKEND = RuleId("DF553", "draft-mla-attention-backend", _E, SERVING_FAMILY)
 DRAFT_QUANTIZATION_FLAG_INHERITED = RuleId(
-    "DF554", "draft-quantization-flag-inherited", _E, "serving"
+    "DF554", "draft-quantization-flag-inherited", _E, SERVING_FAMILY
 )
 NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _W, "norms")
 NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _W, "norms")

@@ -26,6 +26,8 @@ Flag names and aliases as the engines' argument parsers declare them:
   (main, commit fcd3f316): `decoding_type`, `max_draft_len`, `speculative_model_dir` (alias
   of `speculative_model`; `pytorch_weights_path` in 0.21), `eagle3_one_model`,
   `eagle3_layers_to_capture`.
+- Environment variables assigned before the command: `VLLM_ATTENTION_BACKEND` for vLLM
+  (:data:`ENGINE_ENV_VARS`); any other is listed as not read.
 """
 
 from __future__ import annotations
@@ -103,6 +105,16 @@ ENGINE_FLAGS: dict[str, dict[str, FlagTarget]] = {
     "vllm": VLLM_FLAGS,
     "sglang": SGLANG_FLAGS,
     "trtllm": TRTLLM_FLAGS,
+}
+
+# Environment variables set before the command (`VAR=value vllm serve ...`) that draftfit
+# reads, per engine. VLLM_ATTENTION_BACKEND forces the attention backend where the release
+# reads it (vllm/envs.py:324-325@v0.8.0; vllm/config/attention.py:93@v0.14.0; no longer
+# read from 0.16.0: `attention_backend_setting` in the engine data says which release does).
+ENGINE_ENV_VARS: dict[str, dict[str, FlagTarget]] = {
+    "vllm": {"VLLM_ATTENTION_BACKEND": FlagTarget("attention_backend_env")},
+    "sglang": {},
+    "trtllm": {},
 }
 
 # Flags that take no value (a store_true), per engine; every other flag takes one.

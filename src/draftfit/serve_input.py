@@ -4,15 +4,18 @@
 vLLM engine arguments (as `vllm serve --config file.yaml` takes them: dashes or
 underscores, `speculative_config` nested or as a JSON string), inline or from a JSON/YAML
 file. `--serve-args "..."` takes a launch command or its flags, split as a POSIX shell
-would (:mod:`shlex`); the engine is recognised from the command, else from its flags, and
-each engine's own flag names and aliases are read (:mod:`draftfit.serve_flags`). Flags
-draftfit does not read are kept in `ignored_flags`; a malformed value is a
+would (:mod:`shlex`); `NAME=value` assignments before the command are read as the
+engine's environment variables where draftfit knows the name, else listed as not read.
+The engine is recognised from the command, else from its flags, and each engine's own
+flag names and aliases are read (:mod:`draftfit.serve_flags`). Flags draftfit does not
+read are kept in `ignored_flags`; a malformed value is a
 :class:`~draftfit.errors.UsageError`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import replace
@@ -25,6 +28,7 @@ from draftfit.errors import UsageError
 from draftfit.serve_flags import (
     BOOLEAN_FLAGS,
     COMMAND_ENGINES,
+    ENGINE_ENV_VARS,
     ENGINE_FLAGS,
     ENGINE_HINT_FLAGS,
     KNOWN_FLAGS,
@@ -288,11 +292,18 @@ def parse_serve_args(text: str) -> ServeSettings:
     except ValueError as exc:
         raise UsageError(f"--serve-args: cannot split it as a shell would ({exc})") from None
     words = [w for w in words if w != "\\"]
+    assignments, words = _leading_assignments(words)
     engine, rest = _engine_of(words)
     table = ENGINE_FLAGS[engine]
     booleans = BOOLEAN_FLAGS[engine]
     values: dict[str, Any] = {}
     ignored: list[str] = []
+    for name, text_value in assignments:
+        env_target = ENGINE_ENV_VARS[engine].get(name)
+        if env_target is None or not text_value:
+            ignored.append(name)
+            continue
+        values[env_target.field] = _value(env_target, text_value, f"--serve-args: {name}")
     speculative: Mapping[str, Any] | None = None
     options: tuple[str, str] | None = None  # trtllm-serve --extra_llm_api_options FILE
     index = 0
@@ -340,6 +351,24 @@ def parse_serve_args(text: str) -> ServeSettings:
     return _vllm_speculative_config(
         speculative, "--serve-args", "--speculative-config", [], settings
     )
+
+
+# A shell variable assignment (`NAME=value`) before the command.
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _leading_assignments(words: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """The `NAME=value` words before the command (after an optional `env`), and the rest."""
+    start = 1 if words[:1] == ["env"] else 0
+    index = start
+    found: list[tuple[str, str]] = []
+    while index < len(words) and _ASSIGNMENT.match(words[index]):
+        name, value = words[index].split("=", 1)
+        found.append((name, value))
+        index += 1
+    if not found:
+        return [], words
+    return found, words[index:]
 
 
 def _is_flag(word: str) -> bool:

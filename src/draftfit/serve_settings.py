@@ -31,7 +31,10 @@ class ServeSettings:
         draft_tensor_parallel_size: vLLM `speculative_config.draft_tensor_parallel_size`.
         kv_cache_dtype: the target's KV-cache dtype (`--kv-cache-dtype`).
         draft_kv_cache_dtype: a KV-cache dtype given for the draft alone.
-        attention_backend: the target's attention backend.
+        attention_backend: the target's attention backend (`--attention-backend`).
+        attention_backend_env: `VLLM_ATTENTION_BACKEND` set before a vLLM command
+            (`VLLM_ATTENTION_BACKEND=FLASHMLA vllm serve ...`), the older releases' way of
+            forcing the backend.
         draft_attention_backend: the draft's attention backend (vLLM
             `speculative_config.attention_backend`, SGLang
             `--speculative-draft-attention-backend`).
@@ -51,7 +54,8 @@ class ServeSettings:
         one_model: TensorRT-LLM `speculative_config.eagle3_one_model` (False: the
             two-model path, a separate draft model).
         max_draft_len: TensorRT-LLM `speculative_config.max_draft_len`.
-        ignored_flags: flags and keys draftfit does not read, in the order given.
+        ignored_flags: flags, keys and environment variables draftfit does not read, in
+            the order given.
     """
 
     engine: str
@@ -62,6 +66,7 @@ class ServeSettings:
     kv_cache_dtype: str | None = None
     draft_kv_cache_dtype: str | None = None
     attention_backend: str | None = None
+    attention_backend_env: str | None = None
     draft_attention_backend: str | None = None
     cuda_graphs: bool | None = None
     method: str | None = None

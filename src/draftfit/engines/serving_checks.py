@@ -34,7 +34,7 @@ def check_settings(b: BaseBuilder, settings: ServeSettings) -> None:
     if b.p.engine == "vllm":
         _vllm_draft_tp(b, settings)
         _vllm_pipeline_parallel(b, settings)
-        _mla_backend(b, settings)
+        _vllm_mla_backend(b, settings)
     elif b.p.engine == "sglang":
         _sglang_pipeline_parallel(b, settings)
         _mla_backend(b, settings)
@@ -197,45 +197,33 @@ def _mla_target(t: Target | None) -> bool:
 
 
 def _mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
-    """An MHA draft next to an MLA target inherits the target's attention backend; an
-    MLA-only backend then refuses the draft at start-up."""
+    """SGLang: an MHA draft next to an MLA target inherits the target's attention backend;
+    an MLA-only backend then refuses the draft at start-up."""
     backend = s.attention_backend
     if backend is None or not _mla_target(b.target) or s.draft_attention_backend is not None:
         return
     if b.family in type(b).mla_families:
         return  # an MLA draft runs on MLA backends
-    vllm = b.p.engine == "vllm"
-    named = backend.upper() if vllm else backend  # vLLM reads the name case-blind
-    if named not in (b.value("mla_only_attention_backends") or []):
+    if backend not in (b.value("mla_only_attention_backends") or []):
         return
     if b.value("draft_attention_backend_default") != "target":
         return
     has_setting = bool(b.value("draft_attention_backend_flag"))
-    if vllm:
-        error = (
-            f"`ValueError: Selected backend {named} is not valid for this configuration. "
-            "Reason: ['non-MLA not supported']`"
-        )
-        fix = (
-            'add `"attention_backend": "FLASH_ATTN"` (or another backend for standard '
-            "attention) to --speculative-config, or serve an MLA draft"
-        )
-    else:
-        error = f"`ValueError: {backend} backend can only be used with MLA models.`"
-        arrives = first_release_where(
-            b.p, lambda later: bool(later.value("draft_attention_backend_flag"))
-        )
-        fix = (
-            "add `--speculative-draft-attention-backend` with a backend for standard "
-            "attention (e.g. `fa3`, `flashinfer` or, on Blackwell, `trtllm_mha`), or serve an "
-            "MLA draft (`Eagle3DeepseekV2ForCausalLM`)"
-            if has_setting
-            else f"{b.p.title} has no draft attention backend setting "
-            f"(`--speculative-draft-attention-backend` arrives in SGLang {arrives}): choose a "
-            "--attention-backend that runs both MLA and standard attention (e.g. "
-            "`flashinfer`), upgrade, or serve an MLA draft"
-        )
-    sources = b.p.item_sources("mla_only_attention_backends", named) + b.src(
+    error = f"`ValueError: {backend} backend can only be used with MLA models.`"
+    arrives = first_release_where(
+        b.p, lambda later: bool(later.value("draft_attention_backend_flag"))
+    )
+    fix = (
+        "add `--speculative-draft-attention-backend` with a backend for standard "
+        "attention (e.g. `fa3`, `flashinfer` or, on Blackwell, `trtllm_mha`), or serve an "
+        "MLA draft (`Eagle3DeepseekV2ForCausalLM`)"
+        if has_setting
+        else f"{b.p.title} has no draft attention backend setting "
+        f"(`--speculative-draft-attention-backend` arrives in SGLang {arrives}): choose a "
+        "--attention-backend that runs both MLA and standard attention (e.g. "
+        "`flashinfer`), upgrade, or serve an MLA draft"
+    )
+    sources = b.p.item_sources("mla_only_attention_backends", backend) + b.src(
         "draft_attention_backend_default", "draft_attention_backend_flag"
     )
     b.view.refuse(
@@ -245,6 +233,122 @@ def _mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
             f"--attention-backend {backend} and no draft backend of its own, {b.p.title} runs "
             f"the draft on {backend} too, which fails at start-up: {error}",
             _where(s, "/attention_backend"),
+            sources,
+            fix,
+        )
+    )
+
+
+ENV_BACKEND = "VLLM_ATTENTION_BACKEND"
+
+
+def _vllm_forced_backend(b: BaseBuilder, s: ServeSettings) -> tuple[str, str, str] | None:
+    """The backend the launch forces at this vLLM release: (name as vLLM reads it, how the
+    launch gives it, the settings pointer); None when it forces none this release reads."""
+    reads = b.value("attention_backend_setting")
+    flag, env = s.attention_backend, s.attention_backend_env
+    if reads == "flag-or-env" and flag is not None and env is not None:
+        return None  # both at once: vLLM refuses the pair itself (mutually exclusive)
+    if flag is not None and reads in ("flag", "flag-or-env"):
+        return flag.upper(), f"--attention-backend {flag}", "/attention_backend"
+    if env is not None and reads in ("env", "flag-or-env"):
+        # checked against the backend names as spelled, case and all (from 0.11.1, where
+        # the MLA-only names below start: vllm/envs.py:637@v0.11.1, env_with_choices)
+        return env, f"{ENV_BACKEND}={env}", "/attention_backend_env"
+    return None
+
+
+def _per_runner(b: BaseBuilder, key: str) -> object:
+    """A fact's value for the runner serving this launch (a table gives it per runner; the
+    builder settled the runner, pipeline stages included); None when the value depends on a
+    runner draftfit could not settle."""
+    value = b.value(key)
+    if not isinstance(value, dict):
+        return value
+    runner = b.view.effective.get("runner")
+    return value.get(runner) if isinstance(runner, str) else None
+
+
+def _own_backend_from(b: BaseBuilder) -> str | None:
+    """The first later release from which every release gives an EAGLE draft its own
+    attention backend setting, whichever runner serves it."""
+    versions = b.p.data.versions
+    later = versions[versions.index(b.p.version) + 1 :]
+    found: str | None = None
+    for version in later:
+        if b.p.data.resolve(version).value("draft_attention_backend_flag") is True:
+            found = found or version
+        else:
+            found = None
+    return found
+
+
+def _vllm_mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
+    """vLLM: a standard-attention draft next to an MLA target whose launch forces an
+    MLA-only backend gets that backend too, where the runner builds the draft with the
+    launch's backend, and the backend refuses the draft's layers at start-up."""
+    forced = _vllm_forced_backend(b, s)
+    if forced is None or not _mla_target(b.target) or b.family in type(b).mla_families:
+        return
+    named, how, pointer = forced
+    if named not in (b.value("mla_only_attention_backends") or []):
+        return
+    if _per_runner(b, "draft_attention_backend_default") != "target":
+        return
+    applies = bool(_per_runner(b, "draft_attention_backend_flag"))
+    if s.draft_attention_backend is not None and applies:
+        return  # the draft has a backend of its own
+    if s.draft_attention_backend is not None and b.value("draft_attention_backend_flag") is False:
+        return  # no such key in this release: its speculative config refuses unknown keys
+    runner_dependent = isinstance(b.value("draft_attention_backend_default"), dict)
+    shown = how.split("=", 1)[1] if pointer != "/attention_backend" else how.split(" ", 1)[1]
+    own = (
+        f"`attention_backend` {s.draft_attention_backend} in --speculative-config, which "
+        "that runner does not apply to an EAGLE draft"
+        if s.draft_attention_backend is not None
+        else "no draft backend of its own"
+    )
+    runner = ""
+    runs = f"{b.p.title} runs"
+    if runner_dependent:
+        runner = f" {b.view.effective.get('runner_reason') or b.p.title}:"
+        runs = "it runs"
+    error = (
+        f"`ValueError: Selected backend AttentionBackendEnum.{named} is not valid for this "
+        "configuration.` (its reasons include 'non-MLA not supported')"
+    )
+    if applies:
+        fix = (
+            'add `"attention_backend": "FLASH_ATTN"` (or another backend for standard '
+            "attention) to --speculative-config, or serve an MLA draft"
+        )
+    else:
+        leave = "--attention-backend" if pointer == "/attention_backend" else ENV_BACKEND
+        upgrade = _own_backend_from(b)
+        fix = (
+            f"leave {leave} out (vLLM then picks a backend per layer: an MLA one for the "
+            f"target, a standard one for the draft); {b.p.title} gives this draft no "
+            "attention backend of its own"
+            + (
+                f" (from vLLM {upgrade}, `attention_backend` in --speculative-config does)"
+                if upgrade
+                else ""
+            )
+            + ", or serve an MLA draft"
+        )
+    sources = b.p.item_sources("mla_only_attention_backends", named) + b.src(
+        "draft_attention_backend_default",
+        "draft_attention_backend_flag",
+        "attention_backend_setting",
+        *(("runner_default",) if runner_dependent else ()),
+    )
+    b.view.refuse(
+        Event(
+            rule_ids.DRAFT_MLA_ATTENTION_BACKEND,
+            f"the target is MLA (`kv_lora_rank`) and the draft uses standard attention;"
+            f"{runner} with {how} and {own}, {runs} the draft on {shown} too, which fails at "
+            f"start-up: {error}",
+            _where(s, pointer),
             sources,
             fix,
         )

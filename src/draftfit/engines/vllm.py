@@ -649,9 +649,18 @@ class _Builder(BaseBuilder):
         """Which model runner serves this target: "mrv1", "mrv2", or None when unknown.
 
         vLLM has two runners that read aux ids from different keys; which one runs depends
-        on the version and, in 0.22-0.28, on the target's architecture (`runner_default`).
+        on the version and, in 0.22-0.28, on the target's architecture (`runner_default`);
+        a launch with pipeline stages runs EAGLE-3 on the V1 runner where the newer one
+        declines it (`aux_states_over_pp` 'dropped').
         """
         rule = self.value("runner_default")
+        serve = self.inputs.serve
+        staged = serve is not None and (serve.pipeline_parallel_size or 1) > 1
+        if staged and self.method == EAGLE3 and self.value("aux_states_over_pp") == "dropped":
+            # the newer runner declines EAGLE-3 with pipeline stages (`aux_states_over_pp`)
+            return "mrv1", (
+                f"{self.p.title} serves EAGLE-3 with pipeline stages on its V1 model runner"
+            )
         if rule in ("mrv1", "mrv2"):
             return rule, f"{self.p.title} always uses its {_RUNNER_NAMES[rule]}"
         if not isinstance(rule, dict) or self.target is None:

@@ -505,6 +505,8 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
             "mla_only_attention_backends",
             "draft_attention_backend_default",
             "draft_attention_backend_flag",
+            "attention_backend_setting",
+            "runner_default",
         ),
         "sglang": (
             "mla_only_attention_backends",

@@ -31,16 +31,17 @@ def pipeline_parallel_aux_states() -> None:
     ## Why it matters
     The draft reads hidden states captured at several target layers, and they live on
     different stages. SGLang refuses pipeline parallelism with EAGLE3 when it checks
-    its arguments (sgl-project/sglang#39644). vLLM's first V1 model runner passed only the
+    its arguments (sgl-project/sglang#39644). vLLM's V1 model runner passes only the
     hidden state between stages, so the states captured before the last stage never
-    reached the draft and its fc failed with a shape mismatch (vllm-project/vllm#45985);
-    its newer model runner carries them, for targets whose decoder declares it, and
-    refuses the others at start-up (vllm-project/vllm#50514). Releases between whose
-    behaviour draftfit has not read stay silent. TensorRT-LLM (`--pp_size`) refuses a
-    separate draft model with its pipeline-parallel executor loop, so two-model EAGLE-3
-    (`eagle3_one_model: false`, or the releases before one-model EAGLE-3) does not start
-    (NVIDIA/TensorRT-LLM#9009); one-model EAGLE-3 is not judged: draftfit has not read
-    whether it carries the aux states across stages.
+    reach the draft and its fc fails with a shape mismatch (vllm-project/vllm#45985).
+    vLLM's newer model runner first declined EAGLE-3 with pipeline stages, so the V1
+    runner served such a launch whatever the target; later it carries the states, for
+    targets whose decoder declares it, and refuses the others at start-up
+    (vllm-project/vllm#50514).
+    TensorRT-LLM (`--pp_size`) refuses a separate draft model with its pipeline-parallel
+    executor loop, so two-model EAGLE-3 (`eagle3_one_model: false`, or the releases before
+    one-model EAGLE-3) does not start (NVIDIA/TensorRT-LLM#9009); one-model EAGLE-3 is not
+    judged: draftfit has not read whether it carries the aux states across stages.
 
     ## Example
     `vllm serve meta-llama/Llama-3.1-70B -pp 2 -tp 4 --speculative-config
@@ -111,14 +112,18 @@ def draft_mla_attention_backend() -> None:
     A launch for an MLA target (DeepSeek-V2/V3, Kimi-K2, GLM-MoE: `kv_lora_rank` in its
     config) with an MLA-only attention backend (SGLang `--attention-backend trtllm_mla` and,
     per release, `tokenspeed_mla`, `cutedsl_mla`; vLLM `--attention-backend FLASHINFER_MLA`,
-    `FLASHMLA`, `CUTLASS_MLA`, ...), a draft with standard attention (a Llama-style EAGLE-3
-    draft) and no attention backend of the draft's own.
+    `FLASHMLA`, `CUTLASS_MLA`, ..., or in older releases `VLLM_ATTENTION_BACKEND=FLASHMLA`
+    before the command), a draft with standard attention (a Llama-style EAGLE-3 draft) and
+    no attention backend of the draft's own.
 
     ## Why it matters
     Without its own backend the draft runs on the target's, and an MLA-only backend
     refuses a model without MLA: start-up fails (SGLang: `ValueError: trtllm_mla backend
     can only be used with MLA models.`, sgl-project/sglang#20298, #23490; vLLM: `Selected
     backend FLASHINFER_MLA is not valid for this configuration`, vllm-project/vllm#39126).
+    In vLLM it depends on the release and the model runner: the oldest releases pass a
+    forced backend over for layers it does not fit, and some releases' V1 runner chooses
+    the draft's backend itself.
 
     ## Example
     `python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8
@@ -128,8 +133,9 @@ def draft_mla_attention_backend() -> None:
     ## Fix
     Give the draft a backend for standard attention: SGLang
     `--speculative-draft-attention-backend` (e.g. `fa3`, `flashinfer`, `trtllm_mha`) where
-    the release has it, vLLM `"attention_backend"` in `--speculative-config`. Otherwise
-    choose a target backend that runs both, upgrade, or serve an MLA draft
+    the release has it, vLLM `"attention_backend"` in `--speculative-config` where the
+    release and runner apply it. Otherwise choose a target backend that runs both (in
+    vLLM, force none: it then picks one per layer), upgrade, or serve an MLA draft
     (`Eagle3DeepseekV2ForCausalLM`).
     """
 
