@@ -52,6 +52,7 @@ from draftfit.checkpoint.safetensors import (  # noqa: E402
 )
 from draftfit.demo import build_demo, demo_config  # noqa: E402
 from draftfit.synth import write_sparse_checkpoint  # noqa: E402
+from draftfit.values.stats import reduce_threads  # noqa: E402
 
 REPEAT = 7
 
@@ -389,7 +390,7 @@ def full_section(root: Path, sizes: list[float], caches: list[str]) -> None:
         size = sum(f.stat().st_size for f in files)
         args = ["check", str(draft), "--values=full", "--format", "json"]
         for cache in caches:
-            cats, fulls, rss = [], [], 0
+            cats, fulls, singles, rss = [], [], [], 0
             if cache == "warm":
                 cat_seconds(files)  # read once: every later run finds the pages cached
             for _ in range(3):  # alternating, the same cache state before each
@@ -401,7 +402,11 @@ def full_section(root: Path, sizes: list[float], caches: list[str]) -> None:
                 wall, peak = cli(args, env)
                 fulls.append(wall)
                 rss = max(rss, peak)
+                if cache == "cold":
+                    evict(files)
+                singles.append(cli(args, {**env, "DRAFTFIT_VALUE_THREADS": "1"})[0])
             cat_t, full_t = statistics.median(cats), statistics.median(fulls)
+            single_t = statistics.median(singles)
             state = (
                 "page cache warm for both"
                 if cache == "warm"
@@ -422,6 +427,11 @@ def full_section(root: Path, sizes: list[float], caches: list[str]) -> None:
             print(
                 f"  the same, less the fixed cost       {size / (full_t - fixed) / 1e9:6.2f} GB/s  "
                 f"({full_t - fixed:.2f} s) = {cat_t / (full_t - fixed):.0%} of cat"
+            )
+            print(
+                f"  the same, reductions in one thread  {size / single_t / 1e9:6.2f} GB/s  "
+                f"({single_t:.2f} s) = {cat_t / single_t:.0%} of cat "
+                f"(default here: {reduce_threads()} thread(s))"
             )
         shutil.rmtree(draft)
 
