@@ -608,3 +608,26 @@ def test_pipeline_stages_put_eagle3_on_the_v1_runner_until_0_30(tmp_path: Path) 
     assert runner("0.24.0", 1) == "mrv2"
     assert runner("0.24.0", 2) == "mrv1"
     assert runner("0.30.0", 2) == "mrv2"
+
+
+def test_the_method_the_launch_names_is_the_one_checked(tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    sglang = "python -m sglang.launch_server --model-path T --speculative-draft-model-path D"
+    wrong = draftfit.check(
+        draft, target, ["sglang==0.5.23"], serve_args=sglang + " --speculative-algorithm EAGLE"
+    )
+    assert "DF107" in _codes(wrong) and wrong.engines[0].verdict == "incompatible"
+    right = draftfit.check(
+        draft, target, ["sglang==0.5.23"], serve_args=sglang + " --speculative-algorithm EAGLE3"
+    )
+    assert "DF107" not in _codes(right) and right.engines[0].verdict == "compatible"
+    vllm = 'vllm serve T --speculative-config \'{"method": "eagle", "model": "D"}\''
+    assert "DF107" in _codes(draftfit.check(draft, target, ["vllm==0.34.0"], serve_args=vllm))
+    # --method decides over the launch; a launch of another engine changes nothing here.
+    told = draftfit.check(draft, target, ["vllm==0.34.0"], method="eagle3", serve_args=vllm)
+    assert "DF107" not in _codes(told)
+    other = draftfit.check(
+        draft, target, ["vllm==0.34.0"], serve_args=sglang + " --speculative-algorithm EAGLE"
+    )
+    assert "DF107" not in _codes(other)

@@ -124,12 +124,14 @@ def check_checkpoint(
     results: list[EngineResult] = []
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
+        # Without --method, the method the launch names is the one this engine serves with.
+        launch_method = settings.eagle_method() if settings is not None else None
+        served_method = launch_method if method is None and launch_method else effective_method
+        explicit = method is not None or (method is None and launch_method is not None)
         view = build_view(
-            BuildInputs(
-                checkpoint, spec, target, profile, effective_method, method is not None, settings
-            )
+            BuildInputs(checkpoint, spec, target, profile, served_method, explicit, settings)
         )
-        ctx = Context(checkpoint, spec, target, view, method=effective_method, serve=settings)
+        ctx = Context(checkpoint, spec, target, view, method=served_method, serve=settings)
         for item in rules:
             if item.scope != "engine":
                 continue

@@ -109,6 +109,16 @@ class ServeSettings:
             line += f"; not read: {', '.join(self.ignored_flags)}"
         return line
 
+    def eagle_method(self) -> str | None:
+        """`eagle3` or `eagle` when a vLLM or SGLang launch names one of those methods (vLLM
+        `method`, SGLang `--speculative-algorithm`; any spelling case), else None (no
+        method named, another kind: `draft_model`, `NEXTN`, `ngram`, ...; or TensorRT-LLM,
+        whose `decoding_type: Eagle` also serves EAGLE-3 drafts)."""
+        if self.engine not in ("vllm", "sglang"):
+            return None
+        name = (self.method or "").strip().lower()
+        return name if name in ("eagle3", "eagle") else None
+
     def for_engine(self, engine: str) -> ServeSettings | None:
         """These settings when they are for `engine`, else None (another engine's launch)."""
         return self if self.engine == engine else None
