@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 import draftfit
+from draftfit.engines.registry import load_engine
 from draftfit.errors import UsageError
+from draftfit.rules.base import Severity
 from draftfit.serve_input import MAX_SERVE_CONFIG_BYTES, parse_serve_config, settings_from
 from tests import factory as f
 from tests.test_json_schema import validate
@@ -30,7 +32,7 @@ cuda_graph_config:
   enable_padding: true
 attn_backend: TRTLLM
 speculative_config:
-  decoding_type: Eagle3
+  decoding_type: {decoding}
   max_draft_len: 3
   speculative_model_dir: /models/draft
   eagle3_one_model: {one_model}
@@ -39,9 +41,12 @@ speculative_config:
 """
 
 
-def _yaml(root: Path, layers: str = "[1, 15, 28]", one_model: str = "true") -> Path:
+def _yaml(
+    root: Path, layers: str = "[1, 15, 28]", one_model: str = "true", decoding: str = "Eagle"
+) -> Path:
+    """`spec.yaml` in `root`: `decoding_type: Eagle`, a name every release draftfit knows."""
     path = root / "spec.yaml"
-    path.write_text(SPEC_YAML.format(layers=layers, one_model=one_model))
+    path.write_text(SPEC_YAML.format(layers=layers, one_model=one_model, decoding=decoding))
     return path
 
 
@@ -70,7 +75,8 @@ def test_serve_args_read_the_options_file_relative_to_the_current_directory(
     assert s is not None and s.engine == "trtllm" and s.given_by == "--serve-args"
     assert s.tensor_parallel_size == 4  # the YAML overwrites --tp_size, as trtllm-serve does
     assert s.pipeline_parallel_size == 1
-    assert (s.method, s.draft_model, s.max_draft_len) == ("Eagle3", "/models/draft", 3)
+    assert (s.method, s.draft_model, s.max_draft_len) == ("Eagle", "/models/draft", 3)
+    assert s.draft_path_key == "speculative_model_dir"
     assert s.layers_to_capture == (1, 15, -1) and s.one_model is False
     assert s.ignored_flags == (
         "kv_cache_config",
@@ -366,3 +372,153 @@ def test_the_recipes_own_spec_yaml_is_read_back_and_fixes_the_aux_findings(
     assert served.serve is not None and served.serve.layers_to_capture == (3, 10, 20)
     assert not _codes(served) & {"DF301", "DF302", "DF303", "DF304"}
     assert served.engines[0].verdict == "compatible"
+
+
+# ------------------------------------------------------------------ the speculative config itself
+
+SPEC_CONFIG_CODES = {"DF555", "DF556", "DF557", "DF558"}
+TRTLLM_VERSIONS = load_engine("trtllm").versions
+
+
+def _spec_yaml(root: Path, body: str) -> str:
+    """A TensorRT-LLM options file whose `speculative_config` is `body` (YAML lines)."""
+    path = root / "spec.yaml"
+    indented = "".join(f"  {line}\n" for line in body.strip().splitlines())
+    path.write_text("tensor_parallel_size: 1\nspeculative_config:\n" + indented)
+    return str(path)
+
+
+def _check_spec(root: Path, version: str, body: str) -> Any:
+    draft, target = _pair(root, nested_aux=[1, 15, 28])
+    return draftfit.check(
+        draft, target, [f"trtllm=={version}"], serve_config=_spec_yaml(root, body)
+    )
+
+
+@pytest.mark.parametrize("version", ["0.20.0", "1.0.0", "1.2.0", "1.4.0rc0"])
+def test_speculative_config_without_max_draft_len_df555(tmp_path: Path, version: str) -> None:
+    key = load_engine("trtllm").resolve(version).value("draft_path_key")
+    report = _check_spec(tmp_path, version, f"decoding_type: Eagle\n{key}: /models/draft")
+    found = _finding(report, "DF555")
+    assert found.severity is Severity.ERROR and report.engines[0].verdict == "incompatible"
+    assert "no `max_draft_len`" in found.message and f"{version}" in found.message
+    assert found.location.pointer == "/speculative_config"
+    assert "max_draft_len: N" in (found.fix or "")
+    given = _check_spec(
+        tmp_path, version, f"decoding_type: Eagle\nmax_draft_len: 3\n{key}: /models/draft"
+    )
+    assert not _codes(given) & SPEC_CONFIG_CODES
+
+
+@pytest.mark.parametrize(
+    ("version", "key", "fires", "want"),
+    [
+        ("0.20.0", "pytorch_eagle_weights_path", False, ""),
+        ("0.20.0", "speculative_model_dir", True, "pytorch_eagle_weights_path"),
+        ("0.21.0", "pytorch_weights_path", False, ""),
+        ("0.21.0", "speculative_model_dir", True, "pytorch_weights_path"),
+        ("1.0.0", "pytorch_weights_path", True, "speculative_model_dir"),  # renamed in 1.0
+        ("1.0.0", "speculative_model_dir", False, ""),
+        ("1.2.1", "speculative_model", True, "speculative_model_dir"),
+        ("1.2.1", "speculative_model_dir", False, ""),
+        ("1.4.0rc0", "speculative_model", False, ""),
+        ("1.4.0rc0", "speculative_model_dir", False, ""),  # still accepted as an alias
+        ("1.4.0rc0", "pytorch_weights_path", True, "speculative_model"),
+    ],
+)
+def test_draft_named_with_a_key_the_version_does_not_read_df556(
+    tmp_path: Path, version: str, key: str, fires: bool, want: str
+) -> None:
+    body = f"decoding_type: Eagle\nmax_draft_len: 3\n{key}: /models/draft"
+    report = _check_spec(tmp_path, version, body)
+    assert report.serve is not None and report.serve.draft_path_key == key
+    assert ("DF556" in _codes(report)) is fires
+    assert "DF557" not in _codes(report)
+    if not fires:
+        assert not _codes(report) & SPEC_CONFIG_CODES
+        return
+    found = _finding(report, "DF556")
+    assert report.engines[0].verdict == "incompatible"
+    assert f"names the draft with `{key}`" in found.message
+    assert f"reads it from `{want}`" in found.message
+    assert found.location.pointer == f"/speculative_config/{key}"
+    assert found.fix == f"rename `{key}` to `{want}` (`{want}: /models/draft`)"
+    refused = "Extra inputs are not permitted" in found.message
+    assert refused is (version != "0.20.0")  # 0.19-0.20 not read: the key is not read
+
+
+@pytest.mark.parametrize("version", TRTLLM_VERSIONS)
+def test_speculative_config_without_a_draft_df557(tmp_path: Path, version: str) -> None:
+    want = load_engine("trtllm").resolve(version).value("draft_path_key")
+    report = _check_spec(tmp_path, version, "decoding_type: Eagle\nmax_draft_len: 3")
+    found = _finding(report, "DF557")
+    assert report.engines[0].verdict == "incompatible"
+    assert f"reads its path from `{want}`" in found.message
+    assert found.fix == f"add `{want}: DRAFT` to speculative_config (the draft's folder)"
+    assert "DF556" not in _codes(report)
+
+
+@pytest.mark.parametrize(
+    ("version", "decoding", "fires", "use"),
+    [
+        ("1.2.1", "Eagle3", True, "Eagle"),  # no Eagle3 type there (data: from 1.4.0rc0)
+        ("1.0.0", "Eagle3", True, "Eagle"),
+        ("1.2.1", "Eagle", False, ""),
+        ("1.4.0rc0", "Eagle3", False, ""),
+        ("1.4.0rc0", "Eagle", False, ""),
+        ("1.2.0", "MTP", True, "Eagle"),  # another method's type
+        ("1.4.0rc0", "eagle3", True, "Eagle3"),  # the names are case-sensitive
+    ],
+)
+def test_decoding_type_the_version_does_not_run_eagle3_with_df558(
+    tmp_path: Path, version: str, decoding: str, fires: bool, use: str
+) -> None:
+    key = load_engine("trtllm").resolve(version).value("draft_path_key")
+    body = f"decoding_type: {decoding}\nmax_draft_len: 3\n{key}: /models/draft"
+    report = _check_spec(tmp_path, version, body)
+    assert ("DF558" in _codes(report)) is fires
+    if not fires:
+        assert not _codes(report) & SPEC_CONFIG_CODES
+        return
+    found = _finding(report, "DF558")
+    assert report.engines[0].verdict == "incompatible"
+    assert f"`decoding_type: {decoding}`" in found.message
+    assert found.location.pointer == "/speculative_config/decoding_type"
+    assert found.fix == f"set `decoding_type: {use}`"
+    if version == "1.2.1":
+        assert "approximate" in found.message  # the Eagle3 boundary is not pinned
+
+
+def test_spec_config_rules_are_skipped_without_settings_and_quiet_for_other_engines(
+    tmp_path: Path,
+) -> None:
+    draft, target = _pair(tmp_path, nested_aux=[1, 15, 28])
+    plain = draftfit.check(draft, target, ["trtllm==1.2.0"])
+    assert not _codes(plain) & SPEC_CONFIG_CODES
+    assert {s["code"] for s in plain.to_dict()["skipped_rules"]} >= SPEC_CONFIG_CODES
+    vllm = draftfit.check(
+        draft,
+        target,
+        ["vllm==0.11.0"],
+        serve_config='{"method": "eagle3", "model": "D", "num_speculative_tokens": 3}',
+    )
+    assert not _codes(vllm) & SPEC_CONFIG_CODES
+
+
+@pytest.mark.parametrize("version", TRTLLM_VERSIONS)
+def test_the_recipes_own_spec_yaml_is_quiet_for_every_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str
+) -> None:
+    """draftfit's recipe names the draft with the version's key, sets `max_draft_len` and a
+    decoding type the version has: read back as the launch, none of DF555-DF558 fire."""
+    draft, target = _pair(tmp_path, nested_aux=[3, 10, 20])
+    engines = [f"trtllm=={version}"]
+    report = draftfit.check(draft, target, engines, recipes=True)
+    recipe = next(r for r in report.recipes or [] if r.engine == "trtllm")
+    body = recipe.command.split("<<'EOF'\n", 1)[1].split("EOF\n", 1)[0]
+    (tmp_path / "spec.yaml").write_text(body)
+    monkeypatch.chdir(tmp_path)
+    served = draftfit.check(draft, target, engines, serve_args=recipe.command.split("EOF\n")[1])
+    assert served.serve is not None and served.serve.draft_model is not None
+    assert served.serve.max_draft_len is not None and served.serve.method is not None
+    assert not _codes(served) & SPEC_CONFIG_CODES

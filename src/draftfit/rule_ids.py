@@ -155,6 +155,10 @@ DRAFT_MLA_ATTENTION_BACKEND = RuleId("DF553", "draft-mla-attention-backend", _E,
 DRAFT_QUANTIZATION_FLAG_INHERITED = RuleId(
     "DF554", "draft-quantization-flag-inherited", _E, SERVING_FAMILY
 )
+MAX_DRAFT_LEN_MISSING = RuleId("DF555", "max-draft-len-missing", _E, SERVING_FAMILY)
+DRAFT_PATH_KEY_UNREAD = RuleId("DF556", "draft-path-key-unread", _E, SERVING_FAMILY)
+DRAFT_PATH_MISSING = RuleId("DF557", "draft-path-missing", _E, SERVING_FAMILY)
+DECODING_TYPE_UNKNOWN = RuleId("DF558", "decoding-type-unknown", _E, SERVING_FAMILY)
 NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _W, "norms")
 NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _W, "norms")
 NORM_OUTPUT_SEMANTICS_DIFFER = RuleId("DF603", "norm-output-semantics-differ", _W, "norms")
@@ -283,6 +287,10 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     DRAFT_TENSOR_PARALLEL_REFUSED,
     DRAFT_MLA_ATTENTION_BACKEND,
     DRAFT_QUANTIZATION_FLAG_INHERITED,
+    MAX_DRAFT_LEN_MISSING,
+    DRAFT_PATH_KEY_UNREAD,
+    DRAFT_PATH_MISSING,
+    DECODING_TYPE_UNKNOWN,
     NORM_FLAG_IGNORED,
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_OUTPUT_SEMANTICS_DIFFER,

@@ -24,7 +24,8 @@ Flag names and aliases as the engines' argument parsers declare them:
   abbreviations, so only these spellings are read. The YAML's `speculative_config` keys are
   those of `EagleDecodingConfig` / `DecodingBaseConfig` in tensorrt_llm/llmapi/llm_args.py
   (main, commit fcd3f316): `decoding_type`, `max_draft_len`, `speculative_model_dir` (alias
-  of `speculative_model`; `pytorch_weights_path` in 0.21), `eagle3_one_model`,
+  of `speculative_model`; `pytorch_weights_path` in 0.21, `pytorch_eagle_weights_path` in
+  0.19-0.20, per the engine data's `draft_path_key`), `eagle3_one_model`,
   `eagle3_layers_to_capture`.
 - Environment variables assigned before the command: `VLLM_ATTENTION_BACKEND` for vLLM
   (:data:`ENGINE_ENV_VARS`); any other is listed as not read.
@@ -218,6 +219,7 @@ TRTLLM_SPEC_KEYS: dict[str, FlagTarget] = {
     "speculative_model": FlagTarget("draft_model"),
     "speculative_model_dir": FlagTarget("draft_model"),
     "pytorch_weights_path": FlagTarget("draft_model"),
+    "pytorch_eagle_weights_path": FlagTarget("draft_model"),
     "eagle3_one_model": FlagTarget("one_model", "on-when-true"),
     "eagle3_layers_to_capture": FlagTarget("layers_to_capture", "int-list"),
 }

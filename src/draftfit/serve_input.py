@@ -232,6 +232,8 @@ def trtllm_options(data: Mapping[str, Any], base: ServeSettings, what: str) -> S
             ignored.append(f"speculative_config.{raw_key}")
             continue
         values[target.field] = _value(target, value, f"{label}: speculative_config.{raw_key}")
+        if target.field == "draft_model":
+            values["draft_path_key"] = str(raw_key)
     return replace(base, **values, ignored_flags=base.ignored_flags + tuple(ignored))
 
 

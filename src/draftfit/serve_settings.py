@@ -54,6 +54,9 @@ class ServeSettings:
         one_model: TensorRT-LLM `speculative_config.eagle3_one_model` (False: the
             two-model path, a separate draft model).
         max_draft_len: TensorRT-LLM `speculative_config.max_draft_len`.
+        draft_path_key: the TensorRT-LLM `speculative_config` key that names the draft
+            (`speculative_model`, `speculative_model_dir`, `pytorch_weights_path`,
+            `pytorch_eagle_weights_path`), as written; releases read different keys.
         ignored_flags: flags, keys and environment variables draftfit does not read, in
             the order given.
     """
@@ -80,6 +83,7 @@ class ServeSettings:
     layers_to_capture: tuple[int, ...] | None = None
     one_model: bool | None = None
     max_draft_len: int | None = None
+    draft_path_key: str | None = None
     ignored_flags: tuple[str, ...] = ()
 
     def given(self) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""What an engine version does with the launch's serving settings (DF551-DF554).
+"""What an engine version does with the launch's serving settings (DF550-DF558).
 
 Run by the view builder only when settings were given for this engine (`--serve-config`,
 `--serve-args`); each check reads the settings (:class:`~draftfit.serve_settings.ServeSettings`)
@@ -41,6 +41,9 @@ def check_settings(b: BaseBuilder, settings: ServeSettings) -> None:
         _sglang_quantization_flag(b, settings)
     elif b.p.engine == "trtllm":
         _trtllm_pipeline_parallel(b, settings)
+        _trtllm_decoding_type(b, settings)
+        _trtllm_max_draft_len(b, settings)
+        _trtllm_draft_path(b, settings)
 
 
 def _where(settings: ServeSettings, pointer: str) -> Location:
@@ -393,4 +396,86 @@ def _sglang_quantization_flag(b: BaseBuilder, s: ServeSettings) -> None:
         if opt_out
         else f"leave --quantization out ({b.p.title} has no draft quantization setting"
         + (f"; SGLang reads `{method}` from the target's config)" if method else ")"),
+    )
+
+
+def _trtllm_decoding_type(b: BaseBuilder, s: ServeSettings) -> None:
+    """TensorRT-LLM: a `decoding_type` that is not one of this version's EAGLE-3 types."""
+    named = s.method
+    known = [str(t) for t in b.value("decoding_types") or []]
+    if named is None or not known or named in known:
+        return
+    use = "Eagle3" if "Eagle3" in known else known[0]
+    if named.lower().startswith("eagle"):
+        why = (
+            f"{b.p.title} has no decoding type `{named}` (its EAGLE-3 decoding types: "
+            f"{', '.join(f'`{t}`' for t in known)}): the LLM API rejects the speculative "
+            "config while it parses the arguments, so the server does not start"
+        )
+    else:
+        why = (
+            f"`{named}` is not a decoding type with which {b.p.title} runs an EAGLE-3 draft "
+            f"({', '.join(f'`{t}`' for t in known)}): the launch is refused or runs another "
+            "method, and the draft is not served as EAGLE-3"
+        )
+    b.refuse(
+        rule_ids.DECODING_TYPE_UNKNOWN,
+        f"`decoding_type: {named}`: {why}",
+        _where(s, "/speculative_config/decoding_type"),
+        ("decoding_types",),
+        fix=f"set `decoding_type: {use}`",
+    )
+
+
+def _trtllm_max_draft_len(b: BaseBuilder, s: ServeSettings) -> None:
+    """TensorRT-LLM: an Eagle speculative config without `max_draft_len`."""
+    if s.method is None or s.max_draft_len is not None or not b.value("max_draft_len_required"):
+        return
+    b.refuse(
+        rule_ids.MAX_DRAFT_LEN_MISSING,
+        f"the speculative config has no `max_draft_len`: {b.p.title} requires it for Eagle "
+        "and refuses the config at start-up ('max_draft_len must be > 0 for Eagle'; older "
+        "releases: 'max_draft_len is required for Eagle')",
+        _where(s, "/speculative_config"),
+        ("max_draft_len_required",),
+        fix="add `max_draft_len: N` to speculative_config (the draft tokens per step, e.g. 3)",
+    )
+
+
+def _trtllm_draft_path(b: BaseBuilder, s: ServeSettings) -> None:
+    """TensorRT-LLM: the draft named with a key this version does not read, or not at all."""
+    want = b.value("draft_path_key")
+    if s.method is None or not isinstance(want, str):
+        return
+    key = s.draft_path_key
+    if key is None:
+        b.refuse(
+            rule_ids.DRAFT_PATH_MISSING,
+            f"the speculative config names no draft: {b.p.title} reads its path from "
+            f"`{want}` and, without it, raises ValueError at start-up ('Draft model must be "
+            "provided for EAGLE' / 'Path to EAGLE3 weights must be specified.')",
+            _where(s, "/speculative_config"),
+            ("draft_path_key",),
+            fix=f"add `{want}: DRAFT` to speculative_config (the draft's folder)",
+        )
+        return
+    aliases = [str(a) for a in b.value("draft_path_aliases") or []]
+    if key == want or key in aliases:
+        return
+    refused = b.value("spec_config_unknown_keys") == "refused"
+    what = (
+        "its speculative config declares no such key and refuses it while the arguments are "
+        "parsed ('Extra inputs are not permitted'), so the server does not start"
+        if refused
+        else "the key is not read, so the draft path is missing and start-up fails "
+        "(ValueError: 'Draft model must be provided for EAGLE' / 'Path to EAGLE3 weights "
+        "must be specified.')"
+    )
+    b.refuse(
+        rule_ids.DRAFT_PATH_KEY_UNREAD,
+        f"the launch names the draft with `{key}`, but {b.p.title} reads it from `{want}`: " + what,
+        _where(s, f"/speculative_config/{key}"),
+        ("draft_path_key", "draft_path_aliases")
+        + (("spec_config_unknown_keys",) if refused else ()),
+        fix=f"rename `{key}` to `{want}` (`{want}: {s.draft_model}`)",
     )

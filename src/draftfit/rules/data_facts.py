@@ -48,10 +48,14 @@ from draftfit.rules.norms import (
     norm_flag_ignored,
 )
 from draftfit.rules.serving import (
+    decoding_type_unknown,
     draft_mla_attention_backend,
+    draft_path_key_unread,
+    draft_path_missing,
     draft_quantization_flag_inherited,
     draft_tensor_parallel_ignored,
     draft_tensor_parallel_refused,
+    max_draft_len_missing,
     pipeline_parallel_aux_states,
 )
 from draftfit.rules.target import (
@@ -516,6 +520,18 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     },
     draft_quantization_flag_inherited: {  # DF554
         "sglang": ("draft_quantization_inherited", "draft_quantization_opt_out"),
+    },
+    max_draft_len_missing: {  # DF555
+        "trtllm": ("max_draft_len_required",),
+    },
+    draft_path_key_unread: {  # DF556
+        "trtllm": ("draft_path_key", "draft_path_aliases", "spec_config_unknown_keys"),
+    },
+    draft_path_missing: {  # DF557
+        "trtllm": ("draft_path_key",),
+    },
+    decoding_type_unknown: {  # DF558
+        "trtllm": ("decoding_types",),
     },
     draft_sliding_window_ignored: {  # DF130
         "vllm": ("draft_sliding_window_honoured",),

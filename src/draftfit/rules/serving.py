@@ -1,18 +1,23 @@
 """Rules about the launch's serving settings (`--serve-config`, `--serve-args`).
 
 They judge how the draft is run next to the target: parallel layout, attention backend and
-quantization flags. Each runs only when settings were given for the engine (`needs_serve`);
-otherwise it is listed as skipped and the verdict is that of a default launch. Detection
-lives in :mod:`draftfit.engines.serving_checks`.
+quantization flags, and TensorRT-LLM's `speculative_config` itself. Each runs only when
+settings were given for the engine (`needs_serve`); otherwise it is listed as skipped and the
+verdict is that of a default launch. Detection lives in
+:mod:`draftfit.engines.serving_checks`.
 """
 
 from __future__ import annotations
 
 from draftfit.rule_ids import (
+    DECODING_TYPE_UNKNOWN,
     DRAFT_MLA_ATTENTION_BACKEND,
+    DRAFT_PATH_KEY_UNREAD,
+    DRAFT_PATH_MISSING,
     DRAFT_QUANTIZATION_FLAG_INHERITED,
     DRAFT_TENSOR_PARALLEL_IGNORED,
     DRAFT_TENSOR_PARALLEL_REFUSED,
+    MAX_DRAFT_LEN_MISSING,
     PIPELINE_PARALLEL_AUX_STATES,
 )
 from draftfit.rules.base import event_rule
@@ -165,4 +170,103 @@ def draft_quantization_flag_inherited() -> None:
     ## Fix
     Where the version has it, `--speculative-draft-model-quantization unquant`. Or leave
     `--quantization` out: SGLang reads the target's method from its config.json.
+    """
+
+
+@event_rule(
+    MAX_DRAFT_LEN_MISSING,
+    "TensorRT-LLM speculative_config has no max_draft_len",
+    needs_serve=True,
+)
+def max_draft_len_missing() -> None:
+    """## What it checks
+    A TensorRT-LLM launch (`--extra_llm_api_options` YAML, or a YAML given to
+    `--serve-config`) whose `speculative_config` names an Eagle `decoding_type` but no
+    `max_draft_len`.
+
+    ## Why it matters
+    TensorRT-LLM has no default draft length for Eagle: it refuses the speculative config
+    at start-up (`max_draft_len must be > 0 for Eagle`; older releases assert
+    `max_draft_len is required for Eagle`), so the server does not start.
+
+    ## Example
+    `speculative_config: {decoding_type: Eagle, speculative_model_dir: /models/draft}`
+
+    ## Fix
+    Add `max_draft_len: N`, the draft tokens proposed per step (e.g. 3).
+    """
+
+
+@event_rule(
+    DRAFT_PATH_KEY_UNREAD,
+    "TensorRT-LLM speculative_config names the draft with a key the release does not read",
+    needs_serve=True,
+)
+def draft_path_key_unread() -> None:
+    """## What it checks
+    A TensorRT-LLM launch whose `speculative_config` names the draft with a key that is
+    not the one its release reads. The key was renamed more than once:
+    `pytorch_eagle_weights_path`, then `pytorch_weights_path`, then `speculative_model_dir`,
+    then `speculative_model` (which still accepts `speculative_model_dir` as an alias).
+
+    ## Why it matters
+    Where the decoding config is a strict model, it refuses keys it does not declare, so
+    the arguments are rejected and the server does not start; where an unknown key is not
+    refused, the draft path is missing and start-up fails all the same (`Draft model must
+    be provided for EAGLE`).
+
+    ## Example
+    `speculative_config: {decoding_type: Eagle, max_draft_len: 3, speculative_model:
+    /models/draft}` for a release that reads `speculative_model_dir`.
+
+    ## Fix
+    Rename the key to the one the release reads; the finding's fix names it.
+    """
+
+
+@event_rule(
+    DRAFT_PATH_MISSING,
+    "TensorRT-LLM speculative_config names no draft",
+    needs_serve=True,
+)
+def draft_path_missing() -> None:
+    """## What it checks
+    A TensorRT-LLM launch whose `speculative_config` names an Eagle `decoding_type` but no
+    draft checkpoint under any of the keys TensorRT-LLM has used for it.
+
+    ## Why it matters
+    EAGLE-3 needs the draft's weights: TensorRT-LLM raises `ValueError` at start-up
+    (`Draft model must be provided for EAGLE` / `Path to EAGLE3 weights must be
+    specified.`).
+
+    ## Example
+    `speculative_config: {decoding_type: Eagle, max_draft_len: 3}`
+
+    ## Fix
+    Add the draft's folder under the key the release reads (the finding's fix names it).
+    """
+
+
+@event_rule(
+    DECODING_TYPE_UNKNOWN,
+    "TensorRT-LLM decoding_type is not one the release runs EAGLE-3 with",
+    needs_serve=True,
+)
+def decoding_type_unknown() -> None:
+    """## What it checks
+    A TensorRT-LLM launch whose `speculative_config.decoding_type` is not one of the
+    types with which its release runs an EAGLE-3 draft: `Eagle` in every release draftfit
+    knows, `Eagle3` only in the later ones.
+
+    ## Why it matters
+    The decoding type picks the decoding config class. A name the release does not have
+    is rejected while the arguments are parsed, and the server does not start; another
+    method's name (`MTP`, `NGram`, ...) does not run the draft as EAGLE-3.
+
+    ## Example
+    `speculative_config: {decoding_type: Eagle3, max_draft_len: 3,
+    speculative_model_dir: /models/draft}` for a release without `Eagle3`.
+
+    ## Fix
+    Use the release's name: `Eagle` (or `Eagle3` where the release has it).
     """
