@@ -406,24 +406,35 @@ def _trtllm_decoding_type(b: BaseBuilder, s: ServeSettings) -> None:
     if named is None or not known or named in known:
         return
     use = "Eagle3" if "Eagle3" in known else known[0]
+    listed = ", ".join(f"`{t}`" for t in known)
+    # Where the data has the name at other releases, say from when (and how sure that is).
+    elsewhere = [e for e in b.p.data.facts["decoding_types"].entries if e.value == named]
+    when = ""
+    if elsewhere:
+        entry = elsewhere[0]
+        when = f" (draftfit's data has `{named}` from {entry.since}" + (
+            f"; {entry.note})" if entry.note else ")"
+        )
     if named.lower().startswith("eagle"):
         why = (
-            f"{b.p.title} has no decoding type `{named}` (its EAGLE-3 decoding types: "
-            f"{', '.join(f'`{t}`' for t in known)}): the LLM API rejects the speculative "
-            "config while it parses the arguments, so the server does not start"
+            f"{b.p.title} has no decoding type `{named}`; its EAGLE-3 decoding types are "
+            f"{listed}{when}: the LLM API rejects the speculative config while it parses the "
+            "arguments, so the server does not start"
         )
     else:
         why = (
             f"`{named}` is not a decoding type with which {b.p.title} runs an EAGLE-3 draft "
-            f"({', '.join(f'`{t}`' for t in known)}): the launch is refused or runs another "
-            "method, and the draft is not served as EAGLE-3"
+            f"({listed}): the launch is refused or runs another method, and the draft is not "
+            "served as EAGLE-3"
         )
-    b.refuse(
-        rule_ids.DECODING_TYPE_UNKNOWN,
-        f"`decoding_type: {named}`: {why}",
-        _where(s, "/speculative_config/decoding_type"),
-        ("decoding_types",),
-        fix=f"set `decoding_type: {use}`",
+    b.view.refuse(
+        Event(
+            rule_ids.DECODING_TYPE_UNKNOWN,
+            f"`decoding_type: {named}`: {why}",
+            _where(s, "/speculative_config/decoding_type"),
+            tuple(e.source for e in elsewhere) + b.src("decoding_types"),
+            f"set `decoding_type: {use}`",
+        )
     )
 
 
@@ -434,8 +445,7 @@ def _trtllm_max_draft_len(b: BaseBuilder, s: ServeSettings) -> None:
     b.refuse(
         rule_ids.MAX_DRAFT_LEN_MISSING,
         f"the speculative config has no `max_draft_len`: {b.p.title} requires it for Eagle "
-        "and refuses the config at start-up ('max_draft_len must be > 0 for Eagle'; older "
-        "releases: 'max_draft_len is required for Eagle')",
+        "and refuses the config at start-up ('max_draft_len must be > 0 for Eagle')",
         _where(s, "/speculative_config"),
         ("max_draft_len_required",),
         fix="add `max_draft_len: N` to speculative_config (the draft tokens per step, e.g. 3)",
