@@ -2064,3 +2064,60 @@ case(
     verdict="incompatible",
     serve_args=_vllm_launch("-tp 8 --attention-backend FLASHMLA"),
 )(_mla_target(f.speculators()))
+
+
+# TensorRT-LLM launches: `trtllm-serve` with an options YAML from tests/data/trtllm-launch.
+_TRTLLM_LAUNCH_DATA = Path(__file__).parent / "data" / "trtllm-launch"
+_SPEC_CONFIG_CODES = {"DF555", "DF556", "DF557", "DF558"}
+
+
+def _trtllm_launch(options: str) -> str:
+    return f"trtllm-serve T --tp_size 1 --extra_llm_api_options {_TRTLLM_LAUNCH_DATA / options}"
+
+
+case(
+    "serve-trtllm-no-max-draft-len",
+    {"DF555"},
+    _SPEC_CONFIG_CODES - {"DF555"},
+    engines=("trtllm==1.2.0",),
+    verdict="incompatible",
+    serve_args=_trtllm_launch("no-max-draft-len.yaml"),
+)(with_target(f.specforge()))
+case(
+    "serve-trtllm-draft-key-of-a-later-release",
+    {"DF556"},
+    _SPEC_CONFIG_CODES - {"DF556"},
+    engines=("trtllm==1.2.0",),
+    verdict="incompatible",
+    serve_args=_trtllm_launch("speculative-model-key.yaml"),
+)(with_target(f.specforge()))
+case(
+    "serve-trtllm-no-draft",
+    {"DF557"},
+    _SPEC_CONFIG_CODES - {"DF557"},
+    engines=("trtllm==1.2.0",),
+    verdict="incompatible",
+    serve_args=_trtllm_launch("no-draft.yaml"),
+)(with_target(f.specforge()))
+case(
+    "serve-trtllm-eagle3-decoding-type-too-early",
+    {"DF558", "DF556"},
+    {"DF555", "DF557"},
+    engines=("trtllm==1.2.0",),
+    verdict="incompatible",
+    serve_args=_trtllm_launch("eagle3-speculative-model.yaml"),
+)(with_target(f.specforge()))
+case(
+    "serve-trtllm-eagle3-speculative-model-on-1.4",
+    set(),
+    _SPEC_CONFIG_CODES,
+    engines=("trtllm==1.4.0rc0",),
+    serve_args=_trtllm_launch("eagle3-speculative-model.yaml"),
+)(with_target(f.specforge()))
+case(
+    "serve-trtllm-release-keys",
+    set(),
+    _SPEC_CONFIG_CODES,
+    engines=("trtllm==1.2.0",),
+    serve_args=_trtllm_launch("eagle-speculative-model-dir.yaml"),
+)(with_target(f.specforge()))
