@@ -89,15 +89,16 @@ def _add_serve(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--serve-config",
         metavar="FILE|JSON",
-        help="the launch's vLLM settings: a --speculative-config JSON, or vLLM engine "
-        "arguments (as `vllm serve --config` takes them), inline or as a JSON/YAML file",
+        help="the launch's settings: a vLLM --speculative-config JSON, vLLM engine "
+        "arguments (as `vllm serve --config` takes them), or TensorRT-LLM's "
+        "--extra_llm_api_options YAML; inline or as a JSON/YAML file",
     )
     parser.add_argument(
         "--serve-args",
         metavar="COMMAND",
         help='the launch command or its flags, e.g. "vllm serve M -tp 8 --speculative-config '
-        '\'{...}\'" or "python -m sglang.launch_server --tp 8 ..." (settings apply to that '
-        "engine's versions)",
+        '\'{...}\'", "python -m sglang.launch_server --tp 8 ..." or "trtllm-serve M '
+        "--extra_llm_api_options spec.yaml\" (settings apply to that engine's versions)",
     )
 
 
