@@ -16,7 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from draftfit.checker import check_path
+from draftfit.report import Report
 from draftfit.rules import RULES
+from draftfit.serve_input import settings_from
 from tests import factory as f
 from tests.factory import Draft
 
@@ -34,6 +37,17 @@ class Case:
     verdict: str | None = None  # expected verdict for the first engine
     oracle: str | None = None
     serve_args: str | None = None  # the launch (`--serve-args`), for the serving rules
+
+    def check(self, tmp: Path) -> Report:
+        """Build the case under `tmp` and check it as its fields say."""
+        draft, target = self.build(tmp)
+        return check_path(
+            draft,
+            target=target,
+            engines=self.engines,
+            method=self.method,
+            serve=settings_from(serve_args=self.serve_args),
+        )
 
 
 CASES: list[Case] = []
@@ -1924,18 +1938,7 @@ def _mla_target(draft: Draft) -> Builder:
     """A tiny DeepSeek-V3 / Kimi-K2-shaped target config (MLA: `kv_lora_rank`)."""
 
     def build(tmp: Path) -> tuple[Path, Path | None]:
-        target = f.llama_target(
-            tmp / "target",
-            architectures=["DeepseekV3ForCausalLM"],
-            model_type="kimi_k2",
-            kv_lora_rank=512,
-            q_lora_rank=1536,
-            qk_rope_head_dim=64,
-            qk_nope_head_dim=128,
-            v_head_dim=128,
-            n_routed_experts=8,
-        )
-        return draft.write(tmp / "draft"), target
+        return draft.write(tmp / "draft"), f.kimi_mla_target(tmp / "target")
 
     return build
 

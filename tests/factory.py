@@ -201,6 +201,20 @@ def fp8_scale_bytes(rows: int, value: float = 0.01) -> bytes:
     return np.full(rows, value, dtype="<f4").tobytes()
 
 
+def _quantizable_weights(draft: Draft, ignore: list[str]) -> list[tuple[str, str]]:
+    """(tensor name, module) of every linear weight a quantization recipe converts: `*_proj`,
+    `fc` and `lm_head`, less the `ignore`d modules (bare or `model.`-prefixed)."""
+    found = []
+    for name in list(draft.tensors):
+        if not name.endswith(".weight"):
+            continue
+        module = name.removesuffix(".weight")
+        linear = module.endswith("_proj") or module in ("fc", "lm_head")
+        if linear and module not in ignore and "model." + module not in ignore:
+            found.append((name, module))
+    return found
+
+
 def quantize_fp8(
     draft: Draft,
     ignore: list[str] | None = None,
@@ -214,13 +228,7 @@ def quantize_fp8(
     `["Linear"]`; a quantized lm_head is named there (`["Linear", "lm_head"]`) for engines to
     quantize it."""
     ignore = ["lm_head"] if ignore is None else ignore
-    for name in list(draft.tensors):
-        if not name.endswith(".weight"):
-            continue
-        module = name.removesuffix(".weight")
-        linear = module.endswith("_proj") or module in ("fc", "lm_head")
-        if not linear or module in ignore or "model." + module in ignore:
-            continue
+    for name, module in _quantizable_weights(draft, ignore):
         t = draft.tensors[name]
         draft.tensors[name] = Tensor("F8_E4M3", t.shape)
         # A distinct scale per layer, so a loader that swaps them can be told apart.
@@ -274,13 +282,7 @@ def quantize_packed(
     `weight`. `ignore` defaults to `["lm_head"]`, `targets` to `["Linear"]` (name lm_head
     there, `["Linear", "lm_head"]`, for engines to quantize it)."""
     ignore = ["lm_head"] if ignore is None else ignore
-    for name in list(draft.tensors):
-        if not name.endswith(".weight"):
-            continue
-        module = name.removesuffix(".weight")
-        linear = module.endswith("_proj") or module in ("fc", "lm_head")
-        if not linear or module in ignore or "model." + module in ignore:
-            continue
+    for name, module in _quantizable_weights(draft, ignore):
         rows, cols = draft.tensors.pop(name).shape
         draft.tensors[module + ".weight_packed"] = Tensor("I32", (rows, cols * num_bits // 32))
         draft.tensors[module + ".weight_scale"] = Tensor("BF16", (rows, cols // group_size))
@@ -575,6 +577,21 @@ def llama_target(
     path.mkdir(parents=True, exist_ok=True)
     (path / "config.json").write_text(json.dumps(config, indent=2))
     return path
+
+
+def kimi_mla_target(path: Path, **extra: Any) -> Path:
+    """A tiny DeepSeek-V3 / Kimi-K2-shaped target config (MLA: `kv_lora_rank`)."""
+    mla: dict[str, Any] = {
+        "architectures": ["DeepseekV3ForCausalLM"],
+        "model_type": "kimi_k2",
+        "kv_lora_rank": 512,
+        "q_lora_rank": 1536,
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128,
+        "v_head_dim": 128,
+        "n_routed_experts": 8,
+    }
+    return llama_target(path, **{**mla, **extra})
 
 
 def hadamard(n: int) -> np.ndarray:

@@ -12,12 +12,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from draftfit import __version__
-from draftfit.checker import check_path
 from draftfit.cli import main
 from draftfit.render.kinds import KINDS
 from draftfit.render.registry import render
 from draftfit.schemas import SCHEMA_KINDS, load_schema
-from draftfit.serve_input import settings_from
 from tests import factory as f
 from tests.cases import CASES, Case
 
@@ -71,14 +69,7 @@ def test_schema_rejects_what_it_should() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_check_json_of_every_rule_case(case: Case, tmp_path: Path) -> None:
-    draft, target = case.build(tmp_path)
-    report = check_path(
-        draft,
-        target=target,
-        engines=case.engines,
-        method=case.method,
-        serve=settings_from(serve_args=case.serve_args),
-    )
+    report = case.check(tmp_path)
     validate("check", json.loads(render(report, "json")))
 
 

@@ -9,21 +9,13 @@ import pytest
 
 from draftfit.checker import check_path
 from draftfit.rules import all_rules
-from draftfit.serve_input import settings_from
 from tests import factory as f
 from tests.cases import CASES, Case
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_case(case: Case, tmp_path: Path) -> None:
-    draft, target = case.build(tmp_path)
-    report = check_path(
-        draft,
-        target=target,
-        engines=case.engines,
-        method=case.method,
-        serve=settings_from(serve_args=case.serve_args),
-    )
+    report = case.check(tmp_path)
     codes = {f.code for f in report.findings}
     missing = case.fires - codes
     unexpected = case.quiet & codes

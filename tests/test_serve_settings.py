@@ -186,18 +186,7 @@ def test_cli_usage_error_is_one_line_exit_2(tmp_path: Path) -> None:
 
 def _kimi_target(root: Path, **extra: Any) -> Path:
     """A tiny DeepSeek-V3 / Kimi-K2-shaped target config (MLA: `kv_lora_rank`)."""
-    return f.llama_target(
-        root / "target",
-        architectures=["DeepseekV3ForCausalLM"],
-        model_type="kimi_k2",
-        kv_lora_rank=512,
-        q_lora_rank=1536,
-        qk_rope_head_dim=64,
-        qk_nope_head_dim=128,
-        v_head_dim=128,
-        n_routed_experts=8,
-        **extra,
-    )
+    return f.kimi_mla_target(root / "target", **extra)
 
 
 def _codes(report: Any) -> set[str]:

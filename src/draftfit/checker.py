@@ -127,7 +127,7 @@ def check_checkpoint(
         # Without --method, the method the launch names is the one this engine serves with.
         launch_method = settings.eagle_method() if settings is not None else None
         served_method = launch_method if method is None and launch_method else effective_method
-        explicit = method is not None or (method is None and launch_method is not None)
+        explicit = method is not None or launch_method is not None
         view = build_view(
             BuildInputs(checkpoint, spec, target, profile, served_method, explicit, settings)
         )

@@ -41,20 +41,17 @@ def argument_mistake(
     checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, method: str | None
 ) -> str | None:
     """The one-line description of the mistake, or None when the arguments look right."""
-    if method is not None or spec.method is not None:
+    found = _full_model_given(checkpoint, spec, target, method)
+    if found is None:
         return None
-    model = _full_model(checkpoint)
-    if model is None:
-        return None
+    model, head = found
     draft = checkpoint.source
-    if target is not None:
-        head = _draft_like(target.config)
-        if head is not None:
-            return (
-                f"{draft} is a full model ({model}) and the target {target.source} an EAGLE "
-                f"draft ({head}): the two look swapped; run `draftfit check {target.source} "
-                f"--target {draft}`"
-            )
+    if target is not None and head is not None:
+        return (
+            f"{draft} is a full model ({model}) and the target {target.source} an EAGLE "
+            f"draft ({head}): the two look swapped; run `draftfit check {target.source} "
+            f"--target {draft}`"
+        )
     return (
         f"{draft} is a full model ({model}), not an EAGLE draft (no `fc` projection, no "
         f"EAGLE architecture): give the draft checkpoint as DRAFT and this model as --target "
@@ -67,15 +64,12 @@ def refuse_diff_mistakes(
 ) -> None:
     """Raise :class:`UsageError` with one line when `diff` was given a full model where a
     draft belongs (`sides` are ("draft" | "reference", checkpoint, description))."""
-    if method is not None:
-        return
     for role, checkpoint, spec in sides:
-        if spec.method is not None:
+        found = _full_model_given(checkpoint, spec, target, method)
+        if found is None:
             continue
-        model = _full_model(checkpoint)
-        if model is None:
-            continue
-        if target is not None and _draft_like(target.config) is not None:
+        model, head = found
+        if head is not None and target is not None:
             raise UsageError(
                 f"the {role} {checkpoint.source} is a full model ({model}) and the target "
                 f"{target.source} an EAGLE draft: the two look swapped; give the model as "
@@ -86,6 +80,19 @@ def refuse_diff_mistakes(
             "`draftfit diff` compares two drafts; give this model as --target, or pass "
             "--method to compare it as a draft"
         )
+
+
+def _full_model_given(
+    checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, method: str | None
+) -> tuple[str, str | None] | None:
+    """(the full model given as a draft, what marks the target as a draft or None), or None
+    when the checkpoint is not a full model or the method was given or read."""
+    if method is not None or spec.method is not None:
+        return None
+    model = _full_model(checkpoint)
+    if model is None:
+        return None
+    return model, _draft_like(target.config) if target is not None else None
 
 
 def _full_model(checkpoint: Checkpoint) -> str | None:

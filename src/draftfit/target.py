@@ -108,6 +108,22 @@ class Target:
                 return qc, self.pointer("quantization_config")
         return None
 
+    @property
+    def quantization_method(self) -> str | None:
+        """The first `quantization_config.quant_method` written as a string, top level
+        before the text config's (`awq`, `fp8`, `compressed-tensors`, ...)."""
+        for config in (self.config, self.text_config):
+            qc = config.get("quantization_config")
+            if isinstance(qc, dict) and isinstance(qc.get("quant_method"), str):
+                method: str = qc["quant_method"]
+                return method
+        return None
+
+    @property
+    def is_mla(self) -> bool:
+        """Whether the target's attention is multi-head latent (`kv_lora_rank` set)."""
+        return bool(self.text_config.get("kv_lora_rank") or self.config.get("kv_lora_rank"))
+
 
 def load_target(
     path: str | Path, source: str | None = None, rotation: RotationCheck | None = None

@@ -20,9 +20,7 @@ from draftfit.spec import EAGLE3
 if TYPE_CHECKING:
     from draftfit.engines.builder import BaseBuilder
     from draftfit.serve_settings import ServeSettings
-    from draftfit.target import Target
 
-TARGET_CONFIG = "target config.json"
 SERVE = "serving settings"
 # Quantization methods that quantize bf16 weights at load time: an unquantized draft can
 # take them (SGLang then quantizes the draft too).
@@ -195,15 +193,16 @@ def _vllm_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
     )
 
 
-def _mla_target(t: Target | None) -> bool:
-    return t is not None and bool(t.text_config.get("kv_lora_rank") or t.config.get("kv_lora_rank"))
-
-
 def _mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
     """SGLang: an MHA draft next to an MLA target inherits the target's attention backend;
     an MLA-only backend then refuses the draft at start-up."""
     backend = s.attention_backend
-    if backend is None or not _mla_target(b.target) or s.draft_attention_backend is not None:
+    if (
+        backend is None
+        or b.target is None
+        or not b.target.is_mla
+        or s.draft_attention_backend is not None
+    ):
         return
     if b.family in type(b).mla_families:
         return  # an MLA draft runs on MLA backends
@@ -291,7 +290,12 @@ def _vllm_mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
     MLA-only backend gets that backend too, where the runner builds the draft with the
     launch's backend, and the backend refuses the draft's layers at start-up."""
     forced = _vllm_forced_backend(b, s)
-    if forced is None or not _mla_target(b.target) or b.family in type(b).mla_families:
+    if (
+        forced is None
+        or b.target is None
+        or not b.target.is_mla
+        or b.family in type(b).mla_families
+    ):
         return
     named, how, pointer = forced
     if named not in (b.value("mla_only_attention_backends") or []):
@@ -358,16 +362,6 @@ def _vllm_mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
     )
 
 
-def target_quantization(t: Target) -> str | None:
-    """The target's `quantization_config.quant_method` (top level or `text_config`)."""
-    for config in (t.config, t.text_config):
-        qc = config.get("quantization_config")
-        if isinstance(qc, dict) and isinstance(qc.get("quant_method"), str):
-            method: str = qc["quant_method"]
-            return method
-    return None
-
-
 def _sglang_quantization_flag(b: BaseBuilder, s: ServeSettings) -> None:
     """SGLang: `--quantization METHOD` builds the draft with METHOD too; an unquantized draft
     then fails at start-up (unless `--speculative-draft-model-quantization unquant`)."""
@@ -379,7 +373,7 @@ def _sglang_quantization_flag(b: BaseBuilder, s: ServeSettings) -> None:
     opt_out = bool(b.value("draft_quantization_opt_out"))
     if opt_out and s.draft_quantization is not None:
         return  # the draft has its own setting (`unquant` keeps it as stored)
-    method = target_quantization(b.target)
+    method = b.target.quantization_method
     b.refuse(
         rule_ids.DRAFT_QUANTIZATION_FLAG_INHERITED,
         f"the launch passes --quantization {flag} and the draft is not quantized: "

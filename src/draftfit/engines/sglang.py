@@ -32,6 +32,7 @@ from draftfit.engines.builder import (
 from draftfit.engines.draft_quant import add_quantized_parameters, quant_suffix, read_draft_quant
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import first_release_where
+from draftfit.engines.serving_checks import ONLINE_QUANTIZATION
 from draftfit.engines.view import (
     FAILS,
     SHARED,
@@ -61,8 +62,6 @@ CLASS_FAMILY = {
 }
 NESTED_IDS_POINTER = "/eagle_config/eagle_aux_hidden_state_layer_ids"
 _STACKED = re.compile(r"\.(q_proj|k_proj|v_proj|gate_proj|up_proj)\.")
-# Quantization methods SGLang can apply to an unquantized checkpoint at load time.
-_ONLINE_QUANTIZATION = frozenset({"fp8"})
 
 
 class _SGLangBuilder(BaseBuilder):
@@ -397,13 +396,8 @@ class _SGLangBuilder(BaseBuilder):
             return  # with the launch's settings, DF554 says whether it happens
         if read_draft_quant(self.config) is not None:
             return
-        method = None
-        for config in (t.config, t.text_config):
-            qc = config.get("quantization_config")
-            if isinstance(qc, dict) and isinstance(qc.get("quant_method"), str):
-                method = qc["quant_method"]
-                break
-        if method is None or method.lower() in _ONLINE_QUANTIZATION:
+        method = t.quantization_method
+        if method is None or method.lower() in ONLINE_QUANTIZATION:
             return
         opt_out = bool(self.value("draft_quantization_opt_out"))
         self.event(

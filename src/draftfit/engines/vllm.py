@@ -141,13 +141,10 @@ class _Builder(BaseBuilder):
                     fix=f'pass "method": "{self.spec.method}" in --speculative-config',
                 )
             return
-        serve = self.inputs.serve
-        launch_method = serve.method.lower() if serve is not None and serve.method else None
         if (
             not self.method_explicit
             and self.method is not None
             and detected != self.method
-            and launch_method != self.method  # the launch's speculative config names it
             and non_eagle_kind(self.config) is None  # not-an-eagle-draft says what to pass
         ):
             self.event(
