@@ -179,6 +179,21 @@ class _Reader:
         self.cache: dict[tuple[str, int, int], bytes] | None = {} if cache else None
         self.bytes_read = 0
 
+    def runs(
+        self, info: TensorInfo, plan: list[tuple[int, int]], remember: bool = False
+    ) -> Iterator[tuple[int, int, bytes | memoryview, list[int]]]:
+        """(first row, end row, stored bytes, rows of each range of `plan` in them): in
+        full mode from a local file, runs of consecutive ranges mapped together (so the
+        whole-run work is done once per window, not per range); else one range at a time."""
+        assert info.byte_range is not None
+        path = self.local(info.file) if self.local else None
+        if self.cache is None and path is not None:
+            per_row = row_bytes(info.dtype, info.shape) or 0
+            yield from self._stream(path, info.byte_range[0], per_row, plan)
+            return
+        for start, end, data in self.raw(info, plan, remember=remember):
+            yield start, end, data, [end - start]
+
     def raw(
         self,
         info: TensorInfo,
@@ -192,7 +207,13 @@ class _Reader:
         base = info.byte_range[0]
         path = self.local(info.file) if self.local and read is None else None
         if self.cache is None and path is not None:
-            yield from self._stream(path, base, per_row, plan)
+            for start, _, window, rows in self._stream(path, base, per_row, plan):
+                at = 0
+                for count in rows:  # each range of the window on its own
+                    with window[at : at + count * per_row] as view:
+                        yield start, start + count, view
+                    at += count * per_row
+                    start += count
             return
         reader = read or self.read
         if path is not None:
@@ -229,27 +250,32 @@ class _Reader:
 
     def _stream(
         self, path: Path, base: int, per_row: int, plan: list[tuple[int, int]]
-    ) -> Iterator[tuple[int, int, memoryview]]:
-        """Full mode, local file: each range mapped read-only (no copy out of the page
-        cache) and unmapped before the next, so resident memory stays one chunk; each view
-        is valid until the next one is yielded. The kernel is asked to read the next range
-        from the disk while this one is scanned, so a cold file's reads and the scan
-        overlap."""
+    ) -> Iterator[tuple[int, int, memoryview, list[int]]]:
+        """Full mode, local file: the ranges of `plan` mapped read-only (no copy out of the
+        page cache) a window at a time (:func:`_windows`), each window unmapped before the
+        next, so resident memory stays one window: (first row, end row, the window's bytes,
+        rows of each range in it). Each view is valid until the next one is yielded. The
+        kernel is asked to read the next window from the disk while this one is scanned,
+        so a cold file's reads and the scan overlap."""
         import mmap
 
         fd = os.open(path, os.O_RDONLY)
         try:
             file_size = os.fstat(fd).st_size
-            for k, (start, end) in enumerate(plan):
-                size = (end - start) * per_row
-                offset = base + start * per_row
+            windows = _windows(plan, per_row)
+            for k, window in enumerate(windows):
+                first, end = window[0][0], window[-1][1]
+                offset, size = base + first * per_row, (end - first) * per_row
+                rows = [b - a for a, b in window]
                 if offset + size > file_size:  # mapping past the end would fault on access
                     raise OSError(f"short read of {path.name} at {offset}")
-                if k + 1 < len(plan):
-                    after = plan[k + 1]
-                    _read_ahead(fd, base + after[0] * per_row, (after[1] - after[0]) * per_row)
+                if k + 1 < len(windows):
+                    after = windows[k + 1]
+                    _read_ahead(
+                        fd, base + after[0][0] * per_row, (after[-1][1] - after[0][0]) * per_row
+                    )
                 if not size:
-                    yield start, end, memoryview(b"")
+                    yield first, end, memoryview(b""), rows
                     continue
                 aligned = offset - offset % mmap.ALLOCATIONGRANULARITY
                 mapped = mmap.mmap(
@@ -261,13 +287,36 @@ class _Reader:
                 try:
                     self.bytes_read += size
                     self.progress(size)
-                    yield start, end, view
+                    yield first, end, view, rows
                 finally:
                     view.release()
                     with contextlib.suppress(BufferError):  # still in use: closed when freed
                         mapped.close()
         finally:
             os.close(fd)
+
+
+# Full mode maps up to this many bytes of consecutive ranges at once: one map, unmap and
+# read-ahead call per window instead of per 8 MB range takes a tenth off a warm 10 GB scan,
+# while resident memory stays a few tens of MB.
+WINDOW_BYTES = 32 * 1024 * 1024
+
+
+def _windows(plan: list[tuple[int, int]], per_row: int) -> list[list[tuple[int, int]]]:
+    """`plan`'s ranges grouped into runs of contiguous ranges of at most WINDOW_BYTES (a
+    range larger than that is a window of its own)."""
+    windows: list[list[tuple[int, int]]] = []
+    for start, end in plan:
+        last = windows[-1] if windows else None
+        if (
+            last is not None
+            and last[-1][1] == start
+            and (end - last[0][0]) * per_row <= WINDOW_BYTES
+        ):
+            last.append((start, end))
+        else:
+            windows.append([(start, end)])
+    return windows
 
 
 def _read_ahead(fd: int, offset: int, size: int) -> None:
@@ -296,8 +345,8 @@ def _tensor_facts(
         chunk_width = spec.target_hidden_size
     _, width = rows_and_width(info.shape)
     accumulator = TensorAccumulator(facts, chunk_width)
-    for start, end, data in reader.raw(info, plan, remember=canonical in (EMBED, HEAD)):
-        accumulator.add(data, end - start, width)
+    for start, end, data, blocks in reader.runs(info, plan, remember=canonical in (EMBED, HEAD)):
+        accumulator.add(data, end - start, width, blocks)
     return accumulator.finish()
 
 

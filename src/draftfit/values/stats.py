@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import zlib
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -96,40 +97,56 @@ class TensorAccumulator:
         self._crc = 0
         self._chunk_same: list[list[bool]] = []
 
-    def add(self, raw: bytes | memoryview, rows: int, width: int) -> None:
-        """Fold in `rows` whole rows of `width` values stored as `raw`."""
+    def add(
+        self, raw: bytes | memoryview, rows: int, width: int, blocks: Sequence[int] = ()
+    ) -> None:
+        """Fold in `rows` whole rows of `width` values stored as `raw`: one block, or the
+        consecutive blocks of `blocks` rows each. The exact signatures are taken over all of
+        `raw` at once; the moments and the digest come from the first rows of each block, so
+        the answer does not depend on how the blocks are grouped."""
         facts = self.facts
         facts.rows += rows
         facts.values += rows * width
+        blocks = blocks or [rows]
+        per_row = len(raw) // rows if rows else 0
         ieee = _IEEE.get(facts.dtype)
         bad_before = facts.nan + facts.inf
-        zero_bits = False  # every stored bit of the block is 0: every value is +0.0
+        zero_bits = False  # every stored bit of `raw` is 0: every value is +0.0
         if ieee is None:
-            self._add_decoded(raw, rows, width)
+            for block, count in _blocks(raw, blocks, per_row):  # decoded a block at a time
+                self._add_decoded(block, count, width)
         else:
             zero_bits = self._add_bits(raw, rows, width, ieee)
-        all_finite = facts.nan + facts.inf == bad_before  # no NaN/Inf in this block
+        all_finite = facts.nan + facts.inf == bad_before  # no NaN/Inf in `raw`
+        for block, count in _blocks(raw, blocks, per_row):
+            self._add_sample(block, count, width, zero_bits, all_finite)
+
+    def _add_sample(
+        self, raw: bytes | memoryview, rows: int, width: int, zero_bits: bool, all_finite: bool
+    ) -> None:
+        """The moments and the digest of the first rows of one block."""
         keep = min(rows, -(-MOMENT_VALUES // max(width, 1)))
-        if keep:
-            part = raw[: keep * (len(raw) // rows)] if keep < rows else raw
-            self._crc = zlib.crc32(part, self._crc)
-            chunked = bool(self.chunk_width) and width % (self.chunk_width or 1) == 0
-            if zero_bits:
-                self._moments.add_zeros(keep * width)
-                if chunked and self.chunk_width:
-                    if not self._chunk_moments:
-                        self._chunk_moments = [Moments() for _ in range(width // self.chunk_width)]
-                    for moments in self._chunk_moments:
-                        moments.add_zeros(keep * self.chunk_width)
-                return
-            values = decode_float(part, facts.dtype)
-            self._moments.add(values, all_finite)
-            if self.chunk_width and chunked:
-                grid = values.reshape(keep, width // self.chunk_width, self.chunk_width)
+        if not keep:
+            return
+        part = raw[: keep * (len(raw) // rows)] if keep < rows else raw
+        self._crc = zlib.crc32(part, self._crc)
+        chunked = bool(self.chunk_width) and width % (self.chunk_width or 1) == 0
+        if zero_bits:
+            self._moments.add_zeros(keep * width)
+            if chunked and self.chunk_width:
                 if not self._chunk_moments:
-                    self._chunk_moments = [Moments() for _ in range(grid.shape[1])]
-                for k, moments in enumerate(self._chunk_moments):
-                    moments.add(grid[:, k, :].ravel(), all_finite)
+                    self._chunk_moments = [Moments() for _ in range(width // self.chunk_width)]
+                for moments in self._chunk_moments:
+                    moments.add_zeros(keep * self.chunk_width)
+            return
+        values = decode_float(part, self.facts.dtype)
+        self._moments.add(values, all_finite)
+        if self.chunk_width and chunked:
+            grid = values.reshape(keep, width // self.chunk_width, self.chunk_width)
+            if not self._chunk_moments:
+                self._chunk_moments = [Moments() for _ in range(grid.shape[1])]
+            for k, moments in enumerate(self._chunk_moments):
+                moments.add(grid[:, k, :].ravel(), all_finite)
 
     def _add_bits(
         self,
@@ -155,13 +172,9 @@ class TensorAccumulator:
             return True
         top = max(high, unsigned_high - sign if unsigned_high >= sign else 0)
         if top >= exponent:  # NaN or Inf somewhere: count them on the magnitudes
-            magnitude = bits & view(mask)
-            bad = magnitude >= exponent
-            inf = int(np.count_nonzero(magnitude == exponent))
+            nan, inf, top = _non_finite(bits, view(mask), exponent)
+            facts.nan += nan
             facts.inf += inf
-            facts.nan += int(np.count_nonzero(bad)) - inf
-            finite = magnitude[~bad]
-            top = int(finite.max()) if finite.size else 0
             facts.all_zero = False
         if top:
             facts.all_zero = False
@@ -225,6 +238,44 @@ class TensorAccumulator:
             earlier = [j for j in range(k) if self._chunk_same[k][j]]
             chunk.same_as = earlier[0] if earlier and chunk.rows else None
         return facts
+
+
+# Where NaN/Inf are counted, masked copies are made this many bytes of rows at a time, so
+# the memory they take stays bounded whatever the block size.
+_COPY_BYTES = 8 * 1024 * 1024
+
+
+def _non_finite(
+    bits: npt.NDArray[np.signedinteger], mask: np.signedinteger, exponent: int
+) -> tuple[int, int, int]:
+    """(NaN count, Inf count, largest finite magnitude's bits) of the (rows, width) `bits`."""
+    nan = inf = top = 0
+    step = max(1, _COPY_BYTES // max(1, bits.shape[1] * bits.itemsize))
+    for start in range(0, bits.shape[0], step):
+        magnitude = bits[start : start + step] & mask
+        bad = magnitude >= exponent
+        infinite = int(np.count_nonzero(magnitude == exponent))
+        inf += infinite
+        nan += int(np.count_nonzero(bad)) - infinite
+        finite = magnitude[~bad]
+        if finite.size:
+            top = max(top, int(finite.max()))
+    return nan, inf, top
+
+
+def _blocks(
+    raw: bytes | memoryview, blocks: Sequence[int], per_row: int
+) -> Iterator[tuple[bytes | memoryview, int]]:
+    """(bytes, rows) of each block of `raw` (no copy; a slice is released once used)."""
+    if len(blocks) == 1:
+        yield raw, blocks[0]
+        return
+    with memoryview(raw) as whole:
+        at = 0
+        for count in blocks:
+            with whole[at : at + count * per_row] as block:
+                yield block, count
+            at += count * per_row
 
 
 # The two max reductions of `_highs` run over pieces of about this many bytes, so the second
