@@ -168,7 +168,7 @@ class TensorAccumulator:
             if width > 1:
                 facts.constant_rows += rows
             if self.chunk_width:
-                self._add_chunks(bits, bits)
+                self._add_chunks(bits, None)
             return True
         top = max(high, unsigned_high - sign if unsigned_high >= sign else 0)
         if top >= exponent:  # NaN or Inf somewhere: count them on the magnitudes
@@ -185,7 +185,7 @@ class TensorAccumulator:
         if width > 1:
             facts.constant_rows += _constant_rows(bits)
         if self.chunk_width:
-            self._add_chunks(bits, bits & view(mask))
+            self._add_chunks(bits, view(mask))
         return False
 
     def _add_decoded(self, raw: bytes | memoryview, rows: int, width: int) -> None:
@@ -205,11 +205,11 @@ class TensorAccumulator:
         if width > 1:
             facts.constant_rows += int((block == block[:, :1]).all(axis=1).sum())
         if self.chunk_width:
-            self._add_chunks(block, np.abs(block))
+            self._add_chunks(block, None)
 
-    def _add_chunks(
-        self, block: npt.NDArray[np.generic], magnitude: npt.NDArray[np.generic]
-    ) -> None:
+    def _add_chunks(self, block: npt.NDArray[np.generic], mask: np.generic | None) -> None:
+        """The `fc` aux chunks' signatures of `block` (stored bits with the magnitude
+        `mask`, or decoded values when `mask` is None)."""
         width = self.chunk_width or 1
         count = block.shape[1] // width
         if not self.facts.chunks:
@@ -220,11 +220,11 @@ class TensorAccumulator:
             chunk = self.facts.chunks[k]
             chunk.rows += part.shape[0]
             chunk.values += part.size
-            if chunk.all_zero and magnitude[:, k * width : (k + 1) * width].max() != 0:
+            if chunk.all_zero and np.any(part if mask is None else np.bitwise_and(part, mask)):
                 chunk.all_zero = False
-            chunk.constant_rows += int((part == part[:, :1]).all(axis=1).sum())
+            chunk.constant_rows += _constant_rows(part)
             for j in range(k):
-                if self._chunk_same[k][j] and not np.array_equal(part, parts[j]):
+                if self._chunk_same[k][j] and not _equal(part, parts[j]):
                     self._chunk_same[k][j] = False
 
     def finish(self) -> TensorFacts:
@@ -344,6 +344,12 @@ def _constant_rows(bits: npt.NDArray[np.generic]) -> int:
         return 0
     rows = bits[candidates]
     return int((rows == rows[:, :1]).all(axis=1).sum())
+
+
+def _equal(a: npt.NDArray[np.generic], b: npt.NDArray[np.generic]) -> bool:
+    """`np.array_equal`, settled on the first row when that already differs (as it does
+    for all but copied chunks)."""
+    return np.array_equal(a[:1], b[:1]) and np.array_equal(a, b)
 
 
 class ComparisonAccumulator:
