@@ -44,8 +44,8 @@ def _map_agreement(values: array[int], t2d: bytes | None) -> tuple[bool, bool]:
         return False, False
     if not t2d:
         return True, True
-    marked = {i for i, flag in enumerate(t2d) if flag}
-    return True, mapped <= marked
+    size = len(t2d)
+    return True, all(0 <= target < size and t2d[target] for target in mapped)
 
 
 @rule(MISSING_D2T, "a reduced-vocabulary draft has no d2t map")
