@@ -1,9 +1,11 @@
-"""Full mode maps several blocks of a local file at once and takes the exact signatures over
-the whole window; the value facts must be the same as block by block, whatever lies in the
-blocks (NaN, infinities, zero blocks, constant rows, copied `fc` chunks, 8-bit floats)."""
+"""Full mode maps several blocks of a local file at once where they are in the page cache,
+and takes the exact signatures over the whole window; the value facts must be the same as
+block by block, whatever lies in the blocks (NaN, infinities, zero blocks, constant rows,
+copied `fc` chunks, 8-bit floats), and the same when the file is read from the disk."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -74,3 +76,38 @@ def test_windows_hold_whole_contiguous_ranges_up_to_the_window_size() -> None:
     assert scan._windows([(0, 2), (2, 4)], limit // 2) == [[(0, 2)], [(2, 4)]]
     assert scan._windows([(0, 1), (1, 2)], limit // 2) == [[(0, 1), (1, 2)]]
     assert scan._windows([(0, 1), (1, 2)], limit + 1) == [[(0, 1)], [(1, 2)]]
+
+
+def _evict(path: Path) -> bool:
+    """Drop the file's pages from the page cache; whether they are gone (a file system kept
+    in memory keeps them)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        cached = scan._cached(fd, 0, os.fstat(fd).st_size)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # the probe may have read some
+        return not cached
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "RWF_NOWAIT") or not hasattr(os, "posix_fadvise"),
+    reason="needs RWF_NOWAIT reads and posix_fadvise (Linux)",
+)
+def test_the_page_cache_decides_the_maps_not_the_facts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _draft(tmp_path)
+    weights = path / "model.safetensors"
+    monkeypatch.setattr(plan, "FULL_CHUNK_BYTES", 256)
+    warm = _facts(path)
+    fd = os.open(weights, os.O_RDONLY)
+    try:
+        assert scan._cached(fd, 0, os.fstat(fd).st_size)  # just read
+    finally:
+        os.close(fd)
+    if not _evict(weights):
+        pytest.skip("this file system keeps every page in memory")
+    assert _facts(path) == warm  # read back from the disk, a range at a time
