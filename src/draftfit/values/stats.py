@@ -311,7 +311,7 @@ def _highs_of(flat: npt.NDArray[np.signedinteger], view: type[np.signedinteger])
     return high, unsigned_high
 
 
-# Blocks at least this large are reduced in several threads (a full-mode chunk is 8 MB;
+# Blocks at least this large are reduced in several threads (full mode hands over up to 32 MB;
 # below 2 MB the threads' hand-off costs about what they save).
 _PARALLEL_BYTES = 2 * 1024 * 1024
 # At most this many threads: the reduction is bound by memory bandwidth, which two or three
