@@ -183,8 +183,9 @@ class _Reader:
         self, info: TensorInfo, plan: list[tuple[int, int]], remember: bool = False
     ) -> Iterator[tuple[int, int, bytes | memoryview, list[int]]]:
         """(first row, end row, stored bytes, rows of each range of `plan` in them): in
-        full mode from a local file, runs of consecutive ranges mapped together (so the
-        whole-run work is done once per window, not per range); else one range at a time."""
+        full mode from a local file, consecutive ranges the page cache holds come as one
+        run (so the work done per run is done once for several ranges); else one range at
+        a time."""
         assert info.byte_range is not None
         path = self.local(info.file) if self.local else None
         if self.cache is None and path is not None:
