@@ -32,7 +32,7 @@ from draftfit.values.plan import (
     sampled_rows,
     split_ranges,
 )
-from draftfit.values.stats import ComparisonAccumulator, TensorAccumulator
+from draftfit.values.stats import ComparisonAccumulator, TensorAccumulator, blocks_of
 from draftfit.values.target_weights import (
     TargetWeights,
     TargetWeightsMissing,
@@ -209,11 +209,8 @@ class _Reader:
         path = self.local(info.file) if self.local and read is None else None
         if self.cache is None and path is not None:
             for start, _, window, rows in self._stream(path, base, per_row, plan):
-                at = 0
-                for count in rows:  # each range of the window on its own
-                    with window[at : at + count * per_row] as view:
-                        yield start, start + count, view
-                    at += count * per_row
+                for view, count in blocks_of(window, rows, per_row):  # each range on its own
+                    yield start, start + count, view
                     start += count
             return
         reader = read or self.read

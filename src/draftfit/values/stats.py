@@ -113,12 +113,12 @@ class TensorAccumulator:
         bad_before = facts.nan + facts.inf
         zero_bits = False  # every stored bit of `raw` is 0: every value is +0.0
         if ieee is None:
-            for block, count in _blocks(raw, blocks, per_row):  # decoded a block at a time
+            for block, count in blocks_of(raw, blocks, per_row):  # decoded a block at a time
                 self._add_decoded(block, count, width)
         else:
             zero_bits = self._add_bits(raw, rows, width, ieee)
         all_finite = facts.nan + facts.inf == bad_before  # no NaN/Inf in `raw`
-        for block, count in _blocks(raw, blocks, per_row):
+        for block, count in blocks_of(raw, blocks, per_row):
             self._add_sample(block, count, width, zero_bits, all_finite)
 
     def _add_sample(
@@ -130,21 +130,19 @@ class TensorAccumulator:
             return
         part = raw[: keep * (len(raw) // rows)] if keep < rows else raw
         self._crc = zlib.crc32(part, self._crc)
-        chunked = bool(self.chunk_width) and width % (self.chunk_width or 1) == 0
+        step = self.chunk_width
+        chunks = width // step if step and width % step == 0 else 0  # `fc` aux chunks
+        if chunks and not self._chunk_moments:
+            self._chunk_moments = [Moments() for _ in range(chunks)]
         if zero_bits:
             self._moments.add_zeros(keep * width)
-            if chunked and self.chunk_width:
-                if not self._chunk_moments:
-                    self._chunk_moments = [Moments() for _ in range(width // self.chunk_width)]
-                for moments in self._chunk_moments:
-                    moments.add_zeros(keep * self.chunk_width)
+            for moments in self._chunk_moments:
+                moments.add_zeros(keep * width // len(self._chunk_moments))
             return
         values = decode_float(part, self.facts.dtype)
         self._moments.add(values, all_finite)
-        if self.chunk_width and chunked:
-            grid = values.reshape(keep, width // self.chunk_width, self.chunk_width)
-            if not self._chunk_moments:
-                self._chunk_moments = [Moments() for _ in range(grid.shape[1])]
+        if chunks:
+            grid = values.reshape(keep, chunks, width // chunks)
             for k, moments in enumerate(self._chunk_moments):
                 moments.add(grid[:, k, :].ravel(), all_finite)
 
@@ -203,7 +201,7 @@ class TensorAccumulator:
         if finite.size:
             facts.max_abs = max(facts.max_abs, float(np.abs(finite).max()))
         if width > 1:
-            facts.constant_rows += int((block == block[:, :1]).all(axis=1).sum())
+            facts.constant_rows += _constant_rows(block)
         if self.chunk_width:
             self._add_chunks(block, None)
 
@@ -263,7 +261,7 @@ def _non_finite(
     return nan, inf, top
 
 
-def _blocks(
+def blocks_of(
     raw: bytes | memoryview, blocks: Sequence[int], per_row: int
 ) -> Iterator[tuple[bytes | memoryview, int]]:
     """(bytes, rows) of each block of `raw` (no copy; a slice is released once used)."""
