@@ -13,6 +13,7 @@ from draftfit.engines.citation import parse_locations
 from draftfit.engines.profile import parse_engine_data
 from draftfit.engines.registry import load_engine
 from draftfit.errors import SpecDataError
+from draftfit.render.text import render_check
 from tests import factory as f
 
 
@@ -89,3 +90,20 @@ def test_two_model_rename_strips_the_suffix_only_from_1_1() -> None:
     data = load_engine("trtllm")
     assert data.resolve("0.20.0").value("two_model_arch_rename") == "prefix"
     assert data.resolve("1.1.0").value("two_model_arch_rename") == "strip-then-prefix"
+
+
+def test_a_verdict_says_which_facts_were_not_read_at_a_pinned_commit(tmp_path: Path) -> None:
+    draft = f.specforge()
+    draft.config["architectures"] = ["LlamaForCausalLMEagle3"]
+    report = check_path(
+        draft.write(tmp_path / "d"),
+        target=f.llama_target(tmp_path / "t"),
+        engines=("trtllm==0.20.0", "trtllm==1.2.0rc2", "vllm==0.34.0"),
+    )
+    old, pinned, vllm = (r.to_dict() for r in report.engines)
+    assert old["basis"]["not_read_at_pinned_commit"]["two_model_arch_rename"] == "reported"
+    assert not old["basis"]["read_at_pinned_commit"]
+    assert "embedding_sharing" in pinned["basis"]["read_at_pinned_commit"]
+    assert "basis" not in vllm
+    text = render_check(report)
+    assert "rests on facts not read at a pinned commit: draft_class_selection (reported)" in text

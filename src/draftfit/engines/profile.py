@@ -138,12 +138,13 @@ class EngineData:
         """The commit `version` was read at, or None where it is not pinned."""
         return next((p.commit for p in self.commits if p.version == version), None)
 
-    def read_at_pinned_commit(self, entry: Entry) -> bool:
-        """Whether `entry` was read at the releases it cites and each is pinned to a commit."""
-        if entry.confidence != "read":
+    def read_at_pinned_commit(self, entry: Entry, version: str) -> bool:
+        """Whether `entry` cites a line, with its anchor, at `version` and that release is
+        pinned to a commit: what the entry says at `version` was read there."""
+        if self.commit_for(version) is None:
             return False
-        tags = [loc.tag for loc in parse_locations(entry.source)]
-        return bool(tags) and all(t is not None and self.commit_for(t) for t in tags)
+        cited = zip(parse_locations(entry.source), entry.anchors, strict=False)
+        return any(loc.tag == version and loc.ranges and anchor for loc, anchor in cited)
 
     def resolve(self, version: str, requested: str | None = None) -> Profile:
         """The profile at a release draftfit has read; `requested` names the version the
@@ -228,6 +229,24 @@ class Profile:
 
     def value(self, key: str) -> Any:
         return self.fact(key).value
+
+    def basis(self) -> dict[str, Any] | None:
+        """For an engine whose releases are pinned to commits (`commits` in its data), the
+        facts consulted so far at this version: those read at a pinned commit, and the others
+        with their confidence. None for the other engines."""
+        if not self.data.commits:
+            return None
+        pinned: list[str] = []
+        other: dict[str, str] = {}
+        for key in sorted(self._cache):
+            active = [e for e in self.data.facts[key].entries if e.applies(self.parsed)]
+            loose = [e for e in active if not self.data.read_at_pinned_commit(e, self.version)]
+            if loose:
+                kind = loose[0].confidence
+                other[key] = "read at a release not pinned" if kind == "read" else kind
+            elif active:
+                pinned.append(key)
+        return {"read_at_pinned_commit": pinned, "not_read_at_pinned_commit": other}
 
     def sources(self, *keys: str) -> tuple[str, ...]:
         out: list[str] = []
