@@ -52,7 +52,14 @@ the file gets a reason instead.
 Downloads go to `--cache-dir` (default `~/.cache/draftfit-refresh`), one wheel at a time, and
 are deleted after use unless `--keep` is given (a kept wheel is reused by the next run).
 TensorRT-LLM's package on PyPI is a stub that fetches the real wheel elsewhere at install
-time, so its releases are reported as unreadable.
+time, so its releases are read from a local git clone instead:
+
+    PYTHONPATH=src python dev/refresh_engine.py trtllm 1.2.0rc2 --cited --repo-snapshot GIT_DIR
+
+reads each cited file with `git --git-dir GIT_DIR show COMMIT:PATH`, COMMIT being the one the
+data's `commits` pins the release to (a bare clone of NVIDIA/TensorRT-LLM will do; nothing is
+fetched). A release without a pinned commit is unreadable; without `--repo-snapshot` so is
+every TensorRT-LLM release.
 """
 
 from __future__ import annotations
@@ -123,10 +130,62 @@ class Release:
         self._zip.close()
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """A local git directory (`--repo-snapshot`) to read releases from instead of wheels."""
+
+    git_dir: Path
+
+
+class SnapshotRelease:
+    """The files of one release at the commit the data pins it to, read from a git snapshot."""
+
+    def __init__(self, engine: str, version: str, snapshot: Snapshot, commit: str) -> None:
+        self.engine, self.version = engine, version
+        self._git_dir, self._commit = snapshot.git_dir, commit
+        self._cache: dict[str, list[str] | None] = {}
+
+    def lines(self, path: str) -> list[str] | None:
+        """The file's lines at the pinned commit, or None when the commit has no such file."""
+        if path not in self._cache:
+            cmd = ["git", "--git-dir", str(self._git_dir), "show", f"{self._commit}:{path}"]
+            done = subprocess.run(cmd, capture_output=True, check=False)
+            text = done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None
+            self._cache[path] = text.splitlines() if text is not None else None
+        return self._cache[path]
+
+    def close(self) -> None:
+        pass
+
+
+def _pinned_commit(engine: str, version: str, snapshot: Snapshot) -> str:
+    """The commit `version` is pinned to, present in the snapshot. Raises Unreadable."""
+    commit = load_engine(engine).commit_for(version)
+    if commit is None:
+        raise Unreadable(f"v{version} is not pinned to a commit in the data's `commits`")
+    cmd = ["git", "--git-dir", str(snapshot.git_dir), "cat-file", "-e", f"{commit}^{{commit}}"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, check=False)
+    except OSError as exc:
+        raise Unreadable(f"git cannot run: {exc}") from exc
+    if done.returncode != 0:
+        raise Unreadable(f"commit {commit[:12]} (v{version}) is not in {snapshot.git_dir}")
+    return commit
+
+
+AnyRelease = Release | SnapshotRelease
+
+
 @contextmanager
-def open_release(engine: str, version: str, cache: Path, keep: bool) -> Iterator[Release]:
+def open_release(
+    engine: str, version: str, cache: Path | Snapshot, keep: bool
+) -> Iterator[AnyRelease]:
     """Download `engine==version`'s wheel into `cache` (or reuse a kept one) and read it;
-    the wheel is deleted afterwards unless `keep`. Raises Unreadable."""
+    the wheel is deleted afterwards unless `keep`. With a Snapshot instead of a cache, read
+    the release at its pinned commit. Raises Unreadable."""
+    if isinstance(cache, Snapshot):
+        yield SnapshotRelease(engine, version, cache, _pinned_commit(engine, version, cache))
+        return
     package = PACKAGES[engine]
     folder = cache / f"{engine}-{version}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -182,7 +241,7 @@ class Status:
     detail: str = ""
 
 
-def locate(release: Release, location: Location, anchor: str) -> Status:
+def locate(release: AnyRelease, location: Location, anchor: str) -> Status:
     """Where `location`'s anchor is in `release`."""
     lines = release.lines(location.path)
     if lines is None:
@@ -209,7 +268,7 @@ class Place:
     line: int | None = None
 
 
-def find(release: Release, location: Location, anchor: str, near: int | None = None) -> Place:
+def find(release: AnyRelease, location: Location, anchor: str, near: int | None = None) -> Place:
     """The occurrence of `anchor` in `location`'s file nearest to line `near` (default: the
     first cited line)."""
     lines = release.lines(location.path)
@@ -222,7 +281,9 @@ def find(release: Release, location: Location, anchor: str, near: int | None = N
     return Place(True, min(found, key=lambda n: abs(n - target)) if found else None)
 
 
-def compare(release: Release, location: Location, anchor: str, before: Place, base: str) -> Status:
+def compare(
+    release: AnyRelease, location: Location, anchor: str, before: Place, base: str
+) -> Status:
     """`location`'s status in `release` relative to where its anchor was in release `base`."""
     if not before.present:
         return Status("stale", f"{location.path} is not in {base} already")
@@ -248,7 +309,7 @@ def check(
     version: str,
     against: str | None,
     every: bool,
-    cache: Path,
+    cache: Path | Snapshot,
     keep: bool,
     cited: bool = False,
 ) -> int:
@@ -290,7 +351,7 @@ def check(
 
 
 def _report(
-    release: Release,
+    release: AnyRelease,
     entries: list[tuple[str, Entry]],
     before: dict[tuple[Location, str], Place] | None,
     base: str,
@@ -337,7 +398,7 @@ def _anchored(entry: Entry) -> list[tuple[Location, str]]:
 
 
 def _statuses(
-    release: Release,
+    release: AnyRelease,
     entry: Entry,
     before: dict[tuple[Location, str], Place] | None,
     base: str,
@@ -403,7 +464,7 @@ def index(engine: str) -> int:
 # ----------------------------------------------------------------------------- write mode
 
 
-def write_anchors(engine: str, cache: Path, keep: bool) -> int:
+def write_anchors(engine: str, cache: Path | Snapshot, keep: bool) -> int:
     path = DATA_DIR / f"{engine}.toml"
     text = path.read_text("utf-8")
     sources = _entry_sources(text)
@@ -450,7 +511,7 @@ def _entry(line: str) -> dict[str, object] | None:
 
 
 def _anchor_one(
-    release: Release, location: Location, found: dict[Location, str], why: dict[Location, str]
+    release: AnyRelease, location: Location, found: dict[Location, str], why: dict[Location, str]
 ) -> None:
     lines = release.lines(location.path)
     first, last = location.ranges[0]
@@ -529,17 +590,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache/draftfit-refresh")
     parser.add_argument("--keep", action="store_true", help="keep downloaded wheels")
+    parser.add_argument(
+        "--repo-snapshot",
+        type=Path,
+        metavar="GIT_DIR",
+        help="read releases at their pinned commits from this git directory, not from wheels",
+    )
     args = parser.parse_args(argv)
+    source: Path | Snapshot = args.cache_dir
+    if args.repo_snapshot is not None:
+        if not args.repo_snapshot.is_dir():
+            parser.error(f"--repo-snapshot {args.repo_snapshot}: not a directory")
+        source = Snapshot(args.repo_snapshot)
     if args.write_anchors:
-        return write_anchors(args.engine, args.cache_dir, args.keep)
+        return write_anchors(args.engine, source, args.keep)
     if args.index:
         return index(args.engine)
     if not args.version:
         parser.error("VERSION is required (or --write-anchors, --index)")
     version = args.version.lstrip("v")
-    return check(
-        args.engine, version, args.against, args.all, args.cache_dir, args.keep, args.cited
-    )
+    return check(args.engine, version, args.against, args.all, source, args.keep, args.cited)
 
 
 if __name__ == "__main__":

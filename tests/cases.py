@@ -1918,6 +1918,17 @@ case(
 case("trtllm-no-architectures-one-model", set(), {"DF102"}, engines=("trtllm==1.4.0rc0",))(
     with_target(_arch(None))
 )
+# Before 1.1 the two-model lookup only prefixes "EAGLE3" (no "Eagle3" strip): the SpecForge
+# name becomes EAGLE3LlamaForCausalLMEagle3 and is unknown; LlamaForCausalLM resolves.
+case(
+    "trtllm-0.20-eagle3-suffix-unknown",
+    {"DF101"},
+    engines=("trtllm==0.20.0",),
+    verdict="incompatible",
+)(with_target(_arch(["LlamaForCausalLMEagle3"])))
+case("trtllm-0.20-llamaforcausallm", set(), {"DF101"}, engines=("trtllm==0.20.0",))(
+    with_target(_arch(["LlamaForCausalLM"]))
+)
 
 
 # ------------------------------------------------------------------ serving settings (DF55x)

@@ -1,12 +1,15 @@
-"""`dev/refresh_engine.py`: anchors are found again (or not) in a release's wheel.
+"""`dev/refresh_engine.py`: anchors are found again (or not) in a release's wheel, or at a
+release's pinned commit in a git snapshot.
 
 The wheels here are tiny zips written into the script's cache folder, where the script
-looks first, so nothing is downloaded.
+looks first, and the snapshots tiny git repositories, so nothing is downloaded.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -17,6 +20,7 @@ import pytest
 from draftfit.engines.citation import parse_locations
 
 SCRIPT = Path(__file__).resolve().parents[1] / "dev" / "refresh_engine.py"
+TIMEOUT = 60 * float(os.environ.get("DRAFTFIT_TEST_TIMEOUT_SCALE", "1"))
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +129,53 @@ def test_anchor_fields_are_placed_after_the_source(refresh: ModuleType) -> None:
         'confidence = "read" },\n'
     )
     assert refresh._with_anchors(out, {located[0]: 'x = "y"'}, {}) == out
+
+
+def _git_snapshot(tmp_path: Path, files: dict[str, str]) -> tuple[Path, str]:
+    """A one-commit git repository holding `files`: its git directory and the commit."""
+    work = tmp_path / "repo"
+    for name, text in files.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(text)
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "HOME": str(tmp_path),
+        "PATH": os.environ.get("PATH", ""),
+    }
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "release"]):
+        subprocess.run(["git", "-C", str(work), *cmd], check=True, env=env, timeout=TIMEOUT)
+    head = subprocess.run(
+        ["git", "-C", str(work), "rev-parse", "HEAD"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    return work / ".git", head.stdout.strip()
+
+
+def test_a_snapshot_release_is_read_at_its_commit(refresh: ModuleType, tmp_path: Path) -> None:
+    code = "class A:\n\n    def f(self):\n        residual = hidden_states\n"
+    git_dir, commit = _git_snapshot(tmp_path, {"pkg/mod.py": code})
+    snapshot = refresh.Snapshot(git_dir)
+    release = refresh.SnapshotRelease("trtllm", "1.2.0rc2", snapshot, commit)
+    assert release.lines("pkg/mod.py") == code.splitlines()
+    assert release.lines("pkg/absent.py") is None
+    (here,) = parse_locations("pkg/mod.py:4@v1.2.0rc2")
+    assert refresh.locate(release, here, "residual = hidden_states").kind == "unchanged"
+    (moved,) = parse_locations("pkg/mod.py:1@v1.2.0rc2")
+    assert refresh.locate(release, moved, "residual = hidden_states").kind == "moved"
+
+
+def test_a_snapshot_needs_the_pinned_commit(
+    refresh: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    git_dir, _ = _git_snapshot(tmp_path, {"pkg/mod.py": "x = 1\n"})
+    args = ["trtllm", "--cited", "--repo-snapshot", str(git_dir)]
+    assert refresh.main([args[0], "1.2.0rc2", *args[1:]]) == 2
+    assert "b35ac1b64368 (v1.2.0rc2) is not in" in capsys.readouterr().err
+    assert refresh.main([args[0], "1.4.0rc0", *args[1:]]) == 2
+    assert "not pinned to a commit" in capsys.readouterr().err

@@ -155,6 +155,7 @@ def check_checkpoint(
             view=view,
             extrapolated_to=profile.requested,
         )
+        result.basis = profile.basis()
         if view.aux is not None:
             result.aux_layers = AuxLayers(
                 used=tuple(view.aux.used) if view.aux.used is not None else None,

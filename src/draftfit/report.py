@@ -241,6 +241,9 @@ class EngineResult(VersionVerdict):
     # The version asked for with `--engine ENGINE~=V` when the data is `version`'s: the
     # verdict and every engine finding are extrapolated to it.
     extrapolated_to: str | None = None
+    # For engines read from pinned commits (TensorRT-LLM): the facts the verdict consulted,
+    # split into those read at a pinned commit and the others with their confidence.
+    basis: dict[str, Any] | None = None
 
     def kept(self) -> KeptEngine:
         """The profile and view the checker used for this version."""
@@ -252,6 +255,8 @@ class EngineResult(VersionVerdict):
         out = self.verdict_dict()
         out["draft_class"] = self.draft_class
         out["extrapolated_to"] = self.extrapolated_to
+        if self.basis is not None:
+            out["basis"] = self.basis
         if self.aux_layers is not None:
             out["aux_layers"] = self.aux_layers.to_dict()
         return out

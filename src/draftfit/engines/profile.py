@@ -92,6 +92,17 @@ class NotRead:
 
 
 @dataclass(frozen=True)
+class Pin:
+    """The commit a release was read at, with the line of the engine's version file that names
+    the release; or, with no commit, why none was found (`not_read`)."""
+
+    version: str
+    commit: str | None = None
+    evidence: str | None = None
+    not_read: str | None = None
+
+
+@dataclass(frozen=True)
 class EngineData:
     """One engine's data file, validated."""
 
@@ -104,6 +115,9 @@ class EngineData:
     notes: tuple[str, ...]
     data_date: str | None = None
     not_read: tuple[NotRead, ...] = ()
+    # Per release in `versions`, the commit it was read at (engines read from their source
+    # repository rather than a wheel; empty for the others).
+    commits: tuple[Pin, ...] = ()
     # The engine this data belongs to (None for data parsed on its own, e.g. in tests).
     impl: Engine | None = field(default=None, compare=False, repr=False)
 
@@ -119,6 +133,18 @@ class EngineData:
                 if entry.approximate:
                     index.setdefault(entry.source, []).append((order, entry))
         return index
+
+    def commit_for(self, version: str) -> str | None:
+        """The commit `version` was read at, or None where it is not pinned."""
+        return next((p.commit for p in self.commits if p.version == version), None)
+
+    def read_at_pinned_commit(self, entry: Entry, version: str) -> bool:
+        """Whether `entry` cites a line, with its anchor, at `version` and that release is
+        pinned to a commit: what the entry says at `version` was read there."""
+        if self.commit_for(version) is None:
+            return False
+        cited = zip(parse_locations(entry.source), entry.anchors, strict=False)
+        return any(loc.tag == version and loc.ranges and anchor for loc, anchor in cited)
 
     def resolve(self, version: str, requested: str | None = None) -> Profile:
         """The profile at a release draftfit has read; `requested` names the version the
@@ -203,6 +229,24 @@ class Profile:
 
     def value(self, key: str) -> Any:
         return self.fact(key).value
+
+    def basis(self) -> dict[str, Any] | None:
+        """For an engine whose releases are pinned to commits (`commits` in its data), the
+        facts consulted so far at this version: those read at a pinned commit, and the others
+        with their confidence. None for the other engines."""
+        if not self.data.commits:
+            return None
+        pinned: list[str] = []
+        other: dict[str, str] = {}
+        for key in sorted(self._cache):
+            active = [e for e in self.data.facts[key].entries if e.applies(self.parsed)]
+            loose = [e for e in active if not self.data.read_at_pinned_commit(e, self.version)]
+            if loose:
+                kind = loose[0].confidence
+                other[key] = "read at a release not pinned" if kind == "read" else kind
+            elif active:
+                pinned.append(key)
+        return {"read_at_pinned_commit": pinned, "not_read_at_pinned_commit": other}
 
     def sources(self, *keys: str) -> tuple[str, ...]:
         out: list[str] = []
@@ -302,6 +346,7 @@ def parse_engine_data(engine: str, raw: dict[str, Any], impl: Engine | None = No
         tuple(raw.get("notes", ())),
         _data_date(engine, raw.get("data_date")),
         _not_read(engine, raw.get("not_read", []), versions),
+        _commits(engine, raw.get("commits", []), versions),
         impl,
     )
 
@@ -351,6 +396,33 @@ def _not_read(engine: str, raw: Any, versions: tuple[str, ...]) -> tuple[NotRead
         if not isinstance(item["reason"], str) or not item["reason"].strip():
             raise SpecDataError(f"{engine}.toml: not_read {item['version']} needs a reason")
         out.append(NotRead(item["version"], item["reason"]))
+    return tuple(out)
+
+
+def _commits(engine: str, raw: Any, versions: tuple[str, ...]) -> tuple[Pin, ...]:
+    """`commits`: one row per release in `versions` (when the list is given at all), each with
+    a 40-digit `commit` and its `evidence`, or a `not_read` reason."""
+    if not isinstance(raw, list):
+        raise SpecDataError(f"{engine}.toml: commits must be a list")
+    out: list[Pin] = []
+    for item in raw:
+        where = f"{engine}.toml: commits"
+        if not isinstance(item, dict) or item.get("version") not in versions:
+            raise SpecDataError(f"{where}: each row needs a version from versions")
+        pinned = set(item) == {"version", "commit", "evidence"}
+        if not pinned and set(item) != {"version", "not_read"}:
+            raise SpecDataError(
+                f"{where} {item['version']}: needs commit and evidence, or not_read"
+            )
+        if pinned and not re.fullmatch(r"[0-9a-f]{40}", str(item["commit"])):
+            raise SpecDataError(f"{where} {item['version']}: commit must be 40 hex digits")
+        if not all(isinstance(v, str) and v.strip() for v in item.values()):
+            raise SpecDataError(f"{where} {item['version']}: empty field")
+        out.append(
+            Pin(item["version"], item.get("commit"), item.get("evidence"), item.get("not_read"))
+        )
+    if out and sorted(p.version for p in out) != sorted(versions):
+        raise SpecDataError(f"{engine}.toml: commits must have one row per release in versions")
     return tuple(out)
 
 

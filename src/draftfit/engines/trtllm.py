@@ -158,12 +158,10 @@ class _TrtllmBuilder(BaseBuilder):
                 ("one_model_default", "draft_class_selection")
                 if by_launch
                 else ("missing_architectures",),
-                fix='set "architectures": ["LlamaForCausalLMEagle3"] and `draft_vocab_size`' + also,
+                fix=self._two_model_fix() + also,
             )
             return None
-        arch = archs[0]
-        if "draft_vocab_size" in self.visible:
-            arch = "EAGLE3" + arch.replace("Eagle3", "")
+        arch = self._two_model_arch(archs[0])
         if arch in (self.value("eagle3_draft_architectures") or []):
             return arch
         self.refuse(
@@ -171,13 +169,32 @@ class _TrtllmBuilder(BaseBuilder):
             f"{self.p.title} ({path}) looks up `{arch}` with AutoModelForCausalLM "
             "and fails ('Unknown architecture for AutoModelForCausalLM')",
             config_at("/architectures/0"),
-            ("draft_class_selection", "eagle3_draft_architectures")
+            ("draft_class_selection", "two_model_arch_rename", "eagle3_draft_architectures")
             + (("one_model_default",) if by_launch else ()),
             fix=EAGLE4_SERVING["trtllm"]
             if is_eagle4_architecture(archs[0])
-            else 'set "architectures": ["LlamaForCausalLMEagle3"] and `draft_vocab_size`' + also,
+            else self._two_model_fix() + also,
         )
         return None
+
+    def _two_model_arch(self, arch: str) -> str:
+        """The name AutoModelForCausalLM looks up: with `draft_vocab_size`, "EAGLE3" + the
+        name, after removing "Eagle3" from it only where the version does (fact
+        two_model_arch_rename), so `LlamaForCausalLMEagle3` resolves only there."""
+        if "draft_vocab_size" not in self.visible:
+            return arch
+        if self.value("two_model_arch_rename") == "strip-then-prefix":
+            arch = arch.replace("Eagle3", "")
+        return "EAGLE3" + arch
+
+    def _two_model_fix(self) -> str:
+        """The `architectures` name that resolves to EAGLE3LlamaForCausalLM at this version."""
+        name = (
+            "LlamaForCausalLMEagle3"
+            if self.value("two_model_arch_rename") == "strip-then-prefix"
+            else "LlamaForCausalLM"
+        )
+        return f'set "architectures": ["{name}"] and `draft_vocab_size`'
 
     def _family(self, arch: str) -> str:
         """Any class builds MLA layers for a draft with `kv_lora_rank` where the version does."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.text import Text
 
@@ -148,6 +150,9 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                     " · " + unverified_line(result.unverified_reasons, result.unchecked_rules)
                 )
             console.print(line)
+            basis = basis_line(result.basis)
+            if basis:
+                console.print(Text(basis, style="dim"))
         titles = {(r.engine, r.version): r.title for r in report.engines}
         for recipe in report.recipes or []:
             title = titles.get(
@@ -157,3 +162,15 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             print_recipe(console, recipe)
 
     return render_to_string(draw, options.color)
+
+
+def basis_line(basis: dict[str, Any] | None) -> str | None:
+    """One line naming the facts a verdict rests on that were not read at a pinned commit
+    (with their confidence), or None when there are none or the engine is not pinned."""
+    if not basis or not basis["not_read_at_pinned_commit"]:
+        return None
+    loose = ", ".join(f"{k} ({c})" for k, c in basis["not_read_at_pinned_commit"].items())
+    return (
+        f"  rests on facts not read at a pinned commit: {loose}; "
+        f"{len(basis['read_at_pinned_commit'])} read at a pinned commit"
+    )
