@@ -10,14 +10,20 @@ Kimi-K2 target (~1 TB, ~140k tensors, FP8 experts with scales). Then prints:
   (b) listing the same tensors (names, dtypes, shapes) with the `safetensors` library;
 * the whole CLI call (`python -m draftfit check ...`, a fresh process) wall time and peak RSS;
 * the same check on drafts of 1 GB, 10 GB, 100 GB and 1 TB (same tensor list, larger
-  shapes), to show time and memory stay flat as the checkpoint grows.
+  shapes), to show time and memory stay flat as the checkpoint grows;
+* start-up: whole fresh processes of `check` (text and JSON), `rule`, `engines`,
+  `--version`, `--help` and `matrix`, each as a ratio to `python -c pass` (and `matrix` to
+  `check`), run alternately in rounds, with their bytecode cached as an installed package
+  has it (a temporary PYTHONPYCACHEPREFIX, warmed first).
 
-Run: `python bench/check_speed.py` (needs the test extras for the safetensors baseline).
+Run: `python bench/check_speed.py [--startup-only] [--rounds N]` (needs the test extras for
+the safetensors baseline).
 Nothing here asserts; it prints ratios for a human to read.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -161,7 +167,55 @@ def scaled_draft(root: Path, factor: int) -> Path:
     )
 
 
+def startup_ratios(draft: Path, target: Path, rounds: int) -> None:
+    """Fresh-process wall times of each command beside `python -c pass`, alternating."""
+    d, t = str(draft), str(target)
+    commands = {
+        "python -c pass": ["-c", "pass"],
+        "check (text)": ["-m", "draftfit", "check", d, "--target", t],
+        "check --format json": ["-m", "draftfit", "check", d, "--target", t, "--format", "json"],
+        "rule DF301": ["-m", "draftfit", "rule", "DF301"],
+        "engines": ["-m", "draftfit", "engines"],
+        "--version": ["-m", "draftfit", "--version"],
+        "--help": ["-m", "draftfit", "--help"],
+        "matrix (all releases, recipes)": ["-m", "draftfit", "matrix", d, "--target", t],
+    }
+    with tempfile.TemporaryDirectory(prefix="draftfit-pycache-") as cache:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = cache
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for round_ in range(rounds + 1):  # the first round warms the bytecode cache
+            order = list(commands) if round_ % 2 == 0 else list(reversed(commands))
+            for name in order:
+                start = time.perf_counter()
+                subprocess.run(
+                    [sys.executable, *commands[name]], env=env, capture_output=True, check=False
+                )
+                if round_:
+                    times[name].append(time.perf_counter() - start)
+    med = {name: statistics.median(values) for name, values in times.items()}
+    base = med["python -c pass"]
+    print(f"start-up, fresh processes, median of {rounds} alternating rounds:")
+    for name, value in med.items():
+        print(f"  {name:32} {value * 1e3:7.1f} ms   {value / base:5.2f}x python -c pass")
+    ratio = med["matrix (all releases, recipes)"] / med["check (text)"]
+    print(f"  matrix / check (text)            {ratio:5.2f}x")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--startup-only", action="store_true", help="only the start-up ratios")
+    parser.add_argument("--rounds", type=int, default=10, help="start-up rounds (default 10)")
+    args = parser.parse_args()
+    if args.startup_only:
+        with tempfile.TemporaryDirectory(prefix="draftfit-bench-") as tmp:
+            root = Path(tmp)
+            demo = build_demo(root)
+            target = root / "Kimi-K2-64-shards"
+            config = demo_config("kimi-k2-instruct.config.json")
+            write_sparse_checkpoint(target, config, kimi_target_table(), shards=64)
+            startup_ratios(demo.draft, target, args.rounds)
+        return
     profiles = resolve_engines(["vllm"])
     with tempfile.TemporaryDirectory(prefix="draftfit-bench-") as tmp:
         root = Path(tmp)
@@ -273,6 +327,8 @@ def main() -> None:
                 f"peak Python memory {mem / 1e6:5.1f} MB"
             )
             os.remove(path / "model.safetensors")
+        print()
+        startup_ratios(draft, target, args.rounds)
 
 
 if __name__ == "__main__":

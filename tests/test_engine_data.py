@@ -234,12 +234,12 @@ def test_every_data_entry_states_a_known_confidence(engine: str) -> None:
     """Read from the TOML text itself, so a default in the loader could not hide a gap."""
     from importlib import resources
 
-    from draftfit.engines.interface import tomllib
+    from draftfit.engines.interface import parse_toml
     from draftfit.engines.profile import CONFIDENCE
 
     text = resources.files("draftfit.engines").joinpath("data", f"{engine}.toml").read_text()
     seen = set()
-    for key, body in tomllib.loads(text)["fact"].items():
+    for key, body in parse_toml(engine, text)["fact"].items():
         for entry in body.get("values", body.get("items", [])):
             assert entry.get("confidence") in CONFIDENCE, (key, entry)
             seen.add(entry["confidence"])

@@ -118,10 +118,12 @@ def convert(
     dry_run: bool = False,
     unsafe: bool = False,
     force: bool = False,
+    verify: bool = False,
 ) -> ConvertResult:
     """Rewrite the local draft `draft` into convention `to` (`vllm`, `sglang`,
     `speculators`) at `out`, with the guarantees of `draftfit convert` (atomic, never
-    deleting what draftfit did not write); `dry_run` plans without writing."""
+    deleting what draftfit did not write); `dry_run` plans without writing; `verify`
+    re-reads every copied byte of the output against the input."""
     from draftfit.conversion import convert_path
 
     return convert_path(
@@ -133,6 +135,7 @@ def convert(
         dry_run=dry_run,
         unsafe=unsafe,
         force=force,
+        verify=verify,
     )
 
 

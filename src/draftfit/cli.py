@@ -243,6 +243,12 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "--force", action="store_true", help="replace a non-empty output directory"
     )
+    convert.add_argument(
+        "--verify",
+        action="store_true",
+        help="also re-read every copied byte of the output and compare it with the input "
+        "(by default only the bytes draftfit wrote itself are read back)",
+    )
     _add_format(convert, kinds.CONVERT)
 
     inspect_p = sub.add_parser(
@@ -436,6 +442,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         unsafe=args.unsafe_fixes,
         force=args.force,
+        verify=args.verify,
     )
     _emit(result, args.format)
     return result.exit_code()

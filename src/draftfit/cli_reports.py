@@ -143,7 +143,10 @@ def expand_drafts(arguments: Sequence[str]) -> list[str]:
 
 
 def _serve(args: argparse.Namespace) -> ServeSettings | None:
-    """The launch's settings from `--serve-config` / `--serve-args` (read before any draft)."""
+    """The launch's settings from `--serve-config` / `--serve-args` (read before any draft;
+    their reader loads only when one is given)."""
+    if args.serve_config is None and args.serve_args is None:
+        return None
     from draftfit.serve_input import settings_from
 
     return settings_from(args.serve_config, args.serve_args)

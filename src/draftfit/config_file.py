@@ -31,18 +31,12 @@ Python 3.10), never executed.
 from __future__ import annotations
 
 import fnmatch
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from draftfit.errors import UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 DRAFTFIT_TOML = "draftfit.toml"
 PYPROJECT_TOML = "pyproject.toml"
@@ -128,6 +122,13 @@ def load(path: Path) -> FileSettings:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    """The tables of a settings file (tomllib loads only when a settings file is found)."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         with path.open("rb") as handle:
             data: dict[str, Any] = tomllib.load(handle)

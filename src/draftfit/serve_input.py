@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -290,6 +289,8 @@ def _boolean(value: Any, what: str) -> bool:
 def parse_serve_args(text: str) -> ServeSettings:
     """Settings from a launch command or its flags (see the module docstring)."""
     try:
+        import shlex  # here, not at import: only a launch command is split
+
         words = shlex.split(text, comments=False)
     except ValueError as exc:
         raise UsageError(f"--serve-args: cannot split it as a shell would ({exc})") from None

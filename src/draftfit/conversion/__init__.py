@@ -87,8 +87,13 @@ def convert_path(
     dry_run: bool = False,
     unsafe: bool = False,
     force: bool = False,
+    verify: bool = False,
 ) -> ConvertResult:
-    """Plan (and unless `dry_run`, write and verify) the conversion of `draft` into `to`."""
+    """Plan (and unless `dry_run`, write and verify) the conversion of `draft` into `to`.
+
+    The output's structure is checked from its headers, and the bytes draftfit wrote itself
+    are read back against hashes taken while writing them; `verify` also re-reads every
+    byte the kernel copied and compares it with the input."""
     from draftfit.sources import HF_PREFIX as HUB_PREFIX
     from draftfit.sources import is_hub_reference, open_target
 
@@ -125,7 +130,7 @@ def convert_path(
     assert out is not None
     _refuse_short_files(draft, checkpoint, plan)
     labels = [p.label for p in profiles]
-    result = write_plan(plan, checkpoint, Path(out), force=force, engines=labels)
+    result = write_plan(plan, checkpoint, Path(out), force=force, engines=labels, verify=verify)
     written = load_checkpoint(out)
     report = check_checkpoint(written, target_obj, profiles)
     return ConvertResult(

@@ -7,12 +7,19 @@ is written into a temporary folder beside the output, marked as draftfit's, and 
 place only when complete (:mod:`draftfit.conversion.output`); a failure (an exception, a full
 disk, a signal) leaves no partial output and the previous one intact. The input is only ever
 opened for reading. An OS error names the output path it concerns.
+
+Every byte range written is recorded (:class:`Region`). Bytes that pass through Python (the
+headers, rewritten tensors, and copies where the kernel cannot copy) are hashed as they are
+written and read back against that hash before the output is swapped into place; bytes the
+kernel copied are not read back unless `verify` asks for a full re-read, which compares them
+with the source.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -55,6 +62,33 @@ class InputChangedError(DraftfitError):
     """A source file no longer holds the bytes its header promised (changed while copying)."""
 
 
+class OutputMismatchError(DraftfitError):
+    """A written byte range reads back other than it was written (or than its source)."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """One byte range of an output file and how it got there.
+
+    Attributes:
+        file: the output file's name.
+        offset: where the range starts in it.
+        size: its length.
+        digest: the hash of the bytes as Python wrote them; None for a kernel copy.
+        source: (source file, offset) the bytes were copied from; None for new bytes.
+    """
+
+    file: str
+    offset: int
+    size: int
+    digest: bytes | None = None
+    source: tuple[Path, int] | None = None
+
+
+def _hasher() -> hashlib.blake2b:
+    return hashlib.blake2b(digest_size=16)
+
+
 @dataclass
 class WriteResult:
     """Where the output went, and the leftovers of interrupted converts removed first."""
@@ -95,11 +129,14 @@ def write_plan(
     out: Path,
     force: bool = False,
     engines: Iterable[str] = (),
+    verify: bool = False,
 ) -> WriteResult:
     """Write `plan` to `out` atomically: a marked temporary sibling, then a swap.
 
     Leftover temporary siblings of earlier, killed converts to `out` are removed first.
-    `force` allows replacing a previous draftfit output (never anything else).
+    `force` allows replacing a previous draftfit output (never anything else). Before the
+    swap, the bytes Python wrote are read back against their hashes; `verify` also reads
+    back every kernel-copied range and compares it with its source.
     """
     shown = out
     out = real_path(out)
@@ -122,7 +159,9 @@ def write_plan(
                 tmp = make_temp_folder(out)
             with _naming(shown / MARKER):
                 write_marker(tmp, marker)
-        _write_into(plan, checkpoint, tmp, shown)
+        regions = _write_into(plan, checkpoint, tmp, shown)
+        with _naming(shown):
+            verify_regions(tmp, regions, full=verify)
         marker.state = COMPLETE
         with _naming(shown / MARKER):
             write_marker(tmp, marker)
@@ -161,10 +200,12 @@ def _naming(path: Path) -> Iterator[None]:
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
-def _write_into(plan: Plan, checkpoint: Checkpoint, folder: Path, shown: Path) -> None:
+def _write_into(plan: Plan, checkpoint: Checkpoint, folder: Path, shown: Path) -> list[Region]:
+    """Write every output file into `folder`; returns the weight files' byte ranges."""
     names = output_files(plan)
     shards = sorted(names)
     weight_map: dict[str, str] = {}
+    regions: list[Region] = []
     total = 0
     planned = sum(_byte_size(t) for t in plan.tensors)
     with progress_for(f"writing {shown}", planned) as advance:
@@ -180,7 +221,7 @@ def _write_into(plan: Plan, checkpoint: Checkpoint, folder: Path, shown: Path) -
             )
             name = names[shard]
             with _naming(shown / name):
-                total += _write_shard(folder / name, tensors, checkpoint, advance)
+                total += _write_shard(folder / name, tensors, checkpoint, advance, regions)
             weight_map.update({t.name: name for t in tensors})
     if len(shards) > 1:
         index = "model.safetensors.index.json"
@@ -199,6 +240,7 @@ def _write_into(plan: Plan, checkpoint: Checkpoint, folder: Path, shown: Path) -
             with _naming(shown / name):
                 # A new file (mode 0o666 less the umask, like `cp`), not the source's mode.
                 shutil.copyfile(source, folder / name)
+    return regions
 
 
 def _byte_size(tensor: OutputTensor) -> int:
@@ -216,19 +258,29 @@ def _write_json(path: Path, data: object) -> None:
 
 
 def _write_shard(
-    path: Path, tensors: list[OutputTensor], checkpoint: Checkpoint, advance: Progress
+    path: Path,
+    tensors: list[OutputTensor],
+    checkpoint: Checkpoint,
+    advance: Progress,
+    regions: list[Region],
 ) -> int:
     prefix, layout = build_header(((t.name, t.dtype, t.shape) for t in tensors), {"format": "pt"})
     data_bytes = 0
     with path.open("wb") as handle:
         handle.write(prefix)
+        regions.append(Region(path.name, 0, len(prefix), _digest_of(prefix)))
         handles: dict[str, BinaryIO] = {}
         try:
             for tensor, (_, begin, end) in zip(tensors, layout, strict=True):
+                offset = len(prefix) + begin
                 if tensor.data is not None:
                     handle.write(tensor.data)
+                    digest = _digest_of(tensor.data)
+                    regions.append(Region(path.name, offset, len(tensor.data), digest))
                 else:
-                    _copy_range(checkpoint, tensor, handle, end - begin, handles)
+                    regions += _copy_range(
+                        checkpoint, tensor, handle, end - begin, handles, path.name, offset
+                    )
                 data_bytes += end - begin
                 advance(end - begin)
         finally:
@@ -239,13 +291,23 @@ def _write_shard(
     return data_bytes
 
 
+def _digest_of(data: bytes) -> bytes:
+    hasher = _hasher()
+    hasher.update(data)
+    return hasher.digest()
+
+
 def _copy_range(
     checkpoint: Checkpoint,
     tensor: OutputTensor,
     out: BinaryIO,
     size: int,
     handles: dict[str, BinaryIO],
-) -> None:
+    name: str,
+    offset: int,
+) -> list[Region]:
+    """Copy `tensor`'s source bytes to the end of `out` (output file `name`, at `offset`);
+    returns the ranges written, the kernel's and Python's apart."""
     info = tensor.source
     if info is None or info.byte_range is None:
         raise UsageError(
@@ -265,17 +327,28 @@ def _copy_range(
     source = handles.get(info.file)
     if source is None:
         source = handles[info.file] = local.open("rb")
-    copied = _stream(source, start, size, out)
+    hasher = _hasher()
+    kernel, copied = _stream(source, start, size, out, hasher)
     if copied != size:
         raise InputChangedError(
             f"{local} ended after {copied} of the {size} bytes of `{info.name}` its header "
             "promises (was it changed while converting?); run `draftfit check` on the input"
         )
+    regions = [Region(name, offset, kernel, None, (local, start))] if kernel else []
+    if copied > kernel:
+        regions.append(
+            Region(name, offset + kernel, copied - kernel, hasher.digest(), (local, start + kernel))
+        )
+    return regions
 
 
-def _stream(source: BinaryIO, start: int, size: int, out: BinaryIO) -> int:
-    """Copy `size` bytes from `source` at `start` to the current end of `out`; returns how
-    many were copied (fewer only when `source` ends early)."""
+def _stream(
+    source: BinaryIO, start: int, size: int, out: BinaryIO, hasher: hashlib.blake2b
+) -> tuple[int, int]:
+    """Copy `size` bytes from `source` at `start` to the current end of `out`: by the kernel
+    where it can, else through a bounded buffer, hashed into `hasher`. Returns the bytes the
+    kernel copied and the bytes copied in all (fewer than `size` only when `source` ends
+    early)."""
     out.flush()
     copied = 0
     if hasattr(os, "copy_file_range"):
@@ -291,18 +364,66 @@ def _stream(source: BinaryIO, start: int, size: int, out: BinaryIO) -> int:
                 )
                 if n == 0:
                     break
+                _start_writeback(out.fileno(), out_offset + copied, n)
                 copied += n
             out.seek(out_offset + copied)
         except OSError as exc:
             if exc.errno not in _NO_KERNEL_COPY:
                 raise
             out.seek(out_offset + copied)
+    kernel = copied
     if copied < size:
         source.seek(start + copied)
         for chunk in _chunks(source, size - copied):
             out.write(chunk)
+            hasher.update(chunk)
             copied += len(chunk)
-    return copied
+    return kernel, copied
+
+
+def _start_writeback(fd: int, offset: int, size: int) -> None:
+    """Have the kernel start writing a just-copied range to the disk now, while the next one
+    is copied, rather than all at the closing fsync (Linux starts the writeback of dirty
+    pages on POSIX_FADV_DONTNEED; it drops only pages that are already clean)."""
+    if hasattr(os, "posix_fadvise"):
+        with contextlib.suppress(OSError):
+            os.posix_fadvise(fd, offset, size, os.POSIX_FADV_DONTNEED)
+
+
+def verify_regions(folder: Path, regions: Iterable[Region], full: bool = False) -> None:
+    """Read back what was written to `folder`: each range Python wrote against the hash taken
+    while writing it, and with `full` each kernel-copied range against its source (an
+    OutputMismatchError names the first that differs)."""
+    by_file: dict[str, list[Region]] = {}
+    for region in regions:
+        if region.digest is not None or full:
+            by_file.setdefault(region.file, []).append(region)
+    for name, wanted in by_file.items():
+        with (folder / name).open("rb") as handle:
+            for region in wanted:
+                got = _digest_range(handle, region.offset, region.size)
+                if region.digest is not None:
+                    expected, against = region.digest, "as they were written"
+                else:
+                    assert region.source is not None
+                    source_path, source_offset = region.source
+                    with source_path.open("rb") as source:
+                        expected = _digest_range(source, source_offset, region.size)
+                    against = f"as bytes {source_offset}- of {source_path}"
+                if got != expected:
+                    raise OutputMismatchError(
+                        f"{name}: bytes {region.offset}-{region.offset + region.size} do not "
+                        f"read back {against}; nothing written (was the input changed while "
+                        "converting, or is the disk failing?)"
+                    )
+
+
+def _digest_range(handle: BinaryIO, offset: int, size: int) -> bytes:
+    hasher = _hasher()
+    handle.seek(offset)
+    for chunk in _chunks(handle, size):
+        hasher.update(chunk)
+    return hasher.digest()
 
 
 def _chunks(source: BinaryIO, size: int) -> Iterable[bytes]:

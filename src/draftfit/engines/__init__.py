@@ -6,7 +6,10 @@ Every engine implements :class:`draftfit.engines.interface.Engine` and is listed
 
 from __future__ import annotations
 
-from draftfit.engines.view import BuildInputs, EngineView
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from draftfit.engines.view import BuildInputs, EngineView
 
 
 def build_view(inputs: BuildInputs) -> EngineView:
@@ -15,6 +18,15 @@ def build_view(inputs: BuildInputs) -> EngineView:
     if impl is None:
         raise ValueError(f"profile {inputs.profile.label} has no engine")
     return impl.build_view(inputs)
+
+
+def __getattr__(name: str) -> Any:
+    """`BuildInputs`, loaded when asked for (listing the engines needs no view)."""
+    if name == "BuildInputs":
+        from draftfit.engines.view import BuildInputs
+
+        return BuildInputs
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["BuildInputs", "build_view"]

@@ -9,14 +9,13 @@ classes are one class. Nothing outside `draftfit.engines` asks which engine it i
 
 from __future__ import annotations
 
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from draftfit.engines.compiled import load_compiled, toml_path
 from draftfit.engines.profile import EngineData, Profile, parse_engine_data
 from draftfit.errors import SpecDataError
 
@@ -24,11 +23,6 @@ if TYPE_CHECKING:
     from draftfit.engines.view import BuildInputs, EngineView
     from draftfit.spec import DraftSpec
     from draftfit.target import Target
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 
 @dataclass
@@ -128,17 +122,19 @@ class Engine(ABC):
     # ------------------------------------------------------------------ data
     def data_text(self) -> str:
         """The engine's TOML data (shipped as `engines/data/<name>.toml`)."""
-        path = resources.files("draftfit.engines") / "data" / f"{self.name}.toml"
-        return path.read_text("utf-8")
+        with open(toml_path(self.name), encoding="utf-8") as handle:
+            return handle.read()
 
     @cached_property
     def data(self) -> EngineData:
-        """The data, parsed and validated once."""
-        try:
-            raw = tomllib.loads(self.data_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise SpecDataError(f"{self.name}.toml: {exc}") from exc
-        return parse_engine_data(self.name, raw, self)
+        """The data, parsed and validated once: from the compiled form shipped beside the
+        TOML when it was built from this TOML (:mod:`draftfit.engines.compiled`; its
+        citations were checked when it was built), else from the TOML itself."""
+        text = self.data_text()
+        raw = load_compiled(self.name, text)
+        if raw is not None:
+            return parse_engine_data(self.name, raw, self, citations_checked=True)
+        return parse_engine_data(self.name, parse_toml(self.name, text), self)
 
     @property
     def title(self) -> str:
@@ -200,3 +196,17 @@ class Engine(ABC):
         `(JSON pointer, description)` pairs left to a human; `config` is the planned
         config, `layer` the decoder-layer config. None by default."""
         return ()
+
+
+def parse_toml(name: str, text: str) -> dict[str, Any]:
+    """Engine `name`'s TOML data text as tables (a SpecDataError when it is not TOML)."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecDataError(f"{name}.toml: {exc}") from exc

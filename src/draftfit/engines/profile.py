@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from draftfit.engines.citation import parse_locations
 from draftfit.errors import SpecDataError, UnknownEngineVersionError
 
 if TYPE_CHECKING:
@@ -280,8 +279,17 @@ def _compact_versions(versions: tuple[str, ...]) -> str:
     )
 
 
-def parse_engine_data(engine: str, raw: dict[str, Any], impl: Engine | None = None) -> EngineData:
-    """Validate the structure strictly: every entry needs a source and a valid range."""
+def parse_engine_data(
+    engine: str,
+    raw: dict[str, Any],
+    impl: Engine | None = None,
+    citations_checked: bool = False,
+) -> EngineData:
+    """Validate the structure strictly: every entry needs a source and a valid range.
+
+    `citations_checked` skips re-counting the locations each source cites against its
+    anchors (the slowest part), for data whose compiled form was checked when it was built.
+    """
     try:
         versions = tuple(raw["versions"])
         latest = raw["latest"]
@@ -330,7 +338,7 @@ def parse_engine_data(engine: str, raw: dict[str, Any], impl: Engine | None = No
                     entry["source"],
                     entry["confidence"],
                     entry.get("note"),
-                    *_anchors(engine, key, entry),
+                    *_anchors(engine, key, entry, citations_checked),
                 )
             )
         if kind == "ranged":
@@ -351,7 +359,9 @@ def parse_engine_data(engine: str, raw: dict[str, Any], impl: Engine | None = No
     )
 
 
-def _anchors(engine: str, key: str, entry: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
+def _anchors(
+    engine: str, key: str, entry: dict[str, Any], citations_checked: bool = False
+) -> tuple[tuple[str, ...], str | None]:
     """An entry's `anchors` (one string per location its source cites, "" for none) and its
     `anchor_missing` reason, required exactly when some location has no anchor. Both may be
     absent: the data test, not the loader, insists on them."""
@@ -363,16 +373,24 @@ def _anchors(engine: str, key: str, entry: dict[str, Any]) -> tuple[tuple[str, .
         return (), missing
     if not isinstance(anchors, list) or not all(isinstance(a, str) for a in anchors):
         raise SpecDataError(f"{where}: anchors must be a list of strings")
-    cited = len(parse_locations(entry["source"]))
-    if len(anchors) != cited:
-        raise SpecDataError(
-            f"{where}: {len(anchors)} anchors for {cited} cited locations in {entry['source']!r}"
-        )
+    if not citations_checked:
+        _check_anchor_count(where, anchors, entry["source"])
     if ("" in anchors) != (missing is not None):
         raise SpecDataError(
             f"{where}: anchor_missing must say why exactly when a location has no anchor"
         )
     return tuple(anchors), missing
+
+
+def _check_anchor_count(where: str, anchors: list[str], source: str) -> None:
+    """One anchor per location `source` cites."""
+    from draftfit.engines.citation import parse_locations
+
+    cited = len(parse_locations(source))
+    if len(anchors) != cited:
+        raise SpecDataError(
+            f"{where}: {len(anchors)} anchors for {cited} cited locations in {source!r}"
+        )
 
 
 def _data_date(engine: str, value: Any) -> str | None:
@@ -434,7 +452,18 @@ def _check_disjoint(engine: str, key: str, entries: list[Entry]) -> None:
 
 
 def _version(engine: str, text: str, where: str) -> Version:
+    """`text` as a Version (parsed once per distinct text: the data repeats a few hundred
+    release numbers across thousands of entries)."""
+    parsed = _VERSIONS.get(text) if isinstance(text, str) else None
+    if parsed is not None:
+        return parsed
     try:
-        return Version(text)
+        parsed = Version(text)
     except (InvalidVersion, TypeError) as exc:
         raise SpecDataError(f"{engine}.toml: {where}: bad version {text!r}") from exc
+    _VERSIONS[text] = parsed
+    return parsed
+
+
+# Versions parsed so far, by their text (Version objects are immutable).
+_VERSIONS: dict[str, Version] = {}

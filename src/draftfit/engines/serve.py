@@ -6,13 +6,11 @@ release at which a data fact changes."""
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.profile import Profile
-from draftfit.hub import PREFIX, parse_hub_reference
 
 if TYPE_CHECKING:
     from draftfit.spec import DraftSpec
@@ -36,6 +34,8 @@ def shell_quote(text: str) -> str:
 
 def shell_word(text: str) -> str:
     """`text` as one shell word, quoted only when it needs to be (paths stay readable)."""
+    import shlex  # here, not at import: only a recipe quotes words
+
     return shlex.quote(text)
 
 
@@ -83,6 +83,8 @@ class ModelSource:
 def model_source(source: str) -> ModelSource:
     """A checkpoint's `source` (a path, or `hf://OWNER/NAME[@REVISION]` as draftfit spells a
     Hub repository it read) as a recipe names it."""
+    from draftfit.hub import PREFIX, parse_hub_reference  # only a recipe names a source
+
     if not source.startswith(PREFIX):
         return ModelSource(source)
     ref = parse_hub_reference(source)

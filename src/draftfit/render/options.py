@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from draftfit.fail_on import FailOn
-from draftfit.rules.base import Severity
+from draftfit.rule_ids import Severity
 
 
 @dataclass(frozen=True)

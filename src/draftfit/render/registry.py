@@ -36,66 +36,24 @@ from draftfit.render.kinds import (
     formats_for,
 )
 from draftfit.render.options import RenderOptions
-from draftfit.report import Report
-from draftfit.rules.base import Rule, Severity
+from draftfit.rule_ids import Severity
 
 Renderer = Callable[[Any, RenderOptions], str]
 Loader = Callable[[], Renderer]
 
 
-def _diff_report() -> type:
-    from draftfit.comparison import DiffReport
-
-    return DiffReport
-
-
-def _matrix() -> type:
-    from draftfit.release_matrix import Matrix
-
-    return Matrix
-
-
-def _convert_result() -> type:
-    from draftfit.conversion import ConvertResult
-
-    return ConvertResult
-
-
-def _inspect_info() -> type:
-    from draftfit.inspection import InspectInfo
-
-    return InspectInfo
-
-
-def _rule_list() -> type:
-    from draftfit.explain import RuleList
-
-    return RuleList
-
-
-def _engine_listing() -> type:
-    from draftfit.engines.listing import EngineListing
-
-    return EngineListing
-
-
-def _demo_result() -> type:
-    from draftfit.demo import DemoResult
-
-    return DemoResult
-
-
-# The class of the result each kind renders (a loader, or the class where it is at hand).
-RESULT_TYPES: Mapping[Kind, type | Callable[[], type]] = {
-    CHECK: Report,
-    DIFF: _diff_report,
-    MATRIX: _matrix,
-    CONVERT: _convert_result,
-    INSPECT: _inspect_info,
-    RULE_LIST: _rule_list,
-    RULE: Rule,
-    ENGINES: _engine_listing,
-    DEMO: _demo_result,
+# The class of the result each kind renders: the class where it is at hand, else where it is
+# defined (`module:Class`), loaded only when its module is (an instance of it needs it).
+RESULT_TYPES: Mapping[Kind, type | str] = {
+    CHECK: "draftfit.report:Report",
+    DIFF: "draftfit.comparison:DiffReport",
+    MATRIX: "draftfit.release_matrix:Matrix",
+    CONVERT: "draftfit.conversion:ConvertResult",
+    INSPECT: "draftfit.inspection:InspectInfo",
+    RULE_LIST: "draftfit.explain:RuleList",
+    RULE: "draftfit.rules.base:Rule",
+    ENGINES: "draftfit.engines.listing:EngineListing",
+    DEMO: "draftfit.demo:DemoResult",
 }
 
 
@@ -238,14 +196,24 @@ RENDERERS: Mapping[Kind, Mapping[str, Loader]] = {
 
 
 def kind_of(result: object) -> Kind:
-    """The kind whose result type `result` is an instance of (a kind's type is loaded only
-    when the kinds before it do not match)."""
+    """The kind whose result type `result` is an instance of. A type named by its module is
+    looked at only when that module is loaded: were `result` one, its module would be, so
+    telling a rule from a report loads neither the converter nor the matrix."""
     for kind in KINDS:
-        bound = RESULT_TYPES[kind]
-        result_type = bound if isinstance(bound, type) else bound()
-        if isinstance(result, result_type):
+        result_type = _loaded_type(RESULT_TYPES[kind])
+        if result_type is not None and isinstance(result, result_type):
             return kind
     raise TypeError(f"no output kind renders {type(result).__qualname__}")
+
+
+def _loaded_type(bound: type | str) -> type | None:
+    """The class `bound` names, or None when its module is not loaded."""
+    if isinstance(bound, type):
+        return bound
+    module_name, _, name = bound.partition(":")
+    module = sys.modules.get(module_name)
+    found = getattr(module, name, None) if module is not None else None
+    return found if isinstance(found, type) else None
 
 
 def renderer_for(kind: Kind, fmt: str) -> Renderer:

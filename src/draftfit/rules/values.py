@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from draftfit.rule_ids import (
     EMBEDDING_FROM_ANOTHER_TARGET,
@@ -27,7 +28,9 @@ from draftfit.rule_ids import (
     VALUES_NOT_CHECKED,
 )
 from draftfit.rules.base import Context, Location, Violation, rule
-from draftfit.values.facts import TensorFacts, ValueFacts
+
+if TYPE_CHECKING:
+    from draftfit.values.facts import TensorFacts, ValueFacts
 
 # A frozen embedding is a copy of the target's, so every compared row matches; a single
 # differing row already shows another model (siblings share few rows exactly, if any).

@@ -1,0 +1,78 @@
+"""Write the compiled form of the engine data: `engines/data/<engine>.json` beside each TOML.
+
+The TOML files are the source of truth; draftfit loads the compiled form, which the standard
+library's JSON reader reads several times faster than tomllib reads TOML (see
+`draftfit.engines.compiled`). Run after editing any `engines/data/*.toml`:
+
+    python dev/compile_engine_data.py          # rewrite every compiled file that is stale
+    python dev/compile_engine_data.py --check  # list the stale ones, exit 1 if any
+
+Each TOML is validated as draftfit loads it (including the anchor count of every cited
+source) before its compiled form is written; a file that fails is reported and not written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from draftfit.engines.compiled import DATA_DIR, compile_text
+from draftfit.engines.interface import parse_toml
+from draftfit.engines.profile import parse_engine_data
+from draftfit.errors import SpecDataError
+
+
+def compiled_for(toml: Path) -> str:
+    """The compiled text for one TOML data file (SpecDataError when the data is invalid)."""
+    text = toml.read_text(encoding="utf-8")
+    raw = parse_toml(toml.stem, text)
+    parse_engine_data(toml.stem, raw)
+    return compile_text(text, raw)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text` (a temporary sibling, then a rename)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
+    parser.add_argument("--data-dir", default=DATA_DIR, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    stale = failed = 0
+    for toml in sorted(Path(args.data_dir).glob("*.toml")):
+        target = toml.with_suffix(".json")
+        try:
+            text = compiled_for(toml)
+        except SpecDataError as exc:
+            print(f"{toml.name}: not compiled: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        current = target.read_text(encoding="utf-8") if target.exists() else None
+        if current == text:
+            continue
+        stale += 1
+        if args.check:
+            print(f"{target.name} is stale (run `python dev/compile_engine_data.py`)")
+        else:
+            write_atomically(target, text)
+            print(f"wrote {target}")
+    return 1 if failed or (args.check and stale) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,63 @@
+"""The engine data in a form that loads without parsing TOML.
+
+`engines/data/<engine>.toml` is the source of truth. Beside it ships `<engine>.json`, the
+same tables as JSON (which the standard library reads several times faster than tomllib
+reads TOML), stamped with the CRC-32 and length of the TOML text it was built from. A
+compiled file is used only while that stamp matches the TOML beside it, so an edited TOML is
+never shadowed by a stale compiled form: it is parsed instead, only more slowly, until
+`python dev/compile_engine_data.py` writes the compiled form again (a test fails meanwhile).
+Nothing is written at run time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from typing import Any
+
+# Bumped when the layout of the compiled file changes; another format is ignored.
+FORMAT = 1
+DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+REGENERATE = "python dev/compile_engine_data.py"
+
+
+def toml_path(name: str) -> str:
+    """Where engine `name`'s TOML data ships."""
+    return os.path.join(DATA_DIR, f"{name}.toml")
+
+
+def compiled_path(name: str) -> str:
+    """Where the compiled form of engine `name`'s data ships."""
+    return os.path.join(DATA_DIR, f"{name}.json")
+
+
+def stamp(toml_text: str) -> dict[str, int]:
+    """What identifies a TOML text: the CRC-32 and length of its UTF-8 bytes (newlines as
+    Python's text mode reads them, so a checkout with CRLF line ends matches too)."""
+    data = toml_text.encode("utf-8")
+    return {"toml_crc32": zlib.crc32(data), "toml_bytes": len(data)}
+
+
+def compile_text(toml_text: str, raw: dict[str, Any]) -> str:
+    """The compiled file for `raw`, the tables parsed from `toml_text`: one value per line,
+    so that changes to the data show (and merge) line by line."""
+    document = {"format": FORMAT, **stamp(toml_text), "data": raw}
+    return json.dumps(document, indent=0, ensure_ascii=False) + "\n"
+
+
+def load_compiled(name: str, toml_text: str) -> dict[str, Any] | None:
+    """Engine `name`'s tables from its compiled file, when that file was built from exactly
+    `toml_text`; None when there is none, it is of another format, or it is stale."""
+    try:
+        with open(compiled_path(name), encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        return None
+    expected = stamp(toml_text)
+    if any(document.get(key) != value for key, value in expected.items()):
+        return None
+    data = document.get("data")
+    return data if isinstance(data, dict) else None

@@ -1,0 +1,104 @@
+"""The compiled engine data: in step with the TOML it is built from, and never used stale."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from draftfit.engines.compiled import DATA_DIR, REGENERATE, load_compiled, stamp
+from draftfit.engines.interface import parse_toml
+from draftfit.engines.profile import parse_engine_data
+from draftfit.engines.registry import ENGINES, engine_named
+from draftfit.engines.vllm_serve import VllmEngine
+
+SCRIPT = Path(__file__).resolve().parent.parent / "dev" / "compile_engine_data.py"
+TOMLS = sorted(Path(DATA_DIR).glob("*.toml"))
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("compile_engine_data", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_engine_ships_its_data_as_toml_and_compiled() -> None:
+    assert {p.stem for p in TOMLS} == {e.name for e in ENGINES}
+
+
+@pytest.mark.parametrize("toml", TOMLS, ids=lambda p: p.stem)
+def test_the_compiled_form_is_in_step_with_its_toml(toml: Path) -> None:
+    """Fails after an edit of a TOML data file until the compiled form is rebuilt."""
+    text = toml.read_text(encoding="utf-8")
+    compiled = load_compiled(toml.stem, text)
+    assert compiled is not None, (
+        f"src/draftfit/engines/data/{toml.stem}.json is missing or was built from another "
+        f"version of {toml.name}: run `{REGENERATE}` and commit the result"
+    )
+    assert compiled == parse_toml(toml.stem, text), f"run `{REGENERATE}`"
+    assert toml.with_suffix(".json").read_text(encoding="utf-8") == _script().compiled_for(toml)
+
+
+@pytest.mark.parametrize("name", [e.name for e in ENGINES])
+def test_loading_the_compiled_form_gives_the_data_the_toml_gives(name: str) -> None:
+    engine = engine_named(name)
+    from_toml = parse_engine_data(name, parse_toml(name, engine.data_text()), engine)
+    assert engine.data == from_toml
+    assert engine.data.versions == from_toml.versions
+    for key, fact in from_toml.facts.items():
+        assert engine.data.facts[key] == fact
+
+
+class _EditedVllm(VllmEngine):
+    """vLLM with its TOML text edited, as a data file is while someone works on it."""
+
+    def data_text(self) -> str:
+        return super().data_text().replace('title = "vLLM"', 'title = "vLLM (edited)"', 1)
+
+
+def test_an_edited_toml_is_read_instead_of_a_stale_compiled_form() -> None:
+    edited = _EditedVllm()
+    assert edited.data_text() != engine_named("vllm").data_text()
+    assert load_compiled("vllm", edited.data_text()) is None
+    assert edited.data.title == "vLLM (edited)"
+    assert engine_named("vllm").data.title == "vLLM"
+
+
+def test_the_stamp_ignores_how_the_checkout_ends_its_lines(tmp_path: Path) -> None:
+    text = Path(DATA_DIR, "trtllm.toml").read_text(encoding="utf-8")
+    crlf = tmp_path / "trtllm.toml"
+    crlf.write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+    assert stamp(crlf.read_text(encoding="utf-8")) == stamp(text)
+
+
+def test_the_script_rebuilds_a_stale_compiled_form_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = _script()
+    shutil.copy(Path(DATA_DIR, "trtllm.toml"), tmp_path / "trtllm.toml")
+    assert script.main(["--check", "--data-dir", str(tmp_path)]) == 1
+    assert REGENERATE in capsys.readouterr().out
+    assert script.main(["--data-dir", str(tmp_path)]) == 0
+    assert script.main(["--check", "--data-dir", str(tmp_path)]) == 0
+    toml = tmp_path / "trtllm.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + "\n# a comment\n", encoding="utf-8")
+    assert script.main(["--check", "--data-dir", str(tmp_path)]) == 1
+    assert script.main(["--data-dir", str(tmp_path)]) == 0
+    assert (tmp_path / "trtllm.json").read_text(encoding="utf-8") == script.compiled_for(toml)
+
+
+def test_the_script_refuses_invalid_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = Path(DATA_DIR, "trtllm.toml").read_text(encoding="utf-8")
+    (tmp_path / "trtllm.toml").write_text(
+        text.replace('confidence = "read"', 'confidence = "guessed"', 1), encoding="utf-8"
+    )
+    assert _script().main(["--data-dir", str(tmp_path)]) == 1
+    assert "not compiled" in capsys.readouterr().err
+    assert not (tmp_path / "trtllm.json").exists()

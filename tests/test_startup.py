@@ -1,0 +1,126 @@
+"""What a fresh `draftfit` process imports: only what the command runs.
+
+Start-up is what a pre-commit hook, a CI loop over drafts or a `matrix` run pays each time,
+so modules that only some inputs need (YAML, shell splitting, the Hub client, TOML, numpy,
+the converter, other formats' renderers) must not load for a plain command. Read from
+`python -X importtime`, the interpreter's own record of every import.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import factory as f
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+TIMEOUT = 120 * float(os.environ.get("DRAFTFIT_TEST_TIMEOUT_SCALE", "1"))
+
+# Never loaded by a plain command: each is needed only for an input or a command not given.
+NEVER = {
+    "numpy",  # --values
+    "torch",
+    "yaml",  # a YAML --serve-config
+    "huggingface_hub",  # hf:// sources
+    "draftfit.hub",
+    "tomllib",  # a settings file; the engine data loads from its compiled form
+    "tomli",
+    "shlex",  # --serve-args, --recipe
+    "draftfit.serve_input",
+    "draftfit.engines.citation",  # checked when the engine data is compiled
+    "draftfit.values.facts",  # --values
+    "draftfit.conversion",  # convert, --recipe
+    "draftfit.recipe",
+    "draftfit.release_matrix",  # matrix
+    "draftfit.comparison",  # diff
+    "xml.etree.ElementTree",  # junit
+    "draftfit.render.sarif",
+    "draftfit.render.junit",
+    "draftfit.render.github",
+}
+# Also not loaded for JSON output.
+NOT_FOR_JSON = {"rich", "rich.console", "draftfit.render.text", "draftfit.render.console"}
+# Not loaded by commands that check nothing.
+NO_CHECK = {"draftfit.checker", "draftfit.selection"}
+
+
+def imported_by(*args: str, cwd: Path | None = None) -> set[str]:
+    """The modules a fresh `python -m draftfit ARGS` imports."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "draftfit", *args],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": SRC, "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        cwd=cwd,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    return {
+        line.rsplit("|", 1)[-1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("startup")
+    draft, target, _ = f.kimi_sibling_pair(root)
+    return draft, target
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_plain_check_imports_nothing_on_the_deny_list(pair: tuple[Path, Path], fmt: str) -> None:
+    draft, target = pair
+    loaded = imported_by("check", str(draft), "--target", str(target), "--format", fmt)
+    assert "draftfit.checker" in loaded
+    denied = NEVER | (NOT_FOR_JSON if fmt == "json" else set())
+    assert not denied & loaded, sorted(denied & loaded)
+    if fmt == "text":
+        assert "rich.console" in loaded
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("rule", "DF301"), ("rule", "DF301", "--format", "json"), ("engines",), ("--version",)],
+    ids=" ".join,
+)
+def test_commands_that_check_nothing_load_no_checker(args: tuple[str, ...]) -> None:
+    loaded = imported_by(*args)
+    denied = NEVER | NO_CHECK | (NOT_FOR_JSON if "json" in args else set())
+    assert not denied & loaded, sorted(denied & loaded)
+
+
+def test_help_and_version_load_no_engine_data() -> None:
+    for args in (("--help",), ("--version",), ("check", "--help")):
+        loaded = imported_by(*args)
+        assert not {"draftfit.engines.registry", "draftfit.rules", "rich"} & loaded, args
+
+
+def test_the_optional_readers_load_when_their_input_is_given(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The deny-list holds modules that do serve a purpose: given their input, they load."""
+    draft, target = pair
+    launch = tmp_path / "launch.yaml"
+    launch.write_text("speculative_config:\n  decoding_type: Eagle3\n  max_draft_len: 3\n")
+    with_yaml = imported_by("check", str(draft), "--format", "json", "--serve-config", str(launch))
+    assert "yaml" in with_yaml
+    with_args = imported_by(
+        "check", str(draft), "--format", "json", "--serve-args", "vllm serve M -tp 2"
+    )
+    assert "shlex" in with_args
+    (draft.parent / "draftfit.toml").write_text('ignore = ["DF903"]\n')
+    try:
+        assert "tomllib" in imported_by("check", str(draft), "--format", "json")
+    finally:
+        (draft.parent / "draftfit.toml").unlink()
+    recipe = imported_by(
+        "check", str(draft), "--target", str(target), "--recipe", "--format", "json"
+    )
+    assert "shlex" in recipe
