@@ -142,6 +142,9 @@ class EngineData:
         pinned to a commit: what the entry says at `version` was read there."""
         if self.commit_for(version) is None:
             return False
+        # Loaded here, not at start-up: only a TensorRT-LLM verdict's basis needs it.
+        from draftfit.engines.citation import parse_locations
+
         cited = zip(parse_locations(entry.source), entry.anchors, strict=False)
         return any(loc.tag == version and loc.ranges and anchor for loc, anchor in cited)
 
