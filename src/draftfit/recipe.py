@@ -25,7 +25,7 @@ from draftfit.engines.interface import Recipe, ServeRequest
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import model_source, shell_word
 from draftfit.errors import UsageError
-from draftfit.report import INCOMPATIBLE, EngineResult, Finding, Report, verdict_for
+from draftfit.report import FAILING_VERDICTS, EngineResult, Finding, Report, verdict_for
 from draftfit.rule_ids import SERVING_FAMILY, VALUES_FAMILY, Severity
 from draftfit.spec import EAGLE
 
@@ -76,7 +76,7 @@ def attach_recipes(report: Report) -> None:
         recipe = recipe_for(report, result)
         if recipe is None:
             continue
-        if result.verdict == INCOMPATIBLE and not recipe.resolves_errors:
+        if result.verdict in FAILING_VERDICTS and not recipe.resolves_errors:
             continue
         recipes.append(recipe)
     report.recipes = recipes

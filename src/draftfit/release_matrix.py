@@ -19,7 +19,7 @@ from draftfit.fail_on import FailOn
 from draftfit.recipe import Recipe, recipe_for
 from draftfit.report import (
     COMPATIBLE,
-    INCOMPATIBLE,
+    FAILING_VERDICTS,
     UNVERIFIED,
     UNVERIFIED_CODES,
     Finding,
@@ -128,9 +128,13 @@ def build_matrix(
         for result in report.engines:
             deciding = _deciding(report, result.label, result.verdict)
             recipe = recipe_for(report, result)
-            # An incompatible version gets a recipe only when its steps and settings make the
-            # draft servable.
-            if recipe is not None and result.verdict == INCOMPATIBLE and not recipe.resolves_errors:
+            # A failing version (incompatible, drafts-garbage) gets a recipe only when its
+            # steps and settings make the draft servable.
+            if (
+                recipe is not None
+                and result.verdict in FAILING_VERDICTS
+                and not recipe.resolves_errors
+            ):
                 recipe = None
             key = (
                 result.verdict,
@@ -196,5 +200,5 @@ def _deciding(report: Report, label: str, verdict: str) -> list[Finding]:
             for f in report.findings
             if label in f.engines and f.code in UNVERIFIED_CODES and f.counts
         ]
-    level = Severity.ERROR if verdict == "incompatible" else Severity.WARNING
+    level = Severity.ERROR if verdict in FAILING_VERDICTS else Severity.WARNING
     return [f for f in report.findings if label in f.engines and f.severity == level and f.counts]

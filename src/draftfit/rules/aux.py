@@ -220,9 +220,24 @@ def aux_ids_not_read_default_matches(ctx: Context) -> Iterator[Violation]:
             f"{view.title} does not read `{where.pointer}`; its default {_fmt(view.aux.used)} "
             f"equals the trained layers, so it works by coincidence",
             config_at(where.pointer),
-            "make it explicit: " + capture_fix(view, trained),
+            _explicit_fix(view, trained),
             view.aux.sources,
         )
+
+
+def _explicit_fix(view: EngineView, trained: tuple[int, ...]) -> str:
+    """The fix for ids that work only because the engine's default equals them: one
+    sentence, whether or not this engine version can be told the ids at all."""
+    aux = view.aux
+    assert aux is not None
+    if aux.write_pointer is None and not aux.user_setting:
+        return (
+            f"nothing to change for this target; {view.title} reads no aux ids from the "
+            "config, so next to a target with another layer count serve it with a version "
+            "that reads them"
+        )
+    fix = capture_fix(view, trained)
+    return fix if " cannot " in fix else f"to stop relying on the default, {fix}"
 
 
 @rule(
