@@ -269,7 +269,7 @@ def _collect(
             [],
             item.family,
             consequence=consequence,
-            condition=item.condition,
+            condition=v.condition or item.condition,
         )
         existing = collected.setdefault(finding.key(), finding)
         if consequence.severity > existing.severity:

@@ -713,11 +713,14 @@ class BaseBuilder:
             return True
         self.refuse(
             rule_ids.MISSING_CONFIG_FIELD,
-            "the draft config lacks "
+            "the draft config has no usable "
             + ", ".join(f"`{k}`" for k in missing)
-            + f": {self.p.title} cannot build the draft layer",
+            + f", so {self.p.title} cannot build the draft layer",
             config_at(f"{base}/{missing[0]}"),
             keys,
+            fix="write "
+            + ", ".join(f"`{k}`" for k in missing)
+            + " as positive integers, with the values the draft was trained with",
         )
         return False
 

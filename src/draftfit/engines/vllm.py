@@ -251,9 +251,10 @@ class _Builder(BaseBuilder):
                 + ", ".join(f"`{k}`" for k in allowed),
                 config_at("/speculators_model_type"),
                 ("speculators_types",),
-                fix="EAGLE-1 speculators checkpoints must be converted back to a plain config"
+                fix="rewrite it as a plain EAGLE-1 config (architectures `EagleLlamaForCausalLM`)"
                 if kind == "eagle"
-                else None,
+                else f"serve it with a {self.p.data.title} release that accepts `{kind}` "
+                "(`draftfit rule DF103` lists them), or with the method made for it",
             )
             return None
         other = non_eagle_kind(cfg)

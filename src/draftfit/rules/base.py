@@ -32,13 +32,15 @@ class Violation:
     """What a rule reports: observed vs expected, where, why (engine source) and the fix.
 
     `consequence` is set where this case's consequence differs from the rule's (the engine
-    version or the case decides it); None means the rule's own."""
+    version or the case decides it); None means the rule's own. `condition` names when a
+    `degrades` case degrades, where the rule's own condition does not say it."""
 
     message: str
     location: Location = field(default_factory=Location)
     fix: str | None = None
     sources: tuple[str, ...] = ()
     consequence: Consequence | None = None
+    condition: str | None = None
 
 
 @dataclass
