@@ -20,6 +20,7 @@ from draftfit.recipe import Recipe, recipe_for
 from draftfit.report import (
     COMPATIBLE,
     FAILING_VERDICTS,
+    INCOMPATIBLE,
     UNVERIFIED,
     UNVERIFIED_CODES,
     Finding,
@@ -128,13 +129,9 @@ def build_matrix(
         for result in report.engines:
             deciding = _deciding(report, result.label, result.verdict)
             recipe = recipe_for(report, result)
-            # A failing version (incompatible, drafts-garbage) gets a recipe only when its
-            # steps and settings make the draft servable.
-            if (
-                recipe is not None
-                and result.verdict in FAILING_VERDICTS
-                and not recipe.resolves_errors
-            ):
+            # An incompatible version gets a recipe only when its steps and settings make the
+            # draft servable.
+            if recipe is not None and result.verdict == INCOMPATIBLE and not recipe.resolves_errors:
                 recipe = None
             key = (
                 result.verdict,

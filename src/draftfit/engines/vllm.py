@@ -254,7 +254,7 @@ class _Builder(BaseBuilder):
                 fix="rewrite it as a plain EAGLE-1 config (architectures `EagleLlamaForCausalLM`)"
                 if kind == "eagle"
                 else f"serve it with a {self.p.data.title} release that accepts `{kind}` "
-                "(`draftfit rule DF103` lists them), or with the method made for it",
+                "(`draftfit engines` lists the releases read), or with the method made for it",
             )
             return None
         other = non_eagle_kind(cfg)
