@@ -488,7 +488,7 @@ case("aux-ids-number", {"DF118"}, verdict="incompatible")(
 case("hidden-size-float", {"DF118"}, verdict="incompatible")(
     with_target(_retyped(f.specforge(), "/hidden_size", 64.0))
 )
-case("flag-as-string", {"DF119"}, {"DF118"}, verdict="degraded")(
+case("flag-as-string", {"DF119"}, {"DF118"}, verdict="drafts-garbage")(
     with_target(_retyped(f.speculators(aux=[2, 4, 5]), "/norm_before_residual", "false"))
 )
 case("aux-ids-null", set(), {"DF118", "DF119"}, verdict="compatible")(
@@ -541,13 +541,13 @@ case("k-proj-input-h", {"DF203"}, verdict="incompatible", oracle="12f")(
 case("lm-head-rows", {"DF203"}, verdict="incompatible", oracle="12e")(
     with_target(f.specforge().reshape("lm_head.weight", (60, 64)))
 )
-case("q-proj-oversized", {"DF204"}, {"DF203"}, verdict="degraded", oracle="12")(
+case("q-proj-oversized", {"DF204"}, {"DF203"}, verdict="drafts-garbage", oracle="12")(
     with_target(f.specforge().reshape("midlayer.self_attn.q_proj.weight", (96, 128)))
 )
-case("k-proj-missing", {"DF205"}, {"DF206"}, verdict="degraded", oracle="10")(
+case("k-proj-missing", {"DF205"}, {"DF206"}, verdict="drafts-garbage", oracle="10")(
     with_target(f.specforge().drop("midlayer.self_attn.k_proj.weight"))
 )
-case("second-layer-missing", {"DF205"}, {"DF201"}, verdict="degraded", oracle="17c")(
+case("second-layer-missing", {"DF205"}, {"DF201"}, verdict="drafts-garbage", oracle="17c")(
     with_target(
         Draft({**f.specforge().config, "num_hidden_layers": 2}, f.eagle3_tensors(naming="layers"))
     )
@@ -571,10 +571,10 @@ case("qwen3-layer-q-norm-mismatch", {"DF203"}, verdict="incompatible", oracle="1
 case("qwen3-layer", set(), {"DF203", "DF101", "DF106"}, verdict="compatible", oracle="16c")(
     with_target(_qwen3_layer(f.HEAD_DIM))
 )
-case("norm-missing", {"DF206"}, {"DF205"}, verdict="degraded", oracle="10b")(
+case("norm-missing", {"DF206"}, {"DF205"}, verdict="drafts-garbage", oracle="10b")(
     with_target(f.specforge().drop("norm.weight"))
 )
-case("fc-bias-ignored", {"DF207"}, {"DF201"}, verdict="degraded", oracle="11")(
+case("fc-bias-ignored", {"DF207"}, {"DF201"}, verdict="drafts-garbage", oracle="11")(
     with_target(f.specforge().add("fc.bias", "BF16", (64,)))
 )
 case("fc-bias-rejected-0.24", {"DF201"}, {"DF207"}, engines=("vllm==0.24.0",))(
@@ -667,7 +667,7 @@ case(
     {"DF207"},
     {"DF201"},
     engines=("sglang==0.5.23",),
-    verdict="degraded",
+    verdict="drafts-garbage",
     oracle="s1",
 )(with_target(f.quantize_fp8(f.specforge())))
 case(
@@ -683,7 +683,7 @@ case(
     "sglang-fp8-lm-head-before-0.5.19",
     {"DF207"},
     engines=("sglang==0.5.18",),
-    verdict="degraded",
+    verdict="drafts-garbage",
 )(with_target(f.quantize_fp8(f.specforge(), **_HEAD_NOT_FC)))
 case(
     "sglang-fp8-lm-head-on-0.5.19",
@@ -696,7 +696,7 @@ case(
     "sglang-fp8-lm-head-not-targeted",
     {"DF207"},
     engines=("sglang==0.5.23",),
-    verdict="degraded",
+    verdict="drafts-garbage",
     oracle="s4",
 )(with_target(f.quantize_fp8(f.specforge(), ignore=["fc"])))
 
@@ -744,7 +744,7 @@ case(
     {"DF516"},
     {"DF519"},
     engines=("vllm==0.14.0",),
-    verdict="incompatible",
+    verdict="drafts-garbage",
 )(with_modelslim_target(f.specforge()))
 case(
     "quarot-target-vllm-0.16-plugin-anti-rotates",
@@ -889,7 +889,7 @@ case(
     {"DF517"},
     {"DF518"},
     engines=("vllm==0.11.0",),
-    verdict="incompatible",
+    verdict="drafts-garbage",
 )(with_target(f.specforge(), quantization_config=_FP8_BLOCK))
 case(
     "fp8-target-unquantized-draft-on-0.10.2",
@@ -989,13 +989,13 @@ def _head_dim_undeclared() -> Draft:
     return Draft(draft.config, f.eagle3_tensors(head_dim=32))
 
 
-case("head-dim-not-declared", {"DF208"}, {"DF203", "DF204"}, verdict="degraded", oracle="12c")(
-    with_target(_head_dim_undeclared())
-)
+case(
+    "head-dim-not-declared", {"DF208"}, {"DF203", "DF204"}, verdict="drafts-garbage", oracle="12c"
+)(with_target(_head_dim_undeclared()))
 
 # ------------------------------------------------------------------ DF3xx aux layers
 
-case("nested-aux-not-read", {"DF301"}, {"DF302"}, verdict="degraded", oracle="01")(
+case("nested-aux-not-read", {"DF301"}, {"DF302"}, verdict="drafts-garbage", oracle="01")(
     with_target(f.specforge(nested_aux=[1, 3, 6]))
 )
 case("nested-aux-not-read-no-target", {"DF301"}, {"DF302", "DF303"})(
@@ -1063,10 +1063,10 @@ case("aux-copied-without-shift", {"DF308"}, verdict="degraded")(
 
 # ------------------------------------------------------------------ DF4xx vocabulary
 
-case("d2t-missing", {"DF401"}, {"DF402"}, verdict="degraded", oracle="08")(
+case("d2t-missing", {"DF401"}, {"DF402"}, verdict="drafts-garbage", oracle="08")(
     with_target(f.specforge().drop("d2t"))
 )
-case("lm-head-missing-reduced", {"DF402"}, {"DF401"}, verdict="degraded", oracle="09")(
+case("lm-head-missing-reduced", {"DF402"}, {"DF401"}, verdict="drafts-garbage", oracle="09")(
     with_target(f.specforge().drop("lm_head.weight"))
 )
 case("lm-head-missing-full-vocab", set(), {"DF402", "DF205"}, verdict="compatible", oracle="09b")(
@@ -1328,7 +1328,7 @@ case(
     {"DF533"},
     _KV,
     engines=("vllm==0.11.1",),
-    verdict="compatible",
+    verdict="degraded",
 )(with_target(_geometry_draft(80), **_QWEN3_32B_LIKE))
 case("kv-head-dim-80-vllm-0.34", set(), _KV | {"DF533"}, verdict="compatible")(
     with_target(_geometry_draft(80), **_QWEN3_32B_LIKE)
@@ -1431,7 +1431,7 @@ def _input_norm_without_flag() -> Draft:
     return f.specforge().add("input_norm.weight", "BF16", (192,), f.norm_bytes(192))
 
 
-case("input-norm-without-flag", {"DF207"}, {"DF201"}, verdict="degraded", oracle="18b")(
+case("input-norm-without-flag", {"DF207"}, {"DF201"}, verdict="drafts-garbage", oracle="18b")(
     with_target(_input_norm_without_flag())
 )
 
@@ -1442,7 +1442,7 @@ def _norm_flag_without_tensor() -> Draft:
     return draft
 
 
-case("norm-before-fc-without-tensor", {"DF206"}, verdict="degraded", oracle="18")(
+case("norm-before-fc-without-tensor", {"DF206"}, verdict="drafts-garbage", oracle="18")(
     with_target(_norm_flag_without_tensor())
 )
 case("norm-before-residual-unwritten", {"DF602"})(
@@ -1506,7 +1506,7 @@ case("unknown-convention", {"DF905"}, {"DF113"}, method="eagle3")(
 case("eagle1-clean", set(), {"DF201", "DF207"}, method="eagle", verdict="compatible", oracle="19")(
     with_target(f.eagle1(bias=False).drop("embed_tokens.weight"))
 )
-case("eagle1-fc-bias", {"DF207"}, verdict="degraded", oracle="19b")(
+case("eagle1-fc-bias", {"DF207"}, verdict="drafts-garbage", oracle="19b")(
     with_target(f.eagle1(bias=True))
 )
 case("eagle1-lm-head", {"DF201"}, verdict="incompatible", oracle="19c")(
@@ -1650,10 +1650,10 @@ def _mla_model_type(model_type: str) -> Draft:
 case("mla-model-type-deepseek-v3", {"DF101"}, verdict="incompatible", oracle="mla g")(
     _mla(_mla_model_type("deepseek_v3"))
 )
-case("mla-missing-kv-b", {"DF205"}, {"DF201"}, verdict="degraded", oracle="mla b")(
+case("mla-missing-kv-b", {"DF205"}, {"DF201"}, verdict="drafts-garbage", oracle="mla b")(
     _mla(f.mla_draft().drop("midlayer.self_attn.kv_b_proj.weight"))
 )
-case("mla-q-b-oversized", {"DF204"}, {"DF203"}, verdict="degraded", oracle="mla c")(
+case("mla-q-b-oversized", {"DF204"}, {"DF203"}, verdict="drafts-garbage", oracle="mla c")(
     _mla(f.mla_draft().reshape("midlayer.self_attn.q_b_proj.weight", (f.HEADS * 24 + 8, 48)))
 )
 
@@ -1712,7 +1712,7 @@ case(
     {"DF210"},
     {"DF116"},
     engines=("sglang==0.5.12",),
-    verdict="degraded",
+    verdict="drafts-garbage",
 )(with_target(_two_layers("midlayer")))
 
 
@@ -1738,7 +1738,7 @@ case(
     {"DF210"},
     {"DF201"},
     engines=("sglang==0.5.6",),
-    verdict="degraded",
+    verdict="drafts-garbage",
 )(with_target(f.modelopt()))
 case(
     "sglang-layers-names-before-0.4.9-stacked",
@@ -1797,7 +1797,7 @@ case(
     {"DF301"},
     {"DF302"},
     engines=("trtllm==1.4.0rc0",),
-    verdict="degraded",
+    verdict="drafts-garbage",
 )(with_target(f.specforge(nested_aux=[1, 3, 6])))
 case(
     "trtllm-official-llamaforcausallm",
@@ -1827,7 +1827,7 @@ case(
     "trtllm-layers-names-before-remap",
     {"DF210"},
     engines=("trtllm==1.2.0rc2",),
-    verdict="degraded",
+    verdict="drafts-garbage",
 )(with_target(f.modelopt()))
 
 
@@ -1837,9 +1837,12 @@ def _tied() -> Draft:
     return draft
 
 
-case("sglang-tied-head-reduced-vocab", {"DF402"}, engines=("sglang==0.5.23",), verdict="degraded")(
-    with_target(_tied())
-)
+case(
+    "sglang-tied-head-reduced-vocab",
+    {"DF402"},
+    engines=("sglang==0.5.23",),
+    verdict="drafts-garbage",
+)(with_target(_tied()))
 case(
     "sglang-draft-context-silent-before-0.5.1",
     {"DF504"},
@@ -1868,7 +1871,7 @@ case("sglang-nextn-zero-0.5.13", set(), {"DF117"}, engines=("sglang==0.5.13",))(
 
 # ------------------------------------------------------------------ DF310 aux id order
 
-case("aux-ids-not-ascending", {"DF310"}, {"DF301", "DF306"}, verdict="degraded")(
+case("aux-ids-not-ascending", {"DF310"}, {"DF301", "DF306"}, verdict="drafts-garbage")(
     with_target(f.speculators(aux=[6, 1, 3]))
 )
 case("aux-ids-not-ascending-vllm-0.16", {"DF310"}, {"DF301"}, engines=("vllm==0.16.0",))(
@@ -1885,14 +1888,14 @@ case(
     {"DF310"},
     {"DF301"},
     engines=("sglang==0.5.23",),
-    verdict="degraded",
+    verdict="drafts-garbage",
 )(with_target(f.specforge(nested_aux=[5, 0, 2])))
 case(
     "aux-ids-not-ascending-trtllm",
     {"DF310", "DF302"},
     {"DF301"},
     engines=("trtllm==1.4.0rc0",),
-    verdict="degraded",
+    verdict="drafts-garbage",
 )(with_target(f.specforge(nested_aux=[4, 1, 3])))
 
 
@@ -1986,7 +1989,7 @@ case(
 case(
     "serve-vllm-draft-tp-one",
     {"DF551"},
-    verdict="degraded",
+    verdict="compatible",
     serve_args=_vllm_launch("-tp 8", draft_tp=1),
 )(with_target(f.speculators()))
 case(

@@ -84,10 +84,12 @@ def test_error_finding_exits_one_and_names_location_and_source(capsys, tmp_path)
 
 
 def test_fail_on_warning(capsys, tmp_path) -> None:
-    draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "eagle3-x")
-    target = f.llama_target(tmp_path / "t")
-    assert run(capsys, "check", str(draft), "--target", str(target))[0] == 0
-    code, out, _ = run(capsys, "check", str(draft), "--target", str(target), "--fail-on", "warning")
+    """A draft whose context is shorter than the target's degrades only past it: a warning."""
+    draft = f.specforge().write(tmp_path / "eagle3-x")
+    target = f.llama_target(tmp_path / "t", max_position_embeddings=131072)
+    args = ("check", str(draft), "--target", str(target), "--engine", "vllm==0.29.0")
+    assert run(capsys, *args)[0] == 0
+    code, out, _ = run(capsys, *args, "--fail-on", "warning")
     assert code == 1 and "degraded" in out
 
 
@@ -115,7 +117,8 @@ def test_several_engine_versions(capsys, tmp_path) -> None:
         "json",
     )
     verdicts = {e["version"]: e["verdict"] for e in json.loads(out)["engines"]}
-    assert verdicts == {"0.10.1": "incompatible", "0.34.0": "degraded"}
+    # 0.34.0 captures other layers than the draft was trained on: it drafts garbage
+    assert verdicts == {"0.10.1": "incompatible", "0.34.0": "drafts-garbage"}
     assert code == 1
 
 

@@ -70,7 +70,8 @@ def test_check_a_hub_draft_and_target(hub: FakeHub, capsys) -> None:
 
 def test_only_headers_are_fetched(hub: FakeHub, repos: dict[str, Path]) -> None:
     report = check_path("hf://org/sharded", target="hf://org/target-big")
-    assert report.engines[0].verdict == "degraded"  # nested ids are not read by vLLM 0.34
+    # nested ids are not read by vLLM 0.34: other layers than trained, every draft wrong
+    assert report.engines[0].verdict == "drafts-garbage"
     weights = sum(p.stat().st_size for p in repos["sharded"].glob("*.safetensors"))
     small = sum(p.stat().st_size for p in repos["sharded"].glob("*.json"))
     header_bytes = sum(

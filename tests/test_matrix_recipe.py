@@ -28,7 +28,7 @@ def test_ranges_cover_every_version_once_in_order(tmp_path: Path) -> None:
 def test_nested_ids_ranges_follow_the_runners(tmp_path: Path) -> None:
     rows = {r.range: r for r in _matrix(tmp_path, f.specforge(nested_aux=[1, 3, 6])).rows}
     assert rows["0.8.0–0.8.4"].verdict == "incompatible"  # no EAGLE-3 before 0.8.5
-    assert rows["0.29.0–0.34.0"].verdict == "degraded"
+    assert rows["0.29.0–0.34.0"].verdict == "drafts-garbage"  # other layers than trained
     assert [x.code for x in rows["0.29.0–0.34.0"].deciding] == ["DF301"]
     # 0.22 runs a Llama target with the V1 runner, which reads the nested ids unshifted;
     # from 0.23 the V2 runner serves a dense Llama target and does not read them.
@@ -53,7 +53,7 @@ def test_recipes(tmp_path: Path) -> None:
     assert next(r for r in matrix.rows if "0.8.4" in r.versions).recipe is None
     arch = next(r for r in matrix.rows if "0.10.0" in r.versions)
     assert arch.verdict == "incompatible" and arch.recipe is not None
-    assert "then finds the converted draft degraded" in arch.recipe.notes[0]
+    assert "then finds the converted draft drafts-garbage" in arch.recipe.notes[0]
 
 
 def test_clean_speculators_draft_is_one_compatible_range_with_its_token_count(
@@ -75,7 +75,7 @@ def test_cli_matrix_formats(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert (
         "| engine | versions | verdict | why |" in out
-        and "| vLLM | 0.29.0–0.34.0 | degraded |" in out
+        and "| vLLM | 0.29.0–0.34.0 | drafts-garbage |" in out
     )
     assert main(["matrix", str(path), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -129,10 +129,10 @@ def test_sglang_and_trtllm_ranges_and_recipes(tmp_path: Path) -> None:
     assert fixed.recipe is not None
     assert "--speculative-algorithm EAGLE3" in fixed.recipe.command
     assert f"--speculative-draft-model-path {tmp_path / 'd'}" in fixed.recipe.command
-    # TensorRT-LLM never reads the ids: degraded everywhere; from 1.1 the recipe passes the
-    # trained layers in its output-of counting (nested SpecForge ids are already output-of).
+    # TensorRT-LLM never reads the ids: drafts garbage everywhere; from 1.1 the recipe passes
+    # the trained layers in its output-of counting (nested SpecForge ids are already output-of).
     for row in (r for r in matrix.rows if r.engine == "trtllm"):
-        assert row.verdict == "degraded"
+        assert row.verdict == "drafts-garbage"
     new = _row(matrix, "trtllm", "1.4.0rc0")
     assert new.recipe is not None
     spec_config = new.recipe.config["speculative_config"]

@@ -32,16 +32,16 @@ def test_a_drifted_example_is_reported(tmp_path: Path) -> None:
         "<!-- example: version-lines lines=1 -->\n"
         "```console\n"
         "$ draftfit rule DF310\n"
-        "DF310 aux-ids-not-ascending — error\n"
+        "DF310 aux-ids-not-ascending — warning\n"
         "...\n"
         "```\n"
     )
     args = [sys.executable, str(ROOT / "dev" / "readme_examples.py"), "--readme", str(readme)]
     done = subprocess.run([*args, "--check"], capture_output=True, text=True, check=False)
     assert done.returncode == 1
-    assert "+DF310 aux-ids-not-ascending — warning" in done.stdout
+    assert "+DF310 aux-ids-not-ascending — error" in done.stdout
     assert subprocess.run([*args, "--write"], check=False).returncode == 0
-    assert "DF310 aux-ids-not-ascending — warning\n..." in readme.read_text()
+    assert "DF310 aux-ids-not-ascending — error\n..." in readme.read_text()
     done = subprocess.run([*args, "--check"], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout
 

@@ -283,7 +283,7 @@ def _vllm_tp(draft_tp: int | None) -> str:
 @pytest.mark.parametrize(
     ("draft_tp", "code", "verdict"),
     [
-        (1, "DF551", "degraded"),
+        (1, "DF551", "compatible"),  # slower or more memory only: info
         (2, "DF552", "incompatible"),
         (8, None, "compatible"),
         (None, None, "compatible"),

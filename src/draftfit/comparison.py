@@ -205,7 +205,17 @@ def diff_checkpoints(
         for name, message, location in _compare(a, b, profile, layers):
             rule = _rule(name)
             finding = Finding(
-                rule.code, rule.name, rule.severity, message, location, None, (), [], "diff"
+                rule.code,
+                rule.name,
+                rule.severity,
+                message,
+                location,
+                None,
+                (),
+                [],
+                "diff",
+                consequence=rule.consequence,
+                condition=rule.condition,
             )
             existing = collected.setdefault(finding.key(), finding)
             if profile.label not in existing.engines:
@@ -234,6 +244,8 @@ def diff_checkpoints(
                 (),
                 [p.label for p in profiles],
                 "raw",
+                consequence=rule.consequence,
+                condition=rule.condition,
             ),
         )
     findings = sorted(collected.values(), key=lambda f: (-int(f.severity), f.code, f.message))

@@ -25,6 +25,8 @@ def rule_dict(item: Rule, data: bool = False) -> dict[str, Any]:
         "code": item.code,
         "name": item.name,
         "severity": str(item.severity),
+        "consequence": str(item.consequence),
+        "consequence_text": item.consequence.describe(item.condition),
         "summary": item.summary,
         "family": item.family,
         "scope": item.scope,

@@ -76,6 +76,8 @@ def attach_recipes(report: Report) -> None:
         recipe = recipe_for(report, result)
         if recipe is None:
             continue
+        # a version that will not run gets a recipe only when it makes the draft servable;
+        # one that drafts garbage keeps it, with what still applies in its notes
         if result.verdict == INCOMPATIBLE and not recipe.resolves_errors:
             continue
         recipes.append(recipe)
@@ -150,9 +152,14 @@ def _names_own_code(config: Mapping[str, Any] | None) -> bool:
     )
 
 
-def _weight(findings: list[Finding]) -> tuple[int, int]:
+def _weight(findings: list[Finding]) -> tuple[int, int, int]:
+    """How bad the findings are, worst first: errors that stop the engine, errors that let it
+    run but draft wrong, warnings."""
+    errors = [f for f in findings if f.severity == Severity.ERROR]
+    running = sum(1 for f in errors if f.consequence is not None and f.consequence.runs)
     return (
-        sum(1 for f in findings if f.severity == Severity.ERROR),
+        len(errors) - running,
+        running,
         sum(1 for f in findings if f.severity == Severity.WARNING),
     )
 
@@ -160,7 +167,11 @@ def _weight(findings: list[Finding]) -> tuple[int, int]:
 def _finish(recipe: Recipe, findings: list[Finding], fixed_by_settings: frozenset[str]) -> Recipe:
     remaining = [f for f in _severe(findings) if f.code not in fixed_by_settings]
     recipe.remaining = sorted({f.code for f in remaining})
-    recipe.resolves_errors = not any(f.severity == Severity.ERROR for f in remaining)
+    # Servable: nothing left that stops the engine (what still drafts wrong is noted below).
+    recipe.resolves_errors = not any(
+        f.severity == Severity.ERROR and not (f.consequence is not None and f.consequence.runs)
+        for f in remaining
+    )
     for finding in remaining:
         note = f"still applies: {finding.code} {finding.name}"
         if note not in recipe.notes:

@@ -19,6 +19,7 @@ from draftfit.fail_on import FailOn
 from draftfit.recipe import Recipe, recipe_for
 from draftfit.report import (
     COMPATIBLE,
+    FAILING_VERDICTS,
     INCOMPATIBLE,
     UNVERIFIED,
     UNVERIFIED_CODES,
@@ -196,5 +197,5 @@ def _deciding(report: Report, label: str, verdict: str) -> list[Finding]:
             for f in report.findings
             if label in f.engines and f.code in UNVERIFIED_CODES and f.counts
         ]
-    level = Severity.ERROR if verdict == "incompatible" else Severity.WARNING
+    level = Severity.ERROR if verdict in FAILING_VERDICTS else Severity.WARNING
     return [f for f in report.findings if label in f.engines and f.severity == level and f.counts]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
 from draftfit.fail_on import FailOn
 from draftfit.location import Location
-from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, RuleId, Severity
+from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, Consequence, RuleId, Severity
 from draftfit.version import __version__
 
 if TYPE_CHECKING:
@@ -30,7 +30,12 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 1
 
+# The engine will not run the draft: it refuses to start, or fails at the first request.
 INCOMPATIBLE = "incompatible"
+# The engine loads and serves the draft, but every draft is wrong (acceptance ≈ 0).
+DRAFTS_GARBAGE = "drafts-garbage"
+# The verdicts that fail the default gate (`--fail-on error`).
+FAILING_VERDICTS = frozenset({INCOMPATIBLE, DRAFTS_GARBAGE})
 # Nothing fails, but draftfit's data cannot say whether the engine version supports a part
 # of the setup (e.g. the target class), or checks that could change the answer were skipped
 # (no target): not called compatible. `UNVERIFIED` lives in draftfit.fail_on.
@@ -164,6 +169,17 @@ class Finding:
     engines: list[str] = field(default_factory=list)
     family: str = ""
     suppression: Suppression | None = None  # set by rule selection; then it does not count
+    # What it does to serving; the severity follows from it. None only for findings made
+    # without a rule identity (then the severity stands alone).
+    consequence: Consequence | None = None
+    condition: str | None = None  # when a `degrades` finding degrades
+
+    @property
+    def consequence_text(self) -> str | None:
+        """The consequence as a user reads it ("loads, but drafts garbage: acceptance ≈ 0")."""
+        if self.consequence is None:
+            return None
+        return self.consequence.describe(self.condition)
 
     @property
     def counts(self) -> bool:
@@ -178,6 +194,8 @@ class Finding:
             "code": self.code,
             "name": self.name,
             "severity": str(self.severity),
+            "consequence": str(self.consequence) if self.consequence is not None else None,
+            "consequence_text": self.consequence_text,
             "message": self.message,
             "location": self.location.to_dict(),
             "engines": list(self.engines),
@@ -197,8 +215,8 @@ class VersionVerdict:
 
     Attributes:
         engine, version, title: the engine version (`vllm`, `0.34.0`, `vLLM 0.34.0`).
-        verdict: `check`: compatible / degraded / unverified / incompatible; `diff`:
-            equivalent / unverified / different.
+        verdict: `check`: compatible / degraded / unverified / drafts-garbage /
+            incompatible; `diff`: equivalent / unverified / different.
         counts: findings per severity (`check`) or per kind of difference (`diff`).
         unverified_reasons: why nothing found is not proof (e.g. "no target").
         unchecked_rules: the rules that could have changed the verdict but did not run.
@@ -364,15 +382,21 @@ def verdict_for(
 ) -> tuple[str, dict[str, int]]:
     """Verdict and severity counts of the findings that apply to engine `label`.
 
-    Without errors or warnings the verdict is `unverified`, not `compatible`, when DF505
-    applies or `unverified_reasons` names checks that were skipped."""
+    An error whose consequence is that the engine will not run (refuses to start, fails at
+    the first request) makes it `incompatible`; errors that all let it run but make every
+    draft wrong make it `drafts-garbage`. Without errors or warnings the verdict is
+    `unverified`, not `compatible`, when DF505 applies or `unverified_reasons` names checks
+    that were skipped."""
     counts = {"error": 0, "warning": 0, "info": 0}
     findings = [f for f in findings if f.counts]
+    runs = True
     for finding in findings:
         if label in finding.engines:
             counts[str(finding.severity)] += 1
+            if finding.severity == Severity.ERROR and not _runs(finding):
+                runs = False
     if counts["error"]:
-        return INCOMPATIBLE, counts
+        return (DRAFTS_GARBAGE if runs else INCOMPATIBLE), counts
     if counts["warning"]:
         return DEGRADED, counts
     if unverified_reasons or any(
@@ -380,3 +404,19 @@ def verdict_for(
     ):
         return UNVERIFIED, counts
     return COMPATIBLE, counts
+
+
+def _runs(finding: Finding) -> bool:
+    """Whether the engine still serves with this error finding (it drafts garbage)."""
+    return finding.consequence is not None and finding.consequence.runs
+
+
+def verdict_text(verdict: str) -> str:
+    """A verdict in plain words, for the text report."""
+    return VERDICT_TEXT.get(verdict, verdict)
+
+
+VERDICT_TEXT = {
+    INCOMPATIBLE: "incompatible: will not run",
+    DRAFTS_GARBAGE: "drafts-garbage: loads, but drafts garbage: acceptance ≈ 0",
+}

@@ -28,9 +28,12 @@ def rule_page(item: Rule) -> str:
         "",
         item.summary[:1].upper() + item.summary[1:] + ".",
         "",
-        "| severity | family | checked | needs `--target` |",
-        "| --- | --- | --- | --- |",
-        f"| {item.severity} | {item.family or '—'} | {scope} | {target} |",
+        "| severity | consequence | family | checked | needs `--target` |",
+        "| --- | --- | --- | --- | --- |",
+        f"| {item.severity} | {item.consequence} | {item.family or '—'} | {scope} | {target} |",
+        "",
+        f"Consequence: {item.consequence.describe(item.condition)}. Where the engine version or",
+        "the case decides otherwise, the finding states its own consequence.",
         "",
         item.doc.strip(),
         "",
@@ -59,13 +62,14 @@ def index_page(rules: list[Rule]) -> str:
         GENERATED,
         "# draftfit rules",
         "",
-        "| code | name | severity | summary |",
-        "| --- | --- | --- | --- |",
+        "| code | name | severity | consequence | summary |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for item in rules:
         summary = item.summary.replace("|", "\\|")
         lines.append(
-            f"| [{item.code}]({item.code}.md) | `{item.name}` | {item.severity} | {summary} |"
+            f"| [{item.code}]({item.code}.md) | `{item.name}` | {item.severity} "
+            f"| {item.consequence} | {summary} |"
         )
     return "\n".join(lines) + "\n"
 

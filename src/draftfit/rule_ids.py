@@ -1,4 +1,7 @@
-"""Every rule's identity: its stable code, name, severity and family, as one typed object.
+"""Every rule's identity: its stable code, name, consequence and family, as one typed object.
+
+The consequence (what a finding does to serving) decides the severity: a rule never states
+a severity of its own.
 
 Everything that reports a finding — the reader's damage records, the engine modules'
 events, the diff, convert's refusals — names the rule by one of these imported constants,
@@ -19,8 +22,9 @@ from dataclasses import dataclass
 
 
 class Severity(enum.IntEnum):
-    """`error`: the engine refuses or crashes; `warning`: it loads but drafts wrongly or
-    worse than trained; `info`: worth knowing."""
+    """How a finding counts, as it follows from its :class:`Consequence`: `error` (the
+    engine refuses, fails at the first request or drafts garbage), `warning` (it drafts
+    worse under a named condition), `info` (slower, or nothing changes)."""
 
     INFO = 1
     WARNING = 2
@@ -34,164 +38,366 @@ class Severity(enum.IntEnum):
         return cls[text.upper()]
 
 
+class Consequence(enum.Enum):
+    """What a finding does to serving, in a small fixed vocabulary; its severity and the
+    engine verdict follow from it, so a draft that loads and drafts garbage fails the gate
+    as surely as one the engine refuses."""
+
+    REFUSES_TO_START = "refuses-to-start"
+    FAILS_AT_FIRST_REQUEST = "fails-at-first-request"
+    DRAFTS_GARBAGE = "drafts-garbage"
+    DEGRADES = "degrades"  # under a condition the rule names
+    SLOWER = "slower"  # slower or wasted memory only; drafts are unaffected
+    COSMETIC = "cosmetic"  # cosmetic or provenance: serving is unaffected
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, text: str) -> Consequence:
+        """`"drafts-garbage"` -> Consequence.DRAFTS_GARBAGE (the JSON and data spelling)."""
+        return cls(text)
+
+    @property
+    def severity(self) -> Severity:
+        """The first three are errors; conditional degradation is a warning; the rest info."""
+        if self in _ERRORS:
+            return Severity.ERROR
+        return Severity.WARNING if self is Consequence.DEGRADES else Severity.INFO
+
+    @property
+    def runs(self) -> bool:
+        """Whether the engine starts and serves at all (the draft may still be wrong)."""
+        return self not in (Consequence.REFUSES_TO_START, Consequence.FAILS_AT_FIRST_REQUEST)
+
+    def describe(self, condition: str | None = None) -> str:
+        """The consequence as a user reads it, e.g. "loads, but drafts garbage: acceptance
+        ≈ 0"; `condition` completes a degradation ("degrades past the draft's context")."""
+        if self is Consequence.DEGRADES and condition:
+            return f"drafts worse {condition}"
+        return _TEXT[self]
+
+
+_ERRORS = frozenset(
+    {
+        Consequence.REFUSES_TO_START,
+        Consequence.FAILS_AT_FIRST_REQUEST,
+        Consequence.DRAFTS_GARBAGE,
+    }
+)
+_TEXT = {
+    Consequence.REFUSES_TO_START: "the engine refuses to start",
+    Consequence.FAILS_AT_FIRST_REQUEST: "the engine starts, then fails at the first request",
+    Consequence.DRAFTS_GARBAGE: "loads, but drafts garbage: acceptance ≈ 0",
+    Consequence.DEGRADES: "drafts worse under some conditions",
+    Consequence.SLOWER: "slower or more memory only; drafts are unaffected",
+    Consequence.COSMETIC: "no effect on serving (cosmetic or provenance)",
+}
+
+
 @dataclass(frozen=True)
 class RuleId:
-    """A rule's identity: what a finding is stamped with."""
+    """A rule's identity: what a finding is stamped with.
+
+    `consequence` is what the rule's findings do to serving unless a finding states its
+    own (where the engine version or the case decides it); the severity follows from it.
+    `condition` names when a `degrades` rule degrades (e.g. "past the draft's context
+    length")."""
 
     code: str
     name: str
-    severity: Severity
+    consequence: Consequence
     family: str
+    condition: str | None = None
+
+    @property
+    def severity(self) -> Severity:
+        return self.consequence.severity
 
     def __str__(self) -> str:
         return f"{self.code} {self.name}"
 
 
-_E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
+_REFUSES = Consequence.REFUSES_TO_START
+_FAILS = Consequence.FAILS_AT_FIRST_REQUEST
+_GARBAGE = Consequence.DRAFTS_GARBAGE
+_DEGRADES = Consequence.DEGRADES
+_SLOWER = Consequence.SLOWER
+_COSMETIC = Consequence.COSMETIC
 
-UNREADABLE_FILE = RuleId("DF001", "unreadable-file", _E, "structure")
-TRUNCATED_FILE = RuleId("DF002", "truncated-file", _E, "structure")
-HEADER_LENGTH_OUT_OF_RANGE = RuleId("DF003", "header-length-out-of-range", _E, "structure")
-HEADER_NOT_JSON_OBJECT = RuleId("DF004", "header-not-json-object", _E, "structure")
-INVALID_TENSOR_ENTRY = RuleId("DF005", "invalid-tensor-entry", _E, "structure")
-UNKNOWN_DTYPE = RuleId("DF006", "unknown-dtype", _E, "structure")
-DATA_OFFSETS_OUT_OF_RANGE = RuleId("DF007", "data-offsets-out-of-range", _E, "structure")
-DATA_OFFSETS_OVERLAP = RuleId("DF008", "data-offsets-overlap", _E, "structure")
-DATA_SECTION_NOT_COVERED = RuleId("DF009", "data-section-not-covered", _E, "structure")
-TENSOR_BYTE_SIZE_MISMATCH = RuleId("DF010", "tensor-byte-size-mismatch", _E, "structure")
-INDEX_MISSING_SHARD = RuleId("DF011", "index-missing-shard", _E, "structure")
-INDEX_TENSOR_NOT_IN_SHARD = RuleId("DF012", "index-tensor-not-in-shard", _I, "structure")
-DUPLICATE_TENSOR = RuleId("DF013", "duplicate-tensor", _W, "structure")
-TENSOR_NOT_IN_INDEX = RuleId("DF014", "tensor-not-in-index", _I, "structure")
-INVALID_INDEX = RuleId("DF015", "invalid-index", _E, "structure")
-MISSING_CONFIG = RuleId("DF016", "missing-config", _E, "structure")
-INVALID_CONFIG = RuleId("DF017", "invalid-config", _E, "structure")
-MIXED_WEIGHT_FORMATS = RuleId("DF018", "mixed-weight-formats", _I, "structure")
-UNSAFE_PICKLE_GLOBAL = RuleId("DF019", "unsafe-pickle-global", _E, "structure")
-INVALID_TORCH_BIN = RuleId("DF020", "invalid-torch-bin", _E, "structure")
-NO_WEIGHTS = RuleId("DF021", "no-weights", _E, "structure")
-READER_LIMIT_EXCEEDED = RuleId("DF022", "reader-limit-exceeded", _E, "structure")
-DUPLICATE_JSON_KEY = RuleId("DF023", "duplicate-json-key", _W, "structure")
-UNSUPPORTED_DRAFT_ARCHITECTURE = RuleId("DF101", "unsupported-draft-architecture", _E, "config")
-MISSING_ARCHITECTURES = RuleId("DF102", "missing-architectures", _E, "config")
-UNSUPPORTED_SPECULATORS_TYPE = RuleId("DF103", "unsupported-speculators-type", _E, "config")
-INVALID_SPECULATORS_CONFIG = RuleId("DF104", "invalid-speculators-config", _I, "config")
-SPECULATORS_FORMAT_UNSUPPORTED = RuleId("DF105", "speculators-format-unsupported", _E, "config")
-UNSUPPORTED_LAYER_MODEL_TYPE = RuleId("DF106", "unsupported-layer-model-type", _E, "config")
-METHOD_MISMATCH = RuleId("DF107", "method-mismatch", _E, "config")
-METHOD_NOT_DETECTED_FROM_PATH = RuleId("DF108", "method-not-detected-from-path", _I, "config")
-METHOD_UNSUPPORTED = RuleId("DF109", "method-unsupported", _E, "config")
-MISSING_DRAFT_VOCAB_SIZE = RuleId("DF110", "missing-draft-vocab-size", _E, "config")
+UNREADABLE_FILE = RuleId("DF001", "unreadable-file", _REFUSES, "structure")
+TRUNCATED_FILE = RuleId("DF002", "truncated-file", _REFUSES, "structure")
+HEADER_LENGTH_OUT_OF_RANGE = RuleId("DF003", "header-length-out-of-range", _REFUSES, "structure")
+HEADER_NOT_JSON_OBJECT = RuleId("DF004", "header-not-json-object", _REFUSES, "structure")
+INVALID_TENSOR_ENTRY = RuleId("DF005", "invalid-tensor-entry", _REFUSES, "structure")
+UNKNOWN_DTYPE = RuleId("DF006", "unknown-dtype", _REFUSES, "structure")
+DATA_OFFSETS_OUT_OF_RANGE = RuleId("DF007", "data-offsets-out-of-range", _REFUSES, "structure")
+DATA_OFFSETS_OVERLAP = RuleId("DF008", "data-offsets-overlap", _REFUSES, "structure")
+DATA_SECTION_NOT_COVERED = RuleId("DF009", "data-section-not-covered", _REFUSES, "structure")
+TENSOR_BYTE_SIZE_MISMATCH = RuleId("DF010", "tensor-byte-size-mismatch", _REFUSES, "structure")
+INDEX_MISSING_SHARD = RuleId("DF011", "index-missing-shard", _REFUSES, "structure")
+INDEX_TENSOR_NOT_IN_SHARD = RuleId("DF012", "index-tensor-not-in-shard", _COSMETIC, "structure")
+DUPLICATE_TENSOR = RuleId(
+    "DF013",
+    "duplicate-tensor",
+    _DEGRADES,
+    "structure",
+    "when the engine keeps the copy the draft was not trained with (the last shard it reads wins)",
+)
+TENSOR_NOT_IN_INDEX = RuleId("DF014", "tensor-not-in-index", _COSMETIC, "structure")
+INVALID_INDEX = RuleId("DF015", "invalid-index", _REFUSES, "structure")
+MISSING_CONFIG = RuleId("DF016", "missing-config", _REFUSES, "structure")
+INVALID_CONFIG = RuleId("DF017", "invalid-config", _REFUSES, "structure")
+MIXED_WEIGHT_FORMATS = RuleId("DF018", "mixed-weight-formats", _COSMETIC, "structure")
+UNSAFE_PICKLE_GLOBAL = RuleId("DF019", "unsafe-pickle-global", _REFUSES, "structure")
+INVALID_TORCH_BIN = RuleId("DF020", "invalid-torch-bin", _REFUSES, "structure")
+NO_WEIGHTS = RuleId("DF021", "no-weights", _REFUSES, "structure")
+READER_LIMIT_EXCEEDED = RuleId("DF022", "reader-limit-exceeded", _REFUSES, "structure")
+DUPLICATE_JSON_KEY = RuleId(
+    "DF023",
+    "duplicate-json-key",
+    _DEGRADES,
+    "structure",
+    "when a tool reads the other copy of the key than the engine does",
+)
+UNSUPPORTED_DRAFT_ARCHITECTURE = RuleId(
+    "DF101", "unsupported-draft-architecture", _REFUSES, "config"
+)
+MISSING_ARCHITECTURES = RuleId("DF102", "missing-architectures", _REFUSES, "config")
+UNSUPPORTED_SPECULATORS_TYPE = RuleId("DF103", "unsupported-speculators-type", _REFUSES, "config")
+INVALID_SPECULATORS_CONFIG = RuleId("DF104", "invalid-speculators-config", _COSMETIC, "config")
+SPECULATORS_FORMAT_UNSUPPORTED = RuleId(
+    "DF105", "speculators-format-unsupported", _REFUSES, "config"
+)
+UNSUPPORTED_LAYER_MODEL_TYPE = RuleId("DF106", "unsupported-layer-model-type", _REFUSES, "config")
+METHOD_MISMATCH = RuleId("DF107", "method-mismatch", _REFUSES, "config")
+METHOD_NOT_DETECTED_FROM_PATH = RuleId(
+    "DF108", "method-not-detected-from-path", _COSMETIC, "config"
+)
+METHOD_UNSUPPORTED = RuleId("DF109", "method-unsupported", _REFUSES, "config")
+MISSING_DRAFT_VOCAB_SIZE = RuleId("DF110", "missing-draft-vocab-size", _REFUSES, "config")
 SPECULATORS_CONFIG_WITH_MODEL_TYPE = RuleId(
-    "DF111", "speculators-config-with-model-type", _E, "config"
+    "DF111", "speculators-config-with-model-type", _REFUSES, "config"
 )
-MISSING_CONFIG_FIELD = RuleId("DF112", "missing-config-field", _E, "config")
-UNKNOWN_DRAFT_METHOD = RuleId("DF113", "unknown-draft-method", _E, "config")
-METHOD_GUESSED_AS_DRAFT_MODEL = RuleId("DF114", "method-guessed-as-draft-model", _W, "config")
-UNSUPPORTED_ACTIVATION = RuleId("DF115", "unsupported-activation", _E, "config")
-MULTI_LAYER_DRAFT_UNSUPPORTED = RuleId("DF116", "multi-layer-draft-unsupported", _E, "config")
-DRAFT_KV_LAYER_COUNT = RuleId("DF117", "draft-kv-layer-count", _E, "config")
-CONFIG_FIELD_WRONG_TYPE = RuleId("DF118", "config-field-wrong-type", _E, "field_types")
-CONFIG_FIELD_MISREAD = RuleId("DF119", "config-field-misread", _W, "field_types")
-NOT_AN_EAGLE_DRAFT = RuleId("DF125", "not-an-eagle-draft", _I, "config")
-DRAFT_SLIDING_WINDOW_IGNORED = RuleId("DF130", "draft-sliding-window-ignored", _W, "config")
-UNKNOWN_TENSOR_NAME = RuleId("DF201", "unknown-tensor-name", _E, "tensors")
-TENSOR_NAME_PREFIX = RuleId("DF202", "tensor-name-prefix", _E, "tensors")
-TENSOR_SHAPE_MISMATCH = RuleId("DF203", "tensor-shape-mismatch", _E, "tensors")
-TENSOR_SHAPE_TRUNCATED = RuleId("DF204", "tensor-shape-truncated", _W, "tensors")
-MISSING_TENSOR_UNINITIALISED = RuleId("DF205", "missing-tensor-uninitialised", _W, "tensors")
-MISSING_NORM_WEIGHT = RuleId("DF206", "missing-norm-weight", _W, "tensors")
-IGNORED_TENSOR = RuleId("DF207", "ignored-tensor", _W, "tensors")
-HEAD_DIM_NOT_DECLARED = RuleId("DF208", "head-dim-not-declared", _W, "tensors")
-MISSING_REQUIRED_TENSOR = RuleId("DF209", "missing-required-tensor", _E, "tensors")
-TENSOR_NAMES_NOT_BOUND = RuleId("DF210", "tensor-names-not-bound", _W, "tensors")
-AUX_LAYERS_DIFFER_FROM_TRAINED = RuleId("DF301", "aux-layers-differ-from-trained", _W, "aux")
-AUX_IDS_NOT_READ_DEFAULT_MATCHES = RuleId("DF302", "aux-ids-not-read-default-matches", _I, "aux")
-AUX_ID_OUT_OF_RANGE = RuleId("DF303", "aux-id-out-of-range", _E, "aux")
-AUX_COUNT_MISMATCH = RuleId("DF304", "aux-count-mismatch", _E, "aux")
-AUX_RUNTIME_COUNT_MISMATCH = RuleId("DF305", "aux-runtime-count-mismatch", _E, "aux")
-AUX_IDS_DUPLICATE = RuleId("DF306", "aux-ids-duplicate", _W, "aux")
-AUX_IDS_DISAGREE = RuleId("DF307", "aux-ids-disagree", _W, "aux")
-AUX_IDS_COPIED_WITHOUT_SHIFT = RuleId("DF308", "aux-ids-copied-without-shift", _W, "aux")
-AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS = RuleId("DF309", "aux-ids-ignored-under-cuda-graphs", _W, "aux")
-AUX_IDS_NOT_ASCENDING = RuleId("DF310", "aux-ids-not-ascending", _W, "aux")
-AUX_IDS_NOT_RECORDED = RuleId("DF315", "aux-ids-not-recorded", _I, "aux")
-MISSING_D2T = RuleId("DF401", "missing-d2t", _W, "vocab")
-LM_HEAD_MISSING_REDUCED_VOCAB = RuleId("DF402", "lm-head-missing-reduced-vocab", _W, "vocab")
-D2T_OUT_OF_RANGE = RuleId("DF403", "d2t-out-of-range", _E, "vocab")
-VOCAB_MAP_INCONSISTENT = RuleId("DF404", "vocab-map-inconsistent", _W, "vocab")
-VOCAB_SIZE_MISMATCH = RuleId("DF405", "vocab-size-mismatch", _E, "vocab")
-D2T_IGNORED_BY_ENGINE = RuleId("DF406", "d2t-ignored-by-engine", _W, "vocab")
-T2D_INCONSISTENT = RuleId("DF407", "t2d-inconsistent", _I, "vocab")
-TARGET_NOT_EAGLE3_CAPABLE = RuleId("DF501", "target-not-eagle3-capable", _E, "target")
-TARGET_HIDDEN_SIZE_MISMATCH = RuleId("DF502", "target-hidden-size-mismatch", _E, "target")
-SHARED_EMBEDDING_WIDTH_MISMATCH = RuleId("DF503", "shared-embedding-width-mismatch", _E, "target")
+MISSING_CONFIG_FIELD = RuleId("DF112", "missing-config-field", _REFUSES, "config")
+UNKNOWN_DRAFT_METHOD = RuleId("DF113", "unknown-draft-method", _REFUSES, "config")
+METHOD_GUESSED_AS_DRAFT_MODEL = RuleId(
+    "DF114",
+    "method-guessed-as-draft-model",
+    _DEGRADES,
+    "config",
+    "when the launch names no speculative method (the head then runs as an ordinary draft model)",
+)
+UNSUPPORTED_ACTIVATION = RuleId("DF115", "unsupported-activation", _REFUSES, "config")
+MULTI_LAYER_DRAFT_UNSUPPORTED = RuleId("DF116", "multi-layer-draft-unsupported", _REFUSES, "config")
+DRAFT_KV_LAYER_COUNT = RuleId("DF117", "draft-kv-layer-count", _REFUSES, "config")
+CONFIG_FIELD_WRONG_TYPE = RuleId("DF118", "config-field-wrong-type", _REFUSES, "field_types")
+CONFIG_FIELD_MISREAD = RuleId("DF119", "config-field-misread", _GARBAGE, "field_types")
+NOT_AN_EAGLE_DRAFT = RuleId("DF125", "not-an-eagle-draft", _COSMETIC, "config")
+DRAFT_SLIDING_WINDOW_IGNORED = RuleId(
+    "DF130",
+    "draft-sliding-window-ignored",
+    _DEGRADES,
+    "config",
+    "on prompts longer than the draft's sliding window",
+)
+UNKNOWN_TENSOR_NAME = RuleId("DF201", "unknown-tensor-name", _REFUSES, "tensors")
+TENSOR_NAME_PREFIX = RuleId("DF202", "tensor-name-prefix", _REFUSES, "tensors")
+TENSOR_SHAPE_MISMATCH = RuleId("DF203", "tensor-shape-mismatch", _REFUSES, "tensors")
+TENSOR_SHAPE_TRUNCATED = RuleId("DF204", "tensor-shape-truncated", _GARBAGE, "tensors")
+MISSING_TENSOR_UNINITIALISED = RuleId("DF205", "missing-tensor-uninitialised", _GARBAGE, "tensors")
+MISSING_NORM_WEIGHT = RuleId("DF206", "missing-norm-weight", _GARBAGE, "tensors")
+IGNORED_TENSOR = RuleId("DF207", "ignored-tensor", _GARBAGE, "tensors")
+HEAD_DIM_NOT_DECLARED = RuleId("DF208", "head-dim-not-declared", _GARBAGE, "tensors")
+MISSING_REQUIRED_TENSOR = RuleId("DF209", "missing-required-tensor", _REFUSES, "tensors")
+TENSOR_NAMES_NOT_BOUND = RuleId("DF210", "tensor-names-not-bound", _GARBAGE, "tensors")
+AUX_LAYERS_DIFFER_FROM_TRAINED = RuleId("DF301", "aux-layers-differ-from-trained", _GARBAGE, "aux")
+AUX_IDS_NOT_READ_DEFAULT_MATCHES = RuleId(
+    "DF302", "aux-ids-not-read-default-matches", _COSMETIC, "aux"
+)
+AUX_ID_OUT_OF_RANGE = RuleId("DF303", "aux-id-out-of-range", _FAILS, "aux")
+AUX_COUNT_MISMATCH = RuleId("DF304", "aux-count-mismatch", _REFUSES, "aux")
+AUX_RUNTIME_COUNT_MISMATCH = RuleId("DF305", "aux-runtime-count-mismatch", _FAILS, "aux")
+AUX_IDS_DUPLICATE = RuleId(
+    "DF306",
+    "aux-ids-duplicate",
+    _DEGRADES,
+    "aux",
+    "in engines that capture the list as written, where the count no longer matches fc",
+)
+AUX_IDS_DISAGREE = RuleId(
+    "DF307",
+    "aux-ids-disagree",
+    _DEGRADES,
+    "aux",
+    "in engines that read the other place than the one the draft was trained with",
+)
+AUX_IDS_COPIED_WITHOUT_SHIFT = RuleId(
+    "DF308",
+    "aux-ids-copied-without-shift",
+    _DEGRADES,
+    "aux",
+    "if the ids were indeed copied without the +1 shift (each captured layer is then one "
+    "before the trained one)",
+)
+AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS = RuleId(
+    "DF309",
+    "aux-ids-ignored-under-cuda-graphs",
+    _DEGRADES,
+    "aux",
+    "with CUDA graphs on (the default launch), where the engine's default layers replace "
+    "the trained ones",
+)
+AUX_IDS_NOT_ASCENDING = RuleId("DF310", "aux-ids-not-ascending", _GARBAGE, "aux")
+AUX_IDS_NOT_RECORDED = RuleId("DF315", "aux-ids-not-recorded", _COSMETIC, "aux")
+MISSING_D2T = RuleId("DF401", "missing-d2t", _GARBAGE, "vocab")
+LM_HEAD_MISSING_REDUCED_VOCAB = RuleId("DF402", "lm-head-missing-reduced-vocab", _GARBAGE, "vocab")
+D2T_OUT_OF_RANGE = RuleId("DF403", "d2t-out-of-range", _FAILS, "vocab")
+VOCAB_MAP_INCONSISTENT = RuleId(
+    "DF404",
+    "vocab-map-inconsistent",
+    _DEGRADES,
+    "vocab",
+    "for the draft tokens whose mapping is wrong",
+)
+VOCAB_SIZE_MISMATCH = RuleId("DF405", "vocab-size-mismatch", _REFUSES, "vocab")
+D2T_IGNORED_BY_ENGINE = RuleId("DF406", "d2t-ignored-by-engine", _GARBAGE, "vocab")
+T2D_INCONSISTENT = RuleId("DF407", "t2d-inconsistent", _COSMETIC, "vocab")
+TARGET_NOT_EAGLE3_CAPABLE = RuleId("DF501", "target-not-eagle3-capable", _REFUSES, "target")
+TARGET_HIDDEN_SIZE_MISMATCH = RuleId("DF502", "target-hidden-size-mismatch", _REFUSES, "target")
+SHARED_EMBEDDING_WIDTH_MISMATCH = RuleId(
+    "DF503", "shared-embedding-width-mismatch", _REFUSES, "target"
+)
 DRAFT_CONTEXT_SHORTER_THAN_TARGET = RuleId(
-    "DF504", "draft-context-shorter-than-target", _W, "target"
+    "DF504",
+    "draft-context-shorter-than-target",
+    _DEGRADES,
+    "target",
+    "past the draft's context length, on longer prompts",
 )
-TARGET_CAPABILITY_UNKNOWN = RuleId("DF505", "target-capability-unknown", _I, "target")
-DRAFT_CONTEXT_REFUSED = RuleId("DF506", "draft-context-refused", _E, "target")
+TARGET_CAPABILITY_UNKNOWN = RuleId("DF505", "target-capability-unknown", _COSMETIC, "target")
+DRAFT_CONTEXT_REFUSED = RuleId("DF506", "draft-context-refused", _REFUSES, "target")
 DRAFT_INHERITS_TARGET_QUANTIZATION = RuleId(
-    "DF515", "draft-inherits-target-quantization", _I, "target"
+    "DF515", "draft-inherits-target-quantization", _COSMETIC, "target"
 )
-TARGET_ROTATION_UNCOMPENSATED = RuleId("DF516", "target-rotation-uncompensated", _E, "target")
+TARGET_ROTATION_UNCOMPENSATED = RuleId("DF516", "target-rotation-uncompensated", _GARBAGE, "target")
 DRAFT_BUILT_WITH_TARGET_QUANTIZATION = RuleId(
-    "DF517", "draft-built-with-target-quantization", _E, "target"
+    "DF517", "draft-built-with-target-quantization", _REFUSES, "target"
 )
-TARGET_QUANTIZATION_NOT_MODELLED = RuleId("DF518", "target-quantization-not-modelled", _I, "target")
-TARGET_ROTATION_UNCHECKED = RuleId("DF519", "target-rotation-unchecked", _I, "target")
-DRAFT_HEAD_SHARE_CHECK_FAILS = RuleId("DF520", "draft-lm-head-share-check-fails", _E, "target")
-DRAFT_KV_PAGE_SIZE_REFUSED = RuleId("DF530", "draft-kv-page-size-refused", _E, "target")
-DRAFT_HEAD_SIZE_UNSUPPORTED = RuleId("DF531", "draft-head-size-unsupported", _W, "target")
-DRAFT_HEAD_SIZE_FALLBACK = RuleId("DF532", "draft-head-size-fallback-backend", _W, "target")
-DRAFT_KV_TRANSFER_SIZE_DIFFERS = RuleId("DF533", "draft-kv-transfer-size-differs", _I, "target")
+TARGET_QUANTIZATION_NOT_MODELLED = RuleId(
+    "DF518", "target-quantization-not-modelled", _COSMETIC, "target"
+)
+TARGET_ROTATION_UNCHECKED = RuleId("DF519", "target-rotation-unchecked", _COSMETIC, "target")
+DRAFT_HEAD_SHARE_CHECK_FAILS = RuleId(
+    "DF520", "draft-lm-head-share-check-fails", _REFUSES, "target"
+)
+DRAFT_KV_PAGE_SIZE_REFUSED = RuleId("DF530", "draft-kv-page-size-refused", _REFUSES, "target")
+DRAFT_HEAD_SIZE_UNSUPPORTED = RuleId(
+    "DF531",
+    "draft-head-size-unsupported",
+    _DEGRADES,
+    "target",
+    "on GPUs where FlashAttention is the default backend (compute capability 8.0 or "
+    "newer), where start-up fails",
+)
+DRAFT_HEAD_SIZE_FALLBACK = RuleId(
+    "DF532",
+    "draft-head-size-fallback-backend",
+    _DEGRADES,
+    "target",
+    "on GPUs where FlashAttention is the default backend, where the draft's layers get "
+    "another backend's metadata",
+)
+DRAFT_KV_TRANSFER_SIZE_DIFFERS = RuleId(
+    "DF533",
+    "draft-kv-transfer-size-differs",
+    _DEGRADES,
+    "target",
+    "under prefill/decode disaggregation (NIXL), where start-up fails",
+)
 # DF55x: the launch's serving settings (`--serve-config`, `--serve-args`). Their findings
 # are about the launch, so a launch without those settings (a serve recipe) has none.
 SERVING_FAMILY = "serving"
-PIPELINE_PARALLEL_AUX_STATES = RuleId("DF550", "pipeline-parallel-aux-states", _E, SERVING_FAMILY)
-DRAFT_TENSOR_PARALLEL_IGNORED = RuleId("DF551", "draft-tensor-parallel-ignored", _W, SERVING_FAMILY)
-DRAFT_TENSOR_PARALLEL_REFUSED = RuleId("DF552", "draft-tensor-parallel-refused", _E, SERVING_FAMILY)
-DRAFT_MLA_ATTENTION_BACKEND = RuleId("DF553", "draft-mla-attention-backend", _E, SERVING_FAMILY)
-DRAFT_QUANTIZATION_FLAG_INHERITED = RuleId(
-    "DF554", "draft-quantization-flag-inherited", _E, SERVING_FAMILY
+PIPELINE_PARALLEL_AUX_STATES = RuleId(
+    "DF550", "pipeline-parallel-aux-states", _REFUSES, SERVING_FAMILY
 )
-MAX_DRAFT_LEN_MISSING = RuleId("DF555", "max-draft-len-missing", _E, SERVING_FAMILY)
-DRAFT_PATH_KEY_UNREAD = RuleId("DF556", "draft-path-key-unread", _E, SERVING_FAMILY)
-DRAFT_PATH_MISSING = RuleId("DF557", "draft-path-missing", _E, SERVING_FAMILY)
-DECODING_TYPE_UNKNOWN = RuleId("DF558", "decoding-type-unknown", _E, SERVING_FAMILY)
-NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _W, "norms")
-NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _W, "norms")
-NORM_OUTPUT_SEMANTICS_DIFFER = RuleId("DF603", "norm-output-semantics-differ", _W, "norms")
+DRAFT_TENSOR_PARALLEL_IGNORED = RuleId(
+    "DF551", "draft-tensor-parallel-ignored", _SLOWER, SERVING_FAMILY
+)
+DRAFT_TENSOR_PARALLEL_REFUSED = RuleId(
+    "DF552", "draft-tensor-parallel-refused", _REFUSES, SERVING_FAMILY
+)
+DRAFT_MLA_ATTENTION_BACKEND = RuleId(
+    "DF553", "draft-mla-attention-backend", _REFUSES, SERVING_FAMILY
+)
+DRAFT_QUANTIZATION_FLAG_INHERITED = RuleId(
+    "DF554", "draft-quantization-flag-inherited", _REFUSES, SERVING_FAMILY
+)
+MAX_DRAFT_LEN_MISSING = RuleId("DF555", "max-draft-len-missing", _REFUSES, SERVING_FAMILY)
+DRAFT_PATH_KEY_UNREAD = RuleId("DF556", "draft-path-key-unread", _REFUSES, SERVING_FAMILY)
+DRAFT_PATH_MISSING = RuleId("DF557", "draft-path-missing", _REFUSES, SERVING_FAMILY)
+DECODING_TYPE_UNKNOWN = RuleId("DF558", "decoding-type-unknown", _REFUSES, SERVING_FAMILY)
+NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _GARBAGE, "norms")
+NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _GARBAGE, "norms")
+NORM_OUTPUT_SEMANTICS_DIFFER = RuleId(
+    "DF603",
+    "norm-output-semantics-differ",
+    _DEGRADES,
+    "norms",
+    "on every drafting step after the first, which carries a state the draft was not trained with",
+)
 # The family of the rules that read weight values (`--values`); its findings describe the
 # bytes, so nothing that rewrites only names and config (convert, serve settings) fixes them.
 VALUES_FAMILY = "values"
-EMBEDDING_FROM_ANOTHER_TARGET = RuleId("DF701", "embedding-from-another-target", _E, VALUES_FAMILY)
-EMBEDDING_SIMILARITY = RuleId("DF702", "embedding-similarity", _I, VALUES_FAMILY)
-UNTRAINED_TENSOR = RuleId("DF703", "untrained-tensor", _W, VALUES_FAMILY)
-INIT_LIKE_STATISTICS = RuleId("DF704", "init-like-statistics", _I, VALUES_FAMILY)
-NON_FINITE_VALUES = RuleId("DF705", "non-finite-values", _E, VALUES_FAMILY)
-VALUES_EXCEED_SERVING_DTYPE = RuleId("DF706", "values-exceed-serving-dtype", _W, VALUES_FAMILY)
-FC_AUX_CHUNK_UNTRAINED = RuleId("DF707", "fc-aux-chunk-untrained", _W, VALUES_FAMILY)
-LM_HEAD_COPIED_FROM_TARGET = RuleId("DF708", "lm-head-copied-from-target", _I, VALUES_FAMILY)
-VALUES_NOT_CHECKED = RuleId("DF709", "values-not-checked", _I, VALUES_FAMILY)
-METHOD_DIFFERS = RuleId("DF801", "method-differs", _E, "difference")
-DRAFT_CLASS_DIFFERS = RuleId("DF802", "draft-class-differs", _E, "difference")
-DIMENSION_DIFFERS = RuleId("DF803", "dimension-differs", _E, "difference")
-AUX_LAYERS_DIFFER = RuleId("DF804", "aux-layers-differ", _E, "difference")
-NORM_BEHAVIOUR_DIFFERS = RuleId("DF805", "norm-behaviour-differs", _E, "difference")
-PARAMETER_DIFFERS = RuleId("DF806", "parameter-differs", _E, "difference")
-VOCAB_MAP_DIFFERS = RuleId("DF807", "vocab-map-differs", _E, "difference")
-ENGINE_VERDICT_DIFFERS = RuleId("DF808", "engine-verdict-differs", _E, "difference")
-SPELLING_ONLY = RuleId("DF810", "spelling-only", _I, "difference")
-EMBEDDING_PRESENCE_DIFFERS = RuleId("DF811", "embedding-presence-differs", _I, "difference")
-CONFIG_KEY_DIFFERS = RuleId("DF812", "config-key-differs", _I, "difference")
-TENSOR_DTYPE_DIFFERS = RuleId("DF813", "tensor-dtype-differs", _I, "difference")
-TENSOR_NAME_DIFFERS = RuleId("DF814", "tensor-name-differs", _I, "difference")
-UNTRAINED_LAYER_WEIGHTS = RuleId("DF901", "untrained-layer-weights", _W, "hygiene")
-FLOAT32_WEIGHTS = RuleId("DF902", "float32-weights", _I, "hygiene")
-CONFIG_DTYPE_MISMATCH = RuleId("DF903", "config-dtype-mismatch", _I, "hygiene")
-LOCAL_VERIFIER_PATH = RuleId("DF904", "local-verifier-path", _I, "hygiene")
-UNKNOWN_CONVENTION = RuleId("DF905", "unknown-convention", _I, "hygiene")
+EMBEDDING_FROM_ANOTHER_TARGET = RuleId(
+    "DF701", "embedding-from-another-target", _GARBAGE, VALUES_FAMILY
+)
+EMBEDDING_SIMILARITY = RuleId("DF702", "embedding-similarity", _COSMETIC, VALUES_FAMILY)
+UNTRAINED_TENSOR = RuleId(
+    "DF703",
+    "untrained-tensor",
+    _DEGRADES,
+    VALUES_FAMILY,
+    "if the tensor is indeed untrained (an exact signature, not a measurement of acceptance)",
+)
+INIT_LIKE_STATISTICS = RuleId("DF704", "init-like-statistics", _COSMETIC, VALUES_FAMILY)
+NON_FINITE_VALUES = RuleId("DF705", "non-finite-values", _GARBAGE, VALUES_FAMILY)
+VALUES_EXCEED_SERVING_DTYPE = RuleId(
+    "DF706", "values-exceed-serving-dtype", _DEGRADES, VALUES_FAMILY, "when served in float16"
+)
+FC_AUX_CHUNK_UNTRAINED = RuleId(
+    "DF707",
+    "fc-aux-chunk-untrained",
+    _DEGRADES,
+    VALUES_FAMILY,
+    "if the columns are indeed untrained: that aux layer's state is then ignored",
+)
+LM_HEAD_COPIED_FROM_TARGET = RuleId("DF708", "lm-head-copied-from-target", _COSMETIC, VALUES_FAMILY)
+VALUES_NOT_CHECKED = RuleId("DF709", "values-not-checked", _COSMETIC, VALUES_FAMILY)
+METHOD_DIFFERS = RuleId("DF801", "method-differs", _GARBAGE, "difference")
+DRAFT_CLASS_DIFFERS = RuleId("DF802", "draft-class-differs", _GARBAGE, "difference")
+DIMENSION_DIFFERS = RuleId("DF803", "dimension-differs", _GARBAGE, "difference")
+AUX_LAYERS_DIFFER = RuleId("DF804", "aux-layers-differ", _GARBAGE, "difference")
+NORM_BEHAVIOUR_DIFFERS = RuleId("DF805", "norm-behaviour-differs", _GARBAGE, "difference")
+PARAMETER_DIFFERS = RuleId("DF806", "parameter-differs", _GARBAGE, "difference")
+VOCAB_MAP_DIFFERS = RuleId("DF807", "vocab-map-differs", _GARBAGE, "difference")
+ENGINE_VERDICT_DIFFERS = RuleId("DF808", "engine-verdict-differs", _REFUSES, "difference")
+SPELLING_ONLY = RuleId("DF810", "spelling-only", _COSMETIC, "difference")
+EMBEDDING_PRESENCE_DIFFERS = RuleId("DF811", "embedding-presence-differs", _COSMETIC, "difference")
+CONFIG_KEY_DIFFERS = RuleId("DF812", "config-key-differs", _COSMETIC, "difference")
+TENSOR_DTYPE_DIFFERS = RuleId("DF813", "tensor-dtype-differs", _COSMETIC, "difference")
+TENSOR_NAME_DIFFERS = RuleId("DF814", "tensor-name-differs", _COSMETIC, "difference")
+UNTRAINED_LAYER_WEIGHTS = RuleId(
+    "DF901",
+    "untrained-layer-weights",
+    _DEGRADES,
+    "hygiene",
+    "if the layer is indeed untrained (its norms are exactly 1.0)",
+)
+FLOAT32_WEIGHTS = RuleId("DF902", "float32-weights", _SLOWER, "hygiene")
+CONFIG_DTYPE_MISMATCH = RuleId("DF903", "config-dtype-mismatch", _COSMETIC, "hygiene")
+LOCAL_VERIFIER_PATH = RuleId("DF904", "local-verifier-path", _COSMETIC, "hygiene")
+UNKNOWN_CONVENTION = RuleId("DF905", "unknown-convention", _COSMETIC, "hygiene")
 
 ALL_RULE_IDS: tuple[RuleId, ...] = (
     UNREADABLE_FILE,

@@ -22,7 +22,7 @@ from pathlib import Path
 from draftfit.config_file import FileSettings
 from draftfit.errors import UsageError
 from draftfit.report import Finding, Report, Suppression, verdict_for
-from draftfit.rule_ids import ALL_RULE_IDS, RuleId
+from draftfit.rule_ids import ALL_RULE_IDS, Consequence, RuleId, Severity
 
 _PREFIX = re.compile(r"DF\d{0,3}")
 
@@ -137,7 +137,16 @@ def _rule_id(finding: Finding) -> RuleId:
     for rule in ALL_RULE_IDS:
         if rule.code == finding.code:
             return rule
-    return RuleId(finding.code, finding.name, finding.severity, finding.family)
+    consequence = finding.consequence or _SEVERITY_CONSEQUENCE[finding.severity]
+    return RuleId(finding.code, finding.name, consequence, finding.family, finding.condition)
+
+
+# For a finding without a stated consequence: the mildest consequence of its severity.
+_SEVERITY_CONSEQUENCE = {
+    Severity.ERROR: Consequence.DRAFTS_GARBAGE,
+    Severity.WARNING: Consequence.DEGRADES,
+    Severity.INFO: Consequence.COSMETIC,
+}
 
 
 def apply_to_report(report: Report, selection: Selection) -> Report:

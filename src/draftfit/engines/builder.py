@@ -32,7 +32,7 @@ from draftfit.engines.view import (
     TensorFate,
 )
 from draftfit.location import Location, config_at
-from draftfit.rule_ids import RuleId
+from draftfit.rule_ids import Consequence, RuleId
 from draftfit.spec import EAGLE, EAGLE3, DraftSpec
 from draftfit.target import Target
 from draftfit.target_rotation import DESCRIPTION_FILE, Rotation
@@ -178,8 +178,12 @@ class BaseBuilder:
         location: Location,
         keys: tuple[str, ...],
         fix: str | None = None,
+        consequence: Consequence | None = None,
     ) -> None:
-        self.view.refuse(Event(rule, message, location, self.src(*keys), fix))
+        """Record a refusal; its consequence is `consequence`, else what the data says for
+        `keys` at this version, else the rule's own."""
+        stated = consequence or self.p.consequence(*keys)
+        self.view.refuse(Event(rule, message, location, self.src(*keys), fix, stated))
 
     def event(
         self,
@@ -188,8 +192,11 @@ class BaseBuilder:
         location: Location,
         keys: tuple[str, ...],
         fix: str | None = None,
+        consequence: Consequence | None = None,
     ) -> None:
-        self.view.add(Event(rule, message, location, self.src(*keys), fix))
+        """Record an event; its consequence as for :meth:`refuse`."""
+        stated = consequence or self.p.consequence(*keys)
+        self.view.add(Event(rule, message, location, self.src(*keys), fix, stated))
 
     def family_value(self, key: str, family: str) -> Any:
         """A fact whose value is a `{class family: value, "*": value}` table, for `family`
@@ -706,11 +713,14 @@ class BaseBuilder:
             return True
         self.refuse(
             rule_ids.MISSING_CONFIG_FIELD,
-            "the draft config lacks "
+            "the draft config has no usable "
             + ", ".join(f"`{k}`" for k in missing)
-            + f": {self.p.title} cannot build the draft layer",
+            + f", so {self.p.title} cannot build the draft layer",
             config_at(f"{base}/{missing[0]}"),
             keys,
+            fix="write "
+            + ", ".join(f"`{k}`" for k in missing)
+            + " as positive integers, with the values the draft was trained with",
         )
         return False
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import InvalidVersion, Version
 
 from draftfit.errors import SpecDataError, UnknownEngineVersionError
+from draftfit.rule_ids import Consequence
 
 if TYPE_CHECKING:
     from draftfit.engines.interface import Engine
@@ -47,7 +48,17 @@ CONFIDENCE = {
 }
 # The keys a data entry may have.
 ENTRY_KEYS = frozenset(
-    {"value", "since", "until", "source", "confidence", "note", "anchors", "anchor_missing"}
+    {
+        "value",
+        "since",
+        "until",
+        "source",
+        "confidence",
+        "note",
+        "anchors",
+        "anchor_missing",
+        "consequence",
+    }
 )
 # Confidences whose findings say that draftfit's data is approximate.
 APPROXIMATE_CONFIDENCE = frozenset({"inferred", "assumed", "reported", "unpinned"})
@@ -63,6 +74,8 @@ class Entry:
     note: str | None = None
     anchors: tuple[str, ...] = ()
     anchor_missing: str | None = None
+    # What a finding resting on this entry does to serving, where the version decides it.
+    consequence: Consequence | None = None
 
     @property
     def approximate(self) -> bool:
@@ -168,6 +181,7 @@ class Resolved:
     sources: tuple[str, ...]
     known: bool = True
     notes: tuple[str, ...] = ()
+    consequence: Consequence | None = None
 
 
 class Profile:
@@ -223,7 +237,8 @@ class Profile:
                 [e.value for e in active], tuple(e.source for e in active), True, notes
             )
         elif active:
-            result = Resolved(active[0].value, (active[0].source,), True, notes)
+            first = active[0]
+            result = Resolved(first.value, (first.source,), True, notes, first.consequence)
         else:
             result = Resolved(None, (), False)
         self._cache[key] = result
@@ -258,6 +273,15 @@ class Profile:
                     out.append(source)
         return tuple(out)
 
+    def consequence(self, *keys: str) -> Consequence | None:
+        """The consequence the data states at this version for the first of `keys` whose
+        active entry names one (findings resting on it take it), else None."""
+        for key in keys:
+            found = self.fact(key).consequence
+            if found is not None:
+                return found
+        return None
+
     def approximate_note(self, sources: tuple[str, ...]) -> str | None:
         """The note of the first approximate entry (see APPROXIMATE_CONFIDENCE) behind
         `sources` that is active at this version; None when all are exact."""
@@ -274,6 +298,20 @@ class Profile:
         """Sources of the set items equal to `value` that apply at this version."""
         fact = self.data.facts[key]
         return tuple(e.source for e in fact.entries if e.value == value and e.applies(self.parsed))
+
+
+def _consequence(engine: str, key: str, entry: dict[str, Any]) -> Consequence | None:
+    """An entry's `consequence`, one of the :class:`Consequence` words, or None."""
+    text = entry.get("consequence")
+    if text is None:
+        return None
+    try:
+        return Consequence.parse(text)
+    except ValueError:
+        words = ", ".join(c.value for c in Consequence)
+        raise SpecDataError(
+            f"{engine}.toml: fact {key}: consequence {text!r} is not one of {words}"
+        ) from None
 
 
 def _compact_versions(versions: tuple[str, ...]) -> str:
@@ -342,6 +380,7 @@ def parse_engine_data(
                     entry["confidence"],
                     entry.get("note"),
                     *_anchors(engine, key, entry, citations_checked),
+                    _consequence(engine, key, entry),
                 )
             )
         if kind == "ranged":

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.engines.profile import Profile
 from draftfit.location import Location
-from draftfit.rule_ids import RuleId
+from draftfit.rule_ids import Consequence, RuleId
 from draftfit.serve_settings import ServeSettings
 from draftfit.spec import DraftSpec
 from draftfit.target import Target
@@ -59,13 +59,16 @@ class BuildInputs:
 @dataclass(frozen=True)
 class Event:
     """An engine behaviour worth a finding, tagged with the identity of the rule that
-    reports it (an imported :class:`RuleId` constant, never a name string)."""
+    reports it (an imported :class:`RuleId` constant, never a name string).
+    `consequence`: where the engine data gives one for this version (see
+    :meth:`Profile.consequence`), else None for the rule's own."""
 
     rule: RuleId
     message: str
     location: Location
     sources: tuple[str, ...] = ()
     fix: str | None = None
+    consequence: Consequence | None = None
 
 
 @dataclass(frozen=True)

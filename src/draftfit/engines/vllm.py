@@ -51,6 +51,7 @@ from draftfit.engines.view import (
 from draftfit.engines.vllm_head_share import head_share_event
 from draftfit.engines.vllm_kv import kv_geometry_events
 from draftfit.location import Location, config_at
+from draftfit.rule_ids import Consequence
 from draftfit.spec import EAGLE, EAGLE3, DraftSpec
 from draftfit.target import Target
 from draftfit.target_rotation import DESCRIPTION_FILE, ROTATION_FILE, Rotation
@@ -250,9 +251,10 @@ class _Builder(BaseBuilder):
                 + ", ".join(f"`{k}`" for k in allowed),
                 config_at("/speculators_model_type"),
                 ("speculators_types",),
-                fix="EAGLE-1 speculators checkpoints must be converted back to a plain config"
+                fix="rewrite it as a plain EAGLE-1 config (architectures `EagleLlamaForCausalLM`)"
                 if kind == "eagle"
-                else None,
+                else f"serve it with a {self.p.data.title} release that accepts `{kind}` "
+                "(`draftfit engines` lists the releases read), or with the method made for it",
             )
             return None
         other = non_eagle_kind(cfg)
@@ -1063,6 +1065,7 @@ class _Builder(BaseBuilder):
         example = next(
             (n for n in self.spec.tensors if n.endswith("_proj.weight")), "*_proj.weight"
         )
+        consequence = Consequence.REFUSES_TO_START
         if outcome == "no-weight":
             fused = re.sub(r"\.[qkv]_proj\.", ".qkv_proj.", example)
             fused = re.sub(r"\.(gate|up)_proj\.", ".gate_up_proj.", fused)
@@ -1077,8 +1080,14 @@ class _Builder(BaseBuilder):
                 "the draft does not store, left at their initial values: the loader does not "
                 "notice, and the draft's proposals are garbage (acceptance near zero, no error)"
             )
+            consequence = Consequence.DRAFTS_GARBAGE
         self.event(
-            rule_ids.DRAFT_BUILT_WITH_TARGET_QUANTIZATION, f"{built}, {what}", where, keys, fix=fix
+            rule_ids.DRAFT_BUILT_WITH_TARGET_QUANTIZATION,
+            f"{built}, {what}",
+            where,
+            keys,
+            fix=fix,
+            consequence=consequence,
         )
 
     def _target_capable(self) -> None:

@@ -45,6 +45,8 @@ def annotation(finding: Finding, draft: str, target: str | None = None) -> str:
     location = str(finding.location)
     if location and place.line is None:
         message += f" ({location})"
+    if finding.consequence_text:
+        message += f"\nconsequence: {finding.consequence_text}"
     if finding.fix:
         message += f"\nfix: {finding.fix}"
     if finding.engines:

@@ -17,7 +17,7 @@ from draftfit.release_matrix import Matrix
 from draftfit.render.escape import escape_controls
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.verdicts import FindingReport, verdict_line
-from draftfit.report import INCOMPATIBLE, Finding
+from draftfit.report import FAILING_VERDICTS, Finding
 
 
 def _text(value: str) -> str:
@@ -39,6 +39,8 @@ def _failure(case: ET.Element, finding: Finding) -> None:
 
 def _details(finding: Finding) -> str:
     lines = [f"{finding.severity} {finding.code} {finding.name}", finding.message]
+    if finding.consequence_text:
+        lines.append(f"consequence: {finding.consequence_text}")
     location = str(finding.location)
     if location:
         lines.append(f"--> {location}")
@@ -107,7 +109,8 @@ def render_junit_many(
 
 
 def render_junit_matrix(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
-    """A matrix as JUnit XML: a case per engine version, failing where incompatible."""
+    """A matrix as JUnit XML: a case per engine version, failing where the verdict fails
+    the default gate (incompatible, drafts-garbage)."""
     suite = ET.Element("testsuite", {"name": _text(f"draftfit matrix {matrix.draft}")})
     tests = failures = 0
     for row in matrix.rows:
@@ -121,7 +124,7 @@ def render_junit_matrix(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
                     "name": _text(f"{row.title} {version}"),
                 },
             )
-            if row.verdict == INCOMPATIBLE:
+            if row.verdict in FAILING_VERDICTS:
                 failures += 1
                 for finding in row.deciding:
                     _failure(case, finding)

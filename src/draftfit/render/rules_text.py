@@ -20,9 +20,12 @@ def render_rule_list(rules: RuleList, options: RenderOptions = PLAIN) -> str:
         table.add_column("code")
         table.add_column("name")
         table.add_column("severity")
+        table.add_column("consequence")
         table.add_column("summary")
         for item in rules.rules:
-            table.add_row(item.code, item.name, str(item.severity), item.summary)
+            table.add_row(
+                item.code, item.name, str(item.severity), str(item.consequence), item.summary
+            )
         console.print(table)
 
     return render_to_string(draw, options.color)
@@ -32,6 +35,7 @@ def render_rule(item: Rule, options: RenderOptions = PLAIN) -> str:
     """Plain markdown-ish text: heading line, the docstring sections, then the engine data."""
     target = " (needs --target)" if item.needs_target else ""
     text = f"{item.code} {item.name} — {item.severity}{target}\n{item.summary}\n"
+    text += f"consequence: {item.consequence} — {item.consequence.describe(item.condition)}\n"
     text += f"docs: {rule_doc_url(item.code)}\n\n{item.doc}\n"
     data = rule_data(item)
     if data:

@@ -98,6 +98,8 @@ def _rule(code: str, report: FindingReport) -> dict[str, Any]:
         "helpUri": rule_doc_url(code),
         "defaultConfiguration": {"level": LEVELS[severity]},
     }
+    if item is not None:
+        out["properties"] = {"consequence": str(item.consequence)}
     summary = item.summary if item is not None else name
     doc = item.doc.strip() if item is not None and item.doc else summary
     # GitHub code scanning wants a full description and help on every rule: the summary
@@ -114,6 +116,8 @@ def _rule(code: str, report: FindingReport) -> dict[str, Any]:
 
 def _result(finding: Finding, rule_index: int, draft: str, target: str | None) -> dict[str, Any]:
     text = finding.message
+    if finding.consequence_text:
+        text += f"\nconsequence: {finding.consequence_text}"
     if finding.fix:
         text += f"\nfix: {finding.fix}"
     if finding.engines:
@@ -126,6 +130,7 @@ def _result(finding: Finding, rule_index: int, draft: str, target: str | None) -
         "properties": {
             "draft": draft,
             "engines": list(finding.engines),
+            "consequence": str(finding.consequence) if finding.consequence else None,
             "location": finding.location.to_dict(),
             "sources": list(finding.sources),
         },

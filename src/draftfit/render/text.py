@@ -11,7 +11,14 @@ from draftfit.engines.interface import Recipe
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.suppressed import suppressed_summary
-from draftfit.report import COMPATIBLE, DEGRADED, UNVERIFIED, Report, TargetFacts
+from draftfit.report import (
+    COMPATIBLE,
+    DEGRADED,
+    DRAFTS_GARBAGE,
+    UNVERIFIED,
+    Report,
+    TargetFacts,
+)
 from draftfit.rules.base import Severity
 from draftfit.serve_settings import SERVE_SKIP_REASON, SETTINGS_FLAGS
 
@@ -100,6 +107,8 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                     line.append("  [" + ", ".join(finding.engines) + "]", style="dim")
                 console.print(line)
                 console.print(Text("    " + finding.message))
+                if finding.consequence_text and finding.severity >= Severity.WARNING:
+                    console.print(Text("    consequence: " + finding.consequence_text))
                 location = str(finding.location)
                 if location:
                     console.print(Text("    --> " + location, style="blue"))
@@ -135,6 +144,8 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             line = Text()
             line.append(f"{result.title}: ", style="bold")
             line.append(result.verdict, style=VERDICT_STYLE.get(result.verdict, "bold red"))
+            if result.verdict == DRAFTS_GARBAGE:
+                line.append(" (loads, but drafts garbage: acceptance ≈ 0)", style="bold red")
             if result.extrapolated_to is not None:
                 line.append(f", extrapolated to {result.extrapolated_to}", style="bold")
             line.append(

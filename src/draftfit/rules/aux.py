@@ -34,7 +34,15 @@ from draftfit.rule_ids import (
     AUX_LAYERS_DIFFER_FROM_TRAINED,
     AUX_RUNTIME_COUNT_MISMATCH,
 )
-from draftfit.rules.base import Context, Location, Violation, config_at, event_rule, rule
+from draftfit.rules.base import (
+    Consequence,
+    Context,
+    Location,
+    Violation,
+    config_at,
+    event_rule,
+    rule,
+)
 from draftfit.rules.tensors import fc_width_is_aux_count_problem
 
 
@@ -91,7 +99,10 @@ def capture_fix(view: EngineView, trained: tuple[int, ...]) -> str:
             "serving (`draftfit check --recipe` prints the full config)"
         )
     if aux.write_pointer is None:
-        return f"{view.title} reads no aux ids from the config: use a version that does"
+        return (
+            f"serve it with a release that reads the aux ids from the config "
+            f"({view.title} reads none)"
+        )
     if ids is None:
         return (
             f"{view.title} cannot be made to capture {_fmt(trained)} for this target "
@@ -150,10 +161,14 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
             yield Violation(
                 f"the trained aux ids at `{where.pointer}` {_fmt(where.ids)} are not read by "
                 f"{view.title} (it reads {keys}); it will capture the target's default layers "
-                "(2, L//2, L-3) — pass --target to compare them with the trained layers",
+                "(2, L//2, L-3); pass --target to compare them with the trained layers",
                 config_at(where.pointer),
                 capture_fix(view, where.capture_before()),
                 aux.sources,
+                # Without the target's layer count, whether the default differs is unknown.
+                Consequence.DEGRADES,
+                "if the target's default layers differ from the trained ones (then every "
+                "draft is wrong; --target tells)",
             )
         return
     used = tuple(sorted(set(aux.used)))
@@ -220,9 +235,24 @@ def aux_ids_not_read_default_matches(ctx: Context) -> Iterator[Violation]:
             f"{view.title} does not read `{where.pointer}`; its default {_fmt(view.aux.used)} "
             f"equals the trained layers, so it works by coincidence",
             config_at(where.pointer),
-            "make it explicit: " + capture_fix(view, trained),
+            _explicit_fix(view, trained),
             view.aux.sources,
         )
+
+
+def _explicit_fix(view: EngineView, trained: tuple[int, ...]) -> str:
+    """The fix for ids that work only because the engine's default equals them: one
+    sentence, whether or not this engine version can be told the ids at all."""
+    aux = view.aux
+    assert aux is not None
+    if aux.write_pointer is None and not aux.user_setting:
+        return (
+            f"nothing to change for this target; {view.title} reads no aux ids from the "
+            "config, so next to a target with another layer count serve it with a version "
+            "that reads them"
+        )
+    fix = capture_fix(view, trained)
+    return fix if " cannot " in fix else f"to stop relying on the default, {fix}"
 
 
 @rule(
@@ -276,7 +306,7 @@ def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
             f"{view.title}{why}: the first forward fails",
             config_at(view.aux.read_from or "/eagle_aux_hidden_state_layer_ids"),
             "use ids of layers that exist in this target"
-            + (" and that this version captures (see why above)" if view.aux.range_note else ""),
+            + (" and that this version captures" if view.aux.range_note else ""),
             view.aux.sources,
         )
 

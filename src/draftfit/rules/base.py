@@ -1,10 +1,11 @@
 """How a rule is declared: its identity from :mod:`draftfit.rule_ids`, a summary and a check.
 
-The identity (code, kebab-case name, default severity, family) is an imported constant,
-never spelled again here. A rule's docstring is the single source of its documentation
-(`draftfit rule CODE`, the README table): sections `What it checks`, `Why it matters`,
-`Example`, `Fix`. Rules yield :class:`Violation` objects; the checker stamps code, name
-and severity to make findings, so rules stay unaware of how they are reported.
+The identity (code, kebab-case name, consequence and the severity it implies, family) is
+an imported constant, never spelled again here. A rule's docstring is the single source of
+its documentation (`draftfit rule CODE`, the README table): sections `What it checks`,
+`Why it matters`, `Example`, `Fix`. Rules yield :class:`Violation` objects; the checker
+stamps code, name, consequence and severity to make findings, so rules stay unaware of how
+they are reported.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from draftfit.location import Location, config_at
-from draftfit.rule_ids import RuleId, Severity
+from draftfit.rule_ids import Consequence, RuleId, Severity
 
 if TYPE_CHECKING:
     from draftfit.checkpoint.model import Checkpoint
@@ -28,12 +29,18 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Violation:
-    """What a rule reports: observed vs expected, where, why (engine source) and the fix."""
+    """What a rule reports: observed vs expected, where, why (engine source) and the fix.
+
+    `consequence` is set where this case's consequence differs from the rule's (the engine
+    version or the case decides it); None means the rule's own. `condition` names when a
+    `degrades` case degrades, where the rule's own condition does not say it."""
 
     message: str
     location: Location = field(default_factory=Location)
     fix: str | None = None
     sources: tuple[str, ...] = ()
+    consequence: Consequence | None = None
+    condition: str | None = None
 
 
 @dataclass
@@ -82,6 +89,14 @@ class Rule:
     @property
     def severity(self) -> Severity:
         return self.id.severity
+
+    @property
+    def consequence(self) -> Consequence:
+        return self.id.consequence
+
+    @property
+    def condition(self) -> str | None:
+        return self.id.condition
 
     @property
     def family(self) -> str:
@@ -135,7 +150,9 @@ def from_view_events(ctx: Context, rule_id: RuleId) -> Iterator[Violation]:
         return
     for event in [*ctx.view.refusals, *ctx.view.events]:
         if names_rule(event.rule, rule_id):
-            yield Violation(event.message, event.location, event.fix, event.sources)
+            yield Violation(
+                event.message, event.location, event.fix, event.sources, event.consequence
+            )
 
 
 DocHolder = Callable[[], None]
@@ -185,6 +202,7 @@ def event_rule(
 
 __all__ = [
     "RULES",
+    "Consequence",
     "Context",
     "Location",
     "Rule",

@@ -32,7 +32,7 @@ from draftfit.rule_ids import (
     TENSOR_SHAPE_TRUNCATED,
     UNKNOWN_TENSOR_NAME,
 )
-from draftfit.rules.base import Context, Location, Violation, rule
+from draftfit.rules.base import Consequence, Context, Location, Violation, rule
 
 _ATTN = re.compile(r"^layers\.\d+\.self_attn\.(q|k|v|o)_proj\.weight$")
 
@@ -377,7 +377,9 @@ def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
     Drafts for targets whose heads are wider than `hidden/heads` (Kimi-K2: 7168/64 = 112 but
     128-wide heads; Qwen3) store 128-wide projections. Without `head_dim: 128` vLLM builds
     112-wide heads and its loaders silently cut q/k/v rows and o_proj columns to fit: the
-    draft loads and runs with mangled attention (confirmed by running vLLM 0.34.0).
+    draft loads, and every drafted token is wrong (confirmed by running vLLM 0.34.0). An
+    engine whose loader copies weights whole (TensorRT-LLM) refuses the shapes at start-up
+    instead; the finding says which.
 
     ## Example
     `hidden_size` 7168, 64 heads, no `head_dim`, `q_proj` `[8192, 14336]`.
@@ -392,16 +394,24 @@ def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
     if implied is None:
         return
     spec = ctx.spec
+    q_proj = view.expectations.get("layers.0.self_attn.q_proj.weight")
+    # Loaders that narrow cut a larger stored projection silently; a smaller one they refuse.
+    narrows = q_proj is not None and q_proj.oversize != FAILS and implied > (spec.head_dim or 0)
+    outcome = (
+        "its loader silently keeps only the leading slice of each projection, so every "
+        "drafted token is wrong"
+        if narrows
+        else "its loader refuses the larger stored projections at start-up"
+    )
     yield Violation(
         f"the config has no `head_dim`, so {view.title} uses hidden_size/num_attention_heads = "
         f"{spec.hidden_size}/{spec.num_heads} = {spec.head_dim}, but the stored q_proj "
         f"{list(spec.tensors['layers.0.self_attn.q_proj.weight'].shape)} implies head_dim "
-        f"{implied}",
+        f"{implied}; {outcome}",
         Location("config.json", spec.pointer("head_dim")),
         f'add "head_dim": {implied} to the decoder config',
-        view.expectations["layers.0.self_attn.q_proj.weight"].sources
-        if "layers.0.self_attn.q_proj.weight" in view.expectations
-        else (),
+        q_proj.sources if q_proj is not None else (),
+        Consequence.DRAFTS_GARBAGE if narrows else Consequence.REFUSES_TO_START,
     )
 
 
