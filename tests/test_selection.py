@@ -219,3 +219,13 @@ def test_repeated_and_comma_separated_selectors_add_up(capsys, repo) -> None:
     code, data = check_json(capsys, repo, "--select", "DF9", "--select", "DF2")
     assert code == 0
     assert by_code(data, "DF105")["suppression"]["reason"] == "not selected (--select DF9 DF2)"
+
+
+def test_a_selection_keeps_checks_that_did_not_run_from_compatible(capsys, repo) -> None:
+    """Without --target the verdict is `unverified`; ignoring an unrelated rule (on the
+    command line or in a settings file) leaves it so."""
+    draft = str(repo / "drafts" / "kimi")
+    for extra in ([], ["--ignore", "DF108"]):
+        _, out, _ = run(capsys, "check", draft, "--format", "json", *extra)
+        result = json.loads(out)["engines"][0]
+        assert result["verdict"] == "unverified" and result["unverified_reasons"] == ["no target"]

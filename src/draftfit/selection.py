@@ -141,8 +141,11 @@ def _rule_id(finding: Finding) -> RuleId:
 
 
 def apply_to_report(report: Report, selection: Selection) -> Report:
-    """Mark `report`'s suppressed findings and recompute each engine version's verdict."""
+    """Mark `report`'s suppressed findings and recompute each engine version's verdict
+    (checks that did not run still keep it from `compatible`)."""
     selection.apply(report.findings)
     for result in report.engines:
-        result.verdict, result.counts = verdict_for(report.findings, result.label)
+        result.verdict, result.counts = verdict_for(
+            report.findings, result.label, result.unverified_reasons
+        )
     return report
