@@ -241,7 +241,7 @@ def rotation_unchecked(
     """The target's rotation evidence exists but could not be read (a symlink out of the
     folder, a FIFO, a directory...): where engine `label` would have judged it (its DF519
     says so), DF516 did not run, so its verdict is not `compatible`."""
-    if target is None or target.rotation.unchecked is None:
+    if target is None or target.rotation.unchecked is None or not target.rotation.present:
         return [], []
     said = any(
         f.code == rule_ids.TARGET_ROTATION_UNCHECKED.code and label in f.engines for f in findings

@@ -78,11 +78,14 @@ class Rotation:
 class RotationCheck:
     """What the target's files say: a rotation, or none found; `unchecked` says why the
     files could not be read (then `rotation` is None and nothing is claimed) and
-    `unchecked_file` which one."""
+    `unchecked_file` which one. `present`: whether that file is known to be there (it is,
+    but could not be read safely: the verdict is then not `compatible`); False when draftfit
+    cannot tell whether the target has it (a Hub target's file not in the offline cache)."""
 
     rotation: Rotation | None = None
     unchecked: str | None = None
     unchecked_file: str = DESCRIPTION_FILE
+    present: bool = True
 
 
 def rotation_in_description(description: Any) -> Rotation | None:
