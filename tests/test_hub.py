@@ -348,3 +348,10 @@ def test_the_api_never_prints_progress_or_notices(
         assert capsys.readouterr() == ("", "")
     notices = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert any("from the local Hugging Face cache instead" in r.getMessage() for r in notices)
+
+
+def test_a_huge_deadline_setting_counts_as_a_day(hub: FakeHub, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("DRAFTFIT_HUB_TIMEOUT", "1e308")
+    monkeypatch.setenv("DRAFTFIT_HUB_DEADLINE", "1e308")
+    assert main(["check", "hf://org/draft", "--format", "json"]) == 0
+    assert "error" not in capsys.readouterr().err

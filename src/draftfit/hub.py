@@ -44,6 +44,7 @@ TIMEOUT_ENV = "DRAFTFIT_HUB_TIMEOUT"  # seconds to connect, and between bytes re
 DEADLINE_ENV = "DRAFTFIT_HUB_DEADLINE"  # seconds for reading one repository, all requests
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_DEADLINE = 60.0
+MAX_SECONDS = 86_400.0
 
 log = logging.getLogger("draftfit")
 T = TypeVar("T")
@@ -335,7 +336,8 @@ def hub_deadline() -> float:
 
 def _seconds(name: str, default: float) -> float:
     """A positive number of seconds from environment variable `name` (unset or empty:
-    `default`); anything else is a usage error naming the variable."""
+    `default`); anything else is a usage error naming the variable. Above a day it counts
+    as a day (sockets and threads refuse larger waits)."""
     text = os.environ.get(name, "").strip()
     if not text:
         return default
@@ -345,7 +347,7 @@ def _seconds(name: str, default: float) -> float:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise UsageError(f"{name}={text[:40]!r}: expected a positive number of seconds")
-    return value
+    return min(value, MAX_SECONDS)
 
 
 def within_deadline(ref: HubRef, work: Callable[[], T]) -> T:
