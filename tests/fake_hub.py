@@ -453,6 +453,53 @@ def _parse_range(header: str, total: int) -> tuple[int, int] | str | None:
     return start, end
 
 
+class StalledHub:
+    """A listener on 127.0.0.1 that accepts every connection and never answers: a Hub
+    endpoint that has stalled. Use as a context manager; `connections` counts the accepted
+    connections, and `__exit__` closes them (a client still waiting then sees the
+    connection end) and joins its thread."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self._listener.settimeout(0.05)
+        self._accepted: list[Any] = []
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="StalledHub")
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+
+    @property
+    def connections(self) -> int:
+        return len(self._accepted)
+
+    def _accept(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self._accepted.append(connection)  # held open, never read from or written to
+
+    def __enter__(self) -> StalledHub:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
+        self._thread.join()
+        for connection in self._accepted:
+            connection.close()
+        self._listener.close()
+
+
 def hub_env(endpoint: str, home: Path, *, offline: bool = False) -> dict[str, str]:
     """The environment that points a fresh `huggingface_hub` (a subprocess, or one not yet
     imported) at `endpoint`, with its cache under `home`; no telemetry, Xet or progress bars."""

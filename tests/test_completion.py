@@ -47,6 +47,7 @@ def test_bash_completes_commands_formats_and_options(capsys, tmp_path) -> None:
     assert bash_complete(path, "draftfit matrix d --format m") == ["markdown"]
     assert set(bash_complete(path, "draftfit check --s")) == {
         "--select",
+        "--show-settings",
         "--statistics",
         "--serve-config",
         "--serve-args",

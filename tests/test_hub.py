@@ -13,7 +13,7 @@ from draftfit.cli import main
 from draftfit.rule_ids import Severity
 from draftfit.sources import is_hub_reference, open_checkpoint
 from tests import factory as f
-from tests.fake_hub import FakeHub, configure_hf_env
+from tests.fake_hub import FakeHub, StalledHub, configure_hf_env
 
 TOKEN = "hf_test_token"
 
@@ -129,10 +129,7 @@ def test_gated_repo_with_token(hub: FakeHub, monkeypatch, tmp_path: Path) -> Non
 
 
 def test_timeout_is_one_line(hub: FakeHub, monkeypatch, capsys) -> None:
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_DOWNLOAD_TIMEOUT", 0.2)
-    monkeypatch.setattr(constants, "HF_HUB_ETAG_TIMEOUT", 0.2)
+    monkeypatch.setenv("DRAFTFIT_HUB_TIMEOUT", "0.2")
     hub.delay = 1.0
     assert main(["check", "hf://org/draft"]) == 2
     lines = capsys.readouterr().err.splitlines()
@@ -238,3 +235,124 @@ def test_long_library_messages_are_cut_at_a_word() -> None:
     assert len(short) <= 160 and short.endswith("…")
     assert text.startswith(short[:-1]) and text[len(short) - 1] == " "
     assert shorten_at_word("short", 160) == "short"
+
+
+# ---------------------------------------------------------------------- deadlines
+
+
+@pytest.fixture
+def stalled(monkeypatch, tmp_path: Path) -> Iterator[StalledHub]:
+    """The Hub endpoint accepts connections and never answers."""
+    with StalledHub() as server:
+        configure_hf_env(monkeypatch, server.endpoint, tmp_path / "hf-home-stalled")
+        yield server
+
+
+def _one_error_line(err: str) -> str:
+    """The error line; at most a progress line ("reading ...") comes before it."""
+    lines = err.splitlines()
+    assert 1 <= len(lines) <= 3 and lines[-1].startswith("draftfit: error: "), lines
+    assert all(line.startswith("draftfit: ") for line in lines)
+    return lines[-1]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["check", "org/draft"], ["check", "hf://org/draft"], ["inspect", "org/draft"]],
+    ids=["draft", "hf-draft", "inspect"],
+)
+def test_a_stalled_hub_ends_at_the_request_timeout(stalled, monkeypatch, capsys, argv) -> None:
+    monkeypatch.setenv("DRAFTFIT_HUB_TIMEOUT", "0.3")
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    line = _one_error_line(captured.err)
+    assert "did not answer within 0.3 s (DRAFTFIT_HUB_TIMEOUT" in line
+    assert stalled.connections >= 1
+
+
+def test_a_stalled_hub_target_ends_at_the_request_timeout(
+    stalled, repos, monkeypatch, capsys
+) -> None:
+    monkeypatch.setenv("DRAFTFIT_HUB_TIMEOUT", "0.3")
+    assert main(["check", str(repos["draft"]), "--target", "org/target"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "hf://org/target: the Hub did not answer within 0.3 s" in line
+    assert line.endswith("is not in the local Hugging Face cache")
+    assert stalled.connections == 1  # asked once, not retried
+
+
+def test_the_deadline_bounds_the_whole_hub_step(stalled, repos, monkeypatch, capsys) -> None:
+    """Each request may wait 30 s, but reading the repository may take 0.5 s in all."""
+    monkeypatch.setenv("DRAFTFIT_HUB_TIMEOUT", "30")
+    monkeypatch.setenv("DRAFTFIT_HUB_DEADLINE", "0.5")
+    for argv in (
+        ["check", "hf://org/draft"],
+        ["check", str(repos["draft"]), "--target", "hf://org/t"],
+    ):
+        assert main(argv) == 2
+        line = _one_error_line(capsys.readouterr().err)
+        assert "the Hub did not finish answering within 0.5 s (DRAFTFIT_HUB_DEADLINE" in line
+
+
+def test_without_network_a_hub_target_fails_as_a_draft_does(
+    hub: FakeHub, repos, monkeypatch, tmp_path: Path, capsys
+) -> None:
+    """A closed port: the target is not retried for ~24 s (the deadline, well above the
+    time one refused connection takes, is not what ends it)."""
+    _unreachable(monkeypatch, tmp_path / "hf-home-none")
+    monkeypatch.setenv("DRAFTFIT_HUB_DEADLINE", "15")
+    assert main(["check", str(repos["draft"]), "--target", "hf://org/target"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "hf://org/target: cannot reach the Hub" in line
+    assert "not in the local Hugging Face cache" in line and "DEADLINE" not in line
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan", "inf"])
+@pytest.mark.parametrize("name", ["DRAFTFIT_HUB_TIMEOUT", "DRAFTFIT_HUB_DEADLINE"])
+def test_a_bad_deadline_setting_is_one_line(hub: FakeHub, monkeypatch, capsys, name, value) -> None:
+    monkeypatch.setenv(name, value)
+    assert main(["check", "hf://org/draft"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{name}=" in err and "positive number of seconds" in err
+
+
+def test_the_api_never_prints_progress_or_notices(
+    hub: FakeHub, monkeypatch, tmp_path: Path, capsys, caplog
+) -> None:
+    """A slow Hub makes the CLI print its progress line; the API logs it instead (and the
+    cache notice too), and writes nothing on stdout or stderr."""
+    import logging
+
+    from huggingface_hub import snapshot_download
+
+    import draftfit
+    from draftfit.errors import HubAccessError
+
+    hub.delay = 0.6  # past the 0.5 s after which progress is told
+    assert main(["check", "org/mistyped"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "draftfit: reading hf://org/mistyped (config and safetensors headers) ..."
+    )
+    with caplog.at_level(logging.INFO, logger="draftfit"):
+        with pytest.raises(HubAccessError):
+            draftfit.check("org/mistyped")
+        assert capsys.readouterr() == ("", "")
+        assert any("reading hf://org/mistyped" in r.getMessage() for r in caplog.records)
+        hub.delay = 0.0
+        home = tmp_path / "hf-home-api"
+        configure_hf_env(monkeypatch, hub.endpoint, home)
+        snapshot_download("org/draft")
+        _unreachable(monkeypatch, home)
+        draftfit.check("org/draft")
+        assert capsys.readouterr() == ("", "")
+    notices = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("from the local Hugging Face cache instead" in r.getMessage() for r in notices)
+
+
+def test_a_huge_deadline_setting_counts_as_a_day(hub: FakeHub, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("DRAFTFIT_HUB_TIMEOUT", "1e308")
+    monkeypatch.setenv("DRAFTFIT_HUB_DEADLINE", "1e308")
+    assert main(["check", "hf://org/draft", "--format", "json"]) == 0
+    assert "error" not in capsys.readouterr().err

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from draftfit.cli import main
-from draftfit.config_file import discover
+from draftfit.config_file import discover, discover_from
 from tests import factory as f
 
 SGLANG = "sglang==0.5.23"
@@ -118,7 +118,8 @@ def test_pyproject_at_the_repository_root(capsys, repo) -> None:
     assert code == 0
 
 
-def test_discovery_order_and_the_repository_boundary(tmp_path: Path) -> None:
+def test_discovery_order_and_the_repository_boundary(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "elsewhere"))
     outside = tmp_path / "draftfit.toml"
     outside.write_text("select = []\n")
     repo = tmp_path / "repo"
@@ -219,3 +220,105 @@ def test_repeated_and_comma_separated_selectors_add_up(capsys, repo) -> None:
     code, data = check_json(capsys, repo, "--select", "DF9", "--select", "DF2")
     assert code == 0
     assert by_code(data, "DF105")["suppression"]["reason"] == "not selected (--select DF9 DF2)"
+
+
+def test_a_selection_keeps_checks_that_did_not_run_from_compatible(capsys, repo) -> None:
+    """Without --target the verdict is `unverified`; ignoring an unrelated rule (on the
+    command line or in a settings file) leaves it so."""
+    draft = str(repo / "drafts" / "kimi")
+    for extra in ([], ["--ignore", "DF108"]):
+        _, out, _ = run(capsys, "check", draft, "--format", "json", *extra)
+        result = json.loads(out)["engines"][0]
+        assert result["verdict"] == "unverified" and result["unverified_reasons"] == ["no target"]
+
+
+@pytest.mark.parametrize("marker", [".git", ".hg"])
+def test_discovery_stops_at_the_repository_root(tmp_path: Path, monkeypatch, marker) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "elsewhere"))
+    (tmp_path / "draftfit.toml").write_text('ignore = ["DF"]\n')
+    draft = tmp_path / "repo" / "drafts" / "d"
+    draft.mkdir(parents=True)
+    (tmp_path / "repo" / marker).mkdir()
+    walk = discover_from(draft)
+    assert walk.found is None and walk.stop == f"repository root ({marker})"
+    assert walk.searched[-1] == tmp_path / "repo"
+
+
+def test_discovery_stops_at_the_home_folder(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A `draftfit.toml` above the user's home (three folders up) never applies: the
+    verdict stays what the draft earns, not `compatible` by an unseen `ignore = ["DF"]`."""
+    home = tmp_path / "home" / "me"
+    draft = f.speculators(aux=[2, 4, 5]).write(home / "work" / "d")
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "draftfit.toml").write_text('ignore = ["DF"]\n')
+    (tmp_path / "home" / "draftfit.toml").write_text('ignore = ["DF"]\n')
+    walk = discover_from(draft)
+    assert (walk.found, walk.stop, walk.searched[-1]) == (None, "home folder", home)
+    code, out, _ = run(capsys, "check", str(draft), "--engine", SGLANG, "-q")
+    assert code == 1 and "incompatible" in out
+    (home / "draftfit.toml").write_text('ignore = ["DF105"]\n')  # the home folder is searched
+    assert discover(draft) == home / "draftfit.toml"
+
+
+def test_the_text_report_names_the_settings_file(capsys, repo, monkeypatch) -> None:
+    monkeypatch.chdir(repo)
+    (repo / "drafts" / "draftfit.toml").write_text('ignore = ["DF105"]\n')
+    argv = ["check", "drafts/kimi", "--target", "target", "--engine", SGLANG]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    assert "settings: drafts/draftfit.toml (1 suppressed)" in out.splitlines()
+    # --ignore's findings are not the file's; a file that suppresses nothing is still named
+    (repo / "drafts" / "draftfit.toml").write_text("ignore = []\n")
+    code, out, _ = run(capsys, *argv, "--ignore", "DF105")
+    assert "settings: drafts/draftfit.toml (0 suppressed)" in out.splitlines()
+    code, out, _ = run(capsys, "diff", "drafts/kimi", "drafts/kimi")
+    assert "settings: drafts/draftfit.toml (0 suppressed)" in out.splitlines()
+    code, out, _ = run(capsys, *argv, "--isolated")
+    assert "settings:" not in out
+
+
+def test_a_symlinked_checkpoint_keeps_the_settings_of_the_path_named(
+    capsys, repo, tmp_path: Path
+) -> None:
+    """`drafts/current` links to a folder outside the repository: it is judged under the
+    repository's [tool.draftfit] (and its per-checkpoint globs), as named."""
+    (repo / "pyproject.toml").write_text(
+        '[tool.draftfit.per-checkpoint-ignores]\n"drafts/current" = ["DF105"]\n'
+    )
+    real = f.speculators(aux=[2, 4, 5]).write(tmp_path / "store" / "kimi-v3")
+    link = repo / "drafts" / "current"
+    link.symlink_to(real, target_is_directory=True)
+    assert discover(link) == repo / "pyproject.toml"
+    code, out, _ = run(capsys, "check", str(link), "--engine", SGLANG, "--format", "json")
+    suppressed = {x["code"] for x in json.loads(out)["findings"] if x.get("suppressed")}
+    assert code == 0 and suppressed == {"DF105"}
+
+
+def test_show_settings_names_each_part_and_its_source(capsys, repo, monkeypatch) -> None:
+    monkeypatch.chdir(repo)
+    (repo / "pyproject.toml").write_text(
+        '[tool.draftfit]\nselect = ["DF1", "DF3"]\nextend-select = ["DF9"]\n\n'
+        '[tool.draftfit.ignore]\nDF105 = "SGLang serves a converted copy"\n'
+    )
+    code, out, err = run(
+        capsys, "check", "drafts/kimi", "--show-settings", "--ignore", "DF903",
+        "--extend-select", "DF2",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "Settings for drafts/kimi",
+        "  settings file  pyproject.toml  (discovered)",
+        "  searched       drafts/kimi, drafts, .",
+        "  select         DF1, DF3  (pyproject.toml)",
+        "  extend-select  DF9  (pyproject.toml)",
+        "                 DF2  (--extend-select)",
+        '  ignore         DF105  "SGLang serves a converted copy"  (pyproject.toml)',
+        "                 DF903  (--ignore)",
+    ]
+    code, out, _ = run(capsys, "matrix", "drafts/kimi", "--show-settings", "--isolated")
+    assert code == 0 and "  settings file  none (--isolated)" in out
+    (repo / "pyproject.toml").unlink()
+    code, out, _ = run(capsys, "diff", "drafts/kimi", "drafts/kimi", "--show-settings")
+    assert code == 0
+    assert "  searched       drafts/kimi, drafts, .  (stopped: repository root (.git))" in out
+    assert "  select         ALL  (default)" in out

@@ -14,7 +14,12 @@ import pytest
 from draftfit.checker import check_path
 from draftfit.report import Report
 from draftfit.sources import open_target
-from draftfit.target_rotation import DESCRIPTION_FILE, ONLINE_POINTER, ROTATION_POINTER
+from draftfit.target_rotation import (
+    DESCRIPTION_FILE,
+    ONLINE_POINTER,
+    ROTATION_FILE,
+    ROTATION_POINTER,
+)
 from tests import factory as f
 from tests.fake_hub import FakeHub, configure_hf_env
 
@@ -68,6 +73,68 @@ def test_a_fifo_description_is_refused_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(target / DESCRIPTION_FILE)
     check = open_target(target).rotation
     assert check.rotation is None and check.unchecked is not None
+
+
+def _rotation_file_as(kind: str, target: Path, elsewhere: Path) -> None:
+    """Put something other than a regular file inside the folder at the rotation file."""
+    rotation = target / ROTATION_FILE
+    rotation.parent.mkdir(exist_ok=True)
+    if kind == "symlink-out":  # as a download that links into a blob store leaves it
+        f.modelslim_target(elsewhere)
+        os.symlink(elsewhere / ROTATION_FILE, rotation)
+    elif kind == "fifo":
+        os.mkfifo(rotation)
+    elif kind == "directory":
+        rotation.mkdir()
+
+
+@pytest.mark.parametrize(
+    ("kind", "why"),
+    [
+        ("symlink-out", "outside the checkpoint folder"),
+        pytest.param(
+            "fifo",
+            "FIFO",
+            marks=pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs"),
+        ),
+        ("directory", "directory"),
+    ],
+)
+def test_an_unreadable_rotation_file_is_unchecked_and_not_compatible(
+    tmp_path: Path, kind: str, why: str
+) -> None:
+    """The rotation file is there but cannot be read safely: DF519 says so with the reason
+    and the verdict is `unverified` (DF516 did not run), never a silent `compatible`."""
+    target = f.llama_target(tmp_path / "t")
+    _rotation_file_as(kind, target, tmp_path / "elsewhere")
+    check = open_target(target).rotation
+    assert check.rotation is None
+    assert check.unchecked is not None and why in check.unchecked
+    assert check.unchecked_file == ROTATION_FILE
+    report = check_path(f.specforge().write(tmp_path / "d"), target, engines=[BEFORE_PLUGIN])
+    unchecked = [x for x in report.findings if x.code == "DF519"]
+    assert unchecked and unchecked[0].location.file == f"target {ROTATION_FILE}"
+    assert why in unchecked[0].message
+    result = report.engines[0]
+    assert result.verdict == "unverified"
+    assert result.unchecked_rules == ["DF516"]
+    assert result.unverified_reasons == [f"the target's {check.unchecked}"]
+
+
+def test_an_unreadable_description_is_not_compatible(tmp_path: Path) -> None:
+    target = f.modelslim_target(tmp_path / "t", rotation=None)
+    (target / DESCRIPTION_FILE).write_text('{"optional": {"quarot": ')
+    report = check_path(f.specforge().write(tmp_path / "d"), target, engines=[BEFORE_PLUGIN])
+    assert report.engines[0].verdict == "unverified"
+    assert report.engines[0].unchecked_rules == ["DF516"]
+
+
+def test_a_rotation_file_linked_inside_the_folder_is_read(tmp_path: Path) -> None:
+    target = f.modelslim_target(tmp_path / "t", "file-only")
+    (target / ROTATION_FILE).rename(target / "kept.safetensors")
+    os.symlink("../kept.safetensors", target / ROTATION_FILE)
+    check = open_target(target).rotation
+    assert check.unchecked is None and check.rotation is not None
 
 
 def test_a_description_past_the_reader_limits_is_unchecked(tmp_path: Path) -> None:

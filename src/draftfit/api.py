@@ -10,8 +10,10 @@ a :class:`~draftfit.report.Report` (check), a :class:`~draftfit.comparison.DiffR
 :class:`~draftfit.conversion.ConvertResult` (convert). `result.to_dict()` is the command's
 JSON form without the envelope (its schema: `draftfit schema KIND`). Nothing is printed;
 bad input raises :class:`draftfit.errors.DraftfitError` (a `UsageError` for arguments, an
-`OSError`-derived error for files). The implementations are imported when first called, so
-`import draftfit` stays cheap.
+`OSError`-derived error for files). Progress and notices (such as a Hub draft read from
+the local cache because the Hub did not answer) go to the `draftfit` logger, at INFO and
+WARNING, and no progress bar is drawn. The implementations are imported when first called,
+so `import draftfit` stays cheap.
 """
 
 from __future__ import annotations

@@ -170,8 +170,12 @@ def check_checkpoint(
     findings = sorted(collected.values(), key=lambda f: (-int(f.severity), f.code, str(f.location)))
     reasons, unchecked = unverified_reasons(target, skipped)
     for result in results:
-        result.unverified_reasons, result.unchecked_rules = list(reasons), list(unchecked)
-        result.verdict, result.counts = verdict_for(findings, result.label, reasons)
+        own, own_rules = rotation_unchecked(target, findings, result.label)
+        result.unverified_reasons = [*reasons, *own]
+        result.unchecked_rules = [*unchecked, *(r for r in own_rules if r not in unchecked)]
+        result.verdict, result.counts = verdict_for(
+            findings, result.label, result.unverified_reasons
+        )
     return Report(
         draft=checkpoint.source,
         target=target.source if target else None,
@@ -230,6 +234,24 @@ def unverified_reasons(
                 reasons.append(f"the target config has no usable `{key}`")
                 unchecked.extend(r.code for r in rules if r.code not in unchecked)
     return reasons, unchecked
+
+
+def rotation_unchecked(
+    target: Target | None, findings: list[Finding], label: str
+) -> tuple[list[str], list[str]]:
+    """The target's rotation evidence exists but could not be read (a symlink out of the
+    folder, a FIFO, a directory...): where engine `label` would have judged it (its DF519
+    says so), DF516 did not run, so its verdict is not `compatible`."""
+    if target is None or target.rotation.unchecked is None or not target.rotation.present:
+        return [], []
+    said = any(
+        f.code == rule_ids.TARGET_ROTATION_UNCHECKED.code and label in f.engines for f in findings
+    )
+    if not said:
+        return [], []
+    return [f"the target's {target.rotation.unchecked}"], [
+        rule_ids.TARGET_ROTATION_UNCOMPENSATED.code
+    ]
 
 
 def _can_change_verdict(code: str) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import logging
 import os
 import signal
 import sys
@@ -30,6 +31,7 @@ from draftfit.cli_reports import (
 )
 from draftfit.errors import DraftfitError, Interrupted
 from draftfit.fail_on import CHOICES as FAIL_ON_CHOICES
+from draftfit.progress import terminal_bars
 from draftfit.render import kinds
 from draftfit.render.escape import escape_controls
 from draftfit.render.kinds import Kind, formats_for
@@ -307,7 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stdout)
             return EXIT_OK
-        with _stop_signals_raise():
+        with _stop_signals_raise(), _notices_on_stderr(), terminal_bars():
             return _dispatch(args)
     except _UsageExit as exc:
         print(exc.message, file=sys.stderr)
@@ -354,6 +356,30 @@ def describe_os_error(exc: OSError) -> str:
     hint = OS_ERROR_HINTS.get(exc.errno or 0)
     line = escape_controls(line)
     return f"{line} ({hint})" if hint else line
+
+
+@contextlib.contextmanager
+def _notices_on_stderr() -> Iterator[None]:
+    """While a command runs, the library's progress and notices (the `draftfit` logger)
+    are printed on stderr as `draftfit: MESSAGE` lines, escaped like every other line."""
+    logger = logging.getLogger("draftfit")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_NoticeFormatter())
+    previous = (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous[0])
+        logger.propagate = previous[1]
+
+
+class _NoticeFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"draftfit: {escape_controls(record.getMessage())}"
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from draftfit.config_file import discover, load
+from draftfit.config_file import FileSettings, discover_from, load
 from draftfit.errors import DraftfitError, UsageError
 from draftfit.fail_on import FailOn
 from draftfit.render.escape import escape_controls
@@ -25,6 +25,7 @@ from draftfit.render.escape import escape_controls
 if TYPE_CHECKING:
     from draftfit.selection import Selection
     from draftfit.serve_settings import ServeSettings
+    from draftfit.show_settings import SettingsOrigin
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 GLOB_CHARACTERS = frozenset("*?[")
@@ -64,6 +65,12 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
         "found next to the draft",
     )
     group.add_argument("--isolated", action="store_true", help="ignore every settings file")
+    group.add_argument(
+        "--show-settings",
+        action="store_true",
+        help="print the rule selection each draft would be checked under and where each "
+        "part comes from (settings file, option, default); check nothing",
+    )
 
 
 def add_pre_commit_option(parser: argparse.ArgumentParser) -> None:
@@ -104,27 +111,60 @@ def _selectors(text: str) -> list[str]:
 
 def selection_for(args: argparse.Namespace, draft: str) -> Selection:
     """The selection a draft is checked under: the flags plus its settings file."""
+    return _selection_and_settings(args, draft)[0]
+
+
+def _selection_and_settings(
+    args: argparse.Namespace, draft: str
+) -> tuple[Selection, FileSettings | None, SettingsOrigin]:
+    """The selection for `draft`, the settings file it used, and how that file was chosen.
+    A local draft's folder is taken as named (a symlinked folder keeps the settings of the
+    folders the user named it in); a Hub draft's walk starts in the current directory."""
     from draftfit.selection import Selection
+    from draftfit.show_settings import SettingsOrigin
 
     settings = None
     local = Path(draft)
     checkpoint = local if local.is_dir() else None
+    origin = SettingsOrigin("--isolated")
     if not args.isolated:
         path: Path | None
         if args.config:
             path = Path(args.config)
             if not path.is_file():
                 raise UsageError(f"--config {args.config}: no such file")
+            origin = SettingsOrigin("--config")
         else:
-            path = discover(checkpoint if checkpoint is not None else Path.cwd())
+            walk = discover_from(checkpoint if checkpoint is not None else Path.cwd())
+            path, origin = walk.found, SettingsOrigin("discovered", walk)
         settings = load(path) if path is not None else None
-    return Selection.build(
+    selection = Selection.build(
         select=args.select,
         extend_select=args.extend_select,
         ignore=args.ignore,
         settings=settings,
         checkpoint=checkpoint,
     )
+    return selection, settings, origin
+
+
+def show_settings(args: argparse.Namespace, drafts: Sequence[str]) -> int:
+    """`--show-settings`: print each draft's resolved selection and its sources; exit 0."""
+    from draftfit.show_settings import describe
+
+    blocks = []
+    for draft in drafts:
+        selection, settings, origin = _selection_and_settings(args, draft)
+        blocks.append(describe(draft, selection, settings, origin, tuple(args.extend_select)))
+    _write("\n".join(blocks), args)
+    return EXIT_OK
+
+
+def _settings_shown(selection: Selection) -> str | None:
+    """The settings file a report names in its text form (None: none applied)."""
+    from draftfit.show_settings import shown_path
+
+    return shown_path(selection.settings_file) if selection.settings_file else None
 
 
 def expand_drafts(arguments: Sequence[str]) -> list[str]:
@@ -166,6 +206,8 @@ def run_check(args: argparse.Namespace) -> int:
             return EXIT_OK
     else:
         drafts = expand_drafts(args.draft)
+    if args.show_settings:
+        return show_settings(args, drafts)
     reports: list[Any] = []
     worst = EXIT_OK
     serve = _serve(args)
@@ -189,6 +231,7 @@ def run_check(args: argparse.Namespace) -> int:
             continue
         if not selection.is_default:
             apply_to_report(report, selection)
+        report.settings_file = _settings_shown(selection)
         if args.recipe:
             from draftfit.recipe import attach_recipes  # and the converter: only for --recipe
 
@@ -204,6 +247,8 @@ def run_diff(args: argparse.Namespace) -> int:
     """`draftfit diff DRAFT REFERENCE` with the draft's rule selection."""
     from draftfit.comparison import diff_paths, set_verdicts
 
+    if args.show_settings:
+        return show_settings(args, [args.draft])
     selection = selection_for(args, args.draft)
     report = diff_paths(
         args.draft,
@@ -217,6 +262,7 @@ def run_diff(args: argparse.Namespace) -> int:
     if not selection.is_default:
         selection.apply(report.findings)
         set_verdicts(report.findings, report.engines)
+    report.settings_file = _settings_shown(selection)
     fail_on = FailOn.parse(args.fail_on)
     write_reports([report], args, "diff", many=False)
     return report.exit_code(fail_on)
@@ -230,6 +276,8 @@ def run_matrix(args: argparse.Namespace) -> int:
     from draftfit.sources import open_checkpoint, open_target
     from draftfit.spec import describe
 
+    if args.show_settings:
+        return show_settings(args, [args.draft])
     selection = selection_for(args, args.draft)
     serve = _serve(args)
     checkpoint = open_checkpoint(args.draft)

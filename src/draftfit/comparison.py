@@ -114,6 +114,8 @@ class DiffReport:
     findings: list[Finding]
     engines: list[DiffResult]
     notes: list[str] = field(default_factory=list)
+    # The settings file the selection came from, as the text report names it.
+    settings_file: str | None = field(default=None, compare=False)
 
     def exit_code(self, fail_on: FailOn | Severity | str = FailOn.ERROR) -> int:
         """1 when a counted finding (not suppressed) or an engine verdict fails at `fail_on`

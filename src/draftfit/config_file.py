@@ -7,8 +7,12 @@ checkpoint, in the current directory) and walks up through its parents:
 * in each folder, `draftfit.toml` is used if present, else `pyproject.toml` if it has a
   `[tool.draftfit]` table (a `pyproject.toml` without one is passed over);
 * the first folder that has either wins — settings are not merged across folders;
-* the walk stops after the folder that holds `.git` (the repository root), or at the
-  filesystem root outside a repository.
+* the walk stops after the repository root (the first folder that holds `.git` or `.hg`)
+  or after the user's home folder, whichever comes first (outside both, at the filesystem
+  root);
+* the walk follows the path as the user named it: a checkpoint reached through a
+  symlinked folder gets the settings of the folders it was named in, not of the link's
+  target.
 
 `draftfit.toml` holds the keys at its top level, `pyproject.toml` under `[tool.draftfit]`:
 
@@ -31,6 +35,7 @@ Python 3.10), never executed.
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +44,7 @@ from typing import Any
 from draftfit.errors import UsageError
 
 DRAFTFIT_TOML = "draftfit.toml"
+REPOSITORY_MARKERS = (".git", ".hg")
 PYPROJECT_TOML = "pyproject.toml"
 KEYS = ("select", "extend-select", "ignore", "per-checkpoint-ignores")
 
@@ -68,9 +74,8 @@ class FileSettings:
         out = dict(self.ignore)
         if checkpoint is None:
             return out
-        try:
-            relative = checkpoint.resolve().relative_to(self.path.resolve().parent)
-        except ValueError:
+        relative = _relative(checkpoint, self.path.parent)
+        if relative is None:
             return out
         for pattern, ignores in self.per_checkpoint:
             if fnmatch.fnmatchcase(relative.as_posix(), pattern.strip("/")):
@@ -78,21 +83,81 @@ class FileSettings:
         return out
 
 
+def _relative(checkpoint: Path, folder: Path) -> Path | None:
+    """`checkpoint`'s path below `folder`, as named (a symlinked folder keeps its name), else
+    with both resolved; None when it is not below."""
+    for mine, theirs in (
+        (named_path(checkpoint), named_path(folder)),
+        (checkpoint.resolve(), folder.resolve()),
+    ):
+        try:
+            return mine.relative_to(theirs)
+        except ValueError:
+            continue
+    return None
+
+
+def named_path(path: Path) -> Path:
+    """`path` made absolute without resolving symlinks (`..` is taken lexically)."""
+    return Path(os.path.abspath(path))
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """Where discovery looked: the file found (or None), the folders searched in order, and
+    why the walk ended there (`repository root (.git)`, `home folder`, `filesystem root`,
+    or `found`)."""
+
+    found: Path | None
+    searched: tuple[Path, ...]
+    stop: str
+
+
 def discover(start: Path) -> Path | None:
     """The settings file that applies to a checkpoint in `start`, or None (see module doc)."""
-    folder = start.resolve()
+    return discover_from(start).found
+
+
+def discover_from(start: Path) -> Discovery:
+    """The settings file that applies to a checkpoint in `start`, and where the walk went."""
+    folder = named_path(start)
     if not folder.is_dir():
         folder = folder.parent
+    homes = _home_folders()
+    searched: list[Path] = []
     for candidate in (folder, *folder.parents):
-        own = candidate / DRAFTFIT_TOML
-        if own.is_file():
-            return own
-        pyproject = candidate / PYPROJECT_TOML
-        if pyproject.is_file() and _pyproject_table(pyproject) is not None:
-            return pyproject
-        if (candidate / ".git").exists():
-            return None
+        searched.append(candidate)
+        found = _settings_in(candidate)
+        if found is not None:
+            return Discovery(found, tuple(searched), "found")
+        marker = next((m for m in REPOSITORY_MARKERS if (candidate / m).exists()), None)
+        if marker is not None:
+            return Discovery(None, tuple(searched), f"repository root ({marker})")
+        if candidate in homes:
+            return Discovery(None, tuple(searched), "home folder")
+    return Discovery(None, tuple(searched), "filesystem root")
+
+
+def _settings_in(folder: Path) -> Path | None:
+    """`draftfit.toml` in `folder`, else its `pyproject.toml` when that has [tool.draftfit]."""
+    own = folder / DRAFTFIT_TOML
+    if own.is_file():
+        return own
+    pyproject = folder / PYPROJECT_TOML
+    if pyproject.is_file() and _pyproject_table(pyproject) is not None:
+        return pyproject
     return None
+
+
+def _home_folders() -> set[Path]:
+    """The user's home folder, as named and resolved (empty when there is none)."""
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError):  # no HOME and no password entry
+        return set()
+    if not home.is_absolute():
+        return set()
+    return {named_path(home), home.resolve()}
 
 
 def load(path: Path) -> FileSettings:

@@ -7,31 +7,47 @@ when the header is under 16 KB, two otherwise), through huggingface_hub's sessio
 `HF_ENDPOINT`, `HF_HUB_OFFLINE` and the cache behave as in every HF tool. With
 `HF_HUB_OFFLINE=1` the local cache is read instead. Every failure to reach the repository
 becomes a :class:`HubAccessError` with one clear line (the CLI exits 2).
+
+Nothing waits without bound: every request has a connect and read timeout
+(`DRAFTFIT_HUB_TIMEOUT`, 10 s), a Hub that does not answer is told at the first request
+(huggingface_hub's own retries, about 24 s, are not waited for), and reading a repository
+has a total deadline (`DRAFTFIT_HUB_DEADLINE`, 60 s). Progress and notices (the cache read
+instead of the Hub) go to the `draftfit` logger, which the CLI prints on stderr.
 """
 
 from __future__ import annotations
 
 import errno
-import sys
+import logging
+import math
+import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from draftfit.checkpoint.access import LocalAccess, read_regular
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
 from draftfit.checkpoint.local import load_checkpoint, load_from_access
 from draftfit.checkpoint.model import Checkpoint
-from draftfit.errors import HubAccessError
+from draftfit.errors import HubAccessError, UsageError
 from draftfit.target import Target, load_target
 from draftfit.target_rotation import DESCRIPTION_FILE, RotationCheck, check_rotation
 
 PREFIX = "hf://"
 HEADER_PREFETCH = 16_384  # one request covers a draft header; big ones take two
 WEIGHT_PATTERNS = ("*.json", "*.safetensors", "*.bin")
+TIMEOUT_ENV = "DRAFTFIT_HUB_TIMEOUT"  # seconds to connect, and between bytes read
+DEADLINE_ENV = "DRAFTFIT_HUB_DEADLINE"  # seconds for reading one repository, all requests
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_DEADLINE = 60.0
+MAX_SECONDS = 86_400.0
+
+log = logging.getLogger("draftfit")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -80,7 +96,12 @@ class RemoteAccess:
         from huggingface_hub import hf_hub_download
 
         with _hub_errors(self.ref):
-            path = hf_hub_download(self.ref.repo_id, rel, revision=self.commit or self.ref.revision)
+            path = hf_hub_download(
+                self.ref.repo_id,
+                rel,
+                revision=self.commit or self.ref.revision,
+                etag_timeout=_timeout(),
+            )
         try:
             return read_regular(Path(path), MAX_JSON_FILE_BYTES)
         except ValueError as exc:  # a cached file larger than any JSON draftfit reads
@@ -110,8 +131,12 @@ class HubUnreachableError(HubAccessError):
 
 def load_hub_checkpoint(text: str) -> Checkpoint:
     """Read a draft from the Hub (headers only), or from the local cache when offline or
-    when the Hub cannot be reached (saying so on stderr)."""
+    when the Hub cannot be reached (saying so in a notice), within the Hub deadline."""
     ref = parse_hub_reference(text)
+    return within_deadline(ref, lambda: _load_hub_checkpoint(ref))
+
+
+def _load_hub_checkpoint(ref: HubRef) -> Checkpoint:
     if _offline():
         return _load_cached_checkpoint(_cached_snapshot(ref), ref)
     try:
@@ -152,17 +177,37 @@ def _load_remote_checkpoint(ref: HubRef) -> Checkpoint:
 
 def load_hub_target(text: str) -> Target:
     """A target's config.json from the Hub, or from the cache when offline or when the Hub
-    cannot be reached (saying so on stderr)."""
+    cannot be reached (saying so in a notice), within the Hub deadline."""
+    ref = parse_hub_reference(text)
+    return within_deadline(ref, lambda: _load_hub_target(ref))
+
+
+def _load_hub_target(ref: HubRef) -> Target:
+    """The Hub is asked once, without retries, whether it answers for config.json: a Hub
+    that cannot be reached is then told as fast as for a draft, and the cached copy (when
+    there is one) is read instead."""
     from huggingface_hub import hf_hub_download
 
-    ref = parse_hub_reference(text)
-    cached = None if _offline() else _cached_file(ref, "config.json")
-    if cached is not None and not _reachable(ref, "config.json"):
-        return load_target(cached.parent, source=ref.display, rotation=_cached_rotation(ref))
+    offline = _offline()
+    if not offline:
+        try:
+            _answers(ref, "config.json")
+        except HubUnreachableError as exc:
+            cached = _cached_file(ref, "config.json")
+            if cached is None:
+                raise HubAccessError(
+                    f"{exc}, and {ref.display} is not in the local Hugging Face cache"
+                ) from exc
+            _say(f"{exc}; read {ref.display} from the local Hugging Face cache instead")
+            return load_target(cached.parent, source=ref.display, rotation=_cached_rotation(ref))
     try:
         with _progress(f"reading {ref.display} config.json"), _hub_errors(ref):
             path = hf_hub_download(
-                ref.repo_id, "config.json", revision=ref.revision, local_files_only=_offline()
+                ref.repo_id,
+                "config.json",
+                revision=ref.revision,
+                local_files_only=offline,
+                etag_timeout=_timeout(),
             )
     except HubUnreachableError as exc:
         raise HubAccessError(
@@ -179,6 +224,7 @@ def _remote_rotation(ref: HubRef, snapshot: Path) -> RotationCheck:
     fetched. A failure to fetch it is said, not guessed past."""
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
 
+    meta = None
     try:
         with _hub_errors(ref):
             meta = get_hf_file_metadata(
@@ -189,11 +235,16 @@ def _remote_rotation(ref: HubRef, snapshot: Path) -> RotationCheck:
                 return RotationCheck(
                     unchecked=f"`{DESCRIPTION_FILE}` is larger than {MAX_JSON_FILE_BYTES} bytes"
                 )
-            hf_hub_download(ref.repo_id, DESCRIPTION_FILE, revision=ref.revision)
+            hf_hub_download(
+                ref.repo_id, DESCRIPTION_FILE, revision=ref.revision, etag_timeout=_timeout()
+            )
     except FileNotFoundError:
         return RotationCheck()
     except (HubAccessError, OSError) as exc:
-        return RotationCheck(unchecked=f"`{DESCRIPTION_FILE}` could not be fetched ({exc})")
+        return RotationCheck(
+            unchecked=f"`{DESCRIPTION_FILE}` could not be fetched ({exc})",
+            present=meta is not None,
+        )
     return check_rotation(LocalAccess(snapshot, confine=snapshot.parent.parent))
 
 
@@ -209,7 +260,9 @@ def _cached_rotation(ref: HubRef) -> RotationCheck:
         return check_rotation(LocalAccess(cached, confine=cached.parent.parent))
     if found is not None:  # the cache knows the file does not exist
         return RotationCheck()
-    return RotationCheck(unchecked=f"`{DESCRIPTION_FILE}` is not in the local Hugging Face cache")
+    return RotationCheck(
+        unchecked=f"`{DESCRIPTION_FILE}` is not in the local Hugging Face cache", present=False
+    )
 
 
 def _cached_file(ref: HubRef, rel: str) -> Path | None:
@@ -219,9 +272,12 @@ def _cached_file(ref: HubRef, rel: str) -> Path | None:
     return Path(found) if isinstance(found, str) else None
 
 
-def _reachable(ref: HubRef, rel: str) -> bool:
-    """Whether the Hub answers for `rel`; when it does not, say that the cached copy is read
-    (huggingface_hub itself would fall back to it without a word)."""
+def _answers(ref: HubRef, rel: str) -> None:
+    """Ask the Hub about `rel` once (one HEAD request, no retries); raise
+    :class:`HubUnreachableError` when it does not answer. Any answer, an error status
+    included, returns: the download that follows reports what the Hub said
+    (huggingface_hub would otherwise retry for about 24 s, or fall back to a cached copy
+    without a word)."""
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
     try:
@@ -229,12 +285,10 @@ def _reachable(ref: HubRef, rel: str) -> bool:
             get_hf_file_metadata(
                 hf_hub_url(ref.repo_id, rel, revision=ref.revision), timeout=_timeout()
             )
-    except HubUnreachableError as exc:
-        _say(f"{exc}; read {ref.display} from the local Hugging Face cache instead")
-        return False
+    except HubUnreachableError:
+        raise
     except (HubAccessError, FileNotFoundError):
-        return True  # the Hub answered; the download reports what it said
-    return True
+        return
 
 
 # ---------------------------------------------------------------------- helpers
@@ -244,7 +298,9 @@ def _list_files(ref: HubRef) -> tuple[str | None, dict[str, int]]:
     from huggingface_hub import HfApi
 
     with _hub_errors(ref):
-        info = HfApi().model_info(ref.repo_id, revision=ref.revision, files_metadata=True)
+        info = HfApi().model_info(
+            ref.repo_id, revision=ref.revision, files_metadata=True, timeout=_timeout()
+        )
     sizes = {s.rfilename: int(s.size or 0) for s in info.siblings or [] if "/" not in s.rfilename}
     return info.sha, sizes
 
@@ -269,9 +325,60 @@ def _offline() -> bool:
 
 
 def _timeout() -> float:
-    from huggingface_hub import constants
+    """Seconds each Hub request may take to connect, and between bytes read."""
+    return _seconds(TIMEOUT_ENV, DEFAULT_TIMEOUT)
 
-    return float(constants.HF_HUB_DOWNLOAD_TIMEOUT)
+
+def hub_deadline() -> float:
+    """Seconds reading one Hub repository may take in all."""
+    return _seconds(DEADLINE_ENV, DEFAULT_DEADLINE)
+
+
+def _seconds(name: str, default: float) -> float:
+    """A positive number of seconds from environment variable `name` (unset or empty:
+    `default`); anything else is a usage error naming the variable. Above a day it counts
+    as a day (sockets and threads refuse larger waits)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{name}={text[:40]!r}: expected a positive number of seconds")
+    return min(value, MAX_SECONDS)
+
+
+def within_deadline(ref: HubRef, work: Callable[[], T]) -> T:
+    """The result of `work()` (one repository's Hub step), or a one-line
+    :class:`HubAccessError` once `DRAFTFIT_HUB_DEADLINE` has passed.
+
+    Each request already has a timeout, but a server that sends a byte now and then, or
+    many requests in a row, could still take without bound: `work` runs in a worker thread
+    that is left behind (a daemon; its next timeout ends it) when the deadline passes."""
+    limit = hub_deadline()
+    _timeout()  # a bad DRAFTFIT_HUB_TIMEOUT is said before any request
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # handed to the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="draftfit-hub", daemon=True)
+    worker.start()
+    worker.join(limit)
+    if worker.is_alive():
+        raise HubAccessError(
+            f"{ref.display}: the Hub did not finish answering within {limit:g} s "
+            f"({DEADLINE_ENV} sets this limit; retry, or raise it)"
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    value: T = outcome["value"]
+    return value
 
 
 @contextmanager
@@ -316,7 +423,7 @@ def _hub_errors(ref: HubRef) -> Iterator[None]:
         if "Timeout" in type(exc).__name__:
             raise HubUnreachableError(
                 f"{ref.display}: the Hub did not answer within {_timeout():g} s "
-                "(raise HF_HUB_DOWNLOAD_TIMEOUT or retry)"
+                f"({TIMEOUT_ENV} sets this limit; retry, or raise it)"
             ) from exc
         if type(exc).__name__ in ("ConnectError", "ConnectionError", "NetworkError"):
             raise HubUnreachableError(
@@ -351,7 +458,8 @@ def shorten_at_word(text: str, limit: int) -> str:
 
 
 def _say(message: str) -> None:
-    print(f"draftfit: {message}", file=sys.stderr, flush=True)
+    """A notice the user should see (the CLI prints it on stderr; the API only logs it)."""
+    log.warning(message)
 
 
 @contextmanager
@@ -371,14 +479,15 @@ def _quiet_library_logs() -> Any:
 
 @contextmanager
 def _progress(message: str, delay: float = 0.5) -> Iterator[None]:
-    """Say what is being fetched on stderr, but only if it takes more than a moment."""
+    """Say what is being fetched (as progress in the `draftfit` log, which the CLI prints on
+    stderr), but only if it takes more than a moment."""
     done = threading.Event()
     shown = threading.Event()
 
     def announce() -> None:
         if not done.wait(delay):
             shown.set()
-            print(f"draftfit: {message} ...", file=sys.stderr, flush=True)
+            log.info("%s ...", message)
 
     _quiet_hf_progress_bars()
     started = time.monotonic()
@@ -390,7 +499,7 @@ def _progress(message: str, delay: float = 0.5) -> Iterator[None]:
         done.set()
         thread.join()
     if shown.is_set():
-        print(f"draftfit: done in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+        log.info("done in %.1f s", time.monotonic() - started)
 
 
 def _quiet_hf_progress_bars() -> None:

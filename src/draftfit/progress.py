@@ -1,8 +1,9 @@
 """A progress bar on the terminal for long byte work: value reads (full mode, Hub reads)
 and the bytes `convert` copies.
 
-Drawn with rich on stderr, only when stderr is a terminal: nothing when piped or captured,
-so output and logs stay clean. Removed when done.
+Drawn with rich on stderr, only for the command line (`terminal_bars`; the Python API
+never prints) and only when stderr is a terminal: nothing when piped or captured, so output
+and logs stay clean. Removed when done.
 """
 
 from __future__ import annotations
@@ -12,6 +13,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 Progress = Callable[[int], None]
+_shown = {"bars": False}
+
+
+@contextmanager
+def terminal_bars() -> Iterator[None]:
+    """While the command line runs: progress bars may be drawn on a terminal."""
+    before = _shown["bars"]
+    _shown["bars"] = True
+    try:
+        yield
+    finally:
+        _shown["bars"] = before
 
 
 def _none(_: int) -> None:
@@ -21,7 +34,7 @@ def _none(_: int) -> None:
 @contextmanager
 def progress_for(description: str, total: int, enabled: bool = True) -> Iterator[Progress]:
     """Yield a callable that advances a bar by a number of bytes (a no-op when not shown)."""
-    if not enabled or total <= 0 or not sys.stderr.isatty():
+    if not (enabled and _shown["bars"]) or total <= 0 or not sys.stderr.isatty():
         yield _none
         return
     from rich.console import Console

@@ -321,6 +321,9 @@ class Report:
     target_facts: TargetFacts | None = None
     recipes: list[Any] | None = None  # draftfit.recipe.Recipe, when asked for
     serve: ServeSettings | None = None  # the launch's settings, when given
+    # The settings file the selection came from, as the text report names it (not part of
+    # the JSON form, where each suppressed finding names its source).
+    settings_file: str | None = field(default=None, compare=False)
     # What the checker read and computed (not part of the JSON form): see `kept`.
     inputs: KeptCheck | None = field(default=None, repr=False, compare=False)
 

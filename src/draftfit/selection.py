@@ -47,7 +47,9 @@ def validate(selectors: Iterable[str], where: str) -> None:
 
 
 @dataclass(frozen=True)
-class _Ignore:
+class Ignore:
+    """One ignore in force: its selector, the reason shown, and where it was given."""
+
     selector: str
     reason: str
     source: str
@@ -60,7 +62,7 @@ class Selection:
     select: tuple[str, ...] = ("ALL",)
     select_source: str = "default"
     extend_select: tuple[str, ...] = ()
-    ignores: tuple[_Ignore, ...] = field(default=())
+    ignores: tuple[Ignore, ...] = field(default=())
     settings_file: Path | None = None
 
     @classmethod
@@ -81,7 +83,7 @@ class Selection:
         chosen: tuple[str, ...] = ("ALL",)
         chosen_source = "default"
         extended = tuple(extend_select)
-        ignores: list[_Ignore] = []
+        ignores: list[Ignore] = []
         if settings is not None:
             where = str(settings.path)
             validate(settings.select or (), f"{where}: select")
@@ -94,12 +96,12 @@ class Selection:
                 chosen, chosen_source = settings.select, where
             extended = settings.extend_select + extended
             ignores.extend(
-                _Ignore(sel, reason or f"ignored in {where}", where)
+                Ignore(sel, reason or f"ignored in {where}", where)
                 for sel, reason in file_ignores.items()
             )
         if select is not None:
             chosen, chosen_source = tuple(select), "--select"
-        ignores.extend(_Ignore(sel, f"--ignore {sel}", "--ignore") for sel in ignore)
+        ignores.extend(Ignore(sel, f"--ignore {sel}", "--ignore") for sel in ignore)
         return cls(
             chosen,
             chosen_source,
@@ -150,8 +152,11 @@ _SEVERITY_CONSEQUENCE = {
 
 
 def apply_to_report(report: Report, selection: Selection) -> Report:
-    """Mark `report`'s suppressed findings and recompute each engine version's verdict."""
+    """Mark `report`'s suppressed findings and recompute each engine version's verdict
+    (checks that did not run still keep it from `compatible`)."""
     selection.apply(report.findings)
     for result in report.engines:
-        result.verdict, result.counts = verdict_for(report.findings, result.label)
+        result.verdict, result.counts = verdict_for(
+            report.findings, result.label, result.unverified_reasons
+        )
     return report

@@ -22,7 +22,9 @@ docs/en/feature_guide/quick_quantization_v1/quantization_result.md, "Description
 
 A checkpoint quantized with QuaRot before the export option, or with it turned off, shows
 neither, and draftfit cannot tell it from an unrotated one: the check says what it found,
-never more. Files are read confined to the target folder, through the bounded JSON reader.
+never more. Files are read confined to the target folder, through the bounded JSON reader;
+one that is there but cannot be read safely (a symlink out of the folder, a FIFO, a device,
+a directory) leaves the check `unchecked`, with the reason, never silently passed.
 """
 
 from __future__ import annotations
@@ -75,10 +77,15 @@ class Rotation:
 @dataclass(frozen=True)
 class RotationCheck:
     """What the target's files say: a rotation, or none found; `unchecked` says why the
-    files could not be read (then `rotation` is None and nothing is claimed)."""
+    files could not be read (then `rotation` is None and nothing is claimed) and
+    `unchecked_file` which one. `present`: whether that file is known to be there (it is,
+    but could not be read safely: the verdict is then not `compatible`); False when draftfit
+    cannot tell whether the target has it (a Hub target's file not in the offline cache)."""
 
     rotation: Rotation | None = None
     unchecked: str | None = None
+    unchecked_file: str = DESCRIPTION_FILE
+    present: bool = True
 
 
 def rotation_in_description(description: Any) -> Rotation | None:
@@ -132,8 +139,13 @@ def check_rotation(files: TargetFiles) -> RotationCheck:
             return found
     try:
         files.size(ROTATION_FILE)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return RotationCheck()
+    except OSError as exc:  # there, but not safely readable: a symlink out, a FIFO, a folder
+        return RotationCheck(
+            unchecked=f"`{ROTATION_FILE}` cannot be read ({_why(exc)})",
+            unchecked_file=ROTATION_FILE,
+        )
     return RotationCheck(Rotation(ROTATION_FILE, None, None))
 
 

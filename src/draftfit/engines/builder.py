@@ -35,7 +35,7 @@ from draftfit.location import Location, config_at
 from draftfit.rule_ids import Consequence, RuleId
 from draftfit.spec import EAGLE, EAGLE3, DraftSpec
 from draftfit.target import Target
-from draftfit.target_rotation import DESCRIPTION_FILE, Rotation
+from draftfit.target_rotation import Rotation
 
 CONFIG = "config.json"
 # How findings name a file of the target folder: `target config.json`,
@@ -851,9 +851,10 @@ class BaseBuilder:
                 f"{check.unchecked}, so draftfit cannot tell whether the target was "
                 "rotation-quantized (ModelSlim QuaRot), which would leave an unrotated "
                 "draft's proposals almost all rejected",
-                Location(TARGET_FILE_PREFIX + DESCRIPTION_FILE),
+                Location(TARGET_FILE_PREFIX + check.unchecked_file),
                 (),
-                fix=f"check with the target's `{DESCRIPTION_FILE}` readable (download it)",
+                fix=f"check with the target's `{check.unchecked_file}` readable as a regular "
+                "file inside its folder (download it)",
             )
             return
         rotation = check.rotation

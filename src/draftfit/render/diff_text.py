@@ -8,7 +8,7 @@ from rich.text import Text
 from draftfit.comparison import EQUIVALENT, DiffReport, is_spelling
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
-from draftfit.render.suppressed import suppressed_summary
+from draftfit.render.suppressed import settings_summary, suppressed_summary
 from draftfit.render.text import unverified_line
 from draftfit.report import UNVERIFIED
 from draftfit.rules.base import Severity
@@ -70,6 +70,9 @@ def render_diff(
                     )
                 )
             console.print()
+        settings_line = settings_summary(report.settings_file, report.findings)
+        if settings_line:
+            console.print(Text(settings_line, style="dim"))
         suppressed_line = suppressed_summary(report.findings)
         if suppressed_line:
             console.print(Text(suppressed_line, style="dim"))

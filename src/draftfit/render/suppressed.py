@@ -1,4 +1,5 @@
-"""The one line a text report gives its suppressed findings (they are listed in JSON only)."""
+"""The lines a text report gives its settings file and its suppressed findings (they are
+listed in JSON only)."""
 
 from __future__ import annotations
 
@@ -19,3 +20,17 @@ def suppressed_summary(findings: Iterable[Finding]) -> str | None:
         f"Suppressed {len(suppressed)} {noun} ({codes}); "
         "--format json lists them with their reasons"
     )
+
+
+def settings_summary(settings_file: str | None, findings: Iterable[Finding]) -> str | None:
+    """`settings: proj/draftfit.toml (2 suppressed)` when a settings file applied (the
+    findings it suppressed, not those of `--ignore` or `--select`), or None."""
+    if settings_file is None:
+        return None
+    # One settings file applies to a report: every other source is an option (`--...`).
+    here = [
+        f
+        for f in findings
+        if f.suppression is not None and not f.suppression.source.startswith("--")
+    ]
+    return f"settings: {settings_file} ({len(here)} suppressed)"

@@ -10,7 +10,7 @@ from rich.text import Text
 from draftfit.engines.interface import Recipe
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
-from draftfit.render.suppressed import suppressed_summary
+from draftfit.render.suppressed import settings_summary, suppressed_summary
 from draftfit.report import (
     COMPATIBLE,
     DEGRADED,
@@ -134,6 +134,9 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                 )
             )
             console.print()
+        settings_line = settings_summary(report.settings_file, report.findings)
+        if settings_line:
+            console.print(Text(settings_line, style="dim"))
         suppressed_line = suppressed_summary(report.findings)
         if suppressed_line:
             console.print(Text(suppressed_line, style="dim"))

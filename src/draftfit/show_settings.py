@@ -1,0 +1,97 @@
+"""`--show-settings`: the rule selection a draft would be checked under, and where each part
+comes from (as `ruff check --show-settings` shows ruff's), without checking anything.
+
+One block per draft: the settings file (named by `--config`, skipped by `--isolated`, or
+found by discovery, with the folders searched and why the walk stopped), then `select`,
+`extend-select` and `ignore`, each entry with its source: the default, the settings file,
+or the command-line option.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from draftfit.config_file import Discovery, FileSettings
+from draftfit.render.escape import escape_controls
+from draftfit.selection import Ignore, Selection
+
+
+@dataclass(frozen=True)
+class SettingsOrigin:
+    """How the settings file for one draft was chosen.
+
+    Attributes:
+        how: `--config`, `--isolated` or `discovered`.
+        discovery: the walk, when the file was discovered (None otherwise).
+    """
+
+    how: str
+    discovery: Discovery | None = None
+
+
+def shown_path(path: Path) -> str:
+    """`path` relative to the current directory when it is below it, else absolute."""
+    absolute = os.path.abspath(path)
+    try:
+        relative = os.path.relpath(absolute)
+    except ValueError:  # another drive (Windows)
+        return absolute
+    return absolute if relative.startswith("..") else relative
+
+
+def describe(
+    draft: str,
+    selection: Selection,
+    settings: FileSettings | None,
+    origin: SettingsOrigin,
+    cli_extend: tuple[str, ...],
+) -> str:
+    """The block `--show-settings` prints for `draft` (escaped for a terminal)."""
+    lines = [f"Settings for {draft}", *_file_lines(settings, origin)]
+    source = selection.select_source
+    shown_source = shown_path(Path(source)) if source not in ("default", "--select") else source
+    lines.append(f"  select         {', '.join(selection.select)}  ({shown_source})")
+    extend = [f"{s}  (--extend-select)" for s in cli_extend]
+    if settings is not None:
+        extend[:0] = [f"{s}  ({shown_path(settings.path)})" for s in settings.extend_select]
+    lines.extend(_entries("extend-select", extend))
+    lines.extend(_entries("ignore", [_ignore_line(item) for item in selection.ignores]))
+    return "\n".join(escape_controls(line) for line in lines) + "\n"
+
+
+def _file_lines(settings: FileSettings | None, origin: SettingsOrigin) -> list[str]:
+    if origin.how == "--isolated":
+        return ["  settings file  none (--isolated)"]
+    if settings is not None and origin.how == "--config":
+        return [f"  settings file  {shown_path(settings.path)}  (--config)"]
+    walk = origin.discovery
+    searched = ", ".join(shown_path(p) for p in walk.searched) if walk else ""
+    if settings is not None:
+        return [
+            f"  settings file  {shown_path(settings.path)}  (discovered)",
+            f"  searched       {searched}",
+        ]
+    stop = walk.stop if walk else "not searched"
+    return ["  settings file  none", f"  searched       {searched}  (stopped: {stop})"]
+
+
+def _ignore_line(item: Ignore) -> str:
+    """`DF105  "served from a converted copy"  (drafts/draftfit.toml)`; the reason only when
+    one was given."""
+    given = item.reason not in (f"ignored in {item.source}", f"--ignore {item.selector}")
+    reason = f"  {json.dumps(item.reason, ensure_ascii=False)}" if given else ""
+    return f"{item.selector}{reason}  ({_source(item.source)})"
+
+
+def _source(source: str) -> str:
+    return source if source.startswith("--") else shown_path(Path(source))
+
+
+def _entries(name: str, entries: list[str]) -> list[str]:
+    if not entries:
+        return [f"  {name:<13}  (none)"]
+    first, *rest = entries
+    return [f"  {name:<13}  {first}", *(f"  {'':<13}  {entry}" for entry in rest)]
