@@ -48,12 +48,15 @@ NAME_LIMIT = 200
 # A line whose first non-blank characters are `::` (a workflow command, to a CI runner).
 COMMAND_START = re.compile(r"^([ \t]*):(?=:)", re.MULTILINE)
 
-# XML 1.0 holds tab, newline and carriage return of the C0 controls, and no surrogate or
-# U+FFFE / U+FFFF; the C1 controls it allows are shown escaped too (they are controls).
+# XML 1.0 holds only tab, newline and carriage return of the C0 controls, and no surrogate
+# or U+FFFE / U+FFFF. Of these, tab and newline are kept; a carriage return and the C1
+# controls XML allows are shown escaped too (they are controls).
 XML_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
-# Outside code spans: the characters that make Markdown (or the HTML it may hold) act.
-MARKDOWN_ACTIVE = re.compile(r"([\\`*_\[\]<>|~])")
+# Outside code spans: the characters that make Markdown (or the HTML it may hold) act. An
+# underscore between letters or digits cannot start or end emphasis, and a bracket makes a
+# link or an image only as `](` (no line of ours defines a reference): those stay as they are.
+MARKDOWN_ACTIVE = re.compile(r"([\\`*<>|~]|(?<![^\W_])_|_(?![^\W_])|\](?=\())")
 CODE_SPAN = re.compile(r"`[^`\n]+`")
 
 
@@ -111,8 +114,8 @@ def annotation_property(text: str) -> str:
 
 def xml_text(text: str) -> str:
     """Text for a JUnit XML element or attribute: the characters XML 1.0 cannot hold (and
-    the other controls) shown as visible escapes; tab, newline and carriage return kept
-    (the XML writer escapes `<`, `&` and, in attributes, the line breaks)."""
+    the other controls) shown as visible escapes; tab and newline kept (the XML writer
+    escapes `<`, `&` and, in attributes, the line breaks)."""
     return XML_UNSAFE.sub(_visible, text)
 
 
