@@ -123,7 +123,8 @@ def test_github_escapes_newlines_and_percent_from_the_checkpoint(capsys, tmp_pat
     _, out, _ = run(capsys, "check", str(path), "--format", "github")
     for line in out.splitlines():
         assert line.startswith("::") or ": " in line
-    assert "Evil%0A::error::50%25" in out
+    # A newline of the checkpoint's is shown as `\n` (the message's own line breaks are %0A).
+    assert "Evil\\n::error::50%25" in out
 
 
 def test_junit_has_a_case_per_engine_version_and_a_failure_per_finding(capsys, repo) -> None:

@@ -33,7 +33,7 @@ from draftfit.errors import DraftfitError, Interrupted
 from draftfit.fail_on import CHOICES as FAIL_ON_CHOICES
 from draftfit.progress import terminal_bars
 from draftfit.render import kinds
-from draftfit.render.escape import escape_controls
+from draftfit.render.escape import escape_field
 from draftfit.render.kinds import Kind, formats_for
 from draftfit.schemas import SCHEMA_KINDS
 from draftfit.version import __version__
@@ -312,10 +312,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _stop_signals_raise(), _notices_on_stderr(), terminal_bars():
             return _dispatch(args)
     except _UsageExit as exc:
-        print(exc.message, file=sys.stderr)
+        print(escape_field(exc.message), file=sys.stderr)
         return EXIT_USAGE
     except DraftfitError as exc:
-        print(f"draftfit: error: {escape_controls(str(exc))}", file=sys.stderr)
+        print(f"draftfit: error: {escape_field(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
@@ -338,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _internal_error(exc: BaseException) -> int:
     print(
-        f"draftfit: internal error: {type(exc).__name__}: {escape_controls(str(exc))} "
+        f"draftfit: internal error: {type(exc).__name__}: {escape_field(str(exc))} "
         "(a bug in draftfit; set DRAFTFIT_DEBUG=1 for the traceback)",
         file=sys.stderr,
     )
@@ -354,7 +354,7 @@ def describe_os_error(exc: OSError) -> str:
     if exc.filename2 is not None:
         line += f" -> {os.fsdecode(exc.filename2)}"
     hint = OS_ERROR_HINTS.get(exc.errno or 0)
-    line = escape_controls(line)
+    line = escape_field(line)
     return f"{line} ({hint})" if hint else line
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from draftfit.config_file import FileSettings, discover_from, load
 from draftfit.errors import DraftfitError, UsageError
 from draftfit.fail_on import FailOn
-from draftfit.render.escape import escape_controls
+from draftfit.render.escape import escape_field
 
 if TYPE_CHECKING:
     from draftfit.selection import Selection
@@ -226,7 +226,7 @@ def run_check(args: argparse.Namespace) -> int:
         except DraftfitError as exc:
             if len(drafts) == 1:
                 raise
-            print(f"draftfit: error: {escape_controls(str(exc))}", file=sys.stderr)
+            print(f"draftfit: error: {escape_field(str(exc))}", file=sys.stderr)
             worst = max(worst, EXIT_USAGE)
             continue
         if not selection.is_default:
@@ -341,7 +341,7 @@ def write_reports(reports: list[Any], args: argparse.Namespace, command: str, ma
 
         blocks = []
         for report in reports:
-            lines = [f"{report.draft}", *("  " + s for s in statistics_lines(report))]
+            lines = [escape_field(report.draft), *("  " + s for s in statistics_lines(report))]
             lines.extend(verdict_lines(report, with_draft=False))
             blocks.append("\n".join(lines) + "\n")
         text = "\n".join(blocks)

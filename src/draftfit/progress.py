@@ -47,8 +47,10 @@ def progress_for(description: str, total: int, enabled: bool = True) -> Iterator
     )
     from rich.progress import Progress as Bar
 
+    from draftfit.render.escape import escape_field
+
     with Bar(
-        TextColumn(f"draftfit: {description}".replace("[", "\\[")),
+        TextColumn(f"draftfit: {escape_field(description)}".replace("[", "\\[")),
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),

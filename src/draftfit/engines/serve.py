@@ -6,11 +6,13 @@ release at which a data fact changes."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.profile import Profile
+from draftfit.render.escape import UNSAFE_IN_FIELD
 
 if TYPE_CHECKING:
     from draftfit.spec import DraftSpec
@@ -33,10 +35,27 @@ def shell_quote(text: str) -> str:
 
 
 def shell_word(text: str) -> str:
-    """`text` as one shell word, quoted only when it needs to be (paths stay readable)."""
+    """`text` as one shell word, quoted only when it needs to be (paths stay readable); a word
+    holding a control character is written in ANSI-C quoting (`$'a\\nb'`), which bash and
+    zsh read back as the same text, so a recipe shows it on one line."""
+    if UNSAFE_IN_FIELD.search(text):
+        return "$'" + ANSI_C_SPECIAL.sub(_ansi_c_escape, text) + "'"
     import shlex  # here, not at import: only a recipe quotes words
 
     return shlex.quote(text)
+
+
+# Inside $'...': the backslash and the quote, and every character shown escaped elsewhere.
+ANSI_C_SPECIAL = re.compile(r"[\\']|" + UNSAFE_IN_FIELD.pattern)
+ANSI_C_SHORT = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _ansi_c_escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in ANSI_C_SHORT:
+        return ANSI_C_SHORT[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
 
 
 CONTINUATION = " \\\n  "  # joins the lines of one shell command

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import sys
 from collections.abc import Callable
 from typing import IO, Any
@@ -18,7 +17,7 @@ from typing import IO, Any
 from rich.console import Console, ConsoleRenderable, RenderHook
 from rich.text import Text
 
-from draftfit.render.escape import UNSAFE_CHARACTERS, escape_controls
+from draftfit.render.escape import UNSAFE_CHARACTERS, escape_controls, guard_line_starts
 
 
 def _safe_text(text: Text) -> Text:
@@ -48,8 +47,6 @@ class SafeConsole(Console):
     def render_str(self, text: str, **kwargs: Any) -> Text:
         return super().render_str(escape_controls(text), **kwargs)
 
-
-_TRAILING_BLANKS = re.compile(r"[ \t]+$", re.MULTILINE)
 
 # The width of a console that is not a terminal: wide enough that no table cell is folded.
 UNWRAPPED_WIDTH = 1_000_000
@@ -85,12 +82,18 @@ def render_to_string(draw: Callable[[Console], None], color: bool = False) -> st
     console = make_console(buffer, color)
     draw(console)
     if color:
-        return buffer.getvalue()
+        return guard_line_starts(buffer.getvalue())
     # Without colour nothing here is a legitimate escape sequence: escape whatever a
     # renderable nested deeper than the hook sees (a Text inside a table cell) still holds.
     # Table cells are padded to their column's width; the padding at a line's end is noise
-    # in a pipe (`grep`, `diff`), so it goes.
-    return _TRAILING_BLANKS.sub("", escape_controls(buffer.getvalue()))
+    # in a pipe (`grep`, `diff`), so it goes. No line may read as a workflow command.
+    return guard_line_starts(strip_line_ends(escape_controls(buffer.getvalue())))
+
+
+def strip_line_ends(text: str) -> str:
+    """`text` without the blanks at the end of each line, in time linear in its length
+    (a regex anchored at line ends rescans each run of blanks from every position in it)."""
+    return "\n".join(line.rstrip(" \t") for line in text.split("\n"))
 
 
 __all__ = ["escape_controls", "make_console", "render_to_string"]

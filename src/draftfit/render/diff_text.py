@@ -7,6 +7,7 @@ from rich.text import Text
 
 from draftfit.comparison import EQUIVALENT, DiffReport, is_spelling
 from draftfit.render.console import render_to_string
+from draftfit.render.escape import escape_field
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.suppressed import settings_summary, suppressed_summary
 from draftfit.render.text import unverified_line
@@ -24,11 +25,11 @@ def render_diff(
     def draw(console: Console) -> None:
         head = Text()
         head.append("Draft      ", style="bold")
-        head.append(f"{report.draft}  ({report.dialects[0]})")
+        head.append(f"{escape_field(report.draft)}  ({escape_field(report.dialects[0])})")
         head.append("\nReference  ", style="bold")
-        head.append(f"{report.reference}  ({report.dialects[1]})")
+        head.append(f"{escape_field(report.reference)}  ({escape_field(report.dialects[1])})")
         for note in report.notes:
-            head.append(f"\n           {note}", style="dim")
+            head.append(f"\n           {escape_field(note)}", style="dim")
         console.print(head)
         console.print()
         counting = [f for f in report.findings if f.counts]
@@ -58,7 +59,7 @@ def render_diff(
                 line = Text("  ")
                 style = "bold red" if finding.severity == Severity.ERROR else "cyan"
                 line.append(f"{finding.code} ", style=style)
-                line.append(finding.message)
+                line.append(escape_field(finding.message))
                 if many and len(finding.engines) < len(report.engines):
                     line.append("  [" + ", ".join(finding.engines) + "]", style="dim")
                 console.print(line)

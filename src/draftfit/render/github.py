@@ -5,14 +5,18 @@ puts the finding on that line of the pull request's diff. Errors become `error`,
 `warning`, info `notice`; a finding of a local checkpoint carries its file (relative to the
 current directory, which in a workflow is the repository) and, for a `config.json` key, the
 line of that key. Suppressed findings are left out. Text is escaped as the runner expects
-(`%`, CR, LF in messages; also `:` and `,` in properties).
+(`%`, CR, LF in messages; also `:` and `,` in properties) and every other control character
+is shown as a visible escape; values from the checkpoint, its path or a setting are escaped
+on their own first (:func:`~draftfit.render.escape.escape_field`), so a newline in a name
+stays visible in the annotation rather than breaking its message. The verdict lines are
+plain log lines, escaped the same way: nothing in them can start a workflow command.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from draftfit.render.escape import escape_controls
+from draftfit.render.escape import annotation_data, annotation_property, escape_field
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.places import place_of
 from draftfit.render.verdicts import FindingReport, verdict_lines
@@ -22,37 +26,26 @@ from draftfit.rules.base import Severity
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
-def escape_data(text: str) -> str:
-    """A workflow command's message, escaped."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(text: str) -> str:
-    """A workflow command's property value, escaped."""
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def annotation(finding: Finding, draft: str, target: str | None = None) -> str:
     """The workflow command for one finding of the checkpoint `draft` (next to `target`)."""
     place = place_of(draft, finding.location, target)
     properties = []
     if place.path is not None:
-        properties.append(f"file={escape_property(place.path)}")
+        properties.append(f"file={annotation_property(place.path)}")
         if place.line is not None:
             properties.append(f"line={place.line}")
-    properties.append(f"title={escape_property(f'{finding.code} {finding.name}')}")
-    message = f"{draft}: {finding.message}"
+    properties.append(f"title={annotation_property(f'{finding.code} {finding.name}')}")
+    message = f"{escape_field(draft)}: {escape_field(finding.message)}"
     location = str(finding.location)
     if location and place.line is None:
-        message += f" ({location})"
+        message += f" ({escape_field(location)})"
     if finding.consequence_text:
-        message += f"\nconsequence: {finding.consequence_text}"
+        message += f"\nconsequence: {escape_field(finding.consequence_text)}"
     if finding.fix:
-        message += f"\nfix: {finding.fix}"
+        message += f"\nfix: {escape_field(finding.fix)}"
     if finding.engines:
         message += f"\nengine versions: {', '.join(finding.engines)}"
-    message = escape_controls(message)
-    return f"::{COMMANDS[finding.severity]} {','.join(properties)}::{escape_data(message)}"
+    return f"::{COMMANDS[finding.severity]} {','.join(properties)}::{annotation_data(message)}"
 
 
 def render_github(report: FindingReport, options: RenderOptions = PLAIN) -> str:

@@ -5,6 +5,12 @@ engine version. For `check` and `diff`, every counting finding at or above `--fa
 applies to that version is a `<failure>` (type = the rule code); findings below it go to the
 case's `<system-out>`; suppressed findings are left out. For `matrix`, a version whose
 verdict is `incompatible` fails with the findings that decide it.
+
+Each value from the checkpoint, its path or a setting is escaped on its own
+(:func:`~draftfit.render.escape.escape_field`: no newline of its own, no line that reads as a
+CI command), and every text and attribute goes through
+:func:`~draftfit.render.escape.xml_text`, so the document is well-formed XML 1.0 whatever
+the names hold.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from collections.abc import Sequence
 
 from draftfit.fail_on import UNVERIFIED, FailOn
 from draftfit.release_matrix import Matrix
-from draftfit.render.escape import escape_controls
+from draftfit.render.escape import escape_field, xml_text
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.verdicts import FindingReport, verdict_line
 from draftfit.report import FAILING_VERDICTS, Finding
@@ -22,7 +28,7 @@ from draftfit.report import FAILING_VERDICTS, Finding
 
 def _text(value: str) -> str:
     """XML 1.0 cannot hold most control characters: show them escaped instead."""
-    return escape_controls(value)
+    return xml_text(value)
 
 
 def _failure(case: ET.Element, finding: Finding) -> None:
@@ -31,27 +37,33 @@ def _failure(case: ET.Element, finding: Finding) -> None:
         "failure",
         {
             "type": finding.code,
-            "message": _text(f"{finding.code} {finding.name}: {finding.message}"),
+            "message": _text(
+                f"{finding.code} {escape_field(finding.name)}: {escape_field(finding.message)}"
+            ),
         },
     )
     failure.text = _text(_details(finding))
 
 
 def _details(finding: Finding) -> str:
-    lines = [f"{finding.severity} {finding.code} {finding.name}", finding.message]
+    lines = [
+        f"{finding.severity} {finding.code} {escape_field(finding.name)}",
+        escape_field(finding.message),
+    ]
     if finding.consequence_text:
         lines.append(f"consequence: {finding.consequence_text}")
     location = str(finding.location)
     if location:
-        lines.append(f"--> {location}")
-    lines.extend(f"source: {s}" for s in finding.sources)
+        lines.append(f"--> {escape_field(location)}")
+    lines.extend(f"source: {escape_field(s)}" for s in finding.sources)
     if finding.fix:
-        lines.append(f"fix: {finding.fix}")
+        lines.append(f"fix: {escape_field(finding.fix)}")
     return "\n".join(lines)
 
 
 def _suite(report: FindingReport, command: str, options: RenderOptions) -> ET.Element:
-    suite = ET.Element("testsuite", {"name": _text(f"draftfit {command} {report.draft}")})
+    draft = escape_field(report.draft)
+    suite = ET.Element("testsuite", {"name": _text(f"draftfit {command} {draft}")})
     failures = 0
     threshold = FailOn.of(options.fail_on)
     lowest = threshold.lowest_failing_severity
@@ -59,7 +71,7 @@ def _suite(report: FindingReport, command: str, options: RenderOptions) -> ET.El
         case = ET.SubElement(
             suite,
             "testcase",
-            {"classname": _text(f"draftfit.{command}.{report.draft}"), "name": result.title},
+            {"classname": _text(f"draftfit.{command}.{draft}"), "name": _text(result.title)},
         )
         applying = [f for f in report.findings if f.counts and result.label in f.engines]
         failing = [f for f in applying if f.severity >= lowest]
@@ -111,7 +123,8 @@ def render_junit_many(
 def render_junit_matrix(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
     """A matrix as JUnit XML: a case per engine version, failing where the verdict fails
     the default gate (incompatible, drafts-garbage)."""
-    suite = ET.Element("testsuite", {"name": _text(f"draftfit matrix {matrix.draft}")})
+    draft = escape_field(matrix.draft)
+    suite = ET.Element("testsuite", {"name": _text(f"draftfit matrix {draft}")})
     tests = failures = 0
     for row in matrix.rows:
         for version in row.versions:
@@ -120,7 +133,7 @@ def render_junit_matrix(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
                 suite,
                 "testcase",
                 {
-                    "classname": _text(f"draftfit.release_matrix.{matrix.draft}"),
+                    "classname": _text(f"draftfit.release_matrix.{draft}"),
                     "name": _text(f"{row.title} {version}"),
                 },
             )

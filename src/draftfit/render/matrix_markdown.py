@@ -1,8 +1,17 @@
-"""`draftfit matrix --format markdown`: the matrix as a table to paste into a model card."""
+"""`draftfit matrix --format markdown`: the matrix as a table to paste into a model card.
+
+Names and messages are written with :func:`~draftfit.render.escape.markdown_code` and
+:func:`~draftfit.render.escape.markdown_text`: nothing in a checkpoint can end a table cell,
+add a link or HTML, or start a line of its own; a recipe's block is fenced with more
+backticks than it holds.
+"""
 
 from __future__ import annotations
 
+import re
+
 from draftfit.release_matrix import Matrix
+from draftfit.render.escape import escape_field, markdown_code, markdown_text
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import unverified_line
 from draftfit.report import UNVERIFIED
@@ -12,8 +21,8 @@ def render_markdown(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
     """A model-card-ready table, then each range's recipe: every step it relies on (a
     download, a `draftfit convert`) and the command, in one block to paste."""
     lines = [
-        f"Compatibility of `{matrix.draft}`"
-        + (f" with `{matrix.target}`" if matrix.target else "")
+        f"Compatibility of {markdown_code(matrix.draft)}"
+        + (f" with {markdown_code(matrix.target)}" if matrix.target else "")
         + " (checked with draftfit, "
         + {
             None: "without loading weights",
@@ -26,10 +35,11 @@ def render_markdown(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
         "| --- | --- | --- | --- |",
     ]
     for row in matrix.rows:
-        parts = [f"{f.code} {f.message}" for f in row.deciding[:2]]
+        parts = [f"{f.code} {markdown_text(f.message)}" for f in row.deciding[:2]]
         if row.verdict == UNVERIFIED and row.unverified_reasons:
-            parts.insert(0, unverified_line(row.unverified_reasons, row.unchecked_rules))
-        why = "; ".join(parts).replace("|", "\\|")
+            reasons = unverified_line(row.unverified_reasons, row.unchecked_rules)
+            parts.insert(0, markdown_text(reasons))
+        why = "; ".join(parts)
         lines.append(f"| {row.title} | {row.range} | {row.verdict} | {why or '—'} |")
     recipes = [r for r in matrix.rows if r.recipe is not None]
     if recipes:
@@ -38,11 +48,19 @@ def render_markdown(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
             assert row.recipe is not None
             lines.append(f"* {row.title} {row.range}:")
             lines.append("")
-            lines.append("  ```bash")
-            lines += [f"  {step}" for step in row.recipe.steps]
-            lines += [f"  {line}" for line in row.recipe.command.splitlines()]
-            lines.append("  ```")
-            lines += [f"  {note}" for note in row.recipe.notes]
+            block = [escape_field(step) for step in row.recipe.steps]
+            block += [escape_field(line) for line in row.recipe.command.splitlines()]
+            fence = _fence(block)
+            lines.append(f"  {fence}bash")
+            lines += [f"  {line}" for line in block]
+            lines.append(f"  {fence}")
+            lines += [f"  {markdown_text(note)}" for note in row.recipe.notes]
     for note in matrix.notes:
-        lines += ["", f"_{note}_"]
+        lines += ["", f"_{markdown_text(note)}_"]
     return "\n".join(lines) + "\n"
+
+
+def _fence(block: list[str]) -> str:
+    """A code fence longer than any run of backticks in `block` (at least three)."""
+    longest = max((len(run) for line in block for run in re.findall("`+", line)), default=0)
+    return "`" * max(3, longest + 1)

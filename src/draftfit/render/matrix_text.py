@@ -8,6 +8,7 @@ from rich.text import Text
 
 from draftfit.release_matrix import Matrix
 from draftfit.render.console import render_to_string
+from draftfit.render.escape import escape_field
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import VERDICT_STYLE, print_recipe, unverified_line
 from draftfit.report import UNVERIFIED
@@ -17,16 +18,16 @@ def render_matrix(matrix: Matrix, options: RenderOptions = PLAIN, recipes: bool 
     def draw(console: Console) -> None:
         head = Text()
         head.append("Draft   ", style="bold")
-        head.append(matrix.draft)
+        head.append(escape_field(matrix.draft))
         if matrix.target:
             head.append("\nTarget  ", style="bold")
-            head.append(matrix.target)
+            head.append(escape_field(matrix.target))
         console.print(head)
         table = Table(box=None, header_style="bold", pad_edge=False, show_lines=False)
         for column in ("engine", "versions", "verdict", "why"):
             table.add_column(column, overflow="fold")
         for row in matrix.rows:
-            lines = [f"{f.code} {f.message}" for f in row.deciding[:2]]
+            lines = [f"{f.code} {escape_field(f.message)}" for f in row.deciding[:2]]
             if row.verdict == UNVERIFIED and row.unverified_reasons:
                 lines.insert(0, unverified_line(row.unverified_reasons, row.unchecked_rules))
             why = "\n".join(lines)
@@ -45,6 +46,6 @@ def render_matrix(matrix: Matrix, options: RenderOptions = PLAIN, recipes: bool 
                 console.print(Text(f"\n{row.title} {row.range}: how to serve", style="bold"))
                 print_recipe(console, row.recipe)
         for note in matrix.notes:
-            console.print(Text(note, style="dim"))
+            console.print(Text(escape_field(note), style="dim"))
 
     return render_to_string(draw, options.color)

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from draftfit.conversion.plan import DISPLAY_ONLY, SAFE, UNSAFE, Plan
 from draftfit.render.console import render_to_string
+from draftfit.render.escape import escape_field
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import render_check
 
@@ -23,7 +24,11 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
     def draw(console: Console) -> None:
         head = Text()
         head.append("Convert  ", style="bold")
-        head.append(f"{plan.source} -> {out or '(dry run)'}  ({plan.convention} convention)")
+        shown_out = escape_field(out) if out else "(dry run)"
+        head.append(
+            f"{escape_field(plan.source)} -> {shown_out}  ({escape_field(plan.convention)} "
+            "convention)"
+        )
         console.print(head)
         console.print()
         console.print(Text(f"Plan ({len(plan.edits)} edits)", style="bold underline"))
@@ -32,7 +37,7 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
             line = Text("  ")
             line.append(f"{MARK[edit.safety]:<12}", style=STYLE[edit.safety])
             line.append(" " if applied else "(not applied) ", style="dim")
-            line.append(edit.description)
+            line.append(escape_field(edit.description))
             console.print(line)
         pending = plan.pending
         unsafe = [e for e in pending if e.safety == UNSAFE]
@@ -50,7 +55,7 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
             console.print(
                 Text(f"{len(display)} issue(s) need a human (display-only)", style="bold red")
             )
-        derived = [t.name for t in plan.tensors if t.source is None]
+        derived = [escape_field(t.name) for t in plan.tensors if t.source is None]
         tensors = (
             f"{len(plan.tensors)} tensors ({len(derived)} derived: {', '.join(derived)})"
             if derived
@@ -58,9 +63,10 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
         )
         console.print(Text(tensors))
         if plan.copy_files:
-            console.print(Text("copied as is: " + ", ".join(plan.copy_files), style="dim"))
+            copied = ", ".join(escape_field(name) for name in plan.copy_files)
+            console.print(Text("copied as is: " + copied, style="dim"))
         if written:
-            console.print(Text(f"written to {out}", style="bold green"))
+            console.print(Text(f"written to {escape_field(out or '')}", style="bold green"))
         else:
             console.print(Text("dry run: nothing written", style="dim"))
 
@@ -70,7 +76,7 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
 def render_convert(result: ConvertResult, options: RenderOptions = PLAIN) -> str:
     """The plan, then (when the output was written) the check of the output."""
     text = "".join(
-        f"removed {leftover} (left by an interrupted convert)\n"
+        f"removed {escape_field(str(leftover))} (left by an interrupted convert)\n"
         for leftover in result.removed_leftovers
     )
     text += render_plan(result.plan, result.out_as_given, result.written, options.color)

@@ -6,7 +6,9 @@ fix, engine versions and — for a local checkpoint — the file and, for `confi
 line of the key (a finding without a file of its own is placed on the checkpoint's
 `config.json`, line 1, as code scanning needs a file for every result; Hub checkpoints have
 no files to point at). A suppressed finding keeps its result with a `suppressions` entry
-giving the reason.
+giving the reason. A file is named by a relative URI reference (RFC 3986: a space, `%` or
+newline in a path percent-encoded, :func:`~draftfit.render.escape.uri_reference`); message
+texts show control characters as visible escapes, as the text formats do.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Protocol
 
 from draftfit.docs_links import rule_doc_url
 from draftfit.location import Location
+from draftfit.render.escape import escape_controls, uri_reference
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.places import CONFIG_FILE, place_of
 from draftfit.report import Finding, Report
@@ -126,7 +129,7 @@ def _result(finding: Finding, rule_index: int, draft: str, target: str | None) -
         "ruleId": finding.code,
         "ruleIndex": rule_index,
         "level": LEVELS[finding.severity],
-        "message": {"text": text},
+        "message": {"text": escape_controls(text)},
         "properties": {
             "draft": draft,
             "engines": list(finding.engines),
@@ -142,7 +145,7 @@ def _result(finding: Finding, rule_index: int, draft: str, target: str | None) -
         place = place_of(draft, Location(CONFIG_FILE))
     if place.path is not None:
         physical: dict[str, Any] = {
-            "artifactLocation": {"uri": place.path, "uriBaseId": BASE_ID},
+            "artifactLocation": {"uri": uri_reference(place.path), "uriBaseId": BASE_ID},
             "region": {"startLine": place.line or 1},
         }
         location: dict[str, Any] = {"physicalLocation": physical}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from draftfit.render.escape import escape_field
 from draftfit.report import Finding
 
 
@@ -33,4 +34,4 @@ def settings_summary(settings_file: str | None, findings: Iterable[Finding]) -> 
         for f in findings
         if f.suppression is not None and not f.suppression.source.startswith("--")
     ]
-    return f"settings: {settings_file} ({len(here)} suppressed)"
+    return f"settings: {escape_field(settings_file)} ({len(here)} suppressed)"

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from draftfit.engines.interface import Recipe
 from draftfit.render.console import render_to_string
+from draftfit.render.escape import escape_field
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.suppressed import settings_summary, suppressed_summary
 from draftfit.report import (
@@ -42,44 +43,51 @@ VERDICT_STYLE = {COMPATIBLE: "bold green", DEGRADED: "bold yellow", UNVERIFIED: 
 
 def unverified_line(reasons: list[str], unchecked: list[str]) -> str:
     """`no target: DF303, DF501 not checked` — why a verdict is unverified, in one phrase."""
-    text = "; ".join(reasons)
+    text = "; ".join(escape_field(reason) for reason in reasons)
     return f"{text}: {', '.join(unchecked)} not checked" if unchecked else text
 
 
 def print_recipe(console: Console, recipe: Recipe) -> None:
     """A recipe's steps, command and notes, each line printed whole: rich never wraps them at
     the terminal's width, so a copy from the terminal pastes as it runs (a command's lines
-    already end in ` \\`)."""
+    already end in ` \\`). Each line is escaped on its own (a value cannot add lines)."""
     for step in recipe.steps:
-        console.print(Text("  " + step), soft_wrap=True)
+        console.print(Text("  " + escape_field(step)), soft_wrap=True)
     for command_line in recipe.command.splitlines():
-        console.print(Text("  " + command_line), soft_wrap=True)
+        console.print(Text("  " + escape_field(command_line)), soft_wrap=True)
     for note in recipe.notes:
-        console.print(Text("  # " + note, style="dim"), soft_wrap=True)
+        console.print(Text("  # " + escape_field(note), style="dim"), soft_wrap=True)
 
 
 def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
-    """The text report: header, grouped findings, skipped checks, one verdict line per engine."""
+    """The text report: header, grouped findings, skipped checks, one verdict line per engine.
+
+    Every value from the checkpoint, the target, a path or a setting is escaped on its own
+    (:func:`escape_field`): a newline in a name cannot start a line of its own."""
 
     def draw(console: Console) -> None:
         header = Text()
         header.append("Draft   ", style="bold")
-        header.append(report.draft)
-        header.append(f"\n        {report.dialect.title}")
+        header.append(escape_field(report.draft))
+        header.append(f"\n        {escape_field(report.dialect.title)}")
         if report.method:
-            header.append(f" · method {report.method}")
+            header.append(f" · method {escape_field(report.method)}")
         if report.dialect.evidence:
-            header.append("\n        evidence: " + "; ".join(report.dialect.evidence), style="dim")
+            evidence = "; ".join(escape_field(item) for item in report.dialect.evidence)
+            header.append("\n        evidence: " + evidence, style="dim")
         console.print(header)
         if report.target:
             facts = report.target_facts or TargetFacts(None, None, None, None, None, None)
             line = Text()
             line.append("Target  ", style="bold")
-            line.append(report.target)
+            line.append(escape_field(report.target))
             line.append(
-                f"\n        {facts.architecture} ({facts.model_type}), "
-                f"{facts.num_layers} layers, hidden {facts.hidden_size}, "
-                f"vocab {facts.vocab_size}"
+                "\n        "
+                + escape_field(
+                    f"{facts.architecture} ({facts.model_type}), "
+                    f"{facts.num_layers} layers, hidden {facts.hidden_size}, "
+                    f"vocab {facts.vocab_size}"
+                )
             )
             console.print(line)
         else:
@@ -87,7 +95,7 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                 Text("Target  none given (checks that need one are skipped)", style="dim")
             )
         if report.serve is not None:
-            console.print(Text("Serve   " + report.serve.summary()))
+            console.print(Text("Serve   " + escape_field(report.serve.summary())))
         console.print()
 
         counting = [f for f in report.findings if f.counts]
@@ -102,20 +110,20 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                 line = Text("  ")
                 line.append(f"{finding.severity!s:<7}", style=SEVERITY_STYLE[finding.severity])
                 line.append(f" {finding.code} ", style="bold")
-                line.append(finding.name, style="dim")
+                line.append(escape_field(finding.name), style="dim")
                 if many_engines and finding.engines and len(finding.engines) < len(report.engines):
                     line.append("  [" + ", ".join(finding.engines) + "]", style="dim")
                 console.print(line)
-                console.print(Text("    " + finding.message))
+                console.print(Text("    " + escape_field(finding.message)))
                 if finding.consequence_text and finding.severity >= Severity.WARNING:
                     console.print(Text("    consequence: " + finding.consequence_text))
                 location = str(finding.location)
                 if location:
-                    console.print(Text("    --> " + location, style="blue"))
+                    console.print(Text("    --> " + escape_field(location), style="blue"))
                 for source in finding.sources[:2]:
-                    console.print(Text("    source: " + source, style="dim"))
+                    console.print(Text("    source: " + escape_field(source), style="dim"))
                 if finding.fix:
-                    console.print(Text("    fix: " + finding.fix, style="green"))
+                    console.print(Text("    fix: " + escape_field(finding.fix), style="green"))
             console.print()
 
         without_target = [s for s in report.skipped_rules if s.reason != SERVE_SKIP_REASON]
@@ -158,7 +166,9 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             aux = result.aux_layers
             if aux is not None and aux.used is not None:
                 source = aux.read_from or aux.launch_setting or "default"
-                line.append(f" · aux layers {list(aux.used)} from {source}", style="dim")
+                line.append(
+                    f" · aux layers {list(aux.used)} from {escape_field(source)}", style="dim"
+                )
             if result.verdict == UNVERIFIED and result.unverified_reasons:
                 line.append(
                     " · " + unverified_line(result.unverified_reasons, result.unchecked_rules)

@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any, Protocol
 
 from draftfit.fail_on import UNVERIFIED
+from draftfit.render.escape import escape_field
 from draftfit.render.text import unverified_line
 from draftfit.report import Finding
 
@@ -48,8 +49,8 @@ def verdict_line(result: Any) -> str:
 
 
 def verdict_lines(report: FindingReport, *, with_draft: bool) -> list[str]:
-    """One line per engine version; prefixed by the draft when `with_draft`."""
-    prefix = f"{report.draft}: " if with_draft else ""
+    """One line per engine version; prefixed by the draft (escaped) when `with_draft`."""
+    prefix = f"{escape_field(report.draft)}: " if with_draft else ""
     return [prefix + verdict_line(result) for result in report.engines]
 
 
