@@ -379,7 +379,7 @@ def _notices_on_stderr() -> Iterator[None]:
 
 class _NoticeFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return f"draftfit: {escape_controls(record.getMessage())}"
+        return f"draftfit: {escape_field(record.getMessage())}"
 
 
 @contextlib.contextmanager
