@@ -20,7 +20,7 @@ import pytest
 from draftfit.cli import main
 from draftfit.conversion import convert_path
 from draftfit.conversion.output import MARKER
-from draftfit.errors import DamagedInputError, OutputExistsError
+from draftfit.errors import DamagedInputError, OutputExistsError, UsageError
 from tests import factory as f
 
 ROOT = os.geteuid() == 0
@@ -423,6 +423,79 @@ def test_immutable_parent_is_one_line_even_for_root(draft: Path, tmp_path: Path,
         assert list(parent.iterdir()) == []
     finally:
         subprocess.run(["chattr", "-i", str(parent)], check=True)
+
+
+# ------------------------------------------------------------------ what -o may name
+
+
+def listing(place: Path) -> dict[str, tuple[int, dict[str, str]]]:
+    """Each entry of `place` by its type, and a folder's files by their hashes."""
+    return {
+        p.name: (os.lstat(p).st_mode, {} if p.is_symlink() or not p.is_dir() else tree_hash(p))
+        for p in sorted(place.iterdir())
+    }
+
+
+def _fifo(place: Path) -> tuple[Path, str]:
+    os.mkfifo(place / "pipe")  # stands for /dev/null and other special files
+    return place / "pipe", "is a FIFO; draftfit writes only to a folder or a new path"
+
+
+def _dangling(place: Path) -> tuple[Path, str]:
+    (place / "dangling").symlink_to(place / "nowhere")
+    return place / "dangling", "is a symbolic link"
+
+
+def _link_to_empty_folder(place: Path) -> tuple[Path, str]:
+    (place / "empty").mkdir()
+    (place / "link").symlink_to(place / "empty")
+    return place / "link", "is a symbolic link"
+
+
+def _link_to_an_output(place: Path) -> tuple[Path, str]:
+    """A link to a previous draftfit output: even --force does not write through it."""
+    convert_path(f.specforge().write(place / "src"), "vllm", place / "old")
+    (place / "link").symlink_to(place / "old")
+    return place / "link", "is a symbolic link"
+
+
+@pytest.mark.parametrize("make", [_fifo, _dangling, _link_to_empty_folder, _link_to_an_output])
+def test_output_onto_a_link_or_special_file_is_refused(
+    draft: Path, tmp_path: Path, capsys, make
+) -> None:
+    place = tmp_path / "place"
+    place.mkdir()
+    out, said = make(place)
+    before = listing(place)
+    argv = ["convert", str(draft), "--to", "vllm", "-o", str(out), "--force"]
+    assert main(argv) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"draftfit: error: output {out} {said}"), line
+    assert listing(place) == before and siblings(out) == []
+    with pytest.raises(UsageError, match=r"output .* is a"):
+        convert_path(draft, "vllm", out, force=True)
+
+
+@pytest.mark.parametrize("inside", ["", "sub", "config.json"])
+def test_output_in_the_target_is_refused(draft: Path, tmp_path: Path, capsys, inside) -> None:
+    target = f.llama_target(tmp_path / "target")
+    before = tree_hash(target)
+    out = target / inside if inside else target
+    argv = ["convert", str(draft), "--to", "vllm", "--target", str(target), "-o", str(out)]
+    assert main([*argv, "--force"]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line == (
+        f"draftfit: error: output {out} is inside the target {target}, an input; write it elsewhere"
+    )
+    assert tree_hash(target) == before and sorted(os.listdir(tmp_path)) == ["in", "target"]
+
+
+def test_a_linked_parent_folder_is_followed(draft: Path, tmp_path: Path) -> None:
+    """Only the output's own name may not be a link; folders above it may (as /tmp on macOS)."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    convert_path(draft, "vllm", tmp_path / "alias" / "out")
+    assert (tmp_path / "real" / "out" / MARKER).is_file()
 
 
 # ------------------------------------------------------------------ damaged input

@@ -79,9 +79,10 @@ def refuse_link_or_special(path: str | Path, what: str, folder_ok: bool = False)
     except FileNotFoundError:
         return  # a new path (a missing parent folder is reported when it is written)
     if stat.S_ISLNK(mode):
+        itself = "folder" if folder_ok else "file"
         raise UsageError(
             f"{what} {path} is a symbolic link; draftfit does not write through links "
-            "(name the file itself, or a new path)"
+            f"(name the {itself} itself, or a new path)"
         )
     if folder_ok and stat.S_ISDIR(mode):
         return

@@ -106,6 +106,7 @@ def convert_path(
         )
     checkpoint = load_checkpoint(draft)
     if out is not None:
+        _refuse_output_in_target(Path(out), target)
         check_output_path(checkpoint.root, Path(out), force)
     _refuse_damage(draft, checkpoint)
     target_obj = open_target(target) if target is not None else None
@@ -131,6 +132,15 @@ def convert_path(
     return ConvertResult(
         plan, Path(out), True, report, result.removed_leftovers, out_as_given=_spelling(out)
     )
+
+
+def _refuse_output_in_target(out: Path, target: str | Path | None) -> None:
+    """Refuse an output inside (or at) a local target folder: convert reads it."""
+    from draftfit.output_guard import Inputs, refuse_inputs
+
+    inputs = Inputs()
+    inputs.add_path(target, "the target")
+    refuse_inputs(out, "output", inputs)
 
 
 def _refuse_damage(draft: str | Path, checkpoint: Checkpoint) -> None:

@@ -114,9 +114,13 @@ def write_marker(folder: Path, marker: Marker) -> None:
 
 
 def check_output_path(source: Path, out: Path, force: bool) -> None:
-    """Refuse an output inside the input, the input itself, or a folder draftfit may not
-    replace: non-empty without `force`, or (with `force`) holding files draftfit did not
-    write."""
+    """Refuse an output that is a symbolic link (even a dangling one) or a special file, an
+    output inside the input, the input itself, or a folder draftfit may not replace:
+    non-empty without `force`, or (with `force`) holding files draftfit did not write."""
+    from draftfit.output_guard import refuse_link_or_special
+
+    with contextlib.suppress(OSError):  # ELOOP, ENOTDIR: reported below with their path
+        refuse_link_or_special(out, "output", folder_ok=True)
     src = real_path(source)
     dst = real_path(out)
     if dst == src or src in dst.parents:
@@ -136,6 +140,11 @@ def check_replaceable(out: Path, force: bool, shown: Path | None = None) -> None
         if exc.errno == errno.ENAMETOOLONG:  # refused now, not after the whole write
             raise OSError(exc.errno, exc.strerror, str(shown)) from None
         return  # absent (a parent that is not a folder is reported when it is made)
+    if out.is_symlink():
+        raise OutputExistsError(
+            f"output {shown} is a symbolic link; draftfit does not write through links "
+            "(name the folder itself, or a new path)"
+        )
     if not out.is_dir():
         raise OutputExistsError(f"output {shown} exists and is not a directory")
     entries = sorted(p.name for p in out.iterdir())
@@ -190,6 +199,14 @@ def real_path(path: Path) -> Path:
     """`path` absolute with symlinks resolved as far as they go (a symlink loop is left in
     place for the OS to report as ELOOP, rather than raised as a RuntimeError)."""
     return Path(os.path.realpath(path))
+
+
+def real_output_path(out: Path) -> Path:
+    """`out` absolute with the symlinks of its folders resolved, but not `out` itself: a
+    link at the output's own name is refused, never followed to where it points."""
+    if out.name in ("", ".", ".."):
+        return real_path(out)
+    return real_path(out.parent) / out.name
 
 
 def make_parent(folder: Path) -> None:

@@ -30,7 +30,7 @@ from draftfit.conversion.output import (
     Marker,
     make_parent,
     make_temp_folder,
-    real_path,
+    real_output_path,
     remove_leftovers,
     remove_owned,
     signals_deferred,
@@ -102,7 +102,7 @@ def write_plan(
     `force` allows replacing a previous draftfit output (never anything else).
     """
     shown = out
-    out = real_path(out)
+    out = real_output_path(out)
     with _naming(out.parent):
         make_parent(out.parent)
         removed = remove_leftovers(out)
