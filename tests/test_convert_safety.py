@@ -180,15 +180,85 @@ def test_marked_leftover_is_removed_and_reported_unmarked_left_alone(
     assert (foreign / "notes.txt").read_text() == "mine" and (foreign / MARKER).is_file()
 
 
-def test_leftover_report_in_text(draft: Path, tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_leftover_removal_is_one_line_on_stderr(
+    draft: Path, tmp_path: Path, capsys, fmt: str
+) -> None:
     convert_path(draft, "vllm", tmp_path / "old")
     (tmp_path / "old").rename(tmp_path / ".out.draftfit-abcdefgh")
-    code = main(["convert", str(draft), "--to", "vllm", "-o", str(tmp_path / "out")])
-    text = capsys.readouterr().out
+    argv = ["convert", str(draft), "--to", "vllm", "-o", str(tmp_path / "out"), "--format", fmt]
+    code = main(argv)
+    out, err = capsys.readouterr()
     assert code == 0
-    assert [line for line in text.splitlines() if "interrupted convert" in line] == [
-        f"removed {tmp_path / '.out.draftfit-abcdefgh'} (left by an interrupted convert)"
-    ]
+    assert err == (
+        f"draftfit: removed {tmp_path / '.out.draftfit-abcdefgh'} (left by an interrupted "
+        "convert)\n"
+    )
+    assert "interrupted convert" not in out
+
+
+def _leftover(draft: Path, tmp_path: Path, **marker: object) -> Path:
+    """A temporary sibling of `out` as a convert killed mid-write leaves it, its marker
+    then edited to name another writer."""
+    convert_path(draft, "vllm", tmp_path / "old")
+    temp = tmp_path / ".out.draftfit-w41t1ng0"
+    (tmp_path / "old").rename(temp)
+    data = json.loads((temp / MARKER).read_text())
+    data.update({"state": "writing", **marker})
+    (temp / MARKER).write_text(json.dumps(data))
+    return temp
+
+
+def _sleeper() -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+
+
+def test_a_reused_pid_does_not_keep_a_leftover(draft: Path, tmp_path: Path) -> None:
+    """The pid in the marker now belongs to another process (started later): removed."""
+    other = _sleeper()
+    try:
+        temp = _leftover(draft, tmp_path, pid=other.pid, started=1)
+        result = convert_path(draft, "vllm", tmp_path / "out")
+        assert result.removed_leftovers == [temp] and not temp.exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_live_writer_keeps_its_folder(draft: Path, tmp_path: Path) -> None:
+    from draftfit.conversion.output import boot_id, process_start
+
+    writer = _sleeper()
+    try:
+        start = process_start(writer.pid)
+        temp = _leftover(draft, tmp_path, pid=writer.pid, started=start, boot=boot_id())
+        assert convert_path(draft, "vllm", tmp_path / "out").removed_leftovers == []
+        assert (temp / MARKER).is_file()
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+def test_a_finished_writer_leaves_a_leftover(draft: Path, tmp_path: Path) -> None:
+    done = _sleeper()
+    done.kill()
+    done.wait()
+    temp = _leftover(draft, tmp_path, pid=done.pid)
+    assert convert_path(draft, "vllm", tmp_path / "out").removed_leftovers == [temp]
+
+
+@pytest.mark.parametrize(
+    "marker", [{"pid": "1"}, {"pid": 10**30}, {"pid": True}, {"started": "x"}, {"host": 7}]
+)
+def test_a_marker_of_the_wrong_types_is_left_alone_or_judged_dead(
+    draft: Path, tmp_path: Path, capsys, marker: dict[str, object]
+) -> None:
+    temp = _leftover(draft, tmp_path, **marker)
+    assert main(["convert", str(draft), "--to", "vllm", "-o", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "internal error" not in err
+    # A pid no process can have is a dead writer; any other ill-typed marker is not draftfit's.
+    assert temp.exists() == (marker != {"pid": 10**30})
 
 
 # ------------------------------------------------------------------ permissions
@@ -299,7 +369,7 @@ def test_sigkill_leftover_is_removed_by_the_next_convert(
     assert tree_hash(out) == before  # the old output is untouched
     result = run_cli("convert", str(draft), "--to", "sglang", "-o", str(out), "--force")
     assert result.returncode == 0, result.stderr
-    assert f"removed {temp}" in result.stdout
+    assert f"draftfit: removed {temp} (left by an interrupted convert)" in result.stderr
     assert siblings(out) == []
     assert json.loads((out / MARKER).read_text())["convention"] == "sglang"
 
@@ -314,7 +384,7 @@ def test_a_running_converts_temp_folder_is_not_taken_for_a_leftover(
     try:
         other = run_cli("convert", str(draft), "--to", "vllm", "-o", str(out), "--force")
         assert other.returncode == 0, other.stderr
-        assert "interrupted convert" not in other.stdout
+        assert "interrupted convert" not in other.stdout + other.stderr
         assert (temp / MARKER).is_file() and (temp / "model.safetensors").is_file()
     finally:
         proc.send_signal(signal.SIGCONT)

@@ -10,6 +10,7 @@ output for the chosen engine::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,8 +88,12 @@ def convert_path(
     dry_run: bool = False,
     unsafe: bool = False,
     force: bool = False,
+    notify: Callable[[str], None] | None = None,
 ) -> ConvertResult:
-    """Plan (and unless `dry_run`, write and verify) the conversion of `draft` into `to`."""
+    """Plan (and unless `dry_run`, write and verify) the conversion of `draft` into `to`.
+
+    `notify` receives one line for each thing done beside the output (a leftover of an
+    interrupted convert removed); nothing is printed."""
     from draftfit.sources import HF_PREFIX as HUB_PREFIX
     from draftfit.sources import is_hub_reference, open_target
 
@@ -126,7 +131,7 @@ def convert_path(
     assert out is not None
     _refuse_short_files(draft, checkpoint, plan)
     labels = [p.label for p in profiles]
-    result = write_plan(plan, checkpoint, Path(out), force=force, engines=labels)
+    result = write_plan(plan, checkpoint, Path(out), force=force, engines=labels, notify=notify)
     written = load_checkpoint(out)
     report = check_checkpoint(written, target_obj, profiles)
     return ConvertResult(

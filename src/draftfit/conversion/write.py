@@ -16,7 +16,7 @@ import errno
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -95,17 +95,22 @@ def write_plan(
     out: Path,
     force: bool = False,
     engines: Iterable[str] = (),
+    notify: Callable[[str], None] | None = None,
 ) -> WriteResult:
     """Write `plan` to `out` atomically: a marked temporary sibling, then a swap.
 
-    Leftover temporary siblings of earlier, killed converts to `out` are removed first.
-    `force` allows replacing a previous draftfit output (never anything else).
+    Leftover temporary siblings of earlier, killed converts to `out` are removed first, each
+    told to `notify` (one line) as it goes. `force` allows replacing a previous draftfit
+    output (never anything else).
     """
     shown = out
     out = real_output_path(out)
     with _naming(out.parent):
         make_parent(out.parent)
         removed = remove_leftovers(out)
+    for leftover in removed:
+        if notify is not None:
+            notify(f"removed {leftover} (left by an interrupted convert)")
     names = planned_names(plan)
     marker = Marker(
         source=str(checkpoint.root),
