@@ -7,6 +7,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import resource
 import signal
 import stat
@@ -566,6 +567,117 @@ def test_a_linked_parent_folder_is_followed(draft: Path, tmp_path: Path) -> None
     (tmp_path / "alias").symlink_to(tmp_path / "real")
     convert_path(draft, "vllm", tmp_path / "alias" / "out")
     assert (tmp_path / "real" / "out" / MARKER).is_file()
+
+
+# ------------------------------------------------------------------ free space, sparse sources
+
+
+def _sparse_with_data(path: Path) -> Path:
+    """A draft whose 256 MiB embedding is mostly a hole, with data at its start, in its
+    middle and at its very end (written over the hole, so the bytes are not all zero)."""
+    source = f.specforge()
+    source.add("embed_tokens.weight", "BF16", (f.VOCAB, 512 * 1024))
+    draft = source.write(path)
+    weights = draft / "model.safetensors"
+    raw = weights.read_bytes()[:8]
+    size = int.from_bytes(raw, "little")
+    header = json.loads(weights.read_bytes()[8 : 8 + size])
+    begin, end = (8 + size + o for o in header["embed_tokens.weight"]["data_offsets"])
+    with weights.open("r+b") as handle:
+        for at, length in ((begin, 70_000), ((begin + end) // 2, 4096), (end - 3000, 3000)):
+            handle.seek(at)
+            handle.write(os.urandom(length))
+    return draft
+
+
+def allocated(path: Path) -> int:
+    return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
+
+
+def test_holes_stay_holes_and_the_bytes_stay_the_same(tmp_path: Path) -> None:
+    from tests.test_convert import tensor_hashes
+
+    draft = _sparse_with_data(tmp_path / "in")
+    out = tmp_path / "out"
+    convert_path(draft, "vllm", out)
+    assert tensor_hashes(out) == tensor_hashes(draft)
+    length = (out / "model.safetensors").stat().st_size
+    assert length > 256 * 1024 * 1024
+    assert allocated(out) < 16 * 1024 * 1024  # the holes were not written as zeros
+
+
+def test_a_sparse_source_counts_at_its_written_size(tmp_path: Path) -> None:
+    from draftfit.checkpoint import load_checkpoint
+    from draftfit.conversion.planner import plan_conversion
+    from draftfit.conversion.space import OVERHEAD, bytes_needed
+    from draftfit.spec import describe
+
+    draft = _sparse_with_data(tmp_path / "in")
+    checkpoint = load_checkpoint(draft)
+    plan = plan_conversion(checkpoint, describe(checkpoint), "vllm", None, None, False)
+    needed = bytes_needed(plan, checkpoint)
+    assert needed <= OVERHEAD + allocated(draft)
+    assert needed < (draft / "model.safetensors").stat().st_size // 10
+
+
+def test_too_little_free_space_is_one_line(tmp_path: Path) -> None:
+    import shutil
+
+    from draftfit.conversion.space import check_free_space
+
+    free = shutil.disk_usage(tmp_path).free
+    with pytest.raises(UsageError) as caught:
+        check_free_space(free + 2 * 10**9, tmp_path / "new" / "out", Path("out"))
+    message = str(caught.value)
+    assert message.startswith("not enough free space for out: needs ")
+    assert " GB free on that filesystem; nothing written" in message
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.fixture
+def small_filesystem(tmp_path: Path):
+    """An 8 MiB tmpfs (root with mount rights only): a real filesystem to run out of."""
+    place = tmp_path / "small"
+    place.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(place)],
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        yield place
+    finally:
+        subprocess.run(["umount", str(place)], check=True)
+
+
+def test_an_output_that_does_not_fit_is_refused_before_writing(
+    tmp_path: Path, small_filesystem: Path, capsys
+) -> None:
+    source = f.specforge()
+    shape = (f.VOCAB, 12 * 1024)  # 6 MiB of data that is not zero
+    source.add("embed_tokens.weight", "BF16", shape, data=os.urandom(shape[0] * shape[1] * 2))
+    draft = source.write(tmp_path / "in")
+    out = small_filesystem / "out"
+    assert main(["convert", str(draft), "--to", "vllm", "-o", str(out)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert re.fullmatch(
+        rf"draftfit: error: not enough free space for {re.escape(str(out))}: needs "
+        r"0\.\d{3} GB, 0\.00\d GB free on that filesystem; nothing written \(.*\)",
+        line,
+    ), line
+    assert list(small_filesystem.iterdir()) == []
+
+
+def test_a_sparse_draft_fits_where_its_length_would_not(
+    tmp_path: Path, small_filesystem: Path
+) -> None:
+    from tests.test_convert import tensor_hashes
+
+    draft = _sparse_with_data(tmp_path / "in")  # 256 MiB long, 8 MiB of room
+    convert_path(draft, "vllm", small_filesystem / "out")
+    assert tensor_hashes(small_filesystem / "out") == tensor_hashes(draft)
 
 
 # ------------------------------------------------------------------ damaged input

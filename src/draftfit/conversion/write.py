@@ -39,6 +39,7 @@ from draftfit.conversion.output import (
     write_marker,
 )
 from draftfit.conversion.plan import OutputTensor, Plan
+from draftfit.conversion.space import bytes_needed, check_free_space
 from draftfit.errors import DraftfitError, UsageError
 from draftfit.progress import Progress, progress_for
 from draftfit.version import __version__
@@ -47,6 +48,9 @@ CHUNK = 8 * 1024 * 1024
 # Bytes per copy_file_range call: a signal is acted on between calls, so this bounds how
 # long Ctrl-C or SIGTERM waits.
 KERNEL_CHUNK = 64 * 1024 * 1024
+# Data parts of one tensor's bytes kept as such, holes between them left as holes; a
+# source cut into more parts than this is copied whole.
+MAX_SEGMENTS = 4096
 # copy_file_range errors that only mean "not here": fall back to read/write.
 _NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
 
@@ -106,11 +110,13 @@ def write_plan(
     shown = out
     out = real_output_path(out)
     with _naming(out.parent):
-        make_parent(out.parent)
         removed = remove_leftovers(out)
     for leftover in removed:
         if notify is not None:
             notify(f"removed {leftover} (left by an interrupted convert)")
+    with _naming(out.parent):
+        check_free_space(bytes_needed(plan, checkpoint), out.parent, shown)
+        make_parent(out.parent)
     names = planned_names(plan)
     marker = Marker(
         source=str(checkpoint.root),
@@ -239,6 +245,7 @@ def _write_shard(
         finally:
             for source in handles.values():
                 source.close()
+        handle.truncate(handle.tell())  # the length, when the last bytes are a hole
         handle.flush()
         os.fsync(handle.fileno())
     return data_bytes
@@ -270,12 +277,66 @@ def _copy_range(
     source = handles.get(info.file)
     if source is None:
         source = handles[info.file] = local.open("rb")
-    copied = _stream(source, start, size, out)
+    copied = _copy_keeping_holes(local, source, start, size, out)
     if copied != size:
         raise InputChangedError(
             f"{local} ended after {copied} of the {size} bytes of `{info.name}` its header "
             "promises (was it changed while converting?); run `draftfit check` on the input"
         )
+
+
+def _copy_keeping_holes(local: Path, source: BinaryIO, start: int, size: int, out: BinaryIO) -> int:
+    """Copy `size` bytes of `source` from `start` to the end of `out` as :func:`_stream`
+    does, but only the parts that hold data: a hole in the source (a sparse file) stays a
+    hole in the output, which then takes the room the source takes, not its length (what
+    the free-space check counts). Returns how many bytes were copied or skipped as holes."""
+    segments = _data_segments(local, start, start + size)
+    if segments is None:
+        return _stream(source, start, size, out)
+    out.flush()
+    base = out.tell()
+    for begin, end in segments:
+        out.seek(base + begin - start)
+        copied = _stream(source, begin, end - begin, out)
+        if copied != end - begin:
+            return begin - start + copied
+    out.seek(base + size)  # a hole at the end: the shard's final length makes it
+    return size
+
+
+def _data_segments(local: Path, start: int, end: int) -> list[tuple[int, int]] | None:
+    """The `[begin, end)` parts of `local` between `start` and `end` that hold data (holes
+    left out), found with SEEK_DATA / SEEK_HOLE on a separate descriptor; None where that
+    is not available, the file is shorter than `end`, or it has more parts than is worth
+    listing (then everything is copied)."""
+    if not hasattr(os, "SEEK_DATA") or end <= start:
+        return None
+    try:
+        fd = os.open(local, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        if os.fstat(fd).st_size < end:
+            return None  # ends early: the plain copy reports it
+        segments: list[tuple[int, int]] = []
+        position = start
+        while position < end and len(segments) < MAX_SEGMENTS:
+            try:
+                begin = os.lseek(fd, position, os.SEEK_DATA)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:  # only a hole is left
+                    break
+                return None
+            if begin >= end:
+                break
+            stop = min(os.lseek(fd, begin, os.SEEK_HOLE), end)
+            segments.append((begin, stop))
+            position = stop
+        return segments if position >= end or len(segments) < MAX_SEGMENTS else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _stream(source: BinaryIO, start: int, size: int, out: BinaryIO) -> int:
