@@ -9,6 +9,7 @@ The command-line layer for the reports: the selection options (`--select`, `--ig
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -265,8 +266,9 @@ def refuse_output_file(args: argparse.Namespace, drafts: Sequence[str]) -> None:
     for draft in drafts:
         inputs.add_path(draft, "the checkpoint")
         if not args.isolated and not args.config:
-            found = discover(Path(draft) if os.path.isdir(draft) else Path.cwd())
-            inputs.add_file(found, "the settings file")
+            with contextlib.suppress(DraftfitError):  # reported when the draft is checked
+                found = discover(Path(draft) if os.path.isdir(draft) else Path.cwd())
+                inputs.add_file(found, "the settings file")
     inputs.add_path(getattr(args, "target", None), "the target")
     inputs.add_file(args.config if not args.isolated else None, "the settings file")
     inputs.add_file(getattr(args, "serve_config", None), "the --serve-config file")

@@ -44,10 +44,10 @@ def bytes_needed(plan: Plan, checkpoint: Checkpoint) -> int:
 def _written_size(checkpoint: Checkpoint, name: str, default: int) -> int:
     """The bytes `name` of the checkpoint has on disk (`st_blocks * 512`; its length where
     the platform does not say), or `default` when it cannot be looked at."""
-    local = checkpoint.access.local_path(name) if checkpoint.access else checkpoint.root / name
-    if local is None:
-        return default
     try:
+        local = checkpoint.access.local_path(name) if checkpoint.access else checkpoint.root / name
+        if local is None:
+            return default
         info = os.stat(local)
     except OSError:
         return default
