@@ -392,6 +392,17 @@ def _socket(place: Path) -> Path:
     return place / "sock"
 
 
+def _device(place: Path) -> Path:
+    """A character device node like /dev/null's (1, 3), made in tmp_path (root only)."""
+    import stat
+
+    try:
+        os.mknod(place / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except OSError:
+        pytest.skip("cannot make a device node here")
+    return place / "null"
+
+
 def _folder(place: Path) -> Path:
     (place / "folder").mkdir()
     return place / "folder"
@@ -423,6 +434,7 @@ def listing(place: Path) -> dict[str, tuple[int, bytes]]:
     [
         (_fifo, "is a FIFO"),
         (_socket, "is a socket"),
+        (_device, "is a character device"),
         (_folder, "is a directory"),
         (_link, "is a symbolic link"),
         (_dangling, "is a symbolic link"),
