@@ -2,11 +2,13 @@
 
 Bytes are never decoded: each output shard gets a freshly built header, then every tensor's
 byte range is copied from its source file with `os.copy_file_range` (kernel-side, where
-available) or a bounded buffer, so memory stays flat whatever the checkpoint size. Everything
-is written into a temporary folder beside the output, marked as draftfit's, and swapped into
-place only when complete (:mod:`draftfit.conversion.output`); a failure (an exception, a full
-disk, a signal) leaves no partial output and the previous one intact. The input is only ever
-opened for reading. An OS error names the output path it concerns.
+available) or a bounded buffer, so memory stays flat whatever the checkpoint size; a hole in
+a sparse source stays a hole in the output (the free space checked before writing,
+:mod:`draftfit.conversion.space`, counts on it). Everything is written into a temporary
+folder beside the output, marked as draftfit's, and swapped into place only when complete
+(:mod:`draftfit.conversion.output`); a failure (an exception, a full disk, a signal) leaves
+no partial output and the previous one intact. The input is only ever opened for reading.
+An OS error names the output path it concerns.
 """
 
 from __future__ import annotations
