@@ -376,3 +376,162 @@ def test_diff_refuses_a_full_model_on_either_side(capsys, tmp_path: Path) -> Non
     # Two drafts next to the model as the target compare as usual.
     code, _, err = run(capsys, "diff", str(head), str(head), "--target", str(model))
     assert code == 0, err
+
+
+# ------------------------------------------------------------------ --output-file refusals
+
+
+def _fifo(place: Path) -> Path:
+    os.mkfifo(place / "pipe")  # stands for /dev/null and other special files
+    return place / "pipe"
+
+
+def _socket(place: Path) -> Path:
+    import socket
+
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(place / "sock"))
+    listener.close()
+    return place / "sock"
+
+
+def _device(place: Path) -> Path:
+    """A character device node like /dev/null's (1, 3), made in tmp_path (root only)."""
+    import stat
+
+    try:
+        os.mknod(place / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except OSError:
+        pytest.skip("cannot make a device node here")
+    return place / "null"
+
+
+def _folder(place: Path) -> Path:
+    (place / "folder").mkdir()
+    return place / "folder"
+
+
+def _link(place: Path) -> Path:
+    (place / "report.json").write_text("the user's file")
+    (place / "link").symlink_to(place / "report.json")
+    return place / "link"
+
+
+def _dangling(place: Path) -> Path:
+    (place / "dangling").symlink_to(place / "nowhere.json")
+    return place / "dangling"
+
+
+def listing(place: Path) -> dict[str, tuple[int, bytes]]:
+    """Each entry of `place` by its type and content: what a refusal must leave as it was."""
+    entries = {}
+    for path in sorted(place.iterdir()):
+        mode = os.lstat(path).st_mode
+        body = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
+        entries[path.name] = (mode, body)
+    return entries
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (_fifo, "is a FIFO"),
+        (_socket, "is a socket"),
+        (_device, "is a character device"),
+        (_folder, "is a directory"),
+        (_link, "is a symbolic link"),
+        (_dangling, "is a symbolic link"),
+    ],
+)
+@pytest.mark.parametrize("command", ["check", "diff", "matrix"])
+def test_output_file_refuses_what_is_not_a_regular_file(
+    capsys, tmp_path: Path, make, said: str, command: str
+) -> None:
+    draft = f.specforge().write(tmp_path / "eagle3-x")
+    place = tmp_path / "place"
+    place.mkdir()
+    out_path = make(place)
+    before = listing(place)
+    argv = [command, str(draft), *([str(draft)] if command == "diff" else [])]
+    code, out, err = run(capsys, *argv, "--format", "json", "--output-file", str(out_path))
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"draftfit: error: --output-file {out_path} {said}")
+    assert listing(place) == before  # not replaced, not written through, nothing beside it
+
+
+def _draft_config(draft: Path, tmp: Path) -> tuple[list[str], Path]:
+    return [], draft / "config.json"
+
+
+def _new_file_in_draft(draft: Path, tmp: Path) -> tuple[list[str], Path]:
+    return [], draft / "report.json"
+
+
+def _draft_through_a_linked_folder(draft: Path, tmp: Path) -> tuple[list[str], Path]:
+    (tmp / "alias").symlink_to(draft)
+    return [], tmp / "alias" / "config.json"
+
+
+def _target_config(draft: Path, tmp: Path) -> tuple[list[str], Path]:
+    target = f.llama_target(tmp / "target")
+    return ["--target", str(target)], target / "config.json"
+
+
+def _serve_config(draft: Path, tmp: Path) -> tuple[list[str], Path]:
+    (tmp / "serve.json").write_text('{"num_speculative_tokens": 3}')
+    return ["--serve-config", str(tmp / "serve.json")], tmp / "serve.json"
+
+
+def _settings_file(draft: Path, tmp: Path) -> tuple[list[str], Path]:
+    (tmp / "draftfit.toml").write_text('ignore = ["DF108"]\n')
+    return [], tmp / "draftfit.toml"
+
+
+def _config_option(draft: Path, tmp: Path) -> tuple[list[str], Path]:
+    (tmp / "settings.toml").write_text('ignore = ["DF108"]\n')
+    return ["--config", str(tmp / "settings.toml")], tmp / "settings.toml"
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (_draft_config, "is inside the checkpoint"),
+        (_new_file_in_draft, "is inside the checkpoint"),
+        (_draft_through_a_linked_folder, "is inside the checkpoint"),
+        (_target_config, "is inside the target"),
+        (_serve_config, "is the --serve-config file"),
+        (_settings_file, "is the settings file"),
+        (_config_option, "is the settings file"),
+    ],
+)
+def test_output_file_refuses_an_input_of_the_run(capsys, tmp_path: Path, make, said: str) -> None:
+    draft = f.specforge().write(tmp_path / "eagle3-x")
+    extra, out_path = make(draft, tmp_path)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    argv = ["check", str(draft), *extra, "--format", "json", "--output-file", str(out_path)]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"draftfit: error: --output-file {out_path} {said}")
+    assert "an input; write it elsewhere" in err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_output_file_beside_the_inputs_is_written(capsys, tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "eagle3-x")
+    (tmp_path / "serve.json").write_text('{"num_speculative_tokens": 3}')
+    report = tmp_path / "eagle3-x.json"  # a sibling whose name starts like the draft's
+    argv = ["check", str(draft), "--serve-config", str(tmp_path / "serve.json")]
+    code, out, err = run(capsys, *argv, "--format", "json", "--output-file", str(report))
+    assert code in (0, 1) and out == "" and err == ""
+    assert json.loads(report.read_text())["schema_version"] == 1
+
+
+def test_atomic_write_refuses_a_special_file_at_write_time(tmp_path: Path) -> None:
+    from draftfit.atomic_write import write_text_atomic
+    from draftfit.errors import UsageError
+
+    pipe = _fifo(tmp_path)
+    with pytest.raises(UsageError, match="is a FIFO"):
+        write_text_atomic(pipe, "report")
+    assert os.path.exists(pipe) and not Path(pipe).is_file()
+    assert sorted(os.listdir(tmp_path)) == ["pipe"]

@@ -7,6 +7,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import resource
 import signal
 import stat
@@ -20,7 +21,7 @@ import pytest
 from draftfit.cli import main
 from draftfit.conversion import convert_path
 from draftfit.conversion.output import MARKER
-from draftfit.errors import DamagedInputError, OutputExistsError
+from draftfit.errors import DamagedInputError, OutputExistsError, UsageError
 from tests import factory as f
 
 ROOT = os.geteuid() == 0
@@ -180,15 +181,85 @@ def test_marked_leftover_is_removed_and_reported_unmarked_left_alone(
     assert (foreign / "notes.txt").read_text() == "mine" and (foreign / MARKER).is_file()
 
 
-def test_leftover_report_in_text(draft: Path, tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_leftover_removal_is_one_line_on_stderr(
+    draft: Path, tmp_path: Path, capsys, fmt: str
+) -> None:
     convert_path(draft, "vllm", tmp_path / "old")
     (tmp_path / "old").rename(tmp_path / ".out.draftfit-abcdefgh")
-    code = main(["convert", str(draft), "--to", "vllm", "-o", str(tmp_path / "out")])
-    text = capsys.readouterr().out
+    argv = ["convert", str(draft), "--to", "vllm", "-o", str(tmp_path / "out"), "--format", fmt]
+    code = main(argv)
+    out, err = capsys.readouterr()
     assert code == 0
-    assert [line for line in text.splitlines() if "interrupted convert" in line] == [
-        f"removed {tmp_path / '.out.draftfit-abcdefgh'} (left by an interrupted convert)"
-    ]
+    assert err == (
+        f"draftfit: removed {tmp_path / '.out.draftfit-abcdefgh'} (left by an interrupted "
+        "convert)\n"
+    )
+    assert "interrupted convert" not in out
+
+
+def _leftover(draft: Path, tmp_path: Path, **marker: object) -> Path:
+    """A temporary sibling of `out` as a convert killed mid-write leaves it, its marker
+    then edited to name another writer."""
+    convert_path(draft, "vllm", tmp_path / "old")
+    temp = tmp_path / ".out.draftfit-w41t1ng0"
+    (tmp_path / "old").rename(temp)
+    data = json.loads((temp / MARKER).read_text())
+    data.update({"state": "writing", **marker})
+    (temp / MARKER).write_text(json.dumps(data))
+    return temp
+
+
+def _sleeper() -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+
+
+def test_a_reused_pid_does_not_keep_a_leftover(draft: Path, tmp_path: Path) -> None:
+    """The pid in the marker now belongs to another process (started later): removed."""
+    other = _sleeper()
+    try:
+        temp = _leftover(draft, tmp_path, pid=other.pid, started=1)
+        result = convert_path(draft, "vllm", tmp_path / "out")
+        assert result.removed_leftovers == [temp] and not temp.exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_live_writer_keeps_its_folder(draft: Path, tmp_path: Path) -> None:
+    from draftfit.conversion.output import boot_id, process_start
+
+    writer = _sleeper()
+    try:
+        start = process_start(writer.pid)
+        temp = _leftover(draft, tmp_path, pid=writer.pid, started=start, boot=boot_id())
+        assert convert_path(draft, "vllm", tmp_path / "out").removed_leftovers == []
+        assert (temp / MARKER).is_file()
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+def test_a_finished_writer_leaves_a_leftover(draft: Path, tmp_path: Path) -> None:
+    done = _sleeper()
+    done.kill()
+    done.wait()
+    temp = _leftover(draft, tmp_path, pid=done.pid)
+    assert convert_path(draft, "vllm", tmp_path / "out").removed_leftovers == [temp]
+
+
+@pytest.mark.parametrize(
+    "marker", [{"pid": "1"}, {"pid": 10**30}, {"pid": True}, {"started": "x"}, {"host": 7}]
+)
+def test_a_marker_of_the_wrong_types_is_left_alone_or_judged_dead(
+    draft: Path, tmp_path: Path, capsys, marker: dict[str, object]
+) -> None:
+    temp = _leftover(draft, tmp_path, **marker)
+    assert main(["convert", str(draft), "--to", "vllm", "-o", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "internal error" not in err
+    # A pid no process can have is a dead writer; any other ill-typed marker is not draftfit's.
+    assert temp.exists() == (marker != {"pid": 10**30})
 
 
 # ------------------------------------------------------------------ permissions
@@ -299,7 +370,7 @@ def test_sigkill_leftover_is_removed_by_the_next_convert(
     assert tree_hash(out) == before  # the old output is untouched
     result = run_cli("convert", str(draft), "--to", "sglang", "-o", str(out), "--force")
     assert result.returncode == 0, result.stderr
-    assert f"removed {temp}" in result.stdout
+    assert f"draftfit: removed {temp} (left by an interrupted convert)" in result.stderr
     assert siblings(out) == []
     assert json.loads((out / MARKER).read_text())["convention"] == "sglang"
 
@@ -314,7 +385,7 @@ def test_a_running_converts_temp_folder_is_not_taken_for_a_leftover(
     try:
         other = run_cli("convert", str(draft), "--to", "vllm", "-o", str(out), "--force")
         assert other.returncode == 0, other.stderr
-        assert "interrupted convert" not in other.stdout
+        assert "interrupted convert" not in other.stdout + other.stderr
         assert (temp / MARKER).is_file() and (temp / "model.safetensors").is_file()
     finally:
         proc.send_signal(signal.SIGCONT)
@@ -423,6 +494,190 @@ def test_immutable_parent_is_one_line_even_for_root(draft: Path, tmp_path: Path,
         assert list(parent.iterdir()) == []
     finally:
         subprocess.run(["chattr", "-i", str(parent)], check=True)
+
+
+# ------------------------------------------------------------------ what -o may name
+
+
+def listing(place: Path) -> dict[str, tuple[int, dict[str, str]]]:
+    """Each entry of `place` by its type, and a folder's files by their hashes."""
+    return {
+        p.name: (os.lstat(p).st_mode, {} if p.is_symlink() or not p.is_dir() else tree_hash(p))
+        for p in sorted(place.iterdir())
+    }
+
+
+def _fifo(place: Path) -> tuple[Path, str]:
+    os.mkfifo(place / "pipe")  # stands for /dev/null and other special files
+    return place / "pipe", "is a FIFO; draftfit writes only to a folder or a new path"
+
+
+def _dangling(place: Path) -> tuple[Path, str]:
+    (place / "dangling").symlink_to(place / "nowhere")
+    return place / "dangling", "is a symbolic link"
+
+
+def _link_to_empty_folder(place: Path) -> tuple[Path, str]:
+    (place / "empty").mkdir()
+    (place / "link").symlink_to(place / "empty")
+    return place / "link", "is a symbolic link"
+
+
+def _link_to_an_output(place: Path) -> tuple[Path, str]:
+    """A link to a previous draftfit output: even --force does not write through it."""
+    convert_path(f.specforge().write(place / "src"), "vllm", place / "old")
+    (place / "link").symlink_to(place / "old")
+    return place / "link", "is a symbolic link"
+
+
+@pytest.mark.parametrize("make", [_fifo, _dangling, _link_to_empty_folder, _link_to_an_output])
+def test_output_onto_a_link_or_special_file_is_refused(
+    draft: Path, tmp_path: Path, capsys, make
+) -> None:
+    place = tmp_path / "place"
+    place.mkdir()
+    out, said = make(place)
+    before = listing(place)
+    argv = ["convert", str(draft), "--to", "vllm", "-o", str(out), "--force"]
+    assert main(argv) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"draftfit: error: output {out} {said}"), line
+    assert listing(place) == before and siblings(out) == []
+    with pytest.raises(UsageError, match=r"output .* is a"):
+        convert_path(draft, "vllm", out, force=True)
+
+
+@pytest.mark.parametrize("inside", ["", "sub", "config.json"])
+def test_output_in_the_target_is_refused(draft: Path, tmp_path: Path, capsys, inside) -> None:
+    target = f.llama_target(tmp_path / "target")
+    before = tree_hash(target)
+    out = target / inside if inside else target
+    argv = ["convert", str(draft), "--to", "vllm", "--target", str(target), "-o", str(out)]
+    assert main([*argv, "--force"]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line == (
+        f"draftfit: error: output {out} is inside the target {target}, an input; write it elsewhere"
+    )
+    assert tree_hash(target) == before and sorted(os.listdir(tmp_path)) == ["in", "target"]
+
+
+def test_a_linked_parent_folder_is_followed(draft: Path, tmp_path: Path) -> None:
+    """Only the output's own name may not be a link; folders above it may (as /tmp on macOS)."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    convert_path(draft, "vllm", tmp_path / "alias" / "out")
+    assert (tmp_path / "real" / "out" / MARKER).is_file()
+
+
+# ------------------------------------------------------------------ free space, sparse sources
+
+
+def _sparse_with_data(path: Path) -> Path:
+    """A draft whose 256 MiB embedding is mostly a hole, with data at its start, in its
+    middle and at its very end (written over the hole, so the bytes are not all zero)."""
+    source = f.specforge()
+    source.add("embed_tokens.weight", "BF16", (f.VOCAB, 512 * 1024))
+    draft = source.write(path)
+    weights = draft / "model.safetensors"
+    raw = weights.read_bytes()[:8]
+    size = int.from_bytes(raw, "little")
+    header = json.loads(weights.read_bytes()[8 : 8 + size])
+    begin, end = (8 + size + o for o in header["embed_tokens.weight"]["data_offsets"])
+    with weights.open("r+b") as handle:
+        for at, length in ((begin, 70_000), ((begin + end) // 2, 4096), (end - 3000, 3000)):
+            handle.seek(at)
+            handle.write(os.urandom(length))
+    return draft
+
+
+def allocated(path: Path) -> int:
+    return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
+
+
+def test_holes_stay_holes_and_the_bytes_stay_the_same(tmp_path: Path) -> None:
+    from tests.test_convert import tensor_hashes
+
+    draft = _sparse_with_data(tmp_path / "in")
+    out = tmp_path / "out"
+    convert_path(draft, "vllm", out)
+    assert tensor_hashes(out) == tensor_hashes(draft)
+    length = (out / "model.safetensors").stat().st_size
+    assert length > 256 * 1024 * 1024
+    assert allocated(out) < 16 * 1024 * 1024  # the holes were not written as zeros
+
+
+def test_a_sparse_source_counts_at_its_written_size(tmp_path: Path) -> None:
+    from draftfit.checkpoint import load_checkpoint
+    from draftfit.conversion.planner import plan_conversion
+    from draftfit.conversion.space import OVERHEAD, bytes_needed
+    from draftfit.spec import describe
+
+    draft = _sparse_with_data(tmp_path / "in")
+    checkpoint = load_checkpoint(draft)
+    plan = plan_conversion(checkpoint, describe(checkpoint), "vllm", None, None, False)
+    needed = bytes_needed(plan, checkpoint)
+    assert needed <= OVERHEAD + allocated(draft)
+    assert needed < (draft / "model.safetensors").stat().st_size // 10
+
+
+def test_too_little_free_space_is_one_line(tmp_path: Path) -> None:
+    import shutil
+
+    from draftfit.conversion.space import check_free_space
+
+    free = shutil.disk_usage(tmp_path).free
+    with pytest.raises(UsageError) as caught:
+        check_free_space(free + 2 * 10**9, tmp_path / "new" / "out", Path("out"))
+    message = str(caught.value)
+    assert message.startswith("not enough free space for out: needs ")
+    assert " GB free on that filesystem; nothing written" in message
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.fixture
+def small_filesystem(tmp_path: Path):
+    """An 8 MiB tmpfs (root with mount rights only): a real filesystem to run out of."""
+    place = tmp_path / "small"
+    place.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(place)],
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        yield place
+    finally:
+        subprocess.run(["umount", str(place)], check=True)
+
+
+def test_an_output_that_does_not_fit_is_refused_before_writing(
+    tmp_path: Path, small_filesystem: Path, capsys
+) -> None:
+    source = f.specforge()
+    shape = (f.VOCAB, 12 * 1024)  # 6 MiB of data that is not zero
+    source.add("embed_tokens.weight", "BF16", shape, data=os.urandom(shape[0] * shape[1] * 2))
+    draft = source.write(tmp_path / "in")
+    out = small_filesystem / "out"
+    assert main(["convert", str(draft), "--to", "vllm", "-o", str(out)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert re.fullmatch(
+        rf"draftfit: error: not enough free space for {re.escape(str(out))}: needs "
+        r"0\.\d{3} GB, 0\.00\d GB free on that filesystem; nothing written \(.*\)",
+        line,
+    ), line
+    assert list(small_filesystem.iterdir()) == []
+
+
+def test_a_sparse_draft_fits_where_its_length_would_not(
+    tmp_path: Path, small_filesystem: Path
+) -> None:
+    from tests.test_convert import tensor_hashes
+
+    draft = _sparse_with_data(tmp_path / "in")  # 256 MiB long, 8 MiB of room
+    convert_path(draft, "vllm", small_filesystem / "out")
+    assert tensor_hashes(small_filesystem / "out") == tensor_hashes(draft)
 
 
 # ------------------------------------------------------------------ damaged input

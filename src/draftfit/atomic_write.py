@@ -4,6 +4,10 @@
 and renamed over the destination in one step; on any failure the temporary file is removed
 and the destination is as it was. The file gets the mode a plain `open(..., "w")` would give
 it (0o666 less the umask), not the private mode of a temporary file.
+
+Only a regular file or a new path is replaced: a symbolic link, a FIFO, a socket, a device
+node or a directory at `path` is refused (checked again just before the rename), because
+replacing it would destroy what it stands for.
 """
 
 from __future__ import annotations
@@ -20,9 +24,13 @@ def _umask() -> int:
     return mask
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Replace `path` with `text` (UTF-8) atomically."""
+def write_text_atomic(path: str | Path, text: str, what: str = "--output-file") -> None:
+    """Replace `path` with `text` (UTF-8) atomically (a regular file or a new path only;
+    `what` names it in a refusal)."""
+    from draftfit.output_guard import refuse_link_or_special
+
     target = Path(path)
+    refuse_link_or_special(target, what)
     folder = target.parent if str(target.parent) else Path(".")
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:
@@ -31,6 +39,7 @@ def write_text_atomic(path: str | Path, text: str) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, 0o666 & ~_umask())
+        refuse_link_or_special(target, what)  # still so, just before the swap
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):

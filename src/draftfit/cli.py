@@ -469,9 +469,15 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         unsafe=args.unsafe_fixes,
         force=args.force,
         verify=args.verify,
+        notify=_notice,
     )
     _emit(result, args.format)
     return result.exit_code()
+
+
+def _notice(message: str) -> None:
+    """One line on stderr about something done beside the command's output."""
+    print(f"draftfit: {escape_field(message)}", file=sys.stderr, flush=True)
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ The command-line layer for the reports: the selection options (`--select`, `--ig
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from draftfit.config_file import FileSettings, discover_from, load
+from draftfit.config_file import FileSettings, discover, discover_from, load
 from draftfit.errors import DraftfitError, UsageError
 from draftfit.fail_on import FailOn
 from draftfit.render.escape import escape_field
@@ -210,6 +211,7 @@ def run_check(args: argparse.Namespace) -> int:
         return show_settings(args, drafts)
     reports: list[Any] = []
     worst = EXIT_OK
+    refuse_output_file(args, drafts)
     serve = _serve(args)
 
     for draft in drafts:
@@ -249,6 +251,7 @@ def run_diff(args: argparse.Namespace) -> int:
 
     if args.show_settings:
         return show_settings(args, [args.draft])
+    refuse_output_file(args, [args.draft, args.reference])
     selection = selection_for(args, args.draft)
     report = diff_paths(
         args.draft,
@@ -278,6 +281,7 @@ def run_matrix(args: argparse.Namespace) -> int:
 
     if args.show_settings:
         return show_settings(args, [args.draft])
+    refuse_output_file(args, [args.draft])
     selection = selection_for(args, args.draft)
     serve = _serve(args)
     checkpoint = open_checkpoint(args.draft)
@@ -299,6 +303,29 @@ def run_matrix(args: argparse.Namespace) -> int:
     if args.fail_on is None:
         return EXIT_OK
     return matrix.exit_code(FailOn.parse(args.fail_on))
+
+
+def refuse_output_file(args: argparse.Namespace, drafts: Sequence[str]) -> None:
+    """Before any work: refuse an `--output-file` that is not a regular file or a new path,
+    or that is something this run reads (a checkpoint, the target, a settings file, a
+    launch's settings file); see :mod:`draftfit.output_guard`."""
+    if not args.output_file:
+        return
+    from draftfit.output_guard import Inputs, check_output_file, files_in_command
+
+    inputs = Inputs()
+    for draft in drafts:
+        inputs.add_path(draft, "the checkpoint")
+        if not args.isolated and not args.config:
+            with contextlib.suppress(DraftfitError):  # reported when the draft is checked
+                found = discover(Path(draft) if os.path.isdir(draft) else Path.cwd())
+                inputs.add_file(found, "the settings file")
+    inputs.add_path(getattr(args, "target", None), "the target")
+    inputs.add_file(args.config if not args.isolated else None, "the settings file")
+    inputs.add_file(getattr(args, "serve_config", None), "the --serve-config file")
+    for name in files_in_command(getattr(args, "serve_args", None)):
+        inputs.add_file(name, "the --serve-args file")
+    check_output_file(args.output_file, inputs)
 
 
 def _options(args: argparse.Namespace, fail_on: FailOn | None) -> Any:

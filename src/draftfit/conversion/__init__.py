@@ -10,6 +10,7 @@ output for the chosen engine::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,12 +89,15 @@ def convert_path(
     unsafe: bool = False,
     force: bool = False,
     verify: bool = False,
+    notify: Callable[[str], None] | None = None,
 ) -> ConvertResult:
     """Plan (and unless `dry_run`, write and verify) the conversion of `draft` into `to`.
 
     The output's structure is checked from its headers, and the bytes draftfit wrote itself
     are read back against hashes taken while writing them; `verify` also re-reads every
-    byte the kernel copied and compares it with the input."""
+    byte the kernel copied and compares it with the input. `notify` receives one line for
+    each thing done beside the output (a leftover of an interrupted convert removed);
+    nothing is printed."""
     from draftfit.sources import HF_PREFIX as HUB_PREFIX
     from draftfit.sources import is_hub_reference, open_target
 
@@ -111,6 +115,7 @@ def convert_path(
         )
     checkpoint = load_checkpoint(draft)
     if out is not None:
+        _refuse_output_in_target(Path(out), target)
         check_output_path(checkpoint.root, Path(out), force)
     _refuse_damage(draft, checkpoint)
     target_obj = open_target(target) if target is not None else None
@@ -130,12 +135,23 @@ def convert_path(
     assert out is not None
     _refuse_short_files(draft, checkpoint, plan)
     labels = [p.label for p in profiles]
-    result = write_plan(plan, checkpoint, Path(out), force=force, engines=labels, verify=verify)
+    result = write_plan(
+        plan, checkpoint, Path(out), force=force, engines=labels, verify=verify, notify=notify
+    )
     written = load_checkpoint(out)
     report = check_checkpoint(written, target_obj, profiles)
     return ConvertResult(
         plan, Path(out), True, report, result.removed_leftovers, out_as_given=_spelling(out)
     )
+
+
+def _refuse_output_in_target(out: Path, target: str | Path | None) -> None:
+    """Refuse an output inside (or at) a local target folder: convert reads it."""
+    from draftfit.output_guard import Inputs, refuse_inputs
+
+    inputs = Inputs()
+    inputs.add_path(target, "the target")
+    refuse_inputs(out, "output", inputs)
 
 
 def _refuse_damage(draft: str | Path, checkpoint: Checkpoint) -> None:

@@ -61,6 +61,10 @@ class Marker:
     created: str = ""
     pid: int = 0
     host: str = ""
+    # When that process started (clock ticks after boot) and the boot it ran in: a live
+    # process with the same pid but another start is not the writer (the pid was reused).
+    started: int = 0
+    boot: str = ""
     format: str = MARKER_FORMAT
     extra: dict[str, object] = field(default_factory=dict)
 
@@ -86,9 +90,17 @@ class Marker:
             return None
         known = {k: data.pop(k) for k in list(data) if k in cls.__dataclass_fields__}
         try:
-            return cls(**known, extra=data)
+            marker = cls(**known, extra=data)
         except TypeError:
             return None
+        return marker if marker.well_typed() else None
+
+    def well_typed(self) -> bool:
+        """Whether the fields a leftover is judged by have their types (a hand-edited or
+        foreign marker may not)."""
+        numbers = (self.pid, self.started)
+        texts = (self.state, self.host, self.boot)
+        return all(type(n) is int for n in numbers) and all(isinstance(t, str) for t in texts)
 
     def owned(self) -> set[str]:
         """Every name draftfit may have written into a folder carrying this marker."""
@@ -102,6 +114,7 @@ def write_marker(folder: Path, marker: Marker) -> None:
     import socket  # here, not at import: a check that never converts does not load it
 
     marker.pid, marker.host = os.getpid(), socket.gethostname()
+    marker.started, marker.boot = process_start(marker.pid), boot_id()
     part = folder / MARKER_PART
     with part.open("w", encoding="utf-8") as handle:
         handle.write(marker.to_json())
@@ -110,13 +123,35 @@ def write_marker(folder: Path, marker: Marker) -> None:
     os.replace(part, folder / MARKER)
 
 
+def process_start(pid: int) -> int:
+    """When process `pid` started, in clock ticks after boot (Linux `/proc`); 0 where that
+    cannot be read."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+        return int(text.rsplit(")", 1)[1].split()[19])  # field 22, after "(name) state"
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def boot_id() -> str:
+    """This boot of the machine (Linux); '' where unknown."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        return ""
+
+
 # ------------------------------------------------------------------ what may be replaced
 
 
 def check_output_path(source: Path, out: Path, force: bool) -> None:
-    """Refuse an output inside the input, the input itself, or a folder draftfit may not
-    replace: non-empty without `force`, or (with `force`) holding files draftfit did not
-    write."""
+    """Refuse an output that is a symbolic link (even a dangling one) or a special file, an
+    output inside the input, the input itself, or a folder draftfit may not replace:
+    non-empty without `force`, or (with `force`) holding files draftfit did not write."""
+    from draftfit.output_guard import refuse_link_or_special
+
+    with contextlib.suppress(OSError):  # ELOOP, ENOTDIR: reported below with their path
+        refuse_link_or_special(out, "output", folder_ok=True)
     src = real_path(source)
     dst = real_path(out)
     if dst == src or src in dst.parents:
@@ -136,6 +171,11 @@ def check_replaceable(out: Path, force: bool, shown: Path | None = None) -> None
         if exc.errno == errno.ENAMETOOLONG:  # refused now, not after the whole write
             raise OSError(exc.errno, exc.strerror, str(shown)) from None
         return  # absent (a parent that is not a folder is reported when it is made)
+    if out.is_symlink():
+        raise OutputExistsError(
+            f"output {shown} is a symbolic link; draftfit does not write through links "
+            "(name the folder itself, or a new path)"
+        )
     if not out.is_dir():
         raise OutputExistsError(f"output {shown} exists and is not a directory")
     entries = sorted(p.name for p in out.iterdir())
@@ -190,6 +230,14 @@ def real_path(path: Path) -> Path:
     """`path` absolute with symlinks resolved as far as they go (a symlink loop is left in
     place for the OS to report as ELOOP, rather than raised as a RuntimeError)."""
     return Path(os.path.realpath(path))
+
+
+def real_output_path(out: Path) -> Path:
+    """`out` absolute with the symlinks of its folders resolved, but not `out` itself: a
+    link at the output's own name is refused, never followed to where it points."""
+    if out.name in ("", ".", ".."):
+        return real_path(out)
+    return real_path(out.parent) / out.name
 
 
 def make_parent(folder: Path) -> None:
@@ -255,22 +303,24 @@ def remove_leftovers(out: Path) -> list[Path]:
 
 
 def _in_progress(marker: Marker) -> bool:
-    """Whether another live process on this machine is still writing that folder."""
+    """Whether another live process on this machine is still writing that folder: the
+    marker's pid is running, and (where the marker says when its writer started) it is the
+    same process, not a later one that was given the same pid, in the same boot."""
     if marker.state != WRITING or marker.pid == os.getpid():
         return False
     import socket
 
     if marker.host != socket.gethostname():
         return True  # cannot tell from here: leave it
-    if marker.pid <= 0:
-        return False
+    if marker.pid <= 0 or (marker.boot and boot_id() not in ("", marker.boot)):
+        return False  # no writer named, or the machine has restarted since
     try:
         os.kill(marker.pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return not marker.started or process_start(marker.pid) in (0, marker.started)
 
 
 def remove_owned(folder: Path, names: Iterable[str]) -> bool:

@@ -2,17 +2,19 @@
 
 Bytes are never decoded: each output shard gets a freshly built header, then every tensor's
 byte range is copied from its source file with `os.copy_file_range` (kernel-side, where
-available) or a bounded buffer, so memory stays flat whatever the checkpoint size. Everything
-is written into a temporary folder beside the output, marked as draftfit's, and swapped into
-place only when complete (:mod:`draftfit.conversion.output`); a failure (an exception, a full
-disk, a signal) leaves no partial output and the previous one intact. The input is only ever
-opened for reading. An OS error names the output path it concerns.
+available) or a bounded buffer, so memory stays flat whatever the checkpoint size; a hole in
+a sparse source stays a hole in the output (the free space checked before writing,
+:mod:`draftfit.conversion.space`, counts on it). Everything is written into a temporary
+folder beside the output, marked as draftfit's, and swapped into place only when complete
+(:mod:`draftfit.conversion.output`); a failure (an exception, a full disk, a signal) leaves
+no partial output and the previous one intact. The input is only ever opened for reading.
+An OS error names the output path it concerns.
 
 Every byte range written is recorded (:class:`Region`). Bytes that pass through Python (the
 headers, rewritten tensors, and copies where the kernel cannot copy) are hashed as they are
 written and read back against that hash before the output is swapped into place; bytes the
-kernel copied are not read back unless `verify` asks for a full re-read, which compares them
-with the source.
+kernel copied (and holes kept as holes) are not read back unless `verify` asks for a full
+re-read, which compares them with the source.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -37,7 +39,7 @@ from draftfit.conversion.output import (
     Marker,
     make_parent,
     make_temp_folder,
-    real_path,
+    real_output_path,
     remove_leftovers,
     remove_owned,
     signals_deferred,
@@ -46,6 +48,7 @@ from draftfit.conversion.output import (
     write_marker,
 )
 from draftfit.conversion.plan import OutputTensor, Plan
+from draftfit.conversion.space import bytes_needed, check_free_space
 from draftfit.errors import DraftfitError, UsageError
 from draftfit.progress import Progress, progress_for
 from draftfit.version import __version__
@@ -54,6 +57,9 @@ CHUNK = 8 * 1024 * 1024
 # Bytes per copy_file_range call: a signal is acted on between calls, so this bounds how
 # long Ctrl-C or SIGTERM waits.
 KERNEL_CHUNK = 64 * 1024 * 1024
+# Data parts of one tensor's bytes kept as such, holes between them left as holes; a
+# source cut into more parts than this is copied whole.
+MAX_SEGMENTS = 4096
 # copy_file_range errors that only mean "not here": fall back to read/write.
 _NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
 
@@ -130,19 +136,26 @@ def write_plan(
     force: bool = False,
     engines: Iterable[str] = (),
     verify: bool = False,
+    notify: Callable[[str], None] | None = None,
 ) -> WriteResult:
     """Write `plan` to `out` atomically: a marked temporary sibling, then a swap.
 
-    Leftover temporary siblings of earlier, killed converts to `out` are removed first.
-    `force` allows replacing a previous draftfit output (never anything else). Before the
-    swap, the bytes Python wrote are read back against their hashes; `verify` also reads
-    back every kernel-copied range and compares it with its source.
+    Leftover temporary siblings of earlier, killed converts to `out` are removed first, each
+    told to `notify` (one line) as it goes. `force` allows replacing a previous draftfit
+    output (never anything else). Before the swap, the bytes Python wrote are read back
+    against their hashes; `verify` also reads back every kernel-copied range and compares it
+    with its source.
     """
     shown = out
-    out = real_path(out)
+    out = real_output_path(out)
     with _naming(out.parent):
-        make_parent(out.parent)
         removed = remove_leftovers(out)
+    for leftover in removed:
+        if notify is not None:
+            notify(f"removed {leftover} (left by an interrupted convert)")
+    with _naming(out.parent):
+        check_free_space(bytes_needed(plan, checkpoint), out.parent, shown)
+        make_parent(out.parent)
     names = planned_names(plan)
     marker = Marker(
         source=str(checkpoint.root),
@@ -286,6 +299,7 @@ def _write_shard(
         finally:
             for source in handles.values():
                 source.close()
+        handle.truncate(handle.tell())  # the length, when the last bytes are a hole
         handle.flush()
         os.fsync(handle.fileno())
     return data_bytes
@@ -327,19 +341,102 @@ def _copy_range(
     source = handles.get(info.file)
     if source is None:
         source = handles[info.file] = local.open("rb")
-    hasher = _hasher()
-    kernel, copied = _stream(source, start, size, out, hasher)
+    copied, regions = _copy_keeping_holes(local, source, start, size, out, name, offset)
     if copied != size:
         raise InputChangedError(
             f"{local} ended after {copied} of the {size} bytes of `{info.name}` its header "
             "promises (was it changed while converting?); run `draftfit check` on the input"
         )
+    return regions
+
+
+def _copy_keeping_holes(
+    local: Path, source: BinaryIO, start: int, size: int, out: BinaryIO, name: str, offset: int
+) -> tuple[int, list[Region]]:
+    """Copy `size` bytes of `source` from `start` to the end of `out` (output file `name`, at
+    `offset`) as :func:`_stream_regions` does, but only the parts that hold data: a hole in
+    the source (a sparse file) stays a hole in the output, which then takes the room the
+    source takes, not its length (what the free-space check counts). Returns how many bytes
+    were copied or skipped as holes, and the ranges written (a hole is recorded like a
+    kernel copy: compared with its source only on a full re-read)."""
+    segments = _data_segments(local, start, start + size)
+    if segments is None:
+        return _stream_regions(source, start, size, out, name, offset, local)
+    out.flush()
+    base = out.tell()
+    regions: list[Region] = []
+    position = start
+    for begin, end in segments:
+        if begin > position:
+            regions.append(
+                Region(name, offset + position - start, begin - position, None, (local, position))
+            )
+        out.seek(base + begin - start)
+        copied, written = _stream_regions(
+            source, begin, end - begin, out, name, offset + begin - start, local
+        )
+        regions += written
+        if copied != end - begin:
+            return begin - start + copied, regions
+        position = end
+    if position < start + size:
+        regions.append(
+            Region(
+                name, offset + position - start, start + size - position, None, (local, position)
+            )
+        )
+    out.seek(base + size)  # a hole at the end: the shard's final length makes it
+    return size, regions
+
+
+def _stream_regions(
+    source: BinaryIO, start: int, size: int, out: BinaryIO, name: str, offset: int, local: Path
+) -> tuple[int, list[Region]]:
+    """:func:`_stream` for one range, with the regions it wrote: the kernel's part (read back
+    only on a full re-read) and Python's part with the hash taken while writing it."""
+    hasher = _hasher()
+    kernel, copied = _stream(source, start, size, out, hasher)
     regions = [Region(name, offset, kernel, None, (local, start))] if kernel else []
     if copied > kernel:
         regions.append(
             Region(name, offset + kernel, copied - kernel, hasher.digest(), (local, start + kernel))
         )
-    return regions
+    return copied, regions
+
+
+def _data_segments(local: Path, start: int, end: int) -> list[tuple[int, int]] | None:
+    """The `[begin, end)` parts of `local` between `start` and `end` that hold data (holes
+    left out), found with SEEK_DATA / SEEK_HOLE on a separate descriptor; None where that
+    is not available, the file is shorter than `end`, or it has more parts than is worth
+    listing (then everything is copied)."""
+    if not hasattr(os, "SEEK_DATA") or end <= start:
+        return None
+    try:
+        fd = os.open(local, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        if os.fstat(fd).st_size < end:
+            return None  # ends early: the plain copy reports it
+        segments: list[tuple[int, int]] = []
+        position = start
+        while position < end and len(segments) < MAX_SEGMENTS:
+            try:
+                begin = os.lseek(fd, position, os.SEEK_DATA)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:  # only a hole is left
+                    break
+                return None
+            if begin >= end:
+                break
+            stop = min(os.lseek(fd, begin, os.SEEK_HOLE), end)
+            segments.append((begin, stop))
+            position = stop
+        return segments if position >= end or len(segments) < MAX_SEGMENTS else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _stream(

@@ -74,12 +74,9 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
 
 
 def render_convert(result: ConvertResult, options: RenderOptions = PLAIN) -> str:
-    """The plan, then (when the output was written) the check of the output."""
-    text = "".join(
-        f"removed {escape_field(str(leftover))} (left by an interrupted convert)\n"
-        for leftover in result.removed_leftovers
-    )
-    text += render_plan(result.plan, result.out_as_given, result.written, options.color)
+    """The plan, then (when the output was written) the check of the output. (Leftovers
+    removed on the way are told on stderr as they go, and listed in JSON.)"""
+    text = render_plan(result.plan, result.out_as_given, result.written, options.color)
     if result.report is not None:
         text += "\nCheck of the output\n\n" + render_check(result.report, options)
     return text

@@ -1,0 +1,131 @@
+"""Where draftfit may write: never onto something it must not replace.
+
+A report (`--output-file`) is written only to a regular file or a new path, and a converted
+draft (`convert -o`) only to a folder or a new path. Anything else is refused with one line
+before the command does its work, and nothing is written:
+
+* a symbolic link (dangling or not): draftfit does not write through it to wherever it points;
+* a FIFO, a socket, a device node (or, for a report, a directory): replacing it would destroy
+  what it stands for (`--output-file /dev/null` as root would replace the system's
+  `/dev/null`);
+* a path inside an input checkpoint folder or the target folder, or a file draftfit reads in
+  this run (a settings file, a `--serve-config` file): the report would overwrite its input.
+
+Paths are compared after resolving symbolic links in their folders (realpath), so a second
+name for an input folder is recognised.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from draftfit.errors import UsageError
+
+# What a file that is not a regular file is called in a refusal.
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+@dataclass
+class Inputs:
+    """What a command reads, each with the words that name it in a refusal: folders (the
+    checkpoints, the target) and single files (settings files)."""
+
+    folders: list[tuple[Path, str]] = field(default_factory=list)
+    files: list[tuple[Path, str]] = field(default_factory=list)
+
+    def add_path(self, text: str | Path | None, role: str = "the checkpoint") -> None:
+        """A draft, reference or target argument: its folder when it names a local one
+        (a file named instead counts with the folder holding it); a Hub id adds nothing."""
+        if text is None or not os.path.exists(text):
+            return
+        path = Path(text)
+        folder = path if path.is_dir() else path.parent
+        self.folders.append((folder, f"{role} {folder}"))
+
+    def add_file(self, text: str | Path | None, role: str) -> None:
+        """A file read in this run (only when it exists: a Hub id or inline JSON is none)."""
+        if text is not None and os.path.isfile(text):
+            self.files.append((Path(text), f"{role} {text}"))
+
+
+def kind_of(mode: int) -> str | None:
+    """'a FIFO', 'a directory', ... for a file that is not regular; None for a regular one."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def real_path(path: str | Path) -> Path:
+    """`path` absolute, with the symbolic links in it resolved as far as they go."""
+    return Path(os.path.realpath(path))
+
+
+def refuse_link_or_special(path: str | Path, what: str, folder_ok: bool = False) -> None:
+    """Refuse `path` when it exists as a symbolic link or as anything but a regular file
+    (or, with `folder_ok`, a folder). `what` names it in the message (e.g. "--output-file")."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return  # a new path (a missing parent folder is reported when it is written)
+    if stat.S_ISLNK(mode):
+        itself = "folder" if folder_ok else "file"
+        raise UsageError(
+            f"{what} {path} is a symbolic link; draftfit does not write through links "
+            f"(name the {itself} itself, or a new path)"
+        )
+    if folder_ok and stat.S_ISDIR(mode):
+        return
+    kind = kind_of(mode)
+    if kind is not None:
+        wanted = "a folder or a new path" if folder_ok else "a regular file or a new path"
+        raise UsageError(f"{what} {path} is {kind}; draftfit writes only to {wanted}")
+
+
+def refuse_inputs(path: str | Path, what: str, inputs: Inputs) -> None:
+    """Refuse `path` when it is, or lies inside, something this run reads."""
+    real = real_path(path)
+    for folder, role in inputs.folders:
+        inside = real_path(folder)
+        if real == inside or inside in real.parents:
+            raise UsageError(f"{what} {path} is inside {role}, an input; write it elsewhere")
+    for read, role in inputs.files:
+        if real == real_path(read):
+            raise UsageError(f"{what} {path} is {role}, an input; write it elsewhere")
+
+
+def check_output_file(path: str | Path, inputs: Inputs) -> None:
+    """Refuse a `--output-file` that is not a regular file or a new path, or that is an
+    input of this run (see the module docstring)."""
+    what = "--output-file"
+    refuse_link_or_special(path, what)
+    refuse_inputs(path, what, inputs)
+
+
+def files_in_command(command: str | None) -> Iterable[str]:
+    """The words of a launch command (`--serve-args`) that name existing files: what
+    reading that launch may open (e.g. `--extra_llm_api_options FILE`)."""
+    if not command:
+        return []
+    import shlex  # here, not at import: only a launch command needs it
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    names = []
+    for word in words:
+        value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+        if value and os.path.isfile(value):
+            names.append(value)
+    return names
