@@ -184,6 +184,7 @@ def check_checkpoint(
         # a planned conversion is checked for the same launch (its settings judged too)
         inputs=KeptCheck(checkpoint, spec, target, partial(check_checkpoint, serve=serve)),
         serve=serve,
+        origin=checkpoint.origin,
     )
 
 

@@ -17,6 +17,7 @@ from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, RuleId, Severity
 from draftfit.version import __version__
 
 if TYPE_CHECKING:
+    from draftfit.checkpoint.hub_cache import HubOrigin
     from draftfit.checkpoint.model import Checkpoint
     from draftfit.dialects import Dialect
     from draftfit.engines.profile import Profile
@@ -298,6 +299,8 @@ class Report:
     target_facts: TargetFacts | None = None
     recipes: list[Any] | None = None  # draftfit.recipe.Recipe, when asked for
     serve: ServeSettings | None = None  # the launch's settings, when given
+    # The Hub repository and revision the draft's folder layout names, when it does.
+    origin: HubOrigin | None = None
     # What the checker read and computed (not part of the JSON form): see `kept`.
     inputs: KeptCheck | None = field(default=None, repr=False, compare=False)
 
@@ -328,6 +331,7 @@ class Report:
                 "dialect": self.dialect.to_dict(),
                 "method": self.method,
                 "method_evidence": list(self.method_evidence),
+                **({"hub": self.origin.to_dict()} if self.origin is not None else {}),
             },
             "target": (
                 {

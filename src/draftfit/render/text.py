@@ -56,6 +56,8 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
         header = Text()
         header.append("Draft   ", style="bold")
         header.append(report.draft)
+        if report.origin is not None:
+            header.append(f"\n        {report.origin.describe()}")
         header.append(f"\n        {report.dialect.title}")
         if report.method:
             header.append(f" · method {report.method}")
