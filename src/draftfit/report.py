@@ -242,6 +242,8 @@ class EngineResult(VersionVerdict):
     # The version asked for with `--engine ENGINE~=V` when the data is `version`'s: the
     # verdict and every engine finding are extrapolated to it.
     extrapolated_to: str | None = None
+    # Why this version was checked when no --engine named one (`vLLM 0.10.2, installed here`).
+    chosen_because: str | None = None
 
     def kept(self) -> KeptEngine:
         """The profile and view the checker used for this version."""
@@ -253,6 +255,7 @@ class EngineResult(VersionVerdict):
         out = self.verdict_dict()
         out["draft_class"] = self.draft_class
         out["extrapolated_to"] = self.extrapolated_to
+        out["chosen_because"] = self.chosen_because
         if self.aux_layers is not None:
             out["aux_layers"] = self.aux_layers.to_dict()
         return out

@@ -29,6 +29,10 @@ def render_diff(
         head.append(f"{report.reference}  ({report.dialects[1]})")
         for note in report.notes:
             head.append(f"\n           {note}", style="dim")
+        for result in report.engines:
+            if result.chosen_because is not None:
+                head.append("\nEngine     ", style="bold")
+                head.append(result.chosen_because, style="dim")
         console.print(head)
         console.print()
         counting = [f for f in report.findings if f.counts]

@@ -81,6 +81,9 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             )
         if report.serve is not None:
             console.print(Text("Serve   " + report.serve.summary()))
+        for result in report.engines:
+            if result.chosen_because is not None:
+                console.print(Text("Engine  " + result.chosen_because, style="dim"))
         console.print()
 
         counting = [f for f in report.findings if f.counts]
