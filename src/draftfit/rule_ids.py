@@ -105,6 +105,7 @@ IGNORED_TENSOR = RuleId("DF207", "ignored-tensor", _W, "tensors")
 HEAD_DIM_NOT_DECLARED = RuleId("DF208", "head-dim-not-declared", _W, "tensors")
 MISSING_REQUIRED_TENSOR = RuleId("DF209", "missing-required-tensor", _E, "tensors")
 TENSOR_NAMES_NOT_BOUND = RuleId("DF210", "tensor-names-not-bound", _W, "tensors")
+QUANTIZATION_DATA_MISSING = RuleId("DF211", "quantization-data-missing", _E, "tensors")
 AUX_LAYERS_DIFFER_FROM_TRAINED = RuleId("DF301", "aux-layers-differ-from-trained", _W, "aux")
 AUX_IDS_NOT_READ_DEFAULT_MATCHES = RuleId("DF302", "aux-ids-not-read-default-matches", _I, "aux")
 AUX_ID_OUT_OF_RANGE = RuleId("DF303", "aux-id-out-of-range", _E, "aux")
@@ -248,6 +249,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     HEAD_DIM_NOT_DECLARED,
     MISSING_REQUIRED_TENSOR,
     TENSOR_NAMES_NOT_BOUND,
+    QUANTIZATION_DATA_MISSING,
     AUX_LAYERS_DIFFER_FROM_TRAINED,
     AUX_IDS_NOT_READ_DEFAULT_MATCHES,
     AUX_ID_OUT_OF_RANGE,
