@@ -256,6 +256,7 @@ class Runner:
             "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
             "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
             "HF_HUB_OFFLINE": "1",
+            "DRAFTFIT_ENGINE_PATH": "",  # no engine installed: the default is the newest vLLM
             "NO_COLOR": "1",
             "COLUMNS": "100",
             "LC_ALL": "C.UTF-8",

@@ -586,11 +586,34 @@ case("fc-bias-rejected-0.24", {"DF201"}, {"DF207"}, engines=("vllm==0.24.0",))(
 # draft's layers with the draft's own quantization config, so the scales have parameters;
 # a compressed-tensors lm_head is quantized from 0.20.0 (0.19.0 passes the config to the head,
 # but compressed-tensors has no quantization method for ParallelLMHead before 0.20.0).
-case("fp8-draft-loads", set(), {"DF201", "DF209", "DF903"}, verdict="compatible", oracle="q1")(
-    with_target(f.quantize_fp8(f.specforge()))
-)
+case(
+    "fp8-draft-loads",
+    set(),
+    {"DF201", "DF209", "DF211", "DF903"},
+    verdict="compatible",
+    oracle="q1",
+)(with_target(f.quantize_fp8(f.specforge())))
 case("fp8-speculators-draft", set(), {"DF201"}, verdict="compatible", oracle="q7")(
     with_target(f.quantize_fp8(f.speculators()))
+)
+
+
+def _fp8_without_scales() -> Draft:
+    """An FP8 draft whose `*.weight_scale` tensors were dropped (kept only `*.weight`)."""
+    draft = f.quantize_fp8(f.specforge())
+    return draft.drop(*[n for n in draft.tensors if n.endswith(".weight_scale")])
+
+
+# vLLM 0.10.2 builds the layers unquantized and copies the FP8 values into bf16 weights.
+case(
+    "fp8-draft-without-scales-0.10.2",
+    {"DF211"},
+    {"DF201"},
+    engines=("vllm==0.10.2",),
+    verdict="incompatible",
+)(with_target(_fp8_without_scales()))
+case("fp8-draft-without-scales", {"DF211"}, verdict="incompatible")(
+    with_target(_fp8_without_scales())
 )
 case("fp8-draft-static-input", set(), {"DF201"}, verdict="compatible")(
     with_target(f.quantize_fp8(f.specforge(), static_input=True))

@@ -9,3 +9,6 @@ import pytest
 def _plain_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.delenv("DRAFTFIT_DEBUG", raising=False)
+    # No engine counts as installed, whatever this machine has: the default of --engine is
+    # the newest vLLM (tests of the installed default set their own search path).
+    monkeypatch.setenv("DRAFTFIT_ENGINE_PATH", "")

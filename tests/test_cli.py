@@ -52,6 +52,8 @@ def test_check_json_shape(capsys, clean) -> None:
             "unverified_reasons": [],
             "unchecked_rules": [],
             "extrapolated_to": None,
+            "chosen_because": "vLLM 0.34.0, the newest release draftfit has read: none of "
+            "vLLM, SGLang or TensorRT-LLM is installed here; --engine chooses another",
             "aux_layers": {
                 "used": [2, 4, 5],
                 "read_from": "/eagle_aux_hidden_state_layer_ids",

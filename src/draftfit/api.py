@@ -43,10 +43,11 @@ def check(
     """Check `draft` (a folder or Hub reference) next to `target` for each engine version.
 
     `engines` takes what `--engine` takes (`"vllm"`, `"sglang==0.5.23"`, `"vllm~=0.34"`,
-    `"all"`; default: the newest vLLM); `values` is `"sampled"` or `"full"` to read the
-    weights' values too; `recipes` attaches how to serve the draft with each version that
-    can (`report.recipes`). `serve_config` and `serve_args` take what `--serve-config` and
-    `--serve-args` take: the launch's settings, judged for that engine's versions.
+    `"all"`; default: the engines installed here, else the newest vLLM); `values` is
+    `"sampled"` or `"full"` to read the weights' values too; `recipes` attaches how to serve
+    the draft with each version that can (`report.recipes`). `serve_config` and
+    `serve_args` take what `--serve-config` and `--serve-args` take: the launch's settings,
+    judged for that engine's versions.
     """
     from draftfit.checker import check_path
     from draftfit.serve_input import settings_from

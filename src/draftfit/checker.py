@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING
 from draftfit import rule_ids
 from draftfit.checkpoint import Checkpoint
 from draftfit.engines import build_view
+from draftfit.engines.installed import default_profiles
 from draftfit.engines.profile import Profile
-from draftfit.engines.registry import DEFAULT_ENGINE, parse_engine_spec
+from draftfit.engines.registry import parse_engine_spec
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
 from draftfit.mistakes import refuse_argument_mistakes
@@ -54,10 +55,15 @@ METHOD_CHOICES = (EAGLE3, EAGLE, "auto")
 
 
 def resolve_engines(specs: Iterable[str] | None) -> list[Profile]:
-    """`["vllm==0.10.2", "vllm"]` -> profiles, de-duplicated, in the order given."""
+    """`["vllm==0.10.2", "vllm"]` -> profiles, de-duplicated, in the order given. Without
+    any, the engines installed here (:mod:`draftfit.engines.installed`), else the newest
+    vLLM, each saying why it was chosen."""
+    specs = list(specs or [])
+    if not specs:
+        return default_profiles()
     profiles: list[Profile] = []
     seen = set()
-    for text in specs or [DEFAULT_ENGINE.name]:
+    for text in specs:
         for profile in parse_engine_spec(text):
             if profile.label not in seen:
                 seen.add(profile.label)
@@ -154,6 +160,7 @@ def check_checkpoint(
             profile=profile,
             view=view,
             extrapolated_to=profile.requested,
+            chosen_because=profile.chosen_because,
         )
         result.basis = profile.basis()
         if view.aux is not None:
@@ -189,6 +196,7 @@ def check_checkpoint(
         # a planned conversion is checked for the same launch (its settings judged too)
         inputs=KeptCheck(checkpoint, spec, target, partial(check_checkpoint, serve=serve)),
         serve=serve,
+        origin=checkpoint.origin,
     )
 
 

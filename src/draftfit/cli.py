@@ -133,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ENGINE[==VERSION]",
         help="engine and version: vllm, sglang or trtllm, optionally ==VERSION (e.g. "
         "sglang==0.5.6) or ~=VERSION (the nearest release draftfit has read, findings marked "
-        "extrapolated), or all (repeatable; default: newest vLLM)",
+        "extrapolated), or all (repeatable; default: the vLLM, SGLang and TensorRT-LLM releases "
+        "installed here, else the newest vLLM)",
     )
     check.add_argument(
         "--method",
@@ -173,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine",
         action="append",
         metavar="ENGINE[==VERSION]",
-        help="engine and version (repeatable; default: newest vLLM)",
+        help="engine and version (repeatable; default: the engines installed here, else the "
+        "newest vLLM)",
     )
     diff.add_argument(
         "--method", choices=("eagle3", "eagle"), help="method for both (default: from each)"

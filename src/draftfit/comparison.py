@@ -101,9 +101,11 @@ class DiffResult(VersionVerdict):
     skipped)."""
 
     verdict: str = EQUIVALENT
+    # Why this version was compared when no --engine named one (`vLLM 0.10.2, installed here`).
+    chosen_because: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return self.verdict_dict()
+        return {**self.verdict_dict(), "chosen_because": self.chosen_because}
 
 
 @dataclass
@@ -223,6 +225,7 @@ def diff_checkpoints(
             if profile.label not in existing.engines:
                 existing.engines.append(profile.label)
         result = DiffResult(profile.engine, profile.version, profile.title)
+        result.chosen_because = profile.chosen_because
         for side in (a, b):
             engine_result = side.report.engines[0]
             for reason in engine_result.unverified_reasons:

@@ -17,6 +17,7 @@ from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, Consequence, RuleId, Se
 from draftfit.version import __version__
 
 if TYPE_CHECKING:
+    from draftfit.checkpoint.hub_cache import HubOrigin
     from draftfit.checkpoint.model import Checkpoint
     from draftfit.dialects import Dialect
     from draftfit.engines.profile import Profile
@@ -262,6 +263,8 @@ class EngineResult(VersionVerdict):
     # For engines read from pinned commits (TensorRT-LLM): the facts the verdict consulted,
     # split into those read at a pinned commit and the others with their confidence.
     basis: dict[str, Any] | None = None
+    # Why this version was checked when no --engine named one (`vLLM 0.10.2, installed here`).
+    chosen_because: str | None = None
 
     def kept(self) -> KeptEngine:
         """The profile and view the checker used for this version."""
@@ -275,6 +278,7 @@ class EngineResult(VersionVerdict):
         out["extrapolated_to"] = self.extrapolated_to
         if self.basis is not None:
             out["basis"] = self.basis
+        out["chosen_because"] = self.chosen_because
         if self.aux_layers is not None:
             out["aux_layers"] = self.aux_layers.to_dict()
         return out
@@ -324,6 +328,8 @@ class Report:
     # The settings file the selection came from, as the text report names it (not part of
     # the JSON form, where each suppressed finding names its source).
     settings_file: str | None = field(default=None, compare=False)
+    # The Hub repository and revision the draft's folder layout names, when it does.
+    origin: HubOrigin | None = None
     # What the checker read and computed (not part of the JSON form): see `kept`.
     inputs: KeptCheck | None = field(default=None, repr=False, compare=False)
 
@@ -354,6 +360,7 @@ class Report:
                 "dialect": self.dialect.to_dict(),
                 "method": self.method,
                 "method_evidence": list(self.method_evidence),
+                **({"hub": self.origin.to_dict()} if self.origin is not None else {}),
             },
             "target": (
                 {

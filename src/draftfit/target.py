@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from draftfit.checkpoint.access import LocalAccess, read_regular
+from draftfit.checkpoint.hub_cache import repository_folder
 from draftfit.checkpoint.jsonread import CONFIG_LIMITS, JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
 from draftfit.config_schema import TARGET_SCHEMA, TEXT_CONFIG_KEYS, TypeProblem, scrub
@@ -159,7 +160,9 @@ def load_target(
     if not isinstance(config, dict):
         raise UsageError(f"target config {config_path} is not a JSON object")
     target = target_from_config(config, source or str(path))
-    target.rotation = rotation if rotation is not None else check_rotation(LocalAccess(root))
+    if rotation is None:
+        rotation = check_rotation(LocalAccess(root, repository_folder(root)))
+    target.rotation = rotation
     return target
 
 

@@ -123,6 +123,11 @@ class LocalAccess:
     def __init__(self, root: Path, confine: Path | None = None) -> None:
         self.root = root
         self._confine = os.path.realpath(confine if confine is not None else root)
+        self._where = (
+            "the checkpoint folder"
+            if confine is None or self._confine == os.path.realpath(root)
+            else f"its repository's cache folder ({Path(confine).name})"
+        )
 
     def _checked(self, rel: str) -> Path:
         if escapes_folder(rel):
@@ -138,7 +143,7 @@ class LocalAccess:
                 shown = "a path"
             raise OutsideCheckpointError(
                 errno.EPERM,
-                f"it is a symlink to {shown}, outside the checkpoint folder; not read",
+                f"it is a symlink to {shown}, outside {self._where}; not read",
                 rel,
             )
         return path

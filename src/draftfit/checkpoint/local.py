@@ -17,6 +17,7 @@ from typing import Any
 
 from draftfit import rule_ids
 from draftfit.checkpoint.access import FileAccess, LocalAccess, escapes_folder
+from draftfit.checkpoint.hub_cache import find_origin, repository_folder
 from draftfit.checkpoint.jsonread import (
     CONFIG_LIMITS,
     JsonLimitError,
@@ -44,8 +45,9 @@ def load_checkpoint(
 
     Raises :class:`CheckpointNotFoundError` when `path` is not a directory (or a
     `config.json` inside one); everything wrong *inside* the directory becomes damage.
-    Files are read only inside `confine` (default: the directory itself), whatever their
-    names or symlinks say.
+    Files are read only inside `confine` (default: the directory itself, or for a Hugging
+    Face cache snapshot its repository folder, whose `blobs/` its symlinks point into),
+    whatever their names or symlinks say.
     """
     root = Path(path)
     if root.is_file() and root.name == CONFIG_NAME:
@@ -63,7 +65,11 @@ def load_checkpoint(
     except OSError as exc:
         raise CheckpointNotFoundError(f"cannot list {path}: {exc.strerror or exc}") from exc
 
-    return load_from_access(LocalAccess(root, confine), files, source or str(path), root)
+    if confine is None:
+        confine = repository_folder(root)
+    checkpoint = load_from_access(LocalAccess(root, confine), files, source or str(path), root)
+    checkpoint.origin = find_origin(root)
+    return checkpoint
 
 
 def _is_read_by_reader(name: str) -> bool:

@@ -12,6 +12,7 @@ from draftfit.rule_ids import RuleId
 
 if TYPE_CHECKING:
     from draftfit.checkpoint.access import FileAccess
+    from draftfit.checkpoint.hub_cache import HubOrigin
 
 
 # Damage after which the tensor inventory is incomplete.
@@ -100,6 +101,8 @@ class Checkpoint:
         access: how to read the files (local directory or remote repository).
         memo: values read from its small tensors and results computed from them, kept
             so that each is read once (see :mod:`draftfit.checkpoint.memo`).
+        origin: the Hub repository and revision a local folder's layout names (a cache
+            snapshot or a `--local-dir` download), or None.
     """
 
     root: Path
@@ -113,6 +116,7 @@ class Checkpoint:
     files: list[str] = field(default_factory=list)
     access: FileAccess | None = field(default=None, repr=False)
     memo: ValueMemo = field(default_factory=ValueMemo, repr=False, compare=False)
+    origin: HubOrigin | None = None
 
     def read_range(self, rel: str, start: int, end: int) -> bytes:
         """Bytes `[start, end)` of file `rel` (raises OSError)."""

@@ -13,11 +13,17 @@ in every engine, so they live here, with their shape formulas in :mod:`.shapes`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from draftfit import rule_ids
 from draftfit.engines import shapes
+from draftfit.engines.draft_quant import (
+    QUANTIZED_DTYPES,
+    MissingData,
+    missing_quant_data,
+    read_draft_quant,
+)
 from draftfit.engines.view import (
     FAILS,
     ONES,
@@ -246,7 +252,74 @@ class BaseBuilder:
             if not self.maps_after_refusal:
                 return
         self._map_tensors()
+        self._quant_data_missing()
         self._target_checks()
+
+    def _quant_data_missing(self) -> None:
+        """DF211: linear layers the draft's `quantization_config` quantizes that store no
+        scales (or zero points), and what this version does with them: a layer it builds
+        with the scheme keeps the missing data at its initial values; one it builds
+        unquantized takes the stored FP8/INT8 values as plain weights (fact
+        `quantized_weight_in_unquantized_layer`: `cast`). Either way the draft loads and
+        drafts garbage."""
+        q = read_draft_quant(self.config)
+        if q is None:
+            return
+        dtypes = {name: info.dtype for name, info in self.spec.tensors.items()}
+        missing = missing_quant_data(q, dtypes)
+        if not missing:
+            return
+        cast = (
+            "quantized_weight_in_unquantized_layer" in self.p.data.facts
+            and self.value("quantized_weight_in_unquantized_layer") == "cast"
+        )
+        scaled: list[MissingData] = []
+        unscaled: list[MissingData] = []
+        for item in missing:
+            if any(f"{item.module}.{n}" in self.view.expectations for n in item.missing):
+                scaled.append(item)
+            elif cast and item.weight.endswith(".weight") and item.dtype in QUANTIZED_DTYPES:
+                unscaled.append(item)
+        declared = f"the draft's `quantization_config` declares {q.method} {q.scheme} weights"
+        fix = (
+            "store the tensors the quantization wrote beside each weight (re-export the "
+            "quantized draft whole), or store the draft dequantized (bf16) without a "
+            "`quantization_config`"
+        )
+        if scaled:
+            first = scaled[0]
+            names = _names(first.missing)
+            expectation = self.view.expectations.get(f"{first.module}.{first.missing[0]}")
+            self.view.add(
+                Event(
+                    rule_ids.QUANTIZATION_DATA_MISSING,
+                    f"{declared}, but no {names} is stored for {_layers(scaled, self.spec.raw)}: "
+                    f"{self.p.title} builds {_them(scaled)} with the {q.scheme} scheme and "
+                    f"leaves each missing {names} at its initial value; it loads without an "
+                    "error and drafts garbage (acceptance near zero)",
+                    self._tensor_location(first.weight),
+                    expectation.sources if expectation is not None else (),
+                    fix,
+                )
+            )
+        if unscaled:
+            first = unscaled[0]
+            self.event(
+                rule_ids.QUANTIZATION_DATA_MISSING,
+                f"{declared}, but no {_names(first.missing)} is stored for "
+                f"{_layers(unscaled, self.spec.raw)}: {self.p.title} builds {_them(unscaled)} "
+                f"unquantized and copies the stored {first.dtype} values into its weights as "
+                "they are, without scales; it loads without an error and drafts garbage "
+                "(acceptance near zero)",
+                self._tensor_location(first.weight),
+                ("draft_quant_config_source", "quantized_weight_in_unquantized_layer"),
+                fix=fix,
+            )
+
+    def _tensor_location(self, canonical: str) -> Location:
+        raw = self.spec.raw(canonical)
+        info = self.ckpt.tensors.get(raw)
+        return Location(info.file if info else None, tensor=raw)
 
     def _no_draft_class(self) -> None:
         """Hook: what the engine still checks when no draft class resolves (nothing here)."""
@@ -943,3 +1016,21 @@ def _model_name(reference: str) -> str:
     lower-cased."""
     text = reference.removeprefix("hf://").split("@", 1)[0].rstrip("/\\")
     return text.replace("\\", "/").rsplit("/", 1)[-1].lower()
+
+
+def _names(names: tuple[str, ...]) -> str:
+    """`` `weight_scale` `` or `` `weight_scale` and `weight_zero_point` ``."""
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def _layers(items: list[MissingData], raw: Callable[[str], str]) -> str:
+    """`9 quantized layers (first `midlayer.self_attn.q_proj`)` or `the quantized layer `fc``."""
+    first = raw(items[0].weight).rsplit(".", 1)[0]
+    if len(items) == 1:
+        return f"the quantized layer `{first}`"
+    return f"{len(items)} quantized layers (first `{first}`)"
+
+
+def _them(items: list[MissingData]) -> str:
+    return "it" if len(items) == 1 else "them"

@@ -51,6 +51,7 @@ class DraftQuant:
         all_linear: whether the scheme targets every `Linear` module.
         targets: other target names or `re:` patterns.
         ignore: module names or `re:` patterns left unquantized.
+        asymmetric: whether a group's weights are asymmetric (they then need zero points).
     """
 
     method: str | None
@@ -58,6 +59,7 @@ class DraftQuant:
     all_linear: bool
     targets: tuple[str, ...]
     ignore: tuple[str, ...]
+    asymmetric: bool = False
 
     def covers(self, module: str) -> bool:
         """Whether the engine quantizes module `module` (draftfit's canonical name, e.g.
@@ -96,11 +98,14 @@ def read_draft_quant(config: Mapping[str, Any]) -> DraftQuant | None:
     schemes: set[str | None] = set()
     targets: list[str] = []
     all_linear = False
+    asymmetric = False
     if isinstance(groups, dict):
         for group in groups.values():
             if not isinstance(group, dict):
                 schemes.add(None)
                 continue
+            weights = group.get("weights")
+            asymmetric |= isinstance(weights, dict) and weights.get("symmetric") is False
             for target in group.get("targets") or []:
                 if target == "Linear":
                     all_linear = True
@@ -109,7 +114,7 @@ def read_draft_quant(config: Mapping[str, Any]) -> DraftQuant | None:
             schemes.add(_scheme(group, qc.get("format")))
     ignore = tuple(i for i in qc.get("ignore") or [] if isinstance(i, str))
     scheme = schemes.pop() if len(schemes) == 1 else None
-    return DraftQuant(method, scheme, all_linear, tuple(targets), ignore)
+    return DraftQuant(method, scheme, all_linear, tuple(targets), ignore, asymmetric)
 
 
 def _scheme(group: Mapping[str, Any], top_format: Any) -> str | None:
@@ -169,3 +174,62 @@ def add_quantized_parameters(
                 UNINITIALISED if required else None,
                 sources=sources,
             )
+
+
+# Stored dtypes of quantized weights (FP8, INT8, packed integers, FP4): values that mean
+# nothing without their scales.
+QUANTIZED_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "I8", "U8", "I32", "F4", "F8_E8M0"})
+
+
+def required_data(q: DraftQuant) -> tuple[str, ...]:
+    """The tensors the scheme needs beside each quantized layer's weight: its scales, the
+    zero points of asymmetric weights, NVFP4's global scale; () when the scheme is unknown."""
+    if q.scheme is None:
+        return ()
+    names = ["weight_scale"]
+    if q.asymmetric:
+        names.append("weight_zero_point")
+    if q.scheme == NVFP4:
+        names.append("weight_global_scale")
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class MissingData:
+    """A linear layer the draft's `quantization_config` quantizes whose data is not stored.
+
+    Attributes:
+        module: the canonical module (`layers.0.self_attn.q_proj`).
+        weight: its stored weight (canonical: `....weight` or `....weight_packed`).
+        dtype: that weight's stored dtype.
+        missing: the scheme's tensor names not stored (`weight_scale`, ...).
+    """
+
+    module: str
+    weight: str
+    dtype: str
+    missing: tuple[str, ...]
+
+
+def _is_linear(module: str) -> bool:
+    leaf = module.rsplit(".", 1)[-1]
+    return leaf.endswith("_proj") or leaf in ("fc", "lm_head")
+
+
+def missing_quant_data(q: DraftQuant, dtypes: Mapping[str, str]) -> list[MissingData]:
+    """The linear layers `q` quantizes whose scheme data (:func:`required_data`) is not all
+    stored; `dtypes` maps every stored canonical tensor name to its dtype."""
+    needed = required_data(q)
+    found: list[MissingData] = []
+    for name, dtype in dtypes.items():
+        module, _, leaf = name.rpartition(".")
+        if leaf not in ("weight", "weight_packed") or not module or not _is_linear(module):
+            continue
+        if leaf == "weight" and f"{module}.weight_packed" in dtypes:
+            continue
+        if not q.covers(module):
+            continue
+        missing = tuple(n for n in needed if f"{module}.{n}" not in dtypes)
+        if missing:
+            found.append(MissingData(module, name, dtype, missing))
+    return sorted(found, key=lambda m: m.module)

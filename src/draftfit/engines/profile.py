@@ -197,6 +197,9 @@ class Profile:
         # The version asked for with `~=` when it is not this read release: every finding
         # and the verdict are then extrapolated from this release to that one.
         self.requested = requested if requested != version else None
+        # Why this version is checked when no --engine named it (`vLLM 0.10.2, installed
+        # here`); None when --engine did.
+        self.chosen_because: str | None = None
         self._cache: dict[str, Resolved] = {}
 
     @property

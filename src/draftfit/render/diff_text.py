@@ -30,6 +30,10 @@ def render_diff(
         head.append(f"{escape_field(report.reference)}  ({escape_field(report.dialects[1])})")
         for note in report.notes:
             head.append(f"\n           {escape_field(note)}", style="dim")
+        for result in report.engines:
+            if result.chosen_because is not None:
+                head.append("\nEngine     ", style="bold")
+                head.append(escape_field(result.chosen_because), style="dim")
         console.print(head)
         console.print()
         counting = [f for f in report.findings if f.counts]

@@ -69,6 +69,8 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
         header = Text()
         header.append("Draft   ", style="bold")
         header.append(escape_field(report.draft))
+        if report.origin is not None:
+            header.append(f"\n        {escape_field(report.origin.describe())}")
         header.append(f"\n        {escape_field(report.dialect.title)}")
         if report.method:
             header.append(f" · method {escape_field(report.method)}")
@@ -96,6 +98,9 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             )
         if report.serve is not None:
             console.print(Text("Serve   " + escape_field(report.serve.summary())))
+        for result in report.engines:
+            if result.chosen_because is not None:
+                console.print(Text("Engine  " + escape_field(result.chosen_because), style="dim"))
         console.print()
 
         counting = [f for f in report.findings if f.counts]

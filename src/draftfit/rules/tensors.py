@@ -26,13 +26,14 @@ from draftfit.rule_ids import (
     MISSING_NORM_WEIGHT,
     MISSING_REQUIRED_TENSOR,
     MISSING_TENSOR_UNINITIALISED,
+    QUANTIZATION_DATA_MISSING,
     TENSOR_NAME_PREFIX,
     TENSOR_NAMES_NOT_BOUND,
     TENSOR_SHAPE_MISMATCH,
     TENSOR_SHAPE_TRUNCATED,
     UNKNOWN_TENSOR_NAME,
 )
-from draftfit.rules.base import Consequence, Context, Location, Violation, rule
+from draftfit.rules.base import Consequence, Context, Location, Violation, event_rule, rule
 
 _ATTN = re.compile(r"^layers\.\d+\.self_attn\.(q|k|v|o)_proj\.weight$")
 
@@ -485,3 +486,32 @@ def tensor_names_not_bound(ctx: Context) -> Iterator[Violation]:
             "rename the tensors to the engine's convention (`draftfit convert`)",
             first.sources,
         )
+
+
+@event_rule(
+    QUANTIZATION_DATA_MISSING,
+    "a quantized draft's layers lack the scales or zero points its scheme needs",
+)
+def quantization_data_missing() -> None:
+    """## What it checks
+    A draft whose `quantization_config` declares a compressed-tensors scheme (FP8, INT8,
+    packed INT4/INT8, NVFP4) stores, beside each linear layer the scheme quantizes, the data
+    the scheme needs: `weight_scale`, `weight_zero_point` for asymmetric weights, NVFP4's
+    `weight_global_scale`.
+
+    ## Why it matters
+    No engine release refuses such a draft; what it does depends on how it builds the
+    draft's layers. A release that builds them with the draft's scheme (vLLM 0.11.1 and
+    later, SGLang) leaves the missing scales at their initial values. A release that builds
+    them unquantized (vLLM 0.10.2 and earlier) copies the stored FP8 or INT8 values into its
+    bf16 weights as they are, without scales. Either way the draft loads without an error and
+    drafts garbage: acceptance near zero.
+
+    ## Example
+    An FP8 draft exported by llm-compressor whose `*.weight_scale` tensors were dropped by a
+    script that kept only `*.weight`, served with vLLM 0.10.2.
+
+    ## Fix
+    Store the tensors the quantization wrote beside each weight (re-export the quantized
+    draft whole), or store the draft dequantized (bf16) without a `quantization_config`.
+    """

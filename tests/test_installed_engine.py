@@ -1,0 +1,163 @@
+"""Without --engine, the engines installed where draftfit runs are checked, found by their
+distribution metadata (a `*.dist-info` folder with METADATA on the search path) and never
+imported; with none installed, the newest vLLM; --engine always wins. The suite's own
+environment counts as having none installed (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from draftfit.checker import check_path, resolve_engines
+from draftfit.cli import main
+from draftfit.comparison import diff_paths
+from draftfit.engines.installed import SEARCH_PATH_ENV, default_profiles, find_installed
+from draftfit.engines.registry import engine_named
+from tests import factory as f
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+TIMEOUT = 120 * float(os.environ.get("DRAFTFIT_TEST_TIMEOUT_SCALE", "1"))
+
+
+def fake_install(site: Path, name: str, version: str) -> Path:
+    """A distribution's metadata as pip leaves it: `NAME-VERSION.dist-info/METADATA`."""
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return site
+
+
+@pytest.fixture
+def checked(tmp_path: Path) -> tuple[Path, Path]:
+    return f.specforge().write(tmp_path / "draft"), f.llama_target(tmp_path / "target")
+
+
+def test_an_installed_vllm_is_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checked: tuple[Path, Path]
+) -> None:
+    monkeypatch.setenv(SEARCH_PATH_ENV, str(fake_install(tmp_path / "site", "vllm", "0.10.2")))
+    report = check_path(*checked)
+    assert [(e.engine, e.version) for e in report.engines] == [("vllm", "0.10.2")]
+    assert report.engines[0].chosen_because == "vLLM 0.10.2, installed here"
+    assert report.engines[0].extrapolated_to is None
+
+
+def test_text_and_json_say_why(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    checked: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv(SEARCH_PATH_ENV, str(fake_install(tmp_path / "site", "vllm", "0.10.2")))
+    draft, target = checked
+    main(["check", str(draft), "--target", str(target)])
+    out = capsys.readouterr().out
+    assert "Engine  vLLM 0.10.2, installed here\n" in out
+    assert "vLLM 0.10.2: compatible" in out
+    main(["check", str(draft), "--target", str(target), "--format", "json"])
+    engines = json.loads(capsys.readouterr().out)["engines"]
+    assert [e["chosen_because"] for e in engines] == ["vLLM 0.10.2, installed here"]
+
+
+def test_found_on_sys_path_without_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(SEARCH_PATH_ENV)
+    monkeypatch.syspath_prepend(str(fake_install(tmp_path / "site", "vllm", "0.10.2")))
+    found = find_installed()
+    assert any(i.engine.name == "vllm" and i.version == "0.10.2" for i in found)
+    assert "vllm==0.10.2" in [p.label for p in default_profiles()]
+
+
+def test_a_python_with_the_metadata_on_its_path_checks_that_release(
+    tmp_path: Path, checked: tuple[Path, Path]
+) -> None:
+    """As a user's environment is: PYTHONPATH holds the engine's metadata; nothing is set."""
+    site = fake_install(tmp_path / "site", "vllm", "0.10.2")
+    env = {k: v for k, v in os.environ.items() if k != SEARCH_PATH_ENV}
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), str(site)])
+    draft, target = checked
+    done = subprocess.run(
+        [sys.executable, "-m", "draftfit", "check", str(draft), "--target", str(target)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "vLLM 0.10.2, installed here" in done.stdout
+    assert "vLLM 0.10.2: compatible" in done.stdout
+
+
+def test_a_release_draftfit_has_not_read_is_extrapolated_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checked: tuple[Path, Path]
+) -> None:
+    latest = engine_named("vllm").data.latest
+    monkeypatch.setenv(SEARCH_PATH_ENV, str(fake_install(tmp_path / "site", "vllm", "99.1.0")))
+    report = check_path(*checked)
+    result = report.engines[0]
+    assert (result.version, result.extrapolated_to) == (latest, "99.1.0")
+    assert result.chosen_because is not None
+    assert result.chosen_because.startswith("vLLM 99.1.0, installed here; draftfit has not read")
+    assert f"checks vLLM {latest}, the nearest release it has read" in result.chosen_because
+    assert all("extrapolated to vLLM 99.1.0" in x.message for x in report.findings if x.engines)
+
+
+def test_an_older_release_than_any_read_is_checked_against_the_oldest(tmp_path: Path) -> None:
+    data = engine_named("vllm").data
+    oldest = min(data.versions, key=lambda v: tuple(int(p) for p in v.split(".")))
+    profiles = default_profiles([str(fake_install(tmp_path / "site", "vllm", "0.0.1"))])
+    assert [(p.version, p.requested) for p in profiles] == [(oldest, "0.0.1")]
+
+
+def test_a_local_build_of_a_read_release_is_that_release(tmp_path: Path) -> None:
+    profiles = default_profiles([str(fake_install(tmp_path / "site", "vllm", "0.10.2+cu128"))])
+    assert [(p.label, p.requested) for p in profiles] == [("vllm==0.10.2", None)]
+
+
+def test_every_installed_engine_is_checked(tmp_path: Path) -> None:
+    site = fake_install(tmp_path / "site", "vllm", "0.10.2")
+    fake_install(site, "sglang", "0.5.23")
+    labels = [p.label for p in default_profiles([str(site)])]
+    assert labels == ["vllm==0.10.2", "sglang==0.5.23"]
+
+
+def test_nothing_installed_is_the_newest_vllm_and_says_so(
+    checked: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    latest = engine_named("vllm").data.latest
+    [profile] = resolve_engines(None)
+    assert profile.label == f"vllm=={latest}"
+    draft, target = checked
+    main(["check", str(draft), "--target", str(target)])
+    out = capsys.readouterr().out
+    assert (
+        f"Engine  vLLM {latest}, the newest release draftfit has read: none of vLLM, SGLang or "
+        "TensorRT-LLM is installed here; --engine chooses another" in out
+    )
+
+
+def test_engine_option_always_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checked: tuple[Path, Path]
+) -> None:
+    monkeypatch.setenv(SEARCH_PATH_ENV, str(fake_install(tmp_path / "site", "vllm", "0.10.2")))
+    report = check_path(*checked, engines=["sglang"])
+    assert [e.engine for e in report.engines] == ["sglang"]
+    assert report.engines[0].chosen_because is None
+
+
+def test_diff_defaults_to_the_installed_engine_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checked: tuple[Path, Path]
+) -> None:
+    monkeypatch.setenv(SEARCH_PATH_ENV, str(fake_install(tmp_path / "site", "vllm", "0.10.2")))
+    draft, target = checked
+    report = diff_paths(draft, draft, target=target)
+    assert [(r.version, r.chosen_because) for r in report.engines] == [
+        ("0.10.2", "vLLM 0.10.2, installed here")
+    ]
