@@ -25,24 +25,21 @@ checkpoint, in the current directory) and walks up through its parents:
 
 Selectors are a code (`DF108`), a code prefix (`DF1`, `DF` for every rule, or `ALL`) or a
 rule name (`method-mismatch`). The file is only read: TOML is parsed with tomllib (tomli on
-Python 3.10), never executed.
+Python 3.10), never executed, under the caps of every settings document (1 MiB, nesting,
+number length: :mod:`draftfit.settings_text`).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from draftfit.checkpoint.access import read_regular
 from draftfit.errors import UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from draftfit.settings_text import MAX_SETTINGS_BYTES, load_toml
 
 DRAFTFIT_TOML = "draftfit.toml"
 PYPROJECT_TOML = "pyproject.toml"
@@ -128,12 +125,13 @@ def load(path: Path) -> FileSettings:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    """The TOML in `path`, read bounded (a regular file of at most MAX_SETTINGS_BYTES, its
+    nesting, numbers and strings capped: :func:`draftfit.settings_text.load_toml`)."""
     try:
-        with path.open("rb") as handle:
-            data: dict[str, Any] = tomllib.load(handle)
-            return data
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path} is not valid TOML: {exc}") from None
+        data = read_regular(path, MAX_SETTINGS_BYTES)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: cannot read it ({exc})") from None
+    return load_toml(data, str(path))
 
 
 def _pyproject_table(path: Path) -> dict[str, Any] | None:
