@@ -159,6 +159,7 @@ MAX_DRAFT_LEN_MISSING = RuleId("DF555", "max-draft-len-missing", _E, SERVING_FAM
 DRAFT_PATH_KEY_UNREAD = RuleId("DF556", "draft-path-key-unread", _E, SERVING_FAMILY)
 DRAFT_PATH_MISSING = RuleId("DF557", "draft-path-missing", _E, SERVING_FAMILY)
 DECODING_TYPE_UNKNOWN = RuleId("DF558", "decoding-type-unknown", _E, SERVING_FAMILY)
+SERVE_SETTING_INVALID = RuleId("DF559", "serve-setting-invalid", _E, SERVING_FAMILY)
 NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _W, "norms")
 NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _W, "norms")
 NORM_OUTPUT_SEMANTICS_DIFFER = RuleId("DF603", "norm-output-semantics-differ", _W, "norms")
@@ -291,6 +292,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     DRAFT_PATH_KEY_UNREAD,
     DRAFT_PATH_MISSING,
     DECODING_TYPE_UNKNOWN,
+    SERVE_SETTING_INVALID,
     NORM_FLAG_IGNORED,
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_OUTPUT_SEMANTICS_DIFFER,

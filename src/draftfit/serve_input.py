@@ -14,6 +14,7 @@ read are kept in `ignored_flags`; a malformed value is a
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -296,6 +297,8 @@ def _value(target: FlagTarget, value: Any, what: str) -> Any:
         return None
     if isinstance(value, (dict, list)):
         raise UsageError(f"{what}: expected a single value, got {shown(value)}")
+    if isinstance(value, float) and not math.isfinite(value):  # JSON 1e999, YAML .inf
+        raise UsageError(f"{what}: expected a name or a number, got {shown(value)}")
     return str(value)
 
 
