@@ -89,7 +89,7 @@ def _method_known(b: BaseBuilder, s: ServeSettings) -> None:
 
 
 def _quantization_names(b: BaseBuilder, s: ServeSettings) -> None:
-    """A quantization setting that is not a method name (`-1`, `64`, `inf`)."""
+    """A quantization setting that is not a method name (`-1`, `64`)."""
     for field, pointer in (
         ("quantization", "/quantization"),
         ("draft_quantization", "/speculative_config/quantization"),

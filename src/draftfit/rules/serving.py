@@ -284,7 +284,7 @@ def serve_setting_invalid() -> None:
     - a vLLM `method` or SGLang `--speculative-algorithm` that is not one with which the
       release serves an EAGLE draft (the finding lists them and suggests the closest);
     - a `quantization` (the target's, or the draft's own) that is not a method name
-      (`-1`, `64`, `inf`);
+      (`-1`, `64`; a non-finite number is refused as a usage error);
     - a draft path (`model` in vLLM's speculative config, SGLang's
       `--speculative-draft-model-path`, TensorRT-LLM's `speculative_model_dir`) that exists
       here and is not a folder, such as `/dev/zero`.
