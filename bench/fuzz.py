@@ -9,7 +9,10 @@ non-UTF-8, quotes, duplicate keys; structure-aware edits of JSON values, of the 
 length prefix and header entries, and of pickle opcodes, including hostile globals and
 deeply nested keys), writes it into a draft folder and reads the folder with
 `load_checkpoint`. Every `--check-every`-th iteration also runs `check` (all engines),
-recipes, `diff` against the clean draft, `inspect` and `convert` planning on it.
+recipes, `diff` against the clean draft, `inspect` and `convert` planning on it. Every
+iteration also mutates one settings document (a `draftfit.toml`, a `--serve-config` JSON or
+YAML file or inline JSON, a `--serve-args` command; alias bombs, nesting, long numbers,
+surrogates, control characters) and reads it as draftfit does, from its own generator.
 
 A crash is any exception escaping those calls, or an iteration running past `--timeout`
 seconds; its signature is the exception type and the innermost draftfit frame. The script
@@ -124,6 +127,43 @@ PICKLE_SNIPPETS: list[bytes] = [
     b"s",
     b"u",
     b".",
+]
+
+
+# Settings documents (a draftfit.toml, a launch's JSON/YAML settings, a launch command), each
+# mutated with the byte mutators and these splices: alias bombs, nesting, long numbers,
+# surrogate escapes, non-finite numbers, symlink-looking and control-character values.
+SETTINGS_CLEAN: dict[str, bytes] = {
+    "draftfit.toml": b'select = ["DF"]\nignore = ["DF903"]\n\n[per-checkpoint-ignores]\n'
+    b'"drafts/*" = { DF3 = "trained before the fix" }\n',
+    "serve.json": b'{"tensor-parallel-size": 2, "quantization": "fp8", "speculative_config": '
+    b'{"method": "eagle3", "model": "draft", "num_speculative_tokens": 3}}',
+    "serve.yaml": b"speculative_config:\n  decoding_type: Eagle3\n  max_draft_len: 3\n"
+    b"  speculative_model_dir: draft\n  eagle3_layers_to_capture: [1, 2, -1]\ntp_size: 2\n",
+    "args": b"VLLM_ATTENTION_BACKEND=FLASHMLA vllm serve T -tp 2 --quantization fp8 "
+    b'--speculative-config \'{"method": "eagle3", "model": "draft"}\'',
+}
+SETTINGS_TOKENS: list[bytes] = [
+    b"a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+    b"e: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n",
+    b"r: &r [1, *r]\n",
+    b"<<: *a\n",
+    b"[" * 5000,
+    b"{a = " * 3000,
+    b"a." * 3000 + b"b = 1\n",
+    b"9" * 20_000,
+    b"1e999",
+    b"-1",
+    b".inf",
+    b'"\\ud800"',
+    b"\xff\xfe",
+    b"\x1b[31m",
+    b"\n::error::x\n",
+    b"method: bogus\n",
+    b"model: /dev/zero\n",
+    b"--extra_llm_api_options spec.yaml ",
+    b"--speculative-config '{\"method\": 1e999}' ",
 ]
 
 
@@ -298,6 +338,43 @@ def exercise(draft: Path, clean: Path, target_dir: Path, full: bool) -> None:
         plan.to_dict()
 
 
+def mutate_settings(rng: random.Random, data: bytes) -> bytes:
+    """Byte mutations of a settings document, with settings splices."""
+    if rng.random() < 0.5:
+        return mutate_bytes(rng, data)
+    at = rng.randrange(len(data) + 1)
+    return data[:at] + rng.choice(SETTINGS_TOKENS) + data[at:]
+
+
+def exercise_settings(folder: Path, name: str, data: bytes) -> None:
+    """Read one mutated settings document as draftfit does; a refusal (one line, exit 2)
+    is not a crash."""
+    from draftfit.config_file import load
+    from draftfit.serve_input import parse_serve_args, parse_serve_config
+
+    path = folder / name
+    path.write_bytes(data)
+    try:
+        if name == "draftfit.toml":
+            load(path).ignores_for(folder)
+            return
+        if name == "args":
+            settings = parse_serve_args(data.decode("utf-8", "surrogateescape"), [folder])
+        elif name == "serve.json" and data[:1] == b"{" and rng_inline(data):
+            settings = parse_serve_config(data.decode("utf-8", "surrogateescape"), [folder])
+        else:
+            settings = parse_serve_config(str(path), [folder])
+        settings.summary().encode("utf-8")
+        json.dumps(settings.to_dict()).encode("utf-8")
+    except DraftfitError:
+        pass
+
+
+def rng_inline(data: bytes) -> bool:
+    """Whether a JSON settings document is also given inline (every other length)."""
+    return len(data) % 2 == 0
+
+
 def signature(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     ours = [f for f in frames if "draftfit" in f.filename] or frames
@@ -315,8 +392,26 @@ def run(iterations: int, start: int, save: Path | None, check_every: int, timeou
         target_dir = root / "target"
         work = root / "work"
         previous_kind = None
+        settings_rng = random.Random(start + 1)  # the checkpoint stream stays as it was
+        settings_dir = root / "settings"
+        settings_dir.mkdir()
         signal.signal(signal.SIGALRM, _alarm)
         for iteration in range(iterations):
+            name = settings_rng.choice(sorted(SETTINGS_CLEAN))
+            mutated_settings = mutate_settings(settings_rng, SETTINGS_CLEAN[name])
+            signal.alarm(timeout)
+            try:
+                exercise_settings(settings_dir, name, mutated_settings)
+            except (Exception, IterationTimeout, RecursionError, MemoryError) as exc:
+                key = signature(exc)
+                if key not in crashes:
+                    crashes[key] = (iteration, f"settings/{name}")
+                    print(f"crash at iteration {iteration} (settings/{name}): {key}", flush=True)
+                    if save is not None:
+                        save.mkdir(parents=True, exist_ok=True)
+                        (save / f"{len(crashes):03d}-settings-{name}").write_bytes(mutated_settings)
+            finally:
+                signal.alarm(0)
             kind, name, mutator = rng.choice(TARGETS)
             if kind != previous_kind:
                 shutil.rmtree(work, ignore_errors=True)

@@ -216,6 +216,17 @@ simple("st-20k-digit-offset", {"DF022"}, _edit_header(lambda h: _digits(h, "data
 simple("st-20k-digit-float", {"DF022"}, _edit_header(lambda h: _digits(h, "shape", [], "1.")))
 
 
+def _lone_surrogate_name(header: dict[str, object]) -> bytes:
+    """The header with its first tensor renamed to end in `\\ud800` (a lone surrogate
+    escape: Python's decoder accepts it, it is not Unicode text)."""
+    name = sorted(k for k in header if k != "__metadata__")[0]
+    header[name + "\ud800"] = header.pop(name)
+    return json.dumps(header).encode()  # ensure_ascii writes the escape
+
+
+simple("st-lone-surrogate-name", {"DF004"}, _edit_header(_lone_surrogate_name), full=True)
+
+
 def _digits(header: dict[str, object], key: str, before: list[int], prefix: str = "") -> bytes:
     """The header with the first entry's `key` holding a 20,000-digit number."""
     entry = _first(header)
@@ -404,6 +415,12 @@ simple(
     _config_edit(lambda t: t.replace('"hidden_size": 64', '"hidden_size": NaN')),
     full=True,
     may_convert=True,
+)
+simple(
+    "cfg-lone-surrogate",
+    {"DF017"},
+    _config_edit(lambda t: t.replace('"model_type": "llama"', '"model_type": "ll\\ud800ama"')),
+    full=True,
 )
 simple("cfg-huge-file", {"DF022"}, _sparse(CFG, 40 * 1024 * 1024, b'{"a": "'), full=True)
 simple("cfg-is-directory", {"DF001"}, _replace_node(CFG, "dir"), full=True)

@@ -1,4 +1,6 @@
-"""Every config field draftfit reads, set to every JSON type: no crash, and a coded finding.
+"""Every config field draftfit reads, set to every JSON type and to values outside its domain
+(zero for a positive count, `"7"` for a dtype or model type name): no crash, and a coded
+finding.
 
 The fields come from the code itself (an AST scan of the modules that read config) and
 from the schema table; the scan fails the test when code reads a config key the table does
@@ -27,9 +29,11 @@ from draftfit.config_schema import (
     DICT,
     DICT_LIST,
     DRAFT_SCHEMA,
+    DTYPE_NAME,
     INT_LIST,
     LAYER_ID_LIST,
     LAYER_SCHEMA,
+    MODEL_TYPE_NAME,
     NONNEG_INT,
     POS_INT,
     POS_NUMBER,
@@ -154,18 +158,24 @@ SAMPLES: list[tuple[str, object]] = [
     ("int-list", [1, 2]),
     ("dict", {"a": 1}),
     ("dict-list", [{"a": 1}]),
+    # Value domains, not only JSON types: zero, and names engines know.
+    ("zero", 0),
+    ("dtype-name", "float16"),
+    ("type-name", "qwen2_moe"),
 ]
 # Which samples each kind accepts, written out by hand (not computed by draftfit).
 ACCEPTS: dict[str, set[str]] = {
     POS_INT: set(),
-    NONNEG_INT: set(),
+    NONNEG_INT: {"zero"},
     POS_NUMBER: {"float", "huge"},  # 1e30 is odd but a number every engine reads
     BOOL: {"bool"},
-    STR: {"string"},
+    STR: {"string", "dtype-name", "type-name"},
+    DTYPE_NAME: {"dtype-name"},  # "7" names no dtype
+    MODEL_TYPE_NAME: {"dtype-name", "type-name"},  # "float16" is a name; "7" is not
     STR_LIST: set(),
     INT_LIST: {"int-list"},
     LAYER_ID_LIST: {"int-list"},
-    TOKEN_IDS: {"int-list"},
+    TOKEN_IDS: {"int-list", "zero"},
     DICT: {"dict"},
     DICT_LIST: {"dict-list"},
     ANY: {label for label, _ in SAMPLES},

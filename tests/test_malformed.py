@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from tests.malformed import CASES, Case
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 60
+SCALE = float(os.environ.get("DRAFTFIT_TEST_TIMEOUT_SCALE", "1"))
 # Run in the case's interpreter: each command through the CLI's main, capturing its output.
 DRIVER = r"""
 import contextlib, io, json, sys, time
@@ -238,3 +240,117 @@ def test_named_paths_fail_in_one_line(tmp_path: Path) -> None:
             argv,
             proc.stderr,
         )
+
+
+# A YAML "billion laughs": 520 bytes naming 9**9 values through nested aliases.
+BILLION_LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{name}: &{name} [{', '.join([f'*{before}'] * 9)}]\n"
+    for before, name in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+def _settings_inputs(tmp_path: Path, draft: Path) -> dict[str, list[str]]:
+    """Settings documents past a cap, each as the command that reads it."""
+    d = str(draft)
+    files = {
+        "deep.yaml": "a: " + "[" * 100_000 + "]" * 100_000 + "\n",
+        "digits.yaml": "num_speculative_tokens: " + "9" * 100_000 + "\n",
+        "laughs.yaml": BILLION_LAUGHS + "num_speculative_tokens: *i\n",
+        "merge.yaml": BILLION_LAUGHS + "speculative_config:\n  <<: *i\n",
+        "recursive.yaml": "a: &a [1, *a]\n",
+        "spec.yaml": BILLION_LAUGHS + "speculative_config: {decoding_type: Eagle3}\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    settings = {
+        "utf8": b'select = ["DF"]\n\xff\xfe = 1\n',
+        "deep": b"a = " + b"[" * 100_000 + b"]" * 100_000 + b"\n",
+        "inline-deep": b"a = " + b"{b = " * 100_000 + b"1" + b"}" * 100_000 + b"\n",
+        "dotted-deep": b"a" + b".a" * 100_000 + b" = 1\n",
+        "digits": b"a = " + b"9" * 100_000 + b"\n",
+    }
+    runs: dict[str, list[str]] = {}
+    for name, body in settings.items():
+        folder = tmp_path / f"settings-{name}"
+        shutil.copytree(draft, folder)
+        (folder / "draftfit.toml").write_bytes(body)
+        runs[f"draftfit.toml {name}"] = ["check", str(folder)]
+    big = tmp_path / "settings-big"
+    shutil.copytree(draft, big)
+    with (big / "pyproject.toml").open("wb") as handle:
+        handle.truncate(100 * 1024 * 1024)  # sparse: 100 MB that cost no disk
+    runs["pyproject.toml 100 MB"] = ["check", str(big)]
+    for name in files:
+        runs[name] = ["check", d, "--serve-config", name]
+    runs["trtllm options alias bomb"] = [
+        "check",
+        d,
+        "--serve-args",
+        "trtllm-serve T --extra_llm_api_options spec.yaml",
+    ]
+    runs["1e999"] = ["check", d, "--serve-config", '{"num_speculative_tokens": 1e999}']
+    runs["quantization 1e999 in args"] = ["check", d, "--serve-args", "vllm serve T -tp 1e999"]
+    runs["surrogate setting"] = ["check", d, "--serve-config", '{"method": "\\ud800"}']
+    runs["surrogate key"] = ["check", d, "--serve-config", '{"\\udfff": 1}']
+    runs["hf control"] = ["check", "hf://org/na\x01me"]
+    runs["hf newline"] = ["check", "hf://org/name\n::error::x"]
+    runs["hf target control"] = ["check", d, "--target", "hf://org/name@ma\x1bin"]
+    return runs
+
+
+def test_settings_inputs_fail_in_one_line(tmp_path: Path) -> None:
+    """Settings files, launch settings and Hub ids past a cap or not text (invalid UTF-8,
+    100k-deep TOML and YAML, 100k-digit integers, alias bombs, 1e999, lone surrogates,
+    control characters): one line on stderr naming the input, exit 2, never an internal
+    error or a hang."""
+    draft = f.specforge().write(tmp_path / "draft")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DRAFTFIT_DEBUG": ""}
+    env["HF_HUB_OFFLINE"] = "1"
+    failures = []
+    for label, argv in _settings_inputs(tmp_path, draft).items():
+        proc = subprocess.run(
+            [sys.executable, "-m", "draftfit", *argv],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S * SCALE,
+            env=env,
+            cwd=tmp_path,
+        )
+        one_line = proc.stderr.count("\n") == 1 and proc.stderr.startswith("draftfit: error:")
+        if proc.returncode != 2 or not one_line or "internal error" in proc.stderr:
+            failures.append((label, proc.returncode, proc.stderr[-500:]))
+    assert failures == []
+
+
+def test_serve_config_symlink_outside_is_refused(tmp_path: Path) -> None:
+    """`--serve-config` through a symlink that leaves the current folder, the draft and the
+    target is refused without quoting the file; one into the draft's folder is read."""
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    work.mkdir()
+    outside.mkdir()
+    draft = f.specforge().write(tmp_path / "draft")
+    (outside / "shadow").write_text("root: $6$hunter2\nnum_speculative_tokens: 3\n")
+    (work / "spec.yaml").symlink_to(outside / "shadow")
+    (work / "conf").symlink_to(outside)
+    (draft / "launch.yaml").write_text("method: eagle3\nnum_speculative_tokens: 3\n")
+    (work / "launch.yaml").symlink_to(draft / "launch.yaml")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DRAFTFIT_DEBUG": ""}
+
+    def run(config: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "draftfit", "check", str(draft), "--serve-config", config],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S * SCALE,
+            env=env,
+            cwd=work,
+        )
+
+    for config in ("spec.yaml", "conf/shadow"):
+        proc = run(config)
+        assert proc.returncode == 2, proc.stderr
+        assert "symlink" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+        assert "hunter2" not in proc.stdout + proc.stderr
+    inside = run("launch.yaml")
+    assert inside.returncode in (0, 1), inside.stderr
+    assert "num_speculative_tokens=3" in inside.stdout

@@ -620,3 +620,60 @@ def test_the_method_the_launch_names_is_the_one_checked(tmp_path: Path) -> None:
         draft, target, ["vllm==0.34.0"], serve_args=sglang + " --speculative-algorithm EAGLE"
     )
     assert "DF107" not in _codes(other)
+
+
+# ---------------------------------------------------------------- DF559: values, not types
+
+
+def _df559(report: Any) -> list[str]:
+    return [x.message for x in report.findings if x.code == "DF559"]
+
+
+def test_unknown_method_names_the_known_ones_with_a_guess(tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    bogus = _df559(draftfit.check(draft, serve_config='{"method": "bogus"}'))
+    assert len(bogus) == 1 and "`eagle3`" in bogus[0] and "`eagle`" in bogus[0], bogus
+    typo = _df559(draftfit.check(draft, serve_config='{"method": "eagle-3"}'))
+    assert "Did you mean `eagle3`?" in typo[0], typo
+    sglang = "python -m sglang.launch_server --model T --speculative-algorithm EAGEL3"
+    report = draftfit.check(draft, engines=["sglang"], serve_args=sglang)
+    assert "Did you mean `EAGLE3`?" in _df559(report)[0]
+    assert any(e.verdict != "compatible" for e in report.engines)
+    for good in ('{"method": "eagle3"}', '{"method": "EAGLE3"}'):
+        assert _df559(draftfit.check(draft, serve_config=good)) == []
+
+
+def test_quantization_and_draft_path_values_are_checked(tmp_path: Path) -> None:
+    draft = f.specforge().write(tmp_path / "draft")
+    device_like = tmp_path / "weights.bin"
+    device_like.write_bytes(b"\0" * 16)
+    for config in (
+        '{"method": "eagle3", "quantization": "-1"}',
+        '{"method": "eagle3", "quantization": -1}',
+        json.dumps({"method": "eagle3", "model": str(device_like)}),
+    ):
+        found = _df559(draftfit.check(draft, serve_config=config))
+        assert len(found) == 1, (config, found)
+    with pytest.raises(UsageError, match="quantization: expected a name or a number, got inf"):
+        draftfit.check(draft, serve_config='{"method": "eagle3", "quantization": 1e999}')
+    fine = json.dumps({"method": "eagle3", "model": str(draft), "quantization": "fp8"})
+    assert _df559(draftfit.check(draft, serve_config=fine)) == []
+    elsewhere = json.dumps({"method": "eagle3", "model": "/models/on/the/server"})
+    assert _df559(draftfit.check(draft, serve_config=elsewhere)) == []
+
+
+def test_values_in_messages_are_bounded(tmp_path: Path) -> None:
+    """A huge or nested value is described, not printed whole; keys that do not look like
+    setting names are not listed, and at most 20 are."""
+    long = "x" * 100_000
+    with pytest.raises(UsageError) as caught:
+        parse_serve_config(json.dumps({"num_speculative_tokens": long}))
+    assert len(str(caught.value)) < 300
+    with pytest.raises(UsageError) as caught:
+        parse_serve_config(json.dumps({"speculative_config": {"method": [list(range(50_000))]}}))
+    assert len(str(caught.value)) < 300
+    keys = {f"extra_{i}": 1 for i in range(30)} | {"root:$6$secret": 1, "a b": 2}
+    settings = parse_serve_config(json.dumps({"method": "eagle3", **keys}))
+    assert len(settings.ignored_flags) == 21
+    assert settings.ignored_flags[-1] == "(12 more not shown)"
+    assert not any("secret" in name or " " in name for name in settings.ignored_flags[:-1])

@@ -52,7 +52,7 @@ def check(
     from draftfit.checker import check_path
     from draftfit.serve_input import settings_from
 
-    serve = settings_from(serve_config, serve_args)
+    serve = settings_from(serve_config, serve_args, _roots(draft, target))
     report = check_path(
         draft, target=target, engines=engines, method=method, values=values, serve=serve
     )
@@ -86,7 +86,7 @@ def diff(
         target=target,
         method=method,
         values=values,
-        serve=settings_from(serve_config, serve_args),
+        serve=settings_from(serve_config, serve_args, _roots(draft, reference, target)),
     )
 
 
@@ -105,7 +105,7 @@ def matrix(
     from draftfit.serve_input import settings_from
     from draftfit.sources import open_checkpoint, open_target
 
-    serve = settings_from(serve_config, serve_args)
+    serve = settings_from(serve_config, serve_args, _roots(draft, target))
     checkpoint = open_checkpoint(draft)
     target_checkpoint = open_target(target) if target is not None else None
     return build_matrix(checkpoint, target_checkpoint, method=method, values=values, serve=serve)
@@ -143,3 +143,8 @@ def convert(
 
 
 __all__ = ["check", "convert", "diff", "matrix"]
+
+
+def _roots(*paths: str | Path | None) -> list[str | Path]:
+    """The checkpoints named, where a settings file reached through a symlink may lie."""
+    return [path for path in paths if path is not None]

@@ -184,13 +184,16 @@ def expand_drafts(arguments: Sequence[str]) -> list[str]:
 
 
 def _serve(args: argparse.Namespace) -> ServeSettings | None:
-    """The launch's settings from `--serve-config` / `--serve-args` (read before any draft;
-    their reader loads only when one is given)."""
+    """The launch's settings from `--serve-config` / `--serve-args` (read before any draft);
+    a settings file reached through a symlink may lie in the drafts' and target's folders."""
     if args.serve_config is None and args.serve_args is None:
         return None
     from draftfit.serve_input import settings_from
 
-    return settings_from(args.serve_config, args.serve_args)
+    drafts = args.draft if isinstance(args.draft, list) else [args.draft]
+    named = [*drafts, getattr(args, "reference", None), getattr(args, "target", None)]
+    roots = [str(path) for path in named if path]
+    return settings_from(args.serve_config, args.serve_args, roots)
 
 
 def run_check(args: argparse.Namespace) -> int:

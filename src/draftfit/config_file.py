@@ -29,7 +29,8 @@ checkpoint, in the current directory) and walks up through its parents:
 
 Selectors are a code (`DF108`), a code prefix (`DF1`, `DF` for every rule, or `ALL`) or a
 rule name (`method-mismatch`). The file is only read: TOML is parsed with tomllib (tomli on
-Python 3.10), never executed.
+Python 3.10), never executed, under the caps of every settings document (1 MiB, nesting,
+number length: :mod:`draftfit.settings_text`).
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from draftfit.checkpoint.access import read_regular
 from draftfit.errors import UsageError
+from draftfit.settings_text import MAX_SETTINGS_BYTES, load_toml
 
 DRAFTFIT_TOML = "draftfit.toml"
 REPOSITORY_MARKERS = (".git", ".hg")
@@ -187,19 +190,13 @@ def load(path: Path) -> FileSettings:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    """The tables of a settings file (tomllib loads only when a settings file is found)."""
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+    """The TOML in `path`, read bounded (a regular file of at most MAX_SETTINGS_BYTES, its
+    nesting, numbers and strings capped: :func:`draftfit.settings_text.load_toml`)."""
     try:
-        with path.open("rb") as handle:
-            data: dict[str, Any] = tomllib.load(handle)
-            return data
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path} is not valid TOML: {exc}") from None
+        data = read_regular(path, MAX_SETTINGS_BYTES)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: cannot read it ({exc})") from None
+    return load_toml(data, str(path))
 
 
 def _pyproject_table(path: Path) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,9 @@ INT_LIST = "list of non-negative integers"
 LAYER_ID_LIST = "list of integers"
 TOKEN_IDS = "non-negative integer or list of them"
 DICT = "object"
+# Value domains of string fields: a string that names nothing the engines know.
+DTYPE_NAME = "dtype name (bfloat16, float16, float32, ...)"
+MODEL_TYPE_NAME = "model type name (letters, digits, `_`, `-`: llama, qwen2_moe, ...)"
 DICT_LIST = "list of objects"
 ANY = "any value"  # read only as a container of further fields, when it is an object
 
@@ -63,6 +67,43 @@ class Expect:
     crash: bool = True
     read_by: str = "every engine"
     children: Mapping[str, Expect] | None = field(default=None, compare=False)
+
+
+# What `torch_dtype` / `dtype` may name: the `torch.<name>` dtypes transformers looks up
+# (`getattr(torch, name)`), and `auto` (the weights' own dtype).
+TORCH_DTYPE_NAMES = frozenset(
+    (
+        "auto",
+        "float32",
+        "float",
+        "float16",
+        "half",
+        "bfloat16",
+        "float64",
+        "double",
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "float4_e2m1fn_x2",
+        "int8",
+        "uint8",
+        "int16",
+        "short",
+        "int32",
+        "int",
+        "int64",
+        "long",
+        "uint16",
+        "uint32",
+        "uint64",
+        "bool",
+    )
+)
+# A model type is a registry key of transformers (`llama`, `qwen2_moe`, `gpt-oss` styles):
+# `"64"` or `"Llama 3"` names no config class.
+_MODEL_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 
 
 def _int(value: Any) -> bool:
@@ -88,6 +129,10 @@ def matches(kind: str, value: Any) -> bool:
         return isinstance(value, bool)
     if kind == STR:
         return isinstance(value, str)
+    if kind == DTYPE_NAME:
+        return isinstance(value, str) and value.removeprefix("torch.") in TORCH_DTYPE_NAMES
+    if kind == MODEL_TYPE_NAME:
+        return isinstance(value, str) and _MODEL_TYPE.fullmatch(value) is not None
     if kind == STR_LIST:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if kind == INT_LIST:
@@ -108,7 +153,7 @@ _FLAG = "every engine (read as true/false)"
 
 # Fields of the draft's decoder layer: top level, `transformer_layer_config` or `model`.
 LAYER_SCHEMA: dict[str, Expect] = {
-    "model_type": Expect(STR, read_by="every engine (picks the layer class)"),
+    "model_type": Expect(MODEL_TYPE_NAME, read_by="every engine (picks the layer class)"),
     "hidden_size": Expect(POS_INT, read_by=_SHAPE),
     "num_attention_heads": Expect(POS_INT, read_by=_SHAPE),
     "num_key_value_heads": Expect(POS_INT, nullable=True, read_by=_SHAPE),
@@ -196,8 +241,8 @@ DRAFT_SCHEMA: dict[str, Expect] = {
     "use_aux_norm": Expect(BOOL, crash=False, read_by="SGLang (read as true/false)"),
     "norm_output": Expect(BOOL, crash=False, read_by=_FLAG),
     "bias": Expect(BOOL, crash=False, read_by="SGLang, TensorRT-LLM (`fc` bias)"),
-    "torch_dtype": Expect(STR, nullable=True, read_by="every engine (weight dtype)"),
-    "dtype": Expect(STR, nullable=True, read_by="every engine (weight dtype)"),
+    "torch_dtype": Expect(DTYPE_NAME, nullable=True, read_by="every engine (weight dtype)"),
+    "dtype": Expect(DTYPE_NAME, nullable=True, read_by="every engine (weight dtype)"),
     "eagle_aux_hidden_state_layer_ids": Expect(LAYER_ID_LIST, nullable=True, read_by=_AUX),
     "eagle_config": Expect(
         DICT, nullable=True, read_by="vLLM, SGLang, TensorRT-LLM", children=EAGLE_CONFIG_SCHEMA
@@ -220,7 +265,7 @@ DRAFT_SCHEMA: dict[str, Expect] = {
 
 _TARGET = "every engine (verifier config)"
 TARGET_TEXT_SCHEMA: dict[str, Expect] = {
-    "model_type": Expect(STR, read_by="vLLM (EAGLE-3 allow-list)"),
+    "model_type": Expect(MODEL_TYPE_NAME, read_by="vLLM (EAGLE-3 allow-list)"),
     "architectures": Expect(STR_LIST, read_by="every engine (verifier class)"),
     "hidden_size": Expect(POS_INT, read_by=_TARGET),
     "num_hidden_layers": Expect(POS_INT, read_by=_TARGET),

@@ -21,6 +21,7 @@ import errno
 import logging
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -62,12 +63,25 @@ class HubRef:
         return PREFIX + self.repo_id + (f"@{self.revision}" if self.revision else "")
 
 
+# The Hub's own rule for an owner or a repository name (what huggingface_hub validates
+# before any request; no `--` or `..` either), and a revision: a branch, tag or commit,
+# printable with no space.
+_HUB_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")
+_REVISION = re.compile(r"[^\x00-\x20\x7f]{1,256}")
+
+
 def parse_hub_reference(text: str) -> HubRef:
     body = text[len(PREFIX) :] if text.startswith(PREFIX) else text
     repo, _, revision = body.partition("@")
     parts = repo.strip("/").split("/")
-    if len(parts) != 2 or not all(parts):
-        raise HubAccessError(f"{text}: expected hf://OWNER/NAME[@REVISION]")
+    named = len(parts) == 2 and all(
+        _HUB_NAME.fullmatch(part) and "--" not in part and ".." not in part for part in parts
+    )
+    if not named or (revision and not _REVISION.fullmatch(revision)):
+        shown = ascii(text[:200])[1:-1]
+        raise HubAccessError(
+            f"{shown}: expected hf://OWNER/NAME[@REVISION] (letters, digits, '-', '_', '.')"
+        )
     return HubRef("/".join(parts), revision or None)
 
 

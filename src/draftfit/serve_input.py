@@ -14,9 +14,9 @@ read are kept in `ignored_flags`; a malformed value is a
 
 from __future__ import annotations
 
-import json
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,19 +39,31 @@ from draftfit.serve_flags import (
     vllm_flag,
 )
 from draftfit.serve_settings import ServeSettings
+from draftfit.settings_text import (
+    MAX_SETTINGS_BYTES,
+    clip,
+    decode_utf8,
+    load_yaml,
+    shown,
+)
 
 
 def settings_from(
-    serve_config: str | None = None, serve_args: str | None = None
+    serve_config: str | None = None,
+    serve_args: str | None = None,
+    roots: Sequence[str | Path] = (),
 ) -> ServeSettings | None:
     """The settings from `--serve-config` and/or `--serve-args` (None when neither is given).
 
     Both may describe one vLLM launch: the config's values then complete the command's.
+    `roots` (the draft and target folders) are where, besides the current folder, a
+    settings file reached through a symlink may lie.
     """
-    from_args = parse_serve_args(serve_args) if serve_args is not None else None
-    from_config = parse_serve_config(serve_config) if serve_config is not None else None
+    from_args = _serve_args(serve_args, roots) if serve_args is not None else None
+    from_config = _serve_config(serve_config, roots) if serve_config is not None else None
     if from_args is None or from_config is None:
-        return from_args or from_config
+        given = from_args or from_config
+        return _listed(given) if given is not None else None
     if from_args.engine != from_config.engine:
         raise UsageError(
             f"--serve-args is a {from_args.engine} launch but --serve-config holds "
@@ -62,19 +74,20 @@ def settings_from(
         for name, value in from_config.given().items()
         if getattr(from_args, name) is None or name in SPEC_CONFIG_FIELDS
     }
-    return replace(
-        from_args,
-        given_by="--serve-args and --serve-config",
-        ignored_flags=from_args.ignored_flags + from_config.ignored_flags,
-        **merged,
+    return _listed(
+        replace(
+            from_args,
+            given_by="--serve-args and --serve-config",
+            ignored_flags=from_args.ignored_flags + from_config.ignored_flags,
+            **merged,
+        )
     )
 
 
 # ----------------------------------------------------------------------------- --serve-config
 
-# A launch's settings file is a few hundred bytes; 1 MB leaves room for comments and a long
-# speculative config while refusing a device, a FIFO or a huge file without reading it all.
-MAX_SERVE_CONFIG_BYTES = 1024 * 1024
+# A launch's settings file: the cap of every settings document.
+MAX_SERVE_CONFIG_BYTES = MAX_SETTINGS_BYTES
 
 # Settings only a speculative config gives (they win when both inputs give them).
 SPEC_CONFIG_FIELDS = frozenset(
@@ -82,10 +95,14 @@ SPEC_CONFIG_FIELDS = frozenset(
 )
 
 
-def parse_serve_config(text: str) -> ServeSettings:
+def parse_serve_config(text: str, roots: Sequence[str | Path] = ()) -> ServeSettings:
     """vLLM or TensorRT-LLM settings from a JSON string or a JSON/YAML file (see the module
-    docstring)."""
-    data = _load_mapping(text)
+    docstring); `roots` as for :func:`settings_from`."""
+    return _listed(_serve_config(text, roots))
+
+
+def _serve_config(text: str, roots: Sequence[str | Path]) -> ServeSettings:
+    data = _load_mapping(text, roots)
     if is_trtllm_options(data):
         return trtllm_options(data, ServeSettings("trtllm", "--serve-config"), "")
     keys = {_key(k) for k in data}
@@ -98,33 +115,70 @@ def parse_serve_config(text: str) -> ServeSettings:
     return _vllm_engine_args(data, "--serve-config")
 
 
-def _load_mapping(text: str) -> Mapping[str, Any]:
+def _load_mapping(text: str, roots: Sequence[str | Path]) -> Mapping[str, Any]:
     stripped = text.strip()
     if stripped.startswith(("{", "[")):
         return _json_object(stripped, "--serve-config")
-    return _load_file(text, f"--serve-config {text}", "give a file or an inline JSON object")
+    return _load_file(
+        text, f"--serve-config {clip(text)}", "give a file or an inline JSON object", roots
+    )
 
 
-def _load_file(name: str, what: str, hint: str) -> Mapping[str, Any]:
+def _load_file(
+    name: str, what: str, hint: str, roots: Sequence[str | Path] = ()
+) -> Mapping[str, Any]:
     """The mapping in the JSON/YAML file `name`, read bounded (a regular file, at most
-    MAX_SERVE_CONFIG_BYTES); `what` names it in errors."""
+    MAX_SERVE_CONFIG_BYTES, reached through a symlink only inside the current folder, the
+    draft or the target: see :func:`_refuse_foreign_link`); `what` names it in errors."""
     path = Path(name)
+    _refuse_foreign_link(path, what, roots)
     try:
-        body = read_regular(path, MAX_SERVE_CONFIG_BYTES).decode("utf-8")
+        data = read_regular(path, MAX_SERVE_CONFIG_BYTES)
     except FileNotFoundError:
         raise UsageError(f"{what}: no such file ({hint})") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, ValueError) as exc:
         raise UsageError(f"{what}: cannot read it ({exc})") from None
+    body = decode_utf8(data, what)
     if path.suffix.lower() == ".json" or body.lstrip().startswith("{"):
         return _json_object(body, what)
     return _yaml_object(body, what)
 
 
+def _refuse_foreign_link(path: Path, what: str, roots: Sequence[str | Path]) -> None:
+    """Refuse a settings file reached through a symlink (the file or a folder on its
+    path) that ends outside the current folder's tree, the draft and the target: a
+    symlink committed next to a launch's settings must not make draftfit read (and quote)
+    a file elsewhere on the machine, such as `/etc/shadow`."""
+    steps = [path, *path.parents] if path.is_absolute() else [path, *path.parents][:-1]
+    if not any(step.is_symlink() for step in steps):
+        return
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return  # a dangling link or a loop: reading it reports the error
+    allowed = [Path.cwd(), *(Path(root) for root in roots if not _is_hub(root))]
+    for root in allowed:
+        try:
+            if real.is_relative_to(root.resolve()):
+                return
+        except (OSError, RuntimeError):
+            continue
+    raise UsageError(
+        f"{what}: a symlink to a file outside the current folder, the draft and the target; "
+        "give the file itself"
+    )
+
+
+def _is_hub(root: str | Path) -> bool:
+    text = str(root)
+    return text.startswith("hf://") or (not Path(text).exists() and text.count("/") == 1)
+
+
 def _json_object(text: str, what: str) -> Mapping[str, Any]:
     try:
-        data = parse_json(text.encode("utf-8")).value
+        data = parse_json(text.encode("utf-8", "surrogatepass")).value
     except JsonSyntaxError as exc:
-        raise UsageError(f"{what}: not valid JSON ({exc.detail})") from None
+        raise UsageError(f"{what}: not valid JSON ({clip(exc.detail, 160)})") from None
     except JsonLimitError as exc:
         raise UsageError(f"{what}: {exc}") from None
     if not isinstance(data, dict):
@@ -133,15 +187,7 @@ def _json_object(text: str, what: str) -> Mapping[str, Any]:
 
 
 def _yaml_object(text: str, what: str) -> Mapping[str, Any]:
-    try:
-        import yaml  # type: ignore[import-untyped]
-    except ImportError:
-        raise UsageError(f"{what}: reading YAML needs PyYAML (pip install pyyaml)") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        problem = str(exc).replace("\n", " ")
-        raise UsageError(f"{what}: not valid YAML ({problem})") from None
+    data = load_yaml(text, what)
     if not isinstance(data, dict):
         raise UsageError(f"{what}: expected a mapping of settings, got {type(data).__name__}")
     return data
@@ -239,17 +285,7 @@ def trtllm_options(data: Mapping[str, Any], base: ServeSettings, what: str) -> S
 def _value(target: FlagTarget, value: Any, what: str) -> Any:
     """`value` as the field's type; a malformed one is a usage error."""
     if target.kind == "int":
-        if isinstance(value, bool):
-            raise UsageError(f"{what}: expected an integer, got {value!r}")
-        try:
-            number = int(value)
-        except (TypeError, ValueError):
-            raise UsageError(f"{what}: expected an integer, got {value!r}") from None
-        if isinstance(value, float) and value != number:
-            raise UsageError(f"{what}: expected an integer, got {value!r}")
-        if number < 1:
-            raise UsageError(f"{what}: expected a positive integer, got {value!r}")
-        return number
+        return _integer(value, what)
     if target.kind == "int-list":
         return _int_list(value, what)
     if target.kind == "off-when-true":  # --enforce-eager: CUDA graphs off
@@ -259,35 +295,81 @@ def _value(target: FlagTarget, value: Any, what: str) -> Any:
     if value is None:
         return None
     if isinstance(value, (dict, list)):
-        raise UsageError(f"{what}: expected a single value, got {json.dumps(value)}")
+        raise UsageError(f"{what}: expected a single value, got {shown(value)}")
+    if isinstance(value, float) and not math.isfinite(value):  # JSON 1e999, YAML .inf
+        raise UsageError(f"{what}: expected a name or a number, got {shown(value)}")
     return str(value)
+
+
+def _integer(value: Any, what: str) -> int:
+    """A positive integer as written (`4`, `4.0`, `"4"`); anything else (a fraction, a
+    string that is not a number, an infinite or 100k-digit number) is a usage error."""
+    if isinstance(value, bool):
+        raise UsageError(f"{what}: expected an integer, got {shown(value)}")
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise UsageError(f"{what}: expected an integer, got {shown(value)}") from None
+    if isinstance(value, float) and value != number:
+        raise UsageError(f"{what}: expected an integer, got {shown(value)}")
+    if number < 1:
+        raise UsageError(f"{what}: expected a positive integer, got {shown(value)}")
+    return number
 
 
 def _int_list(value: Any, what: str) -> tuple[int, ...]:
     """A list of layer ids (integers, -1 allowed), as written."""
     if not isinstance(value, (list, tuple)) or not value:
-        raise UsageError(f"{what}: expected a non-empty list of layer ids, got {value!r}")
-    if any(isinstance(item, bool) or not isinstance(item, int) for item in value):
-        raise UsageError(f"{what}: expected integer layer ids, got {value!r}")
+        raise UsageError(f"{what}: expected a non-empty list of layer ids, got {shown(value)}")
+    bad = [item for item in value if isinstance(item, bool) or not isinstance(item, int)]
+    if bad:
+        raise UsageError(f"{what}: expected integer layer ids, got {shown(bad[0])}")
     return tuple(value)
 
 
 def _boolean(value: Any, what: str) -> bool:
     if isinstance(value, bool):
         return value
-    text = str(value).strip().lower()
+    text = str(value).strip().lower() if isinstance(value, (str, int, float)) else ""
     if text in ("true", "1", "yes", "on"):
         return True
     if text in ("false", "0", "no", "off"):
         return False
-    raise UsageError(f"{what}: expected true or false, got {value!r}")
+    raise UsageError(f"{what}: expected true or false, got {shown(value)}")
+
+
+# Keys and flags listed as not read: only what looks like a setting's name (a file that is
+# not settings at all must not be echoed), at most MAX_LISTED, each cut at SHOWN_CHARS.
+_SETTING_NAME = re.compile(r"-{0,2}[A-Za-z_][A-Za-z0-9_.-]*")
+MAX_LISTED = 20
+
+
+def _listed(settings: ServeSettings) -> ServeSettings:
+    """`settings` with its not-read keys reduced to what may be shown (see _SETTING_NAME)."""
+    names = [name for name in settings.ignored_flags if _SETTING_NAME.fullmatch(name)]
+    shown_names = [clip(name) for name in names[:MAX_LISTED]]
+    left_out = len(settings.ignored_flags) - len(shown_names)
+    if left_out:
+        shown_names.append(f"({left_out} more not shown)")
+    return replace(settings, ignored_flags=tuple(shown_names))
 
 
 # ------------------------------------------------------------------------------ --serve-args
 
 
-def parse_serve_args(text: str) -> ServeSettings:
-    """Settings from a launch command or its flags (see the module docstring)."""
+def parse_serve_args(text: str, roots: Sequence[str | Path] = ()) -> ServeSettings:
+    """Settings from a launch command or its flags (see the module docstring); `roots` as
+    for :func:`settings_from`."""
+    return _listed(_serve_args(text, roots))
+
+
+def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(
+            f"--serve-args: not UTF-8 text (\\u{ord(text[exc.start]):04x} at {exc.start})"
+        ) from None
     try:
         import shlex  # here, not at import: only a launch command is split
 
@@ -346,8 +428,8 @@ def parse_serve_args(text: str) -> ServeSettings:
         values[target.field] = _value(target, True if value is None else value, what)
     settings = ServeSettings(engine, "--serve-args", **values, ignored_flags=tuple(ignored))
     if options is not None:
-        what = f"--serve-args: {options[0]} {options[1]}"
-        data = _load_file(options[1], what, "the path is read from the current directory")
+        what = f"--serve-args: {options[0]} {clip(options[1])}"
+        data = _load_file(options[1], what, "the path is read from the current directory", roots)
         return trtllm_options(data, settings, what)
     if speculative is None:
         return settings

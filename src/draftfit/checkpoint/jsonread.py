@@ -34,6 +34,8 @@ from draftfit.checkpoint.model import Damage
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKETS = re.compile(rb"[^\[\]{}]+")
+# A `\uD800`-`\uDFFF` escape: a surrogate, which only a valid pair may write.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 class JsonLimitError(ValueError):
@@ -107,7 +109,30 @@ def parse_json(data: bytes, limits: JsonLimits = CONFIG_LIMITS) -> JsonDocument:
         raise JsonLimitError(f"it is nested more than {limits.max_depth} levels deep") from None
     except ValueError as exc:
         raise JsonSyntaxError(f"not valid JSON: {exc}", str(exc)) from None
+    if _SURROGATE_ESCAPE.search(data):
+        _refuse_lone_surrogates(value)
     return JsonDocument(value, tuple(duplicates))
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    """Raise :class:`JsonSyntaxError` when a string (key or value) holds a lone surrogate
+    (`"\\ud800"`): Python's decoder accepts it, but it is not Unicode text (the safetensors
+    reference reader refuses it) and no output could encode it. Walks without recursion;
+    only run when the bytes hold a surrogate escape."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                detail = f"a string holds \\u{ord(item[exc.start]):04x}, a lone surrogate"
+                raise JsonSyntaxError(f"not valid JSON: {detail}", detail) from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def _scan(data: bytes, limits: JsonLimits) -> None:

@@ -1,4 +1,4 @@
-"""What an engine version does with the launch's serving settings (DF550-DF558).
+"""What an engine version does with the launch's serving settings (DF550-DF559).
 
 Run by the view builder only when settings were given for this engine (`--serve-config`,
 `--serve-args`); each check reads the settings (:class:`~draftfit.serve_settings.ServeSettings`)
@@ -8,6 +8,9 @@ and the engine data, and emits an event tagged with the rule that reports it
 
 from __future__ import annotations
 
+import difflib
+import os
+import re
 from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
@@ -15,6 +18,7 @@ from draftfit.engines.draft_quant import read_draft_quant
 from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
 from draftfit.location import Location
+from draftfit.settings_text import clip
 from draftfit.spec import EAGLE3
 
 if TYPE_CHECKING:
@@ -29,6 +33,9 @@ ONLINE_QUANTIZATION = frozenset({"fp8"})
 
 def check_settings(b: BaseBuilder, settings: ServeSettings) -> None:
     """Emit the events for `settings` at the builder's engine version."""
+    _method_known(b, settings)
+    _quantization_names(b, settings)
+    _draft_path_is_folder(b, settings)
     if b.p.engine == "vllm":
         _vllm_draft_tp(b, settings)
         _vllm_pipeline_parallel(b, settings)
@@ -42,6 +49,80 @@ def check_settings(b: BaseBuilder, settings: ServeSettings) -> None:
         _trtllm_decoding_type(b, settings)
         _trtllm_max_draft_len(b, settings)
         _trtllm_draft_path(b, settings)
+
+
+# A quantization method's name (`fp8`, `awq_marlin`, `compressed-tensors`, `modelopt_fp4`).
+_METHOD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+
+
+def _eagle_names(b: BaseBuilder) -> list[str]:
+    """The method names with which this vLLM or SGLang release serves an EAGLE draft, as
+    the launch writes them (empty for TensorRT-LLM, whose names DF558 judges)."""
+    if b.p.engine == "vllm":
+        supported = (("eagle3", "eagle3_supported"), ("eagle", "eagle_supported"))
+        return [name for name, fact in supported if b.value(fact)]
+    if b.p.engine == "sglang":
+        return [str(item[0]) for item in b.value("algorithm_names") or [] if item]
+    return []
+
+
+def _method_known(b: BaseBuilder, s: ServeSettings) -> None:
+    """vLLM / SGLang: a method name that is not one of this release's EAGLE methods."""
+    known = _eagle_names(b)
+    named = s.method
+    if named is None or not known or named.strip().lower() in {k.lower() for k in known}:
+        return
+    flag = "--speculative-algorithm" if b.p.engine == "sglang" else "method"
+    close = difflib.get_close_matches(named.lower(), [k.lower() for k in known], n=1)
+    use = next((k for k in known if close and k.lower() == close[0]), known[0])
+    guess = f". Did you mean `{use}`?" if close else ""
+    listed = ", ".join(f"`{k}`" for k in known)
+    b.refuse(
+        rule_ids.SERVE_SETTING_INVALID,
+        f"`{flag}` is `{clip(named)}`, not a method with which {b.p.title} serves an EAGLE "
+        f"draft ({listed}): the launch is refused while its arguments are parsed, or runs "
+        f"another method, and the draft is not served as EAGLE{guess}",
+        _where(s, "/speculative_config/method" if b.p.engine == "vllm" else "/" + flag[2:]),
+        ("eagle3_supported", "eagle_supported") if b.p.engine == "vllm" else ("algorithm_names",),
+        fix=f"set `{flag}` to `{use}`",
+    )
+
+
+def _quantization_names(b: BaseBuilder, s: ServeSettings) -> None:
+    """A quantization setting that is not a method name (`-1`, `64`)."""
+    for field, pointer in (
+        ("quantization", "/quantization"),
+        ("draft_quantization", "/speculative_config/quantization"),
+    ):
+        value = getattr(s, field)
+        if value is None or _METHOD_NAME.fullmatch(value):
+            continue
+        b.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            f"`{pointer[1:]}` is `{clip(value)}`, which names no quantization method: "
+            f"{b.p.title} refuses it at start-up",
+            _where(s, pointer),
+            (),
+            fix="give a quantization method by name (`fp8`, `awq`, ...) or leave it out",
+        )
+
+
+def _draft_path_is_folder(b: BaseBuilder, s: ServeSettings) -> None:
+    """A draft path that exists here and is not a folder (a file, a device): no engine
+    loads a checkpoint from it. A path that does not exist here may be the serving
+    machine's or a Hub id, and is not judged."""
+    path = s.draft_model
+    if not path or not os.path.lexists(path) or os.path.isdir(path):
+        return
+    key = s.draft_path_key or ("model" if b.p.engine == "vllm" else "draft model path")
+    b.refuse(
+        rule_ids.SERVE_SETTING_INVALID,
+        f"the draft path `{clip(path)}` (`{key}`) is not a folder: {b.p.title} loads a "
+        "draft checkpoint from a folder (or a Hub id) and fails at start-up",
+        _where(s, f"/speculative_config/{key}"),
+        (),
+        fix="name the draft's folder",
+    )
 
 
 def _where(settings: ServeSettings, pointer: str) -> Location:

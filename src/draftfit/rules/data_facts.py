@@ -57,6 +57,7 @@ from draftfit.rules.serving import (
     draft_tensor_parallel_refused,
     max_draft_len_missing,
     pipeline_parallel_aux_states,
+    serve_setting_invalid,
 )
 from draftfit.rules.target import (
     draft_built_with_target_quantization,
@@ -532,6 +533,10 @@ RULE_FACTS: dict[Check, Mapping[str, tuple[str, ...]]] = {
     },
     decoding_type_unknown: {  # DF558
         "trtllm": ("decoding_types",),
+    },
+    serve_setting_invalid: {  # DF559
+        "vllm": ("eagle3_supported", "eagle_supported"),
+        "sglang": ("algorithm_names",),
     },
     draft_sliding_window_ignored: {  # DF130
         "vllm": ("draft_sliding_window_honoured",),

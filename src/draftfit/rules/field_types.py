@@ -1,4 +1,5 @@
-"""DF118–DF119 — config values of the wrong JSON type, in the draft or the target config.
+"""DF118–DF119 — config values of the wrong JSON type (or, for names such as `torch_dtype`,
+naming nothing known), in the draft or the target config.
 
 The expected type of every field draftfit reads lives in :mod:`draftfit.config_schema`;
 :func:`draftfit.config_schema.scrub` sets wrong values aside while the draft and target are
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from draftfit.config_schema import TypeProblem, json_type
+from draftfit.config_schema import DTYPE_NAME, MODEL_TYPE_NAME, TypeProblem, json_type
 from draftfit.location import Location
 from draftfit.rule_ids import CONFIG_FIELD_MISREAD, CONFIG_FIELD_WRONG_TYPE
 from draftfit.rules.base import Context, Violation, rule
@@ -39,14 +40,19 @@ def _violation(problem: TypeProblem, file: str, crash: bool) -> Violation:
         f"{problem.expected}. Read by {problem.expect.read_by}: {consequence}. draftfit "
         "treats it as absent",
         Location(file, problem.pointer),
-        fix=f"write `{problem.name}` as a JSON {problem.expect.kind}"
+        fix=f"write `{problem.name}` as a {_written_as(problem.expect.kind)}"
         + (" (or null for the engine's default)" if problem.expect.nullable else ""),
     )
 
 
+def _written_as(kind: str) -> str:
+    """`JSON integer` for a JSON type; a value domain (a dtype name) as it is."""
+    return kind if kind in (DTYPE_NAME, MODEL_TYPE_NAME) else f"JSON {kind}"
+
+
 @rule(
     CONFIG_FIELD_WRONG_TYPE,
-    "a config field has a JSON type engines refuse or crash on",
+    "a config field has a JSON type or a value engines refuse or crash on",
     scope="checkpoint",
 )
 def config_field_wrong_type(ctx: Context) -> Iterator[Violation]:
@@ -57,7 +63,10 @@ def config_field_wrong_type(ctx: Context) -> Iterator[Violation]:
     and counts are positive integers below 2**31: a bool is not an integer, and neither is
     a float such as `4096.0` (HF's loader keeps it a float). Null is accepted only where
     engines take it as "use the default" (`target_hidden_size`, `head_dim`, the aux-id
-    lists, `rope_scaling`, ...). The full table is `draftfit.config_schema`.
+    lists, `rope_scaling`, ...). Names are checked too, not only their type: `torch_dtype`
+    and `dtype` name a torch dtype (`bfloat16`, `float16`, `auto`, ...), and `model_type`
+    is a model type name (letters, digits, `_`, `-`), so `"64"` is reported in both. The
+    full table is `draftfit.config_schema`.
 
     ## Why it matters
     HF's config loader keeps JSON types as written, so a `"4096"` hidden size or a
@@ -67,10 +76,11 @@ def config_field_wrong_type(ctx: Context) -> Iterator[Violation]:
 
     ## Example
     `"hidden_size": "4096"` under `transformer_layer_config`, or
-    `"eagle_aux_hidden_state_layer_ids": 3`.
+    `"eagle_aux_hidden_state_layer_ids": 3`, or `"torch_dtype": "64"`.
 
     ## Fix
-    Write the value as the JSON type named in the finding (`4096`, `[2, 18, 33]`).
+    Write the value as the JSON type named in the finding (`4096`, `[2, 18, 33]`), or a
+    name the engines know (`"torch_dtype": "bfloat16"`).
     """
     yield from _violations(ctx, crash=True)
 

@@ -19,6 +19,7 @@ from draftfit.rule_ids import (
     DRAFT_TENSOR_PARALLEL_REFUSED,
     MAX_DRAFT_LEN_MISSING,
     PIPELINE_PARALLEL_AUX_STATES,
+    SERVE_SETTING_INVALID,
 )
 from draftfit.rules.base import event_rule
 
@@ -269,4 +270,34 @@ def decoding_type_unknown() -> None:
 
     ## Fix
     Use the release's name: `Eagle` (or `Eagle3` where the release has it).
+    """
+
+
+@event_rule(
+    SERVE_SETTING_INVALID,
+    "a launch setting names nothing the release knows (method, quantization, draft path)",
+    needs_serve=True,
+)
+def serve_setting_invalid() -> None:
+    """## What it checks
+    The values of the launch's settings, not only their types:
+    - a vLLM `method` or SGLang `--speculative-algorithm` that is not one with which the
+      release serves an EAGLE draft (the finding lists them and suggests the closest);
+    - a `quantization` (the target's, or the draft's own) that is not a method name
+      (`-1`, `64`; a non-finite number is refused as a usage error);
+    - a draft path (`model` in vLLM's speculative config, SGLang's
+      `--speculative-draft-model-path`, TensorRT-LLM's `speculative_model_dir`) that exists
+      here and is not a folder, such as `/dev/zero`.
+
+    ## Why it matters
+    An unknown method name is rejected while the arguments are parsed, or selects another
+    speculative method, so the draft is not served as EAGLE; a quantization that names no
+    method fails at start-up; a draft path that is a file or a device cannot be loaded.
+
+    ## Example
+    `--serve-config '{"method": "eagle-3", "model": "/models/draft"}'`.
+
+    ## Fix
+    Use the name the finding suggests (`eagle3`), a quantization method the engine has
+    (`fp8`, `awq`, ...) or leave it out, and the draft's folder as its path.
     """
