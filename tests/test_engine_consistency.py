@@ -61,6 +61,21 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("sglang", "DF530", "num_attention_heads"): "draft_kv_geometry_own",
     # Early TensorRT-LLM does not read `target_hidden_size`, so a null one is not used.
     ("trtllm", "DF112", "target_hidden_size"): "target_hidden_size_supported",
+    # DF301 is an error (the draft drafts garbage) where an engine captures other layers than
+    # the draft was trained on; an engine that reads the written aux ids captures the trained
+    # ones, and its data says where it reads them.
+    ("vllm", "DF301", "eagle_aux_hidden_state_layer_ids"): "aux_ids_read_from_mrv1",
+    ("vllm", "DF301", "eagle_config"): "aux_ids_read_from_mrv1",
+    ("sglang", "DF301", "eagle_aux_hidden_state_layer_ids"): "aux_ids_read_from",
+    ("sglang", "DF301", "eagle_config"): "aux_ids_read_from",
+    ("trtllm", "DF301", "eagle_config"): "aux_ids_read_from",
+    # An engine that honours `norm_before_fc` is quiet where another ignores it (DF601).
+    ("vllm", "DF601", "norm_before_fc"): "norm_before_fc_supported",
+    ("sglang", "DF601", "norm_before_fc"): "norm_before_fc_supported",
+    # An engine that shares the target's lm_head when the draft has none is quiet where
+    # another leaves a reduced-vocabulary head without weights (DF402).
+    ("vllm", "DF402", "tie_word_embeddings"): "lm_head_shared_when_missing",
+    ("trtllm", "DF402", "tie_word_embeddings"): "lm_head_rule",
 }
 # Pairs the data cannot explain yet: the quiet engine's data has no fact on the field.
 KNOWN_GAPS: dict[tuple[str, str, str], str] = {
