@@ -610,9 +610,9 @@ case(
     {"DF211"},
     {"DF201"},
     engines=("vllm==0.10.2",),
-    verdict="incompatible",
+    verdict="drafts-garbage",
 )(with_target(_fp8_without_scales()))
-case("fp8-draft-without-scales", {"DF211"}, verdict="incompatible")(
+case("fp8-draft-without-scales", {"DF211"}, verdict="drafts-garbage")(
     with_target(_fp8_without_scales())
 )
 case("fp8-draft-static-input", set(), {"DF201"}, verdict="compatible")(
@@ -2021,6 +2021,20 @@ case(
     {"DF551"},
     verdict="incompatible",
     serve_args=_vllm_launch("-tp 8", draft_tp=2),
+)(with_target(f.speculators()))
+case(
+    "serve-vllm-unknown-method",
+    {"DF559"},
+    verdict="incompatible",
+    serve_args="vllm serve T -tp 8 --speculative-config "
+    '\'{"method": "eagle-3", "model": "D", "num_speculative_tokens": 3}\'',
+)(with_target(f.speculators()))
+case(
+    "serve-vllm-known-method",
+    set(),
+    {"DF559"},
+    verdict="compatible",
+    serve_args=_vllm_launch("-tp 8"),
 )(with_target(f.speculators()))
 case(
     "serve-sglang-mla-backend",

@@ -10,7 +10,7 @@ import pytest
 
 from draftfit.checker import check_path
 from draftfit.engines.draft_quant import missing_quant_data, read_draft_quant, required_data
-from draftfit.report import Report
+from draftfit.report import FAILING_VERDICTS, Report
 from tests import factory as f
 
 ENGINES = ("vllm==0.10.2", "vllm==0.11.0", "vllm==0.11.1", "vllm==0.34.0", "sglang==0.5.23")
@@ -31,7 +31,7 @@ def _df211(report: Report, label: str) -> list[str]:
 
 def test_fp8_draft_without_scales_is_not_compatible_on_0_10_2(tmp_path: Path) -> None:
     report = _check(_without_scales(f.quantize_fp8(f.specforge())), tmp_path, "vllm==0.10.2")
-    assert report.engines[0].verdict == "incompatible"
+    assert report.engines[0].verdict == "drafts-garbage"
     assert report.exit_code() == 1
     [message] = _df211(report, "vllm==0.10.2")
     assert "no `weight_scale` is stored for 8 quantized layers (first `fc`)" in message
@@ -52,12 +52,12 @@ def test_releases_that_build_the_scheme_leave_the_scales_uninitialised(
     report = _check(_without_scales(f.quantize_fp8(f.specforge())), tmp_path, label)
     [message] = _df211(report, label)
     assert "builds them with the fp8 scheme and leaves each missing `weight_scale`" in message
-    assert report.engines[0].verdict == "incompatible"
+    assert report.engines[0].verdict == "drafts-garbage"
 
 
 def test_each_release_says_what_it_does(tmp_path: Path) -> None:
     report = _check(_without_scales(f.quantize_fp8(f.specforge())), tmp_path, *ENGINES)
-    assert all(e.verdict == "incompatible" for e in report.engines)
+    assert all(e.verdict in FAILING_VERDICTS for e in report.engines)
     assert "unquantized" in _df211(report, "vllm==0.11.0")[0]
     assert "fp8 scheme" in _df211(report, "vllm==0.34.0")[0]
 
