@@ -54,6 +54,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "draftfit.version",
         "draftfit.errors",
+        "draftfit.escape",
         "draftfit.location",
         "draftfit.rule_ids",
         "draftfit.config_schema",
@@ -62,7 +63,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "draftfit.atomic_write",
         "draftfit.docs_links",
         "draftfit.json_lines",
-        "draftfit.config_file",
+        "draftfit.output_guard",
         "draftfit.pre_commit",
         "draftfit.progress",
         "draftfit.serve_settings",
@@ -70,6 +71,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("draftfit.checkpoint",),
     (
+        "draftfit.settings_text",
+        "draftfit.config_file",
         "draftfit.serve_input",
         "draftfit.tensor_names",
         "draftfit.aux_counting",
@@ -97,7 +100,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "draftfit.demo",
     ),
     ("draftfit.render",),
-    ("draftfit.cli_reports", "draftfit.completion"),
+    ("draftfit.show_settings", "draftfit.cli_reports", "draftfit.completion"),
     ("draftfit.cli", "draftfit.__main__", "draftfit.api"),
 )
 # The modules that serve every engine alike.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from draftfit.cli import main
-from draftfit.render.escape import (
+from draftfit.escape import (
     annotation_data,
     annotation_property,
     escape_controls,

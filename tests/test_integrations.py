@@ -97,10 +97,14 @@ def test_hook_rechecks_below_a_changed_settings_file(user_repo, shim) -> None:
         user_repo, shim, ["drafts/draftfit.toml"], ["--engine", "sglang==0.5.23", "--quiet"]
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [
-        "drafts/kimi: SGLang 0.5.23: compatible (0 error, 0 warning, 0 info)",
-        "drafts/llama: SGLang 0.5.23: compatible (0 error, 0 warning, 0 info)",
+    # The ignored DF105 is gone; with no target the verdict stays unverified (a selection
+    # never turns skipped checks into `compatible`).
+    lines = done.stdout.splitlines()
+    assert [line.split(" · ")[0] for line in lines] == [
+        "drafts/kimi: SGLang 0.5.23: unverified (0 error, 0 warning, 0 info)",
+        "drafts/llama: SGLang 0.5.23: unverified (0 error, 0 warning, 0 info)",
     ]
+    assert all(" · no target: " in line for line in lines)
 
 
 def action() -> dict:

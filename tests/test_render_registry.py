@@ -198,7 +198,7 @@ def test_building_the_parser_loads_no_renderer() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = json.loads(done.stdout)
     assert "draftfit.render.kinds" in loaded
-    assert not [m for m in loaded if m not in ("draftfit.render.kinds", "draftfit.render.escape")]
+    assert not [m for m in loaded if m not in ("draftfit.render.kinds", "draftfit.escape")]
 
 
 def test_the_registry_binds_exactly_the_declared_formats() -> None:

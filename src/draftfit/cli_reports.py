@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from draftfit.config_file import FileSettings, discover, discover_from, load
 from draftfit.errors import DraftfitError, UsageError
 from draftfit.fail_on import FailOn
-from draftfit.render.escape import escape_field
+from draftfit.escape import escape_field
 
 if TYPE_CHECKING:
     from draftfit.selection import Selection

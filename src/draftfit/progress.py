@@ -47,7 +47,7 @@ def progress_for(description: str, total: int, enabled: bool = True) -> Iterator
     )
     from rich.progress import Progress as Bar
 
-    from draftfit.render.escape import escape_field
+    from draftfit.escape import escape_field
 
     with Bar(
         TextColumn(f"draftfit: {escape_field(description)}".replace("[", "\\[")),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from draftfit.config_file import Discovery, FileSettings
-from draftfit.render.escape import escape_controls
+from draftfit.escape import escape_controls
 from draftfit.selection import Ignore, Selection
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.profile import Profile
-from draftfit.render.escape import UNSAFE_IN_FIELD
+from draftfit.escape import UNSAFE_IN_FIELD
 
 if TYPE_CHECKING:
     from draftfit.spec import DraftSpec

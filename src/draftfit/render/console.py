@@ -17,7 +17,7 @@ from typing import IO, Any
 from rich.console import Console, ConsoleRenderable, RenderHook
 from rich.text import Text
 
-from draftfit.render.escape import UNSAFE_CHARACTERS, escape_controls, guard_line_starts
+from draftfit.escape import UNSAFE_CHARACTERS, escape_controls, guard_line_starts
 
 
 def _safe_text(text: Text) -> Text:

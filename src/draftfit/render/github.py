@@ -7,7 +7,7 @@ current directory, which in a workflow is the repository) and, for a `config.jso
 line of that key. Suppressed findings are left out. Text is escaped as the runner expects
 (`%`, CR, LF in messages; also `:` and `,` in properties) and every other control character
 is shown as a visible escape; values from the checkpoint, its path or a setting are escaped
-on their own first (:func:`~draftfit.render.escape.escape_field`), so a newline in a name
+on their own first (:func:`~draftfit.escape.escape_field`), so a newline in a name
 stays visible in the annotation rather than breaking its message. The verdict lines are
 plain log lines, escaped the same way: nothing in them can start a workflow command.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from draftfit.render.escape import annotation_data, annotation_property, escape_field
+from draftfit.escape import annotation_data, annotation_property, escape_field
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.places import place_of
 from draftfit.render.verdicts import FindingReport, verdict_lines

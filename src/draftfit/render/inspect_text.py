@@ -7,7 +7,7 @@ from rich.text import Text
 
 from draftfit.inspection import InspectInfo
 from draftfit.render.console import render_to_string
-from draftfit.render.escape import escape_field, escape_name
+from draftfit.escape import escape_field, escape_name
 from draftfit.render.options import PLAIN, RenderOptions
 
 

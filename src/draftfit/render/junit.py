@@ -7,9 +7,9 @@ case's `<system-out>`; suppressed findings are left out. For `matrix`, a version
 verdict is `incompatible` fails with the findings that decide it.
 
 Each value from the checkpoint, its path or a setting is escaped on its own
-(:func:`~draftfit.render.escape.escape_field`: no newline of its own, no line that reads as a
+(:func:`~draftfit.escape.escape_field`: no newline of its own, no line that reads as a
 CI command), and every text and attribute goes through
-:func:`~draftfit.render.escape.xml_text`, so the document is well-formed XML 1.0 whatever
+:func:`~draftfit.escape.xml_text`, so the document is well-formed XML 1.0 whatever
 the names hold.
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from draftfit.fail_on import UNVERIFIED, FailOn
 from draftfit.release_matrix import Matrix
-from draftfit.render.escape import escape_field, xml_text
+from draftfit.escape import escape_field, xml_text
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.verdicts import FindingReport, verdict_line
 from draftfit.report import FAILING_VERDICTS, Finding

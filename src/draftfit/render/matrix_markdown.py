@@ -1,7 +1,7 @@
 """`draftfit matrix --format markdown`: the matrix as a table to paste into a model card.
 
-Names and messages are written with :func:`~draftfit.render.escape.markdown_code` and
-:func:`~draftfit.render.escape.markdown_text`: nothing in a checkpoint can end a table cell,
+Names and messages are written with :func:`~draftfit.escape.markdown_code` and
+:func:`~draftfit.escape.markdown_text`: nothing in a checkpoint can end a table cell,
 add a link or HTML, or start a line of its own; a recipe's block is fenced with more
 backticks than it holds.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from draftfit.release_matrix import Matrix
-from draftfit.render.escape import escape_field, markdown_code, markdown_text
+from draftfit.escape import escape_field, markdown_code, markdown_text
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import unverified_line
 from draftfit.report import UNVERIFIED

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from draftfit.release_matrix import Matrix
 from draftfit.render.console import render_to_string
-from draftfit.render.escape import escape_field
+from draftfit.escape import escape_field
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import VERDICT_STYLE, print_recipe, unverified_line
 from draftfit.report import UNVERIFIED

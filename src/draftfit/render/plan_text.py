@@ -9,7 +9,7 @@ from rich.text import Text
 
 from draftfit.conversion.plan import DISPLAY_ONLY, SAFE, UNSAFE, Plan
 from draftfit.render.console import render_to_string
-from draftfit.render.escape import escape_field
+from draftfit.escape import escape_field
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import render_check
 

@@ -7,7 +7,7 @@ line of the key (a finding without a file of its own is placed on the checkpoint
 `config.json`, line 1, as code scanning needs a file for every result; Hub checkpoints have
 no files to point at). A suppressed finding keeps its result with a `suppressions` entry
 giving the reason. A file is named by a relative URI reference (RFC 3986: a space, `%` or
-newline in a path percent-encoded, :func:`~draftfit.render.escape.uri_reference`); message
+newline in a path percent-encoded, :func:`~draftfit.escape.uri_reference`); message
 texts show control characters as visible escapes, as the text formats do.
 """
 
@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from draftfit.docs_links import rule_doc_url
 from draftfit.location import Location
-from draftfit.render.escape import escape_controls, uri_reference
+from draftfit.escape import escape_controls, uri_reference
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.places import CONFIG_FILE, place_of
 from draftfit.report import Finding, Report

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from draftfit.render.escape import escape_field
+from draftfit.escape import escape_field
 from draftfit.report import Finding
 
 

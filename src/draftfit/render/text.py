@@ -9,7 +9,7 @@ from rich.text import Text
 
 from draftfit.engines.interface import Recipe
 from draftfit.render.console import render_to_string
-from draftfit.render.escape import escape_field
+from draftfit.escape import escape_field
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.suppressed import settings_summary, suppressed_summary
 from draftfit.report import (

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any, Protocol
 
 from draftfit.fail_on import UNVERIFIED
-from draftfit.render.escape import escape_field
+from draftfit.escape import escape_field
 from draftfit.render.text import unverified_line
 from draftfit.report import Finding
 
