@@ -30,10 +30,10 @@ from draftfit.cli_reports import (
     run_matrix,
 )
 from draftfit.errors import DraftfitError, Interrupted
+from draftfit.escape import escape_field
 from draftfit.fail_on import CHOICES as FAIL_ON_CHOICES
 from draftfit.progress import terminal_bars
 from draftfit.render import kinds
-from draftfit.escape import escape_field
 from draftfit.render.kinds import Kind, formats_for
 from draftfit.schemas import SCHEMA_KINDS
 from draftfit.version import __version__

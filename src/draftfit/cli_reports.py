@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from draftfit.config_file import FileSettings, discover, discover_from, load
 from draftfit.errors import DraftfitError, UsageError
-from draftfit.fail_on import FailOn
 from draftfit.escape import escape_field
+from draftfit.fail_on import FailOn
 
 if TYPE_CHECKING:
     from draftfit.selection import Selection

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.text import Text
 
 from draftfit.comparison import EQUIVALENT, DiffReport, is_spelling
-from draftfit.render.console import render_to_string
 from draftfit.escape import escape_field
+from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.suppressed import settings_summary, suppressed_summary
 from draftfit.render.text import unverified_line

@@ -18,9 +18,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from draftfit.escape import escape_field, xml_text
 from draftfit.fail_on import UNVERIFIED, FailOn
 from draftfit.release_matrix import Matrix
-from draftfit.escape import escape_field, xml_text
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.verdicts import FindingReport, verdict_line
 from draftfit.report import FAILING_VERDICTS, Finding

@@ -6,9 +6,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from draftfit.escape import escape_field
 from draftfit.release_matrix import Matrix
 from draftfit.render.console import render_to_string
-from draftfit.escape import escape_field
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import VERDICT_STYLE, print_recipe, unverified_line
 from draftfit.report import UNVERIFIED

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.text import Text
 
 from draftfit.conversion.plan import DISPLAY_ONLY, SAFE, UNSAFE, Plan
-from draftfit.render.console import render_to_string
 from draftfit.escape import escape_field
+from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import render_check
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from draftfit.docs_links import rule_doc_url
-from draftfit.location import Location
 from draftfit.escape import escape_controls, uri_reference
+from draftfit.location import Location
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.places import CONFIG_FILE, place_of
 from draftfit.report import Finding, Report

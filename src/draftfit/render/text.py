@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.text import Text
 
 from draftfit.engines.interface import Recipe
-from draftfit.render.console import render_to_string
 from draftfit.escape import escape_field
+from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.suppressed import settings_summary, suppressed_summary
 from draftfit.report import (

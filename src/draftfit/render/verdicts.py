@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Protocol
 
-from draftfit.fail_on import UNVERIFIED
 from draftfit.escape import escape_field
+from draftfit.fail_on import UNVERIFIED
 from draftfit.render.text import unverified_line
 from draftfit.report import Finding
 
