@@ -324,11 +324,27 @@ def refuse_output_file(args: argparse.Namespace, drafts: Sequence[str]) -> None:
                 found = discover(Path(draft) if os.path.isdir(draft) else Path.cwd())
                 inputs.add_file(found, "the settings file")
     inputs.add_path(getattr(args, "target", None), "the target")
+    for name in [*drafts, getattr(args, "target", None)]:
+        _add_hub_cache(inputs, name)
     inputs.add_file(args.config if not args.isolated else None, "the settings file")
     inputs.add_file(getattr(args, "serve_config", None), "the --serve-config file")
     for name in files_in_command(getattr(args, "serve_args", None)):
         inputs.add_file(name, "the --serve-args file")
     check_output_file(args.output_file, inputs)
+
+
+def _add_hub_cache(inputs: Any, name: str | None) -> None:
+    """A draft or target named by its Hub id: the repository's local cache folder counts as
+    an input (a run reads it when offline or when the Hub does not answer)."""
+    from draftfit.sources import is_hub_reference
+
+    if name is None or not is_hub_reference(name):
+        return
+    from draftfit.hub import cache_folder
+
+    folder = cache_folder(name)
+    if folder is not None:
+        inputs.folders.append((folder, f"the Hub cache of {name}"))
 
 
 def _options(args: argparse.Namespace, fail_on: FailOn | None) -> Any:
