@@ -150,9 +150,14 @@ def _selection_and_settings(
 
 
 def show_settings(args: argparse.Namespace, drafts: Sequence[str]) -> int:
-    """`--show-settings`: print each draft's resolved selection and its sources; exit 0."""
+    """`--show-settings`: print each draft's resolved selection and its sources; exit 0.
+    It is text only: another `--format` is refused rather than answered in text."""
     from draftfit.show_settings import describe
 
+    if args.format != "text":
+        raise UsageError(
+            f"--show-settings prints text; leave out --format {args.format} (or use --format text)"
+        )
     blocks = []
     for draft in drafts:
         selection, settings, origin = _selection_and_settings(args, draft)
@@ -210,11 +215,11 @@ def run_check(args: argparse.Namespace) -> int:
             return EXIT_OK
     else:
         drafts = expand_drafts(args.draft)
+    refuse_output_file(args, drafts)
     if args.show_settings:
         return show_settings(args, drafts)
     reports: list[Any] = []
     worst = EXIT_OK
-    refuse_output_file(args, drafts)
     serve = _serve(args)
 
     for draft in drafts:
@@ -252,9 +257,9 @@ def run_diff(args: argparse.Namespace) -> int:
     """`draftfit diff DRAFT REFERENCE` with the draft's rule selection."""
     from draftfit.comparison import diff_paths, set_verdicts
 
+    refuse_output_file(args, [args.draft, args.reference])
     if args.show_settings:
         return show_settings(args, [args.draft])
-    refuse_output_file(args, [args.draft, args.reference])
     selection = selection_for(args, args.draft)
     report = diff_paths(
         args.draft,
@@ -282,9 +287,9 @@ def run_matrix(args: argparse.Namespace) -> int:
     from draftfit.sources import open_checkpoint, open_target
     from draftfit.spec import describe
 
+    refuse_output_file(args, [args.draft])
     if args.show_settings:
         return show_settings(args, [args.draft])
-    refuse_output_file(args, [args.draft])
     selection = selection_for(args, args.draft)
     serve = _serve(args)
     checkpoint = open_checkpoint(args.draft)
