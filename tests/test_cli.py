@@ -518,6 +518,41 @@ def test_output_file_refuses_an_input_of_the_run(capsys, tmp_path: Path, make, s
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.parametrize("command", ["check", "check-target", "convert-target"])
+def test_output_inside_the_hub_cache_of_an_input_is_refused(tmp_path: Path, command: str) -> None:
+    """A draft or target named by its Hub id is read from its cache folder (offline here):
+    an output there would replace the cached files, so it is refused like a local input."""
+    from tests.fake_hub import hub_env
+    from tests.hub_layouts import cache_snapshot
+
+    plain = f.specforge().write(tmp_path / "plain")
+    snapshot = cache_snapshot(plain, tmp_path / "home" / "hub", "org/name")
+    local = f.specforge().write(tmp_path / "local")
+    out_path = snapshot / "report.json"
+    if command == "check":
+        argv = ["check", "org/name", "--format", "json", "--output-file", str(out_path)]
+    elif command == "check-target":
+        argv = ["check", str(local), "--target", "hf://org/name", "--output-file", str(out_path)]
+    else:
+        out_path = snapshot.parent.parent / "converted"
+        argv = ["convert", str(local), "--target", "org/name", "--to", "vllm", "-o", str(out_path)]
+    env = {**os.environ, **hub_env("http://127.0.0.1:9", tmp_path / "home", offline=True)}
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    done = subprocess.run(
+        [sys.executable, "-m", "draftfit", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120 * float(os.environ.get("DRAFTFIT_TEST_TIMEOUT_SCALE", "1")),
+    )
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "is inside the Hub cache of" in done.stderr, done.stderr
+    assert not out_path.exists()
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
 def test_output_file_beside_the_inputs_is_written(capsys, tmp_path: Path) -> None:
     draft = f.specforge().write(tmp_path / "eagle3-x")
     (tmp_path / "serve.json").write_text('{"num_speculative_tokens": 3}')

@@ -216,3 +216,17 @@ def test_a_very_long_tensor_name_is_shown_short_and_quickly(
     out, _ = capsys.readouterr()
     assert "(1,000,002 characters)" in out
     assert max(len(line) for line in out.splitlines()) < 1000
+
+
+def test_a_very_long_tensor_name_is_quoted_short_in_every_release(tmp_path: Path) -> None:
+    """Each release's findings quote a 1 MB tensor name cut short, so that `matrix` (every
+    release of every engine) does not hold a copy of the name per release."""
+    from draftfit.release_matrix import build_matrix
+    from draftfit.sources import open_checkpoint
+
+    draft = f.specforge()
+    draft.add("model.layers.0." + "a" * 1_000_000, "BF16", (2,))
+    checkpoint = open_checkpoint(draft.write(tmp_path / "draft"))
+    matrix = build_matrix(checkpoint, None)
+    messages = [x.message for row in matrix.rows for x in row.findings_for_exit]
+    assert messages and max(len(m) for m in messages) < 5000

@@ -244,6 +244,38 @@ def test_discovery_stops_at_the_repository_root(tmp_path: Path, monkeypatch, mar
     assert walk.searched[-1] == tmp_path / "repo"
 
 
+def test_discovery_never_searches_a_shared_temporary_folder(tmp_path: Path, monkeypatch) -> None:
+    """A shared temporary folder like `/tmp` (writable by every user, sticky) ends the walk
+    unsearched: anyone could have put a settings file there. A folder that is only
+    writable by every user (no sticky bit) is searched as before."""
+    monkeypatch.setenv("HOME", str(tmp_path / "elsewhere"))
+    shared = tmp_path / "shared"
+    draft = f.speculators(aux=[2, 4, 5]).write(shared / "mine" / "d")
+    (shared / "draftfit.toml").write_text('ignore = ["DF"]\n')
+    (tmp_path / "draftfit.toml").write_text('ignore = ["DF"]\n')
+    shared.chmod(0o1777)
+    walk = discover_from(draft)
+    assert walk.found is None and walk.stop == "shared folder (writable by every user)"
+    assert walk.searched == (draft, shared / "mine")
+    shared.chmod(0o777)
+    assert discover(draft) == shared / "draftfit.toml"
+    shared.chmod(0o755)
+
+
+@pytest.mark.parametrize("command", ["check", "diff", "matrix"])
+def test_show_settings_is_text_and_writes_no_input(capsys, tmp_path: Path, command: str) -> None:
+    """`--show-settings` refuses a format it does not print, and an `--output-file` that
+    would replace an input, like a report."""
+    draft = f.speculators(aux=[2, 4, 5]).write(tmp_path / "d")
+    argv = [command, str(draft), *([str(draft)] if command == "diff" else []), "--show-settings"]
+    config = (draft / "config.json").read_bytes()
+    code, out, err = run(capsys, *argv, "--format", "json")
+    assert code == 2 and out == "" and "--show-settings prints text" in err
+    code, out, err = run(capsys, *argv, "--output-file", str(draft / "config.json"))
+    assert code == 2 and out == "" and "is inside the checkpoint" in err
+    assert (draft / "config.json").read_bytes() == config
+
+
 def test_discovery_stops_at_the_home_folder(tmp_path: Path, monkeypatch, capsys) -> None:
     """A `draftfit.toml` above the user's home (three folders up) never applies: the
     verdict stays what the draft earns, not `compatible` by an unseen `ignore = ["DF"]`."""

@@ -489,6 +489,26 @@ def test_damaged_tensor_is_a_finding_not_a_traceback(tmp_path: Path) -> None:
     assert check_path(truncated, values="full").findings  # no exception
 
 
+@pytest.mark.parametrize("kind", ["fifo", "dangling-link"])
+def test_a_target_shard_that_is_not_a_regular_file_is_named(tmp_path: Path, kind: str) -> None:
+    """A target shard that is a FIFO or a dangling link is not passed over: the skipped
+    comparison (DF709) names that shard and why it was not read."""
+    import os
+
+    draft = f.fill(f.specforge(embed=True), stream=3)
+    path = draft.write(tmp_path / "draft")
+    target = f.values_target(tmp_path / "target", embed_of(draft), shards=2)
+    shard = target / "model-00001-of-00002.safetensors"
+    shard.unlink()
+    if kind == "fifo":
+        os.mkfifo(shard)
+    else:
+        shard.symlink_to(tmp_path / "nowhere.safetensors")
+    report = check_path(path, target=target, values="sampled")
+    skipped = [x.message for x in report.findings if x.code == "DF709"]
+    assert any("model-00001-of-00002.safetensors" in m for m in skipped), skipped
+
+
 def test_one_layer_norm_at_one_is_reported_when_df901_is_not(tmp_path: Path) -> None:
     draft = trained_speculators(stream=61)
     draft.tensors["layers.0.hidden_norm.weight"].data = f.norm_bytes(H, 1.0)

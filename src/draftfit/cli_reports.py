@@ -150,9 +150,14 @@ def _selection_and_settings(
 
 
 def show_settings(args: argparse.Namespace, drafts: Sequence[str]) -> int:
-    """`--show-settings`: print each draft's resolved selection and its sources; exit 0."""
+    """`--show-settings`: print each draft's resolved selection and its sources; exit 0.
+    It is text only: another `--format` is refused rather than answered in text."""
     from draftfit.show_settings import describe
 
+    if args.format != "text":
+        raise UsageError(
+            f"--show-settings prints text; leave out --format {args.format} (or use --format text)"
+        )
     blocks = []
     for draft in drafts:
         selection, settings, origin = _selection_and_settings(args, draft)
@@ -210,11 +215,11 @@ def run_check(args: argparse.Namespace) -> int:
             return EXIT_OK
     else:
         drafts = expand_drafts(args.draft)
+    refuse_output_file(args, drafts)
     if args.show_settings:
         return show_settings(args, drafts)
     reports: list[Any] = []
     worst = EXIT_OK
-    refuse_output_file(args, drafts)
     serve = _serve(args)
 
     for draft in drafts:
@@ -252,9 +257,9 @@ def run_diff(args: argparse.Namespace) -> int:
     """`draftfit diff DRAFT REFERENCE` with the draft's rule selection."""
     from draftfit.comparison import diff_paths, set_verdicts
 
+    refuse_output_file(args, [args.draft, args.reference])
     if args.show_settings:
         return show_settings(args, [args.draft])
-    refuse_output_file(args, [args.draft, args.reference])
     selection = selection_for(args, args.draft)
     report = diff_paths(
         args.draft,
@@ -282,9 +287,9 @@ def run_matrix(args: argparse.Namespace) -> int:
     from draftfit.sources import open_checkpoint, open_target
     from draftfit.spec import describe
 
+    refuse_output_file(args, [args.draft])
     if args.show_settings:
         return show_settings(args, [args.draft])
-    refuse_output_file(args, [args.draft])
     selection = selection_for(args, args.draft)
     serve = _serve(args)
     checkpoint = open_checkpoint(args.draft)
@@ -324,11 +329,27 @@ def refuse_output_file(args: argparse.Namespace, drafts: Sequence[str]) -> None:
                 found = discover(Path(draft) if os.path.isdir(draft) else Path.cwd())
                 inputs.add_file(found, "the settings file")
     inputs.add_path(getattr(args, "target", None), "the target")
+    for name in [*drafts, getattr(args, "target", None)]:
+        _add_hub_cache(inputs, name)
     inputs.add_file(args.config if not args.isolated else None, "the settings file")
     inputs.add_file(getattr(args, "serve_config", None), "the --serve-config file")
     for name in files_in_command(getattr(args, "serve_args", None)):
         inputs.add_file(name, "the --serve-args file")
     check_output_file(args.output_file, inputs)
+
+
+def _add_hub_cache(inputs: Any, name: str | None) -> None:
+    """A draft or target named by its Hub id: the repository's local cache folder counts as
+    an input (a run reads it when offline or when the Hub does not answer)."""
+    from draftfit.sources import is_hub_reference
+
+    if name is None or not is_hub_reference(name):
+        return
+    from draftfit.hub import cache_folder
+
+    folder = cache_folder(name)
+    if folder is not None:
+        inputs.folders.append((folder, f"the Hub cache of {name}"))
 
 
 def _options(args: argparse.Namespace, fail_on: FailOn | None) -> Any:

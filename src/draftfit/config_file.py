@@ -10,6 +10,9 @@ checkpoint, in the current directory) and walks up through its parents:
 * the walk stops after the repository root (the first folder that holds `.git` or `.hg`)
   or after the user's home folder, whichever comes first (outside both, at the filesystem
   root);
+* a shared temporary folder (writable by every user, with the sticky bit: `/tmp`,
+  `/var/tmp`, `/dev/shm`) is never searched and ends the walk: a settings file there could
+  have been put by anyone, and would decide which findings count for everyone below it;
 * the walk follows the path as the user named it: a checkpoint reached through a
   symlinked folder gets the settings of the folders it was named in, not of the link's
   target.
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,8 +112,8 @@ def named_path(path: Path) -> Path:
 @dataclass(frozen=True)
 class Discovery:
     """Where discovery looked: the file found (or None), the folders searched in order, and
-    why the walk ended there (`repository root (.git)`, `home folder`, `filesystem root`,
-    or `found`)."""
+    why the walk ended there (`repository root (.git)`, `home folder`, `shared folder
+    (writable by every user)`, `filesystem root`, or `found`)."""
 
     found: Path | None
     searched: tuple[Path, ...]
@@ -129,6 +133,8 @@ def discover_from(start: Path) -> Discovery:
     homes = _home_folders()
     searched: list[Path] = []
     for candidate in (folder, *folder.parents):
+        if _shared(candidate):
+            return Discovery(None, tuple(searched), "shared folder (writable by every user)")
         searched.append(candidate)
         found = _settings_in(candidate)
         if found is not None:
@@ -139,6 +145,16 @@ def discover_from(start: Path) -> Discovery:
         if candidate in homes:
             return Discovery(None, tuple(searched), "home folder")
     return Discovery(None, tuple(searched), "filesystem root")
+
+
+def _shared(folder: Path) -> bool:
+    """Whether `folder` is a shared temporary folder like `/tmp`: writable by every user,
+    with the sticky bit (each user's files their own). Its settings are not trusted."""
+    shared = stat.S_IWOTH | stat.S_ISVTX
+    try:
+        return os.stat(folder).st_mode & shared == shared
+    except OSError:
+        return False
 
 
 def _settings_in(folder: Path) -> Path | None:

@@ -332,6 +332,19 @@ def _cached_snapshot(ref: HubRef) -> Path:
     return Path(path)
 
 
+def cache_folder(text: str) -> Path | None:
+    """The local cache folder of the Hub repository `text` names (`…/models--OWNER--NAME`),
+    whether or not it exists yet; None when `text` names no repository. Nothing is fetched:
+    what a run reads from the cache is an input that an output must not replace."""
+    try:
+        ref = parse_hub_reference(text)
+    except HubAccessError:
+        return None
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE) / ("models--" + ref.repo_id.replace("/", "--"))
+
+
 def _offline() -> bool:
     from huggingface_hub import constants
 

@@ -69,6 +69,7 @@ def _file_lines(settings: FileSettings | None, origin: SettingsOrigin) -> list[s
         return [f"  settings file  {shown_path(settings.path)}  (--config)"]
     walk = origin.discovery
     searched = ", ".join(shown_path(p) for p in walk.searched) if walk else ""
+    searched = searched or "no folder"
     if settings is not None:
         return [
             f"  settings file  {shown_path(settings.path)}  (discovered)",

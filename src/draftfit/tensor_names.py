@@ -114,3 +114,17 @@ def layer_index(canonical: str) -> int | None:
     """The decoder layer a canonical name belongs to (`layers.N.*`), else None."""
     match = _LAYER_RE.match(canonical)
     return int(match.group(1)) if match else None
+
+
+# A message or reason longer than this quotes something absurd (a tensor name of megabytes):
+# it keeps its start and end, and the middle is cut, so that a check of every release
+# (`matrix`) does not hold one copy of that name per release.
+MESSAGE_LIMIT = 4000
+
+
+def bounded_message(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """`text`, or its first and last parts around a mark saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 3 // 4], text[-(limit // 4) :]
+    return f"{head}… ({len(text) - len(head) - len(tail):,} characters cut) …{tail}"

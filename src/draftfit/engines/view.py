@@ -11,6 +11,7 @@ then compare the view with the checkpoint, so they serve every engine.
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -21,6 +22,7 @@ from draftfit.rule_ids import Consequence, RuleId
 from draftfit.serve_settings import ServeSettings
 from draftfit.spec import DraftSpec
 from draftfit.target import Target
+from draftfit.tensor_names import bounded_message
 
 # What happens to a parameter no stored tensor reaches.
 UNINITIALISED = "uninitialised"  # torch.empty garbage, silently
@@ -126,6 +128,14 @@ class TensorFate:
     sources: tuple[str, ...] = ()
     cause: FateCause = field(kw_only=True)
     fix: str | None = field(default=None, kw_only=True)  # a fix specific to this fate
+
+    def __post_init__(self) -> None:
+        # Each release's view holds one fate per stored tensor: the names are shared, not
+        # copied per release, and an absurd name is quoted short (a `matrix` of a draft
+        # with a megabyte-long name stays within a few hundred MB).
+        object.__setattr__(self, "raw", sys.intern(self.raw))
+        object.__setattr__(self, "canonical", sys.intern(self.canonical))
+        object.__setattr__(self, "reason", bounded_message(self.reason))
 
 
 @dataclass

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from draftfit.location import Location, config_at
 from draftfit.rule_ids import Consequence, RuleId, Severity
+from draftfit.tensor_names import bounded_message
 
 if TYPE_CHECKING:
     from draftfit.checkpoint.model import Checkpoint
@@ -41,6 +42,9 @@ class Violation:
     sources: tuple[str, ...] = ()
     consequence: Consequence | None = None
     condition: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", bounded_message(self.message))
 
 
 @dataclass

@@ -76,7 +76,9 @@ def open_target_weights(target: Target, need_head: bool = True) -> TargetWeights
             root = root.parent
         access, remote = LocalAccess(root), False
         try:
-            files = sorted(p.name for p in root.iterdir() if p.is_file())
+            # every entry but folders: a shard that is a FIFO, a device or a link is read
+            # through LocalAccess, which refuses it by name, never passed over in silence
+            files = sorted(p.name for p in root.iterdir() if not p.is_dir())
         except OSError as exc:
             raise TargetWeightsMissing(f"cannot list {root}: {exc.strerror or exc}") from exc
     if files is None:
