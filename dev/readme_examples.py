@@ -1,6 +1,7 @@
-"""Regenerate the README's examples from real runs, or report where they drifted.
+"""Regenerate the examples of the README and the manual from real runs, or report drift.
 
-Every example block in README.md is preceded by a marker line
+Every example block in README.md and in the manual's pages (`docs/**/*.md`) is preceded by
+a marker line
 
     <!-- example: NAME [lines=SPEC] [commands-only] -->
 
@@ -17,7 +18,8 @@ and stderr, as a terminal shows them) replaces the lines under the command:
 * `commands-only`: the block shows commands, no output; each must exit 0 or 1 (a usage
   error, exit 2, fails the check).
 
-A block whose first line starts with `>>> ` is a doctest, run with Python in the same
+Example names are unique across all those files. A block whose first line starts with
+`>>> ` is a doctest, run with Python in the same
 folder: `--check` and `--write` both report a failure (exit 1); its expected values are
 never rewritten.
 
@@ -26,6 +28,7 @@ any absolute path left in an output is an error. Examples must be stable: no tim
 
     python dev/readme_examples.py --check   # exit 1 and a diff when a block drifted
     python dev/readme_examples.py --write   # rewrite the blocks in place (atomically)
+    python dev/readme_examples.py --check --readme docs/ci.md   # only that file's examples
 
 `tests/test_readme_examples.py` runs `--check`.
 """
@@ -47,6 +50,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 SRC = ROOT / "src"
 sys.path.insert(0, str(SRC))
 sys.path.insert(0, str(ROOT))  # tests.factory writes the value examples' real-byte tensors
@@ -134,7 +138,7 @@ def kimi_values_pair(root: Path) -> None:
 
 
 def build_workspace(root: Path) -> None:
-    """Every checkpoint the README's examples name, at the path they name it by.
+    """Every checkpoint the examples name, at the path they name it by.
 
     * `Llama-3.1-8B-Instruct/`, also `target/`: the target's config.json.
     * `specforge-draft/`, also `draft/`: a SpecForge draft trained on the default layers
@@ -168,13 +172,14 @@ def build_workspace(root: Path) -> None:
     kimi_values_pair(root)
 
 
-# ------------------------------------------------------------------ the README's blocks
+# ------------------------------------------------------------------ the marked blocks
 
 
 @dataclass
 class Block:
-    """One marked example: its name, options and the lines between its fences."""
+    """One marked example: its file, name, options and the lines between its fences."""
 
+    file: Path
     name: str
     options: dict[str, str]
     start: int  # index of the first line inside the fence
@@ -192,7 +197,9 @@ def parse_options(text: str) -> dict[str, str]:
     return options
 
 
-def find_blocks(lines: list[str]) -> Iterator[Block]:
+def find_blocks(file: Path, lines: list[str]) -> Iterator[Block]:
+    """The marked examples of one file's lines, in order."""
+    where = display_name(file)
     index = 0
     while index < len(lines):
         marker = MARKER.match(lines[index])
@@ -201,18 +208,18 @@ def find_blocks(lines: list[str]) -> Iterator[Block]:
             continue
         fence = FENCE.match(lines[index]) if index < len(lines) else None
         if not fence:
-            raise ValueError(f"README.md:{index}: an example marker not followed by a fence")
+            raise ValueError(f"{where}:{index}: an example marker not followed by a fence")
         close = fence.group("fence")
         end = index + 1
         while end < len(lines) and lines[end] != close:
             end += 1
         if end == len(lines):
-            raise ValueError(f"README.md:{index + 1}: the example's fence is not closed")
+            raise ValueError(f"{where}:{index + 1}: the example's fence is not closed")
         body = lines[index + 1 : end]
         if not body or not body[0].startswith((PROMPT, DOCTEST_PROMPT)):
-            raise ValueError(f"README.md:{index + 2}: an example starts with `$ ` or `>>> `")
+            raise ValueError(f"{where}:{index + 2}: an example starts with `$ ` or `>>> `")
         options = parse_options(marker.group("options"))
-        yield Block(marker.group("name"), options, index + 1, end, body)
+        yield Block(file, marker.group("name"), options, index + 1, end, body)
         index = end + 1
 
 
@@ -331,20 +338,44 @@ def regenerate(block: Block, runner: Runner) -> list[str]:
     return lines
 
 
+def display_name(file: Path) -> str:
+    """A file's name as messages give it: relative to the repository when inside it."""
+    try:
+        return str(file.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(file)
+
+
+def example_files() -> list[Path]:
+    """README.md, then every page of the manual, in a stable order."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="report drift, exit 1 if any")
-    mode.add_argument("--write", action="store_true", help="rewrite the blocks in README.md")
-    parser.add_argument("--readme", type=Path, default=README)
+    mode.add_argument("--write", action="store_true", help="rewrite the blocks in place")
+    parser.add_argument(
+        "--readme",
+        type=Path,
+        action="append",
+        help="only this file's examples (repeatable; default: README.md and docs/**/*.md)",
+    )
     parser.add_argument("--only", action="append", help="only the examples with this name")
     args = parser.parse_args(argv)
-    readme_text = args.readme.read_text("utf-8")
-    lines = readme_text.split("\n")
-    blocks = [b for b in find_blocks(lines) if not args.only or b.name in args.only]
+    files = args.readme or example_files()
+    texts = {file: file.read_text("utf-8").split("\n") for file in files}
+    blocks = [
+        b
+        for file, lines in texts.items()
+        for b in find_blocks(file, lines)
+        if not args.only or b.name in args.only
+    ]
     names = [b.name for b in blocks]
     if len(set(names)) != len(names):
-        print("readme_examples: two examples share a name", file=sys.stderr)
+        twice = sorted({name for name in names if names.count(name) > 1})
+        print(f"readme_examples: two examples share a name: {', '.join(twice)}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="draftfit-readme-") as tmp:
         workspace, bin_dir = Path(tmp) / "w", Path(tmp) / "bin"
@@ -355,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         fresh = {b.name: regenerate(b, runner) for b in blocks}
         shutil.rmtree(workspace, ignore_errors=True)
     drifted = failed = 0
+    rewritten: set[Path] = set()
     for block in reversed(blocks):
         new = fresh[block.name]
         if new == block.lines:
@@ -362,19 +394,22 @@ def main(argv: list[str] | None = None) -> int:
         drifted += 1
         doctest_block = block.lines[0].startswith(DOCTEST_PROMPT)
         if args.check or doctest_block:
-            diff = difflib.unified_diff(
-                block.lines, new, f"README.md {block.name}", "a real run", lineterm=""
-            )
+            label = f"{display_name(block.file)} {block.name}"
+            diff = difflib.unified_diff(block.lines, new, label, "a real run", lineterm="")
             print("\n".join(diff))
         if doctest_block:
             failed += 1  # a doctest's expected values are written by hand, never rewritten
             continue
-        lines[block.start : block.end] = new
-    if args.write and drifted > failed:
-        write_text_atomic(args.readme, "\n".join(lines))
+        texts[block.file][block.start : block.end] = new
+        rewritten.add(block.file)
+    if args.write:
+        for file in files:
+            if file in rewritten:
+                write_text_atomic(file, "\n".join(texts[file]))
     verb = "rewrote" if args.write else "drifted:"
     print(
-        f"{len(blocks)} examples, {verb} {drifted - failed if args.write else drifted}",
+        f"{len(blocks)} examples in {len(files)} files, {verb} "
+        f"{drifted - failed if args.write else drifted}",
         file=sys.stderr,
     )
     if failed:

@@ -1,5 +1,7 @@
-"""The README's examples are real: `dev/readme_examples.py --check` rebuilds the checkpoints
-they name, runs every displayed command and fails when a block differs from the run."""
+"""The examples of the README and the manual (`docs/`) are real: `dev/readme_examples.py
+--check` rebuilds the checkpoints they name, runs every displayed command and fails when a
+block differs from the run. The manual itself is checked here too: its command pages name
+every option, and the README's test command is the one `.ci/run` runs."""
 
 from __future__ import annotations
 
@@ -47,8 +49,8 @@ def test_a_drifted_example_is_reported(tmp_path: Path) -> None:
 
 
 def test_command_headings_name_every_option_and_only_real_ones() -> None:
-    """Each `### draftfit CMD ...` heading of the README names every option `draftfit CMD
-    --help` lists (help aside), and no other."""
+    """Each `# draftfit CMD ...` heading of the manual's command pages names every option
+    `draftfit CMD --help` lists (help aside), and no other."""
     import argparse
     import re
 
@@ -56,8 +58,8 @@ def test_command_headings_name_every_option_and_only_real_ones() -> None:
 
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    readme = (ROOT / "README.md").read_text("utf-8")
-    headings = re.findall(r"^### `draftfit (\w+)([^`]*)`", readme, re.MULTILINE)
+    pages = "\n".join(p.read_text("utf-8") for p in sorted((ROOT / "docs").rglob("*.md")))
+    headings = re.findall(r"^#+ `draftfit (\w+)([^`]*)`", pages, re.MULTILINE)
     assert {name for name, _ in headings} >= {"check", "diff", "matrix", "convert", "engines"}
     for name, synopsis in headings:
         actions = [
@@ -70,3 +72,57 @@ def test_command_headings_name_every_option_and_only_real_ones() -> None:
         missing = [sorted(a) for a in actions if not a & shown]
         unknown = sorted(shown - set().union(*actions))
         assert missing == [] and unknown == [], (name, missing, unknown)
+
+
+def test_every_example_file_is_covered() -> None:
+    """The harness reads the README and every page of the manual."""
+    sys.path.insert(0, str(ROOT / "dev"))
+    try:
+        import readme_examples
+    finally:
+        sys.path.remove(str(ROOT / "dev"))
+    files = readme_examples.example_files()
+    assert files[0] == ROOT / "README.md"
+    assert ROOT / "docs" / "commands" / "check.md" in files
+    assert ROOT / "docs" / "python-api.md" in files  # the doctest example
+
+
+def test_a_drifted_example_in_a_second_file_is_reported(tmp_path: Path) -> None:
+    """Several files are checked in one run; drift names its file, and `--write` rewrites
+    only the file that drifted."""
+    good = tmp_path / "good.md"
+    good.write_text("<!-- example: one -->\n```console\n$ echo one\none\n```\n")
+    bad = tmp_path / "bad.md"
+    bad.write_text("<!-- example: two -->\n```console\n$ echo two\nthree\n```\n")
+    before = good.stat().st_mtime_ns
+    args = [sys.executable, str(ROOT / "dev" / "readme_examples.py")]
+    args += ["--readme", str(good), "--readme", str(bad)]
+    done = subprocess.run([*args, "--check"], capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    assert "bad.md two" in done.stdout and "+two" in done.stdout
+    assert subprocess.run([*args, "--write"], check=False).returncode == 0
+    assert bad.read_text() == "<!-- example: two -->\n```console\n$ echo two\ntwo\n```\n"
+    assert good.stat().st_mtime_ns == before
+
+
+def test_two_examples_with_one_name_are_refused(tmp_path: Path) -> None:
+    block = "<!-- example: same -->\n```console\n$ echo x\nx\n```\n"
+    (tmp_path / "a.md").write_text(block)
+    (tmp_path / "b.md").write_text(block)
+    args = [sys.executable, str(ROOT / "dev" / "readme_examples.py"), "--check"]
+    args += ["--readme", str(tmp_path / "a.md"), "--readme", str(tmp_path / "b.md")]
+    done = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "same" in done.stderr
+
+
+def test_the_readme_test_command_is_what_ci_runs() -> None:
+    """The README names the command `.ci/run` runs, word for word."""
+    ci = (ROOT / ".ci" / "run").read_text("utf-8").strip().splitlines()[-1]
+    assert ci.startswith("pip install -e '.[test,docs]'") and "mkdocs build --strict" in ci
+    assert f"```bash\n{ci}\n```" in (ROOT / "README.md").read_text("utf-8")
+    assert f"```bash\n{ci}\n```" in (ROOT / "CONTRIBUTING.md").read_text("utf-8")
+
+
+def test_readme_is_short() -> None:
+    """The README is the front page (at most 300 lines); the manual is `docs/`."""
+    assert len((ROOT / "README.md").read_text("utf-8").splitlines()) <= 300
