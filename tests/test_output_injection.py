@@ -47,7 +47,7 @@ def hostile_draft() -> f.Draft:
     draft = f.speculators(aux=[2, 4, 5])
     draft.add(f"model.layers.0.{INJECTED}.weight", "BF16", (4,))
     draft.add("::error::leading.weight", "BF16", (4,))
-    draft.add("x" * 5000 + INJECTED, "BF16", (2,))
+    draft.add("x" * 900 + INJECTED, "BF16", (2,))
     draft.config["rope_theta"] = INJECTED
     draft.config["torch_dtype"] = "bfloat16" + INJECTED
     draft.config["transformer_layer_config"]["model_type"] = "::error::mt" + INJECTED

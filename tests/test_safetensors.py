@@ -176,3 +176,20 @@ def test_metadata_must_map_strings(tmp_path: Path) -> None:
     header = {"__metadata__": {"x": 1}, "a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}}
     path = raw_safetensors(tmp_path / "m.safetensors", json.dumps(header).encode(), b"\0")
     assert _kinds(path) == ["invalid-tensor-entry"]
+
+
+def test_a_tensor_name_over_the_limit_is_a_reader_limit_and_its_bytes_stay_covered(
+    tmp_path: Path,
+) -> None:
+    """A name longer than any real one is not read (every release would match, rename and
+    quote it), and its bytes are not reported a second time as a gap."""
+    header = {
+        "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+        "n" * 5000: {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]},
+    }
+    path = raw_safetensors(tmp_path / "long.safetensors", header, b"\0" * 8)
+    result = read_safetensors_header(path, path.name)
+    assert list(result.tensors) == ["a"]
+    assert [d.rule.name for d in result.damage] == ["reader-limit-exceeded"]
+    assert "5,000 characters" in result.damage[0].message
+    assert len(result.damage[0].message) < 300

@@ -47,6 +47,11 @@ MAX_SAFETENSORS_HEADER_BYTES = 16 * 1024 * 1024
 #: Tensors declared by one weight file. A full 671B-parameter target has ~90k tensors over
 #: 163 shards (~600 per shard); a draft has ~15. 20k per file is generous for both.
 MAX_TENSORS_PER_FILE = 20_000
+#: Characters in one tensor name. Real names are under 100 (`model.layers.60.mlp.experts.
+#: 255.down_proj.weight_scale_inv` is 55); every rule matches, renames and quotes names once
+#: per engine release, so a megabyte-long name would cost seconds and hundreds of MB in
+#: `matrix`. 1024 is ten times the longest real name.
+MAX_TENSOR_NAME_CHARS = 1024
 #: Dimensions of one tensor: torch supports at most 64 (`MAX_DIMS` in ATen).
 MAX_TENSOR_DIMS = 64
 #: Largest dimension, offset or byte count a safetensors header may state: the reference

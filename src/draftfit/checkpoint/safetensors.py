@@ -30,6 +30,7 @@ from draftfit.checkpoint.limits import (
     MAX_SAFETENSORS_HEADER_BYTES,
     MAX_SAFETENSORS_INT,
     MAX_TENSOR_DIMS,
+    MAX_TENSOR_NAME_CHARS,
     MAX_TENSORS_PER_FILE,
 )
 from draftfit.checkpoint.model import Damage, TensorInfo
@@ -206,6 +207,22 @@ def parse_header(header: bytes, data_size: int, rel: str, header_length: int) ->
     tensors: dict[str, TensorInfo] = {}
     spans: list[tuple[int, int, str]] = []
     for name, entry in parsed.items():
+        if len(name) > MAX_TENSOR_NAME_CHARS:
+            shown = f"{name[:60]}…({len(name):,} characters)"
+            damage.append(
+                Damage(
+                    rule_ids.READER_LIMIT_EXCEEDED,
+                    rel,
+                    f"a tensor name of {len(name):,} characters (`{shown}`), above the limit of "
+                    f"{MAX_TENSOR_NAME_CHARS}; that tensor was not read",
+                )
+            )
+            # Its bytes still count as covered, so the gap is not reported a second time.
+            ignored = _parse_entry("tensor", entry, rel, data_start, data_size, [])
+            if ignored is not None and ignored.byte_range is not None:
+                begin, end = ignored.byte_range
+                spans.append((begin - data_start, end - data_start, shown))
+            continue
         info = _parse_entry(name, entry, rel, data_start, data_size, damage)
         if info is None:
             continue
