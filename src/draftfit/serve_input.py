@@ -79,6 +79,7 @@ def settings_from(
             from_args,
             given_by="--serve-args and --serve-config",
             ignored_flags=from_args.ignored_flags + from_config.ignored_flags,
+            spec_keys_written=from_args.spec_keys_written + from_config.spec_keys_written,
             **merged,
         )
     )
@@ -217,7 +218,9 @@ def _vllm_engine_args(data: Mapping[str, Any], given_by: str) -> ServeSettings:
             ignored.append(str(raw_key))
             continue
         values[target.field] = _value(target, value, f"{given_by}: {raw_key}")
-    settings = ServeSettings("vllm", given_by, **values, ignored_flags=tuple(ignored))
+    settings = ServeSettings(
+        "vllm", given_by, **values, ignored_flags=tuple(ignored), full_launch=True
+    )
     if speculative is None:
         return settings
     return _vllm_speculative_config(speculative, given_by, "speculative_config", [], settings)
@@ -231,14 +234,20 @@ def _vllm_speculative_config(
     base: ServeSettings | None = None,
 ) -> ServeSettings:
     values: dict[str, Any] = {}
+    start = base or ServeSettings("vllm", given_by)
+    keys = start.spec_keys_written + tuple(str(k) for k in data)
     for raw_key, value in data.items():
         target = SPEC_CONFIG_KEYS.get(_key(raw_key))
         if target is None:
             ignored.append(f"{what}.{raw_key}" if what else str(raw_key))
             continue
         values[target.field] = _value(target, value, f"{what or given_by}.{raw_key}")
-    start = base or ServeSettings("vllm", given_by)
-    return replace(start, **values, ignored_flags=start.ignored_flags + tuple(ignored))
+    return replace(
+        start,
+        **values,
+        ignored_flags=start.ignored_flags + tuple(ignored),
+        spec_keys_written=keys,
+    )
 
 
 def is_trtllm_options(data: Mapping[str, Any]) -> bool:
@@ -383,6 +392,7 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
     booleans = BOOLEAN_FLAGS[engine]
     values: dict[str, Any] = {}
     ignored: list[str] = []
+    written: list[str] = []
     for name, text_value in assignments:
         env_target = ENGINE_ENV_VARS[engine].get(name)
         if env_target is None or not text_value:
@@ -400,6 +410,8 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
         flag, inline = word.split("=", 1) if "=" in word else (word, None)
         if engine == "vllm":
             flag = vllm_flag(flag)
+        written.append(flag)
+        flag = _unabbreviated(engine, flag)
         if flag in KNOWN_FLAGS[engine]:
             if flag not in booleans and inline is None and index < len(rest):
                 index += 0 if _is_flag(rest[index]) else 1
@@ -426,7 +438,14 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
             speculative = {**(speculative or {}), **_json_object(value or "", what)}
             continue
         values[target.field] = _value(target, True if value is None else value, what)
-    settings = ServeSettings(engine, "--serve-args", **values, ignored_flags=tuple(ignored))
+    settings = ServeSettings(
+        engine,
+        "--serve-args",
+        **values,
+        ignored_flags=tuple(ignored),
+        flags_written=tuple(written),
+        full_launch=len(rest) < len(words) and engine in ("vllm", "sglang"),
+    )
     if options is not None:
         what = f"--serve-args: {options[0]} {clip(options[1])}"
         data = _load_file(options[1], what, "the path is read from the current directory", roots)
@@ -436,6 +455,20 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
     return _vllm_speculative_config(
         speculative, "--serve-args", "--speculative-config", [], settings
     )
+
+
+def _unabbreviated(engine: str, flag: str) -> str:
+    """`flag` as the one flag draftfit reads that it abbreviates (argparse takes a unique
+    prefix of a long flag: `--speculative-algo` is `--speculative-algorithm`), else as
+    written. Whether the release's parser takes the abbreviation (another flag of its may
+    share the prefix) is judged per release (DF559)."""
+    if engine not in ("vllm", "sglang") or not flag.startswith("--") or "." in flag:
+        return flag
+    names = [*ENGINE_FLAGS[engine], *KNOWN_FLAGS[engine], *BOOLEAN_FLAGS[engine]]
+    if flag in names:
+        return flag
+    matches = {name for name in names if name.startswith(flag)}
+    return matches.pop() if len(matches) == 1 else flag
 
 
 # A shell variable assignment (`NAME=value`) before the command.

@@ -59,6 +59,14 @@ class ServeSettings:
             `pytorch_eagle_weights_path`), as written; releases read different keys.
         ignored_flags: flags, keys and environment variables draftfit does not read, in
             the order given.
+        flags_written: every flag of a `--serve-args` launch as its engine's parser sees it
+            (vLLM: underscores as dashes; no value), in the order given, so that each
+            release's own flag list can judge them (unknown, ambiguous abbreviations).
+        spec_keys_written: the `--speculative-config` keys as written (vLLM).
+        full_launch: whether the settings are a whole launch (a `vllm serve` or SGLang
+            command, or vLLM engine arguments), so that a setting it leaves out takes the
+            engine's default (target tensor parallelism 1); False for a speculative config
+            alone or a bare list of flags.
     """
 
     engine: str
@@ -85,12 +93,15 @@ class ServeSettings:
     max_draft_len: int | None = None
     draft_path_key: str | None = None
     ignored_flags: tuple[str, ...] = ()
+    flags_written: tuple[str, ...] = ()
+    spec_keys_written: tuple[str, ...] = ()
+    full_launch: bool = False
 
     def given(self) -> dict[str, Any]:
         """The settings the launch gives (engine, how, and each field not None)."""
         out: dict[str, Any] = {}
         for item in fields(self):
-            if item.name in ("engine", "given_by", "ignored_flags"):
+            if item.name in _NOT_SETTINGS:
                 continue
             value = getattr(self, item.name)
             if value is not None:
@@ -99,7 +110,11 @@ class ServeSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: every field, None where not given."""
-        out: dict[str, Any] = {item.name: getattr(self, item.name) for item in fields(self)}
+        out: dict[str, Any] = {
+            item.name: getattr(self, item.name)
+            for item in fields(self)
+            if item.name not in _LAUNCH_WORDS
+        }
         out["ignored_flags"] = list(self.ignored_flags)
         if self.layers_to_capture is not None:
             out["layers_to_capture"] = list(self.layers_to_capture)
@@ -126,6 +141,14 @@ class ServeSettings:
     def for_engine(self, engine: str) -> ServeSettings | None:
         """These settings when they are for `engine`, else None (another engine's launch)."""
         return self if self.engine == engine else None
+
+
+# Fields that record the launch's own words for the per-release checks (not in the JSON).
+_LAUNCH_WORDS = frozenset({"flags_written", "spec_keys_written", "full_launch"})
+# Fields that describe the launch, not a setting it gives.
+_NOT_SETTINGS = frozenset(
+    {"engine", "given_by", "ignored_flags", "flags_written", "spec_keys_written", "full_launch"}
+)
 
 
 def _word(value: object) -> str:

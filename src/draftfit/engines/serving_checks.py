@@ -33,7 +33,10 @@ ONLINE_QUANTIZATION = frozenset({"fp8"})
 
 def check_settings(b: BaseBuilder, settings: ServeSettings) -> None:
     """Emit the events for `settings` at the builder's engine version."""
+    _launch_flags(b, settings)
+    _speculative_config_keys(b, settings)
     _method_known(b, settings)
+    _launch_serves_draft(b, settings)
     _quantization_names(b, settings)
     _draft_path_is_folder(b, settings)
     if b.p.engine == "vllm":
@@ -125,6 +128,171 @@ def _draft_path_is_folder(b: BaseBuilder, s: ServeSettings) -> None:
     )
 
 
+# Flags that releases renamed or never had, and what to write instead.
+_FLAG_HINTS: dict[str, dict[str, str]] = {
+    "vllm": {
+        "--tp": "`-tp` / `--tensor-parallel-size`",
+        "--pp": "`-pp` / `--pipeline-parallel-size`",
+        "--tp-size": "`-tp` / `--tensor-parallel-size`",
+        "--speculative-model": "`--speculative-config '{\"model\": DRAFT, ...}'`",
+        "--num-speculative-tokens": (
+            "`--speculative-config '{\"num_speculative_tokens\": N, ...}'`"
+        ),
+        "--speculative-draft-tensor-parallel-size": (
+            "`--speculative-config '{\"draft_tensor_parallel_size\": N, ...}'`"
+        ),
+    },
+    "sglang": {"--tensor-parallel": "`--tp-size`"},
+}
+
+
+def _grammar(b: BaseBuilder) -> dict[str, object] | None:
+    """The release's command-line grammar from the engine data, None where not read."""
+    value = b.p.fact("launch_grammar").value if "launch_grammar" in b.p.data.facts else None
+    return value if isinstance(value, dict) and value.get("flags") else None
+
+
+def _flag_verdict(flag: str, known: set[str], abbreviations: bool) -> list[str]:
+    """The flags `flag` stands for in a parser that declares `known`: itself, the one flag
+    it abbreviates, several (ambiguous) or none (unrecognised)."""
+    if flag in known:
+        return [flag]
+    if not abbreviations or not flag.startswith("--"):
+        return []
+    return sorted(name for name in known if name.startswith(flag))
+
+
+def _launch_flags(b: BaseBuilder, s: ServeSettings) -> None:
+    """A flag the release's argument parser does not take (unknown, or an abbreviation two
+    of its flags share): the parser prints an error and the server does not start."""
+    grammar = _grammar(b)
+    if grammar is None or not s.flags_written:
+        return
+    known = {str(f) for f in grammar["flags"]}  # type: ignore[attr-defined]
+    abbreviations = bool(grammar.get("abbreviations"))
+    prog = "vllm serve" if b.p.engine == "vllm" else "sglang serve"
+    for flag in dict.fromkeys(s.flags_written):
+        base = flag.split(".", 1)[0] if b.p.engine == "vllm" else flag
+        meant = _flag_verdict(base, known, abbreviations)
+        if len(meant) == 1:
+            continue
+        if meant:
+            shown_matches = ", ".join(meant[:6]) + (", ..." if len(meant) > 6 else "")
+            printed = f"{prog}: error: ambiguous option: {base} could match {shown_matches}"
+            fix = "write the whole flag: " + " or ".join(f"`{m}`" for m in meant[:3])
+        else:
+            printed = f"{prog}: error: unrecognized arguments: {base}"
+            hint = _FLAG_HINTS.get(b.p.engine, {}).get(base)
+            if hint is None:
+                close = difflib.get_close_matches(base, sorted(known), n=2, cutoff=0.75)
+                hint = " / ".join(f"`{c}`" for c in close) or None
+            fix = f"did you mean {hint}?" if hint else f"leave {base} out"
+        b.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            f"`{clip(base)}`: {b.p.title}'s argument parser does not take it and the server "
+            f"does not start (`{clip(printed, 200)}`)",
+            _where(s, "/" + clip(base.lstrip("-"))),
+            ("launch_grammar",),
+            fix=fix,
+        )
+
+
+def _speculative_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
+    """vLLM: a `--speculative-config` key the release's SpeculativeConfig has no field for
+    (refused while the config is built)."""
+    if b.p.engine != "vllm" or not s.spec_keys_written:
+        return
+    fact = b.p.fact("speculative_config_keys")
+    known = [str(k) for k in fact.value or []]
+    if not known:
+        return  # this release's keys were not read
+    for key in dict.fromkeys(s.spec_keys_written):
+        if key.replace("-", "_") in known:
+            continue
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        if key.replace("-", "_") in ("num_spec_tokens", "num_tokens", "spec_tokens"):
+            close = ["num_speculative_tokens"]
+        b.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            f"`--speculative-config` key `{clip(key)}`: {b.p.title}'s SpeculativeConfig has "
+            "no such field and refuses the launch while it builds the config (an unexpected "
+            "keyword argument)",
+            _where(s, "/speculative_config/" + clip(key)),
+            (),  # no field of that name: the release's fields are the data's items
+            fix=f"did you mean `{close[0]}`?" if close else f"leave `{clip(key)}` out",
+        )
+
+
+def _same_draft(b: BaseBuilder, named: str) -> bool | None:
+    """Whether the draft path a launch names is the checked draft, as the engine resolves
+    it: a folder relative to the engine's working folder (here), or a Hub id matched
+    against `hf://` or a Hub cache folder. None when it cannot be told (a path that is not
+    a folder here may be the serving machine's; a Hub id where the checked draft's
+    repository is not known)."""
+    from draftfit.hub import PREFIX  # only a launch's draft path is compared
+
+    source = b.ckpt.source
+    if os.path.isdir(named):
+        if source.startswith(PREFIX):
+            return False
+        return os.path.realpath(named) == os.path.realpath(source)
+    repo = source[len(PREFIX) :].split("@", 1)[0] if source.startswith(PREFIX) else None
+    repo = repo or (b.ckpt.origin.repo_id if b.ckpt.origin is not None else None)
+    hub_like = named.count("/") == 1 and not named.startswith((".", "/", "~"))
+    if hub_like and repo is not None:
+        return named == repo
+    return None  # a path of the serving machine, or a Hub id of unknown weights
+
+
+def _launch_serves_draft(b: BaseBuilder, s: ServeSettings) -> None:
+    """vLLM / SGLang: a whole launch that does not serve the checked draft (no draft path,
+    another folder; SGLang without a speculative algorithm)."""
+    if b.p.engine not in ("vllm", "sglang") or not s.full_launch:
+        return
+    if b.p.engine == "sglang" and s.method is None:
+        b.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            "the launch has no `--speculative-algorithm`: SGLang loads no draft and serves "
+            "the target alone, so the checked draft is not what runs",
+            _where(s, "/speculative-algorithm"),
+            (),
+            fix="add `--speculative-algorithm EAGLE3` (or `EAGLE`) and "
+            "`--speculative-draft-model-path DRAFT`",
+        )
+        return
+    speculative = s.method is not None or s.num_speculative_tokens is not None
+    if b.p.engine == "vllm" and not speculative and s.draft_model is None:
+        return  # no speculative config at all: not a speculative launch to judge
+    key = "model" if b.p.engine == "vllm" else "--speculative-draft-model-path"
+    if s.draft_model is None:
+        what = (
+            "vLLM refuses a speculative config without a draft for EAGLE methods "
+            "(ValueError at start-up)"
+            if b.p.engine == "vllm"
+            else "SGLang loads the target's own weights as the draft"
+        )
+        b.refuse(
+            rule_ids.DRAFT_PATH_MISSING,
+            f"the launch names no draft (`{key}`): {what}; the checked draft is not what runs",
+            _where(s, "/speculative_config/model" if b.p.engine == "vllm" else "/" + key[2:]),
+            (),
+            fix=f"name the draft's folder with `{key}`",
+        )
+        return
+    if _same_draft(b, s.draft_model) is not False:
+        return
+    b.refuse(
+        rule_ids.SERVE_SETTING_INVALID,
+        f"the launch's draft path `{clip(s.draft_model)}` (`{key}`) is not the checked "
+        f"draft `{clip(b.ckpt.source)}` (paths resolved from the current folder, as the "
+        "engine resolves them from its own): the checked draft is not what runs",
+        _where(s, "/speculative_config/model" if b.p.engine == "vllm" else "/" + key[2:]),
+        (),
+        fix=f"check the draft the launch serves (`draftfit check {clip(s.draft_model)}`), "
+        "or name the checked draft in the launch",
+    )
+
+
 def _where(settings: ServeSettings, pointer: str) -> Location:
     return Location(f"{SERVE} ({settings.given_by})", pointer)
 
@@ -133,6 +301,8 @@ def _vllm_draft_tp(b: BaseBuilder, s: ServeSettings) -> None:
     """vLLM: a draft tensor-parallel size apart from the target's is refused unless it is
     1, and an EAGLE draft runs at the target's size whatever it says."""
     draft_tp, target_tp = s.draft_tensor_parallel_size, s.tensor_parallel_size
+    if target_tp is None and s.full_launch:
+        target_tp = 1  # a whole launch without -tp runs the target at vLLM's default, 1
     if draft_tp is None or target_tp is None or b.value("draft_tp_choices") is None:
         return  # a speculative config alone does not say the target's size
     if draft_tp == target_tp:

@@ -98,7 +98,11 @@ class _Builder(BaseBuilder):
         """What vLLM picks when `speculative_config` has no `method` (data: `method_from_path`,
         vllm/config/__init__.py:2143-2146@v0.10.2)."""
         rules = self.value("method_from_path") or []
-        name = self.ckpt.source.lower()
+        launch = self.inputs.serve
+        # vLLM looks at the draft path the launch gives (as written), else the checked one
+        source = launch.draft_model if launch is not None and launch.draft_model else None
+        source = source or self.ckpt.source
+        name = source.lower()
         detected = None
         for substring, method in rules:
             if substring in name:
@@ -111,7 +115,7 @@ class _Builder(BaseBuilder):
             if detected is None:
                 plain = self.value("draft_model_method")
                 message = (
-                    f"no `method` given and the draft path `{self.ckpt.source}` contains none of "
+                    f"no `method` given and the draft path `{source}` contains none of "
                     + ", ".join(f"`{s}`" for s, _ in rules)
                     + ": vLLM runs it as a plain `draft_model`, "
                 )
@@ -123,6 +127,8 @@ class _Builder(BaseBuilder):
                         Location(CONFIG),
                         ("method_from_path", "draft_model_method"),
                         fix=fix,
+                        # the launch given names no method: the condition holds, not may hold
+                        consequence=Consequence.DRAFTS_GARBAGE if launch is not None else None,
                     )
                 else:
                     self.refuse(
@@ -136,7 +142,7 @@ class _Builder(BaseBuilder):
                 self.refuse(
                     rule_ids.METHOD_MISMATCH,
                     f"no `method` given: vLLM picks `{detected}` from the draft path "
-                    f"`{self.ckpt.source}`, but the checkpoint is an {self.spec.method} draft",
+                    f"`{source}`, but the checkpoint is an {self.spec.method} draft",
                     Location(CONFIG),
                     ("method_from_path",),
                     fix=f'pass "method": "{self.spec.method}" in --speculative-config',
