@@ -26,13 +26,12 @@ import pytest
 
 from tests import factory as f
 from tests.malformed import CASES, Case
+from tests.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT_S = 60
-SCALE = float(os.environ.get("DRAFTFIT_TEST_TIMEOUT_SCALE", "1"))
 # Run in the case's interpreter: each command through the CLI's main, capturing its output.
 DRIVER = r"""
-import contextlib, io, json, sys, time
+import contextlib, io, json, sys
 from draftfit.cli import main
 
 def peak_kb():
@@ -47,7 +46,6 @@ def peak_kb():
 results = []
 for argv in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()
-    started = time.monotonic()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = main(argv)
@@ -58,8 +56,7 @@ for argv in json.loads(sys.argv[1]):
     except Exception:
         codes = None
     results.append({"argv": argv, "rc": rc, "stdout": out.getvalue()[-200000:], "codes": codes,
-                    "stderr": err.getvalue()[-4000:], "seconds": time.monotonic() - started,
-                    "max_rss_kb": peak_kb()})
+                    "stderr": err.getvalue()[-4000:], "max_rss_kb": peak_kb()})
 print(json.dumps(results))
 """
 
@@ -115,12 +112,12 @@ def run_case(item: Case, folder: Path, clean: Path, target: Path) -> dict[str, A
             [sys.executable, "-c", DRIVER, json.dumps(argv)],
             capture_output=True,
             text=True,
-            timeout=TIMEOUT_S,
+            timeout=scaled(),
             env=env,
             cwd=folder,
         )
     except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {TIMEOUT_S} s"}
+        return {"error": f"timed out after {scaled():.0f} s"}
     after = fingerprint(folder)
     changed = sorted(
         k for k in before.keys() | after.keys() if before.get(k) != after.get(k) and k != str(out)
@@ -149,18 +146,15 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
         return {key: future.result() for key, future in futures.items()}
 
 
-# Cases whose declared sizes are huge: reading them must stay fast and small.
+# Cases whose declared sizes are huge: reading them must stay small (their speed is
+# measured in bench/, not asserted here).
 BOUNDED = ("st-sparse-1tb", "st-claims-1m-tensors", "st-header-over-cap", "cfg-huge-file")
-MAX_CHECK_SECONDS = 3.0
 MAX_RSS_KB = 200 * 1024
 
 
 @pytest.mark.parametrize("case_id", BOUNDED)
-def test_huge_declarations_stay_fast_and_small(
-    case_id: str, outcomes: dict[str, dict[str, Any]]
-) -> None:
+def test_huge_declarations_stay_small(case_id: str, outcomes: dict[str, dict[str, Any]]) -> None:
     check = outcomes[case_id]["results"][0]
-    assert check["seconds"] < MAX_CHECK_SECONDS, check["seconds"]
     assert check["max_rss_kb"] < MAX_RSS_KB, check["max_rss_kb"]
 
 
@@ -232,7 +226,7 @@ def test_named_paths_fail_in_one_line(tmp_path: Path) -> None:
             [sys.executable, "-m", "draftfit", *argv],
             capture_output=True,
             text=True,
-            timeout=TIMEOUT_S,
+            timeout=scaled(),
             env=env,
         )
         assert proc.returncode == 2, (argv, proc.stderr)
@@ -312,7 +306,7 @@ def test_settings_inputs_fail_in_one_line(tmp_path: Path) -> None:
             [sys.executable, "-m", "draftfit", *argv],
             capture_output=True,
             text=True,
-            timeout=TIMEOUT_S * SCALE,
+            timeout=scaled(),
             env=env,
             cwd=tmp_path,
         )
@@ -341,7 +335,7 @@ def test_serve_config_symlink_outside_is_refused(tmp_path: Path) -> None:
             [sys.executable, "-m", "draftfit", "check", str(draft), "--serve-config", config],
             capture_output=True,
             text=True,
-            timeout=TIMEOUT_S * SCALE,
+            timeout=scaled(),
             env=env,
             cwd=work,
         )
