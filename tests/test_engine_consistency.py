@@ -1,7 +1,7 @@
 """One draft, every engine: an engine that finds nothing wrong while another refuses the
 draft over the same config field must have a reason in its own data.
 
-For every rule case of `cases.py` (with its target and method), every release of every
+For every rule case of `tests/cases/` (with its target and method), every release of every
 engine checks the draft. Where a release of one engine finds nothing wrong (`compatible` or
 `unverified`) while a release of another engine reports an *error* located in the draft's
 config.json, the triple (quiet engine, the error's rule, the field at the root of its
