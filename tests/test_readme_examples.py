@@ -7,11 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_readme_examples_match_a_real_run() -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "dev" / "readme_examples.py"), "--check"],
