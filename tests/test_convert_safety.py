@@ -319,7 +319,15 @@ def _wait_for_write(proc: subprocess.Popen[str], out: Path) -> Path:
     raise AssertionError(f"no write seen; exit {proc.poll()}: {proc.communicate()}")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+# SIGINT in the quick run; SIGTERM and SIGHUP take the same path (`slow`).
+@pytest.mark.parametrize(
+    "signum",
+    [
+        pytest.param(signal.SIGTERM, marks=pytest.mark.slow),
+        signal.SIGINT,
+        pytest.param(signal.SIGHUP, marks=pytest.mark.slow),
+    ],
+)
 def test_signal_mid_write_cleans_up_and_keeps_the_old_output(
     draft: Path, big_draft: Path, tmp_path: Path, signum: int
 ) -> None:
@@ -597,6 +605,7 @@ def allocated(path: Path) -> int:
     return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow
 def test_holes_stay_holes_and_the_bytes_stay_the_same(tmp_path: Path) -> None:
     from tests.test_convert import tensor_hashes
 
@@ -674,6 +683,7 @@ def test_an_output_that_does_not_fit_is_refused_before_writing(
     assert list(small_filesystem.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_sparse_draft_fits_where_its_length_would_not(
     tmp_path: Path, small_filesystem: Path
 ) -> None:

@@ -23,6 +23,7 @@ from draftfit.report import Finding
 from draftfit.rules.base import Severity
 from draftfit.sources import open_checkpoint, open_target
 from tests.cases import CASES, Case
+from tests.sampling import sampled
 
 ENGINES = ("vllm", "sglang", "trtllm")
 QUIET = ("compatible", "unverified")
@@ -118,7 +119,7 @@ def _conflicts(case: Case, tmp_path: Path) -> set[tuple[str, str, str]]:
     return found
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@pytest.mark.parametrize("case", sampled(CASES, 20, lambda c: c.id))
 def test_no_engine_is_quiet_about_a_field_another_refuses(case: Case, tmp_path: Path) -> None:
     unexplained = _conflicts(case, tmp_path) - set(EXPLAINED) - set(KNOWN_GAPS)
     assert not unexplained, (
