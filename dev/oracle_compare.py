@@ -2,7 +2,7 @@
 
 A development aid, not part of the product or the tests: it needs a vLLM venv and the
 oracle script that runs vLLM's config, model-build and weight-loading code on a CPU
-(`../shared/oracle/`). For every rule case in `tests/cases.py` that targets vLLM 0.34.0
+(`../shared/oracle/`). For every rule case in `tests/cases/` that targets vLLM 0.34.0
 and has a target, it builds the checkpoint, runs `draftfit check` and the oracle, and
 derives vLLM's verdict from what the oracle saw:
 

@@ -14,7 +14,7 @@ replaced, nothing else is touched):
 
 * `demo/demo.json` — `draftfit demo --format json`;
 * for the demo checkpoints (`demo.build_demo`: the speculators Kimi-K2 draft, the AQ-MedAI
-  reference, the Kimi-K2 target) and for every case of `tests/cases.py` (built with the test
+  reference, the Kimi-K2 target) and for every case of `tests/cases/` (built with the test
   factory as `tests/test_rules.py` builds them), `<case>/<command>.json` for
   - `check`         — `check --format json` with the case's engines and method (as the test
                       runs it; the demo uses its three engines),

@@ -6,13 +6,17 @@ import os
 import pty
 import subprocess
 
+from tests.timeouts import scaled
+
 
 def stderr_on_a_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, bytes]:
     """Run `argv` with stdout discarded and stderr on a pseudo-terminal; returns the exit
     status and everything written to the terminal."""
     leader, follower = pty.openpty()
     try:
-        run = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=follower, env=env, check=False)
+        run = subprocess.run(
+            argv, stdout=subprocess.DEVNULL, stderr=follower, env=env, check=False, timeout=scaled()
+        )
         os.close(follower)
         chunks = []
         while True:

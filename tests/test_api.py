@@ -14,6 +14,7 @@ from draftfit.errors import DraftfitError, UsageError
 from draftfit.render.json import with_envelope
 from draftfit.schemas import load_schema
 from tests import factory as f
+from tests.timeouts import scaled
 
 
 @pytest.fixture
@@ -74,6 +75,6 @@ def test_import_draftfit_stays_light() -> None:
 
     code = "import sys, draftfit; print(sorted(m for m in sys.modules if m.startswith('draftfit')))"
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=scaled()
     ).stdout
     assert out.strip() == "['draftfit', 'draftfit.api', 'draftfit.version']"

@@ -13,6 +13,7 @@ import pytest
 import draftfit
 from draftfit.cli import main
 from tests import factory as f
+from tests.timeouts import scaled
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -203,6 +204,7 @@ def test_python_dash_m_entry_point(clean) -> None:
         capture_output=True,
         text=True,
         check=False,
+        timeout=scaled(),
     )
     assert result.returncode == 0 and "compatible" in result.stdout
 
@@ -308,6 +310,7 @@ def test_piped_tables_are_neither_wrapped_nor_padded(tmp_path: Path) -> None:
             text=True,
             check=False,
             env={**os.environ, "PYTHONPATH": str(Path(draftfit.__file__).parents[1])},
+            timeout=scaled(),
         )
         assert result.returncode == 0, result.stderr
         lines = result.stdout.splitlines()

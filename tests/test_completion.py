@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from draftfit.cli import main
+from tests.timeouts import scaled
 
 
 def script(capsys: pytest.CaptureFixture[str], shell: str) -> str:
@@ -27,7 +28,9 @@ def bash_complete(path: Path, line: str) -> list[str]:
         '_shtab_draftfit; printf "%s\\n" "${COMPREPLY[@]}"'
     )
     bash = shutil.which("bash") or "/bin/bash"
-    done = subprocess.run([bash, "-c", program], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [bash, "-c", program], capture_output=True, text=True, check=True, timeout=scaled()
+    )
     return [w for w in done.stdout.splitlines() if w]
 
 

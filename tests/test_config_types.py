@@ -277,13 +277,25 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, d
 PROFILES = resolve_engines(["vllm", "sglang", "trtllm"])
 
 
-def test_every_field_and_type_in_check_and_inspect(written, tmp_path: Path) -> None:
+# The sweeps below take one combination in SAMPLE_EVERY in the quick run ("sample") and
+# the others in the full run ("rest", marked `slow`).
+SAMPLE_EVERY = 25
+PARTS = ("sample", pytest.param("rest", marks=pytest.mark.slow))
+
+
+def _in_part(index: int, part: str) -> bool:
+    return (index % SAMPLE_EVERY == 0) == (part == "sample")
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_every_field_and_type_in_check_and_inspect(written, tmp_path: Path, part: str) -> None:
     """check (three engines, with a target) and inspect: never a crash; the wrong type is
     reported at its pointer with the code its schema entry names, and only then."""
     target = load_target(_llama_target(tmp_path))
     failures = []
     count = 0
-    for base, pointer, expect, label, value in combos():
+    chosen = [c for n, c in enumerate(combos()) if _in_part(n, part)]
+    for base, pointer, expect, label, value in chosen:
         path, config = written[base]
         mutated = copy.deepcopy(config)
         set_at(mutated, pointer, value)
@@ -300,28 +312,35 @@ def test_every_field_and_type_in_check_and_inspect(written, tmp_path: Path) -> N
             failures.append(f"{base} {pointer}={label}: called compatible")
     for path, config in written.values():
         (path / "config.json").write_text(json.dumps(config))
-    assert count > 500
+    assert count > (20 if part == "sample" else 500)
     assert not failures, "\n".join(failures[:40])
 
 
-def test_every_target_field_and_type(written, tmp_path: Path) -> None:
+@pytest.mark.parametrize("part", PARTS)
+def test_every_target_field_and_type(written, tmp_path: Path, part: str) -> None:
     draft = load_checkpoint(written["specforge"][0])
-    for prefix, schema in (
-        ("", TARGET_SCHEMA),
-        ("/text_config", TARGET_SCHEMA["text_config"].children),
-    ):
-        for name, expect in (schema or {}).items():
-            for label, value in SAMPLES:
-                target_dir = f.llama_target(tmp_path / "t")
-                config = json.loads((target_dir / "config.json").read_text())
-                if prefix:
-                    config = {"architectures": ["X"], "text_config": config}
-                set_at(config, f"{prefix}/{name}", value)
-                (target_dir / "config.json").write_text(json.dumps(config))
-                report = check_checkpoint(draft, load_target(target_dir), PROFILES)
-                codes = _codes_at(report, f"{prefix}/{name}")
-                want = set() if accepted(expect, label) else {"DF118" if expect.crash else "DF119"}
-                assert codes == want, f"target {prefix}/{name}={label}"
+    fields = [
+        (prefix, name, expect, label, value)
+        for prefix, schema in (
+            ("", TARGET_SCHEMA),
+            ("/text_config", TARGET_SCHEMA["text_config"].children),
+        )
+        for name, expect in (schema or {}).items()
+        for label, value in SAMPLES
+    ]
+    chosen = [field for n, field in enumerate(fields) if _in_part(n, part)]
+    assert chosen
+    for prefix, name, expect, label, value in chosen:
+        target_dir = f.llama_target(tmp_path / "t")
+        config = json.loads((target_dir / "config.json").read_text())
+        if prefix:
+            config = {"architectures": ["X"], "text_config": config}
+        set_at(config, f"{prefix}/{name}", value)
+        (target_dir / "config.json").write_text(json.dumps(config))
+        report = check_checkpoint(draft, load_target(target_dir), PROFILES)
+        codes = _codes_at(report, f"{prefix}/{name}")
+        want = set() if accepted(expect, label) else {"DF118" if expect.crash else "DF119"}
+        assert codes == want, f"target {prefix}/{name}={label}"
 
 
 # A fixed subset for the commands that cost more: every sample of the fields that shape
@@ -340,13 +359,34 @@ HEAVY = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("base", "pointer"), HEAVY)
 def test_every_command_survives(
     written, tmp_path: Path, base: str, pointer: str, capsys: pytest.CaptureFixture
 ) -> None:
+    _every_command(written, tmp_path, base, pointer, SAMPLES, capsys)
+
+
+def test_every_command_survives_a_sample(
+    written, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The quick run's share of the sweep above: every command, one value in one field."""
+    samples = [s for s in SAMPLES if s[0] == "huge"]
+    _every_command(written, tmp_path, "specforge", "/num_hidden_layers", samples, capsys)
+
+
+def _every_command(
+    written,
+    tmp_path: Path,
+    base: str,
+    pointer: str,
+    samples: list[tuple[str, object]],
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """Every command on the draft with each of `samples` at `pointer`: never a crash."""
     source, config = written[base]
     target = str(_llama_target(tmp_path))
-    for label, value in SAMPLES:
+    for label, value in samples:
         draft = tmp_path / f"draft-{label}"
         mutated = copy.deepcopy(config)
         set_at(mutated, pointer, value)

@@ -21,6 +21,7 @@ from draftfit.conversion import convert_path
 from draftfit.errors import OutputExistsError, UsageError
 from draftfit.spec import describe
 from tests import factory as f
+from tests.timeouts import scaled
 
 
 def tree_hash(path: Path) -> dict[str, str]:
@@ -265,13 +266,13 @@ def test_interrupt_leaves_no_partial_output(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         env=env,
     )
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + scaled(60)
     while time.monotonic() < deadline and not any(
         p.name.startswith(".out.draftfit-") for p in tmp_path.iterdir()
     ):
         time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)
+    proc.wait(timeout=scaled())
     assert proc.returncode != 0
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir() if "draftfit" in p.name] == []

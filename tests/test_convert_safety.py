@@ -23,6 +23,7 @@ from draftfit.conversion import convert_path
 from draftfit.conversion.output import MARKER
 from draftfit.errors import DamagedInputError, OutputExistsError, UsageError
 from tests import factory as f
+from tests.timeouts import scaled
 
 ROOT = os.geteuid() == 0
 REPO = Path(__file__).resolve().parents[1]
@@ -50,7 +51,7 @@ def run_cli(*args: str, preexec_fn=None) -> subprocess.CompletedProcess[str]:
         text=True,
         env=env,
         preexec_fn=preexec_fn,
-        timeout=120,
+        timeout=scaled(),
     )
 
 
@@ -308,7 +309,7 @@ def _start(draft: Path, out: Path, *extra: str, preexec=None) -> subprocess.Pope
 
 def _wait_for_write(proc: subprocess.Popen[str], out: Path) -> Path:
     """The temporary folder once the weights are being written into it."""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(120)
     while time.monotonic() < deadline and proc.poll() is None:
         for path in out.parent.glob(f".{out.name}.draftfit-*"):
             if (path / "model.safetensors").exists():
@@ -318,7 +319,15 @@ def _wait_for_write(proc: subprocess.Popen[str], out: Path) -> Path:
     raise AssertionError(f"no write seen; exit {proc.poll()}: {proc.communicate()}")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+# SIGINT in the quick run; SIGTERM and SIGHUP take the same path (`slow`).
+@pytest.mark.parametrize(
+    "signum",
+    [
+        pytest.param(signal.SIGTERM, marks=pytest.mark.slow),
+        signal.SIGINT,
+        pytest.param(signal.SIGHUP, marks=pytest.mark.slow),
+    ],
+)
 def test_signal_mid_write_cleans_up_and_keeps_the_old_output(
     draft: Path, big_draft: Path, tmp_path: Path, signum: int
 ) -> None:
@@ -329,7 +338,7 @@ def test_signal_mid_write_cleans_up_and_keeps_the_old_output(
     proc = _start(big_draft, out, "--force")
     _wait_for_write(proc, out)
     proc.send_signal(signum)
-    _, stderr = proc.communicate(timeout=120)
+    _, stderr = proc.communicate(timeout=scaled())
     assert proc.returncode == 128 + signum, stderr
     line = one_error_line(stderr)
     assert signal.Signals(signum).name in line
@@ -350,7 +359,7 @@ def test_an_ignored_sighup_stays_ignored(big_draft: Path, tmp_path: Path) -> Non
     _wait_for_write(proc, out)
     proc.send_signal(signal.SIGHUP)
     proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=120)
+    _, stderr = proc.communicate(timeout=scaled())
     assert proc.returncode == 128 + signal.SIGTERM, stderr
     assert not out.exists() and siblings(out) == []
 
@@ -364,7 +373,7 @@ def test_sigkill_leftover_is_removed_by_the_next_convert(
     proc = _start(big_draft, out, "--force")
     temp = _wait_for_write(proc, out)
     proc.kill()
-    proc.communicate(timeout=60)
+    proc.communicate(timeout=scaled())
     assert siblings(out) == [temp.name]
     assert json.loads((temp / MARKER).read_text())["state"] == "writing"
     assert tree_hash(out) == before  # the old output is untouched
@@ -389,7 +398,7 @@ def test_a_running_converts_temp_folder_is_not_taken_for_a_leftover(
         assert (temp / MARKER).is_file() and (temp / "model.safetensors").is_file()
     finally:
         proc.send_signal(signal.SIGCONT)
-    stdout, stderr = proc.communicate(timeout=120)
+    stdout, stderr = proc.communicate(timeout=scaled())
     # Written (exit 1 only because the check of the output flags the oversized embedding).
     assert proc.returncode in (0, 1) and "written to" in stdout, stderr
     assert siblings(out) == []
@@ -484,7 +493,9 @@ def test_immutable_parent_is_one_line_even_for_root(draft: Path, tmp_path: Path,
     supports it."""
     parent = tmp_path / "frozen"
     parent.mkdir()
-    done = subprocess.run(["chattr", "+i", str(parent)], capture_output=True, check=False)
+    done = subprocess.run(
+        ["chattr", "+i", str(parent)], capture_output=True, check=False, timeout=scaled()
+    )
     if done.returncode != 0:
         pytest.skip("chattr +i is not available here")
     try:
@@ -493,7 +504,7 @@ def test_immutable_parent_is_one_line_even_for_root(draft: Path, tmp_path: Path,
         assert line.startswith(f"draftfit: error: {os.strerror(errno.EPERM)}: {parent}")
         assert list(parent.iterdir()) == []
     finally:
-        subprocess.run(["chattr", "-i", str(parent)], check=True)
+        subprocess.run(["chattr", "-i", str(parent)], check=True, timeout=scaled())
 
 
 # ------------------------------------------------------------------ what -o may name
@@ -594,6 +605,7 @@ def allocated(path: Path) -> int:
     return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow
 def test_holes_stay_holes_and_the_bytes_stay_the_same(tmp_path: Path) -> None:
     from tests.test_convert import tensor_hashes
 
@@ -643,13 +655,14 @@ def small_filesystem(tmp_path: Path):
         ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(place)],
         capture_output=True,
         check=False,
+        timeout=scaled(),
     )
     if done.returncode != 0:
         pytest.skip("cannot mount a small tmpfs here")
     try:
         yield place
     finally:
-        subprocess.run(["umount", str(place)], check=True)
+        subprocess.run(["umount", str(place)], check=True, timeout=scaled())
 
 
 def test_an_output_that_does_not_fit_is_refused_before_writing(
@@ -670,6 +683,7 @@ def test_an_output_that_does_not_fit_is_refused_before_writing(
     assert list(small_filesystem.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_sparse_draft_fits_where_its_length_would_not(
     tmp_path: Path, small_filesystem: Path
 ) -> None:
@@ -736,5 +750,7 @@ def test_convert_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     returncode, seen = stderr_on_a_terminal(argv(str(tmp_path / "on-a-terminal")), env)
     assert returncode == 0
     assert b"writing" in seen
-    piped = subprocess.run(argv(str(tmp_path / "piped")), capture_output=True, env=env, check=False)
+    piped = subprocess.run(
+        argv(str(tmp_path / "piped")), capture_output=True, env=env, check=False, timeout=scaled()
+    )
     assert piped.returncode == 0 and piped.stderr == b""

@@ -21,6 +21,7 @@ from draftfit.escape import (
     xml_text,
 )
 from tests import factory as f
+from tests.timeouts import scaled
 
 HOSTILE = "evil\x1b[2J\x1b]0;pwned\x07\u202ename"
 
@@ -134,6 +135,6 @@ def test_a_shell_word_with_a_control_character_stays_on_one_line_and_reads_back(
     assert shell_word("plain/path") == "plain/path"
     if shutil.which("bash"):
         run = subprocess.run(
-            ["bash", "-c", f"printf %s {quoted}"], capture_output=True, check=True, timeout=60
+            ["bash", "-c", f"printf %s {quoted}"], capture_output=True, check=True, timeout=scaled()
         )
         assert run.stdout.decode() == word

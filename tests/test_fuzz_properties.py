@@ -1,8 +1,9 @@
 """Property tests: the readers, check, recipes, diff and convert planning never crash on
 mutated bytes, headers, configs and pickles.
 
-A short, deterministic budget (`derandomize=True`, no example database) keeps these to a
-few seconds in the normal run; `bench/fuzz.py` runs the long reproducible campaign.
+A short, deterministic budget (`derandomize=True`, no example database): the properties
+that run whole commands take a few examples in the quick run (`-m "not slow"`) and their
+full budget in the full run; `bench/fuzz.py` runs the long reproducible campaign.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ FAST = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 SLOW = settings(FAST, max_examples=25)
+# The quick run's share of the SLOW properties (each also runs at SLOW, marked `slow`).
+FEW = settings(FAST, max_examples=3)
 KNOWN_RULES = {r.name for r in all_rules()}
 
 json_values = st.recursive(
@@ -203,11 +206,27 @@ config_keys = st.sampled_from(
 )
 
 
+config_edits = st.lists(st.tuples(config_keys, json_values), min_size=1, max_size=3)
+
+
+@pytest.mark.slow
 @SLOW
-@given(st.lists(st.tuples(config_keys, json_values), min_size=1, max_size=3))
+@given(config_edits)
 def test_commands_never_crash_on_mutated_configs(
     clean: dict[str, Path], edits: list[tuple[str, Any]]
 ) -> None:
+    _mutated_config(clean, edits)
+
+
+@FEW
+@given(config_edits)
+def test_commands_never_crash_on_a_few_mutated_configs(
+    clean: dict[str, Path], edits: list[tuple[str, Any]]
+) -> None:
+    _mutated_config(clean, edits)
+
+
+def _mutated_config(clean: dict[str, Path], edits: list[tuple[str, Any]]) -> None:
     draft = clean["root"] / "config-mutant"
     if not draft.exists():
         f.specforge().write(draft)
@@ -218,11 +237,24 @@ def test_commands_never_crash_on_mutated_configs(
     _run_commands(draft, clean["draft"], clean["target"])
 
 
+@pytest.mark.slow
 @SLOW
 @given(entries)
 def test_commands_never_crash_on_mutated_headers(
     clean: dict[str, Path], extra: dict[str, Any]
 ) -> None:
+    _mutated_header(clean, extra)
+
+
+@FEW
+@given(entries)
+def test_commands_never_crash_on_a_few_mutated_headers(
+    clean: dict[str, Path], extra: dict[str, Any]
+) -> None:
+    _mutated_header(clean, extra)
+
+
+def _mutated_header(clean: dict[str, Path], extra: dict[str, Any]) -> None:
     draft = clean["root"] / "header-mutant"
     if not draft.exists():
         f.specforge().write(draft)

@@ -19,9 +19,9 @@ from draftfit.comparison import diff_paths
 from draftfit.engines.installed import SEARCH_PATH_ENV, default_profiles, find_installed
 from draftfit.engines.registry import engine_named
 from tests import factory as f
+from tests.timeouts import scaled
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-TIMEOUT = 120 * float(os.environ.get("DRAFTFIT_TEST_TIMEOUT_SCALE", "1"))
 
 
 def fake_install(site: Path, name: str, version: str) -> Path:
@@ -87,7 +87,7 @@ def test_a_python_with_the_metadata_on_its_path_checks_that_release(
         capture_output=True,
         text=True,
         env=env,
-        timeout=TIMEOUT,
+        timeout=scaled(),
         check=False,
     )
     assert done.returncode == 0, done.stderr

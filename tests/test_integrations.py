@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from tests import factory as f
+from tests.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[1]
 SARIF_SCHEMA = json.loads((ROOT / "tests/data/sarif/sarif-schema-2.1.0.json").read_text())
@@ -67,7 +68,7 @@ def run_hook(repo: Path, env: dict[str, str], changed: list[str], args: list[str
     pattern = re.compile(spec["files"])
     files = [name for name in changed if pattern.search(name)]
     argv = [*shlex.split(spec["entry"]), *args, *files]
-    return subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=scaled())
 
 
 def test_hook_metadata() -> None:
@@ -156,7 +157,7 @@ def run_check_step(repo: Path, env: dict[str, str], given: dict[str, str]):
         env=step_env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(),
     )
     written = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
     return done, written

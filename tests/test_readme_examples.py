@@ -9,15 +9,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.timeouts import scaled
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_readme_examples_match_a_real_run() -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "dev" / "readme_examples.py"), "--check"],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(),
         check=False,
     )
     assert done.returncode == 0, (
@@ -39,12 +44,16 @@ def test_a_drifted_example_is_reported(tmp_path: Path) -> None:
         "```\n"
     )
     args = [sys.executable, str(ROOT / "dev" / "readme_examples.py"), "--readme", str(readme)]
-    done = subprocess.run([*args, "--check"], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [*args, "--check"], capture_output=True, text=True, check=False, timeout=scaled()
+    )
     assert done.returncode == 1
     assert "+DF310 aux-ids-not-ascending — error" in done.stdout
-    assert subprocess.run([*args, "--write"], check=False).returncode == 0
+    assert subprocess.run([*args, "--write"], check=False, timeout=scaled()).returncode == 0
     assert "DF310 aux-ids-not-ascending — error\n..." in readme.read_text()
-    done = subprocess.run([*args, "--check"], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [*args, "--check"], capture_output=True, text=True, check=False, timeout=scaled()
+    )
     assert done.returncode == 0, done.stdout
 
 

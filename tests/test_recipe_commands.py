@@ -34,7 +34,7 @@ from draftfit.render.text import render_check
 from draftfit.sources import open_checkpoint, open_target
 from draftfit.target import load_target
 from tests import factory as f
-from tests.cases import CASES
+from tests.cases import CASES, Case
 from tests.fake_hub import FakeHub, configure_hf_env
 
 # The flags `hf download` takes in recipes; checked against the installed CLI's help below.
@@ -158,15 +158,28 @@ def _case_recipes(case, tmp_path: Path) -> Iterator[tuple[Recipe, list[str]]]:
     yield from ((row.recipe, row.versions) for row in matrix.rows if row.recipe is not None)
 
 
-def test_every_recipe_of_the_rule_cases_pastes(tmp_path: Path) -> None:
+def _paste_recipes(cases: list[Case], tmp_path: Path) -> tuple[int, set[str]]:
+    """Check every recipe of `cases` pastes; how many, and for which engines."""
     checked = 0
     engines = set()
-    for n, case in enumerate(CASES):
+    for n, case in enumerate(cases):
         for recipe, versions in _case_recipes(case, tmp_path / str(n)):
             check_recipe(recipe, versions)
             checked += 1
             engines.add(recipe.engine)
+    return checked, engines
+
+
+@pytest.mark.slow
+def test_every_recipe_of_the_rule_cases_pastes(tmp_path: Path) -> None:
+    checked, engines = _paste_recipes(CASES, tmp_path)
     assert checked > 300 and engines == {"vllm", "sglang", "trtllm"}
+
+
+def test_recipes_of_a_sample_of_rule_cases_paste(tmp_path: Path) -> None:
+    """The quick run's share of the sweep above: one case in 50."""
+    checked, engines = _paste_recipes(CASES[::50], tmp_path)
+    assert checked > 5 and engines == {"vllm", "sglang", "trtllm"}
 
 
 # ---------------------------------------------------------------------- Hub references

@@ -18,9 +18,9 @@ from types import ModuleType
 import pytest
 
 from draftfit.engines.citation import parse_locations
+from tests.timeouts import scaled
 
 SCRIPT = Path(__file__).resolve().parents[1] / "dev" / "refresh_engine.py"
-TIMEOUT = 60 * float(os.environ.get("DRAFTFIT_TEST_TIMEOUT_SCALE", "1"))
 
 
 @pytest.fixture(scope="module")
@@ -146,13 +146,13 @@ def _git_snapshot(tmp_path: Path, files: dict[str, str]) -> tuple[Path, str]:
         "PATH": os.environ.get("PATH", ""),
     }
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "release"]):
-        subprocess.run(["git", "-C", str(work), *cmd], check=True, env=env, timeout=TIMEOUT)
+        subprocess.run(["git", "-C", str(work), *cmd], check=True, env=env, timeout=scaled())
     head = subprocess.run(
         ["git", "-C", str(work), "rev-parse", "HEAD"],
         check=True,
         capture_output=True,
         text=True,
-        timeout=TIMEOUT,
+        timeout=scaled(),
     )
     return work / ".git", head.stdout.strip()
 

@@ -29,6 +29,7 @@ from draftfit.rules import get_rule
 from draftfit.rules.base import Severity
 from draftfit.sources import open_checkpoint, open_target
 from tests import factory as f
+from tests.timeouts import scaled
 
 COMMAND_KINDS = {
     "check": registry.CHECK,
@@ -195,7 +196,9 @@ def test_building_the_parser_loads_no_renderer() -> None:
         "loaded = [m for m in sys.modules if m.startswith('draftfit.render.')]\n"
         "print(json.dumps(sorted(loaded)))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=scaled()
+    )
     loaded = json.loads(done.stdout)
     assert "draftfit.render.kinds" in loaded
     assert not [m for m in loaded if m not in ("draftfit.render.kinds", "draftfit.escape")]
@@ -224,6 +227,7 @@ def _modules_loaded_by(args: list[str]) -> set[str]:
         text=True,
         env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"},
         check=False,
+        timeout=scaled(),
     )
     assert done.returncode in (0, 1), done.stderr[-2000:]
     return {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}

@@ -13,6 +13,7 @@ from draftfit.cli import main
 from draftfit.docs_links import DOCS_BASE_URL, rule_doc_path, rule_doc_url
 from draftfit.rule_docs import pages
 from draftfit.rules import all_rules
+from tests.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,6 +35,7 @@ def test_every_rule_has_a_page_and_the_generator_check_agrees() -> None:
         capture_output=True,
         text=True,
         check=False,
+        timeout=scaled(),
     )
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -46,11 +48,18 @@ def test_generator_check_fails_on_a_stale_page(tmp_path: Path) -> None:
     (tmp_path / rule_doc_path("DF999")).write_text("a rule that does not exist\n")
     argv = [sys.executable, str(ROOT / "dev" / "gen_rule_docs.py"), "--root", str(tmp_path)]
     env = {"PYTHONPATH": str(ROOT / "src")}
-    done = subprocess.run([*argv, "--check"], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [*argv, "--check"], env=env, capture_output=True, text=True, timeout=scaled()
+    )
     assert done.returncode == 1
     assert "docs/rules/DF301.md" in done.stdout and "docs/rules/DF999.md" in done.stdout
-    subprocess.run(argv, env=env, check=True, capture_output=True)
-    assert subprocess.run([*argv, "--check"], env=env, capture_output=True).returncode == 0
+    subprocess.run(argv, env=env, check=True, capture_output=True, timeout=scaled())
+    assert (
+        subprocess.run(
+            [*argv, "--check"], env=env, capture_output=True, timeout=scaled()
+        ).returncode
+        == 0
+    )
     assert not (tmp_path / rule_doc_path("DF999")).exists()
 
 

@@ -1,4 +1,4 @@
-"""Every rule case from `cases.py`, plus the registry-wide promise that each rule has a case
+"""Every rule case from `tests/cases/`, plus the registry-wide promise that each rule has a case
 that fires and a case that stays quiet."""
 
 from __future__ import annotations

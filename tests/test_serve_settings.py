@@ -21,6 +21,7 @@ from draftfit.serve_input import (
     settings_from,
 )
 from tests import factory as f
+from tests.timeouts import scaled
 
 AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}
 SPEC = '{"method": "eagle3", "model": "D", "num_speculative_tokens": 3}'
@@ -168,7 +169,11 @@ def test_settings_file_is_read_bounded(tmp_path: Path) -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "draftfit", *args], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "draftfit", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=scaled(),
     )
 
 

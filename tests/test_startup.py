@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests import factory as f
+from tests.timeouts import scaled
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
-TIMEOUT = 120 * float(os.environ.get("DRAFTFIT_TEST_TIMEOUT_SCALE", "1"))
 
 # Never loaded by a plain command: each is needed only for an input or a command not given.
 NEVER = {
@@ -56,7 +56,7 @@ def imported_by(*args: str, cwd: Path | None = None) -> set[str]:
         text=True,
         env={"PYTHONPATH": SRC, "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
         cwd=cwd,
-        timeout=TIMEOUT,
+        timeout=scaled(),
         check=False,
     )
     assert done.returncode in (0, 1), done.stderr[-2000:]

@@ -323,20 +323,26 @@ def test_truncated_zip(tmp_path: Path) -> None:
     assert kinds(damage) == ["truncated-file"]
 
 
-def test_every_truncation_of_a_legacy_file(tmp_path: Path) -> None:
+# The quick run cuts at every STEP-th byte; the full run (`slow`) at every byte.
+EVERY_CUT = (pytest.param(37, id="sampled"), pytest.param(1, id="every", marks=pytest.mark.slow))
+
+
+@pytest.mark.parametrize("step", EVERY_CUT)
+def test_every_truncation_of_a_legacy_file(tmp_path: Path, step: int) -> None:
     data, _ = factory.legacy_bytes(*sample())
     path = tmp_path / "pytorch_model.bin"
-    for cut in range(1, len(data)):
+    for cut in range(1, len(data), step):
         path.write_bytes(data[:cut])
         tensors, damage = read(path)
         assert kinds(damage) == ["truncated-file"], (cut, damage)
         assert tensors == {}
 
 
-def test_every_truncation_of_a_zip_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("step", EVERY_CUT)
+def test_every_truncation_of_a_zip_file(tmp_path: Path, step: int) -> None:
     data = (DATA / "state_dict_zip.bin").read_bytes()
     path = tmp_path / "pytorch_model.bin"
-    for cut in range(0, len(data), 7):
+    for cut in range(0, len(data), 7 * step):
         path.write_bytes(data[:cut])
         tensors, damage = read(path)
         assert tensors == {}

@@ -38,6 +38,7 @@ def test_depth_counts_items_added_to_containers() -> None:
         prescan_pickle(io.BytesIO(data), LIMIT)
 
 
+@pytest.mark.slow
 def test_opcode_cap_is_exact() -> None:
     # PROTO + (NONE, POP) pairs + EMPTY_DICT + STOP
     pairs = (MAX_PICKLE_OPCODES - 3) // 2

@@ -24,6 +24,7 @@ from draftfit.values import plan
 from draftfit.values.decode import decode
 from tests import factory as f
 from tests.factory import VOCAB, Draft, H, Tensor
+from tests.timeouts import scaled
 
 VALUE_CODES = frozenset(r.code for r in all_rules() if r.family == "values")
 ROOT = Path(__file__).resolve().parent.parent
@@ -326,6 +327,7 @@ def test_plain_check_does_not_import_numpy(tmp_path: Path) -> None:
         text=True,
         env=env,
         check=False,
+        timeout=scaled(),
     )
     assert run.returncode in (0, 1), run.stderr[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines()}
@@ -336,6 +338,7 @@ def test_plain_check_does_not_import_numpy(tmp_path: Path) -> None:
         text=True,
         env=env,
         check=False,
+        timeout=scaled(),
     )
     assert "numpy" in {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines()}
 
@@ -533,7 +536,7 @@ def test_full_mode_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     returncode, seen = stderr_on_a_terminal(argv, env)
     assert returncode in (0, 1)
     assert b"reading weights" in seen
-    piped = subprocess.run(argv, capture_output=True, env=env, check=False)
+    piped = subprocess.run(argv, capture_output=True, env=env, check=False, timeout=scaled())
     assert b"reading weights" not in piped.stderr
 
 

@@ -38,6 +38,7 @@ from draftfit.report import (
     Report,
     SkippedRule,
     TargetFacts,
+    findings_by_engine,
     verdict_for,
 )
 from draftfit.rule_ids import RuleId
@@ -186,12 +187,13 @@ def check_checkpoint(
 
     findings = sorted(collected.values(), key=lambda f: (-int(f.severity), f.code, str(f.location)))
     reasons, unchecked = unverified_reasons(target, skipped)
+    applying = findings_by_engine(findings)
     for result in results:
         own, own_rules = rotation_unchecked(target, findings, result.label)
         result.unverified_reasons = [*reasons, *own]
         result.unchecked_rules = [*unchecked, *(r for r in own_rules if r not in unchecked)]
         result.verdict, result.counts = verdict_for(
-            findings, result.label, result.unverified_reasons
+            applying.get(result.label, []), result.label, result.unverified_reasons
         )
     return Report(
         draft=checkpoint.source,

@@ -25,22 +25,34 @@ from draftfit.engines.interface import Recipe, ServeRequest
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import model_source, shell_word
 from draftfit.errors import UsageError
-from draftfit.report import INCOMPATIBLE, EngineResult, Finding, Report, verdict_for
+from draftfit.report import (
+    INCOMPATIBLE,
+    EngineResult,
+    Finding,
+    Report,
+    findings_by_engine,
+    verdict_for,
+)
 from draftfit.rule_ids import SERVING_FAMILY, VALUES_FAMILY, Severity
 from draftfit.spec import EAGLE
 
 __all__ = ["Recipe", "attach_recipes", "recipe_for"]
 
 
-def recipe_for(report: Report, result: EngineResult) -> Recipe | None:
+def recipe_for(
+    report: Report, result: EngineResult, applying: list[Finding] | None = None
+) -> Recipe | None:
     """The recipe for one engine version of `report` (None where the engine cannot serve
     this kind of draft, e.g. an EAGLE-1 draft on TensorRT-LLM).
 
     `report` is a check made by :func:`draftfit.checker.check_checkpoint` (it holds the
-    checkpoint, its description, the target and each version's profile)."""
+    checkpoint, its description, the target and each version's profile). `applying`: the
+    report's findings for this version when the caller has them (see `findings_by_engine`)."""
     kept = report.kept()
     profile = result.kept().profile
-    findings = [f for f in report.findings if profile.label in f.engines]
+    label = profile.label
+    candidates = report.findings if applying is None else applying
+    findings = [f for f in candidates if label in f.engines]
     draft, steps, notes, findings = _convert_step(report, profile, findings)
     served = profile.impl.serve(
         ServeRequest(
@@ -72,8 +84,9 @@ def recipe_for(report: Report, result: EngineResult) -> Recipe | None:
 def attach_recipes(report: Report) -> None:
     """Add a recipe for every engine result of `report` that a recipe can serve."""
     recipes = []
+    applying = findings_by_engine(report.findings)
     for result in report.engines:
-        recipe = recipe_for(report, result)
+        recipe = recipe_for(report, result, applying.get(result.label, []))
         if recipe is None:
             continue
         # a version that will not run gets a recipe only when it makes the draft servable;

@@ -24,7 +24,7 @@ from draftfit.report import (
     UNVERIFIED,
     UNVERIFIED_CODES,
     Finding,
-    Report,
+    findings_by_engine,
 )
 from draftfit.rules.base import Severity
 from draftfit.selection import Selection, apply_to_report
@@ -126,9 +126,11 @@ def build_matrix(
             apply_to_report(report, selection)
         current: MatrixRow | None = None
         current_key: _RowKey | None = None
+        by_engine = findings_by_engine(report.findings)
         for result in report.engines:
-            deciding = _deciding(report, result.label, result.verdict)
-            recipe = recipe_for(report, result)
+            applying = by_engine.get(result.label, [])
+            deciding = _deciding(applying, result.verdict)
+            recipe = recipe_for(report, result, applying)
             # An incompatible version gets a recipe only when its steps and settings make the
             # draft servable.
             if recipe is not None and result.verdict == INCOMPATIBLE and not recipe.resolves_errors:
@@ -139,7 +141,6 @@ def build_matrix(
                 _recipe_signature(recipe, result.version),
                 tuple(result.unverified_reasons),
             )
-            applying = [f for f in report.findings if result.label in f.engines]
             if current is not None and key == current_key:
                 current.last = result.version
                 current.versions.append(result.version)
@@ -158,7 +159,7 @@ def build_matrix(
                 recipe,
                 list(result.unverified_reasons),
                 list(result.unchecked_rules),
-                applying,
+                list(applying),
             )
             current_key = key
             rows.append(current)
@@ -187,15 +188,12 @@ def _signature(findings: list[Finding], title: str) -> tuple[tuple[str, str], ..
     return tuple(sorted((f.code, f.message.replace(title, "<engine>")) for f in findings))
 
 
-def _deciding(report: Report, label: str, verdict: str) -> list[Finding]:
-    """The findings at the severity that decided this version's verdict."""
+def _deciding(applying: list[Finding], verdict: str) -> list[Finding]:
+    """The findings at the severity that decided this version's verdict (`applying`: the
+    findings that apply to the version)."""
     if verdict == COMPATIBLE:
         return []
     if verdict == UNVERIFIED:
-        return [
-            f
-            for f in report.findings
-            if label in f.engines and f.code in UNVERIFIED_CODES and f.counts
-        ]
+        return [f for f in applying if f.code in UNVERIFIED_CODES and f.counts]
     level = Severity.ERROR if verdict in FAILING_VERDICTS else Severity.WARNING
-    return [f for f in report.findings if label in f.engines and f.severity == level and f.counts]
+    return [f for f in applying if f.severity == level and f.counts]

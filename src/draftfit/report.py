@@ -387,6 +387,18 @@ class Report:
         return out
 
 
+def findings_by_engine(findings: list[Finding]) -> dict[str, list[Finding]]:
+    """The findings that apply to each engine version label, in the order of `findings`.
+
+    Built once per report: a check over many versions holds findings of every version, and
+    scanning all of them again for each version costs time quadratic in the versions."""
+    index: dict[str, list[Finding]] = {}
+    for finding in findings:
+        for label in finding.engines:
+            index.setdefault(label, []).append(finding)
+    return index
+
+
 def verdict_for(
     findings: list[Finding], label: str, unverified_reasons: list[str] | None = None
 ) -> tuple[str, dict[str, int]]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from draftfit.config_file import FileSettings
 from draftfit.errors import UsageError
-from draftfit.report import Finding, Report, Suppression, verdict_for
+from draftfit.report import Finding, Report, Suppression, findings_by_engine, verdict_for
 from draftfit.rule_ids import ALL_RULE_IDS, Consequence, RuleId, Severity
 
 _PREFIX = re.compile(r"DF\d{0,3}")
@@ -155,8 +155,9 @@ def apply_to_report(report: Report, selection: Selection) -> Report:
     """Mark `report`'s suppressed findings and recompute each engine version's verdict
     (checks that did not run still keep it from `compatible`)."""
     selection.apply(report.findings)
+    applying = findings_by_engine(report.findings)
     for result in report.engines:
         result.verdict, result.counts = verdict_for(
-            report.findings, result.label, result.unverified_reasons
+            applying.get(result.label, []), result.label, result.unverified_reasons
         )
     return report
