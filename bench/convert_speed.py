@@ -1,8 +1,9 @@
 """How fast does `draftfit convert` copy a draft, next to `cp` of the same files?
 
-Writes a ~2 GB SpecForge-style EAGLE-3 draft for a Llama-3.1-8B-sized target (real bytes, not
-holes: an 8B-class embedding table, lm_head, fc and one decoder layer), then, each in a fresh
-process, in alternating order over a few rounds:
+Writes a SpecForge-style EAGLE-3 draft of the requested size (real bytes, not holes: an
+embedding table, lm_head, fc and one decoder layer, 8B-class from 1.5 GB, 1B-class below),
+then, each in a fresh process (draftfit's with its bytecode cached, as an installed package
+has it), in alternating order over a few rounds:
 
 * `draftfit convert DRAFT --to vllm -o OUT` (new headers, tensor bytes copied verbatim, fsync,
   atomic rename, then the output is checked);
@@ -34,18 +35,31 @@ BLOCK = os.urandom(16 * 1024 * 1024)
 
 def write_real_draft(root: Path, gigabytes: float) -> int:
     """A draft whose bytes are real (pseudo-random blocks), ~`gigabytes` in size."""
-    hidden, draft_vocab, inter = 4096, 32000, 14336
+    # An 8B-class layer from 1.5 GB up; below, a 1B-class one (Llama-3.2-1B's shapes), so
+    # that `--gb 0.4` writes ~0.4 GB rather than the 8B-class layer's ~1.1 GB floor.
+    if gigabytes >= 1.5:
+        hidden, heads, kv_heads, head_dim, inter, draft_vocab = 4096, 32, 8, 128, 14336, 32000
+    else:
+        hidden, heads, kv_heads, head_dim, inter, draft_vocab = 2048, 32, 8, 64, 8192, 16000
+    q_rows, kv_rows = heads * head_dim, kv_heads * head_dim
+    fixed = (
+        draft_vocab * hidden  # lm_head
+        + hidden * 3 * hidden  # fc
+        + (q_rows + 2 * kv_rows) * 2 * hidden  # q, k, v
+        + hidden * q_rows  # o
+        + 3 * inter * hidden  # gate, up, down
+    ) * 2
     # The embedding table takes whatever the other tensors leave of the requested size.
-    vocab = max(int(gigabytes * 1e9 / (hidden * 2)) - draft_vocab - 3 * hidden - 3 * inter, 65536)
+    vocab = max(int((gigabytes * 1e9 - fixed) / (hidden * 2)), draft_vocab + 1024)
     embed_rows = vocab
     d2t, t2d = vocab_maps(vocab, draft_vocab)
     table = [
         ("embed_tokens.weight", "BF16", (embed_rows, hidden), None),
         ("fc.weight", "BF16", (hidden, 3 * hidden), None),
-        ("midlayer.self_attn.q_proj.weight", "BF16", (4096, 2 * hidden), None),
-        ("midlayer.self_attn.k_proj.weight", "BF16", (1024, 2 * hidden), None),
-        ("midlayer.self_attn.v_proj.weight", "BF16", (1024, 2 * hidden), None),
-        ("midlayer.self_attn.o_proj.weight", "BF16", (hidden, 4096), None),
+        ("midlayer.self_attn.q_proj.weight", "BF16", (q_rows, 2 * hidden), None),
+        ("midlayer.self_attn.k_proj.weight", "BF16", (kv_rows, 2 * hidden), None),
+        ("midlayer.self_attn.v_proj.weight", "BF16", (kv_rows, 2 * hidden), None),
+        ("midlayer.self_attn.o_proj.weight", "BF16", (hidden, q_rows), None),
         ("midlayer.mlp.gate_proj.weight", "BF16", (inter, hidden), None),
         ("midlayer.mlp.up_proj.weight", "BF16", (inter, hidden), None),
         ("midlayer.mlp.down_proj.weight", "BF16", (hidden, inter), None),
@@ -62,9 +76,9 @@ def write_real_draft(root: Path, gigabytes: float) -> int:
         "architectures": ["LlamaForCausalLMEagle3"],
         "model_type": "llama",
         "hidden_size": hidden,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "head_dim": 128,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": head_dim,
         "intermediate_size": inter,
         "num_hidden_layers": 1,
         "vocab_size": embed_rows,
@@ -90,10 +104,14 @@ def write_real_draft(root: Path, gigabytes: float) -> int:
     return (root / "model.safetensors").stat().st_size
 
 
-def timed(argv: list[str], shell: bool = False) -> tuple[float, int]:
+def timed(
+    argv: list[str], shell: bool = False, env: dict[str, str] | None = None
+) -> tuple[float, int]:
     """Wall seconds and this child's peak RSS (bytes)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv, shell=shell, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     _, _, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if proc.stderr is not None:
@@ -110,6 +128,12 @@ def main() -> None:
         root = Path(tmp)
         print("writing the draft ...", file=sys.stderr)
         size = write_real_draft(root / "draft", args.gb)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+        convert = [sys.executable, "-m", "draftfit", "convert", str(root / "draft"), "--to", "vllm"]
+        warm = root / "out-warm"  # an unmeasured run first: it writes the bytecode cache
+        subprocess.run([*convert, "-o", str(warm)], env=env, capture_output=True, check=False)
+        shutil.rmtree(warm, ignore_errors=True)
         results: dict[str, list[float]] = {"convert": [], "cp": [], "cp+sync": []}
         peak_rss = 0
         for round_ in range(args.rounds):
@@ -119,19 +143,7 @@ def main() -> None:
                 out = root / f"out-{name}"
                 shutil.rmtree(out, ignore_errors=True)
                 if name == "convert":
-                    wall, rss = timed(
-                        [
-                            sys.executable,
-                            "-m",
-                            "draftfit",
-                            "convert",
-                            str(root / "draft"),
-                            "--to",
-                            "vllm",
-                            "-o",
-                            str(out),
-                        ]
-                    )
+                    wall, rss = timed([*convert, "-o", str(out)], env=env)
                     peak_rss = max(peak_rss, rss)
                 elif name == "cp":
                     wall, _ = timed(["cp", "-r", str(root / "draft"), str(out)])

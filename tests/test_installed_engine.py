@@ -161,3 +161,28 @@ def test_diff_defaults_to_the_installed_engine_too(
     assert [(r.version, r.chosen_because) for r in report.engines] == [
         ("0.10.2", "vLLM 0.10.2, installed here")
     ]
+
+
+def test_the_engine_names_in_the_default_reason_are_the_data_titles() -> None:
+    """The reason names every engine without loading its data; the names stay the titles'."""
+    from draftfit.engines.installed import PRODUCTS
+    from draftfit.engines.registry import ENGINES
+
+    assert {e.name: e.data.title.split(" (")[0] for e in ENGINES} == PRODUCTS
+
+
+def test_no_metadata_lookup_where_no_folder_may_hold_an_engine(tmp_path: Path) -> None:
+    """The quick scan before `importlib.metadata` misses no spelling the lookup accepts."""
+    from draftfit.engines.installed import _may_hold
+
+    names = ["vllm", "sglang", "tensorrt_llm"]
+    (tmp_path / "numpy-2.0.dist-info").mkdir()
+    assert not _may_hold([str(tmp_path), str(tmp_path / "absent")], names)
+    for spelling in ("TensorRT_LLM-0.20.0.dist-info", "tensorrt.llm.egg-info", "SGLang-0.5.pth"):
+        (tmp_path / spelling).mkdir()
+        assert _may_hold([str(tmp_path)], names), spelling
+        (tmp_path / spelling).rmdir()
+    (tmp_path / "site.zip").write_bytes(b"PK")
+    assert _may_hold([str(tmp_path / "site.zip")], names)
+    found = find_installed([str(fake_install(tmp_path / "site", "tensorrt_llm", "1.0.0"))])
+    assert [(i.engine.name, i.version) for i in found] == [("trtllm", "1.0.0")]

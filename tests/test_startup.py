@@ -27,6 +27,7 @@ NEVER = {
     "yaml",  # a YAML --serve-config
     "huggingface_hub",  # hf:// sources
     "draftfit.hub",
+    "importlib.metadata",  # only where a folder on the path may hold an engine's metadata
     "tomllib",  # a settings file; the engine data loads from its compiled form
     "tomli",
     "shlex",  # --serve-args, --recipe

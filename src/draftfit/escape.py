@@ -23,20 +23,51 @@ colon as `\\x3a`. This module has no dependencies so that error lines can use it
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from urllib.parse import quote
+
+
+class _Lazy:
+    """A regular expression compiled when first used: each output format uses only its own
+    few, and compiling them all cost every run milliseconds at start-up."""
+
+    __slots__ = ("_compiled", "_flags", "_pattern")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._pattern = pattern
+        self._flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> str:
+        return self._pattern
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self._pattern, self._flags)
+        return self._compiled
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.compiled.search(text)
+
+    def sub(self, replacement: str | Callable[[re.Match[str]], str], text: str) -> str:
+        return self.compiled.sub(replacement, text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self.compiled.finditer(text)
+
 
 # C0 controls but tab and newline, DEL, C1 controls, lone surrogates (no encoding can write
 # them), the Unicode line and paragraph separators, and the bidi controls that can reorder
 # what a terminal shows.
-UNSAFE_CHARACTERS = re.compile(
+UNSAFE_CHARACTERS = _Lazy(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 # The same and tab and newline: nothing in one value may break or indent a line.
-UNSAFE_IN_FIELD = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+UNSAFE_IN_FIELD = _Lazy("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
 # In a workflow command: the same but CR and LF, which the command's own escaping encodes.
-ANNOTATION_UNSAFE = re.compile(
+ANNOTATION_UNSAFE = _Lazy(
     "[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -46,18 +77,18 @@ FIELD_LIMIT = 2000
 NAME_LIMIT = 200
 
 # A line whose first non-blank characters are `::` (a workflow command, to a CI runner).
-COMMAND_START = re.compile(r"^([ \t]*):(?=:)", re.MULTILINE)
+COMMAND_START = _Lazy(r"^([ \t]*):(?=:)", re.MULTILINE)
 
 # XML 1.0 holds only tab, newline and carriage return of the C0 controls, and no surrogate
 # or U+FFFE / U+FFFF. Of these, tab and newline are kept; a carriage return and the C1
 # controls XML allows are shown escaped too (they are controls).
-XML_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+XML_UNSAFE = _Lazy("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
 # Outside code spans: the characters that make Markdown (or the HTML it may hold) act. An
 # underscore between letters or digits cannot start or end emphasis, and a bracket makes a
 # link or an image only as `](` (no line of ours defines a reference): those stay as they are.
-MARKDOWN_ACTIVE = re.compile(r"([\\`*<>|~]|(?<![^\W_])_|_(?![^\W_])|\](?=\())")
-CODE_SPAN = re.compile(r"`[^`\n]+`")
+MARKDOWN_ACTIVE = _Lazy(r"([\\`*<>|~]|(?<![^\W_])_|_(?![^\W_])|\](?=\())")
+CODE_SPAN = _Lazy(r"`[^`\n]+`")
 
 
 def _visible(match: re.Match[str]) -> str:

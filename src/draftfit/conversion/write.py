@@ -299,8 +299,9 @@ def _write_shard(
         finally:
             for source in handles.values():
                 source.close()
-        handle.truncate(handle.tell())  # the length, when the last bytes are a hole
         handle.flush()
+        if os.fstat(handle.fileno()).st_size != handle.tell():
+            handle.truncate(handle.tell())  # the length, when the last bytes are a hole
         os.fsync(handle.fileno())
     return data_bytes
 

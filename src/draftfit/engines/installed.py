@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from importlib import metadata
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
@@ -27,6 +27,9 @@ from draftfit.engines.registry import _nearest as nearest_read
 from draftfit.engines.registry import _not_read_reason as not_read_reason
 from draftfit.errors import UnknownEngineVersionError
 
+if TYPE_CHECKING:
+    from importlib import metadata
+
 SEARCH_PATH_ENV = "DRAFTFIT_ENGINE_PATH"
 
 # The distribution names each engine is published under (looked up one by one).
@@ -35,6 +38,9 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "sglang": ("sglang",),
     "trtllm": ("tensorrt_llm",),
 }
+# Each engine's name as its data's title starts (tests/test_installed_engine.py keeps them
+# equal), so that the default's reason names all engines without loading their data.
+PRODUCTS: dict[str, str] = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
 @dataclass(frozen=True)
@@ -58,8 +64,10 @@ def find_installed(path: list[str] | None = None) -> list[Installed]:
     """The engines installed on `path` (default: :func:`search_path`), in registry order.
     A distribution whose metadata has no version is skipped."""
     where = search_path() if path is None else path
-    if not where:
+    if not where or not _may_hold(where, [n for names in DISTRIBUTIONS.values() for n in names]):
         return []
+    from importlib import metadata  # only where a folder may hold an engine's metadata
+
     found: list[Installed] = []
     for engine in ENGINES:
         for name in DISTRIBUTIONS.get(engine.name, ()):
@@ -69,6 +77,31 @@ def find_installed(path: list[str] | None = None) -> list[Installed]:
                 found.append(Installed(engine, version, name))
                 break
     return found
+
+
+def _may_hold(where: list[str], names: list[str]) -> bool:
+    """Whether a folder on `where` may hold the metadata of one of `names`: an entry whose
+    name, lowercased and without `-`, `_` and `.`, starts with one of theirs (a superset of
+    what `importlib.metadata` matches), or an entry that is not a folder draftfit can list
+    (a zip, an egg). False spares the import of `importlib.metadata` on every plain run."""
+    keys = tuple(_squeezed(name) for name in names)
+    for entry in where:
+        root = entry or "."
+        if root.lower().endswith(".egg"):
+            return True
+        try:
+            children = os.listdir(root)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return os.path.exists(root)
+        if any(_squeezed(child).startswith(keys) for child in children):
+            return True
+    return False
+
+
+def _squeezed(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "").replace(".", "")
 
 
 def _version_of(dist: metadata.Distribution | None) -> str | None:
@@ -90,7 +123,7 @@ def default_profiles(path: list[str] | None = None) -> list[Profile]:
         return profiles
     data = DEFAULT_ENGINE.data
     profile = data.resolve(data.latest)
-    names = [e.data.title.split(" (")[0] for e in ENGINES]
+    names = [PRODUCTS.get(e.name) or e.data.title.split(" (")[0] for e in ENGINES]
     unreadable = [f"{i.engine.data.title} {i.version}" for i in installed]
     found = f" ({', '.join(unreadable)} has no version draftfit can read)" if unreadable else ""
     profile.chosen_because = (

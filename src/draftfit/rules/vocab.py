@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator
+from operator import add
 
 from draftfit.checkpoint.values import cached_ints, cached_mask
 from draftfit.rule_ids import (
@@ -31,21 +32,31 @@ def _tensor_loc(ctx: Context, canonical: str) -> Location:
     return Location(info.file if info else None, tensor=ctx.spec.raw(canonical))
 
 
+def _targets(values: array[int]) -> list[int]:
+    """The target id each draft id maps to (i + d2t[i]), computed without a Python loop:
+    a draft vocabulary has tens of thousands of entries, and every check reads them."""
+    return list(map(add, range(len(values)), values))
+
+
 def _out_of_range(values: array[int], vocab: int) -> tuple[int, int]:
     """(how many draft ids `d2t` maps outside [0, vocab), the first such id)."""
-    bad = [i for i, offset in enumerate(values) if not 0 <= i + offset < vocab]
-    return len(bad), (bad[0] if bad else -1)
+    targets = _targets(values)
+    if not targets or (min(targets) >= 0 and max(targets) < vocab):
+        return 0, -1
+    bad = [i for i, target in enumerate(targets) if not 0 <= target < vocab]
+    return len(bad), bad[0]
 
 
 def _map_agreement(values: array[int], t2d: bytes | None) -> tuple[bool, bool]:
     """(the target ids `d2t` maps to are distinct, they are exactly the ids `t2d` marks)."""
-    mapped = {i + offset for i, offset in enumerate(values)}
+    mapped = set(_targets(values))
     if len(mapped) != len(values):
         return False, False
-    if not t2d:
+    if not t2d or not mapped:
         return True, True
-    size = len(t2d)
-    return True, all(0 <= target < size and t2d[target] for target in mapped)
+    if min(mapped) < 0 or max(mapped) >= len(t2d):
+        return True, False
+    return True, all(map(t2d.__getitem__, mapped))
 
 
 @rule(MISSING_D2T, "a reduced-vocabulary draft has no d2t map")
