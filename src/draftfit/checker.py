@@ -97,14 +97,6 @@ def check_path(
     return check_checkpoint(checkpoint, target_obj, profiles, method, values=values, serve=serve)
 
 
-def _vllm_method_left_out(settings: ServeSettings | None) -> bool:
-    """Whether a vLLM launch names a draft (or a token count) but no method: the release
-    then resolves the method itself, and that is what is checked."""
-    if settings is None or settings.engine != "vllm" or settings.method is not None:
-        return False
-    return settings.draft_model is not None or settings.num_speculative_tokens is not None
-
-
 def check_checkpoint(
     checkpoint: Checkpoint,
     target: Target | None,
@@ -142,8 +134,8 @@ def check_checkpoint(
         # Without --method, the method the launch names is the one this engine serves with.
         launch_method = settings.eagle_method() if settings is not None else None
         served_method = launch_method if method is None and launch_method else effective_method
-        if method is None and _vllm_method_left_out(settings):
-            served_method = "auto"  # vLLM resolves the method itself (from the draft path)
+        if method is None and settings is not None and settings.leaves_method_to_engine():
+            served_method = "auto"  # the release resolves the method itself
         explicit = method is not None or launch_method is not None
         view = build_view(
             BuildInputs(checkpoint, spec, target, profile, served_method, explicit, settings)

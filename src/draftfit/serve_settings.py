@@ -138,6 +138,14 @@ class ServeSettings:
         name = (self.method or "").strip().lower()
         return name if name in ("eagle3", "eagle") else None
 
+    def leaves_method_to_engine(self) -> bool:
+        """Whether this vLLM launch names a draft (or a token count) but no method: the
+        release then resolves the method itself (from the draft path), and that is what is
+        checked. SGLang and TensorRT-LLM take the method from a flag or key of their own."""
+        if self.engine != "vllm" or self.method is not None:
+            return False
+        return self.draft_model is not None or self.num_speculative_tokens is not None
+
     def for_engine(self, engine: str) -> ServeSettings | None:
         """These settings when they are for `engine`, else None (another engine's launch)."""
         return self if self.engine == engine else None
