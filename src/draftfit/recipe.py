@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from draftfit.checkpoint.model import Checkpoint
 from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
 from draftfit.engines.interface import Recipe, ServeRequest
@@ -100,7 +101,7 @@ def _convert_step(
     checkpoint, spec, target = kept.checkpoint, kept.spec, kept.target
     draft = checkpoint.source
     before = _severe(findings)
-    if not before or spec.method == EAGLE or checkpoint.config is None:
+    if not before or spec.method == EAGLE or checkpoint.config is None or _blocked(checkpoint):
         return draft, [], [], findings
     engine = profile.impl
     to = engine.convention
@@ -139,6 +140,14 @@ def _convert_step(
         )
     ]
     return converted, steps, notes, after_findings
+
+
+def _blocked(checkpoint: Checkpoint) -> bool:
+    """Whether `draftfit convert` refuses this draft: damage a verbatim copy would carry
+    into (or hide in) the output."""
+    from draftfit.conversion import BLOCKS_CONVERSION  # the convert command's own rule
+
+    return any(d.rule in BLOCKS_CONVERSION for d in checkpoint.damage)
 
 
 def _names_own_code(config: Mapping[str, Any] | None) -> bool:

@@ -35,6 +35,14 @@ class ServeSettings:
         attention_backend_env: `VLLM_ATTENTION_BACKEND` set before a vLLM command
             (`VLLM_ATTENTION_BACKEND=FLASHMLA vllm serve ...`), the older releases' way of
             forcing the backend.
+        use_v2_model_runner: `VLLM_USE_V2_MODEL_RUNNER` set before a vLLM command (True:
+            `1`), which picks vLLM's model runner in the releases that read it.
+        allow_longer_context: `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN` set before an
+            SGLang command: whether SGLang may run the draft at a longer context than its
+            config's.
+        context_length: SGLang `--context-length`, the server's context (the draft's too).
+        draft_window_size: SGLang `--speculative-draft-window-size`, the sliding window
+            given to the draft.
         draft_attention_backend: the draft's attention backend (vLLM
             `speculative_config.attention_backend`, SGLang
             `--speculative-draft-attention-backend`).
@@ -70,6 +78,10 @@ class ServeSettings:
     draft_kv_cache_dtype: str | None = None
     attention_backend: str | None = None
     attention_backend_env: str | None = None
+    use_v2_model_runner: bool | None = None
+    allow_longer_context: bool | None = None
+    context_length: int | None = None
+    draft_window_size: int | None = None
     draft_attention_backend: str | None = None
     cuda_graphs: bool | None = None
     method: str | None = None
