@@ -377,6 +377,7 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
     except ValueError as exc:
         raise UsageError(f"--serve-args: cannot split it as a shell would ({exc})") from None
     words = [w for w in words if w != "\\"]
+    words_given = list(words)
     assignments, words = _leading_assignments(words)
     engine, rest = _engine_of(words)
     table = ENGINE_FLAGS[engine]
@@ -426,7 +427,9 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
             speculative = {**(speculative or {}), **_json_object(value or "", what)}
             continue
         values[target.field] = _value(target, True if value is None else value, what)
-    settings = ServeSettings(engine, "--serve-args", **values, ignored_flags=tuple(ignored))
+    settings = ServeSettings(
+        engine, "--serve-args", **values, ignored_flags=tuple(ignored), words=tuple(words_given)
+    )
     if options is not None:
         what = f"--serve-args: {options[0]} {clip(options[1])}"
         data = _load_file(options[1], what, "the path is read from the current directory", roots)

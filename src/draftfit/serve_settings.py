@@ -10,7 +10,7 @@ from a value. The parsing lives in :mod:`draftfit.serve_input`; rules read these
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 # The flag that gives settings, for messages about what is missing.
@@ -67,6 +67,8 @@ class ServeSettings:
             `pytorch_eagle_weights_path`), as written; releases read different keys.
         ignored_flags: flags, keys and environment variables draftfit does not read, in
             the order given.
+        words: the launch command as a shell splits it (`--serve-args`; empty otherwise),
+            which a serve recipe edits; not part of the JSON form.
     """
 
     engine: str
@@ -97,12 +99,13 @@ class ServeSettings:
     max_draft_len: int | None = None
     draft_path_key: str | None = None
     ignored_flags: tuple[str, ...] = ()
+    words: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def given(self) -> dict[str, Any]:
         """The settings the launch gives (engine, how, and each field not None)."""
         out: dict[str, Any] = {}
         for item in fields(self):
-            if item.name in ("engine", "given_by", "ignored_flags"):
+            if item.name in ("engine", "given_by", "ignored_flags", "words"):
                 continue
             value = getattr(self, item.name)
             if value is not None:
@@ -111,7 +114,9 @@ class ServeSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: every field, None where not given."""
-        out: dict[str, Any] = {item.name: getattr(self, item.name) for item in fields(self)}
+        out: dict[str, Any] = {
+            item.name: getattr(self, item.name) for item in fields(self) if item.name != "words"
+        }
         out["ignored_flags"] = list(self.ignored_flags)
         if self.layers_to_capture is not None:
             out["layers_to_capture"] = list(self.layers_to_capture)

@@ -53,6 +53,7 @@ LLAMA_EAGLE = "llama_eagle"
 # The server flag that gives a Llama EAGLE-3 draft a sliding window (the recipe in
 # `sglang_serve` passes it; it imports this module, so the name is spelled in both).
 DRAFT_WINDOW_FLAG = "--speculative-draft-window-size"
+AUTOTUNE_FLAG = "--disable-flashinfer-autotune"
 
 CLASS_FAMILY = {
     "LlamaForCausalLMEagle3": LLAMA_EAGLE3,
@@ -554,7 +555,7 @@ class _SGLangBuilder(BaseBuilder):
         sticky = (self.target.architecture if self.target else None) in (
             self.value("aux_capture_flags_sticky") or []
         )
-        if self.value("aux_ids_cuda_graph_ignored"):
+        if self.value("aux_ids_cuda_graph_ignored") and not self._graphs_off(sticky):
             if sticky:
                 # Flags set for the defaults are never cleared: eager passes capture both.
                 assert self.view.aux is not None
@@ -575,6 +576,16 @@ class _SGLangBuilder(BaseBuilder):
                 ("aux_ids_cuda_graph_ignored",) + (("aux_capture_flags_sticky",) if sticky else ()),
                 fix="use SGLang 0.5.11 or later, or serve with --disable-cuda-graph",
             )
+
+    def _graphs_off(self, sticky: bool) -> bool:
+        """Whether the launch turns CUDA graphs off (`--disable-cuda-graph`), so no graph
+        runner re-sets the captured layers; where FlashInfer's autotune also flags the
+        default layers of a sticky target, `--disable-flashinfer-autotune` is needed too."""
+        serve = self.inputs.serve
+        if serve is None or serve.cuda_graphs is not False:
+            return False
+        autotune = self.value("aux_ids_autotune_reset") == "sticky-flags-only"
+        return not (sticky and autotune and AUTOTUNE_FLAG not in serve.words)
 
     # ------------------------------------------------------------------ flags
     def _launch_gives_window(self, size: int) -> bool:
