@@ -258,6 +258,7 @@ def test_interrupt_leaves_no_partial_output(tmp_path: Path) -> None:
             str(draft),
             "--to",
             "vllm",
+            "--anyway",
             "-o",
             str(tmp_path / "out"),
         ],

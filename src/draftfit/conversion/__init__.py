@@ -145,13 +145,12 @@ def convert_path(
         )
     assert out is not None
     not_needed = _not_needed(checkpoint, target_obj, profile, serve)
-    if not_needed is not None:
+    if not_needed is not None and not anyway:
         if notify is not None:
-            notify(not_needed + ("; writing it anyway" if anyway else ""))
-        if not anyway:
-            return ConvertResult(
-                plan, Path(out), False, None, out_as_given=_spelling(out), not_needed=not_needed
-            )
+            notify(not_needed)
+        return ConvertResult(
+            plan, Path(out), False, None, out_as_given=_spelling(out), not_needed=not_needed
+        )
     _refuse_short_files(draft, checkpoint, plan)
     labels = [p.label for p in profiles]
     result = write_plan(
