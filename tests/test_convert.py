@@ -259,6 +259,7 @@ def test_interrupt_leaves_no_partial_output(tmp_path: Path) -> None:
             str(draft),
             "--to",
             "vllm",
+            "--anyway",
             "-o",
             str(tmp_path / "out"),
         ],
@@ -280,7 +281,8 @@ def test_interrupt_leaves_no_partial_output(tmp_path: Path) -> None:
 
 def test_cli_convert_text(tmp_path: Path, capsys) -> None:
     draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "in")
-    code = main(["convert", str(draft), "--to", "vllm", "-o", str(tmp_path / "out")])
+    out_dir = str(tmp_path / "out")
+    code = main(["convert", str(draft), "--to", "vllm", "-o", out_dir, "--anyway"])
     out = capsys.readouterr().out
     assert code == 0
     assert "written to" in out and "Check of the output" in out

@@ -85,7 +85,7 @@ def test_force_refuses_a_folder_with_foreign_files(draft: Path, tmp_path: Path, 
     (out / "train.log").write_text("step 1")
     (out / "runs").mkdir()
     before = tree_hash(out)
-    code = main(["convert", str(draft), "--to", "vllm", "-o", str(out), "--force"])
+    code = main(["convert", str(draft), "--to", "vllm", "--anyway", "-o", str(out), "--force"])
     line = one_error_line(capsys.readouterr().err)
     assert code == 2
     assert "notes.txt" in line and "train.log" in line and str(out) in line
@@ -101,7 +101,7 @@ def test_force_refuses_foreign_files_beside_a_draftfit_output(
     for i in range(5):
         (out / f"eval-{i}.json").write_text("{}")
     before = tree_hash(out)
-    code = main(["convert", str(draft), "--to", "sglang", "-o", str(out), "--force"])
+    code = main(["convert", str(draft), "--to", "sglang", "--anyway", "-o", str(out), "--force"])
     line = one_error_line(capsys.readouterr().err)
     assert code == 2
     assert "5 file(s)" in line and "eval-0.json" in line and "and 2 more" in line
@@ -173,7 +173,9 @@ def test_marked_leftover_is_removed_and_reported_unmarked_left_alone(
     foreign = tmp_path / ".out.draftfit-f0r31gn0"
     convert_path(draft, "vllm", foreign)
     (foreign / "notes.txt").write_text("mine")
-    code = main(["convert", str(draft), "--to", "vllm", "-o", str(out), "--format", "json"])
+    code = main(
+        ["convert", str(draft), "--to", "vllm", "--anyway", "-o", str(out), "--format", "json"]
+    )
     data = json.loads(capsys.readouterr().out)
     assert code == 0
     assert data["removed_leftovers"] == [str(marked)]
@@ -188,7 +190,17 @@ def test_leftover_removal_is_one_line_on_stderr(
 ) -> None:
     convert_path(draft, "vllm", tmp_path / "old")
     (tmp_path / "old").rename(tmp_path / ".out.draftfit-abcdefgh")
-    argv = ["convert", str(draft), "--to", "vllm", "-o", str(tmp_path / "out"), "--format", fmt]
+    argv = [
+        "convert",
+        str(draft),
+        "--to",
+        "vllm",
+        "--anyway",
+        "-o",
+        str(tmp_path / "out"),
+        "--format",
+        fmt,
+    ]
     code = main(argv)
     out, err = capsys.readouterr()
     assert code == 0
@@ -256,7 +268,9 @@ def test_a_marker_of_the_wrong_types_is_left_alone_or_judged_dead(
     draft: Path, tmp_path: Path, capsys, marker: dict[str, object]
 ) -> None:
     temp = _leftover(draft, tmp_path, **marker)
-    assert main(["convert", str(draft), "--to", "vllm", "-o", str(tmp_path / "out")]) == 0
+    assert (
+        main(["convert", str(draft), "--to", "vllm", "--anyway", "-o", str(tmp_path / "out")]) == 0
+    )
     err = capsys.readouterr().err
     assert "internal error" not in err
     # A pid no process can have is a dead writer; any other ill-typed marker is not draftfit's.
@@ -296,7 +310,7 @@ def _default_stop_signals() -> None:
 
 def _start(draft: Path, out: Path, *extra: str, preexec=None) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "draftfit", "convert", str(draft), "--to", "vllm"]
+    command = [sys.executable, "-m", "draftfit", "convert", str(draft), "--to", "vllm", "--anyway"]
     return subprocess.Popen(
         [*command, "-o", str(out), *extra],
         stdout=subprocess.PIPE,
@@ -377,7 +391,7 @@ def test_sigkill_leftover_is_removed_by_the_next_convert(
     assert siblings(out) == [temp.name]
     assert json.loads((temp / MARKER).read_text())["state"] == "writing"
     assert tree_hash(out) == before  # the old output is untouched
-    result = run_cli("convert", str(draft), "--to", "sglang", "-o", str(out), "--force")
+    result = run_cli("convert", str(draft), "--to", "sglang", "--anyway", "-o", str(out), "--force")
     assert result.returncode == 0, result.stderr
     assert f"draftfit: removed {temp} (left by an interrupted convert)" in result.stderr
     assert siblings(out) == []
@@ -392,7 +406,9 @@ def test_a_running_converts_temp_folder_is_not_taken_for_a_leftover(
     temp = _wait_for_write(proc, out)
     proc.send_signal(signal.SIGSTOP)  # hold it mid-write
     try:
-        other = run_cli("convert", str(draft), "--to", "vllm", "-o", str(out), "--force")
+        other = run_cli(
+            "convert", str(draft), "--to", "vllm", "--anyway", "-o", str(out), "--force"
+        )
         assert other.returncode == 0, other.stderr
         assert "interrupted convert" not in other.stdout + other.stderr
         assert (temp / MARKER).is_file() and (temp / "model.safetensors").is_file()
@@ -417,7 +433,14 @@ def test_file_too_large_is_one_line_and_leaves_nothing(draft: Path, tmp_path: Pa
     out = tmp_path / "out"
     inputs = tree_hash(draft)
     result = run_cli(
-        "convert", str(draft), "--to", "vllm", "-o", str(out), preexec_fn=_limit_file_size
+        "convert",
+        str(draft),
+        "--to",
+        "vllm",
+        "--anyway",
+        "-o",
+        str(out),
+        preexec_fn=_limit_file_size,
     )
     assert result.returncode == 2
     line = one_error_line(result.stderr)
@@ -432,7 +455,7 @@ def test_file_too_large_keeps_the_old_output(draft: Path, tmp_path: Path) -> Non
     convert_path(draft, "vllm", out)
     before = tree_hash(out)
     result = run_cli(
-        "convert", str(draft), "--to", "sglang", "-o", str(out), "--force",
+        "convert", str(draft), "--to", "sglang", "--anyway", "-o", str(out), "--force",
         preexec_fn=_limit_file_size,
     )  # fmt: skip
     assert result.returncode == 2 and "File too large" in one_error_line(result.stderr)
@@ -467,7 +490,7 @@ def test_unusable_output_path_is_one_line(
     out, named = make(place)
     inputs = tree_hash(draft)
     before = sorted(p.name for p in place.iterdir())
-    assert main(["convert", str(draft), "--to", "vllm", "-o", str(out)]) == 2
+    assert main(["convert", str(draft), "--to", "vllm", "--anyway", "-o", str(out)]) == 2
     line = one_error_line(capsys.readouterr().err)
     assert line == f"draftfit: error: {os.strerror(code)}: {named}"
     assert sorted(p.name for p in place.iterdir()) == before
@@ -480,7 +503,10 @@ def test_unwritable_parent_is_one_line(draft: Path, tmp_path: Path, capsys) -> N
     parent.mkdir()
     parent.chmod(0o500)
     try:
-        assert main(["convert", str(draft), "--to", "vllm", "-o", str(parent / "out")]) == 2
+        assert (
+            main(["convert", str(draft), "--to", "vllm", "--anyway", "-o", str(parent / "out")])
+            == 2
+        )
         line = one_error_line(capsys.readouterr().err)
         assert line.startswith(f"draftfit: error: {os.strerror(errno.EACCES)}: {parent}")
         assert "permissions" in line and list(parent.iterdir()) == []
@@ -499,7 +525,10 @@ def test_immutable_parent_is_one_line_even_for_root(draft: Path, tmp_path: Path,
     if done.returncode != 0:
         pytest.skip("chattr +i is not available here")
     try:
-        assert main(["convert", str(draft), "--to", "vllm", "-o", str(parent / "out")]) == 2
+        assert (
+            main(["convert", str(draft), "--to", "vllm", "--anyway", "-o", str(parent / "out")])
+            == 2
+        )
         line = one_error_line(capsys.readouterr().err)
         assert line.startswith(f"draftfit: error: {os.strerror(errno.EPERM)}: {parent}")
         assert list(parent.iterdir()) == []
@@ -549,7 +578,7 @@ def test_output_onto_a_link_or_special_file_is_refused(
     place.mkdir()
     out, said = make(place)
     before = listing(place)
-    argv = ["convert", str(draft), "--to", "vllm", "-o", str(out), "--force"]
+    argv = ["convert", str(draft), "--to", "vllm", "--anyway", "-o", str(out), "--force"]
     assert main(argv) == 2
     line = one_error_line(capsys.readouterr().err)
     assert line.startswith(f"draftfit: error: output {out} {said}"), line
@@ -563,7 +592,17 @@ def test_output_in_the_target_is_refused(draft: Path, tmp_path: Path, capsys, in
     target = f.llama_target(tmp_path / "target")
     before = tree_hash(target)
     out = target / inside if inside else target
-    argv = ["convert", str(draft), "--to", "vllm", "--target", str(target), "-o", str(out)]
+    argv = [
+        "convert",
+        str(draft),
+        "--to",
+        "vllm",
+        "--anyway",
+        "--target",
+        str(target),
+        "-o",
+        str(out),
+    ]
     assert main([*argv, "--force"]) == 2
     line = one_error_line(capsys.readouterr().err)
     assert line == (
@@ -673,7 +712,7 @@ def test_an_output_that_does_not_fit_is_refused_before_writing(
     source.add("embed_tokens.weight", "BF16", shape, data=os.urandom(shape[0] * shape[1] * 2))
     draft = source.write(tmp_path / "in")
     out = small_filesystem / "out"
-    assert main(["convert", str(draft), "--to", "vllm", "-o", str(out)]) == 2
+    assert main(["convert", str(draft), "--to", "vllm", "--anyway", "-o", str(out)]) == 2
     line = one_error_line(capsys.readouterr().err)
     assert re.fullmatch(
         rf"draftfit: error: not enough free space for {re.escape(str(out))}: needs "
@@ -726,7 +765,7 @@ def test_damaged_input_is_refused_before_writing(
     out = tmp_path / "out"
     with pytest.raises(DamagedInputError, match=code):
         convert_path(draft, "vllm", out)
-    assert main(["convert", str(draft), "--to", "vllm", "-o", str(out)]) == 2
+    assert main(["convert", str(draft), "--to", "vllm", "--anyway", "-o", str(out)]) == 2
     line = one_error_line(capsys.readouterr().err)
     assert code in line and "model.safetensors" in line and "nothing written" in line
     assert not out.exists() and siblings(out) == []
@@ -745,7 +784,18 @@ def test_convert_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     env = {"PYTHONPATH": str(root / "src"), "PATH": "/usr/bin:/bin", "TERM": "xterm"}
 
     def argv(out: str) -> list[str]:
-        return [sys.executable, "-m", "draftfit", "convert", str(draft), "--to", "vllm", "-o", out]
+        return [
+            sys.executable,
+            "-m",
+            "draftfit",
+            "convert",
+            str(draft),
+            "--to",
+            "vllm",
+            "--anyway",
+            "-o",
+            out,
+        ]
 
     returncode, seen = stderr_on_a_terminal(argv(str(tmp_path / "on-a-terminal")), env)
     assert returncode == 0

@@ -237,7 +237,7 @@ def test_hub_sources_are_repository_ids_with_the_engines_revision_settings(
     assert vllm.steps == [
         "hf download org/specforge --revision v2 --local-dir specforge",
         "draftfit convert specforge --to vllm -o specforge-vllm --engine vllm==0.34.0 "
-        "--target org/target@v3",
+        "--target org/target@v3 --anyway",
     ]
     assert shell_commands(vllm.command)[0][:5] == [
         "vllm",

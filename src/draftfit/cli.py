@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draftfit.cli_reports import (
     EXIT_OK,
@@ -37,6 +37,9 @@ from draftfit.render import kinds
 from draftfit.render.kinds import Kind, formats_for
 from draftfit.schemas import SCHEMA_KINDS
 from draftfit.version import __version__
+
+if TYPE_CHECKING:
+    from draftfit.serve_settings import ServeSettings
 
 # Signals that stop a command the way Ctrl-C does: cleanup runs, exit 128 + N.
 STOP_SIGNALS = tuple(
@@ -247,6 +250,12 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "--force", action="store_true", help="replace a non-empty output directory"
     )
+    convert.add_argument(
+        "--anyway",
+        action="store_true",
+        help="write the conversion even when the draft already loads as is for the engine",
+    )
+    _add_serve(convert)
     convert.add_argument(
         "--verify",
         action="store_true",
@@ -472,9 +481,18 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         force=args.force,
         verify=args.verify,
         notify=_notice,
+        serve=_serve_of(args),
+        anyway=args.anyway,
     )
     _emit(result, args.format)
     return result.exit_code()
+
+
+def _serve_of(args: argparse.Namespace) -> ServeSettings | None:
+    """The launch the converted draft will be served with (`--serve-args`, `--serve-config`)."""
+    from draftfit.cli_reports import _serve
+
+    return _serve(args)
 
 
 def _notice(message: str) -> None:

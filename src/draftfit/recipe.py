@@ -16,15 +16,18 @@ This module adds what is common to all of them, from the check the report alread
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
+from draftfit.checkpoint.model import Checkpoint
 from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
 from draftfit.engines.interface import Recipe, ServeRequest
 from draftfit.engines.profile import Profile
-from draftfit.engines.serve import model_source, shell_word
+from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
 from draftfit.errors import UsageError
+from draftfit.launch_edit import edit_launch
 from draftfit.report import (
     INCOMPATIBLE,
     EngineResult,
@@ -34,9 +37,16 @@ from draftfit.report import (
     verdict_for,
 )
 from draftfit.rule_ids import SERVING_FAMILY, VALUES_FAMILY, Severity
+from draftfit.serve_input import parse_serve_args, trtllm_options
+from draftfit.serve_settings import ServeSettings
 from draftfit.spec import EAGLE
 
 __all__ = ["Recipe", "attach_recipes", "recipe_for"]
+
+# Engines whose given launch a recipe edits (a TensorRT-LLM launch keeps its settings in a
+# file the recipe writes anew).
+EDITED_ENGINES = frozenset({"vllm", "sglang"})
+CONVERT_STEP = "draftfit convert "
 
 
 def recipe_for(
@@ -47,13 +57,16 @@ def recipe_for(
 
     `report` is a check made by :func:`draftfit.checker.check_checkpoint` (it holds the
     checkpoint, its description, the target and each version's profile). `applying`: the
-    report's findings for this version when the caller has them (see `findings_by_engine`)."""
+    report's findings for this version when the caller has them (see `findings_by_engine`).
+    When the check was given a launch for this engine (`--serve-args`), the recipe edits
+    that launch (:mod:`draftfit.launch_edit`). What the recipe says still applies is what a
+    check of the draft it serves, under its own command, finds."""
     kept = report.kept()
     profile = result.kept().profile
     label = profile.label
     candidates = report.findings if applying is None else applying
     findings = [f for f in candidates if label in f.engines]
-    draft, steps, notes, findings = _convert_step(report, profile, findings)
+    draft, steps, notes, findings, served_checkpoint = _convert_step(report, profile, findings)
     served = profile.impl.serve(
         ServeRequest(
             profile,
@@ -68,16 +81,21 @@ def recipe_for(
     )
     if served is None:
         return None
-    # The recipe is a launch of its own: the settings the given launch was judged for
-    # (`--serve-args`, `--serve-config`) are not in it, nor what they caused.
+    recipe = served.recipe
+    edited = _edit_given_launch(report, profile, recipe)
+    read_back = _read_back(report, profile, served_checkpoint, recipe, findings)
+    if read_back is not None:
+        recipe = _finish(recipe, read_back, frozenset())
+    else:
+        recipe = _finish(recipe, findings, served.fixed_by_settings)
     launch = frozenset(f.code for f in findings if f.family == SERVING_FAMILY)
-    recipe = _finish(served.recipe, findings, served.fixed_by_settings | launch)
-    if launch:
+    if launch and not edited and read_back is None:
+        # A recipe of its own: the settings the given launch was judged for are not in it.
         recipe.notes.append(
             "a default launch: it leaves out the given launch's settings behind "
             + ", ".join(sorted(launch))
         )
-    recipe.steps = steps + recipe.steps
+    recipe.steps = _judged_steps(steps, recipe, findings, read_back) + recipe.steps
     return recipe
 
 
@@ -97,6 +115,104 @@ def attach_recipes(report: Report) -> None:
     report.recipes = recipes
 
 
+# ---------------------------------------------------------------------- the launch
+
+
+def _edit_given_launch(report: Report, profile: Profile, recipe: Recipe) -> bool:
+    """Make `recipe` an edit of the launch the check was given for this engine, saying
+    what changed (True), or leave it (False: no launch for this engine, or an engine whose
+    launch is not edited: TensorRT-LLM's settings live in a file)."""
+    serve = report.serve
+    if serve is None or serve.engine != profile.engine or not serve.words:
+        return False
+    if profile.engine not in EDITED_ENGINES:
+        return False
+    command, changes = edit_launch(serve.words, recipe.command, profile.engine)
+    recipe.command = command
+    if profile.engine == "vllm":
+        recipe.config = _speculative_config(command) or recipe.config
+    recipe.notes.insert(
+        0,
+        "your launch, edited: " + "; ".join(changes)
+        if changes
+        else "your launch as given: it already sets what this draft needs",
+    )
+    return True
+
+
+def _speculative_config(command: str) -> dict[str, Any] | None:
+    """The `--speculative-config` JSON object a vLLM command carries, if any."""
+    from draftfit.launch_edit import SPECULATIVE_CONFIG, split_launch
+
+    for flag, value in split_launch(_words(command), "vllm").flags:
+        if flag in (SPECULATIVE_CONFIG, "-sc") and value:
+            try:
+                data = json.loads(value)
+            except ValueError:
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def _words(command: str) -> list[str]:
+    import shlex  # only a recipe's own command is split here
+
+    return shlex.split(command.replace(CONTINUATION, " "))
+
+
+def _recipe_settings(recipe: Recipe, engine: str) -> ServeSettings:
+    """The settings the recipe's own command gives, read as `--serve-args` reads them (a
+    TensorRT-LLM recipe's `spec.yaml` from its config)."""
+    if engine == "trtllm":
+        serve_line = recipe.command.rsplit("\n", 1)[-1]
+        words = [w for w in _words(serve_line) if w not in ("--extra_llm_api_options", "spec.yaml")]
+        base = parse_serve_args(" ".join(shell_word(w) for w in words))
+        return trtllm_options(recipe.config, base, "spec.yaml")
+    return parse_serve_args(recipe.command.replace(CONTINUATION, " "))
+
+
+def _read_back(
+    report: Report,
+    profile: Profile,
+    served: Checkpoint,
+    recipe: Recipe,
+    findings: list[Finding],
+) -> list[Finding] | None:
+    """The findings for the draft the recipe serves, checked under the recipe's own command
+    at the same version (what the values of its weights show is carried over: a
+    conversion copies them verbatim); None when its command cannot be read back."""
+    from draftfit.checker import check_checkpoint  # the checker that made the report
+
+    kept = report.kept()
+    try:
+        settings = _recipe_settings(recipe, profile.engine)
+        back = check_checkpoint(served, kept.target, [profile], None, serve=settings)
+    except UsageError:
+        return None
+    carried = [f for f in findings if f.family == VALUES_FAMILY]
+    return [*back.findings, *carried]
+
+
+def _judged_steps(
+    steps: list[str], recipe: Recipe, findings: list[Finding], read_back: list[Finding] | None
+) -> list[str]:
+    """The steps, with the recipe's launch given to its `draftfit convert` step where the
+    converted draft has errors only a default launch has: that step then judges its output
+    for the launch it will be served with, and exits 0."""
+    if read_back is None or recipe.engine not in EDITED_ENGINES:
+        return steps
+    default_errors = any(
+        f.severity == Severity.ERROR and f.family != SERVING_FAMILY for f in findings
+    )
+    if not default_errors or any(f.severity == Severity.ERROR for f in read_back):
+        return steps
+    launch = recipe.command.replace(CONTINUATION, " ")
+    return [
+        f"{step} --serve-args {shell_quote(launch)}" if step.startswith(CONVERT_STEP) else step
+        for step in steps
+    ]
+
+
 # ---------------------------------------------------------------------- conversion step
 
 
@@ -106,30 +222,33 @@ def _severe(findings: list[Finding]) -> list[Finding]:
 
 def _convert_step(
     report: Report, profile: Profile, findings: list[Finding]
-) -> tuple[str, list[str], list[str], list[Finding]]:
+) -> tuple[str, list[str], list[str], list[Finding], Checkpoint]:
     """Plan `draftfit convert` for this engine, check the planned output for the same version
-    in memory, and keep the step when it leaves fewer problems."""
+    in memory, and keep the step when it leaves fewer problems. Returns the draft path the
+    recipe serves, the steps, their notes, the findings for that draft, and the draft as
+    it will be served (the planned output when converted)."""
     kept = report.kept()
     checkpoint, spec, target = kept.checkpoint, kept.spec, kept.target
     draft = checkpoint.source
     before = _severe(findings)
-    if not before or spec.method == EAGLE or checkpoint.config is None:
-        return draft, [], [], findings
+    if not before or spec.method == EAGLE or checkpoint.config is None or _blocked(checkpoint):
+        return draft, [], [], findings, checkpoint
     engine = profile.impl
     to = engine.convention
     plan_profile = profile if to in engine.plans else None
     try:
         plan = plan_conversion(checkpoint, spec, to, plan_profile, target)
     except UsageError:
-        return draft, [], [], findings
-    after_report = kept.checker(preview_checkpoint(plan, checkpoint), target, [profile], None)
+        return draft, [], [], findings, checkpoint
+    preview = preview_checkpoint(plan, checkpoint)
+    after_report = kept.checker(preview, target, [profile], None)
     # Conversion copies tensor bytes verbatim: what the weights' values show stays.
     carried = [f for f in findings if f.family == VALUES_FAMILY]
     after_findings = [*after_report.findings, *carried]
     after = _severe(after_findings)
     after_result = after_report.engines[0]
     if _weight(after) >= _weight(before):
-        return draft, [], [], findings
+        return draft, [], [], findings, checkpoint
     source = model_source(draft)
     steps = [source.download()] if source.hub else []
     local = source.local.name
@@ -137,6 +256,7 @@ def _convert_step(
     words = ["draftfit", "convert", local, "--to", to, "-o", converted, "--engine", profile.label]
     if target is not None:
         words += ["--target", model_source(target.source).for_draftfit]
+    words.append("--anyway")  # the recipe converts for its own reasons (its method, its ids)
     steps.append(" ".join(shell_word(w) for w in words))
     fixed = sorted({f.code for f in before} - {f.code for f in after})
     # the verdict for the recipe's own launch: without what the given launch's settings cause
@@ -151,7 +271,15 @@ def _convert_step(
             else after_result.verdict
         )
     ]
-    return converted, steps, notes, after_findings
+    return converted, steps, notes, after_findings, preview
+
+
+def _blocked(checkpoint: Checkpoint) -> bool:
+    """Whether `draftfit convert` refuses this draft: damage a verbatim copy would carry
+    into (or hide in) the output."""
+    from draftfit.conversion import BLOCKS_CONVERSION  # the convert command's own rule
+
+    return any(d.rule in BLOCKS_CONVERSION for d in checkpoint.damage)
 
 
 def _names_own_code(config: Mapping[str, Any] | None) -> bool:

@@ -27,8 +27,9 @@ Flag names and aliases as the engines' argument parsers declare them:
   of `speculative_model`; `pytorch_weights_path` in 0.21, `pytorch_eagle_weights_path` in
   0.19-0.20, per the engine data's `draft_path_key`), `eagle3_one_model`,
   `eagle3_layers_to_capture`.
-- Environment variables assigned before the command: `VLLM_ATTENTION_BACKEND` for vLLM
-  (:data:`ENGINE_ENV_VARS`); any other is listed as not read.
+- Environment variables assigned before the command: `VLLM_ATTENTION_BACKEND` and
+  `VLLM_USE_V2_MODEL_RUNNER` for vLLM, `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN` for
+  SGLang (:data:`ENGINE_ENV_VARS`); any other is listed as not read.
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ SGLANG_FLAGS: dict[str, FlagTarget] = {
     "--speculative-num-steps": FlagTarget("speculative_num_steps", _INT),
     "--speculative-eagle-topk": FlagTarget("speculative_eagle_topk", _INT),
     "--speculative-num-draft-tokens": FlagTarget("speculative_num_draft_tokens", _INT),
+    "--context-length": FlagTarget("context_length", _INT),
+    "--speculative-draft-window-size": FlagTarget("draft_window_size", _INT),
 }
 
 # `trtllm-serve --extra_llm_api_options FILE`: the YAML file of LLM API arguments.
@@ -112,9 +115,21 @@ ENGINE_FLAGS: dict[str, dict[str, FlagTarget]] = {
 # reads, per engine. VLLM_ATTENTION_BACKEND forces the attention backend where the release
 # reads it (vllm/envs.py:324-325@v0.8.0; vllm/config/attention.py:93@v0.14.0; no longer
 # read from 0.16.0: `attention_backend_setting` in the engine data says which release does).
+# VLLM_USE_V2_MODEL_RUNNER picks the model runner (vllm/envs.py@v0.18.0: `bool(int(...))`;
+# `runner_default` in the engine data says which releases read it).
+# SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN lets the draft run beyond its config's context
+# (sglang/srt/configs/model_config.py, read with `get_bool_env_var`: `1`/`true` is on;
+# `draft_context_shorter_than_target` in the engine data says what each release does).
 ENGINE_ENV_VARS: dict[str, dict[str, FlagTarget]] = {
-    "vllm": {"VLLM_ATTENTION_BACKEND": FlagTarget("attention_backend_env")},
-    "sglang": {},
+    "vllm": {
+        "VLLM_ATTENTION_BACKEND": FlagTarget("attention_backend_env"),
+        "VLLM_USE_V2_MODEL_RUNNER": FlagTarget("use_v2_model_runner", "on-when-true"),
+    },
+    "sglang": {
+        "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": FlagTarget(
+            "allow_longer_context", "on-when-true"
+        ),
+    },
     "trtllm": {},
 }
 

@@ -386,6 +386,7 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
     except ValueError as exc:
         raise UsageError(f"--serve-args: cannot split it as a shell would ({exc})") from None
     words = [w for w in words if w != "\\"]
+    words_given = list(words)
     assignments, words = _leading_assignments(words)
     engine, rest = _engine_of(words)
     table = ENGINE_FLAGS[engine]
@@ -445,6 +446,7 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
         ignored_flags=tuple(ignored),
         flags_written=tuple(written),
         full_launch=len(rest) < len(words) and engine in ("vllm", "sglang"),
+        words=tuple(words_given),
     )
     if options is not None:
         what = f"--serve-args: {options[0]} {clip(options[1])}"

@@ -10,7 +10,7 @@ from a value. The parsing lives in :mod:`draftfit.serve_input`; rules read these
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 # The flag that gives settings, for messages about what is missing.
@@ -35,6 +35,14 @@ class ServeSettings:
         attention_backend_env: `VLLM_ATTENTION_BACKEND` set before a vLLM command
             (`VLLM_ATTENTION_BACKEND=FLASHMLA vllm serve ...`), the older releases' way of
             forcing the backend.
+        use_v2_model_runner: `VLLM_USE_V2_MODEL_RUNNER` set before a vLLM command (True:
+            `1`), which picks vLLM's model runner in the releases that read it.
+        allow_longer_context: `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN` set before an
+            SGLang command: whether SGLang may run the draft at a longer context than its
+            config's.
+        context_length: SGLang `--context-length`, the server's context (the draft's too).
+        draft_window_size: SGLang `--speculative-draft-window-size`, the sliding window
+            given to the draft.
         draft_attention_backend: the draft's attention backend (vLLM
             `speculative_config.attention_backend`, SGLang
             `--speculative-draft-attention-backend`).
@@ -67,6 +75,8 @@ class ServeSettings:
             command, or vLLM engine arguments), so that a setting it leaves out takes the
             engine's default (target tensor parallelism 1); False for a speculative config
             alone or a bare list of flags.
+        words: the launch command as a shell splits it (`--serve-args`; empty otherwise),
+            which a serve recipe edits; not part of the JSON form.
     """
 
     engine: str
@@ -78,6 +88,10 @@ class ServeSettings:
     draft_kv_cache_dtype: str | None = None
     attention_backend: str | None = None
     attention_backend_env: str | None = None
+    use_v2_model_runner: bool | None = None
+    allow_longer_context: bool | None = None
+    context_length: int | None = None
+    draft_window_size: int | None = None
     draft_attention_backend: str | None = None
     cuda_graphs: bool | None = None
     method: str | None = None
@@ -96,6 +110,7 @@ class ServeSettings:
     flags_written: tuple[str, ...] = ()
     spec_keys_written: tuple[str, ...] = ()
     full_launch: bool = False
+    words: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def given(self) -> dict[str, Any]:
         """The settings the launch gives (engine, how, and each field not None)."""
@@ -152,10 +167,18 @@ class ServeSettings:
 
 
 # Fields that record the launch's own words for the per-release checks (not in the JSON).
-_LAUNCH_WORDS = frozenset({"flags_written", "spec_keys_written", "full_launch"})
+_LAUNCH_WORDS = frozenset({"flags_written", "spec_keys_written", "full_launch", "words"})
 # Fields that describe the launch, not a setting it gives.
 _NOT_SETTINGS = frozenset(
-    {"engine", "given_by", "ignored_flags", "flags_written", "spec_keys_written", "full_launch"}
+    {
+        "engine",
+        "given_by",
+        "ignored_flags",
+        "flags_written",
+        "spec_keys_written",
+        "full_launch",
+        "words",
+    }
 )
 
 

@@ -23,11 +23,14 @@ from draftfit.conversion.output import check_output_path
 from draftfit.conversion.plan import Plan
 from draftfit.conversion.planner import CONVENTIONS, plan_conversion
 from draftfit.conversion.write import write_plan
+from draftfit.engines.profile import Profile
 from draftfit.engines.registry import planning_engine
 from draftfit.errors import DamagedInputError, UsageError
 from draftfit.report import Report
 from draftfit.rules.base import Severity
+from draftfit.serve_settings import ServeSettings
 from draftfit.spec import describe
+from draftfit.target import Target
 
 __all__ = ["CONVENTIONS", "ConvertResult", "convert_path"]
 
@@ -63,6 +66,8 @@ class ConvertResult:
     report: Report | None
     removed_leftovers: list[Path] = field(default_factory=list)
     out_as_given: str | None = None  # the output path as the caller spelled it, for display
+    # Said when the draft already loads as is for the planned engine version.
+    not_needed: str | None = None
 
     def exit_code(self) -> int:
         """1 when the written output still has errors for the engine, else 0."""
@@ -76,6 +81,7 @@ class ConvertResult:
             "written": self.written,
             "removed_leftovers": [str(p) for p in self.removed_leftovers],
             "check": self.report.to_dict() if self.report else None,
+            "not_needed": self.not_needed,
         }
 
 
@@ -90,6 +96,8 @@ def convert_path(
     force: bool = False,
     verify: bool = False,
     notify: Callable[[str], None] | None = None,
+    serve: ServeSettings | None = None,
+    anyway: bool = True,
 ) -> ConvertResult:
     """Plan (and unless `dry_run`, write and verify) the conversion of `draft` into `to`.
 
@@ -97,7 +105,10 @@ def convert_path(
     are read back against hashes taken while writing them; `verify` also re-reads every
     byte the kernel copied and compares it with the input. `notify` receives one line for
     each thing done beside the output (a leftover of an interrupted convert removed);
-    nothing is printed."""
+    nothing is printed. `serve` is the launch the output will be served with: the output is
+    judged for it. When the draft already loads as is for the planned engine version, the
+    result says so (`not_needed`, also given to `notify`); with `anyway=False` (the
+    command line's default) nothing is then written."""
     from draftfit.sources import HF_PREFIX as HUB_PREFIX
     from draftfit.sources import is_hub_reference, open_target
 
@@ -133,15 +144,47 @@ def convert_path(
             plan, Path(out) if out else None, False, None, out_as_given=_spelling(out)
         )
     assert out is not None
+    not_needed = _not_needed(checkpoint, target_obj, profile, serve)
+    if not_needed is not None and not anyway:
+        if notify is not None:
+            notify(not_needed)
+        return ConvertResult(
+            plan, Path(out), False, None, out_as_given=_spelling(out), not_needed=not_needed
+        )
     _refuse_short_files(draft, checkpoint, plan)
     labels = [p.label for p in profiles]
     result = write_plan(
         plan, checkpoint, Path(out), force=force, engines=labels, verify=verify, notify=notify
     )
     written = load_checkpoint(out)
-    report = check_checkpoint(written, target_obj, profiles)
+    report = check_checkpoint(written, target_obj, profiles, serve=serve)
     return ConvertResult(
-        plan, Path(out), True, report, result.removed_leftovers, out_as_given=_spelling(out)
+        plan,
+        Path(out),
+        True,
+        report,
+        result.removed_leftovers,
+        out_as_given=_spelling(out),
+        not_needed=not_needed,
+    )
+
+
+def _not_needed(
+    checkpoint: Checkpoint,
+    target: Target | None,
+    profile: Profile | None,
+    serve: ServeSettings | None,
+) -> str | None:
+    """One line when the draft already loads as is for the planned engine version (no
+    error-level finding there, under the launch when one is given), else None."""
+    if profile is None:
+        return None
+    report = check_checkpoint(checkpoint, target, [profile], serve=serve)
+    if report.exit_code(Severity.ERROR):
+        return None
+    return (
+        f"{checkpoint.source} already loads as is in {profile.title}: no conversion needed "
+        "(pass --anyway to write it all the same)"
     )
 
 

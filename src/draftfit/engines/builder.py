@@ -521,7 +521,7 @@ class BaseBuilder:
             return
         size, where = found
         honoured = self.family_value("draft_sliding_window_honoured", self.family)
-        if honoured is None or honoured is True:
+        if honoured is None or honoured is True or self._launch_gives_window(size):
             return
         why, fix = self._sliding_window_advice(size, honoured)
         self.event(
@@ -532,6 +532,11 @@ class BaseBuilder:
             ("draft_sliding_window_honoured",),
             fix=fix,
         )
+
+    def _launch_gives_window(self, size: int) -> bool:
+        """Hook: whether the launch itself gives the draft this window (no engine by
+        default)."""
+        return False
 
     def _sliding_window_advice(self, size: int, how: Any) -> tuple[str, str]:
         """Hook: why this version does not apply a draft window of `size` (`how`: the

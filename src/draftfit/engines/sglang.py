@@ -53,6 +53,7 @@ LLAMA_EAGLE = "llama_eagle"
 # The server flag that gives a Llama EAGLE-3 draft a sliding window (the recipe in
 # `sglang_serve` passes it; it imports this module, so the name is spelled in both).
 DRAFT_WINDOW_FLAG = "--speculative-draft-window-size"
+AUTOTUNE_FLAG = "--disable-flashinfer-autotune"
 
 CLASS_FAMILY = {
     "LlamaForCausalLMEagle3": LLAMA_EAGLE3,
@@ -554,7 +555,7 @@ class _SGLangBuilder(BaseBuilder):
         sticky = (self.target.architecture if self.target else None) in (
             self.value("aux_capture_flags_sticky") or []
         )
-        if self.value("aux_ids_cuda_graph_ignored"):
+        if self.value("aux_ids_cuda_graph_ignored") and not self._graphs_off(sticky):
             if sticky:
                 # Flags set for the defaults are never cleared: eager passes capture both.
                 assert self.view.aux is not None
@@ -576,7 +577,28 @@ class _SGLangBuilder(BaseBuilder):
                 fix="use SGLang 0.5.11 or later, or serve with --disable-cuda-graph",
             )
 
+    def _graphs_off(self, sticky: bool) -> bool:
+        """Whether the launch turns CUDA graphs off (`--disable-cuda-graph`), so no graph
+        runner re-sets the captured layers; where FlashInfer's autotune also flags the
+        default layers of a sticky target, `--disable-flashinfer-autotune` is needed too."""
+        serve = self.inputs.serve
+        if serve is None or serve.cuda_graphs is not False:
+            return False
+        autotune = self.value("aux_ids_autotune_reset") == "sticky-flags-only"
+        return not (sticky and autotune and AUTOTUNE_FLAG not in serve.words)
+
     # ------------------------------------------------------------------ flags
+    def _launch_gives_window(self, size: int) -> bool:
+        """`--speculative-draft-window-size SIZE` in the launch, on a Llama EAGLE-3 draft of a
+        version that has the flag: the draft runs with the window it was trained with."""
+        serve = self.inputs.serve
+        return (
+            serve is not None
+            and serve.draft_window_size == size
+            and self.family == LLAMA_EAGLE3
+            and self.value("sliding_window_source") == "server-flag"
+        )
+
     def _sliding_window_advice(self, size: int, how: Any) -> tuple[str, str]:
         """SGLang reads no window from the draft config; Llama EAGLE-3 drafts take one from
         `--speculative-draft-window-size` where the version has that flag."""
@@ -789,6 +811,29 @@ class _SGLangBuilder(BaseBuilder):
         )
 
     # ------------------------------------------------------------------ target
+    def _context_under_launch(self, rule: Any, max_pos: int) -> Any:
+        """What this version does with a draft context shorter than the target's under the
+        launch's settings: None when the launch runs it correctly (`--context-length` within
+        the draft's positions; SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 where it also
+        raises the draft's rotary cache), 'overwritten-silently' where the variable lets it
+        run with its short rotary cache, 'error-unless-env' where it is refused (the
+        variable set to false where it defaults to true), else `rule` unchanged."""
+        serve = self.inputs.serve
+        if serve is None:
+            return rule
+        if serve.context_length is not None and serve.context_length <= max_pos:
+            return None
+        allowed = serve.allow_longer_context
+        if allowed is None:
+            return rule
+        if rule == "error-unless-env-then-raised" and allowed:
+            return None
+        if rule == "error-unless-env" and allowed:
+            return "overwritten-silently"
+        if rule == "overwritten-silently" and not allowed:
+            return "error-unless-env"
+        return rule
+
     def _target_checks(self) -> None:
         t = self.target
         if t is None:
@@ -807,6 +852,9 @@ class _SGLangBuilder(BaseBuilder):
         if not (max_pos and t_max and max_pos < t_max):
             return
         rule = self.value("draft_context_shorter_than_target")
+        rule = self._context_under_launch(rule, max_pos)
+        if rule is None:
+            return
         where = config_at("/max_position_embeddings")
         keys = ("draft_context_shorter_than_target",)
         fix = f"set the draft's max_position_embeddings to {t_max}, or cap --context-length"

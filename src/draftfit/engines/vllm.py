@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from packaging.version import Version
+
 from draftfit import rule_ids
 from draftfit.aux_counting import TOP_AUX, default_capture_ids
 from draftfit.dialects import (
@@ -80,6 +82,10 @@ CLASS_FAMILY = {
 
 
 _RUNNER_NAMES = {"mrv1": "V1 model runner", "mrv2": "V2 model runner"}
+# The releases that pick the model runner from VLLM_USE_V2_MODEL_RUNNER: an opt-in from 0.14
+# (vllm/envs.py:236,1586-1588@v0.18.0), an override of the per-target default in 0.22-0.33
+# (vllm/config/vllm.py:494-496@v0.22.0); 0.34.0 removed the V1 runner.
+RUNNER_ENV_RELEASES = ("0.14.0", "0.34.0")
 
 
 class _Builder(BaseBuilder):
@@ -650,6 +656,22 @@ class _Builder(BaseBuilder):
         on = bool(nested) if nested is not None else bool(value)
         return on and bool(self.value(f"{name}_supported"))
 
+    def _runner_from_env(self) -> tuple[str, str] | None:
+        """The runner `VLLM_USE_V2_MODEL_RUNNER` in the launch picks, in the releases that
+        read it (RUNNER_ENV_RELEASES) and whose V2 runner draftfit has data for; else None."""
+        serve = self.inputs.serve
+        wanted = serve.use_v2_model_runner if serve is not None else None
+        if wanted is None or not self.p.fact("aux_ids_read_from_mrv2").known:
+            return None
+        first, until = RUNNER_ENV_RELEASES
+        if not Version(first) <= Version(self.p.version) < Version(until):
+            return None
+        runner = "mrv2" if wanted else "mrv1"
+        return runner, (
+            f"VLLM_USE_V2_MODEL_RUNNER={int(wanted)} makes {self.p.title} use its "
+            f"{_RUNNER_NAMES[runner]}"
+        )
+
     def _runner(self) -> tuple[str | None, str]:
         """Which model runner serves this target: "mrv1", "mrv2", or None when unknown.
 
@@ -666,6 +688,9 @@ class _Builder(BaseBuilder):
             return "mrv1", (
                 f"{self.p.title} serves EAGLE-3 with pipeline stages on its V1 model runner"
             )
+        chosen = self._runner_from_env()
+        if chosen is not None:
+            return chosen
         if rule in ("mrv1", "mrv2"):
             return rule, f"{self.p.title} always uses its {_RUNNER_NAMES[rule]}"
         if not isinstance(rule, dict) or self.target is None:

@@ -76,6 +76,8 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
 def render_convert(result: ConvertResult, options: RenderOptions = PLAIN) -> str:
     """The plan, then (when the output was written) the check of the output. (Leftovers
     removed on the way are told on stderr as they go, and listed in JSON.)"""
+    if result.not_needed is not None and not result.written:
+        return escape_field(result.not_needed) + "\n"
     text = render_plan(result.plan, result.out_as_given, result.written, options.color)
     if result.report is not None:
         text += "\nCheck of the output\n\n" + render_check(result.report, options)
