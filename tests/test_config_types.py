@@ -438,7 +438,7 @@ def test_null_aux_ids_convert(tmp_path: Path) -> None:
     path = draft.write(tmp_path / "d")
     target = f.llama_target(tmp_path / "t")
     out = tmp_path / "out"
-    argv = ["convert", str(path), "--to", "vllm", "-o", str(out), "--unsafe-fixes"]
+    argv = ["convert", str(path), "--to", "vllm", "-o", str(out), "--unsafe-fixes", "--anyway"]
     assert cli.main([*argv, "--target", str(target)]) in (0, 1)
     written_config = json.loads((out / "config.json").read_text())
     assert written_config["eagle_aux_hidden_state_layer_ids"] == [2, 4, 5]

@@ -98,7 +98,19 @@ def commands(item: Case, draft: Path, clean: Path, target: Path, out: Path) -> l
         ["diff", d, str(clean), "--target", t, "--format", "json"],
         ["matrix", d, "--target", t, "--format", "json"],
         ["inspect", d, "--format", "json"],
-        ["convert", d, "--to", "vllm", "-o", str(out), "--target", t, "--format", "json"],
+        [
+            "convert",
+            d,
+            "--to",
+            "vllm",
+            "-o",
+            str(out),
+            "--target",
+            t,
+            "--format",
+            "json",
+            "--anyway",
+        ],
     ]
 
 

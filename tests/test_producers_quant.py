@@ -91,7 +91,9 @@ def test_convert_keeps_an_fp8_drafts_scales(tmp_path: Path) -> None:
     draft = f.quantize_fp8(f.specforge()).write(tmp_path / "draft")
     target = f.llama_target(tmp_path / "target")
     out = tmp_path / "out"
-    code = main(["convert", str(draft), "--to", "vllm", "-o", str(out), "--target", str(target)])
+    code = main(
+        ["convert", str(draft), "--to", "vllm", "-o", str(out), "--target", str(target), "--anyway"]
+    )
     assert code == 0
     names = set(load_checkpoint(out).tensors)
     assert "layers.0.self_attn.q_proj.weight_scale" in names
