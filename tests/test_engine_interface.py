@@ -90,6 +90,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("draftfit.rules",),
     ("draftfit.report", "draftfit.selection", "draftfit.rule_docs"),
     ("draftfit.checker",),
+    ("draftfit.launch_edit",),
     (
         "draftfit.recipe",
         "draftfit.comparison",

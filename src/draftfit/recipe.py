@@ -43,9 +43,6 @@ from draftfit.spec import EAGLE
 
 __all__ = ["Recipe", "attach_recipes", "recipe_for"]
 
-# Engines whose given launch a recipe edits (a TensorRT-LLM launch keeps its settings in a
-# file the recipe writes anew).
-EDITED_ENGINES = frozenset({"vllm", "sglang"})
 CONVERT_STEP = "draftfit convert "
 
 
@@ -95,7 +92,8 @@ def recipe_for(
             "a default launch: it leaves out the given launch's settings behind "
             + ", ".join(sorted(launch))
         )
-    recipe.steps = _judged_steps(steps, recipe, findings, read_back) + recipe.steps
+    judged = _judged_steps(steps, recipe, findings, read_back, profile.impl.edits_launch)
+    recipe.steps = judged + recipe.steps
     return recipe
 
 
@@ -125,12 +123,11 @@ def _edit_given_launch(report: Report, profile: Profile, recipe: Recipe) -> bool
     serve = report.serve
     if serve is None or serve.engine != profile.engine or not serve.words:
         return False
-    if profile.engine not in EDITED_ENGINES:
+    if not profile.impl.edits_launch:
         return False
     command, changes = edit_launch(serve.words, recipe.command, profile.engine)
     recipe.command = command
-    if profile.engine == "vllm":
-        recipe.config = _speculative_config(command) or recipe.config
+    recipe.config = _speculative_config(command, profile.engine) or recipe.config
     recipe.notes.insert(
         0,
         "your launch, edited: " + "; ".join(changes)
@@ -140,11 +137,11 @@ def _edit_given_launch(report: Report, profile: Profile, recipe: Recipe) -> bool
     return True
 
 
-def _speculative_config(command: str) -> dict[str, Any] | None:
-    """The `--speculative-config` JSON object a vLLM command carries, if any."""
+def _speculative_config(command: str, engine: str) -> dict[str, Any] | None:
+    """The `--speculative-config` JSON object a command carries (vLLM's), if any."""
     from draftfit.launch_edit import SPECULATIVE_CONFIG, split_launch
 
-    for flag, value in split_launch(_words(command), "vllm").flags:
+    for flag, value in split_launch(_words(command), engine).flags:
         if flag in (SPECULATIVE_CONFIG, "-sc") and value:
             try:
                 data = json.loads(value)
@@ -160,10 +157,11 @@ def _words(command: str) -> list[str]:
     return shlex.split(command.replace(CONTINUATION, " "))
 
 
-def _recipe_settings(recipe: Recipe, engine: str) -> ServeSettings:
-    """The settings the recipe's own command gives, read as `--serve-args` reads them (a
-    TensorRT-LLM recipe's `spec.yaml` from its config)."""
-    if engine == "trtllm":
+def _recipe_settings(recipe: Recipe, profile: Profile) -> ServeSettings:
+    """The settings the recipe's own command gives, read as `--serve-args` reads them (an
+    engine whose launch keeps its settings in a file, TensorRT-LLM's `spec.yaml`: from the
+    recipe's config)."""
+    if not profile.impl.edits_launch:
         serve_line = recipe.command.rsplit("\n", 1)[-1]
         words = [w for w in _words(serve_line) if w not in ("--extra_llm_api_options", "spec.yaml")]
         base = parse_serve_args(" ".join(shell_word(w) for w in words))
@@ -181,12 +179,10 @@ def _read_back(
     """The findings for the draft the recipe serves, checked under the recipe's own command
     at the same version (what the values of its weights show is carried over: a
     conversion copies them verbatim); None when its command cannot be read back."""
-    from draftfit.checker import check_checkpoint  # the checker that made the report
-
     kept = report.kept()
     try:
-        settings = _recipe_settings(recipe, profile.engine)
-        back = check_checkpoint(served, kept.target, [profile], None, serve=settings)
+        settings = _recipe_settings(recipe, profile)
+        back = kept.checker(served, kept.target, [profile], None, serve=settings)
     except UsageError:
         return None
     carried = [f for f in findings if f.family == VALUES_FAMILY]
@@ -194,12 +190,16 @@ def _read_back(
 
 
 def _judged_steps(
-    steps: list[str], recipe: Recipe, findings: list[Finding], read_back: list[Finding] | None
+    steps: list[str],
+    recipe: Recipe,
+    findings: list[Finding],
+    read_back: list[Finding] | None,
+    edits_launch: bool,
 ) -> list[str]:
     """The steps, with the recipe's launch given to its `draftfit convert` step where the
     converted draft has errors only a default launch has: that step then judges its output
     for the launch it will be served with, and exits 0."""
-    if read_back is None or recipe.engine not in EDITED_ENGINES:
+    if read_back is None or not edits_launch:
         return steps
     default_errors = any(
         f.severity == Severity.ERROR and f.family != SERVING_FAMILY for f in findings

@@ -6,9 +6,8 @@ ever added (bump `schema_version` on any incompatible change).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
 from draftfit.fail_on import FailOn
@@ -26,8 +25,20 @@ if TYPE_CHECKING:
     from draftfit.spec import DraftSpec
     from draftfit.target import Target
 
-    # The checker's signature: (checkpoint, target, profiles, method) -> report.
-    Checker = Callable[[Checkpoint, Target | None, list[Profile], str | None], "Report"]
+    class Checker(Protocol):
+        """The checker's signature: (checkpoint, target, profiles, method) -> report, with
+        the launch's settings when a recipe is checked under its own command."""
+
+        def __call__(
+            self,
+            checkpoint: Checkpoint,
+            target: Target | None,
+            profiles: list[Profile],
+            method: str | None = None,
+            *,
+            serve: ServeSettings | None = None,
+        ) -> Report: ...
+
 
 SCHEMA_VERSION = 1
 

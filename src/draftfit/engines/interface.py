@@ -110,6 +110,9 @@ class Engine(ABC):
         convention: the layout `draftfit convert --to` writes for it (a serve recipe's
             convert step).
         plans: the conventions planned (and verified by default) with this engine's data.
+        edits_launch: whether a serve recipe edits the launch the check was given (the
+            command line keeps every setting); False where the launch keeps its settings in
+            a file the recipe writes anew (TensorRT-LLM's options YAML).
 
     An engine module keeps its imports of the procedure (the builder) inside the methods,
     so that listing the engines (`draftfit engines`, `draftfit rule`) loads only the data.
@@ -118,6 +121,7 @@ class Engine(ABC):
     name: str
     convention: str
     plans: tuple[str, ...] = ()
+    edits_launch: bool = True
 
     # ------------------------------------------------------------------ data
     def data_text(self) -> str:

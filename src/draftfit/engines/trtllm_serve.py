@@ -61,6 +61,7 @@ class TrtllmEngine(Engine):
 
     name = "trtllm"
     convention = "sglang"
+    edits_launch = False  # the launch's settings live in the options YAML the recipe writes
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
         from draftfit.engines.trtllm import Builder
