@@ -23,6 +23,7 @@ from draftfit.conversion import convert_path
 from draftfit.conversion.output import MARKER
 from draftfit.errors import DamagedInputError, OutputExistsError, UsageError
 from tests import factory as f
+from tests.test_convert import tensor_hashes
 from tests.timeouts import scaled
 
 ROOT = os.geteuid() == 0
@@ -357,7 +358,11 @@ def test_signal_mid_write_cleans_up_and_keeps_the_old_output(
     line = one_error_line(stderr)
     assert signal.Signals(signum).name in line
     assert siblings(out) == []
-    assert tree_hash(out) == before
+    if tree_hash(out) != before:
+        # On a loaded machine the kernel copy can finish, and the output be swapped into
+        # place, before the signal lands (it then stops the check of the output): the
+        # output is then the whole conversion, never a part of one.
+        assert tensor_hashes(out) == tensor_hashes(big_draft)
     assert tree_hash(big_draft) == inputs
 
 
