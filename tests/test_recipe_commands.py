@@ -136,6 +136,7 @@ def test_shell_commands_split_continuations_and_heredocs() -> None:
         check_recipe(Recipe("vllm", "0.34.0", "vllm serve t\n  --revision r"))
 
 
+@pytest.mark.slow
 def test_the_installed_hf_cli_takes_the_download_flags() -> None:
     hf = shutil.which("hf")
     if hf is None:
