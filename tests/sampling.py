@@ -1,6 +1,6 @@
 """The quick run's share of a parametrized sweep.
 
-`python -m pytest -m "not slow"` must stay under a minute of CPU, yet still reach every
+`python -m pytest -m "not slow"` should take about a minute of CPU, yet still reach every
 area. A sweep over many cases keeps one case in `every` unmarked and marks the others
 `slow`; the full run (`python -m pytest`, `.ci/run`) takes them all.
 """

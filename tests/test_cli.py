@@ -298,6 +298,7 @@ def test_matrix_without_target_is_unverified_and_can_fail(capsys, clean) -> None
     assert "compatible" in {r["verdict"] for r in json.loads(out)["rows"]}
 
 
+@pytest.mark.slow
 def test_piped_tables_are_neither_wrapped_nor_padded(tmp_path: Path) -> None:
     """`draftfit matrix ./x | cat`: a row stays one line, however long, and no line ends in
     padding, so `grep` and `diff` see what a reader sees."""

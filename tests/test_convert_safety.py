@@ -383,6 +383,7 @@ def test_an_ignored_sighup_stays_ignored(big_draft: Path, tmp_path: Path) -> Non
     assert not out.exists() and siblings(out) == []
 
 
+@pytest.mark.slow
 def test_sigkill_leftover_is_removed_by_the_next_convert(
     draft: Path, big_draft: Path, tmp_path: Path
 ) -> None:
@@ -403,6 +404,7 @@ def test_sigkill_leftover_is_removed_by_the_next_convert(
     assert json.loads((out / MARKER).read_text())["convention"] == "sglang"
 
 
+@pytest.mark.slow
 def test_a_running_converts_temp_folder_is_not_taken_for_a_leftover(
     draft: Path, big_draft: Path, tmp_path: Path
 ) -> None:
@@ -777,6 +779,7 @@ def test_damaged_input_is_refused_before_writing(
     assert tree_hash(draft) == inputs
 
 
+@pytest.mark.slow
 def test_convert_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     """The bytes convert copies show a progress bar on a terminal's stderr, none in a pipe."""
     import subprocess

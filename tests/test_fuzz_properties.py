@@ -46,6 +46,20 @@ FAST = settings(
 SLOW = settings(FAST, max_examples=25)
 # The quick run's share of the SLOW properties (each also runs at SLOW, marked `slow`).
 FEW = settings(FAST, max_examples=3)
+# The quick run's share of the FAST (reader) properties.
+SOME = settings(FAST, max_examples=20)
+
+
+def two_budgets(*strategies: st.SearchStrategy[Any]) -> Any:
+    """The property `body` twice: at the FAST budget (marked `slow`) and at SOME examples
+    (the quick run)."""
+
+    def wrap(body: Any) -> tuple[Any, Any]:
+        return pytest.mark.slow(FAST(given(*strategies)(body))), SOME(given(*strategies)(body))
+
+    return wrap
+
+
 KNOWN_RULES = {r.name for r in all_rules()}
 
 json_values = st.recursive(
@@ -65,9 +79,7 @@ tokens = st.sampled_from(
 )
 
 
-@FAST
-@given(st.binary(max_size=300) | st.lists(tokens, max_size=8).map(b"".join))
-def test_json_reader_raises_only_its_own_errors(data: bytes) -> None:
+def _json_reader_raises_only_its_own_errors(data: bytes) -> None:
     try:
         document = parse_json(data)
     except (JsonLimitError, JsonSyntaxError):
@@ -75,12 +87,22 @@ def test_json_reader_raises_only_its_own_errors(data: bytes) -> None:
     assert isinstance(document.duplicate_keys, tuple)
 
 
-@FAST
-@given(json_values)
-def test_json_reader_agrees_with_json_within_caps(value: Any) -> None:
+test_json_reader_raises_only_its_own_errors, test_json_reader_raises_only_its_own_errors_few = (
+    two_budgets(st.binary(max_size=300) | st.lists(tokens, max_size=8).map(b"".join))(
+        _json_reader_raises_only_its_own_errors
+    )
+)
+
+
+def _json_reader_agrees_with_json_within_caps(value: Any) -> None:
     text = json.dumps(value).encode()
     # Compared as text: NaN never equals itself.
     assert json.dumps(parse_json(text).value) == json.dumps(json.loads(text))
+
+
+test_json_reader_agrees_with_json_within_caps, test_json_reader_agrees_with_json_few = two_budgets(
+    json_values
+)(_json_reader_agrees_with_json_within_caps)
 
 
 def _known(damage: list[Any]) -> None:
@@ -105,18 +127,24 @@ entries = st.dictionaries(
 )
 
 
-@FAST
-@given(entries, st.integers(min_value=0, max_value=4096))
-def test_safetensors_header_never_raises(header: dict[str, Any], data_size: int) -> None:
+def _safetensors_header_never_raises(header: dict[str, Any], data_size: int) -> None:
     raw = json.dumps(header).encode()
     result = parse_header(raw, data_size, "model.safetensors", len(raw))
     _known(result.damage)
 
 
-@FAST
-@given(st.binary(max_size=200))
-def test_safetensors_header_bytes_never_raise(raw: bytes) -> None:
+test_safetensors_header_never_raises, test_safetensors_header_never_raises_few = two_budgets(
+    entries, st.integers(min_value=0, max_value=4096)
+)(_safetensors_header_never_raises)
+
+
+def _safetensors_header_bytes_never_raise(raw: bytes) -> None:
     _known(parse_header(raw, 64, "model.safetensors", len(raw)).damage)
+
+
+test_safetensors_header_bytes_never_raise, test_safetensors_header_bytes_never_raise_few = (
+    two_budgets(st.binary(max_size=200))(_safetensors_header_bytes_never_raise)
+)
 
 
 SNIPPETS = [
@@ -151,12 +179,7 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-@FAST
-@given(
-    st.lists(st.tuples(st.floats(min_value=0, max_value=1), st.sampled_from(SNIPPETS)), max_size=4),
-    st.integers(min_value=0, max_value=10_000),
-)
-def test_torch_bin_reader_never_raises(
+def _torch_bin_reader_never_raises(
     clean: dict[str, Path], inserts: list[tuple[float, bytes]], cut: int
 ) -> None:
     data = bytearray(clean["data.pkl"].read_bytes())
@@ -170,6 +193,12 @@ def test_torch_bin_reader_never_raises(
     tensors, damage = read_torch_bin(path, "pytorch_model.bin")
     assert isinstance(tensors, dict)
     _known(damage)
+
+
+test_torch_bin_reader_never_raises, test_torch_bin_reader_never_raises_few = two_budgets(
+    st.lists(st.tuples(st.floats(min_value=0, max_value=1), st.sampled_from(SNIPPETS)), max_size=4),
+    st.integers(min_value=0, max_value=10_000),
+)(_torch_bin_reader_never_raises)
 
 
 def _run_commands(draft: Path, clean_draft: Path, target_dir: Path) -> None:

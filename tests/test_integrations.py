@@ -78,6 +78,7 @@ def test_hook_metadata() -> None:
     assert spec.get("pass_filenames", True) is True
 
 
+@pytest.mark.slow
 def test_hook_checks_the_folders_of_changed_files(user_repo, shim) -> None:
     args = ["--engine", "sglang==0.5.23", "--target", "models/target", "--quiet"]
     changed = ["drafts/kimi/config.json", "drafts/kimi/model.safetensors", "README.md"]
@@ -178,6 +179,7 @@ def test_action_check_step_writes_sarif_annotations_and_outputs(user_repo, shim)
     assert "drafts/llama: SGLang 0.5.23: compatible" in done.stdout
 
 
+@pytest.mark.slow
 def test_action_args_and_fail_on_pass_through(user_repo, shim) -> None:
     done, outputs = run_check_step(
         user_repo,

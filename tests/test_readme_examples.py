@@ -32,6 +32,7 @@ def test_readme_examples_match_a_real_run() -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_drifted_example_is_reported(tmp_path: Path) -> None:
     """An example whose shown output differs from the run fails `--check` with a diff."""
     readme = tmp_path / "README.md"

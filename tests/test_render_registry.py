@@ -233,6 +233,7 @@ def _modules_loaded_by(args: list[str]) -> set[str]:
     return {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
 
 
+@pytest.mark.slow
 def test_a_check_loads_only_the_renderer_of_its_format(tmp_path: Path) -> None:
     draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "specforge")
     heavy = {"rich.console", "xml.etree.ElementTree", "draftfit.conversion", "draftfit.recipe"}

@@ -40,6 +40,7 @@ def test_every_rule_has_a_page_and_the_generator_check_agrees() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_generator_check_fails_on_a_stale_page(tmp_path: Path) -> None:
     for path, text in pages().items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)

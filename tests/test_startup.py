@@ -103,6 +103,7 @@ def test_help_and_version_load_no_engine_data() -> None:
         assert not {"draftfit.engines.registry", "draftfit.rules", "rich"} & loaded, args
 
 
+@pytest.mark.slow
 def test_the_optional_readers_load_when_their_input_is_given(
     pair: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -527,6 +527,7 @@ def test_one_layer_norm_at_one_is_reported_when_df901_is_not(tmp_path: Path) -> 
     assert "DF901" in codes and "DF703" not in codes
 
 
+@pytest.mark.slow
 def test_full_mode_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     from tests.terminal import stderr_on_a_terminal
 
