@@ -230,7 +230,9 @@ def test_every_recipe_of_hub_sources_pastes(hub: FakeHub, pair: tuple[str, str])
         if row.recipe is not None:
             check_recipe(row.recipe, row.versions)
             checked += 1
-    assert checked > 5
+    # An EAGLE-1 draft has the fewest engines that serve it: one recipe from the check and one
+    # from the matrix; the EAGLE-3 pairs give dozens.
+    assert checked >= 2
 
 
 def test_hub_sources_are_repository_ids_with_the_engines_revision_settings(
