@@ -140,3 +140,65 @@ def test_vllm_launch_names_another_draft(pair: tuple[Path, Path], tmp_path: Path
     same = {"method": "eagle3", "model": os.path.relpath(draft), "num_speculative_tokens": 3}
     fine = draftfit.check(draft, target, V34, serve_args=_vllm(same))
     assert not _findings(fine, "DF559") and fine.engines[0].verdict == "compatible"
+
+
+@pytest.mark.parametrize("version", ["vllm==0.34.0", "vllm==0.10.2"])
+def test_vllm_launch_without_speculative_config_serves_no_draft(
+    pair: tuple[Path, Path], version: str
+) -> None:
+    draft, target = pair
+    report = draftfit.check(draft, target, [version], serve_args="vllm serve T -tp 2")
+    assert any("no `--speculative-config`" in x.message for x in _findings(report, "DF559"))
+    assert report.engines[0].verdict == "incompatible"
+    # Flags alone (not a whole launch) say nothing of the rest of the line.
+    flags_only = draftfit.check(draft, target, [version], serve_args="-tp 2")
+    assert not _findings(flags_only, "DF559")
+
+
+@pytest.mark.parametrize(
+    ("extra", "said", "hint"),
+    [
+        ("--tp 2", "unrecognized arguments: --tp", "--tensor-parallel-size"),
+        ("--max-num 8", "ambiguous option: --max-num could match", "--max-num-batched-tokens"),
+        ("--max-num-seqz 8", "unrecognized arguments: --max-num-seqz", "--max-num-seqs"),
+        ("--speculative-model D", "unrecognized arguments: --speculative-model", '"model"'),
+    ],
+)
+@pytest.mark.parametrize("version", ["vllm==0.34.0", "vllm==0.10.2"])
+def test_vllm_refuses_what_its_parser_refuses(
+    pair: tuple[Path, Path], version: str, extra: str, said: str, hint: str
+) -> None:
+    draft, target = pair
+    spec = {"method": "eagle3", "model": str(draft), "num_speculative_tokens": 3}
+    report = draftfit.check(draft, target, [version], serve_args=_vllm(spec, extra))
+    found = [x for x in _findings(report, "DF559") if said in x.message]
+    assert found and hint in (found[0].fix or "")
+    assert report.engines[0].verdict == "incompatible"
+
+
+@pytest.mark.parametrize("version", ["vllm==0.34.0", "vllm==0.10.2"])
+def test_vllm_flags_it_takes_are_accepted(pair: tuple[Path, Path], version: str) -> None:
+    draft, target = pair
+    spec = {"method": "eagle3", "model": str(draft), "num_speculative_tokens": 3}
+    extra = (
+        "-tp 1 --max-num-seq 8 --gpu_memory_utilization 0.9 --port=8000 --enforce-eager "
+        "--trust-remote-code"
+    )
+    report = draftfit.check(draft, target, [version], serve_args=_vllm(spec, extra))
+    assert not _findings(report, "DF559")
+    assert report.engines[0].verdict == "compatible"
+    # Listed as accepted by the release's parser (a unique prefix included), not as unread.
+    assert report.serve is not None
+    assert {"--max-num-seq", "--gpu-memory-utilization", "--port"} <= set(
+        report.serve.accepted_flags
+    )
+    assert not [x for x in report.serve.ignored_flags if x.startswith("-")]
+
+
+def test_vllm_flags_at_a_release_whose_parser_was_not_read(pair: tuple[Path, Path]) -> None:
+    draft, target = pair
+    spec = {"method": "eagle3", "model": str(draft), "num_speculative_tokens": 3}
+    report = draftfit.check(draft, target, ["vllm==0.20.0"], serve_args=_vllm(spec, "--tp 2"))
+    result = report.engines[0]
+    assert result.verdict == "unverified"
+    assert any("--tp" in reason for reason in result.unverified_reasons)

@@ -99,8 +99,8 @@ def test_sglang_command_with_abbreviation_and_continuations() -> None:
 def test_engine_from_flags_alone_and_trtllm_command() -> None:
     assert parse_serve_args("--tp-size 4 --speculative-algorithm EAGLE3").engine == "sglang"
     assert parse_serve_args(f"-tp 2 --speculative-config '{SPEC}'").engine == "vllm"
-    t = parse_serve_args("trtllm-serve M --tp_size 8 --pp_size 2 --backend pytorch")
-    assert t.engine == "trtllm" and t.ignored_flags == ("--backend",)
+    t = parse_serve_args("trtllm-serve M --tp_size 8 --pp_size 2 --backend pytorch --log_level x")
+    assert t.engine == "trtllm" and t.ignored_flags == ("--log_level",)
     assert (t.tensor_parallel_size, t.pipeline_parallel_size) == (8, 2)
     bare = parse_serve_args("--tp_size 4 --pipeline_parallel_size=2")
     assert bare.engine == "trtllm" and bare.pipeline_parallel_size == 2
@@ -442,8 +442,11 @@ def test_df108_quiet_when_the_launch_names_the_method(tmp_path: Path) -> None:
     draft = f.specforge().write(tmp_path / "draft")
     target = f.llama_target(tmp_path / "t")
     engines = ["vllm==0.34.0"]
-    named = 'vllm serve T --speculative-config \'{"method": "eagle3", "model": "D"}\''
-    unnamed = 'vllm serve T --speculative-config \'{"model": "D"}\''
+    named = (
+        'vllm serve T --speculative-config \'{"method": "eagle3", "model": "D", '
+        '"num_speculative_tokens": 3}\''
+    )
+    unnamed = 'vllm serve T --speculative-config \'{"model": "D", "num_speculative_tokens": 3}\''
     assert "DF108" in _codes(draftfit.check(draft, target, engines))
     assert "DF108" not in _codes(draftfit.check(draft, target, engines, serve_args=named))
     # without a method, the launch runs what vLLM resolves from the path `D`: draft_model
@@ -642,8 +645,10 @@ def test_unknown_method_names_the_known_ones_with_a_guess(tmp_path: Path) -> Non
     report = draftfit.check(draft, engines=["sglang"], serve_args=sglang)
     assert "Did you mean `EAGLE3`?" in _df559(report)[0]
     assert any(e.verdict != "compatible" for e in report.engines)
-    for good in ('{"method": "eagle3"}', '{"method": "EAGLE3"}'):
-        assert _df559(draftfit.check(draft, serve_config=good)) == []
+    assert _df559(draftfit.check(draft, serve_config='{"method": "eagle3"}')) == []
+    # vLLM takes the method name as written: `EAGLE3` is not one of its methods.
+    upper = _df559(draftfit.check(draft, serve_config='{"method": "EAGLE3"}'))
+    assert len(upper) == 1 and "Did you mean `eagle3`?" in upper[0]
 
 
 def test_quantization_and_draft_path_values_are_checked(tmp_path: Path) -> None:
@@ -653,16 +658,27 @@ def test_quantization_and_draft_path_values_are_checked(tmp_path: Path) -> None:
     for config in (
         '{"method": "eagle3", "quantization": "-1"}',
         '{"method": "eagle3", "quantization": -1}',
-        json.dumps({"method": "eagle3", "model": str(device_like)}),
+        json.dumps({"method": "eagle3", "model": str(device_like), "num_speculative_tokens": 3}),
     ):
         found = _df559(draftfit.check(draft, serve_config=config))
         assert len(found) == 1, (config, found)
     with pytest.raises(UsageError, match="quantization: expected a name or a number, got inf"):
         draftfit.check(draft, serve_config='{"method": "eagle3", "quantization": 1e999}')
-    fine = json.dumps({"method": "eagle3", "model": str(draft), "quantization": "fp8"})
+    fine = json.dumps(
+        {
+            "method": "eagle3",
+            "model": str(draft),
+            "quantization": "fp8",
+            "num_speculative_tokens": 3,
+        }
+    )
     assert _df559(draftfit.check(draft, serve_config=fine)) == []
-    elsewhere = json.dumps({"method": "eagle3", "model": "/models/on/the/server"})
-    assert _df559(draftfit.check(draft, serve_config=elsewhere)) == []
+    elsewhere = {"method": "eagle3", "model": "/models/on/the/server", "num_speculative_tokens": 3}
+    assert _df559(draftfit.check(draft, serve_config=json.dumps(elsewhere))) == []
+    # a draft named without a token count: vLLM raises while it builds the speculative config
+    del elsewhere["num_speculative_tokens"]
+    uncounted = _df559(draftfit.check(draft, serve_config=json.dumps(elsewhere)))
+    assert len(uncounted) == 1 and "num_speculative_tokens" in uncounted[0]
 
 
 def test_values_in_messages_are_bounded(tmp_path: Path) -> None:

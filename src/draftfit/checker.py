@@ -25,6 +25,7 @@ from draftfit.engines import build_view
 from draftfit.engines.installed import default_profiles
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import parse_engine_spec
+from draftfit.engines.serving_checks import accepts_flag, launch_grammar
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
 from draftfit.mistakes import refuse_argument_mistakes
@@ -182,7 +183,7 @@ def check_checkpoint(
     applying = findings_by_engine(findings)
     for result in results:
         own, own_rules = rotation_unchecked(target, findings, result.label)
-        result.unverified_reasons = [*reasons, *own]
+        result.unverified_reasons = [*reasons, *own, *_unjudged_flags(serve, result.profile)]
         result.unchecked_rules = [*unchecked, *(r for r in own_rules if r not in unchecked)]
         result.verdict, result.counts = verdict_for(
             applying.get(result.label, []), result.label, result.unverified_reasons
@@ -199,8 +200,45 @@ def check_checkpoint(
         target_facts=TargetFacts.of(target) if target is not None else None,
         # a planned conversion is checked for the same launch (its settings judged too)
         inputs=KeptCheck(checkpoint, spec, target, partial(check_checkpoint, serve=serve)),
-        serve=serve,
+        serve=_judged_flags(serve, profiles),
         origin=checkpoint.origin,
+    )
+
+
+def _unjudged_flags(serve: ServeSettings | None, profile: Profile | None) -> list[str]:
+    """Why a launch's flags leave `profile`'s verdict unproven: flags draftfit does not read
+    at a release whose parser was not read (it may refuse them, or misread an
+    abbreviation)."""
+    settings = serve.for_engine(profile.engine) if serve and profile else None
+    if settings is None or profile is None or launch_grammar(profile) is not None:
+        return []
+    flags = [flag for flag in settings.ignored_flags if flag.startswith("-")]
+    if not flags:
+        return []
+    return [
+        f"the launch's flags {', '.join(flags)} were not checked: {profile.title}'s "
+        "argument parser was not read"
+    ]
+
+
+def _judged_flags(serve: ServeSettings | None, profiles: list[Profile]) -> ServeSettings | None:
+    """`serve` with the flags draftfit does not read but the parser of every checked release
+    of its engine takes moved to `accepted_flags` (accepted, not judged); the rest stay
+    listed as not read (a release whose grammar was not read cannot say)."""
+    releases = [p for p in profiles if serve is not None and p.engine == serve.engine]
+    if serve is None or not releases or not serve.ignored_flags:
+        return serve
+    accepted = tuple(
+        flag
+        for flag in serve.ignored_flags
+        if flag.startswith("-") and all(accepts_flag(p, flag) for p in releases)
+    )
+    if not accepted:
+        return serve
+    return replace(
+        serve,
+        accepted_flags=serve.accepted_flags + accepted,
+        ignored_flags=tuple(f for f in serve.ignored_flags if f not in accepted),
     )
 
 

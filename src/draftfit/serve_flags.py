@@ -162,7 +162,8 @@ KNOWN_FLAGS: dict[str, frozenset[str]] = {
             "--served-model-name",
         }
     ),
-    "trtllm": frozenset({"--tokenizer", "--revision", "--trust_remote_code"}),
+    # `--backend`: the recipes write `pytorch`, the backend the TensorRT-LLM data describes.
+    "trtllm": frozenset({"--tokenizer", "--revision", "--trust_remote_code", "--backend"}),
 }
 
 # Launch commands, as the words a shell gives, and their engine.

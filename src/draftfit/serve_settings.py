@@ -67,6 +67,9 @@ class ServeSettings:
             `pytorch_eagle_weights_path`), as written; releases read different keys.
         ignored_flags: flags, keys and environment variables draftfit does not read, in
             the order given.
+        accepted_flags: the flags of `ignored_flags` that the parser of every checked
+            release of the engine takes (its grammar was read): accepted, not judged. The
+            checker moves them here; a flag a release refuses is a finding instead.
         flags_written: every flag of a `--serve-args` launch as its engine's parser sees it
             (vLLM: underscores as dashes; no value), in the order given, so that each
             release's own flag list can judge them (unknown, ambiguous abbreviations).
@@ -107,6 +110,7 @@ class ServeSettings:
     max_draft_len: int | None = None
     draft_path_key: str | None = None
     ignored_flags: tuple[str, ...] = ()
+    accepted_flags: tuple[str, ...] = ()
     flags_written: tuple[str, ...] = ()
     spec_keys_written: tuple[str, ...] = ()
     full_launch: bool = False
@@ -131,6 +135,7 @@ class ServeSettings:
             if item.name not in _LAUNCH_WORDS
         }
         out["ignored_flags"] = list(self.ignored_flags)
+        out["accepted_flags"] = list(self.accepted_flags)
         if self.layers_to_capture is not None:
             out["layers_to_capture"] = list(self.layers_to_capture)
         return out
@@ -139,6 +144,8 @@ class ServeSettings:
         """One line for the text report: `sglang (--serve-args): tensor_parallel_size=8, ...`."""
         given = ", ".join(f"{k}={_word(v)}" for k, v in self.given().items())
         line = f"{self.engine} ({self.given_by}): {given or 'nothing draftfit reads'}"
+        if self.accepted_flags:
+            line += f"; accepted, not judged: {', '.join(self.accepted_flags)}"
         if self.ignored_flags:
             line += f"; not read: {', '.join(self.ignored_flags)}"
         return line
@@ -174,6 +181,7 @@ _NOT_SETTINGS = frozenset(
         "engine",
         "given_by",
         "ignored_flags",
+        "accepted_flags",
         "flags_written",
         "spec_keys_written",
         "full_launch",

@@ -18,11 +18,13 @@ from draftfit.engines.draft_quant import read_draft_quant
 from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
 from draftfit.location import Location
+from draftfit.serve_flags import vllm_flag
 from draftfit.settings_text import clip
 from draftfit.spec import EAGLE3
 
 if TYPE_CHECKING:
     from draftfit.engines.builder import BaseBuilder
+    from draftfit.engines.profile import Profile
     from draftfit.serve_settings import ServeSettings
 
 SERVE = "serving settings"
@@ -34,9 +36,11 @@ ONLINE_QUANTIZATION = frozenset({"fp8"})
 def check_settings(b: BaseBuilder, settings: ServeSettings) -> None:
     """Emit the events for `settings` at the builder's engine version."""
     _launch_flags(b, settings)
+    _value_after_switch(b, settings)
     _speculative_config_keys(b, settings)
     _method_known(b, settings)
     _launch_serves_draft(b, settings)
+    _token_count_given(b, settings)
     _quantization_names(b, settings)
     _draft_path_is_folder(b, settings)
     if b.p.engine == "vllm":
@@ -73,7 +77,11 @@ def _method_known(b: BaseBuilder, s: ServeSettings) -> None:
     """vLLM / SGLang: a method name that is not one of this release's EAGLE methods."""
     known = _eagle_names(b)
     named = s.method
-    if named is None or not known or named.strip().lower() in {k.lower() for k in known}:
+    if named is None or not known:
+        return
+    # vLLM validates the name as written (a Literal of lower-case names: `EAGLE3` is refused,
+    # vllm/config/speculative.py:1623-1634@v0.34.0); SGLang's algorithm names take any case.
+    if (named in known) if b.p.engine == "vllm" else (named.strip().lower() in _lower(known)):
         return
     flag = "--speculative-algorithm" if b.p.engine == "sglang" else "method"
     close = difflib.get_close_matches(named.lower(), [k.lower() for k in known], n=1)
@@ -89,6 +97,10 @@ def _method_known(b: BaseBuilder, s: ServeSettings) -> None:
         ("eagle3_supported", "eagle_supported") if b.p.engine == "vllm" else ("algorithm_names",),
         fix=f"set `{flag}` to `{use}`",
     )
+
+
+def _lower(names: list[str]) -> set[str]:
+    return {name.lower() for name in names}
 
 
 def _quantization_names(b: BaseBuilder, s: ServeSettings) -> None:
@@ -148,8 +160,27 @@ _FLAG_HINTS: dict[str, dict[str, str]] = {
 
 def _grammar(b: BaseBuilder) -> dict[str, object] | None:
     """The release's command-line grammar from the engine data, None where not read."""
-    value = b.p.fact("launch_grammar").value if "launch_grammar" in b.p.data.facts else None
+    return launch_grammar(b.p)
+
+
+def launch_grammar(profile: Profile) -> dict[str, object] | None:
+    """`profile`'s command-line grammar from the engine data (`flags`, `no_value`,
+    `abbreviations`), None where the release's parser was not read."""
+    if "launch_grammar" not in profile.data.facts:
+        return None
+    value = profile.fact("launch_grammar").value
     return value if isinstance(value, dict) and value.get("flags") else None
+
+
+def accepts_flag(profile: Profile, flag: str) -> bool | None:
+    """Whether the release's parser takes `flag` (as written, or as the one flag it
+    abbreviates); None where its grammar was not read."""
+    grammar = launch_grammar(profile)
+    if grammar is None:
+        return None
+    known = {str(f) for f in grammar["flags"]}  # type: ignore[attr-defined]
+    base = flag.split(".", 1)[0]
+    return len(_flag_verdict(base, known, bool(grammar.get("abbreviations")))) == 1
 
 
 def _flag_verdict(flag: str, known: set[str], abbreviations: bool) -> list[str]:
@@ -195,6 +226,49 @@ def _launch_flags(b: BaseBuilder, s: ServeSettings) -> None:
             ("launch_grammar",),
             fix=fix,
         )
+
+
+def _value_after_switch(b: BaseBuilder, s: ServeSettings) -> None:
+    """vLLM: a word after a flag that takes no value (`--enforce-eager true`), once the
+    model was named: the parser has no place for it and refuses the launch."""
+    grammar = _grammar(b)
+    if grammar is None or b.p.engine != "vllm" or not s.words:
+        return
+    words = list(s.words)
+    starts = [i + 2 for i in range(len(words) - 1) if words[i : i + 2] == ["vllm", "serve"]]
+    if not starts:
+        return
+    known = {str(f) for f in grammar["flags"]}  # type: ignore[attr-defined]
+    switches = {str(f) for f in grammar.get("no_value") or []}  # type: ignore[attr-defined]
+    abbreviations = bool(grammar.get("abbreviations"))
+    model_named = False
+    index = starts[0]
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if not word.startswith("-") or word == "-":
+            model_named = True  # the model (a positional); a second one is judged below
+            continue
+        if "=" in word:
+            continue
+        meant = _flag_verdict(vllm_flag(word).split(".", 1)[0], known, abbreviations)
+        if len(meant) != 1:
+            return  # an unknown or ambiguous flag is already a finding; stop reading here
+        if meant[0] not in switches:
+            index += 1  # its value
+            continue
+        if index < len(words) and not words[index].startswith("-") and model_named:
+            stray = words[index]
+            b.refuse(
+                rule_ids.SERVE_SETTING_INVALID,
+                f"`{clip(word)}` takes no value, so `{clip(stray)}` after it is an extra "
+                f"argument: {b.p.title}'s argument parser refuses the launch (`vllm serve: "
+                f"error: unrecognized arguments: {clip(stray)}`)",
+                _where(s, "/" + clip(word.lstrip("-"))),
+                ("launch_grammar",),
+                fix=f"write `{clip(word)}` alone (it is a switch)",
+            )
+            return
 
 
 def _speculative_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
@@ -262,7 +336,20 @@ def _launch_serves_draft(b: BaseBuilder, s: ServeSettings) -> None:
         return
     speculative = s.method is not None or s.num_speculative_tokens is not None
     if b.p.engine == "vllm" and not speculative and s.draft_model is None:
-        return  # no speculative config at all: not a speculative launch to judge
+        # No speculative config: vLLM serves the target alone. A speculative flag of another
+        # spelling (`--speculative-model` of releases before 0.8.3) is judged by the
+        # release's grammar instead, not taken for a launch without a draft.
+        if not any(_SPECULATIVE_WORD in flag for flag in s.flags_written):
+            b.refuse(
+                rule_ids.SERVE_SETTING_INVALID,
+                "the launch has no `--speculative-config`: vLLM loads no draft and serves the "
+                "target alone, so the checked draft is not what runs",
+                _where(s, "/speculative_config"),
+                (),
+                fix='add `--speculative-config \'{"method": "eagle3", "model": DRAFT, '
+                '"num_speculative_tokens": 3}\'` (the method of the checked draft)',
+            )
+        return
     key = "model" if b.p.engine == "vllm" else "--speculative-draft-model-path"
     if s.draft_model is None:
         what = (
@@ -290,6 +377,32 @@ def _launch_serves_draft(b: BaseBuilder, s: ServeSettings) -> None:
         (),
         fix=f"check the draft the launch serves (`draftfit check {clip(s.draft_model)}`), "
         "or name the checked draft in the launch",
+    )
+
+
+# Part of every vLLM flag that configures speculative decoding, in any release's spelling.
+_SPECULATIVE_WORD = "speculative"
+
+
+def _token_count_given(b: BaseBuilder, s: ServeSettings) -> None:
+    """vLLM: a speculative config that names a draft but no `num_speculative_tokens`, for a
+    draft whose config has no `n_predict` to take it from: refused while the config is
+    built."""
+    if b.p.engine != "vllm" or b.value("num_speculative_tokens_required") != "unless-n-predict":
+        return
+    if s.draft_model is None or s.num_speculative_tokens is not None:
+        return
+    config = b.ckpt.config or {}
+    if config.get("n_predict") is not None:
+        return
+    b.refuse(
+        rule_ids.SERVE_SETTING_INVALID,
+        f"the speculative config names a draft but no `num_speculative_tokens`, and the "
+        f"draft's config has no `n_predict` to take it from: {b.p.title} raises ValueError "
+        "while it builds the speculative config and does not start",
+        _where(s, "/speculative_config/num_speculative_tokens"),
+        ("num_speculative_tokens_required",),
+        fix='add `"num_speculative_tokens": 3` (or the count the draft was trained for)',
     )
 
 

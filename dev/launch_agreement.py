@@ -1,0 +1,181 @@
+"""Measure how often draftfit's verdict on a launch line agrees with the engine's own parser.
+
+Each line of a small corpus of `vllm serve …` launches (written for one tiny EAGLE-3 draft
+from the test factory next to one tiny target) goes through both:
+
+* the engine: `../shared/oracle/launch_oracle.py` in a vLLM venv (the release's own argument
+  parser, `EngineArgs.from_cli_args` and the speculative config; no server), which says
+  whether the launch is accepted and which method it resolves;
+* draftfit: `draftfit check DRAFT --target TARGET --engine vllm==X --serve-args LINE`.
+
+The engine's label is `refused` (the parser or a config class raises), `misruns` (accepted,
+but the checked draft is not run as EAGLE-3: no draft, another method, another draft) or
+`runs`. draftfit agrees when a `refused` or `misruns` launch gets a failing verdict
+(`incompatible`, `drafts-garbage`) and a `runs` launch does not. Usage:
+
+    PYTHONPATH=src python dev/launch_agreement.py --venv ~/vllm-venv --release 0.34.0 \\
+        [--oracle ../shared/oracle/launch_oracle.py] [--json OUT.json]
+
+A development aid: it needs a vLLM venv (../shared/oracle/setup_venv.sh) and never runs in
+the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+FAILING = {"incompatible", "drafts-garbage"}
+
+
+def corpus(draft: str, other: str, target: str) -> list[str]:
+    """Launch lines for `draft` (an EAGLE-3 draft in a folder without "eagle" in its name)
+    next to `target`; `other` is a second draft folder."""
+
+    def spec(**fields: object) -> str:
+        return "'" + json.dumps(fields) + "'"
+
+    n3 = {"num_speculative_tokens": 3}
+    good = spec(model=draft, method="eagle3", **n3)
+    serve = f"vllm serve {target}"
+    return [
+        f"{serve} --speculative-config {good}",
+        f"{serve} --speculative-config {spec(model=draft, **n3)}",
+        f"{serve} --speculative-config {spec(model=draft, method='eagle-3', **n3)}",
+        f"{serve} --speculative-config {spec(model=draft, method='EAGLE3', **n3)}",
+        f"{serve} --speculative-config {spec(model=draft, method='eagle', **n3)}",
+        f"{serve} --speculative-config {spec(model=draft, method='eagle3', num_spec_tokens=3)}",
+        f"{serve} --speculative-config {spec(model=draft, method='eagle3')}",
+        f"{serve} --speculative-config {spec(model=other, method='eagle3', **n3)}",
+        f"{serve} --speculative-config {spec(method='eagle3', **n3)}",
+        f"{serve} --tp 2 --speculative-config {good}",
+        f"{serve} -tp 2 --speculative-config {good}",
+        f"{serve} --tensor-parallel 2 --speculative-config {good}",
+        f"{serve} --tensor_parallel_size 2 --speculative-config {good}",
+        f"{serve} --max-num 8 --speculative-config {good}",
+        f"{serve} --max-num-seqs 8 --port 8000 --host 0.0.0.0 --speculative-config {good}",
+        f"{serve} --gpu-memory-utilization 0.8 --enforce-eager --speculative-config {good}",
+        f"{serve} --enable-prefix 1 --speculative-config {good}",
+        f"{serve} --no-such-flag --speculative-config {good}",
+        f"{serve} --speculative-model {draft} --num-speculative-tokens 3",
+        f"{serve} -tp 2",
+        f"{serve}",
+        f"{serve} --speculative_config {good}",
+        f"{serve} -sc {good}",
+        f"{serve} --speculative-config.method eagle3 --speculative-config.model {draft} "
+        "--speculative-config.num_speculative_tokens 3",
+        f"{serve} --speculative-config "
+        + spec(model=draft, method="eagle3", **n3, draft_tensor_parallel_size=2),
+        f"{serve} -tp 2 --speculative-config "
+        + spec(model=draft, method="eagle3", **n3, draft_tensor_parallel_size=1),
+        f"{serve} -tp 2 --speculative-config "
+        + spec(model=draft, method="eagle3", **n3, draft_tensor_parallel_size=2),
+        f"VLLM_USE_V2_MODEL_RUNNER=1 {serve} --speculative-config {good}",
+        f"{serve} --trust-remote-code --speculative-config {good}",
+        f"{serve} --speculative-config "
+        + spec(model=draft, method="eagle3", num_speculative_tokens=0),
+    ]
+
+
+def engine_label(oracle: dict[str, object], draft: str) -> str:
+    if not oracle.get("parsed_ok"):
+        return "refused"
+    resolved = oracle.get("resolved") or {}
+    assert isinstance(resolved, dict)
+    if oracle.get("resolved_method") != "eagle3":
+        return "misruns"
+    named = resolved.get("draft_model")  # relative to the folder the oracle ran in
+    where = os.path.dirname(draft)
+    if isinstance(named, str) and os.path.realpath(os.path.join(where, named)) != os.path.realpath(
+        draft
+    ):
+        return "misruns"
+    return "runs"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--venv", required=True, type=Path)
+    parser.add_argument("--release", required=True)
+    parser.add_argument(
+        "--oracle", type=Path, default=ROOT.parent / "shared" / "oracle" / "launch_oracle.py"
+    )
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    from tests import factory as f
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        draft = str(f.speculators().write(Path(tmp) / "draft"))
+        other = str(f.speculators().write(Path(tmp) / "other"))
+        target = str(f.llama_target(Path(tmp) / "target"))
+        for line in corpus(draft, other, target):
+            done = subprocess.run(
+                [str(args.venv / "bin" / "python"), str(args.oracle), line],
+                capture_output=True,
+                text=True,
+                cwd=tmp,
+                timeout=300,
+            )
+            text = done.stdout[done.stdout.find("{") :]
+            oracle = json.loads(text) if text else {"parsed_ok": False, "error": done.stderr}
+            label = engine_label(oracle, draft)
+            ours = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "draftfit",
+                    "check",
+                    draft,
+                    "--target",
+                    target,
+                    "--engine",
+                    f"vllm=={args.release}",
+                    "--serve-args",
+                    line,
+                    "--format",
+                    "json",
+                ],
+                capture_output=True,
+                text=True,
+                cwd=tmp,
+                timeout=300,
+            )
+            try:
+                verdict = json.loads(ours.stdout)["engines"][0]["verdict"]
+            except (ValueError, KeyError, IndexError):
+                verdict = f"exit {ours.returncode}: {ours.stderr.strip()[:120]}"
+            agree = (verdict in FAILING) == (label != "runs")
+            shown = line.replace(tmp, "<tmp>")
+            rows.append(
+                {
+                    "line": shown,
+                    "engine": label,
+                    "error": oracle.get("error"),
+                    "method": oracle.get("resolved_method"),
+                    "draftfit": verdict,
+                    "agree": agree,
+                }
+            )
+            print(f"{'ok ' if agree else 'XX '} {label:8} {verdict:15} {shown[:150]}", flush=True)
+    agreed = sum(r["agree"] for r in rows)
+    false_ok = sum(1 for r in rows if r["engine"] != "runs" and r["draftfit"] not in FAILING)
+    print(
+        f"vLLM {args.release}: {agreed}/{len(rows)} agree; {false_ok} passed where the "
+        "engine refuses or misruns"
+    )
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
