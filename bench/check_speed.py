@@ -38,10 +38,10 @@ from pathlib import Path
 
 from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
-from draftfit.demo import build_demo, demo_config
+from draftfit.commands.demo import build_demo, demo_config
+from draftfit.draft.synth import speculators_table, write_sparse_checkpoint
+from draftfit.draft.target import load_target
 from draftfit.engines.registry import ENGINES
-from draftfit.synth import speculators_table, write_sparse_checkpoint
-from draftfit.target import load_target
 
 REPEAT = 15
 
@@ -299,7 +299,7 @@ def main() -> None:
             f"check, --engine all ({len(every_engine)} engines) {t_all_engines * 1e3:6.2f} ms  "
             f"(= {t_all_engines / t_check:.1f}x one engine)"
         )
-        from draftfit.release_matrix import build_matrix
+        from draftfit.commands.release_matrix import build_matrix
 
         t_matrix = median_seconds(
             lambda: build_matrix(load_checkpoint(draft), load_target(target)),

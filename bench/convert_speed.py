@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from draftfit.checkpoint.safetensors import build_header
-from draftfit.synth import vocab_maps
+from draftfit.draft.synth import vocab_maps
 
 BLOCK = os.urandom(16 * 1024 * 1024)
 

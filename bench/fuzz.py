@@ -48,13 +48,13 @@ from tests.torchbin_factory import legacy_bytes, simple  # noqa: E402
 
 from draftfit.checker import check_checkpoint, resolve_engines  # noqa: E402
 from draftfit.checkpoint import load_checkpoint  # noqa: E402
-from draftfit.comparison import diff_checkpoints  # noqa: E402
+from draftfit.commands.comparison import diff_checkpoints  # noqa: E402
+from draftfit.commands.inspection import inspect_path  # noqa: E402
+from draftfit.commands.recipe import attach_recipes  # noqa: E402
 from draftfit.conversion.planner import plan_conversion  # noqa: E402
+from draftfit.draft.spec import describe  # noqa: E402
+from draftfit.draft.target import load_target  # noqa: E402
 from draftfit.errors import DraftfitError  # noqa: E402
-from draftfit.inspection import inspect_path  # noqa: E402
-from draftfit.recipe import attach_recipes  # noqa: E402
-from draftfit.spec import describe  # noqa: E402
-from draftfit.target import load_target  # noqa: E402
 
 TOKENS: list[bytes] = [
     b"[" * 5000,
@@ -349,8 +349,8 @@ def mutate_settings(rng: random.Random, data: bytes) -> bytes:
 def exercise_settings(folder: Path, name: str, data: bytes) -> None:
     """Read one mutated settings document as draftfit does; a refusal (one line, exit 2)
     is not a crash."""
-    from draftfit.config_file import load
-    from draftfit.serve_input import parse_serve_args, parse_serve_config
+    from draftfit.serve.input import parse_serve_args, parse_serve_config
+    from draftfit.settings.config_file import load
 
     path = folder / name
     path.write_bytes(data)

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fake_hub import FakeHub, hub_env
 
-from draftfit.demo import demo_config
-from draftfit.synth import speculators_table, write_sparse_checkpoint
+from draftfit.commands.demo import demo_config
+from draftfit.draft.synth import speculators_table, write_sparse_checkpoint
 
 
 def main() -> None:

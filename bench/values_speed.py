@@ -50,8 +50,8 @@ from draftfit.checkpoint.safetensors import (  # noqa: E402
     build_header,
     write_safetensors,
 )
-from draftfit.demo import build_demo, demo_config  # noqa: E402
-from draftfit.synth import write_sparse_checkpoint  # noqa: E402
+from draftfit.commands.demo import build_demo, demo_config  # noqa: E402
+from draftfit.draft.synth import write_sparse_checkpoint  # noqa: E402
 from draftfit.values.stats import reduce_threads  # noqa: E402
 
 REPEAT = 7
@@ -306,7 +306,7 @@ def hub_section(root: Path, draft: Path, target: Path) -> None:
     hub.add_repo("bench/kimi-k2", target)
     with hub:
         os.environ.update(hub_env(hub.endpoint, root / "hf-home"))
-        code = "import sys; from draftfit.cli import main; sys.exit(main(sys.argv[1:]))"
+        code = "import sys; from draftfit.cli.main import main; sys.exit(main(sys.argv[1:]))"
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
         results = {}
         for label, extra in (("plain", []), ("--values", ["--values"])):

@@ -13,8 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from draftfit.commands.rule_docs import pages
 from draftfit.docs_links import RULE_DOCS_DIR
-from draftfit.rule_docs import pages
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,8 +8,9 @@ a marker line
 and is a fenced block whose command lines start with `$ ` (a block may hold several
 commands, each followed by its output). This script builds the checkpoints the examples
 name in a temporary folder — full-size *sparse* drafts and target configs written with
-draftfit's own demo builder (`draftfit.synth`, `draftfit.demo`): real headers, holes for the
-weights — then runs each displayed command line with bash in that folder, with `draftfit`
+draftfit's own demo builder (`draftfit.draft.synth`, `draftfit.commands.demo`): real
+headers, holes for the weights — then runs each displayed command line with bash in that
+folder, with `draftfit`
 meaning this source tree's draftfit, exactly as shown (pipes included). The output (stdout
 and stderr, as a terminal shows them) replaces the lines under the command:
 
@@ -57,9 +58,9 @@ sys.path.insert(0, str(ROOT))  # tests.factory writes the value examples' real-b
 
 from tests import factory  # noqa: E402
 
-from draftfit.atomic_write import write_text_atomic  # noqa: E402
-from draftfit.demo import build_demo  # noqa: E402
-from draftfit.synth import eagle3_tensor_table, write_sparse_checkpoint  # noqa: E402
+from draftfit.commands.demo import build_demo  # noqa: E402
+from draftfit.draft.synth import eagle3_tensor_table, write_sparse_checkpoint  # noqa: E402
+from draftfit.output.atomic_write import write_text_atomic  # noqa: E402
 
 # Programs a displayed pipeline may use beyond bash and coreutils; without them the example
 # is left as it is (and said so), not reported as drift.

@@ -30,7 +30,7 @@ replaced, nothing else is touched):
 Each file holds `{"argv", "exit", "stdout", "stderr"}` with `stdout` parsed as JSON when it
 is JSON (text otherwise), keys sorted, two-space indent. The temporary folder the
 checkpoints live in is replaced by `<TMP>` everywhere (argv, output, messages), so two runs
-are byte-comparable. The commands run in-process through `draftfit.cli.main` (with
+are byte-comparable. The commands run in-process through `draftfit.cli.main.main` (with
 `NO_COLOR=1`, no `DRAFTFIT_DEBUG`), two worker processes; a full run takes about a minute.
 
 `compare` walks both folders and prints, per file, every JSON path whose value differs, that
@@ -60,7 +60,7 @@ PLACEHOLDER = "<TMP>"
 
 
 def _run_cli(argv: list[str]) -> tuple[int, str, str]:
-    from draftfit.cli import main
+    from draftfit.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -124,7 +124,7 @@ def _write(path: Path, record: dict[str, Any]) -> None:
 
 
 def _record_demo(out_dir: Path) -> None:
-    from draftfit.demo import DEMO_ENGINES, build_demo
+    from draftfit.commands.demo import DEMO_ENGINES, build_demo
 
     with tempfile.TemporaryDirectory(prefix="snapshot-") as tmp:
         rec = _record(["demo", "--format", "json"], tempfile.gettempdir())

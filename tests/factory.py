@@ -21,7 +21,7 @@ import numpy as np
 
 from draftfit.checkpoint.dtypes import byte_size
 from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors
-from draftfit.synth import vocab_maps
+from draftfit.draft.synth import vocab_maps
 
 H, HEADS, KV_HEADS, HEAD_DIM, INTER, VOCAB, DRAFT_VOCAB = 64, 4, 2, 16, 128, 256, 64
 TARGET_LAYERS = 8

@@ -13,8 +13,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from draftfit.cli import main
-from draftfit.json_lines import line_of, pointer_lines
+from draftfit.cli.main import main
+from draftfit.output.json_lines import line_of, pointer_lines
 from tests import factory as f
 
 SCHEMA = json.loads(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import draftfit
-from draftfit.cli import main
+from draftfit.cli.main import main
 from tests import factory as f
 from tests.timeouts import scaled
 
@@ -570,8 +570,8 @@ def test_output_file_beside_the_inputs_is_written(capsys, tmp_path: Path) -> Non
 
 
 def test_atomic_write_refuses_a_special_file_at_write_time(tmp_path: Path) -> None:
-    from draftfit.atomic_write import write_text_atomic
     from draftfit.errors import UsageError
+    from draftfit.output.atomic_write import write_text_atomic
 
     pipe = _fifo(tmp_path)
     with pytest.raises(UsageError, match="is a FIFO"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.cli import main
+from draftfit.cli.main import main
 from tests.timeouts import scaled
 
 

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from draftfit import cli
 from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
-from draftfit.config_schema import (
+from draftfit.cli import main as cli
+from draftfit.commands.inspection import inspect_path
+from draftfit.draft.config_schema import (
     ANY,
     BOOL,
     DICT,
@@ -44,17 +45,16 @@ from draftfit.config_schema import (
     Expect,
     schema_names,
 )
-from draftfit.inspection import inspect_path
-from draftfit.target import load_target
+from draftfit.draft.target import load_target
 from tests import factory as f
 from tests.factory import Draft
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "draftfit"
 CONFIG_READERS = [
-    "spec.py",
-    "aux_counting.py",
-    "dialects.py",
-    "target.py",
+    "draft/spec.py",
+    "draft/aux_counting.py",
+    "draft/dialects.py",
+    "draft/target.py",
     "engines/builder.py",
     "engines/vllm.py",
     "engines/sglang.py",
@@ -64,10 +64,10 @@ CONFIG_READERS = [
     "engines/sglang_serve.py",
     "engines/trtllm_serve.py",
     "conversion/planner.py",
-    "recipe.py",
-    "comparison.py",
-    "inspection.py",
-    "release_matrix.py",
+    "commands/recipe.py",
+    "commands/comparison.py",
+    "commands/inspection.py",
+    "commands/release_matrix.py",
     *sorted(str(p.relative_to(SRC)) for p in (SRC / "rules").glob("*.py")),
 ]
 READ_CALLS = {"get", "int_field", "field", "_int", "vint", "pointer", "setdefault", "pop"}

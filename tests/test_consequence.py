@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from draftfit.checker import check_path
-from draftfit.cli import main
+from draftfit.cli.main import main
 from draftfit.engines.profile import parse_engine_data
 from draftfit.errors import SpecDataError
 from draftfit.render.github import render_github

@@ -15,11 +15,11 @@ import pytest
 
 from draftfit.checker import check_path
 from draftfit.checkpoint import load_checkpoint
-from draftfit.cli import main
-from draftfit.comparison import diff_paths
+from draftfit.cli.main import main
+from draftfit.commands.comparison import diff_paths
 from draftfit.conversion import convert_path
+from draftfit.draft.spec import describe
 from draftfit.errors import OutputExistsError, UsageError
-from draftfit.spec import describe
 from tests import factory as f
 from tests.timeouts import scaled
 

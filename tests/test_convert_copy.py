@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from draftfit.checkpoint import load_checkpoint
-from draftfit.cli import main
+from draftfit.cli.main import main
 from draftfit.conversion import convert_path
 from draftfit.conversion.write import OutputMismatchError, Region, verify_regions
 from tests import factory as f

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.cli import main
+from draftfit.cli.main import main
 from draftfit.conversion import convert_path
 from draftfit.conversion.output import MARKER
 from draftfit.errors import DamagedInputError, OutputExistsError, UsageError
@@ -668,7 +668,7 @@ def test_a_sparse_source_counts_at_its_written_size(tmp_path: Path) -> None:
     from draftfit.checkpoint import load_checkpoint
     from draftfit.conversion.planner import plan_conversion
     from draftfit.conversion.space import OVERHEAD, bytes_needed
-    from draftfit.spec import describe
+    from draftfit.draft.spec import describe
 
     draft = _sparse_with_data(tmp_path / "in")
     checkpoint = load_checkpoint(draft)

@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 
 from draftfit.checkpoint import load_checkpoint
-from draftfit.cli import main
-from draftfit.demo import build_demo
+from draftfit.cli.main import main
+from draftfit.commands.demo import build_demo
 
 
 def _leftovers() -> set[str]:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.aux_counting import CAPTURE_BEFORE, OUTPUT_OF, resolve_with_target
 from draftfit.checkpoint import load_checkpoint
-from draftfit.spec import describe
+from draftfit.draft.aux_counting import CAPTURE_BEFORE, OUTPUT_OF, resolve_with_target
+from draftfit.draft.spec import describe
 from tests import factory as f
 
 
@@ -95,7 +95,7 @@ def test_head_dim_defaults_to_hidden_over_heads(tmp_path: Path) -> None:
 
 
 def test_target_text_config_is_found_inside_multimodal_configs(tmp_path: Path) -> None:
-    from draftfit.target import load_target
+    from draftfit.draft.target import load_target
 
     root = tmp_path / "vlm"
     root.mkdir()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.cli import main
-from draftfit.comparison import diff_paths
+from draftfit.cli.main import main
+from draftfit.commands.comparison import diff_paths
 from draftfit.rules import all_rules
 from tests import factory as f
 from tests.factory import Draft
@@ -229,7 +229,7 @@ def test_spelling_section_verdict_and_summary_count_the_same_findings(
     """The demo's pair has a DF811 (embedding stored on one side only) beside its DF810s:
     the "Spelling" section's count, the verdict line's "N spelling" and the JSON summary
     agree, and DF811 is among them."""
-    from draftfit.demo import build_demo
+    from draftfit.commands.demo import build_demo
 
     paths = build_demo(tmp_path)
     args = ["diff", str(paths.draft), str(paths.reference), "--target", str(paths.target)]

@@ -121,7 +121,7 @@ def test_engines_listing_shows_newest_read_not_read_and_date(
 ) -> None:
     import json
 
-    from draftfit.cli import main
+    from draftfit.cli.main import main
 
     assert main(["engines", "trtllm"]) == 0
     out = capsys.readouterr().out

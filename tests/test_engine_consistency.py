@@ -21,7 +21,7 @@ from draftfit.checker import check_checkpoint
 from draftfit.engines.registry import load_engine
 from draftfit.report import Finding
 from draftfit.rules.base import Severity
-from draftfit.sources import open_checkpoint, open_target
+from draftfit.sources.reference import open_checkpoint, open_target
 from tests.cases import CASES, Case
 from tests.sampling import sampled
 

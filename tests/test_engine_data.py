@@ -134,7 +134,7 @@ def test_compatible_release_checks_the_nearest_read_one(
 def test_extrapolated_check_marks_findings_and_verdict(tmp_path, capsys) -> None:
     import json
 
-    from draftfit.cli import main
+    from draftfit.cli.main import main
     from tests import factory as f
 
     draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "d")
@@ -156,7 +156,7 @@ def test_extrapolated_check_marks_findings_and_verdict(tmp_path, capsys) -> None
 
 
 def test_version_errors_on_the_command_line_are_one_line(capsys) -> None:
-    from draftfit.cli import main
+    from draftfit.cli.main import main
 
     assert main(["check", "/nonexistent", "--engine", "vllm=0.10.2"]) == 2
     err = capsys.readouterr().err
@@ -304,7 +304,7 @@ def test_rule_explains_the_data_it_rests_on(capsys) -> None:
     range, source and confidence exactly as the data file holds them."""
     import json
 
-    from draftfit.cli import main
+    from draftfit.cli.main import main
     from draftfit.rules import get_rule
     from draftfit.rules.data_facts import facts_for
 

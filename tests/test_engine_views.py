@@ -7,11 +7,11 @@ import ast
 from pathlib import Path
 
 from draftfit.checkpoint import load_checkpoint
+from draftfit.draft.spec import describe
 from draftfit.engines import BuildInputs, build_view
 from draftfit.engines.registry import parse_engine_spec
 from draftfit.engines.view import EngineView, FateCause
 from draftfit.rule_ids import BY_NAME, METHOD_MISMATCH, RuleId
-from draftfit.spec import describe
 from tests import factory as f
 
 ENGINES = Path(__file__).resolve().parents[1] / "src" / "draftfit" / "engines"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.cli import main
+from draftfit.cli.main import main
 from draftfit.escape import (
     annotation_data,
     annotation_property,

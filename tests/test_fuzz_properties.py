@@ -25,14 +25,14 @@ from draftfit.checkpoint import load_checkpoint
 from draftfit.checkpoint.jsonread import JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.checkpoint.safetensors import parse_header
 from draftfit.checkpoint.torchbin import read_torch_bin
-from draftfit.comparison import diff_checkpoints
+from draftfit.commands.comparison import diff_checkpoints
+from draftfit.commands.recipe import attach_recipes
 from draftfit.conversion.planner import plan_conversion
+from draftfit.draft.spec import describe
+from draftfit.draft.target import load_target
 from draftfit.errors import DraftfitError
-from draftfit.recipe import attach_recipes
 from draftfit.rule_ids import RuleId
 from draftfit.rules import all_rules
-from draftfit.spec import describe
-from draftfit.target import load_target
 from tests import factory as f
 from tests.torchbin_factory import write_torch_zip
 

@@ -14,7 +14,7 @@ import pytest
 
 from draftfit.checker import check_path
 from draftfit.checkpoint import load_checkpoint
-from draftfit.cli import main
+from draftfit.cli.main import main
 from tests import factory as f
 from tests.hub_layouts import REVISION, cache_snapshot, local_dir_download
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from draftfit.checker import check_path, resolve_engines
-from draftfit.cli import main
-from draftfit.comparison import diff_paths
+from draftfit.cli.main import main
+from draftfit.commands.comparison import diff_paths
 from draftfit.engines.installed import SEARCH_PATH_ENV, default_profiles, find_installed
 from draftfit.engines.registry import engine_named
 from tests import factory as f

@@ -12,7 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from draftfit import __version__
-from draftfit.cli import main
+from draftfit.cli.main import main
 from draftfit.render.kinds import KINDS
 from draftfit.render.registry import render
 from draftfit.schemas import SCHEMA_KINDS, load_schema

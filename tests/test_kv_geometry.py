@@ -5,10 +5,10 @@ on real configs and the engine data."""
 from __future__ import annotations
 
 from draftfit import rule_ids
+from draftfit.draft.target import target_from_config
 from draftfit.engines.kv_geometry import KvGeometry, geometry_of
 from draftfit.engines.registry import load_engine
 from draftfit.engines.vllm_kv import kv_geometry_events
-from draftfit.target import target_from_config
 
 QWEN3_32B = {
     "architectures": ["Qwen3ForCausalLM"],

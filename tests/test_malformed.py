@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Run in the case's interpreter: each command through the CLI's main, capturing its output.
 DRIVER = r"""
 import contextlib, io, json, sys
-from draftfit.cli import main
+from draftfit.cli.main import main
 
 def peak_kb():
     # VmHWM belongs to this program's memory map (ru_maxrss would carry the forking

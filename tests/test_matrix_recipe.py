@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from draftfit.checkpoint import load_checkpoint
-from draftfit.cli import main
+from draftfit.cli.main import main
+from draftfit.commands.release_matrix import build_matrix
+from draftfit.draft.target import load_target
 from draftfit.engines.registry import ENGINES, VLLM, load_engine
-from draftfit.release_matrix import build_matrix
-from draftfit.target import load_target
 from tests import factory as f
 
 

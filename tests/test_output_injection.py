@@ -24,7 +24,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from draftfit.cli import build_parser, main
+from draftfit.cli.main import build_parser, main
 from tests import factory as f
 
 INJECTED = "\n::error::INJECTED\r::add-mask::secret\n  ::stop-commands::tok\x1b[31m\u202e"
@@ -221,8 +221,8 @@ def test_a_very_long_tensor_name_is_shown_short_and_quickly(
 def test_a_very_long_tensor_name_is_quoted_short_in_every_release(tmp_path: Path) -> None:
     """Each release's findings quote a 1 MB tensor name cut short, so that `matrix` (every
     release of every engine) does not hold a copy of the name per release."""
-    from draftfit.release_matrix import build_matrix
-    from draftfit.sources import open_checkpoint
+    from draftfit.commands.release_matrix import build_matrix
+    from draftfit.sources.reference import open_checkpoint
 
     draft = f.specforge()
     draft.add("model.layers.0." + "a" * 1_000_000, "BF16", (2,))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from draftfit.checker import check_path
-from draftfit.dialects import EAGLE4, NEMO_AUTOMODEL
+from draftfit.draft.dialects import EAGLE4, NEMO_AUTOMODEL
 from draftfit.report import Report
 from tests import factory as f
 
@@ -75,7 +75,7 @@ def test_nemo_export_is_recognised_and_its_aux_ids_are_unknown(tmp_path: Path) -
 
 
 def test_quantization_tensors_of_linear_layers_are_known_roles() -> None:
-    from draftfit.tensor_names import is_known_role
+    from draftfit.draft.tensor_names import is_known_role
 
     assert is_known_role("layers.0.self_attn.q_proj.weight_scale")
     assert is_known_role("fc.input_scale")
@@ -86,7 +86,7 @@ def test_quantization_tensors_of_linear_layers_are_known_roles() -> None:
 
 def test_convert_keeps_an_fp8_drafts_scales(tmp_path: Path) -> None:
     from draftfit.checkpoint.local import load_checkpoint
-    from draftfit.cli import main
+    from draftfit.cli.main import main
 
     draft = f.quantize_fp8(f.specforge()).write(tmp_path / "draft")
     target = f.llama_target(tmp_path / "target")

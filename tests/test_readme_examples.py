@@ -64,7 +64,7 @@ def test_command_headings_name_every_option_and_only_real_ones() -> None:
     import argparse
     import re
 
-    from draftfit.cli import build_parser
+    from draftfit.cli.main import build_parser
 
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

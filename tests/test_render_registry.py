@@ -12,22 +12,22 @@ from pathlib import Path
 import pytest
 
 from draftfit.checker import check_path
-from draftfit.cli import build_parser, main
-from draftfit.comparison import diff_paths
+from draftfit.cli.main import build_parser, main
+from draftfit.commands.comparison import diff_paths
+from draftfit.commands.demo import run_demo
+from draftfit.commands.explain import RuleList
+from draftfit.commands.inspection import inspect_path
+from draftfit.commands.recipe import attach_recipes
+from draftfit.commands.release_matrix import build_matrix
 from draftfit.conversion import convert_path
-from draftfit.demo import run_demo
 from draftfit.engines.listing import list_engines
-from draftfit.explain import RuleList
-from draftfit.inspection import inspect_path
-from draftfit.recipe import attach_recipes
-from draftfit.release_matrix import build_matrix
 from draftfit.render import kinds as registry
 from draftfit.render.kinds import KINDS, formats_for
 from draftfit.render.options import RenderOptions
 from draftfit.render.registry import RENDERERS, emit, kind_of, render
 from draftfit.rules import get_rule
 from draftfit.rules.base import Severity
-from draftfit.sources import open_checkpoint, open_target
+from draftfit.sources.reference import open_checkpoint, open_target
 from tests import factory as f
 from tests.timeouts import scaled
 
@@ -191,7 +191,7 @@ def test_the_cli_emits_what_the_registry_renders(capsys, results, tmp_path: Path
 def test_building_the_parser_loads_no_renderer() -> None:
     code = (
         "import json, sys\n"
-        "from draftfit.cli import build_parser\n"
+        "from draftfit.cli.main import build_parser\n"
         "build_parser()\n"
         "loaded = [m for m in sys.modules if m.startswith('draftfit.render.')]\n"
         "print(json.dumps(sorted(loaded)))\n"
@@ -236,7 +236,12 @@ def _modules_loaded_by(args: list[str]) -> set[str]:
 @pytest.mark.slow
 def test_a_check_loads_only_the_renderer_of_its_format(tmp_path: Path) -> None:
     draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "specforge")
-    heavy = {"rich.console", "xml.etree.ElementTree", "draftfit.conversion", "draftfit.recipe"}
+    heavy = {
+        "rich.console",
+        "xml.etree.ElementTree",
+        "draftfit.conversion",
+        "draftfit.commands.recipe",
+    }
     as_json = _modules_loaded_by(["check", str(draft), "--format", "json"])
     assert "draftfit.render.json" in as_json and "draftfit.checker" in as_json
     assert not heavy & as_json

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.cli import main
+from draftfit.cli.main import main
+from draftfit.commands.rule_docs import pages
 from draftfit.docs_links import DOCS_BASE_URL, rule_doc_path, rule_doc_url
-from draftfit.rule_docs import pages
 from draftfit.rules import all_rules
 from tests.timeouts import scaled
 

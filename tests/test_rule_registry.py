@@ -40,16 +40,16 @@ CONVERTING: dict[str, str] = {}  # every emitter is converted
 
 # String literals that may spell a rule code or name, by module and literal, with why.
 ALLOWED_LITERALS: dict[tuple[str, str], str] = {
-    ("cli.py", "rule code (DF301) or name (aux-layers-differ-from-trained)"): (
+    ("cli/main.py", "rule code (DF301) or name (aux-layers-differ-from-trained)"): (
         "help text of `draftfit rule`: an example of what the user may type"
     ),
     (
-        "cli_reports.py",
+        "cli/reports.py",
         "only these rules count: codes (DF108), prefixes (DF3, DF = all) or names, "
         "comma-separated (replaces the settings file's select)",
     ): "help text of --select: examples of selectors",
     (
-        "selection.py",
+        "settings/selection.py",
         " matches no rule (a code such as DF108, a prefix such as DF1, a rule name, or ALL; "
         "see `draftfit rules`)",
     ): "error text of a selector that names no rule: examples of selectors",
@@ -73,7 +73,13 @@ TAGGING_CALLS: dict[str, tuple[int, ...]] = {
 TAG_KEYWORDS = frozenset({"rule", "kind", "code", "name", "rule_id"})
 
 # Where a finding can come from: a reference to an identity here emits it.
-EMITTER_MODULES = ("engines/", "checkpoint/", "rules/", "comparison.py", "conversion/")
+EMITTER_MODULES = (
+    "engines/",
+    "checkpoint/",
+    "rules/",
+    "commands/comparison.py",
+    "conversion/",
+)
 
 # The declarators in draftfit.rules.base: `rule` registers a check the rule module runs;
 # the others register documentation for a detection that lives in an emitter module.

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.cli import main
-from draftfit.config_file import discover, discover_from
+from draftfit.cli.main import main
+from draftfit.settings.config_file import discover, discover_from
 from tests import factory as f
 
 SGLANG = "sglang==0.5.23"

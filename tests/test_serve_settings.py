@@ -14,7 +14,7 @@ import pytest
 
 import draftfit
 from draftfit.errors import UsageError
-from draftfit.serve_input import (
+from draftfit.serve.input import (
     MAX_SERVE_CONFIG_BYTES,
     parse_serve_args,
     parse_serve_config,

@@ -26,18 +26,18 @@ NEVER = {
     "torch",
     "yaml",  # a YAML --serve-config
     "huggingface_hub",  # hf:// sources
-    "draftfit.hub",
+    "draftfit.sources.hub",
     "importlib.metadata",  # only where a folder on the path may hold an engine's metadata
     "tomllib",  # a settings file; the engine data loads from its compiled form
     "tomli",
     "shlex",  # --serve-args, --recipe
-    "draftfit.serve_input",
+    "draftfit.serve.input",
     "draftfit.engines.citation",  # checked when the engine data is compiled
     "draftfit.values.facts",  # --values
     "draftfit.conversion",  # convert, --recipe
-    "draftfit.recipe",
-    "draftfit.release_matrix",  # matrix
-    "draftfit.comparison",  # diff
+    "draftfit.commands.recipe",
+    "draftfit.commands.release_matrix",  # matrix
+    "draftfit.commands.comparison",  # diff
     "xml.etree.ElementTree",  # junit
     "draftfit.render.sarif",
     "draftfit.render.junit",
@@ -46,7 +46,7 @@ NEVER = {
 # Also not loaded for JSON output.
 NOT_FOR_JSON = {"rich", "rich.console", "draftfit.render.text", "draftfit.render.console"}
 # Not loaded by commands that check nothing.
-NO_CHECK = {"draftfit.checker", "draftfit.selection"}
+NO_CHECK = {"draftfit.checker", "draftfit.settings.selection"}
 
 
 def imported_by(*args: str, cwd: Path | None = None) -> set[str]:

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from draftfit.checker import check_path
-from draftfit.report import Report
-from draftfit.sources import open_target
-from draftfit.target_rotation import (
+from draftfit.draft.target_rotation import (
     DESCRIPTION_FILE,
     ONLINE_POINTER,
     ROTATION_FILE,
     ROTATION_POINTER,
 )
+from draftfit.report import Report
+from draftfit.sources.reference import open_target
 from tests import factory as f
 from tests.fake_hub import FakeHub, configure_hf_env
 
@@ -175,9 +175,9 @@ def test_a_hub_target_without_a_description_is_quiet(hub: FakeHub) -> None:
 def test_a_description_over_the_cap_is_not_fetched(
     hub: FakeHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import draftfit.hub
+    import draftfit.sources.hub
 
-    monkeypatch.setattr(draftfit.hub, "MAX_JSON_FILE_BYTES", 100)
+    monkeypatch.setattr(draftfit.sources.hub, "MAX_JSON_FILE_BYTES", 100)
     target = open_target("hf://org/Qwen3-32B-w8a8-QuaRot")
     assert target.rotation.rotation is None
     assert target.rotation.unchecked == f"`{DESCRIPTION_FILE}` is larger than 100 bytes"

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from draftfit.checker import check_path
-from draftfit.cli import main
-from draftfit.comparison import diff_paths
-from draftfit.release_matrix import build_matrix
+from draftfit.cli.main import main
+from draftfit.commands.comparison import diff_paths
+from draftfit.commands.release_matrix import build_matrix
 from draftfit.rules import all_rules
 from draftfit.rules import values as value_rules
-from draftfit.sources import open_checkpoint, open_target
+from draftfit.sources.reference import open_checkpoint, open_target
 from draftfit.values import plan
 from draftfit.values.decode import decode
 from tests import factory as f

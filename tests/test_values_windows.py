@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from draftfit.sources import open_checkpoint
-from draftfit.spec import describe
+from draftfit.draft.spec import describe
+from draftfit.sources.reference import open_checkpoint
 from draftfit.values import FULL, plan, scan
 from draftfit.values.facts import ValueFacts
 from tests import factory as f

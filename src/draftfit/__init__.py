@@ -25,3 +25,25 @@ from draftfit.version import __version__
 logging.getLogger("draftfit").addHandler(logging.NullHandler())
 
 __all__ = ["__version__", "check", "convert", "diff", "matrix"]
+
+# The layers of the package, lowest first: a module or sub-package imports only from its own
+# entry or an earlier one; each sub-package declares its own order the same way
+# (`tests/test_engine_interface.py` checks both, and that no import closes a circle).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("version", "errors", "escape", "location", "rule_ids", "fail_on", "docs_links"),
+    ("schemas", "output"),
+    ("checkpoint",),
+    ("settings_text", "draft"),
+    ("sources", "serve"),
+    ("values",),
+    ("engines",),
+    ("rules",),
+    ("report",),
+    ("settings",),
+    ("checker",),
+    ("conversion",),
+    ("commands",),
+    ("render",),
+    ("cli",),
+    ("api", "__main__"),
+)

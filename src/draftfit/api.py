@@ -5,8 +5,8 @@
     >>> report.exit_code("warning")  # 0 or 1, as `draftfit check --fail-on warning` exits
 
 Each function does what the command of the same name does and returns its typed result:
-a :class:`~draftfit.report.Report` (check), a :class:`~draftfit.comparison.DiffReport`
-(diff), a :class:`~draftfit.release_matrix.Matrix` (matrix) or a
+a :class:`~draftfit.report.Report` (check), a :class:`~draftfit.commands.comparison.DiffReport`
+(diff), a :class:`~draftfit.commands.release_matrix.Matrix` (matrix) or a
 :class:`~draftfit.conversion.ConvertResult` (convert). `result.to_dict()` is the command's
 JSON form without the envelope (its schema: `draftfit schema KIND`). Nothing is printed;
 bad input raises :class:`draftfit.errors.DraftfitError` (a `UsageError` for arguments, an
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from draftfit.comparison import DiffReport
+    from draftfit.commands.comparison import DiffReport
+    from draftfit.commands.release_matrix import Matrix
     from draftfit.conversion import ConvertResult
-    from draftfit.release_matrix import Matrix
     from draftfit.report import Report
 
 
@@ -50,14 +50,14 @@ def check(
     judged for that engine's versions.
     """
     from draftfit.checker import check_path
-    from draftfit.serve_input import settings_from
+    from draftfit.serve.input import settings_from
 
     serve = settings_from(serve_config, serve_args, _roots(draft, target))
     report = check_path(
         draft, target=target, engines=engines, method=method, values=values, serve=serve
     )
     if recipes:
-        from draftfit.recipe import attach_recipes
+        from draftfit.commands.recipe import attach_recipes
 
         attach_recipes(report)
     return report
@@ -76,8 +76,8 @@ def diff(
 ) -> DiffReport:
     """Compare `draft` with a known-good `reference` as each engine version sees both
     (with the launch's settings, as for :func:`check`)."""
-    from draftfit.comparison import diff_paths
-    from draftfit.serve_input import settings_from
+    from draftfit.commands.comparison import diff_paths
+    from draftfit.serve.input import settings_from
 
     return diff_paths(
         draft,
@@ -101,9 +101,9 @@ def matrix(
 ) -> Matrix:
     """Check `draft` against every release of every engine, grouped into version ranges
     (with the launch's settings, as for :func:`check`)."""
-    from draftfit.release_matrix import build_matrix
-    from draftfit.serve_input import settings_from
-    from draftfit.sources import open_checkpoint, open_target
+    from draftfit.commands.release_matrix import build_matrix
+    from draftfit.serve.input import settings_from
+    from draftfit.sources.reference import open_checkpoint, open_target
 
     serve = settings_from(serve_config, serve_args, _roots(draft, target))
     checkpoint = open_checkpoint(draft)

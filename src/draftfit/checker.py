@@ -7,8 +7,8 @@ This is the library entry point behind `draftfit check`::
 
 The report keeps what the check read and computed (`report.kept()`: the checkpoint, its
 description, the target; `result.kept()`: each version's profile and engine view), so serve
-recipes (:func:`draftfit.recipe.attach_recipes`), `diff` and `matrix` build on it instead of
-doing the work again.
+recipes (:func:`draftfit.commands.recipe.attach_recipes`), `diff` and `matrix` build on it
+instead of doing the work again.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint import Checkpoint
+from draftfit.draft.mistakes import refuse_argument_mistakes
+from draftfit.draft.spec import EAGLE, EAGLE3, DraftSpec, describe
+from draftfit.draft.target import Target
 from draftfit.engines import build_view
 from draftfit.engines.installed import default_profiles
 from draftfit.engines.profile import Profile
@@ -28,7 +31,6 @@ from draftfit.engines.registry import parse_engine_spec
 from draftfit.engines.serving_checks import accepts_flag, launch_grammar
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
-from draftfit.mistakes import refuse_argument_mistakes
 from draftfit.report import (
     UNVERIFIED_CODES,
     AuxLayers,
@@ -46,9 +48,7 @@ from draftfit.rule_ids import RuleId
 from draftfit.rules import all_rules, get_rule
 from draftfit.rules.base import Context, Rule, Severity, Violation
 from draftfit.rules.data_facts import facts_for
-from draftfit.serve_settings import SERVE_SKIP_REASON, ServeSettings
-from draftfit.spec import EAGLE, EAGLE3, DraftSpec, describe
-from draftfit.target import Target
+from draftfit.serve.settings import SERVE_SKIP_REASON, ServeSettings
 
 if TYPE_CHECKING:
     from draftfit.values.facts import ValueFacts
@@ -83,13 +83,13 @@ def check_path(
 ) -> Report:
     """Check the draft `draft` (next to `target`, if given) for each engine. `values`
     (`"sampled"` or `"full"`) also reads the weights' values and runs the DF7xx rules;
-    `serve` holds the launch's settings (:mod:`draftfit.serve_input`), which apply to the
+    `serve` holds the launch's settings (:mod:`draftfit.serve.input`), which apply to the
     profiles of their engine.
 
     Both may be local directories or Hub references (`hf://owner/name[@rev]`, `owner/name`).
-    Serve recipes are added to the report by :func:`draftfit.recipe.attach_recipes`.
+    Serve recipes are added to the report by :func:`draftfit.commands.recipe.attach_recipes`.
     """
-    from draftfit.sources import open_checkpoint, open_target
+    from draftfit.sources.reference import open_checkpoint, open_target
 
     profiles = resolve_engines(engines)
     checkpoint = open_checkpoint(draft)

@@ -18,12 +18,12 @@ from draftfit.version import __version__
 if TYPE_CHECKING:
     from draftfit.checkpoint.hub_cache import HubOrigin
     from draftfit.checkpoint.model import Checkpoint
-    from draftfit.dialects import Dialect
+    from draftfit.draft.dialects import Dialect
+    from draftfit.draft.spec import DraftSpec
+    from draftfit.draft.target import Target
     from draftfit.engines.profile import Profile
     from draftfit.engines.view import EngineView
-    from draftfit.serve_settings import ServeSettings
-    from draftfit.spec import DraftSpec
-    from draftfit.target import Target
+    from draftfit.serve.settings import ServeSettings
 
     class Checker(Protocol):
         """The checker's signature: (checkpoint, target, profiles, method) -> report, with
@@ -309,7 +309,7 @@ class KeptCheck:
 
     Attributes:
         checkpoint: the draft as read.
-        spec: its description (`draftfit.spec.describe`).
+        spec: its description (`draftfit.draft.spec.describe`).
         target: the target's facts, or None.
         checker: the function that made the report, to check a planned conversion the
             same way.
@@ -334,7 +334,7 @@ class Report:
     engines: list[EngineResult]
     skipped_rules: list[SkippedRule] = field(default_factory=list)
     target_facts: TargetFacts | None = None
-    recipes: list[Any] | None = None  # draftfit.recipe.Recipe, when asked for
+    recipes: list[Any] | None = None  # draftfit.commands.recipe.Recipe, when asked for
     serve: ServeSettings | None = None  # the launch's settings, when given
     # The settings file the selection came from, as the text report names it (not part of
     # the JSON form, where each suppressed finding names its source).

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from draftfit.checker import check_path
 from draftfit.report import Report
-from draftfit.serve_input import settings_from
+from draftfit.serve.input import settings_from
 from tests import factory as f
 from tests.factory import Draft
 

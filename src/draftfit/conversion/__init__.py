@@ -23,14 +23,14 @@ from draftfit.conversion.output import check_output_path
 from draftfit.conversion.plan import Plan
 from draftfit.conversion.planner import CONVENTIONS, plan_conversion
 from draftfit.conversion.write import write_plan
+from draftfit.draft.spec import describe
+from draftfit.draft.target import Target
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import planning_engine
 from draftfit.errors import DamagedInputError, UsageError
 from draftfit.report import Report
 from draftfit.rules.base import Severity
-from draftfit.serve_settings import ServeSettings
-from draftfit.spec import describe
-from draftfit.target import Target
+from draftfit.serve.settings import ServeSettings
 
 __all__ = ["CONVENTIONS", "ConvertResult", "convert_path"]
 
@@ -109,8 +109,8 @@ def convert_path(
     judged for it. When the draft already loads as is for the planned engine version, the
     result says so (`not_needed`, also given to `notify`); with `anyway=False` (the
     command line's default) nothing is then written."""
-    from draftfit.sources import HF_PREFIX as HUB_PREFIX
-    from draftfit.sources import is_hub_reference, open_target
+    from draftfit.sources.reference import HF_PREFIX as HUB_PREFIX
+    from draftfit.sources.reference import is_hub_reference, open_target
 
     if is_hub_reference(str(draft)):
         raise UsageError(
@@ -191,9 +191,9 @@ def _not_needed(
 def _refuse_output_in_target(out: Path, target: str | Path | None) -> None:
     """Refuse an output inside (or at) the target's folder, local or its Hub cache folder:
     convert reads it."""
-    from draftfit.hub import cache_folder
-    from draftfit.output_guard import Inputs, refuse_inputs
-    from draftfit.sources import is_hub_reference
+    from draftfit.output.guard import Inputs, refuse_inputs
+    from draftfit.sources.hub import cache_folder
+    from draftfit.sources.reference import is_hub_reference
 
     inputs = Inputs()
     inputs.add_path(target, "the target")

@@ -148,7 +148,7 @@ def check_output_path(source: Path, out: Path, force: bool) -> None:
     """Refuse an output that is a symbolic link (even a dangling one) or a special file, an
     output inside the input, the input itself, or a folder draftfit may not replace:
     non-empty without `force`, or (with `force`) holding files draftfit did not write."""
-    from draftfit.output_guard import refuse_link_or_special
+    from draftfit.output.guard import refuse_link_or_special
 
     with contextlib.suppress(OSError):  # ELOOP, ENOTDIR: reported below with their path
         refuse_link_or_special(out, "output", folder_ok=True)

@@ -24,17 +24,17 @@ import re
 from array import array
 from typing import Any
 
-from draftfit.aux_counting import CAPTURE_BEFORE, default_capture_ids, resolve_with_target
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.checkpoint.values import DEFAULT_LIMIT, read_ints, read_mask
 from draftfit.conversion.output import MARKER, MARKER_PART
 from draftfit.conversion.plan import DISPLAY_ONLY, SAFE, UNSAFE, Edit, OutputTensor, Plan
+from draftfit.draft.aux_counting import CAPTURE_BEFORE, default_capture_ids, resolve_with_target
+from draftfit.draft.spec import EAGLE, EAGLE_FIELDS, LAYER_FIELDS, DraftSpec
+from draftfit.draft.target import Target
+from draftfit.draft.tensor_names import is_known_role
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import planning_engine
 from draftfit.errors import UsageError
-from draftfit.spec import EAGLE, EAGLE_FIELDS, LAYER_FIELDS, DraftSpec
-from draftfit.target import Target
-from draftfit.tensor_names import is_known_role
 
 CONVENTIONS = ("vllm", "sglang", "speculators")
 # Keys that only make sense in one convention and are rebuilt by the planner.

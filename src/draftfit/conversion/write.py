@@ -50,7 +50,7 @@ from draftfit.conversion.output import (
 from draftfit.conversion.plan import OutputTensor, Plan
 from draftfit.conversion.space import bytes_needed, check_free_space
 from draftfit.errors import DraftfitError, UsageError
-from draftfit.progress import Progress, progress_for
+from draftfit.output.progress import Progress, progress_for
 from draftfit.version import __version__
 
 CHUNK = 8 * 1024 * 1024

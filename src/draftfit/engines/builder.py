@@ -17,6 +17,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from draftfit import rule_ids
+from draftfit.draft.spec import EAGLE, EAGLE3, DraftSpec
+from draftfit.draft.target import Target
+from draftfit.draft.target_rotation import Rotation
 from draftfit.engines import shapes
 from draftfit.engines.draft_quant import (
     QUANTIZED_DTYPES,
@@ -39,9 +42,6 @@ from draftfit.engines.view import (
 )
 from draftfit.location import Location, config_at
 from draftfit.rule_ids import Consequence, RuleId
-from draftfit.spec import EAGLE, EAGLE3, DraftSpec
-from draftfit.target import Target
-from draftfit.target_rotation import Rotation
 
 CONFIG = "config.json"
 # How findings name a file of the target folder: `target config.json`,

@@ -20,9 +20,9 @@ from draftfit.engines.profile import EngineData, Profile, parse_engine_data
 from draftfit.errors import SpecDataError
 
 if TYPE_CHECKING:
+    from draftfit.draft.spec import DraftSpec
+    from draftfit.draft.target import Target
     from draftfit.engines.view import BuildInputs, EngineView
-    from draftfit.spec import DraftSpec
-    from draftfit.target import Target
 
 
 @dataclass

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from draftfit.target import Target
+from draftfit.draft.target import Target
 
 
 class KvGeometry(NamedTuple):

@@ -15,8 +15,8 @@ from draftfit.engines.profile import Profile
 from draftfit.escape import UNSAFE_IN_FIELD
 
 if TYPE_CHECKING:
-    from draftfit.spec import DraftSpec
-    from draftfit.target import Target
+    from draftfit.draft.spec import DraftSpec
+    from draftfit.draft.target import Target
 
 DEFAULT_SPECULATIVE_TOKENS = 3
 
@@ -102,7 +102,7 @@ class ModelSource:
 def model_source(source: str) -> ModelSource:
     """A checkpoint's `source` (a path, or `hf://OWNER/NAME[@REVISION]` as draftfit spells a
     Hub repository it read) as a recipe names it."""
-    from draftfit.hub import PREFIX, parse_hub_reference  # only a recipe names a source
+    from draftfit.sources.hub import PREFIX, parse_hub_reference  # only a recipe names a source
 
     if not source.startswith(PREFIX):
         return ModelSource(source)

@@ -1,7 +1,7 @@
 """What an engine version does with the launch's serving settings (DF550-DF559).
 
 Run by the view builder only when settings were given for this engine (`--serve-config`,
-`--serve-args`); each check reads the settings (:class:`~draftfit.serve_settings.ServeSettings`)
+`--serve-args`); each check reads the settings (:class:`~draftfit.serve.settings.ServeSettings`)
 and the engine data, and emits an event tagged with the rule that reports it
 (:mod:`draftfit.rules.serving`). Without settings these rules are skipped, not guessed.
 """
@@ -14,18 +14,18 @@ import re
 from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
+from draftfit.draft.spec import EAGLE3
 from draftfit.engines.draft_quant import read_draft_quant
 from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
 from draftfit.location import Location
-from draftfit.serve_flags import vllm_flag
+from draftfit.serve.flags import vllm_flag
 from draftfit.settings_text import clip
-from draftfit.spec import EAGLE3
 
 if TYPE_CHECKING:
     from draftfit.engines.builder import BaseBuilder
     from draftfit.engines.profile import Profile
-    from draftfit.serve_settings import ServeSettings
+    from draftfit.serve.settings import ServeSettings
 
 SERVE = "serving settings"
 # Quantization methods that quantize bf16 weights at load time: an unquantized draft can
@@ -303,7 +303,7 @@ def _same_draft(b: BaseBuilder, named: str) -> bool | None:
     against `hf://` or a Hub cache folder. None when it cannot be told (a path that is not
     a folder here may be the serving machine's; a Hub id where the checked draft's
     repository is not known)."""
-    from draftfit.hub import PREFIX  # only a launch's draft path is compared
+    from draftfit.sources.hub import PREFIX  # only a launch's draft path is compared
 
     source = b.ckpt.source
     if os.path.isdir(named):

@@ -15,8 +15,12 @@ import re
 from typing import Any
 
 from draftfit import rule_ids
-from draftfit.aux_counting import default_capture_ids
-from draftfit.dialects import EAGLE4_SERVING, is_eagle4_architecture, non_eagle_kind
+from draftfit.draft.aux_counting import default_capture_ids
+from draftfit.draft.dialects import EAGLE4_SERVING, is_eagle4_architecture, non_eagle_kind
+from draftfit.draft.spec import EAGLE, EAGLE3
+from draftfit.draft.target import Target
+from draftfit.draft.target_rotation import Rotation
+from draftfit.draft.tensor_names import canonical_name
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
@@ -42,10 +46,6 @@ from draftfit.engines.view import (
     FateCause,
 )
 from draftfit.location import Location, config_at
-from draftfit.spec import EAGLE, EAGLE3
-from draftfit.target import Target
-from draftfit.target_rotation import Rotation
-from draftfit.tensor_names import canonical_name
 
 LLAMA_EAGLE3 = "llama_eagle3"
 MLA_EAGLE3 = "mla_eagle3"

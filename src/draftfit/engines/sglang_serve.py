@@ -40,8 +40,8 @@ from draftfit.rule_ids import (
 )
 
 if TYPE_CHECKING:
+    from draftfit.draft.target import Target
     from draftfit.engines.view import BuildInputs, EngineView
-    from draftfit.target import Target
 
 # SGLang's EAGLE-3 draft classes for `convert --to sglang`.
 LLAMA_DRAFT = "LlamaForCausalLMEagle3"

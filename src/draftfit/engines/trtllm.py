@@ -18,8 +18,10 @@ import re
 from typing import Any
 
 from draftfit import rule_ids
-from draftfit.aux_counting import default_capture_ids
-from draftfit.dialects import EAGLE4_SERVING, is_eagle4_architecture
+from draftfit.draft.aux_counting import default_capture_ids
+from draftfit.draft.dialects import EAGLE4_SERVING, is_eagle4_architecture
+from draftfit.draft.spec import EAGLE, EAGLE3
+from draftfit.draft.tensor_names import canonical_name
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
@@ -40,9 +42,7 @@ from draftfit.engines.view import (
     FateCause,
 )
 from draftfit.location import Location, config_at
-from draftfit.serve_settings import ServeSettings
-from draftfit.spec import EAGLE, EAGLE3
-from draftfit.tensor_names import canonical_name
+from draftfit.serve.settings import ServeSettings
 
 LLAMA_EAGLE3 = "llama_eagle3"
 MLA_EAGLE3 = "mla_eagle3"

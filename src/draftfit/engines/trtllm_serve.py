@@ -30,9 +30,9 @@ from draftfit.rule_ids import (
 )
 
 if TYPE_CHECKING:
+    from draftfit.draft.spec import DraftSpec
+    from draftfit.draft.target import Target
     from draftfit.engines.view import BuildInputs, EngineView
-    from draftfit.spec import DraftSpec
-    from draftfit.target import Target
 
 # Findings that passing `eagle3_layers_to_capture` to TensorRT-LLM fixes.
 SETTING_FIXES = frozenset(
@@ -69,7 +69,7 @@ class TrtllmEngine(Engine):
         return Builder.build(inputs)
 
     def serve(self, request: ServeRequest) -> Served | None:
-        from draftfit.spec import EAGLE
+        from draftfit.draft.spec import EAGLE
 
         profile, spec, target = request.profile, request.spec, request.target
         if spec.method == EAGLE:

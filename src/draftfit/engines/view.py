@@ -16,13 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from draftfit.checkpoint.model import Checkpoint
+from draftfit.draft.spec import DraftSpec
+from draftfit.draft.target import Target
+from draftfit.draft.tensor_names import bounded_message
 from draftfit.engines.profile import Profile
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence, RuleId
-from draftfit.serve_settings import ServeSettings
-from draftfit.spec import DraftSpec
-from draftfit.target import Target
-from draftfit.tensor_names import bounded_message
+from draftfit.serve.settings import ServeSettings
 
 # What happens to a parameter no stored tensor reaches.
 UNINITIALISED = "uninitialised"  # torch.empty garbage, silently

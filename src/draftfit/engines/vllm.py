@@ -16,13 +16,16 @@ from typing import Any
 from packaging.version import Version
 
 from draftfit import rule_ids
-from draftfit.aux_counting import TOP_AUX, default_capture_ids
-from draftfit.dialects import (
+from draftfit.draft.aux_counting import TOP_AUX, default_capture_ids
+from draftfit.draft.dialects import (
     EAGLE4_SERVING,
     NEMO_AUTOMODEL,
     is_eagle4_architecture,
     non_eagle_kind,
 )
+from draftfit.draft.spec import EAGLE, EAGLE3, DraftSpec
+from draftfit.draft.target import Target
+from draftfit.draft.target_rotation import DESCRIPTION_FILE, ROTATION_FILE, Rotation
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
@@ -54,9 +57,6 @@ from draftfit.engines.vllm_head_share import head_share_event
 from draftfit.engines.vllm_kv import kv_geometry_events
 from draftfit.location import Location, config_at
 from draftfit.rule_ids import Consequence
-from draftfit.spec import EAGLE, EAGLE3, DraftSpec
-from draftfit.target import Target
-from draftfit.target_rotation import DESCRIPTION_FILE, ROTATION_FILE, Rotation
 
 # Draft classes by the shape logic they share (vllm/model_executor/models/registry.py
 # maps every name below to one of these modules at v0.34.0).

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from draftfit import rule_ids
+from draftfit.draft.target import Target
 from draftfit.engines.kv_geometry import KvGeometry, geometry_of, target_geometry
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
 from draftfit.location import config_at
-from draftfit.target import Target
 
 PAGE_FACT = "kv_page_size_uniform"
 HEAD_FACT = "draft_head_size_backend"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from draftfit.demo import DIFF_INTRO, INTRO, OUTRO, DemoResult
+from draftfit.commands.demo import DIFF_INTRO, INTRO, OUTRO, DemoResult
 from draftfit.render.diff_text import render_diff
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import render_check

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from draftfit.commands.inspection import InspectInfo
 from draftfit.escape import escape_field, escape_name
-from draftfit.inspection import InspectInfo
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 

@@ -40,6 +40,6 @@ def render_report_json(report: Any, options: RenderOptions = PLAIN) -> str:
 
 
 def render_rule_json(item: Rule, options: RenderOptions = PLAIN) -> str:
-    from draftfit.explain import rule_dict
+    from draftfit.commands.explain import rule_dict
 
     return render_json(rule_dict(item, data=True))

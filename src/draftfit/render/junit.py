@@ -18,9 +18,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from draftfit.commands.release_matrix import Matrix
 from draftfit.escape import escape_field, xml_text
 from draftfit.fail_on import UNVERIFIED, FailOn
-from draftfit.release_matrix import Matrix
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.verdicts import FindingReport, verdict_line
 from draftfit.report import FAILING_VERDICTS, Finding
@@ -133,7 +133,7 @@ def render_junit_matrix(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
                 suite,
                 "testcase",
                 {
-                    "classname": _text(f"draftfit.release_matrix.{draft}"),
+                    "classname": _text(f"draftfit.commands.release_matrix.{draft}"),
                     "name": _text(f"{row.title} {version}"),
                 },
             )

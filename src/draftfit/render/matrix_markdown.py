@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
+from draftfit.commands.release_matrix import Matrix
 from draftfit.escape import escape_field, markdown_code, markdown_text
-from draftfit.release_matrix import Matrix
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import unverified_line
 from draftfit.report import UNVERIFIED

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from draftfit.commands.release_matrix import Matrix
 from draftfit.escape import escape_field
-from draftfit.release_matrix import Matrix
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import VERDICT_STYLE, print_recipe, unverified_line

@@ -1,8 +1,9 @@
 """Every (output kind, format) pair bound to its renderer, and the one way to emit a result.
 
 A command computes a result object (a :class:`~draftfit.report.Report`, a
-:class:`~draftfit.release_matrix.Matrix`, ...) and hands it to :func:`emit` with the `--format` the
-user chose; the registry picks the renderer by the result's type and the format name.
+:class:`~draftfit.commands.release_matrix.Matrix`, ...) and hands it to :func:`emit` with
+the `--format` the user chose; the registry picks the renderer by the result's type and the
+format name.
 
 Every renderer has the signature ``render(result, options: RenderOptions) -> str``. Adding a
 format is one such function, its name in the kind's formats (:mod:`draftfit.render.kinds`)
@@ -46,14 +47,14 @@ Loader = Callable[[], Renderer]
 # defined (`module:Class`), loaded only when its module is (an instance of it needs it).
 RESULT_TYPES: Mapping[Kind, type | str] = {
     CHECK: "draftfit.report:Report",
-    DIFF: "draftfit.comparison:DiffReport",
-    MATRIX: "draftfit.release_matrix:Matrix",
+    DIFF: "draftfit.commands.comparison:DiffReport",
+    MATRIX: "draftfit.commands.release_matrix:Matrix",
     CONVERT: "draftfit.conversion:ConvertResult",
-    INSPECT: "draftfit.inspection:InspectInfo",
-    RULE_LIST: "draftfit.explain:RuleList",
+    INSPECT: "draftfit.commands.inspection:InspectInfo",
+    RULE_LIST: "draftfit.commands.explain:RuleList",
     RULE: "draftfit.rules.base:Rule",
     ENGINES: "draftfit.engines.listing:EngineListing",
-    DEMO: "draftfit.demo:DemoResult",
+    DEMO: "draftfit.commands.demo:DemoResult",
 }
 
 

@@ -7,8 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from draftfit.commands.explain import TEXT_ITEMS_LIMIT, RuleList, rule_data
 from draftfit.docs_links import rule_doc_url
-from draftfit.explain import TEXT_ITEMS_LIMIT, RuleList, rule_data
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.rules.base import Rule

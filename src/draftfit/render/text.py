@@ -21,7 +21,7 @@ from draftfit.report import (
     TargetFacts,
 )
 from draftfit.rules.base import Severity
-from draftfit.serve_settings import SERVE_SKIP_REASON, SETTINGS_FLAGS
+from draftfit.serve.settings import SERVE_SKIP_REASON, SETTINGS_FLAGS
 
 FAMILY_TITLES = {
     "structure": "File structure",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from draftfit.aux_counting import (
+from draftfit.draft.aux_counting import (
     CAPTURE_BEFORE,
     OUTPUT_OF,
     TOP_AUX,
@@ -18,7 +18,7 @@ from draftfit.aux_counting import (
     default_output_of_ids,
     resolve_with_target,
 )
-from draftfit.dialects import NEMO_AUTOMODEL
+from draftfit.draft.dialects import NEMO_AUTOMODEL
 from draftfit.engines.registry import load_engine
 from draftfit.engines.view import EngineView
 from draftfit.rule_ids import (

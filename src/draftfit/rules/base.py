@@ -15,16 +15,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from draftfit.draft.tensor_names import bounded_message
 from draftfit.location import Location, config_at
 from draftfit.rule_ids import Consequence, RuleId, Severity
-from draftfit.tensor_names import bounded_message
 
 if TYPE_CHECKING:
     from draftfit.checkpoint.model import Checkpoint
+    from draftfit.draft.spec import DraftSpec
+    from draftfit.draft.target import Target
     from draftfit.engines.view import EngineView
-    from draftfit.serve_settings import ServeSettings
-    from draftfit.spec import DraftSpec
-    from draftfit.target import Target
+    from draftfit.serve.settings import ServeSettings
     from draftfit.values.facts import ValueFacts
 
 

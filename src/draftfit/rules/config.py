@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from draftfit.dialects import non_eagle_kind
+from draftfit.draft.dialects import non_eagle_kind
 from draftfit.rule_ids import (
     DRAFT_KV_LAYER_COUNT,
     DRAFT_SLIDING_WINDOW_IGNORED,

@@ -1,8 +1,8 @@
 """DF118–DF119 — config values of the wrong JSON type (or, for names such as `torch_dtype`,
 naming nothing known), in the draft or the target config.
 
-The expected type of every field draftfit reads lives in :mod:`draftfit.config_schema`;
-:func:`draftfit.config_schema.scrub` sets wrong values aside while the draft and target are
+The expected type of every field draftfit reads lives in :mod:`draftfit.draft.config_schema`;
+:func:`draftfit.draft.config_schema.scrub` sets wrong values aside while the draft and target are
 read (so nothing downstream crashes on them or uses them) and these rules report them, so
 a draft with such a value is never called compatible.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from draftfit.config_schema import DTYPE_NAME, MODEL_TYPE_NAME, TypeProblem, json_type
+from draftfit.draft.config_schema import DTYPE_NAME, MODEL_TYPE_NAME, TypeProblem, json_type
 from draftfit.location import Location
 from draftfit.rule_ids import CONFIG_FIELD_MISREAD, CONFIG_FIELD_WRONG_TYPE
 from draftfit.rules.base import Context, Violation, rule
@@ -66,7 +66,7 @@ def config_field_wrong_type(ctx: Context) -> Iterator[Violation]:
     lists, `rope_scaling`, ...). Names are checked too, not only their type: `torch_dtype`
     and `dtype` name a torch dtype (`bfloat16`, `float16`, `auto`, ...), and `model_type`
     is a model type name (letters, digits, `_`, `-`), so `"64"` is reported in both. The
-    full table is `draftfit.config_schema`.
+    full table is `draftfit.draft.config_schema`.
 
     ## Why it matters
     HF's config loader keeps JSON types as written, so a `"4096"` hidden size or a

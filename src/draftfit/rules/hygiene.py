@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from draftfit.checkpoint.dtypes import FLOAT_DTYPES
 from draftfit.checkpoint.values import all_ones
-from draftfit.dialects import SPECULATORS, UNKNOWN
+from draftfit.draft.dialects import SPECULATORS, UNKNOWN
 from draftfit.engines.draft_quant import quant_suffix
 from draftfit.rule_ids import (
     CONFIG_DTYPE_MISMATCH,

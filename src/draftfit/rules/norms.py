@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from draftfit.dialects import SPECFORGE
+from draftfit.draft.dialects import SPECFORGE
 from draftfit.rule_ids import (
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_FLAG_IGNORED,

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.dtypes import FLOAT_DTYPES
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
-from draftfit.dialects import EAGLE_OFFICIAL, SPECFORGE, SPECULATORS
+from draftfit.draft.dialects import EAGLE_OFFICIAL, SPECFORGE, SPECULATORS
 from draftfit.errors import DraftfitError
-from draftfit.progress import Progress, progress_for
+from draftfit.output.progress import Progress, progress_for
 from draftfit.values import FULL, MODES
 from draftfit.values.decode import FLOAT_DECODABLE
 from draftfit.values.facts import Comparison, Coverage, Skipped, TensorFacts, ValueFacts
@@ -40,8 +40,8 @@ from draftfit.values.target_weights import (
 )
 
 if TYPE_CHECKING:
-    from draftfit.spec import DraftSpec
-    from draftfit.target import Target
+    from draftfit.draft.spec import DraftSpec
+    from draftfit.draft.target import Target
 
 EMBED = "embed_tokens.weight"
 HEAD = "lm_head.weight"

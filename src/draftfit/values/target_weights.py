@@ -17,7 +17,7 @@ from pathlib import Path
 from draftfit.checkpoint.access import FileAccess, LocalAccess
 from draftfit.checkpoint.model import Damage, TensorInfo
 from draftfit.checkpoint.safetensors import MAX_HEADER_BYTES, _parse_entry
-from draftfit.target import Target
+from draftfit.draft.target import Target
 
 # Where multimodal and text-only checkpoints keep the token embedding, most common first.
 EMBED_NAMES = (
@@ -66,7 +66,7 @@ class TargetWeightsMissing(Exception):
 def open_target_weights(target: Target, need_head: bool = True) -> TargetWeights:
     """Locate the target's embedding (and, with `need_head`, its head); raises
     TargetWeightsMissing. Only the entries needed are taken from each shard header."""
-    from draftfit.sources import is_hub_reference
+    from draftfit.sources.reference import is_hub_reference
 
     if is_hub_reference(target.source):
         access, files, remote = _hub_access(target.source), None, True
@@ -182,7 +182,7 @@ def _tied(target: Target) -> bool:
 
 
 def _hub_access(source: str) -> FileAccess:
-    from draftfit.hub import RemoteAccess, _list_files, parse_hub_reference
+    from draftfit.sources.hub import RemoteAccess, _list_files, parse_hub_reference
 
     ref = parse_hub_reference(source)
     commit, sizes = _list_files(ref)

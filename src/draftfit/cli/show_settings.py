@@ -14,9 +14,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from draftfit.config_file import Discovery, FileSettings
 from draftfit.escape import escape_controls
-from draftfit.selection import Ignore, Selection
+from draftfit.settings.config_file import Discovery, FileSettings
+from draftfit.settings.selection import Ignore, Selection
 
 
 @dataclass(frozen=True)

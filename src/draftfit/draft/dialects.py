@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draftfit.checkpoint.model import Checkpoint
-from draftfit.config_schema import DRAFT_SCHEMA, scrub
+from draftfit.draft.config_schema import DRAFT_SCHEMA, scrub
 
 SPECULATORS = "speculators"
 SPECFORGE = "specforge"

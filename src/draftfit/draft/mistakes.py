@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from draftfit.checkpoint import Checkpoint
+from draftfit.draft.spec import DraftSpec
+from draftfit.draft.target import Target
 from draftfit.errors import UsageError
-from draftfit.spec import DraftSpec
-from draftfit.target import Target
 
 # Keys only an EAGLE draft's config carries.
 DRAFT_KEYS = ("speculators_model_type", "speculators_config", "eagle_config", "draft_vocab_size")

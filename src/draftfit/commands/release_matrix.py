@@ -13,10 +13,11 @@ from typing import Any
 
 from draftfit.checker import check_checkpoint
 from draftfit.checkpoint import Checkpoint
+from draftfit.commands.recipe import Recipe, recipe_for
+from draftfit.draft.target import Target
 from draftfit.engines.interface import Engine
 from draftfit.engines.registry import ENGINES
 from draftfit.fail_on import FailOn
-from draftfit.recipe import Recipe, recipe_for
 from draftfit.report import (
     COMPATIBLE,
     FAILING_VERDICTS,
@@ -27,9 +28,8 @@ from draftfit.report import (
     findings_by_engine,
 )
 from draftfit.rules.base import Severity
-from draftfit.selection import Selection, apply_to_report
-from draftfit.serve_settings import ServeSettings
-from draftfit.target import Target
+from draftfit.serve.settings import ServeSettings
+from draftfit.settings.selection import Selection, apply_to_report
 
 # What must match for two versions to share a row: verdict, deciding findings, recipe.
 # verdict, deciding findings, recipe, unverified reasons: equal keys share one row.

@@ -3,7 +3,7 @@
 The command-line layer for the reports: the selection options (`--select`, `--ignore`,
 `--extend-select`, `--config`, `--isolated`) and the output options (`--output-file`,
 `--quiet`, `--statistics`), the settings file each draft is checked under
-(:mod:`draftfit.config_file`), and writing one or several reports in one format.
+(:mod:`draftfit.settings.config_file`), and writing one or several reports in one format.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from draftfit.config_file import FileSettings, discover, discover_from, load
 from draftfit.errors import DraftfitError, UsageError
 from draftfit.escape import escape_field
 from draftfit.fail_on import FailOn
+from draftfit.settings.config_file import FileSettings, discover, discover_from, load
 
 if TYPE_CHECKING:
-    from draftfit.selection import Selection
-    from draftfit.serve_settings import ServeSettings
-    from draftfit.show_settings import SettingsOrigin
+    from draftfit.cli.show_settings import SettingsOrigin
+    from draftfit.serve.settings import ServeSettings
+    from draftfit.settings.selection import Selection
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 GLOB_CHARACTERS = frozenset("*?[")
@@ -121,8 +121,8 @@ def _selection_and_settings(
     """The selection for `draft`, the settings file it used, and how that file was chosen.
     A local draft's folder is taken as named (a symlinked folder keeps the settings of the
     folders the user named it in); a Hub draft's walk starts in the current directory."""
-    from draftfit.selection import Selection
-    from draftfit.show_settings import SettingsOrigin
+    from draftfit.cli.show_settings import SettingsOrigin
+    from draftfit.settings.selection import Selection
 
     settings = None
     local = Path(draft)
@@ -152,7 +152,7 @@ def _selection_and_settings(
 def show_settings(args: argparse.Namespace, drafts: Sequence[str]) -> int:
     """`--show-settings`: print each draft's resolved selection and its sources; exit 0.
     It is text only: another `--format` is refused rather than answered in text."""
-    from draftfit.show_settings import describe
+    from draftfit.cli.show_settings import describe
 
     if args.format != "text":
         raise UsageError(
@@ -168,7 +168,7 @@ def show_settings(args: argparse.Namespace, drafts: Sequence[str]) -> int:
 
 def _settings_shown(selection: Selection) -> str | None:
     """The settings file a report names in its text form (None: none applied)."""
-    from draftfit.show_settings import shown_path
+    from draftfit.cli.show_settings import shown_path
 
     return shown_path(selection.settings_file) if selection.settings_file else None
 
@@ -193,7 +193,7 @@ def _serve(args: argparse.Namespace) -> ServeSettings | None:
     a settings file reached through a symlink may lie in the drafts' and target's folders."""
     if args.serve_config is None and args.serve_args is None:
         return None
-    from draftfit.serve_input import settings_from
+    from draftfit.serve.input import settings_from
 
     drafts = args.draft if isinstance(args.draft, list) else [args.draft]
     named = [*drafts, getattr(args, "reference", None), getattr(args, "target", None)]
@@ -204,11 +204,11 @@ def _serve(args: argparse.Namespace) -> ServeSettings | None:
 def run_check(args: argparse.Namespace) -> int:
     """`draftfit check D1 [D2 ...]`: one report per draft, the worst exit status."""
     from draftfit.checker import check_path
-    from draftfit.selection import apply_to_report
+    from draftfit.settings.selection import apply_to_report
 
     fail_on = FailOn.parse(args.fail_on)
     if args.pre_commit:
-        from draftfit.pre_commit import checkpoint_folders
+        from draftfit.cli.pre_commit import checkpoint_folders
 
         drafts = checkpoint_folders(args.draft)
         if not drafts:
@@ -243,7 +243,9 @@ def run_check(args: argparse.Namespace) -> int:
             apply_to_report(report, selection)
         report.settings_file = _settings_shown(selection)
         if args.recipe:
-            from draftfit.recipe import attach_recipes  # and the converter: only for --recipe
+            from draftfit.commands.recipe import (
+                attach_recipes,  # and the converter: only for --recipe
+            )
 
             attach_recipes(report)
         reports.append(report)
@@ -255,7 +257,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 def run_diff(args: argparse.Namespace) -> int:
     """`draftfit diff DRAFT REFERENCE` with the draft's rule selection."""
-    from draftfit.comparison import diff_paths, set_verdicts
+    from draftfit.commands.comparison import diff_paths, set_verdicts
 
     refuse_output_file(args, [args.draft, args.reference])
     if args.show_settings:
@@ -281,11 +283,11 @@ def run_diff(args: argparse.Namespace) -> int:
 
 def run_matrix(args: argparse.Namespace) -> int:
     """`draftfit matrix DRAFT` with the draft's rule selection."""
-    from draftfit.mistakes import refuse_argument_mistakes
-    from draftfit.release_matrix import build_matrix
+    from draftfit.commands.release_matrix import build_matrix
+    from draftfit.draft.mistakes import refuse_argument_mistakes
+    from draftfit.draft.spec import describe
     from draftfit.render.registry import render
-    from draftfit.sources import open_checkpoint, open_target
-    from draftfit.spec import describe
+    from draftfit.sources.reference import open_checkpoint, open_target
 
     refuse_output_file(args, [args.draft])
     if args.show_settings:
@@ -316,10 +318,10 @@ def run_matrix(args: argparse.Namespace) -> int:
 def refuse_output_file(args: argparse.Namespace, drafts: Sequence[str]) -> None:
     """Before any work: refuse an `--output-file` that is not a regular file or a new path,
     or that is something this run reads (a checkpoint, the target, a settings file, a
-    launch's settings file); see :mod:`draftfit.output_guard`."""
+    launch's settings file); see :mod:`draftfit.output.guard`."""
     if not args.output_file:
         return
-    from draftfit.output_guard import Inputs, check_output_file, files_in_command
+    from draftfit.output.guard import Inputs, check_output_file, files_in_command
 
     inputs = Inputs()
     for draft in drafts:
@@ -341,11 +343,11 @@ def refuse_output_file(args: argparse.Namespace, drafts: Sequence[str]) -> None:
 def _add_hub_cache(inputs: Any, name: str | None) -> None:
     """A draft or target named by its Hub id: the repository's local cache folder counts as
     an input (a run reads it when offline or when the Hub does not answer)."""
-    from draftfit.sources import is_hub_reference
+    from draftfit.sources.reference import is_hub_reference
 
     if name is None or not is_hub_reference(name):
         return
-    from draftfit.hub import cache_folder
+    from draftfit.sources.hub import cache_folder
 
     folder = cache_folder(name)
     if folder is not None:
@@ -409,7 +411,7 @@ def write_reports(reports: list[Any], args: argparse.Namespace, command: str, ma
 
 def _write(text: str, args: argparse.Namespace) -> None:
     if args.output_file:
-        from draftfit.atomic_write import write_text_atomic
+        from draftfit.output.atomic_write import write_text_atomic
 
         write_text_atomic(args.output_file, text)
     else:

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from draftfit.cli_reports import (
+from draftfit.cli.reports import (
     EXIT_OK,
     EXIT_USAGE,
     add_output_options,
@@ -32,14 +32,14 @@ from draftfit.cli_reports import (
 from draftfit.errors import DraftfitError, Interrupted
 from draftfit.escape import escape_field
 from draftfit.fail_on import CHOICES as FAIL_ON_CHOICES
-from draftfit.progress import terminal_bars
+from draftfit.output.progress import terminal_bars
 from draftfit.render import kinds
 from draftfit.render.kinds import Kind, formats_for
 from draftfit.schemas import SCHEMA_KINDS
 from draftfit.version import __version__
 
 if TYPE_CHECKING:
-    from draftfit.serve_settings import ServeSettings
+    from draftfit.serve.settings import ServeSettings
 
 # Signals that stop a command the way Ctrl-C does: cleanup runs, exit 128 + N.
 STOP_SIGNALS = tuple(
@@ -448,7 +448,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "schema":
         return _cmd_schema(args)
     if args.command == "completion":
-        from draftfit.completion import completion_script
+        from draftfit.cli.completion import completion_script
 
         sys.stdout.write(completion_script(args.shell, build_parser()))
         return EXIT_OK
@@ -490,7 +490,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 
 def _serve_of(args: argparse.Namespace) -> ServeSettings | None:
     """The launch the converted draft will be served with (`--serve-args`, `--serve-config`)."""
-    from draftfit.cli_reports import _serve
+    from draftfit.cli.reports import _serve
 
     return _serve(args)
 
@@ -501,14 +501,14 @@ def _notice(message: str) -> None:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from draftfit.inspection import inspect_path
+    from draftfit.commands.inspection import inspect_path
 
     _emit(inspect_path(args.draft), args.format)
     return EXIT_OK
 
 
 def _cmd_rules(args: argparse.Namespace) -> int:
-    from draftfit.explain import RuleList
+    from draftfit.commands.explain import RuleList
 
     _emit(RuleList.all(), args.format)
     return EXIT_OK
@@ -537,7 +537,7 @@ def _cmd_engines(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from draftfit.demo import run_demo
+    from draftfit.commands.demo import run_demo
 
     _emit(run_demo(), args.format)
     return EXIT_OK

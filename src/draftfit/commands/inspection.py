@@ -8,10 +8,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from draftfit.aux_counting import AuxIds
+from draftfit.draft.aux_counting import AuxIds
+from draftfit.draft.spec import describe
+from draftfit.draft.tensor_names import is_known_role
 from draftfit.report import DialectFacts
-from draftfit.spec import describe
-from draftfit.tensor_names import is_known_role
 
 ROLES: tuple[tuple[str, str], ...] = (
     (r"^fc\.weight$", "fusion fc (aux states -> hidden)"),
@@ -190,7 +190,7 @@ class InspectInfo:
 
 def inspect_path(path: str | Path) -> InspectInfo:
     """Everything `draftfit inspect` shows about the draft at `path`."""
-    from draftfit.sources import open_checkpoint
+    from draftfit.sources.reference import open_checkpoint
 
     checkpoint = open_checkpoint(path)
     spec = describe(checkpoint)

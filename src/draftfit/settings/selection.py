@@ -19,10 +19,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from draftfit.config_file import FileSettings
 from draftfit.errors import UsageError
 from draftfit.report import Finding, Report, Suppression, findings_by_engine, verdict_for
 from draftfit.rule_ids import ALL_RULE_IDS, Consequence, RuleId, Severity
+from draftfit.settings.config_file import FileSettings
 
 _PREFIX = re.compile(r"DF\d{0,3}")
 

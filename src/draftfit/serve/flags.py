@@ -1,4 +1,4 @@
-"""Each engine's launch flags and config keys that :mod:`draftfit.serve_input` reads.
+"""Each engine's launch flags and config keys that :mod:`draftfit.serve.input` reads.
 
 Flag names and aliases as the engines' argument parsers declare them:
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class FlagTarget:
-    """Where a flag's value goes: a :class:`~draftfit.serve_settings.ServeSettings` field and
+    """Where a flag's value goes: a :class:`~draftfit.serve.settings.ServeSettings` field and
     how to read it (`int`, `str`, `off-when-true` for a flag that turns CUDA graphs off,
     `json` for vLLM's speculative config)."""
 

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from draftfit import rule_ids
-from draftfit.aux_counting import default_capture_ids, resolve_with_target
 from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import Checkpoint
 from draftfit.checkpoint.values import read_bytes
+from draftfit.draft.aux_counting import default_capture_ids, resolve_with_target
+from draftfit.draft.spec import LAYER_FIELDS, DraftSpec, describe
+from draftfit.draft.target import Target
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import EngineView
 from draftfit.fail_on import UNVERIFIED, FailOn
@@ -37,9 +39,7 @@ from draftfit.rule_ids import (
 )
 from draftfit.rules import registered
 from draftfit.rules.base import Rule, Severity
-from draftfit.serve_settings import ServeSettings
-from draftfit.spec import LAYER_FIELDS, DraftSpec, describe
-from draftfit.target import Target
+from draftfit.serve.settings import ServeSettings
 from draftfit.version import __version__
 
 EQUIVALENT = "equivalent"
@@ -299,8 +299,8 @@ def diff_paths(
 ) -> DiffReport:
     """Load both checkpoints (and the target, if given) and compare them (with `serve`, the
     launch's settings, for both)."""
-    from draftfit.mistakes import refuse_diff_mistakes
-    from draftfit.sources import open_checkpoint, open_target
+    from draftfit.draft.mistakes import refuse_diff_mistakes
+    from draftfit.sources.reference import open_checkpoint, open_target
 
     profiles = resolve_engines(engines)
     draft_checkpoint, reference_checkpoint = open_checkpoint(draft), open_checkpoint(reference)

@@ -7,7 +7,7 @@ file. `--serve-args "..."` takes a launch command or its flags, split as a POSIX
 would (:mod:`shlex`); `NAME=value` assignments before the command are read as the
 engine's environment variables where draftfit knows the name, else listed as not read.
 The engine is recognised from the command, else from its flags, and each engine's own
-flag names and aliases are read (:mod:`draftfit.serve_flags`). Flags draftfit does not
+flag names and aliases are read (:mod:`draftfit.serve.flags`). Flags draftfit does not
 read are kept in `ignored_flags`; a malformed value is a
 :class:`~draftfit.errors.UsageError`.
 """
@@ -24,7 +24,7 @@ from typing import Any
 from draftfit.checkpoint.access import read_regular
 from draftfit.checkpoint.jsonread import JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.errors import UsageError
-from draftfit.serve_flags import (
+from draftfit.serve.flags import (
     BOOLEAN_FLAGS,
     COMMAND_ENGINES,
     ENGINE_ENV_VARS,
@@ -38,7 +38,7 @@ from draftfit.serve_flags import (
     FlagTarget,
     vllm_flag,
 )
-from draftfit.serve_settings import ServeSettings
+from draftfit.serve.settings import ServeSettings
 from draftfit.settings_text import (
     MAX_SETTINGS_BYTES,
     clip,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from draftfit.dialects import (
+from draftfit.draft.dialects import (
     ANGELSLIM,
     EAGLE_OFFICIAL,
     MODELOPT,

@@ -5,7 +5,7 @@ Producers spell the same tensor differently: decoder tensors are `midlayer.*`,
 older SGLang drafts name the per-aux-state norms `aux_norm_low/mid/high`.
 :func:`canonical_name` strips the prefix and renames to the canonical `layers.N.*` layout;
 :func:`is_known_role` says whether a canonical name is one a draft class builds. The
-dialect fingerprints (:mod:`draftfit.dialects`) read the stored names; everything after them
+dialect fingerprints (:mod:`draftfit.draft.dialects`) read the stored names; everything after them
 reads canonical ones.
 """
 

@@ -21,13 +21,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from draftfit.checkpoint.model import Checkpoint
+from draftfit.commands.launch_edit import edit_launch
 from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
+from draftfit.draft.spec import EAGLE
 from draftfit.engines.interface import Recipe, ServeRequest
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
 from draftfit.errors import UsageError
-from draftfit.launch_edit import edit_launch
 from draftfit.report import (
     INCOMPATIBLE,
     EngineResult,
@@ -37,9 +38,8 @@ from draftfit.report import (
     verdict_for,
 )
 from draftfit.rule_ids import SERVING_FAMILY, VALUES_FAMILY, Severity
-from draftfit.serve_input import parse_serve_args, trtllm_options
-from draftfit.serve_settings import ServeSettings
-from draftfit.spec import EAGLE
+from draftfit.serve.input import parse_serve_args, trtllm_options
+from draftfit.serve.settings import ServeSettings
 
 __all__ = ["Recipe", "attach_recipes", "recipe_for"]
 
@@ -56,7 +56,7 @@ def recipe_for(
     checkpoint, its description, the target and each version's profile). `applying`: the
     report's findings for this version when the caller has them (see `findings_by_engine`).
     When the check was given a launch for this engine (`--serve-args`), the recipe edits
-    that launch (:mod:`draftfit.launch_edit`). What the recipe says still applies is what a
+    that launch (:mod:`draftfit.commands.launch_edit`). What the recipe says still applies is what a
     check of the draft it serves, under its own command, finds."""
     kept = report.kept()
     profile = result.kept().profile
@@ -139,7 +139,7 @@ def _edit_given_launch(report: Report, profile: Profile, recipe: Recipe) -> bool
 
 def _speculative_config(command: str, engine: str) -> dict[str, Any] | None:
     """The `--speculative-config` JSON object a command carries (vLLM's), if any."""
-    from draftfit.launch_edit import SPECULATIVE_CONFIG, split_launch
+    from draftfit.commands.launch_edit import SPECULATIVE_CONFIG, split_launch
 
     for flag, value in split_launch(_words(command), engine).flags:
         if flag in (SPECULATIVE_CONFIG, "-sc") and value:

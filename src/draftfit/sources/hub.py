@@ -34,9 +34,9 @@ from draftfit.checkpoint.access import LocalAccess, read_regular
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
 from draftfit.checkpoint.local import load_checkpoint, load_from_access
 from draftfit.checkpoint.model import Checkpoint
+from draftfit.draft.target import Target, load_target
+from draftfit.draft.target_rotation import DESCRIPTION_FILE, RotationCheck, check_rotation
 from draftfit.errors import HubAccessError, UsageError
-from draftfit.target import Target, load_target
-from draftfit.target_rotation import DESCRIPTION_FILE, RotationCheck, check_rotation
 
 PREFIX = "hf://"
 HEADER_PREFETCH = 16_384  # one request covers a draft header; big ones take two

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draftfit.engines.serve import CONTINUATION, shell_quote, shell_word
-from draftfit.serve_flags import BOOLEAN_FLAGS, COMMAND_ENGINES, ENGINE_FLAGS, vllm_flag
+from draftfit.serve.flags import BOOLEAN_FLAGS, COMMAND_ENGINES, ENGINE_FLAGS, vllm_flag
 
 # What the user chooses rather than what must change: kept when the launch gives it.
 TUNING = {

@@ -16,10 +16,10 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from draftfit.synth import speculators_table, write_sparse_checkpoint
+from draftfit.draft.synth import speculators_table, write_sparse_checkpoint
 
 if TYPE_CHECKING:
-    from draftfit.comparison import DiffReport
+    from draftfit.commands.comparison import DiffReport
     from draftfit.report import Report
 
 DEMO_ENGINES = ("vllm==0.17.0", "sglang==0.5.23", "vllm==0.34.0")
@@ -47,7 +47,7 @@ def demo_config(name: str) -> dict[str, Any]:
 
 def demo_tensor_table(name: str) -> list[tuple[str, str, tuple[int, ...]]]:
     """A tensor list shipped in `demo_data` (`[name, shape, dtype]` rows) as
-    `(name, dtype, shape)` rows for :func:`~draftfit.synth.write_sparse_checkpoint`."""
+    `(name, dtype, shape)` rows for :func:`~draftfit.draft.synth.write_sparse_checkpoint`."""
     rows = _demo_json(name)
     if not isinstance(rows, list):
         raise TypeError(f"demo_data/{name} is not a JSON list")
@@ -129,7 +129,7 @@ def run_demo() -> DemoResult:
     """Build the demo in a temporary folder, check it, clean up, and return the reports."""
     from draftfit.checker import check_path
     from draftfit.checkpoint import load_checkpoint
-    from draftfit.comparison import diff_paths
+    from draftfit.commands.comparison import diff_paths
 
     with tempfile.TemporaryDirectory(prefix="draftfit-demo-") as tmp:
         paths = build_demo(Path(tmp))

@@ -27,7 +27,7 @@ def _umask() -> int:
 def write_text_atomic(path: str | Path, text: str, what: str = "--output-file") -> None:
     """Replace `path` with `text` (UTF-8) atomically (a regular file or a new path only;
     `what` names it in a refusal)."""
-    from draftfit.output_guard import refuse_link_or_special
+    from draftfit.output.guard import refuse_link_or_special
 
     target = Path(path)
     refuse_link_or_special(target, what)

@@ -5,7 +5,7 @@ engine arguments) and `--serve-args` (a `vllm serve` / `python -m sglang.launch_
 `trtllm-serve` command) both come down to one :class:`ServeSettings`: the engine the launch
 is for and the settings that decide how the draft is run next to the target. Every field is
 None when the launch does not give it, so rules can tell "not given" (the engine's default)
-from a value. The parsing lives in :mod:`draftfit.serve_input`; rules read these fields.
+from a value. The parsing lives in :mod:`draftfit.serve.input`; rules read these fields.
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ from draftfit.checkpoint.access import LocalAccess, read_regular
 from draftfit.checkpoint.hub_cache import repository_folder
 from draftfit.checkpoint.jsonread import CONFIG_LIMITS, JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
-from draftfit.config_schema import TARGET_SCHEMA, TEXT_CONFIG_KEYS, TypeProblem, scrub
+from draftfit.draft.config_schema import TARGET_SCHEMA, TEXT_CONFIG_KEYS, TypeProblem, scrub
+from draftfit.draft.target_rotation import RotationCheck, check_rotation
 from draftfit.errors import CheckpointNotFoundError, UsageError
 from draftfit.rule_ids import READER_LIMIT_EXCEEDED
-from draftfit.target_rotation import RotationCheck, check_rotation
 
 
 @dataclass
@@ -34,7 +34,7 @@ class Target:
         text_pointer: JSON pointer of `text_config` inside config.json (`""` when top level).
         problems: values of the wrong JSON type, left out of `config` and `text_config`.
         rotation: whether the target's residual stream is rotated (ModelSlim QuaRot), from
-            the files beside config.json (see :mod:`draftfit.target_rotation`).
+            the files beside config.json (see :mod:`draftfit.draft.target_rotation`).
     """
 
     source: str

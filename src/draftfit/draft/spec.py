@@ -7,8 +7,8 @@ tensors are `midlayer.*` or `layers.N.*`; aux-layer ids are top-level or nested 
 into a :class:`DraftSpec` that records each value *and where it was found*, so findings can
 point at the exact JSON pointer or tensor.
 
-How aux-layer ids are found and counted lives in :mod:`draftfit.aux_counting`; how stored
-tensor names map to canonical ones, in :mod:`draftfit.tensor_names`.
+How aux-layer ids are found and counted lives in :mod:`draftfit.draft.aux_counting`; how stored
+tensor names map to canonical ones, in :mod:`draftfit.draft.tensor_names`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from draftfit.aux_counting import AuxIds, aux_locations, default_capture_ids, resolve_with_target
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
-from draftfit.config_schema import DRAFT_SCHEMA, TypeProblem, scrub
-from draftfit.dialects import SPECULATORS, VLLM_LEGACY_EAGLE, Dialect, detect_dialect
-from draftfit.tensor_names import canonical_tensors, layer_index
+from draftfit.draft.aux_counting import (
+    AuxIds,
+    aux_locations,
+    default_capture_ids,
+    resolve_with_target,
+)
+from draftfit.draft.config_schema import DRAFT_SCHEMA, TypeProblem, scrub
+from draftfit.draft.dialects import SPECULATORS, VLLM_LEGACY_EAGLE, Dialect, detect_dialect
+from draftfit.draft.tensor_names import canonical_tensors, layer_index
 
 EAGLE3 = "eagle3"
 EAGLE = "eagle"

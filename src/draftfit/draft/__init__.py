@@ -1,0 +1,20 @@
+"""The draft and its target as facts: what a checkpoint's config and tensors say, in one
+engine-neutral form.
+
+`config_schema` (the JSON type of every config field), `tensor_names` (stored -> canonical
+tensor names), `dialects` (which producer wrote the draft), `aux_counting` (aux-layer ids
+and their counting), `spec` (the canonical description), `target_rotation` and `target`
+(the verifier's facts), `mistakes` (arguments given the wrong way round), `synth` (full-size
+sparse checkpoints for the demo and the tests).
+
+`LAYERS` lists the modules lowest first: a module imports only modules of its own entry or
+an earlier one (`tests/test_engine_interface.py` checks it).
+"""
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("config_schema", "tensor_names", "target_rotation", "synth"),
+    ("dialects", "target"),
+    ("aux_counting",),
+    ("spec",),
+    ("mistakes",),
+)
