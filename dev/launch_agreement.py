@@ -1,11 +1,13 @@
 """Measure how often draftfit's verdict on a launch line agrees with the engine's own parser.
 
-Each line of a small corpus of `vllm serve …` launches (written for one tiny EAGLE-3 draft
+Each line of a small corpus of `vllm serve …` (or `python -m sglang.launch_server …`,
+`--engine sglang`) launches (written for one tiny EAGLE-3 draft
 from the test factory next to one tiny target) goes through both:
 
-* the engine: `../shared/oracle/launch_oracle.py` in a vLLM venv (the release's own argument
-  parser, `EngineArgs.from_cli_args` and the speculative config; no server), which says
-  whether the launch is accepted and which method it resolves;
+* the engine: `../shared/oracle/launch_oracle.py` in a vLLM (or SGLang) venv (the
+  release's own argument parser, `EngineArgs.from_cli_args` and the speculative config,
+  or SGLang's `prepare_server_args`; no server), which says whether the launch is accepted
+  and which method it resolves;
 * draftfit: `draftfit check DRAFT --target TARGET --engine vllm==X --serve-args LINE`.
 
 The engine's label is `refused` (the parser or a config class raises), `misruns` (accepted,
@@ -85,12 +87,45 @@ def corpus(draft: str, other: str, target: str) -> list[str]:
     ]
 
 
+def sglang_corpus(draft: str, other: str, target: str) -> list[str]:
+    """`python -m sglang.launch_server` lines for `draft` (an EAGLE-3 draft SGLang runs)."""
+    base = f"python -m sglang.launch_server --model-path {target}"
+    good = f"{base} --speculative-algorithm EAGLE3 --speculative-draft-model-path {draft}"
+    return [
+        good,
+        f"{good} --speculative-num-steps 3 --speculative-eagle-topk 1 "
+        "--speculative-num-draft-tokens 4",
+        f"{base} --speculative-algo EAGLE3 --speculative-draft-model-path {draft}",
+        f"{base} --speculative-algorithm eagle3 --speculative-draft-model-path {draft}",
+        f"{base} --speculative-algorithm EAGLE --speculative-draft-model-path {draft}",
+        f"{base} --speculative-algorithm EAGLE-3 --speculative-draft-model-path {draft}",
+        f"{base} --speculative-draft-model-path {draft}",
+        f"{base} --speculative-algorithm EAGLE3",
+        f"{base} --speculative-algorithm EAGLE3 --speculative-draft {draft}",
+        f"{good} --cuda-graph-max-bs 8",
+        f"{good} --tp 2",
+        f"{good} --tp-size 2",
+        f"{good} --tensor-parallel-size 2",
+        f"{good} --pp 2",
+        f"{good} --no-such-flag",
+        f"{good} --mem-fraction-static 0.8 --port 30000",
+        f"{good} --disable-cuda-graph",
+        f"{good} --disable-cuda-graph true",
+        f"{base} --speculative-algorithm EAGLE3 --speculative-draft-model-path {other}",
+        f"{good} --context-length 1024",
+        f"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 {good}",
+        f"{good} --trust-remote-code",
+        f"{good} --speculative-num-steps 0",
+        f"{good} --speculative-eagle-topk 0",
+    ]
+
+
 def engine_label(oracle: dict[str, object], draft: str) -> str:
     if not oracle.get("parsed_ok"):
         return "refused"
     resolved = oracle.get("resolved") or {}
     assert isinstance(resolved, dict)
-    if oracle.get("resolved_method") != "eagle3":
+    if str(oracle.get("resolved_method")).lower() != "eagle3":
         return "misruns"
     named = resolved.get("draft_model")  # relative to the folder the oracle ran in
     where = os.path.dirname(draft)
@@ -105,6 +140,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", required=True, type=Path)
     parser.add_argument("--release", required=True)
+    parser.add_argument("--engine", choices=("vllm", "sglang"), default="vllm")
     parser.add_argument(
         "--oracle", type=Path, default=ROOT.parent / "shared" / "oracle" / "launch_oracle.py"
     )
@@ -114,10 +150,12 @@ def main() -> int:
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        draft = str(f.speculators().write(Path(tmp) / "draft"))
-        other = str(f.speculators().write(Path(tmp) / "other"))
+        make = f.speculators if args.engine == "vllm" else f.specforge
+        draft = str(make().write(Path(tmp) / "draft"))
+        other = str(make().write(Path(tmp) / "other"))
         target = str(f.llama_target(Path(tmp) / "target"))
-        for line in corpus(draft, other, target):
+        lines = (corpus if args.engine == "vllm" else sglang_corpus)(draft, other, target)
+        for line in lines:
             done = subprocess.run(
                 [str(args.venv / "bin" / "python"), str(args.oracle), line],
                 capture_output=True,
@@ -138,7 +176,7 @@ def main() -> int:
                     "--target",
                     target,
                     "--engine",
-                    f"vllm=={args.release}",
+                    f"{args.engine}=={args.release}",
                     "--serve-args",
                     line,
                     "--format",
@@ -169,7 +207,7 @@ def main() -> int:
     agreed = sum(r["agree"] for r in rows)
     false_ok = sum(1 for r in rows if r["engine"] != "runs" and r["draftfit"] not in FAILING)
     print(
-        f"vLLM {args.release}: {agreed}/{len(rows)} agree; {false_ok} passed where the "
+        f"{args.engine} {args.release}: {agreed}/{len(rows)} agree; {false_ok} passed where the "
         "engine refuses or misruns"
     )
     if args.json:

@@ -394,3 +394,27 @@ def test_convert_refuses_a_hub_output(
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "hf upload" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+# ---------------------------------------------------------------------- how the target is named
+
+
+def _vllm_command(draft: Path, target: Path | None) -> str:
+    report = check_path(draft, target=target, engines=["vllm==0.34.0"])
+    attach_recipes(report)
+    return next(r.command for r in report.recipes or [] if r.engine == "vllm")
+
+
+def test_recipes_name_the_target_by_its_hub_id_where_it_is_known(tmp_path: Path) -> None:
+    draft = f.speculators().write(tmp_path / "draft")
+    verifier = json.loads((draft / "config.json").read_text())["speculators_config"]["verifier"]
+    # No target: the draft's verifier, a Hub id, not a placeholder.
+    assert f"vllm serve {verifier['name_or_path']} " in _vllm_command(draft, None)
+    # A folder of the Hugging Face cache: its repository, at the snapshot's commit.
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    cached = f.llama_target(tmp_path / "hub" / "models--org--tgt" / "snapshots" / commit)
+    command = _vllm_command(draft, cached)
+    assert "vllm serve org/tgt " in command and f"--revision {commit}" in command
+    # Any other folder: its path.
+    local = f.llama_target(tmp_path / "target")
+    assert f"vllm serve {local} " in _vllm_command(draft, local)

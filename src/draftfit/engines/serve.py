@@ -110,9 +110,39 @@ def model_source(source: str) -> ModelSource:
     return ModelSource(ref.repo_id, ref.revision, hub=True)
 
 
-def target_source(target: Target | None) -> ModelSource | None:
-    """How a recipe names the target (None without one)."""
-    return model_source(target.source) if target is not None else None
+# A Hub repository id (`OWNER/NAME`), and a snapshot folder of the Hugging Face cache
+# (`.../models--OWNER--NAME/snapshots/COMMIT`).
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+_CACHE_SNAPSHOT = re.compile(r"models--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40})/?")
+
+
+def target_source(target: Target | None, spec: DraftSpec | None = None) -> ModelSource | None:
+    """How a recipe names the target: its Hub id where it is known (an `hf://` target, a
+    folder of the Hugging Face cache, read at its commit; without a target, the draft's
+    `verifier.name_or_path` when that is a Hub id), else its path; None when nothing
+    names it."""
+    if target is None:
+        verifier = spec.fields.get("verifier.name_or_path") if spec is not None else None
+        named = verifier.value if verifier is not None else None
+        if isinstance(named, str) and _HUB_ID.fullmatch(named) and ".." not in named:
+            return ModelSource(named, None, hub=True)
+        return None
+    cached = _CACHE_SNAPSHOT.search(target.source.replace("\\", "/"))
+    if cached is not None and cached.end() == len(target.source.rstrip("/\\")):
+        owner, name, commit = cached.groups()
+        return ModelSource(f"{owner}/{name}", commit, hub=True)
+    return model_source(target.source)
+
+
+def verifier_note(target: Target | None, source: ModelSource | None) -> list[str]:
+    """The note a recipe carries when it names the draft's verifier as the target (no
+    target was given, so that target was not checked)."""
+    if target is not None or source is None:
+        return []
+    return [
+        f"the target is the draft's verifier, `{source.name}` (speculators_config.verifier."
+        "name_or_path); it was not checked: pass --target to check the pair"
+    ]
 
 
 def command_word(source: ModelSource | None) -> str:

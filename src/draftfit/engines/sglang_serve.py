@@ -30,6 +30,7 @@ from draftfit.engines.serve import (
     speculative_tokens,
     target_source,
     trust_note,
+    verifier_note,
 )
 from draftfit.rule_ids import (
     AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,
@@ -78,7 +79,8 @@ class SGLangEngine(Engine):
         notes = list(request.notes)
         steps: list[str] = []
         flags: dict[str, Any] = {}
-        source = target_source(target)
+        source = target_source(target, spec)
+        notes.extend(verifier_note(target, source))
         if source is not None and source.revision:
             flags["--revision"] = source.revision
         if request.trust_remote_code:

@@ -20,6 +20,7 @@ from draftfit.engines.serve import (
     speculative_tokens,
     target_source,
     trust_note,
+    verifier_note,
     yaml_text,
 )
 from draftfit.rule_ids import (
@@ -82,7 +83,8 @@ class TrtllmEngine(Engine):
             steps.append(draft.download())
             notes.append("hf download first: the recipe gives TensorRT-LLM the draft as a folder")
             draft = draft.local
-        source = target_source(target)
+        source = target_source(target, request.spec)
+        notes.extend(verifier_note(target, source))
         if source is not None and source.revision:
             steps.append(source.download())
             notes.append(

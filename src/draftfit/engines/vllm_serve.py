@@ -27,6 +27,7 @@ from draftfit.engines.serve import (
     speculative_tokens,
     target_source,
     trust_note,
+    verifier_note,
 )
 from draftfit.rule_ids import AUX_LAYERS_DIFFER_FROM_TRAINED
 
@@ -76,7 +77,8 @@ class VllmEngine(Engine):
                 f"hf download first: {profile.title} has no revision setting for the draft"
             )
             draft = draft.local
-        target = target_source(request.target)
+        target = target_source(request.target, request.spec)
+        notes.extend(verifier_note(request.target, target))
         lines = [f"vllm serve {command_word(target)}"]
         if target is not None and target.revision:
             lines.append(f"--revision {shell_word(target.revision)}")
