@@ -128,6 +128,8 @@ def engine_label(oracle: dict[str, object], draft: str) -> str:
     if str(oracle.get("resolved_method")).lower() != "eagle3":
         return "misruns"
     named = resolved.get("draft_model")  # relative to the folder the oracle ran in
+    if not named:
+        return "misruns"  # no draft: SGLang loads the target's own weights as the draft
     where = os.path.dirname(draft)
     if isinstance(named, str) and os.path.realpath(os.path.join(where, named)) != os.path.realpath(
         draft

@@ -202,3 +202,24 @@ def test_vllm_flags_at_a_release_whose_parser_was_not_read(pair: tuple[Path, Pat
     result = report.engines[0]
     assert result.verdict == "unverified"
     assert any("--tp" in reason for reason in result.unverified_reasons)
+
+
+def test_a_word_after_a_switch_is_refused(
+    pair: tuple[Path, Path], sg_pair: tuple[Path, Path]
+) -> None:
+    draft, target = pair
+    spec = {"method": "eagle3", "model": str(draft), "num_speculative_tokens": 3}
+    vllm = draftfit.check(draft, target, V34, serve_args=_vllm(spec, "--enforce-eager true"))
+    assert any("unrecognized arguments: true" in x.message for x in _findings(vllm, "DF559"))
+    fine = draftfit.check(draft, target, V34, serve_args=_vllm(spec, "--enforce-eager"))
+    assert not _findings(fine, "DF559")
+    sg_draft, sg_target = sg_pair
+    sglang = draftfit.check(
+        sg_draft, sg_target, SG, serve_args=_sglang(sg_draft, "--disable-cuda-graph true")
+    )
+    assert any("unrecognized arguments: true" in x.message for x in _findings(sglang, "DF559"))
+    # a flag that takes a value keeps its value
+    sized = draftfit.check(
+        sg_draft, sg_target, SG, serve_args=_sglang(sg_draft, "--mem-fraction-static 0.8")
+    )
+    assert not _findings(sized, "DF559")

@@ -229,19 +229,23 @@ def _launch_flags(b: BaseBuilder, s: ServeSettings) -> None:
 
 
 def _value_after_switch(b: BaseBuilder, s: ServeSettings) -> None:
-    """vLLM: a word after a flag that takes no value (`--enforce-eager true`), once the
-    model was named: the parser has no place for it and refuses the launch."""
+    """vLLM / SGLang: a word after a flag that takes no value (`--enforce-eager true`,
+    `--disable-cuda-graph true`) where the parser has no place for it (vLLM once the model
+    was named; SGLang's launch_server takes no positional word): it refuses the launch."""
     grammar = _grammar(b)
-    if grammar is None or b.p.engine != "vllm" or not s.words:
+    if grammar is None or not s.words:
         return
+    command = ["vllm", "serve"] if b.p.engine == "vllm" else ["-m", "sglang.launch_server"]
     words = list(s.words)
-    starts = [i + 2 for i in range(len(words) - 1) if words[i : i + 2] == ["vllm", "serve"]]
+    starts = [i + 2 for i in range(len(words) - 1) if words[i : i + 2] == command]
     if not starts:
         return
     known = {str(f) for f in grammar["flags"]}  # type: ignore[attr-defined]
     switches = {str(f) for f in grammar.get("no_value") or []}  # type: ignore[attr-defined]
     abbreviations = bool(grammar.get("abbreviations"))
-    model_named = False
+    # vLLM's `serve` takes the model as its one positional word; SGLang's takes none.
+    model_named = b.p.engine != "vllm"
+    prog = "vllm serve" if b.p.engine == "vllm" else "sglang serve"
     index = starts[0]
     while index < len(words):
         word = words[index]
@@ -251,7 +255,8 @@ def _value_after_switch(b: BaseBuilder, s: ServeSettings) -> None:
             continue
         if "=" in word:
             continue
-        meant = _flag_verdict(vllm_flag(word).split(".", 1)[0], known, abbreviations)
+        flag = vllm_flag(word).split(".", 1)[0] if b.p.engine == "vllm" else word
+        meant = _flag_verdict(flag, known, abbreviations)
         if len(meant) != 1:
             return  # an unknown or ambiguous flag is already a finding; stop reading here
         if meant[0] not in switches:
@@ -262,7 +267,7 @@ def _value_after_switch(b: BaseBuilder, s: ServeSettings) -> None:
             b.refuse(
                 rule_ids.SERVE_SETTING_INVALID,
                 f"`{clip(word)}` takes no value, so `{clip(stray)}` after it is an extra "
-                f"argument: {b.p.title}'s argument parser refuses the launch (`vllm serve: "
+                f"argument: {b.p.title}'s argument parser refuses the launch (`{prog}: "
                 f"error: unrecognized arguments: {clip(stray)}`)",
                 _where(s, "/" + clip(word.lstrip("-"))),
                 ("launch_grammar",),
