@@ -223,3 +223,22 @@ def test_a_word_after_a_switch_is_refused(
         sg_draft, sg_target, SG, serve_args=_sglang(sg_draft, "--mem-fraction-static 0.8")
     )
     assert not _findings(sized, "DF559")
+
+
+def test_vllm_config_file_is_part_of_the_launch(
+    pair: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    draft, target = pair
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "serve.yaml").write_text(
+        f"tensor-parallel-size: 1\nspeculative-config:\n  model: {draft}\n"
+        "  method: eagle3\n  num_speculative_tokens: 3\n"
+    )
+    report = draftfit.check(draft, target, V34, serve_args="vllm serve T --config serve.yaml")
+    assert report.serve is not None and report.serve.method == "eagle3"
+    assert report.engines[0].verdict == "compatible"
+    # A --speculative-config on the command line replaces the file's whole one.
+    spec = {"method": "eagle3", "model": str(draft)}
+    line = f"vllm serve T --config serve.yaml --speculative-config '{json.dumps(spec)}'"
+    replaced = draftfit.check(draft, target, V34, serve_args=line)
+    assert any("num_speculative_tokens" in x.message for x in _findings(replaced, "DF559"))

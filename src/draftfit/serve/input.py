@@ -402,6 +402,7 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
         values[env_target.field] = _value(env_target, text_value, f"--serve-args: {name}")
     speculative: Mapping[str, Any] | None = None
     options: tuple[str, str] | None = None  # trtllm-serve --extra_llm_api_options FILE
+    config_file: str | None = None  # vllm serve --config FILE
     index = 0
     while index < len(rest):
         word = rest[index]
@@ -428,6 +429,9 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
                 index += 1
             elif target is not None:
                 raise UsageError(f"--serve-args: {flag} needs a value")
+        if engine == "vllm" and flag == "--config" and value:
+            config_file = value  # engine arguments as YAML, read below
+            continue
         if target is None:
             ignored.append(flag)
             continue
@@ -448,6 +452,8 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
         full_launch=len(rest) < len(words) and engine in ("vllm", "sglang"),
         words=tuple(words_given),
     )
+    if config_file is not None:
+        settings = _with_config_file(settings, config_file, speculative is not None, roots)
     if options is not None:
         what = f"--serve-args: {options[0]} {clip(options[1])}"
         data = _load_file(options[1], what, "the path is read from the current directory", roots)
@@ -456,6 +462,34 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
         return settings
     return _vllm_speculative_config(
         speculative, "--serve-args", "--speculative-config", [], settings
+    )
+
+
+def _with_config_file(
+    settings: ServeSettings, name: str, speculative_given: bool, roots: Sequence[str | Path]
+) -> ServeSettings:
+    """`settings` of a `vllm serve … --config FILE` launch completed by the file's engine
+    arguments (YAML, read as `--serve-config` reads them). The command line wins: vLLM puts
+    the file's arguments before the command line's, so a flag given on both takes the
+    command line's value, and a `--speculative-config` on the command line replaces the
+    file's whole speculative config."""
+    what = f"--serve-args: --config {clip(name)}"
+    data = _load_file(name, what, "the path is read from the current directory", roots)
+    from_file = _vllm_engine_args(data, "--serve-args --config")
+    spec_fields = {t.field for t in SPEC_CONFIG_KEYS.values()}
+    dotted = any(key for key in settings.flags_written if key.startswith("--speculative-config."))
+    merged = {
+        field: value
+        for field, value in from_file.given().items()
+        if getattr(settings, field) is None
+        and not (field in spec_fields and (speculative_given or dotted))
+    }
+    spec_keys = () if speculative_given or dotted else from_file.spec_keys_written
+    return replace(
+        settings,
+        ignored_flags=settings.ignored_flags + from_file.ignored_flags,
+        spec_keys_written=settings.spec_keys_written + spec_keys,
+        **merged,
     )
 
 
