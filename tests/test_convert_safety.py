@@ -71,10 +71,21 @@ def draft(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def big_draft(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A draft with a 256 MiB (sparse) embedding, so writing its output takes a moment."""
+    """A draft with a 256 MiB embedding of real (non-zero) bytes, so writing its output
+    takes a moment even where holes and kernel copies cost nothing."""
     source = f.specforge()
     source.add("embed_tokens.weight", "BF16", (f.VOCAB, 512 * 1024))
-    return source.write(tmp_path_factory.mktemp("big") / "in")
+    folder = source.write(tmp_path_factory.mktemp("big") / "in")
+    shard = folder / "model.safetensors"
+    with shard.open("r+b") as handle:
+        size = int.from_bytes(handle.read(8), "little")
+        header = json.loads(handle.read(size))
+        start, end = header["embed_tokens.weight"]["data_offsets"]
+        handle.seek(8 + size + start)
+        block = b"\x3c\x3c" * (1 << 19)  # 1 MiB of bf16 0.0115
+        for _ in range((end - start) // len(block)):
+            handle.write(block)
+    return folder
 
 
 # ------------------------------------------------------------------ --force
@@ -389,8 +400,9 @@ def test_an_ignored_sighup_stays_ignored(big_draft: Path, tmp_path: Path) -> Non
         proc = _start(big_draft, out, preexec=nohup)
         if _write_seen(proc, out) is not None:
             break
-        proc.communicate(timeout=scaled())
-        assert proc.returncode == 0 and out.exists()
+        _, stderr = proc.communicate(timeout=scaled())
+        # finished (exit 1 only because the check of the output flags the big embedding)
+        assert proc.returncode in (0, 1) and out.exists(), stderr
         shutil.rmtree(out)
     else:
         pytest.fail("every conversion finished before a write was seen")
