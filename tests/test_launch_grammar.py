@@ -108,6 +108,8 @@ def test_vllm_unknown_key_and_flag(pair: tuple[Path, Path]) -> None:
     keys = _findings(report, "DF559")
     assert keys and "num_speculative_tokens" in (keys[0].fix or "")
     assert report.engines[0].verdict == "incompatible"
+    # the refused key is not listed as accepted
+    assert report.serve is not None and report.serve.accepted_flags == ()
 
 
 def test_vllm_without_method_is_what_the_release_resolves(pair: tuple[Path, Path]) -> None:

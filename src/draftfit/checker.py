@@ -231,7 +231,8 @@ def _judged_flags(serve: ServeSettings | None, profiles: list[Profile]) -> Serve
     accepted = tuple(
         flag
         for flag in serve.ignored_flags
-        if flag.startswith("-") and all(accepts_flag(p, flag) for p in releases)
+        # a dotted `--flag.key` names a key of a JSON flag: the key checks judge it
+        if flag.startswith("-") and "." not in flag and all(accepts_flag(p, flag) for p in releases)
     )
     if not accepted:
         return serve
