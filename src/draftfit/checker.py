@@ -28,7 +28,7 @@ from draftfit.engines import build_view
 from draftfit.engines.installed import default_profiles
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import parse_engine_spec
-from draftfit.engines.serving_checks import accepts_flag, launch_grammar
+from draftfit.engines.serving_checks import launch_grammar
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
 from draftfit.report import (
@@ -225,14 +225,18 @@ def _judged_flags(serve: ServeSettings | None, profiles: list[Profile]) -> Serve
     """`serve` with the flags draftfit does not read but the parser of every checked release
     of its engine takes moved to `accepted_flags` (accepted, not judged); the rest stay
     listed as not read (a release whose grammar was not read cannot say)."""
-    releases = [p for p in profiles if serve is not None and p.engine == serve.engine]
-    if serve is None or not releases or not serve.ignored_flags:
+    if serve is None or not serve.ignored_flags:
+        return serve
+    grammars = [launch_grammar(p) for p in profiles if p.engine == serve.engine]
+    if not grammars or None in grammars:
         return serve
     accepted = tuple(
         flag
         for flag in serve.ignored_flags
         # a dotted `--flag.key` names a key of a JSON flag: the key checks judge it
-        if flag.startswith("-") and "." not in flag and all(accepts_flag(p, flag) for p in releases)
+        if flag.startswith("-")
+        and "." not in flag
+        and all(len(g.meaning(flag)) == 1 for g in grammars if g is not None)
     )
     if not accepted:
         return serve

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
@@ -81,7 +82,11 @@ def _method_known(b: BaseBuilder, s: ServeSettings) -> None:
         return
     # vLLM validates the name as written (a Literal of lower-case names: `EAGLE3` is refused,
     # vllm/config/speculative.py:1623-1634@v0.34.0); SGLang's algorithm names take any case.
-    if (named in known) if b.p.engine == "vllm" else (named.strip().lower() in _lower(known)):
+    if (
+        (named in known)
+        if b.p.engine == "vllm"
+        else (named.strip().lower() in {k.lower() for k in known})
+    ):
         return
     flag = "--speculative-algorithm" if b.p.engine == "sglang" else "method"
     close = difflib.get_close_matches(named.lower(), [k.lower() for k in known], n=1)
@@ -97,10 +102,6 @@ def _method_known(b: BaseBuilder, s: ServeSettings) -> None:
         ("eagle3_supported", "eagle_supported") if b.p.engine == "vllm" else ("algorithm_names",),
         fix=f"set `{flag}` to `{use}`",
     )
-
-
-def _lower(names: list[str]) -> set[str]:
-    return {name.lower() for name in names}
 
 
 def _quantization_names(b: BaseBuilder, s: ServeSettings) -> None:
@@ -158,53 +159,50 @@ _FLAG_HINTS: dict[str, dict[str, str]] = {
 }
 
 
-def _grammar(b: BaseBuilder) -> dict[str, object] | None:
-    """The release's command-line grammar from the engine data, None where not read."""
-    return launch_grammar(b.p)
+@dataclass(frozen=True)
+class LaunchGrammar:
+    """A release's command line as its argument parser declares it (the engine data's
+    `launch_grammar`): every option string, those that take no value, and whether a unique
+    prefix of a long flag stands for it."""
+
+    flags: frozenset[str]
+    switches: frozenset[str]
+    abbreviations: bool
+
+    def meaning(self, flag: str) -> list[str]:
+        """The flags `flag` stands for: itself, the one flag it abbreviates, several
+        (ambiguous) or none (unrecognised)."""
+        if flag in self.flags:
+            return [flag]
+        if not self.abbreviations or not flag.startswith("--"):
+            return []
+        return sorted(name for name in self.flags if name.startswith(flag))
 
 
-def launch_grammar(profile: Profile) -> dict[str, object] | None:
-    """`profile`'s command-line grammar from the engine data (`flags`, `no_value`,
-    `abbreviations`), None where the release's parser was not read."""
+def launch_grammar(profile: Profile) -> LaunchGrammar | None:
+    """`profile`'s command-line grammar, None where the release's parser was not read."""
     if "launch_grammar" not in profile.data.facts:
         return None
     value = profile.fact("launch_grammar").value
-    return value if isinstance(value, dict) and value.get("flags") else None
-
-
-def accepts_flag(profile: Profile, flag: str) -> bool | None:
-    """Whether the release's parser takes `flag` (as written, or as the one flag it
-    abbreviates); None where its grammar was not read."""
-    grammar = launch_grammar(profile)
-    if grammar is None:
+    if not isinstance(value, dict) or not value.get("flags"):
         return None
-    known = {str(f) for f in grammar["flags"]}  # type: ignore[attr-defined]
-    base = flag.split(".", 1)[0]
-    return len(_flag_verdict(base, known, bool(grammar.get("abbreviations")))) == 1
-
-
-def _flag_verdict(flag: str, known: set[str], abbreviations: bool) -> list[str]:
-    """The flags `flag` stands for in a parser that declares `known`: itself, the one flag
-    it abbreviates, several (ambiguous) or none (unrecognised)."""
-    if flag in known:
-        return [flag]
-    if not abbreviations or not flag.startswith("--"):
-        return []
-    return sorted(name for name in known if name.startswith(flag))
+    return LaunchGrammar(
+        frozenset(str(f) for f in value["flags"]),
+        frozenset(str(f) for f in value.get("no_value") or ()),
+        bool(value.get("abbreviations")),
+    )
 
 
 def _launch_flags(b: BaseBuilder, s: ServeSettings) -> None:
     """A flag the release's argument parser does not take (unknown, or an abbreviation two
     of its flags share): the parser prints an error and the server does not start."""
-    grammar = _grammar(b)
+    grammar = launch_grammar(b.p)
     if grammar is None or not s.flags_written:
         return
-    known = {str(f) for f in grammar["flags"]}  # type: ignore[attr-defined]
-    abbreviations = bool(grammar.get("abbreviations"))
     prog = "vllm serve" if b.p.engine == "vllm" else "sglang serve"
     for flag in dict.fromkeys(s.flags_written):
         base = flag.split(".", 1)[0] if b.p.engine == "vllm" else flag
-        meant = _flag_verdict(base, known, abbreviations)
+        meant = grammar.meaning(base)
         if len(meant) == 1:
             continue
         if meant:
@@ -215,7 +213,7 @@ def _launch_flags(b: BaseBuilder, s: ServeSettings) -> None:
             printed = f"{prog}: error: unrecognized arguments: {base}"
             hint = _FLAG_HINTS.get(b.p.engine, {}).get(base)
             if hint is None:
-                close = difflib.get_close_matches(base, sorted(known), n=2, cutoff=0.75)
+                close = difflib.get_close_matches(base, sorted(grammar.flags), n=2, cutoff=0.75)
                 hint = " / ".join(f"`{c}`" for c in close) or None
             fix = f"did you mean {hint}?" if hint else f"leave {base} out"
         b.refuse(
@@ -232,7 +230,7 @@ def _value_after_switch(b: BaseBuilder, s: ServeSettings) -> None:
     """vLLM / SGLang: a word after a flag that takes no value (`--enforce-eager true`,
     `--disable-cuda-graph true`) where the parser has no place for it (vLLM once the model
     was named; SGLang's launch_server takes no positional word): it refuses the launch."""
-    grammar = _grammar(b)
+    grammar = launch_grammar(b.p)
     if grammar is None or not s.words:
         return
     command = ["vllm", "serve"] if b.p.engine == "vllm" else ["-m", "sglang.launch_server"]
@@ -240,9 +238,6 @@ def _value_after_switch(b: BaseBuilder, s: ServeSettings) -> None:
     starts = [i + 2 for i in range(len(words) - 1) if words[i : i + 2] == command]
     if not starts:
         return
-    known = {str(f) for f in grammar["flags"]}  # type: ignore[attr-defined]
-    switches = {str(f) for f in grammar.get("no_value") or []}  # type: ignore[attr-defined]
-    abbreviations = bool(grammar.get("abbreviations"))
     # vLLM's `serve` takes the model as its one positional word; SGLang's takes none.
     model_named = b.p.engine != "vllm"
     prog = "vllm serve" if b.p.engine == "vllm" else "sglang serve"
@@ -256,10 +251,10 @@ def _value_after_switch(b: BaseBuilder, s: ServeSettings) -> None:
         if "=" in word:
             continue
         flag = vllm_flag(word).split(".", 1)[0] if b.p.engine == "vllm" else word
-        meant = _flag_verdict(flag, known, abbreviations)
+        meant = grammar.meaning(flag)
         if len(meant) != 1:
             return  # an unknown or ambiguous flag is already a finding; stop reading here
-        if meant[0] not in switches:
+        if meant[0] not in grammar.switches:
             index += 1  # its value
             continue
         if index < len(words) and not words[index].startswith("-") and model_named:
