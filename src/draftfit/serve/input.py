@@ -476,15 +476,15 @@ def _with_config_file(
     what = f"--serve-args: --config {clip(name)}"
     data = _load_file(name, what, "the path is read from the current directory", roots)
     from_file = _vllm_engine_args(data, "--serve-args --config")
-    spec_fields = {t.field for t in SPEC_CONFIG_KEYS.values()}
-    dotted = any(key for key in settings.flags_written if key.startswith("--speculative-config."))
+    replaced = speculative_given or any(
+        flag.startswith("--speculative-config.") for flag in settings.flags_written
+    )
     merged = {
         field: value
         for field, value in from_file.given().items()
-        if getattr(settings, field) is None
-        and not (field in spec_fields and (speculative_given or dotted))
+        if getattr(settings, field) is None and not (replaced and field in SPEC_CONFIG_FIELDS)
     }
-    spec_keys = () if speculative_given or dotted else from_file.spec_keys_written
+    spec_keys = () if replaced else from_file.spec_keys_written
     return replace(
         settings,
         ignored_flags=settings.ignored_flags + from_file.ignored_flags,
