@@ -3,7 +3,7 @@
 A refactor that should not change what draftfit says can be checked by recording a snapshot
 before and after and comparing the two:
 
-    cd <checkout> && PYTHONPATH=src python dev/snapshot_outputs.py record OUT_DIR
+    cd <checkout> && PYTHONPATH=src python dev/snapshot_outputs.py record OUT_DIR [--format text]
     PYTHONPATH=src python dev/snapshot_outputs.py compare DIR_A DIR_B [--allow-added-fields]
     # or, equivalently, the flag form:
     PYTHONPATH=src python dev/snapshot_outputs.py --compare DIR_A DIR_B [--allow-added-fields]
@@ -97,13 +97,14 @@ def _commands(
     engines: tuple[str, ...],
     method: str | None,
     serve_args: str | None = None,
+    output_format: str = "json",
 ) -> Iterator[tuple[str, list[str]]]:
     tgt = ["--target", str(target)] if target is not None else []
     if serve_args is not None:  # the launch's settings travel with the target
         tgt += ["--serve-args", serve_args]
     eng = [a for e in engines for a in ("--engine", e)]
     meth = ["--method", method] if method else []
-    fmt = ["--format", "json"]
+    fmt = ["--format", output_format]
     d = str(draft)
     yield "check", ["check", d, *tgt, *eng, *meth, *fmt]
     yield "check-default", ["check", d, *tgt, *meth, *fmt]
@@ -123,18 +124,21 @@ def _write(path: Path, record: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-def _record_demo(out_dir: Path) -> None:
+def _record_demo(out_dir: Path, output_format: str) -> None:
     from draftfit.commands.demo import DEMO_ENGINES, build_demo
 
     with tempfile.TemporaryDirectory(prefix="snapshot-") as tmp:
-        rec = _record(["demo", "--format", "json"], tempfile.gettempdir())
+        rec = _record(["demo", "--format", output_format], tempfile.gettempdir())
         _write(out_dir / "demo" / "demo.json", rec)
         paths = build_demo(Path(tmp))
-        for name, argv in _commands(paths.draft, paths.target, paths.reference, DEMO_ENGINES, None):
+        commands = _commands(
+            paths.draft, paths.target, paths.reference, DEMO_ENGINES, None, None, output_format
+        )
+        for name, argv in commands:
             _write(out_dir / "demo-checkpoints" / f"{name}.json", _record(argv, tmp))
 
 
-def _record_case(index: int, out_dir: str) -> str:
+def _record_case(index: int, out_dir: str, output_format: str) -> str:
     sys.path.insert(0, str(ROOT))
     from tests import factory
     from tests.cases import CASES
@@ -145,14 +149,17 @@ def _record_case(index: int, out_dir: str) -> str:
         (root / "case").mkdir()
         draft, target = case.build(root / "case")
         reference = factory.specforge().write(root / "reference")
-        commands = _commands(draft, target, reference, case.engines, case.method, case.serve_args)
+        commands = _commands(
+            draft, target, reference, case.engines, case.method, case.serve_args, output_format
+        )
         for name, argv in commands:
             _write(Path(out_dir) / case.id / f"{name}.json", _record(argv, tmp))
     return case.id
 
 
-def record(out_dir: Path) -> int:
-    """Write every snapshot file into out_dir; returns the exit status."""
+def record(out_dir: Path, output_format: str = "json") -> int:
+    """Write every snapshot file into out_dir, each command's output in `output_format`;
+    returns the exit status."""
     os.environ["NO_COLOR"] = "1"
     os.environ.pop("DRAFTFIT_DEBUG", None)
     sys.path.insert(0, str(ROOT))
@@ -163,9 +170,12 @@ def record(out_dir: Path) -> int:
         print("snapshot: case ids are not unique", file=sys.stderr)
         return 2
     out_dir.mkdir(parents=True, exist_ok=True)
-    _record_demo(out_dir)
+    _record_demo(out_dir, output_format)
+    count = len(CASES)
     with ProcessPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2))) as pool:
-        for _ in pool.map(_record_case, range(len(CASES)), [str(out_dir)] * len(CASES)):
+        for _ in pool.map(
+            _record_case, range(count), [str(out_dir)] * count, [output_format] * count
+        ):
             pass
     print(f"recorded {len(CASES) + 2} cases into {out_dir}")
     return 0
@@ -231,13 +241,20 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="mode", required=True)
     rec = sub.add_parser("record", help="record every snapshot into OUT_DIR")
     rec.add_argument("out_dir", type=Path)
+    rec.add_argument(
+        "--format",
+        dest="output_format",
+        choices=("json", "text"),
+        default="json",
+        help="the output format every command is recorded in (default json)",
+    )
     cmp_ = sub.add_parser("compare", help="print differences between two snapshot folders")
     cmp_.add_argument("dir_a", type=Path)
     cmp_.add_argument("dir_b", type=Path)
     cmp_.add_argument("--allow-added-fields", action="store_true")
     ns = parser.parse_args(args)
     if ns.mode == "record":
-        return record(ns.out_dir)
+        return record(ns.out_dir, ns.output_format)
     return compare(ns.dir_a, ns.dir_b, ns.allow_added_fields)
 
 

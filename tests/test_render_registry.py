@@ -246,7 +246,8 @@ def test_a_check_loads_only_the_renderer_of_its_format(tmp_path: Path) -> None:
     assert "draftfit.render.json" in as_json and "draftfit.checker" in as_json
     assert not heavy & as_json
     as_text = _modules_loaded_by(["check", str(draft)])
-    assert "rich.console" in as_text
+    # plain text (not a terminal): the lines are written without rich
+    assert "draftfit.render.text" in as_text and "rich.console" not in as_text
     assert not {"xml.etree.ElementTree", "draftfit.conversion"} & as_text
     as_junit = _modules_loaded_by(["check", str(draft), "--format", "junit"])
     assert "xml.etree.ElementTree" in as_junit

@@ -18,6 +18,7 @@ from rich.console import Console, ConsoleRenderable, RenderHook
 from rich.text import Text
 
 from draftfit.escape import UNSAFE_CHARACTERS, escape_controls, guard_line_starts
+from draftfit.render.lines import strip_line_ends
 
 
 def _safe_text(text: Text) -> Text:
@@ -88,12 +89,6 @@ def render_to_string(draw: Callable[[Console], None], color: bool = False) -> st
     # Table cells are padded to their column's width; the padding at a line's end is noise
     # in a pipe (`grep`, `diff`), so it goes. No line may read as a workflow command.
     return guard_line_starts(strip_line_ends(escape_controls(buffer.getvalue())))
-
-
-def strip_line_ends(text: str) -> str:
-    """`text` without the blanks at the end of each line, in time linear in its length
-    (a regex anchored at line ends rescans each run of blanks from every position in it)."""
-    return "\n".join(line.rstrip(" \t") for line in text.split("\n"))
 
 
 __all__ = ["escape_controls", "make_console", "render_to_string"]

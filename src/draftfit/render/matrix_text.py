@@ -9,6 +9,7 @@ from rich.text import Text
 from draftfit.commands.release_matrix import Matrix
 from draftfit.escape import escape_field
 from draftfit.render.console import render_to_string
+from draftfit.render.lines import RichPrinter
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import VERDICT_STYLE, print_recipe, unverified_line
 from draftfit.report import UNVERIFIED
@@ -44,7 +45,7 @@ def render_matrix(matrix: Matrix, options: RenderOptions = PLAIN, recipes: bool 
             for row in (r for r in matrix.rows if r.recipe is not None):
                 assert row.recipe is not None
                 console.print(Text(f"\n{row.title} {row.range}: how to serve", style="bold"))
-                print_recipe(console, row.recipe)
+                print_recipe(RichPrinter(console), row.recipe)
         for note in matrix.notes:
             console.print(Text(escape_field(note), style="dim"))
 

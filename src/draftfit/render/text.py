@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.text import Text
-
 from draftfit.engines.interface import Recipe
 from draftfit.escape import escape_field
-from draftfit.render.console import render_to_string
+from draftfit.render.lines import LinePrinter, Styled, render_lines
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.suppressed import settings_summary, suppressed_summary
 from draftfit.report import (
@@ -47,16 +44,16 @@ def unverified_line(reasons: list[str], unchecked: list[str]) -> str:
     return f"{text}: {', '.join(unchecked)} not checked" if unchecked else text
 
 
-def print_recipe(console: Console, recipe: Recipe) -> None:
+def print_recipe(console: LinePrinter, recipe: Recipe) -> None:
     """A recipe's steps, command and notes, each line printed whole: rich never wraps them at
     the terminal's width, so a copy from the terminal pastes as it runs (a command's lines
     already end in ` \\`). Each line is escaped on its own (a value cannot add lines)."""
     for step in recipe.steps:
-        console.print(Text("  " + escape_field(step)), soft_wrap=True)
+        console.print(Styled("  " + escape_field(step)), soft_wrap=True)
     for command_line in recipe.command.splitlines():
-        console.print(Text("  " + escape_field(command_line)), soft_wrap=True)
+        console.print(Styled("  " + escape_field(command_line)), soft_wrap=True)
     for note in recipe.notes:
-        console.print(Text("  # " + escape_field(note), style="dim"), soft_wrap=True)
+        console.print(Styled("  # " + escape_field(note), style="dim"), soft_wrap=True)
 
 
 def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
@@ -65,8 +62,8 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
     Every value from the checkpoint, the target, a path or a setting is escaped on its own
     (:func:`escape_field`): a newline in a name cannot start a line of its own."""
 
-    def draw(console: Console) -> None:
-        header = Text()
+    def draw(console: LinePrinter) -> None:
+        header = Styled()
         header.append("Draft   ", style="bold")
         header.append(escape_field(report.draft))
         if report.origin is not None:
@@ -80,7 +77,7 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
         console.print(header)
         if report.target:
             facts = report.target_facts or TargetFacts(None, None, None, None, None, None)
-            line = Text()
+            line = Styled()
             line.append("Target  ", style="bold")
             line.append(escape_field(report.target))
             line.append(
@@ -94,13 +91,13 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             console.print(line)
         else:
             console.print(
-                Text("Target  none given (checks that need one are skipped)", style="dim")
+                Styled("Target  none given (checks that need one are skipped)", style="dim")
             )
         if report.serve is not None:
-            console.print(Text("Serve   " + escape_field(report.serve.summary())))
+            console.print(Styled("Serve   " + escape_field(report.serve.summary())))
         for result in report.engines:
             if result.chosen_because is not None:
-                console.print(Text("Engine  " + escape_field(result.chosen_because), style="dim"))
+                console.print(Styled("Engine  " + escape_field(result.chosen_because), style="dim"))
         console.print()
 
         counting = [f for f in report.findings if f.counts]
@@ -110,37 +107,37 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
         )
         many_engines = len(report.engines) > 1
         for family in families:
-            console.print(Text(FAMILY_TITLES.get(family, family), style="bold underline"))
+            console.print(Styled(FAMILY_TITLES.get(family, family), style="bold underline"))
             for finding in (f for f in counting if f.family == family):
-                line = Text("  ")
+                line = Styled("  ")
                 line.append(f"{finding.severity!s:<7}", style=SEVERITY_STYLE[finding.severity])
                 line.append(f" {finding.code} ", style="bold")
                 line.append(escape_field(finding.name), style="dim")
                 if many_engines and finding.engines and len(finding.engines) < len(report.engines):
                     line.append("  [" + ", ".join(finding.engines) + "]", style="dim")
                 console.print(line)
-                console.print(Text("    " + escape_field(finding.message)))
+                console.print(Styled("    " + escape_field(finding.message)))
                 if finding.consequence_text and finding.severity >= Severity.WARNING:
-                    console.print(Text("    consequence: " + finding.consequence_text))
+                    console.print(Styled("    consequence: " + finding.consequence_text))
                 location = str(finding.location)
                 if location:
-                    console.print(Text("    --> " + escape_field(location), style="blue"))
+                    console.print(Styled("    --> " + escape_field(location), style="blue"))
                 for source in finding.sources[:2]:
-                    console.print(Text("    source: " + escape_field(source), style="dim"))
+                    console.print(Styled("    source: " + escape_field(source), style="dim"))
                 if finding.fix:
-                    console.print(Text("    fix: " + escape_field(finding.fix), style="green"))
+                    console.print(Styled("    fix: " + escape_field(finding.fix), style="green"))
             console.print()
 
         without_target = [s for s in report.skipped_rules if s.reason != SERVE_SKIP_REASON]
         without_serve = [s for s in report.skipped_rules if s.reason == SERVE_SKIP_REASON]
         if without_target:
             names = ", ".join(f"{s.code} {s.name}" for s in without_target)
-            console.print(Text(f"Skipped without --target: {names}", style="dim"))
+            console.print(Styled(f"Skipped without --target: {names}", style="dim"))
             console.print()
         if without_serve:
             names = ", ".join(f"{s.code} {s.name}" for s in without_serve)
             console.print(
-                Text(
+                Styled(
                     f"Skipped without serving settings ({SETTINGS_FLAGS}; verdicts are for a "
                     f"default launch): {names}",
                     style="dim",
@@ -149,15 +146,15 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             console.print()
         settings_line = settings_summary(report.settings_file, report.findings)
         if settings_line:
-            console.print(Text(settings_line, style="dim"))
+            console.print(Styled(settings_line, style="dim"))
         suppressed_line = suppressed_summary(report.findings)
         if suppressed_line:
-            console.print(Text(suppressed_line, style="dim"))
+            console.print(Styled(suppressed_line, style="dim"))
             console.print()
 
         for result in report.engines:
             counts = result.counts
-            line = Text()
+            line = Styled()
             line.append(f"{result.title}: ", style="bold")
             line.append(result.verdict, style=VERDICT_STYLE.get(result.verdict, "bold red"))
             if result.verdict == DRAFTS_GARBAGE:
@@ -181,16 +178,16 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             console.print(line)
             basis = basis_line(result.basis)
             if basis:
-                console.print(Text(basis, style="dim"))
+                console.print(Styled(basis, style="dim"))
         titles = {(r.engine, r.version): r.title for r in report.engines}
         for recipe in report.recipes or []:
             title = titles.get(
                 (recipe.engine, recipe.version), recipe.engine + " " + recipe.version
             )
-            console.print(Text(f"\nHow to serve with {title}", style="bold"))
+            console.print(Styled(f"\nHow to serve with {title}", style="bold"))
             print_recipe(console, recipe)
 
-    return render_to_string(draw, options.color)
+    return render_lines(draw, options.color)
 
 
 def basis_line(basis: dict[str, Any] | None) -> str | None:
