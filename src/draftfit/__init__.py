@@ -12,17 +12,11 @@ engine-neutral form, and checks it against versioned engine knowledge. From a sc
 
 (see :mod:`draftfit.api`). The command line (`draftfit`) is a shell over the same calls.
 The library never prints: progress and notices go to the `draftfit` logger (the command
-line prints them on stderr).
+line prints them on stderr; :mod:`draftfit.output.notices`).
 """
-
-import logging
 
 from draftfit.api import check, convert, diff, matrix
 from draftfit.version import __version__
-
-# A library adds no handler of its own: nothing reaches stderr unless the application
-# configures logging (Python's last-resort handler would print warnings otherwise).
-logging.getLogger("draftfit").addHandler(logging.NullHandler())
 
 __all__ = ["__version__", "check", "convert", "diff", "matrix"]
 

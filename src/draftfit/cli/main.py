@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import logging
 import os
 import signal
 import sys
@@ -32,6 +31,7 @@ from draftfit.cli.reports import (
 from draftfit.errors import DraftfitError, Interrupted
 from draftfit.escape import escape_field
 from draftfit.fail_on import CHOICES as FAIL_ON_CHOICES
+from draftfit.output.notices import notices_to
 from draftfit.output.progress import terminal_bars
 from draftfit.render import kinds
 from draftfit.render.kinds import Kind, formats_for
@@ -369,28 +369,14 @@ def describe_os_error(exc: OSError) -> str:
     return f"{line} ({hint})" if hint else line
 
 
-@contextlib.contextmanager
-def _notices_on_stderr() -> Iterator[None]:
-    """While a command runs, the library's progress and notices (the `draftfit` logger)
-    are printed on stderr as `draftfit: MESSAGE` lines, escaped like every other line."""
-    logger = logging.getLogger("draftfit")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_NoticeFormatter())
-    previous = (logger.level, logger.propagate)
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(previous[0])
-        logger.propagate = previous[1]
+def _notices_on_stderr() -> contextlib.AbstractContextManager[None]:
+    """While a command runs, the library's progress and notices are printed on stderr as
+    `draftfit: MESSAGE` lines, escaped like every other line."""
 
+    def print_notice(message: str) -> None:
+        print(f"draftfit: {escape_field(message)}", file=sys.stderr, flush=True)
 
-class _NoticeFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        return f"draftfit: {escape_field(record.getMessage())}"
+    return notices_to(print_notice)
 
 
 @contextlib.contextmanager

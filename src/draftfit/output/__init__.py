@@ -1,8 +1,12 @@
 """Writing what draftfit produces: `guard` (refuse output paths that would destroy
-something), `atomic_write` (write, then rename), `json_lines` (a JSON pointer's line) and
-`progress` (the progress bar, on a terminal only).
+something), `atomic_write` (write, then rename), `json_lines` (a JSON pointer's line),
+`progress` (the progress bar, on a terminal only) and `notices` (the library's notices: to
+the command line's stderr, else the `draftfit` logger).
 
 `LAYERS` lists the modules lowest first (see :mod:`draftfit`).
 """
 
-LAYERS: tuple[tuple[str, ...], ...] = (("guard", "json_lines", "progress"), ("atomic_write",))
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("guard", "json_lines", "progress", "notices"),
+    ("atomic_write",),
+)

@@ -18,7 +18,6 @@ instead of the Hub) go to the `draftfit` logger, which the CLI prints on stderr.
 from __future__ import annotations
 
 import errno
-import logging
 import math
 import os
 import re
@@ -37,6 +36,7 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.target import Target, load_target
 from draftfit.draft.target_rotation import DESCRIPTION_FILE, RotationCheck, check_rotation
 from draftfit.errors import HubAccessError, UsageError
+from draftfit.output.notices import notice
 
 PREFIX = "hf://"
 HEADER_PREFETCH = 16_384  # one request covers a draft header; big ones take two
@@ -47,7 +47,6 @@ DEFAULT_TIMEOUT = 10.0
 DEFAULT_DEADLINE = 60.0
 MAX_SECONDS = 86_400.0
 
-log = logging.getLogger("draftfit")
 T = TypeVar("T")
 
 
@@ -486,7 +485,7 @@ def shorten_at_word(text: str, limit: int) -> str:
 
 def _say(message: str) -> None:
     """A notice the user should see (the CLI prints it on stderr; the API only logs it)."""
-    log.warning(message)
+    notice(message, warning=True)
 
 
 @contextmanager
@@ -514,7 +513,7 @@ def _progress(message: str, delay: float = 0.5) -> Iterator[None]:
     def announce() -> None:
         if not done.wait(delay):
             shown.set()
-            log.info("%s ...", message)
+            notice(f"{message} ...")
 
     _quiet_hf_progress_bars()
     started = time.monotonic()
@@ -526,7 +525,7 @@ def _progress(message: str, delay: float = 0.5) -> Iterator[None]:
         done.set()
         thread.join()
     if shown.is_set():
-        log.info("done in %.1f s", time.monotonic() - started)
+        notice(f"done in {time.monotonic() - started:.1f} s")
 
 
 def _quiet_hf_progress_bars() -> None:
