@@ -110,6 +110,8 @@ class DiffResult(VersionVerdict):
 
 @dataclass
 class DiffReport:
+    """What differs between a draft and a known-good reference, as the engine sees both."""
+
     draft: str
     reference: str
     dialects: tuple[str, str]
@@ -172,6 +174,9 @@ def set_verdicts(findings: list[Finding], results: list[DiffResult]) -> None:
 
 @dataclass
 class _Side:
+    """One side of a comparison: the checkpoint, its description, the engine's view and
+    its check."""
+
     checkpoint: Checkpoint
     spec: DraftSpec
     view: EngineView

@@ -27,6 +27,8 @@ DEMO_ENGINES = ("vllm==0.17.0", "sglang==0.5.23", "vllm==0.34.0")
 
 @dataclass(frozen=True)
 class DemoPaths:
+    """Where the demo wrote its three checkpoints."""
+
     draft: Path
     reference: Path
     target: Path

@@ -76,6 +76,8 @@ class MatrixRow:
 
 @dataclass
 class Matrix:
+    """The verdict of every read release of the engines, grouped into version ranges."""
+
     draft: str
     target: str | None
     rows: list[MatrixRow]

@@ -125,6 +125,8 @@ class Dialect:
 
 @dataclass
 class _Evidence:
+    """The observations that identified a dialect, in the order they were made."""
+
     items: list[str] = field(default_factory=list)
 
     def add(self, text: str) -> None:

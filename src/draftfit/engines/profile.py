@@ -66,6 +66,9 @@ APPROXIMATE_CONFIDENCE = frozenset({"inferred", "assumed", "reported", "unpinned
 
 @dataclass(frozen=True)
 class Entry:
+    """One versioned value of a fact: what holds from `since` (inclusive) to `until`
+    (exclusive), where it was read and how sure it is."""
+
     value: Any
     since: Version | None
     until: Version | None
@@ -89,6 +92,9 @@ class Entry:
 
 @dataclass(frozen=True)
 class FactData:
+    """A fact of an engine's data: its key, what it says, and its versioned entries
+    (`ranged`: one value per version range; `set`: members, each with its range)."""
+
     key: str
     doc: str
     kind: str  # "ranged" or "set"

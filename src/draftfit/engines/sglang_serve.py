@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from draftfit.engines.builder import draft_window
 from draftfit.engines.interface import ConventionChoice, Engine, Recipe, Served, ServeRequest
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import (
@@ -129,6 +128,8 @@ class SGLangEngine(Engine):
                 "aux layers instead of the draft's (slower, but drafts correctly); "
                 f"{self.title} >= {fixed_in} needs no such flag"
             )
+        from draftfit.engines.builder import draft_window  # the builder loads with a check
+
         window = draft_window(spec.config)
         architectures = spec.get("architectures")
         mla = isinstance(architectures, list) and MLA_DRAFT in architectures

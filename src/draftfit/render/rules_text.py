@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from draftfit.commands.explain import TEXT_ITEMS_LIMIT, RuleList, rule_data
 from draftfit.docs_links import rule_doc_url
-from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.rules.base import Rule
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 
 def render_rule_list(rules: RuleList, options: RenderOptions = PLAIN) -> str:
+    """The rules as a table (rich lays it out; `draftfit rule CODE` needs no rich)."""
+    from rich.table import Table
+
+    from draftfit.render.console import render_to_string
+
     def draw(console: Console) -> None:
         table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
         table.add_column("code")
