@@ -325,7 +325,10 @@ def test_text_report_shows_settings_and_skips(tmp_path: Path) -> None:
     )
     out = json.loads(done.stdout)
     serve = out["serve"] if "serve" in out else out["reports"][0]["serve"]
-    assert serve["engine"] == "sglang" and serve["ignored_flags"] == ["--foo"]
+    # SGLang 0.5.23's parser refuses `--foo`: listed as refused (and a DF559), not as unread
+    assert serve["engine"] == "sglang" and serve["refused_flags"] == ["--foo"]
+    assert serve["ignored_flags"] == []
+    assert any(f["code"] == "DF559" and "--foo" in f["message"] for f in out["findings"])
 
 
 def _pp(pp: int) -> str:

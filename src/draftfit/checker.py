@@ -222,28 +222,27 @@ def _unjudged_flags(serve: ServeSettings | None, profile: Profile | None) -> lis
 
 
 def _judged_flags(serve: ServeSettings | None, profiles: list[Profile]) -> ServeSettings | None:
-    """`serve` with the flags draftfit does not read but the parser of every checked release
-    of its engine takes moved to `accepted_flags` (accepted, not judged); the rest stay
-    listed as not read (a release whose grammar was not read cannot say)."""
+    """`serve` with the flags draftfit does not read sorted by what the parsers of the
+    checked releases of its engine make of them: taken by every one (`accepted_flags`:
+    accepted, not judged), or refused by some (`refused_flags`: a DF559 finding each); the
+    rest stay listed as not read (a release whose grammar was not read cannot say)."""
     if serve is None or not serve.ignored_flags:
         return serve
     grammars = [launch_grammar(p) for p in profiles if p.engine == serve.engine]
-    if not grammars or None in grammars:
+    read = [g for g in grammars if g is not None]
+    if not read:
         return serve
-    accepted = tuple(
-        flag
-        for flag in serve.ignored_flags
-        # a dotted `--flag.key` names a key of a JSON flag: the key checks judge it
-        if flag.startswith("-")
-        and "." not in flag
-        and all(len(g.meaning(flag)) == 1 for g in grammars if g is not None)
-    )
-    if not accepted:
+    # a dotted `--flag.key` names a key of a JSON flag: the key checks judge it
+    judged = [f for f in serve.ignored_flags if f.startswith("-") and "." not in f]
+    refused = tuple(f for f in judged if any(len(g.meaning(f)) != 1 for g in read))
+    accepted = tuple(f for f in judged if f not in refused and len(read) == len(grammars))
+    if not accepted and not refused:
         return serve
     return replace(
         serve,
         accepted_flags=serve.accepted_flags + accepted,
-        ignored_flags=tuple(f for f in serve.ignored_flags if f not in accepted),
+        refused_flags=serve.refused_flags + refused,
+        ignored_flags=tuple(f for f in serve.ignored_flags if f not in accepted + refused),
     )
 
 

@@ -70,6 +70,9 @@ class ServeSettings:
         accepted_flags: the flags of `ignored_flags` that the parser of every checked
             release of the engine takes (its grammar was read): accepted, not judged. The
             checker moves them here; a flag a release refuses is a finding instead.
+        refused_flags: the flags of `ignored_flags` that the parser of some checked release
+            of the engine refuses (unknown, or an abbreviation of more than one flag): each
+            is a DF559 finding for that release. The checker moves them here.
         flags_written: every flag of a `--serve-args` launch as its engine's parser sees it
             (vLLM: underscores as dashes; no value), in the order given, so that each
             release's own flag list can judge them (unknown, ambiguous abbreviations).
@@ -111,6 +114,7 @@ class ServeSettings:
     draft_path_key: str | None = None
     ignored_flags: tuple[str, ...] = ()
     accepted_flags: tuple[str, ...] = ()
+    refused_flags: tuple[str, ...] = ()
     flags_written: tuple[str, ...] = ()
     spec_keys_written: tuple[str, ...] = ()
     full_launch: bool = False
@@ -136,6 +140,7 @@ class ServeSettings:
         }
         out["ignored_flags"] = list(self.ignored_flags)
         out["accepted_flags"] = list(self.accepted_flags)
+        out["refused_flags"] = list(self.refused_flags)
         if self.layers_to_capture is not None:
             out["layers_to_capture"] = list(self.layers_to_capture)
         return out
@@ -146,6 +151,8 @@ class ServeSettings:
         line = f"{self.engine} ({self.given_by}): {given or 'nothing draftfit reads'}"
         if self.accepted_flags:
             line += f"; accepted, not judged: {', '.join(self.accepted_flags)}"
+        if self.refused_flags:
+            line += f"; refused by the engine's parser (DF559): {', '.join(self.refused_flags)}"
         if self.ignored_flags:
             line += f"; not read: {', '.join(self.ignored_flags)}"
         return line
@@ -182,6 +189,7 @@ _NOT_SETTINGS = frozenset(
         "given_by",
         "ignored_flags",
         "accepted_flags",
+        "refused_flags",
         "flags_written",
         "spec_keys_written",
         "full_launch",
