@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import draftfit
 from draftfit.checker import check_path
 from draftfit.cli.main import main
 from draftfit.engines.profile import parse_engine_data
@@ -30,12 +31,14 @@ from draftfit.report import (
 )
 from draftfit.rule_ids import ALL_RULE_IDS, Consequence, Severity
 from draftfit.rules import RULES
+from tests import factory as f
 from tests.cases import CASES, Case
 
 ERRORS = {
     Consequence.REFUSES_TO_START,
     Consequence.FAILS_AT_FIRST_REQUEST,
     Consequence.DRAFTS_GARBAGE,
+    Consequence.DRAFT_NOT_SERVED,
 }
 
 
@@ -89,6 +92,7 @@ def test_consequence_words_are_a_small_fixed_vocabulary() -> None:
         "refuses-to-start",
         "fails-at-first-request",
         "drafts-garbage",
+        "draft-not-served",
         "degrades",
         "slower",
         "cosmetic",
@@ -239,3 +243,24 @@ def test_rule_command_shows_the_consequence(capsys: pytest.CaptureFixture) -> No
     assert main(["rule", "DF208", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["consequence"] == "drafts-garbage" and data["severity"] == "error"
+
+
+@pytest.mark.parametrize(
+    ("engine", "launch"),
+    [
+        ("vllm==0.34.0", "vllm serve meta-llama/Llama-3.1-8B-Instruct -tp 2"),
+        ("sglang==0.5.23", "python -m sglang.launch_server --model-path M --tp 2"),
+    ],
+)
+def test_a_launch_that_serves_no_draft_says_so_and_fails_the_gate(
+    tmp_path: Path, engine: str, launch: str
+) -> None:
+    """No speculative config (vLLM) or algorithm (SGLang): the engine starts and serves the
+    target alone. That is not a refusal to start; it is a launch that does not serve the
+    checked draft, and the verdict is not `compatible`."""
+    draft = f.specforge().write(tmp_path / "draft")
+    report = draftfit.check(draft, engines=[engine], serve_args=launch)
+    (finding,) = [x for x in report.findings if x.code == "DF559"]
+    assert finding.consequence is Consequence.DRAFT_NOT_SERVED
+    assert "not what runs" in finding.message
+    assert report.engines[0].verdict == "incompatible"

@@ -46,6 +46,8 @@ class Consequence(enum.Enum):
     REFUSES_TO_START = "refuses-to-start"
     FAILS_AT_FIRST_REQUEST = "fails-at-first-request"
     DRAFTS_GARBAGE = "drafts-garbage"
+    # the launch serves no draft, or another one: the checked draft is not what runs
+    DRAFT_NOT_SERVED = "draft-not-served"
     DEGRADES = "degrades"  # under a condition the rule names
     SLOWER = "slower"  # slower or wasted memory only; drafts are unaffected
     COSMETIC = "cosmetic"  # cosmetic or provenance: serving is unaffected
@@ -67,8 +69,13 @@ class Consequence(enum.Enum):
 
     @property
     def runs(self) -> bool:
-        """Whether the engine starts and serves at all (the draft may still be wrong)."""
-        return self not in (Consequence.REFUSES_TO_START, Consequence.FAILS_AT_FIRST_REQUEST)
+        """Whether the engine starts and serves the checked draft at all (the draft may
+        still be wrong)."""
+        return self not in (
+            Consequence.REFUSES_TO_START,
+            Consequence.FAILS_AT_FIRST_REQUEST,
+            Consequence.DRAFT_NOT_SERVED,
+        )
 
     def describe(self, condition: str | None = None) -> str:
         """The consequence as a user reads it, e.g. "loads, but drafts garbage: acceptance
@@ -83,12 +90,15 @@ _ERRORS = frozenset(
         Consequence.REFUSES_TO_START,
         Consequence.FAILS_AT_FIRST_REQUEST,
         Consequence.DRAFTS_GARBAGE,
+        Consequence.DRAFT_NOT_SERVED,
     }
 )
 _TEXT = {
     Consequence.REFUSES_TO_START: "the engine refuses to start",
     Consequence.FAILS_AT_FIRST_REQUEST: "the engine starts, then fails at the first request",
     Consequence.DRAFTS_GARBAGE: "loads, but drafts garbage: acceptance ≈ 0",
+    Consequence.DRAFT_NOT_SERVED: "the launch does not serve the checked draft: what runs was "
+    "not checked",
     Consequence.DEGRADES: "drafts worse under some conditions",
     Consequence.SLOWER: "slower or more memory only; drafts are unaffected",
     Consequence.COSMETIC: "no effect on serving (cosmetic or provenance)",

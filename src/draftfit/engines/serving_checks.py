@@ -20,6 +20,7 @@ from draftfit.engines.draft_quant import read_draft_quant
 from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
 from draftfit.location import Location
+from draftfit.rule_ids import Consequence
 from draftfit.serve.flags import vllm_flag
 from draftfit.settings_text import clip
 
@@ -332,6 +333,7 @@ def _launch_serves_draft(b: BaseBuilder, s: ServeSettings) -> None:
             (),
             fix="add `--speculative-algorithm EAGLE3` (or `EAGLE`) and "
             "`--speculative-draft-model-path DRAFT`",
+            consequence=Consequence.DRAFT_NOT_SERVED,
         )
         return
     speculative = s.method is not None or s.num_speculative_tokens is not None
@@ -348,6 +350,7 @@ def _launch_serves_draft(b: BaseBuilder, s: ServeSettings) -> None:
                 (),
                 fix='add `--speculative-config \'{"method": "eagle3", "model": DRAFT, '
                 '"num_speculative_tokens": 3}\'` (the method of the checked draft)',
+                consequence=Consequence.DRAFT_NOT_SERVED,
             )
         return
     key = "model" if b.p.engine == "vllm" else "--speculative-draft-model-path"
@@ -377,6 +380,7 @@ def _launch_serves_draft(b: BaseBuilder, s: ServeSettings) -> None:
         (),
         fix=f"check the draft the launch serves (`draftfit check {clip(s.draft_model)}`), "
         "or name the checked draft in the launch",
+        consequence=Consequence.DRAFT_NOT_SERVED,
     )
 
 
