@@ -336,22 +336,18 @@ def _collect(
     for v in violations:
         consequence = v.consequence or item.consequence
         finding = Finding(
-            item.code,
-            item.name,
-            consequence.severity,
+            item.id,
             v.message,
             v.location,
             v.fix,
             v.sources,
-            [],
-            item.family,
-            consequence=consequence,
+            consequence,
             condition=v.condition or item.condition,
         )
         existing = collected.setdefault(finding.key(), finding)
         if consequence.severity > existing.severity:
             # The same text from engines with different consequences: the worse one counts.
-            existing.severity, existing.consequence = finding.severity, consequence
+            existing.consequence = consequence
         for label in labels:
             if label not in existing.engines:
                 existing.engines.append(label)

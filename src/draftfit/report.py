@@ -169,28 +169,45 @@ class Suppression:
 
 @dataclass
 class Finding:
-    """One problem (or fact worth knowing), with the engine versions it applies to."""
+    """One problem (or fact worth knowing), with the engine versions it applies to.
 
-    code: str
-    name: str
-    severity: Severity
+    It carries the identity of the rule that made it (`rule`): its code, name and family
+    come from there. `consequence` is what the finding does to serving (the rule's own
+    unless the engine version or the case states another); the severity follows from it.
+    """
+
+    rule: RuleId
     message: str
     location: Location
     fix: str | None
     sources: tuple[str, ...]
+    consequence: Consequence
     engines: list[str] = field(default_factory=list)
-    family: str = ""
     suppression: Suppression | None = None  # set by rule selection; then it does not count
-    # What it does to serving; the severity follows from it. None only for findings made
-    # without a rule identity (then the severity stands alone).
-    consequence: Consequence | None = None
     condition: str | None = None  # when a `degrades` finding degrades
+    # A report's own grouping where it is not the rule's family (`diff`: "diff" for what
+    # the engine sees differently, "raw" for bytes that differ).
+    group: str | None = None
 
     @property
-    def consequence_text(self) -> str | None:
+    def code(self) -> str:
+        return self.rule.code
+
+    @property
+    def name(self) -> str:
+        return self.rule.name
+
+    @property
+    def family(self) -> str:
+        return self.group or self.rule.family
+
+    @property
+    def severity(self) -> Severity:
+        return self.consequence.severity
+
+    @property
+    def consequence_text(self) -> str:
         """The consequence as a user reads it ("loads, but drafts garbage: acceptance ≈ 0")."""
-        if self.consequence is None:
-            return None
         return self.consequence.describe(self.condition)
 
     @property
@@ -206,7 +223,7 @@ class Finding:
             "code": self.code,
             "name": self.name,
             "severity": str(self.severity),
-            "consequence": str(self.consequence) if self.consequence is not None else None,
+            "consequence": str(self.consequence),
             "consequence_text": self.consequence_text,
             "message": self.message,
             "location": self.location.to_dict(),

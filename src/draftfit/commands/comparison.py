@@ -214,17 +214,14 @@ def diff_checkpoints(
         for name, message, location in _compare(a, b, profile, layers):
             rule = _rule(name)
             finding = Finding(
-                rule.code,
-                rule.name,
-                rule.severity,
+                rule.id,
                 message,
                 location,
                 None,
                 (),
-                [],
-                "diff",
-                consequence=rule.consequence,
+                rule.consequence,
                 condition=rule.condition,
+                group="diff",
             )
             existing = collected.setdefault(finding.key(), finding)
             if profile.label not in existing.engines:
@@ -245,17 +242,15 @@ def diff_checkpoints(
         collected.setdefault(
             (rule.code, message, location),
             Finding(
-                rule.code,
-                rule.name,
-                rule.severity,
+                rule.id,
                 message,
                 location,
                 None,
                 (),
+                rule.consequence,
                 [p.label for p in profiles],
-                "raw",
-                consequence=rule.consequence,
                 condition=rule.condition,
+                group="raw",
             ),
         )
     findings = sorted(collected.values(), key=lambda f: (-int(f.severity), f.code, f.message))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from draftfit.errors import UsageError
 from draftfit.report import Finding, Report, Suppression, findings_by_engine, verdict_for
-from draftfit.rule_ids import ALL_RULE_IDS, Consequence, RuleId, Severity
+from draftfit.rule_ids import ALL_RULE_IDS, RuleId
 from draftfit.settings.config_file import FileSettings
 
 _PREFIX = re.compile(r"DF\d{0,3}")
@@ -132,23 +132,7 @@ class Selection:
     def apply(self, findings: Iterable[Finding]) -> None:
         """Mark every finding of a rule that does not count (clearing earlier marks)."""
         for finding in findings:
-            finding.suppression = self.suppression(_rule_id(finding))
-
-
-def _rule_id(finding: Finding) -> RuleId:
-    for rule in ALL_RULE_IDS:
-        if rule.code == finding.code:
-            return rule
-    consequence = finding.consequence or _SEVERITY_CONSEQUENCE[finding.severity]
-    return RuleId(finding.code, finding.name, consequence, finding.family, finding.condition)
-
-
-# For a finding without a stated consequence: the mildest consequence of its severity.
-_SEVERITY_CONSEQUENCE = {
-    Severity.ERROR: Consequence.DRAFTS_GARBAGE,
-    Severity.WARNING: Consequence.DEGRADES,
-    Severity.INFO: Consequence.COSMETIC,
-}
+            finding.suppression = self.suppression(finding.rule)
 
 
 def apply_to_report(report: Report, selection: Selection) -> Report:
