@@ -24,8 +24,35 @@ from collections.abc import Iterable
 
 from draftfit.rule_ids import Severity
 
+
+class Verdict(str, enum.Enum):
+    """What a command concludes for one engine version: `check` and `matrix` say
+    compatible, degraded, unverified, drafts-garbage or incompatible; `diff` says
+    equivalent, unverified or different. A `str`, so its JSON and text forms are its value.
+    """
+
+    COMPATIBLE = "compatible"
+    DEGRADED = "degraded"
+    # Nothing fails, but checks that could change the answer were skipped (no target) or
+    # draftfit's data cannot settle it (DF505): not called compatible.
+    UNVERIFIED = "unverified"
+    # The engine loads and serves the draft, but every draft is wrong (acceptance ≈ 0).
+    DRAFTS_GARBAGE = "drafts-garbage"
+    # The engine will not run the draft: it refuses to start, fails at the first request,
+    # or the launch does not serve it.
+    INCOMPATIBLE = "incompatible"
+    EQUIVALENT = "equivalent"  # `diff`: the engine sees both drafts alike
+    DIFFERENT = "different"  # `diff`: it does not
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
 # The verdict `unverified`, as check, matrix and diff report it.
-UNVERIFIED = "unverified"
+UNVERIFIED = Verdict.UNVERIFIED
 
 
 class FailOn(enum.IntEnum):
@@ -66,7 +93,7 @@ class FailOn(enum.IntEnum):
             return Severity.WARNING
         return Severity[self.name]
 
-    def fails(self, severities: Iterable[Severity], verdicts: Iterable[str] = ()) -> bool:
+    def fails(self, severities: Iterable[Severity], verdicts: Iterable[Verdict] = ()) -> bool:
         """Whether findings of `severities` and engine `verdicts` make the exit status 1."""
         lowest = self.lowest_failing_severity
         if any(s >= lowest for s in severities):

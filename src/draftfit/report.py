@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
-from draftfit.fail_on import FailOn
+from draftfit.fail_on import FailOn, Verdict
 from draftfit.location import Location
 from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, Consequence, RuleId, Severity
 from draftfit.version import __version__
@@ -42,10 +42,8 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 1
 
-# The engine will not run the draft: it refuses to start, or fails at the first request.
-INCOMPATIBLE = "incompatible"
-# The engine loads and serves the draft, but every draft is wrong (acceptance ≈ 0).
-DRAFTS_GARBAGE = "drafts-garbage"
+INCOMPATIBLE = Verdict.INCOMPATIBLE
+DRAFTS_GARBAGE = Verdict.DRAFTS_GARBAGE
 # The verdicts that fail the default gate (`--fail-on error`).
 FAILING_VERDICTS = frozenset({INCOMPATIBLE, DRAFTS_GARBAGE})
 # Nothing fails, but draftfit's data cannot say whether the engine version supports a part
@@ -53,8 +51,8 @@ FAILING_VERDICTS = frozenset({INCOMPATIBLE, DRAFTS_GARBAGE})
 # (no target): not called compatible. `UNVERIFIED` lives in draftfit.fail_on.
 UNVERIFIED_RULES: frozenset[RuleId] = frozenset({TARGET_CAPABILITY_UNKNOWN})
 UNVERIFIED_CODES = frozenset(item.code for item in UNVERIFIED_RULES)
-DEGRADED = "degraded"
-COMPATIBLE = "compatible"
+DEGRADED = Verdict.DEGRADED
+COMPATIBLE = Verdict.COMPATIBLE
 
 
 @dataclass(frozen=True)
@@ -254,7 +252,7 @@ class VersionVerdict:
     engine: str
     version: str
     title: str
-    verdict: str = ""
+    verdict: Verdict = Verdict.UNVERIFIED
     counts: dict[str, int] = field(default_factory=dict)
     unverified_reasons: list[str] = field(default_factory=list)
     unchecked_rules: list[str] = field(default_factory=list)
@@ -268,7 +266,7 @@ class VersionVerdict:
         return {
             "engine": self.engine,
             "version": self.version,
-            "verdict": self.verdict,
+            "verdict": self.verdict.value,
             "counts": dict(self.counts),
             "unverified_reasons": list(self.unverified_reasons),
             "unchecked_rules": list(self.unchecked_rules),
@@ -279,7 +277,7 @@ class VersionVerdict:
 class EngineResult(VersionVerdict):
     """The verdict for one engine version, plus what it will do with the aux layers."""
 
-    verdict: str = COMPATIBLE
+    verdict: Verdict = COMPATIBLE
     draft_class: str | None = None
     aux_layers: AuxLayers | None = None
     # What the checker computed for this version (not part of the JSON form).
@@ -429,7 +427,7 @@ def findings_by_engine(findings: list[Finding]) -> dict[str, list[Finding]]:
 
 def verdict_for(
     findings: list[Finding], label: str, unverified_reasons: list[str] | None = None
-) -> tuple[str, dict[str, int]]:
+) -> tuple[Verdict, dict[str, int]]:
     """Verdict and severity counts of the findings that apply to engine `label`.
 
     An error whose consequence is that the engine will not run (refuses to start, fails at
@@ -461,7 +459,7 @@ def _runs(finding: Finding) -> bool:
     return finding.consequence is not None and finding.consequence.runs
 
 
-def verdict_text(verdict: str) -> str:
+def verdict_text(verdict: Verdict) -> str:
     """A verdict in plain words, for the text report."""
     return VERDICT_TEXT.get(verdict, verdict)
 

@@ -28,7 +28,7 @@ from draftfit.draft.spec import LAYER_FIELDS, DraftSpec, describe
 from draftfit.draft.target import Target
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import EngineView
-from draftfit.fail_on import UNVERIFIED, FailOn
+from draftfit.fail_on import UNVERIFIED, FailOn, Verdict
 from draftfit.location import Location
 from draftfit.report import SCHEMA_VERSION, Finding, Report, VersionVerdict
 from draftfit.rule_ids import (
@@ -42,8 +42,8 @@ from draftfit.rules.base import Rule, Severity
 from draftfit.serve.settings import ServeSettings
 from draftfit.version import __version__
 
-EQUIVALENT = "equivalent"
-DIFFERENT = "different"
+EQUIVALENT = Verdict.EQUIVALENT
+DIFFERENT = Verdict.DIFFERENT
 
 # Semantic fields the draft class reads, and what a difference changes.
 SEMANTIC_FIELDS: tuple[tuple[str, str], ...] = (
@@ -100,7 +100,7 @@ class DiffResult(VersionVerdict):
     of equivalence (e.g. "no target": checks of either side against the target were
     skipped)."""
 
-    verdict: str = EQUIVALENT
+    verdict: Verdict = EQUIVALENT
     # Why this version was compared when no --engine named one (`vLLM 0.10.2, installed here`).
     chosen_because: str | None = None
 

@@ -17,7 +17,7 @@ from draftfit.commands.recipe import Recipe, recipe_for
 from draftfit.draft.target import Target
 from draftfit.engines.interface import Engine
 from draftfit.engines.registry import ENGINES
-from draftfit.fail_on import FailOn
+from draftfit.fail_on import FailOn, Verdict
 from draftfit.report import (
     COMPATIBLE,
     FAILING_VERDICTS,
@@ -44,7 +44,7 @@ class MatrixRow:
     title: str
     first: str
     last: str
-    verdict: str
+    verdict: Verdict
     deciding: list[Finding]
     versions: list[str] = field(default_factory=list)
     recipe: Recipe | None = None
@@ -66,7 +66,7 @@ class MatrixRow:
             "engine": self.engine,
             "versions": list(self.versions),
             "range": self.range,
-            "verdict": self.verdict,
+            "verdict": self.verdict.value,
             "deciding": [f.to_dict() for f in self.deciding],
             "recipe": self.recipe.to_dict() if self.recipe else None,
             "unverified_reasons": list(self.unverified_reasons),
@@ -190,7 +190,7 @@ def _signature(findings: list[Finding], title: str) -> tuple[tuple[str, str], ..
     return tuple(sorted((f.code, f.message.replace(title, "<engine>")) for f in findings))
 
 
-def _deciding(applying: list[Finding], verdict: str) -> list[Finding]:
+def _deciding(applying: list[Finding], verdict: Verdict) -> list[Finding]:
     """The findings at the severity that decided this version's verdict (`applying`: the
     findings that apply to the version)."""
     if verdict == COMPATIBLE:

@@ -85,7 +85,8 @@ def render_diff(
         for result in report.engines:
             line = Text()
             line.append(f"{result.title}: ", style="bold")
-            line.append(result.verdict, style=DIFF_VERDICT_STYLE.get(result.verdict, "bold red"))
+            style = DIFF_VERDICT_STYLE.get(result.verdict, "bold red")
+            line.append(str(result.verdict), style=style)
             line.append(
                 f" ({result.counts.get('matters', 0)} that matter, "
                 f"{result.counts.get('spelling', 0)} spelling)"

@@ -37,7 +37,7 @@ def render_matrix(matrix: Matrix, options: RenderOptions = PLAIN, recipes: bool 
             table.add_row(
                 row.title,
                 row.range,
-                Text(row.verdict, style=VERDICT_STYLE.get(row.verdict, "bold red")),
+                Text(str(row.verdict), style=VERDICT_STYLE.get(row.verdict, "bold red")),
                 why or "—",
             )
         console.print(table)

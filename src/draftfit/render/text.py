@@ -156,7 +156,7 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             counts = result.counts
             line = Styled()
             line.append(f"{result.title}: ", style="bold")
-            line.append(result.verdict, style=VERDICT_STYLE.get(result.verdict, "bold red"))
+            line.append(str(result.verdict), style=VERDICT_STYLE.get(result.verdict, "bold red"))
             if result.verdict == DRAFTS_GARBAGE:
                 line.append(" (loads, but drafts garbage: acceptance ≈ 0)", style="bold red")
             if result.extrapolated_to is not None:
