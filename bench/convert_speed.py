@@ -5,8 +5,9 @@ embedding table, lm_head, fc and one decoder layer, 8B-class from 1.5 GB, 1B-cla
 then, each in a fresh process (draftfit's with its bytecode cached, as an installed package
 has it), in alternating order over a few rounds:
 
-* `draftfit convert DRAFT --to vllm -o OUT` (new headers, tensor bytes copied verbatim, fsync,
-  atomic rename, then the output is checked);
+* `draftfit convert DRAFT --to vllm --anyway -o OUT` (new headers, tensor bytes copied
+  verbatim, fsync, atomic rename, then the output is checked; `--anyway` because this draft
+  already loads as is in vLLM, and convert then writes nothing);
 * `cp -r DRAFT OUT` and `cp -r DRAFT OUT && sync` (the convert fsyncs its files; plain cp does
   not, so both baselines are shown).
 
@@ -130,9 +131,13 @@ def main() -> None:
         size = write_real_draft(root / "draft", args.gb)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
-        convert = [sys.executable, "-m", "draftfit", "convert", str(root / "draft"), "--to", "vllm"]
+        # --anyway: this draft already loads as is in vLLM, and convert writes nothing then.
+        convert = [sys.executable, "-m", "draftfit", "convert", str(root / "draft")]
+        convert += ["--to", "vllm", "--anyway"]
         warm = root / "out-warm"  # an unmeasured run first: it writes the bytecode cache
-        subprocess.run([*convert, "-o", str(warm)], env=env, capture_output=True, check=False)
+        first = subprocess.run([*convert, "-o", str(warm)], env=env, capture_output=True)
+        if first.returncode != 0 or not (warm / "model.safetensors").is_file():
+            sys.exit(f"convert wrote no output (exit {first.returncode}): {first.stderr!r}")
         shutil.rmtree(warm, ignore_errors=True)
         results: dict[str, list[float]] = {"convert": [], "cp": [], "cp+sync": []}
         peak_rss = 0
@@ -145,6 +150,8 @@ def main() -> None:
                 if name == "convert":
                     wall, rss = timed([*convert, "-o", str(out)], env=env)
                     peak_rss = max(peak_rss, rss)
+                    if not (out / "model.safetensors").is_file():
+                        sys.exit("convert wrote no output; nothing to compare")
                 elif name == "cp":
                     wall, _ = timed(["cp", "-r", str(root / "draft"), str(out)])
                 else:

@@ -4,7 +4,10 @@ changes (hashed as it goes and read back), and `--verify` re-reads everything.""
 from __future__ import annotations
 
 import errno
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from draftfit.cli.main import main
 from draftfit.conversion import convert_path
 from draftfit.conversion.write import OutputMismatchError, Region, verify_regions
 from tests import factory as f
+from tests.timeouts import scaled
 
 
 @pytest.fixture
@@ -113,3 +117,81 @@ def test_kernel_copies_are_compared_with_the_source_only_when_asked(tmp_path: Pa
     verify_regions(folder, regions)  # not read back by default
     with pytest.raises(OutputMismatchError, match="bytes 16-4112 do not read back as bytes 100-"):
         verify_regions(folder, regions, full=True)
+
+
+def test_anyway_judges_the_input_while_copying(draft: Path, tmp_path: Path) -> None:
+    """With `anyway`, the input's own verdict is worked out while the bytes are copied: the
+    result says the same as a convert that judges first and then stops."""
+    stopped = convert_path(draft, "vllm", tmp_path / "stopped", anyway=False)
+    assert not stopped.written and stopped.not_needed is not None
+    assert not (tmp_path / "stopped").exists()
+    written = convert_path(draft, "vllm", tmp_path / "written", anyway=True)
+    assert written.written and written.not_needed == stopped.not_needed
+    assert tensor_bytes(tmp_path / "written") == converted(draft, tmp_path / "again")
+
+
+def test_work_beside_the_copy_runs_and_its_error_comes_after_the_write(
+    draft: Path, tmp_path: Path
+) -> None:
+    done: list[str] = []
+    convert_path(draft, "vllm", tmp_path / "a", while_writing=lambda: done.append("ran"))
+    assert done == ["ran"]
+
+    def failing() -> None:
+        raise LookupError("beside the copy")
+
+    with pytest.raises(LookupError, match="beside the copy"):
+        convert_path(draft, "vllm", tmp_path / "b", while_writing=failing)
+    assert tensor_bytes(tmp_path / "b") == tensor_bytes(tmp_path / "a")  # written, checked
+
+
+def test_a_failure_before_the_swap_leaves_nothing(draft: Path, tmp_path: Path) -> None:
+    """`before_swap` runs when every byte is written: when it raises, the temporary folder
+    goes and the output keeps what it held (here: nothing)."""
+    from draftfit.conversion.planner import plan_conversion
+    from draftfit.conversion.write import write_plan
+    from draftfit.draft.spec import describe
+
+    checkpoint = load_checkpoint(draft)
+    plan = plan_conversion(checkpoint, describe(checkpoint), "vllm", None, None, False)
+    started: list[bool] = []
+
+    def refuse() -> None:
+        raise LookupError("refused before the swap")
+
+    with pytest.raises(LookupError, match="refused before the swap"):
+        write_plan(
+            plan,
+            checkpoint,
+            tmp_path / "out",
+            before_copy=lambda: started.append(True),
+            before_swap=refuse,
+        )
+    assert started == [True]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["specforge"]
+
+
+@pytest.mark.parametrize(
+    "specs", [["vllm"], ["vllm", "vllm==0.10.2", "vllm"], ["sglang", "all"], ["all", "vllm"]]
+)
+def test_convert_resolves_engines_as_the_checker_does(specs: list[str]) -> None:
+    from draftfit.checker import resolve_engines
+    from draftfit.conversion import _profiles
+
+    assert [p.label for p in _profiles(specs)] == [p.label for p in resolve_engines(specs)]
+
+
+def test_the_converter_loads_the_checker_only_to_check() -> None:
+    """Planning and copying need no checker: it is loaded when the input or the output is
+    judged (with `--anyway`, while the bytes are copied)."""
+    code = (
+        "import json, sys\n"
+        "import draftfit.conversion\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('draftfit.'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=scaled()
+    )
+    loaded = json.loads(done.stdout)
+    assert "draftfit.conversion.write" in loaded
+    assert "draftfit.checker" not in loaded and "draftfit.report" not in loaded

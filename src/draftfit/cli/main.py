@@ -469,9 +469,17 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         notify=_notice,
         serve=_serve_of(args),
         anyway=args.anyway,
+        while_writing=lambda: _load_renderer(kinds.CONVERT, args.format),
     )
     _emit(result, args.format)
     return result.exit_code()
+
+
+def _load_renderer(kind: Kind, fmt: str) -> None:
+    """Load the renderer `_emit` will use (a convert loads it while its bytes are copied)."""
+    from draftfit.render.registry import renderer_for
+
+    renderer_for(kind, fmt)
 
 
 def _serve_of(args: argparse.Namespace) -> ServeSettings | None:

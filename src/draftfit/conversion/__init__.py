@@ -10,13 +10,13 @@ output for the chosen engine::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from draftfit import rule_ids
-from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import load_checkpoint
 from draftfit.checkpoint.model import UNREADABLE_WEIGHTS, Checkpoint
 from draftfit.conversion.output import check_output_path
@@ -24,13 +24,17 @@ from draftfit.conversion.plan import Plan
 from draftfit.conversion.planner import CONVENTIONS, plan_conversion
 from draftfit.conversion.write import write_plan
 from draftfit.draft.spec import describe
-from draftfit.draft.target import Target
-from draftfit.engines.profile import Profile
-from draftfit.engines.registry import planning_engine
+from draftfit.engines.registry import parse_engine_spec, planning_engine
 from draftfit.errors import DamagedInputError, UsageError
-from draftfit.report import Report
-from draftfit.rules.base import Severity
-from draftfit.serve.settings import ServeSettings
+from draftfit.rule_ids import Severity
+
+# The checker (and the report it makes) is loaded when a check runs: with `anyway`, that is
+# on a second thread while the bytes are copied, not before the copy starts.
+if TYPE_CHECKING:
+    from draftfit.draft.target import Target
+    from draftfit.engines.profile import Profile
+    from draftfit.report import Report
+    from draftfit.serve.settings import ServeSettings
 
 __all__ = ["CONVENTIONS", "ConvertResult", "convert_path"]
 
@@ -98,6 +102,7 @@ def convert_path(
     notify: Callable[[str], None] | None = None,
     serve: ServeSettings | None = None,
     anyway: bool = True,
+    while_writing: Callable[[], object] | None = None,
 ) -> ConvertResult:
     """Plan (and unless `dry_run`, write and verify) the conversion of `draft` into `to`.
 
@@ -108,7 +113,9 @@ def convert_path(
     nothing is printed. `serve` is the launch the output will be served with: the output is
     judged for it. When the draft already loads as is for the planned engine version, the
     result says so (`not_needed`, also given to `notify`); with `anyway=False` (the
-    command line's default) nothing is then written."""
+    command line's default) nothing is then written. `while_writing` is work to do on a
+    second thread while the bytes are copied (the command line loads its renderer); its
+    error, if any, is raised once the output is written and checked."""
     from draftfit.sources.reference import HF_PREFIX as HUB_PREFIX
     from draftfit.sources.reference import is_hub_reference, open_target
 
@@ -135,7 +142,7 @@ def convert_path(
     if planner is None:
         raise UsageError(f"unknown convention {to!r}; choose from {', '.join(CONVENTIONS)}")
     engine = planner.name
-    profiles = resolve_engines(engines or [engine])
+    profiles = _profiles(engines or [engine])
     # The version the convention is planned for: the first profile of that engine.
     profile = next((p for p in profiles if p.engine == engine), None)
     plan = plan_conversion(checkpoint, describe(checkpoint), to, profile, target_obj, unsafe)
@@ -144,20 +151,56 @@ def convert_path(
             plan, Path(out) if out else None, False, None, out_as_given=_spelling(out)
         )
     assert out is not None
-    not_needed = _not_needed(checkpoint, target_obj, profile, serve)
-    if not_needed is not None and not anyway:
-        if notify is not None:
-            notify(not_needed)
-        return ConvertResult(
-            plan, Path(out), False, None, out_as_given=_spelling(out), not_needed=not_needed
+
+    def judge_input() -> str | None:
+        return _not_needed(checkpoint, target_obj, profile, serve)
+
+    if anyway:
+        # Written whatever the input's verdict: the input is judged while the bytes are
+        # copied, and an error in judging it still stops the output being put in place.
+        judged = _Background(judge_input, while_writing)
+        try:
+            _refuse_short_files(draft, checkpoint, plan)
+            result = write_plan(
+                plan,
+                checkpoint,
+                Path(out),
+                force=force,
+                engines=[p.label for p in profiles],
+                verify=verify,
+                notify=notify,
+                before_copy=judged.start,
+                before_swap=judged.wait,
+            )
+        except Exception:
+            judged.wait()  # an error judging the input is said first, as it comes first
+            raise
+        not_needed = judged.result()
+    else:
+        not_needed = judge_input()
+        if not_needed is not None:
+            if notify is not None:
+                notify(not_needed)
+            return ConvertResult(
+                plan, Path(out), False, None, out_as_given=_spelling(out), not_needed=not_needed
+            )
+        _refuse_short_files(draft, checkpoint, plan)
+        judged = _Background(None, while_writing)
+        result = write_plan(
+            plan,
+            checkpoint,
+            Path(out),
+            force=force,
+            engines=[p.label for p in profiles],
+            verify=verify,
+            notify=notify,
+            before_copy=judged.start,
         )
-    _refuse_short_files(draft, checkpoint, plan)
-    labels = [p.label for p in profiles]
-    result = write_plan(
-        plan, checkpoint, Path(out), force=force, engines=labels, verify=verify, notify=notify
-    )
+    from draftfit.checker import check_checkpoint
+
     written = load_checkpoint(out)
     report = check_checkpoint(written, target_obj, profiles, serve=serve)
+    judged.extra_result()
     return ConvertResult(
         plan,
         Path(out),
@@ -167,6 +210,78 @@ def convert_path(
         out_as_given=_spelling(out),
         not_needed=not_needed,
     )
+
+
+T = TypeVar("T")
+
+
+class _Background(Generic[T]):
+    """`work`, then `extra`, on a second thread once `start` is called (as the copying
+    starts): Python runs them while the first thread waits on the kernel's copies. `wait`
+    joins it (running them here if it never started) and raises the error of `work`;
+    `result` also returns what `work` returned; `extra_result` raises the error of `extra`.
+    """
+
+    def __init__(self, work: Callable[[], T] | None, extra: Callable[[], object] | None) -> None:
+        self._work, self._extra = work, extra
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._extra_error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._done = work is None and extra is None
+
+    def start(self) -> None:
+        if self._done or self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="draftfit-convert", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        self._done = True
+        if self._work is not None:
+            try:
+                self._value = self._work()
+            except BaseException as exc:  # handed to the first thread by wait()
+                self._error = exc
+                return
+        if self._extra is not None:
+            try:
+                self._extra()
+            except BaseException as exc:
+                self._extra_error = exc
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+        elif not self._done:
+            self._run()  # the write stopped before its copying started
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def result(self) -> T | None:
+        self.wait()
+        return self._value
+
+    def extra_result(self) -> None:
+        self.wait()
+        if self._extra_error is not None:
+            error, self._extra_error = self._extra_error, None
+            raise error
+
+
+def _profiles(specs: Iterable[str]) -> list[Profile]:
+    """`draftfit.checker.resolve_engines` for a list that is not empty (convert's always
+    names at least its convention's engine), without loading the checker: the profiles of
+    each spec, de-duplicated, in the order given."""
+    profiles: list[Profile] = []
+    seen = set()
+    for text in specs:
+        for profile in parse_engine_spec(text):
+            if profile.label not in seen:
+                seen.add(profile.label)
+                profiles.append(profile)
+    return profiles
 
 
 def _not_needed(
@@ -179,6 +294,8 @@ def _not_needed(
     error-level finding there, under the launch when one is given), else None."""
     if profile is None:
         return None
+    from draftfit.checker import check_checkpoint
+
     report = check_checkpoint(checkpoint, target, [profile], serve=serve)
     if report.exit_code(Severity.ERROR):
         return None

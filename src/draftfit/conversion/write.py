@@ -137,6 +137,8 @@ def write_plan(
     engines: Iterable[str] = (),
     verify: bool = False,
     notify: Callable[[str], None] | None = None,
+    before_copy: Callable[[], None] | None = None,
+    before_swap: Callable[[], None] | None = None,
 ) -> WriteResult:
     """Write `plan` to `out` atomically: a marked temporary sibling, then a swap.
 
@@ -144,7 +146,9 @@ def write_plan(
     told to `notify` (one line) as it goes. `force` allows replacing a previous draftfit
     output (never anything else). Before the swap, the bytes Python wrote are read back
     against their hashes; `verify` also reads back every kernel-copied range and compares it
-    with its source.
+    with its source. `before_copy` runs once the temporary folder is marked, as the copying
+    starts; `before_swap` once everything is written and read back: when it raises, the
+    temporary folder is removed and the output left as it was.
     """
     shown = out
     out = real_output_path(out)
@@ -172,9 +176,13 @@ def write_plan(
                 tmp = make_temp_folder(out)
             with _naming(shown / MARKER):
                 write_marker(tmp, marker)
+        if before_copy is not None:
+            before_copy()
         regions = _write_into(plan, checkpoint, tmp, shown)
         with _naming(shown):
             verify_regions(tmp, regions, full=verify)
+        if before_swap is not None:
+            before_swap()
         marker.state = COMPLETE
         with _naming(shown / MARKER):
             write_marker(tmp, marker)
