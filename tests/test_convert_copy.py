@@ -171,16 +171,6 @@ def test_a_failure_before_the_swap_leaves_nothing(draft: Path, tmp_path: Path) -
     assert sorted(p.name for p in tmp_path.iterdir()) == ["specforge"]
 
 
-@pytest.mark.parametrize(
-    "specs", [["vllm"], ["vllm", "vllm==0.10.2", "vllm"], ["sglang", "all"], ["all", "vllm"]]
-)
-def test_convert_resolves_engines_as_the_checker_does(specs: list[str]) -> None:
-    from draftfit.checker import resolve_engines
-    from draftfit.conversion import _profiles
-
-    assert [p.label for p in _profiles(specs)] == [p.label for p in resolve_engines(specs)]
-
-
 def test_the_converter_loads_the_checker_only_to_check() -> None:
     """Planning and copying need no checker: it is loaded when the input or the output is
     judged (with `--anyway`, while the bytes are copied)."""

@@ -25,9 +25,8 @@ from draftfit.draft.mistakes import refuse_argument_mistakes
 from draftfit.draft.spec import EAGLE, EAGLE3, DraftSpec, describe
 from draftfit.draft.target import Target
 from draftfit.engines import build_view
-from draftfit.engines.installed import default_profiles
+from draftfit.engines.installed import resolve_engines
 from draftfit.engines.profile import Profile
-from draftfit.engines.registry import parse_engine_spec
 from draftfit.engines.serving_checks import launch_grammar
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
@@ -55,22 +54,7 @@ if TYPE_CHECKING:
 
 METHOD_CHOICES = (EAGLE3, EAGLE, "auto")
 
-
-def resolve_engines(specs: Iterable[str] | None) -> list[Profile]:
-    """`["vllm==0.10.2", "vllm"]` -> profiles, de-duplicated, in the order given. Without
-    any, the engines installed here (:mod:`draftfit.engines.installed`), else the newest
-    vLLM, each saying why it was chosen."""
-    specs = list(specs or [])
-    if not specs:
-        return default_profiles()
-    profiles: list[Profile] = []
-    seen = set()
-    for text in specs:
-        for profile in parse_engine_spec(text):
-            if profile.label not in seen:
-                seen.add(profile.label)
-                profiles.append(profile)
-    return profiles
+__all__ = ["METHOD_CHOICES", "check_checkpoint", "check_path", "resolve_engines"]
 
 
 def check_path(

@@ -186,3 +186,9 @@ def markdown_code(text: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def strip_line_ends(text: str) -> str:
+    """`text` without the blanks at the end of each line, in time linear in its length
+    (a regex anchored at line ends rescans each run of blanks from every position in it)."""
+    return "\n".join(line.rstrip(" \t") for line in text.split("\n"))

@@ -11,7 +11,7 @@ output for the chosen engine::
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -24,7 +24,8 @@ from draftfit.conversion.plan import Plan
 from draftfit.conversion.planner import CONVENTIONS, plan_conversion
 from draftfit.conversion.write import write_plan
 from draftfit.draft.spec import describe
-from draftfit.engines.registry import parse_engine_spec, planning_engine
+from draftfit.engines.installed import resolve_engines
+from draftfit.engines.registry import planning_engine
 from draftfit.errors import DamagedInputError, UsageError
 from draftfit.rule_ids import Severity
 
@@ -142,7 +143,7 @@ def convert_path(
     if planner is None:
         raise UsageError(f"unknown convention {to!r}; choose from {', '.join(CONVENTIONS)}")
     engine = planner.name
-    profiles = _profiles(engines or [engine])
+    profiles = resolve_engines(engines or [engine])
     # The version the convention is planned for: the first profile of that engine.
     profile = next((p for p in profiles if p.engine == engine), None)
     plan = plan_conversion(checkpoint, describe(checkpoint), to, profile, target_obj, unsafe)
@@ -268,20 +269,6 @@ class _Background(Generic[T]):
         if self._extra_error is not None:
             error, self._extra_error = self._extra_error, None
             raise error
-
-
-def _profiles(specs: Iterable[str]) -> list[Profile]:
-    """`draftfit.checker.resolve_engines` for a list that is not empty (convert's always
-    names at least its convention's engine), without loading the checker: the profiles of
-    each spec, de-duplicated, in the order given."""
-    profiles: list[Profile] = []
-    seen = set()
-    for text in specs:
-        for profile in parse_engine_spec(text):
-            if profile.label not in seen:
-                seen.add(profile.label)
-                profiles.append(profile)
-    return profiles
 
 
 def _not_needed(

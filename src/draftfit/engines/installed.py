@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,9 +23,13 @@ from packaging.version import InvalidVersion, Version
 
 from draftfit.engines.interface import Engine
 from draftfit.engines.profile import Profile
-from draftfit.engines.registry import DEFAULT_ENGINE, ENGINES
-from draftfit.engines.registry import _nearest as nearest_read
-from draftfit.engines.registry import _not_read_reason as not_read_reason
+from draftfit.engines.registry import (
+    DEFAULT_ENGINE,
+    ENGINES,
+    nearest_read,
+    not_read_reason,
+    parse_engine_spec,
+)
 from draftfit.errors import UnknownEngineVersionError
 
 if TYPE_CHECKING:
@@ -112,6 +117,23 @@ def _version_of(dist: metadata.Distribution | None) -> str | None:
     except (OSError, KeyError, ValueError):
         return None
     return version.strip() or None if isinstance(version, str) else None
+
+
+def resolve_engines(specs: Iterable[str] | None) -> list[Profile]:
+    """`["vllm==0.10.2", "vllm"]` -> profiles, de-duplicated, in the order given. Without
+    any, the engines installed here (:func:`default_profiles`), else the newest
+    vLLM, each saying why it was chosen."""
+    specs = list(specs or [])
+    if not specs:
+        return default_profiles()
+    profiles: list[Profile] = []
+    seen = set()
+    for text in specs:
+        for profile in parse_engine_spec(text):
+            if profile.label not in seen:
+                seen.add(profile.label)
+                profiles.append(profile)
+    return profiles
 
 
 def default_profiles(path: list[str] | None = None) -> list[Profile]:

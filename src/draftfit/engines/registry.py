@@ -94,7 +94,7 @@ def parse_engine_spec(text: str, engines: tuple[Engine, ...] = ENGINES) -> list[
         return [data.resolve(version)]
     if operator == "~=":
         requested = f"{version}.x" if _series(data, version) else version
-        return [data.resolve(_nearest(data, version, text), requested=requested)]
+        return [data.resolve(nearest_read(data, version, text), requested=requested)]
     raise UnknownEngineVersionError(_why_unknown(data, version))
 
 
@@ -123,7 +123,7 @@ def _parsed(data: EngineData, version: str, text: str) -> Version:
         ) from exc
 
 
-def _nearest(data: EngineData, version: str, text: str) -> str:
+def nearest_read(data: EngineData, version: str, text: str) -> str:
     """The read release `~=version` checks against (see parse_engine_spec)."""
     series = _series(data, version)
     if series:
@@ -172,7 +172,7 @@ def _why_unknown(data: EngineData, version: str) -> str:
         )
     below = max((v for v in ordered if Version(v) < wanted), key=Version)
     above = min((v for v in ordered if Version(v) > wanted), key=Version)
-    reason = _not_read_reason(data, version)
+    reason = not_read_reason(data, version)
     why = (
         f"{data.title} {version} was not read ({reason})"
         if reason
@@ -184,7 +184,7 @@ def _why_unknown(data: EngineData, version: str) -> str:
     )
 
 
-def _not_read_reason(data: EngineData, version: str) -> str | None:
+def not_read_reason(data: EngineData, version: str) -> str | None:
     """Why `version` was not read: its own `not_read` entry, else one of its series (the
     first two components, e.g. 1.3.0rc1 for 1.3.0rc0's reason), else None."""
     exact = next((item.reason for item in data.not_read if item.version == version), None)

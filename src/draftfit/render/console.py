@@ -17,8 +17,7 @@ from typing import IO, Any
 from rich.console import Console, ConsoleRenderable, RenderHook
 from rich.text import Text
 
-from draftfit.escape import UNSAFE_CHARACTERS, escape_controls, guard_line_starts
-from draftfit.render.lines import strip_line_ends
+from draftfit.escape import UNSAFE_CHARACTERS, escape_controls, guard_line_starts, strip_line_ends
 
 
 def _safe_text(text: Text) -> Text:

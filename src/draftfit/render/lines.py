@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from draftfit.escape import escape_controls, guard_line_starts
+from draftfit.escape import escape_controls, guard_line_starts, strip_line_ends
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -90,10 +90,4 @@ def render_lines(draw: Callable[[LinePrinter], None], color: bool = False) -> st
     return guard_line_starts(strip_line_ends(escape_controls("".join(printer.chunks))))
 
 
-def strip_line_ends(text: str) -> str:
-    """`text` without the blanks at the end of each line, in time linear in its length
-    (a regex anchored at line ends rescans each run of blanks from every position in it)."""
-    return "\n".join(line.rstrip(" \t") for line in text.split("\n"))
-
-
-__all__ = ["LinePrinter", "RichPrinter", "Styled", "render_lines", "strip_line_ends"]
+__all__ = ["LinePrinter", "RichPrinter", "Styled", "render_lines"]
