@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from draftfit.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Location:
     """Where a finding points: a file plus a JSON pointer, or a tensor name."""
 

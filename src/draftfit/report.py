@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
 from draftfit.fail_on import FailOn, Verdict
+from draftfit.frozen import frozen
 from draftfit.location import Location
 from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, Consequence, RuleId, Severity
 from draftfit.version import __version__
@@ -55,7 +56,7 @@ DEGRADED = Verdict.DEGRADED
 COMPATIBLE = Verdict.COMPATIBLE
 
 
-@dataclass(frozen=True)
+@frozen
 class DialectFacts:
     """Which producer convention wrote the draft, as the report shows it."""
 
@@ -85,7 +86,7 @@ class DialectFacts:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class TargetFacts:
     """What the report says about the target model (read from its config.json)."""
 
@@ -118,7 +119,7 @@ class TargetFacts:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class SkippedRule:
     """A rule that did not run, and why (e.g. it needs a target and none was given)."""
 
@@ -130,7 +131,7 @@ class SkippedRule:
         return {"code": self.code, "name": self.name, "reason": self.reason}
 
 
-@dataclass(frozen=True)
+@frozen
 class AuxLayers:
     """The aux hidden-state layers one engine version will capture for this draft."""
 
@@ -154,7 +155,7 @@ class AuxLayers:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class Suppression:
     """Why a finding does not count: the reason and where the selection said so."""
 
@@ -310,7 +311,7 @@ class EngineResult(VersionVerdict):
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class KeptEngine:
     """What the checker computed for one engine version: its profile and view."""
 
@@ -318,7 +319,7 @@ class KeptEngine:
     view: EngineView
 
 
-@dataclass(frozen=True)
+@frozen
 class KeptCheck:
     """What the checker read and computed for a report.
 

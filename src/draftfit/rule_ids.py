@@ -18,7 +18,8 @@ from a reference, DF9xx hygiene.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+
+from draftfit.frozen import frozen
 
 
 class Severity(enum.IntEnum):
@@ -105,7 +106,7 @@ _TEXT = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class RuleId:
     """A rule's identity: what a finding is stamped with.
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from draftfit.checkpoint.access import read_regular
+from draftfit.frozen import frozen
 
 REPO_PREFIX = "models--"
 SNAPSHOTS = "snapshots"
@@ -30,7 +30,7 @@ _COMMIT = re.compile(r"[0-9a-f]{40}")
 _SMALL = 4096
 
 
-@dataclass(frozen=True)
+@frozen
 class HubOrigin:
     """Where a local folder came from on the Hub, as its layout says.
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from draftfit import rule_ids
@@ -31,6 +30,7 @@ from draftfit.checkpoint.limits import (
     MAX_JSON_STRINGS,
 )
 from draftfit.checkpoint.model import Damage
+from draftfit.frozen import frozen
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKETS = re.compile(rb"[^\[\]{}]+")
@@ -50,7 +50,7 @@ class JsonSyntaxError(ValueError):
         self.detail = detail
 
 
-@dataclass(frozen=True)
+@frozen
 class JsonLimits:
     """Caps for one kind of document."""
 
@@ -66,7 +66,7 @@ class JsonLimits:
 CONFIG_LIMITS = JsonLimits()
 
 
-@dataclass(frozen=True)
+@frozen
 class JsonDocument:
     """A parsed document and the keys that were written more than once in some object."""
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from draftfit import rule_ids
 from draftfit.checkpoint.memo import ValueMemo
+from draftfit.frozen import frozen
 from draftfit.rule_ids import RuleId
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ UNREADABLE_WEIGHTS = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class TensorInfo:
     """One tensor as a weight file declares it.
 
@@ -59,7 +60,7 @@ class TensorInfo:
         return count
 
 
-@dataclass(frozen=True)
+@frozen
 class Damage:
     """A structural problem found while reading; the checker turns it into a finding.
 

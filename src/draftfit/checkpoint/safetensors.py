@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +33,7 @@ from draftfit.checkpoint.limits import (
     MAX_TENSORS_PER_FILE,
 )
 from draftfit.checkpoint.model import Damage, TensorInfo
+from draftfit.frozen import frozen
 
 if TYPE_CHECKING:
     from draftfit.checkpoint.access import FileAccess
@@ -53,7 +53,7 @@ HEADER_LIMITS = JsonLimits(
 _ALIGN = 8
 
 
-@dataclass(frozen=True)
+@frozen
 class HeaderResult:
     """What one safetensors file declares: tensors, metadata and damage found."""
 
@@ -414,7 +414,7 @@ def _is_uint(value: object) -> bool:
 # --------------------------------------------------------------------------- writing
 
 
-@dataclass(frozen=True)
+@frozen
 class TensorToWrite:
     """A tensor for :func:`write_safetensors`: bytes, or None to leave a hole."""
 

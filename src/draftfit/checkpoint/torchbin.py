@@ -35,7 +35,6 @@ import os
 import pickle
 import struct
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -60,6 +59,7 @@ from draftfit.checkpoint.unpickler import (
     prescan_pickle,
     short_repr,
 )
+from draftfit.frozen import frozen
 from draftfit.rule_ids import RuleId
 
 # `torch.serialization.MAGIC_NUMBER` and `PROTOCOL_VERSION` of the legacy stream format.
@@ -73,7 +73,7 @@ _ZIP_END_MAGIC = b"PK\x05\x06"
 _LOCAL_HEADER = struct.Struct("<4s5H3I2H")
 
 
-@dataclass(frozen=True)
+@frozen
 class TorchBinResult:
     """What one `.bin` file holds.
 
@@ -127,7 +127,7 @@ def _unreadable(rel: str, exc: OSError) -> Damage:
 # --------------------------------------------------------------------------- reading
 
 
-@dataclass(frozen=True)
+@frozen
 class _StorageBytes:
     """Where a storage's bytes are: absolute offset, size, and whether they are raw there."""
 

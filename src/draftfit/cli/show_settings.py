@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from draftfit.escape import escape_controls
+from draftfit.frozen import frozen
 from draftfit.settings.config_file import Discovery, FileSettings
 from draftfit.settings.selection import Ignore, Selection
 
 
-@dataclass(frozen=True)
+@frozen
 class SettingsOrigin:
     """How the settings file for one draft was chosen.
 

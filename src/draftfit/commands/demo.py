@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from draftfit.draft.synth import speculators_table, write_sparse_checkpoint
+from draftfit.frozen import frozen
 
 if TYPE_CHECKING:
     from draftfit.commands.comparison import DiffReport
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 DEMO_ENGINES = ("vllm==0.17.0", "sglang==0.5.23", "vllm==0.34.0")
 
 
-@dataclass(frozen=True)
+@frozen
 class DemoPaths:
     """Where the demo wrote its three checkpoints."""
 
@@ -115,7 +115,7 @@ Try it on your own checkpoint:  draftfit check ./my-draft --target ./my-target
 """
 
 
-@dataclass(frozen=True)
+@frozen
 class DemoResult:
     """The demo's check and diff reports, and the size of the draft it wrote (in GB)."""
 

@@ -7,10 +7,10 @@ confidence, read from the data files, so version ranges live in the data only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from draftfit.docs_links import rule_doc_url
+from draftfit.frozen import frozen
 from draftfit.rules import all_rules
 from draftfit.rules.base import Rule
 from draftfit.rules.data_facts import facts_for
@@ -68,7 +68,7 @@ def rule_data(item: Rule) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-@dataclass(frozen=True)
+@frozen
 class RuleList:
     """Every rule draftfit runs, in code order; what `draftfit rules` shows."""
 

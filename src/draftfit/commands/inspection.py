@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from draftfit.draft.aux_counting import AuxIds
 from draftfit.draft.spec import describe
 from draftfit.draft.tensor_names import is_known_role
+from draftfit.frozen import frozen
 from draftfit.report import DialectFacts
 
 ROLES: tuple[tuple[str, str], ...] = (
@@ -41,7 +42,7 @@ def role_of(canonical: str) -> str:
     return "known" if is_known_role(canonical) else "unrecognised"
 
 
-@dataclass(frozen=True)
+@frozen
 class TensorEntry:
     """One stored tensor: its name, what it is for, dtype, shape and file."""
 
@@ -78,7 +79,7 @@ def _json_ready(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-@dataclass(frozen=True)
+@frozen
 class Dims(_Pairs):
     """The draft's dimensions as the config and the stored tensors give them."""
 
@@ -96,7 +97,7 @@ class Dims(_Pairs):
     fc_aux_states: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class NormFlags(_Pairs):
     """The norm flags of the config; None where the config does not set one."""
 
@@ -106,7 +107,7 @@ class NormFlags(_Pairs):
     norm_output: Any
 
 
-@dataclass(frozen=True)
+@frozen
 class AuxIdsEntry:
     """Aux-layer ids written at one place in the config, with how they count."""
 
@@ -132,7 +133,7 @@ class AuxIdsEntry:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class DamageEntry:
     """A structural problem found while reading the checkpoint."""
 
@@ -144,7 +145,7 @@ class DamageEntry:
         return {"kind": self.kind, "file": self.file, "message": self.message}
 
 
-@dataclass(frozen=True)
+@frozen
 class InspectInfo:
     """Everything `draftfit inspect` shows; :meth:`to_dict` is its JSON form."""
 

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draftfit.checkpoint.model import TensorInfo
+from draftfit.frozen import frozen
 
 SAFE = "safe"
 UNSAFE = "unsafe"
 DISPLAY_ONLY = "display-only"
 
 
-@dataclass(frozen=True)
+@frozen
 class Edit:
     """One change the conversion makes (or would make)."""
 

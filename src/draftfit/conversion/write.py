@@ -50,6 +50,7 @@ from draftfit.conversion.output import (
 from draftfit.conversion.plan import OutputTensor, Plan
 from draftfit.conversion.space import bytes_needed, check_free_space
 from draftfit.errors import DraftfitError, UsageError
+from draftfit.frozen import frozen
 from draftfit.output.progress import Progress, progress_for
 from draftfit.version import __version__
 
@@ -72,7 +73,7 @@ class OutputMismatchError(DraftfitError):
     """A written byte range reads back other than it was written (or than its source)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Region:
     """One byte range of an output file and how it got there.
 

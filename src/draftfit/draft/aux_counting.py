@@ -11,7 +11,6 @@ default layers a target of `L` layers gets.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from draftfit.draft.dialects import (
@@ -22,6 +21,7 @@ from draftfit.draft.dialects import (
     SPECULATORS,
     Dialect,
 )
+from draftfit.frozen import frozen
 
 CAPTURE_BEFORE = "capture-before"
 OUTPUT_OF = "output-of"
@@ -31,7 +31,7 @@ NESTED_AUX = "/eagle_config/eagle_aux_hidden_state_layer_ids"
 NESTED_LAYER_IDS = "/eagle_config/layer_ids"
 
 
-@dataclass(frozen=True)
+@frozen
 class AuxIds:
     """Aux-layer ids as written at one place in the config.
 

@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from draftfit.frozen import frozen
+
 INT_LIMIT = 2**31
 
 POS_INT = "positive integer"
@@ -49,7 +51,7 @@ DICT_LIST = "list of objects"
 ANY = "any value"  # read only as a container of further fields, when it is an object
 
 
-@dataclass(frozen=True)
+@frozen
 class Expect:
     """What one config field must be.
 
@@ -295,7 +297,7 @@ TARGET_SCHEMA: dict[str, Expect] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class TypeProblem:
     """One config value of the wrong JSON type, set aside by :func:`scrub`."""
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.config_schema import DRAFT_SCHEMA, scrub
+from draftfit.frozen import frozen
 
 SPECULATORS = "speculators"
 SPECFORGE = "specforge"
@@ -101,7 +102,7 @@ MODELOPT_EAGLE_KEYS = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Dialect:
     """The convention that wrote a checkpoint.
 

@@ -27,6 +27,7 @@ from draftfit.draft.aux_counting import (
 from draftfit.draft.config_schema import DRAFT_SCHEMA, TypeProblem, scrub
 from draftfit.draft.dialects import SPECULATORS, VLLM_LEGACY_EAGLE, Dialect, detect_dialect
 from draftfit.draft.tensor_names import canonical_tensors, layer_index
+from draftfit.frozen import frozen
 
 EAGLE3 = "eagle3"
 EAGLE = "eagle"
@@ -75,7 +76,7 @@ EAGLE_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Field:
     """A config value and the JSON pointer it was read from (None when absent)."""
 

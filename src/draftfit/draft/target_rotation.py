@@ -29,11 +29,11 @@ a directory) leaves the check `unchecked`, with the reason, never silently passe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from draftfit.checkpoint.jsonread import CONFIG_LIMITS, JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
+from draftfit.frozen import frozen
 
 DESCRIPTION_FILE = "quant_model_description.json"
 ROTATION_FILE = "optional/quarot.safetensors"
@@ -49,7 +49,7 @@ class TargetFiles(Protocol):
     def read_all(self, rel: str) -> bytes: ...
 
 
-@dataclass(frozen=True)
+@frozen
 class Rotation:
     """A rotation-quantized target.
 
@@ -74,7 +74,7 @@ class Rotation:
         return f"the target's `{self.file}` has `{key}`"
 
 
-@dataclass(frozen=True)
+@frozen
 class RotationCheck:
     """What the target's files say: a rotation, or none found; `unchecked` says why the
     files could not be read (then `rotation` is None and nothing is claimed) and

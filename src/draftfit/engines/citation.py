@@ -11,7 +11,8 @@ script to re-read each location in a newer release.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from draftfit.frozen import frozen
 
 _LOCATION = re.compile(
     r"(?P<path>(?<![\w/.\-])[A-Za-z_][\w\-]*(?:/[\w\-.]+)*\.py)?"
@@ -20,7 +21,7 @@ _LOCATION = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Location:
     """One cited place: a file, the cited line ranges (empty when none) and the release."""
 

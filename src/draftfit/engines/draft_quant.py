@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from draftfit.engines.view import UNINITIALISED, EngineView, Expectation
+from draftfit.frozen import frozen
 
 # Every per-layer tensor name a compressed-tensors scheme may store beside (or instead of)
 # `weight`; used to recognise quantization tensors where the engine builds none.
@@ -40,7 +40,7 @@ PACK_QUANTIZED = "pack_quantized"
 NVFP4 = "nvfp4"
 
 
-@dataclass(frozen=True)
+@frozen
 class DraftQuant:
     """What a draft's `quantization_config` says.
 
@@ -194,7 +194,7 @@ def required_data(q: DraftQuant) -> tuple[str, ...]:
     return tuple(names)
 
 
-@dataclass(frozen=True)
+@frozen
 class MissingData:
     """A linear layer the draft's `quantization_config` quantizes whose data is not stored.
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
@@ -31,6 +30,7 @@ from draftfit.engines.registry import (
     parse_engine_spec,
 )
 from draftfit.errors import UnknownEngineVersionError
+from draftfit.frozen import frozen
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -48,7 +48,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 PRODUCTS: dict[str, str] = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
-@dataclass(frozen=True)
+@frozen
 class Installed:
     """One engine release found in the environment."""
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from draftfit.engines.compiled import load_compiled, toml_path
 from draftfit.engines.profile import EngineData, Profile, parse_engine_data
 from draftfit.errors import SpecDataError
+from draftfit.frozen import frozen
 
 if TYPE_CHECKING:
     from draftfit.draft.spec import DraftSpec
@@ -58,7 +59,7 @@ class Recipe:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class ServeRequest:
     """What an engine needs to write its serve command for one version.
 
@@ -84,7 +85,7 @@ class ServeRequest:
     trust_remote_code: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Served:
     """An engine's serve recipe and the finding codes its serve-time settings fix."""
 
@@ -92,7 +93,7 @@ class Served:
     fixed_by_settings: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True)
+@frozen
 class ConventionChoice:
     """The draft class a convention writes, and why a human may still need to act.
 

@@ -4,14 +4,14 @@ the data was last checked against the package index."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from draftfit.engines.profile import EngineData
 from draftfit.engines.registry import ENGINES, engine_named
+from draftfit.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class EngineListing:
     """The data of the engines asked for; `single` when one engine was named.
 

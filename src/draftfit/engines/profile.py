@@ -22,7 +22,7 @@ report as unknown rather than guess.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import InvalidVersion, Version
 
 from draftfit.errors import SpecDataError, UnknownEngineVersionError
+from draftfit.frozen import frozen
 from draftfit.rule_ids import Consequence
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ ENTRY_KEYS = frozenset(
 APPROXIMATE_CONFIDENCE = frozenset({"inferred", "assumed", "reported", "unpinned"})
 
 
-@dataclass(frozen=True)
+@frozen
 class Entry:
     """One versioned value of a fact: what holds from `since` (inclusive) to `until`
     (exclusive), where it was read and how sure it is."""
@@ -90,7 +91,7 @@ class Entry:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class FactData:
     """A fact of an engine's data: its key, what it says, and its versioned entries
     (`ranged`: one value per version range; `set`: members, each with its range)."""
@@ -101,7 +102,7 @@ class FactData:
     entries: tuple[Entry, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class NotRead:
     """A release known to exist on the package index whose source was not read, and why."""
 
@@ -109,7 +110,7 @@ class NotRead:
     reason: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Pin:
     """The commit a release was read at, with the line of the engine's version file that names
     the release; or, with no commit, why none was found (`not_read`)."""
@@ -120,7 +121,7 @@ class Pin:
     not_read: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class EngineData:
     """One engine's data file, validated."""
 
@@ -179,7 +180,7 @@ class EngineData:
         return Profile(self, version, Version(version), requested)
 
 
-@dataclass(frozen=True)
+@frozen
 class Resolved:
     """A fact at one version: its value, the sources behind it, and whether it is known."""
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.profile import Profile
 from draftfit.escape import UNSAFE_IN_FIELD
+from draftfit.frozen import frozen
 
 if TYPE_CHECKING:
     from draftfit.draft.spec import DraftSpec
@@ -61,7 +61,7 @@ def _ansi_c_escape(match: re.Match[str]) -> str:
 CONTINUATION = " \\\n  "  # joins the lines of one shell command
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelSource:
     """How a recipe names a checkpoint: a local path, or a Hub repository at a revision.
 

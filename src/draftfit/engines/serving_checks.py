@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
@@ -19,6 +18,7 @@ from draftfit.draft.spec import EAGLE3
 from draftfit.engines.draft_quant import read_draft_quant
 from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
+from draftfit.frozen import frozen
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
 from draftfit.serve.flags import vllm_flag
@@ -160,7 +160,7 @@ _FLAG_HINTS: dict[str, dict[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchGrammar:
     """A release's command line as its argument parser declares it (the engine data's
     `launch_grammar`): every option string, those that take no value, and whether a unique

@@ -20,6 +20,7 @@ from draftfit.draft.spec import DraftSpec
 from draftfit.draft.target import Target
 from draftfit.draft.tensor_names import bounded_message
 from draftfit.engines.profile import Profile
+from draftfit.frozen import frozen
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence, RuleId
 from draftfit.serve.settings import ServeSettings
@@ -34,7 +35,7 @@ TRUNCATE_ROWS = "truncate-rows"
 TRUNCATE_COLS = "truncate-cols"
 
 
-@dataclass(frozen=True)
+@frozen
 class BuildInputs:
     """Everything an engine builder resolves a draft from, as one value.
 
@@ -58,7 +59,7 @@ class BuildInputs:
     serve: ServeSettings | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Event:
     """An engine behaviour worth a finding, tagged with the identity of the rule that
     reports it (an imported :class:`RuleId` constant, never a name string).
@@ -73,7 +74,7 @@ class Event:
     consequence: Consequence | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Expectation:
     """A parameter the engine builds and the stored tensor that should fill it.
 
@@ -113,7 +114,7 @@ class FateCause(enum.Enum):
     UNKNOWN_NAME = "unknown-name"  # no parameter of the draft class has this name
 
 
-@dataclass(frozen=True)
+@frozen
 class TensorFate:
     """What the engine does with one stored tensor, and why (`cause`)."""
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from draftfit.fail_on import FailOn
+from draftfit.frozen import frozen
 from draftfit.rule_ids import Severity
 
 
-@dataclass(frozen=True)
+@frozen
 class RenderOptions:
     """Settings shared by every renderer.
 

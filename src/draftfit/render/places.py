@@ -11,11 +11,11 @@ tensor the checkpoint lacks. A finding about the target's config points at the t
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from draftfit.engines.builder import TARGET_CONFIG, TARGET_FILE_PREFIX
+from draftfit.frozen import frozen
 from draftfit.location import Location
 from draftfit.output.json_lines import line_of, pointer_lines
 
@@ -25,7 +25,7 @@ CONFIG_FILE = "config.json"
 TARGET_SUFFIX = " config.json (target)"
 
 
-@dataclass(frozen=True)
+@frozen
 class Place:
     """A file path (POSIX, relative to the current directory) and a 1-based line, if known."""
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from draftfit.draft.tensor_names import bounded_message
+from draftfit.frozen import frozen
 from draftfit.location import Location, config_at
 from draftfit.rule_ids import Consequence, RuleId, Severity
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from draftfit.values.facts import ValueFacts
 
 
-@dataclass(frozen=True)
+@frozen
 class Violation:
     """What a rule reports: observed vs expected, where, why (engine source) and the fix.
 
@@ -66,7 +67,7 @@ class Context:
 Check = Callable[[Context], Iterable[Violation]]
 
 
-@dataclass(frozen=True)
+@frozen
 class Rule:
     """A rule identity (:class:`~draftfit.rule_ids.RuleId`) with its documentation and check.
 

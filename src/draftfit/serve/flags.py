@@ -34,10 +34,10 @@ Flag names and aliases as the engines' argument parsers declare them:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from draftfit.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class FlagTarget:
     """Where a flag's value goes: a :class:`~draftfit.serve.settings.ServeSettings` field and
     how to read it (`int`, `str`, `off-when-true` for a flag that turns CUDA graphs off,

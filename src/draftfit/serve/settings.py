@@ -10,8 +10,10 @@ from a value. The parsing lives in :mod:`draftfit.serve.input`; rules read these
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any
+
+from draftfit.frozen import frozen
 
 # The flag that gives settings, for messages about what is missing.
 SETTINGS_FLAGS = "--serve-config or --serve-args"
@@ -19,7 +21,7 @@ SETTINGS_FLAGS = "--serve-config or --serve-args"
 SERVE_SKIP_REASON = f"needs {SETTINGS_FLAGS}"
 
 
-@dataclass(frozen=True)
+@frozen
 class ServeSettings:
     """What one launch says about serving the draft (None: not given, engine default).
 
@@ -152,7 +154,7 @@ class ServeSettings:
         if self.accepted_flags:
             line += f"; accepted, not judged: {', '.join(self.accepted_flags)}"
         if self.refused_flags:
-            line += f"; refused by the engine's parser (DF559): {', '.join(self.refused_flags)}"
+            line += f"; refused by the engine's parser: {', '.join(self.refused_flags)}"
         if self.ignored_flags:
             line += f"; not read: {', '.join(self.ignored_flags)}"
         return line

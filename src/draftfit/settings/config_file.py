@@ -42,12 +42,13 @@ import fnmatch
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from draftfit.checkpoint.access import read_regular
 from draftfit.errors import UsageError
+from draftfit.frozen import frozen
 from draftfit.settings_text import MAX_SETTINGS_BYTES, load_toml
 
 DRAFTFIT_TOML = "draftfit.toml"
@@ -56,7 +57,7 @@ PYPROJECT_TOML = "pyproject.toml"
 KEYS = ("select", "extend-select", "ignore", "per-checkpoint-ignores")
 
 
-@dataclass(frozen=True)
+@frozen
 class FileSettings:
     """The rule selection one settings file states.
 
@@ -109,7 +110,7 @@ def named_path(path: Path) -> Path:
     return Path(os.path.abspath(path))
 
 
-@dataclass(frozen=True)
+@frozen
 class Discovery:
     """Where discovery looked: the file found (or None), the folders searched in order, and
     why the walk ended there (`repository root (.git)`, `home folder`, `shared folder

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from draftfit.errors import UsageError
+from draftfit.frozen import frozen
 from draftfit.report import Finding, Report, Suppression, findings_by_engine, verdict_for
 from draftfit.rule_ids import ALL_RULE_IDS, RuleId
 from draftfit.settings.config_file import FileSettings
@@ -46,7 +47,7 @@ def validate(selectors: Iterable[str], where: str) -> None:
             )
 
 
-@dataclass(frozen=True)
+@frozen
 class Ignore:
     """One ignore in force: its selector, the reason shown, and where it was given."""
 
@@ -55,7 +56,7 @@ class Ignore:
     source: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Selection:
     """The rule selection in force for one checkpoint (see the module docstring)."""
 

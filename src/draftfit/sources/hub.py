@@ -25,7 +25,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,6 +35,7 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.target import Target, load_target
 from draftfit.draft.target_rotation import DESCRIPTION_FILE, RotationCheck, check_rotation
 from draftfit.errors import HubAccessError, UsageError
+from draftfit.frozen import frozen
 from draftfit.output.notices import notice
 
 PREFIX = "hf://"
@@ -50,7 +50,7 @@ MAX_SECONDS = 86_400.0
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@frozen
 class HubRef:
     """A Hub repository at a revision (None: the default branch)."""
 

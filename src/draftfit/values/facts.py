@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from draftfit.frozen import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class Coverage:
     """How much of a tensor was read: `rows_read` of `rows` rows."""
 
@@ -90,7 +92,7 @@ class Comparison:
         return self.rows_compared > 0 and self.rows_matched == self.rows_compared
 
 
-@dataclass(frozen=True)
+@frozen
 class Skipped:
     """Something the value checks could not read or decode, and why."""
 
