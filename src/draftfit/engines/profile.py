@@ -228,8 +228,21 @@ class Profile:
         return f"{self.data.title} {self.version}"
 
     def fact(self, key: str) -> Resolved:
+        """The fact at this version, counted among the facts consulted (:meth:`basis`)."""
         if key in self._cache:
             return self._cache[key]
+        result = self._resolve(key)
+        self._cache[key] = result
+        return result
+
+    def peek(self, key: str) -> Resolved:
+        """The fact at this version, as :meth:`fact`, but not counted among the facts
+        consulted (:meth:`basis`): for a fact the view carries for a rule to read, which the
+        view itself is not built on."""
+        found = self._cache.get(key)
+        return found if found is not None else self._resolve(key)
+
+    def _resolve(self, key: str) -> Resolved:
         fact = self.data.facts.get(key)
         if fact is None:
             raise SpecDataError(f"{self.engine} data has no fact {key!r}")
@@ -244,7 +257,6 @@ class Profile:
             result = Resolved(first.value, (first.source,), True, notes, first.consequence)
         else:
             result = Resolved(None, (), False)
-        self._cache[key] = result
         return result
 
     def value(self, key: str) -> Any:
