@@ -284,19 +284,112 @@ def test_an_approximate_entry_surfaces_in_the_finding_built_on_it(
     assert caveated >= 1
 
 
-def test_every_fact_a_rule_rests_on_exists_in_that_engines_data() -> None:
-    from draftfit.rules import all_rules
-    from draftfit.rules.data_facts import RULE_FACTS, facts_for
+def _facts_by_engine(code: str) -> dict[str, tuple[str, ...]]:
+    """Per engine (registry order), the facts whose `rules` name `code`, where any do."""
+    from draftfit.engines.registry import ENGINES
 
-    registered = {item.check for item in all_rules()}
-    assert set(RULE_FACTS) <= registered
-    named = 0
-    for item in all_rules():
-        for engine, keys in facts_for(item).items():
-            known = set(load_engine(engine).facts)
-            assert set(keys) <= known, (item.code, engine, set(keys) - known)
-            named += len(keys)
-    assert named > 40
+    found = {engine.name: engine.data.facts_for_rule(code) for engine in ENGINES}
+    return {name: keys for name, keys in found.items() if keys}
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_every_rule_a_fact_names_is_a_rule_resting_on_engine_data(engine: str) -> None:
+    """A fact's `rules` name registered rules that run per engine, and `facts_for_rule` gives
+    back exactly the facts that name each one."""
+    from draftfit.rules import get_rule
+
+    data = load_engine(engine)
+    named: dict[str, set[str]] = {}
+    for fact in data.facts.values():
+        assert list(fact.rules) == sorted(set(fact.rules)), fact.key
+        for code in fact.rules:
+            named.setdefault(code, set()).add(fact.key)
+    assert len(named) > 15
+    for code, keys in named.items():
+        item = get_rule(code)
+        assert item is not None and item.code == code, code
+        assert item.scope == "engine", code
+        listed = data.facts_for_rule(code)
+        assert len(listed) == len(set(listed)) and set(listed) == keys, code
+        assert set(listed) <= set(data.facts)
+    assert set(data.rule_facts) == set(named)
+    assert data.facts_for_rule("DF001") == ()
+
+
+def test_a_rules_facts_are_listed_ranked_first_then_by_key() -> None:
+    vllm = load_engine("vllm")
+    assert vllm.facts_for_rule("DF553") == (
+        "mla_only_attention_backends",
+        "draft_attention_backend_default",
+        "draft_attention_backend_flag",
+        "attention_backend_setting",
+        "runner_default",
+    )
+    assert vllm.facts_for_rule("DF301") == (
+        "aux_ids_read_from_mrv1",
+        "aux_ids_read_from_mrv2",
+        "runner_default",
+    )
+    assert load_engine("trtllm").facts_for_rule("DF102") == (
+        "missing_architectures",
+        "draft_class_selection",
+        "one_model_default",
+    )
+
+
+def test_every_serve_rule_rests_on_the_data_of_the_engines_whose_launches_it_judges() -> None:
+    """Without a launch the checker lists a serve rule as skipped for the engines whose data
+    it rests on, so a serve rule no fact names would silently never be listed."""
+    from draftfit.rules import all_rules
+
+    serve = [item for item in all_rules() if item.needs_serve]
+    assert len(serve) >= 10
+    for item in serve:
+        assert _facts_by_engine(item.code), item.code
+    assert set(_facts_by_engine("DF555")) == {"trtllm"}
+    assert set(_facts_by_engine("DF554")) == {"sglang"}
+    assert set(_facts_by_engine("DF550")) == {"vllm", "sglang", "trtllm"}
+
+
+def _fact(rules: object, rank: object = None) -> dict[str, object]:
+    body: dict[str, object] = {
+        "doc": "d",
+        "values": [{"value": 1, "source": "a.py@v1.0.0", "confidence": "read"}],
+        "rules": rules,
+    }
+    if rank is not None:
+        body["rank"] = rank
+    return body
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        {"x": _fact(["DF999"])},  # no rule has this code
+        {"x": _fact(["DF301", "DF101"])},  # not sorted
+        {"x": _fact(["DF301", "DF301"])},  # twice
+        {"x": _fact("DF301")},  # not a list
+        {"x": _fact(["DF301"], {"DF302": 1})},  # ranks a rule it does not name
+        {"x": _fact(["DF301"], {"DF301": 0})},  # not a positive place
+        {"x": _fact(["DF301"], {"DF301": True})},
+        {"x": _fact(["DF301"], {"DF301": 1}), "y": _fact(["DF301"], {"DF301": 1})},
+    ],
+)
+def test_malformed_rule_links_are_rejected(facts: dict[str, object]) -> None:
+    with pytest.raises(SpecDataError):
+        parse_engine_data("test", {"versions": ["1.0"], "latest": "1.0", "fact": facts})
+
+
+def test_rule_links_load_in_order() -> None:
+    facts = {
+        "b": _fact(["DF301"]),
+        "c": _fact(["DF301", "DF302"], {"DF301": 1}),
+        "a": _fact(["DF301", "DF302"]),
+    }
+    data = parse_engine_data("test", {"versions": ["1.0"], "latest": "1.0", "fact": facts})
+    assert data.facts_for_rule("DF301") == ("c", "a", "b")
+    assert data.facts_for_rule("DF302") == ("a", "c")
+    assert data.facts["c"].rules == ("DF301", "DF302")
 
 
 def test_rule_explains_the_data_it_rests_on(capsys) -> None:
@@ -305,16 +398,14 @@ def test_rule_explains_the_data_it_rests_on(capsys) -> None:
     import json
 
     from draftfit.cli.main import main
-    from draftfit.rules import get_rule
-    from draftfit.rules.data_facts import facts_for
 
-    item = get_rule("DF301")
+    linked = _facts_by_engine("DF301")
     assert main(["rule", "DF301", "--format", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)["data"]
-    assert set(shown) == set(facts_for(item)) and len(shown) >= 2
+    assert set(shown) == set(linked) and len(shown) >= 2
     for engine, facts in shown.items():
         data = load_engine(engine)
-        assert [f["fact"] for f in facts] == list(facts_for(item)[engine])
+        assert [f["fact"] for f in facts] == list(linked[engine])
         for fact in facts:
             entries = data.facts[fact["fact"]].entries
             assert [(e["source"], e["confidence"]) for e in fact["entries"]] == [
@@ -343,11 +434,10 @@ def test_rules_resting_on_engine_data_leave_its_version_ranges_to_it() -> None:
     """The ranges live in the data (`draftfit rule CODE` prints them); a docstring that
     restated them would drift. Versions a rule was confirmed on by running are kept."""
     from draftfit.rules import all_rules
-    from draftfit.rules.data_facts import facts_for
 
     checked = 0
     for item in all_rules():
-        if not facts_for(item):
+        if not _facts_by_engine(item.code):
             continue
         checked += 1
         assert not ENGINE_VERSION_IN_PROSE.findall(item.doc), item.code

@@ -46,7 +46,6 @@ from draftfit.report import (
 from draftfit.rule_ids import RuleId
 from draftfit.rules import all_rules, get_rule
 from draftfit.rules.base import Context, Rule, Severity, Violation
-from draftfit.rules.data_facts import facts_for
 from draftfit.serve.settings import SERVE_SKIP_REASON, ServeSettings
 
 if TYPE_CHECKING:
@@ -131,7 +130,7 @@ def check_checkpoint(
                 continue
             if item.needs_serve and settings is None:
                 # listed where the rule judges this engine's launches (its engine data)
-                applies = profile.engine in facts_for(item)
+                applies = bool(profile.data.facts_for_rule(item.code))
                 if applies and all(s.code != item.code for s in skipped):
                     skipped.append(SkippedRule(item.code, item.name, SERVE_SKIP_REASON))
                 continue

@@ -1,8 +1,9 @@
 """`draftfit rules` and `draftfit rule CODE`: rule documentation from the rule docstrings.
 
-`draftfit rule CODE` adds, under the prose, the engine data the rule rests on
-(`rules.data_facts`): per engine, each fact's entries with their version range, source and
-confidence, read from the data files, so version ranges live in the data only.
+`draftfit rule CODE` adds, under the prose, the engine data the rule rests on (the facts
+whose `rules` name it in `engines/data/<engine>.toml`): per engine, each fact's entries with
+their version range, source and confidence, read from the data files, so version ranges live
+in the data only.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from draftfit.docs_links import rule_doc_url
 from draftfit.frozen import frozen
 from draftfit.rules import all_rules
 from draftfit.rules.base import Rule
-from draftfit.rules.data_facts import facts_for
 
 # Set facts (registries, allow-lists) longer than this are cut short in the text form.
 TEXT_ITEMS_LIMIT = 12
@@ -41,12 +41,15 @@ def rule_dict(item: Rule, data: bool = False) -> dict[str, Any]:
 
 def rule_data(item: Rule) -> dict[str, list[dict[str, Any]]]:
     """Per engine, the facts `item` rests on with every entry's range, source and confidence."""
-    from draftfit.engines.registry import load_engine
+    from draftfit.engines.registry import ENGINES
 
     out: dict[str, list[dict[str, Any]]] = {}
-    for engine, keys in facts_for(item).items():
-        data = load_engine(engine)
-        out[engine] = [
+    for engine in ENGINES:
+        data = engine.data
+        keys = data.facts_for_rule(item.code)
+        if not keys:
+            continue
+        out[engine.name] = [
             {
                 "fact": key,
                 "doc": data.facts[key].doc,

@@ -430,6 +430,8 @@ class BaseBuilder:
         self.view.effective["reduced_vocab"] = reduced
 
         self._aux_capture(n_aux, count_from, use_aux)
+        if self.view.aux is not None:
+            self.view.aux.concat_order = self.p.peek("aux_concat_order")
         self._flags(norms)
         self._sliding_window()
         self.view.effective["norms"] = {

@@ -15,8 +15,10 @@ Every entry names its source (`path:line@tag`) and how far that source settles i
 `dev/refresh_engine.py` can find the cited code again in a newer release. The file's
 `data_date` is the day its releases were last checked against the package index, and
 `not_read` lists releases known to exist whose source was not read, each with the reason.
-Resolving a fact at a version where no entry applies gives an *unknown* fact, which rules
-report as unknown rather than guess.
+A fact that rules rest on names them (`rules`, rule codes; `rank` orders a rule's facts
+where key order does not serve): `draftfit rule CODE` lists the facts that name the rule
+(:meth:`EngineData.facts_for_rule`). Resolving a fact at a version where no entry applies
+gives an *unknown* fact, which rules report as unknown rather than guess.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from packaging.version import InvalidVersion, Version
 
 from draftfit.errors import SpecDataError, UnknownEngineVersionError
 from draftfit.frozen import frozen
-from draftfit.rule_ids import Consequence
+from draftfit.rule_ids import ALL_RULE_IDS, Consequence
 
 if TYPE_CHECKING:
     from draftfit.engines.interface import Engine
@@ -100,6 +102,8 @@ class FactData:
     doc: str
     kind: str  # "ranged" or "set"
     entries: tuple[Entry, ...]
+    # The codes of the rules that rest on this fact (`rules`), sorted.
+    rules: tuple[str, ...] = ()
 
 
 @frozen
@@ -139,6 +143,15 @@ class EngineData:
     commits: tuple[Pin, ...] = ()
     # The engine this data belongs to (None for data parsed on its own, e.g. in tests).
     impl: Engine | None = field(default=None, compare=False, repr=False)
+    # Per rule code, the keys of the facts that name it, in the order `draftfit rule` lists
+    # them (see facts_for_rule).
+    rule_facts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def facts_for_rule(self, code: str) -> tuple[str, ...]:
+        """The keys of the facts rule `code` rests on in this engine (those whose `rules`
+        name it): first those whose `rank` places them, by rank, then the others by key;
+        empty when the rule rests on none of this engine's data."""
+        return self.rule_facts.get(code, ())
 
     @cached_property
     def approximate_entries(self) -> dict[str, list[tuple[int, Entry]]]:
@@ -235,8 +248,21 @@ class Profile:
         return f"{self.data.title} {self.version}"
 
     def fact(self, key: str) -> Resolved:
+        """The fact at this version, counted among the facts consulted (:meth:`basis`)."""
         if key in self._cache:
             return self._cache[key]
+        result = self._resolve(key)
+        self._cache[key] = result
+        return result
+
+    def peek(self, key: str) -> Resolved:
+        """The fact at this version, as :meth:`fact`, but not counted among the facts
+        consulted (:meth:`basis`): for a fact the view carries for a rule to read, which the
+        view itself is not built on."""
+        found = self._cache.get(key)
+        return found if found is not None else self._resolve(key)
+
+    def _resolve(self, key: str) -> Resolved:
         fact = self.data.facts.get(key)
         if fact is None:
             raise SpecDataError(f"{self.engine} data has no fact {key!r}")
@@ -251,7 +277,6 @@ class Profile:
             result = Resolved(first.value, (first.source,), True, notes, first.consequence)
         else:
             result = Resolved(None, (), False)
-        self._cache[key] = result
         return result
 
     def value(self, key: str) -> Any:
@@ -352,6 +377,7 @@ def parse_engine_data(
     if latest not in versions:
         raise SpecDataError(f"{engine}.toml: latest {latest} not in versions")
     facts: dict[str, FactData] = {}
+    ranks: dict[tuple[str, str], int] = {}
     for key, body in facts_raw.items():
         if not isinstance(body, dict) or "doc" not in body:
             raise SpecDataError(f"{engine}.toml: fact {key} needs a doc")
@@ -395,7 +421,9 @@ def parse_engine_data(
             )
         if kind == "ranged":
             _check_disjoint(engine, key, entries)
-        facts[key] = FactData(key, body["doc"], kind, tuple(entries))
+        rules = _rules(engine, key, body.get("rules", []))
+        ranks.update(_ranks(engine, key, body.get("rank", {}), rules))
+        facts[key] = FactData(key, body["doc"], kind, tuple(entries), rules)
     return EngineData(
         engine,
         raw.get("title", engine),
@@ -408,7 +436,57 @@ def parse_engine_data(
         _not_read(engine, raw.get("not_read", []), versions),
         _commits(engine, raw.get("commits", []), versions),
         impl,
+        _rule_facts(engine, facts, ranks),
     )
+
+
+def _rules(engine: str, key: str, raw: Any) -> tuple[str, ...]:
+    """A fact's `rules`: the codes of the rules that rest on it, each a code draftfit has a
+    rule for, sorted, each once."""
+    where = f"{engine}.toml: fact {key}"
+    if not isinstance(raw, list) or not all(isinstance(code, str) for code in raw):
+        raise SpecDataError(f"{where}: rules must be a list of rule codes")
+    unknown = [code for code in raw if code not in _RULE_CODES]
+    if unknown:
+        raise SpecDataError(f"{where}: rules names {', '.join(unknown)}, which no rule has")
+    if raw != sorted(set(raw)):
+        raise SpecDataError(f"{where}: rules must be sorted, each code once")
+    return tuple(raw)
+
+
+def _ranks(engine: str, key: str, raw: Any, rules: tuple[str, ...]) -> dict[tuple[str, str], int]:
+    """A fact's `rank`: for some of the rules it names, a positive place among that rule's
+    facts, by (rule code, fact key)."""
+    where = f"{engine}.toml: fact {key}"
+    if not isinstance(raw, dict):
+        raise SpecDataError(f"{where}: rank must be a table of rule code = place")
+    out: dict[tuple[str, str], int] = {}
+    for code, place in raw.items():
+        if code not in rules:
+            raise SpecDataError(f"{where}: rank names {code}, which its rules do not")
+        if not isinstance(place, int) or isinstance(place, bool) or place < 1:
+            raise SpecDataError(f"{where}: rank {code} must be a positive integer")
+        out[code, key] = place
+    return out
+
+
+def _rule_facts(
+    engine: str, facts: dict[str, FactData], ranks: dict[tuple[str, str], int]
+) -> dict[str, tuple[str, ...]]:
+    """Per rule code, the keys of the facts that name it: those ranked first, by rank, then
+    the others by key."""
+    named: dict[str, list[str]] = {}
+    for fact in facts.values():
+        for code in fact.rules:
+            named.setdefault(code, []).append(fact.key)
+    out: dict[str, tuple[str, ...]] = {}
+    for code, keys in sorted(named.items()):
+        placed = [ranks[code, k] for k in keys if (code, k) in ranks]
+        if len(placed) != len(set(placed)):
+            raise SpecDataError(f"{engine}.toml: rule {code}: two facts have the same rank")
+        ranked = sorted((k for k in keys if (code, k) in ranks), key=lambda k: ranks[code, k])
+        out[code] = (*ranked, *sorted(k for k in keys if (code, k) not in ranks))
+    return out
 
 
 def _anchors(
@@ -519,3 +597,5 @@ def _version(engine: str, text: str, where: str) -> Version:
 
 # Versions parsed so far, by their text (Version objects are immutable).
 _VERSIONS: dict[str, Version] = {}
+# The codes a fact's `rules` may name.
+_RULE_CODES = frozenset(rule.code for rule in ALL_RULE_IDS)

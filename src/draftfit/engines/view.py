@@ -19,7 +19,7 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.spec import DraftSpec
 from draftfit.draft.target import Target
 from draftfit.draft.tensor_names import bounded_message
-from draftfit.engines.profile import Profile
+from draftfit.engines.profile import Profile, Resolved
 from draftfit.frozen import frozen
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence, RuleId
@@ -165,6 +165,9 @@ class AuxCapture:
         launch_location: where that setting is (in the serving settings), or None.
         launch_unused: why a launch setting for the layers does not choose them at this
             version ("" when the launch gives none, or it is used).
+        concat_order: the order in which the engine concatenates the captured states into
+            `fc`'s input at this version (the data's `aux_concat_order`: "ascending" where
+            it sorts them by layer), with its sources; None where it was not resolved.
     """
 
     used: tuple[int, ...] | None
@@ -184,6 +187,7 @@ class AuxCapture:
     launch_setting: str = ""
     launch_location: Location | None = None
     launch_unused: str = ""
+    concat_order: Resolved | None = None
 
 
 @dataclass

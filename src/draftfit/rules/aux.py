@@ -19,7 +19,6 @@ from draftfit.draft.aux_counting import (
     resolve_with_target,
 )
 from draftfit.draft.dialects import NEMO_AUTOMODEL
-from draftfit.engines.registry import load_engine
 from draftfit.engines.view import EngineView
 from draftfit.rule_ids import (
     AUX_COUNT_MISMATCH,
@@ -577,8 +576,8 @@ def aux_ids_not_ascending(ctx: Context) -> Iterator[Violation]:
         return
     if set(view.aux.used) != set(trained):
         return
-    order = load_engine(view.engine).resolve(view.version).fact("aux_concat_order")
-    if not order.known or order.value != "ascending":
+    order = view.aux.concat_order
+    if order is None or not order.known or order.value != "ascending":
         return
     width = ctx.spec.target_hidden_size
     blocks = f" ({len(trained)} blocks of {width} columns)" if width else ""
