@@ -6,6 +6,7 @@ from array import array
 from collections.abc import Iterator
 from operator import add
 
+from draftfit.checkpoint.model import TensorInfo
 from draftfit.checkpoint.values import cached_ints, cached_mask
 from draftfit.rule_ids import (
     D2T_IGNORED_BY_ENGINE,
@@ -38,19 +39,28 @@ def _targets(values: array[int]) -> list[int]:
     return list(map(add, range(len(values)), values))
 
 
-def _out_of_range(values: array[int], vocab: int) -> tuple[int, int]:
+def _mapped_targets(ctx: Context, info: TensorInfo, values: array[int]) -> list[int]:
+    """The target ids of a stored `d2t` (see :func:`_targets`), computed once per checkpoint
+    for the range and the agreement checks alike."""
+    return ctx.checkpoint.memo.remember(
+        ("d2t target ids", info.file, info.byte_range, info.dtype),
+        (info.file,),
+        lambda: _targets(values),
+    )
+
+
+def _out_of_range(targets: list[int], vocab: int) -> tuple[int, int]:
     """(how many draft ids `d2t` maps outside [0, vocab), the first such id)."""
-    targets = _targets(values)
     if not targets or (min(targets) >= 0 and max(targets) < vocab):
         return 0, -1
     bad = [i for i, target in enumerate(targets) if not 0 <= target < vocab]
     return len(bad), bad[0]
 
 
-def _map_agreement(values: array[int], t2d: bytes | None) -> tuple[bool, bool]:
+def _map_agreement(targets: list[int], t2d: bytes | None) -> tuple[bool, bool]:
     """(the target ids `d2t` maps to are distinct, they are exactly the ids `t2d` marks)."""
-    mapped = set(_targets(values))
-    if len(mapped) != len(values):
+    mapped = set(targets)
+    if len(mapped) != len(targets):
         return False, False
     if not t2d or not mapped:
         return True, True
@@ -178,7 +188,7 @@ def d2t_out_of_range(ctx: Context) -> Iterator[Violation]:
     count, first = ctx.checkpoint.memo.remember(
         ("d2t offsets in range", info.file, info.byte_range, info.dtype, vocab),
         (info.file,),
-        lambda: _out_of_range(values, vocab),
+        lambda: _out_of_range(_mapped_targets(ctx, info, values), vocab),
     )
     if count:
         yield Violation(
@@ -318,7 +328,7 @@ def _agreement(ctx: Context) -> tuple[bool, bool] | None:
     return ctx.checkpoint.memo.remember(
         ("d2t-t2d-agreement", where, t2d_where, t2d_ok),
         files,
-        lambda: _map_agreement(d2t, t2d),
+        lambda: _map_agreement(_mapped_targets(ctx, d2t_info, d2t), t2d),
     )
 
 
