@@ -174,10 +174,10 @@ def test_refusal_wins_over_garbage_in_the_verdict(tmp_path: Path) -> None:
     findings of a draft that drafts garbage, plus a refusal of the same engine version."""
     garbage = _check("head-dim-not-declared", tmp_path / "g", "vllm==0.34.0")
     refused = _check("plain-config-eagle3draftmodel", tmp_path / "r", "vllm==0.34.0")
-    label = garbage.engines[0].label
-    both = [f for f in garbage.findings + refused.findings if label in f.engines]
-    assert verdict_for(garbage.findings, label)[0] == DRAFTS_GARBAGE
-    verdict, counts = verdict_for(both, label)
+    key = garbage.engines[0].key
+    both = [f for f in garbage.findings + refused.findings if key in f.engines]
+    assert verdict_for(garbage.findings, key)[0] == DRAFTS_GARBAGE
+    verdict, counts = verdict_for(both, key)
     assert verdict == INCOMPATIBLE and counts["error"] >= 2
 
 

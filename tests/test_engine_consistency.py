@@ -128,7 +128,7 @@ def _conflicts(case: Case, tmp_path: Path) -> set[tuple[str, str, str]]:
             field = _root_field(finding)
             if finding.severity != Severity.ERROR or field is None:
                 continue
-            if all(label.startswith(other) for label in finding.engines):
+            if all(label.startswith(other) for label in (e.label for e in finding.engines)):
                 continue  # the same engine at other releases: the data's version ranges
             found.add((result.engine, finding.code, field))
     return found

@@ -26,7 +26,7 @@ from draftfit.draft.spec import EAGLE, EAGLE3, DraftSpec, describe
 from draftfit.draft.target import Target
 from draftfit.engines import build_view
 from draftfit.engines.installed import resolve_engines
-from draftfit.engines.profile import Profile
+from draftfit.engines.profile import EngineVersion, Profile
 from draftfit.engines.serving_checks import launch_grammar
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
@@ -98,7 +98,7 @@ def check_checkpoint(
     spec = describe(checkpoint)
     value_facts = _value_facts(checkpoint, spec, target, values)
     effective_method = spec.method if method is None else method
-    labels = [p.label for p in profiles]
+    keys = [p.key for p in profiles]
     rules = all_rules()
     collected: dict[tuple[object, ...], Finding] = {}
     skipped: list[SkippedRule] = []
@@ -110,7 +110,7 @@ def check_checkpoint(
         if item.needs_target and target is None:
             skipped.append(_skip(item))
             continue
-        _collect(collected, item, item.run(base), labels)
+        _collect(collected, item, item.run(base), keys)
 
     results: list[EngineResult] = []
     for profile in profiles:
@@ -138,7 +138,7 @@ def check_checkpoint(
                 if all(s.code != item.code for s in skipped):
                     skipped.append(_skip(item))
                 continue
-            _collect(collected, item, _with_caveats(item.run(ctx), profile), [profile.label])
+            _collect(collected, item, _with_caveats(item.run(ctx), profile), [profile.key])
         result = EngineResult(
             profile.engine,
             profile.version,
@@ -165,11 +165,11 @@ def check_checkpoint(
     reasons, unchecked = unverified_reasons(target, skipped)
     applying = findings_by_engine(findings)
     for result in results:
-        own, own_rules = rotation_unchecked(target, findings, result.label)
+        own, own_rules = rotation_unchecked(target, findings, result.key)
         result.unverified_reasons = [*reasons, *own, *_unjudged_flags(serve, result.profile)]
         result.unchecked_rules = [*unchecked, *(r for r in own_rules if r not in unchecked)]
         result.verdict, result.counts = verdict_for(
-            applying.get(result.label, []), result.label, result.unverified_reasons
+            applying.get(result.key, []), result.key, result.unverified_reasons
         )
     return Report(
         draft=checkpoint.source,
@@ -274,7 +274,7 @@ def unverified_reasons(
 
 
 def rotation_unchecked(
-    target: Target | None, findings: list[Finding], label: str
+    target: Target | None, findings: list[Finding], key: EngineVersion
 ) -> tuple[list[str], list[str]]:
     """The target's rotation evidence exists but could not be read (a symlink out of the
     folder, a FIFO, a directory...): where engine `label` would have judged it (its DF519
@@ -282,7 +282,7 @@ def rotation_unchecked(
     if target is None or target.rotation.unchecked is None or not target.rotation.present:
         return [], []
     said = any(
-        f.code == rule_ids.TARGET_ROTATION_UNCHECKED.code and label in f.engines for f in findings
+        f.code == rule_ids.TARGET_ROTATION_UNCHECKED.code and key in f.engines for f in findings
     )
     if not said:
         return [], []
@@ -314,7 +314,7 @@ def _collect(
     collected: dict[tuple[object, ...], Finding],
     item: Rule,
     violations: Iterable[Violation],
-    labels: list[str],
+    keys: list[EngineVersion],
 ) -> None:
     for v in violations:
         consequence = v.consequence or item.consequence
@@ -331,9 +331,9 @@ def _collect(
         if consequence.severity > existing.severity:
             # The same text from engines with different consequences: the worse one counts.
             existing.consequence = consequence
-        for label in labels:
-            if label not in existing.engines:
-                existing.engines.append(label)
+        for key in keys:
+            if key not in existing.engines:
+                existing.engines.append(key)
 
 
 def _with_caveats(violations: Iterable[Violation], profile: Profile) -> Iterator[Violation]:

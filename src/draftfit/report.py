@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from draftfit.engines.profile import EngineVersion
 from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
 from draftfit.fail_on import FailOn, Verdict
 from draftfit.frozen import frozen
@@ -181,7 +182,7 @@ class Finding:
     fix: str | None
     sources: tuple[str, ...]
     consequence: Consequence
-    engines: list[str] = field(default_factory=list)
+    engines: list[EngineVersion] = field(default_factory=list)
     suppression: Suppression | None = None  # set by rule selection; then it does not count
     condition: str | None = None  # when a `degrades` finding degrades
     # A report's own grouping where it is not the rule's family (`diff`: "diff" for what
@@ -226,7 +227,7 @@ class Finding:
             "consequence_text": self.consequence_text,
             "message": self.message,
             "location": self.location.to_dict(),
-            "engines": list(self.engines),
+            "engines": [e.label for e in self.engines],
             "fix": self.fix,
             "sources": list(self.sources),
             **(
@@ -261,6 +262,11 @@ class VersionVerdict:
     @property
     def label(self) -> str:
         return f"{self.engine}=={self.version}"
+
+    @property
+    def key(self) -> EngineVersion:
+        """This result's release, as findings are keyed."""
+        return EngineVersion(self.engine, self.version)
 
     def verdict_dict(self) -> dict[str, Any]:
         """The JSON keys every per-version result has."""
@@ -414,22 +420,22 @@ class Report:
         return out
 
 
-def findings_by_engine(findings: list[Finding]) -> dict[str, list[Finding]]:
-    """The findings that apply to each engine version label, in the order of `findings`.
+def findings_by_engine(findings: list[Finding]) -> dict[EngineVersion, list[Finding]]:
+    """The findings that apply to each engine version, in the order of `findings`.
 
     Built once per report: a check over many versions holds findings of every version, and
     scanning all of them again for each version costs time quadratic in the versions."""
-    index: dict[str, list[Finding]] = {}
+    index: dict[EngineVersion, list[Finding]] = {}
     for finding in findings:
-        for label in finding.engines:
-            index.setdefault(label, []).append(finding)
+        for key in finding.engines:
+            index.setdefault(key, []).append(finding)
     return index
 
 
 def verdict_for(
-    findings: list[Finding], label: str, unverified_reasons: list[str] | None = None
+    findings: list[Finding], key: EngineVersion, unverified_reasons: list[str] | None = None
 ) -> tuple[Verdict, dict[str, int]]:
-    """Verdict and severity counts of the findings that apply to engine `label`.
+    """Verdict and severity counts of the findings that apply to engine version `key`.
 
     An error whose consequence is that the engine will not run (refuses to start, fails at
     the first request) makes it `incompatible`; errors that all let it run but make every
@@ -440,7 +446,7 @@ def verdict_for(
     findings = [f for f in findings if f.counts]
     runs = True
     for finding in findings:
-        if label in finding.engines:
+        if key in finding.engines:
             counts[str(finding.severity)] += 1
             if finding.severity == Severity.ERROR and not _runs(finding):
                 runs = False
@@ -448,9 +454,7 @@ def verdict_for(
         return (DRAFTS_GARBAGE if runs else INCOMPATIBLE), counts
     if counts["warning"]:
         return DEGRADED, counts
-    if unverified_reasons or any(
-        label in f.engines and f.code in UNVERIFIED_CODES for f in findings
-    ):
+    if unverified_reasons or any(key in f.engines and f.code in UNVERIFIED_CODES for f in findings):
         return UNVERIFIED, counts
     return COMPATIBLE, counts
 

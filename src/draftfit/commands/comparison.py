@@ -160,7 +160,7 @@ def set_verdicts(findings: list[Finding], results: list[DiffResult]) -> None:
     for result in results:
         counts = {"matters": 0, "spelling": 0}
         for finding in findings:
-            if result.label in finding.engines and finding.counts:
+            if result.key in finding.engines and finding.counts:
                 if finding.severity == Severity.ERROR:
                     counts["matters"] += 1
                 elif is_spelling(finding):
@@ -224,8 +224,8 @@ def diff_checkpoints(
                 group="diff",
             )
             existing = collected.setdefault(finding.key(), finding)
-            if profile.label not in existing.engines:
-                existing.engines.append(profile.label)
+            if profile.key not in existing.engines:
+                existing.engines.append(profile.key)
         result = DiffResult(profile.engine, profile.version, profile.title)
         result.chosen_because = profile.chosen_because
         for side in (a, b):
@@ -248,7 +248,7 @@ def diff_checkpoints(
                 None,
                 (),
                 rule.consequence,
-                [p.label for p in profiles],
+                [p.key for p in profiles],
                 condition=rule.condition,
                 group="raw",
             ),
@@ -269,14 +269,14 @@ def _side(checkpoint: Checkpoint, report: Report, index: int) -> _Side:
     """One side of the comparison for the profile at `index`: its description, the
     engine view the check built, and the check narrowed to that version."""
     result = report.engines[index]
-    label = result.label
+    key = result.key
     narrowed = Report(
         draft=report.draft,
         target=report.target,
         dialect=report.dialect,
         method=report.method,
         method_evidence=report.method_evidence,
-        findings=[f for f in report.findings if label in f.engines],
+        findings=[f for f in report.findings if key in f.engines],
         engines=[result],
     )
     return _Side(checkpoint, report.kept().spec, result.kept().view, narrowed)
@@ -394,7 +394,7 @@ def _first_problem(report: Report) -> str:
         (
             f
             for f in report.findings
-            if f.severity >= Severity.WARNING and report.engines[0].label in f.engines
+            if f.severity >= Severity.WARNING and report.engines[0].key in f.engines
         ),
         None,
     )

@@ -60,9 +60,9 @@ def recipe_for(
     check of the draft it serves, under its own command, finds."""
     kept = report.kept()
     profile = result.kept().profile
-    label = profile.label
+    key = profile.key
     candidates = report.findings if applying is None else applying
-    findings = [f for f in candidates if label in f.engines]
+    findings = [f for f in candidates if key in f.engines]
     draft, steps, notes, findings, served_checkpoint = _convert_step(report, profile, findings)
     served = profile.impl.serve(
         ServeRequest(
@@ -102,7 +102,7 @@ def attach_recipes(report: Report) -> None:
     recipes = []
     applying = findings_by_engine(report.findings)
     for result in report.engines:
-        recipe = recipe_for(report, result, applying.get(result.label, []))
+        recipe = recipe_for(report, result, applying.get(result.key, []))
         if recipe is None:
             continue
         # a version that will not run gets a recipe only when it makes the draft servable;
@@ -266,7 +266,7 @@ def _convert_step(
         + (f"it fixes {', '.join(fixed)}" if fixed else "it leaves fewer problems")
         + f"; {profile.title} then finds the converted draft "
         + (
-            verdict_for(own_launch, profile.label, after_result.unverified_reasons)[0]
+            verdict_for(own_launch, profile.key, after_result.unverified_reasons)[0]
             if carried or len(own_launch) != len(after_findings)
             else after_result.verdict
         )

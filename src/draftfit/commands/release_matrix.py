@@ -130,7 +130,7 @@ def build_matrix(
         current_key: _RowKey | None = None
         by_engine = findings_by_engine(report.findings)
         for result in report.engines:
-            applying = by_engine.get(result.label, [])
+            applying = by_engine.get(result.key, [])
             deciding = _deciding(applying, result.verdict)
             recipe = recipe_for(report, result, applying)
             # An incompatible version gets a recipe only when its steps and settings make the

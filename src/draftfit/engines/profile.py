@@ -68,6 +68,22 @@ APPROXIMATE_CONFIDENCE = frozenset({"inferred", "assumed", "reported", "unpinned
 
 
 @frozen
+class EngineVersion:
+    """An engine release: what findings and verdicts are keyed by (`vllm==0.34.0` as
+    text)."""
+
+    engine: str
+    version: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine}=={self.version}"
+
+    def __str__(self) -> str:
+        return self.label
+
+
+@frozen
 class Entry:
     """One versioned value of a fact: what holds from `since` (inclusive) to `until`
     (exclusive), where it was read and how sure it is."""
@@ -235,6 +251,11 @@ class Profile:
     @property
     def label(self) -> str:
         return f"{self.engine}=={self.version}"
+
+    @property
+    def key(self) -> EngineVersion:
+        """This release, as findings and verdicts are keyed."""
+        return EngineVersion(self.engine, self.version)
 
     @property
     def impl(self) -> Engine:

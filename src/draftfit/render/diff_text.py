@@ -65,7 +65,9 @@ def render_diff(
                 line.append(f"{finding.code} ", style=style)
                 line.append(escape_field(finding.message))
                 if many and len(finding.engines) < len(report.engines):
-                    line.append("  [" + ", ".join(finding.engines) + "]", style="dim")
+                    line.append(
+                        "  [" + ", ".join(e.label for e in finding.engines) + "]", style="dim"
+                    )
                 console.print(line)
             if len(shown) < len(findings):
                 console.print(

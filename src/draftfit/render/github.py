@@ -44,7 +44,7 @@ def annotation(finding: Finding, draft: str, target: str | None = None) -> str:
     if finding.fix:
         message += f"\nfix: {escape_field(finding.fix)}"
     if finding.engines:
-        message += f"\nengine versions: {', '.join(finding.engines)}"
+        message += f"\nengine versions: {', '.join(e.label for e in finding.engines)}"
     return f"::{COMMANDS[finding.severity]} {','.join(properties)}::{annotation_data(message)}"
 
 

@@ -73,7 +73,7 @@ def _suite(report: FindingReport, command: str, options: RenderOptions) -> ET.El
             "testcase",
             {"classname": _text(f"draftfit.{command}.{draft}"), "name": _text(result.title)},
         )
-        applying = [f for f in report.findings if f.counts and result.label in f.engines]
+        applying = [f for f in report.findings if f.counts and result.key in f.engines]
         failing = [f for f in applying if f.severity >= lowest]
         for finding in failing:
             _failure(case, finding)

@@ -124,7 +124,7 @@ def _result(finding: Finding, rule_index: int, draft: str, target: str | None) -
     if finding.fix:
         text += f"\nfix: {finding.fix}"
     if finding.engines:
-        text += f"\nengine versions: {', '.join(finding.engines)}"
+        text += f"\nengine versions: {', '.join(e.label for e in finding.engines)}"
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "ruleIndex": rule_index,
@@ -132,7 +132,7 @@ def _result(finding: Finding, rule_index: int, draft: str, target: str | None) -
         "message": {"text": escape_controls(text)},
         "properties": {
             "draft": draft,
-            "engines": list(finding.engines),
+            "engines": [e.label for e in finding.engines],
             "consequence": str(finding.consequence) if finding.consequence else None,
             "location": finding.location.to_dict(),
             "sources": list(finding.sources),

@@ -114,7 +114,9 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                 line.append(f" {finding.code} ", style="bold")
                 line.append(escape_field(finding.name), style="dim")
                 if many_engines and finding.engines and len(finding.engines) < len(report.engines):
-                    line.append("  [" + ", ".join(finding.engines) + "]", style="dim")
+                    line.append(
+                        "  [" + ", ".join(e.label for e in finding.engines) + "]", style="dim"
+                    )
                 console.print(line)
                 console.print(Styled("    " + escape_field(finding.message)))
                 if finding.consequence_text and finding.severity >= Severity.WARNING:

@@ -143,6 +143,6 @@ def apply_to_report(report: Report, selection: Selection) -> Report:
     applying = findings_by_engine(report.findings)
     for result in report.engines:
         result.verdict, result.counts = verdict_for(
-            applying.get(result.label, []), result.label, result.unverified_reasons
+            applying.get(result.key, []), result.key, result.unverified_reasons
         )
     return report
