@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-SHELLS = ("bash", "zsh", "fish")
+from draftfit.cli.options import SHELLS
+
 FOLDER_ARGUMENTS = frozenset({"draft", "reference", "target", "out"})
 FILE_ARGUMENTS = frozenset({"config", "output_file"})
 

@@ -1,5 +1,8 @@
 """The `draftfit` command line: a thin shell that parses, calls the library and renders.
 
+The parsed arguments become one typed options object (:mod:`draftfit.cli.options`) right
+after parsing; the commands below take that object, never argparse's namespace.
+
 Exit codes: 0 nothing at or above `--fail-on`, 1 something is, 2 usage error, unreadable
 input or an OS error such as a full disk (one line on stderr), 128 + N when signal N
 (SIGINT, SIGTERM, SIGHUP) stopped the command after its cleanup ran. Results go to stdout,
@@ -16,14 +19,35 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from draftfit.cli.options import (
+    CHECK_METHODS,
+    CONVENTIONS,
+    METHODS,
+    SHELLS,
+    VALUES,
+    CheckOptions,
+    CommandOptions,
+    CompletionOptions,
+    ConvertOptions,
+    DemoOptions,
+    DiffOptions,
+    EnginesOptions,
+    InspectOptions,
+    MatrixOptions,
+    RuleOptions,
+    RulesOptions,
+    SchemaOptions,
+    from_namespace,
+)
 from draftfit.cli.reports import (
     EXIT_OK,
     EXIT_USAGE,
     add_output_options,
     add_pre_commit_option,
     add_selection_options,
+    launch_settings,
     run_check,
     run_diff,
     run_matrix,
@@ -37,9 +61,6 @@ from draftfit.render import kinds
 from draftfit.render.kinds import Kind, formats_for
 from draftfit.schemas import SCHEMA_KINDS
 from draftfit.version import __version__
-
-if TYPE_CHECKING:
-    from draftfit.serve.settings import ServeSettings
 
 # Signals that stop a command the way Ctrl-C does: cleanup runs, exit 128 + N.
 STOP_SIGNALS = tuple(
@@ -84,7 +105,7 @@ def _add_values(parser: argparse.ArgumentParser) -> None:
         "--values",
         nargs="?",
         const="sampled",
-        choices=("sampled", "full"),
+        choices=VALUES,
         help="also read the weights' values (DF7xx rules): a fixed sample of rows per tensor, "
         "or every byte with --values=full",
     )
@@ -141,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--method",
-        choices=("eagle3", "eagle", "auto"),
+        choices=CHECK_METHODS,
         help="speculative method the engine is told (default: read from the checkpoint); "
         "'auto' emulates an engine given no method (vLLM then guesses from the path)",
     )
@@ -180,9 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="engine and version (repeatable; default: the engines installed here, else the "
         "newest vLLM)",
     )
-    diff.add_argument(
-        "--method", choices=("eagle3", "eagle"), help="method for both (default: from each)"
-    )
+    diff.add_argument("--method", choices=METHODS, help="method for both (default: from each)")
     diff.add_argument(
         "--fail-on",
         choices=FAIL_ON_CHOICES,
@@ -206,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("draft", help="draft: a directory, hf://OWNER/NAME[@REV] or OWNER/NAME")
     matrix.add_argument("--target", help="target directory or Hub repo")
     matrix.add_argument(
-        "--method", choices=("eagle3", "eagle"), help="method (default: read from the checkpoint)"
+        "--method", choices=METHODS, help="method (default: read from the checkpoint)"
     )
     matrix.add_argument(
         "--fail-on",
@@ -230,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "--to",
         required=True,
-        choices=("vllm", "sglang", "speculators"),
+        choices=CONVENTIONS,
         help="destination convention",
     )
     convert.add_argument("-o", "--output", dest="out", help="output directory")
@@ -308,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the completion script for a shell, e.g. "
         "`draftfit completion bash > ~/.local/share/bash-completion/completions/draftfit`.",
     )
-    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
+    completion.add_argument("shell", choices=SHELLS)
     return parser
 
 
@@ -320,8 +339,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stdout)
             return EXIT_OK
+        options = from_namespace(args)
         with _stop_signals_raise(), _notices_on_stderr(), terminal_bars():
-            return _dispatch(args)
+            return _dispatch(options)
     except _UsageExit as exc:
         print(escape_field(exc.message), file=sys.stderr)
         return EXIT_USAGE
@@ -412,66 +432,50 @@ def _emit(result: object, fmt: str, **options: Any) -> None:
     emit(result, fmt, **options)
 
 
-def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "check":
-        return _cmd_check(args)
-    if args.command == "inspect":
-        return _cmd_inspect(args)
-    if args.command == "diff":
-        return _cmd_diff(args)
-    if args.command == "convert":
-        return _cmd_convert(args)
-    if args.command == "matrix":
-        return _cmd_matrix(args)
-    if args.command == "rules":
-        return _cmd_rules(args)
-    if args.command == "rule":
-        return _cmd_rule(args)
-    if args.command == "engines":
-        return _cmd_engines(args)
-    if args.command == "demo":
-        return _cmd_demo(args)
-    if args.command == "schema":
-        return _cmd_schema(args)
-    if args.command == "completion":
-        from draftfit.cli.completion import completion_script
-
-        sys.stdout.write(completion_script(args.shell, build_parser()))
-        return EXIT_OK
-    raise _UsageExit(f"draftfit: unknown command {args.command}")  # pragma: no cover
+def _dispatch(options: CommandOptions) -> int:
+    if isinstance(options, CheckOptions):
+        return run_check(options)
+    if isinstance(options, InspectOptions):
+        return _cmd_inspect(options)
+    if isinstance(options, DiffOptions):
+        return run_diff(options)
+    if isinstance(options, ConvertOptions):
+        return _cmd_convert(options)
+    if isinstance(options, MatrixOptions):
+        return run_matrix(options)
+    if isinstance(options, RulesOptions):
+        return _cmd_rules(options)
+    if isinstance(options, RuleOptions):
+        return _cmd_rule(options)
+    if isinstance(options, EnginesOptions):
+        return _cmd_engines(options)
+    if isinstance(options, DemoOptions):
+        return _cmd_demo(options)
+    if isinstance(options, SchemaOptions):
+        return _cmd_schema(options)
+    return _cmd_completion(options)
 
 
-def _cmd_check(args: argparse.Namespace) -> int:
-    return run_check(args)
-
-
-def _cmd_diff(args: argparse.Namespace) -> int:
-    return run_diff(args)
-
-
-def _cmd_matrix(args: argparse.Namespace) -> int:
-    return run_matrix(args)
-
-
-def _cmd_convert(args: argparse.Namespace) -> int:
+def _cmd_convert(options: ConvertOptions) -> int:
     from draftfit.conversion import convert_path
 
     result = convert_path(
-        args.draft,
-        args.to,
-        args.out,
-        target=args.target,
-        engines=args.engine,
-        dry_run=args.dry_run,
-        unsafe=args.unsafe_fixes,
-        force=args.force,
-        verify=args.verify,
+        options.draft,
+        options.to,
+        options.out,
+        target=options.target,
+        engines=list(options.engines) or None,
+        dry_run=options.dry_run,
+        unsafe=options.unsafe_fixes,
+        force=options.force,
+        verify=options.verify,
         notify=_notice,
-        serve=_serve_of(args),
-        anyway=args.anyway,
-        while_writing=lambda: _load_renderer(kinds.CONVERT, args.format),
+        # the launch the converted draft will be served with
+        serve=launch_settings(options.launch, [options.draft, options.target]),
+        anyway=options.anyway,
+        while_writing=lambda: _load_renderer(kinds.CONVERT, options.format),
     )
-    _emit(result, args.format)
+    _emit(result, options.format)
     return result.exit_code()
 
 
@@ -482,65 +486,65 @@ def _load_renderer(kind: Kind, fmt: str) -> None:
     renderer_for(kind, fmt)
 
 
-def _serve_of(args: argparse.Namespace) -> ServeSettings | None:
-    """The launch the converted draft will be served with (`--serve-args`, `--serve-config`)."""
-    from draftfit.cli.reports import _serve
-
-    return _serve(args)
-
-
 def _notice(message: str) -> None:
     """One line on stderr about something done beside the command's output."""
     print(f"draftfit: {escape_field(message)}", file=sys.stderr, flush=True)
 
 
-def _cmd_inspect(args: argparse.Namespace) -> int:
+def _cmd_inspect(options: InspectOptions) -> int:
     from draftfit.commands.inspection import inspect_path
 
-    _emit(inspect_path(args.draft), args.format)
+    _emit(inspect_path(options.draft), options.format)
     return EXIT_OK
 
 
-def _cmd_rules(args: argparse.Namespace) -> int:
+def _cmd_rules(options: RulesOptions) -> int:
     from draftfit.commands.explain import RuleList
 
-    _emit(RuleList.all(), args.format)
+    _emit(RuleList.all(), options.format)
     return EXIT_OK
 
 
-def _cmd_rule(args: argparse.Namespace) -> int:
+def _cmd_rule(options: RuleOptions) -> int:
     from draftfit.rules import get_rule
 
-    item = get_rule(args.code)
+    item = get_rule(options.code)
     if item is None:
-        raise _UsageExit(f"draftfit: no rule {args.code!r} (see `draftfit rules`)")
-    _emit(item, args.format)
+        raise _UsageExit(f"draftfit: no rule {options.code!r} (see `draftfit rules`)")
+    _emit(item, options.format)
     return EXIT_OK
 
 
-def _cmd_engines(args: argparse.Namespace) -> int:
+def _cmd_engines(options: EnginesOptions) -> int:
     from draftfit.engines.listing import list_engines
     from draftfit.errors import UsageError
 
     try:
-        listing = list_engines(args.engine)
+        listing = list_engines(options.engine)
     except UsageError as exc:
         raise _UsageExit(f"draftfit: {exc}") from exc
-    _emit(listing, args.format)
+    _emit(listing, options.format)
     return EXIT_OK
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
+def _cmd_demo(options: DemoOptions) -> int:
     from draftfit.commands.demo import run_demo
 
-    _emit(run_demo(), args.format)
+    _emit(run_demo(), options.format)
     return EXIT_OK
 
 
-def _cmd_schema(args: argparse.Namespace) -> int:
+def _cmd_schema(options: SchemaOptions) -> int:
     from draftfit.schemas import schema_text
 
-    sys.stdout.write(schema_text(args.kind))
+    sys.stdout.write(schema_text(options.kind))
+    return EXIT_OK
+
+
+def _cmd_completion(options: CompletionOptions) -> int:
+    from draftfit.cli.completion import completion_script
+
+    sys.stdout.write(completion_script(options.shell, build_parser()))
     return EXIT_OK
 
 

@@ -4,6 +4,8 @@ The command-line layer for the reports: the selection options (`--select`, `--ig
 `--extend-select`, `--config`, `--isolated`) and the output options (`--output-file`,
 `--quiet`, `--statistics`), the settings file each draft is checked under
 (:mod:`draftfit.settings.config_file`), and writing one or several reports in one format.
+The commands take their typed options (:mod:`draftfit.cli.options`), built once by the parse
+step.
 """
 
 from __future__ import annotations
@@ -18,6 +20,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from draftfit.cli.options import (
+    CheckOptions,
+    DiffOptions,
+    LaunchOptions,
+    MatrixOptions,
+    OutputOptions,
+    SelectionOptions,
+)
 from draftfit.errors import DraftfitError, UsageError
 from draftfit.escape import escape_field
 from draftfit.fail_on import FailOn
@@ -110,13 +120,13 @@ def _selectors(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def selection_for(args: argparse.Namespace, draft: str) -> Selection:
+def selection_for(options: SelectionOptions, draft: str) -> Selection:
     """The selection a draft is checked under: the flags plus its settings file."""
-    return _selection_and_settings(args, draft)[0]
+    return _selection_and_settings(options, draft)[0]
 
 
 def _selection_and_settings(
-    args: argparse.Namespace, draft: str
+    options: SelectionOptions, draft: str
 ) -> tuple[Selection, FileSettings | None, SettingsOrigin]:
     """The selection for `draft`, the settings file it used, and how that file was chosen.
     A local draft's folder is taken as named (a symlinked folder keeps the settings of the
@@ -128,41 +138,42 @@ def _selection_and_settings(
     local = Path(draft)
     checkpoint = local if local.is_dir() else None
     origin = SettingsOrigin("--isolated")
-    if not args.isolated:
+    if not options.isolated:
         path: Path | None
-        if args.config:
-            path = Path(args.config)
+        if options.config:
+            path = Path(options.config)
             if not path.is_file():
-                raise UsageError(f"--config {args.config}: no such file")
+                raise UsageError(f"--config {options.config}: no such file")
             origin = SettingsOrigin("--config")
         else:
             walk = discover_from(checkpoint if checkpoint is not None else Path.cwd())
             path, origin = walk.found, SettingsOrigin("discovered", walk)
         settings = load(path) if path is not None else None
     selection = Selection.build(
-        select=args.select,
-        extend_select=args.extend_select,
-        ignore=args.ignore,
+        select=options.select,
+        extend_select=options.extend_select,
+        ignore=options.ignore,
         settings=settings,
         checkpoint=checkpoint,
     )
     return selection, settings, origin
 
 
-def show_settings(args: argparse.Namespace, drafts: Sequence[str]) -> int:
+def show_settings(options: SelectionOptions, output: OutputOptions, drafts: Sequence[str]) -> int:
     """`--show-settings`: print each draft's resolved selection and its sources; exit 0.
     It is text only: another `--format` is refused rather than answered in text."""
     from draftfit.cli.show_settings import describe
 
-    if args.format != "text":
+    if output.format != "text":
         raise UsageError(
-            f"--show-settings prints text; leave out --format {args.format} (or use --format text)"
+            f"--show-settings prints text; leave out --format {output.format} "
+            "(or use --format text)"
         )
     blocks = []
     for draft in drafts:
-        selection, settings, origin = _selection_and_settings(args, draft)
-        blocks.append(describe(draft, selection, settings, origin, tuple(args.extend_select)))
-    _write("\n".join(blocks), args)
+        selection, settings, origin = _selection_and_settings(options, draft)
+        blocks.append(describe(draft, selection, settings, origin, options.extend_select))
+    _write("\n".join(blocks), output)
     return EXIT_OK
 
 
@@ -188,49 +199,48 @@ def expand_drafts(arguments: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(drafts))
 
 
-def _serve(args: argparse.Namespace) -> ServeSettings | None:
+def launch_settings(launch: LaunchOptions, named: Sequence[str | None]) -> ServeSettings | None:
     """The launch's settings from `--serve-config` / `--serve-args` (read before any draft);
-    a settings file reached through a symlink may lie in the drafts' and target's folders."""
-    if args.serve_config is None and args.serve_args is None:
+    a settings file reached through a symlink may lie in the folders of the checkpoints
+    `named` on the command line (the drafts as given, a reference, the target)."""
+    if not launch.given:
         return None
     from draftfit.serve.input import settings_from
 
-    drafts = args.draft if isinstance(args.draft, list) else [args.draft]
-    named = [*drafts, getattr(args, "reference", None), getattr(args, "target", None)]
     roots = [str(path) for path in named if path]
-    return settings_from(args.serve_config, args.serve_args, roots)
+    return settings_from(launch.serve_config, launch.serve_args, roots)
 
 
-def run_check(args: argparse.Namespace) -> int:
+def run_check(options: CheckOptions) -> int:
     """`draftfit check D1 [D2 ...]`: one report per draft, the worst exit status."""
     from draftfit.checker import check_path
     from draftfit.settings.selection import apply_to_report
 
-    fail_on = FailOn.parse(args.fail_on)
-    if args.pre_commit:
+    fail_on = options.fail_on
+    if options.pre_commit:
         from draftfit.cli.pre_commit import checkpoint_folders
 
-        drafts = checkpoint_folders(args.draft)
+        drafts = checkpoint_folders(options.drafts)
         if not drafts:
             return EXIT_OK
     else:
-        drafts = expand_drafts(args.draft)
-    refuse_output_file(args, drafts)
-    if args.show_settings:
-        return show_settings(args, drafts)
+        drafts = expand_drafts(options.drafts)
+    refuse_output_file(drafts, options.target, options.output, options.selection, options.launch)
+    if options.selection.show_settings:
+        return show_settings(options.selection, options.output, drafts)
     reports: list[Any] = []
     worst = EXIT_OK
-    serve = _serve(args)
+    serve = launch_settings(options.launch, [*options.drafts, options.target])
 
     for draft in drafts:
         try:
-            selection = selection_for(args, draft)
+            selection = selection_for(options.selection, draft)
             report = check_path(
                 draft,
-                target=args.target,
-                engines=args.engine,
-                method=args.method,
-                values=args.values,
+                target=options.target,
+                engines=options.engines or None,
+                method=options.method,
+                values=options.values,
                 serve=serve,
             )
         except DraftfitError as exc:
@@ -242,7 +252,7 @@ def run_check(args: argparse.Namespace) -> int:
         if not selection.is_default:
             apply_to_report(report, selection)
         report.settings_file = _settings_shown(selection)
-        if args.recipe:
+        if options.recipe:
             from draftfit.commands.recipe import (
                 attach_recipes,  # and the converter: only for --recipe
             )
@@ -251,37 +261,42 @@ def run_check(args: argparse.Namespace) -> int:
         reports.append(report)
         worst = max(worst, report.exit_code(fail_on))
     if reports:
-        write_reports(reports, args, "check", many=len(drafts) > 1)
+        write_reports(reports, options.output, fail_on, "check", many=len(drafts) > 1)
     return worst
 
 
-def run_diff(args: argparse.Namespace) -> int:
+def run_diff(options: DiffOptions) -> int:
     """`draftfit diff DRAFT REFERENCE` with the draft's rule selection."""
     from draftfit.commands.comparison import diff_paths, set_verdicts
 
-    refuse_output_file(args, [args.draft, args.reference])
-    if args.show_settings:
-        return show_settings(args, [args.draft])
-    selection = selection_for(args, args.draft)
+    refuse_output_file(
+        [options.draft, options.reference],
+        options.target,
+        options.output,
+        options.selection,
+        options.launch,
+    )
+    if options.selection.show_settings:
+        return show_settings(options.selection, options.output, [options.draft])
+    selection = selection_for(options.selection, options.draft)
     report = diff_paths(
-        args.draft,
-        args.reference,
-        engines=args.engine,
-        target=args.target,
-        method=args.method,
-        values=args.values,
-        serve=_serve(args),
+        options.draft,
+        options.reference,
+        engines=options.engines or None,
+        target=options.target,
+        method=options.method,
+        values=options.values,
+        serve=launch_settings(options.launch, [options.draft, options.reference, options.target]),
     )
     if not selection.is_default:
         selection.apply(report.findings)
         set_verdicts(report.findings, report.engines)
     report.settings_file = _settings_shown(selection)
-    fail_on = FailOn.parse(args.fail_on)
-    write_reports([report], args, "diff", many=False)
-    return report.exit_code(fail_on)
+    write_reports([report], options.output, options.fail_on, "diff", many=False)
+    return report.exit_code(options.fail_on)
 
 
-def run_matrix(args: argparse.Namespace) -> int:
+def run_matrix(options: MatrixOptions) -> int:
     """`draftfit matrix DRAFT` with the draft's rule selection."""
     from draftfit.commands.release_matrix import build_matrix
     from draftfit.draft.mistakes import refuse_argument_mistakes
@@ -289,55 +304,62 @@ def run_matrix(args: argparse.Namespace) -> int:
     from draftfit.render.registry import render
     from draftfit.sources.reference import open_checkpoint, open_target
 
-    refuse_output_file(args, [args.draft])
-    if args.show_settings:
-        return show_settings(args, [args.draft])
-    selection = selection_for(args, args.draft)
-    serve = _serve(args)
-    checkpoint = open_checkpoint(args.draft)
-    target = open_target(args.target) if args.target else None
-    refuse_argument_mistakes(checkpoint, describe(checkpoint), target, args.method)
+    output = options.output
+    refuse_output_file([options.draft], options.target, output, options.selection, options.launch)
+    if options.selection.show_settings:
+        return show_settings(options.selection, output, [options.draft])
+    selection = selection_for(options.selection, options.draft)
+    serve = launch_settings(options.launch, [options.draft, options.target])
+    checkpoint = open_checkpoint(options.draft)
+    target = open_target(options.target) if options.target else None
+    refuse_argument_mistakes(checkpoint, describe(checkpoint), target, options.method)
     matrix = build_matrix(
         checkpoint,
         target,
-        method=args.method,
+        method=options.method,
         selection=None if selection.is_default else selection,
-        values=args.values,
+        values=options.values,
         serve=serve,
     )
-    if args.format == "text" and args.quiet:
+    if output.format == "text" and output.quiet:
         text = "".join(f"{row.title} {row.range}: {row.verdict}\n" for row in matrix.rows)
     else:
-        text = render(matrix, args.format, _options(args, None))
-    _write(text, args)
-    if args.fail_on is None:
+        text = render(matrix, output.format, _options(output, None))
+    _write(text, output)
+    if options.fail_on is None:
         return EXIT_OK
-    return matrix.exit_code(FailOn.parse(args.fail_on))
+    return matrix.exit_code(options.fail_on)
 
 
-def refuse_output_file(args: argparse.Namespace, drafts: Sequence[str]) -> None:
+def refuse_output_file(
+    drafts: Sequence[str],
+    target: str | None,
+    output: OutputOptions,
+    selection: SelectionOptions,
+    launch: LaunchOptions,
+) -> None:
     """Before any work: refuse an `--output-file` that is not a regular file or a new path,
     or that is something this run reads (a checkpoint, the target, a settings file, a
     launch's settings file); see :mod:`draftfit.output.guard`."""
-    if not args.output_file:
+    if not output.output_file:
         return
     from draftfit.output.guard import Inputs, check_output_file, files_in_command
 
     inputs = Inputs()
     for draft in drafts:
         inputs.add_path(draft, "the checkpoint")
-        if not args.isolated and not args.config:
+        if not selection.isolated and not selection.config:
             with contextlib.suppress(DraftfitError):  # reported when the draft is checked
                 found = discover(Path(draft) if os.path.isdir(draft) else Path.cwd())
                 inputs.add_file(found, "the settings file")
-    inputs.add_path(getattr(args, "target", None), "the target")
-    for name in [*drafts, getattr(args, "target", None)]:
+    inputs.add_path(target, "the target")
+    for name in [*drafts, target]:
         _add_hub_cache(inputs, name)
-    inputs.add_file(args.config if not args.isolated else None, "the settings file")
-    inputs.add_file(getattr(args, "serve_config", None), "the --serve-config file")
-    for name in files_in_command(getattr(args, "serve_args", None)):
+    inputs.add_file(selection.config if not selection.isolated else None, "the settings file")
+    inputs.add_file(launch.serve_config, "the --serve-config file")
+    for name in files_in_command(launch.serve_args):
         inputs.add_file(name, "the --serve-args file")
-    check_output_file(args.output_file, inputs)
+    check_output_file(output.output_file, inputs)
 
 
 def _add_hub_cache(inputs: Any, name: str | None) -> None:
@@ -354,20 +376,23 @@ def _add_hub_cache(inputs: Any, name: str | None) -> None:
         inputs.folders.append((folder, f"the Hub cache of {name}"))
 
 
-def _options(args: argparse.Namespace, fail_on: FailOn | None) -> Any:
+def _options(output: OutputOptions, fail_on: FailOn | None) -> Any:
     from draftfit.render.options import RenderOptions
 
-    color = not args.output_file and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    color = not output.output_file and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     return RenderOptions(color, fail_on if fail_on is not None else FailOn.ERROR)
 
 
-def write_reports(reports: list[Any], args: argparse.Namespace, command: str, many: bool) -> None:
-    """Render `reports` in `args.format` (several drafts: one document) and write them.
-    Only the renderers of that format are imported (JSON never loads rich)."""
+def write_reports(
+    reports: list[Any], output: OutputOptions, fail_on: FailOn, command: str, many: bool
+) -> None:
+    """Render `reports` in `output.format` (several drafts: one document) and write them,
+    stating exit statuses for `fail_on`. Only the renderers of that format are imported
+    (JSON never loads rich)."""
     from draftfit.render.registry import render
 
-    options = _options(args, FailOn.parse(args.fail_on))
-    fmt = args.format
+    options = _options(output, fail_on)
+    fmt = output.format
     if fmt == "sarif":
         from draftfit.render.sarif import render_sarif_many
 
@@ -380,7 +405,7 @@ def write_reports(reports: list[Any], args: argparse.Namespace, command: str, ma
         from draftfit.render.junit import render_junit_many
 
         text = render_junit_many(reports, options, command)
-    elif fmt == "json" and args.statistics:
+    elif fmt == "json" and output.statistics:
         from draftfit.render.json import render_json
         from draftfit.render.verdicts import statistics_rows
 
@@ -389,7 +414,7 @@ def write_reports(reports: list[Any], args: argparse.Namespace, command: str, ma
     elif fmt == "json" and many:
         documents = [report.to_dict(options.fail_on) for report in reports]
         text = json.dumps(documents, indent=2, sort_keys=True) + "\n"
-    elif fmt == "text" and args.statistics:
+    elif fmt == "text" and output.statistics:
         from draftfit.render.verdicts import statistics_lines, verdict_lines
 
         blocks = []
@@ -398,7 +423,7 @@ def write_reports(reports: list[Any], args: argparse.Namespace, command: str, ma
             lines.extend(verdict_lines(report, with_draft=False))
             blocks.append("\n".join(lines) + "\n")
         text = "\n".join(blocks)
-    elif fmt == "text" and args.quiet:
+    elif fmt == "text" and output.quiet:
         from draftfit.render.verdicts import verdict_lines
 
         text = "".join(
@@ -406,13 +431,13 @@ def write_reports(reports: list[Any], args: argparse.Namespace, command: str, ma
         )
     else:
         text = "\n".join(render(report, fmt, options) for report in reports)
-    _write(text, args)
+    _write(text, output)
 
 
-def _write(text: str, args: argparse.Namespace) -> None:
-    if args.output_file:
+def _write(text: str, output: OutputOptions) -> None:
+    if output.output_file:
         from draftfit.output.atomic_write import write_text_atomic
 
-        write_text_atomic(args.output_file, text)
+        write_text_atomic(output.output_file, text)
     else:
         sys.stdout.write(text)

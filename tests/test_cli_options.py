@@ -1,0 +1,158 @@
+"""The typed options the command line builds once from its arguments (draftfit.cli.options)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import get_args
+
+import pytest
+
+from draftfit.cli.main import build_parser
+from draftfit.cli.options import (
+    CHECK_METHODS,
+    CONVENTIONS,
+    METHODS,
+    SHELLS,
+    VALUES,
+    CheckOptions,
+    CommandOptions,
+    CompletionOptions,
+    Convention,
+    ConvertOptions,
+    DiffOptions,
+    EnginesOptions,
+    LaunchOptions,
+    MatrixOptions,
+    Method,
+    OutputOptions,
+    SchemaOptions,
+    SelectionOptions,
+    Shell,
+    Values,
+    from_namespace,
+)
+from draftfit.fail_on import FailOn
+
+
+def options(*argv: str) -> CommandOptions:
+    return from_namespace(build_parser().parse_args(list(argv)))
+
+
+def check(*argv: str) -> CheckOptions:
+    built = options("check", *argv)
+    assert isinstance(built, CheckOptions)
+    return built
+
+
+@pytest.mark.parametrize("level", list(FailOn))
+def test_fail_on_parses_into_the_threshold(level: FailOn) -> None:
+    assert check("d", "--fail-on", str(level)).fail_on is level
+    diffed = options("diff", "d", "r", "--fail-on", str(level))
+    assert isinstance(diffed, DiffOptions) and diffed.fail_on is level
+    matrix = options("matrix", "d", "--fail-on", str(level))
+    assert isinstance(matrix, MatrixOptions) and matrix.fail_on is level
+
+
+def test_fail_on_defaults_to_error_except_for_matrix() -> None:
+    assert check("d").fail_on is FailOn.ERROR
+    matrix = options("matrix", "d")
+    assert isinstance(matrix, MatrixOptions) and matrix.fail_on is None
+
+
+def test_repeated_engines_keep_their_order_and_none_given_is_empty() -> None:
+    given = ("sglang==0.5.6", "vllm", "trtllm", "vllm~=0.10")
+    argv = [part for engine in given for part in ("--engine", engine)]
+    assert check("d", *argv).engines == given
+    assert check("d").engines == ()
+    converted = options("convert", "d", "--to", "vllm", *argv)
+    assert isinstance(converted, ConvertOptions) and converted.engines == given
+
+
+def test_a_check_with_every_part() -> None:
+    built = check(
+        "a",
+        "b/*",
+        "--target",
+        "t",
+        "--method",
+        "auto",
+        "--values",
+        "--recipe",
+        "--serve-args",
+        "vllm serve M",
+        "--format",
+        "sarif",
+        "--output-file",
+        "out.sarif",
+        "--select",
+        "DF1, DF2",
+        "--select",
+        "DF3",
+        "--ignore",
+        "DF105",
+        "--isolated",
+        "-q",
+    )
+    assert built == CheckOptions(
+        drafts=("a", "b/*"),
+        target="t",
+        engines=(),
+        method="auto",
+        fail_on=FailOn.ERROR,
+        recipe=True,
+        values="sampled",
+        pre_commit=False,
+        launch=LaunchOptions(serve_config=None, serve_args="vllm serve M"),
+        output=OutputOptions(format="sarif", output_file="out.sarif", quiet=True),
+        selection=SelectionOptions(select=("DF1", "DF2", "DF3"), ignore=("DF105",), isolated=True),
+    )
+    assert built.launch.given and not LaunchOptions().given
+
+
+def test_select_not_given_differs_from_select_given_empty() -> None:
+    assert check("d").selection.select is None
+    assert check("d", "--select", "").selection.select == ()
+
+
+def test_formats_default_to_the_first_of_the_kind() -> None:
+    assert check("d").output.format == "text"
+    assert options("engines").format == "text"  # type: ignore[union-attr]
+    matrix = options("matrix", "d", "--format", "markdown")
+    assert isinstance(matrix, MatrixOptions) and matrix.output.format == "markdown"
+    assert not matrix.output.statistics  # matrix offers no --statistics
+
+
+def test_convert_schema_completion_and_engines() -> None:
+    converted = options("convert", "d", "--to", "sglang", "-o", "out", "--dry-run", "--force")
+    assert isinstance(converted, ConvertOptions)
+    assert (converted.to, converted.out, converted.dry_run, converted.force) == (
+        "sglang",
+        "out",
+        True,
+        True,
+    )
+    assert not (converted.unsafe_fixes or converted.anyway or converted.verify)
+    assert options("schema", "matrix") == SchemaOptions(kind="matrix")
+    assert options("completion", "fish") == CompletionOptions(shell="fish")
+    assert options("engines", "vllm", "--format", "json") == EnginesOptions("vllm", "json")
+
+
+def test_the_options_are_frozen() -> None:
+    built = check("d")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.target = "t"  # type: ignore[misc]
+
+
+def test_the_parser_offers_exactly_the_typed_choices() -> None:
+    assert set(CHECK_METHODS) == set(get_args(Method))
+    assert set(METHODS) < set(CHECK_METHODS)
+    assert get_args(Values) == VALUES
+    assert get_args(Convention) == CONVENTIONS
+    assert get_args(Shell) == SHELLS
+
+
+def test_a_value_outside_the_choices_is_a_bug_not_a_usage_error() -> None:
+    args = build_parser().parse_args(["check", "d"])
+    args.format = "xml"
+    with pytest.raises(ValueError, match="--format"):
+        from_namespace(args)
