@@ -439,6 +439,20 @@ def test_a_hub_target_is_listed_only_when_its_weights_are_read(tmp_path: Path, m
     assert len(listings) == 1, listings
 
 
+def test_a_target_in_the_hub_cache_is_compared_through_its_snapshot(tmp_path: Path) -> None:
+    """A target named by its Hugging Face cache snapshot is read as the draft reader reads
+    one: its weights are symlinks into the repository's `blobs/`, and are compared."""
+    from tests.hub_layouts import cache_snapshot
+
+    draft, _k2, k25 = _kimi_pair(tmp_path)
+    snapshot = cache_snapshot(k25, tmp_path / "hub", "moonshotai/Kimi-K2.5")
+    target = open_target(snapshot)
+    assert target.access is not None and target.access.local_path("config.json") is not None
+    report = check_path(draft, target=snapshot, values="sampled")
+    assert "DF701" in value_codes(report)
+    assert not [x.message for x in report.findings if x.code == "DF709"]
+
+
 def test_a_target_made_from_its_config_alone_has_no_weights_to_compare(tmp_path: Path) -> None:
     from draftfit.draft.target import target_from_config
     from draftfit.values.target_weights import TargetWeightsMissing, open_target_weights

@@ -170,10 +170,11 @@ def load_target(
     if not isinstance(config, dict):
         raise UsageError(f"target config {config_path} is not a JSON object")
     target = target_from_config(config, source or str(path))
-    if rotation is None:
-        rotation = check_rotation(LocalAccess(root, repository_folder(root)))
-    target.rotation = rotation
-    target.access = access if access is not None else LocalAccess(root)
+    # One access for every file beside config.json: a Hugging Face cache snapshot's files
+    # are symlinks into its repository's `blobs/`, read as the draft reader reads them.
+    folder = LocalAccess(root, repository_folder(root))
+    target.rotation = rotation if rotation is not None else check_rotation(folder)
+    target.access = access if access is not None else folder
     return target
 
 
