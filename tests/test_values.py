@@ -418,6 +418,52 @@ def test_target_embedding_rows_from_the_hub(tmp_path: Path, monkeypatch) -> None
     assert ranged, "rows are read with range requests"
 
 
+def test_a_hub_target_is_listed_only_when_its_weights_are_read(tmp_path: Path, monkeypatch) -> None:
+    """A Hub target keeps the repository it was read from: a plain check asks the Hub for
+    its config alone; the value checks list the repository once, through the same access."""
+    from draftfit.sources.hub import ListedLaterAccess
+    from tests.fake_hub import FakeHub, configure_hf_env
+
+    draft, _k2, k25 = _kimi_pair(tmp_path)
+    with FakeHub() as hub:
+        hub.add_repo("moonshotai/Kimi-K2.5", k25)
+        configure_hf_env(monkeypatch, hub.endpoint, tmp_path / "hf-home")
+        target = open_target("hf://moonshotai/Kimi-K2.5")
+        assert isinstance(target.access, ListedLaterAccess)
+        check_path(draft, target="hf://moonshotai/Kimi-K2.5")
+        listings = [r for r in hub.requests if r.path.startswith("/api/models/")]
+        assert listings == [], listings
+        report = check_path(draft, target="hf://moonshotai/Kimi-K2.5", values="sampled")
+        listings = [r for r in hub.requests if r.path.startswith("/api/models/")]
+    assert "DF701" in value_codes(report)
+    assert len(listings) == 1, listings
+
+
+def test_a_target_in_the_hub_cache_is_compared_through_its_snapshot(tmp_path: Path) -> None:
+    """A target named by its Hugging Face cache snapshot is read as the draft reader reads
+    one: its weights are symlinks into the repository's `blobs/`, and are compared."""
+    from tests.hub_layouts import cache_snapshot
+
+    draft, _k2, k25 = _kimi_pair(tmp_path)
+    snapshot = cache_snapshot(k25, tmp_path / "hub", "moonshotai/Kimi-K2.5")
+    target = open_target(snapshot)
+    assert target.access is not None and target.access.local_path("config.json") is not None
+    report = check_path(draft, target=snapshot, values="sampled")
+    assert "DF701" in value_codes(report)
+    assert not [x.message for x in report.findings if x.code == "DF709"]
+
+
+def test_a_target_made_from_its_config_alone_has_no_weights_to_compare(tmp_path: Path) -> None:
+    from draftfit.draft.target import target_from_config
+    from draftfit.values.target_weights import TargetWeightsMissing, open_target_weights
+
+    _draft, _k2, k25 = _kimi_pair(tmp_path)
+    target = target_from_config(json.loads((k25 / "config.json").read_text()), "k25")
+    with pytest.raises(TargetWeightsMissing, match="config alone"):
+        open_target_weights(target)
+    assert open_target_weights(open_target(k25)).embedding is not None
+
+
 def _stats(values: np.ndarray, dtype: str):
     from draftfit.values.facts import TensorFacts
     from draftfit.values.stats import TensorAccumulator

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from draftfit.draft.dialects import Dialect
     from draftfit.draft.spec import DraftSpec
     from draftfit.draft.target import Target
+    from draftfit.engines.interface import Recipe
     from draftfit.engines.profile import Profile
     from draftfit.engines.view import EngineView
     from draftfit.serve.settings import ServeSettings
@@ -356,7 +357,7 @@ class Report:
     engines: list[EngineResult]
     skipped_rules: list[SkippedRule] = field(default_factory=list)
     target_facts: TargetFacts | None = None
-    recipes: list[Any] | None = None  # draftfit.commands.recipe.Recipe, when asked for
+    recipes: list[Recipe] | None = None  # when asked for (`check --recipe`)
     serve: ServeSettings | None = None  # the launch's settings, when given
     # The settings file the selection came from, as the text report names it (not part of
     # the JSON form, where each suppressed finding names its source).

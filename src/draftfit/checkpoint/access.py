@@ -35,6 +35,16 @@ class FileAccess(Protocol):
     def local_path(self, rel: str) -> Path | None: ...
 
 
+class FolderAccess(FileAccess, Protocol):
+    """Read access to one checkpoint directory that can also name its files (a target's
+    weights are found by listing them; a draft's reader is given its list instead)."""
+
+    def names(self) -> list[str]:
+        """The names of the directory's entries that are not directories, sorted.
+        Raises `OSError` (with the directory as its `filename`) when it cannot be listed."""
+        ...
+
+
 class OutsideCheckpointError(OSError):
     """A name or symlink leads outside the checkpoint folder; draftfit does not read there."""
 
@@ -169,3 +179,8 @@ class LocalAccess:
 
     def local_path(self, rel: str) -> Path | None:
         return self._checked(rel)
+
+    def names(self) -> list[str]:
+        # every entry but folders: a file that is a FIFO, a device or a link is then read
+        # through this access, which refuses it by name, never passed over in silence
+        return sorted(p.name for p in self.root.iterdir() if not p.is_dir())

@@ -218,12 +218,12 @@ def parse_header(header: bytes, data_size: int, rel: str, header_length: int) ->
                 )
             )
             # Its bytes still count as covered, so the gap is not reported a second time.
-            ignored = _parse_entry("tensor", entry, rel, data_start, data_size, [])
+            ignored = parse_entry("tensor", entry, rel, data_start, data_size, [])
             if ignored is not None and ignored.byte_range is not None:
                 begin, end = ignored.byte_range
                 spans.append((begin - data_start, end - data_start, shown))
             continue
-        info = _parse_entry(name, entry, rel, data_start, data_size, damage)
+        info = parse_entry(name, entry, rel, data_start, data_size, damage)
         if info is None:
             continue
         tensors[name] = info
@@ -234,9 +234,12 @@ def parse_header(header: bytes, data_size: int, rel: str, header_length: int) ->
     return HeaderResult(tensors, metadata, damage, header_length)
 
 
-def _parse_entry(
+def parse_entry(
     name: str, entry: object, rel: str, data_start: int, data_size: int, damage: list[Damage]
 ) -> TensorInfo | None:
+    """The tensor one header entry declares (`data_start`: where the data section begins in
+    the file, `data_size`: its length), or None when the entry cannot be used; what is wrong
+    with it is appended to `damage`."""
     pointer = "/" + name.replace("~", "~0").replace("/", "~1")
     if not isinstance(entry, dict):
         damage.append(

@@ -1,8 +1,10 @@
 """Facts about the target (verifier) model that drafts must agree with.
 
 A target is a directory holding at least its `config.json`. Its weights, if present, are
-never opened: every fact the checks need (hidden size, layer count, vocabulary, class) is
-in the config, so a 1 TB, 64-shard target costs one small JSON read.
+not opened by a plain check: every fact the checks need (hidden size, layer count,
+vocabulary, class) is in the config, so a 1 TB, 64-shard target costs one small JSON read.
+The target keeps the access it was read through (a local folder, or the Hub repository), so
+the value checks that do read its embedding (:mod:`draftfit.values`) read the same files.
 Multimodal configs keep the language model under `text_config` (Kimi-K2.5, Llama-4,
 Qwen-VL) or a similar key; engines read that *text config*, so draftfit does too.
 """
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from draftfit.checkpoint.access import LocalAccess, read_regular
+from draftfit.checkpoint.access import FolderAccess, LocalAccess, read_regular
 from draftfit.checkpoint.hub_cache import repository_folder
 from draftfit.checkpoint.jsonread import CONFIG_LIMITS, JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
@@ -35,6 +37,8 @@ class Target:
         problems: values of the wrong JSON type, left out of `config` and `text_config`.
         rotation: whether the target's residual stream is rotated (ModelSlim QuaRot), from
             the files beside config.json (see :mod:`draftfit.draft.target_rotation`).
+        access: the files the target was read from (its folder, or its Hub repository);
+            None for a target made from a config alone.
     """
 
     source: str
@@ -43,6 +47,7 @@ class Target:
     text_pointer: str = ""
     problems: list[TypeProblem] = field(default_factory=list)
     rotation: RotationCheck = field(default_factory=RotationCheck)
+    access: FolderAccess | None = field(default=None, repr=False, compare=False)
 
     def _int(self, key: str) -> int | None:
         value = self.text_config.get(key)
@@ -127,10 +132,15 @@ class Target:
 
 
 def load_target(
-    path: str | Path, source: str | None = None, rotation: RotationCheck | None = None
+    path: str | Path,
+    source: str | None = None,
+    rotation: RotationCheck | None = None,
+    access: FolderAccess | None = None,
 ) -> Target:
     """Read a target directory (or its `config.json`), and the ModelSlim description beside
     it (confined to the folder) unless `rotation` already says what the target's files show.
+    The target's other files are read later through `access` (default: the folder, see
+    :class:`Target`).
 
     Raises :class:`CheckpointNotFoundError` / :class:`UsageError` when there is no readable
     config: a target without one cannot be reasoned about.
@@ -160,9 +170,11 @@ def load_target(
     if not isinstance(config, dict):
         raise UsageError(f"target config {config_path} is not a JSON object")
     target = target_from_config(config, source or str(path))
-    if rotation is None:
-        rotation = check_rotation(LocalAccess(root, repository_folder(root)))
-    target.rotation = rotation
+    # One access for every file beside config.json: a Hugging Face cache snapshot's files
+    # are symlinks into its repository's `blobs/`, read as the draft reader reads them.
+    folder = LocalAccess(root, repository_folder(root))
+    target.rotation = rotation if rotation is not None else check_rotation(folder)
+    target.access = access if access is not None else folder
     return target
 
 

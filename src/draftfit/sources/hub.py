@@ -123,6 +123,9 @@ class RemoteAccess:
     def local_path(self, rel: str) -> Path | None:
         return None
 
+    def names(self) -> list[str]:
+        return sorted(self.sizes)
+
     def _get(self, rel: str, extra: dict[str, str]) -> bytes:
         from huggingface_hub import get_session, hf_hub_url, hf_raise_for_status
         from huggingface_hub.utils import build_hf_headers
@@ -136,6 +139,39 @@ class RemoteAccess:
         data = response.content
         self.bytes_received += len(data)
         return data
+
+
+class ListedLaterAccess:
+    """A repository's files, listed (one Hub request) only when a name or a size is first
+    asked for: a target's config is read without the listing, the value checks read its
+    weights through it. Failures to reach the Hub raise :class:`HubAccessError`."""
+
+    prefetch = HEADER_PREFETCH
+
+    def __init__(self, ref: HubRef) -> None:
+        self.ref = ref
+        self._listed: RemoteAccess | None = None
+
+    def listed(self) -> RemoteAccess:
+        if self._listed is None:
+            commit, sizes = list_files(self.ref)
+            self._listed = RemoteAccess(self.ref, commit, sizes)
+        return self._listed
+
+    def size(self, rel: str) -> int:
+        return self.listed().size(rel)
+
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        return self.listed().read_range(rel, start, end)
+
+    def read_all(self, rel: str) -> bytes:
+        return self.listed().read_all(rel)
+
+    def local_path(self, rel: str) -> Path | None:
+        return None
+
+    def names(self) -> list[str]:
+        return self.listed().names()
 
 
 class HubUnreachableError(HubAccessError):
@@ -174,7 +210,7 @@ def _load_cached_checkpoint(snapshot: Path, ref: HubRef) -> Checkpoint:
 
 def _load_remote_checkpoint(ref: HubRef) -> Checkpoint:
     with _progress(f"reading {ref.display} (config and safetensors headers)"):
-        commit, sizes = _list_files(ref)
+        commit, sizes = list_files(ref)
         if not any(name.endswith(".safetensors") for name in sizes) and any(
             name.endswith(".bin") for name in sizes
         ):
@@ -212,7 +248,12 @@ def _load_hub_target(ref: HubRef) -> Target:
                     f"{exc}, and {ref.display} is not in the local Hugging Face cache"
                 ) from exc
             _say(f"{exc}; read {ref.display} from the local Hugging Face cache instead")
-            return load_target(cached.parent, source=ref.display, rotation=_cached_rotation(ref))
+            return load_target(
+                cached.parent,
+                source=ref.display,
+                rotation=_cached_rotation(ref),
+                access=ListedLaterAccess(ref),
+            )
     try:
         with _progress(f"reading {ref.display} config.json"), _hub_errors(ref):
             path = hf_hub_download(
@@ -228,7 +269,9 @@ def _load_hub_target(ref: HubRef) -> Target:
         ) from exc
     snapshot = Path(path).parent
     rotation = _cached_rotation(ref) if _offline() else _remote_rotation(ref, snapshot)
-    return load_target(snapshot, source=ref.display, rotation=rotation)
+    return load_target(
+        snapshot, source=ref.display, rotation=rotation, access=ListedLaterAccess(ref)
+    )
 
 
 def _remote_rotation(ref: HubRef, snapshot: Path) -> RotationCheck:
@@ -307,7 +350,8 @@ def _answers(ref: HubRef, rel: str) -> None:
 # ---------------------------------------------------------------------- helpers
 
 
-def _list_files(ref: HubRef) -> tuple[str | None, dict[str, int]]:
+def list_files(ref: HubRef) -> tuple[str | None, dict[str, int]]:
+    """The commit `ref` resolves to, and the size of each file at the repository's top."""
     from huggingface_hub import HfApi
 
     with _hub_errors(ref):

@@ -1,9 +1,10 @@
 """Find the target's embedding (and output head) among its weight files, locally or on the Hub.
 
 A plain check reads only the target's `config.json`; value checks also need the rows of its
-`embed_tokens` (and `lm_head`). Shard headers are read one at a time: the first shard first
-(checkpoints are saved in module order, so the embedding is almost always there), then the
-shard the index names. Only headers and the rows asked for cross the wire.
+`embed_tokens` (and `lm_head`), read through the access the target was read through
+(:attr:`~draftfit.draft.target.Target.access`). Shard headers are read one at a time: the
+first shard first (checkpoints are saved in module order, so the embedding is almost always
+there), then the shard the index names. Only headers and the rows asked for cross the wire.
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ import json
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
-from draftfit.checkpoint.access import FileAccess, LocalAccess
+from draftfit.checkpoint.access import FileAccess
 from draftfit.checkpoint.model import Damage, TensorInfo
-from draftfit.checkpoint.safetensors import MAX_HEADER_BYTES, _parse_entry
+from draftfit.checkpoint.safetensors import MAX_HEADER_BYTES, parse_entry
 from draftfit.draft.target import Target
 
 # Where multimodal and text-only checkpoints keep the token embedding, most common first.
@@ -66,23 +66,14 @@ class TargetWeightsMissing(Exception):
 def open_target_weights(target: Target, need_head: bool = True) -> TargetWeights:
     """Locate the target's embedding (and, with `need_head`, its head); raises
     TargetWeightsMissing. Only the entries needed are taken from each shard header."""
-    from draftfit.sources.reference import is_hub_reference
-
-    if is_hub_reference(target.source):
-        access, files, remote = _hub_access(target.source), None, True
-    else:
-        root = Path(target.source)
-        if root.is_file():
-            root = root.parent
-        access, remote = LocalAccess(root), False
-        try:
-            # every entry but folders: a shard that is a FIFO, a device or a link is read
-            # through LocalAccess, which refuses it by name, never passed over in silence
-            files = sorted(p.name for p in root.iterdir() if not p.is_dir())
-        except OSError as exc:
-            raise TargetWeightsMissing(f"cannot list {root}: {exc.strerror or exc}") from exc
-    if files is None:
-        files = sorted(getattr(access, "sizes", {}))
+    access = target.access
+    if access is None:
+        raise TargetWeightsMissing("the target was given as a config alone, without its files")
+    try:
+        files = access.names()
+    except OSError as exc:
+        where = exc.filename if exc.filename is not None else "the target's folder"
+        raise TargetWeightsMissing(f"cannot list {where}: {exc.strerror or exc}") from exc
     shards = [f for f in files if f.endswith(".safetensors")]
     if not shards:
         raise TargetWeightsMissing(
@@ -106,6 +97,7 @@ def open_target_weights(target: Target, need_head: bool = True) -> TargetWeights
             + ", ...)"
         )
     head_tied = head is None and tied
+    remote = _is_remote(access, shards[0])
     return TargetWeights(access, embed, embed if head_tied else head, head_tied, remote, names)
 
 
@@ -131,7 +123,7 @@ def _read_entries(access: FileAccess, shard: str, names: set[str]) -> dict[str, 
     data_size = size - 8 - length
     for name in (*EMBED_NAMES, *HEAD_NAMES):
         if name in parsed:
-            info = _parse_entry(name, parsed[name], shard, 8 + length, data_size, damage)
+            info = parse_entry(name, parsed[name], shard, 8 + length, data_size, damage)
             if info is not None and not damage and (info.byte_range or (0, size + 1))[1] <= size:
                 found[name] = info
     return found
@@ -181,9 +173,9 @@ def _tied(target: Target) -> bool:
     return False
 
 
-def _hub_access(source: str) -> FileAccess:
-    from draftfit.sources.hub import RemoteAccess, _list_files, parse_hub_reference
-
-    ref = parse_hub_reference(source)
-    commit, sizes = _list_files(ref)
-    return RemoteAccess(ref, commit, sizes)
+def _is_remote(access: FileAccess, shard: str) -> bool:
+    """Whether the target's weights are read over the network (no local path for them)."""
+    try:
+        return access.local_path(shard) is None
+    except OSError:  # a refused name: the search above has already read from it
+        return False
