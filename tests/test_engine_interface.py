@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import draftfit
 from draftfit.checker import check_checkpoint
 from draftfit.checkpoint import Checkpoint, load_checkpoint
 from draftfit.checkpoint.values import cached_ints
@@ -455,3 +456,18 @@ def test_what_a_convention_cannot_express_comes_from_its_engine(tmp_path: Path) 
     ]
     assert limits("vllm", "vllm==0.34.0") == []
     assert limits("speculators", "vllm==0.17.0") == []
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    """A name with a leading underscore is its module's own: another module that needs it
+    gets a public name in its home module (no private function exported under a public
+    alias either)."""
+    root = Path(draftfit.__file__).parent
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("draftfit"):
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        offenders.append(f"{path.relative_to(root)}: {alias.name}")
+    assert offenders == []
