@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 
 @frozen

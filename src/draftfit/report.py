@@ -6,14 +6,14 @@ ever added (bump `schema_version` on any incompatible change).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from draftfit.engines.profile import EngineVersion
 from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
 from draftfit.fail_on import FailOn, Verdict
-from draftfit.frozen import frozen
 from draftfit.location import Location
+from draftfit.records import frozen, record
 from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, Consequence, RuleId, Severity
 from draftfit.version import __version__
 
@@ -168,7 +168,7 @@ class Suppression:
         return {"reason": self.reason, "source": self.source}
 
 
-@dataclass
+@record
 class Finding:
     """One problem (or fact worth knowing), with the engine versions it applies to.
 
@@ -239,7 +239,7 @@ class Finding:
         }
 
 
-@dataclass
+@record
 class VersionVerdict:
     """One engine version's verdict, as `check` and `diff` both report it.
 
@@ -281,7 +281,7 @@ class VersionVerdict:
         }
 
 
-@dataclass
+@record
 class EngineResult(VersionVerdict):
     """The verdict for one engine version, plus what it will do with the aux layers."""
 
@@ -344,7 +344,7 @@ class KeptCheck:
     checker: Checker
 
 
-@dataclass
+@record
 class Report:
     """Everything `check` found, ready to render."""
 

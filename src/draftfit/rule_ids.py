@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 
 class Severity(enum.IntEnum):

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from draftfit.checkpoint.access import read_regular
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 REPO_PREFIX = "models--"
 SNAPSHOTS = "snapshots"

@@ -30,7 +30,7 @@ from draftfit.checkpoint.limits import (
     MAX_JSON_STRINGS,
 )
 from draftfit.checkpoint.model import Damage
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKETS = re.compile(rb"[^\[\]{}]+")

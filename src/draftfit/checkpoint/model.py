@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from draftfit import rule_ids
 from draftfit.checkpoint.memo import ValueMemo
-from draftfit.frozen import frozen
+from draftfit.records import frozen, record
 from draftfit.rule_ids import RuleId
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ class Damage:
         return self.rule.name
 
 
-@dataclass
+@record
 class Checkpoint:
     """A checkpoint directory as read from disk (or from a Hub repository's headers).
 

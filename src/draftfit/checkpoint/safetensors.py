@@ -33,7 +33,7 @@ from draftfit.checkpoint.limits import (
     MAX_TENSORS_PER_FILE,
 )
 from draftfit.checkpoint.model import Damage, TensorInfo
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 if TYPE_CHECKING:
     from draftfit.checkpoint.access import FileAccess

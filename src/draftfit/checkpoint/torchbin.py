@@ -59,7 +59,7 @@ from draftfit.checkpoint.unpickler import (
     prescan_pickle,
     short_repr,
 )
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 from draftfit.rule_ids import RuleId
 
 # `torch.serialization.MAGIC_NUMBER` and `PROTOCOL_VERSION` of the legacy stream format.

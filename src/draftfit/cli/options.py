@@ -13,11 +13,11 @@ The module is light (the `--help` and `--version` path imports it): dataclasses,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from draftfit.fail_on import CHOICES as FAIL_ON_CHOICES
 from draftfit.fail_on import FailOn
+from draftfit.records import frozen
 from draftfit.render import kinds
 from draftfit.render.kinds import Kind
 from draftfit.schemas import SCHEMA_KINDS
@@ -40,7 +40,7 @@ SHELLS: tuple[Shell, ...] = ("bash", "zsh", "fish")
 _Choice = TypeVar("_Choice", bound=str)
 
 
-@dataclass(frozen=True)
+@frozen
 class SelectionOptions:
     """Which rules count (check, diff and matrix; see :mod:`draftfit.settings.selection`).
 
@@ -62,7 +62,7 @@ class SelectionOptions:
     show_settings: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class OutputOptions:
     """How a report is written (check, diff and matrix).
 
@@ -79,7 +79,7 @@ class OutputOptions:
     statistics: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchOptions:
     """The launch a draft will be served with (`--serve-config`, `--serve-args`), as given;
     read by :func:`draftfit.serve.input.settings_from`."""
@@ -93,7 +93,7 @@ class LaunchOptions:
         return self.serve_config is not None or self.serve_args is not None
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckOptions:
     """`draftfit check`.
 
@@ -116,7 +116,7 @@ class CheckOptions:
     selection: SelectionOptions
 
 
-@dataclass(frozen=True)
+@frozen
 class DiffOptions:
     """`draftfit diff` (`engines` empty: the default engines)."""
 
@@ -132,7 +132,7 @@ class DiffOptions:
     selection: SelectionOptions
 
 
-@dataclass(frozen=True)
+@frozen
 class MatrixOptions:
     """`draftfit matrix` (`fail_on` None: exit 0 whatever the verdicts)."""
 
@@ -146,7 +146,7 @@ class MatrixOptions:
     selection: SelectionOptions
 
 
-@dataclass(frozen=True)
+@frozen
 class ConvertOptions:
     """`draftfit convert` (`out` None: no `--output`; `engines` empty: the default)."""
 
@@ -164,7 +164,7 @@ class ConvertOptions:
     format: str
 
 
-@dataclass(frozen=True)
+@frozen
 class InspectOptions:
     """`draftfit inspect`."""
 
@@ -172,14 +172,14 @@ class InspectOptions:
     format: str
 
 
-@dataclass(frozen=True)
+@frozen
 class RulesOptions:
     """`draftfit rules`."""
 
     format: str
 
 
-@dataclass(frozen=True)
+@frozen
 class RuleOptions:
     """`draftfit rule` (`code`: a rule code or name, as given)."""
 
@@ -187,7 +187,7 @@ class RuleOptions:
     format: str
 
 
-@dataclass(frozen=True)
+@frozen
 class EnginesOptions:
     """`draftfit engines` (`engine` None: every engine)."""
 
@@ -195,21 +195,21 @@ class EnginesOptions:
     format: str
 
 
-@dataclass(frozen=True)
+@frozen
 class SchemaOptions:
     """`draftfit schema` (`kind`: one of :data:`draftfit.schemas.SCHEMA_KINDS`)."""
 
     kind: str
 
 
-@dataclass(frozen=True)
+@frozen
 class DemoOptions:
     """`draftfit demo`."""
 
     format: str
 
 
-@dataclass(frozen=True)
+@frozen
 class CompletionOptions:
     """`draftfit completion`."""
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from draftfit.escape import escape_controls
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 from draftfit.settings.config_file import Discovery, FileSettings
 from draftfit.settings.selection import Ignore, Selection
 

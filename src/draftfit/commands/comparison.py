@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from draftfit.engines.profile import Profile
 from draftfit.engines.view import EngineView
 from draftfit.fail_on import UNVERIFIED, FailOn, Verdict
 from draftfit.location import Location
+from draftfit.records import record
 from draftfit.report import SCHEMA_VERSION, Finding, Report, VersionVerdict
 from draftfit.rule_ids import (
     CONFIG_KEY_DIFFERS,
@@ -93,7 +94,7 @@ RAW_CODES = frozenset(
 )
 
 
-@dataclass
+@record
 class DiffResult(VersionVerdict):
     """The verdict for one engine version: are the two equivalent for it? `counts` holds
     `matters` and `spelling`; `unverified_reasons` says why no difference found is not proof
@@ -108,7 +109,7 @@ class DiffResult(VersionVerdict):
         return {**self.verdict_dict(), "chosen_because": self.chosen_because}
 
 
-@dataclass
+@record
 class DiffReport:
     """What differs between a draft and a known-good reference, as the engine sees both."""
 
@@ -172,7 +173,7 @@ def set_verdicts(findings: list[Finding], results: list[DiffResult]) -> None:
             result.verdict = UNVERIFIED if result.unverified_reasons else EQUIVALENT
 
 
-@dataclass
+@record
 class _Side:
     """One side of a comparison: the checkpoint, its description, the engine's view and
     its check."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from draftfit.draft.synth import speculators_table, write_sparse_checkpoint
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 if TYPE_CHECKING:
     from draftfit.commands.comparison import DiffReport

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from draftfit.docs_links import rule_doc_url
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 from draftfit.rules import all_rules
 from draftfit.rules.base import Rule
 

@@ -11,7 +11,7 @@ from typing import Any
 from draftfit.draft.aux_counting import AuxIds
 from draftfit.draft.spec import describe
 from draftfit.draft.tensor_names import is_known_role
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 from draftfit.report import DialectFacts
 
 ROLES: tuple[tuple[str, str], ...] = (

@@ -15,10 +15,11 @@ import json
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from draftfit.engines.serve import CONTINUATION, shell_quote, shell_word
+from draftfit.records import record
 from draftfit.serve.flags import BOOLEAN_FLAGS, COMMAND_ENGINES, ENGINE_FLAGS, vllm_flag
 
 # What the user chooses rather than what must change: kept when the launch gives it.
@@ -34,7 +35,7 @@ SPECULATIVE_CONFIG = "--speculative-config"
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
-@dataclass
+@record
 class Launch:
     """A launch split as a shell splits it: environment assignments, the command words (with
     the model), and the flags in order, each with its value (None: a flag without one)."""

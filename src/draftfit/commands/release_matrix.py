@@ -8,7 +8,7 @@ acceptance. The markdown form is meant to be pasted into a model card.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from draftfit.checker import check_checkpoint
@@ -18,6 +18,7 @@ from draftfit.draft.target import Target
 from draftfit.engines.interface import Engine
 from draftfit.engines.registry import ENGINES
 from draftfit.fail_on import FailOn, Verdict
+from draftfit.records import record
 from draftfit.report import (
     COMPATIBLE,
     FAILING_VERDICTS,
@@ -36,7 +37,7 @@ from draftfit.settings.selection import Selection, apply_to_report
 _RowKey = tuple[str, tuple[tuple[str, str], ...], tuple[str] | None, tuple[str, ...]]
 
 
-@dataclass
+@record
 class MatrixRow:
     """Consecutive versions of one engine with the same verdict and deciding findings."""
 
@@ -74,7 +75,7 @@ class MatrixRow:
         }
 
 
-@dataclass
+@record
 class Matrix:
     """The verdict of every read release of the engines, grouped into version ranges."""
 

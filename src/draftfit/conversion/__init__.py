@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -27,6 +27,7 @@ from draftfit.draft.spec import describe
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.registry import planning_engine
 from draftfit.errors import DamagedInputError, UsageError
+from draftfit.records import record
 from draftfit.rule_ids import Severity
 
 # The checker (and the report it makes) is loaded when a check runs: with `anyway`, that is
@@ -61,7 +62,7 @@ HIDES_DAMAGE = frozenset(
 BLOCKS_CONVERSION = LOSES_TENSORS | HIDES_DAMAGE
 
 
-@dataclass
+@record
 class ConvertResult:
     """The plan, whether it was written, and the check of the written output."""
 

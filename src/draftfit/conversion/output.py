@@ -32,10 +32,11 @@ import stat
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 
 from draftfit.errors import OutputExistsError, UsageError
+from draftfit.records import record
 
 MARKER = ".draftfit-convert.json"
 MARKER_PART = MARKER + ".part"  # the marker being rewritten (replaced atomically)
@@ -47,7 +48,7 @@ SHOWN_FOREIGN = 3  # foreign files named in a refusal before "and N more"
 NAME_IN_TEMP = 200
 
 
-@dataclass
+@record
 class Marker:
     """What `.draftfit-convert.json` records about one output folder."""
 

@@ -11,11 +11,11 @@ so the writer can copy them verbatim.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from draftfit.checkpoint.model import TensorInfo
-from draftfit.frozen import frozen
+from draftfit.records import frozen, record
 
 SAFE = "safe"
 UNSAFE = "unsafe"
@@ -41,7 +41,7 @@ class Edit:
         }
 
 
-@dataclass
+@record
 class OutputTensor:
     """A tensor of the output: copied verbatim from `source`, or new bytes in `data`."""
 
@@ -53,7 +53,7 @@ class OutputTensor:
     shard: int = 0
 
 
-@dataclass
+@record
 class Plan:
     """Everything a conversion will write."""
 

@@ -26,7 +26,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -50,8 +50,8 @@ from draftfit.conversion.output import (
 from draftfit.conversion.plan import OutputTensor, Plan
 from draftfit.conversion.space import bytes_needed, check_free_space
 from draftfit.errors import DraftfitError, UsageError
-from draftfit.frozen import frozen
 from draftfit.output.progress import Progress, progress_for
+from draftfit.records import frozen, record
 from draftfit.version import __version__
 
 CHUNK = 8 * 1024 * 1024
@@ -96,7 +96,7 @@ def _hasher() -> hashlib.blake2b:
     return hashlib.blake2b(digest_size=16)
 
 
-@dataclass
+@record
 class WriteResult:
     """Where the output went, and the leftovers of interrupted converts removed first."""
 

@@ -21,7 +21,7 @@ from draftfit.draft.dialects import (
     SPECULATORS,
     Dialect,
 )
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 CAPTURE_BEFORE = "capture-before"
 OUTPUT_OF = "output-of"

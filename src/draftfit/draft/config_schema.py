@@ -25,10 +25,10 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
-from draftfit.frozen import frozen
+from draftfit.records import frozen, record
 
 INT_LIMIT = 2**31
 
@@ -340,7 +340,7 @@ def json_type(value: Any) -> str:
     return "object"
 
 
-@dataclass
+@record
 class Scrubbed:
     """A config with wrong-typed values removed, and what was removed."""
 

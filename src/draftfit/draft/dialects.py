@@ -11,12 +11,12 @@ drafters, or unknown. :func:`non_eagle_kind` tells drafters that are not EAGLE d
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.config_schema import DRAFT_SCHEMA, scrub
-from draftfit.frozen import frozen
+from draftfit.records import frozen, record
 
 SPECULATORS = "speculators"
 SPECFORGE = "specforge"
@@ -124,7 +124,7 @@ class Dialect:
         return f"{base} ({self.variant})" if self.variant else base
 
 
-@dataclass
+@record
 class _Evidence:
     """The observations that identified a dialect, in the order they were made."""
 

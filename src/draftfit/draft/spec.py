@@ -14,7 +14,7 @@ tensor names map to canonical ones, in :mod:`draftfit.draft.tensor_names`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
@@ -27,7 +27,7 @@ from draftfit.draft.aux_counting import (
 from draftfit.draft.config_schema import DRAFT_SCHEMA, TypeProblem, scrub
 from draftfit.draft.dialects import SPECULATORS, VLLM_LEGACY_EAGLE, Dialect, detect_dialect
 from draftfit.draft.tensor_names import canonical_tensors, layer_index
-from draftfit.frozen import frozen
+from draftfit.records import frozen, record
 
 EAGLE3 = "eagle3"
 EAGLE = "eagle"
@@ -91,7 +91,7 @@ class Field:
 ABSENT = Field(None, None)
 
 
-@dataclass
+@record
 class DraftSpec:
     """The canonical description of a draft checkpoint.
 

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from draftfit.checkpoint.jsonread import CONFIG_LIMITS, JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 DESCRIPTION_FILE = "quant_model_description.json"
 ROTATION_FILE = "optional/quarot.safetensors"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 _LOCATION = re.compile(
     r"(?P<path>(?<![\w/.\-])[A-Za-z_][\w\-]*(?:/[\w\-.]+)*\.py)?"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from draftfit.engines.view import UNINITIALISED, EngineView, Expectation
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 # Every per-layer tensor name a compressed-tensors scheme may store beside (or instead of)
 # `weight`; used to recognise quantization tensors where the engine builds none.

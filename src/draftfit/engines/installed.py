@@ -30,7 +30,7 @@ from draftfit.engines.registry import (
     parse_engine_spec,
 )
 from draftfit.errors import UnknownEngineVersionError
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 if TYPE_CHECKING:
     from importlib import metadata

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.compiled import load_compiled, toml_path
 from draftfit.engines.profile import EngineData, Profile, parse_engine_data
 from draftfit.errors import SpecDataError
-from draftfit.frozen import frozen
+from draftfit.records import frozen, record
 
 if TYPE_CHECKING:
     from draftfit.draft.spec import DraftSpec
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from draftfit.engines.view import BuildInputs, EngineView
 
 
-@dataclass
+@record
 class Recipe:
     """How to serve: optional preparation steps, the command, and notes.
 

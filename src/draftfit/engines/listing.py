@@ -8,7 +8,7 @@ from typing import Any
 
 from draftfit.engines.profile import EngineData
 from draftfit.engines.registry import ENGINES, engine_named
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 
 @frozen

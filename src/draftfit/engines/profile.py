@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import InvalidVersion, Version
 
 from draftfit.errors import SpecDataError, UnknownEngineVersionError
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 from draftfit.rule_ids import ALL_RULE_IDS, Consequence
 
 if TYPE_CHECKING:

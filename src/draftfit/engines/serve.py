@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.profile import Profile
 from draftfit.escape import UNSAFE_IN_FIELD
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 if TYPE_CHECKING:
     from draftfit.draft.spec import DraftSpec

@@ -18,8 +18,8 @@ from draftfit.draft.spec import EAGLE3
 from draftfit.engines.draft_quant import read_draft_quant
 from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
-from draftfit.frozen import frozen
 from draftfit.location import Location
+from draftfit.records import frozen
 from draftfit.rule_ids import Consequence
 from draftfit.serve.flags import vllm_flag
 from draftfit.settings_text import clip

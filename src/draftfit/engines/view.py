@@ -13,15 +13,15 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.spec import DraftSpec
 from draftfit.draft.target import Target
 from draftfit.draft.tensor_names import bounded_message
 from draftfit.engines.profile import Profile, Resolved
-from draftfit.frozen import frozen
 from draftfit.location import Location
+from draftfit.records import frozen, record
 from draftfit.rule_ids import Consequence, RuleId
 from draftfit.serve.settings import ServeSettings
 
@@ -139,7 +139,7 @@ class TensorFate:
         object.__setattr__(self, "reason", bounded_message(self.reason))
 
 
-@dataclass
+@record
 class AuxCapture:
     """The aux layers the engine will capture and the count its `fc` is built for.
 
@@ -190,7 +190,7 @@ class AuxCapture:
     concat_order: Resolved | None = None
 
 
-@dataclass
+@record
 class EngineView:
     """The engine's resolution of a draft at one version."""
 

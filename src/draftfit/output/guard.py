@@ -20,10 +20,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from draftfit.errors import UsageError
+from draftfit.records import record
 
 # What a file that is not a regular file is called in a refusal.
 _KINDS = (
@@ -35,7 +36,7 @@ _KINDS = (
 )
 
 
-@dataclass
+@record
 class Inputs:
     """What a command reads, each with the words that name it in a refusal: folders (the
     checkpoints, the target) and single files (settings files)."""

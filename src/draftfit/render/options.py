@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from draftfit.fail_on import FailOn
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 from draftfit.rule_ids import Severity
 
 

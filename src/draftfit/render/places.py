@@ -15,9 +15,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from draftfit.engines.builder import TARGET_CONFIG, TARGET_FILE_PREFIX
-from draftfit.frozen import frozen
 from draftfit.location import Location
 from draftfit.output.json_lines import line_of, pointer_lines
+from draftfit.records import frozen
 
 CONFIG_FILE = "config.json"
 # How findings name the target's config: the engines' constant, and the form the config-type

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from draftfit.draft.tensor_names import bounded_message
-from draftfit.frozen import frozen
 from draftfit.location import Location, config_at
+from draftfit.records import frozen, record
 from draftfit.rule_ids import Consequence, RuleId, Severity
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class Violation:
         object.__setattr__(self, "message", bounded_message(self.message))
 
 
-@dataclass
+@record
 class Context:
     """Everything a rule may read. `view` is None for engine-independent passes; `values`
     holds what the value checks read, only when asked for (`--values`); `serve` holds the

@@ -34,7 +34,7 @@ Flag names and aliases as the engines' argument parsers declare them:
 
 from __future__ import annotations
 
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 
 @frozen

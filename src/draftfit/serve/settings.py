@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import field, fields
 from typing import Any
 
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 
 # The flag that gives settings, for messages about what is missing.
 SETTINGS_FLAGS = "--serve-config or --serve-args"

@@ -48,7 +48,7 @@ from typing import Any
 
 from draftfit.checkpoint.access import read_regular
 from draftfit.errors import UsageError
-from draftfit.frozen import frozen
+from draftfit.records import frozen
 from draftfit.settings_text import MAX_SETTINGS_BYTES, load_toml
 
 DRAFTFIT_TOML = "draftfit.toml"

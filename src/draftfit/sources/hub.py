@@ -35,8 +35,8 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.target import Target, load_target
 from draftfit.draft.target_rotation import DESCRIPTION_FILE, RotationCheck, check_rotation
 from draftfit.errors import HubAccessError, UsageError
-from draftfit.frozen import frozen
 from draftfit.output.notices import notice
+from draftfit.records import frozen
 
 PREFIX = "hf://"
 HEADER_PREFETCH = 16_384  # one request covers a draft header; big ones take two

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
-from draftfit.frozen import frozen
+from draftfit.records import frozen, record
 
 
 @frozen
@@ -25,7 +25,7 @@ class Coverage:
         return f"on a sample of {self.rows_read} of {self.rows} rows"
 
 
-@dataclass
+@record
 class ChunkFacts:
     """One aux chunk of `fc.weight` (the columns fed by one target layer)."""
 
@@ -40,7 +40,7 @@ class ChunkFacts:
     kurtosis: float | None = None
 
 
-@dataclass
+@record
 class TensorFacts:
     """Statistics of one floating-point tensor over the rows read."""
 
@@ -69,7 +69,7 @@ class TensorFacts:
         return len(self.shape) >= 2
 
 
-@dataclass
+@record
 class Comparison:
     """The draft's embedding (or head) next to the target's, over the same rows."""
 
@@ -102,7 +102,7 @@ class Skipped:
     tensor: str | None = None
 
 
-@dataclass
+@record
 class ValueFacts:
     """Everything the value rules need, computed once per draft (and target) and mode."""
 

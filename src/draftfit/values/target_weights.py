@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from draftfit.checkpoint.access import FileAccess
 from draftfit.checkpoint.model import Damage, TensorInfo
 from draftfit.checkpoint.safetensors import MAX_HEADER_BYTES, parse_entry
 from draftfit.draft.target import Target
+from draftfit.records import record
 
 # Where multimodal and text-only checkpoints keep the token embedding, most common first.
 EMBED_NAMES = (
@@ -39,7 +39,7 @@ INDEX = "model.safetensors.index.json"
 INDEX_LIMIT = 64 * 1024 * 1024
 
 
-@dataclass
+@record
 class TargetWeights:
     """The target's embedding and head tensors, and how to read their bytes."""
 

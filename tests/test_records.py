@@ -1,0 +1,114 @@
+"""`@frozen` and `@record` behave as the dataclasses they stand for: equal, hashed and shown
+by the same fields, with the type checker keeping `@frozen` fields immutable."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from draftfit.records import frozen, record
+from tests.timeouts import scaled
+
+
+@dataclass(frozen=True)
+class StdPoint:
+    """The standard library's frozen dataclass."""
+
+    x: int
+    y: tuple[int, ...] = ()
+    note: str = field(default="", compare=False)
+    hidden: int = field(default=0, repr=False)
+
+
+@frozen
+class Point:
+    """The same record, built by @frozen."""
+
+    x: int
+    y: tuple[int, ...] = ()
+    note: str = field(default="", compare=False)
+    hidden: int = field(default=0, repr=False)
+
+
+@frozen
+class OtherPoint:
+    """Another record with the same fields: never equal to a Point."""
+
+    x: int
+    y: tuple[int, ...] = ()
+    note: str = field(default="", compare=False)
+    hidden: int = field(default=0, repr=False)
+
+
+@dataclass
+class StdBox:
+    """The standard library's mutable dataclass."""
+
+    items: list[int] = field(default_factory=list)
+    label: str = ""
+
+
+@record
+class Box:
+    """The same, built by @record."""
+
+    items: list[int] = field(default_factory=list)
+    label: str = ""
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [((1, (2,), "a", 3), (1, (2,), "b", 3)), ((1, (), "", 0), (2, (), "", 0)), ((1,), (1,))],
+)
+def test_frozen_equality_and_hash_follow_the_frozen_dataclass(a: tuple, b: tuple) -> None:
+    std = StdPoint(*a) == StdPoint(*b)
+    assert (Point(*a) == Point(*b)) is std
+    if std:
+        assert hash(Point(*a)) == hash(Point(*b))
+    assert hash(Point(*a)) == hash(StdPoint(*a))
+    assert repr(Point(*a)) == repr(StdPoint(*a)).replace("StdPoint", "Point")
+    assert Point(*a) != OtherPoint(*a)
+    assert dataclasses.replace(Point(*a), x=9).x == 9
+
+
+def test_record_is_equal_by_fields_unhashable_and_shown_like_a_dataclass() -> None:
+    assert Box([1], "a") == Box([1], "a") and Box([1]) != Box([2])
+    assert repr(Box([1], "a")) == repr(StdBox([1], "a")).replace("StdBox", "Box")
+    with pytest.raises(TypeError):
+        hash(Box())
+    box = Box()
+    box.items.append(1)
+    box.label = "changed"
+    assert box == Box([1], "changed")
+    assert Box().items is not Box().items
+
+
+def test_a_record_shown_inside_itself_does_not_recurse() -> None:
+    box = Box()
+    box.items.append(box)  # type: ignore[arg-type]
+    assert repr(box) == "Box(items=[...], label='')"
+
+
+@pytest.mark.slow
+def test_the_type_checker_keeps_frozen_fields_immutable(tmp_path: Path) -> None:
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(
+        "from draftfit.records import frozen\n\n"
+        "@frozen\nclass P:\n    x: int\n\n"
+        "p = P(1)\np.x = 2\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(snippet)],
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+        check=False,
+    )
+    assert done.returncode == 1
+    assert 'Property "x" defined in "P" is read-only' in done.stdout
