@@ -1,6 +1,6 @@
 """Plan a conversion into the convention an engine (or the speculators library) expects.
 
-Conventions (the engine facts and their sources are in `engines/data/*.toml`; aux-id
+Conventions (the engine facts and their sources are in `engines/*/data.toml`; aux-id
 counting in docs/aux-counting.md):
 
 * **vllm** — a flat HF config whose `architectures` the chosen vLLM version registers, aux

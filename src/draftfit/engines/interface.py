@@ -126,7 +126,7 @@ class Engine(ABC):
 
     # ------------------------------------------------------------------ data
     def data_text(self) -> str:
-        """The engine's TOML data (shipped as `engines/data/<name>.toml`)."""
+        """The engine's TOML data (shipped as `engines/<name>/data.toml`)."""
         with open(toml_path(self.name), encoding="utf-8") as handle:
             return handle.read()
 

@@ -53,8 +53,8 @@ from draftfit.engines.view import (
     AuxCapture,
     FateCause,
 )
-from draftfit.engines.vllm_head_share import head_share_event
-from draftfit.engines.vllm_kv import kv_geometry_events
+from draftfit.engines.vllm.head_share import head_share_event
+from draftfit.engines.vllm.kv import kv_geometry_events
 from draftfit.location import Location, config_at
 from draftfit.rule_ids import Consequence
 
@@ -538,7 +538,7 @@ class _Builder(BaseBuilder):
 
     def _head_share_check(self) -> None:
         """Whether the V2 model runner's lm_head sharing check fails on the draft's own
-        quantized head (:mod:`.vllm_head_share`)."""
+        quantized head (:mod:`.head_share`)."""
         q = read_draft_quant(self.config)
         if q is None:
             return

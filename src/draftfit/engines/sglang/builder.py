@@ -51,7 +51,7 @@ LLAMA_EAGLE3 = "llama_eagle3"
 MLA_EAGLE3 = "mla_eagle3"
 LLAMA_EAGLE = "llama_eagle"
 # The server flag that gives a Llama EAGLE-3 draft a sliding window (the recipe in
-# `sglang_serve` passes it; it imports this module, so the name is spelled in both).
+# `sglang.engine` passes it; it imports this module, so the name is spelled in both).
 DRAFT_WINDOW_FLAG = "--speculative-draft-window-size"
 AUTOTUNE_FLAG = "--disable-flashinfer-autotune"
 
