@@ -32,7 +32,7 @@ from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
 from draftfit.draft.spec import describe
 from draftfit.draft.target import Target, load_target
-from draftfit.engines.interface import Engine, Recipe, Served, ServeRequest
+from draftfit.engines.interface import Engine, Recipe, Served, ServeRequest, engine_of
 from draftfit.engines.registry import ENGINES, SGLANG, TRTLLM, VLLM, parse_engine_spec
 from draftfit.engines.trtllm.builder import Builder as TrtllmBuilder
 from draftfit.engines.view import BuildInputs, EngineView
@@ -179,11 +179,8 @@ def test_the_top_level_is_small() -> None:
     assert len(list(PACKAGE.glob("*.py"))) <= 16
 
 
-# Circles inside `draftfit.engines` that only a type annotation closes (an import under
-# `if TYPE_CHECKING:`): the profile names its Engine, the settings checks name the builder
-# that runs them. They go when each engine's folder holds its own launch checks.
-TYPE_ONLY_CIRCLES = (
-    frozenset({"draftfit.engines.interface", "draftfit.engines.profile", "draftfit.engines.view"}),
+# Circles that only a type annotation closes (an import under `if TYPE_CHECKING:`): none.
+TYPE_ONLY_CIRCLES: tuple[frozenset[str], ...] = (
     frozenset({"draftfit.engines.builder", "draftfit.engines.serving_checks"}),
 )
 
@@ -293,7 +290,7 @@ def test_registry_lists_each_engine_once_with_its_data() -> None:
     assert len(set(names)) == len(names)
     for engine in ENGINES:
         assert engine.data.engine == engine.name
-        assert engine.resolve(engine.data.latest).impl is engine
+        assert engine_of(engine.resolve(engine.data.latest)) is engine
         assert engine.convention in {c for e in ENGINES for c in e.plans}
 
 

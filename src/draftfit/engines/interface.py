@@ -203,6 +203,14 @@ class Engine(ABC):
         return ()
 
 
+def engine_of(profile: Profile) -> Engine:
+    """The engine whose data `profile` resolves."""
+    impl = profile.data.impl
+    if not isinstance(impl, Engine):
+        raise SpecDataError(f"{profile.engine} data is not attached to an engine")
+    return impl
+
+
 def parse_toml(name: str, text: str) -> dict[str, Any]:
     """Engine `name`'s TOML data text as tables (a SpecDataError when it is not TOML)."""
     import sys
