@@ -180,9 +180,7 @@ def test_the_top_level_is_small() -> None:
 
 
 # Circles that only a type annotation closes (an import under `if TYPE_CHECKING:`): none.
-TYPE_ONLY_CIRCLES: tuple[frozenset[str], ...] = (
-    frozenset({"draftfit.engines.builder", "draftfit.engines.serving_checks"}),
-)
+TYPE_ONLY_CIRCLES: tuple[frozenset[str], ...] = ()
 
 
 def _circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
