@@ -1,8 +1,9 @@
-"""Write the compiled form of the engine data: `engines/data/<engine>.json` beside each TOML.
+"""Write the compiled form of the engine data: `engines/<engine>/data.json` beside each
+`data.toml`.
 
 The TOML files are the source of truth; draftfit loads the compiled form, which the standard
 library's JSON reader reads several times faster than tomllib reads TOML (see
-`draftfit.engines.compiled`). Run after editing any `engines/data/*.toml`:
+`draftfit.engines.compiled`). Run after editing any `engines/*/data.toml`:
 
     python dev/compile_engine_data.py          # rewrite every compiled file that is stale
     python dev/compile_engine_data.py --check  # list the stale ones, exit 1 if any
@@ -19,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from draftfit.engines.compiled import DATA_DIR, compile_text
+from draftfit.engines.compiled import ENGINES_DIR, compile_text
 from draftfit.engines.interface import parse_toml
 from draftfit.engines.profile import parse_engine_data
 from draftfit.errors import SpecDataError
@@ -28,8 +29,9 @@ from draftfit.errors import SpecDataError
 def compiled_for(toml: Path) -> str:
     """The compiled text for one TOML data file (SpecDataError when the data is invalid)."""
     text = toml.read_text(encoding="utf-8")
-    raw = parse_toml(toml.stem, text)
-    parse_engine_data(toml.stem, raw)
+    name = toml.parent.name  # engines/<name>/data.toml
+    raw = parse_toml(name, text)
+    parse_engine_data(name, raw)
     return compile_text(text, raw)
 
 
@@ -51,15 +53,15 @@ def write_atomically(path: Path, text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
-    parser.add_argument("--data-dir", default=DATA_DIR, help=argparse.SUPPRESS)
+    parser.add_argument("--engines-dir", default=ENGINES_DIR, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     stale = failed = 0
-    for toml in sorted(Path(args.data_dir).glob("*.toml")):
+    for toml in sorted(Path(args.engines_dir).glob("*/data.toml")):
         target = toml.with_suffix(".json")
         try:
             text = compiled_for(toml)
         except SpecDataError as exc:
-            print(f"{toml.name}: not compiled: {exc}", file=sys.stderr)
+            print(f"{toml.parent.name}/{toml.name}: not compiled: {exc}", file=sys.stderr)
             failed += 1
             continue
         current = target.read_text(encoding="utf-8") if target.exists() else None
@@ -67,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         stale += 1
         if args.check:
-            print(f"{target.name} is stale (run `python dev/compile_engine_data.py`)")
+            name = f"{target.parent.name}/{target.name}"
+            print(f"{name} is stale (run `python dev/compile_engine_data.py`)")
         else:
             write_atomically(target, text)
             print(f"wrote {target}")

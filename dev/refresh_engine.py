@@ -44,7 +44,7 @@ data or missing from it, other than those its `not_read` list records (exit 1 wh
 
 fills `anchors` (and `anchor_missing` with the reason wherever a location gets none) for every
 entry, from the releases the sources cite, and rewrites only those two fields of each entry
-line in `src/draftfit/engines/data/ENGINE.toml` (atomically). Each cited release is downloaded
+line in `src/draftfit/engines/ENGINE/data.toml` (atomically). Each cited release is downloaded
 once. Anchors are never invented: a location without a cited line, without a release, whose
 release cannot be downloaded, whose file is not in the wheel or whose lines are past the end of
 the file gets a reason instead.
@@ -91,7 +91,7 @@ PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm"}
 STUB = {
     "trtllm": "TensorRT-LLM's PyPI package is a stub that fetches its wheel from pypi.nvidia.com"
 }
-DATA_DIR = Path(__file__).resolve().parent.parent / "src" / "draftfit" / "engines" / "data"
+ENGINES_DIR = Path(__file__).resolve().parent.parent / "src" / "draftfit" / "engines"
 ANCHOR_CHARS = 80
 _SOURCE_FIELD = re.compile(r'source = "(?:[^"\\]|\\.)*"')
 _ANCHOR_FIELDS = re.compile(
@@ -465,7 +465,7 @@ def index(engine: str) -> int:
 
 
 def write_anchors(engine: str, cache: Path | Snapshot, keep: bool) -> int:
-    path = DATA_DIR / f"{engine}.toml"
+    path = ENGINES_DIR / engine / "data.toml"
     text = path.read_text("utf-8")
     sources = _entry_sources(text)
     wanted: dict[str, list[Location]] = {}

@@ -9,7 +9,7 @@ subcommands, each `subparser_init`), and prints one JSON object: every option st
 `serve` subparser (`flags`), those that take no value (`no_value`: actions with `nargs=0`,
 such as `store_true` and the `--no-…` halves of boolean flags), whether a unique prefix of a
 long flag is taken for it (`abbreviations`: the subparser's `allow_abbrev`), the release and
-the parser class. `src/draftfit/engines/data/vllm.toml`'s `launch_grammar` entries are this
+the parser class. `src/draftfit/engines/vllm/data.toml`'s `launch_grammar` entries are this
 output with their source line; the script is a development aid and never runs in the product
 or its tests.
 """

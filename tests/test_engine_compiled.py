@@ -9,14 +9,14 @@ from types import ModuleType
 
 import pytest
 
-from draftfit.engines.compiled import DATA_DIR, REGENERATE, load_compiled, stamp
+from draftfit.engines.compiled import ENGINES_DIR, REGENERATE, load_compiled, stamp
 from draftfit.engines.interface import parse_toml
 from draftfit.engines.profile import parse_engine_data
 from draftfit.engines.registry import ENGINES, engine_named
-from draftfit.engines.vllm_serve import VllmEngine
+from draftfit.engines.vllm.engine import VllmEngine
 
 SCRIPT = Path(__file__).resolve().parent.parent / "dev" / "compile_engine_data.py"
-TOMLS = sorted(Path(DATA_DIR).glob("*.toml"))
+TOMLS = sorted(Path(ENGINES_DIR).glob("*/data.toml"))
 
 
 def _script() -> ModuleType:
@@ -28,19 +28,20 @@ def _script() -> ModuleType:
 
 
 def test_every_engine_ships_its_data_as_toml_and_compiled() -> None:
-    assert {p.stem for p in TOMLS} == {e.name for e in ENGINES}
+    assert {p.parent.name for p in TOMLS} == {e.name for e in ENGINES}
 
 
-@pytest.mark.parametrize("toml", TOMLS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("toml", TOMLS, ids=lambda p: p.parent.name)
 def test_the_compiled_form_is_in_step_with_its_toml(toml: Path) -> None:
     """Fails after an edit of a TOML data file until the compiled form is rebuilt."""
     text = toml.read_text(encoding="utf-8")
-    compiled = load_compiled(toml.stem, text)
+    name = toml.parent.name
+    compiled = load_compiled(name, text)
     assert compiled is not None, (
-        f"src/draftfit/engines/data/{toml.stem}.json is missing or was built from another "
+        f"src/draftfit/engines/{name}/data.json is missing or was built from another "
         f"version of {toml.name}: run `{REGENERATE}` and commit the result"
     )
-    assert compiled == parse_toml(toml.stem, text), f"run `{REGENERATE}`"
+    assert compiled == parse_toml(name, text), f"run `{REGENERATE}`"
     assert toml.with_suffix(".json").read_text(encoding="utf-8") == _script().compiled_for(toml)
 
 
@@ -70,7 +71,7 @@ def test_an_edited_toml_is_read_instead_of_a_stale_compiled_form() -> None:
 
 
 def test_the_stamp_ignores_how_the_checkout_ends_its_lines(tmp_path: Path) -> None:
-    text = Path(DATA_DIR, "trtllm.toml").read_text(encoding="utf-8")
+    text = Path(ENGINES_DIR, "trtllm", "data.toml").read_text(encoding="utf-8")
     crlf = tmp_path / "trtllm.toml"
     crlf.write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
     assert stamp(crlf.read_text(encoding="utf-8")) == stamp(text)
@@ -80,25 +81,29 @@ def test_the_script_rebuilds_a_stale_compiled_form_and_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script = _script()
-    shutil.copy(Path(DATA_DIR, "trtllm.toml"), tmp_path / "trtllm.toml")
-    assert script.main(["--check", "--data-dir", str(tmp_path)]) == 1
+    (tmp_path / "trtllm").mkdir()
+    shutil.copy(Path(ENGINES_DIR, "trtllm", "data.toml"), tmp_path / "trtllm" / "data.toml")
+    assert script.main(["--check", "--engines-dir", str(tmp_path)]) == 1
     assert REGENERATE in capsys.readouterr().out
-    assert script.main(["--data-dir", str(tmp_path)]) == 0
-    assert script.main(["--check", "--data-dir", str(tmp_path)]) == 0
-    toml = tmp_path / "trtllm.toml"
+    assert script.main(["--engines-dir", str(tmp_path)]) == 0
+    assert script.main(["--check", "--engines-dir", str(tmp_path)]) == 0
+    toml = tmp_path / "trtllm" / "data.toml"
     toml.write_text(toml.read_text(encoding="utf-8") + "\n# a comment\n", encoding="utf-8")
-    assert script.main(["--check", "--data-dir", str(tmp_path)]) == 1
-    assert script.main(["--data-dir", str(tmp_path)]) == 0
-    assert (tmp_path / "trtllm.json").read_text(encoding="utf-8") == script.compiled_for(toml)
+    assert script.main(["--check", "--engines-dir", str(tmp_path)]) == 1
+    assert script.main(["--engines-dir", str(tmp_path)]) == 0
+    assert (tmp_path / "trtllm" / "data.json").read_text(encoding="utf-8") == script.compiled_for(
+        toml
+    )
 
 
 def test_the_script_refuses_invalid_data(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = Path(DATA_DIR, "trtllm.toml").read_text(encoding="utf-8")
-    (tmp_path / "trtllm.toml").write_text(
+    text = Path(ENGINES_DIR, "trtllm", "data.toml").read_text(encoding="utf-8")
+    (tmp_path / "trtllm").mkdir()
+    (tmp_path / "trtllm" / "data.toml").write_text(
         text.replace('confidence = "read"', 'confidence = "guessed"', 1), encoding="utf-8"
     )
-    assert _script().main(["--data-dir", str(tmp_path)]) == 1
+    assert _script().main(["--engines-dir", str(tmp_path)]) == 1
     assert "not compiled" in capsys.readouterr().err
-    assert not (tmp_path / "trtllm.json").exists()
+    assert not (tmp_path / "trtllm" / "data.json").exists()

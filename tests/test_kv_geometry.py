@@ -8,7 +8,7 @@ from draftfit import rule_ids
 from draftfit.draft.target import target_from_config
 from draftfit.engines.kv_geometry import KvGeometry, geometry_of
 from draftfit.engines.registry import load_engine
-from draftfit.engines.vllm_kv import kv_geometry_events
+from draftfit.engines.vllm.kv import kv_geometry_events
 
 QWEN3_32B = {
     "architectures": ["Qwen3ForCausalLM"],

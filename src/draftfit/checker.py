@@ -26,8 +26,8 @@ from draftfit.draft.spec import EAGLE, EAGLE3, DraftSpec, describe
 from draftfit.draft.target import Target
 from draftfit.engines import build_view
 from draftfit.engines.installed import resolve_engines
+from draftfit.engines.launch_checks import launch_grammar
 from draftfit.engines.profile import EngineVersion, Profile
-from draftfit.engines.serving_checks import launch_grammar
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
 from draftfit.report import (

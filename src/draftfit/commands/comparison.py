@@ -26,6 +26,7 @@ from draftfit.checkpoint.values import read_bytes
 from draftfit.draft.aux_counting import default_capture_ids, resolve_with_target
 from draftfit.draft.spec import LAYER_FIELDS, DraftSpec, describe
 from draftfit.draft.target import Target
+from draftfit.engines.interface import engine_of
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import EngineView
 from draftfit.fail_on import UNVERIFIED, FailOn, Verdict
@@ -408,7 +409,7 @@ def _compare_class(a: _Side, b: _Side, profile: Profile) -> Iterator[Difference]
     ca, cb = a.view.draft_class, b.view.draft_class
     arch_a, arch_b = a.spec.get("architectures"), b.spec.get("architectures")
     loc = Location("config.json", "/architectures")
-    if ca and cb and not profile.impl.same_class(ca, cb):
+    if ca and cb and not engine_of(profile).same_class(ca, cb):
         yield (
             rule_ids.DRAFT_CLASS_DIFFERS,
             f"{title} builds `{ca}` for the draft and `{cb}` for the reference",

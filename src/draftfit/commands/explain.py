@@ -1,7 +1,7 @@
 """`draftfit rules` and `draftfit rule CODE`: rule documentation from the rule docstrings.
 
 `draftfit rule CODE` adds, under the prose, the engine data the rule rests on (the facts
-whose `rules` name it in `engines/data/<engine>.toml`): per engine, each fact's entries with
+whose `rules` name it in `engines/<engine>/data.toml`): per engine, each fact's entries with
 their version range, source and confidence, read from the data files, so version ranges live
 in the data only.
 """

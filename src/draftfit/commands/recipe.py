@@ -25,7 +25,7 @@ from draftfit.commands.launch_edit import edit_launch
 from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
 from draftfit.draft.spec import EAGLE
-from draftfit.engines.interface import Recipe, ServeRequest
+from draftfit.engines.interface import Recipe, ServeRequest, engine_of
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
 from draftfit.errors import UsageError
@@ -64,7 +64,7 @@ def recipe_for(
     candidates = report.findings if applying is None else applying
     findings = [f for f in candidates if key in f.engines]
     draft, steps, notes, findings, served_checkpoint = _convert_step(report, profile, findings)
-    served = profile.impl.serve(
+    served = engine_of(profile).serve(
         ServeRequest(
             profile,
             kept.spec,
@@ -92,7 +92,7 @@ def recipe_for(
             "a default launch: it leaves out the given launch's settings behind "
             + ", ".join(sorted(launch))
         )
-    judged = _judged_steps(steps, recipe, findings, read_back, profile.impl.edits_launch)
+    judged = _judged_steps(steps, recipe, findings, read_back, engine_of(profile).edits_launch)
     recipe.steps = judged + recipe.steps
     return recipe
 
@@ -123,7 +123,7 @@ def _edit_given_launch(report: Report, profile: Profile, recipe: Recipe) -> bool
     serve = report.serve
     if serve is None or serve.engine != profile.engine or not serve.words:
         return False
-    if not profile.impl.edits_launch:
+    if not engine_of(profile).edits_launch:
         return False
     command, changes = edit_launch(serve.words, recipe.command, profile.engine)
     recipe.command = command
@@ -161,7 +161,7 @@ def _recipe_settings(recipe: Recipe, profile: Profile) -> ServeSettings:
     """The settings the recipe's own command gives, read as `--serve-args` reads them (an
     engine whose launch keeps its settings in a file, TensorRT-LLM's `spec.yaml`: from the
     recipe's config)."""
-    if not profile.impl.edits_launch:
+    if not engine_of(profile).edits_launch:
         serve_line = recipe.command.rsplit("\n", 1)[-1]
         words = [w for w in _words(serve_line) if w not in ("--extra_llm_api_options", "spec.yaml")]
         base = parse_serve_args(" ".join(shell_word(w) for w in words))
@@ -233,7 +233,7 @@ def _convert_step(
     before = _severe(findings)
     if not before or spec.method == EAGLE or checkpoint.config is None or _blocked(checkpoint):
         return draft, [], [], findings, checkpoint
-    engine = profile.impl
+    engine = engine_of(profile)
     to = engine.convention
     plan_profile = profile if to in engine.plans else None
     try:

@@ -1,6 +1,6 @@
 """Plan a conversion into the convention an engine (or the speculators library) expects.
 
-Conventions (the engine facts and their sources are in `engines/data/*.toml`; aux-id
+Conventions (the engine facts and their sources are in `engines/*/data.toml`; aux-id
 counting in docs/aux-counting.md):
 
 * **vllm** — a flat HF config whose `architectures` the chosen vLLM version registers, aux
@@ -32,6 +32,7 @@ from draftfit.draft.aux_counting import CAPTURE_BEFORE, default_capture_ids, res
 from draftfit.draft.spec import EAGLE, EAGLE_FIELDS, LAYER_FIELDS, DraftSpec
 from draftfit.draft.target import Target
 from draftfit.draft.tensor_names import is_known_role
+from draftfit.engines.interface import engine_of
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import planning_engine
 from draftfit.errors import UsageError
@@ -332,9 +333,9 @@ class _Planner:
         """`eagle_config` ids (output-of for most targets; SGLang's per-target rule when
         converting for an SGLang version next to a known target)."""
         output_of = [i - 1 for i in aux]
-        if self.profile is None or self.to not in self.profile.impl.plans:
+        if self.profile is None or self.to not in engine_of(self.profile).plans:
             return output_of
-        ids = self.profile.impl.nested_aux_ids(self.profile, self.target, aux)
+        ids = engine_of(self.profile).nested_aux_ids(self.profile, self.target, aux)
         if ids is None:
             self.edit(
                 "none",

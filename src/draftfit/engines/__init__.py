@@ -14,10 +14,9 @@ if TYPE_CHECKING:
 
 def build_view(inputs: BuildInputs) -> EngineView:
     """What the profile's engine builds from the draft at the profile's version."""
-    impl = inputs.profile.impl
-    if impl is None:
-        raise ValueError(f"profile {inputs.profile.label} has no engine")
-    return impl.build_view(inputs)
+    from draftfit.engines.interface import engine_of
+
+    return engine_of(inputs.profile).build_view(inputs)
 
 
 def __getattr__(name: str) -> Any:

@@ -42,6 +42,7 @@ from draftfit.engines.view import (
 )
 from draftfit.location import Location, config_at
 from draftfit.rule_ids import Consequence, RuleId
+from draftfit.serve.settings import ServeSettings
 
 CONFIG = "config.json"
 # How findings name a file of the target folder: `target config.json`,
@@ -146,10 +147,12 @@ class BaseBuilder:
         builder = cls(inputs, view)
         builder.run()
         if inputs.serve is not None:
-            from draftfit.engines.serving_checks import check_settings
-
-            check_settings(builder, inputs.serve)
+            builder.check_launch(inputs.serve)
         return view
+
+    def check_launch(self, settings: ServeSettings) -> None:
+        """Emit what this engine version does with the launch's serving settings (its
+        folder's `launch_checks`); nothing by default."""
 
     @staticmethod
     def method_for(method: str | None, spec: DraftSpec) -> str | None:

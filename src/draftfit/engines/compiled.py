@@ -1,6 +1,6 @@
 """The engine data in a form that loads without parsing TOML.
 
-`engines/data/<engine>.toml` is the source of truth. Beside it ships `<engine>.json`, the
+`engines/<engine>/data.toml` is the source of truth. Beside it ships `data.json`, the
 same tables as JSON (which the standard library reads several times faster than tomllib
 reads TOML), stamped with the CRC-32 and length of the TOML text it was built from. A
 compiled file is used only while that stamp matches the TOML beside it, so an edited TOML is
@@ -18,18 +18,18 @@ from typing import Any
 
 # Bumped when the layout of the compiled file changes; another format is ignored.
 FORMAT = 1
-DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+ENGINES_DIR = os.path.dirname(os.path.abspath(__file__))
 REGENERATE = "python dev/compile_engine_data.py"
 
 
 def toml_path(name: str) -> str:
-    """Where engine `name`'s TOML data ships."""
-    return os.path.join(DATA_DIR, f"{name}.toml")
+    """Where engine `name`'s TOML data ships: in the engine's own folder."""
+    return os.path.join(ENGINES_DIR, name, "data.toml")
 
 
 def compiled_path(name: str) -> str:
     """Where the compiled form of engine `name`'s data ships."""
-    return os.path.join(DATA_DIR, f"{name}.json")
+    return os.path.join(ENGINES_DIR, name, "data.json")
 
 
 def stamp(toml_text: str) -> dict[str, int]:

@@ -37,6 +37,9 @@ QUANT_SUFFIXES = frozenset(
 FP8 = "fp8"
 INT8 = "int8"
 PACK_QUANTIZED = "pack_quantized"
+# Quantization methods that quantize bf16 weights at load time: an unquantized draft can
+# take them (SGLang then quantizes the draft too).
+ONLINE_QUANTIZATION = frozenset({"fp8"})
 NVFP4 = "nvfp4"
 
 

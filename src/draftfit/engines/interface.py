@@ -126,7 +126,7 @@ class Engine(ABC):
 
     # ------------------------------------------------------------------ data
     def data_text(self) -> str:
-        """The engine's TOML data (shipped as `engines/data/<name>.toml`)."""
+        """The engine's TOML data (shipped as `engines/<name>/data.toml`)."""
         with open(toml_path(self.name), encoding="utf-8") as handle:
             return handle.read()
 
@@ -201,6 +201,14 @@ class Engine(ABC):
         `(JSON pointer, description)` pairs left to a human; `config` is the planned
         config, `layer` the decoder-layer config. None by default."""
         return ()
+
+
+def engine_of(profile: Profile) -> Engine:
+    """The engine whose data `profile` resolves."""
+    impl = profile.data.impl
+    if not isinstance(impl, Engine):
+        raise SpecDataError(f"{profile.engine} data is not attached to an engine")
+    return impl
 
 
 def parse_toml(name: str, text: str) -> dict[str, Any]:

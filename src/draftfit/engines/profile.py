@@ -27,16 +27,13 @@ import re
 from dataclasses import field
 from functools import cached_property
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from draftfit.errors import SpecDataError, UnknownEngineVersionError
 from draftfit.records import frozen
 from draftfit.rule_ids import ALL_RULE_IDS, Consequence
-
-if TYPE_CHECKING:
-    from draftfit.engines.interface import Engine
 
 # How an entry's value and range were established: the fixed set a data entry's
 # `confidence` must come from.
@@ -157,8 +154,9 @@ class EngineData:
     # Per release in `versions`, the commit it was read at (engines read from their source
     # repository rather than a wheel; empty for the others).
     commits: tuple[Pin, ...] = ()
-    # The engine this data belongs to (None for data parsed on its own, e.g. in tests).
-    impl: Engine | None = field(default=None, compare=False, repr=False)
+    # The Engine this data belongs to (None for data parsed on its own, e.g. in tests); read
+    # it typed with :func:`draftfit.engines.interface.engine_of`.
+    impl: object = field(default=None, compare=False, repr=False)
     # Per rule code, the keys of the facts that name it, in the order `draftfit rule` lists
     # them (see facts_for_rule).
     rule_facts: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -256,13 +254,6 @@ class Profile:
     def key(self) -> EngineVersion:
         """This release, as findings and verdicts are keyed."""
         return EngineVersion(self.engine, self.version)
-
-    @property
-    def impl(self) -> Engine:
-        """The engine whose data this profile resolves."""
-        if self.data.impl is None:
-            raise SpecDataError(f"{self.engine} data is not attached to an engine")
-        return self.data.impl
 
     @property
     def title(self) -> str:
@@ -379,7 +370,7 @@ def _compact_versions(versions: tuple[str, ...]) -> str:
 def parse_engine_data(
     engine: str,
     raw: dict[str, Any],
-    impl: Engine | None = None,
+    impl: object = None,
     citations_checked: bool = False,
 ) -> EngineData:
     """Validate the structure strictly: every entry needs a source and a valid range.

@@ -13,9 +13,9 @@ from packaging.version import InvalidVersion, Version
 
 from draftfit.engines.interface import Engine
 from draftfit.engines.profile import EngineData, Profile
-from draftfit.engines.sglang_serve import SGLANG
-from draftfit.engines.trtllm_serve import TRTLLM
-from draftfit.engines.vllm_serve import VLLM
+from draftfit.engines.sglang import SGLANG
+from draftfit.engines.trtllm import TRTLLM
+from draftfit.engines.vllm import VLLM
 from draftfit.errors import UnknownEngineVersionError, UsageError
 
 ENGINES: tuple[Engine, ...] = (

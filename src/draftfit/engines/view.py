@@ -1,6 +1,6 @@
 """What an engine will build from a draft: the engine-neutral "view" that rules compare.
 
-An engine module (e.g. :mod:`draftfit.engines.vllm`) turns a :class:`DraftSpec` plus a
+An engine module (e.g. :mod:`draftfit.engines.vllm.builder`) turns a :class:`DraftSpec` plus a
 versioned :class:`Profile` into an :class:`EngineView`: the refusals it raises while
 parsing the config, the draft class it resolves, the parameters it builds (with shapes as
 formulas of config fields), what it does with each stored tensor, which aux layers it

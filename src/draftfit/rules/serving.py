@@ -4,7 +4,7 @@ They judge how the draft is run next to the target: parallel layout, attention b
 quantization flags, and TensorRT-LLM's `speculative_config` itself. Each runs only when
 settings were given for the engine (`needs_serve`); otherwise it is listed as skipped and the
 verdict is that of a default launch. Detection lives in
-:mod:`draftfit.engines.serving_checks`.
+each engine folder's `launch_checks` (:mod:`draftfit.engines.launch_checks`).
 """
 
 from __future__ import annotations

@@ -53,10 +53,11 @@ from draftfit.engines.view import (
     AuxCapture,
     FateCause,
 )
-from draftfit.engines.vllm_head_share import head_share_event
-from draftfit.engines.vllm_kv import kv_geometry_events
+from draftfit.engines.vllm.head_share import head_share_event
+from draftfit.engines.vllm.kv import kv_geometry_events
 from draftfit.location import Location, config_at
 from draftfit.rule_ids import Consequence
+from draftfit.serve.settings import ServeSettings
 
 # Draft classes by the shape logic they share (vllm/model_executor/models/registry.py
 # maps every name below to one of these modules at v0.34.0).
@@ -89,6 +90,11 @@ RUNNER_ENV_RELEASES = ("0.14.0", "0.34.0")
 
 
 class _Builder(BaseBuilder):
+    def check_launch(self, settings: ServeSettings) -> None:
+        from draftfit.engines.vllm.launch_checks import check_settings
+
+        check_settings(self, settings)
+
     @staticmethod
     def method_for(method: str | None, spec: DraftSpec) -> str | None:
         """`auto` stays: vLLM guesses the method from the draft path (`_method_from_path`)."""
@@ -538,7 +544,7 @@ class _Builder(BaseBuilder):
 
     def _head_share_check(self) -> None:
         """Whether the V2 model runner's lm_head sharing check fails on the draft's own
-        quantized head (:mod:`.vllm_head_share`)."""
+        quantized head (:mod:`.head_share`)."""
         q = read_draft_quant(self.config)
         if q is None:
             return

@@ -57,7 +57,7 @@ def layers_to_capture(spec: DraftSpec, target: Target | None) -> list[int] | Non
 
 class TrtllmEngine(Engine):
     """TensorRT-LLM's PyTorch backend (data: `data/trtllm.toml`, procedure:
-    :mod:`draftfit.engines.trtllm`). Its draft class is chosen by rule, not by a registry
+    :mod:`draftfit.engines.trtllm.builder`). Its draft class is chosen by rule, not by a registry
     of aliases, so two different names are two classes."""
 
     name = "trtllm"
@@ -65,7 +65,7 @@ class TrtllmEngine(Engine):
     edits_launch = False  # the launch's settings live in the options YAML the recipe writes
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
-        from draftfit.engines.trtllm import Builder
+        from draftfit.engines.trtllm.builder import Builder
 
         return Builder.build(inputs)
 

@@ -82,6 +82,11 @@ class _TrtllmBuilder(BaseBuilder):
     mla_families = frozenset({MLA_EAGLE3})
     fc_norm_replaces_input_norm = True
 
+    def check_launch(self, settings: ServeSettings) -> None:
+        from draftfit.engines.trtllm.launch_checks import check_settings
+
+        check_settings(self, settings)
+
     def _method_supported(self) -> bool:
         key = "eagle3_supported" if self.method == EAGLE3 else "eagle_supported"
         if self.value(key):

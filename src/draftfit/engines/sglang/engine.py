@@ -56,7 +56,7 @@ def _graphs_keep_ids(profile: Profile) -> bool:
 
 
 class SGLangEngine(Engine):
-    """SGLang (data: `data/sglang.toml`, procedure: :mod:`draftfit.engines.sglang`).
+    """SGLang (data: `data/sglang.toml`, procedure: :mod:`draftfit.engines.sglang.builder`).
 
     SGLang takes `architectures[0]` as the draft class with no rewrite, so two different
     names are always two classes (`class_families` stays empty)."""
@@ -66,7 +66,7 @@ class SGLangEngine(Engine):
     plans = ("sglang",)
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
-        from draftfit.engines.sglang import Builder
+        from draftfit.engines.sglang.builder import Builder
 
         return Builder.build(inputs)
 
@@ -184,7 +184,7 @@ class SGLangEngine(Engine):
         self, profile: Profile, target: Target | None, capture_before: tuple[int, ...]
     ) -> tuple[int, ...] | None:
         """SGLang's per-target counting rule (data: `aux_ids_shift_exceptions`)."""
-        from draftfit.engines.sglang import aux_ids_to_write
+        from draftfit.engines.sglang.builder import aux_ids_to_write
 
         return aux_ids_to_write(profile, target, capture_before)
 

@@ -33,10 +33,14 @@ from draftfit.engines.builder import (
     Vocab,
     get_path,
 )
-from draftfit.engines.draft_quant import add_quantized_parameters, quant_suffix, read_draft_quant
+from draftfit.engines.draft_quant import (
+    ONLINE_QUANTIZATION,
+    add_quantized_parameters,
+    quant_suffix,
+    read_draft_quant,
+)
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import first_release_where
-from draftfit.engines.serving_checks import ONLINE_QUANTIZATION
 from draftfit.engines.view import (
     FAILS,
     SHARED,
@@ -46,12 +50,13 @@ from draftfit.engines.view import (
     FateCause,
 )
 from draftfit.location import Location, config_at
+from draftfit.serve.settings import ServeSettings
 
 LLAMA_EAGLE3 = "llama_eagle3"
 MLA_EAGLE3 = "mla_eagle3"
 LLAMA_EAGLE = "llama_eagle"
 # The server flag that gives a Llama EAGLE-3 draft a sliding window (the recipe in
-# `sglang_serve` passes it; it imports this module, so the name is spelled in both).
+# `sglang.engine` passes it; it imports this module, so the name is spelled in both).
 DRAFT_WINDOW_FLAG = "--speculative-draft-window-size"
 AUTOTUNE_FLAG = "--disable-flashinfer-autotune"
 
@@ -71,6 +76,12 @@ class _SGLangBuilder(BaseBuilder):
     mla_families = frozenset({MLA_EAGLE3})
 
     # ------------------------------------------------------------------ method
+
+    def check_launch(self, settings: ServeSettings) -> None:
+        from draftfit.engines.sglang.launch_checks import check_settings
+
+        check_settings(self, settings)
+
     def _method_matches(self) -> bool:
         if self.spec.method is None or self.spec.method == self.method:
             return True

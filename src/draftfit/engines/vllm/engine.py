@@ -46,7 +46,7 @@ def reads_top_level_ids(profile: Profile) -> bool:
 
 
 class VllmEngine(Engine):
-    """vLLM (data: `data/vllm.toml`, procedure: :mod:`draftfit.engines.vllm`)."""
+    """vLLM (data: `data/vllm.toml`, procedure: :mod:`draftfit.engines.vllm.builder`)."""
 
     name = "vllm"
     convention = "vllm"
@@ -54,12 +54,12 @@ class VllmEngine(Engine):
 
     def class_families(self) -> Mapping[str, str]:
         """Architecture names vLLM's registry maps to one draft class."""
-        from draftfit.engines.vllm import CLASS_FAMILY
+        from draftfit.engines.vllm.builder import CLASS_FAMILY
 
         return CLASS_FAMILY
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
-        from draftfit.engines.vllm import Builder
+        from draftfit.engines.vllm.builder import Builder
 
         return Builder.build(inputs)
 

@@ -1,0 +1,310 @@
+"""What every engine's launch checks share (DF550-DF559): the release's command-line
+grammar, where a finding points, and the checks that differ between engines only in how the
+launch spells things (:class:`Spelling`).
+
+Each engine's folder holds its own settings checks (`engines/<engine>/launch_checks.py`),
+run by its view builder only when settings were given for this engine (`--serve-config`,
+`--serve-args`); each check reads the settings
+(:class:`~draftfit.serve.settings.ServeSettings`) and the engine data, and emits an event
+tagged with the rule that reports it (:mod:`draftfit.rules.serving`). Without settings
+these rules are skipped, not guessed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from draftfit import rule_ids
+from draftfit.draft.spec import EAGLE3
+from draftfit.location import Location
+from draftfit.records import frozen
+from draftfit.rule_ids import Consequence
+from draftfit.serve.flags import vllm_flag as dashed
+from draftfit.settings_text import clip
+
+if TYPE_CHECKING:
+    from draftfit.engines.builder import BaseBuilder
+    from draftfit.engines.profile import Profile
+    from draftfit.serve.settings import ServeSettings
+
+SERVE = "serving settings"
+
+
+@frozen
+class Spelling:
+    """How one engine's launch spells what the shared checks judge.
+
+    Attributes:
+        prog: how its argument parser names itself in an error (`vllm serve`).
+        command: the words after which its flags start, for the switch check.
+        model_positional: the command takes the model as its one positional word.
+        dotted: `--flag.key` sets one key of a JSON flag (the flag is the part before the dot)
+            and `_` in a flag name reads as `-`.
+        flag_hints: flags that releases renamed or never had, and what to write instead.
+        method_flag: the setting that names the method; method_pointer: where it points;
+            method_facts: the facts the method names come from; method_exact_case: whether
+            the release takes the name only as written.
+        draft_key: how the draft path's setting is named when the launch does not say.
+    """
+
+    prog: str = ""
+    command: tuple[str, ...] = ()
+    model_positional: bool = False
+    dotted: bool = False
+    flag_hints: Mapping[str, str] | None = None
+    method_flag: str = "method"
+    method_pointer: str = "/method"
+    method_facts: tuple[str, ...] = ()
+    method_exact_case: bool = False
+    draft_key: str = "draft model path"
+
+    def flag(self, word: str) -> str:
+        """`word` as the parser reads the flag (before a dot, dashes for underscores)."""
+        return dashed(word).split(".", 1)[0] if self.dotted else word
+
+
+# A quantization method's name (`fp8`, `awq_marlin`, `compressed-tensors`, `modelopt_fp4`).
+_METHOD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+
+
+def method_known(b: BaseBuilder, s: ServeSettings, sp: Spelling, known: Sequence[str]) -> None:
+    """A method name that is not one of this release's EAGLE methods (`known`, as the
+    launch writes them; nothing is judged when empty)."""
+    named = s.method
+    if named is None or not known:
+        return
+    # vLLM validates the name as written (a Literal of lower-case names: `EAGLE3` is refused,
+    # vllm/config/speculative.py:1623-1634@v0.34.0); SGLang's algorithm names take any case.
+    if (
+        (named in known)
+        if sp.method_exact_case
+        else (named.strip().lower() in {k.lower() for k in known})
+    ):
+        return
+    flag = sp.method_flag
+    close = difflib.get_close_matches(named.lower(), [k.lower() for k in known], n=1)
+    use = next((k for k in known if close and k.lower() == close[0]), known[0])
+    guess = f". Did you mean `{use}`?" if close else ""
+    listed = ", ".join(f"`{k}`" for k in known)
+    b.refuse(
+        rule_ids.SERVE_SETTING_INVALID,
+        f"`{flag}` is `{clip(named)}`, not a method with which {b.p.title} serves an EAGLE "
+        f"draft ({listed}): the launch is refused while its arguments are parsed, or runs "
+        f"another method, and the draft is not served as EAGLE{guess}",
+        located(s, sp.method_pointer),
+        sp.method_facts,
+        fix=f"set `{flag}` to `{use}`",
+    )
+
+
+def quantization_names(b: BaseBuilder, s: ServeSettings) -> None:
+    """A quantization setting that is not a method name (`-1`, `64`)."""
+    for field, pointer in (
+        ("quantization", "/quantization"),
+        ("draft_quantization", "/speculative_config/quantization"),
+    ):
+        value = getattr(s, field)
+        if value is None or _METHOD_NAME.fullmatch(value):
+            continue
+        b.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            f"`{pointer[1:]}` is `{clip(value)}`, which names no quantization method: "
+            f"{b.p.title} refuses it at start-up",
+            located(s, pointer),
+            (),
+            fix="give a quantization method by name (`fp8`, `awq`, ...) or leave it out",
+        )
+
+
+def draft_path_is_folder(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
+    """A draft path that exists here and is not a folder (a file, a device): no engine
+    loads a checkpoint from it. A path that does not exist here may be the serving
+    machine's or a Hub id, and is not judged."""
+    path = s.draft_model
+    if not path or not os.path.lexists(path) or os.path.isdir(path):
+        return
+    key = s.draft_path_key or sp.draft_key
+    b.refuse(
+        rule_ids.SERVE_SETTING_INVALID,
+        f"the draft path `{clip(path)}` (`{key}`) is not a folder: {b.p.title} loads a "
+        "draft checkpoint from a folder (or a Hub id) and fails at start-up",
+        located(s, f"/speculative_config/{key}"),
+        (),
+        fix="name the draft's folder",
+    )
+
+
+@frozen
+class LaunchGrammar:
+    """A release's command line as its argument parser declares it (the engine data's
+    `launch_grammar`): every option string, those that take no value, and whether a unique
+    prefix of a long flag stands for it."""
+
+    flags: frozenset[str]
+    switches: frozenset[str]
+    abbreviations: bool
+
+    def meaning(self, flag: str) -> list[str]:
+        """The flags `flag` stands for: itself, the one flag it abbreviates, several
+        (ambiguous) or none (unrecognised)."""
+        if flag in self.flags:
+            return [flag]
+        if not self.abbreviations or not flag.startswith("--"):
+            return []
+        return sorted(name for name in self.flags if name.startswith(flag))
+
+
+def launch_grammar(profile: Profile) -> LaunchGrammar | None:
+    """`profile`'s command-line grammar, None where the release's parser was not read."""
+    if "launch_grammar" not in profile.data.facts:
+        return None
+    value = profile.fact("launch_grammar").value
+    if not isinstance(value, dict) or not value.get("flags"):
+        return None
+    return LaunchGrammar(
+        frozenset(str(f) for f in value["flags"]),
+        frozenset(str(f) for f in value.get("no_value") or ()),
+        bool(value.get("abbreviations")),
+    )
+
+
+def launch_flags(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
+    """A flag the release's argument parser does not take (unknown, or an abbreviation two
+    of its flags share): the parser prints an error and the server does not start."""
+    grammar = launch_grammar(b.p)
+    if grammar is None or not s.flags_written:
+        return
+    for flag in dict.fromkeys(s.flags_written):
+        base = flag.split(".", 1)[0] if sp.dotted else flag
+        meant = grammar.meaning(base)
+        if len(meant) == 1:
+            continue
+        if meant:
+            shown_matches = ", ".join(meant[:6]) + (", ..." if len(meant) > 6 else "")
+            printed = f"{sp.prog}: error: ambiguous option: {base} could match {shown_matches}"
+            fix = "write the whole flag: " + " or ".join(f"`{m}`" for m in meant[:3])
+        else:
+            printed = f"{sp.prog}: error: unrecognized arguments: {base}"
+            hint = (sp.flag_hints or {}).get(base)
+            if hint is None:
+                close = difflib.get_close_matches(base, sorted(grammar.flags), n=2, cutoff=0.75)
+                hint = " / ".join(f"`{c}`" for c in close) or None
+            fix = f"did you mean {hint}?" if hint else f"leave {base} out"
+        b.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            f"`{clip(base)}`: {b.p.title}'s argument parser does not take it and the server "
+            f"does not start (`{clip(printed, 200)}`)",
+            located(s, "/" + clip(base.lstrip("-"))),
+            ("launch_grammar",),
+            fix=fix,
+        )
+
+
+def value_after_switch(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
+    """vLLM / SGLang: a word after a flag that takes no value (`--enforce-eager true`,
+    `--disable-cuda-graph true`) where the parser has no place for it (vLLM once the model
+    was named; SGLang's launch_server takes no positional word): it refuses the launch."""
+    grammar = launch_grammar(b.p)
+    if grammar is None or not s.words:
+        return
+    command = list(sp.command)
+    words = list(s.words)
+    starts = [i + 2 for i in range(len(words) - 1) if words[i : i + 2] == command]
+    if not command or not starts:
+        return
+    # vLLM's `serve` takes the model as its one positional word; SGLang's takes none.
+    model_named = not sp.model_positional
+    index = starts[0]
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if not word.startswith("-") or word == "-":
+            model_named = True  # the model (a positional); a second one is judged below
+            continue
+        if "=" in word:
+            continue
+        flag = sp.flag(word)
+        meant = grammar.meaning(flag)
+        if len(meant) != 1:
+            return  # an unknown or ambiguous flag is already a finding; stop reading here
+        if meant[0] not in grammar.switches:
+            index += 1  # its value
+            continue
+        if index < len(words) and not words[index].startswith("-") and model_named:
+            stray = words[index]
+            b.refuse(
+                rule_ids.SERVE_SETTING_INVALID,
+                f"`{clip(word)}` takes no value, so `{clip(stray)}` after it is an extra "
+                f"argument: {b.p.title}'s argument parser refuses the launch (`{sp.prog}: "
+                f"error: unrecognized arguments: {clip(stray)}`)",
+                located(s, "/" + clip(word.lstrip("-"))),
+                ("launch_grammar",),
+                fix=f"write `{clip(word)}` alone (it is a switch)",
+            )
+            return
+
+
+def same_draft(b: BaseBuilder, named: str) -> bool | None:
+    """Whether the draft path a launch names is the checked draft, as the engine resolves
+    it: a folder relative to the engine's working folder (here), or a Hub id matched
+    against `hf://` or a Hub cache folder. None when it cannot be told (a path that is not
+    a folder here may be the serving machine's; a Hub id where the checked draft's
+    repository is not known)."""
+    from draftfit.sources.hub import PREFIX  # only a launch's draft path is compared
+
+    source = b.ckpt.source
+    if os.path.isdir(named):
+        if source.startswith(PREFIX):
+            return False
+        return os.path.realpath(named) == os.path.realpath(source)
+    repo = source[len(PREFIX) :].split("@", 1)[0] if source.startswith(PREFIX) else None
+    repo = repo or (b.ckpt.origin.repo_id if b.ckpt.origin is not None else None)
+    hub_like = named.count("/") == 1 and not named.startswith((".", "/", "~"))
+    if hub_like and repo is not None:
+        return named == repo
+    return None  # a path of the serving machine, or a Hub id of unknown weights
+
+
+def draft_is_checked(
+    b: BaseBuilder, s: ServeSettings, key: str, pointer: str, missing: str
+) -> None:
+    """A whole launch that names no draft (`missing`: what the engine does then) or another
+    draft than the checked one; `key` names the draft path's setting, `pointer` where."""
+    if s.draft_model is None:
+        b.refuse(
+            rule_ids.DRAFT_PATH_MISSING,
+            f"the launch names no draft (`{key}`): {missing}; the checked draft is not what runs",
+            located(s, pointer),
+            (),
+            fix=f"name the draft's folder with `{key}`",
+        )
+        return
+    if same_draft(b, s.draft_model) is not False:
+        return
+    b.refuse(
+        rule_ids.SERVE_SETTING_INVALID,
+        f"the launch's draft path `{clip(s.draft_model)}` (`{key}`) is not the checked "
+        f"draft `{clip(b.ckpt.source)}` (paths resolved from the current folder, as the "
+        "engine resolves them from its own): the checked draft is not what runs",
+        located(s, pointer),
+        (),
+        fix=f"check the draft the launch serves (`draftfit check {clip(s.draft_model)}`), "
+        "or name the checked draft in the launch",
+        consequence=Consequence.DRAFT_NOT_SERVED,
+    )
+
+
+def located(settings: ServeSettings, pointer: str) -> Location:
+    return Location(f"{SERVE} ({settings.given_by})", pointer)
+
+
+def pipeline_stages(b: BaseBuilder, s: ServeSettings) -> int | None:
+    """The pipeline-parallel size when it splits an EAGLE-3 target, else None."""
+    pp = s.pipeline_parallel_size
+    if pp is None or pp < 2 or b.method != EAGLE3:
+        return None
+    return pp

@@ -1,0 +1,175 @@
+"""What an SGLang release does with the launch's serving settings (DF550-DF559).
+
+Run by SGLang's view builder when settings were given for SGLang; the checks every engine
+shares are in :mod:`draftfit.engines.launch_checks`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from draftfit import rule_ids
+from draftfit.engines.draft_quant import ONLINE_QUANTIZATION, read_draft_quant
+from draftfit.engines.launch_checks import (
+    Spelling,
+    draft_is_checked,
+    draft_path_is_folder,
+    launch_flags,
+    located,
+    method_known,
+    pipeline_stages,
+    quantization_names,
+    value_after_switch,
+)
+from draftfit.engines.serve import first_release_where
+from draftfit.engines.view import Event
+from draftfit.rule_ids import Consequence
+
+if TYPE_CHECKING:
+    from draftfit.engines.builder import BaseBuilder
+    from draftfit.serve.settings import ServeSettings
+
+SPELLING = Spelling(
+    prog="sglang serve",
+    command=("-m", "sglang.launch_server"),
+    flag_hints={"--tensor-parallel": "`--tp-size`"},
+    method_flag="--speculative-algorithm",
+    method_pointer="/speculative-algorithm",
+    method_facts=("algorithm_names",),
+)
+
+
+def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
+    """Emit the events for `s` at the builder's SGLang version."""
+    launch_flags(b, s, SPELLING)
+    value_after_switch(b, s, SPELLING)
+    names = [str(item[0]) for item in b.value("algorithm_names") or [] if item]
+    method_known(b, s, SPELLING, names)
+    _launch_serves_draft(b, s)
+    quantization_names(b, s)
+    draft_path_is_folder(b, s, SPELLING)
+    _sglang_pipeline_parallel(b, s)
+    _mla_backend(b, s)
+    _sglang_quantization_flag(b, s)
+
+
+def _launch_serves_draft(b: BaseBuilder, s: ServeSettings) -> None:
+    """A whole launch that does not serve the checked draft (no speculative algorithm, no
+    draft path, another folder)."""
+    if not s.full_launch:
+        return
+    if s.method is None:
+        b.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            "the launch has no `--speculative-algorithm`: SGLang loads no draft and serves "
+            "the target alone, so the checked draft is not what runs",
+            located(s, "/speculative-algorithm"),
+            (),
+            fix="add `--speculative-algorithm EAGLE3` (or `EAGLE`) and "
+            "`--speculative-draft-model-path DRAFT`",
+            consequence=Consequence.DRAFT_NOT_SERVED,
+        )
+        return
+    draft_is_checked(
+        b,
+        s,
+        "--speculative-draft-model-path",
+        "/speculative-draft-model-path",
+        "SGLang loads the target's own weights as the draft",
+    )
+
+
+def _sglang_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
+    """SGLang refuses pipeline parallelism with EAGLE3 in its server-argument checks."""
+    pp = pipeline_stages(b, s)
+    if pp is None or b.value("pp_with_eagle3") != "refused":
+        return
+    gpus = pp * (s.tensor_parallel_size or 1)
+    b.refuse(
+        rule_ids.PIPELINE_PARALLEL_AUX_STATES,
+        f"--pp-size {pp} with EAGLE3: {b.p.title} refuses pipeline parallelism with this "
+        "speculative algorithm while it checks the server arguments (an assertion), so "
+        "the server does not start",
+        located(s, "/pipeline_parallel_size"),
+        ("pp_with_eagle3",),
+        fix=f"serve with --pp-size 1 (spread the GPUs with --tp-size {gpus} instead)",
+    )
+
+
+def _mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
+    """SGLang: an MHA draft next to an MLA target inherits the target's attention backend;
+    an MLA-only backend then refuses the draft at start-up."""
+    backend = s.attention_backend
+    if (
+        backend is None
+        or b.target is None
+        or not b.target.is_mla
+        or s.draft_attention_backend is not None
+    ):
+        return
+    if b.family in type(b).mla_families:
+        return  # an MLA draft runs on MLA backends
+    if backend not in (b.value("mla_only_attention_backends") or []):
+        return
+    if b.value("draft_attention_backend_default") != "target":
+        return
+    has_setting = bool(b.value("draft_attention_backend_flag"))
+    error = f"`ValueError: {backend} backend can only be used with MLA models.`"
+    arrives = first_release_where(
+        b.p, lambda later: bool(later.value("draft_attention_backend_flag"))
+    )
+    fix = (
+        "add `--speculative-draft-attention-backend` with a backend for standard "
+        "attention (e.g. `fa3`, `flashinfer` or, on Blackwell, `trtllm_mha`), or serve an "
+        "MLA draft (`Eagle3DeepseekV2ForCausalLM`)"
+        if has_setting
+        else f"{b.p.title} has no draft attention backend setting "
+        f"(`--speculative-draft-attention-backend` arrives in SGLang {arrives}): choose a "
+        "--attention-backend that runs both MLA and standard attention (e.g. "
+        "`flashinfer`), upgrade, or serve an MLA draft"
+    )
+    sources = b.p.item_sources("mla_only_attention_backends", backend) + b.src(
+        "draft_attention_backend_default", "draft_attention_backend_flag"
+    )
+    b.view.refuse(
+        Event(
+            rule_ids.DRAFT_MLA_ATTENTION_BACKEND,
+            f"the target is MLA (`kv_lora_rank`) and the draft uses standard attention; with "
+            f"--attention-backend {backend} and no draft backend of its own, {b.p.title} runs "
+            f"the draft on {backend} too, which fails at start-up: {error}",
+            located(s, "/attention_backend"),
+            sources,
+            fix,
+        )
+    )
+
+
+def _sglang_quantization_flag(b: BaseBuilder, s: ServeSettings) -> None:
+    """SGLang: `--quantization METHOD` builds the draft with METHOD too; an unquantized draft
+    then fails at start-up (unless `--speculative-draft-model-quantization unquant`)."""
+    flag = s.quantization
+    if flag is None or flag.lower() in ONLINE_QUANTIZATION or b.target is None:
+        return
+    if not b.value("draft_quantization_inherited") or read_draft_quant(b.config) is not None:
+        return
+    opt_out = bool(b.value("draft_quantization_opt_out"))
+    if opt_out and s.draft_quantization is not None:
+        return  # the draft has its own setting (`unquant` keeps it as stored)
+    method = b.target.quantization_method
+    b.refuse(
+        rule_ids.DRAFT_QUANTIZATION_FLAG_INHERITED,
+        f"the launch passes --quantization {flag} and the draft is not quantized: "
+        f"{b.p.title} builds the draft with `{flag}` too and start-up fails looking for the "
+        f"draft's `{flag}` config",
+        located(s, "/quantization"),
+        ("draft_quantization_inherited", "draft_quantization_opt_out"),
+        fix="pass `--speculative-draft-model-quantization unquant`"
+        + (
+            f", or leave --quantization out (SGLang reads `{method}` from the target's config)"
+            if method is not None
+            else ", or leave --quantization out"
+        )
+        if opt_out
+        else f"leave --quantization out ({b.p.title} has no draft quantization setting"
+        + (f"; SGLang reads `{method}` from the target's config)" if method else ")"),
+    )

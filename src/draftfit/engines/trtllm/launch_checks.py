@@ -1,0 +1,166 @@
+"""What a TensorRT-LLM release does with the launch's serving settings (DF550-DF559).
+
+Run by TensorRT-LLM's view builder when settings were given for TensorRT-LLM; the checks
+every engine shares are in :mod:`draftfit.engines.launch_checks`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from draftfit import rule_ids
+from draftfit.engines.launch_checks import (
+    Spelling,
+    draft_path_is_folder,
+    launch_flags,
+    located,
+    pipeline_stages,
+    quantization_names,
+    value_after_switch,
+)
+from draftfit.engines.view import Event
+
+if TYPE_CHECKING:
+    from draftfit.engines.builder import BaseBuilder
+    from draftfit.serve.settings import ServeSettings
+
+SPELLING = Spelling(prog="trtllm-serve")
+
+
+def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
+    """Emit the events for `s` at the builder's TensorRT-LLM version."""
+    launch_flags(b, s, SPELLING)
+    value_after_switch(b, s, SPELLING)
+    quantization_names(b, s)
+    draft_path_is_folder(b, s, SPELLING)
+    _trtllm_pipeline_parallel(b, s)
+    _trtllm_decoding_type(b, s)
+    _trtllm_max_draft_len(b, s)
+    _trtllm_draft_path(b, s)
+
+
+def _trtllm_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
+    """TensorRT-LLM refuses a separate draft model (two-model EAGLE-3) with its
+    pipeline-parallel executor loop; one-model EAGLE-3 builds no drafter and is not judged."""
+    pp = pipeline_stages(b, s)
+    if pp is None or b.value("pp_with_two_model_eagle3") != "refused":
+        return
+    mode = b.value("one_model_default")
+    by_launch = mode == "one-model-default" and s.one_model is False
+    if mode != "two-model" and not by_launch:
+        return
+    gpus = pp * (s.tensor_parallel_size or 1)
+    path = (
+        "the launch sets `eagle3_one_model: false`"
+        if by_launch
+        else f"the only EAGLE-3 path of {b.p.title}"
+    )
+    b.refuse(
+        rule_ids.PIPELINE_PARALLEL_AUX_STATES,
+        f"pipeline_parallel_size {pp} with two-model EAGLE-3 ({path}): {b.p.title} runs the "
+        "draft as a separate model, which its pipeline-parallel executor loop does not "
+        "support, so start-up fails (`NotImplementedError: Drafting is not supported for "
+        "selected executor loop. Please disable disagg/pipeline parallelism scheduler.`)",
+        located(s, "/pipeline_parallel_size"),
+        ("pp_with_two_model_eagle3", "one_model_default"),
+        fix=f"serve with --pp_size 1 (spread the GPUs with --tp_size {gpus} instead)"
+        + (
+            "; or leave `eagle3_one_model` out: the one-model path builds no separate draft "
+            "model, so this check does not refuse it (whether it carries the aux states "
+            "across stages draftfit has not read)"
+            if by_launch
+            else ""
+        ),
+    )
+
+
+def _trtllm_decoding_type(b: BaseBuilder, s: ServeSettings) -> None:
+    """TensorRT-LLM: a `decoding_type` that is not one of this version's EAGLE-3 types."""
+    named = s.method
+    known = [str(t) for t in b.value("decoding_types") or []]
+    if named is None or not known or named in known:
+        return
+    use = "Eagle3" if "Eagle3" in known else known[0]
+    listed = ", ".join(f"`{t}`" for t in known)
+    # Where the data has the name at other releases, say from when (and how sure that is).
+    elsewhere = [e for e in b.p.data.facts["decoding_types"].entries if e.value == named]
+    when = ""
+    if elsewhere:
+        entry = elsewhere[0]
+        when = f" (draftfit's data has `{named}` from {entry.since}" + (
+            f"; {entry.note})" if entry.note else ")"
+        )
+    if named.lower().startswith("eagle"):
+        why = (
+            f"{b.p.title} has no decoding type `{named}`; its EAGLE-3 decoding types are "
+            f"{listed}{when}: the LLM API rejects the speculative config while it parses the "
+            "arguments, so the server does not start"
+        )
+    else:
+        why = (
+            f"`{named}` is not a decoding type with which {b.p.title} runs an EAGLE-3 draft "
+            f"({listed}): the launch is refused or runs another method, and the draft is not "
+            "served as EAGLE-3"
+        )
+    b.view.refuse(
+        Event(
+            rule_ids.DECODING_TYPE_UNKNOWN,
+            f"`decoding_type: {named}`: {why}",
+            located(s, "/speculative_config/decoding_type"),
+            tuple(e.source for e in elsewhere) + b.src("decoding_types"),
+            f"set `decoding_type: {use}`",
+        )
+    )
+
+
+def _trtllm_max_draft_len(b: BaseBuilder, s: ServeSettings) -> None:
+    """TensorRT-LLM: an Eagle speculative config without `max_draft_len`."""
+    if s.method is None or s.max_draft_len is not None or not b.value("max_draft_len_required"):
+        return
+    b.refuse(
+        rule_ids.MAX_DRAFT_LEN_MISSING,
+        f"the speculative config has no `max_draft_len`: {b.p.title} requires it for Eagle "
+        "and refuses the config at start-up ('max_draft_len must be > 0 for Eagle')",
+        located(s, "/speculative_config"),
+        ("max_draft_len_required",),
+        fix="add `max_draft_len: N` to speculative_config (the draft tokens per step, e.g. 3)",
+    )
+
+
+def _trtllm_draft_path(b: BaseBuilder, s: ServeSettings) -> None:
+    """TensorRT-LLM: the draft named with a key this version does not read, or not at all."""
+    want = b.value("draft_path_key")
+    if s.method is None or not isinstance(want, str):
+        return
+    key = s.draft_path_key
+    if key is None:
+        b.refuse(
+            rule_ids.DRAFT_PATH_MISSING,
+            f"the speculative config names no draft: {b.p.title} reads its path from "
+            f"`{want}` and, without it, raises ValueError at start-up ('Draft model must be "
+            "provided for EAGLE' / 'Path to EAGLE3 weights must be specified.')",
+            located(s, "/speculative_config"),
+            ("draft_path_key",),
+            fix=f"add `{want}: DRAFT` to speculative_config (the draft's folder)",
+        )
+        return
+    aliases = [str(a) for a in b.value("draft_path_aliases") or []]
+    if key == want or key in aliases:
+        return
+    refused = b.value("spec_config_unknown_keys") == "refused"
+    what = (
+        "its speculative config declares no such key and refuses it while the arguments are "
+        "parsed ('Extra inputs are not permitted'), so the server does not start"
+        if refused
+        else "the key is not read, so the draft path is missing and start-up fails "
+        "(ValueError: 'Draft model must be provided for EAGLE' / 'Path to EAGLE3 weights "
+        "must be specified.')"
+    )
+    b.refuse(
+        rule_ids.DRAFT_PATH_KEY_UNREAD,
+        f"the launch names the draft with `{key}`, but {b.p.title} reads it from `{want}`: " + what,
+        located(s, f"/speculative_config/{key}"),
+        ("draft_path_key", "draft_path_aliases")
+        + (("spec_config_unknown_keys",) if refused else ()),
+        fix=f"rename `{key}` to `{want}` (`{want}: {s.draft_model}`)",
+    )
