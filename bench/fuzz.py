@@ -52,7 +52,7 @@ from draftfit.commands.comparison import diff_checkpoints  # noqa: E402
 from draftfit.commands.inspection import inspect_path  # noqa: E402
 from draftfit.commands.recipe import attach_recipes  # noqa: E402
 from draftfit.conversion.planner import plan_conversion  # noqa: E402
-from draftfit.draft.spec import describe  # noqa: E402
+from draftfit.draft.description import describe  # noqa: E402
 from draftfit.draft.target import load_target  # noqa: E402
 from draftfit.errors import DraftfitError  # noqa: E402
 

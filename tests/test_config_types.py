@@ -51,7 +51,7 @@ from tests.factory import Draft
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "draftfit"
 CONFIG_READERS = [
-    "draft/spec.py",
+    "draft/description.py",
     "draft/aux_counting.py",
     "draft/dialects.py",
     "draft/target.py",

@@ -19,7 +19,7 @@ from draftfit.checkpoint import load_checkpoint
 from draftfit.cli.main import main
 from draftfit.commands.comparison import diff_paths
 from draftfit.conversion import convert_path
-from draftfit.draft.spec import describe
+from draftfit.draft.description import describe
 from draftfit.errors import OutputExistsError, UsageError
 from tests import factory as f
 from tests.timeouts import scaled

@@ -150,7 +150,7 @@ def test_a_failure_before_the_swap_leaves_nothing(draft: Path, tmp_path: Path) -
     goes and the output keeps what it held (here: nothing)."""
     from draftfit.conversion.planner import plan_conversion
     from draftfit.conversion.write import write_plan
-    from draftfit.draft.spec import describe
+    from draftfit.draft.description import describe
 
     checkpoint = load_checkpoint(draft)
     plan = plan_conversion(checkpoint, describe(checkpoint), "vllm", None, None, False)

@@ -698,7 +698,7 @@ def test_a_sparse_source_counts_at_its_written_size(tmp_path: Path) -> None:
     from draftfit.checkpoint import load_checkpoint
     from draftfit.conversion.planner import plan_conversion
     from draftfit.conversion.space import OVERHEAD, bytes_needed
-    from draftfit.draft.spec import describe
+    from draftfit.draft.description import describe
 
     draft = _sparse_with_data(tmp_path / "in")
     checkpoint = load_checkpoint(draft)

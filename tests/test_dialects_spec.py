@@ -9,7 +9,7 @@ import pytest
 
 from draftfit.checkpoint import load_checkpoint
 from draftfit.draft.aux_counting import CAPTURE_BEFORE, OUTPUT_OF, resolve_with_target
-from draftfit.draft.spec import describe
+from draftfit.draft.description import describe
 from tests import factory as f
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from draftfit.engines.profile import parse_engine_data
-from draftfit.engines.registry import load_engine, parse_engine_spec
+from draftfit.engines.registry import load_engine, parse_engine_selector
 from draftfit.errors import SpecDataError, UnknownEngineVersionError, UsageError
 
 SOURCE = re.compile(r"[\w/.]+\.py(:[\d,\- ]+)?@v\d+\.\d+\.\d+")
@@ -57,17 +57,17 @@ def test_resolution_picks_the_range_containing_the_version() -> None:
 
 def test_unread_versions_are_refused() -> None:
     with pytest.raises(UnknownEngineVersionError, match=r"vLLM 0\.15\.1 was not read"):
-        parse_engine_spec("vllm==0.15.1")
+        parse_engine_selector("vllm==0.15.1")
     with pytest.raises(UsageError, match="unknown engine"):
-        parse_engine_spec("tgi==1.0")
-    assert [p.version for p in parse_engine_spec("vllm")] == ["0.34.0"]
-    assert [p.label for p in parse_engine_spec("all")] == [
+        parse_engine_selector("tgi==1.0")
+    assert [p.version for p in parse_engine_selector("vllm")] == ["0.34.0"]
+    assert [p.label for p in parse_engine_selector("all")] == [
         "vllm==0.34.0",
         "sglang==0.5.23",
         "trtllm==1.4.0rc0",
     ]
-    assert [p.version for p in parse_engine_spec("sglang==0.5.12.post1")] == ["0.5.12.post1"]
-    assert [p.version for p in parse_engine_spec("vllm==v0.10.2")] == ["0.10.2"]
+    assert [p.version for p in parse_engine_selector("sglang==0.5.12.post1")] == ["0.5.12.post1"]
+    assert [p.version for p in parse_engine_selector("vllm==v0.10.2")] == ["0.10.2"]
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,7 @@ def test_unread_versions_are_refused() -> None:
 )
 def test_version_errors_say_why_and_what_to_pass(spec: str, message: str) -> None:
     with pytest.raises(UsageError) as caught:
-        parse_engine_spec(spec)
+        parse_engine_selector(spec)
     assert str(caught.value).startswith(message)
     assert "\n" not in str(caught.value)
 
@@ -127,7 +127,7 @@ def test_version_errors_say_why_and_what_to_pass(spec: str, message: str) -> Non
 def test_compatible_release_checks_the_nearest_read_one(
     spec: str, checked: str, requested: str | None
 ) -> None:
-    (profile,) = parse_engine_spec(spec)
+    (profile,) = parse_engine_selector(spec)
     assert (profile.label, profile.requested) == (checked, requested)
 
 
@@ -268,7 +268,7 @@ def test_an_approximate_entry_surfaces_in_the_finding_built_on_it(
     case = next(c for c in CASES if c.id == case_id)
     draft, target = case.build(tmp_path)
     report = check_path(draft, target=target, engines=case.engines, method=case.method)
-    profile = parse_engine_spec(case.engines[0])[0]
+    profile = parse_engine_selector(case.engines[0])[0]
     assert profile.engine == engine
     active = [
         e for fact in profile.data.facts.values() for e in fact.entries if e.applies(profile.parsed)

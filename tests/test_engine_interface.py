@@ -31,10 +31,10 @@ from draftfit.commands.recipe import attach_recipes
 from draftfit.commands.release_matrix import build_matrix
 from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
-from draftfit.draft.spec import describe
+from draftfit.draft.description import describe
 from draftfit.draft.target import Target, load_target
 from draftfit.engines.interface import Engine, Recipe, Served, ServeRequest, engine_of
-from draftfit.engines.registry import ENGINES, SGLANG, TRTLLM, VLLM, parse_engine_spec
+from draftfit.engines.registry import ENGINES, SGLANG, TRTLLM, VLLM, parse_engine_selector
 from draftfit.engines.trtllm.builder import Builder as TrtllmBuilder
 from draftfit.engines.view import BuildInputs, EngineView
 from tests import factory as f
@@ -312,7 +312,7 @@ def _draft_and_target(tmp_path: Path, draft: f.Draft) -> tuple[Checkpoint, Targe
 
 def test_report_keeps_what_the_check_computed(tmp_path: Path) -> None:
     checkpoint, target = _draft_and_target(tmp_path, f.specforge(nested_aux=[1, 3, 6]))
-    profiles = parse_engine_spec("all")
+    profiles = parse_engine_selector("all")
     report = check_checkpoint(checkpoint, target, profiles)
     kept = report.kept()
     assert kept.checkpoint is checkpoint and kept.target is target
@@ -330,10 +330,10 @@ def test_values_are_read_once_per_checkpoint(tmp_path: Path) -> None:
     d2t = checkpoint.tensors["d2t"]
     first = cached_ints(checkpoint, d2t)
     assert first is not None and cached_ints(checkpoint, d2t) is first
-    check_checkpoint(checkpoint, target, parse_engine_spec("vllm"))
+    check_checkpoint(checkpoint, target, parse_engine_selector("vllm"))
     kept = len(checkpoint.memo)
     assert kept >= 2  # the map, and the rules' results computed from it
-    check_checkpoint(checkpoint, target, parse_engine_spec("all"))
+    check_checkpoint(checkpoint, target, parse_engine_selector("all"))
     assert len(checkpoint.memo) == kept
     # A fresh read of the same directory starts empty.
     assert len(load_checkpoint(checkpoint.root).memo) == 0
@@ -342,7 +342,7 @@ def test_values_are_read_once_per_checkpoint(tmp_path: Path) -> None:
 def test_a_planned_conversion_shares_the_inputs_values_and_keeps_its_own(tmp_path: Path) -> None:
     draft = f.specforge(nested_aux=[1, 3, 6]).drop("d2t")
     checkpoint, target = _draft_and_target(tmp_path, draft)
-    spec_profile = parse_engine_spec("vllm")[0]
+    spec_profile = parse_engine_selector("vllm")[0]
     check_checkpoint(checkpoint, target, [spec_profile])
     base_entries = len(checkpoint.memo)
     report = check_checkpoint(checkpoint, target, [spec_profile])
@@ -394,9 +394,9 @@ def test_a_fourth_engine_runs_through_check_recipes_matrix_and_diff(
     tmp_path: Path, toy: ToyEngine
 ) -> None:
     checkpoint, target = _draft_and_target(tmp_path, f.specforge(nested_aux=[1, 3, 6]))
-    profiles = parse_engine_spec("toyllm", (*ENGINES, toy))
+    profiles = parse_engine_selector("toyllm", (*ENGINES, toy))
     assert [p.label for p in profiles] == [f"toyllm=={TRTLLM.data.latest}"]
-    assert parse_engine_spec("all", (*ENGINES, toy))[-1].engine == "toyllm"
+    assert parse_engine_selector("all", (*ENGINES, toy))[-1].engine == "toyllm"
 
     # check: the same verdicts and findings as the engine whose data it copies.
     every = [toy.resolve(v) for v in toy.versions]
@@ -440,7 +440,7 @@ def test_what_a_convention_cannot_express_comes_from_its_engine(tmp_path: Path) 
     spec = describe(checkpoint)
 
     def limits(to: str, engine: str) -> list[str]:
-        profile = parse_engine_spec(engine)[0]
+        profile = parse_engine_selector(engine)[0]
         plan = plan_conversion(checkpoint, spec, to, profile)
         return [
             e.description

@@ -7,9 +7,9 @@ import ast
 from pathlib import Path
 
 from draftfit.checkpoint import load_checkpoint
-from draftfit.draft.spec import describe
+from draftfit.draft.description import describe
 from draftfit.engines import BuildInputs, build_view
-from draftfit.engines.registry import parse_engine_spec
+from draftfit.engines.registry import parse_engine_selector
 from draftfit.engines.view import EngineView, FateCause
 from draftfit.rule_ids import BY_NAME, METHOD_MISMATCH, RuleId
 from tests import factory as f
@@ -21,7 +21,7 @@ def _view(tmp_path: Path, draft: f.Draft, engine: str, method: str | None = None
     path = f.write_checkpoint(tmp_path / "draft", draft.config, draft.tensors)
     checkpoint = load_checkpoint(path)
     spec = describe(checkpoint)
-    (profile,) = parse_engine_spec(engine)
+    (profile,) = parse_engine_selector(engine)
     return build_view(BuildInputs(checkpoint, spec, None, profile, method or spec.method, True))
 
 

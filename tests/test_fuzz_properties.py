@@ -28,7 +28,7 @@ from draftfit.checkpoint.torchbin import read_torch_bin
 from draftfit.commands.comparison import diff_checkpoints
 from draftfit.commands.recipe import attach_recipes
 from draftfit.conversion.planner import plan_conversion
-from draftfit.draft.spec import describe
+from draftfit.draft.description import describe
 from draftfit.draft.target import load_target
 from draftfit.errors import DraftfitError
 from draftfit.rule_ids import RuleId

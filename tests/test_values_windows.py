@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from draftfit.draft.spec import describe
+from draftfit.draft.description import describe
 from draftfit.sources.reference import open_checkpoint
 from draftfit.values import FULL, plan, scan
 from draftfit.values.facts import ValueFacts

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint import Checkpoint
+from draftfit.draft.description import EAGLE, EAGLE3, DraftDescription, describe
 from draftfit.draft.mistakes import refuse_argument_mistakes
-from draftfit.draft.spec import EAGLE, EAGLE3, DraftSpec, describe
 from draftfit.draft.target import Target
 from draftfit.engines import build_view
 from draftfit.engines.installed import resolve_engines
@@ -297,7 +297,7 @@ def _can_change_verdict(code: str) -> bool:
 
 
 def _value_facts(
-    checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, values: str | None
+    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, values: str | None
 ) -> ValueFacts | None:
     """Read the weights' values when asked (numpy is imported only then)."""
     if values is None:

@@ -20,8 +20,8 @@ from draftfit.version import __version__
 if TYPE_CHECKING:
     from draftfit.checkpoint.hub_cache import HubOrigin
     from draftfit.checkpoint.model import Checkpoint
+    from draftfit.draft.description import DraftDescription
     from draftfit.draft.dialects import Dialect
-    from draftfit.draft.spec import DraftSpec
     from draftfit.draft.target import Target
     from draftfit.engines.interface import Recipe
     from draftfit.engines.profile import Profile
@@ -332,14 +332,14 @@ class KeptCheck:
 
     Attributes:
         checkpoint: the draft as read.
-        spec: its description (`draftfit.draft.spec.describe`).
+        spec: its description (`draftfit.draft.description.describe`).
         target: the target's facts, or None.
         checker: the function that made the report, to check a planned conversion the
             same way.
     """
 
     checkpoint: Checkpoint
-    spec: DraftSpec
+    spec: DraftDescription
     target: Target | None
     checker: Checker
 

@@ -299,8 +299,8 @@ def run_diff(options: DiffOptions) -> int:
 def run_matrix(options: MatrixOptions) -> int:
     """`draftfit matrix DRAFT` with the draft's rule selection."""
     from draftfit.commands.release_matrix import build_matrix
+    from draftfit.draft.description import describe
     from draftfit.draft.mistakes import refuse_argument_mistakes
-    from draftfit.draft.spec import describe
     from draftfit.render.registry import render
     from draftfit.sources.reference import open_checkpoint, open_target
 

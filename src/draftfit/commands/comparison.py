@@ -24,7 +24,7 @@ from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import Checkpoint
 from draftfit.checkpoint.values import read_bytes
 from draftfit.draft.aux_counting import default_capture_ids, resolve_with_target
-from draftfit.draft.spec import LAYER_FIELDS, DraftSpec, describe
+from draftfit.draft.description import LAYER_FIELDS, DraftDescription, describe
 from draftfit.draft.target import Target
 from draftfit.engines.interface import engine_of
 from draftfit.engines.profile import Profile
@@ -180,7 +180,7 @@ class _Side:
     its check."""
 
     checkpoint: Checkpoint
-    spec: DraftSpec
+    spec: DraftDescription
     view: EngineView
     report: Report
 
@@ -340,7 +340,7 @@ def _fmt(value: Any) -> str:
 
 
 def _target_layers(
-    target: Target | None, a: DraftSpec, b: DraftSpec
+    target: Target | None, a: DraftDescription, b: DraftDescription
 ) -> tuple[int | None, str | None]:
     """The target's layer count, or one implied by an aux list in the default pattern.
 
@@ -563,7 +563,7 @@ def _used(side: _Side, layers: int | None) -> tuple[int, ...] | None:
     return None
 
 
-def _trained(spec: DraftSpec, layers: int | None) -> tuple[int, ...] | None:
+def _trained(spec: DraftDescription, layers: int | None) -> tuple[int, ...] | None:
     ids = spec.trained_capture_before(layers)
     return tuple(sorted(set(ids))) if ids is not None else None
 
@@ -658,7 +658,7 @@ def _compare_vocab_map(a: _Side, b: _Side) -> Iterator[Difference]:
 
 
 def _compare_raw(
-    draft: Checkpoint, reference: Checkpoint, a: DraftSpec, b: DraftSpec
+    draft: Checkpoint, reference: Checkpoint, a: DraftDescription, b: DraftDescription
 ) -> Iterator[Difference]:
     flat_a = _flatten(draft.config or {})
     flat_b = _flatten(reference.config or {})
@@ -707,7 +707,7 @@ def _compare_raw(
             )
 
 
-def _layer_key(spec: DraftSpec, pointer: str) -> str:
+def _layer_key(spec: DraftDescription, pointer: str) -> str:
     base = spec.layer_config_pointer
     if base and pointer.startswith(base + "/"):
         rest = pointer[len(base) :]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from draftfit.draft.aux_counting import AuxIds
-from draftfit.draft.spec import describe
+from draftfit.draft.description import describe
 from draftfit.draft.tensor_names import is_known_role
 from draftfit.records import frozen
 from draftfit.report import DialectFacts

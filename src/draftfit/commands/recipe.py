@@ -24,7 +24,7 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.commands.launch_edit import edit_launch
 from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
-from draftfit.draft.spec import EAGLE
+from draftfit.draft.description import EAGLE
 from draftfit.engines.interface import Recipe, ServeRequest, engine_of
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word

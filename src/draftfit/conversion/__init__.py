@@ -23,7 +23,7 @@ from draftfit.conversion.output import check_output_path
 from draftfit.conversion.plan import Plan
 from draftfit.conversion.planner import CONVENTIONS, plan_conversion
 from draftfit.conversion.write import write_plan
-from draftfit.draft.spec import describe
+from draftfit.draft.description import describe
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.registry import planning_engine
 from draftfit.errors import DamagedInputError, UsageError

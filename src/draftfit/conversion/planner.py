@@ -29,7 +29,7 @@ from draftfit.checkpoint.values import DEFAULT_LIMIT, read_ints, read_mask
 from draftfit.conversion.output import MARKER, MARKER_PART
 from draftfit.conversion.plan import DISPLAY_ONLY, SAFE, UNSAFE, Edit, OutputTensor, Plan
 from draftfit.draft.aux_counting import CAPTURE_BEFORE, default_capture_ids, resolve_with_target
-from draftfit.draft.spec import EAGLE, EAGLE_FIELDS, LAYER_FIELDS, DraftSpec
+from draftfit.draft.description import EAGLE, EAGLE_FIELDS, LAYER_FIELDS, DraftDescription
 from draftfit.draft.target import Target
 from draftfit.draft.tensor_names import is_known_role
 from draftfit.engines.interface import engine_of
@@ -54,7 +54,7 @@ _LAYER = re.compile(r"^layers\.(\d+)\.(.*)$")
 
 def plan_conversion(
     checkpoint: Checkpoint,
-    spec: DraftSpec,
+    spec: DraftDescription,
     to: str,
     profile: Profile | None,
     target: Target | None = None,
@@ -77,7 +77,7 @@ class _Planner:
     def __init__(
         self,
         checkpoint: Checkpoint,
-        spec: DraftSpec,
+        spec: DraftDescription,
         to: str,
         profile: Profile | None,
         target: Target | None,

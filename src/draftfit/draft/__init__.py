@@ -3,9 +3,9 @@ engine-neutral form.
 
 `config_schema` (the JSON type of every config field), `tensor_names` (stored -> canonical
 tensor names), `dialects` (which producer wrote the draft), `aux_counting` (aux-layer ids
-and their counting), `spec` (the canonical description), `target_rotation` and `target`
-(the verifier's facts), `mistakes` (arguments given the wrong way round), `synth` (full-size
-sparse checkpoints for the demo and the tests).
+and their counting), `description` (the canonical description of a draft),
+`target_rotation` and `target` (the verifier's facts), `mistakes` (arguments given the
+wrong way round), `synth` (full-size sparse checkpoints for the demo and the tests).
 
 `LAYERS` lists the modules lowest first: a module imports only modules of its own entry or
 an earlier one (`tests/test_engine_interface.py` checks it).
@@ -15,6 +15,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("config_schema", "tensor_names", "target_rotation", "synth"),
     ("dialects", "target"),
     ("aux_counting",),
-    ("spec",),
+    ("description",),
     ("mistakes",),
 )

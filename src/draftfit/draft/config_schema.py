@@ -202,11 +202,11 @@ EAGLE_CONFIG_SCHEMA: dict[str, Expect] = {
     "use_mtp_layernorm": Expect(BOOL, crash=False, read_by="ModelOpt exports"),
 }
 
-_SPEC = "vLLM (speculators route)"
+_SPECULATORS_ROUTE = "vLLM (speculators route)"
 _SERVE = "vLLM (`vllm serve <draft>` only; --speculative-config is unaffected)"
 SPECULATORS_CONFIG_SCHEMA: dict[str, Expect] = {
-    "algorithm": Expect(STR, read_by=_SPEC),
-    "default_proposal_method": Expect(STR, read_by=_SPEC),
+    "algorithm": Expect(STR, read_by=_SPECULATORS_ROUTE),
+    "default_proposal_method": Expect(STR, read_by=_SPECULATORS_ROUTE),
     "proposal_methods": Expect(
         DICT_LIST,
         crash=False,
@@ -255,10 +255,12 @@ DRAFT_SCHEMA: dict[str, Expect] = {
         read_by="vLLM, SGLang (the draft's own quantization: the parameters its layers build)",
         children=QUANTIZATION_SCHEMA,
     ),
-    "speculators_model_type": Expect(STR, read_by=_SPEC),
-    "speculators_version": Expect(STR, crash=False, read_by=_SPEC),
-    "speculators_config": Expect(DICT, read_by=_SPEC, children=SPECULATORS_CONFIG_SCHEMA),
-    "transformer_layer_config": Expect(DICT, read_by=_SPEC, children=LAYER_SCHEMA),
+    "speculators_model_type": Expect(STR, read_by=_SPECULATORS_ROUTE),
+    "speculators_version": Expect(STR, crash=False, read_by=_SPECULATORS_ROUTE),
+    "speculators_config": Expect(
+        DICT, read_by=_SPECULATORS_ROUTE, children=SPECULATORS_CONFIG_SCHEMA
+    ),
+    "transformer_layer_config": Expect(DICT, read_by=_SPECULATORS_ROUTE, children=LAYER_SCHEMA),
     "auto_map": Expect(DICT, crash=False, read_by="transformers (remote-code class lookup)"),
     # The legacy vLLM EAGLE-1 layout nests the layer under `model`; elsewhere `model` is
     # not a config draftfit reads, so any type is accepted and only an object is walked.

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from draftfit.checkpoint import Checkpoint
-from draftfit.draft.spec import DraftSpec
+from draftfit.draft.description import DraftDescription
 from draftfit.draft.target import Target
 from draftfit.errors import UsageError
 
@@ -29,7 +29,7 @@ DRAFT_KEYS = ("speculators_model_type", "speculators_config", "eagle_config", "d
 
 
 def refuse_argument_mistakes(
-    checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, method: str | None
+    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, method: str | None
 ) -> None:
     """Raise :class:`UsageError` with one line when the arguments are plainly mixed up."""
     message = argument_mistake(checkpoint, spec, target, method)
@@ -38,7 +38,7 @@ def refuse_argument_mistakes(
 
 
 def argument_mistake(
-    checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, method: str | None
+    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, method: str | None
 ) -> str | None:
     """The one-line description of the mistake, or None when the arguments look right."""
     found = _full_model_given(checkpoint, spec, target, method)
@@ -60,7 +60,7 @@ def argument_mistake(
 
 
 def refuse_diff_mistakes(
-    sides: list[tuple[str, Checkpoint, DraftSpec]], target: Target | None, method: str | None
+    sides: list[tuple[str, Checkpoint, DraftDescription]], target: Target | None, method: str | None
 ) -> None:
     """Raise :class:`UsageError` with one line when `diff` was given a full model where a
     draft belongs (`sides` are ("draft" | "reference", checkpoint, description))."""
@@ -83,7 +83,7 @@ def refuse_diff_mistakes(
 
 
 def _full_model_given(
-    checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, method: str | None
+    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, method: str | None
 ) -> tuple[str, str | None] | None:
     """(the full model given as a draft, what marks the target as a draft or None), or None
     when the checkpoint is not a full model or the method was given or read."""

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from draftfit import rule_ids
-from draftfit.draft.spec import EAGLE, EAGLE3, DraftSpec
+from draftfit.draft.description import EAGLE, EAGLE3, DraftDescription
 from draftfit.draft.target import Target
 from draftfit.draft.target_rotation import Rotation
 from draftfit.engines import shapes
@@ -155,7 +155,7 @@ class BaseBuilder:
         folder's `launch_checks`); nothing by default."""
 
     @staticmethod
-    def method_for(method: str | None, spec: DraftSpec) -> str | None:
+    def method_for(method: str | None, spec: DraftDescription) -> str | None:
         """The method the engine starts from. `auto` (no method given) means the checkpoint's
         own kind, except in engines that guess it themselves (vLLM, from the path)."""
         return spec.method if method == "auto" else method

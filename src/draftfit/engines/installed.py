@@ -27,7 +27,7 @@ from draftfit.engines.registry import (
     ENGINES,
     nearest_read,
     not_read_reason,
-    parse_engine_spec,
+    parse_engine_selector,
 )
 from draftfit.errors import UnknownEngineVersionError
 from draftfit.records import frozen
@@ -129,7 +129,7 @@ def resolve_engines(specs: Iterable[str] | None) -> list[Profile]:
     profiles: list[Profile] = []
     seen = set()
     for text in specs:
-        for profile in parse_engine_spec(text):
+        for profile in parse_engine_selector(text):
             if profile.label not in seen:
                 seen.add(profile.label)
                 profiles.append(profile)

@@ -21,7 +21,7 @@ from draftfit.errors import SpecDataError
 from draftfit.records import frozen, record
 
 if TYPE_CHECKING:
-    from draftfit.draft.spec import DraftSpec
+    from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target
     from draftfit.engines.view import BuildInputs, EngineView
 
@@ -77,7 +77,7 @@ class ServeRequest:
     """
 
     profile: Profile
-    spec: DraftSpec
+    spec: DraftDescription
     draft: str
     target: Target | None
     codes: frozenset[str]

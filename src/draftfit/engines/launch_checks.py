@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
-from draftfit.draft.spec import EAGLE3
+from draftfit.draft.description import EAGLE3
 from draftfit.location import Location
 from draftfit.records import frozen
 from draftfit.rule_ids import Consequence

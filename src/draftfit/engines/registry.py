@@ -50,7 +50,7 @@ def planning_engine(convention: str) -> Engine | None:
     return next((e for e in ENGINES if convention in e.plans), None)
 
 
-def parse_engine_spec(text: str, engines: tuple[Engine, ...] = ENGINES) -> list[Profile]:
+def parse_engine_selector(text: str, engines: tuple[Engine, ...] = ENGINES) -> list[Profile]:
     """Parse `vllm`, `vllm==0.10.2`, `vllm~=0.34` or `all` into profiles.
 
     `==` names a release draftfit has read; anything else is refused with one line that
@@ -63,7 +63,7 @@ def parse_engine_spec(text: str, engines: tuple[Engine, ...] = ENGINES) -> list[
     if text == "all":
         return [e.resolve(e.data.latest) for e in engines]
     names = tuple(e.name for e in engines)
-    match = _SPEC.fullmatch(text)
+    match = _SELECTOR.fullmatch(text)
     if match is None:
         loose = _LOOSE.fullmatch(text)
         if loose is not None and loose["name"].lower() in names:
@@ -98,7 +98,7 @@ def parse_engine_spec(text: str, engines: tuple[Engine, ...] = ENGINES) -> list[
     raise UnknownEngineVersionError(_why_unknown(data, version))
 
 
-_SPEC = re.compile(
+_SELECTOR = re.compile(
     r"(?P<name>[A-Za-z][A-Za-z0-9_-]*)\s*(?:(?P<op>==|~=|>=|<=|!=|>|<|=)\s*(?P<version>\S*))?"
 )
 
@@ -124,7 +124,7 @@ def _parsed(data: EngineData, version: str, text: str) -> Version:
 
 
 def nearest_read(data: EngineData, version: str, text: str) -> str:
-    """The read release `~=version` checks against (see parse_engine_spec)."""
+    """The read release `~=version` checks against (see parse_engine_selector)."""
     series = _series(data, version)
     if series:
         return max(series, key=Version)

@@ -15,13 +15,13 @@ from draftfit.escape import UNSAFE_IN_FIELD
 from draftfit.records import frozen
 
 if TYPE_CHECKING:
-    from draftfit.draft.spec import DraftSpec
+    from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target
 
 DEFAULT_SPECULATIVE_TOKENS = 3
 
 
-def speculative_tokens(spec: DraftSpec) -> tuple[int, str]:
+def speculative_tokens(spec: DraftDescription) -> tuple[int, str]:
     """How many tokens to draft per step, and why that number."""
     tokens = spec.get("speculative_tokens")
     if isinstance(tokens, int) and tokens > 0:
@@ -116,7 +116,9 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 _CACHE_SNAPSHOT = re.compile(r"models--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40})/?")
 
 
-def target_source(target: Target | None, spec: DraftSpec | None = None) -> ModelSource | None:
+def target_source(
+    target: Target | None, spec: DraftDescription | None = None
+) -> ModelSource | None:
     """How a recipe names the target: its Hub id where it is known (an `hf://` target, a
     folder of the Hugging Face cache, read at its commit; without a target, the draft's
     `verifier.name_or_path` when that is a Hub id), else its path; None when nothing

@@ -1,11 +1,12 @@
 """What an engine will build from a draft: the engine-neutral "view" that rules compare.
 
-An engine module (e.g. :mod:`draftfit.engines.vllm.builder`) turns a :class:`DraftSpec` plus a
-versioned :class:`Profile` into an :class:`EngineView`: the refusals it raises while
-parsing the config, the draft class it resolves, the parameters it builds (with shapes as
-formulas of config fields), what it does with each stored tensor, which aux layers it
-captures, and whether it borrows the embedding / lm_head from the target. Generic rules
-then compare the view with the checkpoint, so they serve every engine.
+An engine module (e.g. :mod:`draftfit.engines.vllm.builder`) turns a
+:class:`DraftDescription` plus a versioned :class:`Profile` into an :class:`EngineView`:
+the refusals it raises while parsing the config, the draft class it resolves, the
+parameters it builds (with shapes as formulas of config fields), what it does with each
+stored tensor, which aux layers it captures, and whether it borrows the embedding /
+lm_head from the target. Generic rules then compare the view with the checkpoint, so they
+serve every engine.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import field
 
 from draftfit.checkpoint.model import Checkpoint
-from draftfit.draft.spec import DraftSpec
+from draftfit.draft.description import DraftDescription
 from draftfit.draft.target import Target
 from draftfit.draft.tensor_names import bounded_message
 from draftfit.engines.profile import Profile, Resolved
@@ -51,7 +52,7 @@ class BuildInputs:
     """
 
     checkpoint: Checkpoint
-    spec: DraftSpec
+    spec: DraftDescription
     target: Target | None
     profile: Profile
     method: str | None

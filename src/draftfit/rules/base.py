@@ -22,7 +22,7 @@ from draftfit.rule_ids import Consequence, RuleId, Severity
 
 if TYPE_CHECKING:
     from draftfit.checkpoint.model import Checkpoint
-    from draftfit.draft.spec import DraftSpec
+    from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target
     from draftfit.engines.view import EngineView
     from draftfit.serve.settings import ServeSettings
@@ -56,7 +56,7 @@ class Context:
     `--serve-args`), else None."""
 
     checkpoint: Checkpoint
-    spec: DraftSpec
+    spec: DraftDescription
     target: Target | None = None
     view: EngineView | None = None
     method: str | None = None

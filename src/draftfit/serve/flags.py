@@ -54,7 +54,7 @@ _KV = FlagTarget("kv_cache_dtype")
 _QUANT = FlagTarget("quantization")
 _ATTN = FlagTarget("attention_backend")
 _EAGER = FlagTarget("cuda_graphs", "off-when-true")
-_SPEC = FlagTarget("speculative_config", "json")
+_SPECULATIVE_CONFIG = FlagTarget("speculative_config", "json")
 
 VLLM_FLAGS: dict[str, FlagTarget] = {
     "--tensor-parallel-size": _TP,
@@ -66,8 +66,8 @@ VLLM_FLAGS: dict[str, FlagTarget] = {
     "--quantization": _QUANT,
     "-q": _QUANT,
     "--attention-backend": _ATTN,
-    "--speculative-config": _SPEC,
-    "-sc": _SPEC,
+    "--speculative-config": _SPECULATIVE_CONFIG,
+    "-sc": _SPECULATIVE_CONFIG,
 }
 
 SGLANG_FLAGS: dict[str, FlagTarget] = {

@@ -40,7 +40,7 @@ from draftfit.values.target_weights import (
 )
 
 if TYPE_CHECKING:
-    from draftfit.draft.spec import DraftSpec
+    from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target
 
 EMBED = "embed_tokens.weight"
@@ -55,7 +55,7 @@ FREEZING_PRODUCERS = {
 
 
 def scan_values(
-    checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, mode: str
+    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, mode: str
 ) -> ValueFacts:
     """The value facts of `checkpoint` (next to `target`), read once per checkpoint, target
     and mode (kept by the checkpoint's memo: `matrix` checks every version with them)."""
@@ -75,7 +75,9 @@ def _is_remote(checkpoint: Checkpoint) -> bool:
         return False
 
 
-def _scan(checkpoint: Checkpoint, spec: DraftSpec, target: Target | None, mode: str) -> ValueFacts:
+def _scan(
+    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, mode: str
+) -> ValueFacts:
     facts = ValueFacts(mode)
     facts.serving_dtype, facts.serving_dtype_source = _serving_dtype(spec, target)
     facts.embed_frozen, facts.frozen_evidence = _frozen(spec)
@@ -357,7 +359,7 @@ def _tensor_facts(
     raw: str,
     info: TensorInfo,
     plan: list[tuple[int, int]],
-    spec: DraftSpec,
+    spec: DraftDescription,
 ) -> TensorFacts:
     rows, _ = rows_and_width(info.shape)
     facts = TensorFacts(
@@ -374,7 +376,7 @@ def _tensor_facts(
 
 
 def _target_weights(
-    facts: ValueFacts, spec: DraftSpec, target: Target | None
+    facts: ValueFacts, spec: DraftDescription, target: Target | None
 ) -> TargetWeights | None:
     head = spec.tensors.get(HEAD)
     need_head = head is not None and bool(head.shape) and head.shape[0] == target_vocab(target)
@@ -393,7 +395,7 @@ def _target_weights(
 
 def _compare_all(
     facts: ValueFacts,
-    spec: DraftSpec,
+    spec: DraftDescription,
     reader: _Reader,
     weights: TargetWeights,
     mode: str,
@@ -466,7 +468,7 @@ def _comparable(mine: TensorInfo, theirs: TensorInfo, weights: TargetWeights) ->
     return None
 
 
-def _serving_dtype(spec: DraftSpec, target: Target | None) -> tuple[str | None, str | None]:
+def _serving_dtype(spec: DraftDescription, target: Target | None) -> tuple[str | None, str | None]:
     """The dtype the engine serves in: the target's declared dtype, else the draft's."""
     sources = []
     if target is not None:
@@ -480,7 +482,7 @@ def _serving_dtype(spec: DraftSpec, target: Target | None) -> tuple[str | None, 
     return None, None
 
 
-def _initializer_range(spec: DraftSpec) -> float | None:
+def _initializer_range(spec: DraftDescription) -> float | None:
     """The config's `initializer_range` (the std of HF's weight initialiser), if usable.
     No engine reads it, so it is not in the config schema: a value of another type is
     simply not used."""
@@ -491,7 +493,7 @@ def _initializer_range(spec: DraftSpec) -> float | None:
     return None
 
 
-def _frozen(spec: DraftSpec) -> tuple[bool | None, str]:
+def _frozen(spec: DraftDescription) -> tuple[bool | None, str]:
     """Whether the producer froze the embedding during training, and why draftfit thinks so."""
     value = spec.config.get("embed_requires_grad")
     if isinstance(value, bool):

@@ -16,8 +16,8 @@ from typing import Any
 
 from draftfit import rule_ids
 from draftfit.draft.aux_counting import default_capture_ids
+from draftfit.draft.description import EAGLE, EAGLE3
 from draftfit.draft.dialects import EAGLE4_SERVING, is_eagle4_architecture, non_eagle_kind
-from draftfit.draft.spec import EAGLE, EAGLE3
 from draftfit.draft.target import Target
 from draftfit.draft.target_rotation import Rotation
 from draftfit.draft.tensor_names import canonical_name

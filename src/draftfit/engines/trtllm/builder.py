@@ -19,8 +19,8 @@ from typing import Any
 
 from draftfit import rule_ids
 from draftfit.draft.aux_counting import default_capture_ids
+from draftfit.draft.description import EAGLE, EAGLE3
 from draftfit.draft.dialects import EAGLE4_SERVING, is_eagle4_architecture
-from draftfit.draft.spec import EAGLE, EAGLE3
 from draftfit.draft.tensor_names import canonical_name
 from draftfit.engines import shapes
 from draftfit.engines.builder import (

@@ -31,7 +31,7 @@ from draftfit.rule_ids import (
 )
 
 if TYPE_CHECKING:
-    from draftfit.draft.spec import DraftSpec
+    from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target
     from draftfit.engines.view import BuildInputs, EngineView
 
@@ -47,7 +47,7 @@ SETTING_FIXES = frozenset(
 )
 
 
-def layers_to_capture(spec: DraftSpec, target: Target | None) -> list[int] | None:
+def layers_to_capture(spec: DraftDescription, target: Target | None) -> list[int] | None:
     """The trained layers in TensorRT-LLM's `eagle3_layers_to_capture` (output-of) counting."""
     trained = spec.trained_capture_before(target.num_layers if target else None)
     if trained is None:
@@ -70,7 +70,7 @@ class TrtllmEngine(Engine):
         return Builder.build(inputs)
 
     def serve(self, request: ServeRequest) -> Served | None:
-        from draftfit.draft.spec import EAGLE
+        from draftfit.draft.description import EAGLE
 
         profile, spec, target = request.profile, request.spec, request.target
         if spec.method == EAGLE:

@@ -17,13 +17,13 @@ from packaging.version import Version
 
 from draftfit import rule_ids
 from draftfit.draft.aux_counting import TOP_AUX, default_capture_ids
+from draftfit.draft.description import EAGLE, EAGLE3, DraftDescription
 from draftfit.draft.dialects import (
     EAGLE4_SERVING,
     NEMO_AUTOMODEL,
     is_eagle4_architecture,
     non_eagle_kind,
 )
-from draftfit.draft.spec import EAGLE, EAGLE3, DraftSpec
 from draftfit.draft.target import Target
 from draftfit.draft.target_rotation import DESCRIPTION_FILE, ROTATION_FILE, Rotation
 from draftfit.engines import shapes
@@ -96,7 +96,7 @@ class _Builder(BaseBuilder):
         check_settings(self, settings)
 
     @staticmethod
-    def method_for(method: str | None, spec: DraftSpec) -> str | None:
+    def method_for(method: str | None, spec: DraftDescription) -> str | None:
         """`auto` stays: vLLM guesses the method from the draft path (`_method_from_path`)."""
         return method
 

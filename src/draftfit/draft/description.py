@@ -4,7 +4,7 @@ Every producer spells the same facts differently: dims live at the top level, un
 `transformer_layer_config` (speculators) or under `model` (legacy vLLM EAGLE); decoder
 tensors are `midlayer.*` or `layers.N.*`; aux-layer ids are top-level or nested under
 `eagle_config`, and counted in one of two conventions. :func:`describe` reads all of that
-into a :class:`DraftSpec` that records each value *and where it was found*, so findings can
+into a :class:`DraftDescription` that records each value *and where it was found*, so findings can
 point at the exact JSON pointer or tensor.
 
 How aux-layer ids are found and counted lives in :mod:`draftfit.draft.aux_counting`; how stored
@@ -92,7 +92,7 @@ ABSENT = Field(None, None)
 
 
 @record
-class DraftSpec:
+class DraftDescription:
     """The canonical description of a draft checkpoint.
 
     Attributes:
@@ -247,7 +247,7 @@ class DraftSpec:
 # --------------------------------------------------------------------------- building
 
 
-def describe(checkpoint: Checkpoint, dialect: Dialect | None = None) -> DraftSpec:
+def describe(checkpoint: Checkpoint, dialect: Dialect | None = None) -> DraftDescription:
     """The canonical description of `checkpoint`, built once per checkpoint (the mistake
     checks, every engine's check and the recipes share it) unless `dialect` is forced."""
     if dialect is not None:
@@ -255,7 +255,7 @@ def describe(checkpoint: Checkpoint, dialect: Dialect | None = None) -> DraftSpe
     return checkpoint.memo.own(("description",), lambda: _describe(checkpoint, None))
 
 
-def _describe(checkpoint: Checkpoint, dialect: Dialect | None) -> DraftSpec:
+def _describe(checkpoint: Checkpoint, dialect: Dialect | None) -> DraftDescription:
     dialect = dialect or detect_dialect(checkpoint)
     scrubbed = scrub(checkpoint.config, DRAFT_SCHEMA)
     config = scrubbed.config
@@ -289,7 +289,7 @@ def _describe(checkpoint: Checkpoint, dialect: Dialect | None) -> DraftSpec:
 
     tensors, raw_names, prefix, unrecognised = canonical_tensors(checkpoint)
     method, method_evidence = _infer_method(config, dialect, tensors, fields)
-    spec = DraftSpec(
+    spec = DraftDescription(
         dialect=dialect,
         method=method,
         method_evidence=method_evidence,
