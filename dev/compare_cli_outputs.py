@@ -1,7 +1,7 @@
 """Run the CLI over a fixed set of commands and drafts, save every output, compare two runs.
 
 Used to show that a change to how output is produced leaves every byte of it alone: run it
-once against the sources before the change and once against the sources after, then compare::
+once against the citations before the change and once against the citations after, then compare::
 
     git archive BASE src | tar -x -C /tmp/base
     python dev/compare_cli_outputs.py save --src /tmp/base/src --out /tmp/outputs-base

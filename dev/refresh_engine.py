@@ -43,7 +43,7 @@ data or missing from it, other than those its `not_read` list records (exit 1 wh
     PYTHONPATH=src python dev/refresh_engine.py vllm --write-anchors
 
 fills `anchors` (and `anchor_missing` with the reason wherever a location gets none) for every
-entry, from the releases the sources cite, and rewrites only those two fields of each entry
+entry, from the releases the citations cite, and rewrites only those two fields of each entry
 line in `src/draftfit/engines/ENGINE/data.toml` (atomically). Each cited release is downloaded
 once. Anchors are never invented: a location without a cited line, without a release, whose
 release cannot be downloaded, whose file is not in the wheel or whose lines are past the end of
@@ -339,7 +339,7 @@ def check(
         reading = version
         with open_release(engine, version, cache, keep) as release:
             how = f"compared with {base}" if against_base else "compared with the cited lines"
-            print(f"{data.title} {version}: the sources of {scope}, {how}")
+            print(f"{data.title} {version}: the citations of {scope}, {how}")
             counts = _report(release, entries, before, base)
     except Unreadable as exc:
         print(f"{data.title} {reading} cannot be read: {exc}", file=sys.stderr)
@@ -467,9 +467,9 @@ def index(engine: str) -> int:
 def write_anchors(engine: str, cache: Path | Snapshot, keep: bool) -> int:
     path = ENGINES_DIR / engine / "data.toml"
     text = path.read_text("utf-8")
-    sources = _entry_sources(text)
+    citations = _entry_sources(text)
     wanted: dict[str, list[Location]] = {}
-    for source in sources:
+    for source in citations:
         for location in parse_locations(source):
             if location.tag and (location.ranges or engine in STUB):
                 wanted.setdefault(location.tag, []).append(location)
@@ -493,12 +493,12 @@ def write_anchors(engine: str, cache: Path | Snapshot, keep: bool) -> int:
 
 
 def _entry_sources(text: str) -> list[str]:
-    sources = []
+    citations = []
     for line in text.splitlines():
         entry = _entry(line)
         if entry is not None:
-            sources.append(str(entry["source"]))
-    return sources
+            citations.append(str(entry["source"]))
+    return citations
 
 
 def _entry(line: str) -> dict[str, object] | None:
@@ -576,7 +576,7 @@ def _write_atomically(path: Path, text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("engine", choices=engine_names())
-    parser.add_argument("version", nargs="?", help="the release to re-read the sources in")
+    parser.add_argument("version", nargs="?", help="the release to re-read the citations in")
     parser.add_argument("--against", help="check the entries in effect at this release")
     parser.add_argument("--all", action="store_true", help="check every entry")
     parser.add_argument(

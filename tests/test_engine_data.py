@@ -32,7 +32,7 @@ def test_every_fact_the_engine_module_reads_exists(engine: str) -> None:
     # The procedure (the builder and its helpers), not the Engine's declarations.
     modules = [p for p in sorted(folder.glob("*.py")) if p.name not in ("__init__.py", "engine.py")]
     text = "\n".join(p.read_text(encoding="utf-8") for p in modules)
-    used = set(re.findall(r'(?:value|fact|src|sources)\(\s*"([a-z0-9_]+)"', text))
+    used = set(re.findall(r'(?:value|fact|src|citations)\(\s*"([a-z0-9_]+)"', text))
     used |= set(re.findall(r'\(\s*"([a-z0-9_]+)",\s*\)', text))
     assert len(used) > 10
     known = set(load_engine(engine).facts)
@@ -260,7 +260,7 @@ def test_every_data_entry_states_a_known_confidence(engine: str) -> None:
 def test_an_approximate_entry_surfaces_in_the_finding_built_on_it(
     case_id: str, engine: str, tmp_path
 ) -> None:
-    """Each finding whose sources include an approximate entry active at the checked
+    """Each finding whose citations include an approximate entry active at the checked
     version quotes that entry's note; findings on exact entries carry no caveat."""
     from draftfit.checker import check_path
     from tests.cases import CASES
@@ -275,7 +275,7 @@ def test_an_approximate_entry_surfaces_in_the_finding_built_on_it(
     ]
     caveated = 0
     for finding in report.findings:
-        behind = [e for e in active if e.source in finding.sources and e.approximate]
+        behind = [e for e in active if e.source in finding.citations and e.approximate]
         if behind:
             caveated += 1
             assert any(f"data here is approximate: {e.note}" in finding.message for e in behind)

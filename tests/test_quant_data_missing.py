@@ -46,7 +46,7 @@ def test_fp8_draft_without_scales_is_not_compatible_on_0_10_2(tmp_path: Path) ->
     assert "drafts garbage" in message
     finding = next(x for x in report.findings if x.code == "DF211")
     assert str(finding.severity) == "error"
-    assert any("linear.py" in s and "@v0.10.2" in s for s in finding.sources)
+    assert any("linear.py" in s and "@v0.10.2" in s for s in finding.citations)
 
 
 @pytest.mark.parametrize("label", ["vllm==0.11.1", "vllm==0.34.0", "sglang==0.5.23"])

@@ -1,7 +1,7 @@
 """Every rule case's rendered findings, pinned in `tests/snapshots/<family>.json`.
 
 `test_rules.py` asserts which codes fire; this pins what the user reads for each finding:
-its code, severity, message, location, fix and sources. A change shows as a diff of the
+its code, severity, message, location, fix and citations. A change shows as a diff of the
 family's file. After an intended change, rewrite the files and review that diff:
 
     python -m pytest tests/test_rule_snapshots.py --snapshot-update
@@ -39,7 +39,7 @@ def rendered(findings: list[Finding], tmp: Path) -> list[dict[str, Any]]:
             "message": plain(f.message),
             "location": plain(str(f.location)),
             "fix": plain(f.fix) if f.fix is not None else None,
-            "sources": [plain(s) for s in f.sources],
+            "sources": [plain(s) for s in f.citations],
         }
         for f in findings
     ]

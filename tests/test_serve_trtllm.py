@@ -491,7 +491,7 @@ def test_decoding_type_the_version_does_not_run_eagle3_with_df558(
     assert found.fix == f"set `decoding_type: {use}`"
     if version == "1.2.1":
         assert "draftfit's data has `Eagle3` from 1.4.0rc0; ≈" in found.message  # not pinned
-        assert "tensorrt_llm/llmapi/llm_args.py@v1.4.0rc0 (Eagle3DecodingConfig)" in found.sources
+        assert "tensorrt_llm/llmapi/llm_args.py@v1.4.0rc0 (Eagle3DecodingConfig)" in found.citations
 
 
 def test_spec_config_rules_are_skipped_without_settings_and_quiet_for_other_engines(

@@ -172,8 +172,8 @@ def check_checkpoint(
             applying.get(result.key, []), result.key, result.unverified_reasons
         )
     return Report(
-        draft=checkpoint.source,
-        target=target.source if target else None,
+        draft=checkpoint.origin,
+        target=target.origin if target else None,
         dialect=DialectFacts.of(spec.dialect),
         method=effective_method,
         method_evidence=spec.method_evidence if method is None else [f"--method {method}"],
@@ -184,7 +184,7 @@ def check_checkpoint(
         # a planned conversion is checked for the same launch (its settings judged too)
         inputs=KeptCheck(checkpoint, spec, target, partial(check_checkpoint, serve=serve)),
         serve=_judged_flags(serve, profiles),
-        origin=checkpoint.origin,
+        hub_origin=checkpoint.hub_origin,
     )
 
 
@@ -323,7 +323,7 @@ def _collect(
             v.message,
             v.location,
             v.fix,
-            v.sources,
+            v.citations,
             consequence,
             condition=v.condition or item.condition,
         )
@@ -341,7 +341,7 @@ def _with_caveats(violations: Iterable[Violation], profile: Profile) -> Iterator
     or when the version asked for (`~=`) is not the one the data was read at."""
     extrapolated = profile.extrapolation_note
     for v in violations:
-        note = profile.approximate_note(v.sources)
+        note = profile.approximate_note(v.citations)
         if note is not None:
             v = replace(v, message=f"{v.message} (draftfit's data here is approximate: {note})")
         if extrapolated is not None:

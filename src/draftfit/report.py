@@ -162,10 +162,10 @@ class Suppression:
     """Why a finding does not count: the reason and where the selection said so."""
 
     reason: str
-    source: str  # a settings file, or the command-line flag
+    declared_in: str  # a settings file, or the command-line flag
 
     def to_dict(self) -> dict[str, str]:
-        return {"reason": self.reason, "source": self.source}
+        return {"reason": self.reason, "source": self.declared_in}
 
 
 @record
@@ -181,7 +181,7 @@ class Finding:
     message: str
     location: Location
     fix: str | None
-    sources: tuple[str, ...]
+    citations: tuple[str, ...]
     consequence: Consequence
     engines: list[EngineVersion] = field(default_factory=list)
     suppression: Suppression | None = None  # set by rule selection; then it does not count
@@ -230,7 +230,7 @@ class Finding:
             "location": self.location.to_dict(),
             "engines": [e.label for e in self.engines],
             "fix": self.fix,
-            "sources": list(self.sources),
+            "sources": list(self.citations),
             **(
                 {"suppressed": True, "suppression": self.suppression.to_dict()}
                 if self.suppression is not None
@@ -363,7 +363,7 @@ class Report:
     # the JSON form, where each suppressed finding names its source).
     settings_file: str | None = field(default=None, compare=False)
     # The Hub repository and revision the draft's folder layout names, when it does.
-    origin: HubOrigin | None = None
+    hub_origin: HubOrigin | None = None
     # What the checker read and computed (not part of the JSON form): see `kept`.
     inputs: KeptCheck | None = field(default=None, repr=False, compare=False)
 
@@ -394,7 +394,7 @@ class Report:
                 "dialect": self.dialect.to_dict(),
                 "method": self.method,
                 "method_evidence": list(self.method_evidence),
-                **({"hub": self.origin.to_dict()} if self.origin is not None else {}),
+                **({"hub": self.hub_origin.to_dict()} if self.hub_origin is not None else {}),
             },
             "target": (
                 {

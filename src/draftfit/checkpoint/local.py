@@ -39,7 +39,7 @@ NON_WEIGHT_BIN = ("training_args.bin", "optimizer.bin", "scheduler.bin", "rng_st
 
 
 def load_checkpoint(
-    path: str | Path, source: str | None = None, confine: Path | None = None
+    path: str | Path, origin: str | None = None, confine: Path | None = None
 ) -> Checkpoint:
     """Read the checkpoint directory at `path` without loading tensor data.
 
@@ -67,8 +67,8 @@ def load_checkpoint(
 
     if confine is None:
         confine = repository_folder(root)
-    checkpoint = load_from_access(LocalAccess(root, confine), files, source or str(path), root)
-    checkpoint.origin = find_origin(root)
+    checkpoint = load_from_access(LocalAccess(root, confine), files, origin or str(path), root)
+    checkpoint.hub_origin = find_origin(root)
     return checkpoint
 
 
@@ -94,9 +94,9 @@ def _list_files(root: Path) -> list[str]:
     return sorted(names)
 
 
-def load_from_access(access: FileAccess, files: list[str], source: str, root: Path) -> Checkpoint:
+def load_from_access(access: FileAccess, files: list[str], origin: str, root: Path) -> Checkpoint:
     """Read config, index and weight headers of the files listed, through `access`."""
-    checkpoint = Checkpoint(root=root, source=source, files=sorted(files), access=access)
+    checkpoint = Checkpoint(root=root, origin=origin, files=sorted(files), access=access)
     checkpoint.config = _read_config(access, checkpoint.files, checkpoint.damage)
     _read_weights(checkpoint)
     return checkpoint

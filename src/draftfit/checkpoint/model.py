@@ -90,7 +90,7 @@ class Checkpoint:
 
     Attributes:
         root: the local directory holding (copies of) its files.
-        source: how the user named it (a path, or `hf://owner/name@rev`).
+        origin: how the user named it (a path, or `hf://owner/name@rev`).
         config: the parsed `config.json`, or None when missing or unreadable.
         tensors: every tensor of the weight files an engine would load, by name.
         weight_format: `safetensors`, `bin`, or None when there are no weights.
@@ -102,12 +102,12 @@ class Checkpoint:
         access: how to read the files (local directory or remote repository).
         memo: values read from its small tensors and results computed from them, kept
             so that each is read once (see :mod:`draftfit.checkpoint.memo`).
-        origin: the Hub repository and revision a local folder's layout names (a cache
-            snapshot or a `--local-dir` download), or None.
+        hub_origin: the Hub repository and revision a local folder's layout names (a
+            cache snapshot or a `--local-dir` download), or None.
     """
 
     root: Path
-    source: str
+    origin: str
     config: dict[str, Any] | None = None
     tensors: dict[str, TensorInfo] = field(default_factory=dict)
     weight_format: str | None = None
@@ -117,7 +117,7 @@ class Checkpoint:
     files: list[str] = field(default_factory=list)
     access: FileAccess | None = field(default=None, repr=False)
     memo: ValueMemo = field(default_factory=ValueMemo, repr=False, compare=False)
-    origin: HubOrigin | None = None
+    hub_origin: HubOrigin | None = None
 
     def read_range(self, rel: str, start: int, end: int) -> bytes:
         """Bytes `[start, end)` of file `rel` (raises OSError)."""
@@ -136,7 +136,7 @@ class Checkpoint:
     @property
     def name(self) -> str:
         """The directory name (what vLLM's method auto-detection looks at)."""
-        return self.root.name if self.source == str(self.root) else self.source.rstrip("/")
+        return self.root.name if self.origin == str(self.root) else self.origin.rstrip("/")
 
     def parameter_count_by_dtype(self) -> dict[str, int]:
         """Number of elements per dtype over every tensor."""

@@ -258,8 +258,8 @@ def diff_checkpoints(
     findings = sorted(collected.values(), key=lambda f: (-int(f.severity), f.code, f.message))
     set_verdicts(findings, results)
     return DiffReport(
-        draft.source,
-        reference.source,
+        draft.origin,
+        reference.origin,
         (spec_a.dialect.title, spec_b.dialect.title),
         findings,
         results,

@@ -222,7 +222,7 @@ def inspect_path(path: str | Path) -> InspectInfo:
         fc_aux_states=spec.num_aux_states,
     )
     return InspectInfo(
-        source=checkpoint.source,
+        source=checkpoint.origin,
         dialect=DialectFacts.of(spec.dialect),
         method=spec.method,
         method_evidence=tuple(spec.method_evidence),

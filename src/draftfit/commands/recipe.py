@@ -229,7 +229,7 @@ def _convert_step(
     it will be served (the planned output when converted)."""
     kept = report.kept()
     checkpoint, spec, target = kept.checkpoint, kept.spec, kept.target
-    draft = checkpoint.source
+    draft = checkpoint.origin
     before = _severe(findings)
     if not before or spec.method == EAGLE or checkpoint.config is None or _blocked(checkpoint):
         return draft, [], [], findings, checkpoint
@@ -255,7 +255,7 @@ def _convert_step(
     converted = local.rstrip("/") + f"-{to}"
     words = ["draftfit", "convert", local, "--to", to, "-o", converted, "--engine", profile.label]
     if target is not None:
-        words += ["--target", model_source(target.source).for_draftfit]
+        words += ["--target", model_source(target.origin).for_draftfit]
     words.append("--anyway")  # the recipe converts for its own reasons (its method, its ids)
     steps.append(" ".join(shell_word(w) for w in words))
     fixed = sorted({f.code for f in before} - {f.code for f in after})

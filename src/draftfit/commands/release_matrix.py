@@ -172,7 +172,7 @@ def build_matrix(
             + ("every byte of the draft" if values == "full" else "a fixed sample of rows")
             + "): DF7xx findings apply to every version"
         )
-    return Matrix(checkpoint.source, target.source if target else None, rows, notes, values)
+    return Matrix(checkpoint.origin, target.origin if target else None, rows, notes, values)
 
 
 def _recipe_signature(recipe: Recipe | None, version: str) -> tuple[str] | None:

@@ -288,7 +288,7 @@ def _not_needed(
     if report.exit_code(Severity.ERROR):
         return None
     return (
-        f"{checkpoint.source} already loads as is in {profile.title}: no conversion needed "
+        f"{checkpoint.origin} already loads as is in {profile.title}: no conversion needed "
         "(pass --anyway to write it all the same)"
     )
 
@@ -329,7 +329,7 @@ def _refuse_short_files(draft: str | Path, checkpoint: Checkpoint, plan: Plan) -
     (truncated since its header was read, or damage no reader rule caught)."""
     sizes: dict[str, int] = {}
     for tensor in plan.tensors:
-        info = tensor.source
+        info = tensor.copied_from
         if info is None or info.byte_range is None:
             continue
         if info.file not in sizes:

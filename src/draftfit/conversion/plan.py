@@ -43,12 +43,13 @@ class Edit:
 
 @record
 class OutputTensor:
-    """A tensor of the output: copied verbatim from `source`, or new bytes in `data`."""
+    """A tensor of the output: copied verbatim from the draft's tensor `copied_from`, or new
+    bytes in `data`."""
 
     name: str
     dtype: str
     shape: tuple[int, ...]
-    source: TensorInfo | None = None
+    copied_from: TensorInfo | None = None
     data: bytes | None = None
     shard: int = 0
 
@@ -58,7 +59,7 @@ class Plan:
     """Everything a conversion will write."""
 
     convention: str
-    source: str
+    origin: str
     config: dict[str, Any]
     tensors: list[OutputTensor]
     edits: list[Edit] = field(default_factory=list)
@@ -77,15 +78,15 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         return {
             "convention": self.convention,
-            "source": self.source,
+            "source": self.origin,
             "edits": [e.to_dict(self.applied(e)) for e in self.edits],
             "tensors": [
                 {
                     "name": t.name,
                     "dtype": t.dtype,
                     "shape": list(t.shape),
-                    "from": t.source.name if t.source is not None else None,
-                    "derived": t.source is None,
+                    "from": t.copied_from.name if t.copied_from is not None else None,
+                    "derived": t.copied_from is None,
                     "shard": t.shard,
                 }
                 for t in self.tensors

@@ -1,6 +1,6 @@
 """Plan a conversion into the convention an engine (or the speculators library) expects.
 
-Conventions (the engine facts and their sources are in `engines/*/data.toml`; aux-id
+Conventions (the engine facts and their citations are in `engines/*/data.toml`; aux-id
 counting in docs/aux-counting.md):
 
 * **vllm** — a flat HF config whose `architectures` the chosen vLLM version registers, aux
@@ -64,10 +64,10 @@ def plan_conversion(
     if to not in CONVENTIONS:
         raise UsageError(f"unknown convention {to!r}; choose from {', '.join(CONVENTIONS)}")
     if checkpoint.config is None:
-        raise UsageError(f"{checkpoint.source} has no readable config.json; nothing to convert")
+        raise UsageError(f"{checkpoint.origin} has no readable config.json; nothing to convert")
     if spec.method == EAGLE:
         raise UsageError(
-            f"{checkpoint.source} is an EAGLE-1 draft; draftfit converts EAGLE-3 drafts only"
+            f"{checkpoint.origin} is an EAGLE-1 draft; draftfit converts EAGLE-3 drafts only"
         )
     planner = _Planner(checkpoint, spec, to, profile, target, unsafe)
     return planner.run()
@@ -115,7 +115,7 @@ class _Planner:
         self._engine_limits(config, layer)
         plan = Plan(
             convention=self.to,
-            source=self.ckpt.source,
+            origin=self.ckpt.origin,
             config=config,
             tensors=tensors,
             edits=self.edits,
@@ -379,7 +379,7 @@ class _Planner:
         tokens = self.spec.get("speculative_tokens")
         verifier = dict(spec_cfg.get("verifier") or {})
         if self.target is not None:
-            verifier["name_or_path"] = self.target.source
+            verifier["name_or_path"] = self.target.origin
             verifier["architectures"] = self.target.architectures
         verifier.setdefault("name_or_path", None)
         verifier.setdefault("architectures", [])

@@ -52,15 +52,15 @@ def preview_checkpoint(plan: Plan, base: Checkpoint) -> Checkpoint:
     tensors: dict[str, TensorInfo] = {}
     blobs: dict[str, bytes] = {}
     for out in plan.tensors:
-        if out.source is not None:
-            tensors[out.name] = replace(out.source, name=out.name)
+        if out.copied_from is not None:
+            tensors[out.name] = replace(out.copied_from, name=out.name)
         elif out.data is not None:
             rel = f"{_MEMORY}/{out.name}"
             blobs[rel] = out.data
             tensors[out.name] = TensorInfo(out.name, out.dtype, out.shape, rel, (0, len(out.data)))
     return Checkpoint(
         root=base.root,
-        source=f"{base.source} (after `draftfit convert --to {plan.convention}`)",
+        origin=f"{base.origin} (after `draftfit convert --to {plan.convention}`)",
         config=plan.config,
         tensors=tensors,
         weight_format=base.weight_format,

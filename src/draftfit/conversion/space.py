@@ -31,9 +31,11 @@ def bytes_needed(plan: Plan, checkpoint: Checkpoint) -> int:
     for tensor in plan.tensors:
         if tensor.data is not None:
             needed += len(tensor.data)
-        elif tensor.source is not None and tensor.source.byte_range is not None:
-            begin, end = tensor.source.byte_range
-            copied[tensor.source.file] = copied.get(tensor.source.file, 0) + max(end - begin, 0)
+        elif tensor.copied_from is not None and tensor.copied_from.byte_range is not None:
+            begin, end = tensor.copied_from.byte_range
+            copied[tensor.copied_from.file] = copied.get(tensor.copied_from.file, 0) + max(
+                end - begin, 0
+            )
     for name, count in copied.items():
         needed += min(count, _written_size(checkpoint, name, count))
     for name in plan.copy_files:

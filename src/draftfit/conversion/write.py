@@ -82,14 +82,14 @@ class Region:
         offset: where the range starts in it.
         size: its length.
         digest: the hash of the bytes as Python wrote them; None for a kernel copy.
-        source: (source file, offset) the bytes were copied from; None for new bytes.
+        copied_from: (file, offset) the bytes were copied from; None for new bytes.
     """
 
     file: str
     offset: int
     size: int
     digest: bytes | None = None
-    source: tuple[Path, int] | None = None
+    copied_from: tuple[Path, int] | None = None
 
 
 def _hasher() -> hashlib.blake2b:
@@ -236,9 +236,11 @@ def _write_into(plan: Plan, checkpoint: Checkpoint, folder: Path, shown: Path) -
             # Keep the source layout (sequential reads); new tensors go last.
             tensors.sort(
                 key=lambda t: (
-                    t.source is None,
-                    t.source.file if t.source else "",
-                    t.source.byte_range[0] if t.source and t.source.byte_range else 0,
+                    t.copied_from is None,
+                    t.copied_from.file if t.copied_from else "",
+                    t.copied_from.byte_range[0]
+                    if t.copied_from and t.copied_from.byte_range
+                    else 0,
                 )
             )
             name = names[shard]
@@ -269,8 +271,8 @@ def _byte_size(tensor: OutputTensor) -> int:
     """The bytes `tensor` takes in the output (for the progress bar only)."""
     if tensor.data is not None:
         return len(tensor.data)
-    if tensor.source is not None and tensor.source.byte_range is not None:
-        begin, end = tensor.source.byte_range
+    if tensor.copied_from is not None and tensor.copied_from.byte_range is not None:
+        begin, end = tensor.copied_from.byte_range
         return max(end - begin, 0)
     return 0
 
@@ -332,7 +334,7 @@ def _copy_range(
 ) -> list[Region]:
     """Copy `tensor`'s source bytes to the end of `out` (output file `name`, at `offset`);
     returns the ranges written, the kernel's and Python's apart."""
-    info = tensor.source
+    info = tensor.copied_from
     if info is None or info.byte_range is None:
         raise UsageError(
             f"`{tensor.name}` has no contiguous bytes to copy (a non-contiguous "
@@ -512,8 +514,8 @@ def verify_regions(folder: Path, regions: Iterable[Region], full: bool = False) 
                 if region.digest is not None:
                     expected, against = region.digest, "as they were written"
                 else:
-                    assert region.source is not None
-                    source_path, source_offset = region.source
+                    assert region.copied_from is not None
+                    source_path, source_offset = region.copied_from
                     with source_path.open("rb") as source:
                         expected = _digest_range(source, source_offset, region.size)
                     against = f"as bytes {source_offset}- of {source_path}"

@@ -45,11 +45,11 @@ def argument_mistake(
     if found is None:
         return None
     model, head = found
-    draft = checkpoint.source
+    draft = checkpoint.origin
     if target is not None and head is not None:
         return (
-            f"{draft} is a full model ({model}) and the target {target.source} an EAGLE "
-            f"draft ({head}): the two look swapped; run `draftfit check {target.source} "
+            f"{draft} is a full model ({model}) and the target {target.origin} an EAGLE "
+            f"draft ({head}): the two look swapped; run `draftfit check {target.origin} "
             f"--target {draft}`"
         )
     return (
@@ -71,12 +71,12 @@ def refuse_diff_mistakes(
         model, head = found
         if head is not None and target is not None:
             raise UsageError(
-                f"the {role} {checkpoint.source} is a full model ({model}) and the target "
-                f"{target.source} an EAGLE draft: the two look swapped; give the model as "
+                f"the {role} {checkpoint.origin} is a full model ({model}) and the target "
+                f"{target.origin} an EAGLE draft: the two look swapped; give the model as "
                 "--target"
             )
         raise UsageError(
-            f"the {role} {checkpoint.source} is a full model ({model}), not an EAGLE draft: "
+            f"the {role} {checkpoint.origin} is a full model ({model}), not an EAGLE draft: "
             "`draftfit diff` compares two drafts; give this model as --target, or pass "
             "--method to compare it as a draft"
         )

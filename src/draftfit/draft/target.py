@@ -31,7 +31,7 @@ class Target:
     """The verifier as engines see it.
 
     Attributes:
-        source: how the user named it.
+        origin: how the user named it.
         config: the whole `config.json`.
         text_config: the language-model part (the whole config for text-only models).
         text_pointer: JSON pointer of `text_config` inside config.json (`""` when top level).
@@ -42,7 +42,7 @@ class Target:
             None for a target made from a config alone.
     """
 
-    source: str
+    origin: str
     config: dict[str, Any]
     text_config: dict[str, Any]
     text_pointer: str = ""
@@ -134,7 +134,7 @@ class Target:
 
 def load_target(
     path: str | Path,
-    source: str | None = None,
+    origin: str | None = None,
     rotation: RotationCheck | None = None,
     access: FolderAccess | None = None,
 ) -> Target:
@@ -170,7 +170,7 @@ def load_target(
         raise UsageError(f"target config {config_path} is not readable JSON: {exc}") from None
     if not isinstance(config, dict):
         raise UsageError(f"target config {config_path} is not a JSON object")
-    target = target_from_config(config, source or str(path))
+    target = target_from_config(config, origin or str(path))
     # One access for every file beside config.json: a Hugging Face cache snapshot's files
     # are symlinks into its repository's `blobs/`, read as the draft reader reads them.
     folder = LocalAccess(root, repository_folder(root))
@@ -179,7 +179,7 @@ def load_target(
     return target
 
 
-def target_from_config(raw: dict[str, Any], source: str) -> Target:
+def target_from_config(raw: dict[str, Any], origin: str) -> Target:
     """A target from its parsed config; wrong-typed values are set aside as problems."""
     scrubbed = scrub(raw, TARGET_SCHEMA)
     _, pointer = _text_config(raw)
@@ -187,7 +187,7 @@ def target_from_config(raw: dict[str, Any], source: str) -> Target:
     text_config = config.get(pointer[1:]) if pointer else config
     if not isinstance(text_config, dict):  # pragma: no cover - a scrubbed object stays one
         text_config, pointer = config, ""
-    return Target(source, config, text_config, pointer, scrubbed.problems)
+    return Target(origin, config, text_config, pointer, scrubbed.problems)
 
 
 def _text_config(config: dict[str, Any]) -> tuple[dict[str, Any], str]:

@@ -107,7 +107,7 @@ class Built(NamedTuple):
     """How a parameter is built: what its absence does and the source lines behind it."""
 
     if_missing: str | None
-    sources: tuple[str, ...]
+    citations: tuple[str, ...]
 
 
 class Mapped(NamedTuple):
@@ -175,7 +175,7 @@ class BaseBuilder:
         self.family = ""
 
     def src(self, *keys: str) -> tuple[str, ...]:
-        return self.p.sources(*keys)
+        return self.p.citations(*keys)
 
     def value(self, key: str) -> Any:
         return self.p.value(key)
@@ -301,7 +301,7 @@ class BaseBuilder:
                     f"leaves each missing {names} at its initial value; it loads without an "
                     "error and drafts garbage (acceptance near zero)",
                     self._tensor_location(first.weight),
-                    expectation.sources if expectation is not None else (),
+                    expectation.citations if expectation is not None else (),
                     fix,
                 )
             )
@@ -427,7 +427,7 @@ class BaseBuilder:
         )
         head = self._head(V, Vd, vocab.head_from_target)
         if head is not None:
-            self._expect("lm_head.weight", shapes.lm_head(Vd, H), head.if_missing, head.sources)
+            self._expect("lm_head.weight", shapes.lm_head(Vd, H), head.if_missing, head.citations)
         reduced = Vd is not None and V is not None and Vd != V
         self._d2t(V, Vd, reduced)
         self.view.effective["reduced_vocab"] = reduced
@@ -461,7 +461,7 @@ class BaseBuilder:
         """The source lines behind the decoder layers' parameters."""
         return self.src("eagle3_weight_mapping")
 
-    def _eagle3_layer(self, k: int, d: Dims, sources: tuple[str, ...]) -> None:
+    def _eagle3_layer(self, k: int, d: Dims, citations: tuple[str, ...]) -> None:
         """Hook: the parameters of Llama-style decoder layer `k`."""
         raise NotImplementedError
 
@@ -650,24 +650,24 @@ class BaseBuilder:
         self._expect(layer + "hidden_norm.weight", shapes.hidden_vector(H), hidden_norm, src)
         return True
 
-    def _mlp(self, pre: str, H: int, inter: int, sources: tuple[str, ...], bias: bool) -> None:
+    def _mlp(self, pre: str, H: int, inter: int, citations: tuple[str, ...], bias: bool) -> None:
         """gate/up/down projections; a stored pre-fused `gate_up_proj` loads as well."""
         if f"{pre}mlp.gate_up_proj.weight" in self.spec.tensors:
             fused = shapes.gate_up_fused(inter, H)
             self._expect(
-                pre + "mlp.gate_up_proj.weight", fused, UNINITIALISED, sources, TRUNCATE_ROWS
+                pre + "mlp.gate_up_proj.weight", fused, UNINITIALISED, citations, TRUNCATE_ROWS
             )
         else:
             for proj in ("gate_proj", "up_proj"):
                 gate_up = shapes.gate_or_up(inter, H)
                 self._expect(
-                    pre + f"mlp.{proj}.weight", gate_up, UNINITIALISED, sources, TRUNCATE_ROWS
+                    pre + f"mlp.{proj}.weight", gate_up, UNINITIALISED, citations, TRUNCATE_ROWS
                 )
         down = shapes.down(H, inter)
-        self._expect(pre + "mlp.down_proj.weight", down, UNINITIALISED, sources, TRUNCATE_COLS)
+        self._expect(pre + "mlp.down_proj.weight", down, UNINITIALISED, citations, TRUNCATE_COLS)
         if bias:
             for proj, n in (("gate_proj", inter), ("up_proj", inter), ("down_proj", H)):
-                self._expect(pre + f"mlp.{proj}.bias", shapes.out_bias(n), UNINITIALISED, sources)
+                self._expect(pre + f"mlp.{proj}.bias", shapes.out_bias(n), UNINITIALISED, citations)
 
     def _llama_layer(
         self,
@@ -675,7 +675,7 @@ class BaseBuilder:
         d: Dims,
         *,
         first_width: int,
-        sources: tuple[str, ...],
+        citations: tuple[str, ...],
         attn_bias: bool,
         o_bias: bool,
         mlp_bias: bool,
@@ -696,12 +696,12 @@ class BaseBuilder:
         attn = pre + "self_attn."
         width = first_width if k == 0 else (later_width or H)
         q = shapes.q_proj(nh, hd, width, H)
-        self._expect(attn + "q_proj.weight", q, UNINITIALISED, sources, TRUNCATE_ROWS)
+        self._expect(attn + "q_proj.weight", q, UNINITIALISED, citations, TRUNCATE_ROWS)
         for proj in ("k_proj", "v_proj"):
             kv = shapes.kv_proj(nkv, hd, width, H)
-            self._expect(attn + f"{proj}.weight", kv, UNINITIALISED, sources, TRUNCATE_ROWS)
+            self._expect(attn + f"{proj}.weight", kv, UNINITIALISED, citations, TRUNCATE_ROWS)
         o = shapes.o_proj(H, nh, hd)
-        self._expect(attn + "o_proj.weight", o, UNINITIALISED, sources, TRUNCATE_COLS)
+        self._expect(attn + "o_proj.weight", o, UNINITIALISED, citations, TRUNCATE_COLS)
         if attn_bias:
             bias_src = self.src("attention_bias_supported")
             self._expect(attn + "q_proj.bias", shapes.q_bias(nh, hd), UNINITIALISED, bias_src)
@@ -709,17 +709,17 @@ class BaseBuilder:
                 kv_bias = shapes.kv_bias(nkv, hd)
                 self._expect(attn + f"{proj}.bias", kv_bias, UNINITIALISED, bias_src)
         if o_bias:
-            self._expect(attn + "o_proj.bias", shapes.hidden_vector(H), UNINITIALISED, sources)
-        self._mlp(pre, H, inter, sources, bias=mlp_bias)
+            self._expect(attn + "o_proj.bias", shapes.hidden_vector(H), UNINITIALISED, citations)
+        self._mlp(pre, H, inter, citations, bias=mlp_bias)
         norm = shapes.hidden_vector(H)
         if input_norm:
-            self._expect(pre + "input_layernorm.weight", norm, ONES, sources)
-        self._expect(pre + "post_attention_layernorm.weight", norm, ONES, sources)
+            self._expect(pre + "input_layernorm.weight", norm, ONES, citations)
+        self._expect(pre + "post_attention_layernorm.weight", norm, ONES, citations)
         if hidden_norm:
-            self._expect(pre + "hidden_norm.weight", norm, ONES, sources)
+            self._expect(pre + "hidden_norm.weight", norm, ONES, citations)
         elif first_width == 2 * H:
             # EAGLE-3 layers >= 1 still build a hidden_norm they never use.
-            self._expect(pre + "hidden_norm.weight", norm, None, sources)
+            self._expect(pre + "hidden_norm.weight", norm, None, citations)
         if qk_norm:
             for name in ("q_norm", "k_norm"):
                 self._expect(
@@ -734,14 +734,14 @@ class BaseBuilder:
         canonical: str,
         param: shapes.Param,
         if_missing: str | None,
-        sources: tuple[str, ...],
+        citations: tuple[str, ...],
         oversize: str = FAILS,
     ) -> None:
         """Record that the draft class builds parameter `canonical` with `param`'s shape."""
         if not self.truncating_loader:
             oversize = FAILS
         self.view.expectations[canonical] = Expectation(
-            canonical, canonical, param.shape, param.formula, if_missing, oversize, sources
+            canonical, canonical, param.shape, param.formula, if_missing, oversize, citations
         )
 
     def _ever_listed(self, arch: str) -> bool:
@@ -773,7 +773,7 @@ class BaseBuilder:
         canonical: str,
         status: str,
         reason: str = "",
-        sources: tuple[str, ...] = (),
+        citations: tuple[str, ...] = (),
         *,
         cause: FateCause,
         fix: str | None = None,
@@ -781,7 +781,7 @@ class BaseBuilder:
         """Record what the loader does with stored tensor `raw` (no parameter unless loaded)."""
         param = canonical if status == "loaded" else None
         self.view.fates.append(
-            TensorFate(raw, canonical, status, param, reason, sources, cause=cause, fix=fix)
+            TensorFate(raw, canonical, status, param, reason, citations, cause=cause, fix=fix)
         )
 
     # ------------------------------------------------------------------ shared procedure steps
@@ -849,7 +849,7 @@ class BaseBuilder:
                 k,
                 d,
                 first_width=d.hidden,
-                sources=src,
+                citations=src,
                 attn_bias=attn_bias,
                 o_bias=False,
                 mlp_bias=False,
@@ -998,7 +998,7 @@ class BaseBuilder:
         if not isinstance(verifier, str) or not verifier.strip():
             return False
         name = _model_name(verifier)
-        return name == _model_name(t.source) and "quarot" in name
+        return name == _model_name(t.origin) and "quarot" in name
 
 
 def get_path(mapping: Mapping[str, Any], dotted: str) -> Any:

@@ -151,7 +151,7 @@ def add_quantized_parameters(
     q: DraftQuant,
     params: list[str],
     quantizable: Callable[[str], bool],
-    sources: tuple[str, ...],
+    citations: tuple[str, ...],
 ) -> None:
     """Add to `view` the parameters the scheme registers on every linear module the engine
     builds with the draft's quantization config (`quantizable`) and the config covers:
@@ -175,7 +175,7 @@ def add_quantized_parameters(
                 None,
                 f"{q.scheme} scheme parameter",
                 UNINITIALISED if required else None,
-                sources=sources,
+                citations=citations,
             )
 
 

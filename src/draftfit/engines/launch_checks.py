@@ -256,13 +256,13 @@ def same_draft(b: BaseBuilder, named: str) -> bool | None:
     repository is not known)."""
     from draftfit.sources.hub import PREFIX  # only a launch's draft path is compared
 
-    source = b.ckpt.source
+    source = b.ckpt.origin
     if os.path.isdir(named):
         if source.startswith(PREFIX):
             return False
         return os.path.realpath(named) == os.path.realpath(source)
     repo = source[len(PREFIX) :].split("@", 1)[0] if source.startswith(PREFIX) else None
-    repo = repo or (b.ckpt.origin.repo_id if b.ckpt.origin is not None else None)
+    repo = repo or (b.ckpt.hub_origin.repo_id if b.ckpt.hub_origin is not None else None)
     hub_like = named.count("/") == 1 and not named.startswith((".", "/", "~"))
     if hub_like and repo is not None:
         return named == repo
@@ -288,7 +288,7 @@ def draft_is_checked(
     b.refuse(
         rule_ids.SERVE_SETTING_INVALID,
         f"the launch's draft path `{clip(s.draft_model)}` (`{key}`) is not the checked "
-        f"draft `{clip(b.ckpt.source)}` (paths resolved from the current folder, as the "
+        f"draft `{clip(b.ckpt.origin)}` (paths resolved from the current folder, as the "
         "engine resolves them from its own): the checked draft is not what runs",
         located(s, pointer),
         (),

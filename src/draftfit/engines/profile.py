@@ -209,10 +209,10 @@ class EngineData:
 
 @frozen
 class Resolved:
-    """A fact at one version: its value, the sources behind it, and whether it is known."""
+    """A fact at one version: its value, the citations behind it, and whether it is known."""
 
     value: Any
-    sources: tuple[str, ...]
+    citations: tuple[str, ...]
     known: bool = True
     notes: tuple[str, ...] = ()
     consequence: Consequence | None = None
@@ -312,10 +312,10 @@ class Profile:
                 pinned.append(key)
         return {"read_at_pinned_commit": pinned, "not_read_at_pinned_commit": other}
 
-    def sources(self, *keys: str) -> tuple[str, ...]:
+    def citations(self, *keys: str) -> tuple[str, ...]:
         out: list[str] = []
         for key in keys:
-            for source in self.fact(key).sources:
+            for source in self.fact(key).citations:
                 if source not in out:
                     out.append(source)
         return tuple(out)
@@ -329,13 +329,13 @@ class Profile:
                 return found
         return None
 
-    def approximate_note(self, sources: tuple[str, ...]) -> str | None:
+    def approximate_note(self, citations: tuple[str, ...]) -> str | None:
         """The note of the first approximate entry (see APPROXIMATE_CONFIDENCE) behind
-        `sources` that is active at this version; None when all are exact."""
+        `citations` that is active at this version; None when all are exact."""
         index = self.data.approximate_entries
         found = [
             (order, entry)
-            for source in sources
+            for source in citations
             for order, entry in index.get(source, ())
             if entry.applies(self.parsed)
         ]

@@ -129,11 +129,11 @@ def target_source(
         if isinstance(named, str) and _HUB_ID.fullmatch(named) and ".." not in named:
             return ModelSource(named, None, hub=True)
         return None
-    cached = _CACHE_SNAPSHOT.search(target.source.replace("\\", "/"))
-    if cached is not None and cached.end() == len(target.source.rstrip("/\\")):
+    cached = _CACHE_SNAPSHOT.search(target.origin.replace("\\", "/"))
+    if cached is not None and cached.end() == len(target.origin.rstrip("/\\")):
         owner, name, commit = cached.groups()
         return ModelSource(f"{owner}/{name}", commit, hub=True)
-    return model_source(target.source)
+    return model_source(target.origin)
 
 
 def verifier_note(target: Target | None, source: ModelSource | None) -> list[str]:

@@ -70,7 +70,7 @@ class Event:
     rule: RuleId
     message: str
     location: Location
-    sources: tuple[str, ...] = ()
+    citations: tuple[str, ...] = ()
     fix: str | None = None
     consequence: Consequence | None = None
 
@@ -88,7 +88,7 @@ class Expectation:
         if_missing: UNINITIALISED / ONES / SHARED / FAILS / None (fine when absent).
         oversize: what a too-large tensor does: FAILS, or TRUNCATE_ROWS / TRUNCATE_COLS
             when the loader silently narrows that dimension to the parameter's size.
-        sources: engine source lines.
+        citations: engine source lines.
     """
 
     canonical: str
@@ -97,7 +97,7 @@ class Expectation:
     formula: str
     if_missing: str | None
     oversize: str = FAILS
-    sources: tuple[str, ...] = ()
+    citations: tuple[str, ...] = ()
 
 
 class FateCause(enum.Enum):
@@ -127,7 +127,7 @@ class TensorFate:
     status: str
     param: str | None = None
     reason: str = ""
-    sources: tuple[str, ...] = ()
+    citations: tuple[str, ...] = ()
     cause: FateCause = field(kw_only=True)
     fix: str | None = field(default=None, kw_only=True)  # a fix specific to this fate
 
@@ -168,7 +168,7 @@ class AuxCapture:
             version ("" when the launch gives none, or it is used).
         concat_order: the order in which the engine concatenates the captured states into
             `fc`'s input at this version (the data's `aux_concat_order`: "ascending" where
-            it sorts them by layer), with its sources; None where it was not resolved.
+            it sorts them by layer), with its citations; None where it was not resolved.
     """
 
     used: tuple[int, ...] | None
@@ -177,7 +177,7 @@ class AuxCapture:
     expected_count: int | None
     count_from: str
     valid_range: tuple[int, int] | None
-    sources: tuple[str, ...] = ()
+    citations: tuple[str, ...] = ()
     dedupes: bool = False
     runner_note: str = ""
     read_convention: str = "capture-before"

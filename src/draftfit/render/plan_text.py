@@ -26,7 +26,7 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
         head.append("Convert  ", style="bold")
         shown_out = escape_field(out) if out else "(dry run)"
         head.append(
-            f"{escape_field(plan.source)} -> {shown_out}  ({escape_field(plan.convention)} "
+            f"{escape_field(plan.origin)} -> {shown_out}  ({escape_field(plan.convention)} "
             "convention)"
         )
         console.print(head)
@@ -55,7 +55,7 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
             console.print(
                 Text(f"{len(display)} issue(s) need a human (display-only)", style="bold red")
             )
-        derived = [escape_field(t.name) for t in plan.tensors if t.source is None]
+        derived = [escape_field(t.name) for t in plan.tensors if t.copied_from is None]
         tensors = (
             f"{len(plan.tensors)} tensors ({len(derived)} derived: {', '.join(derived)})"
             if derived

@@ -135,7 +135,7 @@ def _result(finding: Finding, rule_index: int, draft: str, target: str | None) -
             "engines": [e.label for e in finding.engines],
             "consequence": str(finding.consequence) if finding.consequence else None,
             "location": finding.location.to_dict(),
-            "sources": list(finding.sources),
+            "sources": list(finding.citations),
         },
     }
     place = place_of(draft, finding.location, target)

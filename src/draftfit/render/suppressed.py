@@ -32,6 +32,6 @@ def settings_summary(settings_file: str | None, findings: Iterable[Finding]) -> 
     here = [
         f
         for f in findings
-        if f.suppression is not None and not f.suppression.source.startswith("--")
+        if f.suppression is not None and not f.suppression.declared_in.startswith("--")
     ]
     return f"settings: {escape_field(settings_file)} ({len(here)} suppressed)"

@@ -66,8 +66,8 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
         header = Styled()
         header.append("Draft   ", style="bold")
         header.append(escape_field(report.draft))
-        if report.origin is not None:
-            header.append(f"\n        {escape_field(report.origin.describe())}")
+        if report.hub_origin is not None:
+            header.append(f"\n        {escape_field(report.hub_origin.describe())}")
         header.append(f"\n        {escape_field(report.dialect.title)}")
         if report.method:
             header.append(f" · method {escape_field(report.method)}")
@@ -124,7 +124,7 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                 location = str(finding.location)
                 if location:
                     console.print(Styled("    --> " + escape_field(location), style="blue"))
-                for source in finding.sources[:2]:
+                for source in finding.citations[:2]:
                     console.print(Styled("    source: " + escape_field(source), style="dim"))
                 if finding.fix:
                     console.print(Styled("    fix: " + escape_field(finding.fix), style="green"))

@@ -163,7 +163,7 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
                 "(2, L//2, L-3); pass --target to compare them with the trained layers",
                 config_at(where.pointer),
                 capture_fix(view, where.capture_before()),
-                aux.sources,
+                aux.citations,
                 # Without the target's layer count, whether the default differs is unknown.
                 Consequence.DEGRADES,
                 "if the target's default layers differ from the trained ones (then every "
@@ -196,7 +196,7 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
         f"written at `{where.pointer}` in {where.convention} counting), but {reason}",
         aux.launch_location or config_at(where.pointer),
         capture_fix(view, trained),
-        aux.sources,
+        aux.citations,
     )
 
 
@@ -235,7 +235,7 @@ def aux_ids_not_read_default_matches(ctx: Context) -> Iterator[Violation]:
             f"equals the trained layers, so it works by coincidence",
             config_at(where.pointer),
             _explicit_fix(view, trained),
-            view.aux.sources,
+            view.aux.citations,
         )
 
 
@@ -293,7 +293,7 @@ def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
             "by no target layer",
             view.aux.launch_location or config_at(TOP_AUX),
             "pass only ids of layers this target has, the ones the draft was trained on",
-            view.aux.sources,
+            view.aux.citations,
         )
         return
     if bad:
@@ -306,7 +306,7 @@ def aux_id_out_of_range(ctx: Context) -> Iterator[Violation]:
             config_at(view.aux.read_from or "/eagle_aux_hidden_state_layer_ids"),
             "use ids of layers that exist in this target"
             + (" and that this version captures" if view.aux.range_note else ""),
-            view.aux.sources,
+            view.aux.citations,
         )
 
 
@@ -358,7 +358,7 @@ def aux_count_mismatch(ctx: Context) -> Iterator[Violation]:
         f"{aux.count_from}): the load fails",
         Location(fc.file, tensor=ctx.spec.raw("fc.weight")),
         fix,
-        aux.sources,
+        aux.citations,
     )
 
 
@@ -397,7 +397,7 @@ def aux_runtime_count_mismatch(ctx: Context) -> Iterator[Violation]:
             f"for {view.aux.expected_count} (from {view.aux.count_from}): the first forward fails",
             config_at(view.aux.read_from or TOP_AUX),
             "make the aux id list and `num_aux_hidden_states` agree",
-            view.aux.sources,
+            view.aux.citations,
         )
 
 
@@ -591,7 +591,7 @@ def aux_ids_not_ascending(ctx: Context) -> Iterator[Violation]:
         f"if the draft was trained in the written order, permute `fc.weight`'s input "
         f"columns{blocks} into ascending layer order (`draftfit convert` does not); then "
         f"{capture_fix(view, ascending)}",
-        order.sources,
+        order.citations,
     )
 
 

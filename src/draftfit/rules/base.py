@@ -40,7 +40,7 @@ class Violation:
     message: str
     location: Location = field(default_factory=Location)
     fix: str | None = None
-    sources: tuple[str, ...] = ()
+    citations: tuple[str, ...] = ()
     consequence: Consequence | None = None
     condition: str | None = None
 
@@ -156,7 +156,7 @@ def from_view_events(ctx: Context, rule_id: RuleId) -> Iterator[Violation]:
     for event in [*ctx.view.refusals, *ctx.view.events]:
         if names_rule(event.rule, rule_id):
             yield Violation(
-                event.message, event.location, event.fix, event.sources, event.consequence
+                event.message, event.location, event.fix, event.citations, event.consequence
             )
 
 

@@ -22,7 +22,7 @@ def _violations(ctx: Context, crash: bool) -> Iterator[Violation]:
         if problem.expect.crash == crash:
             yield _violation(problem, "config.json", crash)
     if ctx.target is not None:
-        where = f"{ctx.target.source} config.json (target)"
+        where = f"{ctx.target.origin} config.json (target)"
         for problem in ctx.target.problems:
             if problem.expect.crash == crash:
                 yield _violation(problem, where, crash)

@@ -84,7 +84,7 @@ def _missing(ctx: Context, fate: str, what_happens: str, fix: str) -> Iterator[V
                 f"`{exp.canonical}` ({exp.formula}) is not stored; {view.title} {what_happens}",
                 Location(None, tensor=exp.canonical),
                 fix,
-                exp.sources,
+                exp.citations,
             )
 
 
@@ -143,7 +143,7 @@ def unknown_tensor_name(ctx: Context) -> Iterator[Violation]:
                 f"`{fate.raw}` is rejected by {view.title}: {fate.reason}",
                 _tensor_location(ctx, fate.raw),
                 fate.fix or "remove the tensor or fix the config so the draft builds its parameter",
-                fate.sources,
+                fate.citations,
             )
 
 
@@ -179,7 +179,7 @@ def tensor_name_prefix(ctx: Context) -> Iterator[Violation]:
             f"prepends `model.` itself, so they load as `model.{first.raw}` and are rejected",
             _tensor_location(ctx, first.raw),
             "rename the tensors without the `model.` prefix",
-            first.sources,
+            first.citations,
         )
 
 
@@ -245,7 +245,7 @@ def tensor_shape_mismatch(ctx: Context) -> Iterator[Violation]:
             f"{list(exp.shape or ())} from {exp.formula}",
             _tensor_location(ctx, raw),
             "make the config describe the stored tensor, or re-export the tensor",
-            exp.sources,
+            exp.citations,
         )
 
 
@@ -286,7 +286,7 @@ def tensor_shape_truncated(ctx: Context) -> Iterator[Violation]:
             "the leading slice, silently",
             _tensor_location(ctx, problem[1]),
             "declare the dimension that produced the stored shape",
-            exp.sources,
+            exp.citations,
         )
 
 
@@ -361,7 +361,7 @@ def ignored_tensor(ctx: Context) -> Iterator[Violation]:
                 f"`{fate.raw}` is dropped by {view.title}: {fate.reason}",
                 _tensor_location(ctx, fate.raw),
                 "declare the parameter in the config if the engine supports it, or remove it",
-                fate.sources,
+                fate.citations,
             )
 
 
@@ -411,7 +411,7 @@ def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
         f"{implied}; {outcome}",
         Location("config.json", spec.pointer("head_dim")),
         f'add "head_dim": {implied} to the decoder config',
-        q_proj.sources if q_proj is not None else (),
+        q_proj.citations if q_proj is not None else (),
         Consequence.DRAFTS_GARBAGE if narrows else Consequence.REFUSES_TO_START,
     )
 
@@ -484,7 +484,7 @@ def tensor_names_not_bound(ctx: Context) -> Iterator[Violation]:
             f"{view.title}: {reason}; their parameters keep random initial values",
             _tensor_location(ctx, first.raw),
             "rename the tensors to the engine's convention (`draftfit convert`)",
-            first.sources,
+            first.citations,
         )
 
 

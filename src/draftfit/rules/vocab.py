@@ -107,7 +107,7 @@ def missing_d2t(ctx: Context) -> Iterator[Violation]:
         "proposes draft token i as target token i",
         config_at(spec.pointer("draft_vocab_size")),
         fix,
-        view.expectations["d2t"].sources if "d2t" in view.expectations else (),
+        view.expectations["d2t"].citations if "d2t" in view.expectations else (),
     )
 
 
@@ -153,7 +153,7 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
             "the drafts are garbage",
             Location(None, tensor="lm_head.weight"),
             f"store the trained `lm_head.weight` [{Vd}, {ctx.spec.hidden_size}]",
-            exp.sources,
+            exp.citations,
         )
 
 

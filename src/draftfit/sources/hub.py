@@ -205,7 +205,7 @@ def _load_cached_checkpoint(snapshot: Path, ref: HubRef) -> Checkpoint:
     """The checkpoint in a local cache snapshot. Snapshot files are symlinks into the
     repository's `blobs/` folder (`models--OWNER--NAME/snapshots/REV/x -> ../../blobs/HASH`):
     reads stay inside the repository's cache folder."""
-    return load_checkpoint(snapshot, source=ref.display, confine=snapshot.parent.parent)
+    return load_checkpoint(snapshot, origin=ref.display, confine=snapshot.parent.parent)
 
 
 def _load_remote_checkpoint(ref: HubRef) -> Checkpoint:
@@ -250,7 +250,7 @@ def _load_hub_target(ref: HubRef) -> Target:
             _say(f"{exc}; read {ref.display} from the local Hugging Face cache instead")
             return load_target(
                 cached.parent,
-                source=ref.display,
+                origin=ref.display,
                 rotation=_cached_rotation(ref),
                 access=ListedLaterAccess(ref),
             )
@@ -270,7 +270,7 @@ def _load_hub_target(ref: HubRef) -> Target:
     snapshot = Path(path).parent
     rotation = _cached_rotation(ref) if _offline() else _remote_rotation(ref, snapshot)
     return load_target(
-        snapshot, source=ref.display, rotation=rotation, access=ListedLaterAccess(ref)
+        snapshot, origin=ref.display, rotation=rotation, access=ListedLaterAccess(ref)
     )
 
 

@@ -61,7 +61,7 @@ def scan_values(
     and mode (kept by the checkpoint's memo: `matrix` checks every version with them)."""
     if mode not in MODES:
         raise ValueError(f"unknown value mode {mode!r}")
-    key = ("value facts", mode, target.source if target is not None else None)
+    key = ("value facts", mode, target.origin if target is not None else None)
     return checkpoint.memo.own(key, lambda: _scan(checkpoint, spec, target, mode))
 
 

@@ -306,13 +306,13 @@ class _SGLangBuilder(BaseBuilder):
             "mla_weight_mapping" if self.family == MLA_EAGLE3 else "eagle3_weight_mapping"
         )
 
-    def _eagle3_layer(self, k: int, d: Dims, sources: tuple[str, ...]) -> None:
+    def _eagle3_layer(self, k: int, d: Dims, citations: tuple[str, ...]) -> None:
         v = self.visible
         self._llama_layer(
             k,
             d,
             first_width=2 * d.hidden,
-            sources=sources,
+            citations=citations,
             attn_bias=False,
             o_bias=any(bool(v.get(key)) for key in self.value("o_proj_bias_keys") or []),
             mlp_bias=False,
@@ -374,12 +374,12 @@ class _SGLangBuilder(BaseBuilder):
         if not params:
             return
         lm_head = bool(self.value("draft_quant_lm_head"))
-        sources = self.src("draft_quant_config_source", "compressed_tensors_params")
+        citations = self.src("draft_quant_config_source", "compressed_tensors_params")
 
         def quantizable(module: str) -> bool:
             return module.endswith("_proj") or (module == "lm_head" and lm_head)
 
-        add_quantized_parameters(self.view, q, params, quantizable, sources)
+        add_quantized_parameters(self.view, q, params, quantizable, citations)
         self.view.effective["draft_quantization_scheme"] = q.scheme
 
     def _rotation_advice(self, compensated: str, rotation: Rotation) -> tuple[str, str] | None:
@@ -550,7 +550,7 @@ class _SGLangBuilder(BaseBuilder):
             expected_count=n_aux if use_aux else None,
             count_from=count_from,
             valid_range=valid,
-            sources=self.src("aux_ids_read_from", "aux_ids_convention", "aux_ids_default")
+            citations=self.src("aux_ids_read_from", "aux_ids_convention", "aux_ids_default")
             + (self.src("aux_ids_shift_exceptions") if mode != "plus-one" else ()),
             read_convention=convention,
             write_pointer=NESTED_IDS_POINTER if keys else None,
@@ -655,9 +655,9 @@ class _SGLangBuilder(BaseBuilder):
             if not on or honoured:
                 continue
             if name in never:
-                sources = self.p.item_sources("flags_never_read", name)
+                citations = self.p.item_sources("flags_never_read", name)
             else:
-                sources = self.src(f"{name}_supported")
+                citations = self.src(f"{name}_supported")
             where = "/" + name.replace(".", "/")
             if name == "norm_before_fc" and not v.get(name):
                 where = "/eagle_config/norm_before_fc"
@@ -668,7 +668,7 @@ class _SGLangBuilder(BaseBuilder):
                     f"`{self.view.draft_class}` does not implement it: the draft runs without "
                     "the norm it was trained with",
                     config_at(where),
-                    sources,
+                    citations,
                     "use an SGLang version that implements it, or another engine",
                 )
             )
@@ -801,10 +801,10 @@ class _SGLangBuilder(BaseBuilder):
             return
         reason = mapped.why or "no parameter of the draft class has this name"
         cause = mapped.cause
-        sources = self.src("unknown_tensor_policy")
+        citations = self.src("unknown_tensor_policy")
         quant = self._quant_skip_reason(spec_canonical)
         if quant is not None:
-            reason, sources = quant
+            reason, citations = quant
         elif spec_canonical.endswith(".bias"):
             reason = "the draft has no such bias parameter; the loader drops it silently"
             cause = FateCause.STRAY_BIAS
@@ -817,7 +817,7 @@ class _SGLangBuilder(BaseBuilder):
             spec_canonical,
             "skipped",
             reason + ", so it is skipped silently",
-            sources,
+            citations,
             cause=cause,
         )
 

@@ -128,7 +128,7 @@ def _mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
         "--attention-backend that runs both MLA and standard attention (e.g. "
         "`flashinfer`), upgrade, or serve an MLA draft"
     )
-    sources = b.p.item_sources("mla_only_attention_backends", backend) + b.src(
+    citations = b.p.item_sources("mla_only_attention_backends", backend) + b.src(
         "draft_attention_backend_default", "draft_attention_backend_flag"
     )
     b.view.refuse(
@@ -138,7 +138,7 @@ def _mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
             f"--attention-backend {backend} and no draft backend of its own, {b.p.title} runs "
             f"the draft on {backend} too, which fails at start-up: {error}",
             located(s, "/attention_backend"),
-            sources,
+            citations,
             fix,
         )
     )

@@ -252,7 +252,7 @@ class _TrtllmBuilder(BaseBuilder):
             "eagle_config.eh_proj_before_attn" in flags
         )
 
-    def _eagle3_layer(self, k: int, d: Dims, sources: tuple[str, ...]) -> None:
+    def _eagle3_layer(self, k: int, d: Dims, citations: tuple[str, ...]) -> None:
         v = self.visible
         regular_next = self.value("later_layer_input") == "next-layer-regular" and (
             self._eagle_config().get("next_layer_regular", True)
@@ -266,7 +266,7 @@ class _TrtllmBuilder(BaseBuilder):
             d,
             first_width=H if regular else 2 * H,
             later_width=H if regular else 2 * H,
-            sources=sources,
+            citations=citations,
             attn_bias=attn_bias,
             o_bias=attn_bias,
             mlp_bias=bool(v.get("mlp_bias")) and bias_ok,
@@ -325,8 +325,8 @@ class _TrtllmBuilder(BaseBuilder):
         d2t_exists = d2t_rule == "always" or (d2t_rule == "when-reduced" and Vd != V)
         self.view.effective["d2t_parameter"] = d2t_exists
         if d2t_exists:
-            sources = self.src("d2t_parameter", "missing_tensor_policy")
-            self._expect("d2t", shapes.d2t(Vd), FAILS, sources)
+            citations = self.src("d2t_parameter", "missing_tensor_policy")
+            self._expect("d2t", shapes.d2t(Vd), FAILS, citations)
 
     def _norms(self) -> dict[str, bool]:
         v = self.visible
@@ -413,7 +413,7 @@ class _TrtllmBuilder(BaseBuilder):
             expected_count=n_aux,
             count_from=count_from,
             valid_range=(1, L) if L is not None else None,
-            sources=self.src("aux_ids_read_from", "aux_ids_default", "aux_ids_user_key"),
+            citations=self.src("aux_ids_read_from", "aux_ids_default", "aux_ids_user_key"),
             read_convention="output-of",
             write_pointer=None,
             user_setting=USER_SETTING if user_key else None,
@@ -480,8 +480,8 @@ class _TrtllmBuilder(BaseBuilder):
         ignored, and one meant for a parameter leaves it unbound."""
         spec_canonical = canonical_name(raw)[0]
         if mapped.cause is FateCause.PREFIX_ADDED:
-            sources = self.src("model_prefix_accepted")
-            self._fate(raw, spec_canonical, "rejected", mapped.why, sources, cause=mapped.cause)
+            citations = self.src("model_prefix_accepted")
+            self._fate(raw, spec_canonical, "rejected", mapped.why, citations, cause=mapped.cause)
             return
         if spec_canonical in self.view.expectations:
             cause = mapped.cause if mapped.canonical is None else FateCause.RENAMED

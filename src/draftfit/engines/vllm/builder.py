@@ -113,7 +113,7 @@ class _Builder(BaseBuilder):
         launch = self.inputs.serve
         # vLLM looks at the draft path the launch gives (as written), else the checked one
         source = launch.draft_model if launch is not None and launch.draft_model else None
-        source = source or self.ckpt.source
+        source = source or self.ckpt.origin
         name = source.lower()
         detected = None
         for substring, method in rules:
@@ -169,7 +169,7 @@ class _Builder(BaseBuilder):
             self.event(
                 rule_ids.METHOD_NOT_DETECTED_FROM_PATH,
                 f"if `method` is left out of --speculative-config, vLLM picks "
-                f"`{detected or 'draft_model'}` from the draft path `{self.ckpt.source}`, "
+                f"`{detected or 'draft_model'}` from the draft path `{self.ckpt.origin}`, "
                 f"not `{self.method}`",
                 Location(CONFIG),
                 ("method_from_path",),
@@ -473,13 +473,13 @@ class _Builder(BaseBuilder):
         n_layers = self.vint("num_hidden_layers") or 1
         return n_layers if self.value("multi_layer_drafts") else 1
 
-    def _eagle3_layer(self, k: int, d: Dims, sources: tuple[str, ...]) -> None:
+    def _eagle3_layer(self, k: int, d: Dims, citations: tuple[str, ...]) -> None:
         v = self.visible
         self._llama_layer(
             k,
             d,
             first_width=2 * d.hidden,
-            sources=sources,
+            citations=citations,
             attn_bias=bool(v.get("attention_bias"))
             and bool(self.value("attention_bias_supported")),
             o_bias=bool(v.get("attention_bias")),
@@ -570,10 +570,10 @@ class _Builder(BaseBuilder):
         if not params:
             return
         lm_head = bool(self.value("draft_quant_lm_head"))
-        sources = self.src("draft_quant_config_source", "draft_quant_methods")
-        sources += self.src("compressed_tensors_params")
+        citations = self.src("draft_quant_config_source", "draft_quant_methods")
+        citations += self.src("compressed_tensors_params")
         add_quantized_parameters(
-            self.view, q, params, lambda module: _is_quantizable(module, lm_head), sources
+            self.view, q, params, lambda module: _is_quantizable(module, lm_head), citations
         )
         self.view.effective["draft_quantization_scheme"] = q.scheme
 
@@ -757,7 +757,7 @@ class _Builder(BaseBuilder):
             expected_count=n_aux if use_aux else None,
             count_from=count_from,
             valid_range=valid,
-            sources=range_sources + self.src(key_fact, "runner_default"),
+            citations=range_sources + self.src(key_fact, "runner_default"),
             range_note=range_note,
             dedupes=dedupes,
             runner_note=why,
@@ -772,17 +772,17 @@ class _Builder(BaseBuilder):
         """Narrow the capturable ids for targets whose backbone captures less than the Llama
         one: no id L before the final-layer capture (deepseek_v2 before 0.25.0), no id 0
         where the residual is still None before layer 0. Returns the range, and for the
-        used `ids` it excludes the sources behind the narrowing and a note saying why."""
+        used `ids` it excludes the citations behind the narrowing and a note saying why."""
         arch = self.target.architecture if self.target else None
         if arch is None:
             return valid, (), ""
         low, high = valid
-        sources: tuple[str, ...] = ()
+        citations: tuple[str, ...] = ()
         notes: list[str] = []
         if arch in (self.value("aux_first_layer_not_captured") or []) and low < 1:
             low = 1
         if low == 1 and 0 in ids and valid[0] < 1:
-            sources += self.p.item_sources("aux_first_layer_not_captured", arch)
+            citations += self.p.item_sources("aux_first_layer_not_captured", arch)
             notes.append(
                 f"`{arch}` adds the residual to the state before each layer, and before "
                 "layer 0 there is none, so id 0 fails"
@@ -790,14 +790,14 @@ class _Builder(BaseBuilder):
         if arch in (self.value("aux_final_layer_not_captured") or []) and high >= L:
             high = L - 1
         if high == L - 1 and L in ids and valid[1] >= L:
-            sources += self.p.item_sources("aux_final_layer_not_captured", arch)
+            citations += self.p.item_sources("aux_final_layer_not_captured", arch)
             fixed = self._first_release_without("aux_final_layer_not_captured", arch)
             notes.append(
                 f"`{arch}` captures only the input of each layer in {self.p.title}, not the "
                 f"output of the last one (id {L})"
                 + (f"; vLLM {fixed} and later capture it" if fixed else "")
             )
-        return (low, high), sources, "; ".join(notes)
+        return (low, high), citations, "; ".join(notes)
 
     def _first_release_without(self, key: str, value: object) -> str | None:
         """The release where set item `value` of fact `key` stops applying (its `until`)."""
@@ -954,8 +954,8 @@ class _Builder(BaseBuilder):
             return
         q = read_draft_quant(self.config)
         if q is not None and quant_suffix(canonical) is not None:
-            reason, fix, sources = self._quant_rejection(canonical, q)
-            self._fate(raw, canonical, "rejected", reason, sources, cause=mapped.cause, fix=fix)
+            reason, fix, citations = self._quant_rejection(canonical, q)
+            self._fate(raw, canonical, "rejected", reason, citations, cause=mapped.cause, fix=fix)
             return
         reason, cause = "no parameter of the draft class has this name", mapped.cause
         n = self._layer_beyond(canonical)

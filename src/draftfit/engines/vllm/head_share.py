@@ -66,7 +66,7 @@ def head_share_event(
         rule_ids.DRAFT_HEAD_SHARE_CHECK_FAILS,
         message,
         Location(None, tensor=raw(shown)),
-        profile.sources(SHARE_FACT, "runner_default", "draft_quant_lm_head"),
+        profile.citations(SHARE_FACT, "runner_default", "draft_quant_lm_head"),
         _fix(profile, q.scheme),
     )
 

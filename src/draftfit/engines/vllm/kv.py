@@ -87,7 +87,7 @@ def _page_size(
             "both in one paged KV cache that needs one page size for every layer, so start-up "
             f"fails with `NotImplementedError` while it configures the KV cache{tp_note}",
             config_at(_field(draft, verifier, pointer)),
-            profile.sources(PAGE_FACT),
+            profile.citations(PAGE_FACT),
             fix,
         )
     ]
@@ -112,7 +112,7 @@ def _transfer(
             f"start-up fails with `{assertion}` while the KV "
             f"caches are registered{_tp_note(draft, verifier)}",
             config_at(_field(draft, verifier, pointer)),
-            profile.sources(NIXL_FACT, PAGE_FACT),
+            profile.citations(NIXL_FACT, PAGE_FACT),
             "without prefill/decode disaggregation, nothing; with it, "
             + (
                 f"use vLLM {later} or later (the assertion is gone) or {retrain}"
@@ -155,7 +155,7 @@ def _head_size(
             f"by {backend}` (the target's {verifier.head_dim} is fine; older GPUs get another "
             "backend)",
             where,
-            profile.sources(HEAD_FACT),
+            profile.citations(HEAD_FACT),
             fix,
         )
     return Event(
@@ -166,6 +166,6 @@ def _head_size(
         f"builds the draft's attention metadata with the target's first attention group "
         f"({backend}): the draft's layers get another backend's metadata",
         where,
-        profile.sources(HEAD_FACT),
+        profile.citations(HEAD_FACT),
         fix,
     )

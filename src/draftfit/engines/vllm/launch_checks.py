@@ -344,7 +344,7 @@ def _vllm_mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
             )
             + ", or serve an MLA draft"
         )
-    sources = b.p.item_sources("mla_only_attention_backends", named) + b.src(
+    citations = b.p.item_sources("mla_only_attention_backends", named) + b.src(
         "draft_attention_backend_default",
         "draft_attention_backend_flag",
         "attention_backend_setting",
@@ -357,7 +357,7 @@ def _vllm_mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
             f"{runner} with {how} and {own}, {runs} the draft on {shown} too, which fails at "
             f"start-up: {error}",
             located(s, pointer),
-            sources,
+            citations,
             fix,
         )
     )
