@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from typing import get_args
 
 import pytest
 
-from draftfit.cli.main import build_parser
+from draftfit.cli.main import COMMANDS, build_parser
 from draftfit.cli.options import (
     CHECK_METHODS,
     CONVENTIONS,
@@ -156,3 +157,21 @@ def test_a_value_outside_the_choices_is_a_bug_not_a_usage_error() -> None:
     args.format = "xml"
     with pytest.raises(ValueError, match="--format"):
         from_namespace(args)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_one_command_parser_reads_and_helps_as_the_whole_one(command: str) -> None:
+    """A run builds only its command's parser: its help and what it parses are those of
+    the whole command line's parser."""
+
+    def command_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        found: argparse.ArgumentParser = action.choices[command]
+        return found
+
+    whole, single = build_parser(), build_parser(command)
+    assert command_parser(single).format_help() == command_parser(whole).format_help()
+    words = {"check": ["d", "--engine", "vllm"], "diff": ["a", "b"], "matrix": ["d"]}
+    if command in words:
+        argv = [command, *words[command]]
+        assert single.parse_args(argv) == whole.parse_args(argv)

@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from draftfit.cli.options import (
@@ -128,7 +128,10 @@ def _add_serve(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line's parser, or, given a `command` it knows, one with only that
+    command's parser under it (what a run of that command needs: building the other ten
+    costs every start-up a few milliseconds)."""
     parser = _Parser(
         prog="draftfit",
         description="Will this speculative-decoding draft load and draft correctly in a serving "
@@ -137,7 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"draftfit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, add in COMMANDS.items():
+        if command is None or name == command:
+            add(sub)
+    return parser
 
+
+def _add_check_command(sub: Any) -> None:
     check = sub.add_parser(
         "check",
         help="check a draft against engine versions (and a target)",
@@ -185,6 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_selection_options(check)
     add_pre_commit_option(check)
 
+
+def _add_diff_command(sub: Any) -> None:
     diff = sub.add_parser(
         "diff",
         help="compare a draft with a known-good reference, as the engine sees them",
@@ -216,6 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_output_options(diff)
     add_selection_options(diff)
 
+
+def _add_matrix_command(sub: Any) -> None:
     matrix = sub.add_parser(
         "matrix",
         help="verdicts across every engine version draftfit knows, grouped into ranges",
@@ -239,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_output_options(matrix, statistics=False)
     add_selection_options(matrix)
 
+
+def _add_convert_command(sub: Any) -> None:
     convert = sub.add_parser(
         "convert",
         help="rewrite a draft into the convention an engine expects (bytes copied verbatim)",
@@ -283,6 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_format(convert, kinds.CONVERT)
 
+
+def _add_inspect_command(sub: Any) -> None:
     inspect_p = sub.add_parser(
         "inspect",
         help="show what a draft checkpoint holds",
@@ -293,17 +310,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_format(inspect_p, kinds.INSPECT)
 
+
+def _add_rules_command(sub: Any) -> None:
     rules_p = sub.add_parser("rules", help="list every rule")
     _add_format(rules_p, kinds.RULE_LIST)
 
+
+def _add_rule_command(sub: Any) -> None:
     rule_p = sub.add_parser("rule", help="explain one rule")
     rule_p.add_argument("code", help="rule code (DF301) or name (aux-layers-differ-from-trained)")
     _add_format(rule_p, kinds.RULE)
 
+
+def _add_engines_command(sub: Any) -> None:
     engines_p = sub.add_parser("engines", help="list the engine versions draftfit has data for")
     engines_p.add_argument("engine", nargs="?", help="vllm, sglang or trtllm (default: all)")
     _add_format(engines_p, kinds.ENGINES)
 
+
+def _add_schema_command(sub: Any) -> None:
     schema_p = sub.add_parser(
         "schema",
         help="print the JSON Schema of a command's --format json output",
@@ -312,6 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     schema_p.add_argument("kind", choices=SCHEMA_KINDS, help="the command whose output to describe")
 
+
+def _add_demo_command(sub: Any) -> None:
     demo = sub.add_parser(
         "demo",
         help="run the built-in example (a Kimi-K2 EAGLE-3 draft)",
@@ -321,6 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_format(demo, kinds.DEMO)
 
+
+def _add_completion_command(sub: Any) -> None:
     completion = sub.add_parser(
         "completion",
         help="print a shell completion script (bash, zsh or fish)",
@@ -328,14 +357,29 @@ def build_parser() -> argparse.ArgumentParser:
         "`draftfit completion bash > ~/.local/share/bash-completion/completions/draftfit`.",
     )
     completion.add_argument("shell", choices=SHELLS)
-    return parser
+
+
+COMMANDS: dict[str, Callable[[Any], None]] = {
+    "check": _add_check_command,
+    "diff": _add_diff_command,
+    "matrix": _add_matrix_command,
+    "convert": _add_convert_command,
+    "inspect": _add_inspect_command,
+    "rules": _add_rules_command,
+    "rule": _add_rule_command,
+    "engines": _add_engines_command,
+    "schema": _add_schema_command,
+    "demo": _add_demo_command,
+    "completion": _add_completion_command,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(words)
         if args.command is None:
             parser.print_help(sys.stdout)
             return EXIT_OK
