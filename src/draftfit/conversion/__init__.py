@@ -297,12 +297,13 @@ def _refuse_output_in_target(out: Path, target: str | Path | None) -> None:
     """Refuse an output inside (or at) the target's folder, local or its Hub cache folder:
     convert reads it."""
     from draftfit.output.guard import Inputs, refuse_inputs
-    from draftfit.sources.hub import cache_folder
     from draftfit.sources.reference import is_hub_reference
 
     inputs = Inputs()
     inputs.add_path(target, "the target")
     if target is not None and is_hub_reference(str(target)):
+        from draftfit.sources.hub import cache_folder  # a Hub target only
+
         folder = cache_folder(str(target))
         if folder is not None:  # read when offline or when the Hub does not answer
             inputs.folders.append((folder, f"the Hub cache of {target}"))

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.text import Text
-
 from draftfit.conversion.plan import DISPLAY_ONLY, SAFE, UNSAFE, Plan
 from draftfit.escape import escape_field
-from draftfit.render.console import render_to_string
+from draftfit.render.lines import LinePrinter, Styled, render_lines
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import render_check
 
@@ -21,8 +18,8 @@ MARK = {SAFE: "safe", UNSAFE: "unsafe", DISPLAY_ONLY: "display-only"}
 
 
 def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False) -> str:
-    def draw(console: Console) -> None:
-        head = Text()
+    def draw(console: LinePrinter) -> None:
+        head = Styled()
         head.append("Convert  ", style="bold")
         shown_out = escape_field(out) if out else "(dry run)"
         head.append(
@@ -31,10 +28,10 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
         )
         console.print(head)
         console.print()
-        console.print(Text(f"Plan ({len(plan.edits)} edits)", style="bold underline"))
+        console.print(Styled(f"Plan ({len(plan.edits)} edits)", style="bold underline"))
         for edit in plan.edits:
             applied = plan.applied(edit)
-            line = Text("  ")
+            line = Styled("  ")
             line.append(f"{MARK[edit.safety]:<12}", style=STYLE[edit.safety])
             line.append(" " if applied else "(not applied) ", style="dim")
             line.append(escape_field(edit.description))
@@ -45,7 +42,7 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
         console.print()
         if unsafe:
             console.print(
-                Text(
+                Styled(
                     f"{len(unsafe)} unsafe edit(s) not applied: rerun with "
                     "--unsafe-fixes to apply them",
                     style="yellow",
@@ -53,7 +50,7 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
             )
         if display:
             console.print(
-                Text(f"{len(display)} issue(s) need a human (display-only)", style="bold red")
+                Styled(f"{len(display)} issue(s) need a human (display-only)", style="bold red")
             )
         derived = [escape_field(t.name) for t in plan.tensors if t.copied_from is None]
         tensors = (
@@ -61,16 +58,16 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
             if derived
             else f"{len(plan.tensors)} tensors, bytes copied verbatim"
         )
-        console.print(Text(tensors))
+        console.print(Styled(tensors))
         if plan.copy_files:
             copied = ", ".join(escape_field(name) for name in plan.copy_files)
-            console.print(Text("copied as is: " + copied, style="dim"))
+            console.print(Styled("copied as is: " + copied, style="dim"))
         if written:
-            console.print(Text(f"written to {escape_field(out or '')}", style="bold green"))
+            console.print(Styled(f"written to {escape_field(out or '')}", style="bold green"))
         else:
-            console.print(Text("dry run: nothing written", style="dim"))
+            console.print(Styled("dry run: nothing written", style="dim"))
 
-    return render_to_string(draw, color)
+    return render_lines(draw, color)
 
 
 def render_convert(result: ConvertResult, options: RenderOptions = PLAIN) -> str:
