@@ -185,3 +185,11 @@ def test_the_converter_loads_the_checker_only_to_check() -> None:
     loaded = json.loads(done.stdout)
     assert "draftfit.conversion.write" in loaded
     assert "draftfit.checker" not in loaded and "draftfit.report" not in loaded
+
+
+def test_the_marker_names_this_machine_as_the_socket_module_does() -> None:
+    import socket
+
+    from draftfit.conversion.output import host_name
+
+    assert host_name() == socket.gethostname()
