@@ -3,8 +3,9 @@
 The checker, the serve recipes, `convert` and `diff` reach an engine only through an
 :class:`Engine` (listed in :mod:`draftfit.engines.registry`): its name and data file, the
 view builder, the serve recipe, the convention `draftfit convert --to` writes for it, the
-conventions it plans, how it names aux ids in that convention, and which of its draft
-classes are one class. Nothing outside `draftfit.engines` asks which engine it is holding.
+conventions it plans, how it names aux ids in that convention, which of its draft
+classes are one class, and how its launch is read (:meth:`Engine.launch`). Nothing
+outside `draftfit.engines` asks which engine it is holding.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from draftfit.records import frozen, record
 if TYPE_CHECKING:
     from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target
+    from draftfit.engines.launch_part import EngineLaunch
     from draftfit.engines.view import BuildInputs, EngineView
 
 
@@ -162,6 +164,12 @@ class Engine(ABC):
     def serve(self, request: ServeRequest) -> Served | None:
         """The serve recipe at `request.profile.version`, or None when the engine cannot
         serve this kind of draft at all."""
+
+    def launch(self) -> EngineLaunch | None:
+        """How draftfit reads this engine's launch (`--serve-args`, `--serve-config`): its
+        launch part, loaded when asked for (a check without a launch never loads it); None
+        where draftfit reads no launch of this engine."""
+        return None
 
     def class_families(self) -> Mapping[str, str]:
         """Draft class -> the class it is registered to, where two names reach one class;

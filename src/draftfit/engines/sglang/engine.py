@@ -41,6 +41,7 @@ from draftfit.rule_ids import (
 
 if TYPE_CHECKING:
     from draftfit.draft.target import Target
+    from draftfit.engines.launch_part import EngineLaunch
     from draftfit.engines.view import BuildInputs, EngineView
 
 # SGLang's EAGLE-3 draft classes for `convert --to sglang`.
@@ -64,6 +65,11 @@ class SGLangEngine(Engine):
     name = "sglang"
     convention = "sglang"
     plans = ("sglang",)
+
+    def launch(self) -> EngineLaunch:
+        from draftfit.engines.sglang.launch import LAUNCH
+
+        return LAUNCH
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
         from draftfit.engines.sglang.builder import Builder

@@ -32,6 +32,7 @@ from draftfit.engines.serve import (
 from draftfit.rule_ids import AUX_LAYERS_DIFFER_FROM_TRAINED
 
 if TYPE_CHECKING:
+    from draftfit.engines.launch_part import EngineLaunch
     from draftfit.engines.view import BuildInputs, EngineView
 
 
@@ -57,6 +58,11 @@ class VllmEngine(Engine):
         from draftfit.engines.vllm.builder import CLASS_FAMILY
 
         return CLASS_FAMILY
+
+    def launch(self) -> EngineLaunch:
+        from draftfit.engines.vllm.launch import LAUNCH
+
+        return LAUNCH
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
         from draftfit.engines.vllm.builder import Builder
