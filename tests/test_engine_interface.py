@@ -293,6 +293,20 @@ def test_registry_lists_each_engine_once_with_its_data() -> None:
         assert engine.convention in {c for e in ENGINES for c in e.plans}
 
 
+def test_the_conventions_come_from_the_engines_that_plan_them() -> None:
+    from draftfit.cli.options import CONVENTIONS as CLI_CONVENTIONS
+    from draftfit.conversion import CONVENTIONS
+    from draftfit.engines.registry import conventions, planning_engine
+
+    # Each engine's own convention first, then the other planned ones: the order `--to`
+    # lists them in (the command line spells them out so that `--help` loads no engine).
+    assert CONVENTIONS == conventions() == ("vllm", "sglang", "speculators")
+    assert CLI_CONVENTIONS == CONVENTIONS
+    for name in CONVENTIONS:
+        engine = planning_engine(name)
+        assert engine is not None and engine.layout(name).name == name
+
+
 def test_each_engine_decides_which_draft_classes_are_one() -> None:
     # vLLM's registry maps both names to one class; SGLang takes `architectures[0]` as
     # written, so its EAGLE-1 classes for Llama and Qwen2 are two classes.

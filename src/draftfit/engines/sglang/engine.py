@@ -18,7 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from draftfit.engines.interface import ConventionChoice, Engine, Recipe, Served, ServeRequest
+from draftfit.engines.interface import (
+    ConventionChoice,
+    ConventionLayout,
+    Engine,
+    Recipe,
+    Served,
+    ServeRequest,
+)
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import (
     CONTINUATION,
@@ -56,6 +63,11 @@ def _graphs_keep_ids(profile: Profile) -> bool:
     return not profile.value("aux_ids_cuda_graph_ignored")
 
 
+# `convert --to sglang`: a single decoder layer's tensors as `midlayer.*`, `t2d` next to
+# `d2t`.
+SGLANG_LAYOUT = ConventionLayout("sglang", single_layer_prefix="midlayer.", derives_t2d=True)
+
+
 class SGLangEngine(Engine):
     """SGLang (data: `data/sglang.toml`, procedure: :mod:`draftfit.engines.sglang.builder`).
 
@@ -64,7 +76,7 @@ class SGLangEngine(Engine):
 
     name = "sglang"
     convention = "sglang"
-    plans = ("sglang",)
+    layouts = (SGLANG_LAYOUT,)
 
     def launch(self) -> EngineLaunch:
         from draftfit.engines.sglang.launch import LAUNCH
