@@ -349,7 +349,7 @@ def mutate_settings(rng: random.Random, data: bytes) -> bytes:
 def exercise_settings(folder: Path, name: str, data: bytes) -> None:
     """Read one mutated settings document as draftfit does; a refusal (one line, exit 2)
     is not a crash."""
-    from draftfit.serve.input import parse_serve_args, parse_serve_config
+    from draftfit.engines.launch import parse_serve_args, parse_serve_config
     from draftfit.settings.config_file import load
 
     path = folder / name

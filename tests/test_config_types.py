@@ -78,9 +78,6 @@ NOT_CONFIG = {
     "architecture_rewrite",
     "draft_quantization",
     "draft_quantization_scheme",
-    "sglang",  # EAGLE4_SERVING[engine]
-    "trtllm",
-    "vllm",
     "archs",
     "d2t",
     "d2t_parameter",

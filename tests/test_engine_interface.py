@@ -9,16 +9,24 @@
   only.
 * Nothing outside `draftfit.engines` imports a concrete engine module, and the modules
   that serve every engine (`check`, `recipe`, `diff`, `matrix`, `convert`) name no engine.
-* A fourth engine is a data file and one module: the toy engine below (TensorRT-LLM's data
-  and procedure under another name, with its own serve command) runs through `check`,
-  `check --recipe`, `matrix` and `diff` without any other module knowing it.
+* A fourth engine is one folder (an Engine with its data, its procedure, its serve recipe,
+  its launch part and the conventions it plans) and one registry line: the toy engine below
+  (TensorRT-LLM's data and procedure under another name, with its own serve command, its
+  own `toyllm serve` launch and its own `toyconv` convention) runs through `check`,
+  `check --recipe`, `matrix`, `diff`, `--serve-args` and `convert` without any other module
+  knowing it.
+* Outside `draftfit.engines`, at most 15 string literals name an engine.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Mapping
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,10 +41,21 @@ from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
 from draftfit.draft.description import describe
 from draftfit.draft.target import Target, load_target
-from draftfit.engines.interface import Engine, Recipe, Served, ServeRequest, engine_of
+from draftfit.engines.interface import (
+    ConventionChoice,
+    Engine,
+    Recipe,
+    Served,
+    ServeRequest,
+    engine_of,
+)
+from draftfit.engines.launch_part import EngineLaunch
+from draftfit.engines.profile import Profile
 from draftfit.engines.registry import ENGINES, SGLANG, TRTLLM, VLLM, parse_engine_selector
+from draftfit.engines.sglang.engine import SGLANG_LAYOUT
 from draftfit.engines.trtllm.builder import Builder as TrtllmBuilder
 from draftfit.engines.view import BuildInputs, EngineView
+from draftfit.serve.reading import FlagTarget
 from tests import factory as f
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -293,6 +312,20 @@ def test_registry_lists_each_engine_once_with_its_data() -> None:
         assert engine.convention in {c for e in ENGINES for c in e.plans}
 
 
+def test_the_conventions_come_from_the_engines_that_plan_them() -> None:
+    from draftfit.cli.options import CONVENTIONS as CLI_CONVENTIONS
+    from draftfit.conversion import CONVENTIONS
+    from draftfit.engines.registry import conventions, planning_engine
+
+    # Each engine's own convention first, then the other planned ones: the order `--to`
+    # lists them in (the command line spells them out so that `--help` loads no engine).
+    assert CONVENTIONS == conventions() == ("vllm", "sglang", "speculators")
+    assert CLI_CONVENTIONS == CONVENTIONS
+    for name in CONVENTIONS:
+        engine = planning_engine(name)
+        assert engine is not None and engine.layout(name).name == name
+
+
 def test_each_engine_decides_which_draft_classes_are_one() -> None:
     # vLLM's registry maps both names to one class; SGLang takes `architectures[0]` as
     # written, so its EAGLE-1 classes for Llama and Qwen2 are two classes.
@@ -358,12 +391,33 @@ def test_a_planned_conversion_shares_the_inputs_values_and_keeps_its_own(tmp_pat
 # ---------------------------------------------------------------------- a fourth engine
 
 
+TOY_FLAGS = {
+    "--tp": FlagTarget("tensor_parallel_size", "int"),
+    "--kv-dtype": FlagTarget("kv_cache_dtype"),
+    "--no-graphs": FlagTarget("cuda_graphs", "off-when-true"),
+}
+
+
+class ToyLaunch(EngineLaunch):
+    """The toy's launch part: `toyllm serve MODEL --tp N --kv-dtype D --no-graphs`."""
+
+    engine = "toyllm"
+    commands = (("toyllm", "serve"),)
+    shown_command = "toyllm serve"
+    flags = TOY_FLAGS
+    booleans = frozenset({"--no-graphs"})
+    hint_flags = frozenset({"--kv-dtype"})
+
+
 class ToyEngine(Engine):
-    """TensorRT-LLM's data and procedure under another name, with its own serve command:
-    what a fourth engine adds (a data file and one module)."""
+    """What a fourth engine's folder holds: its data (TensorRT-LLM's under another name),
+    its procedure (TensorRT-LLM's builder), its serve command, its launch part (`toyllm
+    serve`) and the convention it plans (`toyconv`: SGLang's layout under another name).
+    Registering it is one line in `ENGINES`."""
 
     name = "toyllm"
-    convention = "sglang"
+    convention = "toyconv"
+    layouts = (replace(SGLANG_LAYOUT, name="toyconv"),)
 
     def __init__(self, data_file: Path) -> None:
         self.data_file = data_file
@@ -377,6 +431,14 @@ class ToyEngine(Engine):
     def serve(self, request: ServeRequest) -> Served:
         command = f"toyllm serve {request.draft}"
         return Served(Recipe(self.name, request.profile.version, command))
+
+    def launch(self) -> EngineLaunch:
+        return ToyLaunch()
+
+    def convention_architecture(
+        self, layer: Mapping[str, Any], profile: Profile | None
+    ) -> ConventionChoice:
+        return SGLANG.convention_architecture(layer, None)
 
 
 @pytest.fixture
@@ -424,6 +486,43 @@ def test_a_fourth_engine_runs_through_check_recipes_matrix_and_diff(
     assert any(f.code == "DF804" for f in diff.findings)
 
 
+def test_a_fourth_engine_reads_its_own_launch_and_plans_its_own_convention(
+    tmp_path: Path, toy: ToyEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import draftfit.engines.launch as launch_module
+
+    monkeypatch.setattr(launch_module, "ENGINES", (*ENGINES, toy))  # its registry line
+
+    # --serve-args: the toy's command and flags, read by its launch part.
+    settings = launch_module.parse_serve_args("toyllm serve M --tp 4 --kv-dtype fp8 --no-graphs -x")
+    assert settings.engine == "toyllm" and settings.full_launch is False
+    assert (settings.tensor_parallel_size, settings.kv_cache_dtype) == (4, "fp8")
+    assert settings.cuda_graphs is False and settings.ignored_flags == ("-x",)
+    assert launch_module.parse_serve_args("--kv-dtype fp8").engine == "toyllm"
+    assert launch_module.parse_serve_args("vllm serve M -tp 2").engine == "vllm"
+
+    # check with that launch, and the recipe edits it (the launch is the toy's).
+    checkpoint, target = _draft_and_target(tmp_path, f.specforge(nested_aux=[1, 3, 6]))
+    profile = toy.resolve(toy.data.latest)
+    report = check_checkpoint(checkpoint, target, [profile], serve=settings)
+    assert report.serve is settings
+    attach_recipes(report)
+    assert report.recipes
+    assert report.recipes[0].command.startswith("toyllm serve M")
+    assert report.recipes[0].notes[0].startswith("your launch")
+
+    # convert --to toyconv: planned with the toy's data, laid out as SGLang's convention.
+    spec = describe(checkpoint)
+    toyconv = plan_conversion(checkpoint, spec, "toyconv", profile, target)
+    sglang = plan_conversion(checkpoint, spec, "sglang", None, target)
+    assert toyconv.convention == "toyconv"
+    assert [t.name for t in toyconv.tensors] == [t.name for t in sglang.tensors]
+    assert any(t.name.startswith("midlayer.") for t in toyconv.tensors)
+    assert toyconv.config["architectures"] == sglang.config["architectures"]
+    preview = preview_checkpoint(toyconv, checkpoint)
+    assert check_checkpoint(preview, target, [profile]).engines[0].engine == "toyllm"
+
+
 def test_a_damaged_engine_data_file_is_a_data_error(tmp_path: Path) -> None:
     broken = ToyEngine(tmp_path / "toyllm.toml")
     (tmp_path / "toyllm.toml").write_text("versions = [", encoding="utf-8")
@@ -469,3 +568,30 @@ def test_no_module_imports_another_modules_private_names() -> None:
                     if alias.name.startswith("_") and not alias.name.startswith("__"):
                         offenders.append(f"{path.relative_to(root)}: {alias.name}")
     assert offenders == []
+
+
+# ---------------------------------------------------------------------- engine names
+
+ENGINE_NAMES = frozenset({"vllm", "sglang", "trtllm"})
+MAX_ENGINE_LITERALS = 15
+
+
+def _names_an_engine(text: str) -> bool:
+    """`text` is an engine's name, or a short string holding one as a word (`vllm==`,
+    `trtllm-serve`, `sglang.launch_server`)."""
+    if text in ENGINE_NAMES:
+        return True
+    return len(text) <= 40 and bool(ENGINE_NAMES & set(re.split(r"[^A-Za-z0-9]+", text)))
+
+
+def test_outside_engines_at_most_15_engine_name_literals() -> None:
+    """What an engine is and does lives in its folder: outside `draftfit.engines`, at most
+    15 string literals (docstrings left out) name an engine."""
+    found = [
+        f"{path.relative_to(PACKAGE)}: {text!r}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).parts[0] != "engines"
+        for text in _string_constants(path)
+        if _names_an_engine(text)
+    ]
+    assert len(found) <= MAX_ENGINE_LITERALS, "\n".join(found)

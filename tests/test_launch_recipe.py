@@ -13,9 +13,9 @@ from draftfit.checker import check_path
 from draftfit.cli.main import main
 from draftfit.commands.recipe import attach_recipes
 from draftfit.conversion import convert_path
+from draftfit.engines.launch import settings_from
 from draftfit.engines.registry import load_engine
 from draftfit.rule_ids import Severity
-from draftfit.serve.input import settings_from
 from tests import factory as f
 from tests.cases import CASES
 

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 import draftfit
-from draftfit.errors import UsageError
-from draftfit.serve.input import (
+from draftfit.engines.launch import (
     MAX_SERVE_CONFIG_BYTES,
     parse_serve_args,
     parse_serve_config,
     settings_from,
 )
+from draftfit.errors import UsageError
 from tests import factory as f
 from tests.timeouts import scaled
 
@@ -94,6 +94,18 @@ def test_sglang_command_with_abbreviation_and_continuations() -> None:
     assert (s.speculative_num_steps, s.speculative_eagle_topk) == (3, 1)
     assert s.speculative_num_draft_tokens == 4 and s.draft_model == "D"
     assert s.ignored_flags == ("--mem-fraction-static",)
+
+
+def test_a_dotted_json_key_is_read_only_where_the_engine_has_that_json_flag() -> None:
+    # `--speculative-config.KEY` is vLLM's: SGLang and TensorRT-LLM have no such flag, so
+    # their launches list it as not read (their parsers refuse it: DF559).
+    for launch in (
+        "python -m sglang.launch_server --speculative-config.method EAGLE3",
+        "trtllm-serve M --speculative-config.method Eagle3",
+    ):
+        s = parse_serve_args(launch)
+        assert s.method is None
+        assert s.ignored_flags == ("--speculative-config.method",)
 
 
 def test_engine_from_flags_alone_and_trtllm_command() -> None:

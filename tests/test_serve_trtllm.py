@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 import draftfit
+from draftfit.engines.launch import MAX_SERVE_CONFIG_BYTES, parse_serve_config, settings_from
 from draftfit.engines.registry import load_engine
 from draftfit.errors import UsageError
 from draftfit.rules.base import Severity
-from draftfit.serve.input import MAX_SERVE_CONFIG_BYTES, parse_serve_config, settings_from
 from tests import factory as f
 from tests.test_json_schema import validate
 

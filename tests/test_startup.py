@@ -31,7 +31,12 @@ NEVER = {
     "tomllib",  # a settings file; the engine data loads from its compiled form
     "tomli",
     "shlex",  # --serve-args, --recipe
-    "draftfit.serve.input",
+    "draftfit.engines.launch",  # --serve-config, --serve-args
+    "draftfit.engines.launch_part",
+    "draftfit.engines.vllm.launch",
+    "draftfit.engines.sglang.launch",
+    "draftfit.engines.trtllm.launch",
+    "draftfit.serve.reading",
     "draftfit.engines.citation",  # checked when the engine data is compiled
     "draftfit.values.facts",  # --values
     "draftfit.conversion",  # convert, --recipe

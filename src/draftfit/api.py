@@ -50,7 +50,7 @@ def check(
     judged for that engine's versions.
     """
     from draftfit.checker import check_path
-    from draftfit.serve.input import settings_from
+    from draftfit.engines.launch import settings_from
 
     serve = settings_from(serve_config, serve_args, _roots(draft, target))
     report = check_path(
@@ -77,7 +77,7 @@ def diff(
     """Compare `draft` with a known-good `reference` as each engine version sees both
     (with the launch's settings, as for :func:`check`)."""
     from draftfit.commands.comparison import diff_paths
-    from draftfit.serve.input import settings_from
+    from draftfit.engines.launch import settings_from
 
     return diff_paths(
         draft,
@@ -102,7 +102,7 @@ def matrix(
     """Check `draft` against every release of every engine, grouped into version ranges
     (with the launch's settings, as for :func:`check`)."""
     from draftfit.commands.release_matrix import build_matrix
-    from draftfit.serve.input import settings_from
+    from draftfit.engines.launch import settings_from
     from draftfit.sources.reference import open_checkpoint, open_target
 
     serve = settings_from(serve_config, serve_args, _roots(draft, target))

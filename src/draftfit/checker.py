@@ -66,7 +66,7 @@ def check_path(
 ) -> Report:
     """Check the draft `draft` (next to `target`, if given) for each engine. `values`
     (`"sampled"` or `"full"`) also reads the weights' values and runs the DF7xx rules;
-    `serve` holds the launch's settings (:mod:`draftfit.serve.input`), which apply to the
+    `serve` holds the launch's settings (:mod:`draftfit.engines.launch`), which apply to the
     profiles of their engine.
 
     Both may be local directories or Hub references (`hf://owner/name[@rev]`, `owner/name`).

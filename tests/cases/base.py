@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from draftfit.checker import check_path
+from draftfit.engines.launch import settings_from
 from draftfit.report import Report
-from draftfit.serve.input import settings_from
 from tests import factory as f
 from tests.factory import Draft
 

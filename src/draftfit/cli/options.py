@@ -82,7 +82,7 @@ class OutputOptions:
 @frozen
 class LaunchOptions:
     """The launch a draft will be served with (`--serve-config`, `--serve-args`), as given;
-    read by :func:`draftfit.serve.input.settings_from`."""
+    read by :func:`draftfit.engines.launch.settings_from`."""
 
     serve_config: str | None = None
     serve_args: str | None = None

@@ -205,7 +205,7 @@ def launch_settings(launch: LaunchOptions, named: Sequence[str | None]) -> Serve
     `named` on the command line (the drafts as given, a reference, the target)."""
     if not launch.given:
         return None
-    from draftfit.serve.input import settings_from
+    from draftfit.engines.launch import settings_from
 
     roots = [str(path) for path in named if path]
     return settings_from(launch.serve_config, launch.serve_args, roots)

@@ -5,34 +5,26 @@ When the user gave a launch for the same engine, the recipe is that launch with 
 fresh command must set changed or added: the model id, tensor parallelism, ports,
 `--trust-remote-code` and every other flag stay as the user wrote them. What the fresh
 command sets and the launch lacks is added; a value that differs is replaced; a tuning choice
-the user already made (how many tokens to draft) is kept. For vLLM the
-`--speculative-config` JSON is merged key by key. Each change is said, with why.
+the user already made (how many tokens to draft) is kept. An engine's JSON flag (vLLM's
+`--speculative-config`) is merged key by key. Each change is said, with why.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import field
 from typing import Any
 
+from draftfit.engines.launch import is_json_flag, launch_commands
+from draftfit.engines.launch_part import EngineLaunch
 from draftfit.engines.serve import CONTINUATION, shell_quote, shell_word
 from draftfit.records import record
-from draftfit.serve.flags import BOOLEAN_FLAGS, COMMAND_ENGINES, ENGINE_FLAGS, vllm_flag
+from draftfit.serve.reading import ASSIGNMENT, is_flag
 
-# What the user chooses rather than what must change: kept when the launch gives it.
-TUNING = {
-    "vllm": frozenset({"num_speculative_tokens"}),
-    "sglang": frozenset(
-        {"--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"}
-    ),
-}
 # Flags that name the target: the launch's own target stays.
 TARGET_FLAGS = frozenset({"--model", "--model-path", "--revision"})
-SPECULATIVE_CONFIG = "--speculative-config"
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 @record
@@ -45,16 +37,17 @@ class Launch:
     flags: list[tuple[str, str | None]] = field(default_factory=list)
 
 
-def split_launch(words: Sequence[str], engine: str) -> Launch:
-    """`words` (a launch command or only its flags) as a :class:`Launch` for `engine`."""
+def split_launch(words: Sequence[str], engine: EngineLaunch) -> Launch:
+    """`words` (a launch command or only its flags) as a :class:`Launch` for the engine
+    whose launch part is `engine`."""
     launch = Launch()
     rest = [w for w in words if w != "\\"]
     if rest[:1] == ["env"]:
         rest = rest[1:]
-    while rest and _ASSIGNMENT.match(rest[0]):
+    while rest and ASSIGNMENT.match(rest[0]):
         name, value = rest.pop(0).split("=", 1)
         launch.env.append((name, value))
-    booleans = BOOLEAN_FLAGS.get(engine, frozenset())
+    booleans = engine.booleans
     index = 0
     while index < len(rest) and not rest[index].startswith("-"):
         index += 1
@@ -70,36 +63,16 @@ def split_launch(words: Sequence[str], engine: str) -> Launch:
             flag, value = word.split("=", 1)
             launch.flags.append((flag, value))
             continue
-        takes = word not in booleans and index < len(rest) and not _is_flag(rest[index])
+        takes = word not in booleans and index < len(rest) and not is_flag(rest[index])
         launch.flags.append((word, rest[index] if takes else None))
         index += 1 if takes else 0
     return launch
 
 
-def _is_flag(word: str) -> bool:
-    if not word.startswith("-") or word == "-":
-        return False
-    try:
-        float(word)
-    except ValueError:
-        return True
-    return False
-
-
-def _same_flag(engine: str, a: str, b: str) -> bool:
-    """Whether two spellings name one flag (an alias, vLLM's underscores)."""
-    if engine == "vllm":
-        a, b = vllm_flag(a), vllm_flag(b)
-    if a == b:
-        return True
-    table = ENGINE_FLAGS.get(engine, {})
-    return a in table and b in table and table[a] == table[b]
-
-
-def _names_target(launch: Launch, engine: str) -> bool:
+def _names_target(launch: Launch, engine: EngineLaunch) -> bool:
     """Whether the launch names its own target (a model after the command, `--model`,
     `--model-path`): then the target, and its revision, stay as the launch gives them."""
-    if any(_same_flag(engine, flag, name) for flag, _ in launch.flags for name in TARGET_FLAGS):
+    if any(engine.same_flag(flag, name) for flag, _ in launch.flags for name in TARGET_FLAGS):
         return True
     words = launch.command
     return len(words) >= 3 and words[-2:] != ["-m", words[-1]] and words[0] != "python"
@@ -110,16 +83,17 @@ def has_command(launch: Launch) -> bool:
     words = tuple(launch.command)
     return any(
         tuple(words[i : i + len(command)]) == command
-        for command, _ in COMMAND_ENGINES
+        for command in launch_commands()
         for i in range(len(words))
     )
 
 
 def edit_launch(
-    user_words: Sequence[str], fresh_command: str, engine: str
+    user_words: Sequence[str], fresh_command: str, engine: EngineLaunch
 ) -> tuple[str, list[str]]:
     """The user's launch with what `fresh_command` (the engine's recipe) must set, as one
-    shell command, and what was changed or added."""
+    shell command, and what was changed or added; `engine` is the engine's launch part (its
+    flags, its JSON flag, the tuning choices it keeps)."""
     user = split_launch(user_words, engine)
     fresh = split_launch(shlex.split(fresh_command.replace(CONTINUATION, " ")), engine)
     changes: list[str] = []
@@ -136,44 +110,45 @@ def edit_launch(
     for flag, wanted in fresh.flags:
         if flag in TARGET_FLAGS and _names_target(user, engine):
             continue
-        at = next((i for i, (f, _) in enumerate(flags) if _same_flag(engine, f, flag)), None)
+        at = next((i for i, (f, _) in enumerate(flags) if engine.same_flag(f, flag)), None)
         if at is None:
             flags.append((flag, wanted))
             changes.append(f"added {flag}" + (f" {wanted}" if wanted is not None else ""))
             continue
         given = flags[at][1]
-        if engine == "vllm" and vllm_flag(flag) == SPECULATIVE_CONFIG:
-            merged, said = _merge_config(given, wanted)
+        if engine.json_flag is not None and engine.normalised(flag) == engine.json_flag:
+            merged, said = _merge_config(engine, given, wanted)
             flags[at] = (flags[at][0], merged)
             changes += said
-        elif given != wanted and flag not in TUNING.get(engine, frozenset()):
+        elif given != wanted and flag not in engine.tuning:
             flags[at] = (flags[at][0], wanted)
             changes.append(f"changed {flags[at][0]} from {given} to {wanted}")
     command = user.command if has_command(user) else fresh.command
     return _join(env, command, flags), changes
 
 
-def _merge_config(given: str | None, wanted: str | None) -> tuple[str | None, list[str]]:
-    """vLLM's `--speculative-config`: the user's keys, with the recipe's set where they must
-    change (method, model, revision); the user's token count kept."""
+def _merge_config(
+    engine: EngineLaunch, given: str | None, wanted: str | None
+) -> tuple[str | None, list[str]]:
+    """The engine's JSON flag (vLLM's `--speculative-config`): the user's keys, with the
+    recipe's set where they must change (method, model, revision); the user's tuning
+    choices (the token count) kept."""
+    flag = engine.json_flag
     try:
         mine: Any = json.loads(given or "{}")
         theirs: Any = json.loads(wanted or "{}")
     except ValueError:
-        return wanted, [f"replaced {SPECULATIVE_CONFIG}, which is not JSON"]
+        return wanted, [f"replaced {flag}, which is not JSON"]
     if not isinstance(mine, dict) or not isinstance(theirs, dict):
-        return wanted, [f"replaced {SPECULATIVE_CONFIG}, which is not a JSON object"]
+        return wanted, [f"replaced {flag}, which is not a JSON object"]
     said = []
     for key, value in theirs.items():
-        if key in mine and key in TUNING["vllm"]:
+        if key in mine and key in engine.tuning:
             continue
         if key not in mine:
-            said.append(f"added {SPECULATIVE_CONFIG} {key} {json.dumps(value)}")
+            said.append(f"added {flag} {key} {json.dumps(value)}")
         elif mine[key] != value:
-            said.append(
-                f"changed {SPECULATIVE_CONFIG} {key} from {json.dumps(mine[key])} to "
-                f"{json.dumps(value)}"
-            )
+            said.append(f"changed {flag} {key} from {json.dumps(mine[key])} to {json.dumps(value)}")
         mine[key] = value
     return json.dumps(mine), said
 
@@ -187,7 +162,7 @@ def _join(
     for flag, value in flags:
         if value is None:
             lines.append(shell_word(flag))
-        elif vllm_flag(flag) == SPECULATIVE_CONFIG or value.startswith("{"):
+        elif is_json_flag(flag) or value.startswith("{"):
             lines.append(f"{shell_word(flag)} {shell_quote(value)}")
         else:
             lines.append(f"{shell_word(flag)} {shell_word(value)}")

@@ -26,6 +26,8 @@ from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
 from draftfit.draft.description import EAGLE
 from draftfit.engines.interface import Recipe, ServeRequest, engine_of
+from draftfit.engines.launch import parse_serve_args
+from draftfit.engines.launch_part import EngineLaunch
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
 from draftfit.errors import UsageError
@@ -38,7 +40,6 @@ from draftfit.report import (
     verdict_for,
 )
 from draftfit.rule_ids import SERVING_FAMILY, VALUES_FAMILY, Severity
-from draftfit.serve.input import parse_serve_args, trtllm_options
 from draftfit.serve.settings import ServeSettings
 
 __all__ = ["Recipe", "attach_recipes", "recipe_for"]
@@ -123,11 +124,13 @@ def _edit_given_launch(report: Report, profile: Profile, recipe: Recipe) -> bool
     serve = report.serve
     if serve is None or serve.engine != profile.engine or not serve.words:
         return False
-    if not engine_of(profile).edits_launch:
+    engine = engine_of(profile)
+    launch = engine.launch()
+    if not engine.edits_launch or launch is None:
         return False
-    command, changes = edit_launch(serve.words, recipe.command, profile.engine)
+    command, changes = edit_launch(serve.words, recipe.command, launch)
     recipe.command = command
-    recipe.config = _speculative_config(command, profile.engine) or recipe.config
+    recipe.config = _json_config(command, launch) or recipe.config
     recipe.notes.insert(
         0,
         "your launch, edited: " + "; ".join(changes)
@@ -137,12 +140,16 @@ def _edit_given_launch(report: Report, profile: Profile, recipe: Recipe) -> bool
     return True
 
 
-def _speculative_config(command: str, engine: str) -> dict[str, Any] | None:
-    """The `--speculative-config` JSON object a command carries (vLLM's), if any."""
-    from draftfit.commands.launch_edit import SPECULATIVE_CONFIG, split_launch
+def _json_config(command: str, launch: EngineLaunch) -> dict[str, Any] | None:
+    """The JSON object a command carries in its engine's JSON flag (vLLM's
+    `--speculative-config`), if any."""
+    from draftfit.commands.launch_edit import split_launch
 
-    for flag, value in split_launch(_words(command), engine).flags:
-        if flag in (SPECULATIVE_CONFIG, "-sc") and value:
+    if launch.json_flag is None:
+        return None
+    spellings = launch.spellings(launch.json_flag)
+    for flag, value in split_launch(_words(command), launch).flags:
+        if flag in spellings and value:
             try:
                 data = json.loads(value)
             except ValueError:
@@ -165,7 +172,9 @@ def _recipe_settings(recipe: Recipe, profile: Profile) -> ServeSettings:
         serve_line = recipe.command.rsplit("\n", 1)[-1]
         words = [w for w in _words(serve_line) if w not in ("--extra_llm_api_options", "spec.yaml")]
         base = parse_serve_args(" ".join(shell_word(w) for w in words))
-        return trtllm_options(recipe.config, base, "spec.yaml")
+        launch = engine_of(profile).launch()
+        assert launch is not None, profile.engine
+        return launch.with_options(recipe.config, base, "spec.yaml")
     return parse_serve_args(recipe.command.replace(CONTINUATION, " "))
 
 

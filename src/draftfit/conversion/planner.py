@@ -32,12 +32,13 @@ from draftfit.draft.aux_counting import CAPTURE_BEFORE, default_capture_ids, res
 from draftfit.draft.description import EAGLE, EAGLE_FIELDS, LAYER_FIELDS, DraftDescription
 from draftfit.draft.target import Target
 from draftfit.draft.tensor_names import is_known_role
-from draftfit.engines.interface import engine_of
+from draftfit.engines.interface import ConventionLayout, Engine, engine_of
 from draftfit.engines.profile import Profile
-from draftfit.engines.registry import planning_engine
+from draftfit.engines.registry import conventions, planning_engine
 from draftfit.errors import UsageError
 
-CONVENTIONS = ("vllm", "sglang", "speculators")
+# Each engine's own convention, then the other planned ones (see `Engine.layouts`).
+CONVENTIONS = conventions()
 # Keys that only make sense in one convention and are rebuilt by the planner.
 SPECULATORS_KEYS = (
     "speculators_model_type",
@@ -60,8 +61,10 @@ def plan_conversion(
     target: Target | None = None,
     unsafe: bool = False,
 ) -> Plan:
-    """Plan the conversion of `checkpoint` into convention `to`."""
-    if to not in CONVENTIONS:
+    """Plan the conversion of `checkpoint` into convention `to`, laid out as the engine that
+    plans it says (`profile`'s engine where it plans `to`, else the registered one)."""
+    engine = _planning_engine(to, profile)
+    if engine is None:
         raise UsageError(f"unknown convention {to!r}; choose from {', '.join(CONVENTIONS)}")
     if checkpoint.config is None:
         raise UsageError(f"{checkpoint.origin} has no readable config.json; nothing to convert")
@@ -69,8 +72,14 @@ def plan_conversion(
         raise UsageError(
             f"{checkpoint.origin} is an EAGLE-1 draft; draftfit converts EAGLE-3 drafts only"
         )
-    planner = _Planner(checkpoint, spec, to, profile, target, unsafe)
+    planner = _Planner(checkpoint, spec, engine, to, profile, target, unsafe)
     return planner.run()
+
+
+def _planning_engine(to: str, profile: Profile | None) -> Engine | None:
+    if profile is not None and to in engine_of(profile).plans:
+        return engine_of(profile)
+    return planning_engine(to)
 
 
 class _Planner:
@@ -78,6 +87,7 @@ class _Planner:
         self,
         checkpoint: Checkpoint,
         spec: DraftDescription,
+        engine: Engine,
         to: str,
         profile: Profile | None,
         target: Target | None,
@@ -85,7 +95,9 @@ class _Planner:
     ) -> None:
         self.ckpt = checkpoint
         self.spec = spec
+        self.engine = engine  # the engine that plans the convention
         self.to = to
+        self.layout: ConventionLayout = engine.layout(to)
         self.profile = profile
         self.target = target
         self.edits: list[Edit] = []
@@ -144,13 +156,13 @@ class _Planner:
                 f"while hidden_size/num_attention_heads gives {spec.head_dim}",
             )
             layer["head_dim"] = implied
-        if spec.layer_config_pointer and self.to != "speculators":
+        if spec.layer_config_pointer and not self.layout.speculators_config:
             self.edit(
                 "move-config",
                 spec.layer_config_pointer,
                 f"flatten `{spec.layer_config_pointer}` into the top level",
             )
-        elif not spec.layer_config_pointer and self.to == "speculators":
+        elif not spec.layer_config_pointer and self.layout.speculators_config:
             self.edit(
                 "move-config",
                 "/transformer_layer_config",
@@ -284,7 +296,7 @@ class _Planner:
         dtype = source.get(dtype_key) or (source.get("transformer_layer_config") or {}).get(
             dtype_key
         )
-        if self.to == "speculators":
+        if self.layout.speculators_config:
             return self._speculators_config(layer, eagle, aux, dtype_key, dtype)
         config: dict[str, Any] = {"architectures": [self._architecture(layer)]}
         config.update(layer)
@@ -351,9 +363,7 @@ class _Planner:
         """The draft class the convention's engine writes (see `Engine.plans`)."""
         current = self.spec.get("architectures")
         current0 = current[0] if isinstance(current, list) and current else None
-        engine = planning_engine(self.to)
-        assert engine is not None, self.to  # every convention is planned by an engine
-        choice = engine.convention_architecture(layer, self.profile)
+        choice = self.engine.convention_architecture(layer, self.profile)
         arch = choice.architecture
         for pointer, description in choice.problems:
             self.edit("none", pointer, description, DISPLAY_ONLY)
@@ -431,9 +441,8 @@ class _Planner:
 
     def _engine_limits(self, config: dict[str, Any], layer: dict[str, Any]) -> None:
         """What the chosen convention cannot express (its engine says): left to a human."""
-        engine = planning_engine(self.to)
-        assert engine is not None, self.to  # every convention is planned by an engine
-        for pointer, description in engine.convention_limits(self.to, config, layer, self.profile):
+        limits = self.engine.convention_limits(self.to, config, layer, self.profile)
+        for pointer, description in limits:
             self.edit("none", pointer, description, DISPLAY_ONLY)
 
     # ------------------------------------------------------------------ tensors
@@ -475,10 +484,11 @@ class _Planner:
         return out
 
     def _output_name(self, canonical: str, single: bool) -> str:
-        if self.to == "sglang" and single:
+        prefix = self.layout.single_layer_prefix
+        if prefix is not None and single:
             match = _LAYER.match(canonical)
             if match and match.group(1) == "0":
-                return "midlayer." + match.group(2)
+                return prefix + match.group(2)
         return canonical
 
     def _vocab_maps(self, out: list[OutputTensor]) -> None:
@@ -492,7 +502,7 @@ class _Planner:
             vt = self.target.vocab_size if self.target else vocab
             if (
                 "d2t" in names
-                and self.to == "vllm"
+                and self.layout.drops_identity_d2t
                 and self.profile is not None
                 and self.profile.value("d2t_parameter") == "when-reduced"
                 and draft_vocab == vt
@@ -532,7 +542,7 @@ class _Planner:
                 "draft id i to target id i; the map used in training is needed",
                 DISPLAY_ONLY,
             )
-        if "t2d" not in names and "d2t" in names and self.to in ("speculators", "sglang"):
+        if "t2d" not in names and "d2t" in names and self.layout.derives_t2d:
             d2t_info: TensorInfo = spec.tensors["d2t"]
             offsets = read_ints(self.ckpt, d2t_info)
             # `vocab` comes from the config: a mask is built only for a vocabulary whose

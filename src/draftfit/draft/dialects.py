@@ -60,19 +60,6 @@ NON_EAGLE_ARCHITECTURES = {
     "XPress": "an XPress refiner head",
 }
 
-# How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
-# eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
-EAGLE4_SERVING = {
-    "vllm": "install the eagle-harness plugin and serve with "
-    '`--speculative-config \'{"method": "eagle_harness", ...}\'` (an EAGLE-4 draft is not an '
-    "EAGLE-3 draft: renaming its architecture does not make vLLM load it)",
-    "sglang": "install the eagle-harness plugin and launch with `--speculative-algorithm "
-    "EAGLE_HARNESS` (an EAGLE-4 draft is not an EAGLE-3 draft: renaming its architecture does "
-    "not make SGLang load it)",
-    "trtllm": "TensorRT-LLM has no EAGLE-4 support; the eagle-harness plugin serves it in vLLM "
-    "and SGLang (renaming its architecture does not make it an EAGLE-3 draft)",
-}
-
 
 def is_eagle4_architecture(arch: object) -> bool:
     """Whether an architecture name is an EAGLE-4 draft class (`LlamaForCausalLMEagle4`)."""

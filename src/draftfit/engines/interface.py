@@ -3,8 +3,9 @@
 The checker, the serve recipes, `convert` and `diff` reach an engine only through an
 :class:`Engine` (listed in :mod:`draftfit.engines.registry`): its name and data file, the
 view builder, the serve recipe, the convention `draftfit convert --to` writes for it, the
-conventions it plans, how it names aux ids in that convention, and which of its draft
-classes are one class. Nothing outside `draftfit.engines` asks which engine it is holding.
+conventions it plans, how it names aux ids in that convention, which of its draft
+classes are one class, and how its launch is read (:meth:`Engine.launch`). Nothing
+outside `draftfit.engines` asks which engine it is holding.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from draftfit.records import frozen, record
 if TYPE_CHECKING:
     from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target
+    from draftfit.engines.launch_part import EngineLaunch
     from draftfit.engines.view import BuildInputs, EngineView
 
 
@@ -103,6 +105,29 @@ class ConventionChoice:
     problems: tuple[tuple[str, str], ...] = ()
 
 
+@frozen
+class ConventionLayout:
+    """How a convention `draftfit convert --to` writes lays a draft out (the engine that
+    plans the convention gives it: :attr:`Engine.layouts`).
+
+    Attributes:
+        name: the convention, as `--to` names it.
+        speculators_config: the speculators library's config (`speculators_config`, the
+            decoder fields nested in `transformer_layer_config`); else a flat HF config.
+        single_layer_prefix: the name prefix of a single decoder layer's tensors (SGLang's
+            `midlayer.`); None: the `layers.N.` names.
+        drops_identity_d2t: a full-vocabulary draft's `d2t` is dropped where the version
+            rejects it (`d2t_parameter = "when-reduced"`).
+        derives_t2d: `t2d` is written next to `d2t` (derived from it, exactly).
+    """
+
+    name: str
+    speculators_config: bool = False
+    single_layer_prefix: str | None = None
+    drops_identity_d2t: bool = False
+    derives_t2d: bool = False
+
+
 class Engine(ABC):
     """One serving engine: its data, its view builder and its serve recipe.
 
@@ -110,7 +135,8 @@ class Engine(ABC):
         name: how `--engine` spells it; the stem of its data file.
         convention: the layout `draftfit convert --to` writes for it (a serve recipe's
             convert step).
-        plans: the conventions planned (and verified by default) with this engine's data.
+        layouts: the conventions planned (and verified by default) with this engine's data,
+            each with its layout; :attr:`plans` names them.
         edits_launch: whether a serve recipe edits the launch the check was given (the
             command line keeps every setting); False where the launch keeps its settings in
             a file the recipe writes anew (TensorRT-LLM's options YAML).
@@ -121,8 +147,20 @@ class Engine(ABC):
 
     name: str
     convention: str
-    plans: tuple[str, ...] = ()
+    layouts: tuple[ConventionLayout, ...] = ()
     edits_launch: bool = True
+
+    @property
+    def plans(self) -> tuple[str, ...]:
+        """The conventions planned (and verified by default) with this engine's data."""
+        return tuple(layout.name for layout in self.layouts)
+
+    def layout(self, convention: str) -> ConventionLayout:
+        """The layout of `convention`, one this engine plans."""
+        found = next((layout for layout in self.layouts if layout.name == convention), None)
+        if found is None:
+            raise NotImplementedError(f"{self.name} does not plan {convention}")
+        return found
 
     # ------------------------------------------------------------------ data
     def data_text(self) -> str:
@@ -162,6 +200,12 @@ class Engine(ABC):
     def serve(self, request: ServeRequest) -> Served | None:
         """The serve recipe at `request.profile.version`, or None when the engine cannot
         serve this kind of draft at all."""
+
+    def launch(self) -> EngineLaunch | None:
+        """How draftfit reads this engine's launch (`--serve-args`, `--serve-config`): its
+        launch part, loaded when asked for (a check without a launch never loads it); None
+        where draftfit reads no launch of this engine."""
+        return None
 
     def class_families(self) -> Mapping[str, str]:
         """Draft class -> the class it is registered to, where two names reach one class;

@@ -23,7 +23,7 @@ from draftfit.draft.description import EAGLE3
 from draftfit.location import Location
 from draftfit.records import frozen
 from draftfit.rule_ids import Consequence
-from draftfit.serve.flags import vllm_flag as dashed
+from draftfit.serve.settings import dashed_flag as dashed
 from draftfit.settings_text import clip
 
 if TYPE_CHECKING:

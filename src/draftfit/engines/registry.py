@@ -50,6 +50,14 @@ def planning_engine(convention: str) -> Engine | None:
     return next((e for e in ENGINES if convention in e.plans), None)
 
 
+def conventions(engines: tuple[Engine, ...] = ENGINES) -> tuple[str, ...]:
+    """Every convention `draftfit convert --to` writes: each engine's own first, in registry
+    order, then the other conventions the engines plan."""
+    own = [engine.convention for engine in engines]
+    planned = [convention for engine in engines for convention in engine.plans]
+    return tuple(dict.fromkeys([*own, *planned]))
+
+
 def parse_engine_selector(text: str, engines: tuple[Engine, ...] = ENGINES) -> list[Profile]:
     """Parse `vllm`, `vllm==0.10.2`, `vllm~=0.34` or `all` into profiles.
 

@@ -5,7 +5,7 @@ engine arguments) and `--serve-args` (a `vllm serve` / `python -m sglang.launch_
 `trtllm-serve` command) both come down to one :class:`ServeSettings`: the engine the launch
 is for and the settings that decide how the draft is run next to the target. Every field is
 None when the launch does not give it, so rules can tell "not given" (the engine's default)
-from a value. The parsing lives in :mod:`draftfit.serve.input`; rules read these fields.
+from a value. The parsing lives in :mod:`draftfit.engines.launch`; rules read these fields.
 """
 
 from __future__ import annotations
@@ -180,6 +180,15 @@ class ServeSettings:
     def for_engine(self, engine: str) -> ServeSettings | None:
         """These settings when they are for `engine`, else None (another engine's launch)."""
         return self if self.engine == engine else None
+
+
+def dashed_flag(word: str) -> str:
+    """A flag as a parser that reads `_` in a flag name as `-` sees it (vLLM's): underscores
+    in a `--` name become dashes; a `.key` after the name stays as written."""
+    if not word.startswith("--"):
+        return word
+    name, dot, rest = word[2:].partition(".")
+    return "--" + name.replace("_", "-") + dot + rest
 
 
 # Fields that record the launch's own words for the per-release checks (not in the JSON).

@@ -17,7 +17,7 @@ from typing import Any
 from draftfit import rule_ids
 from draftfit.draft.aux_counting import default_capture_ids
 from draftfit.draft.description import EAGLE, EAGLE3
-from draftfit.draft.dialects import EAGLE4_SERVING, is_eagle4_architecture, non_eagle_kind
+from draftfit.draft.dialects import is_eagle4_architecture, non_eagle_kind
 from draftfit.draft.target import Target
 from draftfit.draft.target_rotation import Rotation
 from draftfit.draft.tensor_names import canonical_name
@@ -51,6 +51,14 @@ from draftfit.engines.view import (
 )
 from draftfit.location import Location, config_at
 from draftfit.serve.settings import ServeSettings
+
+# How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
+# eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
+EAGLE4_SERVING = (
+    "install the eagle-harness plugin and launch with `--speculative-algorithm "
+    "EAGLE_HARNESS` (an EAGLE-4 draft is not an EAGLE-3 draft: renaming its architecture does "
+    "not make SGLang load it)"
+)
 
 LLAMA_EAGLE3 = "llama_eagle3"
 MLA_EAGLE3 = "mla_eagle3"
@@ -208,7 +216,7 @@ class _SGLangBuilder(BaseBuilder):
         else:
             fix = f'set "architectures": ["{want}"] (`draftfit convert --to sglang` does it)'
         if is_eagle4_architecture(arch):
-            fix = EAGLE4_SERVING["sglang"]
+            fix = EAGLE4_SERVING
         elif non_eagle_kind(self.config) is not None:
             fix = "this is not an EAGLE draft: serve it with the algorithm made for it"
         self.refuse(

@@ -18,7 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from draftfit.engines.interface import ConventionChoice, Engine, Recipe, Served, ServeRequest
+from draftfit.engines.interface import (
+    ConventionChoice,
+    ConventionLayout,
+    Engine,
+    Recipe,
+    Served,
+    ServeRequest,
+)
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import (
     CONTINUATION,
@@ -41,6 +48,7 @@ from draftfit.rule_ids import (
 
 if TYPE_CHECKING:
     from draftfit.draft.target import Target
+    from draftfit.engines.launch_part import EngineLaunch
     from draftfit.engines.view import BuildInputs, EngineView
 
 # SGLang's EAGLE-3 draft classes for `convert --to sglang`.
@@ -55,6 +63,11 @@ def _graphs_keep_ids(profile: Profile) -> bool:
     return not profile.value("aux_ids_cuda_graph_ignored")
 
 
+# `convert --to sglang`: a single decoder layer's tensors as `midlayer.*`, `t2d` next to
+# `d2t`.
+SGLANG_LAYOUT = ConventionLayout("sglang", single_layer_prefix="midlayer.", derives_t2d=True)
+
+
 class SGLangEngine(Engine):
     """SGLang (data: `data/sglang.toml`, procedure: :mod:`draftfit.engines.sglang.builder`).
 
@@ -63,7 +76,12 @@ class SGLangEngine(Engine):
 
     name = "sglang"
     convention = "sglang"
-    plans = ("sglang",)
+    layouts = (SGLANG_LAYOUT,)
+
+    def launch(self) -> EngineLaunch:
+        from draftfit.engines.sglang.launch import LAUNCH
+
+        return LAUNCH
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
         from draftfit.engines.sglang.builder import Builder

@@ -20,7 +20,7 @@ from typing import Any
 from draftfit import rule_ids
 from draftfit.draft.aux_counting import default_capture_ids
 from draftfit.draft.description import EAGLE, EAGLE3
-from draftfit.draft.dialects import EAGLE4_SERVING, is_eagle4_architecture
+from draftfit.draft.dialects import is_eagle4_architecture
 from draftfit.draft.tensor_names import canonical_name
 from draftfit.engines import shapes
 from draftfit.engines.builder import (
@@ -43,6 +43,13 @@ from draftfit.engines.view import (
 )
 from draftfit.location import Location, config_at
 from draftfit.serve.settings import ServeSettings
+
+# How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
+# eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
+EAGLE4_SERVING = (
+    "TensorRT-LLM has no EAGLE-4 support; the eagle-harness plugin serves it in vLLM "
+    "and SGLang (renaming its architecture does not make it an EAGLE-3 draft)"
+)
 
 LLAMA_EAGLE3 = "llama_eagle3"
 MLA_EAGLE3 = "mla_eagle3"
@@ -176,7 +183,7 @@ class _TrtllmBuilder(BaseBuilder):
             config_at("/architectures/0"),
             ("draft_class_selection", "two_model_arch_rename", "eagle3_draft_architectures")
             + (("one_model_default",) if by_launch else ()),
-            fix=EAGLE4_SERVING["trtllm"]
+            fix=EAGLE4_SERVING
             if is_eagle4_architecture(archs[0])
             else self._two_model_fix() + also,
         )

@@ -33,6 +33,7 @@ from draftfit.rule_ids import (
 if TYPE_CHECKING:
     from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target
+    from draftfit.engines.launch_part import EngineLaunch
     from draftfit.engines.view import BuildInputs, EngineView
 
 # Findings that passing `eagle3_layers_to_capture` to TensorRT-LLM fixes.
@@ -63,6 +64,11 @@ class TrtllmEngine(Engine):
     name = "trtllm"
     convention = "sglang"
     edits_launch = False  # the launch's settings live in the options YAML the recipe writes
+
+    def launch(self) -> EngineLaunch:
+        from draftfit.engines.trtllm.launch import LAUNCH
+
+        return LAUNCH
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
         from draftfit.engines.trtllm.builder import Builder

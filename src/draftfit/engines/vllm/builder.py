@@ -19,7 +19,6 @@ from draftfit import rule_ids
 from draftfit.draft.aux_counting import TOP_AUX, default_capture_ids
 from draftfit.draft.description import EAGLE, EAGLE3, DraftDescription
 from draftfit.draft.dialects import (
-    EAGLE4_SERVING,
     NEMO_AUTOMODEL,
     is_eagle4_architecture,
     non_eagle_kind,
@@ -58,6 +57,15 @@ from draftfit.engines.vllm.kv import kv_geometry_events
 from draftfit.location import Location, config_at
 from draftfit.rule_ids import Consequence
 from draftfit.serve.settings import ServeSettings
+
+# How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
+# eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
+EAGLE4_SERVING = (
+    "install the eagle-harness plugin and serve with "
+    '`--speculative-config \'{"method": "eagle_harness", ...}\'` (an EAGLE-4 draft is not an '
+    "EAGLE-3 draft: renaming its architecture does not make vLLM load it)"
+)
+
 
 # Draft classes by the shape logic they share (vllm/model_executor/models/registry.py
 # maps every name below to one of these modules at v0.34.0).
@@ -389,7 +397,7 @@ class _Builder(BaseBuilder):
         suggestion = _suggest_architecture(self.method, registered)
         fix = f'set "architectures": ["{suggestion}"]' if suggestion else None
         if is_eagle4_architecture(written0):
-            fix = EAGLE4_SERVING["vllm"]
+            fix = EAGLE4_SERVING
         elif fix and self.spec.dialect.name == NEMO_AUTOMODEL:
             if any(raw.startswith("model.") for raw in self.ckpt.tensors):
                 fix += " and strip the `model.` prefix from the tensor names"

@@ -15,7 +15,14 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from draftfit.engines.interface import ConventionChoice, Engine, Recipe, Served, ServeRequest
+from draftfit.engines.interface import (
+    ConventionChoice,
+    ConventionLayout,
+    Engine,
+    Recipe,
+    Served,
+    ServeRequest,
+)
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import (
     CONTINUATION,
@@ -32,6 +39,7 @@ from draftfit.engines.serve import (
 from draftfit.rule_ids import AUX_LAYERS_DIFFER_FROM_TRAINED
 
 if TYPE_CHECKING:
+    from draftfit.engines.launch_part import EngineLaunch
     from draftfit.engines.view import BuildInputs, EngineView
 
 
@@ -45,18 +53,31 @@ def reads_top_level_ids(profile: Profile) -> bool:
     return "eagle_aux_hidden_state_layer_ids" in keys
 
 
+# `convert --to vllm`: a flat config, `layers.N.*` names; a full-vocabulary draft's `d2t`
+# dropped where the version rejects it.
+VLLM_LAYOUT = ConventionLayout("vllm", drops_identity_d2t=True)
+# `convert --to speculators`: what the speculators library writes (its config, the decoder
+# fields in `transformer_layer_config`, `t2d` next to `d2t`), planned with vLLM's data.
+SPECULATORS_LAYOUT = ConventionLayout("speculators", speculators_config=True, derives_t2d=True)
+
+
 class VllmEngine(Engine):
     """vLLM (data: `data/vllm.toml`, procedure: :mod:`draftfit.engines.vllm.builder`)."""
 
     name = "vllm"
     convention = "vllm"
-    plans = ("vllm", "speculators")
+    layouts = (VLLM_LAYOUT, SPECULATORS_LAYOUT)
 
     def class_families(self) -> Mapping[str, str]:
         """Architecture names vLLM's registry maps to one draft class."""
         from draftfit.engines.vllm.builder import CLASS_FAMILY
 
         return CLASS_FAMILY
+
+    def launch(self) -> EngineLaunch:
+        from draftfit.engines.vllm.launch import LAUNCH
+
+        return LAUNCH
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
         from draftfit.engines.vllm.builder import Builder

@@ -1,0 +1,235 @@
+"""What every engine's launch reader shares, engine-neutral: where a flag's value goes
+(:class:`FlagTarget`), how a value is read as its setting's type, the bounded loading of a
+settings file (JSON or YAML, through :mod:`draftfit.settings_text`), the splitting of the
+environment assignments before a command, and the listing of flags not read.
+
+Each engine's launch part (:class:`draftfit.engines.launch_part.EngineLaunch`, in the
+engine's folder) says which flags, keys and environment variables it reads;
+:mod:`draftfit.engines.launch` finds the engine of a launch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from draftfit.checkpoint.access import read_regular
+from draftfit.checkpoint.jsonread import JsonLimitError, JsonSyntaxError, parse_json
+from draftfit.errors import UsageError
+from draftfit.records import frozen
+from draftfit.serve.settings import ServeSettings
+from draftfit.settings_text import MAX_SETTINGS_BYTES, clip, decode_utf8, load_yaml, shown
+
+
+@frozen
+class FlagTarget:
+    """Where a flag's value goes: a :class:`~draftfit.serve.settings.ServeSettings` field and
+    how to read it (`int`, `int-list`, `str`, `off-when-true` for a flag that turns CUDA
+    graphs off, `on-when-true`, `json` for a JSON flag whose keys are read, `yaml-file` for a
+    file of settings the launch names)."""
+
+    field: str
+    kind: str = "str"
+
+
+INT = "int"
+# Settings every engine has, under its own flag names.
+TENSOR_PARALLEL = FlagTarget("tensor_parallel_size", INT)
+PIPELINE_PARALLEL = FlagTarget("pipeline_parallel_size", INT)
+KV_CACHE_DTYPE = FlagTarget("kv_cache_dtype")
+QUANTIZATION = FlagTarget("quantization")
+ATTENTION_BACKEND = FlagTarget("attention_backend")
+EAGER = FlagTarget("cuda_graphs", "off-when-true")
+
+# A launch's settings file: the cap of every settings document.
+MAX_SERVE_CONFIG_BYTES = MAX_SETTINGS_BYTES
+
+
+# ----------------------------------------------------------------------------- values
+
+
+def read_value(target: FlagTarget, value: Any, what: str) -> Any:
+    """`value` as the field's type; a malformed one is a usage error."""
+    if target.kind == "int":
+        return _integer(value, what)
+    if target.kind == "int-list":
+        return _int_list(value, what)
+    if target.kind == "off-when-true":  # --enforce-eager: CUDA graphs off
+        return not _boolean(value, what)
+    if target.kind == "on-when-true":
+        return _boolean(value, what)
+    if value is None:
+        return None
+    if isinstance(value, (dict, list)):
+        raise UsageError(f"{what}: expected a single value, got {shown(value)}")
+    if isinstance(value, float) and not math.isfinite(value):  # JSON 1e999, YAML .inf
+        raise UsageError(f"{what}: expected a name or a number, got {shown(value)}")
+    return str(value)
+
+
+def _integer(value: Any, what: str) -> int:
+    """A positive integer as written (`4`, `4.0`, `"4"`); anything else (a fraction, a
+    string that is not a number, an infinite or 100k-digit number) is a usage error."""
+    if isinstance(value, bool):
+        raise UsageError(f"{what}: expected an integer, got {shown(value)}")
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise UsageError(f"{what}: expected an integer, got {shown(value)}") from None
+    if isinstance(value, float) and value != number:
+        raise UsageError(f"{what}: expected an integer, got {shown(value)}")
+    if number < 1:
+        raise UsageError(f"{what}: expected a positive integer, got {shown(value)}")
+    return number
+
+
+def _int_list(value: Any, what: str) -> tuple[int, ...]:
+    """A list of layer ids (integers, -1 allowed), as written."""
+    if not isinstance(value, (list, tuple)) or not value:
+        raise UsageError(f"{what}: expected a non-empty list of layer ids, got {shown(value)}")
+    bad = [item for item in value if isinstance(item, bool) or not isinstance(item, int)]
+    if bad:
+        raise UsageError(f"{what}: expected integer layer ids, got {shown(bad[0])}")
+    return tuple(value)
+
+
+def _boolean(value: Any, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, (str, int, float)) else ""
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise UsageError(f"{what}: expected true or false, got {shown(value)}")
+
+
+def key_name(name: object) -> str:
+    """A settings key with dashes read as underscores (`tensor-parallel-size`)."""
+    return str(name).replace("-", "_")
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def load_file(
+    name: str, what: str, hint: str, roots: Sequence[str | Path] = ()
+) -> Mapping[str, Any]:
+    """The mapping in the JSON/YAML file `name`, read bounded (a regular file, at most
+    MAX_SERVE_CONFIG_BYTES, reached through a symlink only inside the current folder, the
+    draft or the target: see :func:`_refuse_foreign_link`); `what` names it in errors."""
+    path = Path(name)
+    _refuse_foreign_link(path, what, roots)
+    try:
+        data = read_regular(path, MAX_SERVE_CONFIG_BYTES)
+    except FileNotFoundError:
+        raise UsageError(f"{what}: no such file ({hint})") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{what}: cannot read it ({exc})") from None
+    body = decode_utf8(data, what)
+    if path.suffix.lower() == ".json" or body.lstrip().startswith("{"):
+        return json_object(body, what)
+    return _yaml_object(body, what)
+
+
+def _refuse_foreign_link(path: Path, what: str, roots: Sequence[str | Path]) -> None:
+    """Refuse a settings file reached through a symlink (the file or a folder on its
+    path) that ends outside the current folder's tree, the draft and the target: a
+    symlink committed next to a launch's settings must not make draftfit read (and quote)
+    a file elsewhere on the machine, such as `/etc/shadow`."""
+    steps = [path, *path.parents] if path.is_absolute() else [path, *path.parents][:-1]
+    if not any(step.is_symlink() for step in steps):
+        return
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return  # a dangling link or a loop: reading it reports the error
+    allowed = [Path.cwd(), *(Path(root) for root in roots if not _is_hub(root))]
+    for root in allowed:
+        try:
+            if real.is_relative_to(root.resolve()):
+                return
+        except (OSError, RuntimeError):
+            continue
+    raise UsageError(
+        f"{what}: a symlink to a file outside the current folder, the draft and the target; "
+        "give the file itself"
+    )
+
+
+def _is_hub(root: str | Path) -> bool:
+    text = str(root)
+    return text.startswith("hf://") or (not Path(text).exists() and text.count("/") == 1)
+
+
+def json_object(text: str, what: str) -> Mapping[str, Any]:
+    """The JSON object `text` (read bounded); anything else is a usage error."""
+    try:
+        data = parse_json(text.encode("utf-8", "surrogatepass")).value
+    except JsonSyntaxError as exc:
+        raise UsageError(f"{what}: not valid JSON ({clip(exc.detail, 160)})") from None
+    except JsonLimitError as exc:
+        raise UsageError(f"{what}: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{what}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _yaml_object(text: str, what: str) -> Mapping[str, Any]:
+    data = load_yaml(text, what)
+    if not isinstance(data, dict):
+        raise UsageError(f"{what}: expected a mapping of settings, got {type(data).__name__}")
+    return data
+
+
+# ----------------------------------------------------------------------------- words
+
+# A shell variable assignment (`NAME=value`) before the command.
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def leading_assignments(words: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """The `NAME=value` words before the command (after an optional `env`), and the rest."""
+    start = 1 if words[:1] == ["env"] else 0
+    index = start
+    found: list[tuple[str, str]] = []
+    while index < len(words) and ASSIGNMENT.match(words[index]):
+        name, value = words[index].split("=", 1)
+        found.append((name, value))
+        index += 1
+    if not found:
+        return [], words
+    return found, words[index:]
+
+
+def is_flag(word: str) -> bool:
+    """Whether `word` is a flag (not a value: `-` alone and negative numbers are values)."""
+    if not word.startswith("-") or word == "-":
+        return False
+    try:
+        float(word)  # a negative number is a value
+    except ValueError:
+        return True
+    return False
+
+
+# ----------------------------------------------------------------------------- not read
+
+# Keys and flags listed as not read: only what looks like a setting's name (a file that is
+# not settings at all must not be echoed), at most MAX_LISTED, each cut at SHOWN_CHARS.
+_SETTING_NAME = re.compile(r"-{0,2}[A-Za-z_][A-Za-z0-9_.-]*")
+MAX_LISTED = 20
+
+
+def listed(settings: ServeSettings) -> ServeSettings:
+    """`settings` with its not-read keys reduced to what may be shown (see _SETTING_NAME)."""
+    names = [name for name in settings.ignored_flags if _SETTING_NAME.fullmatch(name)]
+    shown_names = [clip(name) for name in names[:MAX_LISTED]]
+    left_out = len(settings.ignored_flags) - len(shown_names)
+    if left_out:
+        shown_names.append(f"({left_out} more not shown)")
+    return replace(settings, ignored_flags=tuple(shown_names))
