@@ -19,9 +19,9 @@ import pytest
 
 from draftfit.checker import check_checkpoint
 from draftfit.engines.registry import load_engine
+from draftfit.origins.reference import open_checkpoint, open_target
 from draftfit.report import Finding
 from draftfit.rules.base import Severity
-from draftfit.sources.reference import open_checkpoint, open_target
 from tests.cases import CASES, Case
 from tests.sampling import sampled
 

@@ -10,8 +10,8 @@ import pytest
 
 from draftfit.checker import check_path
 from draftfit.cli.main import main
+from draftfit.origins.reference import is_hub_reference, open_checkpoint
 from draftfit.rule_ids import Severity
-from draftfit.sources.reference import is_hub_reference, open_checkpoint
 from tests import factory as f
 from tests.fake_hub import FakeHub, StalledHub, configure_hf_env
 
@@ -228,7 +228,7 @@ def test_unreachable_hub_without_a_cached_copy_is_one_line(
 
 
 def test_long_library_messages_are_cut_at_a_word() -> None:
-    from draftfit.sources.hub import shorten_at_word
+    from draftfit.origins.hub import shorten_at_word
 
     text = "An error happened while trying to locate the file on the Hub " * 5
     short = shorten_at_word(text, 160)

@@ -222,7 +222,7 @@ def test_a_very_long_tensor_name_is_quoted_short_in_every_release(tmp_path: Path
     """Each release's findings quote a 1 MB tensor name cut short, so that `matrix` (every
     release of every engine) does not hold a copy of the name per release."""
     from draftfit.commands.release_matrix import build_matrix
-    from draftfit.sources.reference import open_checkpoint
+    from draftfit.origins.reference import open_checkpoint
 
     draft = f.specforge()
     draft.add("model.layers.0." + "a" * 1_000_000, "BF16", (2,))

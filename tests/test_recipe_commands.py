@@ -28,11 +28,11 @@ from draftfit.commands.release_matrix import build_matrix
 from draftfit.draft.target import load_target
 from draftfit.engines.interface import Recipe
 from draftfit.engines.registry import load_engine
+from draftfit.origins.reference import open_checkpoint, open_target
 from draftfit.render.matrix_markdown import render_markdown
 from draftfit.render.matrix_text import render_matrix
 from draftfit.render.options import RenderOptions
 from draftfit.render.text import render_check
-from draftfit.sources.reference import open_checkpoint, open_target
 from tests import factory as f
 from tests.cases import CASES, Case
 from tests.fake_hub import FakeHub, configure_hf_env

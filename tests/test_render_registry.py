@@ -21,13 +21,13 @@ from draftfit.commands.recipe import attach_recipes
 from draftfit.commands.release_matrix import build_matrix
 from draftfit.conversion import convert_path
 from draftfit.engines.listing import list_engines
+from draftfit.origins.reference import open_checkpoint, open_target
 from draftfit.render import kinds as registry
 from draftfit.render.kinds import KINDS, formats_for
 from draftfit.render.options import RenderOptions
 from draftfit.render.registry import RENDERERS, emit, kind_of, render
 from draftfit.rules import get_rule
 from draftfit.rules.base import Severity
-from draftfit.sources.reference import open_checkpoint, open_target
 from tests import factory as f
 from tests.timeouts import scaled
 

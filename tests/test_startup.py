@@ -26,7 +26,7 @@ NEVER = {
     "torch",
     "yaml",  # a YAML --serve-config
     "huggingface_hub",  # hf:// sources
-    "draftfit.sources.hub",
+    "draftfit.origins.hub",
     "importlib.metadata",  # only where a folder on the path may hold an engine's metadata
     "tomllib",  # a settings file; the engine data loads from its compiled form
     "tomli",

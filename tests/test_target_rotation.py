@@ -18,8 +18,8 @@ from draftfit.draft.target_rotation import (
     ROTATION_FILE,
     ROTATION_POINTER,
 )
+from draftfit.origins.reference import open_target
 from draftfit.report import Report
-from draftfit.sources.reference import open_target
 from tests import factory as f
 from tests.fake_hub import FakeHub, configure_hf_env
 
@@ -175,9 +175,9 @@ def test_a_hub_target_without_a_description_is_quiet(hub: FakeHub) -> None:
 def test_a_description_over_the_cap_is_not_fetched(
     hub: FakeHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import draftfit.sources.hub
+    import draftfit.origins.hub
 
-    monkeypatch.setattr(draftfit.sources.hub, "MAX_JSON_FILE_BYTES", 100)
+    monkeypatch.setattr(draftfit.origins.hub, "MAX_JSON_FILE_BYTES", 100)
     target = open_target("hf://org/Qwen3-32B-w8a8-QuaRot")
     assert target.rotation.rotation is None
     assert target.rotation.unchecked == f"`{DESCRIPTION_FILE}` is larger than 100 bytes"

@@ -17,9 +17,9 @@ from draftfit.checker import check_path
 from draftfit.cli.main import main
 from draftfit.commands.comparison import diff_paths
 from draftfit.commands.release_matrix import build_matrix
+from draftfit.origins.reference import open_checkpoint, open_target
 from draftfit.rules import all_rules
 from draftfit.rules import values as value_rules
-from draftfit.sources.reference import open_checkpoint, open_target
 from draftfit.values import plan
 from draftfit.values.decode import decode
 from tests import factory as f
@@ -421,7 +421,7 @@ def test_target_embedding_rows_from_the_hub(tmp_path: Path, monkeypatch) -> None
 def test_a_hub_target_is_listed_only_when_its_weights_are_read(tmp_path: Path, monkeypatch) -> None:
     """A Hub target keeps the repository it was read from: a plain check asks the Hub for
     its config alone; the value checks list the repository once, through the same access."""
-    from draftfit.sources.hub import ListedLaterAccess
+    from draftfit.origins.hub import ListedLaterAccess
     from tests.fake_hub import FakeHub, configure_hf_env
 
     draft, _k2, k25 = _kimi_pair(tmp_path)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from draftfit.draft.description import describe
-from draftfit.sources.reference import open_checkpoint
+from draftfit.origins.reference import open_checkpoint
 from draftfit.values import FULL, plan, scan
 from draftfit.values.facts import ValueFacts
 from tests import factory as f

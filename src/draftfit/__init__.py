@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("schemas", "output"),
     ("checkpoint",),
     ("settings_text", "draft"),
-    ("sources", "serve"),
+    ("origins", "serve"),
     ("values",),
     ("engines",),
     ("rules",),

@@ -103,7 +103,7 @@ def matrix(
     (with the launch's settings, as for :func:`check`)."""
     from draftfit.commands.release_matrix import build_matrix
     from draftfit.engines.launch import settings_from
-    from draftfit.sources.reference import open_checkpoint, open_target
+    from draftfit.origins.reference import open_checkpoint, open_target
 
     serve = settings_from(serve_config, serve_args, _roots(draft, target))
     checkpoint = open_checkpoint(draft)

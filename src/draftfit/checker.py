@@ -72,7 +72,7 @@ def check_path(
     Both may be local directories or Hub references (`hf://owner/name[@rev]`, `owner/name`).
     Serve recipes are added to the report by :func:`draftfit.commands.recipe.attach_recipes`.
     """
-    from draftfit.sources.reference import open_checkpoint, open_target
+    from draftfit.origins.reference import open_checkpoint, open_target
 
     profiles = resolve_engines(engines)
     checkpoint = open_checkpoint(draft)

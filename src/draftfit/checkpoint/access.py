@@ -1,7 +1,7 @@
 """How the reader reaches a checkpoint's files: a local directory, or a remote repository.
 
 The reader only ever needs a file's size, a byte range of it, and (for small JSON files) its
-whole content, so local directories and Hub repositories (see :mod:`draftfit.sources.hub`) share one
+whole content, so local directories and Hub repositories (see :mod:`draftfit.origins.hub`) share one
 code path. Failures raise `OSError`; the reader turns them into damage.
 
 Local reads are confined and never block: a name that climbs out of the folder (`../x`, an

@@ -301,8 +301,8 @@ def run_matrix(options: MatrixOptions) -> int:
     from draftfit.commands.release_matrix import build_matrix
     from draftfit.draft.description import describe
     from draftfit.draft.mistakes import refuse_argument_mistakes
+    from draftfit.origins.reference import open_checkpoint, open_target
     from draftfit.render.registry import render
-    from draftfit.sources.reference import open_checkpoint, open_target
 
     output = options.output
     refuse_output_file([options.draft], options.target, output, options.selection, options.launch)
@@ -365,11 +365,11 @@ def refuse_output_file(
 def _add_hub_cache(inputs: Any, name: str | None) -> None:
     """A draft or target named by its Hub id: the repository's local cache folder counts as
     an input (a run reads it when offline or when the Hub does not answer)."""
-    from draftfit.sources.reference import is_hub_reference
+    from draftfit.origins.reference import is_hub_reference
 
     if name is None or not is_hub_reference(name):
         return
-    from draftfit.sources.hub import cache_folder
+    from draftfit.origins.hub import cache_folder
 
     folder = cache_folder(name)
     if folder is not None:

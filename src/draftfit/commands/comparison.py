@@ -302,7 +302,7 @@ def diff_paths(
     """Load both checkpoints (and the target, if given) and compare them (with `serve`, the
     launch's settings, for both)."""
     from draftfit.draft.mistakes import refuse_diff_mistakes
-    from draftfit.sources.reference import open_checkpoint, open_target
+    from draftfit.origins.reference import open_checkpoint, open_target
 
     profiles = resolve_engines(engines)
     draft_checkpoint, reference_checkpoint = open_checkpoint(draft), open_checkpoint(reference)

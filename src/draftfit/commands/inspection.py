@@ -191,7 +191,7 @@ class InspectInfo:
 
 def inspect_path(path: str | Path) -> InspectInfo:
     """Everything `draftfit inspect` shows about the draft at `path`."""
-    from draftfit.sources.reference import open_checkpoint
+    from draftfit.origins.reference import open_checkpoint
 
     checkpoint = open_checkpoint(path)
     spec = describe(checkpoint)

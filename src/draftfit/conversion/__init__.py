@@ -118,8 +118,8 @@ def convert_path(
     command line's default) nothing is then written. `while_writing` is work to do on a
     second thread while the bytes are copied (the command line loads its renderer); its
     error, if any, is raised once the output is written and checked."""
-    from draftfit.sources.reference import HF_PREFIX as HUB_PREFIX
-    from draftfit.sources.reference import is_hub_reference, open_target
+    from draftfit.origins.reference import HF_PREFIX as HUB_PREFIX
+    from draftfit.origins.reference import is_hub_reference, open_target
 
     if is_hub_reference(str(draft)):
         raise UsageError(
@@ -296,13 +296,13 @@ def _not_needed(
 def _refuse_output_in_target(out: Path, target: str | Path | None) -> None:
     """Refuse an output inside (or at) the target's folder, local or its Hub cache folder:
     convert reads it."""
+    from draftfit.origins.reference import is_hub_reference
     from draftfit.output.guard import Inputs, refuse_inputs
-    from draftfit.sources.reference import is_hub_reference
 
     inputs = Inputs()
     inputs.add_path(target, "the target")
     if target is not None and is_hub_reference(str(target)):
-        from draftfit.sources.hub import cache_folder  # a Hub target only
+        from draftfit.origins.hub import cache_folder  # a Hub target only
 
         folder = cache_folder(str(target))
         if folder is not None:  # read when offline or when the Hub does not answer

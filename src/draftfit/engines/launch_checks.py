@@ -254,7 +254,7 @@ def same_draft(b: BaseBuilder, named: str) -> bool | None:
     against `hf://` or a Hub cache folder. None when it cannot be told (a path that is not
     a folder here may be the serving machine's; a Hub id where the checked draft's
     repository is not known)."""
-    from draftfit.sources.hub import PREFIX  # only a launch's draft path is compared
+    from draftfit.origins.hub import PREFIX  # only a launch's draft path is compared
 
     source = b.ckpt.origin
     if os.path.isdir(named):

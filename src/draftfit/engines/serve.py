@@ -102,7 +102,7 @@ class ModelSource:
 def model_source(source: str) -> ModelSource:
     """A checkpoint's `source` (a path, or `hf://OWNER/NAME[@REVISION]` as draftfit spells a
     Hub repository it read) as a recipe names it."""
-    from draftfit.sources.hub import PREFIX, parse_hub_reference  # only a recipe names a source
+    from draftfit.origins.hub import PREFIX, parse_hub_reference  # only a recipe names a source
 
     if not source.startswith(PREFIX):
         return ModelSource(source)

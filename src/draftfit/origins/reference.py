@@ -2,7 +2,7 @@
 
 `open_checkpoint("./dir")` reads a local directory; `open_checkpoint("hf://owner/name@rev")`,
 or a bare `owner/name` that is not a local path, reads config.json and the safetensors
-headers of a Hub repository without downloading weights (see :mod:`draftfit.sources.hub`).
+headers of a Hub repository without downloading weights (see :mod:`draftfit.origins.hub`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def open_checkpoint(source: str | Path) -> Checkpoint:
     """Read a draft checkpoint from a local directory or the Hub."""
     text = str(source)
     if is_hub_reference(text):
-        from draftfit.sources.hub import load_hub_checkpoint
+        from draftfit.origins.hub import load_hub_checkpoint
 
         with _local_first(text):
             return load_hub_checkpoint(text)
@@ -45,7 +45,7 @@ def open_target(source: str | Path) -> Target:
     """Read a target's config from a local directory or the Hub."""
     text = str(source)
     if is_hub_reference(text):
-        from draftfit.sources.hub import load_hub_target
+        from draftfit.origins.hub import load_hub_target
 
         with _local_first(text):
             return load_hub_target(text)
