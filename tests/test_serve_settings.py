@@ -711,3 +711,41 @@ def test_values_in_messages_are_bounded(tmp_path: Path) -> None:
     assert len(settings.ignored_flags) == 21
     assert settings.ignored_flags[-1] == "(12 more not shown)"
     assert not any("secret" in name or " " in name for name in settings.ignored_flags[:-1])
+
+
+@pytest.mark.parametrize(
+    ("engine", "consequence", "cited"),
+    [
+        ("vllm==0.34.0", "refuses-to-start", "vllm/config/speculative.py:1660@v0.34.0"),
+        ("vllm==0.10.2", "refuses-to-start", "vllm/config/__init__.py:2358@v0.10.2"),
+        ("vllm==0.20.0", "draft-not-served", None),
+    ],
+)
+def test_a_token_count_below_one_is_a_finding_not_a_malformed_launch(
+    tmp_path: Path, engine: str, consequence: str, cited: str | None
+) -> None:
+    """vLLM's parser takes `"num_speculative_tokens": 0`; its speculative config refuses it
+    (read at 0.10.2 and 0.34.0). Where that was not read, no draft token is proposed: the
+    checked draft does not run either way."""
+    draft = f.specforge().write(tmp_path / "draft")
+    launch = (
+        "vllm serve T --speculative-config "
+        f'\'{{"model": "{draft}", "method": "eagle3", "num_speculative_tokens": 0}}\''
+    )
+    report = draftfit.check(draft, engines=[engine], serve_args=launch)
+    (finding,) = [x for x in report.findings if x.code == "DF559"]
+    assert str(finding.consequence) == consequence
+    assert report.engines[0].verdict == "incompatible"
+    assert (cited in finding.citations) if cited else not finding.citations
+
+
+def test_sglang_takes_an_eagle_topk_of_zero(tmp_path: Path) -> None:
+    """SGLang 0.5.23's parser and server arguments take `--speculative-eagle-topk 0`: not a
+    malformed launch."""
+    draft = f.specforge().write(tmp_path / "draft")
+    launch = (
+        "python -m sglang.launch_server --model-path T --speculative-algorithm EAGLE3 "
+        f"--speculative-draft-model-path {draft} --speculative-eagle-topk 0"
+    )
+    report = draftfit.check(draft, engines=["sglang==0.5.23"], serve_args=launch)
+    assert report.serve is not None and report.serve.speculative_eagle_topk == 0

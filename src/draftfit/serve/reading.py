@@ -37,6 +37,11 @@ class FlagTarget:
 
 
 INT = "int"
+# An integer of any sign, kept as written: the engine's own check of it is modelled (a
+# count it refuses below 1 is a finding, not a malformed launch).
+ANY_INT = "any-int"
+# An integer from 0 up (the engine takes 0).
+INT_FROM_ZERO = "int-from-zero"
 # Settings every engine has, under its own flag names.
 TENSOR_PARALLEL = FlagTarget("tensor_parallel_size", INT)
 PIPELINE_PARALLEL = FlagTarget("pipeline_parallel_size", INT)
@@ -54,8 +59,12 @@ MAX_SERVE_CONFIG_BYTES = MAX_SETTINGS_BYTES
 
 def read_value(target: FlagTarget, value: Any, what: str) -> Any:
     """`value` as the field's type; a malformed one is a usage error."""
-    if target.kind == "int":
+    if target.kind == INT:
         return _integer(value, what)
+    if target.kind == ANY_INT:
+        return _integer(value, what, minimum=None)
+    if target.kind == INT_FROM_ZERO:
+        return _integer(value, what, minimum=0)
     if target.kind == "int-list":
         return _int_list(value, what)
     if target.kind == "off-when-true":  # --enforce-eager: CUDA graphs off
@@ -71,9 +80,10 @@ def read_value(target: FlagTarget, value: Any, what: str) -> Any:
     return str(value)
 
 
-def _integer(value: Any, what: str) -> int:
-    """A positive integer as written (`4`, `4.0`, `"4"`); anything else (a fraction, a
-    string that is not a number, an infinite or 100k-digit number) is a usage error."""
+def _integer(value: Any, what: str, minimum: int | None = 1) -> int:
+    """An integer as written (`4`, `4.0`, `"4"`) of at least `minimum` (None: any);
+    anything else (a fraction, a string that is not a number, an infinite or 100k-digit
+    number, one below `minimum`) is a usage error."""
     if isinstance(value, bool):
         raise UsageError(f"{what}: expected an integer, got {shown(value)}")
     try:
@@ -82,8 +92,9 @@ def _integer(value: Any, what: str) -> int:
         raise UsageError(f"{what}: expected an integer, got {shown(value)}") from None
     if isinstance(value, float) and value != number:
         raise UsageError(f"{what}: expected an integer, got {shown(value)}")
-    if number < 1:
-        raise UsageError(f"{what}: expected a positive integer, got {shown(value)}")
+    if minimum is not None and number < minimum:
+        wanted = "a positive integer" if minimum == 1 else f"an integer of at least {minimum}"
+        raise UsageError(f"{what}: expected {wanted}, got {shown(value)}")
     return number
 
 

@@ -34,6 +34,7 @@ from typing import Any
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.errors import UsageError
 from draftfit.serve.reading import (
+    ANY_INT,
     ATTENTION_BACKEND,
     EAGER,
     INT,
@@ -81,7 +82,7 @@ ARG_KEYS: dict[str, FlagTarget] = {
 SPEC_CONFIG_KEYS: dict[str, FlagTarget] = {
     "method": FlagTarget("method"),
     "model": FlagTarget("draft_model"),
-    "num_speculative_tokens": FlagTarget("num_speculative_tokens", INT),
+    "num_speculative_tokens": FlagTarget("num_speculative_tokens", ANY_INT),
     "draft_tensor_parallel_size": FlagTarget("draft_tensor_parallel_size", INT),
     "quantization": FlagTarget("draft_quantization"),
     "attention_backend": FlagTarget("draft_attention_backend"),

@@ -64,6 +64,7 @@ def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     method_known(b, s, SPELLING, [name for name, fact in supported if b.value(fact)])
     _launch_serves_draft(b, s)
     _token_count_given(b, s)
+    _token_count_positive(b, s)
     quantization_names(b, s)
     draft_path_is_folder(b, s, SPELLING)
     _vllm_draft_tp(b, s)
@@ -152,6 +153,38 @@ def _token_count_given(b: BaseBuilder, s: ServeSettings) -> None:
         located(s, "/speculative_config/num_speculative_tokens"),
         ("num_speculative_tokens_required",),
         fix='add `"num_speculative_tokens": 3` (or the count the draft was trained for)',
+    )
+
+
+def _token_count_positive(b: BaseBuilder, s: ServeSettings) -> None:
+    """vLLM: a `num_speculative_tokens` below 1 is refused while the speculative config is
+    built, where that check was read; elsewhere the launch proposes no draft tokens at all,
+    so either way the checked draft does not run."""
+    count = s.num_speculative_tokens
+    if count is None or count >= 1:
+        return
+    where = located(s, "/speculative_config/num_speculative_tokens")
+    fix = 'set `"num_speculative_tokens"` to the count the draft was trained for (e.g. 3)'
+    if b.value("num_speculative_tokens_positive") is True:
+        b.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            f'`num_speculative_tokens` is {count}: {b.p.title} raises ValueError ("Expected '
+            'num_speculative_tokens to be greater than zero") while it builds the '
+            "speculative config and does not start",
+            where,
+            ("num_speculative_tokens_positive",),
+            fix=fix,
+        )
+        return
+    b.refuse(
+        rule_ids.SERVE_SETTING_INVALID,
+        f"`num_speculative_tokens` is {count}: no draft token would be proposed, so the "
+        f"checked draft does not run (whether {b.p.title} refuses the value at start-up, as "
+        "the releases draftfit read do, was not read)",
+        where,
+        (),
+        fix=fix,
+        consequence=Consequence.DRAFT_NOT_SERVED,
     )
 
 
