@@ -50,6 +50,10 @@ class Verdict(str, enum.Enum):
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
 
+    def __repr__(self) -> str:
+        # shown as the string it is equal to (`'compatible'`), as scripts compare it
+        return repr(self.value)
+
 
 # The verdict `unverified`, as check, matrix and diff report it.
 UNVERIFIED = Verdict.UNVERIFIED
