@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import get_args
 
 import pytest
@@ -33,6 +32,7 @@ from draftfit.cli.options import (
     from_namespace,
 )
 from draftfit.fail_on import FailOn
+from draftfit.records import is_record
 
 
 def options(*argv: str) -> CommandOptions:
@@ -140,7 +140,7 @@ def test_convert_schema_completion_and_engines() -> None:
 
 def test_the_options_are_records_built_once() -> None:
     built = check("d")
-    assert dataclasses.is_dataclass(built) and built == check("d")
+    assert is_record(built) and built == check("d")
     assert hash(built) == hash(check("d"))
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping
-from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -55,6 +54,7 @@ from draftfit.engines.registry import ENGINES, SGLANG, TRTLLM, VLLM, parse_engin
 from draftfit.engines.sglang.engine import SGLANG_LAYOUT
 from draftfit.engines.trtllm.builder import Builder as TrtllmBuilder
 from draftfit.engines.view import BuildInputs, EngineView
+from draftfit.records import replace
 from draftfit.serve.reading import FlagTarget
 from tests import factory as f
 

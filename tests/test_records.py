@@ -1,5 +1,6 @@
-"""`@frozen` and `@record` behave as the dataclasses they stand for: equal, hashed and shown
-by the same fields, with the type checker keeping `@frozen` fields immutable."""
+"""`@frozen` and `@record` behave as the dataclasses they stand for: built, equal, hashed and
+shown by the same fields, with the type checker keeping `@frozen` fields immutable; and
+`records.fields`, `replace` and `asdict` answer as `dataclasses`' do."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
+from draftfit import records
 from draftfit.records import frozen, record
 from tests.timeouts import scaled
 
@@ -31,8 +34,8 @@ class Point:
 
     x: int
     y: tuple[int, ...] = ()
-    note: str = field(default="", compare=False)
-    hidden: int = field(default=0, repr=False)
+    note: str = records.field(default="", compare=False)
+    hidden: int = records.field(default=0, repr=False)
 
 
 @frozen
@@ -41,8 +44,8 @@ class OtherPoint:
 
     x: int
     y: tuple[int, ...] = ()
-    note: str = field(default="", compare=False)
-    hidden: int = field(default=0, repr=False)
+    note: str = records.field(default="", compare=False)
+    hidden: int = records.field(default=0, repr=False)
 
 
 @dataclass
@@ -57,7 +60,7 @@ class StdBox:
 class Box:
     """The same, built by @record."""
 
-    items: list[int] = field(default_factory=list)
+    items: list[int] = records.field(default_factory=list)
     label: str = ""
 
 
@@ -73,7 +76,7 @@ def test_frozen_equality_and_hash_follow_the_frozen_dataclass(a: tuple, b: tuple
     assert hash(Point(*a)) == hash(StdPoint(*a))
     assert repr(Point(*a)) == repr(StdPoint(*a)).replace("StdPoint", "Point")
     assert Point(*a) != OtherPoint(*a)
-    assert dataclasses.replace(Point(*a), x=9).x == 9
+    assert records.replace(Point(*a), x=9) == Point(9, *a[1:])
 
 
 def test_record_is_equal_by_fields_unhashable_and_shown_like_a_dataclass() -> None:
@@ -112,3 +115,86 @@ def test_the_type_checker_keeps_frozen_fields_immutable(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert 'Property "x" defined in "P" is read-only' in done.stdout
+
+
+@dataclass(frozen=True)
+class StdBase:
+    """A standard frozen dataclass with a keyword-only field, extended below."""
+
+    name: str
+    size: int = 1
+    tags: tuple[str, ...] = field(default=(), kw_only=True)
+
+
+@dataclass(frozen=True)
+class StdChild(StdBase):
+    extra: list[int] = field(default_factory=list)
+    limit: ClassVar[int] = 3
+
+
+@frozen
+class Base:
+    """The same records, by @frozen."""
+
+    name: str
+    size: int = 1
+    tags: tuple[str, ...] = records.field(default=(), kw_only=True)
+
+
+@frozen
+class Child(Base):
+    extra: list[int] = records.field(default_factory=list)
+    limit: ClassVar[int] = 3
+
+
+@record
+class Interned:
+    """A record whose __post_init__ rewrites a field."""
+
+    text: str
+
+    def __post_init__(self) -> None:
+        self.text = self.text.strip()
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [(("a",), {}), (("a", 2), {"tags": ("x",)}), (("a", 2, [5]), {}), ((), {"name": "b"})],
+)
+def test_inherited_keyword_only_and_factory_fields_build_as_dataclasses_do(
+    args: tuple, kwargs: dict
+) -> None:
+    std, ours = StdChild(*args, **kwargs), Child(*args, **kwargs)
+    assert [f.name for f in records.fields(ours)] == [f.name for f in dataclasses.fields(std)]
+    assert repr(ours) == repr(std).replace("StdChild", "Child")
+    assert records.asdict(ours) == dataclasses.asdict(std)
+    assert records.replace(ours, size=7).size == dataclasses.replace(std, size=7).size == 7
+    assert Child("a").extra is not Child("a").extra
+    assert Child.limit == 3 and "limit" not in records.asdict(ours)
+
+
+def test_a_record_refuses_what_a_dataclass_refuses() -> None:
+    with pytest.raises(TypeError):
+        Child()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Base("a", 1, ("x",))  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="non-default argument"):
+
+        @frozen
+        class Bad:
+            first: int = 0
+            second: int  # type: ignore[misc]
+
+    with pytest.raises(TypeError, match=r"draftfit\.records\.field"):
+
+        @frozen
+        class Mixed:
+            items: list[int] = field(default_factory=list)
+
+    with pytest.raises(TypeError):
+        records.fields(StdBase)
+
+
+def test_post_init_runs_after_the_fields_are_set() -> None:
+    assert Interned("  x ").text == "x"
+    assert records.asdict({"a": [Interned("y ")]}) == {"a": [{"text": "y"}]}

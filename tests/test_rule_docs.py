@@ -71,3 +71,16 @@ def test_rule_command_names_the_page(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["rule", "DF301", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["docs_url"] == rule_doc_url("DF301")
     assert rule_doc_url("DF301").endswith("/" + rule_doc_path("DF301"))
+
+
+def test_rule_docstrings_are_cleaned_as_inspect_cleans_them() -> None:
+    import inspect
+
+    from draftfit.rules.base import RULES, clean_docstring
+
+    assert len(RULES) > 100
+    for rule in RULES.values():
+        doc = rule.check.__doc__ or ""
+        assert rule.doc == inspect.cleandoc(doc) == clean_docstring(doc), rule.code
+    for doc in ("", "  one", "\n\n  a\n   b\n\n", "a\n\tb\n  c", "x\n  \n  y  \n"):
+        assert clean_docstring(doc) == inspect.cleandoc(doc), repr(doc)

@@ -8,6 +8,7 @@ the converter, other formats' renderers) must not load for a plain command. Read
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -51,6 +52,10 @@ NEVER = {
     "rich.console",
     "draftfit.render.console",
     "logging",  # notices of the Hub reader go to the command line's own sink
+    "dataclasses",  # records are draftfit.records' own (dataclasses loads inspect, ast, dis)
+    "inspect",
+    "importlib.resources",  # packaged files are read beside their module
+    "difflib",  # "did you mean" for an unknown name only
 }
 # Also not loaded for JSON output.
 NOT_FOR_JSON = {"draftfit.render.text", "draftfit.render.lines"}
@@ -58,14 +63,12 @@ NOT_FOR_JSON = {"draftfit.render.text", "draftfit.render.lines"}
 NO_CHECK = {"draftfit.checker", "draftfit.settings.selection"}
 
 
-def imported_by(*args: str, cwd: Path | None = None) -> set[str]:
-    """The modules a fresh `python -m draftfit ARGS` imports."""
+def _imports(*args: str) -> set[str]:
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "draftfit", *args],
+        [sys.executable, "-X", "importtime", *args],
         capture_output=True,
         text=True,
         env={"PYTHONPATH": SRC, "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-        cwd=cwd,
         timeout=scaled(),
         check=False,
     )
@@ -75,6 +78,18 @@ def imported_by(*args: str, cwd: Path | None = None) -> set[str]:
         for line in done.stderr.splitlines()
         if line.startswith("import time:")
     }
+
+
+@functools.cache
+def interpreter_imports() -> frozenset[str]:
+    """What this interpreter imports before any code runs (its `site`, and whatever the
+    `.pth` files of its site-packages load): not draftfit's doing."""
+    return frozenset(_imports("-c", "pass"))
+
+
+def imported_by(*args: str) -> set[str]:
+    """The modules a fresh `python -m draftfit ARGS` imports beyond the interpreter's own."""
+    return _imports("-m", "draftfit", *args) - interpreter_imports()
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +125,13 @@ def test_help_and_version_load_no_engine_data() -> None:
     for args in (("--help",), ("--version",), ("check", "--help")):
         loaded = imported_by(*args)
         assert not {"draftfit.engines.registry", "draftfit.rules", "rich"} & loaded, args
+
+
+@pytest.mark.parametrize("args", [(), ("--help",), ("--version",)], ids=repr)
+def test_what_the_program_is_is_answered_before_any_command_loads(args: tuple[str, ...]) -> None:
+    loaded = imported_by(*args)
+    assert "draftfit.cli.top" in loaded
+    assert not {"draftfit.cli.main", "draftfit.cli.options", "draftfit.api"} & loaded
 
 
 @pytest.mark.slow

@@ -15,8 +15,25 @@ The library never prints: progress and notices go to the `draftfit` logger (the 
 line prints them on stderr; :mod:`draftfit.output.notices`).
 """
 
-from draftfit.api import check, convert, diff, matrix
+from typing import TYPE_CHECKING, Any
+
 from draftfit.version import __version__
+
+if TYPE_CHECKING:
+    from draftfit.api import check, convert, diff, matrix
+
+_API_NAMES = ("check", "convert", "diff", "matrix")
+
+
+def __getattr__(name: str) -> Any:
+    """`draftfit.check` and the other calls, imported when first used: the command line
+    imports this package too, and `draftfit --version` should not pay for the API."""
+    if name in _API_NAMES:
+        from draftfit import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'draftfit' has no attribute {name!r}")
+
 
 __all__ = ["__version__", "check", "convert", "diff", "matrix"]
 

@@ -1,5 +1,5 @@
 """`python -m draftfit` runs the command-line interface."""
 
-from draftfit.cli.main import main
+from draftfit.cli.entry import main
 
 raise SystemExit(main())

@@ -14,7 +14,6 @@ instead of doing the work again.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +29,7 @@ from draftfit.engines.launch_checks import launch_grammar
 from draftfit.engines.profile import EngineVersion, Profile
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
+from draftfit.records import replace
 from draftfit.report import (
     UNVERIFIED_CODES,
     AuxLayers,

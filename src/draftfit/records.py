@@ -1,50 +1,135 @@
-"""`@frozen` and `@record`: dataclasses that are cheap to define.
+"""`@frozen` and `@record`: dataclass-like records that are cheap to import and to define.
 
-The standard library's `@dataclass(frozen=True)` compiles up to six methods for every class
-when the class is defined (`__init__`, `__repr__`, `__eq__`, `__hash__`, and the run-time
-guards `__setattr__` and `__delattr__`). A command defines some eighty records before it
-does anything, so that compiling was the largest part of every start-up.
+The standard library's `dataclasses` costs a start-up about 9 ms to import on a small
+machine (it loads `inspect`, which loads `ast`, `dis` and `tokenize`), and
+`@dataclass(frozen=True)` compiles up to six methods for every class when it is defined. A
+command defines some eighty records before it does anything, so both were large parts of
+every start-up.
 
-`@frozen` declares the same record to the type checker (`mypy --strict` rejects any
-assignment to a field, as for a frozen dataclass) and at run time lets `dataclasses`
-compile only `__init__`. Equality, the hash and the representation are three functions
-shared by every record, which behave as the generated ones do: equal when the class is the
-same and the compared fields are equal, hashed over the same fields, shown as
-`Name(field=value, ...)`. A method the class defines itself is kept. Code that must change
-a field says so explicitly (`object.__setattr__` in `__post_init__`, or
-`dataclasses.replace`).
+This module builds the same records by itself:
 
-`@record` is the same for a mutable dataclass (`@dataclass`): equal by its fields, not
-hashable, shown by its fields, with only `__init__` compiled.
+* `@frozen` declares a frozen dataclass to the type checker (`mypy --strict` rejects any
+  assignment to a field) and at run time compiles only its `__init__`. Equality, the hash
+  and the representation are three functions shared by every record, which behave as the
+  generated ones do: equal when the class is the same and the compared fields are equal,
+  hashed over the same fields, shown as `Name(field=value, ...)`. A method the class
+  defines itself is kept. Code that must change a field says so explicitly
+  (`object.__setattr__` in `__post_init__`, or :func:`replace`).
+* `@record` is the same for a mutable dataclass (`@dataclass`): equal by its fields, not
+  hashable, shown by its fields.
+
+What a record may declare is what draftfit's records use of dataclasses: annotated fields,
+plain defaults, :func:`field` with `default`, `default_factory`, `compare`, `repr`, `hash`
+and `kw_only`, `ClassVar` annotations (not fields), `__post_init__`, and a record that
+extends another record. :func:`fields`, :func:`replace` and :func:`asdict` work as the
+standard library's do on them; `tests/test_records.py` holds both side by side.
 """
 
 from __future__ import annotations
 
 import reprlib
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 T = TypeVar("T")
+
+
+class _Missing:
+    """No value given (a field's default, or a default factory)."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+class Field:
+    """One field of a record: its name and how `__init__`, equality, the hash and the
+    representation treat it."""
+
+    __slots__ = ("compare", "default", "default_factory", "hash", "kw_only", "name", "repr")
+
+    def __init__(
+        self,
+        default: Any = MISSING,
+        default_factory: Any = MISSING,
+        compare: bool = True,
+        repr: bool = True,
+        hash: bool | None = None,
+        kw_only: bool = False,
+    ) -> None:
+        if default is not MISSING and default_factory is not MISSING:
+            raise ValueError("cannot specify both default and default_factory")
+        self.name = ""
+        self.default = default
+        self.default_factory = default_factory
+        self.compare = compare
+        self.repr = repr
+        self.hash = hash
+        self.kw_only = kw_only
+
+    def __repr__(self) -> str:
+        return f"Field(name={self.name!r}, default={self.default!r})"
+
+
+@overload
+def field(
+    *,
+    default: T,
+    compare: bool = ...,
+    repr: bool = ...,
+    hash: bool | None = ...,
+    kw_only: bool = ...,
+) -> T: ...
+@overload
+def field(
+    *,
+    default_factory: Callable[[], T],
+    compare: bool = ...,
+    repr: bool = ...,
+    hash: bool | None = ...,
+    kw_only: bool = ...,
+) -> T: ...
+@overload
+def field(
+    *,
+    compare: bool = ...,
+    repr: bool = ...,
+    hash: bool | None = ...,
+    kw_only: bool = ...,
+) -> Any: ...
+def field(
+    *,
+    default: Any = MISSING,
+    default_factory: Any = MISSING,
+    compare: bool = True,
+    repr: bool = True,
+    hash: bool | None = None,
+    kw_only: bool = False,
+) -> Any:
+    """A field with a default, a default factory, or other than the usual treatment (as
+    `dataclasses.field`)."""
+    return Field(default, default_factory, compare, repr, hash, kw_only)
+
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
 
-    @dataclass_transform(frozen_default=True, field_specifiers=(field,))
+    @dataclass_transform(frozen_default=True, field_specifiers=(field, Field))
     def frozen(cls: type[T], /) -> type[T]:
         """A frozen dataclass, to the type checker."""
 
-    @dataclass_transform(field_specifiers=(field,))
+    @dataclass_transform(field_specifiers=(field, Field))
     def record(cls: type[T], /) -> type[T]:
         """A dataclass, to the type checker."""
 
 else:
 
     def frozen(cls, /):
-        """A dataclass whose `__init__` alone is generated; equality, hash and repr are
-        the shared functions below, over the fields a frozen dataclass would use."""
+        """A frozen record: `__init__` generated; equality, hash and repr shared."""
         own = {name: name in cls.__dict__ for name in ("__eq__", "__hash__", "__repr__")}
-        cls = dataclass(cls, repr=False, eq=False)
-        every = fields(cls)
+        every = _build(cls)
         cls.__record_compared__ = tuple(f.name for f in every if f.compare)
         cls.__record_hashed__ = tuple(
             f.name for f in every if (f.compare if f.hash is None else f.hash)
@@ -59,11 +144,9 @@ else:
         return cls
 
     def record(cls, /):
-        """A dataclass whose `__init__` alone is generated; equality and repr are the
-        shared functions below, and, as for a mutable dataclass, it has no hash."""
+        """A mutable record: `__init__` generated; equality and repr shared; no hash."""
         own = {name: name in cls.__dict__ for name in ("__eq__", "__repr__")}
-        cls = dataclass(cls, repr=False, eq=False)
-        every = fields(cls)
+        every = _build(cls)
         cls.__record_compared__ = tuple(f.name for f in every if f.compare)
         cls.__record_shown__ = tuple(f.name for f in every if f.repr)
         if not own["__eq__"]:
@@ -72,6 +155,113 @@ else:
         if not own["__repr__"]:
             cls.__repr__ = _shown
         return cls
+
+
+def _is_class_var(annotation: Any) -> bool:
+    # annotations are strings here (`from __future__ import annotations`)
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    return text.startswith(("ClassVar", "typing.ClassVar"))
+
+
+def _build(cls: type) -> tuple[Field, ...]:
+    """Collect `cls`'s fields (its records' bases' first, as dataclasses orders them), give
+    it an `__init__`, and return the fields."""
+    found: dict[str, Field] = {}
+    for base in reversed(cls.__mro__[1:]):
+        found.update(base.__dict__.get("__record_fields__", {}))
+    # the class's own annotations (inspect.get_annotations would import `inspect`)
+    own_annotations = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
+    for name, annotation in own_annotations.items():
+        if _is_class_var(annotation):
+            continue
+        value = cls.__dict__.get(name, MISSING)
+        if type(value).__module__ == "dataclasses":
+            raise TypeError(f"{cls.__name__}.{name}: use draftfit.records.field, not dataclasses'")
+        spec = value if isinstance(value, Field) else Field(default=value)
+        spec.name = name
+        if spec.default is MISSING:
+            if name in cls.__dict__:
+                delattr(cls, name)
+        else:
+            setattr(cls, name, spec.default)
+        found.pop(name, None)
+        found[name] = spec
+    every = tuple(found.values())
+    cls.__record_fields__ = found  # type: ignore[attr-defined]
+    cls.__init__ = _compile_init(cls, every)  # type: ignore[misc]
+    return every
+
+
+def _compile_init(cls: type, every: tuple[Field, ...]) -> Callable[..., None]:
+    """`__init__(self, a, b=..., *, c=...)`: each field stored, then `__post_init__`."""
+    names: dict[str, Any] = {"MISSING": MISSING, "setter": object.__setattr__}
+    positional: list[str] = []
+    keyword: list[str] = []
+    body: list[str] = []
+    seen_default = False
+    for spec in every:
+        if spec.default is not MISSING:
+            names[f"d_{spec.name}"] = spec.default
+            parameter = f"{spec.name}=d_{spec.name}"
+            value = spec.name
+        elif spec.default_factory is not MISSING:
+            names[f"f_{spec.name}"] = spec.default_factory
+            parameter = f"{spec.name}=MISSING"
+            value = f"f_{spec.name}() if {spec.name} is MISSING else {spec.name}"
+        else:
+            parameter = spec.name
+            value = spec.name
+            if seen_default and not spec.kw_only:
+                raise TypeError(f"non-default argument {spec.name!r} follows default argument")
+        if spec.kw_only:
+            keyword.append(parameter)
+        else:
+            seen_default = seen_default or parameter != spec.name
+            positional.append(parameter)
+        body.append(f"  setter(self, {spec.name!r}, {value})")
+    if hasattr(cls, "__post_init__"):
+        body.append("  self.__post_init__()")
+    parameters = ["self", *positional, *(["*", *keyword] if keyword else [])]
+    source = f"def __init__({', '.join(parameters)}):\n" + ("\n".join(body) or "  pass") + "\n"
+    exec(source, names)
+    init: Callable[..., None] = names["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
+
+
+def fields(record_or_class: Any) -> tuple[Field, ...]:
+    """The fields of a record (or record class), in `__init__` order."""
+    found = getattr(record_or_class, "__record_fields__", None)
+    if found is None:
+        raise TypeError("must be called with a record or a record class")
+    return tuple(found.values())
+
+
+def replace(obj: T, /, **changes: Any) -> T:
+    """A copy of record `obj` with `changes` applied (as `dataclasses.replace`)."""
+    for spec in fields(obj):
+        if spec.name not in changes:
+            changes[spec.name] = getattr(obj, spec.name)
+    return obj.__class__(**changes)
+
+
+def is_record(obj: Any) -> bool:
+    """Whether `obj` is a record or a record class."""
+    return hasattr(obj, "__record_fields__")
+
+
+def asdict(obj: Any) -> Any:
+    """A record as a dict, recursively through records, lists, tuples and dicts (as
+    `dataclasses.asdict`)."""
+    if is_record(obj) and not isinstance(obj, type):
+        return {spec.name: asdict(getattr(obj, spec.name)) for spec in fields(obj)}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(asdict(v) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(asdict(v) for v in obj)
+    if isinstance(obj, dict):
+        return type(obj)((asdict(k), asdict(v)) for k, v in obj.items())
+    return obj
 
 
 def _values(record: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
@@ -95,4 +285,14 @@ def _shown(self: Any) -> str:
     return f"{self.__class__.__qualname__}({shown})"
 
 
-__all__ = ["frozen", "record"]
+__all__ = [
+    "MISSING",
+    "Field",
+    "asdict",
+    "field",
+    "fields",
+    "frozen",
+    "is_record",
+    "record",
+    "replace",
+]

@@ -6,14 +6,13 @@ ever added (bump `schema_version` on any incompatible change).
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from draftfit.engines.profile import EngineVersion
 from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
 from draftfit.fail_on import FailOn, Verdict
 from draftfit.location import Location
-from draftfit.records import frozen, record
+from draftfit.records import field, frozen, record
 from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, Consequence, RuleId, Severity
 from draftfit.version import __version__
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from draftfit import rule_ids
 from draftfit.checkpoint.memo import ValueMemo
-from draftfit.records import frozen, record
+from draftfit.records import field, frozen, record
 from draftfit.rule_ids import RuleId
 
 if TYPE_CHECKING:

@@ -52,6 +52,7 @@ from draftfit.cli.reports import (
     run_diff,
     run_matrix,
 )
+from draftfit.cli.top import COMMAND_SUMMARIES, UsageExit, top_parser
 from draftfit.errors import DraftfitError, Interrupted
 from draftfit.escape import escape_field
 from draftfit.fail_on import CHOICES as FAIL_ON_CHOICES
@@ -60,7 +61,6 @@ from draftfit.output.progress import terminal_bars
 from draftfit.render import kinds
 from draftfit.render.kinds import Kind, formats_for
 from draftfit.schemas import SCHEMA_KINDS
-from draftfit.version import __version__
 
 # Signals that stop a command the way Ctrl-C does: cleanup runs, exit 128 + N.
 STOP_SIGNALS = tuple(
@@ -80,19 +80,6 @@ OS_ERROR_HINTS = {
     )
     if hasattr(errno, name)
 }
-
-
-class _UsageExit(Exception):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr and exit 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _UsageExit(f"{self.prog}: {message} (see `{self.prog} --help`)")
 
 
 def _add_format(parser: argparse.ArgumentParser, kind: Kind) -> None:
@@ -132,14 +119,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line's parser, or, given a `command` it knows, one with only that
     command's parser under it (what a run of that command needs: building the other ten
     costs every start-up a few milliseconds)."""
-    parser = _Parser(
-        prog="draftfit",
-        description="Will this speculative-decoding draft load and draft correctly in a serving "
-        "engine? Checks EAGLE-3 / EAGLE-1 checkpoints without loading their weights "
-        "(--values reads a sample of them).",
-    )
-    parser.add_argument("--version", action="version", version=f"draftfit {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parser, sub = top_parser()
     for name, add in COMMANDS.items():
         if command is None or name == command:
             add(sub)
@@ -149,7 +129,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _add_check_command(sub: Any) -> None:
     check = sub.add_parser(
         "check",
-        help="check a draft against engine versions (and a target)",
+        help=COMMAND_SUMMARIES["check"],
         description="Check a draft checkpoint against engine versions.",
     )
     check.add_argument(
@@ -198,7 +178,7 @@ def _add_check_command(sub: Any) -> None:
 def _add_diff_command(sub: Any) -> None:
     diff = sub.add_parser(
         "diff",
-        help="compare a draft with a known-good reference, as the engine sees them",
+        help=COMMAND_SUMMARIES["diff"],
         description="Semantic diff of two checkpoints through each engine's view: which "
         "differences change what the engine builds or runs, and which are spelling.",
     )
@@ -231,7 +211,7 @@ def _add_diff_command(sub: Any) -> None:
 def _add_matrix_command(sub: Any) -> None:
     matrix = sub.add_parser(
         "matrix",
-        help="verdicts across every engine version draftfit knows, grouped into ranges",
+        help=COMMAND_SUMMARIES["matrix"],
         description="Check a draft against every known engine version; print ranges that "
         "share a verdict, the finding that decides each, and how to serve it.",
     )
@@ -256,7 +236,7 @@ def _add_matrix_command(sub: Any) -> None:
 def _add_convert_command(sub: Any) -> None:
     convert = sub.add_parser(
         "convert",
-        help="rewrite a draft into the convention an engine expects (bytes copied verbatim)",
+        help=COMMAND_SUMMARIES["convert"],
         description="Plan, write atomically and verify a conversion. The input is never "
         "modified; tensor bytes are copied, never decoded.",
     )
@@ -302,7 +282,7 @@ def _add_convert_command(sub: Any) -> None:
 def _add_inspect_command(sub: Any) -> None:
     inspect_p = sub.add_parser(
         "inspect",
-        help="show what a draft checkpoint holds",
+        help=COMMAND_SUMMARIES["inspect"],
         description="Dialect, dims, tensors by role, parameter counts.",
     )
     inspect_p.add_argument(
@@ -312,18 +292,18 @@ def _add_inspect_command(sub: Any) -> None:
 
 
 def _add_rules_command(sub: Any) -> None:
-    rules_p = sub.add_parser("rules", help="list every rule")
+    rules_p = sub.add_parser("rules", help=COMMAND_SUMMARIES["rules"])
     _add_format(rules_p, kinds.RULE_LIST)
 
 
 def _add_rule_command(sub: Any) -> None:
-    rule_p = sub.add_parser("rule", help="explain one rule")
+    rule_p = sub.add_parser("rule", help=COMMAND_SUMMARIES["rule"])
     rule_p.add_argument("code", help="rule code (DF301) or name (aux-layers-differ-from-trained)")
     _add_format(rule_p, kinds.RULE)
 
 
 def _add_engines_command(sub: Any) -> None:
-    engines_p = sub.add_parser("engines", help="list the engine versions draftfit has data for")
+    engines_p = sub.add_parser("engines", help=COMMAND_SUMMARIES["engines"])
     engines_p.add_argument("engine", nargs="?", help="vllm, sglang or trtllm (default: all)")
     _add_format(engines_p, kinds.ENGINES)
 
@@ -331,7 +311,7 @@ def _add_engines_command(sub: Any) -> None:
 def _add_schema_command(sub: Any) -> None:
     schema_p = sub.add_parser(
         "schema",
-        help="print the JSON Schema of a command's --format json output",
+        help=COMMAND_SUMMARIES["schema"],
         description="Print the JSON Schema (draft 2020-12) that a command's JSON output "
         "follows; the schemas ship with the package.",
     )
@@ -341,7 +321,7 @@ def _add_schema_command(sub: Any) -> None:
 def _add_demo_command(sub: Any) -> None:
     demo = sub.add_parser(
         "demo",
-        help="run the built-in example (a Kimi-K2 EAGLE-3 draft)",
+        help=COMMAND_SUMMARIES["demo"],
         description="Build a full-size sparse Kimi-K2 EAGLE-3 draft trained "
         "with speculators, plus the Kimi-K2 target config, in a temporary "
         "folder, and check it against vLLM.",
@@ -352,7 +332,7 @@ def _add_demo_command(sub: Any) -> None:
 def _add_completion_command(sub: Any) -> None:
     completion = sub.add_parser(
         "completion",
-        help="print a shell completion script (bash, zsh or fish)",
+        help=COMMAND_SUMMARIES["completion"],
         description="Print the completion script for a shell, e.g. "
         "`draftfit completion bash > ~/.local/share/bash-completion/completions/draftfit`.",
     )
@@ -386,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = from_namespace(args)
         with _stop_signals_raise(), _notices_on_stderr(), terminal_bars():
             return _dispatch(options)
-    except _UsageExit as exc:
+    except UsageExit as exc:
         print(escape_field(exc.message), file=sys.stderr)
         return EXIT_USAGE
     except DraftfitError as exc:
@@ -554,7 +534,7 @@ def _cmd_rule(options: RuleOptions) -> int:
 
     item = get_rule(options.code)
     if item is None:
-        raise _UsageExit(f"draftfit: no rule {options.code!r} (see `draftfit rules`)")
+        raise UsageExit(f"draftfit: no rule {options.code!r} (see `draftfit rules`)")
     _emit(item, options.format)
     return EXIT_OK
 
@@ -566,7 +546,7 @@ def _cmd_engines(options: EnginesOptions) -> int:
     try:
         listing = list_engines(options.engine)
     except UsageError as exc:
-        raise _UsageExit(f"draftfit: {exc}") from exc
+        raise UsageExit(f"draftfit: {exc}") from exc
     _emit(listing, options.format)
     return EXIT_OK
 

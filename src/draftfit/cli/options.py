@@ -7,8 +7,8 @@ objects. The parts that several commands share are objects of their own: the rul
 (:class:`SelectionOptions`), where and how the output is written (:class:`OutputOptions`) and
 the launch's settings (:class:`LaunchOptions`). Paths are kept as the user gave them.
 
-The module is light (the `--help` and `--version` path imports it): dataclasses, the
-`--fail-on` scale and the output kinds, nothing that reads a checkpoint or renders.
+The module is light: records, the `--fail-on` scale and the output kinds, nothing that
+reads a checkpoint or renders.
 """
 
 from __future__ import annotations

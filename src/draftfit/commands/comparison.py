@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from draftfit.engines.profile import Profile
 from draftfit.engines.view import EngineView
 from draftfit.fail_on import UNVERIFIED, FailOn, Verdict
 from draftfit.location import Location
-from draftfit.records import record
+from draftfit.records import field, record
 from draftfit.report import SCHEMA_VERSION, Finding, Report, VersionVerdict
 from draftfit.rule_ids import (
     CONFIG_KEY_DIFFERS,

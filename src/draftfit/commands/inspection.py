@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from draftfit.draft.aux_counting import AuxIds
 from draftfit.draft.description import describe
 from draftfit.draft.tensor_names import is_known_role
-from draftfit.records import frozen
+from draftfit.records import fields, frozen
 from draftfit.report import DialectFacts
 
 ROLES: tuple[tuple[str, str], ...] = (
@@ -65,10 +64,10 @@ class TensorEntry:
 
 
 class _Pairs:
-    """Frozen dataclasses shown as a `name value` list: their fields in order, JSON-ready."""
+    """Frozen records shown as a `name value` list: their fields in order, JSON-ready."""
 
     def to_dict(self) -> dict[str, Any]:
-        values = ((f.name, getattr(self, f.name)) for f in fields(self))  # type: ignore[arg-type]
+        values = ((f.name, getattr(self, f.name)) for f in fields(self))
         return {name: _json_ready(value) for name, value in values}
 
     def items(self) -> Iterator[tuple[str, Any]]:

@@ -8,7 +8,6 @@ acceptance. The markdown form is meant to be pasted into a model card.
 from __future__ import annotations
 
 import json
-from dataclasses import field
 from typing import Any
 
 from draftfit.checker import check_checkpoint
@@ -18,7 +17,7 @@ from draftfit.draft.target import Target
 from draftfit.engines.interface import Engine
 from draftfit.engines.registry import ENGINES
 from draftfit.fail_on import FailOn, Verdict
-from draftfit.records import record
+from draftfit.records import field, record
 from draftfit.report import (
     COMPATIBLE,
     FAILING_VERDICTS,

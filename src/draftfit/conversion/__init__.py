@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -27,7 +26,7 @@ from draftfit.draft.description import describe
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.registry import planning_engine
 from draftfit.errors import DamagedInputError, UsageError
-from draftfit.records import record
+from draftfit.records import field, record
 from draftfit.rule_ids import Severity
 
 # The checker (and the report it makes) is loaded when a check runs: with `anyway`, that is

@@ -32,11 +32,10 @@ import stat
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, field
 from pathlib import Path
 
 from draftfit.errors import OutputExistsError, UsageError
-from draftfit.records import record
+from draftfit.records import asdict, field, fields, record
 
 MARKER = ".draftfit-convert.json"
 MARKER_PART = MARKER + ".part"  # the marker being rewritten (replaced atomically)
@@ -89,7 +88,8 @@ class Marker:
         files = data.get("files")
         if not (isinstance(files, list) and all(isinstance(n, str) for n in files)):
             return None
-        known = {k: data.pop(k) for k in list(data) if k in cls.__dataclass_fields__}
+        names = {spec.name for spec in fields(cls)}
+        known = {k: data.pop(k) for k in list(data) if k in names}
         try:
             marker = cls(**known, extra=data)
         except TypeError:

@@ -11,11 +11,10 @@ so the writer can copy them verbatim.
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Any
 
 from draftfit.checkpoint.model import TensorInfo
-from draftfit.records import frozen, record
+from draftfit.records import field, frozen, record
 
 SAFE = "safe"
 UNSAFE = "unsafe"

@@ -7,11 +7,11 @@ input's bytes, derived tensors (a `d2t` built from `t2d`) are served from memory
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.conversion.plan import Plan
+from draftfit.records import replace
 
 _MEMORY = "<planned>"
 

@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -51,7 +50,7 @@ from draftfit.conversion.plan import OutputTensor, Plan
 from draftfit.conversion.space import bytes_needed, check_free_space
 from draftfit.errors import DraftfitError, UsageError
 from draftfit.output.progress import Progress, progress_for
-from draftfit.records import frozen, record
+from draftfit.records import field, frozen, record
 from draftfit.version import __version__
 
 CHUNK = 8 * 1024 * 1024

@@ -25,10 +25,9 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import field
 from typing import Any
 
-from draftfit.records import frozen, record
+from draftfit.records import field, frozen, record
 
 INT_LIMIT = 2**31
 

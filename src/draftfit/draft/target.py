@@ -11,7 +11,6 @@ Qwen-VL) or a similar key; engines read that *text config*, so draftfit does too
 
 from __future__ import annotations
 
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
 from draftfit.draft.config_schema import TARGET_SCHEMA, TEXT_CONFIG_KEYS, TypeProblem, scrub
 from draftfit.draft.target_rotation import RotationCheck, check_rotation
 from draftfit.errors import CheckpointNotFoundError, UsageError
-from draftfit.records import record
+from draftfit.records import field, record
 from draftfit.rule_ids import READER_LIMIT_EXCEEDED
 
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.compiled import load_compiled, toml_path
 from draftfit.engines.profile import EngineData, Profile, parse_engine_data
 from draftfit.errors import SpecDataError
-from draftfit.records import frozen, record
+from draftfit.records import field, frozen, record
 
 if TYPE_CHECKING:
     from draftfit.draft.description import DraftDescription

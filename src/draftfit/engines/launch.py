@@ -17,12 +17,12 @@ kept in `ignored_flags`; a malformed value is a :class:`~draftfit.errors.UsageEr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.engines.registry import ENGINES
 from draftfit.errors import UsageError
+from draftfit.records import replace
 from draftfit.serve.reading import (
     MAX_SERVE_CONFIG_BYTES,
     json_object,

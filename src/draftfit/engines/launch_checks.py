@@ -12,7 +12,6 @@ these rules are skipped, not guessed.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -86,6 +85,8 @@ def method_known(b: BaseBuilder, s: ServeSettings, sp: Spelling, known: Sequence
     ):
         return
     flag = sp.method_flag
+    import difflib  # only when a name is unknown
+
     close = difflib.get_close_matches(named.lower(), [k.lower() for k in known], n=1)
     use = next((k for k in known if close and k.lower() == close[0]), known[0])
     guess = f". Did you mean `{use}`?" if close else ""
@@ -191,6 +192,8 @@ def launch_flags(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
             printed = f"{sp.prog}: error: unrecognized arguments: {base}"
             hint = (sp.flag_hints or {}).get(base)
             if hint is None:
+                import difflib  # only when a name is unknown
+
                 close = difflib.get_close_matches(base, sorted(grammar.flags), n=2, cutoff=0.75)
                 hint = " / ".join(f"`{c}`" for c in close) or None
             fix = f"did you mean {hint}?" if hint else f"leave {base} out"

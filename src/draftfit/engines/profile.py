@@ -24,7 +24,6 @@ gives an *unknown* fact, which rules report as unknown rather than guess.
 from __future__ import annotations
 
 import re
-from dataclasses import field
 from functools import cached_property
 from itertools import pairwise
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from draftfit.errors import SpecDataError, UnknownEngineVersionError
-from draftfit.records import frozen
+from draftfit.records import field, frozen
 from draftfit.rule_ids import ALL_RULE_IDS, Consequence
 
 # How an entry's value and range were established: the fixed set a data entry's

@@ -14,7 +14,6 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Callable
-from dataclasses import field
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.description import DraftDescription
@@ -22,7 +21,7 @@ from draftfit.draft.target import Target
 from draftfit.draft.tensor_names import bounded_message
 from draftfit.engines.profile import Profile, Resolved
 from draftfit.location import Location
-from draftfit.records import frozen, record
+from draftfit.records import field, frozen, record
 from draftfit.rule_ids import Consequence, RuleId
 from draftfit.serve.settings import ServeSettings
 

@@ -20,11 +20,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable
-from dataclasses import field
 from pathlib import Path
 
 from draftfit.errors import UsageError
-from draftfit.records import record
+from draftfit.records import field, record
 
 # What a file that is not a regular file is called in a refusal.
 _KINDS = (

@@ -8,10 +8,7 @@ pair to a renderer, and a test keeps the two in step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True, eq=False)
 class Kind:
     """One kind of command output (compared by identity: each is defined once, below).
 
@@ -20,8 +17,14 @@ class Kind:
         formats: the format names it can be written in; the first is the default.
     """
 
-    name: str
-    formats: tuple[str, ...]
+    __slots__ = ("formats", "name")
+
+    def __init__(self, name: str, formats: tuple[str, ...]) -> None:
+        self.name = name
+        self.formats = formats
+
+    def __repr__(self) -> str:
+        return f"Kind({self.name!r})"
 
 
 TEXT_JSON = ("text", "json")

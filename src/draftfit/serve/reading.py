@@ -13,14 +13,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from draftfit.checkpoint.access import read_regular
 from draftfit.checkpoint.jsonread import JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.errors import UsageError
-from draftfit.records import frozen
+from draftfit.records import frozen, replace
 from draftfit.serve.settings import ServeSettings
 from draftfit.settings_text import MAX_SETTINGS_BYTES, clip, decode_utf8, load_yaml, shown
 

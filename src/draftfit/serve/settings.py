@@ -10,10 +10,9 @@ from a value. The parsing lives in :mod:`draftfit.engines.launch`; rules read th
 
 from __future__ import annotations
 
-from dataclasses import field, fields
 from typing import Any
 
-from draftfit.records import frozen
+from draftfit.records import field, fields, frozen
 
 # The flag that gives settings, for messages about what is missing.
 SETTINGS_FLAGS = "--serve-config or --serve-args"

@@ -42,13 +42,12 @@ import fnmatch
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from draftfit.checkpoint.access import read_regular
 from draftfit.errors import UsageError
-from draftfit.records import frozen
+from draftfit.records import field, frozen
 from draftfit.settings_text import MAX_SETTINGS_BYTES, load_toml
 
 DRAFTFIT_TOML = "draftfit.toml"

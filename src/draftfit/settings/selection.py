@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import field
 from pathlib import Path
 
 from draftfit.errors import UsageError
-from draftfit.records import frozen
+from draftfit.records import field, frozen
 from draftfit.report import Finding, Report, Suppression, findings_by_engine, verdict_for
 from draftfit.rule_ids import ALL_RULE_IDS, RuleId
 from draftfit.settings.config_file import FileSettings

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import field
-
-from draftfit.records import frozen, record
+from draftfit.records import field, frozen, record
 
 
 @frozen

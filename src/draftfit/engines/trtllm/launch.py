@@ -19,11 +19,11 @@ the speculative config by itself) is TensorRT-LLM's: a key neither vLLM nor SGLa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.errors import UsageError
+from draftfit.records import replace
 from draftfit.serve.reading import INT, PIPELINE_PARALLEL, TENSOR_PARALLEL, FlagTarget, read_value
 from draftfit.serve.settings import ServeSettings
 

@@ -27,12 +27,12 @@ which releases read it).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.errors import UsageError
+from draftfit.records import replace
 from draftfit.serve.reading import (
     ANY_INT,
     ATTENTION_BACKEND,

@@ -6,7 +6,6 @@ shares are in :mod:`draftfit.engines.launch_checks`.
 
 from __future__ import annotations
 
-import difflib
 from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
@@ -84,6 +83,8 @@ def _speculative_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
     for key in dict.fromkeys(s.spec_keys_written):
         if key.replace("-", "_") in known:
             continue
+        import difflib  # only when a name is unknown
+
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         if key.replace("-", "_") in ("num_spec_tokens", "num_tokens", "spec_tokens"):
             close = ["num_speculative_tokens"]
