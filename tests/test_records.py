@@ -198,3 +198,31 @@ def test_a_record_refuses_what_a_dataclass_refuses() -> None:
 def test_post_init_runs_after_the_fields_are_set() -> None:
     assert Interned("  x ").text == "x"
     assert records.asdict({"a": [Interned("y ")]}) == {"a": [{"text": "y"}]}
+
+
+@dataclass(frozen=True)
+class StdOne:
+    value: int
+
+
+@frozen
+class One:
+    value: int
+
+
+@dataclass(frozen=True)
+class StdNone:
+    pass
+
+
+@frozen
+class NoFields:
+    pass
+
+
+def test_records_of_one_or_no_field_compare_and_hash_as_dataclasses() -> None:
+    assert One(1) == One(1) and One(1) != One(2)
+    assert hash(One(5)) == hash(StdOne(5))
+    assert NoFields() == NoFields() and hash(NoFields()) == hash(StdNone())
+    assert repr(One(3)) == "One(value=3)" and repr(NoFields()) == "NoFields()"
+    assert {One(1): "a"}[One(1)] == "a"

@@ -9,12 +9,13 @@ every start-up.
 This module builds the same records by itself:
 
 * `@frozen` declares a frozen dataclass to the type checker (`mypy --strict` rejects any
-  assignment to a field) and at run time compiles only its `__init__`. Equality, the hash
-  and the representation are three functions shared by every record, which behave as the
-  generated ones do: equal when the class is the same and the compared fields are equal,
-  hashed over the same fields, shown as `Name(field=value, ...)`. A method the class
-  defines itself is kept. Code that must change a field says so explicitly
-  (`object.__setattr__` in `__post_init__`, or :func:`replace`).
+  assignment to a field) and at run time compiles only its `__init__`, when the class is
+  first instantiated. Equality, the hash and the representation are three functions shared
+  by every record, which behave as the generated ones do: equal when the class is the same
+  and the compared fields are equal, hashed over the same fields, shown as
+  `Name(field=value, ...)`. A method the class defines itself is kept. Code that must
+  change a field says so explicitly (`object.__setattr__` in `__post_init__`, or
+  :func:`replace`).
 * `@record` is the same for a mutable dataclass (`@dataclass`): equal by its fields, not
   hashable, shown by its fields.
 
@@ -28,7 +29,8 @@ standard library's do on them; `tests/test_records.py` holds both side by side.
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 T = TypeVar("T")
@@ -130,8 +132,8 @@ else:
         """A frozen record: `__init__` generated; equality, hash and repr shared."""
         own = {name: name in cls.__dict__ for name in ("__eq__", "__hash__", "__repr__")}
         every = _build(cls)
-        cls.__record_compared__ = tuple(f.name for f in every if f.compare)
-        cls.__record_hashed__ = tuple(
+        cls.__record_compared__ = _getter(f.name for f in every if f.compare)
+        cls.__record_hashed__ = _getter(
             f.name for f in every if (f.compare if f.hash is None else f.hash)
         )
         cls.__record_shown__ = tuple(f.name for f in every if f.repr)
@@ -147,7 +149,7 @@ else:
         """A mutable record: `__init__` generated; equality and repr shared; no hash."""
         own = {name: name in cls.__dict__ for name in ("__eq__", "__repr__")}
         every = _build(cls)
-        cls.__record_compared__ = tuple(f.name for f in every if f.compare)
+        cls.__record_compared__ = _getter(f.name for f in every if f.compare)
         cls.__record_shown__ = tuple(f.name for f in every if f.repr)
         if not own["__eq__"]:
             cls.__eq__ = _equal
@@ -174,6 +176,8 @@ def _build(cls: type) -> tuple[Field, ...]:
     for name, annotation in own_annotations.items():
         if _is_class_var(annotation):
             continue
+        if name.startswith("_rec_") or name == "self":
+            raise TypeError(f"{cls.__name__}.{name}: a record field may not be named so")
         value = cls.__dict__.get(name, MISSING)
         if type(value).__module__ == "dataclasses":
             raise TypeError(f"{cls.__name__}.{name}: use draftfit.records.field, not dataclasses'")
@@ -187,38 +191,60 @@ def _build(cls: type) -> tuple[Field, ...]:
         found.pop(name, None)
         found[name] = spec
     every = tuple(found.values())
+    _check_order(every)
     cls.__record_fields__ = found  # type: ignore[attr-defined]
-    cls.__init__ = _compile_init(cls, every)  # type: ignore[misc]
+    cls.__init__ = _init_on_first_use(cls, every)  # type: ignore[misc]
     return every
 
 
+def _check_order(every: tuple[Field, ...]) -> None:
+    """Refuse, as a dataclass does when it is defined, a positional field without a default
+    after one with a default."""
+    seen_default = False
+    for spec in every:
+        if spec.kw_only:
+            continue
+        has_default = spec.default is not MISSING or spec.default_factory is not MISSING
+        if seen_default and not has_default:
+            raise TypeError(f"non-default argument {spec.name!r} follows default argument")
+        seen_default = seen_default or has_default
+
+
+def _init_on_first_use(cls: type, every: tuple[Field, ...]) -> Callable[..., None]:
+    """An `__init__` that compiles the real one when the class is first instantiated, puts
+    it in its place and runs it. Compiling costs ~0.1 ms a class, and most of the records a
+    command imports are never built in that run."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init = _compile_init(cls, every)
+        cls.__init__ = init  # type: ignore[misc]
+        init(self, *args, **kwargs)
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
+
 def _compile_init(cls: type, every: tuple[Field, ...]) -> Callable[..., None]:
-    """`__init__(self, a, b=..., *, c=...)`: each field stored, then `__post_init__`."""
-    names: dict[str, Any] = {"MISSING": MISSING, "setter": object.__setattr__}
+    """`__init__(self, a, b=..., *, c=...)`: each field stored, then `__post_init__`. The
+    names it needs besides the fields' start with `_rec_`, which no field name does."""
+    names: dict[str, Any] = {"_rec_missing": MISSING, "_rec_set": object.__setattr__}
     positional: list[str] = []
     keyword: list[str] = []
     body: list[str] = []
-    seen_default = False
     for spec in every:
         if spec.default is not MISSING:
-            names[f"d_{spec.name}"] = spec.default
-            parameter = f"{spec.name}=d_{spec.name}"
+            names[f"_rec_d_{spec.name}"] = spec.default
+            parameter = f"{spec.name}=_rec_d_{spec.name}"
             value = spec.name
         elif spec.default_factory is not MISSING:
-            names[f"f_{spec.name}"] = spec.default_factory
-            parameter = f"{spec.name}=MISSING"
-            value = f"f_{spec.name}() if {spec.name} is MISSING else {spec.name}"
+            names[f"_rec_f_{spec.name}"] = spec.default_factory
+            parameter = f"{spec.name}=_rec_missing"
+            value = f"_rec_f_{spec.name}() if {spec.name} is _rec_missing else {spec.name}"
         else:
             parameter = spec.name
             value = spec.name
-            if seen_default and not spec.kw_only:
-                raise TypeError(f"non-default argument {spec.name!r} follows default argument")
-        if spec.kw_only:
-            keyword.append(parameter)
-        else:
-            seen_default = seen_default or parameter != spec.name
-            positional.append(parameter)
-        body.append(f"  setter(self, {spec.name!r}, {value})")
+        (keyword if spec.kw_only else positional).append(parameter)
+        body.append(f"  _rec_set(self, {spec.name!r}, {value})")
     if hasattr(cls, "__post_init__"):
         body.append("  self.__post_init__()")
     parameters = ["self", *positional, *(["*", *keyword] if keyword else [])]
@@ -264,19 +290,27 @@ def asdict(obj: Any) -> Any:
     return obj
 
 
-def _values(record: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
-    return tuple(getattr(record, name) for name in names)
+def _getter(names: Iterable[str]) -> staticmethod[[Any], tuple[Any, ...]]:
+    """A function giving a record's values of `names` as a tuple (`attrgetter` where it can:
+    records are compared and hashed often, as dictionary keys), to be stored on the class."""
+    chosen = tuple(names)
+    if len(chosen) > 1:
+        return staticmethod(attrgetter(*chosen))
+    if chosen:
+        get = attrgetter(chosen[0])
+        return staticmethod(lambda record: (get(record),))
+    return staticmethod(lambda record: ())
 
 
 def _equal(self: Any, other: Any) -> Any:
     if other.__class__ is not self.__class__:
         return NotImplemented
-    names = self.__record_compared__
-    return _values(self, names) == _values(other, names)
+    values = self.__record_compared__
+    return values(self) == values(other)
 
 
 def _hash(self: Any) -> int:
-    return hash(_values(self, self.__record_hashed__))
+    return hash(self.__record_hashed__(self))
 
 
 @reprlib.recursive_repr()

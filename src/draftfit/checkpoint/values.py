@@ -69,6 +69,17 @@ def cached_mask(checkpoint: Checkpoint, info: TensorInfo) -> bytes | None:
     )
 
 
+def cached_mask_count(checkpoint: Checkpoint, info: TensorInfo) -> int | None:
+    """How many entries of `cached_mask` are set, counted once per checkpoint (a `matrix`
+    asks for every release, and a vocabulary mask has some 10^5 entries)."""
+
+    def count() -> int | None:
+        mask = cached_mask(checkpoint, info)
+        return None if mask is None else mask.count(1)
+
+    return checkpoint.memo.remember(("mask count", *_where(info)), (info.file,), count)
+
+
 def read_mask(checkpoint: Checkpoint, info: TensorInfo) -> bytes | None:
     """A BOOL/U8 tensor as bytes of 0/1, or None."""
     if info.dtype not in ("BOOL", "U8"):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from operator import add
 
 from draftfit.checkpoint.model import TensorInfo
-from draftfit.checkpoint.values import cached_ints, cached_mask
+from draftfit.checkpoint.values import cached_ints, cached_mask, cached_mask_count
 from draftfit.rule_ids import (
     D2T_IGNORED_BY_ENGINE,
     D2T_OUT_OF_RANGE,
@@ -283,10 +283,9 @@ def t2d_inconsistent(ctx: Context) -> Iterator[Violation]:
             T2D_SKIPPED_SOURCES,
         )
         return
-    t2d = cached_mask(ctx.checkpoint, t2d_info)
-    if t2d is None:  # unreadable bytes: the reader reports the damage
+    marked = cached_mask_count(ctx.checkpoint, t2d_info)
+    if marked is None:  # unreadable bytes: the reader reports the damage
         return
-    marked = t2d.count(1)
     Vd = spec.draft_vocab_size
     if Vd and marked != Vd:
         yield Violation(
