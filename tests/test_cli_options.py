@@ -175,3 +175,23 @@ def test_a_one_command_parser_reads_and_helps_as_the_whole_one(command: str) -> 
     if command in words:
         argv = [command, *words[command]]
         assert single.parse_args(argv) == whole.parse_args(argv)
+
+
+@pytest.mark.parametrize("columns", [None, "40", "200"])
+def test_help_is_laid_out_as_argparse_lays_it_out(
+    monkeypatch: pytest.MonkeyPatch, columns: str | None
+) -> None:
+    """The help formatter sizes the layout itself (no shutil); argparse's own gives the same
+    text at every width."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    for command in (None, "check", "convert", "matrix"):
+        parser = build_parser(command)
+        if command is not None:
+            (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+            parser = commands.choices[command]
+        ours = parser.format_help()
+        parser.formatter_class = argparse.HelpFormatter
+        assert parser.format_help() == ours, (command, columns)

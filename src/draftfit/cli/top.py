@@ -10,6 +10,8 @@ command a run needs, so both print the same top-level help.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from typing import Any
 
 from draftfit.version import __version__
@@ -40,8 +42,49 @@ class UsageExit(Exception):
         self.message = message
 
 
+def terminal_columns(fallback: int = 80) -> int:
+    """The terminal's width as `shutil.get_terminal_size` gives it (`COLUMNS`, else the
+    terminal of stdout, else `fallback`), without importing shutil, which argparse's help
+    layout would import on every start-up to learn it."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    try:
+        lines = int(os.environ["LINES"])
+    except (KeyError, ValueError):
+        lines = 0
+    if columns > 0 and lines > 0:
+        return columns
+    try:
+        size = os.get_terminal_size(sys.__stdout__.fileno())  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return columns if columns > 0 else fallback
+    return columns if columns > 0 else (size.columns or fallback)
+
+
+class Formatter(argparse.HelpFormatter):
+    """argparse's help layout at the width argparse itself would choose."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        if width is None:
+            width = terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr and exit 2."""
+    """argparse, but a usage error is one line on stderr and exit 2, and the help is laid
+    out by :class:`Formatter`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageExit(f"{self.prog}: {message} (see `{self.prog} --help`)")
