@@ -9,7 +9,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -226,3 +226,52 @@ def test_records_of_one_or_no_field_compare_and_hash_as_dataclasses() -> None:
     assert NoFields() == NoFields() and hash(NoFields()) == hash(StdNone())
     assert repr(One(3)) == "One(value=3)" and repr(NoFields()) == "NoFields()"
     assert {One(1): "a"}[One(1)] == "a"
+
+
+CALLS = [
+    (("a",), {}),
+    (("a", 2), {"tags": ("x",)}),
+    (("a", 2, [5]), {}),
+    ((), {"name": "b", "extra": [1]}),
+    (("a",), {"size": 3}),
+]
+BAD_CALLS = [
+    ((), {}),
+    (("a", 2, [5], "extra"), {}),
+    (("a",), {"name": "b"}),
+    (("a",), {"colour": "red"}),
+]
+
+
+def test_the_generic_and_the_compiled_init_build_and_refuse_alike() -> None:
+    """A class's first instances are built by the generic `__init__`, later ones by the
+    compiled one: both agree with the dataclass over the same calls."""
+
+    @frozen
+    class Fresh(Base):
+        extra: list[int] = records.field(default_factory=list)
+
+    built: list[tuple[Any, Any]] = []
+    for _ in range(2 * records.COMPILE_AT // len(CALLS) + 2):
+        for args, kwargs in CALLS:
+            built.append((Fresh(*args, **kwargs), StdChild(*args, **kwargs)))
+        for args, kwargs in BAD_CALLS:
+            with pytest.raises(TypeError):
+                StdChild(*args, **kwargs)
+            with pytest.raises(TypeError):
+                Fresh(*args, **kwargs)
+    assert len(built) > 2 * records.COMPILE_AT
+    for ours, std in built:
+        assert records.asdict(ours) == dataclasses.asdict(std)
+    assert Fresh.__init__.__code__.co_varnames[:3] == ("self", "name", "size")  # compiled now
+
+
+def test_post_init_runs_in_the_generic_and_the_compiled_init() -> None:
+    @record
+    class Trimmed:
+        text: str
+
+        def __post_init__(self) -> None:
+            self.text = self.text.strip()
+
+    assert all(Trimmed(f" {i} ").text == str(i) for i in range(2 * records.COMPILE_AT))
