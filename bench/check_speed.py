@@ -14,7 +14,10 @@ Kimi-K2 target (~1 TB, ~140k tensors, FP8 experts with scales). Then prints:
 * start-up: whole fresh processes of `check` (text and JSON), `rule`, `engines`,
   `--version`, `--help` and `matrix`, each as a ratio to `python -c pass` (and `matrix` to
   `check`), run alternately in rounds, with their bytecode cached as an installed package
-  has it (a temporary PYTHONPYCACHEPREFIX, warmed first).
+  has it (a temporary PYTHONPYCACHEPREFIX, warmed first); beside them the floor, a process
+  that only imports the standard modules a check needs. Run it with the interpreter of a
+  clean virtual environment: where `.pth` files import libraries at start-up, `python -c
+  pass` is no bare start (the script says so).
 
 Run: `python bench/check_speed.py [--startup-only] [--rounds N]` (needs the test extras for
 the safetensors baseline).
@@ -172,6 +175,9 @@ def startup_ratios(draft: Path, target: Path, rounds: int) -> None:
     d, t = str(draft), str(target)
     commands = {
         "python -c pass": ["-c", "pass"],
+        # The standard modules any check needs (paths, the command line, JSON, versions):
+        # what no change to draftfit's own code can take below.
+        "floor: stdlib + packaging": ["-c", FLOOR_IMPORTS],
         "check (text)": ["-m", "draftfit", "check", d, "--target", t],
         "check --format json": ["-m", "draftfit", "check", d, "--target", t, "--format", "json"],
         "rule DF301": ["-m", "draftfit", "rule", "DF301"],
@@ -200,6 +206,38 @@ def startup_ratios(draft: Path, target: Path, rounds: int) -> None:
         print(f"  {name:32} {value * 1e3:7.1f} ms   {value / base:5.2f}x python -c pass")
     ratio = med["matrix (all releases, recipes)"] / med["check (text)"]
     print(f"  matrix / check (text)            {ratio:5.2f}x")
+    extra = site_imports(env)
+    if len(extra) > SITE_IMPORTS_USUAL:
+        outside = sorted({name.split(".")[0] for name in extra} - set(sys.stdlib_module_names))
+        print(
+            f"  note: this interpreter's start-up imports {len(extra)} modules through its site "
+            f"packages (for {', '.join(outside) or 'the standard library'}), so "
+            "`python -c pass` is not a bare start and every ratio above is understated; "
+            "measure from a clean virtual environment"
+        )
+
+
+# What `floor` imports: the modules a check cannot do without.
+FLOOR_IMPORTS = "import argparse, json, pathlib, struct, typing, packaging.version"
+# `site` itself imports a handful of modules (os, stat, _sitebuiltins, codecs, ...).
+SITE_IMPORTS_USUAL = 12
+
+
+def site_imports(env: dict[str, str]) -> set[str]:
+    """The modules this interpreter's start-up imports that a start without `site` does not:
+    `.pth` files in its site-packages can import whole libraries before any code runs."""
+
+    def modules(*flags: str) -> set[str]:
+        done = subprocess.run(
+            [sys.executable, *flags, "-c", "import sys; print(' '.join(sys.modules))"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return set(done.stdout.split())
+
+    return modules() - modules("-S")
 
 
 def main() -> None:
