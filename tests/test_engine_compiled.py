@@ -14,6 +14,7 @@ from draftfit.engines.interface import parse_toml
 from draftfit.engines.profile import parse_engine_data
 from draftfit.engines.registry import ENGINES, engine_named
 from draftfit.engines.vllm.engine import VllmEngine
+from draftfit.errors import SpecDataError
 
 SCRIPT = Path(__file__).resolve().parent.parent / "dev" / "compile_engine_data.py"
 TOMLS = sorted(Path(ENGINES_DIR).glob("*/data.toml"))
@@ -107,3 +108,21 @@ def test_the_script_refuses_invalid_data(
     assert _script().main(["--engines-dir", str(tmp_path)]) == 1
     assert "not compiled" in capsys.readouterr().err
     assert not (tmp_path / "trtllm" / "data.json").exists()
+
+
+def test_compiled_facts_are_built_and_validated_when_first_read() -> None:
+    """From the compiled form a fact is built when read (a check reads about a third), with
+    the same validation as from the TOML: a damaged table fails where it is read."""
+    engine = engine_named("vllm")
+    raw = load_compiled("vllm", engine.data_text())
+    assert raw is not None
+    key = next(iter(raw["fact"]))
+    raw["fact"][key]["values" if "values" in raw["fact"][key] else "items"][0]["confidence"] = "?"
+    data = parse_engine_data("vllm", raw, engine, citations_checked=True)
+    assert len(data.facts) == len(raw["fact"]) and list(data.facts) == list(raw["fact"])
+    other = next(k for k in data.facts if k != key)
+    assert data.facts[other] == engine.data.facts[other]
+    with pytest.raises(SpecDataError, match=f"fact {key}: confidence"):
+        data.facts[key]  # reading it builds it
+    with pytest.raises(SpecDataError, match=f"fact {key}: confidence"):
+        parse_engine_data("vllm", parse_toml("vllm", engine.data_text()) | {"fact": raw["fact"]})

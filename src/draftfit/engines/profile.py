@@ -24,6 +24,7 @@ gives an *unknown* fact, which rules report as unknown rather than guess.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 from itertools import pairwise
 from typing import Any
@@ -146,7 +147,7 @@ class EngineData:
     repository: str
     versions: tuple[str, ...]
     latest: str
-    facts: dict[str, FactData]
+    facts: Mapping[str, FactData]
     notes: tuple[str, ...]
     data_date: str | None = None
     not_read: tuple[NotRead, ...] = ()
@@ -374,8 +375,10 @@ def parse_engine_data(
 ) -> EngineData:
     """Validate the structure strictly: every entry needs a source and a valid range.
 
-    `citations_checked` skips re-counting the locations each source cites against its
-    anchors (the slowest part), for data whose compiled form was checked when it was built.
+    `citations_checked` marks data whose compiled form was checked when it was built: the
+    locations each source cites are not re-counted against its anchors (the slowest part),
+    and each fact is built and validated when it is first read (:class:`FactsOnDemand`: a
+    check reads about a third of them). Otherwise every fact is built now.
     """
     try:
         versions = tuple(raw["versions"])
@@ -387,54 +390,18 @@ def parse_engine_data(
         _version(engine, v, "versions")
     if latest not in versions:
         raise SpecDataError(f"{engine}.toml: latest {latest} not in versions")
-    facts: dict[str, FactData] = {}
+    named: dict[str, tuple[str, ...]] = {}
     ranks: dict[tuple[str, str], int] = {}
     for key, body in facts_raw.items():
         if not isinstance(body, dict) or "doc" not in body:
             raise SpecDataError(f"{engine}.toml: fact {key} needs a doc")
-        if ("values" in body) == ("items" in body):
-            raise SpecDataError(f"{engine}.toml: fact {key} needs exactly one of values/items")
-        kind = "ranged" if "values" in body else "set"
-        entries = []
-        for entry in body["values" if kind == "ranged" else "items"]:
-            unknown = set(entry) - ENTRY_KEYS
-            if unknown:
-                raise SpecDataError(f"{engine}.toml: fact {key}: unknown keys {sorted(unknown)}")
-            if "source" not in entry or not entry["source"]:
-                raise SpecDataError(f"{engine}.toml: fact {key}: an entry has no source")
-            if "value" not in entry:
-                raise SpecDataError(f"{engine}.toml: fact {key}: an entry has no value")
-            if entry.get("confidence") not in CONFIDENCE:
-                raise SpecDataError(
-                    f"{engine}.toml: fact {key}: confidence {entry.get('confidence')!r} is not "
-                    f"one of {', '.join(CONFIDENCE)}"
-                )
-            if entry["confidence"] in APPROXIMATE_CONFIDENCE and not entry.get("note"):
-                raise SpecDataError(
-                    f"{engine}.toml: fact {key}: a {entry['confidence']} entry needs a note "
-                    "saying why (findings quote it)"
-                )
-            since = _version(engine, entry["since"], key) if "since" in entry else None
-            until = _version(engine, entry["until"], key) if "until" in entry else None
-            if since and until and since >= until:
-                raise SpecDataError(f"{engine}.toml: fact {key}: empty range {since}..{until}")
-            entries.append(
-                Entry(
-                    entry["value"],
-                    since,
-                    until,
-                    entry["source"],
-                    entry["confidence"],
-                    entry.get("note"),
-                    *_anchors(engine, key, entry, citations_checked),
-                    _consequence(engine, key, entry),
-                )
-            )
-        if kind == "ranged":
-            _check_disjoint(engine, key, entries)
-        rules = _rules(engine, key, body.get("rules", []))
-        ranks.update(_ranks(engine, key, body.get("rank", {}), rules))
-        facts[key] = FactData(key, body["doc"], kind, tuple(entries), rules)
+        named[key] = _rules(engine, key, body.get("rules", []))
+        ranks.update(_ranks(engine, key, body.get("rank", {}), named[key]))
+    facts: Mapping[str, FactData]
+    if citations_checked:
+        facts = FactsOnDemand(engine, facts_raw)
+    else:
+        facts = {key: build_fact(engine, key, body) for key, body in facts_raw.items()}
     return EngineData(
         engine,
         raw.get("title", engine),
@@ -447,8 +414,85 @@ def parse_engine_data(
         _not_read(engine, raw.get("not_read", []), versions),
         _commits(engine, raw.get("commits", []), versions),
         impl,
-        _rule_facts(engine, facts, ranks),
+        _rule_facts(engine, named, ranks),
     )
+
+
+def build_fact(
+    engine: str, key: str, body: dict[str, Any], citations_checked: bool = False
+) -> FactData:
+    """One fact of an engine's data, validated: its entries, their ranges and sources."""
+    if ("values" in body) == ("items" in body):
+        raise SpecDataError(f"{engine}.toml: fact {key} needs exactly one of values/items")
+    kind = "ranged" if "values" in body else "set"
+    entries = []
+    for entry in body["values" if kind == "ranged" else "items"]:
+        unknown = set(entry) - ENTRY_KEYS
+        if unknown:
+            raise SpecDataError(f"{engine}.toml: fact {key}: unknown keys {sorted(unknown)}")
+        if "source" not in entry or not entry["source"]:
+            raise SpecDataError(f"{engine}.toml: fact {key}: an entry has no source")
+        if "value" not in entry:
+            raise SpecDataError(f"{engine}.toml: fact {key}: an entry has no value")
+        if entry.get("confidence") not in CONFIDENCE:
+            raise SpecDataError(
+                f"{engine}.toml: fact {key}: confidence {entry.get('confidence')!r} is not "
+                f"one of {', '.join(CONFIDENCE)}"
+            )
+        if entry["confidence"] in APPROXIMATE_CONFIDENCE and not entry.get("note"):
+            raise SpecDataError(
+                f"{engine}.toml: fact {key}: a {entry['confidence']} entry needs a note "
+                "saying why (findings quote it)"
+            )
+        since = _version(engine, entry["since"], key) if "since" in entry else None
+        until = _version(engine, entry["until"], key) if "until" in entry else None
+        if since and until and since >= until:
+            raise SpecDataError(f"{engine}.toml: fact {key}: empty range {since}..{until}")
+        entries.append(
+            Entry(
+                entry["value"],
+                since,
+                until,
+                entry["source"],
+                entry["confidence"],
+                entry.get("note"),
+                *_anchors(engine, key, entry, citations_checked),
+                _consequence(engine, key, entry),
+            )
+        )
+    if kind == "ranged":
+        _check_disjoint(engine, key, entries)
+    rules = _rules(engine, key, body.get("rules", []))
+    return FactData(key, body["doc"], kind, tuple(entries), rules)
+
+
+class FactsOnDemand(Mapping[str, FactData]):
+    """An engine's facts by key, each built (and validated) from its compiled table the
+    first time it is read; keys, order and length are the table's."""
+
+    def __init__(self, engine: str, tables: dict[str, dict[str, Any]]) -> None:
+        self._engine = engine
+        self._tables = tables
+        self._built: dict[str, FactData] = {}
+
+    def __getitem__(self, key: str) -> FactData:
+        fact = self._built.get(key)
+        if fact is None:
+            fact = build_fact(self._engine, key, self._tables[key], citations_checked=True)
+            self._built[key] = fact
+        return fact
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tables)
+
+    def __len__(self) -> int:
+        return len(self._tables)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._tables
+
+    def __repr__(self) -> str:
+        return f"FactsOnDemand({self._engine!r}, {len(self)} facts)"
 
 
 def _rules(engine: str, key: str, raw: Any) -> tuple[str, ...]:
@@ -482,16 +526,16 @@ def _ranks(engine: str, key: str, raw: Any, rules: tuple[str, ...]) -> dict[tupl
 
 
 def _rule_facts(
-    engine: str, facts: dict[str, FactData], ranks: dict[tuple[str, str], int]
+    engine: str, named: dict[str, tuple[str, ...]], ranks: dict[tuple[str, str], int]
 ) -> dict[str, tuple[str, ...]]:
-    """Per rule code, the keys of the facts that name it: those ranked first, by rank, then
-    the others by key."""
-    named: dict[str, list[str]] = {}
-    for fact in facts.values():
-        for code in fact.rules:
-            named.setdefault(code, []).append(fact.key)
+    """Per rule code, the keys of the facts that name it (`named`: each fact's rules): those
+    ranked first, by rank, then the others by key."""
+    by_rule: dict[str, list[str]] = {}
+    for key, codes in named.items():
+        for code in codes:
+            by_rule.setdefault(code, []).append(key)
     out: dict[str, tuple[str, ...]] = {}
-    for code, keys in sorted(named.items()):
+    for code, keys in sorted(by_rule.items()):
         placed = [ranks[code, k] for k in keys if (code, k) in ranks]
         if len(placed) != len(set(placed)):
             raise SpecDataError(f"{engine}.toml: rule {code}: two facts have the same rank")
