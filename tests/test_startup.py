@@ -160,8 +160,8 @@ def test_the_optional_readers_load_when_their_input_is_given(
 
 
 def test_every_dataclass_has_a_docstring() -> None:
-    """Python builds a missing dataclass docstring from `inspect.signature` when the class is
-    created, at import: a cost every start-up pays, and a class left unexplained."""
+    """Every record says what it holds (the standard `@dataclass` would also build a missing
+    docstring from `inspect.signature` at import, a cost every start-up paid)."""
     import ast
 
     missing = []
@@ -177,18 +177,19 @@ def test_every_dataclass_has_a_docstring() -> None:
 
 
 def test_records_are_defined_the_cheap_way() -> None:
-    """`@dataclass` compiles four to six methods per class at import; `@frozen` and
-    `@record` (draftfit.records) compile one. Every record of the package uses them."""
+    """`dataclasses` costs a start-up ~9 ms to import and `@dataclass` compiles four to six
+    methods per class; `@frozen` and `@record` (draftfit.records) neither. No module of the
+    package imports `dataclasses`."""
     import ast
 
     plain = []
     for path in sorted(Path(SRC, "draftfit").rglob("*.py")):
-        if path.name == "records.py":
-            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ClassDef):
-                for decorator in node.decorator_list:
-                    text = ast.unparse(decorator)
-                    if text in ("dataclass", "dataclass(frozen=True)"):
-                        plain.append(f"{path.relative_to(SRC)}:{node.lineno} {node.name}")
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            if "dataclasses" in names:
+                plain.append(f"{path.relative_to(SRC)}:{node.lineno}")
     assert not plain, plain
