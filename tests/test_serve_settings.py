@@ -138,10 +138,6 @@ def test_both_inputs_describe_one_vllm_launch() -> None:
         ('{"num_speculative_tokens": true}', None, "expected an integer"),
         ('{"enforce_eager": "maybe", "tensor_parallel_size": 1}', None, "true or false"),
         ("/no/such/serve.yaml", None, "no such file"),
-        (None, "vllm serve M -tp x", "expected an integer"),
-        (None, "vllm serve M --speculative-config '{bad'", "not valid JSON"),
-        (None, "vllm serve M -tp", "needs a value"),
-        (None, "python -m sglang.launch_server --tp-size 2.5", "expected an integer"),
         (None, "vllm serve 'unclosed", "cannot split"),
         (None, "--max-model-len 4", "cannot tell the engine"),
         (SPEC, "python -m sglang.launch_server --tp 2", "one launch"),
@@ -189,13 +185,60 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.parametrize(
+    ("args", "unreadable"),
+    [
+        ("vllm serve M -tp x", "-tp: expected an integer, got 'x'"),
+        ("vllm serve M --speculative-config '{bad'", "--speculative-config: not valid JSON"),
+        ("vllm serve M -tp", "-tp: expected one argument"),
+        ("python -m sglang.launch_server --tp-size 2.5", "--tp-size: expected an integer"),
+    ],
+)
+def test_a_value_the_engines_parser_cannot_read_is_kept_for_the_checks(
+    args: str, unreadable: str
+) -> None:
+    """In the user's launch, a value the engine's parser cannot convert is the engine's
+    refusal (a DF559 finding per release), not a usage error of draftfit's."""
+    s = settings_from(serve_args=args)
+    assert s is not None
+    assert len(s.unreadable_values) == 1 and s.unreadable_values[0].startswith(unreadable)
+    assert s.to_dict()["unreadable_values"] == list(s.unreadable_values)
+
+
 def test_cli_usage_error_is_one_line_exit_2(tmp_path: Path) -> None:
     draft = f.specforge().write(tmp_path / "draft")
-    for extra in (["--serve-config", "{oops"], ["--serve-args", "vllm serve M -tp eight"]):
-        done = _cli("check", str(draft), *extra)
-        assert done.returncode == 2, done.stderr
-        assert len(done.stderr.strip().splitlines()) == 1
-        assert "Traceback" not in done.stderr and done.stdout == ""
+    done = _cli("check", str(draft), "--serve-config", "{oops")
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_an_unreadable_launch_value_is_df559_for_every_release(tmp_path: Path) -> None:
+    draft = f.speculators().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "target")
+    spec = '{"model": "' + str(draft) + '", "method": eagle3}'
+    for engine in ("vllm==0.34.0", "vllm==0.10.2", "vllm==0.17.0"):
+        done = _cli(
+            "check",
+            str(draft),
+            "--target",
+            str(target),
+            "--engine",
+            engine,
+            "--serve-args",
+            f"vllm serve {target} -tp 1 --speculative-config '{spec}'",
+            "--format",
+            "json",
+        )
+        assert done.returncode == 1, done.stderr
+        report = json.loads(done.stdout)
+        (result,) = report["engines"]
+        assert result["verdict"] == "incompatible"
+        found = [x for x in report["findings"] if x["code"] == "DF559"]
+        assert found and "not valid JSON" in found[0]["message"], engine
+        assert report["serve"]["unreadable_values"][0].startswith(
+            "--speculative-config: not valid JSON"
+        )
 
 
 # ------------------------------------------------------------------------------ the rules

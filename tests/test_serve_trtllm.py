@@ -138,8 +138,9 @@ def test_options_file_missing_or_not_regular_or_too_big(
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UsageError, match="no such file"):
         settings_from(serve_args="trtllm-serve T --extra_llm_api_options nowhere.yaml")
-    with pytest.raises(UsageError, match="needs a value"):
-        settings_from(serve_args="trtllm-serve T --extra_llm_api_options")
+    missing = settings_from(serve_args="trtllm-serve T --extra_llm_api_options")
+    assert missing is not None
+    assert missing.unreadable_values == ("--extra_llm_api_options: expected one argument",)
     os.mkfifo(tmp_path / "spec.fifo")
     with pytest.raises(UsageError, match="cannot read it"):
         settings_from(serve_args="trtllm-serve T --extra_llm_api_options spec.fifo")

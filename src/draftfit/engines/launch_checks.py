@@ -207,6 +207,47 @@ def launch_flags(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
         )
 
 
+def unreadable_values(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
+    """A flag whose value the release's parser cannot convert (not valid JSON, not an
+    integer) or that ends the launch without its value: argparse prints an error and the
+    server does not start. Where the release's parser was not read, the launch still cannot
+    configure the draft as written, so the checked draft is not served as given."""
+    grammar = launch_grammar(b.p)
+    for item in dict.fromkeys(s.unreadable_values):
+        flag, _, why = item.partition(": ")
+        if "JSON" in why:
+            fix = (
+                "write the value as one JSON object, every string in double quotes and the "
+                'whole in single quotes for the shell: `\'{"method": "eagle3", ...}\'`'
+            )
+        elif "expected one argument" in why:
+            fix = f"give `{clip(flag)}` its value, or leave the flag out"
+        else:
+            fix = f"give `{clip(flag)}` a value of its type ({clip(why, 80)})"
+        where = located(s, "/" + clip(flag.lstrip("-")))
+        if grammar is None:
+            b.refuse(
+                rule_ids.SERVE_SETTING_INVALID,
+                f"`{clip(flag)}`: {clip(why, 200)}; the launch cannot set it as written, so "
+                f"the checked draft is not served as given (how {b.p.title}'s parser "
+                "reports it was not read)",
+                where,
+                (),
+                fix=fix,
+                consequence=Consequence.DRAFT_NOT_SERVED,
+            )
+            continue
+        b.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            f"`{clip(flag)}`: {clip(why, 200)}; {b.p.title}'s argument parser cannot read the "
+            f"value, prints `{sp.prog}: error: argument {clip(flag)}: ...` and the server "
+            "does not start",
+            where,
+            ("launch_grammar",),
+            fix=fix,
+        )
+
+
 def value_after_switch(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
     """vLLM / SGLang: a word after a flag that takes no value (`--enforce-eager true`,
     `--disable-cuda-graph true`) where the parser has no place for it (vLLM once the model

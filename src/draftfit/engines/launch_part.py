@@ -156,6 +156,7 @@ class EngineLaunch:
         values: dict[str, Any] = {}
         ignored: list[str] = []
         written: list[str] = []
+        unreadable: list[str] = []
         for name, text_value in assignments:
             env_target = self.env_vars.get(name)
             if env_target is None or not text_value:
@@ -189,7 +190,8 @@ class EngineLaunch:
                     value = rest[index]
                     index += 1
                 elif target is not None:
-                    raise UsageError(f"--serve-args: {flag} needs a value")
+                    unreadable.append(f"{flag}: expected one argument")
+                    continue
             if flag == self.config_file_flag and value:
                 config_file = value  # engine arguments as YAML, read below
                 continue
@@ -200,15 +202,21 @@ class EngineLaunch:
             if target.kind == "yaml-file":
                 options = (flag, value or "")
                 continue
-            if target.kind == "json":
-                json_data = {**(json_data or {}), **json_object(value or "", what)}
-                continue
-            values[target.field] = read_value(target, True if value is None else value, what)
+            # A value the engine's parser cannot convert stops the launch there: a finding
+            # for each release (DF559), not a usage error of draftfit's.
+            try:
+                if target.kind == "json":
+                    json_data = {**(json_data or {}), **json_object(value or "", what)}
+                    continue
+                values[target.field] = read_value(target, True if value is None else value, what)
+            except UsageError as exc:
+                unreadable.append(str(exc).removeprefix("--serve-args: "))
         settings = ServeSettings(
             self.engine,
             "--serve-args",
             **values,
             ignored_flags=tuple(ignored),
+            unreadable_values=tuple(unreadable),
             flags_written=tuple(written),
             full_launch=len(rest) < len(words) and self.full_launch_from_command,
             words=tuple(words_given),

@@ -74,6 +74,9 @@ class ServeSettings:
         refused_flags: the flags of `ignored_flags` that the parser of some checked release
             of the engine refuses (unknown, or an abbreviation of more than one flag): each
             is a DF559 finding for that release. The checker moves them here.
+        unreadable_values: the flags of a `--serve-args` launch whose value the engine's
+            parser cannot convert (not valid JSON, not an integer, missing), each as
+            `FLAG: why`: the parser stops the launch there, a DF559 finding per release.
         flags_written: every flag of a `--serve-args` launch as its engine's parser sees it
             (vLLM: underscores as dashes; no value), in the order given, so that each
             release's own flag list can judge them (unknown, ambiguous abbreviations).
@@ -116,6 +119,7 @@ class ServeSettings:
     ignored_flags: tuple[str, ...] = ()
     accepted_flags: tuple[str, ...] = ()
     refused_flags: tuple[str, ...] = ()
+    unreadable_values: tuple[str, ...] = ()
     flags_written: tuple[str, ...] = ()
     spec_keys_written: tuple[str, ...] = ()
     full_launch: bool = False
@@ -142,6 +146,7 @@ class ServeSettings:
         out["ignored_flags"] = list(self.ignored_flags)
         out["accepted_flags"] = list(self.accepted_flags)
         out["refused_flags"] = list(self.refused_flags)
+        out["unreadable_values"] = list(self.unreadable_values)
         if self.layers_to_capture is not None:
             out["layers_to_capture"] = list(self.layers_to_capture)
         return out
@@ -154,6 +159,8 @@ class ServeSettings:
             line += f"; accepted, not judged: {', '.join(self.accepted_flags)}"
         if self.refused_flags:
             line += f"; refused by the engine's parser: {', '.join(self.refused_flags)}"
+        if self.unreadable_values:
+            line += f"; values the engine's parser cannot read: {'; '.join(self.unreadable_values)}"
         if self.ignored_flags:
             line += f"; not read: {', '.join(self.ignored_flags)}"
         return line
@@ -200,6 +207,7 @@ _NOT_SETTINGS = frozenset(
         "ignored_flags",
         "accepted_flags",
         "refused_flags",
+        "unreadable_values",
         "flags_written",
         "spec_keys_written",
         "full_launch",

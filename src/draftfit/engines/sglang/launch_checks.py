@@ -19,6 +19,7 @@ from draftfit.engines.launch_checks import (
     method_known,
     pipeline_stages,
     quantization_names,
+    unreadable_values,
     value_after_switch,
 )
 from draftfit.engines.serve import first_release_where
@@ -42,6 +43,7 @@ SPELLING = Spelling(
 def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     """Emit the events for `s` at the builder's SGLang version."""
     launch_flags(b, s, SPELLING)
+    unreadable_values(b, s, SPELLING)
     value_after_switch(b, s, SPELLING)
     names = [str(item[0]) for item in b.value("algorithm_names") or [] if item]
     method_known(b, s, SPELLING, names)

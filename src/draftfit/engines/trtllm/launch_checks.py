@@ -16,6 +16,7 @@ from draftfit.engines.launch_checks import (
     located,
     pipeline_stages,
     quantization_names,
+    unreadable_values,
     value_after_switch,
 )
 from draftfit.engines.view import Event
@@ -30,6 +31,7 @@ SPELLING = Spelling(prog="trtllm-serve")
 def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     """Emit the events for `s` at the builder's TensorRT-LLM version."""
     launch_flags(b, s, SPELLING)
+    unreadable_values(b, s, SPELLING)
     value_after_switch(b, s, SPELLING)
     quantization_names(b, s)
     draft_path_is_folder(b, s, SPELLING)

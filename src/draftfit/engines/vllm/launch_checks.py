@@ -18,6 +18,7 @@ from draftfit.engines.launch_checks import (
     method_known,
     pipeline_stages,
     quantization_names,
+    unreadable_values,
     value_after_switch,
 )
 from draftfit.engines.serve import first_release_where
@@ -57,6 +58,7 @@ SPELLING = Spelling(
 def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     """Emit the events for `s` at the builder's vLLM version."""
     launch_flags(b, s, SPELLING)
+    unreadable_values(b, s, SPELLING)
     value_after_switch(b, s, SPELLING)
     _speculative_config_keys(b, s)
     supported = (("eagle3", "eagle3_supported"), ("eagle", "eagle_supported"))
