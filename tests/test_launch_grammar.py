@@ -97,6 +97,30 @@ def test_sglang_without_algorithm_or_draft(sg_pair: tuple[Path, Path]) -> None:
     assert _findings(no_path, "DF557")
 
 
+@pytest.mark.parametrize("algorithm", ["NEXTN", "nextn", "EAGLE"])
+def test_sglang_algorithm_aliases_run_the_worker_they_select(
+    sg_pair: tuple[Path, Path], algorithm: str
+) -> None:
+    """`NEXTN` is SGLang's alias of the EAGLE worker: an EAGLE-3 draft served with it is
+    served with the wrong worker, as with `EAGLE`."""
+    draft, target = sg_pair
+    report = draftfit.check(draft, target, SG, serve_args=_sglang(draft, algorithm=algorithm))
+    found = _findings(report, "DF107")
+    assert found and f"`--speculative-algorithm {algorithm.upper()}`" in found[0].message
+    assert report.engines[0].verdict == "incompatible"
+
+
+def test_sglang_zero_draft_steps_runs_but_gains_nothing(sg_pair: tuple[Path, Path]) -> None:
+    """SGLang's parser and server arguments take `--speculative-num-steps 0`: not refused,
+    but not a compatible launch either."""
+    draft, target = sg_pair
+    line = _sglang(draft, "--speculative-num-steps 0")
+    report = draftfit.check(draft, target, SG, serve_args=line)
+    found = _findings(report, "DF559")
+    assert found and "`--speculative-num-steps` is 0" in found[0].message
+    assert report.engines[0].verdict == "degraded"
+
+
 def _vllm(spec: dict[str, Any], extra: str = "") -> str:
     return f"vllm serve T {extra} --speculative-config '{json.dumps(spec)}'"
 

@@ -25,6 +25,7 @@ from draftfit.draft.mistakes import refuse_argument_mistakes
 from draftfit.draft.target import Target
 from draftfit.engines import build_view
 from draftfit.engines.installed import resolve_engines
+from draftfit.engines.interface import engine_of
 from draftfit.engines.launch_checks import launch_grammar
 from draftfit.engines.profile import EngineVersion, Profile
 from draftfit.engines.view import BuildInputs
@@ -116,7 +117,9 @@ def check_checkpoint(
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
         # Without --method, the method the launch names is the one this engine serves with.
-        launch_method = settings.eagle_method() if settings is not None else None
+        launch_method = (
+            engine_of(profile).launch_method(settings, profile) if settings is not None else None
+        )
         served_method = launch_method if method is None and launch_method else effective_method
         if method is None and settings is not None and settings.leaves_method_to_engine():
             served_method = "auto"  # the release resolves the method itself

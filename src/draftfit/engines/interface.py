@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from draftfit.draft.target import Target
     from draftfit.engines.launch_part import EngineLaunch
     from draftfit.engines.view import BuildInputs, EngineView
+    from draftfit.serve.settings import ServeSettings
 
 
 @record
@@ -205,6 +206,12 @@ class Engine(ABC):
         launch part, loaded when asked for (a check without a launch never loads it); None
         where draftfit reads no launch of this engine."""
         return None
+
+    def launch_method(self, settings: ServeSettings, profile: Profile) -> str | None:
+        """The draftfit method (`eagle3`, `eagle`) that the method a launch names selects
+        at `profile`'s release; None when it names none of them (no method, or another
+        kind: the checked method then stays the draft's own)."""
+        return settings.eagle_method()
 
     def class_families(self) -> Mapping[str, str]:
         """Draft class -> the class it is registered to, where two names reach one class;

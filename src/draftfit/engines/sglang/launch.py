@@ -45,7 +45,7 @@ FLAGS: dict[str, FlagTarget] = {
     "--speculative-algorithm": FlagTarget("method"),
     "--speculative-draft-model-path": FlagTarget("draft_model"),
     "--speculative-draft-model": FlagTarget("draft_model"),
-    "--speculative-num-steps": FlagTarget("speculative_num_steps", INT),
+    "--speculative-num-steps": FlagTarget("speculative_num_steps", INT_FROM_ZERO),
     "--speculative-eagle-topk": FlagTarget("speculative_eagle_topk", INT_FROM_ZERO),
     "--speculative-num-draft-tokens": FlagTarget("speculative_num_draft_tokens", INT),
     "--context-length": FlagTarget("context_length", INT),

@@ -48,11 +48,31 @@ def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     names = [str(item[0]) for item in b.value("algorithm_names") or [] if item]
     method_known(b, s, SPELLING, names)
     _launch_serves_draft(b, s)
+    _no_draft_steps(b, s)
     quantization_names(b, s)
     draft_path_is_folder(b, s, SPELLING)
     _sglang_pipeline_parallel(b, s)
     _mla_backend(b, s)
     _sglang_quantization_flag(b, s)
+
+
+def _no_draft_steps(b: BaseBuilder, s: ServeSettings) -> None:
+    """`--speculative-num-steps 0`: SGLang's parser and server arguments take it (0.5.23,
+    confirmed by running them), but a draft that takes no step proposes nothing, so the
+    speculative launch gains nothing over serving the target alone."""
+    if s.speculative_num_steps != 0:
+        return
+    b.event(
+        rule_ids.SERVE_SETTING_INVALID,
+        f"`--speculative-num-steps` is 0: {b.p.title} takes it, but the draft then takes no "
+        "step and proposes no token, so the launch is no faster than the target alone (what "
+        "the EAGLE worker does with 0 steps was not run)",
+        located(s, "/speculative-num-steps"),
+        (),
+        fix="set `--speculative-num-steps` to the steps the draft was trained for (e.g. 3), "
+        "or leave the three step flags out for SGLang's own choice",
+        consequence=Consequence.DEGRADES,
+    )
 
 
 def _launch_serves_draft(b: BaseBuilder, s: ServeSettings) -> None:
