@@ -268,3 +268,97 @@ def test_vllm_config_file_is_part_of_the_launch(
     line = f"vllm serve T --config serve.yaml --speculative-config '{json.dumps(spec)}'"
     replaced = draftfit.check(draft, target, V34, serve_args=line)
     assert any("num_speculative_tokens" in x.message for x in _findings(replaced, "DF559"))
+
+
+# ------------------------------------------------- the launch's context and the target's
+
+
+def _vllm_len(draft: Path, target: Path, extra: str, env: str = "") -> str:
+    spec = {"model": str(draft), "method": "eagle3", "num_speculative_tokens": 3}
+    return f"{env} vllm serve {target} {extra} --speculative-config '{json.dumps(spec)}'".strip()
+
+
+@pytest.mark.parametrize(
+    ("release", "extra", "env", "refused"),
+    [
+        ("vllm==0.34.0", "--max-model-len 4096", "", True),
+        ("vllm==0.34.0", "--max-model-len 4K", "", True),
+        ("vllm==0.34.0", "--max_model_len=2k", "", False),
+        ("vllm==0.34.0", "--max-model-len 2048", "", False),
+        ("vllm==0.34.0", "--max-model-len auto", "", False),
+        ("vllm==0.34.0", "--max-model-len 4096", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", False),
+        ("vllm==0.34.0", "--max-model-len 4096", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=yes", True),
+        ("vllm==0.10.2", "--max-model-len 4096", "", True),
+    ],
+)
+def test_vllm_max_model_len_beyond_the_target_is_refused(
+    pair: tuple[Path, Path], release: str, extra: str, env: str, refused: bool
+) -> None:
+    """The factory's target holds 2048 positions (`max_position_embeddings`)."""
+    draft, target = pair
+    line = _vllm_len(draft, target, extra, env)
+    report = draftfit.check(draft, target, [release], serve_args=line)
+    found = [x for x in _findings(report, "DF559") if "longer than the target's" in x.message]
+    assert bool(found) is refused, [x.message for x in report.findings]
+    assert (report.engines[0].verdict == "incompatible") is refused
+    if refused:
+        assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in found[0].message and "2048" in found[0].message
+
+
+def test_a_release_whose_length_check_was_not_read_is_not_judged(pair: tuple[Path, Path]) -> None:
+    draft, target = pair
+    line = _vllm_len(draft, target, "--max-model-len 4096")
+    report = draftfit.check(draft, target, ["vllm==0.17.0"], serve_args=line)
+    assert not [x for x in _findings(report, "DF559") if "longer than the target's" in x.message]
+
+
+@pytest.mark.parametrize(
+    ("release", "scaling", "length"),
+    [
+        ("vllm==0.34.0", {"rope_type": "linear", "factor": 4.0}, 8192),
+        ("vllm==0.34.0", {"rope_type": "yarn", "factor": 4.0}, 2048),
+        (
+            "vllm==0.10.2",
+            {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024},
+            4096,
+        ),
+        ("vllm==0.34.0", {"rope_type": "llama3", "factor": 8.0}, 2048),
+        ("sglang==0.5.23", {"rope_type": "linear", "factor": 4.0}, 8192),
+        ("sglang==0.5.23", {"rope_type": "llama3", "factor": 8.0}, 2048),
+        (
+            "sglang==0.5.23",
+            {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024},
+            2048,
+        ),
+    ],
+)
+def test_the_targets_length_is_derived_as_each_release_derives_it(
+    tmp_path: Path, release: str, scaling: dict[str, Any], length: int
+) -> None:
+    """Just above the derived length is refused; the derived length itself is not."""
+    vllm = release.startswith("vllm")
+    draft = (f.speculators() if vllm else f.specforge()).write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t", rope_scaling=scaling)
+    for asked, refused in ((length, False), (length + 1, True)):
+        if vllm:
+            line = _vllm_len(draft, target, f"--max-model-len {asked}")
+        else:
+            line = _sglang(draft, f"--context-length {asked}").replace(" T ", f" {target} ")
+        report = draftfit.check(draft, target, [release], serve_args=line)
+        found = [x for x in _findings(report, "DF559") if "longer than the target's" in x.message]
+        assert bool(found) is refused, (release, asked, [x.message for x in report.findings])
+
+
+def test_sglang_context_length_beyond_the_target(sg_pair: tuple[Path, Path]) -> None:
+    draft, target = sg_pair
+    refused = draftfit.check(draft, target, SG, serve_args=_sglang(draft, "--context-length 8192"))
+    found = [x for x in _findings(refused, "DF559") if "longer than the target's" in x.message]
+    assert found and "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in found[0].message
+    allowed = draftfit.check(
+        draft,
+        target,
+        SG,
+        serve_args="SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 "
+        + _sglang(draft, "--context-length 8192"),
+    )
+    assert not [x for x in _findings(allowed, "DF559") if "longer than" in x.message]

@@ -73,12 +73,13 @@ def test_vllm_command_with_aliases_underscores_and_dotted_keys() -> None:
     s = parse_serve_args(
         f"vllm serve meta-llama/Llama-3.1-8B -tp 8 --pipeline_parallel_size=2 "
         f"--speculative-config '{SPEC}' --speculative-config.draft_tensor_parallel_size 1 "
-        "--enforce-eager --max-model-len 4096 -q awq"
+        "--enforce-eager --max-model-len 32K --max-num-seqs 8 -q awq"
     )
     assert s.engine == "vllm"
     assert (s.tensor_parallel_size, s.pipeline_parallel_size) == (8, 2)
     assert (s.draft_tensor_parallel_size, s.cuda_graphs, s.quantization) == (1, False, "awq")
-    assert s.ignored_flags == ("--max-model-len",)
+    assert s.context_length == 32 * 1024
+    assert s.ignored_flags == ("--max-num-seqs",)
 
 
 def test_sglang_command_with_abbreviation_and_continuations() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from draftfit import rule_ids
 from draftfit.draft.description import EAGLE3
@@ -246,6 +246,74 @@ def unreadable_values(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
             ("launch_grammar",),
             fix=fix,
         )
+
+
+def target_length(config: Mapping[str, Any], rule: Mapping[str, Any]) -> tuple[int, str] | None:
+    """The target's own context length as a release derives it from its config.json (`rule`:
+    the release's `..._over_target` fact), with the key it came from; None where the config
+    names none and the release then takes the launch's length as given."""
+    keys = [str(k) for k in rule.get("keys") or ()]
+    found = [
+        (config[k], k)
+        for k in keys
+        if isinstance(config.get(k), (int, float)) and not isinstance(config.get(k), bool)
+    ]
+    first = bool(rule.get("first"))
+    if first:
+        length, key = found[0] if found else (rule.get("default", 2048), "default")
+    elif found:
+        length, key = min(found)
+        overriding = config.get("model_max_length")
+        if isinstance(overriding, (int, float)) and not isinstance(overriding, bool) and overriding:
+            length, key = overriding, "model_max_length"
+    else:
+        return None
+    scaling = config.get("rope_scaling") or config.get("rope_parameters")
+    if isinstance(scaling, Mapping):
+        rope_type = scaling.get("rope_type", scaling.get("type"))
+        unscaled = rule.get("unscaled_rope") or ()
+        factor = scaling.get("factor")
+        factor = factor if isinstance(factor, (int, float)) and not isinstance(factor, bool) else 1
+        if first:
+            if "original_max_position_embeddings" in scaling or rope_type == "llama3":
+                factor = 1
+        elif "gemma3" in str(config.get("model_type", "")) or rope_type in unscaled:
+            factor = 1
+        elif rope_type == "yarn" and rule.get("yarn_from_original"):
+            original = scaling.get("original_max_position_embeddings")
+            if isinstance(original, int) and not isinstance(original, bool):
+                length = original
+        length = length * factor
+    return int(length), key
+
+
+def context_over_target(b: BaseBuilder, s: ServeSettings, key: str, flag: str) -> None:
+    """A launch context length (`flag`) longer than the target's own: the release refuses
+    it while it builds the target's model config, unless the launch sets the variable the
+    release reads to allow it (fact `key`; nothing is judged where it was not read)."""
+    asked = s.context_length
+    rule = b.value(key)
+    target = b.target
+    if asked is None or asked < 0 or not isinstance(rule, Mapping) or target is None:
+        return
+    derived = target_length(target.text_config, rule)
+    if derived is None or asked <= derived[0]:
+        return
+    length, source = derived
+    env = str(rule.get("env", ""))
+    if s.allow_longer_context:
+        return  # the launch allows it; positions past the target's length are its own risk
+    where = f"`{source}` in its config.json" if source != "default" else "its default"
+    b.refuse(
+        rule_ids.SERVE_SETTING_INVALID,
+        f"`{flag} {asked}` is longer than the target's own context length, {length} "
+        f"({where}): {b.p.title} raises ValueError while it builds the target's model "
+        f"config and does not start, unless {env}=1 is set",
+        located(s, "/" + flag.lstrip("-")),
+        (key,),
+        fix=f"cap `{flag}` at {length}, or set {env}=1 only if the target is known to serve "
+        f"longer contexts (past {length} positions it can give NaNs or out-of-bounds errors)",
+    )
 
 
 def value_after_switch(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:

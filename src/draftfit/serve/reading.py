@@ -41,6 +41,13 @@ INT = "int"
 ANY_INT = "any-int"
 # An integer from 0 up (the engine takes 0).
 INT_FROM_ZERO = "int-from-zero"
+# A length as vLLM's argument parser reads it (`human_readable_int_or_auto`): `4096`,
+# `25.6k` (x1000), `32K` (x1024, whole numbers only), `1m`/`1M`, `1g`/`1G`; `-1` and `auto`
+# ask the engine to fit the length to memory (kept as -1).
+HUMAN_INT = "human-int"
+# A switch read from the environment as vLLM's envs.py reads one: on for `1` or `true` (any
+# case, spaces around ignored), off for anything else.
+ENV_ONE_OR_TRUE = "env-one-or-true"
 # Settings every engine has, under its own flag names.
 TENSOR_PARALLEL = FlagTarget("tensor_parallel_size", INT)
 PIPELINE_PARALLEL = FlagTarget("pipeline_parallel_size", INT)
@@ -64,6 +71,10 @@ def read_value(target: FlagTarget, value: Any, what: str) -> Any:
         return _integer(value, what, minimum=None)
     if target.kind == INT_FROM_ZERO:
         return _integer(value, what, minimum=0)
+    if target.kind == HUMAN_INT:
+        return _human_int(value, what)
+    if target.kind == ENV_ONE_OR_TRUE:
+        return str(value).strip().lower() in ("1", "true")
     if target.kind == "int-list":
         return _int_list(value, what)
     if target.kind == "off-when-true":  # --enforce-eager: CUDA graphs off
@@ -105,6 +116,31 @@ def _int_list(value: Any, what: str) -> tuple[int, ...]:
     if bad:
         raise UsageError(f"{what}: expected integer layer ids, got {shown(bad[0])}")
     return tuple(value)
+
+
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def _human_int(value: Any, what: str) -> int:
+    """A length as vLLM's `human_readable_int_or_auto` reads it (see :data:`HUMAN_INT`)."""
+    text = str(value).strip() if isinstance(value, (str, int)) else ""
+    if isinstance(value, bool) or not text:
+        raise UsageError(f"{what}: expected a length such as 4096 or 32k, got {shown(value)}")
+    if text.lower() == "auto" or text == "-1":
+        return -1
+    suffix = text[-1]
+    number = text[:-1]
+    try:
+        if suffix in _DECIMAL:
+            return int(float(number) * _DECIMAL[suffix])
+        if suffix in _BINARY:
+            return int(number) * _BINARY[suffix]
+        return _integer(text, what)
+    except (ValueError, OverflowError):
+        raise UsageError(
+            f"{what}: expected a length such as 4096 or 32k, got {shown(value)}"
+        ) from None
 
 
 def _boolean(value: Any, what: str) -> bool:

@@ -39,9 +39,11 @@ class ServeSettings:
         use_v2_model_runner: `VLLM_USE_V2_MODEL_RUNNER` set before a vLLM command (True:
             `1`), which picks vLLM's model runner in the releases that read it.
         allow_longer_context: `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN` set before an
-            SGLang command: whether SGLang may run the draft at a longer context than its
-            config's.
-        context_length: SGLang `--context-length`, the server's context (the draft's too).
+            SGLang command (whether SGLang may run the target and the draft at a longer
+            context than their configs'), or `VLLM_ALLOW_LONG_MAX_MODEL_LEN` before a vLLM
+            one (whether `--max-model-len` may exceed the target's length).
+        context_length: the server's context length (the draft's too): SGLang
+            `--context-length`, vLLM `--max-model-len` (-1: fitted to memory).
         draft_window_size: SGLang `--speculative-draft-window-size`, the sliding window
             given to the draft.
         draft_attention_backend: the draft's attention backend (vLLM

@@ -12,6 +12,7 @@ from draftfit import rule_ids
 from draftfit.engines.draft_quant import ONLINE_QUANTIZATION, read_draft_quant
 from draftfit.engines.launch_checks import (
     Spelling,
+    context_over_target,
     draft_is_checked,
     draft_path_is_folder,
     launch_flags,
@@ -44,6 +45,7 @@ def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     """Emit the events for `s` at the builder's SGLang version."""
     launch_flags(b, s, SPELLING)
     unreadable_values(b, s, SPELLING)
+    context_over_target(b, s, "context_length_over_target", "--context-length")
     value_after_switch(b, s, SPELLING)
     names = [str(item[0]) for item in b.value("algorithm_names") or [] if item]
     method_known(b, s, SPELLING, names)

@@ -1009,6 +1009,10 @@ class _Builder(BaseBuilder):
         )
         max_pos = self.vint("max_position_embeddings")
         t_max = t._int("max_position_embeddings")
+        serve = self.inputs.serve
+        asked = serve.context_length if serve is not None else None
+        if asked is not None and max_pos and 0 < asked <= max_pos:
+            t_max = None  # `--max-model-len` keeps prompts within the draft's positions
         if max_pos and t_max and max_pos < t_max and not self.value("max_position_raised"):
             self.event(
                 rule_ids.DRAFT_CONTEXT_SHORTER_THAN_TARGET,

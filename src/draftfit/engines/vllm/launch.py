@@ -5,7 +5,8 @@ Flag names and aliases as vLLM's argument parser declares them:
 vllm/engine/arg_utils.py@v0.34.0 (`--tensor-parallel-size`/`-tp` :1224,
 `--pipeline-parallel-size`/`-pp` :1186-1187, `--kv-cache-dtype` :1416, `--enforce-eager`
 :1007, `--quantization`/`-q` :999, `--attention-backend` :1129, `--speculative-config`/`-sc`
-:1897); its parser turns underscores in a flag name into dashes
+:1897, `--max-model-len` :998, read by `human_readable_int_or_auto`,
+vllm/utils/argparse_utils.py:77@v0.34.0); its parser turns underscores in a flag name into dashes
 (vllm/utils/argparse_utils.py:373-392@v0.34.0), so `--tensor_parallel_size` is the same flag.
 `--speculative-config` keys: vllm/config/speculative.py@v0.34.0 (`method`, `model`,
 `num_speculative_tokens`, `draft_tensor_parallel_size` :481, `quantization` :494,
@@ -21,7 +22,8 @@ attention backend where the release reads it (vllm/envs.py:324-325@v0.8.0;
 vllm/config/attention.py:93@v0.14.0; no longer read from 0.16.0: `attention_backend_setting`
 in the engine data says which release does). VLLM_USE_V2_MODEL_RUNNER picks the model
 runner (vllm/envs.py@v0.18.0: `bool(int(...))`; `runner_default` in the engine data says
-which releases read it).
+which releases read it). VLLM_ALLOW_LONG_MAX_MODEL_LEN (`1` or `true`,
+vllm/envs.py:1177-1180@v0.34.0) lets `--max-model-len` exceed the target's own length.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from draftfit.serve.reading import (
     ANY_INT,
     ATTENTION_BACKEND,
     EAGER,
+    ENV_ONE_OR_TRUE,
+    HUMAN_INT,
     INT,
     KV_CACHE_DTYPE,
     PIPELINE_PARALLEL,
@@ -53,6 +57,7 @@ from draftfit.settings_text import clip
 
 SPECULATIVE_CONFIG = "--speculative-config"
 _SPECULATIVE = FlagTarget("speculative_config", "json")
+_MAX_MODEL_LEN = FlagTarget("context_length", HUMAN_INT)
 
 FLAGS: dict[str, FlagTarget] = {
     "--tensor-parallel-size": TENSOR_PARALLEL,
@@ -66,6 +71,7 @@ FLAGS: dict[str, FlagTarget] = {
     "--attention-backend": ATTENTION_BACKEND,
     SPECULATIVE_CONFIG: _SPECULATIVE,
     "-sc": _SPECULATIVE,
+    "--max-model-len": _MAX_MODEL_LEN,
 }
 
 # vLLM engine arguments (`vllm serve --config file.yaml`, underscores) draftfit reads.
@@ -76,6 +82,7 @@ ARG_KEYS: dict[str, FlagTarget] = {
     "enforce_eager": EAGER,
     "quantization": QUANTIZATION,
     "attention_backend": ATTENTION_BACKEND,
+    "max_model_len": _MAX_MODEL_LEN,
 }
 
 # `--speculative-config` keys draftfit reads.
@@ -94,6 +101,7 @@ SPEC_CONFIG_KEYS: dict[str, FlagTarget] = {
 ENV_VARS: dict[str, FlagTarget] = {
     "VLLM_ATTENTION_BACKEND": FlagTarget("attention_backend_env"),
     "VLLM_USE_V2_MODEL_RUNNER": FlagTarget("use_v2_model_runner", "on-when-true"),
+    "VLLM_ALLOW_LONG_MAX_MODEL_LEN": FlagTarget("allow_longer_context", ENV_ONE_OR_TRUE),
 }
 
 
@@ -122,8 +130,9 @@ class VllmLaunch(EngineLaunch):
 
     def read_config(self, data: Mapping[str, Any], given_by: str) -> ServeSettings:
         keys = {key_name(k) for k in data}
-        # Keys both forms have (quantization, attention_backend, kv_cache_dtype) decide nothing.
-        shared = set(ARG_KEYS) & set(SPEC_CONFIG_KEYS)
+        # Keys both forms have (quantization, attention_backend, kv_cache_dtype, and
+        # max_model_len, which draftfit reads in engine arguments only) decide nothing.
+        shared = (set(ARG_KEYS) & set(SPEC_CONFIG_KEYS)) | {"max_model_len"}
         if "speculative_config" in keys or keys & (set(ARG_KEYS) - shared):
             return self.engine_args(data, given_by)
         if keys & (set(SPEC_CONFIG_KEYS) - shared):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from draftfit import rule_ids
 from draftfit.engines.launch_checks import (
     Spelling,
+    context_over_target,
     draft_is_checked,
     draft_path_is_folder,
     launch_flags,
@@ -59,6 +60,7 @@ def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     """Emit the events for `s` at the builder's vLLM version."""
     launch_flags(b, s, SPELLING)
     unreadable_values(b, s, SPELLING)
+    context_over_target(b, s, "max_model_len_over_target", "--max-model-len")
     value_after_switch(b, s, SPELLING)
     _speculative_config_keys(b, s)
     supported = (("eagle3", "eagle3_supported"), ("eagle", "eagle_supported"))
