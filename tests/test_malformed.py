@@ -347,7 +347,12 @@ def _settings_inputs(tmp_path: Path, draft: Path) -> dict[str, list[str]]:
         "trtllm-serve T --extra_llm_api_options spec.yaml",
     ]
     runs["1e999"] = ["check", d, "--serve-config", '{"num_speculative_tokens": 1e999}']
-    runs["quantization 1e999 in args"] = ["check", d, "--serve-args", "vllm serve T -tp 1e999"]
+    runs["tensor parallel 1e999"] = [
+        "check",
+        d,
+        "--serve-config",
+        '{"tensor_parallel_size": 1e999}',
+    ]
     runs["surrogate setting"] = ["check", d, "--serve-config", '{"method": "\\ud800"}']
     runs["surrogate key"] = ["check", d, "--serve-config", '{"\\udfff": 1}']
     runs["hf control"] = ["check", "hf://org/na\x01me"]

@@ -190,6 +190,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     ("args", "unreadable"),
     [
         ("vllm serve M -tp x", "-tp: expected an integer, got 'x'"),
+        ("vllm serve M -tp 1e999", "-tp: expected an integer"),
+        ("vllm serve M --max-model-len 9" + "9" * 5000, "--max-model-len: expected"),
         ("vllm serve M --speculative-config '{bad'", "--speculative-config: not valid JSON"),
         ("vllm serve M -tp", "-tp: expected one argument"),
         ("python -m sglang.launch_server --tp-size 2.5", "--tp-size: expected an integer"),
