@@ -362,3 +362,25 @@ def test_sglang_context_length_beyond_the_target(sg_pair: tuple[Path, Path]) -> 
         + _sglang(draft, "--context-length 8192"),
     )
     assert not [x for x in _findings(allowed, "DF559") if "longer than" in x.message]
+
+
+@pytest.mark.parametrize(("release", "refused"), [("vllm==0.10.2", True), ("vllm==0.34.0", False)])
+def test_a_nested_speculative_config_in_a_config_file_is_read_as_each_release_reads_it(
+    pair: tuple[Path, Path], tmp_path: Path, release: str, refused: bool
+) -> None:
+    """vLLM 0.10.2 passes a nested mapping of its `--config` file on as Python's str(),
+    which the JSON flag cannot read; 0.34.0 passes it as JSON. A JSON string reads in both."""
+    draft, target = pair
+    nested = tmp_path / "nested.yaml"
+    nested.write_text(
+        f"speculative-config:\n  model: {draft}\n  method: eagle3\n  num_speculative_tokens: 3\n"
+    )
+    as_string = tmp_path / "string.yaml"
+    spec = {"model": str(draft), "method": "eagle3", "num_speculative_tokens": 3}
+    as_string.write_text(f"speculative-config: '{json.dumps(spec)}'\n")
+    for path, expected in ((nested, refused), (as_string, False)):
+        line = f"vllm serve {target} --config {path}"
+        report = draftfit.check(draft, target, [release], serve_args=line)
+        found = [x for x in _findings(report, "DF559") if "nested mapping" in x.message]
+        assert bool(found) is expected, (path.name, [x.message for x in report.findings])
+        assert (report.engines[0].verdict == "incompatible") is expected

@@ -79,6 +79,8 @@ class ServeSettings:
         unreadable_values: the flags of a `--serve-args` launch whose value the engine's
             parser cannot convert (not valid JSON, not an integer, missing), each as
             `FLAG: why`: the parser stops the launch there, a DF559 finding per release.
+        config_file_mappings: the settings a `vllm serve --config FILE` launch writes in its
+            file as nested mappings (`speculative_config`), which some releases cannot read.
         flags_written: every flag of a `--serve-args` launch as its engine's parser sees it
             (vLLM: underscores as dashes; no value), in the order given, so that each
             release's own flag list can judge them (unknown, ambiguous abbreviations).
@@ -122,6 +124,7 @@ class ServeSettings:
     accepted_flags: tuple[str, ...] = ()
     refused_flags: tuple[str, ...] = ()
     unreadable_values: tuple[str, ...] = ()
+    config_file_mappings: tuple[str, ...] = ()
     flags_written: tuple[str, ...] = ()
     spec_keys_written: tuple[str, ...] = ()
     full_launch: bool = False
@@ -200,7 +203,9 @@ def dashed_flag(word: str) -> str:
 
 
 # Fields that record the launch's own words for the per-release checks (not in the JSON).
-_LAUNCH_WORDS = frozenset({"flags_written", "spec_keys_written", "full_launch", "words"})
+_LAUNCH_WORDS = frozenset(
+    {"flags_written", "spec_keys_written", "full_launch", "words", "config_file_mappings"}
+)
 # Fields that describe the launch, not a setting it gives.
 _NOT_SETTINGS = frozenset(
     {
@@ -210,6 +215,7 @@ _NOT_SETTINGS = frozenset(
         "accepted_flags",
         "refused_flags",
         "unreadable_values",
+        "config_file_mappings",
         "flags_written",
         "spec_keys_written",
         "full_launch",

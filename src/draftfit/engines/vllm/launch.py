@@ -217,10 +217,17 @@ class VllmLaunch(EngineLaunch):
             and not (replaced and field in self.speculative_fields)
         }
         spec_keys = () if replaced else from_file.spec_keys_written
+        # Each of the file's values is parsed, even one the command line gives again.
+        mappings = tuple(
+            key_name(key)
+            for key, value in data.items()
+            if key_name(key) == "speculative_config" and isinstance(value, Mapping)
+        )
         return replace(
             settings,
             ignored_flags=settings.ignored_flags + from_file.ignored_flags,
             spec_keys_written=settings.spec_keys_written + spec_keys,
+            config_file_mappings=mappings,
             **merged,
         )
 

@@ -61,6 +61,7 @@ def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     launch_flags(b, s, SPELLING)
     unreadable_values(b, s, SPELLING)
     context_over_target(b, s, "max_model_len_over_target", "--max-model-len")
+    _config_file_mappings(b, s)
     value_after_switch(b, s, SPELLING)
     _speculative_config_keys(b, s)
     supported = (("eagle3", "eagle3_supported"), ("eagle", "eagle_supported"))
@@ -158,6 +159,28 @@ def _token_count_given(b: BaseBuilder, s: ServeSettings) -> None:
         located(s, "/speculative_config/num_speculative_tokens"),
         ("num_speculative_tokens_required",),
         fix='add `"num_speculative_tokens": 3` (or the count the draft was trained for)',
+    )
+
+
+def _config_file_mappings(b: BaseBuilder, s: ServeSettings) -> None:
+    """vLLM: a `--config` file's `speculative-config` written as a nested mapping is passed
+    on as Python's str() of it by the releases that do so, which the flag's JSON parser
+    cannot read: the launch is refused while its arguments are parsed."""
+    if "speculative_config" not in s.config_file_mappings:
+        return
+    if b.value("config_file_mappings") != "python-str":
+        return
+    b.refuse(
+        rule_ids.SERVE_SETTING_INVALID,
+        f"the `--config` file writes `speculative-config` as a nested mapping: {b.p.title} "
+        "passes it on as Python's str() of the mapping, which `--speculative-config` cannot "
+        "read as JSON, so its argument parser refuses the launch and the server does not "
+        "start",
+        located(s, "/speculative_config"),
+        ("config_file_mappings",),
+        fix="write it in the file as one JSON string: `speculative-config: "
+        '\'{"model": "...", "method": "eagle3", "num_speculative_tokens": 3}\'`, or pass '
+        "`--speculative-config` on the command line",
     )
 
 
