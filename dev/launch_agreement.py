@@ -40,7 +40,22 @@ FAILING = {"incompatible", "drafts-garbage"}
 
 def corpus(draft: str, other: str, target: str) -> list[str]:
     """Launch lines for `draft` (an EAGLE-3 draft in a folder without "eagle" in its name)
-    next to `target`; `other` is a second draft folder."""
+    next to `target`; `other` is a second draft folder. Settings files the lines name are
+    written beside the draft's folder."""
+    folder = Path(draft).parent
+    nested = folder / "nested.yaml"
+    nested.write_text(
+        f"tensor-parallel-size: 1\nspeculative-config:\n  model: {draft}\n"
+        "  method: eagle3\n  num_speculative_tokens: 3\n"
+    )
+    as_json = folder / "as-json.yaml"
+    as_json.write_text(
+        "speculative-config: '"
+        + json.dumps({"model": draft, "method": "eagle3", "num_speculative_tokens": 3})
+        + "'\n"
+    )
+    unknown_key = folder / "unknown-key.yaml"
+    unknown_key.write_text("tensor-parallel: 2\n")
 
     def spec(**fields: object) -> str:
         return "'" + json.dumps(fields) + "'"
@@ -84,6 +99,30 @@ def corpus(draft: str, other: str, target: str) -> list[str]:
         f"{serve} --trust-remote-code --speculative-config {good}",
         f"{serve} --speculative-config "
         + spec(model=draft, method="eagle3", num_speculative_tokens=0),
+        # relative to the working directory (the engine's and draftfit's: the draft's parent)
+        f"{serve} --speculative-config " + spec(model=Path(draft).name, method="eagle3", **n3),
+        f"{serve} --speculative-config "
+        + spec(model="./" + Path(draft).name, method="eagle3", **n3),
+        f"{serve} --speculative-config {spec(model=draft + '/', method='eagle3', **n3)}",
+        f"{serve} --speculative-config {spec(model=draft, method='draft_model', **n3)}",
+        f"{serve} --speculative-config {spec(model=draft, method='mtp', **n3)}",
+        f"{serve} --speculative-config {spec(model=draft, method='ngram', **n3)}",
+        f"{serve} --speculative-config "
+        + spec(model=draft, method="eagle3", **n3, draft_tensor_parallel_size=1),
+        f"{serve} --speculative-config "
+        + spec(model=draft, method="eagle3", num_speculative_tokens=-1),
+        f'{serve} --speculative-config \'{{"model": "{draft}", "method": eagle3}}\'',
+        f"{serve} -tp=2 --speculative-config {good}",
+        f"{serve} --tensor-parallel-size=2 --dtype bfloat16 --speculative-config {good}",
+        f"{serve} --max-model-len 4096 --seed 0 --speculative-config {good}",
+        f"{serve} --enable-chunked-prefill --speculative-config {good}",
+        f"{serve} --pipeline-parallel-size 2 --speculative-config {good}",
+        f"VLLM_ATTENTION_BACKEND=FLASH_ATTN {serve} --speculative-config {good}",
+        f"{serve} --config {nested}",
+        f"{serve} --config {as_json}",
+        f"{serve} --config {unknown_key} --speculative-config {good}",
+        f"{serve} --speculative-config "
+        + spec(model=draft, method="eagle3", **n3, max_model_len=2048),
     ]
 
 
@@ -117,6 +156,19 @@ def sglang_corpus(draft: str, other: str, target: str) -> list[str]:
         f"{good} --trust-remote-code",
         f"{good} --speculative-num-steps 0",
         f"{good} --speculative-eagle-topk 0",
+        f"{base} --speculative-algorithm EAGLE3 --speculative-draft-model-path " + Path(draft).name,
+        f"{base} --speculative-algorithm NEXTN --speculative-draft-model-path {draft}",
+        f"{base} --speculative-algorithm STANDALONE --speculative-draft-model-path {draft}",
+        f"{base} --speculative-algorithm NGRAM",
+        f"{good} --speculative-num-steps 3 --speculative-eagle-topk 4 "
+        "--speculative-num-draft-tokens 8",
+        f"{good} --speculative-num-draft-tokens 4",
+        f"{good} --dp 2",
+        f"{good} --tp 2 --enable-dp-attention --dp 2",
+        f"{good} --speculative-draft-model-revision main",
+        f"{good} --dtype bfloat16 --max-running-requests 8",
+        f"{good} --speculative-num-steps",
+        f"{good} --context-length 8192",
     ]
 
 
