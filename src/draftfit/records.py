@@ -130,33 +130,35 @@ else:
 
     def frozen(cls, /):
         """A frozen record: `__init__` generated; equality, hash and repr shared."""
-        own = {name: name in cls.__dict__ for name in ("__eq__", "__hash__", "__repr__")}
-        every = _build(cls)
-        cls.__record_compared__ = _getter(f.name for f in every if f.compare)
-        cls.__record_hashed__ = _getter(
-            f.name for f in every if (f.compare if f.hash is None else f.hash)
-        )
-        cls.__record_shown__ = tuple(f.name for f in every if f.repr)
-        if not own["__eq__"]:
-            cls.__eq__ = _equal
-        if not own["__hash__"]:
-            cls.__hash__ = _hash
-        if not own["__repr__"]:
-            cls.__repr__ = _shown
-        return cls
+        return _with_shared_methods(cls, hashable=True)
 
     def record(cls, /):
         """A mutable record: `__init__` generated; equality and repr shared; no hash."""
-        own = {name: name in cls.__dict__ for name in ("__eq__", "__repr__")}
-        every = _build(cls)
-        cls.__record_compared__ = _getter(f.name for f in every if f.compare)
-        cls.__record_shown__ = tuple(f.name for f in every if f.repr)
-        if not own["__eq__"]:
-            cls.__eq__ = _equal
-            cls.__hash__ = None
-        if not own["__repr__"]:
-            cls.__repr__ = _shown
-        return cls
+        return _with_shared_methods(cls, hashable=False)
+
+
+def _with_shared_methods(cls: type, hashable: bool) -> type:
+    """`cls` with its fields collected and its `__init__` generated, and the shared
+    equality, representation and (when `hashable`) hash wherever it defines none itself;
+    a record that is not hashable, as a mutable dataclass, has no hash."""
+    own = {name for name in ("__eq__", "__hash__", "__repr__") if name in cls.__dict__}
+    every = _build(cls)
+    kept: Any = cls  # the class attributes below are draftfit's own
+    kept.__record_compared__ = _getter(f.name for f in every if f.compare)
+    kept.__record_shown__ = tuple(f.name for f in every if f.repr)
+    if hashable:
+        kept.__record_hashed__ = _getter(
+            f.name for f in every if (f.compare if f.hash is None else f.hash)
+        )
+        if "__hash__" not in own:
+            kept.__hash__ = _hash
+    if "__eq__" not in own:
+        kept.__eq__ = _equal
+        if not hashable:
+            kept.__hash__ = None
+    if "__repr__" not in own:
+        kept.__repr__ = _shown
+    return cls
 
 
 def _is_class_var(annotation: Any) -> bool:

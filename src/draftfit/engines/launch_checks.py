@@ -248,41 +248,43 @@ def unreadable_values(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
         )
 
 
+def _length(value: object) -> float | None:
+    """A length or factor as a config writes it (an int or a float, not a bool), else None."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def target_length(config: Mapping[str, Any], rule: Mapping[str, Any]) -> tuple[int, str] | None:
     """The target's own context length as a release derives it from its config.json (`rule`:
     the release's `..._over_target` fact), with the key it came from; None where the config
     names none and the release then takes the launch's length as given."""
-    keys = [str(k) for k in rule.get("keys") or ()]
-    found = [
-        (config[k], k)
-        for k in keys
-        if isinstance(config.get(k), (int, float)) and not isinstance(config.get(k), bool)
-    ]
+    lengths = ((_length(config.get(k)), str(k)) for k in rule.get("keys") or ())
+    found = [(n, k) for n, k in lengths if n is not None]
     first = bool(rule.get("first"))
+    length: float
     if first:
         length, key = found[0] if found else (rule.get("default", 2048), "default")
     elif found:
         length, key = min(found)
-        overriding = config.get("model_max_length")
-        if isinstance(overriding, (int, float)) and not isinstance(overriding, bool) and overriding:
+        overriding = _length(config.get("model_max_length"))
+        if overriding:
             length, key = overriding, "model_max_length"
     else:
         return None
     scaling = config.get("rope_scaling") or config.get("rope_parameters")
     if isinstance(scaling, Mapping):
         rope_type = scaling.get("rope_type", scaling.get("type"))
-        unscaled = rule.get("unscaled_rope") or ()
-        factor = scaling.get("factor")
-        factor = factor if isinstance(factor, (int, float)) and not isinstance(factor, bool) else 1
+        stated = _length(scaling.get("factor"))
+        factor = 1 if stated is None else stated
         if first:
             if "original_max_position_embeddings" in scaling or rope_type == "llama3":
                 factor = 1
-        elif "gemma3" in str(config.get("model_type", "")) or rope_type in unscaled:
+        elif rope_type in (rule.get("unscaled_rope") or ()) or "gemma3" in str(
+            config.get("model_type", "")
+        ):
             factor = 1
         elif rope_type == "yarn" and rule.get("yarn_from_original"):
-            original = scaling.get("original_max_position_embeddings")
-            if isinstance(original, int) and not isinstance(original, bool):
-                length = original
+            original = _length(scaling.get("original_max_position_embeddings"))
+            length = length if original is None else original
         length = length * factor
     return int(length), key
 
@@ -292,17 +294,16 @@ def context_over_target(b: BaseBuilder, s: ServeSettings, key: str, flag: str) -
     it while it builds the target's model config, unless the launch sets the variable the
     release reads to allow it (fact `key`; nothing is judged where it was not read)."""
     asked = s.context_length
+    if asked is None or asked < 0 or s.allow_longer_context or b.target is None:
+        return  # an allowed longer context: positions past the target's are the launch's risk
     rule = b.value(key)
-    target = b.target
-    if asked is None or asked < 0 or not isinstance(rule, Mapping) or target is None:
+    if not isinstance(rule, Mapping):
         return
-    derived = target_length(target.text_config, rule)
+    derived = target_length(b.target.text_config, rule)
     if derived is None or asked <= derived[0]:
         return
     length, source = derived
     env = str(rule.get("env", ""))
-    if s.allow_longer_context:
-        return  # the launch allows it; positions past the target's length are its own risk
     where = f"`{source}` in its config.json" if source != "default" else "its default"
     b.refuse(
         rule_ids.SERVE_SETTING_INVALID,

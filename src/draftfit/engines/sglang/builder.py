@@ -94,18 +94,16 @@ class _SGLangBuilder(BaseBuilder):
         if self.spec.method is None or self.spec.method == self.method:
             return True
         assert self.method is not None
-        served = self._algorithm(self.method)
+        worker = self._algorithm(self.method)
         serve = self.inputs.serve
         named = (serve.method or "").strip().upper() if serve is not None else ""
-        if named and named != served:  # an alias, e.g. NEXTN
-            served = f"{named}` (SGLang's {served} worker)"
-        else:
-            served += "`"
+        # an alias (NEXTN) is named as written, with the worker it runs
+        alias = f" (SGLang's {worker} worker)" if named and named != worker else ""
         self.refuse(
             rule_ids.METHOD_MISMATCH,
             f"the checkpoint is an {self.spec.method} draft, but it is served with "
-            f"`--speculative-algorithm {served}: SGLang runs the wrong speculative worker "
-            "for it",
+            f"`--speculative-algorithm {named if alias else worker}`{alias}: SGLang runs the "
+            "wrong speculative worker for it",
             Location(CONFIG, "/architectures"),
             ("algorithm_names",),
             fix=f"serve it with --speculative-algorithm {self._algorithm(self.spec.method)}",
