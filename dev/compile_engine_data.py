@@ -32,7 +32,7 @@ def compiled_for(toml: Path) -> str:
     name = toml.parent.name  # engines/<name>/data.toml
     raw = parse_toml(name, text)
     parse_engine_data(name, raw)
-    return compile_text(text, raw)
+    return compile_text(name, text, raw)
 
 
 def write_atomically(path: Path, text: str) -> None:

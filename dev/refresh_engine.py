@@ -322,7 +322,7 @@ def check(
         (key, entry)
         for key, fact in data.facts.items()
         for entry in fact.entries
-        if every or entry.applies(Version(base))
+        if every or entry.applies(data.releases[base])
     ]
     scope = "every entry" if every else f"the entries in effect at {base}"
     against_base = not cited and version != base

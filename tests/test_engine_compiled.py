@@ -11,6 +11,7 @@ import pytest
 
 from draftfit.engines.compiled import ENGINES_DIR, REGENERATE, load_compiled, stamp
 from draftfit.engines.interface import parse_toml
+from draftfit.engines.releases import rank_versions, version_texts
 from draftfit.engines.profile import parse_engine_data
 from draftfit.engines.registry import ENGINES, engine_named
 from draftfit.engines.vllm.engine import VllmEngine
@@ -42,7 +43,9 @@ def test_the_compiled_form_is_in_step_with_its_toml(toml: Path) -> None:
         f"src/draftfit/engines/{name}/data.json is missing or was built from another "
         f"version of {toml.name}: run `{REGENERATE}` and commit the result"
     )
-    assert compiled == parse_toml(name, text), f"run `{REGENERATE}`"
+    tables, ranks = compiled
+    assert tables == parse_toml(name, text), f"run `{REGENERATE}`"
+    assert ranks == rank_versions(name, tables), f"run `{REGENERATE}`"
     assert toml.with_suffix(".json").read_text(encoding="utf-8") == _script().compiled_for(toml)
 
 
@@ -114,11 +117,12 @@ def test_compiled_facts_are_built_and_validated_when_first_read() -> None:
     """From the compiled form a fact is built when read (a check reads about a third), with
     the same validation as from the TOML: a damaged table fails where it is read."""
     engine = engine_named("vllm")
-    raw = load_compiled("vllm", engine.data_text())
-    assert raw is not None
+    compiled = load_compiled("vllm", engine.data_text())
+    assert compiled is not None
+    raw, ranks = compiled
     key = next(iter(raw["fact"]))
     raw["fact"][key]["values" if "values" in raw["fact"][key] else "items"][0]["confidence"] = "?"
-    data = parse_engine_data("vllm", raw, engine, citations_checked=True)
+    data = parse_engine_data("vllm", raw, engine, citations_checked=True, ranks=ranks)
     assert len(data.facts) == len(raw["fact"]) and list(data.facts) == list(raw["fact"])
     other = next(k for k in data.facts if k != key)
     assert data.facts[other] == engine.data.facts[other]
@@ -126,3 +130,36 @@ def test_compiled_facts_are_built_and_validated_when_first_read() -> None:
         data.facts[key]  # reading it builds it
     with pytest.raises(SpecDataError, match=f"fact {key}: confidence"):
         parse_engine_data("vllm", parse_toml("vllm", engine.data_text()) | {"fact": raw["fact"]})
+
+
+@pytest.mark.parametrize("name", [e.name for e in ENGINES])
+def test_the_shipped_ranks_order_every_version_as_packaging_does(name: str) -> None:
+    """The ranks a check compares instead of parsing versions: one per version text of the
+    data, ordered (and tied) exactly as `packaging.version.Version` orders the texts."""
+    from packaging.version import Version
+
+    engine = engine_named(name)
+    compiled = load_compiled(name, engine.data_text())
+    assert compiled is not None
+    tables, ranks = compiled
+    texts = {text for text, _ in version_texts(tables)}
+    assert set(ranks) == texts
+    for a in texts:
+        for b in texts:
+            assert (ranks[a] < ranks[b]) == (Version(a) < Version(b)), (a, b)
+            assert (ranks[a] == ranks[b]) == (Version(a) == Version(b)), (a, b)
+    releases = engine.data.releases
+    ordered = sorted(engine.data.versions, key=releases.__getitem__)
+    assert ordered == sorted(engine.data.versions, key=Version)
+
+
+def test_a_version_text_the_shipped_ranks_lack_is_refused_where_it_is_read() -> None:
+    engine = engine_named("vllm")
+    compiled = load_compiled("vllm", engine.data_text())
+    assert compiled is not None
+    raw, ranks = compiled
+    key = next(k for k, body in raw["fact"].items() if "values" in body)
+    raw["fact"][key]["values"][0]["since"] = "9.9.9"
+    data = parse_engine_data("vllm", raw, engine, citations_checked=True, ranks=ranks)
+    with pytest.raises(SpecDataError, match="bad version '9.9.9'"):
+        data.facts[key]

@@ -29,12 +29,12 @@ import json
 import os
 import signal
 import stat
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from draftfit.errors import OutputExistsError, UsageError
+from draftfit.output.temporary import make_private_folder
 from draftfit.records import asdict, field, fields, record
 
 MARKER = ".draftfit-convert.json"
@@ -276,7 +276,7 @@ def temp_prefix(out: Path) -> str:
 
 def make_temp_folder(out: Path) -> Path:
     """A new empty temporary sibling of `out`, with the user's usual folder permissions."""
-    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(out), dir=out.parent))
+    tmp = make_private_folder(out.parent, temp_prefix(out))
     os.chmod(tmp, 0o777 & ~current_umask())
     return tmp
 
@@ -366,7 +366,7 @@ def swap_into_place(new: Path, out: Path, force: bool) -> Path | None:
         return None
     if _exchange(new, out):
         return new
-    aside = Path(tempfile.mkdtemp(prefix=temp_prefix(out), dir=out.parent))
+    aside = make_private_folder(out.parent, temp_prefix(out))
     os.rmdir(aside)
     os.rename(out, aside)
     try:

@@ -24,7 +24,6 @@ import errno
 import hashlib
 import json
 import os
-import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -261,6 +260,8 @@ def _write_into(plan: Plan, checkpoint: Checkpoint, folder: Path, shown: Path) -
         source = checkpoint.root / name
         if source.is_file():
             with _naming(shown / name):
+                import shutil  # here: most drafts have no other files to copy
+
                 # A new file (mode 0o666 less the umask, like `cp`), not the source's mode.
                 shutil.copyfile(source, folder / name)
     return regions

@@ -6,7 +6,8 @@ reads TOML), stamped with the CRC-32 and length of the TOML text it was built fr
 compiled file is used only while that stamp matches the TOML beside it, so an edited TOML is
 never shadowed by a stale compiled form: it is parsed instead, only more slowly, until
 `python dev/compile_engine_data.py` writes the compiled form again (a test fails meanwhile).
-Nothing is written at run time.
+Nothing is written at run time. The compiled form also holds the rank of every version text
+in the data (:mod:`draftfit.engines.releases`), so loading it needs no version parser.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import os
 import zlib
 from typing import Any
 
+from draftfit.engines.releases import rank_versions
+
 # Bumped when the layout of the compiled file changes; another format is ignored.
-FORMAT = 1
+FORMAT = 2
 ENGINES_DIR = os.path.dirname(os.path.abspath(__file__))
 REGENERATE = "python dev/compile_engine_data.py"
 
@@ -39,16 +42,23 @@ def stamp(toml_text: str) -> dict[str, int]:
     return {"toml_crc32": zlib.crc32(data), "toml_bytes": len(data)}
 
 
-def compile_text(toml_text: str, raw: dict[str, Any]) -> str:
-    """The compiled file for `raw`, the tables parsed from `toml_text`: one value per line,
-    so that changes to the data show (and merge) line by line."""
-    document = {"format": FORMAT, **stamp(toml_text), "data": raw}
+def compile_text(name: str, toml_text: str, raw: dict[str, Any]) -> str:
+    """The compiled file for `raw`, engine `name`'s tables parsed from `toml_text`, with the
+    rank of each version text in it: one value per line, so that changes to the data show
+    (and merge) line by line."""
+    document = {
+        "format": FORMAT,
+        **stamp(toml_text),
+        "version_ranks": rank_versions(name, raw),
+        "data": raw,
+    }
     return json.dumps(document, indent=0, ensure_ascii=False) + "\n"
 
 
-def load_compiled(name: str, toml_text: str) -> dict[str, Any] | None:
-    """Engine `name`'s tables from its compiled file, when that file was built from exactly
-    `toml_text`; None when there is none, it is of another format, or it is stale."""
+def load_compiled(name: str, toml_text: str) -> tuple[dict[str, Any], dict[str, int]] | None:
+    """Engine `name`'s tables from its compiled file, and the rank of each version text in
+    them, when that file was built from exactly `toml_text`; None when there is none, it is
+    of another format, or it is stale."""
     try:
         with open(compiled_path(name), encoding="utf-8") as handle:
             document = json.load(handle)
@@ -59,5 +69,7 @@ def load_compiled(name: str, toml_text: str) -> dict[str, Any] | None:
     expected = stamp(toml_text)
     if any(document.get(key) != value for key, value in expected.items()):
         return None
-    data = document.get("data")
-    return data if isinstance(data, dict) else None
+    data, ranks = document.get("data"), document.get("version_ranks")
+    if not isinstance(data, dict) or not isinstance(ranks, dict):
+        return None
+    return data, ranks

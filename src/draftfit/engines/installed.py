@@ -18,8 +18,6 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from packaging.version import InvalidVersion, Version
-
 from draftfit.engines.interface import Engine
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import (
@@ -34,6 +32,8 @@ from draftfit.records import frozen
 
 if TYPE_CHECKING:
     from importlib import metadata
+
+    from packaging.version import Version
 
 SEARCH_PATH_ENV = "DRAFTFIT_ENGINE_PATH"
 
@@ -161,6 +161,8 @@ def installed_profile(item: Installed) -> Profile | None:
     else the nearest read release (extrapolated); None for a version that is no version."""
     data = item.engine.data
     title = f"{data.title} {item.version}, installed here"
+    from packaging.version import InvalidVersion, Version  # only for an installed engine
+
     try:
         wanted = Version(item.version)
     except InvalidVersion:
@@ -189,4 +191,6 @@ def _nearest(engine: Engine, wanted: Version) -> str:
     try:
         return nearest_read(data, str(wanted), str(wanted))
     except UnknownEngineVersionError:
+        from packaging.version import Version
+
         return min(data.versions, key=Version)

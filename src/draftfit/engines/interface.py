@@ -174,9 +174,10 @@ class Engine(ABC):
         TOML when it was built from this TOML (:mod:`draftfit.engines.compiled`; its
         citations were checked when it was built), else from the TOML itself."""
         text = self.data_text()
-        raw = load_compiled(self.name, text)
-        if raw is not None:
-            return parse_engine_data(self.name, raw, self, citations_checked=True)
+        compiled = load_compiled(self.name, text)
+        if compiled is not None:
+            raw, ranks = compiled
+            return parse_engine_data(self.name, raw, self, citations_checked=True, ranks=ranks)
         return parse_engine_data(self.name, parse_toml(self.name, text), self)
 
     @property

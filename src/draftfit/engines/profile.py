@@ -29,8 +29,7 @@ from functools import cached_property
 from itertools import pairwise
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
+from draftfit.engines.releases import Release, rank_versions, releases
 from draftfit.errors import SpecDataError, UnknownEngineVersionError
 from draftfit.records import field, frozen
 from draftfit.rule_ids import ALL_RULE_IDS, Consequence
@@ -86,8 +85,8 @@ class Entry:
     (exclusive), where it was read and how sure it is."""
 
     value: Any
-    since: Version | None
-    until: Version | None
+    since: Release | None
+    until: Release | None
     source: str
     confidence: str
     note: str | None = None
@@ -100,7 +99,7 @@ class Entry:
     def approximate(self) -> bool:
         return self.confidence in APPROXIMATE_CONFIDENCE
 
-    def applies(self, version: Version) -> bool:
+    def applies(self, version: Release) -> bool:
         return (self.since is None or version >= self.since) and (
             self.until is None or version < self.until
         )
@@ -160,6 +159,8 @@ class EngineData:
     # Per rule code, the keys of the facts that name it, in the order `draftfit rule` lists
     # them (see facts_for_rule).
     rule_facts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Every version text of the data as an ordered Release (see draftfit.engines.releases).
+    releases: Mapping[str, Release] = field(default_factory=dict, compare=False, repr=False)
 
     def facts_for_rule(self, code: str) -> tuple[str, ...]:
         """The keys of the facts rule `code` rests on in this engine (those whose `rules`
@@ -204,7 +205,7 @@ class EngineData:
                 f"no data for {self.engine}=={version}; known versions: "
                 f"{_compact_versions(self.versions)}"
             )
-        return Profile(self, version, Version(version), requested)
+        return Profile(self, version, self.releases[version], requested)
 
 
 @frozen
@@ -222,7 +223,7 @@ class Profile:
     """The engine's expectations at one version."""
 
     def __init__(
-        self, data: EngineData, version: str, parsed: Version, requested: str | None = None
+        self, data: EngineData, version: str, parsed: Release, requested: str | None = None
     ) -> None:
         self.data = data
         self.engine = data.engine
@@ -372,13 +373,16 @@ def parse_engine_data(
     raw: dict[str, Any],
     impl: object = None,
     citations_checked: bool = False,
+    ranks: dict[str, int] | None = None,
 ) -> EngineData:
     """Validate the structure strictly: every entry needs a source and a valid range.
 
     `citations_checked` marks data whose compiled form was checked when it was built: the
     locations each source cites are not re-counted against its anchors (the slowest part),
     and each fact is built and validated when it is first read (:class:`FactsOnDemand`: a
-    check reads about a third of them). Otherwise every fact is built now.
+    check reads about a third of them). Otherwise every fact is built now. `ranks` orders
+    the data's version texts as the compiled form ships them; without it they are ordered
+    here (:func:`draftfit.engines.releases.rank_versions`).
     """
     try:
         versions = tuple(raw["versions"])
@@ -386,22 +390,23 @@ def parse_engine_data(
         facts_raw = raw["fact"]
     except KeyError as exc:
         raise SpecDataError(f"{engine}.toml: missing top-level key {exc}") from exc
+    known = releases(rank_versions(engine, raw) if ranks is None else ranks)
     for v in versions:
-        _version(engine, v, "versions")
+        _version(engine, v, "versions", known)
     if latest not in versions:
         raise SpecDataError(f"{engine}.toml: latest {latest} not in versions")
     named: dict[str, tuple[str, ...]] = {}
-    ranks: dict[tuple[str, str], int] = {}
+    ranks_by_rule: dict[tuple[str, str], int] = {}
     for key, body in facts_raw.items():
         if not isinstance(body, dict) or "doc" not in body:
             raise SpecDataError(f"{engine}.toml: fact {key} needs a doc")
         named[key] = _rules(engine, key, body.get("rules", []))
-        ranks.update(_ranks(engine, key, body.get("rank", {}), named[key]))
+        ranks_by_rule.update(_ranks(engine, key, body.get("rank", {}), named[key]))
     facts: Mapping[str, FactData]
     if citations_checked:
-        facts = FactsOnDemand(engine, facts_raw)
+        facts = FactsOnDemand(engine, facts_raw, known)
     else:
-        facts = {key: build_fact(engine, key, body) for key, body in facts_raw.items()}
+        facts = {key: build_fact(engine, key, body, known) for key, body in facts_raw.items()}
     return EngineData(
         engine,
         raw.get("title", engine),
@@ -411,17 +416,23 @@ def parse_engine_data(
         facts,
         tuple(raw.get("notes", ())),
         _data_date(engine, raw.get("data_date")),
-        _not_read(engine, raw.get("not_read", []), versions),
+        _not_read(engine, raw.get("not_read", []), versions, known),
         _commits(engine, raw.get("commits", []), versions),
         impl,
-        _rule_facts(engine, named, ranks),
+        _rule_facts(engine, named, ranks_by_rule),
+        known,
     )
 
 
 def build_fact(
-    engine: str, key: str, body: dict[str, Any], citations_checked: bool = False
+    engine: str,
+    key: str,
+    body: dict[str, Any],
+    known: Mapping[str, Release],
+    citations_checked: bool = False,
 ) -> FactData:
-    """One fact of an engine's data, validated: its entries, their ranges and sources."""
+    """One fact of an engine's data, validated: its entries, their ranges and sources
+    (`known`: the data's version texts, ordered)."""
     if ("values" in body) == ("items" in body):
         raise SpecDataError(f"{engine}.toml: fact {key} needs exactly one of values/items")
     kind = "ranged" if "values" in body else "set"
@@ -444,8 +455,9 @@ def build_fact(
                 f"{engine}.toml: fact {key}: a {entry['confidence']} entry needs a note "
                 "saying why (findings quote it)"
             )
-        since = _version(engine, entry["since"], key) if "since" in entry else None
-        until = _version(engine, entry["until"], key) if "until" in entry else None
+        where = f"fact {key}"
+        since = _version(engine, entry["since"], where, known) if "since" in entry else None
+        until = _version(engine, entry["until"], where, known) if "until" in entry else None
         if since and until and since >= until:
             raise SpecDataError(f"{engine}.toml: fact {key}: empty range {since}..{until}")
         entries.append(
@@ -470,15 +482,20 @@ class FactsOnDemand(Mapping[str, FactData]):
     """An engine's facts by key, each built (and validated) from its compiled table the
     first time it is read; keys, order and length are the table's."""
 
-    def __init__(self, engine: str, tables: dict[str, dict[str, Any]]) -> None:
+    def __init__(
+        self, engine: str, tables: dict[str, dict[str, Any]], known: Mapping[str, Release]
+    ) -> None:
         self._engine = engine
         self._tables = tables
+        self._known = known
         self._built: dict[str, FactData] = {}
 
     def __getitem__(self, key: str) -> FactData:
         fact = self._built.get(key)
         if fact is None:
-            fact = build_fact(self._engine, key, self._tables[key], citations_checked=True)
+            fact = build_fact(
+                self._engine, key, self._tables[key], self._known, citations_checked=True
+            )
             self._built[key] = fact
         return fact
 
@@ -586,14 +603,16 @@ def _data_date(engine: str, value: Any) -> str | None:
     return value
 
 
-def _not_read(engine: str, raw: Any, versions: tuple[str, ...]) -> tuple[NotRead, ...]:
+def _not_read(
+    engine: str, raw: Any, versions: tuple[str, ...], known: Mapping[str, Release]
+) -> tuple[NotRead, ...]:
     if not isinstance(raw, list):
         raise SpecDataError(f"{engine}.toml: not_read must be a list of {{version, reason}}")
     out = []
     for item in raw:
         if not isinstance(item, dict) or set(item) != {"version", "reason"}:
             raise SpecDataError(f"{engine}.toml: not_read entries need exactly version and reason")
-        _version(engine, item["version"], "not_read")
+        _version(engine, item["version"], "not_read", known)
         if item["version"] in versions:
             raise SpecDataError(f"{engine}.toml: not_read {item['version']} is in versions")
         if not isinstance(item["reason"], str) or not item["reason"].strip():
@@ -630,27 +649,19 @@ def _commits(engine: str, raw: Any, versions: tuple[str, ...]) -> tuple[Pin, ...
 
 
 def _check_disjoint(engine: str, key: str, entries: list[Entry]) -> None:
-    ordered = sorted(entries, key=lambda e: e.since or Version("0"))
+    ordered = sorted(entries, key=lambda e: e.since.rank if e.since else -1)
     for before, after in pairwise(ordered):
         if before.until is None or (after.since is not None and after.since < before.until):
             raise SpecDataError(f"{engine}.toml: fact {key}: overlapping ranges")
 
 
-def _version(engine: str, text: str, where: str) -> Version:
-    """`text` as a Version (parsed once per distinct text: the data repeats a few hundred
-    release numbers across thousands of entries)."""
-    parsed = _VERSIONS.get(text) if isinstance(text, str) else None
-    if parsed is not None:
-        return parsed
-    try:
-        parsed = Version(text)
-    except (InvalidVersion, TypeError) as exc:
-        raise SpecDataError(f"{engine}.toml: {where}: bad version {text!r}") from exc
-    _VERSIONS[text] = parsed
-    return parsed
+def _version(engine: str, text: Any, where: str, known: Mapping[str, Release]) -> Release:
+    """`text`, a version text of the data, as its ordered Release."""
+    release = known.get(text) if isinstance(text, str) else None
+    if release is None:
+        raise SpecDataError(f"{engine}.toml: {where}: bad version {text!r}")
+    return release
 
 
-# Versions parsed so far, by their text (Version objects are immutable).
-_VERSIONS: dict[str, Version] = {}
 # The codes a fact's `rules` may name.
 _RULE_CODES = frozenset(rule.code for rule in ALL_RULE_IDS)

@@ -8,8 +8,7 @@ first engine is the default of `--engine`.
 from __future__ import annotations
 
 import re
-
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING
 
 from draftfit.engines.interface import Engine
 from draftfit.engines.profile import EngineData, Profile
@@ -17,6 +16,9 @@ from draftfit.engines.sglang import SGLANG
 from draftfit.engines.trtllm import TRTLLM
 from draftfit.engines.vllm import VLLM
 from draftfit.errors import UnknownEngineVersionError, UsageError
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 ENGINES: tuple[Engine, ...] = (
     VLLM,
@@ -122,6 +124,8 @@ def _series(data: EngineData, version: str) -> list[str]:
 
 
 def _parsed(data: EngineData, version: str, text: str) -> Version:
+    from packaging.version import InvalidVersion, Version  # only for a version the user typed
+
     try:
         return Version(version)
     except InvalidVersion as exc:
@@ -133,6 +137,8 @@ def _parsed(data: EngineData, version: str, text: str) -> Version:
 
 def nearest_read(data: EngineData, version: str, text: str) -> str:
     """The read release `~=version` checks against (see parse_engine_selector)."""
+    from packaging.version import Version
+
     series = _series(data, version)
     if series:
         return max(series, key=Version)
@@ -165,6 +171,8 @@ def _why_unknown(data: EngineData, version: str) -> str:
             f"one (e.g. --engine {engine}=={series[-1]}), or --engine {engine}~={version} for "
             f"the newest of them"
         )
+    from packaging.version import Version
+
     wanted = _parsed(data, version, f"{text}")
     ordered = sorted(data.versions, key=Version)
     if wanted > Version(ordered[-1]):

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
+
+from draftfit.output.temporary import open_private_file
 
 
 def _umask() -> int:
@@ -32,7 +33,7 @@ def write_text_atomic(path: str | Path, text: str, what: str = "--output-file") 
     target = Path(path)
     refuse_link_or_special(target, what)
     folder = target.parent if str(target.parent) else Path(".")
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    fd, temporary = open_private_file(folder, f".{target.name}.", ".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)

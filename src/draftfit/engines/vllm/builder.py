@@ -13,8 +13,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from packaging.version import Version
-
 from draftfit import rule_ids
 from draftfit.draft.aux_counting import TOP_AUX, default_capture_ids
 from draftfit.draft.description import EAGLE, EAGLE3, DraftDescription
@@ -677,6 +675,8 @@ class _Builder(BaseBuilder):
         wanted = serve.use_v2_model_runner if serve is not None else None
         if wanted is None or not self.p.fact("aux_ids_read_from_mrv2").known:
             return None
+        from packaging.version import Version  # only where the launch sets the variable
+
         first, until = RUNNER_ENV_RELEASES
         if not Version(first) <= Version(self.p.version) < Version(until):
             return None
