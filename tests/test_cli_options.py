@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import get_args
+from pathlib import Path
+from typing import Any, get_args
 
 import pytest
 
+from draftfit.cli import options as options_module
 from draftfit.cli.main import COMMANDS, build_parser
 from draftfit.cli.options import (
     CHECK_METHODS,
@@ -17,18 +19,14 @@ from draftfit.cli.options import (
     CheckOptions,
     CommandOptions,
     CompletionOptions,
-    Convention,
     ConvertOptions,
     DiffOptions,
     EnginesOptions,
     LaunchOptions,
     MatrixOptions,
-    Method,
     OutputOptions,
     SchemaOptions,
     SelectionOptions,
-    Shell,
-    Values,
     from_namespace,
 )
 from draftfit.fail_on import FailOn
@@ -144,12 +142,27 @@ def test_the_options_are_records_built_once() -> None:
     assert hash(built) == hash(check("d"))
 
 
+def _typed_names() -> dict[str, Any]:
+    """The module's names as the type checker sees them: its `Literal` choices are defined
+    only for it (the module does not import `typing` at run time), so its source is run
+    here with `TYPE_CHECKING` true."""
+    source = Path(options_module.__file__).read_text(encoding="utf-8")
+    assert source.count("TYPE_CHECKING = False") == 1
+    namespace: dict[str, Any] = {"__name__": "draftfit.cli.options_typed"}
+    exec(
+        compile(source.replace("TYPE_CHECKING = False", "TYPE_CHECKING = True"), "o", "exec"),
+        namespace,
+    )
+    return namespace
+
+
 def test_the_parser_offers_exactly_the_typed_choices() -> None:
-    assert set(CHECK_METHODS) == set(get_args(Method))
+    typed = _typed_names()
+    assert set(CHECK_METHODS) == set(get_args(typed["Method"]))
     assert set(METHODS) < set(CHECK_METHODS)
-    assert get_args(Values) == VALUES
-    assert get_args(Convention) == CONVENTIONS
-    assert get_args(Shell) == SHELLS
+    assert get_args(typed["Values"]) == VALUES
+    assert get_args(typed["Convention"]) == CONVENTIONS
+    assert get_args(typed["Shell"]) == SHELLS
 
 
 def test_a_value_outside_the_choices_is_a_bug_not_a_usage_error() -> None:

@@ -11,9 +11,9 @@ import pytest
 
 from draftfit.engines.compiled import ENGINES_DIR, REGENERATE, load_compiled, stamp
 from draftfit.engines.interface import parse_toml
-from draftfit.engines.releases import rank_versions, version_texts
 from draftfit.engines.profile import parse_engine_data
 from draftfit.engines.registry import ENGINES, engine_named
+from draftfit.engines.releases import rank_versions, version_texts
 from draftfit.engines.vllm.engine import VllmEngine
 from draftfit.errors import SpecDataError
 
@@ -161,5 +161,5 @@ def test_a_version_text_the_shipped_ranks_lack_is_refused_where_it_is_read() -> 
     key = next(k for k, body in raw["fact"].items() if "values" in body)
     raw["fact"][key]["values"][0]["since"] = "9.9.9"
     data = parse_engine_data("vllm", raw, engine, citations_checked=True, ranks=ranks)
-    with pytest.raises(SpecDataError, match="bad version '9.9.9'"):
+    with pytest.raises(SpecDataError, match=r"bad version '9\.9\.9'"):
         data.facts[key]

@@ -56,6 +56,10 @@ NEVER = {
     "inspect",
     "importlib.resources",  # packaged files are read beside their module
     "difflib",  # "did you mean" for an unknown name only
+    "typing",  # annotations only: modules define TYPE_CHECKING themselves (~3 ms)
+    "packaging.version",  # a version the user types; the data's own ship ranked (~3 ms)
+    "tempfile",  # loads shutil, random, bz2, lzma: output names are made without it
+    "shutil",
 }
 # Also not loaded for JSON output.
 NOT_FOR_JSON = {"draftfit.render.text", "draftfit.render.lines"}
@@ -132,6 +136,17 @@ def test_what_the_program_is_is_answered_before_any_command_loads(args: tuple[st
     loaded = imported_by(*args)
     assert "draftfit.cli.top" in loaded
     assert not {"draftfit.cli.main", "draftfit.cli.options", "draftfit.api"} & loaded
+
+
+def test_a_convert_loads_what_it_copies_with_and_nothing_more(tmp_path: Path) -> None:
+    """A convert's start is part of its copy time: the plain converter loads neither the
+    version parser, nor tempfile and shutil, nor the other formats' renderers."""
+    draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "draft")
+    out = tmp_path / "out"
+    loaded = imported_by("convert", str(draft), "--to", "vllm", "--anyway", "-o", str(out))
+    assert "draftfit.conversion.write" in loaded and (out / "config.json").is_file()
+    denied = (NEVER - {"draftfit.conversion"}) | {"random"}
+    assert not denied & loaded, sorted(denied & loaded)
 
 
 @pytest.mark.slow

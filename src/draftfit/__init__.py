@@ -15,11 +15,14 @@ The library never prints: progress and notices go to the `draftfit` logger (the 
 line prints them on stderr; :mod:`draftfit.output.notices`).
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
 from draftfit.version import __version__
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from draftfit.api import check, convert, diff, matrix
 
 _API_NAMES = ("check", "convert", "diff", "matrix")

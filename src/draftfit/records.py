@@ -31,9 +31,12 @@ from __future__ import annotations
 import reprlib
 from collections.abc import Callable, Iterable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-T = TypeVar("T")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar, overload
+
+    T = TypeVar("T")
 
 
 class _Missing:
@@ -75,32 +78,36 @@ class Field:
         return f"Field(name={self.name!r}, default={self.default!r})"
 
 
-@overload
-def field(
-    *,
-    default: T,
-    compare: bool = ...,
-    repr: bool = ...,
-    hash: bool | None = ...,
-    kw_only: bool = ...,
-) -> T: ...
-@overload
-def field(
-    *,
-    default_factory: Callable[[], T],
-    compare: bool = ...,
-    repr: bool = ...,
-    hash: bool | None = ...,
-    kw_only: bool = ...,
-) -> T: ...
-@overload
-def field(
-    *,
-    compare: bool = ...,
-    repr: bool = ...,
-    hash: bool | None = ...,
-    kw_only: bool = ...,
-) -> Any: ...
+if TYPE_CHECKING:
+
+    @overload
+    def field(
+        *,
+        default: T,
+        compare: bool = ...,
+        repr: bool = ...,
+        hash: bool | None = ...,
+        kw_only: bool = ...,
+    ) -> T: ...
+    @overload
+    def field(
+        *,
+        default_factory: Callable[[], T],
+        compare: bool = ...,
+        repr: bool = ...,
+        hash: bool | None = ...,
+        kw_only: bool = ...,
+    ) -> T: ...
+    @overload
+    def field(
+        *,
+        compare: bool = ...,
+        repr: bool = ...,
+        hash: bool | None = ...,
+        kw_only: bool = ...,
+    ) -> Any: ...
+
+
 def field(
     *,
     default: Any = MISSING,

@@ -6,8 +6,6 @@ ever added (bump `schema_version` on any incompatible change).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
-
 from draftfit.engines.profile import EngineVersion
 from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
 from draftfit.fail_on import FailOn, Verdict
@@ -16,7 +14,10 @@ from draftfit.records import field, frozen, record
 from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, Consequence, RuleId, Severity
 from draftfit.version import __version__
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     from draftfit.checkpoint.hub_cache import HubOrigin
     from draftfit.checkpoint.model import Checkpoint
     from draftfit.draft.description import DraftDescription

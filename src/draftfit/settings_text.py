@@ -18,10 +18,13 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator
-from typing import Any
 
 from draftfit.checkpoint.limits import MAX_JSON_DEPTH, MAX_JSON_NUMBER_DIGITS
 from draftfit.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Size of a settings document (a launch's settings, a settings file). Real ones are a few
 #: hundred bytes; 1 MiB leaves room for comments and a long speculative config while

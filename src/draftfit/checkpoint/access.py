@@ -16,33 +16,34 @@ import errno
 import os
 import stat
 from pathlib import Path, PurePosixPath
-from typing import Protocol
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
 
-class FileAccess(Protocol):
-    """Read access to the files of one checkpoint directory."""
+    class FileAccess(Protocol):
+        """Read access to the files of one checkpoint directory."""
 
-    #: How many bytes to fetch with the first read of a safetensors file. Remote sources
-    #: fetch the whole header in one request when it is small; local ones read exactly.
-    prefetch: int
+        #: How many bytes to fetch with the first read of a safetensors file. Remote sources
+        #: fetch the whole header in one request when it is small; local ones read exactly.
+        prefetch: int
 
-    def size(self, rel: str) -> int: ...
+        def size(self, rel: str) -> int: ...
 
-    def read_range(self, rel: str, start: int, end: int) -> bytes: ...
+        def read_range(self, rel: str, start: int, end: int) -> bytes: ...
 
-    def read_all(self, rel: str) -> bytes: ...
+        def read_all(self, rel: str) -> bytes: ...
 
-    def local_path(self, rel: str) -> Path | None: ...
+        def local_path(self, rel: str) -> Path | None: ...
 
+    class FolderAccess(FileAccess, Protocol):
+        """Read access to one checkpoint directory that can also name its files (a target's
+        weights are found by listing them; a draft's reader is given its list instead)."""
 
-class FolderAccess(FileAccess, Protocol):
-    """Read access to one checkpoint directory that can also name its files (a target's
-    weights are found by listing them; a draft's reader is given its list instead)."""
-
-    def names(self) -> list[str]:
-        """The names of the directory's entries that are not directories, sorted.
-        Raises `OSError` (with the directory as its `filename`) when it cannot be listed."""
-        ...
+        def names(self) -> list[str]:
+            """The names of the directory's entries that are not directories, sorted.
+            Raises `OSError` (with the directory as its `filename`) when it cannot be listed."""
+            ...
 
 
 class OutsideCheckpointError(OSError):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from draftfit import rule_ids
 from draftfit.checkpoint.limits import (
@@ -31,6 +30,10 @@ from draftfit.checkpoint.limits import (
 )
 from draftfit.checkpoint.model import Damage
 from draftfit.records import frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKETS = re.compile(rb"[^\[\]{}]+")

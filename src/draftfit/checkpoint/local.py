@@ -13,10 +13,9 @@ import errno
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from draftfit import rule_ids
-from draftfit.checkpoint.access import FileAccess, LocalAccess, escapes_folder
+from draftfit.checkpoint.access import LocalAccess, escapes_folder
 from draftfit.checkpoint.hub_cache import find_origin, repository_folder
 from draftfit.checkpoint.jsonread import (
     CONFIG_LIMITS,
@@ -30,6 +29,12 @@ from draftfit.checkpoint.model import Checkpoint, Damage, TensorInfo
 from draftfit.checkpoint.safetensors import read_header_via
 from draftfit.errors import CheckpointNotFoundError
 from draftfit.rule_ids import RuleId
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from draftfit.checkpoint.access import FileAccess
 
 CONFIG_NAME = "config.json"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -203,7 +208,8 @@ def _read_one_bin(access: FileAccess, rel: str) -> tuple[dict[str, TensorInfo], 
     return read_torch_bin(path, rel)
 
 
-ShardReader = Callable[[FileAccess, str], tuple[dict[str, TensorInfo], list[Damage]]]
+if TYPE_CHECKING:
+    ShardReader = Callable[[FileAccess, str], tuple[dict[str, TensorInfo], list[Damage]]]
 
 
 def _read_format(

@@ -36,7 +36,6 @@ import pickle
 import struct
 import zipfile
 from pathlib import Path
-from typing import Any, BinaryIO
 
 from draftfit import rule_ids
 from draftfit.checkpoint.access import open_regular
@@ -61,6 +60,10 @@ from draftfit.checkpoint.unpickler import (
 )
 from draftfit.records import frozen
 from draftfit.rule_ids import RuleId
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 # `torch.serialization.MAGIC_NUMBER` and `PROTOCOL_VERSION` of the legacy stream format.
 LEGACY_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C

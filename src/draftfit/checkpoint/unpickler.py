@@ -29,9 +29,12 @@ import pickle
 import pickletools
 import reprlib
 import warnings
-from typing import Any, BinaryIO
 
 from draftfit.checkpoint.limits import MAX_PICKLE_DEPTH, MAX_PICKLE_OPCODES, MAX_TENSOR_DIMS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 # Through its memo a pickle can share one object many times, so a few hundred bytes can
 # describe a tuple of 2**40 leaves whose mere hashing never ends ("billion laughs"). The

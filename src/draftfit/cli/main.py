@@ -19,7 +19,6 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 from draftfit.cli.options import (
     CHECK_METHODS,
@@ -61,6 +60,10 @@ from draftfit.output.progress import terminal_bars
 from draftfit.render import kinds
 from draftfit.render.kinds import Kind, formats_for
 from draftfit.schemas import SCHEMA_KINDS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Signals that stop a command the way Ctrl-C does: cleanup runs, exit 128 + N.
 STOP_SIGNALS = tuple(

@@ -13,8 +13,6 @@ reads a checkpoint or renders.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
-
 from draftfit.fail_on import CHOICES as FAIL_ON_CHOICES
 from draftfit.fail_on import FailOn
 from draftfit.records import frozen
@@ -22,13 +20,16 @@ from draftfit.render import kinds
 from draftfit.render.kinds import Kind
 from draftfit.schemas import SCHEMA_KINDS
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any, Literal, TypeVar
 
-Method = Literal["eagle3", "eagle", "auto"]
-Values = Literal["sampled", "full"]
-Convention = Literal["vllm", "sglang", "speculators"]
-Shell = Literal["bash", "zsh", "fish"]
+    Method = Literal["eagle3", "eagle", "auto"]
+    Values = Literal["sampled", "full"]
+    Convention = Literal["vllm", "sglang", "speculators"]
+    Shell = Literal["bash", "zsh", "fish"]
+    _Choice = TypeVar("_Choice", bound=str)
 
 # The choices the parser offers, in the order `--help` lists them.
 CHECK_METHODS: tuple[Method, ...] = ("eagle3", "eagle", "auto")  # 'auto': no method given
@@ -36,8 +37,6 @@ METHODS: tuple[Method, ...] = ("eagle3", "eagle")  # diff and matrix
 VALUES: tuple[Values, ...] = ("sampled", "full")
 CONVENTIONS: tuple[Convention, ...] = ("vllm", "sglang", "speculators")
 SHELLS: tuple[Shell, ...] = ("bash", "zsh", "fish")
-
-_Choice = TypeVar("_Choice", bound=str)
 
 
 @frozen

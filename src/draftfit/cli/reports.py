@@ -18,7 +18,6 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from draftfit.cli.options import (
     CheckOptions,
@@ -33,7 +32,10 @@ from draftfit.escape import escape_field
 from draftfit.fail_on import FailOn
 from draftfit.settings.config_file import FileSettings, discover, discover_from, load
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from draftfit.cli.show_settings import SettingsOrigin
     from draftfit.serve.settings import ServeSettings
     from draftfit.settings.selection import Selection

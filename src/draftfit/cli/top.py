@@ -12,9 +12,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 from draftfit.version import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Each command's line in `draftfit --help`, in the order they are listed.
 COMMAND_SUMMARIES: dict[str, str] = {

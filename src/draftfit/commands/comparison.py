@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from draftfit import rule_ids
 from draftfit.checker import check_checkpoint, resolve_engines
@@ -42,6 +41,10 @@ from draftfit.rules import registered
 from draftfit.rules.base import Rule, Severity
 from draftfit.serve.settings import ServeSettings
 from draftfit.version import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EQUIVALENT = Verdict.EQUIVALENT
 DIFFERENT = Verdict.DIFFERENT

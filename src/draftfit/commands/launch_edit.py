@@ -14,13 +14,16 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
-from typing import Any
 
 from draftfit.engines.launch import is_json_flag, launch_commands
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.engines.serve import CONTINUATION, shell_quote, shell_word
 from draftfit.records import field, record
 from draftfit.serve.reading import ASSIGNMENT, is_flag
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Flags that name the target: the launch's own target stays.
 TARGET_FLAGS = frozenset({"--model", "--model-path", "--revision"})

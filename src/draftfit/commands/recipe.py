@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.commands.launch_edit import edit_launch
@@ -41,6 +40,10 @@ from draftfit.report import (
 )
 from draftfit.rule_ids import SERVING_FAMILY, VALUES_FAMILY, Severity
 from draftfit.serve.settings import ServeSettings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Recipe", "attach_recipes", "recipe_for"]
 

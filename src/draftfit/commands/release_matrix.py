@@ -8,7 +8,6 @@ acceptance. The markdown form is meant to be pasted into a model card.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from draftfit.checker import check_checkpoint
 from draftfit.checkpoint import Checkpoint
@@ -30,6 +29,10 @@ from draftfit.report import (
 from draftfit.rules.base import Severity
 from draftfit.serve.settings import ServeSettings
 from draftfit.settings.selection import Selection, apply_to_report
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # What must match for two versions to share a row: verdict, deciding findings, recipe.
 # verdict, deciding findings, recipe, unverified reasons: equal keys share one row.

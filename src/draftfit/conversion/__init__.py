@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from draftfit import rule_ids
 from draftfit.checkpoint import load_checkpoint
@@ -31,7 +30,10 @@ from draftfit.rule_ids import Severity
 
 # The checker (and the report it makes) is loaded when a check runs: with `anyway`, that is
 # on a second thread while the bytes are copied, not before the copy starts.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from draftfit.draft.target import Target
     from draftfit.engines.profile import Profile
     from draftfit.report import Report
@@ -213,19 +215,18 @@ def convert_path(
     )
 
 
-T = TypeVar("T")
-
-
-class _Background(Generic[T]):
+class _Background:
     """`work`, then `extra`, on a second thread once `start` is called (as the copying
     starts): Python runs them while the first thread waits on the kernel's copies. `wait`
     joins it (running them here if it never started) and raises the error of `work`;
     `result` also returns what `work` returned; `extra_result` raises the error of `extra`.
     """
 
-    def __init__(self, work: Callable[[], T] | None, extra: Callable[[], object] | None) -> None:
+    def __init__(
+        self, work: Callable[[], str | None] | None, extra: Callable[[], object] | None
+    ) -> None:
         self._work, self._extra = work, extra
-        self._value: T | None = None
+        self._value: str | None = None
         self._error: BaseException | None = None
         self._extra_error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -260,7 +261,7 @@ class _Background(Generic[T]):
             error, self._error = self._error, None
             raise error
 
-    def result(self) -> T | None:
+    def result(self) -> str | None:
         self.wait()
         return self._value
 

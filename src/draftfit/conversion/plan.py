@@ -11,10 +11,12 @@ so the writer can copy them verbatim.
 
 from __future__ import annotations
 
-from typing import Any
-
 from draftfit.checkpoint.model import TensorInfo
 from draftfit.records import field, frozen, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SAFE = "safe"
 UNSAFE = "unsafe"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from array import array
-from typing import Any
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.checkpoint.values import DEFAULT_LIMIT, read_ints, read_mask
@@ -36,6 +35,10 @@ from draftfit.engines.interface import ConventionLayout, Engine, engine_of
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import conventions, planning_engine
 from draftfit.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Each engine's own convention, then the other planned ones (see `Engine.layouts`).
 CONVENTIONS = conventions()

@@ -26,7 +26,6 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.checkpoint.safetensors import build_header
@@ -51,6 +50,10 @@ from draftfit.errors import DraftfitError, UsageError
 from draftfit.output.progress import Progress, progress_for
 from draftfit.records import field, frozen, record
 from draftfit.version import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 CHUNK = 8 * 1024 * 1024
 # Bytes per copy_file_range call: a signal is acted on between calls, so this bounds how

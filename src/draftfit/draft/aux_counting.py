@@ -11,7 +11,6 @@ default layers a target of `L` layers gets.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeGuard
 
 from draftfit.draft.dialects import (
     ANGELSLIM,
@@ -22,6 +21,10 @@ from draftfit.draft.dialects import (
     Dialect,
 )
 from draftfit.records import frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeGuard
 
 CAPTURE_BEFORE = "capture-before"
 OUTPUT_OF = "output-of"

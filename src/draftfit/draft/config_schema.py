@@ -25,9 +25,12 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from draftfit.records import field, frozen, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 INT_LIMIT = 2**31
 

@@ -14,7 +14,6 @@ tensor names map to canonical ones, in :mod:`draftfit.draft.tensor_names`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.draft.aux_counting import (
@@ -27,6 +26,10 @@ from draftfit.draft.config_schema import DRAFT_SCHEMA, TypeProblem, scrub
 from draftfit.draft.dialects import SPECULATORS, VLLM_LEGACY_EAGLE, Dialect, detect_dialect
 from draftfit.draft.tensor_names import canonical_tensors, layer_index
 from draftfit.records import field, frozen, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EAGLE3 = "eagle3"
 EAGLE = "eagle"

@@ -17,12 +17,15 @@ the checkpoint is, and it is checked as such.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from draftfit.checkpoint import Checkpoint
 from draftfit.draft.description import DraftDescription
 from draftfit.draft.target import Target
 from draftfit.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Keys only an EAGLE draft's config carries.
 DRAFT_KEYS = ("speculators_model_type", "speculators_config", "eagle_config", "draft_vocab_size")

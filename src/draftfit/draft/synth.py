@@ -13,9 +13,12 @@ import sys
 from array import array
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def vocab_maps(vocab: int, draft_vocab: int, seed: int = 0) -> tuple[bytes, bytes]:

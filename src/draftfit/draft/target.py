@@ -12,9 +12,8 @@ Qwen-VL) or a similar key; engines read that *text config*, so draftfit does too
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from draftfit.checkpoint.access import FolderAccess, LocalAccess, read_regular
+from draftfit.checkpoint.access import LocalAccess, read_regular
 from draftfit.checkpoint.hub_cache import repository_folder
 from draftfit.checkpoint.jsonread import CONFIG_LIMITS, JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
@@ -23,6 +22,12 @@ from draftfit.draft.target_rotation import RotationCheck, check_rotation
 from draftfit.errors import CheckpointNotFoundError, UsageError
 from draftfit.records import field, record
 from draftfit.rule_ids import READER_LIMIT_EXCEEDED
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from draftfit.checkpoint.access import FolderAccess
 
 
 @record

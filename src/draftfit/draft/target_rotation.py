@@ -29,8 +29,6 @@ a directory) leaves the check `unchecked`, with the reason, never silently passe
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from draftfit.checkpoint.jsonread import CONFIG_LIMITS, JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
 from draftfit.records import frozen
@@ -41,12 +39,17 @@ ROTATION_POINTER = "/optional/quarot/rotation_map/global_rotation"
 ONLINE_POINTER = "/metadata/quarot"
 
 
-class TargetFiles(Protocol):
-    """Read access to the target's folder (a confined local folder or a cache snapshot)."""
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol
 
-    def size(self, rel: str) -> int: ...
+    class TargetFiles(Protocol):
+        """Read access to the target's folder (a confined local folder or a cache
+        snapshot)."""
 
-    def read_all(self, rel: str) -> bytes: ...
+        def size(self, rel: str) -> int: ...
+
+        def read_all(self, rel: str) -> bytes: ...
 
 
 @frozen

@@ -6,9 +6,10 @@ Every engine implements :class:`draftfit.engines.interface.Engine` and is listed
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from draftfit.engines.view import BuildInputs, EngineView
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
 
 from draftfit import rule_ids
 from draftfit.draft.description import EAGLE, EAGLE3, DraftDescription
@@ -41,8 +40,13 @@ from draftfit.engines.view import (
     TensorFate,
 )
 from draftfit.location import Location, config_at
+from draftfit.records import frozen
 from draftfit.rule_ids import Consequence, RuleId
 from draftfit.serve.settings import ServeSettings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CONFIG = "config.json"
 # How findings name a file of the target folder: `target config.json`,
@@ -85,7 +89,8 @@ def draft_window(config: Mapping[str, Any]) -> tuple[int, str] | None:
     return None
 
 
-class Dims(NamedTuple):
+@frozen
+class Dims:
     """Decoder-layer dimensions: hidden, heads, kv heads, head_dim, intermediate."""
 
     hidden: int
@@ -95,7 +100,8 @@ class Dims(NamedTuple):
     intermediate: int
 
 
-class Vocab(NamedTuple):
+@frozen
+class Vocab:
     """The draft vocabulary: the head's rows (None: unknown) and whether the engine takes
     the head from the target instead."""
 
@@ -103,14 +109,16 @@ class Vocab(NamedTuple):
     head_from_target: bool
 
 
-class Built(NamedTuple):
+@frozen
+class Built:
     """How a parameter is built: what its absence does and the source lines behind it."""
 
     if_missing: str | None
     citations: tuple[str, ...]
 
 
-class Mapped(NamedTuple):
+@frozen
+class Mapped:
     """Where the loader's renaming takes a stored name: the parameter name (None: none),
     why it reaches none, and the cause to record when no parameter has that name."""
 
@@ -691,7 +699,7 @@ class BaseBuilder:
         parallel loaders narrow oversized q/k/v/gate/up rows and its row-parallel loaders
         narrow oversized o/down columns without complaint, so those are "truncated".
         """
-        H, nh, nkv, hd, inter = d
+        H, nh, nkv, hd, inter = d.hidden, d.heads, d.kv_heads, d.head_dim, d.intermediate
         pre = f"layers.{k}."
         attn = pre + "self_attn."
         width = first_width if k == 0 else (later_width or H)

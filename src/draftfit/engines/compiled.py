@@ -15,9 +15,12 @@ from __future__ import annotations
 import json
 import os
 import zlib
-from typing import Any
 
 from draftfit.engines.releases import rank_versions
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Bumped when the layout of the compiled file changes; another format is ignored.
 FORMAT = 2

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from draftfit.engines.view import UNINITIALISED, EngineView, Expectation
 from draftfit.records import frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Every per-layer tensor name a compressed-tensors scheme may store beside (or instead of)
 # `weight`; used to recognise quantization tensors where the engine builds none.

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from draftfit.engines.interface import Engine
 from draftfit.engines.profile import Profile
@@ -30,6 +29,7 @@ from draftfit.engines.registry import (
 from draftfit.errors import UnknownEngineVersionError
 from draftfit.records import frozen
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from importlib import metadata
 

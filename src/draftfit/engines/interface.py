@@ -13,14 +13,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.compiled import load_compiled, toml_path
 from draftfit.engines.profile import EngineData, Profile, parse_engine_data
 from draftfit.errors import SpecDataError
 from draftfit.records import field, frozen, record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target
     from draftfit.engines.launch_part import EngineLaunch

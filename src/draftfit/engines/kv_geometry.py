@@ -12,12 +12,17 @@ caches one latent vector instead and has no such geometry: None.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
 
 from draftfit.draft.target import Target
+from draftfit.records import frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
-class KvGeometry(NamedTuple):
+@frozen
+class KvGeometry:
     """Per-layer KV heads and head size, and whether `head_dim` was declared."""
 
     kv_heads: int

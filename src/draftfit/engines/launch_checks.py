@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from draftfit import rule_ids
 from draftfit.draft.description import EAGLE3
@@ -25,7 +24,10 @@ from draftfit.rule_ids import Consequence
 from draftfit.serve.settings import dashed_flag as dashed
 from draftfit.settings_text import clip
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from draftfit.engines.builder import BaseBuilder
     from draftfit.engines.profile import Profile
     from draftfit.serve.settings import ServeSettings

@@ -27,12 +27,15 @@ import re
 from collections.abc import Iterator, Mapping
 from functools import cached_property
 from itertools import pairwise
-from typing import Any
 
 from draftfit.engines.releases import Release, rank_versions, releases
 from draftfit.errors import SpecDataError, UnknownEngineVersionError
 from draftfit.records import field, frozen
 from draftfit.rule_ids import ALL_RULE_IDS, Consequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # How an entry's value and range were established: the fixed set a data entry's
 # `confidence` must come from.

@@ -8,7 +8,6 @@ first engine is the default of `--engine`.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from draftfit.engines.interface import Engine
 from draftfit.engines.profile import EngineData, Profile
@@ -17,6 +16,7 @@ from draftfit.engines.trtllm import TRTLLM
 from draftfit.engines.vllm import VLLM
 from draftfit.errors import UnknownEngineVersionError, UsageError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from packaging.version import Version
 

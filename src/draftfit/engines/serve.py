@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.profile import Profile
 from draftfit.escape import UNSAFE_IN_FIELD
 from draftfit.records import frozen
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target
 

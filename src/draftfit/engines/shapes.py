@@ -10,12 +10,13 @@ stored tensor); the formula names it all the same.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from draftfit.records import frozen
 
 Shape = tuple[int | None, ...]
 
 
-class Param(NamedTuple):
+@frozen
+class Param:
     """A parameter's expected stored shape (None: unknown) and its formula."""
 
     shape: Shape | None

@@ -12,12 +12,15 @@ import io
 import os
 import sys
 from collections.abc import Callable
-from typing import IO, Any
 
 from rich.console import Console, ConsoleRenderable, RenderHook
 from rich.text import Text
 
 from draftfit.escape import UNSAFE_CHARACTERS, escape_controls, guard_line_starts, strip_line_ends
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 
 def _safe_text(text: Text) -> Text:

@@ -12,10 +12,10 @@ as a CI workflow command (:func:`~draftfit.escape.guard_line_starts`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
 
 from draftfit.escape import escape_controls, guard_line_starts, strip_line_ends
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
@@ -50,10 +50,14 @@ class Styled:
         return text
 
 
-class LinePrinter(Protocol):
-    """What a renderer prints through: a line (plain or styled), or an empty line."""
+if TYPE_CHECKING:
+    from typing import Protocol
 
-    def print(self, line: Styled | str = "", *, soft_wrap: bool | None = None) -> None: ...
+    class LinePrinter(Protocol):
+        """What a renderer prints through: a line (plain or styled), or an empty line (a
+        type only: anything with this `print` will do)."""
+
+        def print(self, line: Styled | str = "", *, soft_wrap: bool | None = None) -> None: ...
 
 
 class _PlainPrinter:
@@ -90,4 +94,4 @@ def render_lines(draw: Callable[[LinePrinter], None], color: bool = False) -> st
     return guard_line_starts(strip_line_ends(escape_controls("".join(printer.chunks))))
 
 
-__all__ = ["LinePrinter", "RichPrinter", "Styled", "render_lines"]
+__all__ = ["RichPrinter", "Styled", "render_lines"]

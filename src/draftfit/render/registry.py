@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import IO, Any
 
 from draftfit.fail_on import FailOn
 from draftfit.render.kinds import (
@@ -39,8 +38,12 @@ from draftfit.render.kinds import (
 from draftfit.render.options import RenderOptions
 from draftfit.rule_ids import Severity
 
-Renderer = Callable[[Any, RenderOptions], str]
-Loader = Callable[[], Renderer]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+    Renderer = Callable[[Any, RenderOptions], str]
+    Loader = Callable[[], Renderer]
 
 
 # The class of the result each kind renders: the class where it is at hand, else where it is

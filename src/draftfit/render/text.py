@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from draftfit.engines.interface import Recipe
 from draftfit.escape import escape_field
-from draftfit.render.lines import LinePrinter, Styled, render_lines
+from draftfit.render.lines import Styled, render_lines
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.suppressed import settings_summary, suppressed_summary
 from draftfit.report import (
@@ -19,6 +17,12 @@ from draftfit.report import (
 )
 from draftfit.rules.base import Severity
 from draftfit.serve.settings import SERVE_SKIP_REASON, SETTINGS_FLAGS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from draftfit.render.lines import LinePrinter
 
 FAMILY_TITLES = {
     "structure": "File structure",

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from draftfit.rule_ids import (
     EMBEDDING_FROM_ANOTHER_TARGET,
@@ -29,6 +28,7 @@ from draftfit.rule_ids import (
 )
 from draftfit.rules.base import Context, Location, Violation, rule
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.values.facts import TensorFacts, ValueFacts
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_KINDS: tuple[str, ...] = (
     "check",

@@ -14,7 +14,6 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from draftfit.checkpoint.access import read_regular
 from draftfit.checkpoint.jsonread import JsonLimitError, JsonSyntaxError, parse_json
@@ -22,6 +21,10 @@ from draftfit.errors import UsageError
 from draftfit.records import frozen, replace
 from draftfit.serve.settings import ServeSettings
 from draftfit.settings_text import MAX_SETTINGS_BYTES, clip, decode_utf8, load_yaml, shown
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @frozen

@@ -10,9 +10,11 @@ from a value. The parsing lives in :mod:`draftfit.engines.launch`; rules read th
 
 from __future__ import annotations
 
-from typing import Any
-
 from draftfit.records import field, fields, frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The flag that gives settings, for messages about what is missing.
 SETTINGS_FLAGS = "--serve-config or --serve-args"

@@ -13,11 +13,14 @@ import json
 import struct
 from collections.abc import Iterator
 
-from draftfit.checkpoint.access import FileAccess
 from draftfit.checkpoint.model import Damage, TensorInfo
 from draftfit.checkpoint.safetensors import MAX_HEADER_BYTES, parse_entry
 from draftfit.draft.target import Target
 from draftfit.records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from draftfit.checkpoint.access import FileAccess
 
 # Where multimodal and text-only checkpoints keep the token embedding, most common first.
 EMBED_NAMES = (

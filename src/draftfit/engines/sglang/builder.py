@@ -12,7 +12,6 @@ exceptions). Every version-dependent value comes from `data/sglang.toml`.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from draftfit import rule_ids
 from draftfit.draft.aux_counting import default_capture_ids
@@ -51,6 +50,10 @@ from draftfit.engines.view import (
 )
 from draftfit.location import Location, config_at
 from draftfit.serve.settings import ServeSettings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
 # eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.

@@ -16,7 +16,6 @@ aux ids in the counting the SGLang version applies to the target.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.interface import (
     ConventionChoice,
@@ -46,7 +45,10 @@ from draftfit.rule_ids import (
     DRAFT_SLIDING_WINDOW_IGNORED,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from draftfit.draft.target import Target
     from draftfit.engines.launch_part import EngineLaunch
     from draftfit.engines.view import BuildInputs, EngineView

@@ -11,8 +11,6 @@ at a revision) is downloaded first (`hf download`), so TensorRT-LLM is given fol
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from draftfit.engines.interface import Engine, Recipe, Served, ServeRequest
 from draftfit.engines.serve import (
     command_word,
@@ -30,7 +28,10 @@ from draftfit.rule_ids import (
     AUX_RUNTIME_COUNT_MISMATCH,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target
     from draftfit.engines.launch_part import EngineLaunch

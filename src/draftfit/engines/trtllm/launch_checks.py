@@ -6,8 +6,6 @@ every engine shares are in :mod:`draftfit.engines.launch_checks`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from draftfit import rule_ids
 from draftfit.engines.launch_checks import (
     Spelling,
@@ -21,6 +19,7 @@ from draftfit.engines.launch_checks import (
 )
 from draftfit.engines.view import Event
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.engines.builder import BaseBuilder
     from draftfit.serve.settings import ServeSettings

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from draftfit import rule_ids
 from draftfit.draft.aux_counting import TOP_AUX, default_capture_ids
@@ -55,6 +54,10 @@ from draftfit.engines.vllm.kv import kv_geometry_events
 from draftfit.location import Location, config_at
 from draftfit.rule_ids import Consequence
 from draftfit.serve.settings import ServeSettings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
 # eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.

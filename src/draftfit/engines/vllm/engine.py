@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from draftfit.engines.interface import (
     ConventionChoice,
@@ -38,7 +37,10 @@ from draftfit.engines.serve import (
 )
 from draftfit.rule_ids import AUX_LAYERS_DIFFER_FROM_TRAINED
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from draftfit.engines.launch_part import EngineLaunch
     from draftfit.engines.view import BuildInputs, EngineView
 

@@ -9,7 +9,6 @@ configs' geometry (:mod:`.kv_geometry`) into the events a release's behaviour wa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from draftfit import rule_ids
 from draftfit.draft.target import Target
@@ -18,6 +17,10 @@ from draftfit.engines.profile import Profile
 from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
 from draftfit.location import config_at
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PAGE_FACT = "kv_page_size_uniform"
 HEAD_FACT = "draft_head_size_backend"

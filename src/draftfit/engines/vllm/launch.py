@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.errors import UsageError
@@ -54,6 +53,10 @@ from draftfit.serve.reading import (
 )
 from draftfit.serve.settings import ServeSettings
 from draftfit.settings_text import clip
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SPECULATIVE_CONFIG = "--speculative-config"
 _SPECULATIVE = FlagTarget("speculative_config", "json")
