@@ -27,9 +27,10 @@ from collections.abc import Callable, Iterator
 from urllib.parse import quote
 
 
-class _Lazy:
-    """A regular expression compiled when first used: each output format uses only its own
-    few, and compiling them all cost every run milliseconds at start-up."""
+class LazyPattern:
+    """A regular expression compiled when first used: each output format (and each input
+    that needs one) uses only its own few, and compiling them all at import cost every run
+    milliseconds at start-up."""
 
     __slots__ = ("_compiled", "_flags", "_pattern")
 
@@ -57,17 +58,25 @@ class _Lazy:
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         return self.compiled.finditer(text)
 
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        return self.compiled.fullmatch(text)
+
+    def findall(self, text: str) -> list[str]:
+        return self.compiled.findall(text)
+
 
 # C0 controls but tab and newline, DEL, C1 controls, lone surrogates (no encoding can write
 # them), the Unicode line and paragraph separators, and the bidi controls that can reorder
 # what a terminal shows.
-UNSAFE_CHARACTERS = _Lazy(
+UNSAFE_CHARACTERS = LazyPattern(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 # The same and tab and newline: nothing in one value may break or indent a line.
-UNSAFE_IN_FIELD = _Lazy("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+UNSAFE_IN_FIELD = LazyPattern(
+    "[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 # In a workflow command: the same but CR and LF, which the command's own escaping encodes.
-ANNOTATION_UNSAFE = _Lazy(
+ANNOTATION_UNSAFE = LazyPattern(
     "[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -77,18 +86,18 @@ FIELD_LIMIT = 2000
 NAME_LIMIT = 200
 
 # A line whose first non-blank characters are `::` (a workflow command, to a CI runner).
-COMMAND_START = _Lazy(r"^([ \t]*):(?=:)", re.MULTILINE)
+COMMAND_START = LazyPattern(r"^([ \t]*):(?=:)", re.MULTILINE)
 
 # XML 1.0 holds only tab, newline and carriage return of the C0 controls, and no surrogate
 # or U+FFFE / U+FFFF. Of these, tab and newline are kept; a carriage return and the C1
 # controls XML allows are shown escaped too (they are controls).
-XML_UNSAFE = _Lazy("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+XML_UNSAFE = LazyPattern("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
 # Outside code spans: the characters that make Markdown (or the HTML it may hold) act. An
 # underscore between letters or digits cannot start or end emphasis, and a bracket makes a
 # link or an image only as `](` (no line of ours defines a reference): those stay as they are.
-MARKDOWN_ACTIVE = _Lazy(r"([\\`*<>|~]|(?<![^\W_])_|_(?![^\W_])|\](?=\())")
-CODE_SPAN = _Lazy(r"`[^`\n]+`")
+MARKDOWN_ACTIVE = LazyPattern(r"([\\`*<>|~]|(?<![^\W_])_|_(?![^\W_])|\](?=\())")
+CODE_SPAN = LazyPattern(r"`[^`\n]+`")
 
 
 def _visible(match: re.Match[str]) -> str:

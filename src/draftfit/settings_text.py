@@ -15,12 +15,12 @@ formats (or expands) a whole value from the document.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterator
 
 from draftfit.checkpoint.limits import MAX_JSON_DEPTH, MAX_JSON_NUMBER_DIGITS
 from draftfit.errors import UsageError
+from draftfit.escape import LazyPattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -117,8 +117,8 @@ def decode_utf8(data: bytes, what: str) -> str:
 # where a bare part can start and is matched greedily with nothing after it, so the scan
 # is linear; a string that looks like a chain counts too, which no real settings file has.
 _KEY_PART = r"""(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')[ \t]*\.[ \t]*"""
-_DOTTED_CHAIN = re.compile(rf"(?<![A-Za-z0-9_-])(?:{_KEY_PART})+")
-_PART = re.compile(_KEY_PART)
+_DOTTED_CHAIN = LazyPattern(rf"(?<![A-Za-z0-9_-])(?:{_KEY_PART})+")
+_PART = LazyPattern(_KEY_PART)
 
 
 def _deepest_dotted_key(text: str) -> int:

@@ -17,7 +17,6 @@ import errno
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator, Sequence
 
 from draftfit.cli.options import (
@@ -431,9 +430,6 @@ def _stop_signals_raise() -> Iterator[None]:
     """While a command runs, SIGTERM and SIGHUP (and SIGINT) raise :class:`Interrupted`, so
     cleanup runs as for Ctrl-C. A signal the caller ignores (`nohup`) stays ignored; the
     previous handlers come back afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     previous = {}
 
     def stop(signum: int, _frame: object) -> None:
@@ -443,8 +439,11 @@ def _stop_signals_raise() -> Iterator[None]:
         current = signal.getsignal(signum)
         if current is signal.SIG_IGN:
             continue
+        try:
+            signal.signal(signum, stop)
+        except ValueError:  # not the main thread: handlers are the main thread's alone
+            break
         previous[signum] = current
-        signal.signal(signum, stop)
     try:
         yield
     finally:

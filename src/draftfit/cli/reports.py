@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import json
 import os
 import sys
@@ -192,6 +191,8 @@ def expand_drafts(arguments: Sequence[str]) -> list[str]:
     drafts: list[str] = []
     for argument in arguments:
         if GLOB_CHARACTERS & set(argument) and not os.path.exists(argument):
+            import glob  # only for a pattern
+
             matches = [m for m in sorted(glob.glob(argument, recursive=True)) if os.path.isdir(m)]
             if not matches:
                 raise UsageError(f"{argument}: no checkpoint folder matches this pattern")

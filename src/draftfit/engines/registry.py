@@ -7,14 +7,13 @@ first engine is the default of `--engine`.
 
 from __future__ import annotations
 
-import re
-
 from draftfit.engines.interface import Engine
 from draftfit.engines.profile import EngineData, Profile
 from draftfit.engines.sglang import SGLANG
 from draftfit.engines.trtllm import TRTLLM
 from draftfit.engines.vllm import VLLM
 from draftfit.errors import UnknownEngineVersionError, UsageError
+from draftfit.escape import LazyPattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -108,13 +107,13 @@ def parse_engine_selector(text: str, engines: tuple[Engine, ...] = ENGINES) -> l
     raise UnknownEngineVersionError(_why_unknown(data, version))
 
 
-_SELECTOR = re.compile(
+_SELECTOR = LazyPattern(
     r"(?P<name>[A-Za-z][A-Za-z0-9_-]*)\s*(?:(?P<op>==|~=|>=|<=|!=|>|<|=)\s*(?P<version>\S*))?"
 )
 
 
 # `vllm 0.10.2`, `vllm@0.10.2`, `vllm:0.10.2`, `vllm-0.10.2`: a version meant as `==`.
-_LOOSE = re.compile(r"(?P<name>[A-Za-z]+)\s*[\s@:-]\s*(?P<version>[vV]?\d\S*)")
+_LOOSE = LazyPattern(r"(?P<name>[A-Za-z]+)\s*[\s@:-]\s*(?P<version>[vV]?\d\S*)")
 
 
 def _series(data: EngineData, version: str) -> list[str]:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 
 from draftfit.engines.profile import Profile
-from draftfit.escape import UNSAFE_IN_FIELD
+from draftfit.escape import UNSAFE_IN_FIELD, LazyPattern
 from draftfit.records import frozen
 
 TYPE_CHECKING = False
@@ -48,7 +48,7 @@ def shell_word(text: str) -> str:
 
 
 # Inside $'...': the backslash and the quote, and every character shown escaped elsewhere.
-ANSI_C_SPECIAL = re.compile(r"[\\']|" + UNSAFE_IN_FIELD.pattern)
+ANSI_C_SPECIAL = LazyPattern(r"[\\']|" + UNSAFE_IN_FIELD.pattern)
 ANSI_C_SHORT = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -114,8 +114,8 @@ def model_source(source: str) -> ModelSource:
 
 # A Hub repository id (`OWNER/NAME`), and a snapshot folder of the Hugging Face cache
 # (`.../models--OWNER--NAME/snapshots/COMMIT`).
-_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
-_CACHE_SNAPSHOT = re.compile(r"models--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40})/?")
+_HUB_ID = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+_CACHE_SNAPSHOT = LazyPattern(r"models--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40})/?")
 
 
 def target_source(
