@@ -139,6 +139,28 @@ def parse_serve_args(text: str, roots: Sequence[str | Path] = ()) -> ServeSettin
     return listed(_serve_args(text, roots))
 
 
+def _split(text: str) -> tuple[str, ...]:
+    """`text` split as a POSIX shell would; a `matrix` re-reads one recipe per release, and
+    the releases of an engine share a handful of command lines, so each is split once."""
+    words = _SPLIT.get(text)
+    if words is None:
+        try:
+            import shlex  # here, not at import: only a launch command is split
+
+            words = tuple(shlex.split(text, comments=False))
+        except ValueError as exc:
+            raise UsageError(f"--serve-args: cannot split it as a shell would ({exc})") from None
+        if len(_SPLIT) >= _SPLIT_KEPT:
+            _SPLIT.clear()
+        _SPLIT[text] = words
+    return words
+
+
+# Command lines split so far (by their text), and how many are kept.
+_SPLIT: dict[str, tuple[str, ...]] = {}
+_SPLIT_KEPT = 64
+
+
 def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
     try:
         text.encode("utf-8")
@@ -146,13 +168,7 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
         raise UsageError(
             f"--serve-args: not UTF-8 text (\\u{ord(text[exc.start]):04x} at {exc.start})"
         ) from None
-    try:
-        import shlex  # here, not at import: only a launch command is split
-
-        words = shlex.split(text, comments=False)
-    except ValueError as exc:
-        raise UsageError(f"--serve-args: cannot split it as a shell would ({exc})") from None
-    words = [w for w in words if w != "\\"]
+    words = [w for w in _split(text) if w != "\\"]
     words_given = list(words)
     assignments, words = leading_assignments(words)
     part, rest = _launch_of(words)

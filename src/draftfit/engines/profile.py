@@ -254,7 +254,7 @@ class Profile:
     def label(self) -> str:
         return f"{self.engine}=={self.version}"
 
-    @property
+    @cached_property
     def key(self) -> EngineVersion:
         """This release, as findings and verdicts are keyed."""
         return EngineVersion(self.engine, self.version)
