@@ -17,6 +17,7 @@ kept in `ignored_flags`; a malformed value is a :class:`~draftfit.errors.UsageEr
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 
 from draftfit.engines.launch_part import EngineLaunch
@@ -139,26 +140,16 @@ def parse_serve_args(text: str, roots: Sequence[str | Path] = ()) -> ServeSettin
     return listed(_serve_args(text, roots))
 
 
+@lru_cache(maxsize=64)
 def _split(text: str) -> tuple[str, ...]:
     """`text` split as a POSIX shell would; a `matrix` re-reads one recipe per release, and
     the releases of an engine share a handful of command lines, so each is split once."""
-    words = _SPLIT.get(text)
-    if words is None:
-        try:
-            import shlex  # here, not at import: only a launch command is split
+    try:
+        import shlex  # here, not at import: only a launch command is split
 
-            words = tuple(shlex.split(text, comments=False))
-        except ValueError as exc:
-            raise UsageError(f"--serve-args: cannot split it as a shell would ({exc})") from None
-        if len(_SPLIT) >= _SPLIT_KEPT:
-            _SPLIT.clear()
-        _SPLIT[text] = words
-    return words
-
-
-# Command lines split so far (by their text), and how many are kept.
-_SPLIT: dict[str, tuple[str, ...]] = {}
-_SPLIT_KEPT = 64
+        return tuple(shlex.split(text, comments=False))
+    except ValueError as exc:
+        raise UsageError(f"--serve-args: cannot split it as a shell would ({exc})") from None
 
 
 def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:

@@ -8,14 +8,17 @@ to the user), without importing `tempfile`: it loads `shutil` and `random`, with
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 # Names tried before giving up: a clash needs 64 random bits to repeat.
 _ATTEMPTS = 100
 
 
-def _names(folder: Path, prefix: str, suffix: str) -> list[Path]:
-    return [folder / f"{prefix}{os.urandom(8).hex()}{suffix}" for _ in range(_ATTEMPTS)]
+def _names(folder: Path, prefix: str, suffix: str) -> Iterator[Path]:
+    """Up to `_ATTEMPTS` random names, each made only when the one before was taken."""
+    for _ in range(_ATTEMPTS):
+        yield folder / f"{prefix}{os.urandom(8).hex()}{suffix}"
 
 
 def make_private_folder(folder: Path, prefix: str) -> Path:
