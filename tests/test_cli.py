@@ -12,6 +12,7 @@ import pytest
 
 import draftfit
 from draftfit.cli.main import main
+from draftfit.errors import UsageError
 from tests import factory as f
 from tests.timeouts import scaled
 
@@ -351,7 +352,7 @@ def test_swapped_draft_and_target_is_one_line_with_the_fix(capsys, tmp_path: Pat
         assert err == (
             f"draftfit: error: {model} is a full model (`LlamaForCausalLM`, {f.TARGET_LAYERS} "
             f"layers) and the target {head} an EAGLE draft (`LlamaForCausalLMEagle3`): the two "
-            f"look swapped; run `draftfit check {head} --target {model}`\n"
+            f"look swapped; run `draftfit {command} {head} --target {model}`\n"
         )
     # The suggested command works.
     code, out, _ = run(capsys, "check", str(head), "--target", str(model))
@@ -384,6 +385,108 @@ def test_diff_refuses_a_full_model_on_either_side(capsys, tmp_path: Path) -> Non
     # Two drafts next to the model as the target compare as usual.
     code, _, err = run(capsys, "diff", str(head), str(head), "--target", str(model))
     assert code == 0, err
+
+
+# Every convention the draft recogniser knows, written as a real checkpoint.
+DRAFTS_AS_TARGETS = {
+    "speculators-trained": lambda: f.speculators(),
+    "speculators-converted": lambda: f.speculators(variant="converted"),
+    "speculators-xpress": lambda: f.speculators_non_eagle(),
+    "specforge": lambda: f.specforge(),
+    "eagle-official-eagle3": lambda: f.eagle_official(),
+    "eagle-official-eagle1": lambda: f.eagle1(),
+    "modelopt": lambda: f.modelopt(),
+    "modelopt-mla": lambda: f.mla_draft(),
+    "nemo-automodel": lambda: f.nemo_automodel(),
+    "eagle4": lambda: f.eagle4(),
+    "dflash": lambda: f.dflash_draft(),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DRAFTS_AS_TARGETS))
+def test_a_draft_given_as_the_target_is_one_line_naming_the_swap(
+    capsys, tmp_path: Path, kind: str
+) -> None:
+    draft = f.specforge().write(tmp_path / "my-draft")
+    other = DRAFTS_AS_TARGETS[kind]().write(tmp_path / "given-as-target")
+    out_dir = tmp_path / "out"
+    commands = {
+        "check": (["check", str(draft)], f"draftfit check {draft} --target VERIFIER"),
+        "matrix": (["matrix", str(draft)], f"draftfit matrix {draft} --target VERIFIER"),
+        "diff": (
+            ["diff", str(draft), str(draft)],
+            f"draftfit diff {draft} {draft} --target VERIFIER",
+        ),
+        "convert": (
+            ["convert", str(draft), "--to", "vllm", "-o", str(out_dir)],
+            f"draftfit convert {draft} --to vllm -o {out_dir} --target VERIFIER",
+        ),
+    }
+    for words, right in commands.values():
+        code, out, err = run(capsys, *words, "--target", str(other))
+        assert code == 2 and out == "" and err.count("\n") == 1, (words, err)
+        assert err.startswith(f"draftfit: error: the target {other} is a draft ("), err
+        assert "a draft was given as --target" in err
+        assert f"run `{right}`" in err
+    assert not out_dir.exists()
+    # With --method the draft is what the user said it is; the target is still refused.
+    code, _, err = run(capsys, "check", str(draft), "--target", str(other), "--method", "eagle3")
+    assert code == 2 and "a draft was given as --target" in err
+    # The Python API raises its usage error, with the same line.
+    for call in (
+        lambda: draftfit.check(draft, target=other),
+        lambda: draftfit.matrix(draft, target=other),
+        lambda: draftfit.diff(draft, draft, target=other),
+        lambda: draftfit.convert(draft, "vllm", out_dir, target=other),
+    ):
+        with pytest.raises(UsageError, match="a draft was given as --target"):
+            call()
+    assert not out_dir.exists()
+
+
+def test_a_draft_as_the_target_names_the_verifier_and_the_swap(capsys, tmp_path: Path) -> None:
+    model = f.llama_target(tmp_path / "Llama-3.1-8B")
+    head = f.speculators(variant="converted").write(tmp_path / "eagle3-head")
+    # A full model as the draft and a draft as the target: swapped, and the fix says so.
+    code, out, err = run(capsys, "check", str(model), "--target", str(head))
+    assert code == 2 and out == ""
+    assert "the two look swapped; run `draftfit check " + f"{head} --target {model}`" in err
+    # The official EAGLE-1 layout has a plain one-layer config: its tensor names tell.
+    eagle1 = f.eagle1().write(tmp_path / "eagle1-head")
+    code, _, err = run(capsys, "check", str(model), "--target", str(eagle1))
+    assert code == 2 and f"the two look swapped; run `draftfit check {eagle1} " in err
+    # A speculators draft names its verifier: the fix offers it.
+    other = f.specforge().write(tmp_path / "other-draft")
+    code, _, err = run(capsys, "check", str(other), "--target", str(head))
+    assert code == 2
+    assert err == (
+        f"draftfit: error: the target {head} is a draft (speculators library (converted): "
+        "`speculators_model_type` is `eagle3`), not a target model: a draft was given as "
+        "--target, which takes the model the draft serves next to (the verifier); run "
+        f"`draftfit check {other} --target VERIFIER` (its config names the verifier "
+        "hf://meta-llama/Llama-3.1-8B-Instruct); to compare the two drafts, `draftfit diff "
+        f"{other} {head}`\n"
+    )
+    # The same draft given twice.
+    code, _, err = run(capsys, "check", str(head), "--target", str(head))
+    assert code == 2 and err.startswith(
+        f"draftfit: error: {head} was given as the draft and as --target; it is a draft ("
+    )
+
+
+def test_models_that_are_not_drafts_are_still_targets(capsys, tmp_path: Path) -> None:
+    draft = f.speculators(aux=[2, 4, 5]).write(tmp_path / "draft")
+    # A one-layer model with weights and no `fc`: its headers are read, and it is a target.
+    small = f.llama_target(tmp_path / "one-layer", layers=1)
+    f.write_checkpoint(small, None, {"model.embed_tokens.weight": f.Tensor("BF16", (4, 4))})
+    for target in (
+        f.llama_target(tmp_path / "llama"),
+        f.kimi_mla_target(tmp_path / "kimi"),
+        small,
+        f.llama_target(tmp_path / "one-layer-config-only", layers=1),
+    ):
+        code, _, err = run(capsys, "check", str(draft), "--target", str(target))
+        assert code in (0, 1) and err == "", (target, err)
 
 
 # ------------------------------------------------------------------ --output-file refusals

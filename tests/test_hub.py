@@ -87,6 +87,24 @@ def test_only_headers_are_fetched(hub: FakeHub, repos: dict[str, Path]) -> None:
     assert ranged and all(r.path.endswith(".safetensors") for r in ranged)
 
 
+def test_a_hub_draft_given_as_the_target_is_a_usage_error(
+    hub: FakeHub, tmp_path: Path, capsys
+) -> None:
+    draft = f.specforge().write(tmp_path / "local-draft")
+    # Its config says it is a draft: nothing beyond config.json is read.
+    assert main(["check", str(draft), "--target", "hf://org/draft"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("draftfit: error: the target hf://org/draft is a draft (")
+    assert f"run `draftfit check {draft} --target VERIFIER`" in captured.err
+    # A plain one-layer config (the official EAGLE-1 layout): its remote headers decide.
+    hub.add_repo("org/eagle1", f.eagle1().write(tmp_path / "eagle1"))
+    assert main(["matrix", str(draft), "--target", "hf://org/eagle1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("draftfit: error: the target hf://org/eagle1 is a draft (official ")
+    assert f"run `draftfit matrix {draft} --target VERIFIER`" in err
+
+
 def test_revision_and_damage_remote(hub: FakeHub, repos: dict[str, Path]) -> None:
     checkpoint = open_checkpoint(f"hf://org/draft@{hub.commit_sha('org/draft')}")
     assert checkpoint.damage == [] and "fc.weight" in checkpoint.tensors

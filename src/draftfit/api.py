@@ -102,12 +102,17 @@ def matrix(
     """Check `draft` against every release of every engine, grouped into version ranges
     (with the launch's settings, as for :func:`check`)."""
     from draftfit.commands.release_matrix import build_matrix
+    from draftfit.draft.description import describe
+    from draftfit.draft.mistakes import refuse_argument_mistakes
     from draftfit.engines.launch import settings_from
     from draftfit.origins.reference import open_checkpoint, open_target
 
     serve = settings_from(serve_config, serve_args, _roots(draft, target))
     checkpoint = open_checkpoint(draft)
     target_checkpoint = open_target(target) if target is not None else None
+    refuse_argument_mistakes(
+        checkpoint, describe(checkpoint), target_checkpoint, method, command="matrix"
+    )
     return build_matrix(checkpoint, target_checkpoint, method=method, values=values, serve=serve)
 
 

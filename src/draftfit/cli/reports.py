@@ -315,7 +315,9 @@ def run_matrix(options: MatrixOptions) -> int:
     serve = launch_settings(options.launch, [options.draft, options.target])
     checkpoint = open_checkpoint(options.draft)
     target = open_target(options.target) if options.target else None
-    refuse_argument_mistakes(checkpoint, describe(checkpoint), target, options.method)
+    refuse_argument_mistakes(
+        checkpoint, describe(checkpoint), target, options.method, command="matrix"
+    )
     matrix = build_matrix(
         checkpoint,
         target,

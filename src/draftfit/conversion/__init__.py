@@ -22,6 +22,7 @@ from draftfit.conversion.plan import Plan
 from draftfit.conversion.planner import CONVENTIONS, plan_conversion
 from draftfit.conversion.write import write_plan
 from draftfit.draft.description import describe
+from draftfit.draft.mistakes import refuse_draft_as_target
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.registry import planning_engine
 from draftfit.errors import DamagedInputError, UsageError
@@ -140,6 +141,10 @@ def convert_path(
         check_output_path(checkpoint.root, Path(out), force)
     _refuse_damage(draft, checkpoint)
     target_obj = open_target(target) if target is not None else None
+    written_to = f"-o {out}" if out is not None else "--dry-run"
+    refuse_draft_as_target(
+        target_obj, f"draftfit convert {draft} --to {to} {written_to} --target VERIFIER"
+    )
     # The engine whose data the convention is planned with (and verified against by default).
     planner = planning_engine(to)
     if planner is None:

@@ -8,20 +8,28 @@ the command line, so it is reported as a usage error (exit 2) instead:
 * the draft is a full causal LM (no `fc` projection, no EAGLE architecture, several
   decoder layers) and the target is an EAGLE draft: the two are swapped;
 * the draft is a full causal LM and the target is not a draft: the wrong checkpoint was
-  given as the draft.
+  given as the draft;
+* the target is a draft, whatever the draft is: `--target` takes the model the draft
+  serves next to, and a draft's config read as one gives no layers, hidden size or
+  vocabulary to check against (every target check would be skipped).
 
-Only when the method is read from the checkpoint: with `--method` the user has said what
-the checkpoint is, and it is checked as such.
+The first two only when the method is read from the checkpoint: with `--method` the user
+has said what the checkpoint is, and it is checked as such. A draft given as the target is
+refused whatever `--method` says.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from pathlib import Path
 
 from draftfit.checkpoint import Checkpoint
+from draftfit.checkpoint.local import load_from_access
 from draftfit.draft.description import DraftDescription
+from draftfit.draft.dialects import UNKNOWN, detect_dialect
 from draftfit.draft.target import Target
-from draftfit.errors import UsageError
+from draftfit.errors import DraftfitError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,29 +40,58 @@ DRAFT_KEYS = ("speculators_model_type", "speculators_config", "eagle_config", "d
 
 
 def refuse_argument_mistakes(
-    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, method: str | None
+    checkpoint: Checkpoint,
+    spec: DraftDescription,
+    target: Target | None,
+    method: str | None,
+    command: str = "check",
 ) -> None:
-    """Raise :class:`UsageError` with one line when the arguments are plainly mixed up."""
-    message = argument_mistake(checkpoint, spec, target, method)
+    """Raise :class:`UsageError` with one line when the arguments are plainly mixed up
+    (`command`, `check` or `matrix`, is the command the fix names)."""
+    message = argument_mistake(checkpoint, spec, target, method, command)
     if message is not None:
         raise UsageError(message)
 
 
 def argument_mistake(
-    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, method: str | None
+    checkpoint: Checkpoint,
+    spec: DraftDescription,
+    target: Target | None,
+    method: str | None,
+    command: str = "check",
 ) -> str | None:
     """The one-line description of the mistake, or None when the arguments look right."""
     found = _full_model_given(checkpoint, spec, target, method)
+    draft = checkpoint.origin
+    target_draft = draft_given_as_target(target) if target is not None else None
+    if found is not None and target is not None and target_draft is not None:
+        return (
+            f"{draft} is a full model ({found[0]}) and the target {target.origin} an EAGLE "
+            f"draft ({found[1] or target_draft}): the two look swapped; run `draftfit "
+            f"{command} {target.origin} --target {draft}`"
+        )
+    if target is not None and target_draft is not None:
+        if _same_place(draft, target.origin):
+            return (
+                f"{draft} was given as the draft and as --target; it is a draft "
+                f"({target_draft}): --target takes the target (verifier) model it serves "
+                f"next to; run `draftfit {command} {draft} --target VERIFIER`"
+                + _verifier_named(target)
+            )
+        also = (
+            f"; to compare the two drafts, `draftfit diff {draft} {target.origin}`"
+            if command == "check" and spec.dialect.name != UNKNOWN
+            else ""
+        )
+        return (
+            draft_as_target_message(
+                target, target_draft, f"draftfit {command} {draft} --target VERIFIER"
+            )
+            + also
+        )
     if found is None:
         return None
-    model, head = found
-    draft = checkpoint.origin
-    if target is not None and head is not None:
-        return (
-            f"{draft} is a full model ({model}) and the target {target.origin} an EAGLE "
-            f"draft ({head}): the two look swapped; run `draftfit check {target.origin} "
-            f"--target {draft}`"
-        )
+    model = found[0]
     return (
         f"{draft} is a full model ({model}), not an EAGLE draft (no `fc` projection, no "
         f"EAGLE architecture): give the draft checkpoint as DRAFT and this model as --target "
@@ -67,12 +104,13 @@ def refuse_diff_mistakes(
 ) -> None:
     """Raise :class:`UsageError` with one line when `diff` was given a full model where a
     draft belongs (`sides` are ("draft" | "reference", checkpoint, description))."""
+    target_draft = draft_given_as_target(target) if target is not None else None
     for role, checkpoint, spec in sides:
         found = _full_model_given(checkpoint, spec, target, method)
         if found is None:
             continue
         model, head = found
-        if head is not None and target is not None:
+        if (head is not None or target_draft is not None) and target is not None:
             raise UsageError(
                 f"the {role} {checkpoint.origin} is a full model ({model}) and the target "
                 f"{target.origin} an EAGLE draft: the two look swapped; give the model as "
@@ -83,6 +121,99 @@ def refuse_diff_mistakes(
             "`draftfit diff` compares two drafts; give this model as --target, or pass "
             "--method to compare it as a draft"
         )
+    if target is not None and target_draft is not None:
+        draft, reference = (checkpoint.origin for _, checkpoint, _ in sides)
+        raise UsageError(
+            draft_as_target_message(
+                target,
+                target_draft,
+                f"draftfit diff {draft} {reference} --target VERIFIER",
+            )
+        )
+
+
+def refuse_draft_as_target(target: Target | None, right_command: str) -> None:
+    """Raise :class:`UsageError` when the target is a draft; `right_command` is the command
+    line the user likely meant, with `VERIFIER` where the target model goes."""
+    if target is None:
+        return
+    found = draft_given_as_target(target)
+    if found is not None:
+        raise UsageError(draft_as_target_message(target, found, right_command))
+
+
+def draft_as_target_message(target: Target, what: str, right_command: str) -> str:
+    """One line: the target is a draft (`what`), and the command the user likely meant."""
+    return (
+        f"the target {target.origin} is a draft ({what}), not a target model: a draft was "
+        "given as --target, which takes the model the draft serves next to (the verifier); "
+        f"run `{right_command}`" + _verifier_named(target)
+    )
+
+
+def draft_given_as_target(target: Target) -> str | None:
+    """What shows the target to be a draft (`speculators library (converted): `architectures`
+    is `Eagle3Speculator` …`), or None for a model that is not one.
+
+    The draft recogniser (:func:`draftfit.draft.dialects.detect_dialect`) reads the config:
+    every producer but the official EAGLE repository marks its drafts there (an EAGLE or
+    drafter architecture, speculators or ModelOpt keys, `draft_vocab_size`). A plain config
+    of one decoder layer — what the official EAGLE repository writes — is decided by its
+    tensor names (`fc`, `midlayer.*`), whose headers are read only then."""
+    config = target.config
+    if not config:
+        return None
+    found = _recognised(Checkpoint(Path(target.origin), target.origin, config=config))
+    if found is None and _layers(config) == 1 and target.access is not None:
+        found = _recognised_from_weights(target)
+    return found if found is not None else _draft_like(config)
+
+
+def _recognised(checkpoint: Checkpoint) -> str | None:
+    dialect = detect_dialect(checkpoint)
+    if dialect.name == UNKNOWN:
+        return None
+    return f"{dialect.title}: {dialect.evidence[0]}" if dialect.evidence else dialect.title
+
+
+def _recognised_from_weights(target: Target) -> str | None:
+    """The dialect a one-layer target's tensor names show, or None (also when its files
+    cannot be read: the check then goes on, and says what it cannot read)."""
+    access = target.access
+    assert access is not None
+    try:
+        checkpoint = load_from_access(access, access.names(), target.origin, Path(target.origin))
+    except (DraftfitError, OSError):
+        return None
+    found = _recognised(checkpoint)
+    if found is None and any(name == "fc.weight" for name in checkpoint.tensors):
+        found = "an `fc.weight` projection of the target's hidden states and one decoder layer"
+    return found
+
+
+# A Hub repository id as speculators writes the verifier's `name_or_path`.
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+
+
+def _verifier_named(target: Target) -> str:
+    """`" (its config names the verifier hf://owner/name)"` when the draft given as the target
+    names a Hub verifier (speculators' `speculators_config.verifier.name_or_path`), else ""."""
+    nested = target.config.get("speculators_config")
+    verifier = nested.get("verifier") if isinstance(nested, Mapping) else None
+    name = verifier.get("name_or_path") if isinstance(verifier, Mapping) else None
+    if isinstance(name, str) and _HUB_ID.fullmatch(name):
+        return f" (its config names the verifier hf://{name})"
+    return ""
+
+
+def _same_place(a: str, b: str) -> bool:
+    """Whether two arguments name the same checkpoint (the same text, or the same folder)."""
+    if a.rstrip("/") == b.rstrip("/"):
+        return True
+    try:
+        return Path(a).resolve() == Path(b).resolve() and Path(a).exists()
+    except OSError:
+        return False
 
 
 def _full_model_given(
