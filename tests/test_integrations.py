@@ -198,3 +198,96 @@ def test_action_args_and_fail_on_pass_through(user_repo, shim) -> None:
     )
     assert done.returncode == 1 and outputs["exit-code"] == "1"
     assert "::notice file=drafts/llama/config.json" in done.stdout
+
+
+# ----------------------------------------------------------- what the docs tell users to copy
+
+CI_TEXTS = ("README.md", "docs/ci.md", ".pre-commit-hooks.yaml")
+COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def _yaml_blocks(path: Path) -> list[object]:
+    """The fenced YAML examples of a Markdown file, parsed (the commented one of a YAML file)."""
+    text = path.read_text()
+    if path.suffix == ".yaml":
+        comment = [line[2:] for line in text.splitlines() if line.startswith("#   ")]
+        return [yaml.safe_load("\n".join(comment))]
+    blocks = re.findall(r"^```yaml\n(.*?)^```$", text, flags=re.M | re.S)
+    return [yaml.safe_load(block) for block in blocks]
+
+
+def _walk(node: object) -> list[dict]:
+    """Every mapping inside a parsed YAML document."""
+    found: list[dict] = []
+    if isinstance(node, dict):
+        found.append(node)
+        for value in node.values():
+            found += _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _walk(value)
+    return found
+
+
+def _pins() -> dict[str, list[tuple[str, str]]]:
+    """Per file, every ("rev" | "uses", pinned revision) of draftfit its examples show."""
+    pins: dict[str, list[tuple[str, str]]] = {}
+    for name in CI_TEXTS:
+        for block in _yaml_blocks(ROOT / name):
+            for item in _walk(block):
+                if item.get("repo", "").endswith("/draftfit/draftfit"):
+                    pins.setdefault(name, []).append(("rev", str(item["rev"])))
+                uses = item.get("uses", "")
+                if isinstance(uses, str) and uses.startswith("draftfit/draftfit@"):
+                    pins.setdefault(name, []).append(("uses", uses.partition("@")[2]))
+    return pins
+
+
+def test_ci_examples_pin_draftfit_to_a_commit_of_this_repository() -> None:
+    pins = _pins()
+    assert {kind for kind, _ in pins["README.md"]} == {"uses"}
+    assert {kind for kind, _ in pins["docs/ci.md"]} == {"rev", "uses"}
+    assert {kind for kind, _ in pins[".pre-commit-hooks.yaml"]} == {"rev"}
+    revisions = {rev for found in pins.values() for _, rev in found}
+    # No release tag exists: a tag would fail (`pathspec 'v0.1.0' did not match`).
+    assert len(revisions) == 1 and all(COMMIT.fullmatch(rev) for rev in revisions), revisions
+    for name in CI_TEXTS:
+        assert not re.search(r"draftfit/draftfit@v\d|rev: v\d", (ROOT / name).read_text()), name
+    git = shutil.which("git")
+    if git is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: the pinned commit cannot be looked up")
+    (rev,) = revisions
+    known = subprocess.run(
+        [git, "-C", str(ROOT), "merge-base", "--is-ancestor", rev, "HEAD"],
+        capture_output=True,
+        timeout=scaled(),
+    )
+    assert known.returncode == 0, f"{rev} is not a commit of this repository's history"
+
+
+def test_ci_examples_use_real_inputs_choices_and_hooks() -> None:
+    from draftfit.fail_on import CHOICES
+
+    data = action()
+    hook_ids = {
+        spec["id"] for spec in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    }
+    # The Action documents every --fail-on threshold, and its default is one of them.
+    description = data["inputs"]["fail-on"]["description"]
+    assert [c for c in CHOICES if re.search(rf"\b{c}\b", description)] == list(CHOICES)
+    assert data["inputs"]["fail-on"]["default"] in CHOICES
+    ci_page = (ROOT / "docs/ci.md").read_text()
+    listed = re.search(r"`fail-on` \((.*?)\)", ci_page, flags=re.S)
+    assert listed and all(f"`{choice}`" in listed.group(1) for choice in CHOICES)
+    seen = 0
+    for name in CI_TEXTS:
+        for block in _yaml_blocks(ROOT / name):
+            for item in _walk(block):
+                if str(item.get("uses", "")).startswith("draftfit/draftfit@"):
+                    assert set(item["with"]) <= set(data["inputs"]), (name, item["with"])
+                    assert item["with"].get("fail-on", "error") in CHOICES
+                    seen += 1
+                if str(item.get("repo", "")).endswith("/draftfit/draftfit"):
+                    assert {hook["id"] for hook in item["hooks"]} <= hook_ids
+                    seen += 1
+    assert seen == 4
