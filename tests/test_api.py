@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import draftfit
 from draftfit.checker import check_path
 from draftfit.errors import DraftfitError, UsageError
 from draftfit.render.json import with_envelope
+from draftfit.report import Report
 from draftfit.schemas import load_schema
 from tests import factory as f
 from tests.timeouts import scaled
@@ -82,3 +84,68 @@ def test_import_draftfit_stays_light() -> None:
     assert draftfit.check.__module__ == "draftfit.api"
     with pytest.raises(AttributeError):
         draftfit.no_such_call  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_dir_and_all_show_the_api_without_importing_it() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, draftfit; names = dir(draftfit); "
+        "print(sorted(m for m in sys.modules if m.startswith('draftfit'))); print(names)"
+    )
+    lines = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=scaled()
+    ).stdout.splitlines()
+    assert lines[0] == "['draftfit', 'draftfit.version']"
+    listed = eval(lines[1])  # a printed list of strings
+    assert {"check", "diff", "matrix", "convert", "__version__"} <= set(listed)
+    assert listed == sorted(listed)
+    # Every name of __all__ is listed and resolves; the API's calls are all in __all__.
+    from draftfit import api
+
+    assert set(draftfit.__all__) <= set(listed)
+    assert all(getattr(draftfit, name) is not None for name in draftfit.__all__)
+    assert set(api.__all__) <= set(draftfit.__all__)
+    namespace: dict[str, object] = {}
+    exec("from draftfit import *", namespace)
+    assert set(draftfit.__all__) <= set(namespace)
+
+
+def test_one_engine_selector_may_be_a_string_and_other_parameters_take_natural_forms(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    draft, target = pair
+    as_string = draftfit.check(draft, target=target, engines="sglang==0.5.23")
+    assert [e.label for e in as_string.engines] == ["sglang==0.5.23"]
+    assert [e.label for e in draftfit.check(draft, target=target, engines="all").engines] == [
+        e.label for e in draftfit.check(draft, target=target, engines=["all"]).engines
+    ]
+    comparison = draftfit.diff(draft, draft, target=target, engines="vllm==0.10.2")
+    assert [e.label for e in comparison.engines] == ["vllm==0.10.2"]
+    assert draftfit.convert(draft, "vllm", dry_run=True, engines="vllm==0.10.2").plan
+    for call in (
+        lambda: draftfit.check(draft, engines="vlm"),
+        lambda: draftfit.convert(draft, "vllm", dry_run=True, engines="vlm"),
+    ):
+        with pytest.raises(UsageError, match="unknown engine 'vlm'"):
+            call()
+
+    # values=True is `--values` alone (sampled); a launch may be given as its words.
+    def codes(report: Report) -> list[str]:
+        return sorted(f.code for f in report.findings)
+
+    sampled = codes(draftfit.check(draft, target=target, engines="vllm", values=True))
+    assert sampled == codes(draftfit.check(draft, target=target, engines="vllm", values="sampled"))
+    assert any(code.startswith("DF7") for code in sampled)  # the value rules ran
+    assert codes(draftfit.check(draft, target=target, engines="vllm", values=False)) == codes(
+        draftfit.check(draft, target=target, engines="vllm")
+    )
+    words = ["vllm", "serve", str(target), "--speculative-config", '{"model": "x y"}']
+    launch = draftfit.check(draft, target=target, engines="vllm", serve_args=words)
+    line = draftfit.check(draft, target=target, engines="vllm", serve_args=shlex.join(words))
+    assert launch.to_dict()["serve"] == line.to_dict()["serve"] is not None
+    config = tmp_path / "serve.json"
+    config.write_text(json.dumps({"tensor_parallel_size": 2}))
+    from_path = draftfit.check(draft, target=target, engines="vllm", serve_config=config)
+    assert from_path.to_dict()["serve"] is not None

@@ -38,6 +38,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'draftfit' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    """The module's names and the calls :func:`__getattr__` imports when first used, so that
+    `dir(draftfit)` and completion show the API before any call (without importing it)."""
+    return sorted({*globals(), *_API_NAMES})
+
+
 __all__ = ["__version__", "check", "convert", "diff", "matrix"]
 
 # The layers of the package, lowest first: a module or sub-package imports only from its own

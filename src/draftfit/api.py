@@ -23,38 +23,53 @@ from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from draftfit.commands.comparison import DiffReport
     from draftfit.commands.release_matrix import Matrix
     from draftfit.conversion import ConvertResult
     from draftfit.report import Report
 
+    # one `--engine` selector, or several
+    Engines: TypeAlias = str | Iterable[str] | None
+    # `"sampled"`, `"full"`, True (sampled) or False / None (no value checks)
+    Values: TypeAlias = str | bool | None
+    # a launch command line, or its words
+    ServeArgs: TypeAlias = str | Iterable[str] | None
+
 
 def check(
     draft: str | Path,
     target: str | Path | None = None,
-    engines: Iterable[str] | None = None,
+    engines: Engines = None,
     method: str | None = None,
     *,
-    values: str | None = None,
+    values: Values = None,
     recipes: bool = False,
-    serve_config: str | None = None,
-    serve_args: str | None = None,
+    serve_config: str | Path | None = None,
+    serve_args: ServeArgs = None,
 ) -> Report:
     """Check `draft` (a folder or Hub reference) next to `target` for each engine version.
 
-    `engines` takes what `--engine` takes (`"vllm"`, `"sglang==0.5.23"`, `"vllm~=0.34"`,
-    `"all"`; default: the engines installed here, else the newest vLLM); `values` is
-    `"sampled"` or `"full"` to read the weights' values too; `recipes` attaches how to serve
-    the draft with each version that can (`report.recipes`). `serve_config` and
-    `serve_args` take what `--serve-config` and `--serve-args` take: the launch's settings,
-    judged for that engine's versions.
+    `engines` takes what `--engine` takes, one selector as a string or several in a list
+    (`"vllm"`, `["sglang==0.5.23", "vllm~=0.34"]`, `"all"`; default: the engines installed
+    here, else the newest vLLM); `values` is `"sampled"` (or True) or `"full"` to read the
+    weights' values too; `recipes` attaches how to serve the draft with each version that
+    can (`report.recipes`). `serve_config` (a path) and `serve_args` (a command line, as a
+    string or a list of its words) take what `--serve-config` and `--serve-args` take: the
+    launch's settings, judged for that engine's versions.
     """
     from draftfit.checker import check_path
     from draftfit.engines.launch import settings_from
 
-    serve = settings_from(serve_config, serve_args, _roots(draft, target))
+    serve = settings_from(*_launch(serve_config, serve_args), _roots(draft, target))
     report = check_path(
-        draft, target=target, engines=engines, method=method, values=values, serve=serve
+        draft,
+        target=target,
+        engines=_engines(engines),
+        method=method,
+        values=_values(values),
+        serve=serve,
     )
     if recipes:
         from draftfit.commands.recipe import attach_recipes
@@ -67,12 +82,12 @@ def diff(
     draft: str | Path,
     reference: str | Path,
     target: str | Path | None = None,
-    engines: Iterable[str] | None = None,
+    engines: Engines = None,
     method: str | None = None,
     *,
-    values: str | None = None,
-    serve_config: str | None = None,
-    serve_args: str | None = None,
+    values: Values = None,
+    serve_config: str | Path | None = None,
+    serve_args: ServeArgs = None,
 ) -> DiffReport:
     """Compare `draft` with a known-good `reference` as each engine version sees both
     (with the launch's settings, as for :func:`check`)."""
@@ -82,11 +97,11 @@ def diff(
     return diff_paths(
         draft,
         reference,
-        engines=engines,
+        engines=_engines(engines),
         target=target,
         method=method,
-        values=values,
-        serve=settings_from(serve_config, serve_args, _roots(draft, reference, target)),
+        values=_values(values),
+        serve=settings_from(*_launch(serve_config, serve_args), _roots(draft, reference, target)),
     )
 
 
@@ -95,9 +110,9 @@ def matrix(
     target: str | Path | None = None,
     method: str | None = None,
     *,
-    values: str | None = None,
-    serve_config: str | None = None,
-    serve_args: str | None = None,
+    values: Values = None,
+    serve_config: str | Path | None = None,
+    serve_args: ServeArgs = None,
 ) -> Matrix:
     """Check `draft` against every release of every engine, grouped into version ranges
     (with the launch's settings, as for :func:`check`)."""
@@ -107,13 +122,15 @@ def matrix(
     from draftfit.engines.launch import settings_from
     from draftfit.origins.reference import open_checkpoint, open_target
 
-    serve = settings_from(serve_config, serve_args, _roots(draft, target))
+    serve = settings_from(*_launch(serve_config, serve_args), _roots(draft, target))
     checkpoint = open_checkpoint(draft)
     target_checkpoint = open_target(target) if target is not None else None
     refuse_argument_mistakes(
         checkpoint, describe(checkpoint), target_checkpoint, method, command="matrix"
     )
-    return build_matrix(checkpoint, target_checkpoint, method=method, values=values, serve=serve)
+    return build_matrix(
+        checkpoint, target_checkpoint, method=method, values=_values(values), serve=serve
+    )
 
 
 def convert(
@@ -121,7 +138,7 @@ def convert(
     to: str,
     out: str | Path | None = None,
     target: str | Path | None = None,
-    engines: list[str] | None = None,
+    engines: Engines = None,
     *,
     dry_run: bool = False,
     unsafe: bool = False,
@@ -139,7 +156,7 @@ def convert(
         to,
         out,
         target=target,
-        engines=engines,
+        engines=_engines(engines),
         dry_run=dry_run,
         unsafe=unsafe,
         force=force,
@@ -148,6 +165,37 @@ def convert(
 
 
 __all__ = ["check", "convert", "diff", "matrix"]
+
+
+def _engines(engines: Engines) -> list[str] | None:
+    """One `--engine` selector given as a string (`"vllm"`) is one selector, not its letters."""
+    if engines is None:
+        return None
+    if isinstance(engines, str):
+        return [engines]
+    return list(engines)
+
+
+def _values(values: Values) -> str | None:
+    """`values=True` reads the sampled values (as `--values` alone does); False, none."""
+    if values is True:
+        return "sampled"
+    if values is False:
+        return None
+    return values
+
+
+def _launch(
+    serve_config: str | Path | None, serve_args: ServeArgs
+) -> tuple[str | None, str | None]:
+    """`serve_config` as a path string, and `serve_args` as one command line (a list of
+    words is quoted back into one, as a shell would have split it)."""
+    config = str(serve_config) if serve_config is not None else None
+    if serve_args is None or isinstance(serve_args, str):
+        return config, serve_args
+    import shlex
+
+    return config, shlex.join(str(word) for word in serve_args)
 
 
 def _roots(*paths: str | Path | None) -> list[str | Path]:

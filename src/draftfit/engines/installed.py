@@ -119,11 +119,11 @@ def _version_of(dist: metadata.Distribution | None) -> str | None:
     return version.strip() or None if isinstance(version, str) else None
 
 
-def resolve_engines(specs: Iterable[str] | None) -> list[Profile]:
-    """`["vllm==0.10.2", "vllm"]` -> profiles, de-duplicated, in the order given. Without
-    any, the engines installed here (:func:`default_profiles`), else the newest
-    vLLM, each saying why it was chosen."""
-    specs = list(specs or [])
+def resolve_engines(specs: Iterable[str] | str | None) -> list[Profile]:
+    """`["vllm==0.10.2", "vllm"]` -> profiles, de-duplicated, in the order given (a string is
+    one selector). Without any, the engines installed here (:func:`default_profiles`), else
+    the newest vLLM, each saying why it was chosen."""
+    specs = [specs] if isinstance(specs, str) else list(specs or [])
     if not specs:
         return default_profiles()
     profiles: list[Profile] = []
