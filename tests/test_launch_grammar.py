@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 import draftfit
+from draftfit.engines.installed import resolve_engines
+from draftfit.engines.launch_checks import launch_grammar
 from tests import factory as f
 
 SG = ["sglang==0.5.23"]
@@ -67,7 +69,15 @@ def test_sglang_ambiguous_draft_prefix(sg_pair: tuple[Path, Path]) -> None:
         f"--speculative-draft {draft}"
     )
     report = draftfit.check(draft, target, SG, serve_args=line)
-    assert any("ambiguous option: --speculative-draft" in x.message for x in report.findings)
+    (found,) = [x for x in report.findings if "ambiguous option: --speculative-draft" in x.message]
+    # The fix and the parser's error name every flag the prefix matches in the release's
+    # parser, the draft-path flag among them.
+    grammar = launch_grammar(resolve_engines(SG)[0])
+    assert grammar is not None
+    matches = [flag for flag in sorted(grammar.flags) if flag.startswith("--speculative-draft")]
+    assert "--speculative-draft-model-path" in matches and len(matches) > 3
+    assert found.fix == "write the whole flag, one of " + ", ".join(f"`{m}`" for m in matches)
+    assert found.message.endswith(f"could match {', '.join(matches)}`)")
 
 
 def test_sglang_unique_abbreviation_is_read(sg_pair: tuple[Path, Path]) -> None:

@@ -187,11 +187,14 @@ def launch_flags(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
         if len(meant) == 1:
             continue
         if meant:
-            shown_matches = ", ".join(meant[:6]) + (", ..." if len(meant) > 6 else "")
-            printed = f"{sp.prog}: error: ambiguous option: {base} could match {shown_matches}"
-            fix = "write the whole flag: " + " or ".join(f"`{m}`" for m in meant[:3])
+            # Every flag the prefix matches, as argparse lists them: the one meant may be
+            # any (`--speculative-draft` is `--speculative-draft-model-path` as often as not).
+            printed = (
+                f"{sp.prog}: error: ambiguous option: {clip(base)} could match {', '.join(meant)}"
+            )
+            fix = "write the whole flag, one of " + ", ".join(f"`{m}`" for m in meant)
         else:
-            printed = f"{sp.prog}: error: unrecognized arguments: {base}"
+            printed = f"{sp.prog}: error: unrecognized arguments: {clip(base)}"
             hint = (sp.flag_hints or {}).get(base)
             if hint is None:
                 import difflib  # only when a name is unknown
@@ -202,7 +205,7 @@ def launch_flags(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
         b.refuse(
             rule_ids.SERVE_SETTING_INVALID,
             f"`{clip(base)}`: {b.p.title}'s argument parser does not take it and the server "
-            f"does not start (`{clip(printed, 200)}`)",
+            f"does not start (`{printed}`)",
             located(s, "/" + clip(base.lstrip("-"))),
             ("launch_grammar",),
             fix=fix,
