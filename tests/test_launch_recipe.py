@@ -3,6 +3,7 @@ it is not needed."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from pathlib import Path
@@ -357,8 +358,17 @@ def test_convert_says_when_not_needed(tmp_path: Path, capsys) -> None:
     args = ["convert", str(draft), "--to", "vllm", "-o", str(out), "--target", str(target)]
     assert main(args) == 0
     captured = capsys.readouterr()
-    assert "already loads as is in vLLM 0.34.0: no conversion needed" in captured.out
+    # Said once, as the command's report on stdout; nothing on stderr.
+    assert captured.out == (
+        f"{draft} already loads as is in vLLM 0.34.0: no conversion needed (pass --anyway to "
+        "write it all the same)\n"
+    )
+    assert captured.err == ""
     assert not out.exists()
+    assert main([*args, "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "no conversion needed" in json.loads(captured.out)["not_needed"]
+    assert captured.err == ""
     assert main([*args, "--anyway"]) == 0
     assert out.is_dir() and "written to" in capsys.readouterr().out
 

@@ -116,10 +116,10 @@ def convert_path(
     each thing done beside the output (a leftover of an interrupted convert removed);
     nothing is printed. `serve` is the launch the output will be served with: the output is
     judged for it. When the draft already loads as is for the planned engine version, the
-    result says so (`not_needed`, also given to `notify`); with `anyway=False` (the
-    command line's default) nothing is then written. `while_writing` is work to do on a
-    second thread while the bytes are copied (the command line loads its renderer); its
-    error, if any, is raised once the output is written and checked."""
+    result says so (`not_needed`, which the command line prints as its report); with
+    `anyway=False` (the command line's default) nothing is then written. `while_writing` is
+    work to do on a second thread while the bytes are copied (the command line loads its
+    renderer); its error, if any, is raised once the output is written and checked."""
     from draftfit.origins.reference import HF_PREFIX as HUB_PREFIX
     from draftfit.origins.reference import is_hub_reference, open_target
 
@@ -187,8 +187,7 @@ def convert_path(
     else:
         not_needed = judge_input()
         if not_needed is not None:
-            if notify is not None:
-                notify(not_needed)
+            # The command's answer (its report says it), not a notice beside the output.
             return ConvertResult(
                 plan, Path(out), False, None, out_as_given=_spelling(out), not_needed=not_needed
             )
