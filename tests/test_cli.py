@@ -371,6 +371,25 @@ def test_full_model_as_the_draft_is_one_line_with_the_fix(capsys, tmp_path: Path
     assert code == 1 and "DF021" in out
 
 
+def test_inspect_says_a_full_model_is_a_target(capsys, tmp_path: Path) -> None:
+    config_only = f.llama_target(tmp_path / "Llama-3.1-8B")
+    with_weights = f.llama_target(tmp_path / "Llama-with-weights")
+    f.write_checkpoint(with_weights, None, {"model.embed_tokens.weight": f.Tensor("BF16", (8, 8))})
+    for model in (config_only, with_weights):
+        for fmt in ("text", "json"):
+            code, out, err = run(capsys, "inspect", str(model), "--format", fmt)
+            assert code == 2 and out == ""
+            assert err == (
+                f"draftfit: error: {model} is a full model (`LlamaForCausalLM`, "
+                f"{f.TARGET_LAYERS} layers), not an EAGLE draft (no `fc` projection, no EAGLE "
+                "architecture): `draftfit inspect` describes drafts; give this model as the "
+                f"target (`draftfit check DRAFT --target {model}`)\n"
+            )
+    # A one-layer EAGLE-1 draft with a plain config is still a draft.
+    code, out, _ = run(capsys, "inspect", str(f.eagle1().write(tmp_path / "eagle1")))
+    assert code == 0 and "official EAGLE repository" in out
+
+
 def test_diff_refuses_a_full_model_on_either_side(capsys, tmp_path: Path) -> None:
     model = f.llama_target(tmp_path / "Llama-3.1-8B")
     head = f.specforge().write(tmp_path / "eagle3-head")

@@ -192,11 +192,14 @@ class InspectInfo:
 
 
 def inspect_path(path: str | Path) -> InspectInfo:
-    """Everything `draftfit inspect` shows about the draft at `path`."""
+    """Everything `draftfit inspect` shows about the draft at `path` (a full model is a
+    usage error, as for `check`)."""
+    from draftfit.draft.mistakes import refuse_full_model
     from draftfit.origins.reference import open_checkpoint
 
     checkpoint = open_checkpoint(path)
     spec = describe(checkpoint)
+    refuse_full_model(checkpoint, spec, "inspect")
     tensors = [
         TensorEntry(
             info.name, canonical, role_of(canonical), info.dtype, tuple(info.shape), info.file

@@ -99,6 +99,19 @@ def argument_mistake(
     )
 
 
+def refuse_full_model(checkpoint: Checkpoint, spec: DraftDescription, command: str) -> None:
+    """Raise :class:`UsageError` when a command that describes drafts (`command`, e.g.
+    `inspect`) was given a full model, saying what it is and where it belongs."""
+    found = _full_model_given(checkpoint, spec, None, None)
+    if found is not None:
+        model = checkpoint.origin
+        raise UsageError(
+            f"{model} is a full model ({found[0]}), not an EAGLE draft (no `fc` projection, "
+            f"no EAGLE architecture): `draftfit {command}` describes drafts; give this model "
+            f"as the target (`draftfit check DRAFT --target {model}`)"
+        )
+
+
 def refuse_diff_mistakes(
     sides: list[tuple[str, Checkpoint, DraftDescription]], target: Target | None, method: str | None
 ) -> None:
