@@ -58,8 +58,44 @@ def test_a_drifted_example_is_reported(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout
 
 
+def _synopses() -> list[tuple[str, str]]:
+    """(command, synopsis) from each command page: a short title (`# `draftfit check``) and,
+    under it, a `text` block whose lines start `draftfit CMD` (continuation lines indented)."""
+    import re
+
+    found: list[tuple[str, str]] = []
+    for page in sorted((ROOT / "docs" / "commands").glob("*.md")):
+        text = page.read_text("utf-8")
+        head = re.match(r"# ([^\n]*)\n\n```text\n(.*?)^```$", text, re.S | re.M)
+        assert head, f"{page.name}: a short title, then the synopsis as a ```text block"
+        title, block = head.groups()
+        assert "--" not in title and "[" not in title and len(title) <= 60, (page.name, title)
+        for line in block.splitlines():
+            if line.startswith("draftfit "):
+                name, _, rest = line[len("draftfit ") :].partition(" ")
+                found.append((name, rest))
+                assert f"`draftfit {name}`" in title, (page.name, title)
+            else:
+                assert line.startswith(" ") and found, (page.name, line)
+                found[-1] = (found[-1][0], found[-1][1] + " " + line.strip())
+    return found
+
+
+def test_command_pages_have_a_short_title_and_a_synopsis_block() -> None:
+    """Every command has a synopsis on its page, once (the title is the command alone, so
+    the page's heading and the site's navigation stay short)."""
+    import argparse
+
+    from draftfit.cli.main import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    names = [name for name, _ in _synopses()]
+    assert sorted(names) == sorted(commands.choices)
+
+
 def test_command_headings_name_every_option_and_only_real_ones() -> None:
-    """Each `# draftfit CMD ...` heading of the manual's command pages names every option
+    """Each command page's synopsis (`draftfit CMD ...`) names every option
     `draftfit CMD --help` lists (help aside), and no other."""
     import argparse
     import re
@@ -68,8 +104,7 @@ def test_command_headings_name_every_option_and_only_real_ones() -> None:
 
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    pages = "\n".join(p.read_text("utf-8") for p in sorted((ROOT / "docs").rglob("*.md")))
-    headings = re.findall(r"^#+ `draftfit (\w+)([^`]*)`", pages, re.MULTILINE)
+    headings = _synopses()
     assert {name for name, _ in headings} >= {"check", "diff", "matrix", "convert", "engines"}
     for name, synopsis in headings:
         actions = [
