@@ -18,6 +18,7 @@ from draftfit.checker import check_path
 from draftfit.cli.main import main
 from draftfit.engines.profile import parse_engine_data
 from draftfit.errors import SpecDataError
+from draftfit.fail_on import UNVERIFIED
 from draftfit.render.github import render_github
 from draftfit.render.junit import render_junit_check
 from draftfit.render.sarif import render_sarif
@@ -82,8 +83,13 @@ def test_every_rule_declares_a_consequence_and_its_severity_follows(rule_id) -> 
     assert rule_id.severity is expected
     if rule_id.consequence is Consequence.DEGRADES:
         assert rule_id.condition, f"{rule_id.code} degrades without naming when"
+    elif rule_id.consequence is Consequence.LAUNCH_DEPENDENT:
+        assert rule_id.condition, f"{rule_id.code} depends on the launch without naming which"
     else:
         assert rule_id.condition is None
+    if rule_id.effect is not None:
+        assert rule_id.consequence is Consequence.DEGRADES
+        assert rule_id.consequence_text.startswith(rule_id.effect)
     assert RULES[rule_id.code].consequence is rule_id.consequence
 
 
@@ -96,9 +102,20 @@ def test_consequence_words_are_a_small_fixed_vocabulary() -> None:
         "degrades",
         "slower",
         "cosmetic",
+        "launch-dependent",
+        "unknown",
     ]
     assert Consequence.DRAFTS_GARBAGE.describe() == "loads, but drafts garbage: acceptance ≈ 0"
     assert Consequence.DEGRADES.describe("past 4096 tokens") == "drafts worse past 4096 tokens"
+    assert (
+        Consequence.DEGRADES.describe("under NIXL", "start-up fails") == "start-up fails under NIXL"
+    )
+    assert (
+        Consequence.LAUNCH_DEPENDENT.describe("`vllm serve DRAFT` refuses it")
+        == "depends on the launch: `vllm serve DRAFT` refuses it"
+    )
+    for info in (Consequence.LAUNCH_DEPENDENT, Consequence.UNKNOWN):
+        assert info.severity is Severity.INFO and info.runs
 
 
 def test_silent_failures_of_the_vllm_loader_are_errors() -> None:
@@ -119,7 +136,8 @@ def test_silent_failures_of_the_vllm_loader_are_errors() -> None:
         ("head-dim-not-declared", "DF208", "drafts-garbage", DRAFTS_GARBAGE, 1),
         ("draft-context-short-0.29", "DF504", "degrades", DEGRADED, 0),
         ("float32-weights", "DF902", "slower", None, 0),
-        ("dir-name-without-method", "DF108", "cosmetic", COMPATIBLE, 0),
+        ("dir-name-without-method", "DF108", "launch-dependent", COMPATIBLE, 0),
+        ("target-capability-unknown-0.30", "DF505", "unknown", UNVERIFIED, 0),
     ],
 )
 def test_each_consequence_sets_severity_verdict_and_exit(

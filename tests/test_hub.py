@@ -222,7 +222,12 @@ def test_unreachable_hub_falls_back_to_the_cache_and_says_so(
     code = main(["check", "org/draft", "--target", "org/target", "--format", "json"])
     captured = capsys.readouterr()
     assert code == 0
-    assert json.loads(captured.out)["engines"][0]["verdict"] == "compatible"
+    # The target's ModelSlim description is not in the cache: whether the target is
+    # rotated is unknown (DF519), so nothing is called compatible.
+    report = json.loads(captured.out)
+    assert report["engines"][0]["verdict"] == "unverified"
+    (unchecked,) = [f for f in report["findings"] if f["code"] == "DF519"]
+    assert unchecked["consequence"] == "unknown"
     lines = captured.err.splitlines()
     assert any(
         "hf://org/draft: cannot reach the Hub" in line

@@ -1,8 +1,9 @@
 """Every rule case's rendered findings, pinned in `tests/snapshots/<family>.json`.
 
 `test_rules.py` asserts which codes fire; this pins what the user reads for each finding:
-its code, severity, message, location, fix and citations. A change shows as a diff of the
-family's file. After an intended change, rewrite the files and review that diff:
+its code, severity, consequence (where the finding states its own), message, location, fix
+and citations. A change shows as a diff of the family's file. After an intended change,
+rewrite the files and review that diff:
 
     python -m pytest tests/test_rule_snapshots.py --snapshot-update
 
@@ -36,6 +37,8 @@ def rendered(findings: list[Finding], tmp: Path) -> list[dict[str, Any]]:
         {
             "code": f.code,
             "severity": str(f.severity),
+            # the label, where this finding states its own (the rule's is in rule_ids.py)
+            **({"consequence": str(f.consequence)} if f.consequence != f.rule.consequence else {}),
             "message": plain(f.message),
             "location": plain(str(f.location)),
             "fix": plain(f.fix) if f.fix is not None else None,

@@ -11,7 +11,7 @@ from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for rendere
 from draftfit.fail_on import FailOn, Verdict
 from draftfit.location import Location
 from draftfit.records import field, frozen, record
-from draftfit.rule_ids import TARGET_CAPABILITY_UNKNOWN, Consequence, RuleId, Severity
+from draftfit.rule_ids import ALL_RULE_IDS, Consequence, RuleId, Severity
 from draftfit.version import __version__
 
 TYPE_CHECKING = False
@@ -49,10 +49,13 @@ INCOMPATIBLE = Verdict.INCOMPATIBLE
 DRAFTS_GARBAGE = Verdict.DRAFTS_GARBAGE
 # The verdicts that fail the default gate (`--fail-on error`).
 FAILING_VERDICTS = frozenset({INCOMPATIBLE, DRAFTS_GARBAGE})
-# Nothing fails, but draftfit's data cannot say whether the engine version supports a part
-# of the setup (e.g. the target class), or checks that could change the answer were skipped
-# (no target): not called compatible. `UNVERIFIED` lives in draftfit.fail_on.
-UNVERIFIED_RULES: frozenset[RuleId] = frozenset({TARGET_CAPABILITY_UNKNOWN})
+# Nothing fails, but draftfit's data cannot say what a finding does to serving (the rules
+# whose consequence is `unknown`: the target class, a target quantization, a rotation), or
+# checks that could change the answer were skipped (no target): not called compatible.
+# `UNVERIFIED` lives in draftfit.fail_on.
+UNVERIFIED_RULES: frozenset[RuleId] = frozenset(
+    rule for rule in ALL_RULE_IDS if rule.consequence is Consequence.UNKNOWN
+)
 UNVERIFIED_CODES = frozenset(item.code for item in UNVERIFIED_RULES)
 DEGRADED = Verdict.DEGRADED
 COMPATIBLE = Verdict.COMPATIBLE
@@ -209,7 +212,8 @@ class Finding:
     @property
     def consequence_text(self) -> str:
         """The consequence as a user reads it ("loads, but drafts garbage: acceptance ≈ 0")."""
-        return self.consequence.describe(self.condition)
+        own = self.condition == self.rule.condition  # the rule's effect goes with its condition
+        return self.consequence.describe(self.condition, self.rule.effect if own else None)
 
     @property
     def counts(self) -> bool:
@@ -441,8 +445,9 @@ def verdict_for(
     An error whose consequence is that the engine will not run (refuses to start, fails at
     the first request) makes it `incompatible`; errors that all let it run but make every
     draft wrong make it `drafts-garbage`. Without errors or warnings the verdict is
-    `unverified`, not `compatible`, when DF505 applies or `unverified_reasons` names checks
-    that were skipped."""
+    `unverified`, not `compatible`, when a finding's consequence is unknown (DF505: draftfit
+    has no record of the target class) or `unverified_reasons` names checks that were
+    skipped."""
     counts = {"error": 0, "warning": 0, "info": 0}
     findings = [f for f in findings if f.counts]
     runs = True
@@ -455,9 +460,15 @@ def verdict_for(
         return (DRAFTS_GARBAGE if runs else INCOMPATIBLE), counts
     if counts["warning"]:
         return DEGRADED, counts
-    if unverified_reasons or any(key in f.engines and f.code in UNVERIFIED_CODES for f in findings):
+    if unverified_reasons or any(key in f.engines and _unknown(f) for f in findings):
         return UNVERIFIED, counts
     return COMPATIBLE, counts
+
+
+def _unknown(finding: Finding) -> bool:
+    """Whether draftfit cannot tell what this finding does to serving (an unknown
+    consequence, the rule's own or this finding's)."""
+    return finding.code in UNVERIFIED_CODES or finding.consequence is Consequence.UNKNOWN
 
 
 def _runs(finding: Finding) -> bool:

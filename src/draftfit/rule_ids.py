@@ -25,7 +25,8 @@ from draftfit.records import frozen
 class Severity(enum.IntEnum):
     """How a finding counts, as it follows from its :class:`Consequence`: `error` (the
     engine refuses, fails at the first request or drafts garbage), `warning` (it drafts
-    worse under a named condition), `info` (slower, or nothing changes)."""
+    worse, or fails, under a named condition), `info` (slower, nothing changes, only a
+    launch the fix avoids is affected, or draftfit cannot tell)."""
 
     INFO = 1
     WARNING = 2
@@ -52,6 +53,11 @@ class Consequence(enum.Enum):
     DEGRADES = "degrades"  # under a condition the rule names
     SLOWER = "slower"  # slower or wasted memory only; drafts are unaffected
     COSMETIC = "cosmetic"  # cosmetic or provenance: serving is unaffected
+    # only some launches are affected (the condition names which, and what they do); a
+    # launch that follows the fix is not
+    LAUNCH_DEPENDENT = "launch-dependent"
+    # draftfit's data does not settle what it does to serving: the verdict is unverified
+    UNKNOWN = "unknown"
 
     def __str__(self) -> str:
         return self.value
@@ -78,11 +84,15 @@ class Consequence(enum.Enum):
             Consequence.DRAFT_NOT_SERVED,
         )
 
-    def describe(self, condition: str | None = None) -> str:
+    def describe(self, condition: str | None = None, effect: str | None = None) -> str:
         """The consequence as a user reads it, e.g. "loads, but drafts garbage: acceptance
-        ≈ 0"; `condition` completes a degradation ("degrades past the draft's context")."""
+        ≈ 0". `condition` completes a degradation ("drafts worse past the draft's context"),
+        whose `effect` is "drafts worse" unless the rule names another ("start-up fails on
+        GPUs where ..."), and says which launch a launch-dependent finding affects."""
         if self is Consequence.DEGRADES and condition:
-            return f"drafts worse {condition}"
+            return f"{effect or 'drafts worse'} {condition}"
+        if self is Consequence.LAUNCH_DEPENDENT and condition:
+            return f"depends on the launch: {condition}"
         return _TEXT[self]
 
 
@@ -103,6 +113,8 @@ _TEXT = {
     Consequence.DEGRADES: "drafts worse under some conditions",
     Consequence.SLOWER: "slower or more memory only; drafts are unaffected",
     Consequence.COSMETIC: "no effect on serving (cosmetic or provenance)",
+    Consequence.LAUNCH_DEPENDENT: "depends on the launch: one that follows the fix is unaffected",
+    Consequence.UNKNOWN: "draftfit cannot tell what it does to serving (the verdict is unverified)",
 }
 
 
@@ -113,13 +125,16 @@ class RuleId:
     `consequence` is what the rule's findings do to serving unless a finding states its
     own (where the engine version or the case decides it); the severity follows from it.
     `condition` names when a `degrades` rule degrades (e.g. "past the draft's context
-    length")."""
+    length"), and `effect` what happens then where it is not that drafts get worse
+    ("start-up fails"); for a `launch-dependent` rule, `condition` says which launch is
+    affected and how."""
 
     code: str
     name: str
     consequence: Consequence
     family: str
     condition: str | None = None
+    effect: str | None = None
 
     @property
     def severity(self) -> Severity:
@@ -128,6 +143,11 @@ class RuleId:
     def __str__(self) -> str:
         return f"{self.code} {self.name}"
 
+    @property
+    def consequence_text(self) -> str:
+        """The rule's own consequence as a user reads it (its condition and effect included)."""
+        return self.consequence.describe(self.condition, self.effect)
+
 
 _REFUSES = Consequence.REFUSES_TO_START
 _FAILS = Consequence.FAILS_AT_FIRST_REQUEST
@@ -135,6 +155,9 @@ _GARBAGE = Consequence.DRAFTS_GARBAGE
 _DEGRADES = Consequence.DEGRADES
 _SLOWER = Consequence.SLOWER
 _COSMETIC = Consequence.COSMETIC
+_LAUNCH = Consequence.LAUNCH_DEPENDENT
+_UNKNOWN = Consequence.UNKNOWN
+_START_UP_FAILS = "start-up fails"
 
 UNREADABLE_FILE = RuleId("DF001", "unreadable-file", _REFUSES, "structure")
 TRUNCATED_FILE = RuleId("DF002", "truncated-file", _REFUSES, "structure")
@@ -169,21 +192,34 @@ DUPLICATE_JSON_KEY = RuleId(
     "duplicate-json-key",
     _DEGRADES,
     "structure",
-    "when a tool reads the other copy of the key than the engine does",
+    "if the copy the engine keeps (the last one written) is not the value the draft was "
+    "trained with",
 )
 UNSUPPORTED_DRAFT_ARCHITECTURE = RuleId(
     "DF101", "unsupported-draft-architecture", _REFUSES, "config"
 )
 MISSING_ARCHITECTURES = RuleId("DF102", "missing-architectures", _REFUSES, "config")
 UNSUPPORTED_SPECULATORS_TYPE = RuleId("DF103", "unsupported-speculators-type", _REFUSES, "config")
-INVALID_SPECULATORS_CONFIG = RuleId("DF104", "invalid-speculators-config", _COSMETIC, "config")
+INVALID_SPECULATORS_CONFIG = RuleId(
+    "DF104",
+    "invalid-speculators-config",
+    _LAUNCH,
+    "config",
+    "`vllm serve DRAFT` (which reads the verifier and the speculative tokens from the draft's "
+    "config) refuses the checkpoint; `--model TARGET --speculative-config` is unaffected",
+)
 SPECULATORS_FORMAT_UNSUPPORTED = RuleId(
     "DF105", "speculators-format-unsupported", _REFUSES, "config"
 )
 UNSUPPORTED_LAYER_MODEL_TYPE = RuleId("DF106", "unsupported-layer-model-type", _REFUSES, "config")
 METHOD_MISMATCH = RuleId("DF107", "method-mismatch", _REFUSES, "config")
 METHOD_NOT_DETECTED_FROM_PATH = RuleId(
-    "DF108", "method-not-detected-from-path", _COSMETIC, "config"
+    "DF108",
+    "method-not-detected-from-path",
+    _LAUNCH,
+    "config",
+    "a launch that leaves `method` out of --speculative-config runs another method (vLLM "
+    "refuses the draft, or drafts garbage with it); one that passes it is unaffected",
 )
 METHOD_UNSUPPORTED = RuleId("DF109", "method-unsupported", _REFUSES, "config")
 MISSING_DRAFT_VOCAB_SIZE = RuleId("DF110", "missing-draft-vocab-size", _REFUSES, "config")
@@ -192,19 +228,13 @@ SPECULATORS_CONFIG_WITH_MODEL_TYPE = RuleId(
 )
 MISSING_CONFIG_FIELD = RuleId("DF112", "missing-config-field", _REFUSES, "config")
 UNKNOWN_DRAFT_METHOD = RuleId("DF113", "unknown-draft-method", _REFUSES, "config")
-METHOD_GUESSED_AS_DRAFT_MODEL = RuleId(
-    "DF114",
-    "method-guessed-as-draft-model",
-    _DEGRADES,
-    "config",
-    "when the launch names no speculative method (the head then runs as an ordinary draft model)",
-)
+METHOD_GUESSED_AS_DRAFT_MODEL = RuleId("DF114", "method-guessed-as-draft-model", _GARBAGE, "config")
 UNSUPPORTED_ACTIVATION = RuleId("DF115", "unsupported-activation", _REFUSES, "config")
 MULTI_LAYER_DRAFT_UNSUPPORTED = RuleId("DF116", "multi-layer-draft-unsupported", _REFUSES, "config")
 DRAFT_KV_LAYER_COUNT = RuleId("DF117", "draft-kv-layer-count", _REFUSES, "config")
 CONFIG_FIELD_WRONG_TYPE = RuleId("DF118", "config-field-wrong-type", _REFUSES, "field_types")
 CONFIG_FIELD_MISREAD = RuleId("DF119", "config-field-misread", _GARBAGE, "field_types")
-NOT_AN_EAGLE_DRAFT = RuleId("DF125", "not-an-eagle-draft", _COSMETIC, "config")
+NOT_AN_EAGLE_DRAFT = RuleId("DF125", "not-an-eagle-draft", _UNKNOWN, "config")
 DRAFT_SLIDING_WINDOW_IGNORED = RuleId(
     "DF130",
     "draft-sliding-window-ignored",
@@ -235,7 +265,8 @@ AUX_IDS_DUPLICATE = RuleId(
     "aux-ids-duplicate",
     _DEGRADES,
     "aux",
-    "in engines that capture the list as written, where the count no longer matches fc",
+    "in engines that de-duplicate the ids, which then feed fc fewer states than it was trained on",
+    "the first request fails",
 )
 AUX_IDS_DISAGREE = RuleId(
     "DF307",
@@ -261,7 +292,7 @@ AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS = RuleId(
     "the trained ones",
 )
 AUX_IDS_NOT_ASCENDING = RuleId("DF310", "aux-ids-not-ascending", _GARBAGE, "aux")
-AUX_IDS_NOT_RECORDED = RuleId("DF315", "aux-ids-not-recorded", _COSMETIC, "aux")
+AUX_IDS_NOT_RECORDED = RuleId("DF315", "aux-ids-not-recorded", _UNKNOWN, "aux")
 MISSING_D2T = RuleId("DF401", "missing-d2t", _GARBAGE, "vocab")
 LM_HEAD_MISSING_REDUCED_VOCAB = RuleId("DF402", "lm-head-missing-reduced-vocab", _GARBAGE, "vocab")
 D2T_OUT_OF_RANGE = RuleId("DF403", "d2t-out-of-range", _FAILS, "vocab")
@@ -272,7 +303,7 @@ VOCAB_MAP_INCONSISTENT = RuleId(
     "vocab",
     "for the draft tokens whose mapping is wrong",
 )
-VOCAB_SIZE_MISMATCH = RuleId("DF405", "vocab-size-mismatch", _REFUSES, "vocab")
+VOCAB_SIZE_MISMATCH = RuleId("DF405", "vocab-size-mismatch", _FAILS, "vocab")
 D2T_IGNORED_BY_ENGINE = RuleId("DF406", "d2t-ignored-by-engine", _GARBAGE, "vocab")
 T2D_INCONSISTENT = RuleId("DF407", "t2d-inconsistent", _COSMETIC, "vocab")
 TARGET_NOT_EAGLE3_CAPABLE = RuleId("DF501", "target-not-eagle3-capable", _REFUSES, "target")
@@ -287,19 +318,24 @@ DRAFT_CONTEXT_SHORTER_THAN_TARGET = RuleId(
     "target",
     "past the draft's context length, on longer prompts",
 )
-TARGET_CAPABILITY_UNKNOWN = RuleId("DF505", "target-capability-unknown", _COSMETIC, "target")
+TARGET_CAPABILITY_UNKNOWN = RuleId("DF505", "target-capability-unknown", _UNKNOWN, "target")
 DRAFT_CONTEXT_REFUSED = RuleId("DF506", "draft-context-refused", _REFUSES, "target")
 DRAFT_INHERITS_TARGET_QUANTIZATION = RuleId(
-    "DF515", "draft-inherits-target-quantization", _COSMETIC, "target"
+    "DF515",
+    "draft-inherits-target-quantization",
+    _LAUNCH,
+    "target",
+    "start-up fails if the launch passes the target's `--quantization` to SGLang; without it, "
+    "nothing happens",
 )
 TARGET_ROTATION_UNCOMPENSATED = RuleId("DF516", "target-rotation-uncompensated", _GARBAGE, "target")
 DRAFT_BUILT_WITH_TARGET_QUANTIZATION = RuleId(
     "DF517", "draft-built-with-target-quantization", _REFUSES, "target"
 )
 TARGET_QUANTIZATION_NOT_MODELLED = RuleId(
-    "DF518", "target-quantization-not-modelled", _COSMETIC, "target"
+    "DF518", "target-quantization-not-modelled", _UNKNOWN, "target"
 )
-TARGET_ROTATION_UNCHECKED = RuleId("DF519", "target-rotation-unchecked", _COSMETIC, "target")
+TARGET_ROTATION_UNCHECKED = RuleId("DF519", "target-rotation-unchecked", _UNKNOWN, "target")
 DRAFT_HEAD_SHARE_CHECK_FAILS = RuleId(
     "DF520", "draft-lm-head-share-check-fails", _REFUSES, "target"
 )
@@ -309,8 +345,8 @@ DRAFT_HEAD_SIZE_UNSUPPORTED = RuleId(
     "draft-head-size-unsupported",
     _DEGRADES,
     "target",
-    "on GPUs where FlashAttention is the default backend (compute capability 8.0 or "
-    "newer), where start-up fails",
+    "on GPUs where FlashAttention is the default backend (compute capability 8.0 or newer)",
+    _START_UP_FAILS,
 )
 DRAFT_HEAD_SIZE_FALLBACK = RuleId(
     "DF532",
@@ -325,7 +361,8 @@ DRAFT_KV_TRANSFER_SIZE_DIFFERS = RuleId(
     "draft-kv-transfer-size-differs",
     _DEGRADES,
     "target",
-    "under prefill/decode disaggregation (NIXL), where start-up fails",
+    "under prefill/decode disaggregation (NIXL)",
+    _START_UP_FAILS,
 )
 # DF55x: the launch's serving settings (`--serve-config`, `--serve-args`). Their findings
 # are about the launch, so a launch without those settings (a serve recipe) has none.
@@ -409,7 +446,15 @@ UNTRAINED_LAYER_WEIGHTS = RuleId(
 )
 FLOAT32_WEIGHTS = RuleId("DF902", "float32-weights", _SLOWER, "hygiene")
 CONFIG_DTYPE_MISMATCH = RuleId("DF903", "config-dtype-mismatch", _COSMETIC, "hygiene")
-LOCAL_VERIFIER_PATH = RuleId("DF904", "local-verifier-path", _COSMETIC, "hygiene")
+LOCAL_VERIFIER_PATH = RuleId(
+    "DF904",
+    "local-verifier-path",
+    _LAUNCH,
+    "hygiene",
+    "`vllm serve DRAFT` (which reads the verifier from the draft's config) refuses a local "
+    "path or cannot find it on another machine; `--model TARGET --speculative-config` is "
+    "unaffected",
+)
 UNKNOWN_CONVENTION = RuleId("DF905", "unknown-convention", _COSMETIC, "hygiene")
 
 ALL_RULE_IDS: tuple[RuleId, ...] = (

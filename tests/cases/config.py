@@ -84,7 +84,7 @@ case(
     {"DF114"},
     {"DF107", "DF108"},
     method="auto",
-    verdict="degraded",
+    verdict="drafts-garbage",
     oracle="20",
 )(with_target(f.specforge(), name="mydraft"))
 case("dir-name-auto-method-0.14", {"DF107"}, {"DF114"}, method="auto", engines=("vllm==0.14.0",))(

@@ -28,7 +28,7 @@ def rule_dict(item: Rule, data: bool = False) -> dict[str, Any]:
         "name": item.name,
         "severity": str(item.severity),
         "consequence": str(item.consequence),
-        "consequence_text": item.consequence.describe(item.condition),
+        "consequence_text": item.id.consequence_text,
         "summary": item.summary,
         "family": item.family,
         "scope": item.scope,

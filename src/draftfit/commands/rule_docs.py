@@ -32,7 +32,7 @@ def rule_page(item: Rule) -> str:
         "| --- | --- | --- | --- | --- |",
         f"| {item.severity} | {item.consequence} | {item.family or '—'} | {scope} | {target} |",
         "",
-        f"Consequence: {item.consequence.describe(item.condition)}. Where the engine version or",
+        f"Consequence: {item.id.consequence_text}. Where the engine version or",
         "the case decides otherwise, the finding states its own consequence.",
         "",
         item.doc.strip(),

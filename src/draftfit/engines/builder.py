@@ -544,6 +544,8 @@ class BaseBuilder:
             config_at(where),
             ("draft_sliding_window_honoured",),
             fix=fix,
+            # a release that fails building the draft does not serve it at all
+            consequence=Consequence.REFUSES_TO_START if honoured == "index-error" else None,
         )
 
     def _launch_gives_window(self, size: int) -> bool:
@@ -888,7 +890,9 @@ class BaseBuilder:
                 rule_ids.TARGET_HIDDEN_SIZE_MISMATCH,
                 f"the draft expects target hidden states of width {T} "
                 f"({'target_hidden_size' if explicit else 'hidden_size'}), but the target's "
-                f"hidden_size is {Ht}: the `fc` matmul fails at the first speculative step",
+                f"hidden_size is {Ht}: the `fc` matmul fails the first time the draft reads the "
+                "target's states (in the start-up warm-up where the engine runs the draft on "
+                "them, else at the first speculative step)",
                 config_at(where),
                 ("eagle3_weight_mapping",),
                 fix=f"set `target_hidden_size` to {Ht} only if `fc` was trained on {Ht}-wide "

@@ -388,10 +388,16 @@ def same_draft(b: BaseBuilder, named: str) -> bool | None:
 
 
 def draft_is_checked(
-    b: BaseBuilder, s: ServeSettings, key: str, pointer: str, missing: str
+    b: BaseBuilder,
+    s: ServeSettings,
+    key: str,
+    pointer: str,
+    missing: str,
+    consequence: Consequence | None = None,
 ) -> None:
-    """A whole launch that names no draft (`missing`: what the engine does then) or another
-    draft than the checked one; `key` names the draft path's setting, `pointer` where."""
+    """A whole launch that names no draft (`missing`: what the engine does then, and
+    `consequence` where that is not a refusal) or another draft than the checked one; `key`
+    names the draft path's setting, `pointer` where."""
     if s.draft_model is None:
         b.refuse(
             rule_ids.DRAFT_PATH_MISSING,
@@ -399,6 +405,7 @@ def draft_is_checked(
             located(s, pointer),
             (),
             fix=f"name the draft's folder with `{key}`",
+            consequence=consequence,
         )
         return
     if same_draft(b, s.draft_model) is not False:

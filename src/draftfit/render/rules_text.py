@@ -40,7 +40,7 @@ def render_rule(item: Rule, options: RenderOptions = PLAIN) -> str:
     """Plain markdown-ish text: heading line, the docstring sections, then the engine data."""
     target = " (needs --target)" if item.needs_target else ""
     text = f"{item.code} {item.name} — {item.severity}{target}\n{item.summary}\n"
-    text += f"consequence: {item.consequence} — {item.consequence.describe(item.condition)}\n"
+    text += f"consequence: {item.consequence} — {item.id.consequence_text}\n"
     text += f"docs: {rule_doc_url(item.code)}\n\n{item.doc}\n"
     data = rule_data(item)
     if data:

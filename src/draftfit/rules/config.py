@@ -445,7 +445,8 @@ def draft_kv_layer_count() -> None:
 
     ## Why it matters
     SGLang builds a KV pool with that many layers: `0` gives an empty pool and an
-    IndexError at the first forward, after the target is loaded.
+    IndexError the first time the draft runs, after the target is loaded: while start-up
+    captures the draft's CUDA graphs (the default), else at the first request.
 
     ## Example
     An MLA draft for Kimi-K2 whose config keeps the target's `num_nextn_predict_layers: 0`,
@@ -470,7 +471,9 @@ def draft_sliding_window_ignored() -> None:
     The draft was trained to attend only to the last `sliding_window` positions; served
     without the window it attends over the whole context, which it never saw in training.
     Short prompts are unaffected; acceptance drops as prompts grow past the window.
-    speculators 0.7 and later train drafts with a window by default.
+    speculators 0.7 and later train drafts with a window by default. One vLLM release
+    (0.10.1, Llama drafts) instead fails while it builds such a draft, so it does not start;
+    that finding says so and is an error.
 
     ## Example
     A speculators EAGLE-3 draft with `layer_types: ["sliding_attention"]` and

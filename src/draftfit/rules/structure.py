@@ -275,7 +275,9 @@ def index_missing_shard() -> None:
     Every shard file named in `model.safetensors.index.json` (or the `.bin` index) exists.
 
     ## Why it matters
-    The tensors mapped to it are missing; the engine fails or leaves them uninitialised.
+    The tensors mapped to it are missing, and the engine refuses to load the draft: vLLM
+    raises `FileNotFoundError: Weight files referenced in index but missing` while it lists
+    the weight files (confirmed by running vLLM 0.34.0).
 
     ## Example
     `model-00002-of-00002.safetensors` was not uploaded.

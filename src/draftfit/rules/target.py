@@ -61,7 +61,9 @@ def target_hidden_size_mismatch() -> None:
     `hidden_size` itself must equal it.
 
     ## Why it matters
-    Not checked at load: the `fc` matmul fails at the first speculative step.
+    Not checked at load: the `fc` matmul fails the first time the draft reads the target's
+    states, in the start-up warm-up where the engine runs the draft on them (vLLM's V2 model
+    runner), else at the first speculative step.
 
     ## Example
     A 4096-wide draft trained for Llama-3.1-8B next to Llama-3.3-70B (8192).
@@ -447,7 +449,7 @@ def draft_kv_transfer_size_differs() -> None:
     vLLM's NIXL connector (`--kv-transfer-config` with `NixlConnector`) asserts `All kv
     cache tensors must have the same size` while it registers the KV caches of a non-MLA
     model, so a disaggregated deployment fails at start-up (vllm-project/vllm#48529).
-    Without disaggregation nothing happens: this is a note, not an error.
+    Without disaggregation nothing happens: this is a warning, not an error.
 
     ## Example
     A draft with 4 KV heads next to a target with 8 (MiniMax-M3 with its EAGLE-3 draft).

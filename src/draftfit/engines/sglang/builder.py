@@ -49,6 +49,7 @@ from draftfit.engines.view import (
     FateCause,
 )
 from draftfit.location import Location, config_at
+from draftfit.rule_ids import Consequence
 from draftfit.serve.settings import ServeSettings
 
 TYPE_CHECKING = False
@@ -493,7 +494,8 @@ class _SGLangBuilder(BaseBuilder):
             f"`num_nextn_predict_layers` is {nextn}: {self.p.title} sizes the draft's KV cache "
             f"with it instead of the {n_layers} decoder layer(s), "
             + (
-                "a zero-layer pool: IndexError at the first forward"
+                "a zero-layer pool: IndexError the first time the draft runs (while start-up "
+                "captures its CUDA graphs, else at the first request)"
                 if nextn == 0
                 else "too few layers for the draft"
             ),
@@ -929,6 +931,8 @@ class _SGLangBuilder(BaseBuilder):
                 Location(TARGET_CONFIG, "/architectures/0"),
                 ("verifier_eagle3_broken",),
                 fix="use SGLang 0.5.22 or later for this target",
+                # it starts: the missing states are found when the draft first reads them
+                consequence=Consequence.FAILS_AT_FIRST_REQUEST,
             )
             return
         if arch in (self.value("verifier_eagle3_classes") or []):

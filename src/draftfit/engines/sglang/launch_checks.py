@@ -98,7 +98,12 @@ def _launch_serves_draft(b: BaseBuilder, s: ServeSettings) -> None:
         s,
         "--speculative-draft-model-path",
         "/speculative-draft-model-path",
-        "SGLang loads the target's own weights as the draft",
+        # sglang/srt/arg_groups/speculative_hook.py (_handle_eagle_family): the target's
+        # path stands in for the draft's for DeepSeek-family targets (their MTP layers);
+        # for the others the draft worker gets no path and start-up fails.
+        "SGLang loads the target's own weights as the draft (DeepSeek-family targets, "
+        "whose MTP layers it runs) or, for other targets, fails at start-up without a draft",
+        Consequence.DRAFT_NOT_SERVED,
     )
 
 

@@ -148,8 +148,6 @@ class _Builder(BaseBuilder):
                         Location(CONFIG),
                         ("method_from_path", "draft_model_method"),
                         fix=fix,
-                        # the launch given names no method: the condition holds, not may hold
-                        consequence=Consequence.DRAFTS_GARBAGE if launch is not None else None,
                     )
                 else:
                     self.refuse(
