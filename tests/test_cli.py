@@ -463,6 +463,15 @@ def test_a_draft_given_as_the_target_is_one_line_naming_the_swap(
     assert not out_dir.exists()
 
 
+def test_a_draft_as_the_target_of_several_drafts_is_said_once(capsys, tmp_path: Path) -> None:
+    drafts = [f.specforge().write(tmp_path / "drafts" / name) for name in ("a", "b")]
+    head = f.speculators(variant="converted").write(tmp_path / "eagle3-head")
+    code, out, err = run(capsys, "check", *map(str, drafts), "--target", str(head))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"draftfit: error: the target {head} is a draft (")
+    assert f"run `draftfit check {drafts[0]} {drafts[1]} --target VERIFIER`" in err
+
+
 def test_a_draft_as_the_target_names_the_verifier_and_the_swap(capsys, tmp_path: Path) -> None:
     model = f.llama_target(tmp_path / "Llama-3.1-8B")
     head = f.speculators(variant="converted").write(tmp_path / "eagle3-head")

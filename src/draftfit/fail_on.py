@@ -9,8 +9,9 @@ The thresholds form one scale, from the least to the most strict::
 * `warning`: also a warning (a `degraded` verdict).
 * `unverified`: also an engine verdict of `unverified` — checks that could change the
   answer were skipped (no `--target`, a target config without the facts they need) or
-  draftfit's data cannot settle it (DF505). A CI job that must not pass on an unchecked
-  draft uses this: every engine verdict has to be `compatible` (or `equivalent` for `diff`).
+  draftfit's data cannot settle it (a finding whose consequence is `unknown`, such as
+  DF505). A CI job that must not pass on an unchecked draft uses this: every engine
+  verdict has to be `compatible` (or `equivalent` for `diff`).
 * `info`: also any info finding.
 
 Kept apart from :class:`~draftfit.rule_ids.Severity`, which grades findings only: an
@@ -34,7 +35,8 @@ class Verdict(str, enum.Enum):
     COMPATIBLE = "compatible"
     DEGRADED = "degraded"
     # Nothing fails, but checks that could change the answer were skipped (no target) or
-    # draftfit's data cannot settle it (DF505): not called compatible.
+    # draftfit's data cannot settle it (an `unknown` finding, such as DF505): not called
+    # compatible.
     UNVERIFIED = "unverified"
     # The engine loads and serves the draft, but every draft is wrong (acceptance ≈ 0).
     DRAFTS_GARBAGE = "drafts-garbage"

@@ -234,6 +234,15 @@ def run_check(options: CheckOptions) -> int:
     reports: list[Any] = []
     worst = EXIT_OK
     serve = launch_settings(options.launch, [*options.drafts, options.target])
+    if options.target and len(drafts) > 1:
+        # A draft given as the target is one mistake, said once, not once per draft.
+        from draftfit.draft.mistakes import refuse_draft_as_target
+        from draftfit.origins.reference import open_target
+
+        refuse_draft_as_target(
+            open_target(options.target),
+            "draftfit check " + " ".join(options.drafts) + " --target VERIFIER",
+        )
 
     for draft in drafts:
         try:
