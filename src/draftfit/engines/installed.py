@@ -211,7 +211,8 @@ def _version_header(text: str) -> str | None:
     return None
 
 
-def _skipped(path: str, why: str) -> None:
+def _skipped(path: str, why: str) -> str | None:
+    """Say that the metadata at `path` is skipped, and why; None (no version)."""
     notice(f"engine metadata {path} skipped: {why}", warning=True)
     return None
 

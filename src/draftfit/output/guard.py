@@ -160,7 +160,7 @@ def _identity(path: str | Path) -> tuple[int, int] | None:
 
 def _refuse_inside_by_identity(path: str | Path, real: Path, what: str, inputs: Inputs) -> None:
     """Refuse `path` when it, or a folder above it, is an input folder by identity."""
-    folders = {}
+    folders: dict[tuple[int, int], str] = {}
     for folder, role in inputs.folders:
         key = _identity(folder)
         if key is not None:
@@ -168,9 +168,9 @@ def _refuse_inside_by_identity(path: str | Path, real: Path, what: str, inputs: 
     if not folders:
         return
     for step in (real, *real.parents):
-        role = folders.get(_identity(step) or (-1, -1))
-        if role is not None:
-            raise UsageError(f"{what} {path} is inside {role}, an input; write it elsewhere")
+        found = folders.get(_identity(step) or (-1, -1))
+        if found is not None:
+            raise UsageError(f"{what} {path} is inside {found}, an input; write it elsewhere")
 
 
 def refuse_same_file(path: str | Path, what: str, inputs: Inputs) -> None:
