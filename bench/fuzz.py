@@ -20,8 +20,10 @@ shards, a huge `weight_map`, terminal escapes, `../` and absolute shard names) a
 header holding MTP layers (`model.layers.N.eh_proj`, `mtp.*`, `model.mtp_layers.*`); the
 same exclusion lists go into the draft's config; and an installed engine's metadata
 (`vllm-*.dist-info/METADATA`: huge and hostile versions). The target is read as a check reads
-it, and every `--check-every`-th iteration checks the clean draft against it, with `--values`
-reading the target's weights through its index.
+it, and every tenth `--check-every`-th iteration checks the clean draft against it, with
+`--values` reading the target's weights through its index (and, in turn, checks in full a
+draft with a hostile exclusion list). The work folders go to `$TMPDIR` (`/dev/shm` is
+quicker where there is one).
 
 A crash is any exception escaping those calls, or an iteration running past `--timeout`
 seconds; its signature is the exception type and the innermost draftfit frame. The script
@@ -600,7 +602,7 @@ def _target_stream(rng: random.Random, iteration: int, check_every: int) -> list
     inputs = [(name, mutator(rng, original))]
     if iteration % 2 == 0:
         inputs.append(("metadata", mutate_metadata(rng, METADATA_CLEAN)))
-    elif check_every > 0 and iteration % check_every == 1:
+    elif check_every > 0 and iteration % (10 * check_every) == 1:
         inputs.append(("draft-exclusions", b""))
     return inputs
 
@@ -665,7 +667,7 @@ def run(iterations: int, start: int, save: Path | None, check_every: int, timeou
                         )
                     else:
                         (target_work / label).write_bytes(work_inputs)
-                        full = check_every > 0 and iteration % check_every == 0
+                        full = check_every > 0 and iteration % (10 * check_every) == 0
                         exercise_target(target_work, clean["st"], full)
                 except (Exception, IterationTimeout, RecursionError, MemoryError) as exc:
                     key = signature(exc)
