@@ -617,7 +617,14 @@ def signature(exc: BaseException) -> str:
     return f"{type(exc).__name__} at {where}"
 
 
-def run(iterations: int, start: int, save: Path | None, check_every: int, timeout: int) -> int:
+def run(
+    iterations: int,
+    start: int,
+    save: Path | None,
+    check_every: int,
+    timeout: int,
+    progress: int = 10_000,
+) -> int:
     rng = random.Random(start)
     crashes: dict[str, tuple[int, str]] = {}
     started = time.monotonic()
@@ -717,7 +724,7 @@ def run(iterations: int, start: int, save: Path | None, check_every: int, timeou
             finally:
                 signal.alarm(0)
             (work / name).write_bytes(original)
-            if (iteration + 1) % 10_000 == 0:
+            if progress > 0 and (iteration + 1) % progress == 0:
                 rate = (iteration + 1) / (time.monotonic() - started)
                 print(
                     f"{iteration + 1} iterations, {len(crashes)} crash signature(s), {rate:.0f}/s",
@@ -745,8 +752,13 @@ def main(argv: list[str] | None = None) -> int:
         help="run check, recipes, diff, inspect and convert planning every N iterations",
     )
     parser.add_argument("--timeout", type=int, default=20, help="seconds per iteration")
+    parser.add_argument(
+        "--progress", type=int, default=10_000, help="print a progress line every N iterations"
+    )
     args = parser.parse_args(argv)
-    return run(args.iterations, args.start, args.save, args.check_every, args.timeout)
+    return run(
+        args.iterations, args.start, args.save, args.check_every, args.timeout, args.progress
+    )
 
 
 if __name__ == "__main__":
