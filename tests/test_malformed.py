@@ -342,6 +342,9 @@ def _settings_inputs(tmp_path: Path, draft: Path) -> dict[str, list[str]]:
         "inline-deep": b"a = " + b"{b = " * 100_000 + b"1" + b"}" * 100_000 + b"\n",
         "dotted-deep": b"a" + b".a" * 100_000 + b" = 1\n",
         "digits": b"a = " + b"9" * 100_000 + b"\n",
+        "glob-brackets": b'[per-checkpoint-ignores]\n"' + b"[" * 400_000 + b'" = ["DF903"]\n',
+        "many-globs": b"[per-checkpoint-ignores]\n"
+        + b"".join(b'"d%d" = ["DF903"]\n' % i for i in range(1_001)),
     }
     runs: dict[str, list[str]] = {}
     for name, body in settings.items():
@@ -388,7 +391,13 @@ def test_settings_inputs_fail_in_one_line(tmp_path: Path, part: str) -> None:
     env["HF_HUB_OFFLINE"] = "1"
     failures = []
     runs = _settings_inputs(tmp_path, draft)
-    sample = {"deep.yaml", "laughs.yaml", "draftfit.toml deep", "1e999"}
+    sample = {
+        "deep.yaml",
+        "laughs.yaml",
+        "draftfit.toml deep",
+        "1e999",
+        "draftfit.toml glob-brackets",
+    }
     for label in _part(list(runs), sample, part):
         argv = runs[label]
         proc = subprocess.run(
