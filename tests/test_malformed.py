@@ -543,3 +543,35 @@ def test_a_launch_file_in_a_hub_cache_snapshot_is_read(tmp_path: Path) -> None:
     blobs.symlink_to(tmp_path / "elsewhere")
     refused = run()
     assert refused.returncode == 2 and "symbolic link" in refused.stderr, refused.stderr
+
+
+def test_a_target_config_linked_out_of_its_folder_is_refused(tmp_path: Path) -> None:
+    """The target's config.json is read as the draft's is: a link out of its folder is not
+    followed (one line, exit 2, nothing of the linked file shown); a Hugging Face cache
+    snapshot's link into its own `blobs/` is."""
+    from tests.hub_layouts import cache_snapshot
+
+    draft = f.specforge().write(tmp_path / "draft")
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"model_type": SECRET, "hidden_size": 64}))
+    linked = tmp_path / "linked-target"
+    linked.mkdir()
+    (linked / "config.json").symlink_to(secret)
+    snapshot = cache_snapshot(f.llama_target(tmp_path / "plain"), tmp_path / "hub", "org/t")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DRAFTFIT_DEBUG": ""}
+
+    def check(target: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "draftfit", "check", str(draft), "--target", str(target)],
+            capture_output=True,
+            text=True,
+            timeout=scaled(),
+            env=env,
+        )
+
+    refused = check(linked)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "symbolic link" in refused.stderr
+    assert SECRET not in refused.stdout + refused.stderr
+    read = check(snapshot)
+    assert read.returncode in (0, 1), read.stderr

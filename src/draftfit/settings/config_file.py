@@ -249,8 +249,7 @@ def _per_checkpoint(path: Path, value: Any) -> tuple[tuple[str, Mapping[str, str
         raise UsageError(f"{path}: `per-checkpoint-ignores` holds more than {MAX_GLOBS} globs")
     if any(len(str(pattern)) > MAX_GLOB_CHARS for pattern in value):
         raise UsageError(
-            f"{path}: a glob of `per-checkpoint-ignores` is longer than {MAX_GLOB_CHARS} "
-            "characters"
+            f"{path}: a glob of `per-checkpoint-ignores` is longer than {MAX_GLOB_CHARS} characters"
         )
     return tuple((str(pattern), _ignore(path, ignores)) for pattern, ignores in value.items())
 
