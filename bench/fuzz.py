@@ -13,6 +13,17 @@ recipes, `diff` against the clean draft, `inspect` and `convert` planning on it.
 iteration also mutates one settings document (a `draftfit.toml`, a `--serve-config` JSON or
 YAML file or inline JSON, a `--serve-args` command; alias bombs, nesting, long numbers,
 surrogates, control characters) and reads it as draftfit does, from its own generator.
+A third generator mutates the target's inputs every iteration: the target's `config.json`
+(quantization exclusion lists of every producer: compressed-tensors `ignore`, ModelOpt
+`exclude_modules`, Quark `exclude`, GPTQ `dynamic`; MTP fields), its shard index (100k+
+shards, a huge `weight_map`, terminal escapes, `../` and absolute shard names) and a shard
+header holding MTP layers (`model.layers.N.eh_proj`, `mtp.*`, `model.mtp_layers.*`); the
+same exclusion lists go into the draft's config; and an installed engine's metadata
+(`vllm-*.dist-info/METADATA`: huge and hostile versions). The target is read as a check reads
+it, and every tenth `--check-every`-th iteration checks the clean draft against it, with
+`--values` reading the target's weights through its index (and, in turn, checks in full a
+draft with a hostile exclusion list). The work folders go to `$TMPDIR` (`/dev/shm` is
+quicker where there is one).
 
 A crash is any exception escaping those calls, or an iteration running past `--timeout`
 seconds; its signature is the exception type and the innermost draftfit frame. The script
@@ -24,6 +35,8 @@ Same `--seed` and `-n`: same inputs, so a crash reproduces.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import io
 import json
 import os
@@ -167,6 +180,77 @@ SETTINGS_TOKENS: list[bytes] = [
 ]
 
 
+# Quantization configs as each producer writes its exclusion list, and hostile lists for
+# them (huge, deeply nested, wrong types, terminal escapes, patterns that do not compile or
+# backtrack exponentially).
+QUANT_CONFIGS: list[dict[str, Any]] = [
+    {
+        "quant_method": "compressed-tensors",
+        "format": "float-quantized",
+        "config_groups": {
+            "group_0": {
+                "targets": ["Linear"],
+                "weights": {"type": "float", "num_bits": 8, "symmetric": True},
+            }
+        },
+        "ignore": ["lm_head", "re:.*mlp.gate$"],
+    },
+    {"quant_method": "modelopt", "quant_algo": "FP8", "exclude_modules": ["lm_head"]},
+    {"quant_method": "quark", "global_quant_config": {}, "exclude": ["lm_head"]},
+    {"quant_method": "gptq", "bits": 4, "dynamic": {"-:.*lm_head": {}, "+:.*mlp": {"bits": 8}}},
+    {"quant_method": "fp8", "ignored_layers": ["lm_head"], "modules_to_not_convert": ["fc"]},
+]
+EXCLUSION_KEYS = ("ignore", "exclude_modules", "exclude", "dynamic", "ignored_layers")
+EXCLUSION_VALUES: list[Any] = [
+    ["re:("],
+    ["re:(.*)*x$"],
+    ["re:(a|a)*b"],
+    ["re:" + "a" * 100_000],
+    [f"re:.*layers\\.{i}\\..*" for i in range(300)],
+    [f"model.layers.{i}.mlp.down_proj" for i in range(120_000)],
+    ["lm_head\x1b[2J\x1b]8;;http://x\x07", "\n::error::x", "\u202e"],
+    "lm_head",
+    5,
+    None,
+    {"lm_head": 1},
+    [[[[["lm_head"]]]]],
+    [{"a": [1, 2]}],
+    {"-:" + "x" * 5000: {"bits": "8"}},
+    {"+:re:(": None},
+]
+MTP_NAMES = (
+    "model.layers.{n}.eh_proj.weight",
+    "model.layers.{n}.enorm.weight",
+    "model.layers.{n}.hnorm.weight",
+    "model.layers.{n}.shared_head.head.weight",
+    "mtp.layers.0.eh_proj.weight",
+    "mtp.fc.weight",
+    "model.mtp_layers.0.input_proj.weight",
+    "model.mtp_layers.0.final_layernorm.weight",
+)
+INDEX_SHARD_NAMES: list[str] = [
+    "../outside.safetensors",
+    "/etc/passwd",
+    "sub/../../x.safetensors",
+    "model-00002-of-00002.safetensors\x1b[2J",
+    "model-00001-of-00002.safetensors",
+    "link.safetensors",
+    "",
+]
+METADATA_CLEAN = b"Metadata-Version: 2.1\nName: vllm\nVersion: 0.10.2\nSummary: x\n\nbody\n"
+METADATA_TOKENS: list[bytes] = [
+    b"Version: " + b"1" * 5_000 + b"\n",
+    b"Version: " + b"9" * 100_000 + b"\n",
+    b"Version: 0.10.2\x1b[2J\n",
+    b"Version: \n",
+    b"\n",
+    b"\xff\xfe",
+    b"\x00" * 70_000,
+    b"Version: 1!2.3.post4.dev5+cu128\n",
+    b"Version: " + b"." * 64 + b"\n",
+]
+
+
 class IterationTimeout(Exception):
     """An iteration ran past the time limit (a hang)."""
 
@@ -192,6 +276,28 @@ def build_inputs(root: Path) -> dict[str, Path]:
     drafts["legacy"] = legacy
     factory.llama_target(root / "target")
     return drafts
+
+
+def build_target(root: Path) -> Path:
+    """A clean target with weights: config, two shards and their index (embedding in the
+    second shard, so a value check reads the index), plus MTP layers as DeepSeek and MiMo
+    store them."""
+    import numpy as np
+
+    embed = np.random.default_rng(7).standard_normal((256, 64)).astype("float32") * 0.02
+    extra = {
+        name.format(n=8): factory.Tensor("BF16", (64, 128) if "proj" in name else (64,))
+        for name in MTP_NAMES
+    }
+    path = factory.values_target(
+        root / "target-weights", embed, extra=extra, shards=2, num_nextn_predict_layers=1
+    )
+    index = json.loads((path / "model.safetensors.index.json").read_text())
+    first, second = sorted({v for v in index["weight_map"].values()})
+    for name in list(index["weight_map"]):
+        index["weight_map"][name] = second if "embed" in name else first
+    (path / "model.safetensors.index.json").write_text(json.dumps(index))
+    return path
 
 
 # --------------------------------------------------------------------------- mutators
@@ -338,6 +444,119 @@ def exercise(draft: Path, clean: Path, target_dir: Path, full: bool) -> None:
         plan.to_dict()
 
 
+def with_exclusions(rng: random.Random, config: dict[str, Any]) -> dict[str, Any]:
+    """`config` with a producer's quantization config, its exclusion list hostile."""
+    qc = json.loads(json.dumps(rng.choice(QUANT_CONFIGS)))
+    key = rng.choice(EXCLUSION_KEYS)
+    qc[key] = rng.choice(EXCLUSION_VALUES)
+    if rng.random() < 0.3:
+        qc = mutate_json_value(rng, qc)
+    where = config
+    if rng.random() < 0.2 and isinstance(config.get("text_config"), dict):
+        where = config["text_config"]
+    where["quantization_config"] = qc
+    return config
+
+
+def mutate_target_config(rng: random.Random, data: bytes) -> bytes:
+    """The target's config.json with a hostile exclusion list, MTP fields or other edits."""
+    config = json.loads(data)
+    choice = rng.random()
+    if choice < 0.5:
+        config = with_exclusions(rng, config)
+    elif choice < 0.7:
+        config["num_nextn_predict_layers"] = rng.choice([1, 0, -1, 2**31, "1", None, [1]])
+        config["model_type"] = rng.choice(["deepseek_v3", "mimo", "glm4_moe", "qwen3_next"])
+    else:
+        return mutate_json_text(rng, data)
+    return json.dumps(config).encode()
+
+
+def mutate_target_index(rng: random.Random, data: bytes) -> bytes:
+    """A target index: 100k+ shards, a huge weight map, hostile shard names, or damage."""
+    index = json.loads(data)
+    weight_map = index["weight_map"]
+    choice = rng.random()
+    if choice < 0.05:
+        text = json.dumps(index).encode()
+        at = text.index(b'"weight_map": {') + len(b'"weight_map": {')
+        return text[:at] + _huge_weight_map() + b", " + text[at:]
+    elif choice < 0.5:
+        name = rng.choice(sorted(weight_map))
+        weight_map[name] = rng.choice(INDEX_SHARD_NAMES)
+    elif choice < 0.6:
+        weight_map["model.embed\x1b[2J_tokens.weight\n::error::x"] = rng.choice(INDEX_SHARD_NAMES)
+    elif choice < 0.7:
+        for pattern in MTP_NAMES:
+            weight_map[pattern.format(n=rng.choice([8, 61, 2**31]))] = rng.choice(INDEX_SHARD_NAMES)
+    else:
+        return mutate_json_text(rng, data) if rng.random() < 0.5 else mutate_bytes(rng, data)
+    return json.dumps(index).encode()
+
+
+@functools.cache
+def _huge_weight_map() -> bytes:
+    """The entries of a 1 TB MoE target's weight map: 120,000 tensors in as many shards."""
+    return b", ".join(
+        f'"model.layers.{i % 61}.mlp.experts.{i}.w{i % 3}.weight": '
+        f'"model-{i:06d}-of-120000.safetensors"'.encode()
+        for i in range(120_000)
+    )
+
+
+def mutate_metadata(rng: random.Random, data: bytes) -> bytes:
+    if rng.random() < 0.5:
+        return mutate_bytes(rng, data)
+    at = data.index(b"Version")
+    return data[:at] + rng.choice(METADATA_TOKENS) + data[at:]
+
+
+TARGET_FILES: list[tuple[str, Callable[[random.Random, bytes], bytes]]] = [
+    ("config.json", mutate_target_config),
+    ("model.safetensors.index.json", mutate_target_index),
+    ("model-00001-of-00002.safetensors", mutate_safetensors),
+]
+
+
+def exercise_target(target_dir: Path, draft: Path, full: bool) -> None:
+    """Read the target as a check does; with `full`, check the clean draft against it, its
+    weights' values included (the index is read for the embedding's shard)."""
+    try:
+        target = load_target(target_dir)
+    except DraftfitError:
+        return  # a target draftfit refuses in one line (exit 2), not a crash
+    if not full:
+        return
+    checkpoint = load_checkpoint(draft)
+    profiles = resolve_engines(["vllm", "sglang", "trtllm"])
+    report = check_checkpoint(checkpoint, target, profiles, values="sampled")
+    report.to_dict()
+
+
+def exercise_draft_exclusions(rng: random.Random, work: Path, clean: Path, target: Path) -> None:
+    """The clean draft with a hostile exclusion list in its config, checked in full."""
+    config = json.loads((clean / "config.json").read_text())
+    (work / "config.json").write_text(json.dumps(with_exclusions(rng, config)))
+    checkpoint = load_checkpoint(work)
+    profiles = resolve_engines(["all"])
+    report = check_checkpoint(checkpoint, load_target(target), profiles)
+    attach_recipes(report)
+    report.to_dict()
+    with contextlib.suppress(DraftfitError):  # a refusal (one line, exit 2), not a crash
+        plan_conversion(checkpoint, describe(checkpoint), "vllm", profiles[0], None, unsafe=True)
+
+
+def exercise_metadata(site: Path, data: bytes) -> None:
+    """Find the installed engines with a mutated `vllm-*.dist-info/METADATA` on the path."""
+    from draftfit.engines.installed import find_installed, installed_profile
+    from draftfit.output.notices import notices_to
+
+    (site / "vllm-1.dist-info" / "METADATA").write_bytes(data)
+    with notices_to(lambda message: None):
+        for item in find_installed([str(site)]):
+            installed_profile(item)
+
+
 def mutate_settings(rng: random.Random, data: bytes) -> bytes:
     """Byte mutations of a settings document, with settings splices."""
     if rng.random() < 0.5:
@@ -375,6 +594,22 @@ def rng_inline(data: bytes) -> bool:
     return len(data) % 2 == 0
 
 
+def _target_stream(rng: random.Random, iteration: int, check_every: int) -> list[tuple[str, bytes]]:
+    """This iteration's target-side inputs: one mutated target file, and (in turn) a
+    mutated engine metadata file or a draft with a hostile exclusion list."""
+    name, mutator = rng.choice(TARGET_FILES)
+    original = (TARGET_CLEAN[0] / name).read_bytes()
+    inputs = [(name, mutator(rng, original))]
+    if iteration % 2 == 0:
+        inputs.append(("metadata", mutate_metadata(rng, METADATA_CLEAN)))
+    elif check_every > 0 and iteration % (10 * check_every) == 1:
+        inputs.append(("draft-exclusions", b""))
+    return inputs
+
+
+TARGET_CLEAN: list[Path] = []
+
+
 def signature(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     ours = [f for f in frames if "draftfit" in f.filename] or frames
@@ -382,7 +617,14 @@ def signature(exc: BaseException) -> str:
     return f"{type(exc).__name__} at {where}"
 
 
-def run(iterations: int, start: int, save: Path | None, check_every: int, timeout: int) -> int:
+def run(
+    iterations: int,
+    start: int,
+    save: Path | None,
+    check_every: int,
+    timeout: int,
+    progress: int = 10_000,
+) -> int:
     rng = random.Random(start)
     crashes: dict[str, tuple[int, str]] = {}
     started = time.monotonic()
@@ -395,6 +637,15 @@ def run(iterations: int, start: int, save: Path | None, check_every: int, timeou
         settings_rng = random.Random(start + 1)  # the checkpoint stream stays as it was
         settings_dir = root / "settings"
         settings_dir.mkdir()
+        target_rng = random.Random(start + 2)
+        clean_target = build_target(root)
+        TARGET_CLEAN[:] = [clean_target]
+        target_work = root / "target-work"
+        shutil.copytree(clean_target, target_work)
+        exclusions_work = root / "exclusions-work"
+        shutil.copytree(clean["st"], exclusions_work)
+        site = root / "site"
+        (site / "vllm-1.dist-info").mkdir(parents=True)
         signal.signal(signal.SIGALRM, _alarm)
         for iteration in range(iterations):
             name = settings_rng.choice(sorted(SETTINGS_CLEAN))
@@ -412,6 +663,39 @@ def run(iterations: int, start: int, save: Path | None, check_every: int, timeou
                         (save / f"{len(crashes):03d}-settings-{name}").write_bytes(mutated_settings)
             finally:
                 signal.alarm(0)
+            for label, work_inputs in _target_stream(target_rng, iteration, check_every):
+                signal.alarm(timeout)
+                try:
+                    if label == "metadata":
+                        exercise_metadata(site, work_inputs)
+                    elif label == "draft-exclusions":
+                        exercise_draft_exclusions(
+                            target_rng, exclusions_work, clean["st"], clean_target
+                        )
+                    else:
+                        (target_work / label).write_bytes(work_inputs)
+                        full = check_every > 0 and iteration % (10 * check_every) == 0
+                        exercise_target(target_work, clean["st"], full)
+                except (Exception, IterationTimeout, RecursionError, MemoryError) as exc:
+                    key = signature(exc)
+                    if key not in crashes:
+                        crashes[key] = (iteration, f"target/{label}")
+                        print(f"crash at iteration {iteration} (target/{label}): {key}", flush=True)
+                        if save is not None:
+                            save.mkdir(parents=True, exist_ok=True)
+                            stem = f"{len(crashes):03d}-target-{label}"
+                            if isinstance(work_inputs, bytes):
+                                (save / stem).write_bytes(work_inputs)
+                            (save / (stem + ".txt")).write_text(
+                                f"{key}\niteration {iteration}, --seed {start}\n"
+                                + "".join(traceback.format_exception(exc))
+                            )
+                finally:
+                    signal.alarm(0)
+                    if label in ("config.json", "model.safetensors.index.json") or label.endswith(
+                        ".safetensors"
+                    ):
+                        shutil.copy(clean_target / label, target_work / label)
             kind, name, mutator = rng.choice(TARGETS)
             if kind != previous_kind:
                 shutil.rmtree(work, ignore_errors=True)
@@ -440,7 +724,7 @@ def run(iterations: int, start: int, save: Path | None, check_every: int, timeou
             finally:
                 signal.alarm(0)
             (work / name).write_bytes(original)
-            if (iteration + 1) % 10_000 == 0:
+            if progress > 0 and (iteration + 1) % progress == 0:
                 rate = (iteration + 1) / (time.monotonic() - started)
                 print(
                     f"{iteration + 1} iterations, {len(crashes)} crash signature(s), {rate:.0f}/s",
@@ -468,8 +752,13 @@ def main(argv: list[str] | None = None) -> int:
         help="run check, recipes, diff, inspect and convert planning every N iterations",
     )
     parser.add_argument("--timeout", type=int, default=20, help="seconds per iteration")
+    parser.add_argument(
+        "--progress", type=int, default=10_000, help="print a progress line every N iterations"
+    )
     args = parser.parse_args(argv)
-    return run(args.iterations, args.start, args.save, args.check_every, args.timeout)
+    return run(
+        args.iterations, args.start, args.save, args.check_every, args.timeout, args.progress
+    )
 
 
 if __name__ == "__main__":

@@ -5,8 +5,16 @@ damaging one file: truncations, length lies, nesting bombs, 20k-digit numbers, d
 keys, non-UTF-8, overlapping or inverted offsets, dtype and shape overflow, index entries
 that climb out of the folder, symlink loops, FIFOs, zip bombs, hostile pickles of every
 opcode that can name or call a global, deeply nested pickle keys) and names the finding
-codes `draftfit check` must report for it. `tests/test_malformed.py` runs every case
-through the commands; `bench/fuzz.py` and the property tests mutate the same clean files.
+codes `draftfit check` must report for it. Target cases damage the target instead (a target
+with weights, checked with `--values`): shard indexes of 1 TB targets (120,000 shards, a
+million tensors, terminal escapes, `../`, absolute and linked shard names, bombs, FIFOs,
+sparse files), shard headers, MTP layers (`model.layers.N.eh_proj`, `mtp.*`,
+`model.mtp_layers.*`). Exclusion-list cases put each producer's list of unquantized modules
+(compressed-tensors `ignore`, ModelOpt `exclude_modules`, Quark `exclude`, GPTQ `dynamic`)
+into the target's and the draft's config: huge, nested, of the wrong type, with escapes,
+with patterns that do not compile or backtrack exponentially. `tests/test_malformed.py`
+runs every case through the commands; `bench/fuzz.py` and the property tests mutate the
+same clean files.
 
 `python -m tests.malformed DIR` writes the whole corpus under `DIR` (one folder per case).
 """
@@ -21,6 +29,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests import factory as f
 from tests.torchbin_factory import LEGACY_MAGIC_NUMBER, Pickle, write_torch_zip
@@ -48,9 +57,11 @@ class Case:
     codes: frozenset[str]
     full: bool = False
     may_convert: bool = False
+    target: Build | None = None
 
     def write(self, folder: Path) -> Path:
-        """Write the damaged draft into `folder/draft` (siblings may hold outside files)."""
+        """Write the damaged draft into `folder/draft` (siblings may hold outside files),
+        and for a case that damages the target, its target into `folder/target`."""
         draft = folder / "draft"
         if self.base == "bin":
             f.eagle1().write(draft, fmt="bin")
@@ -59,6 +70,8 @@ class Case:
         else:
             f.specforge().write(draft)
         self.damage(draft)
+        if self.target is not None:
+            self.target(weighted_target(folder / "target"))
         return draft
 
 
@@ -778,6 +791,259 @@ def _readme_outside(draft: Path) -> None:
 
 
 simple("other-file-symlink-outside", set(), _readme_outside, full=True, may_convert=True)
+
+
+# ---------------------------------------------------------------------- targets
+# A 1 TB target is read for its config, and with --values for its index and the headers of
+# the shards holding the embedding and the head. Each case damages a target that has weights
+# (two shards; the embedding in the second, so the index is read) and is checked with
+# --values; the draft is clean.
+
+TARGET_INDEX = "model.safetensors.index.json"
+TARGET_SHARDS = ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+MTP_NAMES = (
+    "model.layers.{n}.eh_proj.weight",
+    "model.layers.{n}.enorm.weight",
+    "model.layers.{n}.hnorm.weight",
+    "model.layers.{n}.shared_head.head.weight",
+    "model.layers.{n}.embed_tokens.weight",
+    "mtp.layers.0.eh_proj.weight",
+    "mtp.fc.weight",
+    "model.mtp_layers.0.input_proj.weight",
+    "model.mtp_layers.0.final_layernorm.weight",
+)
+
+
+def weighted_target(path: Path) -> Path:
+    """A clean target with weights: config, embedding in the second of two shards, index."""
+    import numpy as np
+
+    embed = np.random.default_rng(5).standard_normal((256, 64)).astype("float32") * 0.02
+    f.values_target(path, embed, shards=2)
+    index = json.loads((path / TARGET_INDEX).read_text())
+    for name in index["weight_map"]:
+        index["weight_map"][name] = TARGET_SHARDS[1 if "embed" in name else 0]
+    (path / TARGET_INDEX).write_text(json.dumps(index))
+    return path
+
+
+def target_case(id: str, build: Build, codes: set[str] | None = None, full: bool = False) -> None:
+    """A case whose target is damaged by `build` (the draft is the clean one)."""
+    CASES.append(
+        Case(id, "st", lambda draft: None, frozenset(codes or set()), full, True, target=build)
+    )
+
+
+def _target_index(edit: Callable[[dict[str, Any]], object]) -> Build:
+    def build(target: Path) -> None:
+        index = json.loads((target / TARGET_INDEX).read_text())
+        result = edit(index)
+        raw = result if isinstance(result, bytes) else json.dumps(index).encode()
+        (target / TARGET_INDEX).write_bytes(raw)
+
+    return build
+
+
+def _huge_weight_map(count: int, shards: int) -> Callable[[dict[str, Any]], bytes]:
+    """A 1 TB MoE target's weight map: `count` tensors over `shards` shards (none present)."""
+
+    def edit(index: dict[str, Any]) -> bytes:
+        entries = ", ".join(
+            f'"model.layers.{i % 61}.mlp.experts.{i}.w{i % 3}.weight": '
+            f'"model-{i % shards:06d}-of-{shards:06d}.safetensors"'
+            for i in range(count)
+        )
+        text = json.dumps(index)
+        at = text.index('"weight_map": {') + len('"weight_map": {')
+        return (text[:at] + entries + ", " + text[at:]).encode()
+
+    return edit
+
+
+def _embedding_in(shard: str) -> Callable[[dict[str, Any]], None]:
+    def edit(index: dict[str, Any]) -> None:
+        for name in index["weight_map"]:
+            if "embed" in name:
+                index["weight_map"][name] = shard
+
+    return edit
+
+
+def _escaped_names(index: dict[str, Any]) -> None:
+    weight_map = index["weight_map"]
+    weight_map["model.embed_tokens.weight\x1b[2J\n::error::x"] = "\x1b]8;;http://x\x07.safetensors"
+    weight_map["lm_head.weight"] = "model-00002\x1b[31m-of-00002.safetensors\u202e"
+
+
+def _linked_shard(target: Path) -> None:
+    os.symlink("/etc/hostname", target / "link.safetensors")
+    _target_index(_embedding_in("link.safetensors"))(target)
+
+
+def _outside_shard_of_target(target: Path) -> None:
+    (target.parent / "stolen.safetensors").write_bytes((target / TARGET_SHARDS[1]).read_bytes())
+    _target_index(_embedding_in("../stolen.safetensors"))(target)
+
+
+def _target_file(name: str, text: bytes) -> Build:
+    def build(target: Path) -> None:
+        (target / name).write_bytes(text)
+
+    return build
+
+
+def _target_node(name: str, kind: str) -> Build:
+    def build(target: Path) -> None:
+        (target / name).unlink()
+        if kind == "fifo":
+            os.mkfifo(target / name)
+        elif kind == "sparse":
+            with (target / name).open("wb") as handle:
+                handle.truncate(2**40)
+
+    return build
+
+
+def _mtp_target(n: int, names: tuple[str, ...] = MTP_NAMES) -> Build:
+    """MTP layers stored after the decoder layers (DeepSeek-V3's layer N, MiMo's and GLM's
+    `mtp` / `mtp_layers`), and the config field naming them."""
+
+    def build(target: Path) -> None:
+        config = json.loads((target / "config.json").read_text())
+        config["num_nextn_predict_layers"] = 1
+        (target / "config.json").write_text(json.dumps(config))
+        shard = target / TARGET_SHARDS[1]
+        header, data = _clean_header(shard)
+        for pattern in names:
+            name = pattern.format(n=n)
+            header[name] = {
+                "dtype": "BF16",
+                "shape": [2],
+                "data_offsets": [len(data), len(data) + 4],
+            }
+            data += b"\x00" * 4
+        f.raw_safetensors(shard, json.dumps(header).encode(), data)
+        index = json.loads((target / TARGET_INDEX).read_text())
+        index["weight_map"].update({p.format(n=n): TARGET_SHARDS[1] for p in names})
+        (target / TARGET_INDEX).write_text(json.dumps(index))
+
+    return build
+
+
+target_case("tgt-index-120k-shards", _target_index(_huge_weight_map(120_000, 120_000)), full=True)
+target_case("tgt-index-1m-tensors", _target_index(_huge_weight_map(1_000_000, 4096)))
+target_case("tgt-index-escapes", _target_index(_escaped_names), full=True)
+target_case("tgt-index-dotdot-shard", _outside_shard_of_target, full=True)
+target_case("tgt-index-absolute-shard", _target_index(_embedding_in("/etc/passwd")))
+target_case("tgt-index-linked-shard", _linked_shard)
+target_case(
+    "tgt-index-nesting-bomb",
+    _target_file(TARGET_INDEX, b'{"weight_map": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+    full=True,
+)
+target_case(
+    "tgt-index-20k-digit",
+    _target_file(TARGET_INDEX, b'{"metadata": {"total_size": ' + b"1" * 20_000 + b"}}"),
+)
+target_case("tgt-index-not-utf8", _target_file(TARGET_INDEX, b'{"weight_map": {"\xff": "\xfe"}}'))
+target_case("tgt-index-fifo", _target_node(TARGET_INDEX, "fifo"), full=True)
+target_case("tgt-index-sparse-1tb", _target_node(TARGET_INDEX, "sparse"))
+target_case("tgt-shard-fifo", _target_node(TARGET_SHARDS[1], "fifo"))
+target_case("tgt-shard-sparse-1tb", _target_node(TARGET_SHARDS[1], "sparse"), full=True)
+target_case(
+    "tgt-shard-header-nesting-bomb",
+    lambda target: f.raw_safetensors(
+        target / TARGET_SHARDS[1], b'{"__metadata__": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    ),
+    full=True,
+)
+target_case(
+    "tgt-shard-header-20k-digit",
+    lambda target: f.raw_safetensors(
+        target / TARGET_SHARDS[1],
+        b'{"model.embed_tokens.weight": {"dtype": "BF16", "shape": [' + b"9" * 20_000 + b"]}}",
+    ),
+)
+target_case("tgt-mtp-deepseek-layer", _mtp_target(8, MTP_NAMES[:5]), full=True)
+target_case("tgt-mtp-all-names", _mtp_target(8), full=True)
+target_case("tgt-mtp-layer-2-31", _mtp_target(2**31))
+
+# ---------------------------------------------------------------------- exclusion lists
+# Each producer's list of modules left unquantized, hostile, in the target's config and in
+# the draft's: huge, deeply nested, of the wrong type, holding terminal escapes, patterns
+# that do not compile or backtrack exponentially.
+
+EXCLUSION_LISTS: dict[str, tuple[dict[str, Any], str]] = {
+    "ct-ignore": (
+        {
+            "quant_method": "compressed-tensors",
+            "format": "float-quantized",
+            "config_groups": {
+                "group_0": {"targets": ["Linear"], "weights": {"type": "float", "num_bits": 8}}
+            },
+        },
+        "ignore",
+    ),
+    "modelopt-exclude-modules": (
+        {"quant_method": "modelopt", "quant_algo": "FP8"},
+        "exclude_modules",
+    ),
+    "quark-exclude": ({"quant_method": "quark", "global_quant_config": {}}, "exclude"),
+    "gptq-dynamic": ({"quant_method": "gptq", "bits": 4, "group_size": 128}, "dynamic"),
+}
+HOSTILE_LISTS: dict[str, Any] = {
+    "huge": [f"model.layers.{i}.mlp.down_proj" for i in range(90_000)],
+    "nested": "@@NESTED@@",
+    "wrong-type": 5,
+    "string": "lm_head",
+    "objects": [{"a": [1, 2]}, None, 3.5],
+    "escapes": ["lm_head\x1b[2J\x1b]8;;http://x\x07", "\n::error::x", "\u202eevil"],
+    "bad-regex": ["re:(", "re:[z-a]"],
+    "backtracking-regex": ["re:(.*)*x$", "re:(a|a)*b", "re:(\\w+\\s?)*$"],
+    "300-patterns": [f"re:.*layers\\.{i}\\..*" for i in range(300)],
+    "long-pattern": ["re:" + "a" * 100_000],
+}
+
+
+def _exclusions(producer: str, hostile: str) -> Callable[[str], str]:
+    """A config edit: the producer's quantization config with its list set to `hostile`."""
+
+    def edit(text: str) -> str:
+        config = json.loads(text)
+        qc, key = EXCLUSION_LISTS[producer]
+        qc = json.loads(json.dumps(qc))
+        qc[key] = HOSTILE_LISTS[hostile]
+        if producer == "gptq-dynamic" and isinstance(qc[key], list):
+            qc[key] = {"-:" + str(item)[:200]: {"bits": 8} for item in qc[key][:1000]}
+        config["quantization_config"] = qc
+        out = json.dumps(config)
+        return out.replace('"@@NESTED@@"', "[" * 60 + '"lm_head"' + "]" * 60)
+
+    return edit
+
+
+def _target_config(edit: Callable[[str], str]) -> Build:
+    def build(target: Path) -> None:
+        (target / "config.json").write_text(edit((target / "config.json").read_text()))
+
+    return build
+
+
+for _producer in EXCLUSION_LISTS:
+    for _hostile in HOSTILE_LISTS:
+        _full = _hostile in ("huge", "backtracking-regex", "escapes")
+        target_case(
+            f"tgt-quant-{_producer}-{_hostile}",
+            _target_config(_exclusions(_producer, _hostile)),
+            full=_full and _producer == "ct-ignore",
+        )
+        simple(
+            f"cfg-quant-{_producer}-{_hostile}",
+            set(),
+            _config_edit(_exclusions(_producer, _hostile)),
+            full=_full,
+            may_convert=True,
+        )
 
 
 def write_corpus(root: Path) -> list[tuple[Case, Path]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -171,18 +172,137 @@ def test_the_engine_names_in_the_default_reason_are_the_data_titles() -> None:
     assert {e.name: e.data.title.split(" (")[0] for e in ENGINES} == PRODUCTS
 
 
-def test_no_metadata_lookup_where_no_folder_may_hold_an_engine(tmp_path: Path) -> None:
-    """The quick scan before `importlib.metadata` misses no spelling the lookup accepts."""
-    from draftfit.engines.installed import _may_hold
-
-    names = ["vllm", "sglang", "tensorrt_llm"]
+def test_every_spelling_the_metadata_lookup_accepts_is_found(tmp_path: Path) -> None:
+    """Names are compared as pip normalizes them (case, runs of `-`, `_`, `.`); other
+    distributions are passed over; a `.egg-info` file is the metadata itself."""
     (tmp_path / "numpy-2.0.dist-info").mkdir()
-    assert not _may_hold([str(tmp_path), str(tmp_path / "absent")], names)
-    for spelling in ("TensorRT_LLM-0.20.0.dist-info", "tensorrt.llm.egg-info", "SGLang-0.5.pth"):
-        (tmp_path / spelling).mkdir()
-        assert _may_hold([str(tmp_path)], names), spelling
-        (tmp_path / spelling).rmdir()
-    (tmp_path / "site.zip").write_bytes(b"PK")
-    assert _may_hold([str(tmp_path / "site.zip")], names)
-    found = find_installed([str(fake_install(tmp_path / "site", "tensorrt_llm", "1.0.0"))])
-    assert [(i.engine.name, i.version) for i in found] == [("trtllm", "1.0.0")]
+    assert find_installed([str(tmp_path), str(tmp_path / "absent")]) == []
+    for spelling in ("TensorRT_LLM-1.0.0.dist-info", "tensorrt.llm-1.0.0.egg-info"):
+        info = tmp_path / spelling
+        info.mkdir()
+        (info / ("METADATA" if "dist" in spelling else "PKG-INFO")).write_text(
+            "Metadata-Version: 2.1\nName: tensorrt_llm\nVersion: 1.0.0\n"
+        )
+        found = find_installed([str(tmp_path)])
+        assert [(i.engine.name, i.version) for i in found] == [("trtllm", "1.0.0")], spelling
+        shutil.rmtree(info)
+    (tmp_path / "sglang-0.5.23.egg-info").write_text("Name: sglang\nVersion: 0.5.23\n")
+    assert [(i.engine.name, i.version) for i in find_installed([str(tmp_path)])] == [
+        ("sglang", "0.5.23")
+    ]
+
+
+def test_the_first_folder_on_the_path_wins(tmp_path: Path) -> None:
+    first = fake_install(tmp_path / "first", "vllm", "0.10.2")
+    second = fake_install(tmp_path / "second", "vllm", "0.34.0")
+    found = find_installed([str(first), str(second)])
+    assert [(i.engine.name, i.version) for i in found] == [("vllm", "0.10.2")]
+
+
+def test_only_the_version_header_is_read(tmp_path: Path) -> None:
+    """The headers end at the first blank line; a `Version:` in the description is not one."""
+    info = tmp_path / "site" / "vllm-0.10.2.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: vllm\nversion:  0.10.2 \n\nVersion: 9.9.9\n"
+    )
+    assert [i.version for i in find_installed([str(tmp_path / "site")])] == ["0.10.2"]
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\n\nVersion: 9.9.9\n")
+    assert find_installed([str(tmp_path / "site")]) == []
+
+
+def _hostile_metadata(site: Path, kind: str) -> Path:
+    """A `vllm-1.dist-info` whose METADATA is hostile in the way `kind` says."""
+    info = site / "vllm-1.dist-info"
+    info.mkdir(parents=True)
+    metadata = info / "METADATA"
+    if kind.endswith("digits"):
+        digits = 5_000 if kind.startswith("5k") else 100_000
+        metadata.write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {'1' * digits}\n")
+    elif kind == "dev-zero":
+        metadata.symlink_to("/dev/zero")
+    elif kind == "sparse":
+        with metadata.open("wb") as handle:
+            handle.truncate(200 * 1024 * 1024)  # sparse: no disk used
+    elif kind == "fifo":
+        os.mkfifo(metadata)
+    elif kind == "directory":
+        metadata.mkdir()
+    elif kind == "escapes":
+        metadata.write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.10.2\x1b[2J\n")
+    elif kind == "no-version":
+        metadata.write_bytes(b"\xff\xfe" * 40_000)
+    return metadata
+
+
+def _run(
+    argv: list[str], engine_path: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(SRC), SEARCH_PATH_ENV: engine_path}
+    env.pop("DRAFTFIT_DEBUG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "draftfit", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=scaled(),
+        check=False,
+        cwd=cwd,
+    )
+
+
+HOSTILE = [
+    "5k-digits",
+    "100k-digits",
+    "dev-zero",
+    "sparse",
+    "fifo",
+    "directory",
+    "escapes",
+    "no-version",
+]
+
+
+@pytest.mark.parametrize("kind", HOSTILE)
+def test_hostile_metadata_is_skipped_with_one_notice(
+    tmp_path: Path, checked: tuple[Path, Path], kind: str
+) -> None:
+    """Huge versions, a device, a 200 MB sparse file, a FIFO (a hang if it were opened
+    blocking), a folder, terminal escapes, no Version header: the metadata is skipped with
+    one line naming it, and the check goes on with the default engine. Never an internal
+    error, a hang or a large allocation."""
+    metadata = _hostile_metadata(tmp_path / "site", kind)
+    draft, target = checked
+    done = _run(["check", str(draft), "--target", str(target)], str(tmp_path / "site"))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"draftfit: engine metadata {metadata} skipped: "), done.stderr
+    assert "\x1b" not in done.stderr + done.stdout
+    assert "the newest release draftfit has read" in done.stdout
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "file", "missing"])
+def test_a_search_path_that_is_not_a_folder_is_one_line(
+    tmp_path: Path, checked: tuple[Path, Path], kind: str
+) -> None:
+    entry = {"dev-zero": Path("/dev/zero"), "fifo": tmp_path / "fifo"}.get(kind)
+    if entry is None:
+        entry = tmp_path / kind
+        if kind == "file":
+            entry.write_text("Version: 1\n")
+    elif kind == "fifo":
+        os.mkfifo(entry)
+    draft, target = checked
+    site = fake_install(tmp_path / "site", "vllm", "0.10.2")
+    done = _run(["check", str(draft), "--target", str(target)], f"{site}{os.pathsep}{entry}")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"draftfit: error: {SEARCH_PATH_ENV}: {entry}"), done.stderr
+    assert "internal error" not in done.stderr
+
+
+def test_metadata_is_never_opened_unless_regular(tmp_path: Path) -> None:
+    """Checked before opening: a FIFO with no writer would block an open without
+    O_NONBLOCK, and a device may act when opened. In-process, with a FIFO nobody writes."""
+    _hostile_metadata(tmp_path / "site", "fifo")
+    assert find_installed([str(tmp_path / "site")]) == []

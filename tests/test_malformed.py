@@ -90,6 +90,8 @@ def fingerprint(folder: Path) -> dict[str, str]:
 def commands(item: Case, draft: Path, clean: Path, target: Path, out: Path) -> list[list[str]]:
     d, t = str(draft), str(target)
     check = ["check", d, "--target", t, "--format", "json"]
+    if item.target is not None:  # a damaged target: its weights are read too
+        check.append("--values")
     if not item.full:
         return [check]
     return [
@@ -116,6 +118,8 @@ def commands(item: Case, draft: Path, clean: Path, target: Path, out: Path) -> l
 
 def run_case(item: Case, folder: Path, clean: Path, target: Path) -> dict[str, Any]:
     draft = item.write(folder)
+    if item.target is not None:
+        target = folder / "target"
     out = folder / "converted"
     before = fingerprint(folder)
     argv = commands(item, draft, clean, target, out)
@@ -156,6 +160,8 @@ QUICK = frozenset(
         "idx-not-json",
         "bin-symlink-outside",
         "other-file-symlink-outside",
+        "tgt-index-120k-shards",
+        "cfg-quant-ct-ignore-backtracking-regex",
     }
 )
 # Of the tests that run a list of inputs, the quick run takes a sample ("sample") and the
@@ -207,7 +213,17 @@ def outcomes(
 
 # Cases whose declared sizes are huge: reading them must stay small (their speed is
 # measured in bench/, not asserted here).
-BOUNDED = ("st-sparse-1tb", "st-claims-1m-tensors", "st-header-over-cap", "cfg-huge-file")
+BOUNDED = (
+    "st-sparse-1tb",
+    "st-claims-1m-tensors",
+    "st-header-over-cap",
+    "cfg-huge-file",
+    "tgt-index-120k-shards",
+    "tgt-index-1m-tensors",
+    "tgt-index-sparse-1tb",
+    "tgt-shard-sparse-1tb",
+    "tgt-quant-ct-ignore-huge",
+)
 MAX_RSS_KB = 200 * 1024
 
 
@@ -326,6 +342,9 @@ def _settings_inputs(tmp_path: Path, draft: Path) -> dict[str, list[str]]:
         "inline-deep": b"a = " + b"{b = " * 100_000 + b"1" + b"}" * 100_000 + b"\n",
         "dotted-deep": b"a" + b".a" * 100_000 + b" = 1\n",
         "digits": b"a = " + b"9" * 100_000 + b"\n",
+        "glob-brackets": b'[per-checkpoint-ignores]\n"' + b"[" * 400_000 + b'" = ["DF903"]\n',
+        "many-globs": b"[per-checkpoint-ignores]\n"
+        + b"".join(b'"d%d" = ["DF903"]\n' % i for i in range(1_001)),
     }
     runs: dict[str, list[str]] = {}
     for name, body in settings.items():
@@ -372,7 +391,13 @@ def test_settings_inputs_fail_in_one_line(tmp_path: Path, part: str) -> None:
     env["HF_HUB_OFFLINE"] = "1"
     failures = []
     runs = _settings_inputs(tmp_path, draft)
-    sample = {"deep.yaml", "laughs.yaml", "draftfit.toml deep", "1e999"}
+    sample = {
+        "deep.yaml",
+        "laughs.yaml",
+        "draftfit.toml deep",
+        "1e999",
+        "draftfit.toml glob-brackets",
+    }
     for label in _part(list(runs), sample, part):
         argv = runs[label]
         proc = subprocess.run(
@@ -389,35 +414,164 @@ def test_settings_inputs_fail_in_one_line(tmp_path: Path, part: str) -> None:
     assert failures == []
 
 
-def test_serve_config_symlink_outside_is_refused(tmp_path: Path) -> None:
-    """`--serve-config` through a symlink that leaves the current folder, the draft and the
-    target is refused without quoting the file; one into the draft's folder is read."""
+SECRET = "hunter2-secret-value"
+# Where a launch's file is named from, and what names it.
+LAUNCH_FLAGS = {
+    "serve-config": lambda name: ["--serve-config", name],
+    "vllm --config": lambda name: ["--serve-args", f"vllm serve T --config {name}"],
+    "sglang --config": lambda name: [
+        "--serve-args",
+        f"python -m sglang.launch_server --model-path T --config {name}",
+    ],
+    "trtllm options": lambda name: [
+        "--serve-args",
+        f"trtllm-serve T --extra_llm_api_options {name}",
+    ],
+    "trtllm --config": lambda name: ["--serve-args", f"trtllm-serve T --config {name}"],
+}
+FORMATS = ("text", "json", "sarif", "github", "junit", "markdown")
+# Flags whose file draftfit does not open (listed as not read): nothing of it can show.
+NOT_OPENED = frozenset({"sglang --config"})
+
+
+def _linked_launch_files(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A working folder whose launch files are reached through links: to a file outside
+    (`secret_link.yaml`), to a file in the same folder (`same_folder.yaml`, as a CI job's
+    secrets written into its workspace), through a linked folder (`linkdir/...`, and
+    `../linkdir/...` from a folder below), and into the draft's folder. Every file holds a
+    secret value where draftfit would show it (the draft path, an unread key)."""
     work, outside = tmp_path / "work", tmp_path / "outside"
-    work.mkdir()
+    (work / "below").mkdir(parents=True)
     outside.mkdir()
     draft = f.specforge().write(tmp_path / "draft")
-    (outside / "shadow").write_text("root: $6$hunter2\nnum_speculative_tokens: 3\n")
-    (work / "spec.yaml").symlink_to(outside / "shadow")
-    (work / "conf").symlink_to(outside)
-    (draft / "launch.yaml").write_text("method: eagle3\nnum_speculative_tokens: 3\n")
-    (work / "launch.yaml").symlink_to(draft / "launch.yaml")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DRAFTFIT_DEBUG": ""}
+    body = (
+        f"speculative_config:\n  method: eagle3\n  model: {SECRET}\n"
+        f"  num_speculative_tokens: 3\n  decoding_type: Eagle3\n  speculative_model_dir: "
+        f"{SECRET}\n{SECRET}: 1\n"
+    )
+    for folder in (outside, work, draft):
+        (folder / "secret.yaml").write_text(body)
+    (work / "secret_link.yaml").symlink_to(outside / "secret.yaml")
+    (work / "same_folder.yaml").symlink_to("secret.yaml")
+    (work / "draft_link.yaml").symlink_to(draft / "secret.yaml")
+    (work / "linkdir").symlink_to(outside)
+    names = {
+        "link out": "secret_link.yaml",
+        "link in the folder": "same_folder.yaml",
+        "link into the draft": "draft_link.yaml",
+        "linked folder": "linkdir/secret.yaml",
+        "../linked folder": "../linkdir/secret.yaml",
+    }
+    return work, draft, names
 
-    def run(config: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "draftfit", "check", str(draft), "--serve-config", config],
+
+@pytest.mark.parametrize("flag", sorted(LAUNCH_FLAGS))
+def test_launch_files_through_links_are_refused(tmp_path: Path, flag: str) -> None:
+    """Every file a launch names (`--serve-config`; vLLM and SGLang `--config`; TensorRT-LLM
+    `--extra_llm_api_options` and `--config`) is refused when a link takes it elsewhere
+    than its own path: one line, exit 2, in every format, and nothing of the linked file
+    in any output."""
+    work, draft, names = _linked_launch_files(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DRAFTFIT_DEBUG": ""}
+    sample = {"link out", "../linked folder"}
+    for label, name in names.items():
+        cwd = work / "below" if name.startswith("../") else work
+        for fmt in FORMATS if label in sample else ("text",):
+            command = "matrix" if fmt == "markdown" else "check"  # markdown: matrix only
+            argv = [command, str(draft), *LAUNCH_FLAGS[flag](name), "--format", fmt]
+            proc = subprocess.run(
+                [sys.executable, "-m", "draftfit", *argv],
+                capture_output=True,
+                text=True,
+                timeout=scaled(),
+                env=env,
+                cwd=cwd,
+            )
+            assert SECRET not in proc.stdout + proc.stderr, (label, fmt)
+            if proc.returncode != 2 and flag in NOT_OPENED:
+                assert proc.returncode in (0, 1), (label, fmt, proc.stderr)
+                continue
+            assert proc.returncode == 2, (label, fmt, proc.stderr)
+            assert proc.stderr.count("\n") == 1, (label, proc.stderr)
+            assert "symbolic link" in proc.stderr, (label, proc.stderr)
+
+
+def test_an_unlinked_launch_file_is_read_and_may_be_quoted(tmp_path: Path) -> None:
+    """The user's own file, named by its path: read, and its values shown."""
+    work, draft, _ = _linked_launch_files(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DRAFTFIT_DEBUG": ""}
+    for argv in (["--serve-config", "secret.yaml"], ["--serve-config", "../draft/secret.yaml"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "draftfit", "check", str(draft), *argv],
             capture_output=True,
             text=True,
             timeout=scaled(),
             env=env,
             cwd=work,
         )
+        assert proc.returncode in (0, 1), proc.stderr
+        assert f"draft_model={SECRET}" in proc.stdout
 
-    for config in ("spec.yaml", "conf/shadow"):
-        proc = run(config)
-        assert proc.returncode == 2, proc.stderr
-        assert "symlink" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
-        assert "hunter2" not in proc.stdout + proc.stderr
-    inside = run("launch.yaml")
-    assert inside.returncode in (0, 1), inside.stderr
-    assert "num_speculative_tokens=3" in inside.stdout
+
+def test_a_launch_file_in_a_hub_cache_snapshot_is_read(tmp_path: Path) -> None:
+    """A snapshot's own link into its repository's `blobs/` is how the cache stores every
+    file: read. A `blobs/` that is itself a link is not."""
+    from tests.hub_layouts import cache_snapshot
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "launch.yaml").write_text("method: eagle3\nnum_speculative_tokens: 3\n")
+    snapshot = cache_snapshot(plain, tmp_path / "hub", "org/launch")
+    draft = f.specforge().write(tmp_path / "draft")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DRAFTFIT_DEBUG": ""}
+
+    def run() -> subprocess.CompletedProcess[str]:
+        argv = ["check", str(draft), "--serve-config", str(snapshot / "launch.yaml")]
+        return subprocess.run(
+            [sys.executable, "-m", "draftfit", *argv],
+            capture_output=True,
+            text=True,
+            timeout=scaled(),
+            env=env,
+        )
+
+    read = run()
+    assert read.returncode in (0, 1), read.stderr
+    assert "num_speculative_tokens=3" in read.stdout
+    blobs = snapshot.parents[1] / "blobs"
+    blobs.rename(tmp_path / "elsewhere")
+    blobs.symlink_to(tmp_path / "elsewhere")
+    refused = run()
+    assert refused.returncode == 2 and "symbolic link" in refused.stderr, refused.stderr
+
+
+def test_a_target_config_linked_out_of_its_folder_is_refused(tmp_path: Path) -> None:
+    """The target's config.json is read as the draft's is: a link out of its folder is not
+    followed (one line, exit 2, nothing of the linked file shown); a Hugging Face cache
+    snapshot's link into its own `blobs/` is."""
+    from tests.hub_layouts import cache_snapshot
+
+    draft = f.specforge().write(tmp_path / "draft")
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"model_type": SECRET, "hidden_size": 64}))
+    linked = tmp_path / "linked-target"
+    linked.mkdir()
+    (linked / "config.json").symlink_to(secret)
+    snapshot = cache_snapshot(f.llama_target(tmp_path / "plain"), tmp_path / "hub", "org/t")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DRAFTFIT_DEBUG": ""}
+
+    def check(target: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "draftfit", "check", str(draft), "--target", str(target)],
+            capture_output=True,
+            text=True,
+            timeout=scaled(),
+            env=env,
+        )
+
+    refused = check(linked)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "symbolic link" in refused.stderr
+    assert SECRET not in refused.stdout + refused.stderr
+    read = check(snapshot)
+    assert read.returncode in (0, 1), read.stderr

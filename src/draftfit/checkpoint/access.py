@@ -74,12 +74,18 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_regular(path: Path) -> tuple[int, os.stat_result]:
-    """Open `path` for reading without blocking; it must be a regular file.
+def open_regular(path: str | Path) -> tuple[int, os.stat_result]:
+    """Open `path` for reading without blocking; it must be a regular file, checked before
+    it is opened (a FIFO, a device or a socket is never opened) and again once open.
 
     Returns the descriptor (the caller closes it) and its status. Raises `OSError`
     (:class:`NotRegularFileError` for a FIFO, device, socket or directory).
     """
+    # Checked before opening too: opening some devices acts (a tape rewinds, a watchdog
+    # arms), and the check after opening catches a file swapped in between.
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFileError(errno.EINVAL, f"{_kind(mode)}, not a regular file", str(path))
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     flags |= getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags)

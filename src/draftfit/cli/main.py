@@ -33,6 +33,7 @@ from draftfit.cli.options import (
     DiffOptions,
     EnginesOptions,
     InspectOptions,
+    LaunchOptions,
     MatrixOptions,
     RuleOptions,
     RulesOptions,
@@ -500,9 +501,19 @@ def _cmd_convert(options: ConvertOptions) -> int:
         serve=launch_settings(options.launch, [options.draft, options.target]),
         anyway=options.anyway,
         while_writing=lambda: _load_renderer(kinds.CONVERT, options.format),
+        also_read=_launch_files(options.launch),
     )
     _emit(result, options.format)
     return result.exit_code()
+
+
+def _launch_files(launch: LaunchOptions) -> list[str]:
+    """The files a launch's options make draftfit read: the `--serve-config` file and the
+    files `--serve-args` names."""
+    from draftfit.output.guard import files_in_command
+
+    files = [launch.serve_config] if launch.serve_config is not None else []
+    return [*files, *files_in_command(launch.serve_args)]
 
 
 def _load_renderer(kind: Kind, fmt: str) -> None:

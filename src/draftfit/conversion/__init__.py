@@ -10,8 +10,9 @@ output for the chosen engine::
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from draftfit import rule_ids
@@ -107,6 +108,7 @@ def convert_path(
     serve: ServeSettings | None = None,
     anyway: bool = True,
     while_writing: Callable[[], object] | None = None,
+    also_read: Sequence[str | Path] = (),
 ) -> ConvertResult:
     """Plan (and unless `dry_run`, write and verify) the conversion of `draft` into `to`.
 
@@ -119,7 +121,10 @@ def convert_path(
     result says so (`not_needed`, which the command line prints as its report); with
     `anyway=False` (the command line's default) nothing is then written. `while_writing` is
     work to do on a second thread while the bytes are copied (the command line loads its
-    renderer); its error, if any, is raised once the output is written and checked."""
+    renderer); its error, if any, is raised once the output is written and checked.
+    `also_read` names the other files the run reads (a launch's settings files): like the
+    draft's and the target's files, the output may not be one of them, whatever the name it
+    is reached by."""
     from draftfit.origins.reference import HF_PREFIX as HUB_PREFIX
     from draftfit.origins.reference import is_hub_reference, open_target
 
@@ -139,6 +144,7 @@ def convert_path(
     if out is not None:
         _refuse_output_in_target(Path(out), target)
         check_output_path(checkpoint.root, Path(out), force)
+        _refuse_output_aliases(Path(out), checkpoint.root, target, also_read)
     _refuse_damage(draft, checkpoint)
     target_obj = open_target(target) if target is not None else None
     written_to = f"-o {out}" if out is not None else "--dry-run"
@@ -312,6 +318,30 @@ def _refuse_output_in_target(out: Path, target: str | Path | None) -> None:
         if folder is not None:  # read when offline or when the Hub does not answer
             inputs.folders.append((folder, f"the Hub cache of {target}"))
     refuse_inputs(out, "output", inputs)
+
+
+def _refuse_output_aliases(
+    out: Path, draft: Path, target: str | Path | None, also_read: Sequence[str | Path]
+) -> None:
+    """Refuse an output that reaches an input another way than by its path: inside the
+    Hugging Face cache folder the draft or the target is a snapshot of, an input folder by
+    identity (a bind mount), or, for each file a `--force` would replace, an input file
+    by identity (a hard link of the draft's config.json, of a blob, of a launch's file)."""
+    from draftfit.output.guard import Inputs, refuse_inputs, refuse_same_file
+
+    inputs = Inputs()
+    inputs.add_path(draft, "the input checkpoint")
+    inputs.add_path(target, "the target")
+    for name in also_read:
+        inputs.add_file(name, "the file")
+    refuse_inputs(out, "output", inputs)
+    try:
+        with os.scandir(out) as listing:
+            replaced = [item.path for item in listing if item.is_file(follow_symlinks=False)]
+    except OSError:
+        return  # a new output (or one check_output_path has refused)
+    for path in replaced:
+        refuse_same_file(path, "output file", inputs)
 
 
 def _refuse_damage(draft: str | Path, checkpoint: Checkpoint) -> None:

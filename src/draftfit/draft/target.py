@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from draftfit.checkpoint.access import LocalAccess, read_regular
+from draftfit.checkpoint.access import LocalAccess, OutsideCheckpointError, read_regular
 from draftfit.checkpoint.hub_cache import repository_folder
 from draftfit.checkpoint.jsonread import CONFIG_LIMITS, JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
@@ -158,10 +158,19 @@ def load_target(
     config_path = root / "config.json"
     if not config_path.is_file():
         raise UsageError(f"target {path} has no config.json")
+    # One access for every file of the target: a Hugging Face cache snapshot's files are
+    # symlinks into its repository's `blobs/`, read as the draft reader reads them; a link
+    # leading elsewhere is not followed (what the target's config holds may be quoted).
+    folder = LocalAccess(root, repository_folder(root))
     try:
         # Non-blocking, regular files only, at most MAX_JSON_FILE_BYTES: never a hang.
-        data = read_regular(config_path, MAX_JSON_FILE_BYTES)
+        data = read_regular(folder.local_path("config.json") or config_path, MAX_JSON_FILE_BYTES)
         config = parse_json(data, CONFIG_LIMITS).value
+    except OutsideCheckpointError:
+        raise UsageError(
+            f"target config {config_path} is a symbolic link to a file outside the target's "
+            "folder; draftfit does not read it (name the folder that holds the file itself)"
+        ) from None
     except JsonLimitError as exc:
         raise UsageError(
             f"target config {config_path} exceeds a reader limit ({READER_LIMIT_EXCEEDED}): {exc}"
@@ -175,9 +184,6 @@ def load_target(
     if not isinstance(config, dict):
         raise UsageError(f"target config {config_path} is not a JSON object")
     target = target_from_config(config, origin or str(path))
-    # One access for every file beside config.json: a Hugging Face cache snapshot's files
-    # are symlinks into its repository's `blobs/`, read as the draft reader reads them.
-    folder = LocalAccess(root, repository_folder(root))
     target.rotation = rotation if rotation is not None else check_rotation(folder)
     target.access = access if access is not None else folder
     return target

@@ -10,11 +10,11 @@ come from the engine's data (`compressed_tensors_params`), with the source lines
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 
+from draftfit.engines.name_patterns import MAX_ENTRIES, NameList
 from draftfit.engines.view import UNINITIALISED, EngineView, Expectation
-from draftfit.records import frozen
+from draftfit.records import field, frozen
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,11 +53,17 @@ class DraftQuant:
     Attributes:
         method: `quant_method` as written (e.g. `compressed-tensors`), or None.
         scheme: FP8 / INT8 / PACK_QUANTIZED / NVFP4, or None when draftfit does not model
-            the scheme (several groups with different schemes, or an unusual one).
+            the scheme (several groups with different schemes, an unusual one, or module
+            lists it cannot read: `unreadable`).
         all_linear: whether the scheme targets every `Linear` module.
         targets: other target names or `re:` patterns.
         ignore: module names or `re:` patterns left unquantized.
         asymmetric: whether a group's weights are asymmetric (they then need zero points).
+        unreadable: why the `targets` or `ignore` lists cannot be used (wrong type, too
+            many entries, a pattern draftfit cannot match safely), or None. Nothing is then
+            modelled from the config: no module counts as covered.
+        target_list: `targets` ready to match.
+        ignore_list: `ignore` ready to match.
     """
 
     method: str | None
@@ -66,6 +72,9 @@ class DraftQuant:
     targets: tuple[str, ...]
     ignore: tuple[str, ...]
     asymmetric: bool = False
+    unreadable: str | None = None
+    target_list: NameList | None = field(default=None, compare=False, repr=False)
+    ignore_list: NameList | None = field(default=None, compare=False, repr=False)
 
     def covers(self, module: str) -> bool:
         """Whether the engine quantizes module `module` (draftfit's canonical name, e.g.
@@ -76,25 +85,20 @@ class DraftQuant:
         for a decoder layer does not follow: draftfit then treats the entry as written).
         The `Linear` target matches the engine's linear layer classes (`QKVParallelLinear`,
         `ReplicatedLinear`, ...) by class name, not its `ParallelLMHead`: lm_head is covered
-        only when a target names it."""
+        only when a target names it. With unreadable lists nothing is covered."""
+        if self.unreadable is not None:
+            return False
         name = module if module == "lm_head" else "model." + module
-        if any(_matches(pattern, name) for pattern in self.ignore):
+        if self.ignore_list is not None and self.ignore_list.matches(name):
             return False
         if self.all_linear and module != "lm_head":
             return True
-        return any(_matches(pattern, name) for pattern in self.targets)
-
-
-def _matches(pattern: str, name: str) -> bool:
-    """compressed-tensors name matching as the engines do it: equal, or `re:` + a pattern
-    that matches from the start of the name."""
-    if pattern.startswith("re:"):
-        return re.match(pattern[3:], name) is not None
-    return name == pattern
+        return self.target_list is not None and self.target_list.matches(name)
 
 
 def read_draft_quant(config: Mapping[str, Any]) -> DraftQuant | None:
-    """The draft's quantization, or None when its config.json has no `quantization_config`."""
+    """The draft's quantization, or None when its config.json has no `quantization_config`.
+    Its module lists are read bounded (:mod:`draftfit.engines.name_patterns`)."""
     qc = config.get("quantization_config")
     if not isinstance(qc, dict):
         return None
@@ -105,6 +109,7 @@ def read_draft_quant(config: Mapping[str, Any]) -> DraftQuant | None:
     targets: list[str] = []
     all_linear = False
     asymmetric = False
+    unreadable: str | None = None
     if isinstance(groups, dict):
         for group in groups.values():
             if not isinstance(group, dict):
@@ -112,15 +117,29 @@ def read_draft_quant(config: Mapping[str, Any]) -> DraftQuant | None:
                 continue
             weights = group.get("weights")
             asymmetric |= isinstance(weights, dict) and weights.get("symmetric") is False
-            for target in group.get("targets") or []:
+            named = NameList(group.get("targets"), "targets")
+            unreadable = unreadable or named.unreadable
+            for target in named.entries:
                 if target == "Linear":
                     all_linear = True
-                elif isinstance(target, str):
+                else:
                     targets.append(target)
             schemes.add(_scheme(group, qc.get("format")))
-    ignore = tuple(i for i in qc.get("ignore") or [] if isinstance(i, str))
-    scheme = schemes.pop() if len(schemes) == 1 else None
-    return DraftQuant(method, scheme, all_linear, tuple(targets), ignore, asymmetric)
+    target_list = NameList(targets[: MAX_ENTRIES + 1], "targets")
+    ignore_list = NameList(qc.get("ignore"), "ignore")
+    unreadable = unreadable or target_list.unreadable or ignore_list.unreadable
+    scheme = schemes.pop() if len(schemes) == 1 and unreadable is None else None
+    return DraftQuant(
+        method,
+        scheme,
+        all_linear,
+        target_list.entries,
+        ignore_list.entries,
+        asymmetric,
+        unreadable,
+        target_list,
+        ignore_list,
+    )
 
 
 def _scheme(group: Mapping[str, Any], top_format: Any) -> str | None:

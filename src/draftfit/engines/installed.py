@@ -2,21 +2,33 @@
 
 Without `--engine`, draftfit checks the vLLM, SGLang and TensorRT-LLM releases installed in
 the running Python environment, found by their distribution metadata (the `*.dist-info` or
-`*.egg-info` folders on the search path). Nothing is imported or started, and only those
-three names are looked up, never every distribution. An installed release draftfit has not
-read is checked against the nearest read one and marked extrapolated, as `~=` does. With
-none installed, the default is the newest vLLM draftfit has read, and the report says so.
+`*.egg-info` entries of the folders on the search path). Nothing is imported or started, and
+only those three names are looked up, never every distribution. An installed release
+draftfit has not read is checked against the nearest read one and marked extrapolated, as
+`~=` does. With none installed, the default is the newest vLLM draftfit has read, and the
+report says so.
 
 `DRAFTFIT_ENGINE_PATH` (folders separated by the path separator) replaces `sys.path` as the
-search path; set to an empty value, no engine counts as installed.
+search path; set to an empty value, no engine counts as installed. Each folder it names must
+be one (anything else is a usage error); a `sys.path` entry that is not a folder (a zip) is
+not searched.
+
+The metadata found is read bounded, as anything else from outside: a regular file only
+(checked before it is opened, and opened without blocking: never a FIFO, a device or a
+socket), at most :data:`MAX_METADATA_BYTES`, and of it only the `Version` header in the
+first :data:`MAX_HEADER_BYTES`; the version must be at most :data:`MAX_VERSION_CHARS`
+characters of those a version is written with. Metadata that is none of that is skipped
+with one notice naming its path.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
+from draftfit.checkpoint.access import open_regular
 from draftfit.engines.interface import Engine
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import (
@@ -26,13 +38,12 @@ from draftfit.engines.registry import (
     not_read_reason,
     parse_engine_selector,
 )
-from draftfit.errors import UnknownEngineVersionError
+from draftfit.errors import UnknownEngineVersionError, UsageError
+from draftfit.output.notices import notice
 from draftfit.records import frozen
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from importlib import metadata
-
     from packaging.version import Version
 
 SEARCH_PATH_ENV = "DRAFTFIT_ENGINE_PATH"
@@ -47,6 +58,20 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 # equal), so that the default's reason names all engines without loading their data.
 PRODUCTS: dict[str, str] = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
+#: Size of a metadata file read. pip's METADATA carries the project's long description (a
+#: few tens of KB for the engines); a larger file is not metadata.
+MAX_METADATA_BYTES = 16 * 1024 * 1024
+#: Bytes read from the start of a metadata file: the headers come first, `Version` among
+#: the first lines.
+MAX_HEADER_BYTES = 64 * 1024
+#: Characters of a version (PEP 440 versions are short: `0.10.2.post1+cu128`).
+MAX_VERSION_CHARS = 64
+# What a version is written with (PEP 440, local labels included).
+_VERSION_CHARACTERS = frozenset(
+    "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+!_-"
+)
+_SUFFIXES = (".dist-info", ".egg-info")
+
 
 @frozen
 class Installed:
@@ -58,65 +83,138 @@ class Installed:
 
 
 def search_path() -> list[str]:
-    """Where distributions are looked for: `DRAFTFIT_ENGINE_PATH` when set, else `sys.path`."""
+    """Where distributions are looked for: `DRAFTFIT_ENGINE_PATH` when set (each entry must
+    be a folder: anything else is a :class:`UsageError`), else `sys.path`."""
     value = os.environ.get(SEARCH_PATH_ENV)
     if value is None:
         return list(sys.path)
-    return [entry for entry in value.split(os.pathsep) if entry]
+    entries = [entry for entry in value.split(os.pathsep) if entry]
+    for entry in entries:
+        _require_folder(entry)
+    return entries
+
+
+def _require_folder(entry: str) -> None:
+    try:
+        mode = os.stat(entry).st_mode
+    except OSError as exc:
+        raise UsageError(
+            f"{SEARCH_PATH_ENV}: {entry}: {exc.strerror or exc} (it names the folders "
+            "engines are installed in)"
+        ) from None
+    if not stat.S_ISDIR(mode):
+        raise UsageError(
+            f"{SEARCH_PATH_ENV}: {entry} is not a folder (it names the folders engines are "
+            "installed in, separated by " + repr(os.pathsep) + ")"
+        )
 
 
 def find_installed(path: list[str] | None = None) -> list[Installed]:
-    """The engines installed on `path` (default: :func:`search_path`), in registry order.
-    A distribution whose metadata has no version is skipped."""
+    """The engines installed on `path` (default: :func:`search_path`), in registry order:
+    for each, the first distribution on the path whose metadata gives a version (metadata
+    that cannot be read safely is skipped with a notice)."""
     where = search_path() if path is None else path
-    if not where or not _may_hold(where, [n for names in DISTRIBUTIONS.values() for n in names]):
-        return []
-    from importlib import metadata  # only where a folder may hold an engine's metadata
-
+    wanted = {_normalized(name): name for names in DISTRIBUTIONS.values() for name in names}
+    versions: dict[str, str] = {}
+    for entry in where:
+        for name, metadata in _candidates(entry, wanted):
+            if name in versions:
+                continue
+            version = _version_in(metadata)
+            if version is not None:
+                versions[name] = version
     found: list[Installed] = []
     for engine in ENGINES:
         for name in DISTRIBUTIONS.get(engine.name, ()):
-            dist = next(iter(metadata.distributions(name=name, path=where)), None)
-            version = _version_of(dist)
-            if version is not None:
-                found.append(Installed(engine, version, name))
+            if name in versions:
+                found.append(Installed(engine, versions[name], name))
                 break
     return found
 
 
-def _may_hold(where: list[str], names: list[str]) -> bool:
-    """Whether a folder on `where` may hold the metadata of one of `names`: an entry whose
-    name, lowercased and without `-`, `_` and `.`, starts with one of theirs (a superset of
-    what `importlib.metadata` matches), or an entry that is not a folder draftfit can list
-    (a zip, an egg). False spares the import of `importlib.metadata` on every plain run."""
-    keys = tuple(_squeezed(name) for name in names)
-    for entry in where:
-        root = entry or "."
-        if root.lower().endswith(".egg"):
-            return True
-        try:
-            children = os.listdir(root)
-        except FileNotFoundError:
-            continue
-        except OSError:
-            return os.path.exists(root)
-        if any(_squeezed(child).startswith(keys) for child in children):
-            return True
-    return False
+def _normalized(name: str) -> str:
+    """A distribution name as the metadata lookup compares it: lower case, runs of `-`,
+    `_` and `.` as one `_`."""
+    out: list[str] = []
+    for char in name.lower():
+        if char in "-_.":
+            if not out or out[-1] != "_":
+                out.append("_")
+        else:
+            out.append(char)
+    return "".join(out)
 
 
-def _squeezed(name: str) -> str:
-    return name.lower().replace("-", "").replace("_", "").replace(".", "")
-
-
-def _version_of(dist: metadata.Distribution | None) -> str | None:
-    if dist is None:
-        return None
+def _candidates(entry: str, wanted: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """(distribution, metadata file) for each `NAME-VERSION.dist-info` / `.egg-info` entry
+    of the folder `entry` whose NAME is one of `wanted` (sorted, so the choice does not
+    depend on the order the folder lists them in). A folder that cannot be listed (absent,
+    not a folder, a zip) holds none."""
     try:
-        version = dist.version
-    except (OSError, KeyError, ValueError):
-        return None
-    return version.strip() or None if isinstance(version, str) else None
+        with os.scandir(entry or ".") as listing:
+            names = [item.name for item in listing if item.name.lower().endswith(_SUFFIXES)]
+    except OSError:
+        return
+    for child in sorted(names):
+        stem = child.rpartition(".")[0].partition("-")[0]
+        name = wanted.get(_normalized(stem))
+        if name is None:
+            continue
+        path = os.path.join(entry or ".", child)
+        try:
+            is_folder = stat.S_ISDIR(os.stat(path).st_mode)
+        except OSError:
+            continue  # a dangling link: nothing installed there
+        if not is_folder:
+            yield name, path  # an `.egg-info` file is the metadata itself
+            continue
+        for file in ("METADATA", "PKG-INFO"):
+            inside = os.path.join(path, file)
+            if os.path.lexists(inside):
+                yield name, inside
+                break
+
+
+def _version_in(path: str) -> str | None:
+    """The `Version` header of the metadata file at `path`, read bounded (see the module
+    docstring); None, after a notice naming the path, when it cannot be read safely."""
+    try:
+        fd, status = open_regular(path)
+    except OSError as exc:
+        return _skipped(path, exc.strerror or str(exc))
+    try:
+        if status.st_size > MAX_METADATA_BYTES:
+            return _skipped(path, f"it is above the {MAX_METADATA_BYTES}-byte limit")
+        head = os.pread(fd, MAX_HEADER_BYTES, 0)
+    except OSError as exc:
+        return _skipped(path, exc.strerror or str(exc))
+    finally:
+        os.close(fd)
+    version = _version_header(head.decode("utf-8", "replace"))
+    if version is None:
+        return _skipped(path, f"no Version header in its first {MAX_HEADER_BYTES} bytes")
+    if len(version) > MAX_VERSION_CHARS:
+        return _skipped(path, f"its Version is longer than {MAX_VERSION_CHARS} characters")
+    if not version or not set(version) <= _VERSION_CHARACTERS:
+        return _skipped(path, "its Version is not written with letters, digits and `.+!_-`")
+    return version
+
+
+def _version_header(text: str) -> str | None:
+    """The value of the first `Version:` header (headers end at the first blank line)."""
+    for line in text.splitlines():
+        if not line.strip():
+            return None
+        key, colon, value = line.partition(":")
+        if colon and key.strip().lower() == "version":
+            return value.strip()
+    return None
+
+
+def _skipped(path: str, why: str) -> str | None:
+    """Say that the metadata at `path` is skipped, and why; None (no version)."""
+    notice(f"engine metadata {path} skipped: {why}", warning=True)
+    return None
 
 
 def resolve_engines(specs: Iterable[str] | str | None) -> list[Profile]:

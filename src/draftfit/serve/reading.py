@@ -169,10 +169,13 @@ def load_file(
     name: str, what: str, hint: str, roots: Sequence[str | Path] = ()
 ) -> Mapping[str, Any]:
     """The mapping in the JSON/YAML file `name`, read bounded (a regular file, at most
-    MAX_SERVE_CONFIG_BYTES, reached through a symlink only inside the current folder, the
-    draft or the target: see :func:`_refuse_foreign_link`); `what` names it in errors."""
+    MAX_SERVE_CONFIG_BYTES) and only when no link leads it elsewhere than it is named
+    (:func:`refuse_linked_path`); `what` names it in errors. `roots` (the draft and the
+    target) no longer widen where a link may lead: a link into them is refused too, as the
+    rule is the same for every file a launch names."""
+    del roots  # kept for the callers' signature
     path = Path(name)
-    _refuse_foreign_link(path, what, roots)
+    refuse_linked_path(path, what)
     try:
         data = read_regular(path, MAX_SERVE_CONFIG_BYTES)
     except FileNotFoundError:
@@ -185,34 +188,41 @@ def load_file(
     return _yaml_object(body, what)
 
 
-def _refuse_foreign_link(path: Path, what: str, roots: Sequence[str | Path]) -> None:
-    """Refuse a settings file reached through a symlink (the file or a folder on its
-    path) that ends outside the current folder's tree, the draft and the target: a
-    symlink committed next to a launch's settings must not make draftfit read (and quote)
-    a file elsewhere on the machine, such as `/etc/shadow`."""
-    steps = [path, *path.parents] if path.is_absolute() else [path, *path.parents][:-1]
-    if not any(step.is_symlink() for step in steps):
+def refuse_linked_path(path: Path, what: str) -> None:
+    """Refuse a settings file that a symbolic link takes elsewhere than its own path: a
+    folder on its path that is a link (`linkdir/secret.yaml`, `../linkdir/x.yaml`; for an
+    absolute path, any folder from the root), or the file itself a link, wherever it leads
+    (out of the folder, `launch.yaml -> ../../.ssh/config`, or to another file of it, such
+    as the secrets a CI job writes into its workspace). Only a Hugging Face cache
+    snapshot's link into its own repository's `blobs/` is read. In CI a pull request
+    controls such links and the log is public: what draftfit reads from a settings file it
+    may quote, so it reads nothing a link brings in. The refusal quotes neither the file
+    nor where the link leads."""
+    folder = Path(path.anchor) if path.is_absolute() else Path()
+    for part in path.parts[1 if path.is_absolute() else 0 : -1]:
+        folder = folder / part
+        if part not in (".", "..") and folder.is_symlink():
+            raise UsageError(
+                f"{what}: {folder} is a symbolic link to a folder; draftfit reads a launch's "
+                "files only by their own path (give the file's real path)"
+            )
+    if not path.is_symlink():
         return
-    try:
-        real = path.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return  # a dangling link or a loop: reading it reports the error
-    allowed = [Path.cwd(), *(Path(root) for root in roots if not _is_hub(root))]
-    for root in allowed:
+    from draftfit.output.guard import cache_repository
+
+    cache = cache_repository(path.parent)
+    if cache is not None and not (cache / "blobs").is_symlink():
         try:
-            if real.is_relative_to(root.resolve()):
-                return
+            real = path.resolve(strict=True)
+            blobs = (cache / "blobs").resolve(strict=True)
         except (OSError, RuntimeError):
-            continue
+            return  # a dangling link or a loop: reading it reports the error
+        if real.parent == blobs:
+            return
     raise UsageError(
-        f"{what}: a symlink to a file outside the current folder, the draft and the target; "
-        "give the file itself"
+        f"{what}: it is a symbolic link; draftfit does not read a launch's files through "
+        "links (give the file itself)"
     )
-
-
-def _is_hub(root: str | Path) -> bool:
-    text = str(root)
-    return text.startswith("hf://") or (not Path(text).exists() and text.count("/") == 1)
 
 
 def json_object(text: str, what: str) -> Mapping[str, Any]:

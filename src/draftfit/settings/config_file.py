@@ -235,9 +235,22 @@ def _selectors(path: Path, table: Mapping[str, Any], key: str) -> tuple[str, ...
     return tuple(value)
 
 
+#: Globs of `per-checkpoint-ignores`, and characters of one: `fnmatch` turns a glob into a
+#: regular expression in time that grows with the square of its length (a glob of a few
+#: hundred thousand `[` took minutes), and each glob is matched against every checkpoint.
+MAX_GLOBS = 1_000
+MAX_GLOB_CHARS = 1_024
+
+
 def _per_checkpoint(path: Path, value: Any) -> tuple[tuple[str, Mapping[str, str | None]], ...]:
     if not isinstance(value, dict):
         raise UsageError(f"{path}: `per-checkpoint-ignores` must be a table of glob = ignores")
+    if len(value) > MAX_GLOBS:
+        raise UsageError(f"{path}: `per-checkpoint-ignores` holds more than {MAX_GLOBS} globs")
+    if any(len(str(pattern)) > MAX_GLOB_CHARS for pattern in value):
+        raise UsageError(
+            f"{path}: a glob of `per-checkpoint-ignores` is longer than {MAX_GLOB_CHARS} characters"
+        )
     return tuple((str(pattern), _ignore(path, ignores)) for pattern, ignores in value.items())
 
 

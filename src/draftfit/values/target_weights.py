@@ -9,12 +9,13 @@ there), then the shard the index names. Only headers and the rows asked for cros
 
 from __future__ import annotations
 
-import json
+import re
 import struct
 from collections.abc import Iterator
 
+from draftfit.checkpoint.jsonread import parse_json
 from draftfit.checkpoint.model import Damage, TensorInfo
-from draftfit.checkpoint.safetensors import MAX_HEADER_BYTES, parse_entry
+from draftfit.checkpoint.safetensors import HEADER_LIMITS, parse_entry
 from draftfit.draft.target import Target
 from draftfit.records import record
 
@@ -110,12 +111,12 @@ def _read_entries(access: FileAccess, shard: str, names: set[str]) -> dict[str, 
         size = access.size(shard)
         first = access.read_range(shard, 0, max(8, min(size, access.prefetch)))
         (length,) = struct.unpack("<Q", first[:8]) if len(first) >= 8 else (size,)
-        if length > MAX_HEADER_BYTES or 8 + length > size:
+        if length > HEADER_LIMITS.max_bytes or 8 + length > size:
             raise TargetWeightsMissing(f"{shard}: not a readable safetensors file")
         header = first[8 : 8 + length] if 8 + length <= len(first) else b""
         if not header:
             header = access.read_range(shard, 8, 8 + length)
-        parsed = json.loads(header)
+        parsed = parse_json(header, HEADER_LIMITS).value  # bounded: a hostile header
     except (OSError, ValueError) as exc:
         raise TargetWeightsMissing(f"{shard}: cannot read its header ({exc})") from exc
     if not isinstance(parsed, dict):
@@ -145,20 +146,24 @@ def _search_order(access: FileAccess, files: list[str], shards: list[str]) -> It
 
 
 def _index_shards(access: FileAccess) -> list[str]:
+    """The shards the index names for the embedding and the head, as a hint of where to
+    look first (every shard is searched anyway). A 1 TB target's index maps a hundred
+    thousand tensors and may be hostile, so it is not parsed: its bytes (at most
+    INDEX_LIMIT) are searched for those few names' entries, the last one written winning as
+    in JSON. Names it gives are only taken when they are shards of the folder."""
     try:
         if access.size(INDEX) > INDEX_LIMIT:
             return []
-        index = json.loads(access.read_all(INDEX))
+        data = access.read_all(INDEX)
     except (OSError, ValueError):
         return []
-    weight_map = index.get("weight_map") if isinstance(index, dict) else None
-    if not isinstance(weight_map, dict):
-        return []
-    return [
-        shard
-        for name in (*EMBED_NAMES, *HEAD_NAMES)
-        if isinstance(shard := weight_map.get(name), str)
-    ]
+    found = []
+    for name in (*EMBED_NAMES, *HEAD_NAMES):
+        entry = re.compile(rb'"' + re.escape(name.encode()) + rb'"\s*:\s*"([^"\\]{1,4096})"')
+        matches = entry.findall(data)
+        if matches:
+            found.append(matches[-1].decode("utf-8", "replace"))
+    return found
 
 
 def _first(tensors: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo | None:
