@@ -26,6 +26,7 @@ from draftfit.render.registry import render
 from draftfit.report import Report
 from tests import factory as f
 from tests.factory import Draft
+from tests.test_ci_formats import validate_sarif
 from tests.test_json_schema import validate
 
 KIMI_HEAD_DIM, KIMI_DERIVED = 128, 112  # 64 heads of 128; 7168 / 64 = 112
@@ -120,7 +121,7 @@ def test_kimi_head_dim_is_one_finding_at_the_config_key(kimi: tuple[Path, Path])
 
 
 def test_kimi_finding_in_text_json_and_sarif(
-    kimi: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    kimi: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     draft, target = kimi
     monkeypatch.chdir(draft.parent)
@@ -135,7 +136,7 @@ def test_kimi_finding_in_text_json_and_sarif(
     validate("check", data)
     (finding,) = [x for x in data["findings"] if x["code"] == "DF212"]
     assert finding["related"] == [{"file": "model.safetensors", "tensor": t} for t in ATTENTION]
-    sarif = json.loads(render(report, "sarif"))
+    sarif = validate_sarif(render(report, "sarif"))  # against the SARIF 2.1.0 schema
     (result,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "DF212"]
     (location,) = result["locations"]
     region = location["physicalLocation"]["region"]["startLine"]
@@ -147,6 +148,9 @@ def test_kimi_finding_in_text_json_and_sarif(
     assert {r["physicalLocation"]["artifactLocation"]["uri"] for r in related} == {
         f"{draft.name}/model.safetensors"
     }
+    annotation = render(report, "github")
+    assert "explains: `layers.0.self_attn.q_proj.weight`" in annotation
+    assert "explains: `layers.0.self_attn.q_proj.weight`" in render(report, "junit")
 
 
 def test_kimi_without_head_dim_stays_head_dim_not_declared(tmp_path: Path) -> None:
