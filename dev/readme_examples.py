@@ -58,8 +58,12 @@ sys.path.insert(0, str(ROOT))  # tests.factory writes the value examples' real-b
 
 from tests import factory  # noqa: E402
 
-from draftfit.commands.demo import build_demo  # noqa: E402
-from draftfit.draft.synth import eagle3_tensor_table, write_sparse_checkpoint  # noqa: E402
+from draftfit.commands.demo import build_demo, demo_config  # noqa: E402
+from draftfit.draft.synth import (  # noqa: E402
+    eagle3_tensor_table,
+    speculators_table,
+    write_sparse_checkpoint,
+)
 from draftfit.output.atomic_write import write_text_atomic  # noqa: E402
 
 # Programs a displayed pipeline may use beyond bash and coreutils; without them the example
@@ -132,6 +136,18 @@ def specforge_llama_8b(root: Path, nested_aux: list[int]) -> Path:
     return write_sparse_checkpoint(root, config, table, vocab=128256, draft_vocab=DRAFT_VOCAB)
 
 
+def kimi_head_dim_112(root: Path) -> Path:
+    """`draftfit demo`'s speculators Kimi-K2 draft (64 heads of 128) with
+    `transformer_layer_config.head_dim` written as 7168/64 = 112: the DF212 example."""
+    config = demo_config("speculators-kimi-k2-eagle3.config.json")
+    table = speculators_table(config)
+    layer = config["transformer_layer_config"]
+    layer["head_dim"] = 112
+    return write_sparse_checkpoint(
+        root, config, table, vocab=layer["vocab_size"], draft_vocab=config["draft_vocab_size"]
+    )
+
+
 def kimi_values_pair(root: Path) -> None:
     """The `--values` example: the small-scale Kimi-K2 / K2.5 sibling pair of the test
     factory (`kimi-k2-draft`, `Kimi-K2`, `Kimi-K2.5`)."""
@@ -151,6 +167,7 @@ def build_workspace(root: Path) -> None:
       settings file `drafts/draftfit.toml`, for the CI examples;
       `checkpoints/epoch_1/hf`, `checkpoints/epoch_2/hf`: a training run's folders.
     * `kimi-k2-draft/`, `Kimi-K2/`, `Kimi-K2.5/`: the `--values` example (real bytes, small).
+    * `kimi-draft-head-dim-112/`: the demo's draft with `head_dim` written 112 (DF212).
     """
     target = root / "Llama-3.1-8B-Instruct"
     target.mkdir(parents=True)
@@ -171,6 +188,7 @@ def build_workspace(root: Path) -> None:
         folder.mkdir(parents=True)
         (folder / "hf").symlink_to("../../specforge-draft")
     kimi_values_pair(root)
+    kimi_head_dim_112(root / "kimi-draft-head-dim-112")
 
 
 # ------------------------------------------------------------------ the marked blocks

@@ -329,6 +329,7 @@ def _collect(
             v.citations,
             consequence,
             condition=v.condition or item.condition,
+            related=v.related,
         )
         existing = collected.setdefault(finding.key(), finding)
         if consequence.severity > existing.severity:

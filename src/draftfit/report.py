@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 
 
 SCHEMA_VERSION = 1
+# How many related places the text formats name (JSON and SARIF list them all).
+RELATED_SHOWN = 8
 
 INCOMPATIBLE = Verdict.INCOMPATIBLE
 DRAFTS_GARBAGE = Verdict.DRAFTS_GARBAGE
@@ -192,6 +194,9 @@ class Finding:
     # A report's own grouping where it is not the rule's family (`diff`: "diff" for what
     # the engine sees differently, "raw" for bytes that differ).
     group: str | None = None
+    # Other places the finding explains: the tensors whose shape findings it stands for
+    # (reported once, at their cause, instead of once per tensor).
+    related: tuple[Location, ...] = ()
 
     @property
     def code(self) -> str:
@@ -220,6 +225,21 @@ class Finding:
         """Whether the finding counts for verdicts and the exit status (not suppressed)."""
         return self.suppression is None
 
+    @property
+    def related_lines(self) -> list[str]:
+        """The places the finding explains, as the text formats list them:
+        ``explains: `q_proj.weight`, ...`` (tensors) and ``see also: config.json /x``."""
+        tensors = [f"`{r.tensor}`" for r in self.related if r.tensor is not None]
+        others = [str(r) for r in self.related if r.tensor is None and str(r)]
+        lines = []
+        if tensors:
+            shown = tensors[:RELATED_SHOWN]
+            more = len(tensors) - len(shown)
+            lines.append("explains: " + ", ".join(shown) + (f" and {more} more" if more else ""))
+        if others:
+            lines.append("see also: " + ", ".join(others))
+        return lines
+
     def key(self) -> tuple[str, str, Location]:
         return (self.code, self.message, self.location)
 
@@ -235,6 +255,7 @@ class Finding:
             "engines": [e.label for e in self.engines],
             "fix": self.fix,
             "sources": list(self.citations),
+            **({"related": [r.to_dict() for r in self.related]} if self.related else {}),
             **(
                 {"suppressed": True, "suppression": self.suppression.to_dict()}
                 if self.suppression is not None

@@ -253,6 +253,9 @@ HEAD_DIM_NOT_DECLARED = RuleId("DF208", "head-dim-not-declared", _GARBAGE, "tens
 MISSING_REQUIRED_TENSOR = RuleId("DF209", "missing-required-tensor", _REFUSES, "tensors")
 TENSOR_NAMES_NOT_BOUND = RuleId("DF210", "tensor-names-not-bound", _GARBAGE, "tensors")
 QUANTIZATION_DATA_MISSING = RuleId("DF211", "quantization-data-missing", _GARBAGE, "tensors")
+CONFIG_DIMENSION_CONTRADICTS_TENSORS = RuleId(
+    "DF212", "config-dimension-contradicts-tensors", _GARBAGE, "tensors"
+)
 AUX_LAYERS_DIFFER_FROM_TRAINED = RuleId("DF301", "aux-layers-differ-from-trained", _GARBAGE, "aux")
 AUX_IDS_NOT_READ_DEFAULT_MATCHES = RuleId(
     "DF302", "aux-ids-not-read-default-matches", _COSMETIC, "aux"
@@ -513,6 +516,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     MISSING_REQUIRED_TENSOR,
     TENSOR_NAMES_NOT_BOUND,
     QUANTIZATION_DATA_MISSING,
+    CONFIG_DIMENSION_CONTRADICTS_TENSORS,
     AUX_LAYERS_DIFFER_FROM_TRAINED,
     AUX_IDS_NOT_READ_DEFAULT_MATCHES,
     AUX_ID_OUT_OF_RANGE,

@@ -49,9 +49,34 @@ case("mla-model-type-deepseek-v3", {"DF101"}, verdict="incompatible", oracle="ml
 case("mla-missing-kv-b", {"DF205"}, {"DF201"}, verdict="drafts-garbage", oracle="mla b")(
     _mla(f.mla_draft().drop("midlayer.self_attn.kv_b_proj.weight"))
 )
-case("mla-q-b-oversized", {"DF204"}, {"DF203"}, verdict="drafts-garbage", oracle="mla c")(
+case("mla-q-b-oversized", {"DF204"}, {"DF203", "DF212"}, verdict="drafts-garbage", oracle="mla c")(
     _mla(f.mla_draft().reshape("midlayer.self_attn.q_b_proj.weight", (f.HEADS * 24 + 8, 48)))
 )
+
+
+def _mla_rank(key: str, value: int) -> Draft:
+    draft = f.mla_draft()
+    draft.config[key] = value
+    return draft
+
+
+# `kv_lora_rank` written 24 beside tensors trained with 32: kv_a rows (rank + rope), the
+# kv_a norm and kv_b's columns all follow it; one finding at the key. kv_b's columns are
+# too wide for a loader that narrows only rows: the engine refuses.
+case(
+    "mla-kv-lora-rank-contradicts-tensors",
+    {"DF212"},
+    {"DF203", "DF204"},
+    verdict="incompatible",
+    oracle="mla1",
+)(_mla(_mla_rank("kv_lora_rank", 24)))
+case(
+    "mla-v-head-dim-contradicts-tensors",
+    {"DF212"},
+    {"DF203", "DF204"},
+    verdict="drafts-garbage",
+    oracle="mla2",
+)(_mla(_mla_rank("v_head_dim", 8)))
 
 
 def _gelu() -> Draft:

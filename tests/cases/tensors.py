@@ -50,7 +50,8 @@ case("k-proj-input-h", {"DF203"}, verdict="incompatible", oracle="12f")(
 case("lm-head-rows", {"DF203"}, verdict="incompatible", oracle="12e")(
     with_target(f.specforge().reshape("lm_head.weight", (60, 64)))
 )
-case("q-proj-oversized", {"DF204"}, {"DF203"}, verdict="drafts-garbage", oracle="12")(
+# One projection oversized, the others as the config says: no config value explains it.
+case("q-proj-oversized", {"DF204"}, {"DF203", "DF212"}, verdict="drafts-garbage", oracle="12")(
     with_target(f.specforge().reshape("midlayer.self_attn.q_proj.weight", (96, 128)))
 )
 case("k-proj-missing", {"DF205"}, {"DF206"}, verdict="drafts-garbage", oracle="10")(
@@ -522,5 +523,95 @@ def _head_dim_undeclared() -> Draft:
 
 
 case(
-    "head-dim-not-declared", {"DF208"}, {"DF203", "DF204"}, verdict="drafts-garbage", oracle="12c"
+    "head-dim-not-declared",
+    {"DF208"},
+    {"DF203", "DF204", "DF212"},
+    verdict="drafts-garbage",
+    oracle="12c",
 )(with_target(_head_dim_undeclared()))
+
+
+# A declared dimension that contradicts the stored tensors: one finding at the config key
+# (DF212), with the per-tensor shape findings folded into it.
+def _speculators_head_dim(declared: int, stored: int = 2 * f.HEAD_DIM) -> Draft:
+    """A speculators draft whose `transformer_layer_config.head_dim` is `declared` while its
+    projections hold 4 heads of `stored` (the Kimi-K2 story in miniature: 16 = 64/4)."""
+    draft = f.speculators(aux=[2, 4, 5], head_dim=declared)
+    draft.tensors = f.eagle3_tensors(naming="layers", embed=True, head_dim=stored)
+    return draft
+
+
+def _flat(stored_kw: dict, **config: int | None) -> Draft:
+    """A SpecForge draft with `config` written over its dimensions (None: the key removed)
+    and tensors made with `stored_kw`."""
+    draft = f.specforge()
+    for key, value in config.items():
+        if value is None:
+            draft.config.pop(key, None)
+        else:
+            draft.config[key] = value
+    draft.tensors = f.eagle3_tensors(**stored_kw)
+    return draft
+
+
+_FOLDED = {"DF203", "DF204", "DF208"}
+case(
+    "head-dim-contradicts-tensors-speculators",
+    {"DF212"},
+    _FOLDED,
+    verdict="drafts-garbage",
+    oracle="hd1",
+)(with_target(_speculators_head_dim(f.HEAD_DIM)))
+case(
+    "head-dim-contradicts-tensors-specforge",
+    {"DF212"},
+    _FOLDED,
+    verdict="drafts-garbage",
+    oracle="hd2",
+)(with_target(_flat({"head_dim": 32}, head_dim=16)))
+case(
+    "head-dim-contradicts-tensors-sglang",
+    {"DF212"},
+    _FOLDED,
+    engines=("sglang==0.5.23",),
+    verdict="drafts-garbage",
+)(with_target(_flat({"head_dim": 32}, head_dim=16)))
+# TensorRT-LLM copies weights whole: the same contradiction stops start-up.
+case(
+    "head-dim-contradicts-tensors-trtllm",
+    {"DF212"},
+    _FOLDED,
+    engines=("trtllm",),
+    verdict="incompatible",
+)(with_target(_flat({"head_dim": 32}, head_dim=16)))
+# Declared wider than trained: the stored projections are too small, and the loader refuses.
+case(
+    "head-dim-wider-than-tensors",
+    {"DF212"},
+    _FOLDED,
+    verdict="incompatible",
+    oracle="hd3",
+)(with_target(_flat({"head_dim": 32}, head_dim=48)))
+case(
+    "kv-heads-contradict-tensors",
+    {"DF212"},
+    _FOLDED,
+    verdict="drafts-garbage",
+    oracle="hd4",
+)(with_target(_flat({}, num_key_value_heads=1)))
+case(
+    "intermediate-size-contradicts-tensors",
+    {"DF212"},
+    _FOLDED,
+    verdict="drafts-garbage",
+    oracle="hd5",
+)(with_target(_flat({}, intermediate_size=96)))
+# 8 heads of 16 stored, 4 heads of 16 declared and no `num_key_value_heads`: 8 heads or a
+# head_dim of 32 both give every stored shape; DF212 names both and chooses neither.
+case(
+    "heads-or-head-dim-ambiguous",
+    {"DF212"},
+    _FOLDED,
+    verdict="drafts-garbage",
+    oracle="hd6",
+)(with_target(_flat({"heads": 8, "kv": 8}, num_key_value_heads=None)))

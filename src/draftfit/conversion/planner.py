@@ -25,6 +25,7 @@ from array import array
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.checkpoint.values import DEFAULT_LIMIT, read_ints, read_mask
+from draftfit.conversion.dimensions import draft_fits
 from draftfit.conversion.output import MARKER, MARKER_PART
 from draftfit.conversion.plan import DISPLAY_ONLY, SAFE, UNSAFE, Edit, OutputTensor, Plan
 from draftfit.draft.aux_counting import CAPTURE_BEFORE, default_capture_ids, resolve_with_target
@@ -105,6 +106,8 @@ class _Planner:
         self.target = target
         self.edits: list[Edit] = []
         self.unsafe = unsafe
+        # Top-level config keys corrected to the value the stored tensors imply.
+        self.corrected: dict[str, Any] = {}
 
     def edit(self, action: str, target: str, description: str, safety: str = SAFE) -> bool:
         """Record an edit; return whether it is applied."""
@@ -159,6 +162,7 @@ class _Planner:
                 f"while hidden_size/num_attention_heads gives {spec.head_dim}",
             )
             layer["head_dim"] = implied
+        self._dimension_fits(layer)
         if spec.layer_config_pointer and not self.layout.speculators_config:
             self.edit(
                 "move-config",
@@ -172,6 +176,35 @@ class _Planner:
                 "move the decoder fields into `transformer_layer_config`",
             )
         return layer
+
+    def _dimension_fits(self, layer: dict[str, Any]) -> None:
+        """Correct a decoder dimension that contradicts the stored tensors (the tensors are
+        right): the value they imply, verified by the engine's own derivation of the layer's
+        shapes. When the shapes fit two dimensions equally, nothing is guessed."""
+        fits = draft_fits(self.ckpt, self.spec, self.target, self.profile)
+        for fit in fits:
+            if fit.ambiguous:
+                options = ", or ".join(f"`{e.key}` to {e.value}" for e in fit.edits)
+                self.edit(
+                    "none",
+                    fit.edits[0].pointer,
+                    f"the stored tensors fit either edit: set {options}; the shapes cannot "
+                    "tell which value is wrong: take it from the training configuration",
+                    DISPLAY_ONLY,
+                )
+                continue
+            edit = fit.edits[0]
+            was = edit.declared if edit.declared is not None else "not written"
+            self.edit(
+                "set-config",
+                edit.pointer,
+                f"set `{edit.key}` to {edit.value} (was {was}): the stored tensors were trained "
+                f"with it ({edit.evidence}); the tensors are kept as stored",
+            )
+            if edit.key in LAYER_FIELDS:
+                layer[edit.key] = edit.value
+            else:  # an MLA dimension: a top-level key of the flat config
+                self.corrected[edit.key] = edit.value
 
     def _eagle_fields(self, layer: dict[str, Any]) -> dict[str, Any]:
         spec = self.spec
@@ -312,6 +345,7 @@ class _Planner:
                 continue
             if self.spec.layer_config_pointer == "":
                 config[key] = value
+        config.update(self.corrected)
         for key in SPECULATORS_KEYS:
             if key in source:
                 self.edit("delete-config", f"/{key}", f"remove `{key}` (speculators-only)")

@@ -20,6 +20,7 @@ from draftfit.draft.description import EAGLE, EAGLE3, DraftDescription
 from draftfit.draft.target import Target
 from draftfit.draft.target_rotation import Rotation
 from draftfit.engines import shapes
+from draftfit.engines.dimension_fit import fit_dimensions
 from draftfit.engines.draft_quant import (
     QUANTIZED_DTYPES,
     MissingData,
@@ -263,6 +264,8 @@ class BaseBuilder:
             if not self.maps_after_refusal:
                 return
         self._map_tensors()
+        if self.view.built and self.inputs.fit_dimensions:
+            self.view.dimension_fits = fit_dimensions(self.inputs, self.view, type(self).build)
         self._quant_data_missing()
         self._target_checks()
 
@@ -751,7 +754,14 @@ class BaseBuilder:
         if not self.truncating_loader:
             oversize = FAILS
         self.view.expectations[canonical] = Expectation(
-            canonical, canonical, param.shape, param.formula, if_missing, oversize, citations
+            canonical,
+            canonical,
+            param.shape,
+            param.formula,
+            if_missing,
+            oversize,
+            citations,
+            param.axes,
         )
 
     def _ever_listed(self, arch: str) -> bool:

@@ -20,6 +20,7 @@ from draftfit.draft.description import DraftDescription
 from draftfit.draft.target import Target
 from draftfit.draft.tensor_names import bounded_message
 from draftfit.engines.profile import Profile, Resolved
+from draftfit.engines.shapes import Axis
 from draftfit.location import Location
 from draftfit.records import field, frozen, record
 from draftfit.rule_ids import Consequence, RuleId
@@ -48,6 +49,8 @@ class BuildInputs:
         method_explicit: whether the method was given rather than read from the checkpoint.
         serve: the launch's settings for this engine (`--serve-config`, `--serve-args`),
             or None (a default launch).
+        fit_dimensions: whether the builder looks for a config dimension that explains the
+            stored shapes it does not build (off when it builds a trial of such an edit).
     """
 
     checkpoint: Checkpoint
@@ -57,6 +60,7 @@ class BuildInputs:
     method: str | None
     method_explicit: bool
     serve: ServeSettings | None = None
+    fit_dimensions: bool = True
 
 
 @frozen
@@ -88,6 +92,8 @@ class Expectation:
         oversize: what a too-large tensor does: FAILS, or TRUNCATE_ROWS / TRUNCATE_COLS
             when the loader silently narrows that dimension to the parameter's size.
         citations: engine source lines.
+        axes: each dimension of `shape` as the config fields it is computed from (None
+            for a dimension that is not; empty when unknown).
     """
 
     canonical: str
@@ -97,6 +103,45 @@ class Expectation:
     if_missing: str | None
     oversize: str = FAILS
     citations: tuple[str, ...] = ()
+    axes: tuple[Axis | None, ...] = ()
+
+
+@frozen
+class DimensionEdit:
+    """One config value that, changed, makes the engine build the stored shapes.
+
+    Attributes:
+        key: the config key (`head_dim`).
+        pointer: where it is (or would be written) in the draft's config.json.
+        declared: the value written there, or None when the key is absent.
+        used: the value the engine used (the declared one, its default or derivation).
+        value: the value the stored tensors imply.
+        evidence: one stored tensor and the formula that gives its dimension with `value`
+            (```q_proj` [8192, 14336]: num_attention_heads·head_dim = 64·128 rows``).
+    """
+
+    key: str
+    pointer: str
+    declared: int | None
+    used: int
+    value: int
+    evidence: str
+
+
+@frozen
+class DimensionFit:
+    """Stored shapes the engine does not build, explained by one config dimension.
+
+    `edits` holds the edit that makes every tensor of `explains` (canonical names) load
+    whole, verified by building the draft again with it; several edits when each of them
+    explains the shapes (the shapes cannot tell which dimension is wrong)."""
+
+    edits: tuple[DimensionEdit, ...]
+    explains: tuple[str, ...]
+
+    @property
+    def ambiguous(self) -> bool:
+        return len(self.edits) > 1
 
 
 class FateCause(enum.Enum):
@@ -207,6 +252,8 @@ class EngineView:
     built: bool = False  # False when a refusal stops the engine before building the draft
     effective: dict[str, object] = field(default_factory=dict)
     config: dict[str, object] = field(default_factory=dict)  # what the draft class reads
+    # Config dimensions that explain stored shapes the draft class does not build.
+    dimension_fits: list[DimensionFit] = field(default_factory=list)
 
     def add(self, event: Event) -> None:
         self.events.append(event)

@@ -39,6 +39,8 @@ def annotation(finding: Finding, draft: str, target: str | None = None) -> str:
     location = str(finding.location)
     if location and place.line is None:
         message += f" ({escape_field(location)})"
+    for related in finding.related_lines:
+        message += f"\n{escape_field(related)}"
     if finding.consequence_text:
         message += f"\nconsequence: {escape_field(finding.consequence_text)}"
     if finding.fix:

@@ -55,6 +55,7 @@ def _details(finding: Finding) -> str:
     location = str(finding.location)
     if location:
         lines.append(f"--> {escape_field(location)}")
+    lines.extend(escape_field(related) for related in finding.related_lines)
     lines.extend(f"source: {escape_field(s)}" for s in finding.citations)
     if finding.fix:
         lines.append(f"fix: {escape_field(finding.fix)}")

@@ -117,12 +117,32 @@ def _rule(code: str, report: FindingReport) -> dict[str, Any]:
     return out
 
 
+def _related(draft: str, target: str | None, where: Location, index: int) -> dict[str, Any]:
+    """A place the finding explains (a tensor whose shape finding it stands for, or another
+    config key), as a SARIF related location."""
+    out: dict[str, Any] = {"id": index + 1}
+    place = place_of(draft, where, target)
+    if place.path is not None:
+        out["physicalLocation"] = {
+            "artifactLocation": {"uri": uri_reference(place.path), "uriBaseId": BASE_ID},
+            "region": {"startLine": place.line or 1},
+        }
+    logical = where.pointer or where.tensor
+    if logical:
+        out["logicalLocations"] = [{"fullyQualifiedName": logical}]
+    text = f"explains tensor `{where.tensor}`" if where.tensor else f"see also {where}"
+    out["message"] = {"text": escape_controls(text)}
+    return out
+
+
 def _result(finding: Finding, rule_index: int, draft: str, target: str | None) -> dict[str, Any]:
     text = finding.message
     if finding.consequence_text:
         text += f"\nconsequence: {finding.consequence_text}"
     if finding.fix:
         text += f"\nfix: {finding.fix}"
+    for line in finding.related_lines:
+        text += f"\n{line}"
     if finding.engines:
         text += f"\nengine versions: {', '.join(e.label for e in finding.engines)}"
     result: dict[str, Any] = {
@@ -153,6 +173,9 @@ def _result(finding: Finding, rule_index: int, draft: str, target: str | None) -
         if logical:
             location["logicalLocations"] = [{"fullyQualifiedName": logical}]
         result["locations"] = [location]
+    related = [_related(draft, target, r, i) for i, r in enumerate(finding.related)]
+    if related:
+        result["relatedLocations"] = related
     if finding.suppression is not None:
         result["suppressions"] = [{"kind": "external", "justification": finding.suppression.reason}]
     return result

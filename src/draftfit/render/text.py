@@ -128,6 +128,8 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                 location = str(finding.location)
                 if location:
                     console.print(Styled("    --> " + escape_field(location), style="blue"))
+                for related in finding.related_lines:
+                    console.print(Styled("    " + escape_field(related), style="blue"))
                 for source in finding.citations[:2]:
                     console.print(Styled("    source: " + escape_field(source), style="dim"))
                 if finding.fix:

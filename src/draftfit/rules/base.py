@@ -33,7 +33,8 @@ class Violation:
 
     `consequence` is set where this case's consequence differs from the rule's (the engine
     version or the case decides it); None means the rule's own. `condition` names when a
-    `degrades` case degrades, where the rule's own condition does not say it."""
+    `degrades` case degrades, where the rule's own condition does not say it. `related`:
+    other places the finding explains (the tensors whose own findings it stands for)."""
 
     message: str
     location: Location = field(default_factory=Location)
@@ -41,6 +42,7 @@ class Violation:
     citations: tuple[str, ...] = ()
     consequence: Consequence | None = None
     condition: str | None = None
+    related: tuple[Location, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "message", bounded_message(self.message))

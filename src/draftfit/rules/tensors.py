@@ -16,11 +16,14 @@ from draftfit.engines.view import (
     TRUNCATE_COLS,
     TRUNCATE_ROWS,
     UNINITIALISED,
+    DimensionEdit,
+    DimensionFit,
     Expectation,
     FateCause,
     TensorFate,
 )
 from draftfit.rule_ids import (
+    CONFIG_DIMENSION_CONTRADICTS_TENSORS,
     HEAD_DIM_NOT_DECLARED,
     IGNORED_TENSOR,
     MISSING_NORM_WEIGHT,
@@ -33,7 +36,15 @@ from draftfit.rule_ids import (
     TENSOR_SHAPE_TRUNCATED,
     UNKNOWN_TENSOR_NAME,
 )
-from draftfit.rules.base import Consequence, Context, Location, Violation, event_rule, rule
+from draftfit.rules.base import (
+    Consequence,
+    Context,
+    Location,
+    Violation,
+    config_at,
+    event_rule,
+    rule,
+)
 
 _ATTN = re.compile(r"^layers\.\d+\.self_attn\.(q|k|v|o)_proj\.weight$")
 
@@ -111,6 +122,15 @@ def _is_prefix_fate(fate: TensorFate) -> bool:
 
 def _head_dim_implied(ctx: Context) -> int | None:
     return ctx.spec.undeclared_head_dim
+
+
+def _explained(ctx: Context) -> set[str]:
+    """Tensors whose shape a config dimension explains: reported once, at that dimension
+    (config-dimension-contradicts-tensors), not once per tensor."""
+    view = ctx.view
+    if view is None:
+        return set()
+    return {canonical for fit in view.dimension_fits for canonical in fit.explains}
 
 
 @rule(
@@ -223,19 +243,24 @@ def tensor_shape_mismatch(ctx: Context) -> Iterator[Violation]:
     that assumes 3 unless `num_aux_hidden_states` says otherwise.
 
     ## Fix
-    Make the config describe the stored tensors (e.g. add `num_aux_hidden_states`, fix
-    `head_dim`), or retrain.
+    Make the config describe the stored tensors (e.g. add `num_aux_hidden_states`), or
+    retrain. When one config dimension explains the shapes of several tensors (a `head_dim`
+    written wrong), DF212 reports it once, at that key, with the exact edit, and this
+    finding is folded into it.
     """
     view = ctx.view
     if view is None:
         return
     implied = _head_dim_implied(ctx)
+    explained = _explained(ctx)
     for exp in view.expectations.values():
         problem = _shape_problem(ctx, exp)
         if problem is None or problem[0] != "mismatch":
             continue
         if implied is not None and _ATTN.match(exp.canonical):
             continue  # reported once, with the cause, by head-dim-not-declared
+        if exp.canonical in explained:
+            continue  # reported once, at the config key, by config-dimension-contradicts-tensors
         if exp.canonical == "fc.weight" and fc_width_is_aux_count_problem(ctx):
             continue  # reported with the aux-state count by aux-count-mismatch
         raw = problem[1]
@@ -264,20 +289,25 @@ def tensor_shape_truncated(ctx: Context) -> Iterator[Violation]:
     collapses.
 
     ## Example
-    `q_proj` `[8192, 14336]` where the config implies `[7168, 14336]`.
+    `q_proj` `[96, 128]` where the config implies `[64, 128]`, while `k_proj`, `v_proj` and
+    `o_proj` match it.
 
     ## Fix
-    Declare the dimension that produced the stored shape (usually `head_dim`).
+    When one config value explains the stored shapes (a `head_dim` written 112 beside
+    projections trained with 128), DF212 reports it once, at that key, with the exact edit,
+    and this finding is folded into it. Otherwise re-export the tensor at the shape the
+    config describes, or write the dimensions it was trained with.
     """
     view = ctx.view
     if view is None:
         return
     implied = _head_dim_implied(ctx)
+    explained = _explained(ctx)
     for exp in view.expectations.values():
         problem = _shape_problem(ctx, exp)
         if problem is None or problem[0] != "truncated":
             continue
-        if implied is not None and _ATTN.match(exp.canonical):
+        if (implied is not None and _ATTN.match(exp.canonical)) or exp.canonical in explained:
             continue
         shape = ctx.spec.tensors[exp.canonical].shape
         yield Violation(
@@ -285,7 +315,8 @@ def tensor_shape_truncated(ctx: Context) -> Iterator[Violation]:
             f"{list(exp.shape or ())} {view.title} builds ({exp.formula}); the loader keeps only "
             "the leading slice, silently",
             _tensor_location(ctx, problem[1]),
-            "declare the dimension that produced the stored shape",
+            f"re-export the tensor as {list(exp.shape or ())}, or write the config dimensions "
+            "it was trained with (no single config value explains this shape)",
             exp.citations,
         )
 
@@ -386,7 +417,9 @@ def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
     `hidden_size` 7168, 64 heads, no `head_dim`, `q_proj` `[8192, 14336]`.
 
     ## Fix
-    Add `"head_dim": 128` (the value the stored shapes imply) to the decoder config.
+    Add `"head_dim": 128` (the value the stored shapes imply) to the decoder config. The
+    projections' own shape findings (DF203, DF204) are folded into this one and listed
+    under it (`explains`). A `head_dim` that is written, but wrong, is DF212.
     """
     view = ctx.view
     if view is None or not view.expectations:
@@ -413,6 +446,127 @@ def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
         f'add "head_dim": {implied} to the decoder config',
         q_proj.citations if q_proj is not None else (),
         Consequence.DRAFTS_GARBAGE if narrows else Consequence.REFUSES_TO_START,
+        related=tuple(
+            _tensor_location(ctx, spec.raw(exp.canonical))
+            for exp in view.expectations.values()
+            if _ATTN.match(exp.canonical) and _shape_problem(ctx, exp) is not None
+        ),
+    )
+
+
+@rule(
+    CONFIG_DIMENSION_CONTRADICTS_TENSORS,
+    "a config dimension contradicts the shapes of the stored tensors",
+)
+def config_dimension_contradicts_tensors(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    The dimensions the draft class builds its layers from agree with the stored tensors:
+    `head_dim`, `num_attention_heads`, `num_key_value_heads`, `intermediate_size`,
+    `hidden_size`, and for MLA drafts `q_lora_rank`, `kv_lora_rank`, `qk_nope_head_dim`,
+    `qk_rope_head_dim` and `v_head_dim`. When stored tensors disagree with what the engine
+    builds and one changed value makes them fit (checked by building the draft again with
+    it, the way that engine version does), that value is the cause. It is reported once, at
+    its config key, with the value the tensors imply and the tensor that shows it; the
+    shape findings of those tensors (DF203, DF204) are folded into it (`explains` in the
+    text, `related` in JSON, `relatedLocations` in SARIF).
+
+    ## Why it matters
+    Engines build every projection from the config, not from the stored shapes. With
+    `head_dim` written 112 beside projections trained with 128, vLLM and SGLang build
+    112-wide heads and their loaders silently keep the leading slice of the q/k/v rows and
+    o_proj columns: the draft loads and every drafted token is wrong (confirmed by running
+    vLLM 0.34.0). A value larger than the trained one leaves the parameters wider than the
+    stored tensors, and the loader refuses them at start-up; TensorRT-LLM, whose loader
+    copies weights whole, refuses either way. The finding says which.
+
+    ## Example
+    A speculators draft for Kimi-K2.5 whose `transformer_layer_config.head_dim` is 112
+    (7168/64) while its `q_proj` is `[8192, 14336]`: 64 heads of 128.
+
+    ## Fix
+    Set the key to the value the tensors imply (`/transformer_layer_config/head_dim` to
+    128): the tensors are right, the config is not, and `draftfit convert` makes the edit.
+    When two dimensions explain the shapes equally well (`num_attention_heads` and
+    `head_dim` when `num_key_value_heads` is not written and follows the heads), the finding
+    names both and makes no edit: take the value from the draft's training configuration.
+    """
+    view = ctx.view
+    if view is None:
+        return
+    for fit in view.dimension_fits:
+        exps = [view.expectations[c] for c in fit.explains]
+        refused = any((_shape_problem(ctx, e) or ("",))[0] == "mismatch" for e in exps)
+        outcome = (
+            "its loader refuses the stored shapes at start-up"
+            if refused
+            else "its loader silently keeps only the leading slice of each, so every drafted "
+            "token is wrong"
+        )
+        related = tuple(_tensor_location(ctx, ctx.spec.raw(c)) for c in fit.explains)
+        consequence = Consequence.REFUSES_TO_START if refused else Consequence.DRAFTS_GARBAGE
+        citations = exps[0].citations if exps else ()
+        if fit.ambiguous:
+            yield _ambiguous_fit(ctx, fit, outcome, related, consequence, citations)
+            continue
+        edit = fit.edits[0]
+        yield Violation(
+            f"{_written(edit, view.title)}, but the stored tensors were trained with "
+            f"{edit.key} {edit.value}: {edit.evidence}; {view.title} builds "
+            f"{_tensor_list(fit.explains)} from {edit.key} {edit.used} and {outcome}",
+            config_at(edit.pointer),
+            f"set `{edit.pointer}` to {edit.value} (the tensors are right; "
+            "`draftfit convert` makes this edit)",
+            citations,
+            consequence,
+            related=related,
+        )
+
+
+def _tensor_list(canonicals: tuple[str, ...]) -> str:
+    """`q_proj, k_proj, v_proj and o_proj` (one layer's modules), else `8 tensors`."""
+    short = [c.removesuffix(".weight").rsplit(".", 1)[-1] for c in canonicals]
+    if len(short) == 1:
+        return f"`{short[0]}`"
+    if len(set(short)) != len(short) or len(short) > 6:
+        return f"{len(short)} tensors"
+    return ", ".join(f"`{n}`" for n in short[:-1]) + f" and `{short[-1]}`"
+
+
+def _written(edit: DimensionEdit, title: str) -> str:
+    """`` `head_dim` is 112 `` or `` `num_key_value_heads` is not written (vLLM uses 64) ``."""
+    if edit.declared is not None:
+        return f"`{edit.key}` is {edit.declared}"
+    return f"`{edit.key}` is not written ({title} uses {edit.used})"
+
+
+def _ambiguous_fit(
+    ctx: Context,
+    fit: DimensionFit,
+    outcome: str,
+    related: tuple[Location, ...],
+    consequence: Consequence,
+    citations: tuple[str, ...],
+) -> Violation:
+    """One finding for shapes that more than one config value explains: each is named,
+    none is chosen."""
+    view = ctx.view
+    assert view is not None
+    options = "; or ".join(
+        f"{_written(e, view.title)} where the tensors imply {e.value} ({e.evidence})"
+        for e in fit.edits
+    )
+    edits = ", or ".join(f"`{e.pointer}` to {e.value}" for e in fit.edits)
+    first = fit.edits[0]
+    others = tuple(config_at(e.pointer) for e in fit.edits[1:])
+    return Violation(
+        f"the stored {_tensor_list(fit.explains)} contradict the config, and "
+        f"{len(fit.edits)} different edits explain them: {options}; the shapes cannot tell "
+        f"which value is wrong, and {view.title}'s loader {outcome.removeprefix('its loader ')}",
+        config_at(first.pointer),
+        f"take the value from the draft's training configuration: set {edits} (one of them)",
+        citations,
+        consequence,
+        related=others + related,
     )
 
 
