@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.commands.launch_edit import edit_launch
+from draftfit.conversion.aux_order import REORDER_AUX_IDS
 from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
 from draftfit.draft.description import EAGLE
@@ -121,6 +122,8 @@ class _Option:
     steps: list[str]
     findings: list[Finding]
     checkpoint: Checkpoint
+    # The conversion lists aux ids ascending and moves `fc`'s input blocks with them.
+    reorders: bool = False
 
 
 @record
@@ -158,6 +161,11 @@ def _build(report: Report, result: EngineResult, applying: list[Finding] | None)
     note = (
         "convert first: "
         + (f"it fixes {', '.join(fixed)}" if fixed else "it leaves fewer problems")
+        + (
+            " (it lists the aux ids ascending and moves `fc.weight`'s input blocks to match)"
+            if conversion.reorders
+            else ""
+        )
         + (f"; {profile.title} then finds the converted draft {verdict}" if verdict else "")
     )
     notes = converted.recipe.notes
@@ -383,7 +391,8 @@ def _conversion(report: Report, profile: Profile, findings: list[Finding]) -> _O
         words += ["--target", model_source(target.origin).for_draftfit]
     words.append("--anyway")  # the recipe converts for its own reasons (its method, its ids)
     steps.append(" ".join(shell_word(w) for w in words))
-    return _Option(converted, steps, [*after_report.findings, *carried], preview)
+    reorders = any(edit.action == REORDER_AUX_IDS for edit in plan.edits if plan.applied(edit))
+    return _Option(converted, steps, [*after_report.findings, *carried], preview, reorders)
 
 
 def _blocked(checkpoint: Checkpoint) -> bool:

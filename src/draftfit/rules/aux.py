@@ -561,9 +561,10 @@ def aux_ids_not_ascending(ctx: Context) -> Iterator[Violation]:
     `eagle_aux_hidden_state_layer_ids: [29, 2, 16]`: the engine feeds `fc` layers 2, 16, 29.
 
     ## Fix
-    If the draft was trained in the written order, permute `fc.weight`'s input blocks into
-    ascending layer order, then list the ids ascending; if it was trained in ascending order,
-    listing them ascending is enough.
+    If the draft was trained in the written order, `draftfit convert` lists the ids ascending
+    and moves `fc.weight`'s input blocks (and `input_norm` / `fc_norm` weights) into the same
+    order, for a BF16, F16 or F32 `fc`; a quantized `fc` must be rearranged before
+    quantizing. If it was trained in ascending order, listing the ids ascending is enough.
     """
     view = ctx.view
     if view is None or view.aux is None or view.aux.used is None:
@@ -588,8 +589,9 @@ def aux_ids_not_ascending(ctx: Context) -> Iterator[Violation]:
         f"{_fmt(ascending)}: a draft trained in the written order gets its `fc` input blocks "
         "permuted",
         config_at(where.pointer),
-        f"if the draft was trained in the written order, permute `fc.weight`'s input "
-        f"columns{blocks} into ascending layer order (`draftfit convert` does not); then "
+        f"if the draft was trained in the written order, convert it (`draftfit convert` "
+        f"lists the ids ascending and moves `fc.weight`'s input columns{blocks} to match, "
+        "unless `fc` is quantized); if it was trained in ascending order, "
         f"{capture_fix(view, ascending)}",
         order.citations,
     )
