@@ -14,6 +14,7 @@ import io
 import json
 import re
 import shlex
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,8 +78,22 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
 def round_trip(recipe: Recipe, draft: str, target: str | None) -> RoundTrip:
     """Run `recipe` (made by a check of `draft` next to `target`) in the current folder.
     The draft served is the last convert step's output, else `draft`; the method is the one
-    the recipe's launch gives."""
+    the recipe's launch gives. What the steps wrote is removed afterwards (the next recipe
+    may write the same folder)."""
     result = RoundTrip(recipe)
+    try:
+        _run(recipe, draft, target, result)
+    finally:
+        for words, _ in result.converts:
+            output = Path(words[words.index("-o") + 1])
+            if output.is_dir():
+                shutil.rmtree(output)
+        for name in split_launch(recipe.command).files:
+            Path(name).unlink(missing_ok=True)
+    return result
+
+
+def _run(recipe: Recipe, draft: str, target: str | None, result: RoundTrip) -> None:
     served = draft
     for step in recipe.steps:
         words = shlex.split(step)
@@ -86,7 +101,7 @@ def round_trip(recipe: Recipe, draft: str, target: str | None) -> RoundTrip:
             words = words[1:]
         if words[:2] != ["draftfit", "convert"]:
             result.problems.append(f"a step the round trip cannot run: {step}")
-            return result
+            return
         code, _, err = run_cli(words[1:])
         result.converts.append((words[1:], code))
         if code != 0:
@@ -102,7 +117,7 @@ def round_trip(recipe: Recipe, draft: str, target: str | None) -> RoundTrip:
     code, out, err = run_cli(argv)
     if code not in (0, 1):
         result.problems.append(f"the check of the served draft exits {code}: {err.strip()}")
-        return result
+        return
     findings = json.loads(out)["findings"]
     for finding in findings:
         if finding.get("suppressed"):
@@ -123,4 +138,3 @@ def round_trip(recipe: Recipe, draft: str, target: str | None) -> RoundTrip:
         )
     if not recipe.resolves_errors:
         result.problems.append("a printed recipe with `resolves_errors: false`")
-    return result

@@ -2,7 +2,10 @@
 
 Recipes use it to say what an engine version does with the draft after the `draftfit
 convert` step they recommend, without writing anything: renamed tensors keep pointing at the
-input's bytes, derived tensors (a `d2t` built from `t2d`) are served from memory.
+input's bytes, derived tensors (a `d2t` built from `t2d`) are served from memory. A tensor
+whose column blocks the plan moves (`fc.weight` put in ascending aux order) keeps pointing
+at the input's bytes in the input's order: its header is the output's, and no check reads
+an `fc`'s values (a recipe carries the input's value findings over).
 """
 
 from __future__ import annotations
