@@ -104,3 +104,23 @@ def test_convert_judges_its_output_for_the_given_launch(tmp_path: Path) -> None:
     )
     assert judged.exit_code() == 0
     assert os.path.isdir(out)
+
+
+def test_the_recipe_is_the_same_once_its_convert_step_has_run(tmp_path: Path, monkeypatch) -> None:
+    """The launch names the converted folder: once it exists, it is the draft the recipe
+    checked (not another draft), so a second check gives the same recipe."""
+    monkeypatch.chdir(tmp_path)
+    draft = f.specforge(nested_aux=[1, 3, 6]).write(Path("d"))
+    target = f.llama_target(Path("t"))
+
+    def recipe():
+        report = check_path(draft, target=target, engines=["vllm==0.34.0"])
+        attach_recipes(report)
+        (shown,) = report.recipes or []
+        return shown
+
+    first = recipe()
+    assert first.steps and first.steps[0].startswith("draftfit convert d ")
+    assert main(first.steps[0].split()[1:]) == 0
+    assert Path("d-vllm").is_dir()
+    assert recipe() == first

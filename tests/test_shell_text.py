@@ -17,7 +17,7 @@ from tests import factory as f
 SAMPLES = [
     "vllm serve M \\\n  --trust-remote-code \\\n  --speculative-config '{\"a\": 1}'",
     "a \\\n--b x\\\ny",  # a continuation inside a word joins it
-    'a "q\\\nr" \'s\\\nt\'',  # removed inside double quotes, kept inside single quotes
+    "a \"q\\\nr\" 's\\\nt'",  # removed inside double quotes, kept inside single quotes
     'x "a\\"b\\\nc" y',  # an escaped quote does not end the double quotes
     "A=1 python -m sglang.launch_server \\\n  --tp 8 \\\n  --speculative-num-steps 3",
     "no continuation at all",
@@ -58,7 +58,7 @@ def test_a_pasted_recipe_has_no_newline_argument(tmp_path) -> None:
 
 def test_inside_single_quotes_the_continuation_stays_as_the_shell_keeps_it() -> None:
     settings = parse_serve_args(
-        "vllm serve M --speculative-config '{\"method\": \"eagle3\", \\\n \"model\": \"D\"}'"
+        'vllm serve M --speculative-config \'{"method": "eagle3", \\\n "model": "D"}\''
     )
     assert settings.method is None  # vLLM's JSON parser gets the backslash too
     assert any("not valid JSON" in value for value in settings.unreadable_values)

@@ -378,14 +378,14 @@ def _conversion(report: Report, profile: Profile, findings: list[Finding]) -> _O
         plan = plan_conversion(checkpoint, spec, to, plan_profile, target)
     except UsageError:
         return None
-    preview = preview_checkpoint(plan, checkpoint)
-    after_report = kept.checker(preview, target, [profile], None)
-    # Conversion copies tensor bytes verbatim: what the weights' values show stays.
-    carried = [f for f in findings if f.family == VALUES_FAMILY]
     source = model_source(checkpoint.origin)
     steps = [source.download()] if source.hub else []
     local = source.local.name
     converted = local.rstrip("/") + f"-{to}"
+    preview = preview_checkpoint(plan, checkpoint, converted)
+    after_report = kept.checker(preview, target, [profile], None)
+    # Conversion copies tensor bytes verbatim: what the weights' values show stays.
+    carried = [f for f in findings if f.family == VALUES_FAMILY]
     words = ["draftfit", "convert", local, "--to", to, "-o", converted, "--engine", profile.label]
     if target is not None:
         words += ["--target", model_source(target.origin).for_draftfit]
