@@ -231,3 +231,35 @@ def test_sglang_recipe_passes_the_draft_window_where_the_flag_exists(tmp_path: P
     assert "DF130" in without.recipe.remaining
     trtllm = _row(matrix, "trtllm", "1.2.0")
     assert trtllm.recipe is not None and "DF130" in trtllm.recipe.remaining
+
+
+def test_every_version_without_a_recipe_says_why_in_each_format(tmp_path: Path, capsys) -> None:
+    """One line per version (check) or range (matrix) without a recipe, in text, markdown and
+    JSON alike, naming the error that remains."""
+    path = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "d")
+    target = f.llama_target(tmp_path / "t")
+    check = ["check", str(path), "--target", str(target), "--recipe", "--engine", "all"]
+    check += ["--engine", "vllm==0.11.0"]
+    assert main([*check, "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    (missing,) = [r for r in data["no_recipes"] if r["version"] == "0.11.0"]
+    assert missing["remaining"] == ["DF301"] and not missing["resolves_errors"]
+    assert {(r["engine"], r["version"]) for r in data["recipes"] + data["no_recipes"]} == {
+        (e["engine"], e["version"]) for e in data["engines"]
+    }
+    main(check)
+    text = capsys.readouterr().out
+    assert f"No recipe for vLLM 0.11.0: {missing['reason']}\n" in text
+    assert text.count("No recipe for ") == len(data["no_recipes"])
+    assert text.count("How to serve with ") == len(data["recipes"])
+    matrix = build_matrix(load_checkpoint(path), load_target(target))
+    assert main(["matrix", str(path), "--target", str(target), "--format", "markdown"]) == 0
+    markdown = capsys.readouterr().out
+    assert main(["matrix", str(path), "--target", str(target)]) == 0
+    plain = capsys.readouterr().out
+    for row in matrix.rows:
+        if row.no_recipe is None:
+            continue
+        head = f"{row.title} {row.range}"
+        assert f"* {head}: no recipe: " in markdown
+        assert f"No recipe for {head}: {row.no_recipe.reason}" in plain

@@ -11,9 +11,10 @@ blocks of `input_norm.weight` over the concatenation and the per-state `fc_norm.
 norms) in that order: the engine then computes exactly what the draft was trained to.
 
 Only a plain `fc.weight` (BF16, F16 or F32, `[hidden, N × target hidden]`, stored
-contiguously) is rearranged this way: a quantized `fc` (packed int4, FP8 with block
-scales, ...) keeps its columns in packed words or shares scales across them, and is left as
-it is, with the ids as written (DF310 then still applies).
+contiguously: :func:`draftfit.draft.tensor_names.fc_blocks_problem`) is rearranged this way:
+a quantized `fc` (packed int4, FP8 with block scales, ...) keeps its columns in packed words
+or shares scales across them, and is left as it is, with the ids as written (DF310 then
+still applies).
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
 
 # The plan's edit that lists the aux ids ascending and moves `fc`'s input blocks with them.
 REORDER_AUX_IDS = "reorder-aux-ids"
-# The element sizes of the dtypes whose columns are moved (blocks of whole elements).
-ELEMENT_BYTES = {"BF16": 2, "F16": 2, "F32": 4}
 _FC_NORM = re.compile(r"^fc_norm\.(\d+)\.weight$")
 
 
@@ -56,41 +55,6 @@ def block_order(ids: tuple[int, ...]) -> tuple[int, ...] | None:
     if ids == ascending or len(set(ids)) != len(ids):
         return None
     return tuple(ids.index(i) for i in ascending)
-
-
-def reorder_problem(spec: DraftDescription, count: int, width: int | None) -> str | None:
-    """Why `fc`'s input blocks cannot be moved for `count` aux states of `width` columns each
-    (`width`: the target's hidden size when known), or None when they can."""
-    quantized = sorted(
-        name for name in spec.tensors if name.startswith("fc.") and name not in FC_PLAIN
-    )
-    if quantized:
-        return (
-            f"`fc` is stored quantized ({', '.join(f'`{n}`' for n in quantized)}): its "
-            "columns are packed or share scales, so they cannot be moved as blocks"
-        )
-    fc = spec.tensors.get("fc.weight")
-    if fc is None:
-        return "the draft has no `fc.weight`"
-    if fc.dtype not in ELEMENT_BYTES:
-        return f"`fc.weight` is {fc.dtype}; only BF16, F16 and F32 columns are moved"
-    if len(fc.shape) != 2 or fc.shape[1] % count or (width and fc.shape[1] != count * width):
-        blocks = f"{count} blocks of {width}" if width else f"{count} equal blocks"
-        return f"`fc.weight` is {list(fc.shape)}, whose input columns are not {blocks}"
-    if fc.byte_range is None:
-        return "`fc.weight` is not stored contiguously (re-save the draft with safetensors)"
-    norm = spec.tensors.get("input_norm.weight")
-    if norm is not None and (
-        norm.dtype not in ELEMENT_BYTES or norm.shape != (fc.shape[1],) or norm.byte_range is None
-    ):
-        return f"`input_norm.weight` is {norm.dtype} {list(norm.shape)}, not one weight per column"
-    per_state = sorted(int(m.group(1)) for n in spec.tensors if (m := _FC_NORM.match(n)))
-    if per_state and per_state != list(range(count)):
-        return f"the draft has `fc_norm` weights for states {per_state}, not for each of {count}"
-    return None
-
-
-FC_PLAIN = frozenset({"fc.weight", "fc.bias"})
 
 
 def reorder_tensors(out: list[OutputTensor], order: AuxOrder, spec: DraftDescription) -> None:

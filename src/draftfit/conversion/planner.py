@@ -27,19 +27,13 @@ from array import array
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.checkpoint.values import DEFAULT_LIMIT, read_ints, read_mask
-from draftfit.conversion.aux_order import (
-    REORDER_AUX_IDS,
-    AuxOrder,
-    block_order,
-    reorder_problem,
-    reorder_tensors,
-)
+from draftfit.conversion.aux_order import REORDER_AUX_IDS, AuxOrder, block_order, reorder_tensors
 from draftfit.conversion.output import MARKER, MARKER_PART
 from draftfit.conversion.plan import DISPLAY_ONLY, SAFE, UNSAFE, Edit, OutputTensor, Plan
 from draftfit.draft.aux_counting import CAPTURE_BEFORE, default_capture_ids, resolve_with_target
 from draftfit.draft.description import EAGLE, EAGLE_FIELDS, LAYER_FIELDS, DraftDescription
 from draftfit.draft.target import Target
-from draftfit.draft.tensor_names import is_known_role
+from draftfit.draft.tensor_names import fc_blocks_problem, is_known_role
 from draftfit.engines.interface import ConventionLayout, Engine, engine_of
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import conventions, planning_engine
@@ -310,7 +304,7 @@ class _Planner:
         ascending = tuple(sorted(ids))
         target = self.target.hidden_size if self.target is not None else None
         width = target or self.spec.int_field("target_hidden_size")
-        problem = reorder_problem(self.spec, len(ids), width)
+        problem = fc_blocks_problem(self.spec.tensors, len(ids), width)
         if problem is not None:
             self.edit(
                 "none",
