@@ -8,6 +8,7 @@ acceptance. The markdown form is meant to be pasted into a model card.
 from __future__ import annotations
 
 import json
+import re
 
 from draftfit.checker import check_checkpoint
 from draftfit.checkpoint import Checkpoint
@@ -189,7 +190,9 @@ def _recipe_signature(shown: Recipe | NoRecipe, version: str) -> tuple[str]:
             {"steps": shown.steps, "command": shown.command, "remaining": shown.remaining},
             sort_keys=True,
         )
-    return (text.replace(version, "<version>"),)
+    # the version as a whole word: 0.4.4 in "0.4.4.post2" (another release) stays
+    whole = re.compile(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\w)")
+    return (whole.sub("<version>", text),)
 
 
 def _signature(findings: list[Finding], title: str) -> tuple[tuple[str, str], ...]:
