@@ -34,7 +34,7 @@ from draftfit.checker import check_checkpoint
 from draftfit.checkpoint import Checkpoint, load_checkpoint
 from draftfit.checkpoint.values import cached_ints
 from draftfit.commands.comparison import diff_checkpoints
-from draftfit.commands.recipe import attach_recipes
+from draftfit.commands.recipe import attach_recipes, recipe_for
 from draftfit.commands.release_matrix import build_matrix
 from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
@@ -469,10 +469,14 @@ def test_a_fourth_engine_runs_through_check_recipes_matrix_and_diff(
     assert [r.verdict for r in report.engines] == [r.verdict for r in reference.engines]
     assert sorted(f.code for f in report.findings) == sorted(f.code for f in reference.findings)
 
-    # check --recipe: the toy's own command, after the convert step its convention allows.
+    # check --recipe: the toy's own command, after the convert step its convention allows;
+    # shown where it reads back without an error, else one line for the version says why.
+    built = [recipe_for(report, result) for result in report.engines]
+    assert all(r is not None and "toyllm serve" in r.command for r in built)
     attach_recipes(report)
-    assert report.recipes
-    assert all(r.engine == "toyllm" and "toyllm serve" in r.command for r in report.recipes)
+    shown = [*(report.recipes or []), *(report.no_recipes or [])]
+    assert sorted(r.version for r in shown) == sorted(toy.versions)
+    assert all(r.engine == "toyllm" for r in shown)
 
     # matrix: every toy version once, in order.
     matrix = build_matrix(checkpoint, target, engines=(toy,))
@@ -506,10 +510,10 @@ def test_a_fourth_engine_reads_its_own_launch_and_plans_its_own_convention(
     profile = toy.resolve(toy.data.latest)
     report = check_checkpoint(checkpoint, target, [profile], serve=settings)
     assert report.serve is settings
-    attach_recipes(report)
-    assert report.recipes
-    assert report.recipes[0].command.startswith("toyllm serve M")
-    assert report.recipes[0].notes[0].startswith("your launch")
+    recipe = recipe_for(report, report.engines[0])
+    assert recipe is not None
+    assert recipe.command.startswith("toyllm serve M")
+    assert recipe.notes[0].startswith("your launch")
 
     # convert --to toyconv: planned with the toy's data, laid out as SGLang's convention.
     spec = describe(checkpoint)

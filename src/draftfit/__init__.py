@@ -50,7 +50,17 @@ __all__ = ["__version__", "check", "convert", "diff", "matrix"]
 # entry or an earlier one; each sub-package declares its own order the same way
 # (`tests/test_engine_interface.py` checks both, and that no import closes a circle).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("version", "records", "errors", "escape", "location", "rule_ids", "fail_on", "docs_links"),
+    (
+        "version",
+        "records",
+        "errors",
+        "escape",
+        "location",
+        "rule_ids",
+        "fail_on",
+        "docs_links",
+        "shell_text",
+    ),
     ("schemas", "output"),
     ("checkpoint",),
     ("settings_text", "draft"),

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from draftfit.draft.description import DraftDescription
     from draftfit.draft.dialects import Dialect
     from draftfit.draft.target import Target
-    from draftfit.engines.interface import Recipe
+    from draftfit.engines.interface import NoRecipe, Recipe
     from draftfit.engines.profile import Profile
     from draftfit.engines.view import EngineView
     from draftfit.serve.settings import ServeSettings
@@ -383,6 +383,8 @@ class Report:
     skipped_rules: list[SkippedRule] = field(default_factory=list)
     target_facts: TargetFacts | None = None
     recipes: list[Recipe] | None = None  # when asked for (`check --recipe`)
+    # With the recipes: each version without one, and why.
+    no_recipes: list[NoRecipe] | None = None
     serve: ServeSettings | None = None  # the launch's settings, when given
     # The settings file the selection came from, as the text report names it (not part of
     # the JSON form, where each suppressed finding names its source).
@@ -441,6 +443,7 @@ class Report:
         }
         if self.recipes is not None:
             out["recipes"] = [r.to_dict() for r in self.recipes]
+            out["no_recipes"] = [r.to_dict() for r in self.no_recipes or []]
         if self.serve is not None:
             out["serve"] = self.serve.to_dict()
         return out

@@ -32,6 +32,9 @@ DTYPE_BITS: dict[str, int] = {
 FLOAT_DTYPES = frozenset(
     {"F8_E5M2", "F8_E4M3", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "F16", "BF16", "F32", "F64"}
 )
+# The float widths a weight is trained and kept in before any quantization: one value per
+# element, so a column is a whole number of bytes (what `convert` may move as blocks).
+PLAIN_FLOAT_DTYPES = frozenset({"BF16", "F16", "F32"})
 INTEGER_DTYPES = frozenset({"U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64"})
 
 # numpy can represent these directly; BF16 is read as raw uint16 and widened by hand.

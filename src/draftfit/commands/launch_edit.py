@@ -12,7 +12,6 @@ the user already made (how many tokens to draft) is kept. An engine's JSON flag 
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Sequence
 
 from draftfit.engines.launch import is_json_flag, launch_commands
@@ -20,6 +19,7 @@ from draftfit.engines.launch_part import EngineLaunch
 from draftfit.engines.serve import CONTINUATION, shell_quote, shell_word
 from draftfit.records import field, record
 from draftfit.serve.reading import ASSIGNMENT, is_flag
+from draftfit.shell_text import split_command
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def edit_launch(
     shell command, and what was changed or added; `engine` is the engine's launch part (its
     flags, its JSON flag, the tuning choices it keeps)."""
     user = split_launch(user_words, engine)
-    fresh = split_launch(shlex.split(fresh_command.replace(CONTINUATION, " ")), engine)
+    fresh = split_launch(split_command(fresh_command), engine)
     changes: list[str] = []
     env = list(user.env)
     for name, value in fresh.env:

@@ -21,17 +21,19 @@ from collections.abc import Mapping
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.commands.launch_edit import edit_launch
+from draftfit.conversion.aux_order import REORDER_AUX_IDS
 from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
 from draftfit.draft.description import EAGLE
-from draftfit.engines.interface import Recipe, ServeRequest, engine_of
+from draftfit.engines.interface import NoRecipe, Recipe, ServeRequest, engine_of
 from draftfit.engines.launch import parse_serve_args
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
 from draftfit.errors import UsageError
+from draftfit.fail_on import Verdict
+from draftfit.records import record
 from draftfit.report import (
-    INCOMPATIBLE,
     EngineResult,
     Finding,
     Report,
@@ -40,12 +42,13 @@ from draftfit.report import (
 )
 from draftfit.rule_ids import SERVING_FAMILY, VALUES_FAMILY, Severity
 from draftfit.serve.settings import ServeSettings
+from draftfit.shell_text import split_command
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Recipe", "attach_recipes", "recipe_for"]
+__all__ = ["NoRecipe", "Recipe", "attach_recipes", "recipe_for", "serving_for"]
 
 CONVERT_STEP = "draftfit convert "
 
@@ -54,7 +57,8 @@ def recipe_for(
     report: Report, result: EngineResult, applying: list[Finding] | None = None
 ) -> Recipe | None:
     """The recipe for one engine version of `report` (None where the engine cannot serve
-    this kind of draft, e.g. an EAGLE-1 draft on TensorRT-LLM).
+    this kind of draft, e.g. an EAGLE-1 draft on TensorRT-LLM), whether or not it leaves
+    errors (:attr:`Recipe.resolves_errors`); :func:`serving_for` is what a user is shown.
 
     `report` is a check made by :func:`draftfit.checker.check_checkpoint` (it holds the
     checkpoint, its description, the target and each version's profile). `applying`: the
@@ -62,20 +66,129 @@ def recipe_for(
     When the check was given a launch for this engine (`--serve-args`), the recipe edits
     that launch (:mod:`draftfit.commands.launch_edit`). What the recipe says still applies is what a
     check of the draft it serves, under its own command, finds."""
+    built = _build(report, result, applying)
+    return built.recipe if built is not None else None
+
+
+def serving_for(
+    report: Report, result: EngineResult, applying: list[Finding] | None = None
+) -> Recipe | NoRecipe:
+    """What a user is shown for one engine version: the recipe when a check of the draft it
+    serves, under its own launch, finds no error; else one line saying why there is none
+    (the errors that would remain and what would fix them)."""
+    built = _build(report, result, applying)
+    title = result.kept().profile.title
+    if built is None:
+        kind = KIND_TITLES.get(report.kept().spec.method or "", "draft of this kind")
+        return NoRecipe(result.engine, result.version, f"{title} has no serve recipe for {kind}")
+    recipe = built.recipe
+    if recipe.resolves_errors:
+        return recipe
+    return NoRecipe(recipe.engine, recipe.version, _why_not(built), list(recipe.remaining))
+
+
+def attach_recipes(report: Report) -> None:
+    """Add to `report` the recipe of every engine version that a recipe serves without an
+    error, and for every other version the line saying why it has none."""
+    recipes: list[Recipe] = []
+    missing: list[NoRecipe] = []
+    applying = findings_by_engine(report.findings)
+    for result in report.engines:
+        shown = serving_for(report, result, applying.get(result.key, []))
+        if isinstance(shown, NoRecipe):
+            missing.append(shown)
+        else:
+            recipes.append(shown)
+    report.recipes = recipes
+    report.no_recipes = missing
+
+
+# What a version without a recipe for the draft's method cannot serve.
+KIND_TITLES = {"eagle": "an EAGLE-1 draft", "eagle3": "an EAGLE-3 draft"}
+
+
+@record
+class _Option:
+    """One way to serve the draft: as it is, or converted first.
+
+    Attributes:
+        draft: the path the recipe serves.
+        steps: the steps before the command (a download, `draftfit convert`).
+        findings: the findings for that draft under the given launch (or a default one).
+        checkpoint: the draft as it will be served (the planned output when converted).
+    """
+
+    draft: str
+    steps: list[str]
+    findings: list[Finding]
+    checkpoint: Checkpoint
+    # The conversion lists aux ids ascending and moves `fc`'s input blocks with them.
+    reorders: bool = False
+
+
+@record
+class _Built:
+    """A recipe with the findings behind its `remaining`, and whether it converts first."""
+
+    recipe: Recipe
+    remaining: list[Finding]
+    converts: bool
+    # The verdict for the draft it serves under its own command (None: not read back).
+    verdict: Verdict | None
+
+
+def _build(report: Report, result: EngineResult, applying: list[Finding] | None) -> _Built | None:
+    """The recipe for one version: the draft served as it is, or converted first where the
+    converted draft, checked under the recipe's own launch, leaves fewer problems."""
     kept = report.kept()
     profile = result.kept().profile
     key = profile.key
     candidates = report.findings if applying is None else applying
     findings = [f for f in candidates if key in f.engines]
-    draft, steps, notes, findings, served_checkpoint = _convert_step(report, profile, findings)
+    plain = _serve(report, profile, _Option(kept.checkpoint.origin, [], findings, kept.checkpoint))
+    if plain is None:
+        return None
+    if plain.verdict is not None and not plain.remaining:
+        return plain  # nothing a conversion could improve
+    conversion = _conversion(report, profile, findings)
+    if conversion is None:
+        return plain
+    converted = _serve(report, profile, conversion)
+    if converted is None or _weight(converted.remaining) >= _weight(plain.remaining):
+        return plain
+    fixed = sorted({f.code for f in plain.remaining} - {f.code for f in converted.remaining})
+    verdict = converted.verdict
+    note = (
+        "convert first: "
+        + (f"it fixes {', '.join(fixed)}" if fixed else "it leaves fewer problems")
+        + (
+            " (it lists the aux ids ascending and moves `fc.weight`'s input blocks to match)"
+            if conversion.reorders
+            else ""
+        )
+        + (f"; {profile.title} then finds the converted draft {verdict}" if verdict else "")
+    )
+    notes = converted.recipe.notes
+    notes.insert(1 if notes and notes[0].startswith(EDITED_NOTES) else 0, note)
+    return converted
+
+
+# The notes that say a recipe is the user's own launch, edited (always the first note).
+EDITED_NOTES = ("your launch, edited: ", "your launch as given: ")
+
+
+def _serve(report: Report, profile: Profile, option: _Option) -> _Built | None:
+    """The engine's recipe for serving `option`, checked under its own command (None where
+    the engine cannot serve this kind of draft)."""
+    kept = report.kept()
     served = engine_of(profile).serve(
         ServeRequest(
             profile,
             kept.spec,
-            draft,
+            option.draft,
             kept.target,
-            frozenset(f.code for f in findings),
-            tuple(notes),
+            frozenset(f.code for f in option.findings),
+            (),
             _names_own_code(kept.checkpoint.config)
             or (kept.target is not None and _names_own_code(kept.target.config)),
         )
@@ -84,37 +197,42 @@ def recipe_for(
         return None
     recipe = served.recipe
     edited = _edit_given_launch(report, profile, recipe)
-    read_back = _read_back(report, profile, served_checkpoint, recipe, findings)
+    read_back = _read_back(report, profile, option.checkpoint, recipe, option.findings)
+    verdict = None
     if read_back is not None:
-        recipe = _finish(recipe, read_back, frozenset())
+        back, verdict = read_back
+        remaining = _finish(recipe, back, frozenset())
     else:
-        recipe = _finish(recipe, findings, served.fixed_by_settings)
-    launch = frozenset(f.code for f in findings if f.family == SERVING_FAMILY)
-    if launch and not edited and read_back is None:
+        remaining = _finish(recipe, option.findings, served.fixed_by_settings)
+        recipe.resolves_errors = False  # not checked under its own launch: not shown
+    launch = frozenset(f.code for f in option.findings if f.family == SERVING_FAMILY)
+    if launch and not edited:
         # A recipe of its own: the settings the given launch was judged for are not in it.
         recipe.notes.append(
             "a default launch: it leaves out the given launch's settings behind "
             + ", ".join(sorted(launch))
         )
-    judged = _judged_steps(steps, recipe, findings, read_back, engine_of(profile).edits_launch)
+    steps = option.steps
+    judged = _judged_steps(steps, recipe, profile, option.findings, report.serve is not None)
     recipe.steps = judged + recipe.steps
-    return recipe
+    return _Built(recipe, remaining, bool(steps), verdict)
 
 
-def attach_recipes(report: Report) -> None:
-    """Add a recipe for every engine result of `report` that a recipe can serve."""
-    recipes = []
-    applying = findings_by_engine(report.findings)
-    for result in report.engines:
-        recipe = recipe_for(report, result, applying.get(result.key, []))
-        if recipe is None:
-            continue
-        # a version that will not run gets a recipe only when it makes the draft servable;
-        # one that drafts garbage keeps it, with what still applies in its notes
-        if result.verdict == INCOMPATIBLE and not recipe.resolves_errors:
-            continue
-        recipes.append(recipe)
-    report.recipes = recipes
+def _why_not(built: _Built) -> str:
+    """One line: the errors a recipe would leave, each with its fix."""
+    if built.verdict is None:
+        return "its launch could not be read back, so what it serves was not checked"
+    errors: dict[str, Finding] = {}
+    for finding in built.remaining:
+        if finding.severity == Severity.ERROR:
+            errors.setdefault(finding.code, finding)
+    after = " after `draftfit convert`" if built.converts else ""
+    if len(errors) == 1:
+        (only,) = errors.values()
+        fix = f"; fix: {only.fix}" if only.fix else ""
+        return f"{only.code} {only.name} remains{after}{fix}"
+    parts = [f"{f.code} {f.name}" + (f" (fix: {f.fix})" if f.fix else "") for f in errors.values()]
+    return f"{len(errors)} errors remain{after}: " + "; ".join(parts)
 
 
 # ---------------------------------------------------------------------- the launch
@@ -162,23 +280,31 @@ def _json_config(command: str, launch: EngineLaunch) -> dict[str, Any] | None:
 
 
 def _words(command: str) -> list[str]:
-    import shlex  # only a recipe's own command is split here
-
-    return shlex.split(command.replace(CONTINUATION, " "))
+    return split_command(command)
 
 
 def _recipe_settings(recipe: Recipe, profile: Profile) -> ServeSettings:
-    """The settings the recipe's own command gives, read as `--serve-args` reads them (an
-    engine whose launch keeps its settings in a file, TensorRT-LLM's `spec.yaml`: from the
-    recipe's config)."""
-    if not engine_of(profile).edits_launch:
-        serve_line = recipe.command.rsplit("\n", 1)[-1]
-        words = [w for w in _words(serve_line) if w not in ("--extra_llm_api_options", "spec.yaml")]
-        base = parse_serve_args(" ".join(shell_word(w) for w in words))
-        launch = engine_of(profile).launch()
-        assert launch is not None, profile.engine
-        return launch.with_options(recipe.config, base, "spec.yaml")
-    return parse_serve_args(recipe.command.replace(CONTINUATION, " "))
+    """The settings the recipe's own command gives, read as `--serve-args` (and, for an
+    engine whose launch keeps its settings in a file the recipe writes, TensorRT-LLM's
+    `spec.yaml`, `--serve-config`) reads them."""
+    serve_args, serve_config = _launch_options(recipe, profile)
+    base = parse_serve_args(serve_args)
+    if serve_config is None:
+        return base
+    launch = engine_of(profile).launch()
+    assert launch is not None, profile.engine
+    return launch.with_options(serve_config, base, "spec.yaml")
+
+
+def _launch_options(recipe: Recipe, profile: Profile) -> tuple[str, dict[str, Any] | None]:
+    """The recipe's launch as `--serve-args` takes it (one line), and for an engine whose
+    launch reads its settings from a file the recipe writes (TensorRT-LLM's `spec.yaml`),
+    those settings as `--serve-config` takes them (else None)."""
+    if engine_of(profile).edits_launch:
+        return recipe.command.replace(CONTINUATION, " "), None
+    serve_line = recipe.command.rsplit("\n", 1)[-1]
+    words = [w for w in _words(serve_line) if w not in ("--extra_llm_api_options", "spec.yaml")]
+    return " ".join(shell_word(w) for w in words), recipe.config
 
 
 def _read_back(
@@ -187,10 +313,11 @@ def _read_back(
     served: Checkpoint,
     recipe: Recipe,
     findings: list[Finding],
-) -> list[Finding] | None:
+) -> tuple[list[Finding], Verdict] | None:
     """The findings for the draft the recipe serves, checked under the recipe's own command
     at the same version (what the values of its weights show is carried over: a
-    conversion copies them verbatim); None when its command cannot be read back."""
+    conversion copies them verbatim), and the verdict they make; None when its command
+    cannot be read back."""
     kept = report.kept()
     try:
         settings = _recipe_settings(recipe, profile)
@@ -198,31 +325,30 @@ def _read_back(
     except UsageError:
         return None
     carried = [f for f in findings if f.family == VALUES_FAMILY]
-    return [*back.findings, *carried]
+    every = [*back.findings, *carried]
+    return every, verdict_for(every, profile.key, back.engines[0].unverified_reasons)[0]
 
 
 def _judged_steps(
     steps: list[str],
     recipe: Recipe,
+    profile: Profile,
     findings: list[Finding],
-    read_back: list[Finding] | None,
-    edits_launch: bool,
+    launch_given: bool,
 ) -> list[str]:
-    """The steps, with the recipe's launch given to its `draftfit convert` step where the
-    converted draft has errors only a default launch has: that step then judges its output
-    for the launch it will be served with, and exits 0."""
-    if read_back is None or not edits_launch:
+    """The steps, with the recipe's launch given to its `draftfit convert` step where that
+    step would otherwise judge its output for another launch: a default one under which the
+    converted draft has errors (which the recipe's launch settles), or the launch the check
+    was given. A shown recipe leaves no error under its own launch, so the step exits 0."""
+    if not recipe.resolves_errors:
         return steps
-    default_errors = any(
-        f.severity == Severity.ERROR and f.family != SERVING_FAMILY for f in findings
-    )
-    if not default_errors or any(f.severity == Severity.ERROR for f in read_back):
+    if not launch_given and not any(f.severity == Severity.ERROR for f in findings):
         return steps
-    launch = recipe.command.replace(CONTINUATION, " ")
-    return [
-        f"{step} --serve-args {shell_quote(launch)}" if step.startswith(CONVERT_STEP) else step
-        for step in steps
-    ]
+    serve_args, serve_config = _launch_options(recipe, profile)
+    options = f" --serve-args {shell_quote(serve_args)}"
+    if serve_config is not None:
+        options += f" --serve-config {shell_quote(json.dumps(serve_config))}"
+    return [step + options if step.startswith(CONVERT_STEP) else step for step in steps]
 
 
 # ---------------------------------------------------------------------- conversion step
@@ -232,58 +358,41 @@ def _severe(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity >= Severity.WARNING]
 
 
-def _convert_step(
-    report: Report, profile: Profile, findings: list[Finding]
-) -> tuple[str, list[str], list[str], list[Finding], Checkpoint]:
-    """Plan `draftfit convert` for this engine, check the planned output for the same version
-    in memory, and keep the step when it leaves fewer problems. Returns the draft path the
-    recipe serves, the steps, their notes, the findings for that draft, and the draft as
-    it will be served (the planned output when converted)."""
+def _conversion(report: Report, profile: Profile, findings: list[Finding]) -> _Option | None:
+    """Serving the draft converted into the engine's convention first: the `draftfit
+    convert` step, and the planned output with its findings for the same version (checked in
+    memory); None when there is nothing to fix or convert cannot plan it."""
     kept = report.kept()
     checkpoint, spec, target = kept.checkpoint, kept.spec, kept.target
-    draft = checkpoint.origin
-    before = _severe(findings)
-    if not before or spec.method == EAGLE or checkpoint.config is None or _blocked(checkpoint):
-        return draft, [], [], findings, checkpoint
+    if (
+        not _severe(findings)
+        or spec.method == EAGLE
+        or checkpoint.config is None
+        or _blocked(checkpoint)
+    ):
+        return None
     engine = engine_of(profile)
     to = engine.convention
     plan_profile = profile if to in engine.plans else None
     try:
         plan = plan_conversion(checkpoint, spec, to, plan_profile, target)
     except UsageError:
-        return draft, [], [], findings, checkpoint
-    preview = preview_checkpoint(plan, checkpoint)
-    after_report = kept.checker(preview, target, [profile], None)
-    # Conversion copies tensor bytes verbatim: what the weights' values show stays.
-    carried = [f for f in findings if f.family == VALUES_FAMILY]
-    after_findings = [*after_report.findings, *carried]
-    after = _severe(after_findings)
-    after_result = after_report.engines[0]
-    if _weight(after) >= _weight(before):
-        return draft, [], [], findings, checkpoint
-    source = model_source(draft)
+        return None
+    source = model_source(checkpoint.origin)
     steps = [source.download()] if source.hub else []
     local = source.local.name
     converted = local.rstrip("/") + f"-{to}"
+    preview = preview_checkpoint(plan, checkpoint, converted)
+    after_report = kept.checker(preview, target, [profile], None)
+    # Conversion copies tensor bytes verbatim: what the weights' values show stays.
+    carried = [f for f in findings if f.family == VALUES_FAMILY]
     words = ["draftfit", "convert", local, "--to", to, "-o", converted, "--engine", profile.label]
     if target is not None:
         words += ["--target", model_source(target.origin).for_draftfit]
     words.append("--anyway")  # the recipe converts for its own reasons (its method, its ids)
     steps.append(" ".join(shell_word(w) for w in words))
-    fixed = sorted({f.code for f in before} - {f.code for f in after})
-    # the verdict for the recipe's own launch: without what the given launch's settings cause
-    own_launch = [f for f in after_findings if f.family != SERVING_FAMILY]
-    notes = [
-        "convert first: "
-        + (f"it fixes {', '.join(fixed)}" if fixed else "it leaves fewer problems")
-        + f"; {profile.title} then finds the converted draft "
-        + (
-            verdict_for(own_launch, profile.key, after_result.unverified_reasons)[0]
-            if carried or len(own_launch) != len(after_findings)
-            else after_result.verdict
-        )
-    ]
-    return converted, steps, notes, after_findings, preview
+    reorders = any(edit.action == REORDER_AUX_IDS for edit in plan.edits if plan.applied(edit))
+    return _Option(converted, steps, [*after_report.findings, *carried], preview, reorders)
 
 
 def _blocked(checkpoint: Checkpoint) -> bool:
@@ -317,16 +426,16 @@ def _weight(findings: list[Finding]) -> tuple[int, int, int]:
     )
 
 
-def _finish(recipe: Recipe, findings: list[Finding], fixed_by_settings: frozenset[str]) -> Recipe:
+def _finish(
+    recipe: Recipe, findings: list[Finding], fixed_by_settings: frozenset[str]
+) -> list[Finding]:
+    """Record on `recipe` what still applies (errors and warnings, as codes and as notes)
+    and whether an error does; returns those findings."""
     remaining = [f for f in _severe(findings) if f.code not in fixed_by_settings]
     recipe.remaining = sorted({f.code for f in remaining})
-    # Servable: nothing left that stops the engine (what still drafts wrong is noted below).
-    recipe.resolves_errors = not any(
-        f.severity == Severity.ERROR and not (f.consequence is not None and f.consequence.runs)
-        for f in remaining
-    )
+    recipe.resolves_errors = not any(f.severity == Severity.ERROR for f in remaining)
     for finding in remaining:
         note = f"still applies: {finding.code} {finding.name}"
         if note not in recipe.notes:
             recipe.notes.append(note)
-    return recipe
+    return remaining

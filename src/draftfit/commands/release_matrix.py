@@ -8,10 +8,11 @@ acceptance. The markdown form is meant to be pasted into a model card.
 from __future__ import annotations
 
 import json
+import re
 
 from draftfit.checker import check_checkpoint
 from draftfit.checkpoint import Checkpoint
-from draftfit.commands.recipe import Recipe, recipe_for
+from draftfit.commands.recipe import NoRecipe, Recipe, serving_for
 from draftfit.draft.target import Target
 from draftfit.engines.interface import Engine
 from draftfit.engines.registry import ENGINES
@@ -20,7 +21,6 @@ from draftfit.records import field, record
 from draftfit.report import (
     COMPATIBLE,
     FAILING_VERDICTS,
-    INCOMPATIBLE,
     UNVERIFIED,
     UNVERIFIED_CODES,
     Finding,
@@ -34,9 +34,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# What must match for two versions to share a row: verdict, deciding findings, recipe.
-# verdict, deciding findings, recipe, unverified reasons: equal keys share one row.
-_RowKey = tuple[str, tuple[tuple[str, str], ...], tuple[str] | None, tuple[str, ...]]
+# What must match for two versions to share a row: verdict, deciding findings, recipe (or
+# why there is none), unverified reasons: equal keys share one row.
+_RowKey = tuple[str, tuple[tuple[str, str], ...], tuple[str], tuple[str, ...]]
 
 
 @record
@@ -51,6 +51,8 @@ class MatrixRow:
     deciding: list[Finding]
     versions: list[str] = field(default_factory=list)
     recipe: Recipe | None = None
+    # Why the range has no recipe (when it has none and recipes were made).
+    no_recipe: NoRecipe | None = None
     # Why an `unverified` range is not called compatible (e.g. "no target"), and the rules
     # that did not run (see EngineResult).
     unverified_reasons: list[str] = field(default_factory=list)
@@ -72,6 +74,7 @@ class MatrixRow:
             "verdict": self.verdict.value,
             "deciding": [f.to_dict() for f in self.deciding],
             "recipe": self.recipe.to_dict() if self.recipe else None,
+            "no_recipe": self.no_recipe.to_dict() if self.no_recipe else None,
             "unverified_reasons": list(self.unverified_reasons),
             "unchecked_rules": list(self.unchecked_rules),
         }
@@ -135,15 +138,13 @@ def build_matrix(
         for result in report.engines:
             applying = by_engine.get(result.key, [])
             deciding = _deciding(applying, result.verdict)
-            recipe = recipe_for(report, result, applying)
-            # An incompatible version gets a recipe only when its steps and settings make the
-            # draft servable.
-            if recipe is not None and result.verdict == INCOMPATIBLE and not recipe.resolves_errors:
-                recipe = None
+            shown = serving_for(report, result, applying)
+            recipe = shown if isinstance(shown, Recipe) else None
+            missing = shown if isinstance(shown, NoRecipe) else None
             key = (
                 result.verdict,
                 _signature(deciding, result.title),
-                _recipe_signature(recipe, result.version),
+                _recipe_signature(shown, result.version),
                 tuple(result.unverified_reasons),
             )
             if current is not None and key == current_key:
@@ -151,6 +152,7 @@ def build_matrix(
                 current.versions.append(result.version)
                 current.deciding = deciding  # newest wording
                 current.recipe = recipe
+                current.no_recipe = missing
                 current.findings_for_exit.extend(applying)
                 continue
             current = MatrixRow(
@@ -162,6 +164,7 @@ def build_matrix(
                 deciding,
                 [result.version],
                 recipe,
+                missing,
                 list(result.unverified_reasons),
                 list(result.unchecked_rules),
                 list(applying),
@@ -177,15 +180,19 @@ def build_matrix(
     return Matrix(checkpoint.origin, target.origin if target else None, rows, notes, values)
 
 
-def _recipe_signature(recipe: Recipe | None, version: str) -> tuple[str] | None:
-    """What makes two versions' recipes "the same": everything but the version itself."""
-    if recipe is None:
-        return None
-    text = json.dumps(
-        {"steps": recipe.steps, "command": recipe.command, "remaining": recipe.remaining},
-        sort_keys=True,
-    )
-    return (text.replace(version, "<version>"),)
+def _recipe_signature(shown: Recipe | NoRecipe, version: str) -> tuple[str]:
+    """What makes two versions' recipes (or reasons for none) "the same": everything but the
+    version itself."""
+    if isinstance(shown, NoRecipe):
+        text = json.dumps({"reason": shown.reason, "remaining": shown.remaining})
+    else:
+        text = json.dumps(
+            {"steps": shown.steps, "command": shown.command, "remaining": shown.remaining},
+            sort_keys=True,
+        )
+    # the version as a whole word: 0.4.4 in "0.4.4.post2" (another release) stays
+    whole = re.compile(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\w)")
+    return (whole.sub("<version>", text),)
 
 
 def _signature(findings: list[Finding], title: str) -> tuple[tuple[str, str], ...]:

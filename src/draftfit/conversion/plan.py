@@ -2,11 +2,12 @@
 
 Like a linter's fixes, each edit is *safe* (meaning kept exactly: renames between known
 conventions, restructuring a config, moving aux ids with their counting shifted, deriving
-`t2d` from `d2t`), *unsafe* (changes values or guesses: assuming default aux layers,
-dropping a trained tensor the engine cannot use; applied only with `--unsafe-fixes`) or
-*display-only* (needs a human: a hidden size that does not match the target means
-retraining). The plan also lists the output tensors and where each one's bytes come from,
-so the writer can copy them verbatim.
+`t2d` from `d2t`, listing the aux ids ascending with `fc`'s input blocks moved to match),
+*unsafe* (changes values or guesses: assuming default aux layers, dropping a trained tensor
+the engine cannot use; applied only with `--unsafe-fixes`) or *display-only* (needs a
+human: a hidden size that does not match the target means retraining). The plan also lists
+the output tensors and where each one's bytes come from, so the writer can copy them
+verbatim (or, for `fc`'s input blocks, in another order).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ DISPLAY_ONLY = "display-only"
 class Edit:
     """One change the conversion makes (or would make)."""
 
-    action: str  # set-config, delete-config, rename-tensor, add-tensor, drop-tensor, move-aux-ids
+    # set-config, delete-config, rename-tensor, add-tensor, drop-tensor, move-aux-ids,
+    # reorder-aux-ids
+    action: str
     target: str  # JSON pointer or tensor name
     description: str
     safety: str = SAFE
@@ -45,7 +48,12 @@ class Edit:
 @record
 class OutputTensor:
     """A tensor of the output: copied verbatim from the draft's tensor `copied_from`, or new
-    bytes in `data`."""
+    bytes in `data`.
+
+    `column_blocks`, when set, rearranges the copy: the last dimension is cut into that many
+    equal blocks, and output block `j` is the source's block `column_blocks[j]`, row by row
+    (`fc.weight`'s input columns, one block per aux layer, moved into ascending layer
+    order); the writer streams it through a bounded buffer."""
 
     name: str
     dtype: str
@@ -53,6 +61,7 @@ class OutputTensor:
     copied_from: TensorInfo | None = None
     data: bytes | None = None
     shard: int = 0
+    column_blocks: tuple[int, ...] | None = None
 
 
 @record
@@ -89,6 +98,7 @@ class Plan:
                     "from": t.copied_from.name if t.copied_from is not None else None,
                     "derived": t.copied_from is None,
                     "shard": t.shard,
+                    "column_blocks": list(t.column_blocks) if t.column_blocks else None,
                 }
                 for t in self.tensors
             ],

@@ -15,7 +15,9 @@ counting in docs/aux-counting.md):
   top-level EAGLE fields, `layers.N.*` names, `t2d` next to `d2t`.
 
 The planner never touches tensor values except to *derive* small vocabulary maps
-(`d2t` ↔ `t2d`), which are exact.
+(`d2t` ↔ `t2d`), which are exact, and to list aux ids written out of order ascending with
+`fc`'s input blocks moved to match (:mod:`draftfit.conversion.aux_order`: the same values,
+in the order the engines feed them).
 """
 
 from __future__ import annotations
@@ -25,17 +27,18 @@ from array import array
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.checkpoint.values import DEFAULT_LIMIT, read_ints, read_mask
+from draftfit.conversion.aux_order import REORDER_AUX_IDS, AuxOrder, block_order, reorder_tensors
 from draftfit.conversion.dimensions import draft_fits
 from draftfit.conversion.output import MARKER, MARKER_PART
 from draftfit.conversion.plan import DISPLAY_ONLY, SAFE, UNSAFE, Edit, OutputTensor, Plan
 from draftfit.draft.aux_counting import CAPTURE_BEFORE, default_capture_ids, resolve_with_target
 from draftfit.draft.description import EAGLE, EAGLE_FIELDS, LAYER_FIELDS, DraftDescription
 from draftfit.draft.target import Target
-from draftfit.draft.tensor_names import is_known_role
+from draftfit.draft.tensor_names import fc_blocks_problem, is_known_role
 from draftfit.engines.interface import ConventionLayout, Engine, engine_of
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import conventions, planning_engine
-from draftfit.errors import UsageError
+from draftfit.errors import SpecDataError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -108,6 +111,7 @@ class _Planner:
         self.unsafe = unsafe
         # Top-level config keys corrected to the value the stored tensors imply.
         self.corrected: dict[str, Any] = {}
+        self.aux_order: AuxOrder | None = None  # set where the aux ids are put in order
 
     def edit(self, action: str, target: str, description: str, safety: str = SAFE) -> bool:
         """Record an edit; return whether it is applied."""
@@ -310,7 +314,7 @@ class _Planner:
                     f"aux ids {list(trained.ids)} at `{trained.pointer}` are {resolved.convention} "
                     f"counting: they are capture-before {list(ids)}",
                 )
-            return ids
+            return self._ascending(ids)
         if layers:
             ids = default_capture_ids(layers)
             applied = self.edit(
@@ -322,6 +326,58 @@ class _Planner:
             )
             return ids if applied else None
         return None
+
+    def _ascending(self, ids: tuple[int, ...]) -> tuple[int, ...]:
+        """`ids` (capture-before) listed ascending, with `fc`'s input blocks moved to match
+        (:mod:`draftfit.conversion.aux_order`), where the engines concatenate the captured
+        states in ascending layer order; `ids` as they are where `fc` cannot be rearranged."""
+        blocks = block_order(ids)
+        if blocks is None or self._concat_order() not in (None, "ascending"):
+            return ids
+        ascending = tuple(sorted(ids))
+        target = self.target.hidden_size if self.target is not None else None
+        width = target or self.spec.int_field("target_hidden_size")
+        problem = fc_blocks_problem(self.spec.tensors, len(ids), width)
+        if problem is not None:
+            self.edit(
+                "none",
+                "fc.weight",
+                f"the aux ids {list(ids)} (capture-before) are not ascending, but engines feed "
+                f"`fc` the captured states in ascending layer order {list(ascending)}; "
+                f"{problem}: the ids are written as they are (`fc` gets its input blocks "
+                "permuted: retrain, or rearrange `fc` by hand)",
+                DISPLAY_ONLY,
+            )
+            return ids
+        fc = self.spec.tensors["fc.weight"]
+        self.aux_order = AuxOrder(ascending, blocks, fc.shape[1] // len(ids))
+        moved = ["`fc.weight`"]
+        moved += ["`input_norm.weight`"] if "input_norm.weight" in self.spec.tensors else []
+        norms = any(name.startswith("fc_norm.") for name in self.spec.tensors)
+        self.edit(
+            REORDER_AUX_IDS,
+            "fc.weight",
+            f"list the aux ids ascending, {list(ascending)} (capture-before; written "
+            f"{list(ids)}), and move {' and '.join(moved)}'s input blocks ({len(ids)} of "
+            f"{self.aux_order.width} columns, one per aux layer) into that order, source blocks "
+            f"{list(blocks)}" + (", with the `fc_norm` weights" if norms else "") + ": engines "
+            "feed `fc` the captured states in ascending layer order, so the draft, trained "
+            "with them in the written order, then gets them in its own order (new bytes for "
+            "those weights, the columns moved, values unchanged)",
+        )
+        return ascending
+
+    def _concat_order(self) -> str | None:
+        """The order in which the planned version feeds `fc` the captured states (None: not
+        planned for a version, or its data does not say; every engine draftfit has read
+        feeds them in ascending layer order)."""
+        if self.profile is None:
+            return None
+        try:
+            value = self.profile.peek("aux_concat_order").value
+        except SpecDataError:
+            return None
+        return value if isinstance(value, str) else None
 
     # ------------------------------------------------------------------ config assembly
     def _config(
@@ -518,6 +574,8 @@ class _Planner:
                 f"`{first_raw}` -> `{first_new}`); bytes copied verbatim",
             )
         self._vocab_maps(out)
+        if self.aux_order is not None:
+            reorder_tensors(out, self.aux_order, spec)
         return out
 
     def _output_name(self, canonical: str, single: bool) -> str:

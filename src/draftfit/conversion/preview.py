@@ -2,7 +2,10 @@
 
 Recipes use it to say what an engine version does with the draft after the `draftfit
 convert` step they recommend, without writing anything: renamed tensors keep pointing at the
-input's bytes, derived tensors (a `d2t` built from `t2d`) are served from memory.
+input's bytes, derived tensors (a `d2t` built from `t2d`) are served from memory. A tensor
+whose column blocks the plan moves (`fc.weight` put in ascending aux order) keeps pointing
+at the input's bytes in the input's order: its header is the output's, and no check reads
+an `fc`'s values (a recipe carries the input's value findings over).
 """
 
 from __future__ import annotations
@@ -47,8 +50,10 @@ class _PlannedAccess:
         return None if rel in self.blobs else self.base.root / rel
 
 
-def preview_checkpoint(plan: Plan, base: Checkpoint) -> Checkpoint:
-    """The converted checkpoint as draftfit would read it back, without writing it."""
+def preview_checkpoint(plan: Plan, base: Checkpoint, origin: str | None = None) -> Checkpoint:
+    """The converted checkpoint as draftfit would read it back, without writing it;
+    `origin`: the path it will be written to, where known (a launch that names that path
+    then names this draft)."""
     tensors: dict[str, TensorInfo] = {}
     blobs: dict[str, bytes] = {}
     for out in plan.tensors:
@@ -60,7 +65,7 @@ def preview_checkpoint(plan: Plan, base: Checkpoint) -> Checkpoint:
             tensors[out.name] = TensorInfo(out.name, out.dtype, out.shape, rel, (0, len(out.data)))
     return Checkpoint(
         root=base.root,
-        origin=f"{base.origin} (after `draftfit convert --to {plan.convention}`)",
+        origin=origin or f"{base.origin} (after `draftfit convert --to {plan.convention}`)",
         config=plan.config,
         tensors=tensors,
         weight_format=base.weight_format,

@@ -24,12 +24,17 @@ OVERHEAD = 4 * 1024 * 1024
 
 def bytes_needed(plan: Plan, checkpoint: Checkpoint) -> int:
     """The room the output of `plan` takes: for each source file, the bytes copied from it,
-    at most what that file has written on disk; new tensors and copied files in full."""
+    at most what that file has written on disk; new and rearranged tensors and copied
+    files in full."""
     copied: dict[str, int] = {}
     needed = OVERHEAD
     for tensor in plan.tensors:
         if tensor.data is not None:
             needed += len(tensor.data)
+        elif tensor.column_blocks is not None and tensor.copied_from is not None:
+            # rearranged, not copied: counted in full (only its all-zero rows stay holes)
+            begin, end = tensor.copied_from.byte_range or (0, 0)
+            needed += max(end - begin, 0)
         elif tensor.copied_from is not None and tensor.copied_from.byte_range is not None:
             begin, end = tensor.copied_from.byte_range
             copied[tensor.copied_from.file] = copied.get(tensor.copied_from.file, 0) + max(

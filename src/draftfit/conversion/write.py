@@ -11,10 +11,11 @@ no partial output and the previous one intact. The input is only ever opened for
 An OS error names the output path it concerns.
 
 Every byte range written is recorded (:class:`Region`). Bytes that pass through Python (the
-headers, rewritten tensors, and copies where the kernel cannot copy) are hashed as they are
-written and read back against that hash before the output is swapped into place; bytes the
-kernel copied (and holes kept as holes) are not read back unless `verify` asks for a full
-re-read, which compares them with the source.
+headers, rewritten tensors, `fc`'s input blocks moved into ascending aux order a few rows at
+a time, and copies where the kernel cannot copy) are hashed as they are written and read
+back against that hash before the output is swapped into place; bytes the kernel copied
+(and holes kept as holes) are not read back unless `verify` asks for a full re-read, which
+compares them with the source.
 """
 
 from __future__ import annotations
@@ -304,6 +305,10 @@ def _write_shard(
                     handle.write(tensor.data)
                     digest = _digest_of(tensor.data)
                     regions.append(Region(path.name, offset, len(tensor.data), digest))
+                elif tensor.column_blocks is not None:
+                    regions.append(
+                        _copy_blocks(checkpoint, tensor, handle, end - begin, handles, path.name)
+                    )
                 else:
                     regions += _copy_range(
                         checkpoint, tensor, handle, end - begin, handles, path.name, offset
@@ -363,6 +368,71 @@ def _copy_range(
             "promises (was it changed while converting?); run `draftfit check` on the input"
         )
     return regions
+
+
+def _copy_blocks(
+    checkpoint: Checkpoint,
+    tensor: OutputTensor,
+    out: BinaryIO,
+    size: int,
+    handles: dict[str, BinaryIO],
+    name: str,
+) -> Region:
+    """Copy `tensor`'s source bytes to the end of `out` (output file `name`) with the blocks
+    of its last dimension in the order `tensor.column_blocks` gives, a few rows at a time
+    (at most :data:`CHUNK` bytes in memory, whatever the tensor's size); rows that are all
+    zero bytes are left as a hole (a sparse source stays sparse). Returns the range written,
+    with the hash of its bytes, read back before the output is put in place."""
+    info, order = tensor.copied_from, tensor.column_blocks
+    assert order is not None
+    if info is None or info.byte_range is None:
+        raise UsageError(f"`{tensor.name}` has no contiguous bytes to rearrange")
+    start, end = info.byte_range
+    rows = 1
+    for dim in tensor.shape[:-1]:
+        rows *= dim
+    row = size // rows if rows else 0
+    block = row // len(order) if order else 0
+    if end - start != size or rows * row != size or block * len(order) != row:
+        raise UsageError(
+            f"`{tensor.name}`: {end - start} source bytes do not split into {rows} rows of "
+            f"{len(order)} blocks"
+        )
+    local = (
+        checkpoint.access.local_path(info.file)
+        if checkpoint.access
+        else (checkpoint.root / info.file)
+    )
+    if local is None:
+        raise UsageError("converting needs a local copy of the checkpoint")
+    source = handles.get(info.file)
+    if source is None:
+        source = handles[info.file] = local.open("rb")
+    out.flush()
+    offset = out.tell()
+    hasher = _hasher()
+    per_chunk = max(1, CHUNK // row) if row else 1
+    source.seek(start)
+    for first in range(0, rows, per_chunk):
+        count = min(per_chunk, rows - first)
+        data = source.read(count * row)
+        if len(data) != count * row:
+            raise InputChangedError(
+                f"{local} ended inside the bytes of `{info.name}` its header promises (was it "
+                "changed while converting?); run `draftfit check` on the input"
+            )
+        view = memoryview(data)
+        moved = b"".join(
+            view[r * row + b * block : r * row + (b + 1) * block]
+            for r in range(count)
+            for b in order
+        )
+        hasher.update(moved)
+        if moved.count(0) == len(moved):
+            out.seek(len(moved), os.SEEK_CUR)  # a hole reads back as the same zeros
+        else:
+            out.write(moved)
+    return Region(name, offset, size, hasher.digest())
 
 
 def _copy_keeping_holes(

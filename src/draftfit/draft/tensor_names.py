@@ -12,7 +12,9 @@ reads canonical ones.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
+from draftfit.checkpoint.dtypes import PLAIN_FLOAT_DTYPES
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 
 # Renames from producer spellings to the canonical `layers.N.*` layout.
@@ -105,6 +107,47 @@ def canonical_tensors(
             unrecognised.append(raw)
     prefix = "model." if prefixes == {"model."} else ""
     return tensors, raw_names, prefix, unrecognised
+
+
+# `fc`'s own tensors when it is not quantized (the bias is per output: no column of it).
+FC_PLAIN = frozenset({"fc.weight", "fc.bias"})
+_FC_NORM = re.compile(r"^fc_norm\.(\d+)\.weight$")
+
+
+def fc_blocks_problem(
+    tensors: Mapping[str, TensorInfo], count: int, width: int | None
+) -> str | None:
+    """Why `fc.weight`'s input columns cannot be moved as `count` blocks of `width` columns
+    each (`width`: the target's hidden size, None when not known), with the weights that
+    follow them (`input_norm.weight` over the concatenation, one `fc_norm.{k}` per state);
+    None when they can. `tensors` are the draft's, by canonical name."""
+    quantized = sorted(name for name in tensors if name.startswith("fc.") and name not in FC_PLAIN)
+    if quantized:
+        return (
+            f"`fc` is stored quantized ({', '.join(f'`{n}`' for n in quantized)}): its "
+            "columns are packed or share scales, so they cannot be moved as blocks"
+        )
+    fc = tensors.get("fc.weight")
+    if fc is None:
+        return "the draft has no `fc.weight`"
+    if fc.dtype not in PLAIN_FLOAT_DTYPES:
+        return f"`fc.weight` is {fc.dtype}; only BF16, F16 and F32 columns are moved"
+    if len(fc.shape) != 2 or fc.shape[1] % count or (width and fc.shape[1] != count * width):
+        blocks = f"{count} blocks of {width}" if width else f"{count} equal blocks"
+        return f"`fc.weight` is {list(fc.shape)}, whose input columns are not {blocks}"
+    if fc.byte_range is None:
+        return "`fc.weight` is not stored contiguously (re-save the draft with safetensors)"
+    norm = tensors.get("input_norm.weight")
+    if norm is not None and (
+        norm.dtype not in PLAIN_FLOAT_DTYPES
+        or norm.shape != (fc.shape[1],)
+        or norm.byte_range is None
+    ):
+        return f"`input_norm.weight` is {norm.dtype} {list(norm.shape)}, not one weight per column"
+    per_state = sorted(int(m.group(1)) for n in tensors if (m := _FC_NORM.match(n)))
+    if per_state and per_state != list(range(count)):
+        return f"the draft has `fc_norm` weights for states {per_state}, not for each of {count}"
+    return None
 
 
 _LAYER_RE = re.compile(r"^layers\.(\d+)\.")

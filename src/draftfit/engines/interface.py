@@ -37,8 +37,10 @@ class Recipe:
     Attributes:
         config: the engine configuration the command carries (vLLM's
             `--speculative-config`, TensorRT-LLM's `spec.yaml`), or the SGLang flags.
-        remaining: codes of the findings that still apply after the steps and settings.
-        resolves_errors: whether no error-level finding remains after them.
+        remaining: codes of the findings (errors and warnings) that a check of the draft
+            the recipe serves, under the recipe's own launch, still finds.
+        resolves_errors: whether that check finds no error. Only such a recipe is shown;
+            for any other version a :class:`NoRecipe` says why.
     """
 
     engine: str
@@ -60,6 +62,32 @@ class Recipe:
             "notes": list(self.notes),
             "remaining": list(self.remaining),
             "resolves_errors": self.resolves_errors,
+        }
+
+
+@record
+class NoRecipe:
+    """Why a version gets no serve recipe: the errors its steps and launch would leave, or
+    that the engine serves no draft of this kind.
+
+    Attributes:
+        remaining: codes of the findings (errors and warnings) the recipe's steps and
+            launch would leave (empty when the engine serves no draft of this kind).
+        reason: one line: the errors that remain and what would fix them.
+    """
+
+    engine: str
+    version: str
+    reason: str
+    remaining: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "version": self.version,
+            "remaining": list(self.remaining),
+            "resolves_errors": False,
+            "reason": self.reason,
         }
 
 

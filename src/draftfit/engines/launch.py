@@ -6,8 +6,9 @@ file; each engine's launch part scores the mapping and the highest score reads i
 (TensorRT-LLM's `decoding_type` beats vLLM's fallback: vLLM's `--speculative-config` JSON
 alone, or its engine arguments as `vllm serve --config file.yaml` takes them).
 `--serve-args "..."` takes a launch command or its flags, split as a POSIX shell would
-(:mod:`shlex`); `NAME=value` assignments before the command are read as the engine's
-environment variables where draftfit knows the name, else listed as not read. The engine is
+(:mod:`draftfit.shell_text`: a ` \\`-newline continuation joins the lines); `NAME=value`
+assignments before the command are read as the engine's environment variables where
+draftfit knows the name, else listed as not read. The engine is
 recognised from the command, else from its flags, and each engine's own flag names and
 aliases are read (its launch part: :class:`~draftfit.engines.launch_part.EngineLaunch`,
 from :meth:`draftfit.engines.interface.Engine.launch`). Flags draftfit does not read are
@@ -33,6 +34,7 @@ from draftfit.serve.reading import (
 )
 from draftfit.serve.settings import ServeSettings, dashed_flag
 from draftfit.settings_text import clip
+from draftfit.shell_text import split_command
 
 __all__ = [
     "MAX_SERVE_CONFIG_BYTES",
@@ -118,7 +120,9 @@ def parse_serve_config(text: str, roots: Sequence[str | Path] = ()) -> ServeSett
 def _serve_config(text: str, roots: Sequence[str | Path]) -> ServeSettings:
     stripped = text.strip()
     if stripped.startswith(("{", "[")):
-        data = json_object(stripped, "--serve-config")
+        # A line continuation pasted with it is removed, as the shell removes one (no JSON
+        # holds a backslash before a line break, inside a string or out).
+        data = json_object(stripped.replace("\\\n", ""), "--serve-config")
     else:
         data = load_file(
             text, f"--serve-config {clip(text)}", "give a file or an inline JSON object", roots
@@ -142,12 +146,11 @@ def parse_serve_args(text: str, roots: Sequence[str | Path] = ()) -> ServeSettin
 
 @lru_cache(maxsize=64)
 def _split(text: str) -> tuple[str, ...]:
-    """`text` split as a POSIX shell would; a `matrix` re-reads one recipe per release, and
-    the releases of an engine share a handful of command lines, so each is split once."""
+    """`text` split as a POSIX shell would (a ` \\`-newline continuation joins the lines);
+    a `matrix` re-reads one recipe per release, and the releases of an engine share a
+    handful of command lines, so each is split once."""
     try:
-        import shlex  # here, not at import: only a launch command is split
-
-        return tuple(shlex.split(text, comments=False))
+        return tuple(split_command(text))
     except ValueError as exc:
         raise UsageError(f"--serve-args: cannot split it as a shell would ({exc})") from None
 

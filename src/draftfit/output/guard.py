@@ -230,10 +230,10 @@ def files_in_command(command: str | None) -> Iterable[str]:
     reading that launch may open (e.g. `--extra_llm_api_options FILE`)."""
     if not command:
         return []
-    import shlex  # here, not at import: only a launch command needs it
+    from draftfit.shell_text import split_command  # only a launch command needs it
 
     try:
-        words = shlex.split(command)
+        words = split_command(command)
     except ValueError:
         words = command.split()
     names = []

@@ -19,7 +19,8 @@ from draftfit.report import UNVERIFIED
 
 def render_markdown(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
     """A model-card-ready table, then each range's recipe: every step it relies on (a
-    download, a `draftfit convert`) and the command, in one block to paste."""
+    download, a `draftfit convert`) and the command, in one block to paste; or, for a range
+    without one, one line saying why."""
     lines = [
         f"Compatibility of {markdown_code(matrix.draft)}"
         + (f" with {markdown_code(matrix.target)}" if matrix.target else "")
@@ -41,20 +42,24 @@ def render_markdown(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
             parts.insert(0, markdown_text(reasons))
         why = "; ".join(parts)
         lines.append(f"| {row.title} | {row.range} | {row.verdict} | {why or '—'} |")
-    recipes = [r for r in matrix.rows if r.recipe is not None]
-    if recipes:
+    served = [r for r in matrix.rows if r.recipe is not None or r.no_recipe is not None]
+    if served:
         lines += ["", "How to serve it:", ""]
-        for row in recipes:
-            assert row.recipe is not None
-            lines.append(f"* {row.title} {row.range}:")
-            lines.append("")
-            block = [escape_field(step) for step in row.recipe.steps]
-            block += [escape_field(line) for line in row.recipe.command.splitlines()]
-            fence = _fence(block)
-            lines.append(f"  {fence}bash")
-            lines += [f"  {line}" for line in block]
-            lines.append(f"  {fence}")
-            lines += [f"  {markdown_text(note)}" for note in row.recipe.notes]
+    for row in served:
+        if row.recipe is None:
+            assert row.no_recipe is not None
+            reason = markdown_text(row.no_recipe.reason)
+            lines.append(f"* {row.title} {row.range}: no recipe: {reason}")
+            continue
+        lines.append(f"* {row.title} {row.range}:")
+        lines.append("")
+        block = [escape_field(step) for step in row.recipe.steps]
+        block += [escape_field(line) for line in row.recipe.command.splitlines()]
+        fence = _fence(block)
+        lines.append(f"  {fence}bash")
+        lines += [f"  {line}" for line in block]
+        lines.append(f"  {fence}")
+        lines += [f"  {markdown_text(note)}" for note in row.recipe.notes]
     for note in matrix.notes:
         lines += ["", f"_{markdown_text(note)}_"]
     return "\n".join(lines) + "\n"

@@ -11,7 +11,7 @@ from draftfit.escape import escape_field
 from draftfit.render.console import render_to_string
 from draftfit.render.lines import RichPrinter
 from draftfit.render.options import PLAIN, RenderOptions
-from draftfit.render.text import VERDICT_STYLE, print_recipe, unverified_line
+from draftfit.render.text import VERDICT_STYLE, print_no_recipe, print_recipe, unverified_line
 from draftfit.report import UNVERIFIED
 
 
@@ -42,10 +42,12 @@ def render_matrix(matrix: Matrix, options: RenderOptions = PLAIN, recipes: bool 
             )
         console.print(table)
         if recipes:
-            for row in (r for r in matrix.rows if r.recipe is not None):
-                assert row.recipe is not None
-                console.print(Text(f"\n{row.title} {row.range}: how to serve", style="bold"))
-                print_recipe(RichPrinter(console), row.recipe)
+            for row in matrix.rows:
+                if row.recipe is not None:
+                    console.print(Text(f"\n{row.title} {row.range}: how to serve", style="bold"))
+                    print_recipe(RichPrinter(console), row.recipe)
+                elif row.no_recipe is not None:
+                    print_no_recipe(RichPrinter(console), f"{row.title} {row.range}", row.no_recipe)
         for note in matrix.notes:
             console.print(Text(escape_field(note), style="dim"))
 

@@ -53,9 +53,13 @@ def render_plan(plan: Plan, out: str | None, written: bool, color: bool = False)
                 Styled(f"{len(display)} issue(s) need a human (display-only)", style="bold red")
             )
         derived = [escape_field(t.name) for t in plan.tensors if t.copied_from is None]
+        moved = [escape_field(t.name) for t in plan.tensors if t.column_blocks is not None]
+        parts = [f"{len(derived)} derived: {', '.join(derived)}"] if derived else []
+        if moved:
+            parts.append(f"{len(moved)} with column blocks moved: {', '.join(moved)}")
         tensors = (
-            f"{len(plan.tensors)} tensors ({len(derived)} derived: {', '.join(derived)})"
-            if derived
+            f"{len(plan.tensors)} tensors ({'; '.join(parts)})"
+            if parts
             else f"{len(plan.tensors)} tensors, bytes copied verbatim"
         )
         console.print(Styled(tensors))

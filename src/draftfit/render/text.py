@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from draftfit.engines.interface import Recipe
+from draftfit.engines.interface import NoRecipe, Recipe
 from draftfit.escape import escape_field
 from draftfit.render.lines import Styled, render_lines
 from draftfit.render.options import PLAIN, RenderOptions
@@ -58,6 +58,14 @@ def print_recipe(console: LinePrinter, recipe: Recipe) -> None:
         console.print(Styled("  " + escape_field(command_line)), soft_wrap=True)
     for note in recipe.notes:
         console.print(Styled("  # " + escape_field(note), style="dim"), soft_wrap=True)
+
+
+def print_no_recipe(console: LinePrinter, title: str, missing: NoRecipe) -> None:
+    """The one line saying why `title` (an engine version or range) has no recipe."""
+    line = Styled("\n")
+    line.append(f"No recipe for {escape_field(title)}: ", style="bold")
+    line.append(escape_field(missing.reason))
+    console.print(line, soft_wrap=True)
 
 
 def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
@@ -188,12 +196,16 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             if basis:
                 console.print(Styled(basis, style="dim"))
         titles = {(r.engine, r.version): r.title for r in report.engines}
-        for recipe in report.recipes or []:
-            title = titles.get(
-                (recipe.engine, recipe.version), recipe.engine + " " + recipe.version
-            )
+        shown: list[Recipe | NoRecipe] = [*(report.recipes or []), *(report.no_recipes or [])]
+        order = {(r.engine, r.version): i for i, r in enumerate(report.engines)}
+        shown.sort(key=lambda item: order.get((item.engine, item.version), len(order)))
+        for item in shown:
+            title = titles.get((item.engine, item.version), item.engine + " " + item.version)
+            if isinstance(item, NoRecipe):
+                print_no_recipe(console, title, item)
+                continue
             console.print(Styled(f"\nHow to serve with {title}", style="bold"))
-            print_recipe(console, recipe)
+            print_recipe(console, item)
 
     return render_lines(draw, options.color)
 

@@ -19,6 +19,7 @@ from draftfit.draft.aux_counting import (
     resolve_with_target,
 )
 from draftfit.draft.dialects import NEMO_AUTOMODEL
+from draftfit.draft.tensor_names import fc_blocks_problem
 from draftfit.engines.view import EngineView
 from draftfit.rule_ids import (
     AUX_COUNT_MISMATCH,
@@ -561,9 +562,10 @@ def aux_ids_not_ascending(ctx: Context) -> Iterator[Violation]:
     `eagle_aux_hidden_state_layer_ids: [29, 2, 16]`: the engine feeds `fc` layers 2, 16, 29.
 
     ## Fix
-    If the draft was trained in the written order, permute `fc.weight`'s input blocks into
-    ascending layer order, then list the ids ascending; if it was trained in ascending order,
-    listing them ascending is enough.
+    If the draft was trained in the written order, `draftfit convert` lists the ids ascending
+    and moves `fc.weight`'s input blocks (and `input_norm` / `fc_norm` weights) into the same
+    order, for a BF16, F16 or F32 `fc`; a quantized `fc` must be rearranged before
+    quantizing. If it was trained in ascending order, listing the ids ascending is enough.
     """
     view = ctx.view
     if view is None or view.aux is None or view.aux.used is None:
@@ -582,15 +584,28 @@ def aux_ids_not_ascending(ctx: Context) -> Iterator[Violation]:
     width = ctx.spec.target_hidden_size
     blocks = f" ({len(trained)} blocks of {width} columns)" if width else ""
     counted = f" (capture-before {_fmt(trained)})" if tuple(where.ids) != trained else ""
+    if view.aux.user_setting:  # the layers come from the launch, and are sorted there
+        ascending_fix = f"{view.title} needs nothing more (it sorts the layers it captures)"
+    else:
+        ascending_fix = capture_fix(view, ascending)
+    if fc_blocks_problem(ctx.spec.tensors, len(trained), None) is None:
+        written_fix = (
+            f"convert it (`draftfit convert` lists the ids ascending and moves `fc.weight`'s "
+            f"input columns{blocks} to match)"
+        )
+    else:
+        written_fix = (
+            f"move `fc`'s input columns{blocks} into ascending layer order before quantizing "
+            "it (`draftfit convert` moves only BF16, F16 and F32 columns), or retrain"
+        )
     yield Violation(
         f"`{where.pointer}` lists the aux layers as {_fmt(where.ids)}{counted}, but "
         f"{view.title} concatenates the captured states in ascending layer order "
         f"{_fmt(ascending)}: a draft trained in the written order gets its `fc` input blocks "
         "permuted",
         config_at(where.pointer),
-        f"if the draft was trained in the written order, permute `fc.weight`'s input "
-        f"columns{blocks} into ascending layer order (`draftfit convert` does not); then "
-        f"{capture_fix(view, ascending)}",
+        f"if the draft was trained in the written order, {written_fix}; if it was trained in "
+        f"ascending order, {ascending_fix}",
         order.citations,
     )
 
