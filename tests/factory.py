@@ -387,6 +387,18 @@ def speculators(
     return Draft(config, eagle3_tensors(naming="layers", **kw))
 
 
+def records_verifier(
+    draft: Draft, name_or_path: str | None, architectures: list[str] | None = None
+) -> Draft:
+    """A speculators `draft` that records `name_or_path` (and `architectures`) as the
+    verifier it was trained for, in `speculators_config.verifier`."""
+    verifier = draft.config["speculators_config"]["verifier"]
+    verifier["name_or_path"] = name_or_path
+    if architectures is not None:
+        verifier["architectures"] = architectures
+    return draft
+
+
 def with_sliding_window(draft: Draft, window: int = 2048) -> Draft:
     """`draft` trained with a sliding window, as speculators 0.7 and later do by default:
     `layer_types: ["sliding_attention"]` and `sliding_window`, in `transformer_layer_config`

@@ -39,6 +39,7 @@ def check(
     recipes: bool = False,
     serve_config: str | None = None,
     serve_args: str | None = None,
+    draft_is_for_target: bool = False,
 ) -> Report:
     """Check `draft` (a folder or Hub reference) next to `target` for each engine version.
 
@@ -47,14 +48,22 @@ def check(
     `"sampled"` or `"full"` to read the weights' values too; `recipes` attaches how to serve
     the draft with each version that can (`report.recipes`). `serve_config` and
     `serve_args` take what `--serve-config` and `--serve-args` take: the launch's settings,
-    judged for that engine's versions.
+    judged for that engine's versions. `draft_is_for_target` is `--draft-is-for-target`:
+    the draft was trained for this target, whatever verifier it records (DF507 is then
+    info); a settings file's `draft-is-for-target` is read by the command line only.
     """
     from draftfit.checker import check_path
     from draftfit.engines.launch import settings_from
 
     serve = settings_from(serve_config, serve_args, _roots(draft, target))
     report = check_path(
-        draft, target=target, engines=engines, method=method, values=values, serve=serve
+        draft,
+        target=target,
+        engines=engines,
+        method=method,
+        values=values,
+        serve=serve,
+        draft_is_for_target=draft_is_for_target,
     )
     if recipes:
         from draftfit.commands.recipe import attach_recipes
@@ -73,9 +82,10 @@ def diff(
     values: str | None = None,
     serve_config: str | None = None,
     serve_args: str | None = None,
+    draft_is_for_target: bool = False,
 ) -> DiffReport:
     """Compare `draft` with a known-good `reference` as each engine version sees both
-    (with the launch's settings, as for :func:`check`)."""
+    (with the launch's settings and `draft_is_for_target`, as for :func:`check`)."""
     from draftfit.commands.comparison import diff_paths
     from draftfit.engines.launch import settings_from
 
@@ -87,6 +97,7 @@ def diff(
         method=method,
         values=values,
         serve=settings_from(serve_config, serve_args, _roots(draft, reference, target)),
+        draft_is_for_target=draft_is_for_target,
     )
 
 
@@ -98,9 +109,10 @@ def matrix(
     values: str | None = None,
     serve_config: str | None = None,
     serve_args: str | None = None,
+    draft_is_for_target: bool = False,
 ) -> Matrix:
     """Check `draft` against every release of every engine, grouped into version ranges
-    (with the launch's settings, as for :func:`check`)."""
+    (with the launch's settings and `draft_is_for_target`, as for :func:`check`)."""
     from draftfit.commands.release_matrix import build_matrix
     from draftfit.engines.launch import settings_from
     from draftfit.origins.reference import open_checkpoint, open_target
@@ -108,6 +120,8 @@ def matrix(
     serve = settings_from(serve_config, serve_args, _roots(draft, target))
     checkpoint = open_checkpoint(draft)
     target_checkpoint = open_target(target) if target is not None else None
+    if target_checkpoint is not None:
+        target_checkpoint.draft_is_for_target = draft_is_for_target
     return build_matrix(checkpoint, target_checkpoint, method=method, values=values, serve=serve)
 
 
@@ -122,11 +136,13 @@ def convert(
     unsafe: bool = False,
     force: bool = False,
     verify: bool = False,
+    draft_is_for_target: bool = False,
 ) -> ConvertResult:
     """Rewrite the local draft `draft` into convention `to` (`vllm`, `sglang`,
     `speculators`) at `out`, with the guarantees of `draftfit convert` (atomic, never
     deleting what draftfit did not write); `dry_run` plans without writing; `verify`
-    re-reads every copied byte of the output against the input."""
+    re-reads every copied byte of the output against the input; `draft_is_for_target` as
+    for :func:`check`."""
     from draftfit.conversion import convert_path
 
     return convert_path(
@@ -139,6 +155,7 @@ def convert(
         unsafe=unsafe,
         force=force,
         verify=verify,
+        draft_is_for_target=draft_is_for_target,
     )
 
 

@@ -38,7 +38,7 @@ from draftfit.report import (
     findings_by_engine,
     verdict_for,
 )
-from draftfit.rule_ids import SERVING_FAMILY, VALUES_FAMILY, Severity
+from draftfit.rule_ids import SERVING_FAMILY, Severity
 from draftfit.serve.settings import ServeSettings
 
 TYPE_CHECKING = False
@@ -197,8 +197,7 @@ def _read_back(
         back = kept.checker(served, kept.target, [profile], None, serve=settings)
     except UsageError:
         return None
-    carried = [f for f in findings if f.family == VALUES_FAMILY]
-    return [*back.findings, *carried]
+    return [*back.findings, *_carried(findings, back.findings)]
 
 
 def _judged_steps(
@@ -254,8 +253,9 @@ def _convert_step(
         return draft, [], [], findings, checkpoint
     preview = preview_checkpoint(plan, checkpoint)
     after_report = kept.checker(preview, target, [profile], None)
-    # Conversion copies tensor bytes verbatim: what the weights' values show stays.
-    carried = [f for f in findings if f.family == VALUES_FAMILY]
+    # Conversion copies tensor bytes verbatim: what the weights' values show stays, and so
+    # does the model the draft was trained for, whatever the output's config records.
+    carried = _carried(findings, after_report.findings)
     after_findings = [*after_report.findings, *carried]
     after = _severe(after_findings)
     after_result = after_report.engines[0]
@@ -284,6 +284,14 @@ def _convert_step(
         )
     ]
     return converted, steps, notes, after_findings, preview
+
+
+def _carried(before: list[Finding], after: list[Finding]) -> list[Finding]:
+    """The findings of `before` that a conversion leaves as they are
+    (:attr:`~draftfit.report.Finding.kept_by_conversion`) and that `after` does not already
+    hold."""
+    present = {f.code for f in after}
+    return [f for f in before if f.kept_by_conversion and f.code not in present]
 
 
 def _blocked(checkpoint: Checkpoint) -> bool:

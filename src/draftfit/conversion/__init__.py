@@ -106,6 +106,7 @@ def convert_path(
     serve: ServeSettings | None = None,
     anyway: bool = True,
     while_writing: Callable[[], object] | None = None,
+    draft_is_for_target: bool = False,
 ) -> ConvertResult:
     """Plan (and unless `dry_run`, write and verify) the conversion of `draft` into `to`.
 
@@ -118,7 +119,9 @@ def convert_path(
     result says so (`not_needed`, also given to `notify`); with `anyway=False` (the
     command line's default) nothing is then written. `while_writing` is work to do on a
     second thread while the bytes are copied (the command line loads its renderer); its
-    error, if any, is raised once the output is written and checked."""
+    error, if any, is raised once the output is written and checked. `draft_is_for_target`:
+    the user says the draft was trained for the target (DF507), so a speculators output
+    records the target as its verifier."""
     from draftfit.origins.reference import HF_PREFIX as HUB_PREFIX
     from draftfit.origins.reference import is_hub_reference, open_target
 
@@ -140,6 +143,8 @@ def convert_path(
         check_output_path(checkpoint.root, Path(out), force)
     _refuse_damage(draft, checkpoint)
     target_obj = open_target(target) if target is not None else None
+    if target_obj is not None:
+        target_obj.draft_is_for_target = draft_is_for_target
     # The engine whose data the convention is planned with (and verified against by default).
     planner = planning_engine(to)
     if planner is None:
@@ -199,10 +204,12 @@ def convert_path(
             notify=notify,
             before_copy=judged.start,
         )
-    from draftfit.checker import check_checkpoint
+    from draftfit.checker import carry_from_source, check_checkpoint
 
     written = load_checkpoint(out)
     report = check_checkpoint(written, target_obj, profiles, serve=serve)
+    # what the conversion cannot change (the model the draft was trained for) stays said
+    report = carry_from_source(report, checkpoint, target_obj)
     judged.extra_result()
     return ConvertResult(
         plan,

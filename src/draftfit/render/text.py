@@ -92,6 +92,9 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                     f"vocab {facts.vocab_size}"
                 )
             )
+            if facts.verifier is not None:
+                summary = escape_field(facts.verifier.summary)
+                line.append("\n        verifier: " + summary, style="dim")
             console.print(line)
         else:
             console.print(
