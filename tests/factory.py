@@ -800,7 +800,11 @@ def kimi_sibling_pair(root: Path) -> tuple[Path, Path, Path]:
     "Kimi-K2.5" (same shapes, another embedding, multimodal config with `text_config` and
     `language_model.model.embed_tokens.weight`). Returns (draft, K2, K2.5) under `root`."""
     vocab = 4096
-    draft = fill(speculators(aux=[2, 4, 5], vocab=vocab), stream=30)
+    # it records Kimi-K2-Instruct as its verifier, with the class of the stand-in targets
+    trained = records_verifier(
+        speculators(aux=[2, 4, 5], vocab=vocab), "moonshotai/Kimi-K2-Instruct", ["LlamaForCausalLM"]
+    )
+    draft = fill(trained, stream=30)
     draft.config["transformer_layer_config"]["vocab_size"] = vocab
     draft.config["embed_requires_grad"] = False
     draft_path = draft.write(root / "kimi-k2-draft")

@@ -304,9 +304,9 @@ def unverified_reasons(
     reasons: list[str] = []
     unchecked: list[str] = []
     # Rules skipped for want of serving settings leave the verdict that of a default launch.
-    decisive = [
+    decisive = sorted(
         s.code for s in skipped if s.reason != SERVE_SKIP_REASON and _can_change_verdict(s.code)
-    ]
+    )
     if decisive:
         reasons.append("no target")
         unchecked.extend(decisive)

@@ -31,11 +31,13 @@ same model: retrained, so a draft for one revision drafts worse for the next, bu
 garbage. Anything else that differs — the family, the version (`K2` vs `K2.5`, `3.1` vs
 `3.3`), the size, base vs instruct vs thinking — is another model.
 
-A name is compared only when it says something: a Hub id read from the target's own origin
-always does; a recorded name, a `_name_or_path` or a folder name only when it starts with
-a model family draftfit knows (`llama`, `qwen`, `kimi`, ...) and does not name a draft
-(`eagle`, `speculator`, ...). `/model/from_s3` or `./target` says nothing, and nothing is
-concluded from it.
+A name is compared only when it says which model it is: when it starts with a model family
+draftfit knows (`llama`, `qwen`, `kimi`, ...) and does not name a draft (`eagle`,
+`speculator`, ...). `/model/from_s3`, `./target` or a private repository `acme/support-bot`
+says nothing, and nothing is concluded from it. A Hub id is exact: two that differ name two
+models; a path or a folder is named by whoever made it, so one that may be short for the
+other (`kimi-k2` for `Kimi-K2-Instruct`) or adds words of its own to a Hub id
+(`Kimi-K2-Instruct-local`) is not called another model.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ MAX_REFERENCE = 512
 
 # Model families by the start of their (normalised) names: a name that starts with one,
 # followed by a digit, `-`, `.` or its end, names a model. Names outside the list are not
-# compared (an unknown name is not evidence), except a Hub id read from the target's origin.
+# compared: an unknown name is not evidence of another model.
 KNOWN_FAMILIES = (
     "afm",
     "apertus",
@@ -249,7 +251,7 @@ class Reference:
         name: its model name, normalised.
         hub_id: `OWNER/NAME` where the reference is a Hub repository id.
         verified: read from where the target actually came from (an `hf://` reference or
-            a cache folder), so it names a real model whatever its family.
+            a cache folder), not from what a config or a folder says.
     """
 
     text: str
@@ -260,7 +262,7 @@ class Reference:
 
     @property
     def says_something(self) -> bool:
-        return self.verified or self.name.says_something
+        return self.name.says_something
 
     @property
     def shown(self) -> str:
@@ -273,6 +275,7 @@ class Reference:
             "source": self.source,
             "name": self.name.name,
             "hub_id": self.hub_id,
+            "from_origin": self.verified,
             "says_something": self.says_something,
         }
 

@@ -137,7 +137,10 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                     console.print(Styled("    fix: " + escape_field(finding.fix), style="green"))
             console.print()
 
-        without_target = [s for s in report.skipped_rules if s.reason != SERVE_SKIP_REASON]
+        without_target = sorted(
+            (s for s in report.skipped_rules if s.reason != SERVE_SKIP_REASON),
+            key=lambda s: s.code,
+        )
         without_serve = [s for s in report.skipped_rules if s.reason == SERVE_SKIP_REASON]
         if without_target:
             names = ", ".join(f"{s.code} {s.name}" for s in without_target)

@@ -544,6 +544,8 @@ def verifier_differs_from_target(ctx: Context) -> Iterator[Violation]:
             "revision of the target's model (retrained weights, the same architecture)"
         )
     matched = _embedding_matches(ctx)
+    if matched is not None:  # the values were compared: nothing more to read
+        fix = fix.rsplit("; with the target's weights", 1)[0]
     if matched is True and check.outcome == MISMATCH:
         consequence = Consequence.DEGRADES
         condition = (
