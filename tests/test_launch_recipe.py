@@ -237,6 +237,36 @@ KNOWN_GAPS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The DF507 cases (a draft trained for another model than the target): their recipes say
+# "still applies: DF507", and a convert step exits 1, since the converted draft is still the
+# one trained for the other model. A case whose target sits in the Hugging Face cache also
+# gets an `hf download` step on TensorRT-LLM, which the round trip does not run.
+_MISMATCHED = (
+    "verifier-architecture-differs",
+    "verifier-base-draft-on-instruct",
+    "verifier-declared-for-target",  # the round trip does not pass --draft-is-for-target
+    "verifier-nemo-draft-for-llama",
+    "verifier-qwen-draft-on-cached-llama",
+)
+_SGLANG_MISMATCHED = (*_MISMATCHED, "verifier-angelslim-target-model-type")
+_TRTLLM_MISMATCHED = (
+    *_MISMATCHED,
+    "verifier-kimi-k2-draft-on-k2.5",
+    "verifier-quantized-copy",
+    "verifier-renamed-repository",
+)
+VERIFIER_GAPS: dict[str, tuple[str, ...]] = {
+    "vllm==0.34.0": ("verifier-nemo-draft-for-llama",),
+    "vllm==0.10.2": ("verifier-nemo-draft-for-llama",),
+    "vllm==0.22.0": ("verifier-nemo-draft-for-llama",),
+    "sglang==0.5.23": (*_SGLANG_MISMATCHED, "verifier-kimi-k2-draft-on-k2.5"),
+    "sglang==0.5.2": _SGLANG_MISMATCHED,
+    "sglang==0.5.8": _SGLANG_MISMATCHED,
+    "trtllm==1.4.0rc0": _TRTLLM_MISMATCHED,
+    "trtllm==1.0.0": (*_TRTLLM_MISMATCHED, "verifier-dated-revision"),
+}
+
+
 def _launch(command: str, tmp: Path) -> str:
     """The recipe's launch as `--serve-args` takes it (TensorRT-LLM's spec.yaml written)."""
     if "<<'EOF'" in command:
@@ -292,7 +322,8 @@ def test_every_case_reads_back(engine, tmp_path, monkeypatch) -> None:
         except AssertionError:
             failed.append(case.id)
         monkeypatch.chdir(tmp_path)
-    assert sorted(failed) == sorted(KNOWN_GAPS.get(engine, ())), engine
+    gaps = (*KNOWN_GAPS.get(engine, ()), *VERIFIER_GAPS.get(engine, ()))
+    assert sorted(failed) == sorted(gaps), engine
 
 
 def test_recipe_keeps_the_users_launch(tmp_path: Path) -> None:

@@ -350,9 +350,7 @@ def test_show_settings_names_each_part_and_its_source(capsys, repo, monkeypatch)
     ]
     code, out, _ = run(capsys, "matrix", "drafts/kimi", "--show-settings", "--isolated")
     assert code == 0 and "  settings file  none (--isolated)" in out
-    code, out, _ = run(
-        capsys, "matrix", "drafts/kimi", "--show-settings", "--draft-is-for-target"
-    )
+    code, out, _ = run(capsys, "matrix", "drafts/kimi", "--show-settings", "--draft-is-for-target")
     assert code == 0 and "  draft-is-for-target  yes  (--draft-is-for-target)" in out
     (repo / "pyproject.toml").unlink()
     code, out, _ = run(capsys, "diff", "drafts/kimi", "drafts/kimi", "--show-settings")

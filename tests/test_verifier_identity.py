@@ -288,3 +288,82 @@ def test_recipes_never_claim_a_conversion_fixes_it(demo) -> None:
     for recipe in report.recipes:
         assert not any(DF507 in note and "fixes" in note for note in recipe.notes)
         assert DF507 in recipe.remaining
+
+
+# ------------------------------------------------------------------ records of published drafts
+
+# `speculators_config.verifier` as published drafts record it (speculators PR #53's converted
+# config; PR #142's conversion for a quantized Maverick; RedHatAI's Llama-3.1-8B-Instruct
+# speculator; the trained draft of speculators issue #1065), and the target each serves.
+PUBLISHED = [
+    (
+        "0.1.0.dev21",
+        "converted",
+        {
+            "name_or_path": "meta-llama/Meta-Llama-3.1-8B-Instruct",
+            "architectures": ["LlamaForCausalLM"],
+        },
+        "meta-llama/Llama-3.1-8B-Instruct",
+        ["LlamaForCausalLM"],
+        SAME,
+    ),
+    (
+        "0.2.0",
+        "converted",
+        {
+            "name_or_path": "RedHatAI/Llama-4-Maverick-17B-128E-Instruct-quantized.w4a16",
+            "architectures": ["Llama4ForConditionalGeneration"],
+        },
+        "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+        ["Llama4ForConditionalGeneration"],
+        SAME,
+    ),
+    (
+        "0.1.0.dev42",
+        "converted",
+        {
+            "name_or_path": "/proving-grounds/machine/eldarkurtic/hf_downloads/meta-llama/"
+            "Llama-3.1-8B-Instruct",
+            "architectures": ["LlamaForCausalLM"],
+        },
+        "meta-llama/Llama-3.1-8B-Instruct",
+        ["LlamaForCausalLM"],
+        SAME,
+    ),
+    (
+        "0.8.0.dev0",
+        "trained",
+        {"name_or_path": "/model/from_s3", "architectures": ["Qwen3MoeForCausalLM"]},
+        "Qwen/Qwen3-30B-A3B",
+        ["Qwen3MoeForCausalLM"],
+        UNKNOWN,
+    ),
+    (
+        "0.8.0.dev0",
+        "trained",
+        {"name_or_path": "/model/from_s3", "architectures": ["Qwen3MoeForCausalLM"]},
+        "Qwen/Qwen3-8B",
+        ["Qwen3ForCausalLM"],
+        MISMATCH,
+    ),
+]
+
+
+@pytest.mark.parametrize(("version", "variant", "verifier", "repo", "archs", "outcome"), PUBLISHED)
+def test_published_verifier_records(
+    tmp_path: Path,
+    version: str,
+    variant: str,
+    verifier: dict[str, object],
+    repo: str,
+    archs: list[str],
+    outcome: str,
+) -> None:
+    draft = f.speculators(variant=variant)
+    draft.config["speculators_version"] = version
+    draft.config["speculators_config"]["verifier"] = verifier
+    plain = f.llama_target(tmp_path / "plain", architectures=archs)
+    target = cache_snapshot(plain, tmp_path / "hub", repo)
+    report = check_path(draft.write(tmp_path / "draft"), target=target)
+    assert _outcome(report) == outcome
+    assert (_df507(report) == ["error"]) is (outcome == MISMATCH)

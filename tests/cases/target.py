@@ -146,7 +146,9 @@ def _kimi_k25_target(path: Path) -> Path:
 
 
 def _speculators_for(name: str | None, archs: list[str], version: str = "0.7.0") -> Draft:
-    draft = f.records_verifier(f.speculators(), name, archs)
+    """A speculators draft (trained with `version`) recording `name` and `archs` as its
+    verifier; `norm_before_residual: false`, so that every engine can serve it."""
+    draft = f.records_verifier(f.speculators(norm_before_residual=False), name, archs)
     draft.config["speculators_version"] = version
     return draft
 
@@ -220,15 +222,18 @@ def _architecture_only(tmp: Path) -> tuple[Path, Path | None]:
 case("verifier-architecture-differs", {"DF507"}, verdict="drafts-garbage")(_architecture_only)
 
 
-def _nemo_for_qwen(tmp: Path) -> tuple[Path, Path | None]:
-    """NeMo Automodel copies the target's text config: `_name_or_path` and `model_type`."""
+def _nemo_for_llama(tmp: Path) -> tuple[Path, Path | None]:
+    """NeMo Automodel copies the target's text config (`_name_or_path`, `model_type`): a
+    draft trained for Llama-3.1-8B-Instruct next to Qwen3-8B."""
     draft = f.nemo_automodel()
-    draft.config["_name_or_path"] = "Qwen/Qwen3-8B"
-    draft.config["model_type"] = "qwen3"
-    return draft.write(tmp / "draft"), f.llama_target(tmp / "Llama-3.1-8B-Instruct")
+    draft.config["_name_or_path"] = "meta-llama/Llama-3.1-8B-Instruct"
+    target = f.llama_target(
+        tmp / "Qwen3-8B", architectures=["Qwen3ForCausalLM"], model_type="qwen3"
+    )
+    return draft.write(tmp / "draft"), target
 
 
-case("verifier-nemo-draft-for-qwen", {"DF507"})(_nemo_for_qwen)
+case("verifier-nemo-draft-for-llama", {"DF507"})(_nemo_for_llama)
 
 
 def _angelslim_for_qwen(tmp: Path) -> tuple[Path, Path | None]:

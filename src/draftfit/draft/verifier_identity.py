@@ -64,8 +64,10 @@ UNKNOWN = "unknown"  # the draft records something, but nothing it can be compar
 NOT_RECORDED = "not-recorded"  # the draft records nothing about its verifier
 OUTCOMES = (SAME, REVISION, MISMATCH, UNKNOWN, NOT_RECORDED)
 
-# Nothing longer is a model name; a longer value is cut before it is parsed.
+# Nothing longer is a model name; a longer value is cut before it is parsed. A model has a
+# class or two (a multimodal one, its text model): a longer list is read only so far.
 MAX_REFERENCE = 512
+MAX_ARCHITECTURES = 8
 
 # Model families by the start of their (normalised) names: a name that starts with one,
 # followed by a digit, `-`, `.` or its end, names a model. Names outside the list are not
@@ -387,9 +389,11 @@ def recorded_verifier(spec: DraftDescription) -> Recorded:
 
 
 def _strings(value: object) -> tuple[str, ...]:
+    """The first few non-empty strings of a recorded list, each cut to a name's length."""
     if not isinstance(value, list):
         return ()
-    return tuple(v[:MAX_REFERENCE] for v in value if isinstance(v, str) and v)
+    found = [v[:MAX_REFERENCE] for v in value[:MAX_ARCHITECTURES] if isinstance(v, str) and v]
+    return tuple(found)
 
 
 def _speculators_architectures_trusted(
@@ -686,10 +690,10 @@ def _compare_structure(recorded: Recorded, target: Target) -> list[tuple[Compari
 
 
 def _target_architectures(target: Target) -> list[str]:
-    archs = list(target.architectures)
+    """The target's classes: its own, then its text model's (a multimodal config's)."""
+    archs = list(_strings(target.config.get("architectures")))
     nested = target.text_config.get("architectures") if target.text_pointer else None
-    if isinstance(nested, list):
-        archs += [a for a in nested if isinstance(a, str) and a not in archs]
+    archs += [a for a in _strings(nested) if a not in archs]
     return archs
 
 
