@@ -154,6 +154,27 @@ def kimi_values_pair(root: Path) -> None:
     factory.kimi_sibling_pair(root)
 
 
+def kimi_k25_download(folder: Path) -> None:
+    """Kimi-K2.5's config.json as `hf download moonshotai/Kimi-K2.5 --local-dir` leaves it:
+    multimodal, the language model (Kimi-K2's shapes, a 262,144-token context) under
+    `text_config`, and the download's `.cache/huggingface/` metadata beside it."""
+    text_config = {**demo_config("kimi-k2-instruct.config.json"), "_name_or_path": ""}
+    text_config["max_position_embeddings"] = 262144
+    config = {
+        "architectures": ["KimiK25ForConditionalGeneration"],
+        "model_type": "kimi_k25",
+        "text_config": text_config,
+        "vision_config": {"mm_hidden_size": 1152, "text_hidden_size": 7168},
+        "tie_word_embeddings": False,
+    }
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    metadata = folder / ".cache" / "huggingface" / "download"
+    metadata.mkdir(parents=True)
+    commit = "54383e83fa343a1331754112fb9e3410c55efa2f"
+    (metadata / "config.json.metadata").write_text(f"{commit}\n{'0' * 64}\n1769000000.0\n")
+
+
 def build_workspace(root: Path) -> None:
     """Every checkpoint the examples name, at the path they name it by.
 
@@ -168,6 +189,7 @@ def build_workspace(root: Path) -> None:
       `checkpoints/epoch_1/hf`, `checkpoints/epoch_2/hf`: a training run's folders.
     * `kimi-k2-draft/`, `Kimi-K2/`, `Kimi-K2.5/`: the `--values` example (real bytes, small).
     * `kimi-draft-head-dim-112/`: the demo's draft with `head_dim` written 112 (DF212).
+    * `downloads/Kimi-K2.5/`: Kimi-K2.5's config.json, as a `--local-dir` download leaves it.
     """
     target = root / "Llama-3.1-8B-Instruct"
     target.mkdir(parents=True)
@@ -189,6 +211,7 @@ def build_workspace(root: Path) -> None:
         (folder / "hf").symlink_to("../../specforge-draft")
     kimi_values_pair(root)
     kimi_head_dim_112(root / "kimi-draft-head-dim-112")
+    kimi_k25_download(root / "downloads" / "Kimi-K2.5")
 
 
 # ------------------------------------------------------------------ the marked blocks

@@ -387,6 +387,18 @@ def speculators(
     return Draft(config, eagle3_tensors(naming="layers", **kw))
 
 
+def records_verifier(
+    draft: Draft, name_or_path: str | None, architectures: list[str] | None = None
+) -> Draft:
+    """A speculators `draft` that records `name_or_path` (and `architectures`) as the
+    verifier it was trained for, in `speculators_config.verifier`."""
+    verifier = draft.config["speculators_config"]["verifier"]
+    verifier["name_or_path"] = name_or_path
+    if architectures is not None:
+        verifier["architectures"] = architectures
+    return draft
+
+
 def with_sliding_window(draft: Draft, window: int = 2048) -> Draft:
     """`draft` trained with a sliding window, as speculators 0.7 and later do by default:
     `layer_types: ["sliding_attention"]` and `sliding_window`, in `transformer_layer_config`
@@ -788,7 +800,11 @@ def kimi_sibling_pair(root: Path) -> tuple[Path, Path, Path]:
     "Kimi-K2.5" (same shapes, another embedding, multimodal config with `text_config` and
     `language_model.model.embed_tokens.weight`). Returns (draft, K2, K2.5) under `root`."""
     vocab = 4096
-    draft = fill(speculators(aux=[2, 4, 5], vocab=vocab), stream=30)
+    # it records Kimi-K2-Instruct as its verifier, with the class of the stand-in targets
+    trained = records_verifier(
+        speculators(aux=[2, 4, 5], vocab=vocab), "moonshotai/Kimi-K2-Instruct", ["LlamaForCausalLM"]
+    )
+    draft = fill(trained, stream=30)
     draft.config["transformer_layer_config"]["vocab_size"] = vocab
     draft.config["embed_requires_grad"] = False
     draft_path = draft.write(root / "kimi-k2-draft")

@@ -175,8 +175,8 @@ def test_junit_of_matrix_and_diff(capsys, repo) -> None:
 
 
 NO_TARGET = (
-    " · no target: DF303, DF405, DF501, DF502, DF503, DF504, DF505, DF506, DF516, DF517, DF518,"
-    " DF519, DF530, DF531, DF532, DF533 not checked"
+    " · no target: DF303, DF405, DF501, DF502, DF503, DF504, DF505, DF506, DF507, DF516, DF517,"
+    " DF518, DF519, DF530, DF531, DF532, DF533 not checked"
 )
 
 

@@ -346,9 +346,12 @@ def test_show_settings_names_each_part_and_its_source(capsys, repo, monkeypatch)
         "                 DF2  (--extend-select)",
         '  ignore         DF105  "SGLang serves a converted copy"  (pyproject.toml)',
         "                 DF903  (--ignore)",
+        "  draft-is-for-target  no  (default)",
     ]
     code, out, _ = run(capsys, "matrix", "drafts/kimi", "--show-settings", "--isolated")
     assert code == 0 and "  settings file  none (--isolated)" in out
+    code, out, _ = run(capsys, "matrix", "drafts/kimi", "--show-settings", "--draft-is-for-target")
+    assert code == 0 and "  draft-is-for-target  yes  (--draft-is-for-target)" in out
     (repo / "pyproject.toml").unlink()
     code, out, _ = run(capsys, "diff", "drafts/kimi", "drafts/kimi", "--show-settings")
     assert code == 0

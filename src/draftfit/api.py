@@ -48,6 +48,7 @@ def check(
     recipes: bool = False,
     serve_config: str | Path | None = None,
     serve_args: ServeArgs = None,
+    draft_is_for_target: bool = False,
 ) -> Report:
     """Check `draft` (a folder or Hub reference) next to `target` for each engine version.
 
@@ -57,7 +58,10 @@ def check(
     weights' values too; `recipes` attaches how to serve the draft with each version that
     can (`report.recipes`). `serve_config` (a path) and `serve_args` (a command line, as a
     string or a list of its words) take what `--serve-config` and `--serve-args` take: the
-    launch's settings, judged for that engine's versions.
+    launch's settings, judged for that engine's versions. `draft_is_for_target` is
+    `--draft-is-for-target`: the draft was trained for this target, whatever verifier it
+    records (DF507 is then info); a settings file's `draft-is-for-target` is read by the
+    command line only.
     """
     from draftfit.checker import check_path
     from draftfit.engines.launch import settings_from
@@ -70,6 +74,7 @@ def check(
         method=method,
         values=_values(values),
         serve=serve,
+        draft_is_for_target=draft_is_for_target,
     )
     if recipes:
         from draftfit.commands.recipe import attach_recipes
@@ -88,9 +93,10 @@ def diff(
     values: Values = None,
     serve_config: str | Path | None = None,
     serve_args: ServeArgs = None,
+    draft_is_for_target: bool = False,
 ) -> DiffReport:
     """Compare `draft` with a known-good `reference` as each engine version sees both
-    (with the launch's settings, as for :func:`check`)."""
+    (with the launch's settings and `draft_is_for_target`, as for :func:`check`)."""
     from draftfit.commands.comparison import diff_paths
     from draftfit.engines.launch import settings_from
 
@@ -102,6 +108,7 @@ def diff(
         method=method,
         values=_values(values),
         serve=settings_from(*_launch(serve_config, serve_args), _roots(draft, reference, target)),
+        draft_is_for_target=draft_is_for_target,
     )
 
 
@@ -113,9 +120,10 @@ def matrix(
     values: Values = None,
     serve_config: str | Path | None = None,
     serve_args: ServeArgs = None,
+    draft_is_for_target: bool = False,
 ) -> Matrix:
     """Check `draft` against every release of every engine, grouped into version ranges
-    (with the launch's settings, as for :func:`check`)."""
+    (with the launch's settings and `draft_is_for_target`, as for :func:`check`)."""
     from draftfit.commands.release_matrix import build_matrix
     from draftfit.draft.description import describe
     from draftfit.draft.mistakes import refuse_argument_mistakes
@@ -125,6 +133,8 @@ def matrix(
     serve = settings_from(*_launch(serve_config, serve_args), _roots(draft, target))
     checkpoint = open_checkpoint(draft)
     target_checkpoint = open_target(target) if target is not None else None
+    if target_checkpoint is not None:
+        target_checkpoint.draft_is_for_target = draft_is_for_target
     refuse_argument_mistakes(
         checkpoint, describe(checkpoint), target_checkpoint, method, command="matrix"
     )
@@ -144,11 +154,13 @@ def convert(
     unsafe: bool = False,
     force: bool = False,
     verify: bool = False,
+    draft_is_for_target: bool = False,
 ) -> ConvertResult:
     """Rewrite the local draft `draft` into convention `to` (`vllm`, `sglang`,
     `speculators`) at `out`, with the guarantees of `draftfit convert` (atomic, never
     deleting what draftfit did not write); `dry_run` plans without writing; `verify`
-    re-reads every copied byte of the output against the input."""
+    re-reads every copied byte of the output against the input; `draft_is_for_target` as
+    for :func:`check`."""
     from draftfit.conversion import convert_path
 
     return convert_path(
@@ -161,6 +173,7 @@ def convert(
         unsafe=unsafe,
         force=force,
         verify=verify,
+        draft_is_for_target=draft_is_for_target,
     )
 
 

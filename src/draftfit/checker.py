@@ -44,7 +44,7 @@ from draftfit.report import (
     verdict_for,
 )
 from draftfit.rule_ids import RuleId
-from draftfit.rules import all_rules, get_rule
+from draftfit.rules import all_rules, get_rule, registered
 from draftfit.rules.base import Context, Rule, Severity, Violation
 from draftfit.serve.settings import SERVE_SKIP_REASON, ServeSettings
 
@@ -54,7 +54,13 @@ if TYPE_CHECKING:
 
 METHOD_CHOICES = (EAGLE3, EAGLE, "auto")
 
-__all__ = ["METHOD_CHOICES", "check_checkpoint", "check_path", "resolve_engines"]
+__all__ = [
+    "METHOD_CHOICES",
+    "carry_from_source",
+    "check_checkpoint",
+    "check_path",
+    "resolve_engines",
+]
 
 
 def check_path(
@@ -64,11 +70,14 @@ def check_path(
     method: str | None = None,
     values: str | None = None,
     serve: ServeSettings | None = None,
+    draft_is_for_target: bool = False,
 ) -> Report:
     """Check the draft `draft` (next to `target`, if given) for each engine. `values`
     (`"sampled"` or `"full"`) also reads the weights' values and runs the DF7xx rules;
     `serve` holds the launch's settings (:mod:`draftfit.engines.launch`), which apply to the
-    profiles of their engine.
+    profiles of their engine. `draft_is_for_target`: the user says the draft was trained for
+    this target, so a recorded verifier that names another model is reported as info
+    (DF507), not counted.
 
     Both may be local directories or Hub references (`hf://owner/name[@rev]`, `owner/name`).
     Serve recipes are added to the report by :func:`draftfit.commands.recipe.attach_recipes`.
@@ -78,6 +87,8 @@ def check_path(
     profiles = resolve_engines(engines)
     checkpoint = open_checkpoint(draft)
     target_obj = open_target(target) if target is not None else None
+    if target_obj is not None:
+        target_obj.draft_is_for_target = draft_is_for_target
     refuse_argument_mistakes(checkpoint, describe(checkpoint), target_obj, method)
     return check_checkpoint(checkpoint, target_obj, profiles, method, values=values, serve=serve)
 
@@ -183,11 +194,48 @@ def check_checkpoint(
         findings=findings,
         engines=results,
         skipped_rules=skipped,
-        target_facts=TargetFacts.of(target) if target is not None else None,
+        target_facts=TargetFacts.of(target, spec) if target is not None else None,
         # a planned conversion is checked for the same launch (its settings judged too)
         inputs=KeptCheck(checkpoint, spec, target, partial(check_checkpoint, serve=serve)),
         serve=_judged_flags(serve, profiles),
         hub_origin=checkpoint.hub_origin,
+    )
+
+
+def carry_from_source(report: Report, source: Checkpoint, target: Target | None) -> Report:
+    """`report`, a check of a draft converted from `source`, with the findings of `source`
+    that a conversion leaves as they are and the converted config no longer shows (DF507:
+    the model the draft was trained for, which an output convention without a verifier
+    field cannot record); each version's verdict is recomputed. Value findings need
+    `--values` and are not made here."""
+    item = registered(rule_ids.VERIFIER_DIFFERS_FROM_TARGET)
+    if target is None or any(f.code == item.code for f in report.findings):
+        return report
+    keys = [result.key for result in report.engines]
+    collected: dict[tuple[object, ...], Finding] = {}
+    violations = item.run(Context(source, describe(source), target))
+    _collect(collected, item, (_in_source(v, source) for v in violations), keys)
+    if not collected:
+        return report
+    report.findings = sorted(
+        [*report.findings, *collected.values()],
+        key=lambda f: (-int(f.severity), f.code, str(f.location)),
+    )
+    applying = findings_by_engine(report.findings)
+    for result in report.engines:
+        result.verdict, result.counts = verdict_for(
+            applying.get(result.key, []), result.key, result.unverified_reasons
+        )
+    return report
+
+
+def _in_source(violation: Violation, source: Checkpoint) -> Violation:
+    """`violation` of the source of a conversion, said to be there."""
+    where = violation.location
+    return replace(
+        violation,
+        message=f"the draft it was converted from, {source.origin}: {violation.message}",
+        location=replace(where, file=f"{source.origin}/{where.file or 'config.json'}"),
     )
 
 
@@ -256,9 +304,9 @@ def unverified_reasons(
     reasons: list[str] = []
     unchecked: list[str] = []
     # Rules skipped for want of serving settings leave the verdict that of a default launch.
-    decisive = [
+    decisive = sorted(
         s.code for s in skipped if s.reason != SERVE_SKIP_REASON and _can_change_verdict(s.code)
-    ]
+    )
     if decisive:
         reasons.append("no target")
         unchecked.extend(decisive)

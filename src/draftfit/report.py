@@ -11,7 +11,14 @@ from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for rendere
 from draftfit.fail_on import FailOn, Verdict
 from draftfit.location import Location
 from draftfit.records import field, frozen, record
-from draftfit.rule_ids import ALL_RULE_IDS, Consequence, RuleId, Severity
+from draftfit.rule_ids import (
+    ALL_RULE_IDS,
+    VALUES_FAMILY,
+    VERIFIER_DIFFERS_FROM_TARGET,
+    Consequence,
+    RuleId,
+    Severity,
+)
 from draftfit.version import __version__
 
 TYPE_CHECKING = False
@@ -23,6 +30,7 @@ if TYPE_CHECKING:
     from draftfit.draft.description import DraftDescription
     from draftfit.draft.dialects import Dialect
     from draftfit.draft.target import Target
+    from draftfit.draft.verifier_identity import VerifierCheck
     from draftfit.engines.interface import NoRecipe, Recipe
     from draftfit.engines.profile import Profile
     from draftfit.engines.view import EngineView
@@ -95,7 +103,8 @@ class DialectFacts:
 
 @frozen
 class TargetFacts:
-    """What the report says about the target model (read from its config.json)."""
+    """What the report says about the target model (read from its config.json), and what
+    the draft records about the model it was trained for next to it (`verifier`)."""
 
     architecture: str | None
     model_type: str | None
@@ -103,9 +112,17 @@ class TargetFacts:
     num_layers: int | None
     vocab_size: int | None
     text_config: str | None  # JSON pointer of the text sub-config, when nested
+    verifier: VerifierCheck | None = None
 
     @classmethod
-    def of(cls, target: Target) -> TargetFacts:
+    def of(cls, target: Target, spec: DraftDescription | None = None) -> TargetFacts:
+        """The target's facts; with the draft's description, also what the draft records
+        about its verifier next to them."""
+        verifier = None
+        if spec is not None:
+            from draftfit.draft.verifier_identity import check_verifier
+
+            verifier = check_verifier(spec, target)
         return cls(
             target.architecture,
             target.model_type,
@@ -113,10 +130,11 @@ class TargetFacts:
             target.num_layers,
             target.vocab_size,
             target.text_pointer or None,
+            verifier,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "architecture": self.architecture,
             "model_type": self.model_type,
             "hidden_size": self.hidden_size,
@@ -124,6 +142,9 @@ class TargetFacts:
             "vocab_size": self.vocab_size,
             "text_config": self.text_config,
         }
+        if self.verifier is not None:
+            out["verifier"] = self.verifier.to_dict()
+        return out
 
 
 @frozen
@@ -239,6 +260,13 @@ class Finding:
         if others:
             lines.append("see also: " + ", ".join(others))
         return lines
+
+    @property
+    def kept_by_conversion(self) -> bool:
+        """Whether a conversion leaves this finding as it is: it copies the weights verbatim
+        and rewrites only names and config, so neither what the values show (DF7xx) nor the
+        model the draft was trained for (DF507) changes, whatever the output records."""
+        return self.rule.family == VALUES_FAMILY or self.rule == VERIFIER_DIFFERS_FROM_TARGET
 
     def key(self) -> tuple[str, str, Location]:
         return (self.code, self.message, self.location)

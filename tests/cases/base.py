@@ -29,6 +29,7 @@ class Case:
     verdict: str | None = None  # expected verdict for the first engine
     oracle: str | None = None
     serve_args: str | None = None  # the launch (`--serve-args`), for the serving rules
+    draft_is_for_target: bool = False  # `--draft-is-for-target`
 
     def check(self, tmp: Path) -> Report:
         """Build the case under `tmp` and check it as its fields say."""
@@ -39,6 +40,7 @@ class Case:
             engines=self.engines,
             method=self.method,
             serve=settings_from(serve_args=self.serve_args),
+            draft_is_for_target=self.draft_is_for_target,
         )
 
 

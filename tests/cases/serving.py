@@ -22,7 +22,10 @@ def _vllm_launch(flags: str, draft_tp: int | None = None) -> str:
 
 
 def _mla_target(draft: Draft) -> Builder:
-    """A tiny DeepSeek-V3 / Kimi-K2-shaped target config (MLA: `kv_lora_rank`)."""
+    """A tiny DeepSeek-V3 / Kimi-K2-shaped target config (MLA: `kv_lora_rank`); a
+    speculators draft records that it was trained for Kimi-K2."""
+    if "speculators_config" in draft.config:
+        f.records_verifier(draft, "moonshotai/Kimi-K2-Instruct", ["DeepseekV3ForCausalLM"])
 
     def build(tmp: Path) -> tuple[Path, Path | None]:
         return draft.write(tmp / "draft"), f.kimi_mla_target(tmp / "target")

@@ -124,3 +124,171 @@ case("draft-context-short-0.29", {"DF504"}, engines=("vllm==0.29.0",))(
 case("draft-context-short-0.34", set(), {"DF504"}, verdict="compatible")(
     with_target(f.specforge(), max_position_embeddings=131072)
 )
+
+
+# DF507: the verifier a draft records next to what is known of the target. The targets are
+# named the ways users have them: a Hugging Face cache folder, a `--local-dir` download, a
+# plain folder; the drafts record what their producers write.
+
+
+def _kimi_k25_target(path: Path) -> Path:
+    """A tiny Kimi-K2.5-shaped target: multimodal, its language model under `text_config`
+    (the Kimi-K2 shapes)."""
+    f.kimi_mla_target(path)
+    text_config = json.loads((path / "config.json").read_text())
+    multimodal = {
+        "architectures": ["KimiK25ForConditionalGeneration"],
+        "model_type": "kimi_k25",
+        "text_config": text_config,
+    }
+    (path / "config.json").write_text(json.dumps(multimodal, indent=2))
+    return path
+
+
+def _speculators_for(name: str | None, archs: list[str], version: str = "0.7.0") -> Draft:
+    """A speculators draft (trained with `version`) recording `name` and `archs` as its
+    verifier; `norm_before_residual: false`, so that every engine can serve it."""
+    draft = f.records_verifier(f.speculators(norm_before_residual=False), name, archs)
+    draft.config["speculators_version"] = version
+    return draft
+
+
+def _k2_draft_next_to_k25(tmp: Path) -> tuple[Path, Path | None]:
+    """The demo's draft, at small scale: speculators 0.5.0 training recorded the local path
+    of Kimi-K2-Instruct; the target is a folder named after Kimi-K2.5."""
+    draft = _speculators_for("/root/models/Kimi-K2-Instruct", ["DeepseekV3ForCausalLM"], "0.5.0")
+    return draft.write(tmp / "draft"), _kimi_k25_target(tmp / "Kimi-K2.5")
+
+
+case("verifier-kimi-k2-draft-on-k2.5", {"DF507"}, verdict="drafts-garbage")(_k2_draft_next_to_k25)
+
+
+def _qwen_draft_on_cached_llama(tmp: Path) -> tuple[Path, Path | None]:
+    """A draft trained for Qwen3-8B next to Llama-3.1-8B-Instruct from the Hub cache."""
+    from tests.hub_layouts import cache_snapshot
+
+    draft = _speculators_for("Qwen/Qwen3-8B", ["Qwen3ForCausalLM"])
+    plain = f.llama_target(tmp / "plain")
+    target = cache_snapshot(plain, tmp / "hub", "meta-llama/Llama-3.1-8B-Instruct")
+    return draft.write(tmp / "draft"), target
+
+
+case("verifier-qwen-draft-on-cached-llama", {"DF507"}, verdict="drafts-garbage")(
+    _qwen_draft_on_cached_llama
+)
+case(
+    "verifier-declared-for-target",
+    {"DF507"},
+    verdict="compatible",
+    draft_is_for_target=True,
+)(_qwen_draft_on_cached_llama)
+
+
+def _base_draft_on_instruct_download(tmp: Path) -> tuple[Path, Path | None]:
+    """A draft trained for the base model next to the instruct model (`--local-dir`)."""
+    from tests.hub_layouts import local_dir_download
+
+    draft = _speculators_for("meta-llama/Llama-3.1-8B", ["LlamaForCausalLM"])
+    plain = f.llama_target(tmp / "plain")
+    target = local_dir_download(plain, tmp / "Llama-3.1-8B-Instruct")
+    return draft.write(tmp / "draft"), target
+
+
+case("verifier-base-draft-on-instruct", {"DF507"}, verdict="drafts-garbage")(
+    _base_draft_on_instruct_download
+)
+
+
+def _k2_draft_on_0905(tmp: Path) -> tuple[Path, Path | None]:
+    """A draft for Kimi-K2-Instruct next to its dated revision Kimi-K2-Instruct-0905."""
+    from tests.hub_layouts import cache_snapshot
+
+    draft = _speculators_for("moonshotai/Kimi-K2-Instruct", ["DeepseekV3ForCausalLM"])
+    plain = f.kimi_mla_target(tmp / "plain")
+    target = cache_snapshot(plain, tmp / "hub", "moonshotai/Kimi-K2-Instruct-0905")
+    return draft.write(tmp / "draft"), target
+
+
+case("verifier-dated-revision", {"DF507"}, verdict="degraded")(_k2_draft_on_0905)
+
+
+def _architecture_only(tmp: Path) -> tuple[Path, Path | None]:
+    """Training since speculators 0.7.0 records the verifier's own architectures; the path
+    says nothing, the class does."""
+    draft = _speculators_for("/model/from_s3", ["Qwen3ForCausalLM"])
+    return draft.write(tmp / "draft"), f.llama_target(tmp / "target")
+
+
+case("verifier-architecture-differs", {"DF507"}, verdict="drafts-garbage")(_architecture_only)
+
+
+def _nemo_for_llama(tmp: Path) -> tuple[Path, Path | None]:
+    """NeMo Automodel copies the target's text config (`_name_or_path`, `model_type`): a
+    draft trained for Llama-3.1-8B-Instruct next to Qwen3-8B."""
+    draft = f.nemo_automodel()
+    draft.config["_name_or_path"] = "meta-llama/Llama-3.1-8B-Instruct"
+    target = f.llama_target(
+        tmp / "Qwen3-8B", architectures=["Qwen3ForCausalLM"], model_type="qwen3"
+    )
+    return draft.write(tmp / "draft"), target
+
+
+case("verifier-nemo-draft-for-llama", {"DF507"})(_nemo_for_llama)
+
+
+def _angelslim_for_qwen(tmp: Path) -> tuple[Path, Path | None]:
+    draft = f.specforge()
+    draft.config["architectures"] = ["Eagle3LlamaForCausalLM"]
+    draft.config["target_model_type"] = "qwen3"
+    return draft.write(tmp / "draft"), f.llama_target(tmp / "target")
+
+
+case("verifier-angelslim-target-model-type", {"DF507"}, verdict="drafts-garbage")(
+    _angelslim_for_qwen
+)
+
+
+def _quantized_copy(tmp: Path) -> tuple[Path, Path | None]:
+    """Qwen3-8B-FP8 holds Qwen3-8B's weights, rounded: the same model."""
+    from tests.hub_layouts import cache_snapshot
+
+    draft = _speculators_for("Qwen/Qwen3-8B", ["Qwen3ForCausalLM"])
+    plain = f.llama_target(tmp / "plain", architectures=["Qwen3ForCausalLM"], model_type="qwen3")
+    target = cache_snapshot(plain, tmp / "hub", "Qwen/Qwen3-8B-FP8")
+    return draft.write(tmp / "draft"), target
+
+
+case("verifier-quantized-copy", set(), {"DF507"}, verdict="compatible")(_quantized_copy)
+
+
+def _renamed(tmp: Path) -> tuple[Path, Path | None]:
+    """Meta renamed `Meta-Llama-3.1-8B-Instruct` to `Llama-3.1-8B-Instruct`; another owner's
+    copy, named in another case, is still the same model."""
+    from tests.hub_layouts import cache_snapshot
+
+    draft = _speculators_for("meta-llama/Meta-Llama-3.1-8B-Instruct", ["LlamaForCausalLM"])
+    plain = f.llama_target(tmp / "plain")
+    target = cache_snapshot(plain, tmp / "hub", "unsloth/llama-3.1-8b-instruct")
+    return draft.write(tmp / "draft"), target
+
+
+case("verifier-renamed-repository", set(), {"DF507"}, verdict="compatible")(_renamed)
+
+
+def _says_nothing(tmp: Path) -> tuple[Path, Path | None]:
+    """A local path that says nothing (`/model/from_s3`, recorded by training before 0.7.0,
+    whose architectures are not the verifier's): nothing is concluded."""
+    draft = _speculators_for("/model/from_s3", ["LlamaForCausalLM"], "0.5.0")
+    return draft.write(tmp / "draft"), _kimi_k25_target(tmp / "Kimi-K2.5")
+
+
+case("verifier-path-says-nothing", set(), {"DF507"})(_says_nothing)
+
+
+def _abbreviated_folder(tmp: Path) -> tuple[Path, Path | None]:
+    """A folder called `kimi-k2` may hold Kimi-K2-Instruct: not a mismatch."""
+    draft = _speculators_for("moonshotai/Kimi-K2-Instruct", ["DeepseekV3ForCausalLM"])
+    return draft.write(tmp / "draft"), f.kimi_mla_target(tmp / "kimi-k2")
+
+
+case("verifier-abbreviated-folder", set(), {"DF507"}, verdict="compatible")(_abbreviated_folder)

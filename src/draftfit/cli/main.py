@@ -59,6 +59,7 @@ from draftfit.output.notices import notices_to
 from draftfit.output.progress import terminal_bars
 from draftfit.render import kinds
 from draftfit.render.kinds import Kind, formats_for
+from draftfit.rule_ids import VERIFIER_DIFFERS_FROM_TARGET
 from draftfit.schemas import SCHEMA_KINDS
 
 TYPE_CHECKING = False
@@ -98,6 +99,16 @@ def _add_values(parser: argparse.ArgumentParser) -> None:
         choices=VALUES,
         help="also read the weights' values (DF7xx rules): a fixed sample of rows per tensor, "
         "or every byte with --values=full",
+    )
+
+
+def _add_draft_is_for_target(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--draft-is-for-target",
+        action="store_true",
+        help="the draft was trained for --target, whatever verifier it records: a recorded "
+        f"verifier that names another model ({VERIFIER_DIFFERS_FROM_TARGET.code}) is reported "
+        "as info, not counted",
     )
 
 
@@ -143,6 +154,7 @@ def _add_check_command(sub: Any) -> None:
     check.add_argument(
         "--target", help="target (verifier): a directory holding its config.json, or a Hub repo"
     )
+    _add_draft_is_for_target(check)
     check.add_argument(
         "--engine",
         action="append",
@@ -188,6 +200,7 @@ def _add_diff_command(sub: Any) -> None:
     diff.add_argument("draft", help="draft: a directory, hf://owner/name[@rev] or owner/name")
     diff.add_argument("reference", help="reference checkpoint, e.g. a published known-good draft")
     diff.add_argument("--target", help="target directory or Hub repo (resolves default aux layers)")
+    _add_draft_is_for_target(diff)
     diff.add_argument(
         "--engine",
         action="append",
@@ -220,6 +233,7 @@ def _add_matrix_command(sub: Any) -> None:
     )
     matrix.add_argument("draft", help="draft: a directory, hf://OWNER/NAME[@REV] or OWNER/NAME")
     matrix.add_argument("--target", help="target directory or Hub repo")
+    _add_draft_is_for_target(matrix)
     matrix.add_argument(
         "--method", choices=METHODS, help="method (default: read from the checkpoint)"
     )
@@ -252,6 +266,7 @@ def _add_convert_command(sub: Any) -> None:
     )
     convert.add_argument("-o", "--output", dest="out", help="output directory")
     convert.add_argument("--target", help="target directory or Hub repo (aux ids, hidden size)")
+    _add_draft_is_for_target(convert)
     convert.add_argument(
         "--engine",
         action="append",
@@ -502,6 +517,7 @@ def _cmd_convert(options: ConvertOptions) -> int:
         anyway=options.anyway,
         while_writing=lambda: _load_renderer(kinds.CONVERT, options.format),
         also_read=_launch_files(options.launch),
+        draft_is_for_target=options.draft_is_for_target,
     )
     _emit(result, options.format)
     return result.exit_code()

@@ -100,6 +100,7 @@ class CheckOptions:
         drafts: the DRAFT arguments as given (folders, globs, Hub ids, or with
             `pre_commit` the changed files).
         engines: `--engine` in the order given; empty: the default engines.
+        draft_is_for_target: `--draft-is-for-target` (a settings file may say it too).
     """
 
     drafts: tuple[str, ...]
@@ -113,6 +114,7 @@ class CheckOptions:
     launch: LaunchOptions
     output: OutputOptions
     selection: SelectionOptions
+    draft_is_for_target: bool = False
 
 
 @frozen
@@ -129,6 +131,7 @@ class DiffOptions:
     launch: LaunchOptions
     output: OutputOptions
     selection: SelectionOptions
+    draft_is_for_target: bool = False
 
 
 @frozen
@@ -143,6 +146,7 @@ class MatrixOptions:
     launch: LaunchOptions
     output: OutputOptions
     selection: SelectionOptions
+    draft_is_for_target: bool = False
 
 
 @frozen
@@ -161,6 +165,7 @@ class ConvertOptions:
     verify: bool
     launch: LaunchOptions
     format: str
+    draft_is_for_target: bool = False
 
 
 @frozen
@@ -247,6 +252,7 @@ def from_namespace(args: argparse.Namespace) -> CommandOptions:
             launch=_launch(args),
             output=_output(args, kinds.CHECK),
             selection=_selection(args),
+            draft_is_for_target=bool(args.draft_is_for_target),
         )
     if command == "diff":
         return DiffOptions(
@@ -260,6 +266,7 @@ def from_namespace(args: argparse.Namespace) -> CommandOptions:
             launch=_launch(args),
             output=_output(args, kinds.DIFF),
             selection=_selection(args),
+            draft_is_for_target=bool(args.draft_is_for_target),
         )
     if command == "matrix":
         fail_on = _optional(args.fail_on, FAIL_ON_CHOICES, "--fail-on")
@@ -272,6 +279,7 @@ def from_namespace(args: argparse.Namespace) -> CommandOptions:
             launch=_launch(args),
             output=_output(args, kinds.MATRIX),
             selection=_selection(args),
+            draft_is_for_target=bool(args.draft_is_for_target),
         )
     if command == "convert":
         return ConvertOptions(
@@ -287,6 +295,7 @@ def from_namespace(args: argparse.Namespace) -> CommandOptions:
             verify=bool(args.verify),
             launch=_launch(args),
             format=_format(args, kinds.CONVERT),
+            draft_is_for_target=bool(args.draft_is_for_target),
         )
     if command == "inspect":
         return InspectOptions(draft=args.draft, format=_format(args, kinds.INSPECT))

@@ -121,9 +121,17 @@ def _selectors(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def selection_for(options: SelectionOptions, draft: str) -> Selection:
-    """The selection a draft is checked under: the flags plus its settings file."""
-    return _selection_and_settings(options, draft)[0]
+def selection_and_declaration(
+    options: SelectionOptions, draft: str, flag: bool
+) -> tuple[Selection, bool]:
+    """The selection a draft is checked under, and whether it is said to be trained for
+    the target: `--draft-is-for-target` (`flag`), or its settings file's
+    `draft-is-for-target` where that covers the draft's folder."""
+    selection, settings, _ = _selection_and_settings(options, draft)
+    if flag or settings is None:
+        return selection, flag
+    local = Path(draft)
+    return selection, settings.declares_draft_for_target(local if local.is_dir() else None)
 
 
 def _selection_and_settings(
@@ -160,8 +168,14 @@ def _selection_and_settings(
     return selection, settings, origin
 
 
-def show_settings(options: SelectionOptions, output: OutputOptions, drafts: Sequence[str]) -> int:
-    """`--show-settings`: print each draft's resolved selection and its sources; exit 0.
+def show_settings(
+    options: SelectionOptions,
+    output: OutputOptions,
+    drafts: Sequence[str],
+    draft_is_for_target: bool = False,
+) -> int:
+    """`--show-settings`: print each draft's resolved selection and its sources (and whether
+    it is said to be trained for the target: `draft_is_for_target` is the flag); exit 0.
     It is text only: another `--format` is refused rather than answered in text."""
     from draftfit.cli.show_settings import describe
 
@@ -173,7 +187,9 @@ def show_settings(options: SelectionOptions, output: OutputOptions, drafts: Sequ
     blocks = []
     for draft in drafts:
         selection, settings, origin = _selection_and_settings(options, draft)
-        blocks.append(describe(draft, selection, settings, origin, options.extend_select))
+        blocks.append(
+            describe(draft, selection, settings, origin, options.extend_select, draft_is_for_target)
+        )
     _write("\n".join(blocks), output)
     return EXIT_OK
 
@@ -230,7 +246,7 @@ def run_check(options: CheckOptions) -> int:
         drafts = expand_drafts(options.drafts)
     refuse_output_file(drafts, options.target, options.output, options.selection, options.launch)
     if options.selection.show_settings:
-        return show_settings(options.selection, options.output, drafts)
+        return show_settings(options.selection, options.output, drafts, options.draft_is_for_target)
     reports: list[Any] = []
     worst = EXIT_OK
     serve = launch_settings(options.launch, [*options.drafts, options.target])
@@ -246,7 +262,9 @@ def run_check(options: CheckOptions) -> int:
 
     for draft in drafts:
         try:
-            selection = selection_for(options.selection, draft)
+            selection, declared = selection_and_declaration(
+                options.selection, draft, options.draft_is_for_target
+            )
             report = check_path(
                 draft,
                 target=options.target,
@@ -254,6 +272,7 @@ def run_check(options: CheckOptions) -> int:
                 method=options.method,
                 values=options.values,
                 serve=serve,
+                draft_is_for_target=declared,
             )
         except DraftfitError as exc:
             if len(drafts) == 1:
@@ -289,8 +308,12 @@ def run_diff(options: DiffOptions) -> int:
         options.launch,
     )
     if options.selection.show_settings:
-        return show_settings(options.selection, options.output, [options.draft])
-    selection = selection_for(options.selection, options.draft)
+        return show_settings(
+            options.selection, options.output, [options.draft], options.draft_is_for_target
+        )
+    selection, declared = selection_and_declaration(
+        options.selection, options.draft, options.draft_is_for_target
+    )
     report = diff_paths(
         options.draft,
         options.reference,
@@ -299,6 +322,7 @@ def run_diff(options: DiffOptions) -> int:
         method=options.method,
         values=options.values,
         serve=launch_settings(options.launch, [options.draft, options.reference, options.target]),
+        draft_is_for_target=declared,
     )
     if not selection.is_default:
         selection.apply(report.findings)
@@ -319,11 +343,17 @@ def run_matrix(options: MatrixOptions) -> int:
     output = options.output
     refuse_output_file([options.draft], options.target, output, options.selection, options.launch)
     if options.selection.show_settings:
-        return show_settings(options.selection, output, [options.draft])
-    selection = selection_for(options.selection, options.draft)
+        return show_settings(
+            options.selection, output, [options.draft], options.draft_is_for_target
+        )
+    selection, declared = selection_and_declaration(
+        options.selection, options.draft, options.draft_is_for_target
+    )
     serve = launch_settings(options.launch, [options.draft, options.target])
     checkpoint = open_checkpoint(options.draft)
     target = open_target(options.target) if options.target else None
+    if target is not None:
+        target.draft_is_for_target = declared
     refuse_argument_mistakes(
         checkpoint, describe(checkpoint), target, options.method, command="matrix"
     )

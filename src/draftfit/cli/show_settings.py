@@ -4,7 +4,7 @@ comes from (as `ruff check --show-settings` shows ruff's), without checking anyt
 One block per draft: the settings file (named by `--config`, skipped by `--isolated`, or
 found by discovery, with the folders searched and why the walk stopped), then `select`,
 `extend-select` and `ignore`, each entry with its source: the default, the settings file,
-or the command-line option.
+or the command-line option; then `draft-is-for-target` (DF507), with its source.
 """
 
 from __future__ import annotations
@@ -48,8 +48,10 @@ def describe(
     settings: FileSettings | None,
     origin: SettingsOrigin,
     cli_extend: tuple[str, ...],
+    draft_is_for_target: bool = False,
 ) -> str:
-    """The block `--show-settings` prints for `draft` (escaped for a terminal)."""
+    """The block `--show-settings` prints for `draft` (escaped for a terminal);
+    `draft_is_for_target` is `--draft-is-for-target`."""
     lines = [f"Settings for {draft}", *_file_lines(settings, origin)]
     source = selection.select_source
     shown_source = shown_path(Path(source)) if source not in ("default", "--select") else source
@@ -59,6 +61,7 @@ def describe(
         extend[:0] = [f"{s}  ({shown_path(settings.path)})" for s in settings.extend_select]
     lines.extend(_entries("extend-select", extend))
     lines.extend(_entries("ignore", [_ignore_line(item) for item in selection.ignores]))
+    lines.append("  " + _declaration_line(draft, settings, draft_is_for_target))
     return "\n".join(escape_controls(line) for line in lines) + "\n"
 
 
@@ -77,6 +80,18 @@ def _file_lines(settings: FileSettings | None, origin: SettingsOrigin) -> list[s
         ]
     stop = walk.stop if walk else "not searched"
     return ["  settings file  none", f"  searched       {searched}  (stopped: {stop})"]
+
+
+def _declaration_line(draft: str, settings: FileSettings | None, flag: bool) -> str:
+    """`draft-is-for-target  yes  (--draft-is-for-target)`, or `no  (default)`."""
+    name = "draft-is-for-target"
+    if flag:
+        return f"{name}  yes  (--draft-is-for-target)"
+    if settings is not None and settings.draft_is_for_target:
+        local = Path(draft)
+        said = settings.declares_draft_for_target(local if local.is_dir() else None)
+        return f"{name}  {'yes' if said else 'no'}  ({shown_path(settings.path)})"
+    return f"{name}  no  (default)"
 
 
 def _ignore_line(item: Ignore) -> str:

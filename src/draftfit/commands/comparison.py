@@ -300,15 +300,19 @@ def diff_paths(
     method: str | None = None,
     values: str | None = None,
     serve: ServeSettings | None = None,
+    draft_is_for_target: bool = False,
 ) -> DiffReport:
     """Load both checkpoints (and the target, if given) and compare them (with `serve`, the
-    launch's settings, for both)."""
+    launch's settings, for both; `draft_is_for_target`: the user says both were trained for
+    the target, see DF507)."""
     from draftfit.draft.mistakes import refuse_diff_mistakes
     from draftfit.origins.reference import open_checkpoint, open_target
 
     profiles = resolve_engines(engines)
     draft_checkpoint, reference_checkpoint = open_checkpoint(draft), open_checkpoint(reference)
     target_obj = open_target(target) if target is not None else None
+    if target_obj is not None:
+        target_obj.draft_is_for_target = draft_is_for_target
     refuse_diff_mistakes(
         [
             ("draft", draft_checkpoint, describe(draft_checkpoint)),

@@ -40,7 +40,7 @@ from draftfit.report import (
     findings_by_engine,
     verdict_for,
 )
-from draftfit.rule_ids import SERVING_FAMILY, VALUES_FAMILY, Severity
+from draftfit.rule_ids import SERVING_FAMILY, Severity
 from draftfit.serve.settings import ServeSettings
 from draftfit.shell_text import split_command
 
@@ -324,8 +324,7 @@ def _read_back(
         back = kept.checker(served, kept.target, [profile], None, serve=settings)
     except UsageError:
         return None
-    carried = [f for f in findings if f.family == VALUES_FAMILY]
-    every = [*back.findings, *carried]
+    every = [*back.findings, *_carried(findings, back.findings)]
     return every, verdict_for(every, profile.key, back.engines[0].unverified_reasons)[0]
 
 
@@ -384,8 +383,9 @@ def _conversion(report: Report, profile: Profile, findings: list[Finding]) -> _O
     converted = local.rstrip("/") + f"-{to}"
     preview = preview_checkpoint(plan, checkpoint, converted)
     after_report = kept.checker(preview, target, [profile], None)
-    # Conversion copies tensor bytes verbatim: what the weights' values show stays.
-    carried = [f for f in findings if f.family == VALUES_FAMILY]
+    # Conversion copies tensor bytes verbatim: what the weights' values show stays, and so
+    # does the model the draft was trained for, whatever the output's config records.
+    carried = _carried(findings, after_report.findings)
     words = ["draftfit", "convert", local, "--to", to, "-o", converted, "--engine", profile.label]
     if target is not None:
         words += ["--target", model_source(target.origin).for_draftfit]
@@ -393,6 +393,14 @@ def _conversion(report: Report, profile: Profile, findings: list[Finding]) -> _O
     steps.append(" ".join(shell_word(w) for w in words))
     reorders = any(edit.action == REORDER_AUX_IDS for edit in plan.edits if plan.applied(edit))
     return _Option(converted, steps, [*after_report.findings, *carried], preview, reorders)
+
+
+def _carried(before: list[Finding], after: list[Finding]) -> list[Finding]:
+    """The findings of `before` that a conversion leaves as they are
+    (:attr:`~draftfit.report.Finding.kept_by_conversion`) and that `after` does not already
+    hold."""
+    present = {f.code for f in after}
+    return [f for f in before if f.kept_by_conversion and f.code not in present]
 
 
 def _blocked(checkpoint: Checkpoint) -> bool:

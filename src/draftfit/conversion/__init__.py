@@ -109,6 +109,7 @@ def convert_path(
     anyway: bool = True,
     while_writing: Callable[[], object] | None = None,
     also_read: Sequence[str | Path] = (),
+    draft_is_for_target: bool = False,
 ) -> ConvertResult:
     """Plan (and unless `dry_run`, write and verify) the conversion of `draft` into `to`.
 
@@ -124,7 +125,8 @@ def convert_path(
     renderer); its error, if any, is raised once the output is written and checked.
     `also_read` names the other files the run reads (a launch's settings files): like the
     draft's and the target's files, the output may not be one of them, whatever the name it
-    is reached by."""
+    is reached by. `draft_is_for_target`: the user says the draft was trained for the target
+    (DF507), so a speculators output records the target as its verifier."""
     from draftfit.origins.reference import HF_PREFIX as HUB_PREFIX
     from draftfit.origins.reference import is_hub_reference, open_target
 
@@ -151,6 +153,8 @@ def convert_path(
     refuse_draft_as_target(
         target_obj, f"draftfit convert {draft} --to {to} {written_to} --target VERIFIER"
     )
+    if target_obj is not None:
+        target_obj.draft_is_for_target = draft_is_for_target
     # The engine whose data the convention is planned with (and verified against by default).
     planner = planning_engine(to)
     if planner is None:
@@ -209,10 +213,12 @@ def convert_path(
             notify=notify,
             before_copy=judged.start,
         )
-    from draftfit.checker import check_checkpoint
+    from draftfit.checker import carry_from_source, check_checkpoint
 
     written = load_checkpoint(out)
     report = check_checkpoint(written, target_obj, profiles, serve=serve)
+    # what the conversion cannot change (the model the draft was trained for) stays said
+    report = carry_from_source(report, checkpoint, target_obj)
     judged.extra_result()
     return ConvertResult(
         plan,

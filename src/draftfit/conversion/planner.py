@@ -35,10 +35,12 @@ from draftfit.draft.aux_counting import CAPTURE_BEFORE, default_capture_ids, res
 from draftfit.draft.description import EAGLE, EAGLE_FIELDS, LAYER_FIELDS, DraftDescription
 from draftfit.draft.target import Target
 from draftfit.draft.tensor_names import fc_blocks_problem, is_known_role
+from draftfit.draft.verifier_identity import MISMATCH, REVISION, check_verifier
 from draftfit.engines.interface import ConventionLayout, Engine, engine_of
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import conventions, planning_engine
 from draftfit.errors import SpecDataError, UsageError
+from draftfit.rule_ids import VERIFIER_DIFFERS_FROM_TARGET
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -468,6 +470,15 @@ class _Planner:
             )
         return arch
 
+    def _records_another_verifier(self) -> bool:
+        """Whether the draft records a verifier that names another model than the target
+        (DF507) and the user did not say it is meant for the target: a conversion keeps
+        that record rather than write the target over the model it was trained for."""
+        if self.target is None:
+            return False
+        check = check_verifier(self.spec, self.target)
+        return check.outcome in (MISMATCH, REVISION) and not check.declared
+
     def _speculators_config(
         self,
         layer: dict[str, Any],
@@ -481,7 +492,15 @@ class _Planner:
         spec_cfg: dict[str, Any] = found if isinstance(found, dict) else {}
         tokens = self.spec.get("speculative_tokens")
         verifier = dict(spec_cfg.get("verifier") or {})
-        if self.target is not None:
+        if self.target is not None and self._records_another_verifier():
+            self.edit(
+                "none",
+                "/speculators_config/verifier",
+                "keep the recorded verifier: it names another model than the target "
+                f"({VERIFIER_DIFFERS_FROM_TARGET.code}); the draft was trained for it",
+                DISPLAY_ONLY,
+            )
+        elif self.target is not None:
             verifier["name_or_path"] = self.target.origin
             verifier["architectures"] = self.target.architectures
         verifier.setdefault("name_or_path", None)

@@ -5,7 +5,8 @@ engine-neutral form.
 tensor names), `dialects` (which producer wrote the draft), `aux_counting` (aux-layer ids
 and their counting), `description` (the canonical description of a draft),
 `target_rotation` and `target` (the verifier's facts), `mistakes` (arguments given the
-wrong way round), `synth` (full-size sparse checkpoints for the demo and the tests).
+wrong way round), `verifier_identity` (the model a draft records it was trained for, next to
+what is known of the target), `synth` (full-size sparse checkpoints for the demo and the tests).
 
 `LAYERS` lists the modules lowest first: a module imports only modules of its own entry or
 an earlier one (`tests/test_engine_interface.py` checks it).
@@ -16,5 +17,5 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("dialects", "target"),
     ("aux_counting",),
     ("description",),
-    ("mistakes",),
+    ("mistakes", "verifier_identity"),
 )

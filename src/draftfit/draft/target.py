@@ -11,10 +11,11 @@ Qwen-VL) or a similar key; engines read that *text config*, so draftfit does too
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from draftfit.checkpoint.access import LocalAccess, OutsideCheckpointError, read_regular
-from draftfit.checkpoint.hub_cache import repository_folder
+from draftfit.checkpoint.hub_cache import HubOrigin, find_origin, repository_folder
 from draftfit.checkpoint.jsonread import CONFIG_LIMITS, JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
 from draftfit.draft.config_schema import TARGET_SCHEMA, TEXT_CONFIG_KEYS, TypeProblem, scrub
@@ -44,6 +45,13 @@ class Target:
             the files beside config.json (see :mod:`draftfit.draft.target_rotation`).
         access: the files the target was read from (its folder, or its Hub repository);
             None for a target made from a config alone.
+        hub_origin: the Hub repository and revision its folder's layout names (a cache
+            snapshot, a `--local-dir` download), if any.
+        folder_name: the name of the folder it was read from, as named (None for a target
+            made from a config alone).
+        draft_is_for_target: the user said the draft checked next to it was trained for it
+            (`--draft-is-for-target`): a recorded verifier that names another model is then
+            reported, not counted.
     """
 
     origin: str
@@ -53,6 +61,9 @@ class Target:
     problems: list[TypeProblem] = field(default_factory=list)
     rotation: RotationCheck = field(default_factory=RotationCheck)
     access: FolderAccess | None = field(default=None, repr=False, compare=False)
+    hub_origin: HubOrigin | None = None
+    folder_name: str | None = None
+    draft_is_for_target: bool = False
 
     def _int(self, key: str) -> int | None:
         value = self.text_config.get(key)
@@ -186,6 +197,8 @@ def load_target(
     target = target_from_config(config, origin or str(path))
     target.rotation = rotation if rotation is not None else check_rotation(folder)
     target.access = access if access is not None else folder
+    target.hub_origin = find_origin(root)
+    target.folder_name = os.path.basename(os.path.abspath(root)) or None
     return target
 
 

@@ -100,6 +100,9 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                     f"vocab {facts.vocab_size}"
                 )
             )
+            if facts.verifier is not None:
+                summary = escape_field(facts.verifier.summary)
+                line.append("\n        verifier: " + summary, style="dim")
             console.print(line)
         else:
             console.print(
@@ -144,7 +147,10 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                     console.print(Styled("    fix: " + escape_field(finding.fix), style="green"))
             console.print()
 
-        without_target = [s for s in report.skipped_rules if s.reason != SERVE_SKIP_REASON]
+        without_target = sorted(
+            (s for s in report.skipped_rules if s.reason != SERVE_SKIP_REASON),
+            key=lambda s: s.code,
+        )
         without_serve = [s for s in report.skipped_rules if s.reason == SERVE_SKIP_REASON]
         if without_target:
             names = ", ".join(f"{s.code} {s.name}" for s in without_target)

@@ -1,8 +1,11 @@
 """DF5xx — the draft next to its target (verifier): capability, widths, context length,
-quantization, attention and KV-cache geometry."""
+quantization, attention and KV-cache geometry, and whether the draft was trained for it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from draftfit.draft.verifier_identity import MISMATCH, REVISION, VerifierCheck, check_verifier
 from draftfit.rule_ids import (
     DRAFT_BUILT_WITH_TARGET_QUANTIZATION,
     DRAFT_CONTEXT_REFUSED,
@@ -13,6 +16,7 @@ from draftfit.rule_ids import (
     DRAFT_INHERITS_TARGET_QUANTIZATION,
     DRAFT_KV_PAGE_SIZE_REFUSED,
     DRAFT_KV_TRANSFER_SIZE_DIFFERS,
+    EMBEDDING_FROM_ANOTHER_TARGET,
     SHARED_EMBEDDING_WIDTH_MISMATCH,
     TARGET_CAPABILITY_UNKNOWN,
     TARGET_HIDDEN_SIZE_MISMATCH,
@@ -20,8 +24,9 @@ from draftfit.rule_ids import (
     TARGET_QUANTIZATION_NOT_MODELLED,
     TARGET_ROTATION_UNCHECKED,
     TARGET_ROTATION_UNCOMPENSATED,
+    VERIFIER_DIFFERS_FROM_TARGET,
 )
-from draftfit.rules.base import event_rule
+from draftfit.rules.base import Consequence, Context, Violation, config_at, event_rule, rule
 
 
 @event_rule(
@@ -458,3 +463,133 @@ def draft_kv_transfer_size_differs() -> None:
     Without prefill/decode disaggregation, nothing. With it, use an engine version without
     the assertion, or a draft trained with the target's KV geometry.
     """
+
+
+# The command-line flag and settings key that say the draft is meant for the target.
+DECLARE_FLAG = "--draft-is-for-target"
+DECLARE_KEY = "draft-is-for-target"
+
+
+@rule(
+    VERIFIER_DIFFERS_FROM_TARGET,
+    "the draft records another model as its verifier than the target it is checked with",
+    scope="checkpoint",
+    needs_target=True,
+)
+def verifier_differs_from_target(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    What the draft records about the model it was trained for, next to what is known of
+    the target. The draft side: speculators' `speculators_config.verifier.name_or_path` and
+    `verifier.architectures` (the architectures only where speculators wrote the verifier's
+    own: `speculators convert`, and training since 0.7.0), NeMo Automodel's `_name_or_path`
+    and `model_type` (its draft config is the target's, with the draft's keys written over
+    it), AngelSlim's `target_model_type`; SpecForge, the official EAGLE repository and
+    ModelOpt record nothing. The target side, strongest first: its Hub id (`hf://OWNER/NAME`
+    or a Hugging Face cache folder `models--OWNER--NAME/snapshots/REV`), `_name_or_path` in
+    its config.json, its folder's name (a `--local-dir` download's or a plain one), then its
+    `architectures` and `model_type`.
+
+    Names are compared without the owner, case or `_`/`-` differences, Meta's `Meta-Llama`
+    prefix, or the suffix of a quantized or reformatted copy (`-FP8`, `-AWQ`, `-GPTQ-Int4`,
+    `-GGUF`, `-bnb-4bit`, `-quantized.w4a16`, `-hf`): a quantized copy holds the same
+    model's weights, rounded, so a draft for the model serves its copies. Another family,
+    version or size, base vs instruct vs thinking, is another model (an error); a trailing
+    date alone (`Kimi-K2-Instruct` vs `Kimi-K2-Instruct-0905`) is another revision of the
+    same model (a warning: retrained weights, the same architecture). A name is compared
+    only where it says which model it is: a path like `/model/from_s3` or a folder called
+    `target` does not, nor does a folder name that may be short for the other (`kimi-k2`
+    and `Kimi-K2-Instruct`); the report says what was compared either way (the `Target`
+    lines of the text report, `target.verifier` in JSON).
+
+    ## Why it matters
+    An EAGLE draft predicts the next tokens from the target's hidden states; a draft
+    trained on another model's states loads without an error (same shapes: Kimi-K2 and
+    Kimi-K2.5, Llama-3.1-8B and its instruct model) and its drafts are almost never
+    accepted. Nothing else in a header check can tell such a pair apart.
+
+    With `--values` and the target's weights, the embedding comparison (DF701) is the
+    stronger evidence where the producer froze the embedding: when it agrees the finding
+    says so; when the draft's embedding equals this target's on every row compared, the
+    finding becomes a warning (the record may be stale, or the two models share their
+    embedding).
+
+    ## Example
+    The speculators draft trained for Kimi-K2 (`verifier.name_or_path`
+    `/root/models/Kimi-K2-Instruct`) checked next to `moonshotai/Kimi-K2.5`.
+
+    ## Fix
+    Serve the draft with the model it was trained for, or use (or train) a draft for this
+    target. If it was trained for this target after all (the record is stale, or the
+    target is a copy under another name), say so: `--draft-is-for-target`, or
+    `draft-is-for-target = true` in draftfit.toml (`[tool.draftfit]` in pyproject.toml);
+    the finding then stays in the report as info. `--values` with the target's weights
+    settles it where the producer froze the embedding (DF701).
+    """
+    if ctx.target is None:
+        return
+    check = check_verifier(ctx.spec, ctx.target)
+    if check.outcome not in (MISMATCH, REVISION):
+        return
+    message = _verifier_message(check)
+    consequence: Consequence | None = None
+    condition: str | None = None
+    fix = (
+        "serve the draft with the model it was trained for, or use a draft trained for this "
+        f"target; if it was trained for this target after all, say so with {DECLARE_FLAG} "
+        f"(`{DECLARE_KEY} = true` in draftfit.toml); with the target's weights, --values "
+        f"compares the draft's embedding with the target's ({EMBEDDING_FROM_ANOTHER_TARGET.code})"
+    )
+    if check.outcome == REVISION:
+        consequence = Consequence.DEGRADES
+        condition = (
+            "as far as the revisions differ: the draft was trained for another dated "
+            "revision of the target's model (retrained weights, the same architecture)"
+        )
+    matched = _embedding_matches(ctx)
+    if matched is not None:  # the values were compared: nothing more to read
+        fix = fix.rsplit("; with the target's weights", 1)[0]
+    if matched is True and check.outcome == MISMATCH:
+        consequence = Consequence.DEGRADES
+        condition = (
+            "if the recorded verifier is right: the draft's frozen embedding equals this "
+            "target's on every row compared (--values), which speaks for this target"
+        )
+        message += "; but the draft's frozen embedding equals this target's on every row compared"
+    elif matched is False:
+        message += (
+            "; the draft's frozen embedding differs from this target's too "
+            f"({EMBEDDING_FROM_ANOTHER_TARGET.code})"
+        )
+    if check.declared:
+        consequence, condition = Consequence.COSMETIC, None
+        message = f"{DECLARE_FLAG}: counted as meant for this target, although {message}"
+        fix = f"nothing, if the draft was indeed trained for this target ({DECLARE_FLAG})"
+    yield Violation(
+        message,
+        config_at(check.pointer or "/speculators_config/verifier"),
+        fix,
+        consequence=consequence,
+        condition=condition,
+    )
+
+
+def _verifier_message(check: VerifierCheck) -> str:
+    lead = (
+        "the draft was trained for another model than this target"
+        if check.outcome == MISMATCH
+        else "the draft was trained for another dated revision of the target's model"
+    )
+    text = f"{lead}: {check.deciding}"
+    if check.shapes_agree:
+        text += " (the widths and the vocabulary agree, so no shape check tells them apart)"
+    return text
+
+
+def _embedding_matches(ctx: Context) -> bool | None:
+    """With `--values`: whether the draft's frozen embedding equals the target's on every
+    row compared (True), differs (False); None when that was not compared."""
+    facts = ctx.values
+    c = facts.embedding if facts is not None else None
+    if facts is None or c is None or facts.embed_frozen is not True or not c.rows_compared:
+        return None
+    return c.all_match

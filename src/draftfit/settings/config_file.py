@@ -30,6 +30,12 @@ checkpoint, in the current directory) and walks up through its parents:
     "drafts/kimi-*" = ["DF105"]     # glob on the folder's path relative to this file's folder
     "drafts/old" = { DF3 = "trained before the aux-id fix; kept for comparison" }
 
+    draft-is-for-target = true      # the drafts below were trained for the target they are
+                                    # checked with, whatever verifier they record (DF507);
+                                    # or a list of globs as above: ["drafts/kimi-*"]
+
+(`draft-is-for-target` sits at the top level: in a `draftfit.toml`, before any table.)
+
 Selectors are a code (`DF108`), a code prefix (`DF1`, `DF` for every rule, or `ALL`) or a
 rule name (`method-mismatch`). The file is only read: TOML is parsed with tomllib (tomli on
 Python 3.10), never executed, under the caps of every settings document (1 MiB, nesting,
@@ -56,7 +62,8 @@ if TYPE_CHECKING:
 DRAFTFIT_TOML = "draftfit.toml"
 REPOSITORY_MARKERS = (".git", ".hg")
 PYPROJECT_TOML = "pyproject.toml"
-KEYS = ("select", "extend-select", "ignore", "per-checkpoint-ignores")
+DRAFT_IS_FOR_TARGET = "draft-is-for-target"
+KEYS = ("select", "extend-select", "ignore", "per-checkpoint-ignores", DRAFT_IS_FOR_TARGET)
 
 
 @frozen
@@ -70,6 +77,8 @@ class FileSettings:
         ignore: selector -> reason (None when the file gives none), in file order.
         per_checkpoint: (glob, {selector -> reason}) pairs: ignores for the checkpoint
             folders whose path relative to the file's folder matches the glob.
+        draft_is_for_target: `draft-is-for-target`: True for every checkpoint below the
+            file, or the globs of the checkpoint folders it is said for (empty: none).
     """
 
     path: Path
@@ -77,6 +86,21 @@ class FileSettings:
     extend_select: tuple[str, ...] = ()
     ignore: Mapping[str, str | None] = field(default_factory=dict)
     per_checkpoint: tuple[tuple[str, Mapping[str, str | None]], ...] = ()
+    draft_is_for_target: bool | tuple[str, ...] = False
+
+    def declares_draft_for_target(self, checkpoint: Path | None) -> bool:
+        """Whether the file says the checkpoint folder `checkpoint` was trained for the
+        target it is checked with (`True` covers a Hub checkpoint too; a list of globs only
+        the local folders it matches)."""
+        said = self.draft_is_for_target
+        if isinstance(said, bool):
+            return said
+        if checkpoint is None:
+            return False
+        relative = _relative(checkpoint, self.path.parent)
+        if relative is None:
+            return False
+        return any(fnmatch.fnmatchcase(relative.as_posix(), p.strip("/")) for p in said)
 
     def ignores_for(self, checkpoint: Path | None) -> dict[str, str | None]:
         """The file's ignores that apply to the checkpoint folder `checkpoint` (None: a Hub
@@ -205,6 +229,17 @@ def load(path: Path) -> FileSettings:
         _selectors(path, table, "extend-select") if "extend-select" in table else (),
         _ignore(path, table.get("ignore", [])),
         _per_checkpoint(path, table.get("per-checkpoint-ignores", {})),
+        _draft_is_for_target(path, table.get(DRAFT_IS_FOR_TARGET, False)),
+    )
+
+
+def _draft_is_for_target(path: Path, value: Any) -> bool | tuple[str, ...]:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise UsageError(
+        f"{path}: `{DRAFT_IS_FOR_TARGET}` must be true, false or a list of checkpoint-folder globs"
     )
 
 
