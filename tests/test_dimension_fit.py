@@ -68,8 +68,10 @@ def kimi_k25_target(path: Path) -> Path:
 
 def kimi_draft(path: Path, head_dim: int | None = KIMI_DERIVED) -> Path:
     """The demo's speculators Kimi-K2 draft (full-size sparse replica, 128-wide heads) with
-    `transformer_layer_config.head_dim` written as `head_dim` (None: removed)."""
+    `transformer_layer_config.head_dim` written as `head_dim` (None: removed), trained for
+    Kimi-K2.5 (its recorded verifier)."""
     config = demo_config("speculators-kimi-k2-eagle3.config.json")
+    config["speculators_config"]["verifier"]["name_or_path"] = "moonshotai/Kimi-K2.5"
     table = speculators_table(config)  # the shapes the draft was trained with: head_dim 128
     layer = config["transformer_layer_config"]
     if head_dim is None:
