@@ -35,11 +35,27 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     "ds_v3_fp8_k1": ("ds_v3_fp8", ["--num-speculative-tokens", "1", "--cpu-fp8"]),
     "ds_v3_fp8_mtp_fp8_k1": ("ds_v3_fp8_mtp_fp8", ["--num-speculative-tokens", "1", "--cpu-fp8"]),
     "ds_v3_fp8_excluded_k1": ("ds_v3_fp8_excluded", ["--num-speculative-tokens", "1", "--cpu-fp8"]),
+    "ds_v3_fp8_draft_bf16_k1": (
+        "ds_v3_fp8",
+        ["--num-speculative-tokens", "1", "--cpu-fp8", "--draft", "{targets}/ds_v3"],
+    ),
     "glm45_k1": ("glm45", ["--num-speculative-tokens", "1"]),
+    "glm45_deepseek_mtp_k1": ("glm45", ["--method", "deepseek_mtp", "--num-speculative-tokens", "1"]),
+    "glm45_draft_self_k1": (
+        "glm45",
+        ["--method", "deepseek_mtp", "--num-speculative-tokens", "1", "--draft", "{targets}/glm45"],
+    ),
+    "glm46_no_head_draft_self_k1": (
+        "glm46_no_head",
+        ["--method", "deepseek_mtp", "--num-speculative-tokens", "1",
+         "--draft", "{targets}/glm46_no_head"],
+    ),
     "glm46_no_head_k1": ("glm46_no_head", ["--num-speculative-tokens", "1"]),
     "qwen3_next_k1": ("qwen3_next", ["--num-speculative-tokens", "1"]),
     "qwen3_next_nokey": ("qwen3_next", []),
     "qwen3_next_nextn1_k1": ("qwen3_next_nextn1", ["--num-speculative-tokens", "1"]),
+    "qwen3_next_method_k1": ("qwen3_next", ["--method", "qwen3_next_mtp", "--num-speculative-tokens", "1"]),
+    "glm45_nextn_sglang_unquant": ("glm45", ["--extra", "--speculative-draft-model-quantization", "unquant"]),
 }
 
 SUMMARY_KEYS = ("accepted", "stage", "verdict", "error")
@@ -72,6 +88,7 @@ def main(argv: list[str]) -> int:
     oracle = SHARED_ORACLE if SHARED_ORACLE.exists() else ORACLE
     for name in names:
         case, args = RUNS[name]
+        args = [a.replace("{targets}", str(targets)) for a in args]
         cmd = ["nice", "-n", "10", python, str(oracle), str(targets / case), *args]
         cmd += ["--log", str(out_dir / f"{name}.log")]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
