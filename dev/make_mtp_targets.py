@@ -50,7 +50,7 @@ from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors
 H, VOCAB, INTER, MOE_INTER, EXPERTS, LAYERS = 128, 256, 256, 64, 4, 2
 HEADS = 4
 # DeepSeek MLA dims
-Q_LORA, KV_LORA, ROPE, NOPE, V_DIM = 64, 64, 16, 32, 32
+Q_LORA, KV_LORA, ROPE, NOPE, V_DIM = 128, 128, 16, 32, 32
 # GLM / Qwen GQA dims
 KV_HEADS, HEAD_DIM = 2, 32
 FP8_BLOCK = 128
