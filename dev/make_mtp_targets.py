@@ -47,7 +47,7 @@ import numpy as np
 
 from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors
 
-H, VOCAB, INTER, MOE_INTER, EXPERTS, LAYERS = 128, 256, 256, 64, 4, 2
+H, VOCAB, INTER, MOE_INTER, EXPERTS, LAYERS = 128, 256, 256, 128, 4, 2
 HEADS = 4
 # DeepSeek MLA dims
 Q_LORA, KV_LORA, ROPE, NOPE, V_DIM = 128, 128, 16, 32, 32
