@@ -24,6 +24,7 @@ dummy weights and the MTP draft class on a CPU. Cases (see `CASES`):
   ds_v3_fp8_excluded the BF16 MTP layer of ds_v3_fp8, excluded through
                      `modules_to_not_convert` (the fix a checkpoint can carry).
   glm45              GLM-4.5 style (`Glm4MoeForCausalLM`), MTP at `model.layers.2.*`.
+  glm45_depth_absent / glm45_depth0   glm45 without the depth key / with 0.
   glm46_no_head      GLM-4.5 style without the MTP layer's `shared_head.head` and
                      `embed_tokens` (the GLM-4.6 BF16 release's shape, vllm#25993).
   qwen3_next         Qwen3-Next style (`Qwen3NextForCausalLM`): `mtp.fc`, `mtp.pre_fc_norm_*`,
@@ -231,7 +232,7 @@ def _glm_config(**extra: Any) -> dict[str, Any]:
         "eos_token_id": [1],
     }
     cfg.update(extra)
-    return cfg
+    return {k: v for k, v in cfg.items() if v is not None}
 
 
 def _ds(mtp_layers: int = 1) -> Tensors:
@@ -429,6 +430,8 @@ CASES: dict[str, Callable[[], tuple[dict[str, Any], Tensors]]] = {
         _fp8(_ds(), skip_prefix=f"model.layers.{LAYERS}."),
     ),
     "glm45": lambda: (_glm_config(), _glm()),
+    "glm45_depth_absent": lambda: (_glm_config(num_nextn_predict_layers=None), _glm()),
+    "glm45_depth0": lambda: (_glm_config(num_nextn_predict_layers=0), _glm()),
     "glm46_no_head": lambda: (
         _glm_config(),
         _without(_glm(), "layers.2.shared_head.head.weight", "layers.2.embed_tokens.weight"),
