@@ -23,6 +23,8 @@ dummy weights and the MTP draft class on a CPU. Cases (see `CASES`):
                      DeepSeek-V3 FP8 release's shape): the good quantized case.
   ds_v3_fp8_excluded the BF16 MTP layer of ds_v3_fp8, excluded through
                      `modules_to_not_convert` (the fix a checkpoint can carry).
+  ds_v3_fp8_excluded_partial  the same list without `kv_a_proj_with_mqa` (vLLM fuses it with
+                     `q_a_proj`, so only one of the two shards is excluded).
   glm45              GLM-4.5 style (`Glm4MoeForCausalLM`), MTP at `model.layers.2.*`.
   glm45_depth_absent / glm45_depth0   glm45 without the depth key / with 0.
   glm46_no_head      GLM-4.5 style without the MTP layer's `shared_head.head` and
@@ -243,10 +245,11 @@ def _ds(mtp_layers: int = 1) -> Tensors:
 
 
 def _is_quantizable(name: str) -> bool:
-    """The Linear weights an FP8-block checkpoint stores as float8 (not router, norms,
-    embeddings, heads, eh_proj of the MTP layer in the official release is BF16 too)."""
+    """The Linear weights an FP8-block checkpoint stores as float8: the decoder projections;
+    not the router, norms, embeddings, heads, nor the MTP layer's eh_proj (BF16: the engines
+    build it as a plain Linear)."""
     return (
-        name.endswith("_proj.weight")
+        name.endswith(("_proj.weight", "_proj_with_mqa.weight"))
         and ".mlp.gate." not in name
         and "eh_proj" not in name
         and "shared_head" not in name
@@ -281,7 +284,7 @@ def _mtp_module_names(index: int) -> list[str]:
     return sorted(
         n[: -len(".weight")]
         for n in _nextn_layer(index, mla=True)
-        if n.endswith("_proj.weight") and ".mlp.gate." not in n
+        if n.endswith(("_proj.weight", "_proj_with_mqa.weight")) and ".mlp.gate." not in n
     )
 
 
@@ -425,6 +428,17 @@ CASES: dict[str, Callable[[], tuple[dict[str, Any], Tensors]]] = {
             quantization_config={
                 **FP8_QCONFIG,
                 "modules_to_not_convert": _mtp_module_names(LAYERS),
+            }
+        ),
+        _fp8(_ds(), skip_prefix=f"model.layers.{LAYERS}."),
+    ),
+    "ds_v3_fp8_excluded_partial": lambda: (
+        _ds_config(
+            quantization_config={
+                **FP8_QCONFIG,
+                "modules_to_not_convert": [
+                    m for m in _mtp_module_names(LAYERS) if "kv_a_proj_with_mqa" not in m
+                ],
             }
         ),
         _fp8(_ds(), skip_prefix=f"model.layers.{LAYERS}."),

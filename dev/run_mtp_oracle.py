@@ -39,6 +39,10 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     "ds_v3_fp8_k1": ("ds_v3_fp8", ["--num-speculative-tokens", "1", "--cpu-fp8"]),
     "ds_v3_fp8_mtp_fp8_k1": ("ds_v3_fp8_mtp_fp8", ["--num-speculative-tokens", "1", "--cpu-fp8"]),
     "ds_v3_fp8_excluded_k1": ("ds_v3_fp8_excluded", ["--num-speculative-tokens", "1", "--cpu-fp8"]),
+    "ds_v3_fp8_excluded_partial_k1": (
+        "ds_v3_fp8_excluded_partial",
+        ["--num-speculative-tokens", "1", "--cpu-fp8"],
+    ),
     "ds_v3_fp8_draft_bf16_k1": (
         "ds_v3_fp8",
         ["--num-speculative-tokens", "1", "--cpu-fp8", "--draft", "{targets}/ds_v3"],
