@@ -99,6 +99,20 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         "qwen3_next",
         ["--method", "qwen3_next_mtp", "--num-speculative-tokens", "1"],
     ),
+    "ds_v3_fp8_draft_unquant": (
+        "ds_v3_fp8",
+        [
+            "--num-speculative-tokens",
+            "1",
+            "--extra",
+            "--speculative-draft-model-quantization",
+            "unquant",
+        ],
+    ),
+    "qwen3_next_draft_self_k1": (
+        "qwen3_next",
+        ["--num-speculative-tokens", "1", "--draft", "{targets}/qwen3_next"],
+    ),
     "glm45_draft_unquant": (
         "glm45",
         ["--extra", "--speculative-draft-model-quantization", "unquant"],
