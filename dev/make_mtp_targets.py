@@ -1,6 +1,9 @@
 """Write tiny MTP (NextN) target checkpoints for the engine oracle (`mtp_oracle.py`).
 
-    PYTHONPATH=src python dev/make_mtp_targets.py OUT_DIR [CASE ...]
+    PYTHONPATH=src python dev/make_mtp_targets.py [--deepseek-yarn] OUT_DIR [CASE ...]
+
+--deepseek-yarn gives the DeepSeek-V3 cases DeepSeek-V3's YaRN `rope_scaling` (needed by
+SGLang's CPU rotary embedding; the vLLM runs were made without it).
 
 Each case is a directory with a `config.json` and one `model.safetensors` written by
 draftfit's own safetensors writer (zeros except norms; no torch). The targets are tiny
@@ -159,6 +162,20 @@ def _backbone(mla: bool) -> Tensors:
     return t
 
 
+# DeepSeek-V3's own `rope_scaling` (YaRN). Written only with --deepseek-yarn: SGLang's CPU
+# rotary embedding for DeepSeek supports deepseek_yarn only, vLLM builds either.
+DEEPSEEK_YARN: dict[str, Any] = {
+    "type": "yarn",
+    "factor": 40,
+    "original_max_position_embeddings": 4096,
+    "beta_fast": 32,
+    "beta_slow": 1,
+    "mscale": 1.0,
+    "mscale_all_dim": 1.0,
+}
+OPTIONS: dict[str, bool] = {"deepseek_yarn": False}
+
+
 def _ds_config(**extra: Any) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "architectures": ["DeepseekV3ForCausalLM"],
@@ -196,6 +213,8 @@ def _ds_config(**extra: Any) -> dict[str, Any]:
         "bos_token_id": 0,
         "eos_token_id": 1,
     }
+    if OPTIONS["deepseek_yarn"]:
+        cfg["rope_scaling"] = DEEPSEEK_YARN
     cfg.update(extra)
     return {k: v for k, v in cfg.items() if v is not None}
 
@@ -459,6 +478,9 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
+    if "--deepseek-yarn" in argv:
+        OPTIONS["deepseek_yarn"] = True
+        argv = [a for a in argv if a != "--deepseek-yarn"]
     out = Path(argv[0])
     names = argv[1:] or list(CASES)
     unknown = [n for n in names if n not in CASES]
