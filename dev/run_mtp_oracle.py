@@ -156,6 +156,9 @@ def report(out_dir: Path, names: list[str]) -> str:
         case, args = RUNS.get(name, ("?", []))
         shown = " ".join(a.replace("{targets}", "$T") for a in args)
         res = {k: v for k, v in summarise(out).items() if v not in (None, [], 0, {})}
+        for key, value in res.items():
+            if isinstance(value, list) and len(value) > 10:
+                res[key] = [*value[:10], f"... ({len(value)} in all)"]
         if isinstance(res.get("resolved"), dict):
             keep = (
                 "method",
