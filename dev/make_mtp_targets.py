@@ -28,6 +28,8 @@ dummy weights and the MTP draft class on a CPU. Cases (see `CASES`):
                      `modules_to_not_convert` (the fix a checkpoint can carry).
   ds_v3_fp8_excluded_partial  the same list without `kv_a_proj_with_mqa` (vLLM fuses it with
                      `q_a_proj`, so only one of the two shards is excluded).
+  ds_v3_fp8_excluded_runtime_names  the BF16 MTP layer excluded under SGLang's runtime names
+                     (`model.decoder.*`, `model.eh_proj`, `model.decoder.mlp.experts`).
   glm45              GLM-4.5 style (`Glm4MoeForCausalLM`), MTP at `model.layers.2.*`.
   glm45_depth_absent / glm45_depth0   glm45 without the depth key / with 0.
   glm46_no_head      GLM-4.5 style without the MTP layer's `shared_head.head` and
@@ -307,6 +309,22 @@ def _mtp_module_names(index: int) -> list[str]:
     )
 
 
+def _sglang_nextn_names(modules: list[str]) -> list[str]:
+    """The MTP modules under the names SGLang's NextN class gives them (`model.eh_proj`,
+    `model.decoder.*`, the fused experts as `model.decoder.mlp.experts`)."""
+    prefix = f"model.layers.{LAYERS}."
+    out = set()
+    for name in modules:
+        rest = name[len(prefix) :]
+        if rest == "eh_proj":
+            out.add("model.eh_proj")
+        elif rest.startswith("mlp.experts."):
+            out.add("model.decoder.mlp.experts")
+        else:
+            out.add("model.decoder." + rest)
+    return sorted(out)
+
+
 # ------------------------------------------------------------------ Qwen3-Next
 
 
@@ -458,6 +476,15 @@ CASES: dict[str, Callable[[], tuple[dict[str, Any], Tensors]]] = {
                 "modules_to_not_convert": [
                     m for m in _mtp_module_names(LAYERS) if "kv_a_proj_with_mqa" not in m
                 ],
+            }
+        ),
+        _fp8(_ds(), skip_prefix=f"model.layers.{LAYERS}."),
+    ),
+    "ds_v3_fp8_excluded_runtime_names": lambda: (
+        _ds_config(
+            quantization_config={
+                **FP8_QCONFIG,
+                "modules_to_not_convert": _sglang_nextn_names(_mtp_module_names(LAYERS)),
             }
         ),
         _fp8(_ds(), skip_prefix=f"model.layers.{LAYERS}."),

@@ -43,6 +43,10 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         "ds_v3_fp8_excluded_partial",
         ["--num-speculative-tokens", "1", "--cpu-fp8"],
     ),
+    "ds_v3_fp8_excluded_runtime_names_k1": (
+        "ds_v3_fp8_excluded_runtime_names",
+        ["--num-speculative-tokens", "1", "--cpu-fp8"],
+    ),
     "ds_v3_fp8_draft_bf16_k1": (
         "ds_v3_fp8",
         ["--num-speculative-tokens", "1", "--cpu-fp8", "--draft", "{targets}/ds_v3"],
@@ -201,8 +205,9 @@ def main(argv: list[str]) -> int:
     for name in names:
         case, args = RUNS[name]
         args = [a.replace("{targets}", str(targets)) for a in args]
-        cmd = ["nice", "-n", "10", python, str(oracle), str(targets / case), *args]
-        cmd += ["--log", str(out_dir / f"{name}.log")]
+        # --log before the run's arguments: `--extra` takes everything after it
+        log = ["--log", str(out_dir / f"{name}.log")]
+        cmd = ["nice", "-n", "10", python, str(oracle), str(targets / case), *log, *args]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
         (out_dir / f"{name}.json").write_text(proc.stdout)
         try:
