@@ -142,6 +142,7 @@ def summarise(out: dict) -> dict:
     res["notes"] = out.get("notes")
     res["vllm_strict_weight_check_ran"] = out.get("vllm_strict_weight_check_ran")
     res["never_written_params"] = out.get("never_written_params")
+    res["shared_from_target"] = out.get("shared_from_target") or out.get("shared_from_verifier")
     return res
 
 
@@ -174,8 +175,12 @@ def report(out_dir: Path, names: list[str]) -> str:
                 "speculator_instance",
                 "target_init",
                 "draft_path",
-                "algorithm",
-                "draft_arch",
+                "speculative_algorithm",
+                "speculative_num_steps",
+                "speculative_eagle_topk",
+                "speculative_num_draft_tokens",
+                "speculative_draft_model_quantization",
+                "target_quantization",
             )
             res["resolved"] = {k: v for k, v in res["resolved"].items() if k in keep}
         lines += [
