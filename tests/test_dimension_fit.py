@@ -314,3 +314,19 @@ def test_axis_solves_for_one_field() -> None:
     width = shapes.q_proj(64, 128, 14336, 7168).axes[1]
     assert width is not None and width.names() == "2·hidden_size"
     assert width.solve(shapes.HIDDEN, 8192) == 4096
+
+
+def test_a_top_level_copy_the_engine_does_not_read_is_not_the_place(tmp_path: Path) -> None:
+    """A speculators draft whose `head_dim` sits only at the top level, where vLLM does not
+    look (it builds the layer from `transformer_layer_config`): the edit goes where it
+    reads it."""
+    draft = f.speculators(aux=[2, 4, 5], head_dim=None)
+    draft.tensors = f.eagle3_tensors(naming="layers", embed=True, head_dim=32)
+    draft.config["head_dim"] = 32
+    path = draft.write(tmp_path / "d")
+    report = check_path(path, target=f.llama_target(tmp_path / "t"), engines=["vllm==0.34.0"])
+    (finding,) = [x for x in report.findings if x.code == "DF212"]
+    assert finding.location.pointer == "/transformer_layer_config/head_dim"
+    assert "is not written at `/transformer_layer_config/head_dim` (vLLM 0.34.0 uses 16)" in (
+        finding.message
+    )

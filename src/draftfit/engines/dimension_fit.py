@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from draftfit.draft.description import Field
+from draftfit.draft.description import LAYER_FIELDS, Field
 from draftfit.engines import shapes
 from draftfit.engines.view import (
     BuildInputs,
@@ -160,11 +160,13 @@ def _dimension(index: int, rank: int) -> str:
 
 
 def _pointer(spec: DraftDescription, key: str) -> str:
-    """Where `key` is written in the draft's config, else where the decoder config keeps it."""
+    """Where the draft class reads `key`: the decoder config for its fields (a speculators
+    `transformer_layer_config` even when a top-level copy exists, which the engine does not
+    read), else where the config writes it, else the decoder config."""
     found = spec.field(key)
-    if found.pointer is not None:
-        return found.pointer
-    return f"{spec.layer_config_pointer}/{key}"
+    if key in LAYER_FIELDS or found.pointer is None:
+        return f"{spec.layer_config_pointer}/{key}"
+    return found.pointer
 
 
 def _declared(config: Mapping[str, Any], pointer: str) -> int | None:

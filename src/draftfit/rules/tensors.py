@@ -533,10 +533,11 @@ def _tensor_list(canonicals: tuple[str, ...]) -> str:
 
 
 def _written(edit: DimensionEdit, title: str) -> str:
-    """`` `head_dim` is 112 `` or `` `num_key_value_heads` is not written (vLLM uses 64) ``."""
+    """`` `head_dim` is 112 `` or `` `num_key_value_heads` is not written at
+    `/num_key_value_heads` (vLLM uses 64) ``."""
     if edit.declared is not None:
         return f"`{edit.key}` is {edit.declared}"
-    return f"`{edit.key}` is not written ({title} uses {edit.used})"
+    return f"`{edit.key}` is not written at `{edit.pointer}` ({title} uses {edit.used})"
 
 
 def _ambiguous_fit(
