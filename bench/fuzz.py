@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import functools
 import io
 import json
@@ -340,7 +341,7 @@ def mutate_json_value(rng: random.Random, value: Any, depth: int = 0) -> Any:
         at = rng.randrange(len(value))
         value[at] = mutate_json_value(rng, value[at], depth + 1)
         return value
-    return rng.choice(VALUES)
+    return copy.deepcopy(rng.choice(VALUES))  # a copy: a later edit must not change VALUES
 
 
 def mutate_json_text(rng: random.Random, data: bytes) -> bytes:
@@ -448,7 +449,7 @@ def with_exclusions(rng: random.Random, config: dict[str, Any]) -> dict[str, Any
     """`config` with a producer's quantization config, its exclusion list hostile."""
     qc = json.loads(json.dumps(rng.choice(QUANT_CONFIGS)))
     key = rng.choice(EXCLUSION_KEYS)
-    qc[key] = rng.choice(EXCLUSION_VALUES)
+    qc[key] = copy.deepcopy(rng.choice(EXCLUSION_VALUES))
     if rng.random() < 0.3:
         qc = mutate_json_value(rng, qc)
     where = config
