@@ -10,7 +10,10 @@ read. The YAML's `speculative_config` keys are those of `EagleDecodingConfig` /
 `DecodingBaseConfig` in tensorrt_llm/llmapi/llm_args.py (main, commit fcd3f316):
 `decoding_type`, `max_draft_len`, `speculative_model_dir` (alias of `speculative_model`;
 `pytorch_weights_path` in 0.21, `pytorch_eagle_weights_path` in 0.19-0.20, per the engine
-data's `draft_path_key`), `eagle3_one_model`, `eagle3_layers_to_capture`.
+data's `draft_path_key`), `eagle3_one_model`, `eagle3_layers_to_capture`. Every key of the
+speculative config is kept as written (`spec_keys_written`): where a release's documentation
+gives its decoding config's whole signature, a key it lacks is judged as that release judges
+undeclared keys (:mod:`draftfit.engines.trtllm.launch_checks`).
 
 A `--serve-config` mapping with `speculative_config.decoding_type` (or `decoding_type` alone,
 the speculative config by itself) is TensorRT-LLM's: a key neither vLLM nor SGLang has.
@@ -121,6 +124,8 @@ class TrtllmLaunch(EngineLaunch):
             values[target.field] = read_value(target, value, f"{label}: {key}")
         if speculative is not None and not isinstance(speculative, Mapping):
             raise UsageError(f"{label}: speculative_config must be a mapping")
+        # Every key, read or not: each release's decoding config judges them (launch_checks).
+        written = tuple(str(key) for key in speculative or {})
         for raw_key, value in (speculative or {}).items():
             target = SPEC_KEYS.get(str(raw_key))
             if target is None:
@@ -131,7 +136,12 @@ class TrtllmLaunch(EngineLaunch):
             )
             if target.field == "draft_model":
                 values["draft_path_key"] = str(raw_key)
-        return replace(base, **values, ignored_flags=base.ignored_flags + tuple(ignored))
+        return replace(
+            base,
+            **values,
+            ignored_flags=base.ignored_flags + tuple(ignored),
+            spec_keys_written=base.spec_keys_written + written,
+        )
 
 
 LAUNCH = TrtllmLaunch()
