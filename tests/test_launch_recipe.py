@@ -73,7 +73,7 @@ KNOWN_GAPS: dict[str, tuple[str, ...]] = {
         "top-level-aux-read",
         "untrained-layer",
     ),
-    "trtllm==1.4.0rc0": (
+    "trtllm==1.4.0rc4": (
         "aux-copied-without-shift",
         "aux-id-zero-0.17",
         "aux-id-zero-and-last",

@@ -207,6 +207,9 @@ class EngineView:
     built: bool = False  # False when a refusal stops the engine before building the draft
     effective: dict[str, object] = field(default_factory=dict)
     config: dict[str, object] = field(default_factory=dict)  # what the draft class reads
+    # Why the launch's settings were not all judged at this version (a setting whose
+    # acceptance the data does not record here): the verdict is then not `compatible`.
+    unjudged: list[str] = field(default_factory=list)
 
     def add(self, event: Event) -> None:
         self.events.append(event)

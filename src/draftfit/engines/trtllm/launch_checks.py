@@ -208,6 +208,7 @@ def _trtllm_spec_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
         before = [r for r in pages if r < here]
         after = [r for r in pages if r > here]
         if not before or not after:
+            _not_judged(b, s, name, [str(k) for k in s.spec_keys_written])
             return  # not bracketed by two documented releases: keys not judged
         sides = [max(before), min(after)]
         where = (
@@ -221,6 +222,16 @@ def _trtllm_spec_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
     declared = sorted(set().union(*declared_on))
     aliases = [str(a) for a in b.value("draft_path_aliases") or []]
     path_keys = [k for k, target in SPEC_KEYS.items() if target.field == "draft_model"]
+    # a key declared on one side only: whether this release takes it is not known
+    _not_judged(
+        b,
+        s,
+        name,
+        [k for k in s.spec_keys_written if any(k in d for d in declared_on)]
+        if len(sides) == 2
+        else [],
+        unless=set.intersection(*declared_on) if len(sides) == 2 else set(),
+    )
     for key in dict.fromkeys(s.spec_keys_written):
         if key in declared or key in aliases or key in path_keys:
             continue
@@ -242,6 +253,28 @@ def _trtllm_spec_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
             ("spec_config_unknown_keys", keys_fact, "decoding_config_pages"),
             fix=fix,
         )
+
+
+def _not_judged(
+    b: BaseBuilder, s: ServeSettings, name: str, keys: list[str], unless: set[str] | None = None
+) -> None:
+    """Record that the launch's `keys` were not judged at this release, where its
+    documentation gives no signature of `name` and the documented releases around it do not
+    settle them: all but those in `unless` (declared on every side) and those draftfit reads
+    itself (SPEC_KEYS: the checks of the draft path, the decoding type, the one-model switch
+    and the aux layers judge them at every release)."""
+    left = [k for k in dict.fromkeys(keys) if k not in (unless or set()) and k not in SPEC_KEYS]
+    if not left:
+        return
+    named = (
+        f"key {clip(left[0])} was"
+        if len(left) == 1
+        else "keys " + ", ".join(clip(k) for k in left) + " were"
+    )
+    b.view.unjudged.append(
+        f"the launch's speculative_config {named} not checked: {b.p.title}'s {name} "
+        "signature was not read"
+    )
 
 
 def _documented_releases(b: BaseBuilder, name: str) -> list[Release]:
