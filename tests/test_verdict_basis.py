@@ -31,7 +31,7 @@ def test_a_kimi_k25_target_on_vllm_rests_on_an_inferred_capture_class(tmp_path: 
     below = _below(result)
     capture = below["verifier_eagle3_classes"]
     assert capture["confidence"] == "inferred"
-    assert capture["note"] == "first version approximate (scan of class bases)"
+    assert "class bases" in capture["note"]  # how the data says it is known
     assert capture["how"].startswith("derived from code that was read")
     assert "eagle3_draft_architectures" in result.basis["read"]
     assert not set(below) & set(result.basis["read"])
