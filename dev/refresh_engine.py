@@ -60,6 +60,20 @@ reads each cited file with `git --git-dir GIT_DIR show COMMIT:PATH`, COMMIT bein
 data's `commits` pins the release to (a bare clone of NVIDIA/TensorRT-LLM will do; nothing is
 fetched). A release without a pinned commit is unreadable; without `--repo-snapshot` so is
 every TensorRT-LLM release.
+
+Where an engine's code cannot be read at a release, an entry may cite the release's own
+documentation instead: a page of the documentation as built for that release
+(`https://nvidia.github.io/TensorRT-LLM/1.4.0rc4/llm-api/reference/Eagle3DecodingConfig.html`),
+with the quoted signature line or field as its anchor. The code modes above list such a
+location as `page`;
+
+    PYTHONPATH=src python dev/refresh_engine.py trtllm --documented [--pages DIR]
+
+reads each cited page (from DIR, where a page is saved under its address without the
+scheme, `DIR/nvidia.github.io/TensorRT-LLM/1.4.0rc4/...html`; else fetched over HTTPS, at
+most 8 MiB and 30 seconds a page) and prints whether each anchor is `found` in its text
+(whitespace ignored), `missing`, or the page `unreachable`. Exit status: 1 when an anchor is
+missing, 2 when no page could be read, else 0.
 """
 
 from __future__ import annotations
@@ -100,7 +114,10 @@ _ANCHOR_FIELDS = re.compile(
 
 
 # Statuses that need no review.
-QUIET = frozenset({"unchanged", "file kept", "superseded", "no release"})
+QUIET = frozenset({"unchanged", "file kept", "superseded", "no release", "page"})
+# How much of a documentation page is read, and how long a fetch may take.
+PAGE_BYTES = 8 << 20
+PAGE_SECONDS = 30
 
 
 class Unreadable(Exception):
@@ -359,7 +376,7 @@ def _report(
     """Print each fact's re-read locations (one line for a fact whose cited code is all
     unchanged) and count the statuses."""
     kinds = ["unchanged", "moved", "changed", "vanished", "file kept", "unanchored"]
-    kinds += ["superseded", "no release", "stale"]
+    kinds += ["superseded", "no release", "stale", "page"]
     counts = dict.fromkeys(kinds, 0)
     by_fact: dict[str, list[Entry]] = {}
     for key, entry in entries:
@@ -419,7 +436,9 @@ def _statuses(
             and location.tag
             and Version(other.tag) > Version(location.tag)
         ]
-        if location.tag is None:
+        if location.page:
+            out.append((location, Status("page", "a documentation page: see --documented")))
+        elif location.tag is None:
             out.append((location, Status("no release", "cites no release of the engine")))
         elif newer:
             out.append((location, Status("superseded", f"by @v{max(newer, key=Version)}")))
@@ -430,6 +449,85 @@ def _statuses(
         else:
             out.append((location, locate(release, location, anchor)))
     return out
+
+
+# ----------------------------------------------------------------------------- page mode
+
+
+def page_text(address: str, pages: Path | None) -> str:
+    """The text of a documentation page (its tags dropped, entities decoded): read from
+    `pages` (the address without its scheme, below it) when given, else fetched over
+    HTTPS. Raises Unreadable when it cannot be had."""
+    import html
+    import urllib.request
+    from html.parser import HTMLParser
+
+    if pages is not None:
+        local = pages / address.split("://", 1)[1].split("#", 1)[0]
+        try:
+            with open(local, "rb") as handle:
+                raw = handle.read(PAGE_BYTES)
+        except OSError as exc:
+            raise Unreadable(f"{local}: {exc.strerror or exc}") from exc
+    else:
+        try:
+            with urllib.request.urlopen(address, timeout=PAGE_SECONDS) as reply:
+                raw = reply.read(PAGE_BYTES)
+        except OSError as exc:
+            raise Unreadable(f"{address}: {exc}") from exc
+
+    class _Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.parts: list[str] = []
+
+        def handle_data(self, data: str) -> None:
+            self.parts.append(data)
+
+    parser = _Text()
+    parser.feed(raw.decode("utf-8", "replace"))
+    return html.unescape("".join(parser.parts))
+
+
+def _squeezed(text: str) -> str:
+    """`text` without whitespace: a signature's line breaks and spacing differ by theme."""
+    return re.sub(r"\s+", "", text)
+
+
+def documented(engine: str, pages: Path | None) -> int:
+    """Look for every page anchor of `engine`'s data in its page's text; print each
+    location's status and a summary. Exit 1 when an anchor is missing, 2 when no page
+    could be read."""
+    data = load_engine(engine)
+    cited: dict[str, list[tuple[str, str]]] = {}
+    for key, fact in data.facts.items():
+        for entry in fact.entries:
+            for location, anchor in _anchored(entry):
+                if location.page:
+                    cited.setdefault(location.path, []).append((key, anchor))
+    counts = dict.fromkeys(["found", "missing", "unreachable", "unanchored"], 0)
+    for address in sorted(cited):
+        try:
+            text = _squeezed(page_text(address, pages))
+        except Unreadable as exc:
+            counts["unreachable"] += len(cited[address])
+            print(f"  unreachable {address}: {exc}")
+            continue
+        for key, anchor in cited[address]:
+            kind = (
+                "unanchored"
+                if not anchor
+                else ("found" if _squeezed(anchor) in text else "missing")
+            )
+            counts[kind] += 1
+            if kind != "found":
+                print(f"  {kind:<11} {key}: `{anchor}` in {address}")
+    summary = ", ".join(f"{kind} {n}" for kind, n in counts.items() if n)
+    print(f"{data.title}: documentation anchors: {summary or 'none cited'}")
+    if counts["missing"]:
+        return 1
+    reached = counts["found"] + counts["missing"] + counts["unanchored"]
+    return 2 if cited and not reached else 0
 
 
 # ----------------------------------------------------------------------------- index mode
@@ -471,6 +569,8 @@ def write_anchors(engine: str, cache: Path | Snapshot, keep: bool) -> int:
     wanted: dict[str, list[Location]] = {}
     for source in citations:
         for location in parse_locations(source):
+            if location.page:
+                continue  # a page's anchor is quoted from the page by hand (see --documented)
             if location.tag and (location.ranges or engine in STUB):
                 wanted.setdefault(location.tag, []).append(location)
     found: dict[Location, str] = {}
@@ -533,10 +633,18 @@ def _with_anchors(line: str, found: dict[Location, str], why: dict[Location, str
         return line
     line = _ANCHOR_FIELDS.sub("", line)
     locations = parse_locations(str(entry["source"]))
-    anchors = [found.get(location, "") for location in locations]
+    kept = entry.get("anchors")
+    quoted = [str(a) for a in kept] if isinstance(kept, list) else [""] * len(locations)
+    anchors = [
+        quoted[i] if location.page and i < len(quoted) else found.get(location, "")
+        for i, location in enumerate(locations)
+    ]
     reasons = []
-    for location in locations:
-        if location in found:
+    for i, location in enumerate(locations):
+        if location in found or (location.page and anchors[i]):
+            continue
+        if location.page:
+            reasons.append(f"{location}: no anchor quoted from the page")
             continue
         if location.tag is None:
             reason = "no release cited"
@@ -591,6 +699,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache/draftfit-refresh")
     parser.add_argument("--keep", action="store_true", help="keep downloaded wheels")
     parser.add_argument(
+        "--documented",
+        action="store_true",
+        help="look for the anchors of the cited documentation pages in the pages' text",
+    )
+    parser.add_argument(
+        "--pages",
+        type=Path,
+        metavar="DIR",
+        help="read the documentation pages from this folder (DIR/HOST/PATH) instead of HTTPS",
+    )
+    parser.add_argument(
         "--repo-snapshot",
         type=Path,
         metavar="GIT_DIR",
@@ -606,6 +725,8 @@ def main(argv: list[str] | None = None) -> int:
         return write_anchors(args.engine, source, args.keep)
     if args.index:
         return index(args.engine)
+    if args.documented:
+        return documented(args.engine, args.pages)
     if not args.version:
         parser.error("VERSION is required (or --write-anchors, --index)")
     version = args.version.lstrip("v")

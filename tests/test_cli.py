@@ -44,6 +44,11 @@ def test_check_json_shape(capsys, clean) -> None:
     data = json.loads(out)
     assert code == 0
     assert data["schema_version"] == 1
+    # what the verdict rests on: the facts read in vLLM 0.34.0's code, and the others
+    basis = data["engines"][0].pop("basis")
+    assert "eagle3_draft_architectures" in basis["read"]
+    below = {item["fact"]: item["confidence"] for item in basis["below_read"]}
+    assert below["verifier_eagle3_classes"] == "inferred"
     assert data["engines"] == [
         {
             "engine": "vllm",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from draftfit.engines.citation import parse_locations
 from draftfit.engines.profile import parse_engine_data
 from draftfit.engines.registry import load_engine, parse_engine_selector
 from draftfit.errors import SpecDataError, UnknownEngineVersionError, UsageError
@@ -15,15 +16,17 @@ SOURCE = re.compile(r"[\w/.]+\.py(:[\d,\- ]+)?@v\d+\.\d+\.\d+")
 
 
 @pytest.mark.parametrize(
-    ("engine", "latest"), [("vllm", "0.34.0"), ("sglang", "0.5.23"), ("trtllm", "1.4.0rc0")]
+    ("engine", "latest"), [("vllm", "0.34.0"), ("sglang", "0.5.23"), ("trtllm", "1.4.0rc4")]
 )
 def test_every_entry_names_a_versioned_source(engine: str, latest: str) -> None:
+    """A code location at a release, or a page of the documentation built for one."""
     data = load_engine(engine)
     assert data.latest == latest
     for fact in data.facts.values():
         assert fact.doc
         for entry in fact.entries:
-            assert SOURCE.search(entry.source), (fact.key, entry.source)
+            pages = [loc for loc in parse_locations(entry.source) if loc.page and loc.tag]
+            assert SOURCE.search(entry.source) or pages, (fact.key, entry.source)
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
@@ -64,7 +67,7 @@ def test_unread_versions_are_refused() -> None:
     assert [p.label for p in parse_engine_selector("all")] == [
         "vllm==0.34.0",
         "sglang==0.5.23",
-        "trtllm==1.4.0rc0",
+        "trtllm==1.4.0rc4",
     ]
     assert [p.version for p in parse_engine_selector("sglang==0.5.12.post1")] == ["0.5.12.post1"]
     assert [p.version for p in parse_engine_selector("vllm==v0.10.2")] == ["0.10.2"]

@@ -274,7 +274,7 @@ def test_hub_sources_are_repository_ids_with_the_engines_revision_settings(
     words = shell_commands(old.command)[0]
     assert words[words.index("--speculative-draft-model-path") + 1] == "specforge"
     # TensorRT-LLM is given folders.
-    trt = recipes["trtllm==1.4.0rc0"]
+    trt = recipes["trtllm==1.4.0rc4"]
     assert trt.steps == [
         "hf download org/specforge --revision v2 --local-dir specforge",
         "hf download org/target --revision v3 --local-dir target",

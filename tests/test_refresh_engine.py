@@ -179,3 +179,68 @@ def test_a_snapshot_needs_the_pinned_commit(
     assert "b35ac1b64368 (v1.2.0rc2) is not in" in capsys.readouterr().err
     assert refresh.main([args[0], "1.4.0rc0", *args[1:]]) == 2
     assert "not pinned to a commit" in capsys.readouterr().err
+
+
+def _pages(root: Path, drop: str | None = None) -> dict[str, list[str]]:
+    """Each TensorRT-LLM page the data cites, saved under `root` as Sphinx renders a signature
+    (one tag per token, quotes as entities, line breaks between parameters), holding every
+    anchor cited on it except `drop`; returns the anchors by address."""
+    from draftfit.engines.registry import load_engine
+
+    cited: dict[str, list[str]] = {}
+    for fact in load_engine("trtllm").facts.values():
+        for entry in fact.entries:
+            for location, anchor in zip(
+                parse_locations(entry.source), entry.anchors or (), strict=False
+            ):
+                if location.page:
+                    cited.setdefault(location.path, []).append(anchor)
+    for address, anchors in cited.items():
+        spans = [
+            "<dt>" + "".join(f"<span class='pre'>{t}</span>" for t in a.split(" ")) + "</dt>\n"
+            for a in anchors
+            if a != drop
+        ]
+        html = "<html><body><dl>\n" + "".join(spans) + "</dl></body></html>"
+        page = root / address.split("://", 1)[1]
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(html.replace("'", "&#39;"), encoding="utf-8")
+    return cited
+
+
+def test_page_anchors_are_found_in_the_pages_text(
+    refresh: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cited = _pages(tmp_path / "pages")
+    assert len(cited) >= 9
+    assert refresh.main(["trtllm", "--documented", "--pages", str(tmp_path / "pages")]) == 0
+    out = capsys.readouterr().out
+    assert "documentation anchors: found" in out and "missing" not in out
+    # a field the page no longer lists is reported, with its fact
+    gone = "num_eagle_layers: int | None = None"
+    _pages(tmp_path / "changed", drop=gone)
+    assert refresh.main(["trtllm", "--documented", "--pages", str(tmp_path / "changed")]) == 1
+    out = capsys.readouterr().out
+    assert f"missing     eagle3_config_keys: `{gone}`" in out
+    # no page can be read: nothing was checked
+    assert refresh.main(["trtllm", "--documented", "--pages", str(tmp_path / "none")]) == 2
+    assert "unreachable https://nvidia.github.io/TensorRT-LLM/" in capsys.readouterr().out
+
+
+def test_code_modes_list_a_page_without_reading_it(refresh: ModuleType, tmp_path: Path) -> None:
+    from draftfit.engines.profile import Entry
+
+    address = "https://nvidia.github.io/TensorRT-LLM/1.4.0rc4/llm-api/reference/X.html"
+    source = f"{address}; pkg/mod.py:1@v1.2.0rc2"
+    entry = Entry(1, None, None, source, "documented", None, ("a", "b"))
+    git_dir, commit = _git_snapshot(tmp_path, {"pkg/mod.py": "b\n"})
+    release = refresh.SnapshotRelease("trtllm", "1.2.0rc2", refresh.Snapshot(git_dir), commit)
+    kinds = [status.kind for _, status in refresh._statuses(release, entry, None, "1.2.0rc2")]
+    assert kinds == ["page", "unchanged"]
+    line = (
+        f'  {{ value = 1, source = "{address}; p/a.py@v1.0", anchors = ["x: int = 1", ""], '
+        'confidence = "documented" },\n'
+    )
+    out = refresh._with_anchors(line, {}, {})
+    assert 'anchors = ["x: int = 1", ""]' in out  # the page's quoted line is kept
+    assert 'anchor_missing = "p/a.py@v1.0: cites a file, not a line"' in out

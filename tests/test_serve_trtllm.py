@@ -430,6 +430,8 @@ def test_speculative_config_without_max_draft_len_df555(tmp_path: Path, version:
         ("1.4.0rc0", "speculative_model", False, ""),
         ("1.4.0rc0", "speculative_model_dir", False, ""),  # still accepted as an alias
         ("1.4.0rc0", "pytorch_weights_path", True, "speculative_model"),
+        ("1.4.0rc4", "speculative_model_dir", False, ""),  # the alias (not documented there)
+        ("1.4.0rc4", "pytorch_weights_path", True, "speculative_model"),
     ],
 )
 def test_draft_named_with_a_key_the_version_does_not_read_df556(
@@ -450,7 +452,8 @@ def test_draft_named_with_a_key_the_version_does_not_read_df556(
     assert found.location.pointer == f"/speculative_config/{key}"
     assert found.fix == f"rename `{key}` to `{want}` (`{want}: /models/draft`)"
     refused = "Extra inputs are not permitted" in found.message
-    assert refused is (version != "0.20.0")  # 0.19-0.20 not read: the key is not read
+    # 0.19-0.20 not read; 0.21's DecodingBaseConfig is a plain BaseModel, which drops the key
+    assert refused is (version not in ("0.20.0", "0.21.0"))
 
 
 @pytest.mark.parametrize("version", TRTLLM_VERSIONS)
@@ -492,8 +495,10 @@ def test_decoding_type_the_version_does_not_run_eagle3_with_df558(
     assert found.location.pointer == "/speculative_config/decoding_type"
     assert found.fix == f"set `decoding_type: {use}`"
     if version == "1.2.1":
-        assert "draftfit's data has `Eagle3` from 1.4.0rc0; ≈" in found.message  # not pinned
-        assert "tensorrt_llm/llmapi/llm_args.py@v1.4.0rc0 (Eagle3DecodingConfig)" in found.citations
+        # first documented at 1.3.0rc27 (not a release draftfit reads the code of)
+        assert "draftfit's data has `Eagle3` from 1.3.0rc27;" in found.message
+        page = "https://nvidia.github.io/TensorRT-LLM/1.3.0rc27/llm-api/reference/Eagle3DecodingConfig.html"
+        assert any(page in source for source in found.citations)
 
 
 def test_spec_config_rules_are_skipped_without_settings_and_quiet_for_other_engines(
@@ -533,4 +538,67 @@ def test_the_recipes_own_spec_yaml_is_quiet_for_every_version(
     served = draftfit.check(draft, target, engines, serve_args=recipe.command.split("EOF\n")[1])
     assert served.serve is not None and served.serve.draft_model is not None
     assert served.serve.max_draft_len is not None and served.serve.method is not None
-    assert not _codes(served) & SPEC_CONFIG_CODES
+    assert not _codes(served) & (SPEC_CONFIG_CODES | {"DF559"})
+    if version.startswith("1.4"):  # one model only: the switch is gone from the config
+        assert "eagle3_one_model" not in body and "speculative_model:" in body
+
+
+@pytest.mark.parametrize(
+    ("version", "setting", "fires"),
+    [
+        ("1.4.0rc4", "num_eagle_layers: 3", True),  # gone from the 1.4.0rc4 signature
+        ("1.4.0rc1", "num_eagle_layers: 3", False),  # still in the 1.4.0rc1 signature
+        ("1.4.0rc2", "num_eagle_layers: 3", False),  # no page; rc1 and rc4 disagree
+        ("1.4.0rc4", "eagle3_one_model: true", True),  # gone by 1.3.0rc27
+        ("1.4.0rc1", "eagle3_one_model: false", True),
+        ("1.4.0rc2", "eagle3_one_model: true", True),  # no page, lacking on both sides
+        ("1.4.0rc0", "eagle3_one_model: true", True),  # between 1.3.0rc27 and 1.4.0rc1
+        ("1.4.0rc4", "eagle_choices: [[0], [0, 0]]", True),  # gone by 1.4.0rc1
+        ("1.4.0rc4", "moe_tactic: auto", False),  # new in 1.4.0rc4
+        ("1.4.0rc1", "moe_tactic: auto", True),
+        ("1.4.0rc4", "speculative_model_dir: /models/other", False),  # the alias: DF556's
+        ("1.2.1", "eagle3_one_model: true", False),  # no signature page before 1.3.0rc27
+    ],
+)
+def test_a_key_the_release_decoding_config_lacks_is_refused_df559(
+    tmp_path: Path, version: str, setting: str, fires: bool
+) -> None:
+    """Where the release's documentation gives Eagle3DecodingConfig's whole signature (or the
+    documented releases on both sides of it lack the key), a key outside it is refused as the
+    release's StrictBaseModel refuses it."""
+    data = load_engine("trtllm").resolve(version)
+    decoding = "Eagle3" if "Eagle3" in data.value("decoding_types") else "Eagle"
+    body = f"decoding_type: {decoding}\nmax_draft_len: 3\n{data.value('draft_path_key')}: /m/d"
+    report = _check_spec(tmp_path, version, f"{body}\n{setting}")
+    key = setting.split(":", 1)[0]
+    found = [x for x in report.findings if x.code == "DF559" and key in x.message]
+    assert bool(found) is fires
+    (result,) = report.engines
+    unjudged = [r for r in result.unverified_reasons if "speculative_config key" in r]
+    if not fires:
+        # a key that neither the release's page nor the pages around it settle: the
+        # verdict says it was not checked (draftfit's own keys are judged by DF555-DF558)
+        settled = version != "1.4.0rc2" or key != "num_eagle_layers"
+        assert not unjudged if settled else result.verdict == "unverified"
+        if not settled:
+            assert unjudged == [
+                "the launch's speculative_config key num_eagle_layers was not checked: "
+                "TensorRT-LLM (PyTorch backend) 1.4.0rc2's Eagle3DecodingConfig signature "
+                "was not read"
+            ]
+        return
+    (finding,) = found
+    assert report.engines[0].verdict == "incompatible"
+    assert finding.location.pointer == f"/speculative_config/{key}"
+    assert "Extra inputs are not permitted" in finding.message
+    assert "draftfit's data here is approximate" in finding.message  # the policy is inferred
+    assert any("nvidia.github.io/TensorRT-LLM/" in c for c in finding.citations)
+    if key == "eagle3_one_model":
+        assert finding.fix == (
+            f"leave `eagle3_one_model` out: TensorRT-LLM (PyTorch backend) {version} runs "
+            "EAGLE-3 as one model only"
+        )
+    if version == "1.4.0rc2":
+        assert "signatures of 1.4.0rc1 and 1.4.0rc4" in finding.message
+    basis = {i["fact"]: i["confidence"] for i in report.engines[0].basis["below_read"]}
+    assert basis["eagle3_config_keys"] == "documented"

@@ -1,5 +1,7 @@
 """TensorRT-LLM's data is pinned to commits where a release could be pinned, cites lines with
-anchors there, and the two-model class lookup follows the version's rename."""
+anchors there or pages of the release's own documentation with their quoted signature lines,
+records each documented release's launch keys, and the two-model class lookup follows the
+version's rename."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import pytest
 
 from draftfit.checker import check_path
 from draftfit.engines.citation import parse_locations
-from draftfit.engines.profile import parse_engine_data
+from draftfit.engines.profile import EngineData, Entry, parse_engine_data
 from draftfit.engines.registry import load_engine
 from draftfit.errors import SpecDataError
 from draftfit.render.text import render_check
@@ -30,19 +32,108 @@ def test_every_release_is_pinned_to_a_commit_or_says_why_not() -> None:
 
 def test_lines_are_cited_only_at_pinned_releases_and_always_with_an_anchor() -> None:
     data = load_engine("trtllm")
-    lined = 0
+    lined = paged = 0
     for fact in data.facts.values():
         for entry in fact.entries:
             for location, anchor in zip(
                 parse_locations(entry.source), entry.anchors or ("",) * 99, strict=False
             ):
-                if location.ranges:
+                if location.page:
+                    paged += 1
+                    assert location.tag and anchor, entry.source  # a release, a quoted line
+                    assert location.path.startswith("https://nvidia.github.io/TensorRT-LLM/")
+                elif location.ranges:
                     lined += 1
                     assert location.tag and data.commit_for(location.tag), entry.source
                     assert anchor, entry.source
                 elif location.tag and not data.commit_for(location.tag):
                     assert entry.anchor_missing and f"v{location.tag}" in entry.anchor_missing
     assert lined >= 20
+    assert paged >= 100
+
+
+def _anchored(data: EngineData, entry: Entry) -> bool:
+    """Whether `entry` cites a line at a pinned commit or a versioned page, with its anchor."""
+    cited = zip(parse_locations(entry.source), entry.anchors or (), strict=False)
+    return any(
+        anchor and (loc.page or (loc.ranges and data.commit_for(loc.tag or "")))
+        for loc, anchor in cited
+    )
+
+
+def test_most_entries_cite_a_code_line_or_a_versioned_page_with_its_anchor() -> None:
+    data = load_engine("trtllm")
+    entries = [e for fact in data.facts.values() for e in fact.entries]
+    anchored = [e for e in entries if _anchored(data, e)]
+    assert len(anchored) >= 0.6 * len(entries)
+    # a documented entry that cites a page says so; a page is never cited as code read
+    for entry in anchored:
+        if any(loc.page for loc in parse_locations(entry.source)):
+            assert entry.confidence != "read", entry.source
+
+
+def test_every_page_belongs_to_a_release_the_data_knows() -> None:
+    """A page's release is one the data reads or records as not read (whose pages narrow a
+    boundary), so it can be ordered against the data's ranges."""
+    data = load_engine("trtllm")
+    known = set(data.versions) | {n.version for n in data.not_read}
+    for fact in data.facts.values():
+        for entry in fact.entries:
+            for location in parse_locations(entry.source):
+                if location.page:
+                    assert location.tag in known, location.path
+
+
+def _keys(version: str, fact: str = "eagle3_config_keys") -> dict[str, str | None]:
+    found = load_engine("trtllm").resolve(version).value(fact)
+    return {item["key"]: item.get("default") for item in found}
+
+
+def test_each_documented_release_has_its_own_eagle3_keys() -> None:
+    rc1, rc4 = _keys("1.4.0rc1"), _keys("1.4.0rc4")
+    for keys in (rc1, rc4):
+        assert keys["eagle3_layers_to_capture"] == "None"
+        assert keys["eagle3_model_arch"] == "'llama3'"
+        assert keys["decoding_type"] == "'Eagle3'"
+        assert keys["spec_dec_variant"] == "3"
+        assert "moe_backend" in keys
+        assert not {"eagle3_one_model", "greedy_sampling", "posterior_threshold"} & set(keys)
+        assert "eagle_choices" not in keys  # gone by 1.4.0rc1
+    assert "num_eagle_layers" in rc1 and "num_eagle_layers" not in rc4
+    assert "moe_tactic" in rc4 and "moe_tactic" not in rc1
+    data = load_engine("trtllm")
+    assert data.resolve("1.4.0rc4").value("decoding_config_pages") == [
+        "Eagle3DecodingConfig",
+        "MTPDecodingConfig",
+    ]
+    assert not data.resolve("1.4.0rc2").fact("decoding_config_pages").known  # no page
+
+
+def test_mtp_keys_are_recorded_per_documented_release() -> None:
+    rc1, rc4 = _keys("1.4.0rc1", "mtp_config_keys"), _keys("1.4.0rc4", "mtp_config_keys")
+    assert rc4["num_nextn_predict_layers"] == "None"  # optional: taken from the checkpoint
+    assert rc4["use_mtp_vanilla"] == "False"
+    assert rc4["draft_lm_head_dtype"] == "'auto'" and rc4["draft_moe_dtype"] == "'auto'"
+    assert "draft_lm_head_dtype" not in rc1 and rc1["spec_dec_variant"] == "1"
+
+
+def test_the_draft_path_key_follows_the_documented_releases() -> None:
+    data = load_engine("trtllm")
+    assert data.resolve("1.0.0").value("draft_path_key") == "speculative_model_dir"
+    assert (
+        data.resolve("1.0.0")
+        .fact("draft_path_key")
+        .citations[0]
+        .startswith("https://nvidia.github.io/TensorRT-LLM/1.0.0/examples/")
+    )
+    assert data.resolve("1.2.0rc2").value("draft_path_key") == "speculative_model_dir"
+    for version in ("1.4.0rc0", "1.4.0rc1", "1.4.0rc4"):
+        profile = data.resolve(version)
+        assert profile.value("draft_path_key") == "speculative_model"
+        assert profile.value("draft_path_aliases") == ["speculative_model_dir"]
+        assert profile.value("one_model_default") == "one-model-only"
+    assert data.resolve("0.21.0").value("spec_config_unknown_keys") == "ignored"
+    assert data.resolve("1.4.0rc4").value("spec_config_unknown_keys") == "refused"
 
 
 def test_no_entry_rests_on_research_notes() -> None:
@@ -98,12 +189,26 @@ def test_a_verdict_says_which_facts_were_not_read_at_a_pinned_commit(tmp_path: P
     report = check_path(
         draft.write(tmp_path / "d"),
         target=f.llama_target(tmp_path / "t"),
-        engines=("trtllm==0.20.0", "trtllm==1.2.0rc2", "vllm==0.34.0"),
+        engines=("trtllm==0.20.0", "trtllm==1.2.0rc2", "trtllm==1.4.0rc4"),
     )
-    old, pinned, vllm = (r.to_dict() for r in report.engines)
+    old, pinned, newest = (r.to_dict() for r in report.engines)
+    below = {item["fact"]: item for item in old["basis"]["below_read"]}
+    assert below["two_model_arch_rename"]["confidence"] == "reported"
+    assert below["two_model_arch_rename"]["note"].startswith("read on the 0.20.0 side")
+    assert not old["basis"]["read"]
+    # the form these verdicts had first stays (JSON keys are only ever added)
     assert old["basis"]["not_read_at_pinned_commit"]["two_model_arch_rename"] == "reported"
     assert not old["basis"]["read_at_pinned_commit"]
-    assert "embedding_sharing" in pinned["basis"]["read_at_pinned_commit"]
-    assert "basis" not in vllm
+    # read at 1.2.0rc2's pinned commit, and only there
+    assert pinned["basis"]["read"] == ["d2t_parameter"]
+    newer = {item["fact"]: item["confidence"] for item in newest["basis"]["below_read"]}
+    assert newer["d2t_parameter"] == "read at another release"
+    assert newest["basis"]["not_read_at_pinned_commit"]["d2t_parameter"] == (
+        "read at a release not pinned"
+    )
+    assert newer["aux_ids_read_from"] == "unpinned"  # an undated main-branch version only
+    assert newer["aux_ids_user_key"] == "documented"
     text = render_check(report)
-    assert "rests on facts not read at a pinned commit: draft_class_selection (reported)" in text
+    assert "rests on facts not read in the engine's code at this release" in text
+    assert "documented only: aux_ids_user_key" in text
+    assert "reported: " in text and "two_model_arch_rename" in text

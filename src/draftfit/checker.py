@@ -180,7 +180,11 @@ def check_checkpoint(
     applying = findings_by_engine(findings)
     for result in results:
         own, own_rules = rotation_unchecked(target, findings, result.key)
-        result.unverified_reasons = [*reasons, *own, *_unjudged_flags(serve, result.profile)]
+        unjudged = [
+            *_unjudged_flags(serve, result.profile),
+            *(result.view.unjudged if result.view else []),
+        ]
+        result.unverified_reasons = [*reasons, *own, *unjudged]
         result.unchecked_rules = [*unchecked, *(r for r in own_rules if r not in unchecked)]
         result.verdict, result.counts = verdict_for(
             applying.get(result.key, []), result.key, result.unverified_reasons

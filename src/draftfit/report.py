@@ -347,8 +347,8 @@ class EngineResult(VersionVerdict):
     # The version asked for with `--engine ENGINE~=V` when the data is `version`'s: the
     # verdict and every engine finding are extrapolated to it.
     extrapolated_to: str | None = None
-    # For engines read from pinned commits (TensorRT-LLM): the facts the verdict consulted,
-    # split into those read at a pinned commit and the others with their confidence.
+    # The facts the verdict consulted, by how they are known (Profile.basis): those read in
+    # the engine's code at this release, and the others with their confidence and note.
     basis: dict[str, Any] | None = None
     # Why this version was checked when no --engine named one (`vLLM 0.10.2, installed here`).
     chosen_because: str | None = None
@@ -363,8 +363,7 @@ class EngineResult(VersionVerdict):
         out = self.verdict_dict()
         out["draft_class"] = self.draft_class
         out["extrapolated_to"] = self.extrapolated_to
-        if self.basis is not None:
-            out["basis"] = self.basis
+        out["basis"] = self.basis
         out["chosen_because"] = self.chosen_because
         if self.aux_layers is not None:
             out["aux_layers"] = self.aux_layers.to_dict()

@@ -64,6 +64,26 @@ ENTRY_KEYS = frozenset(
 )
 # Confidences whose findings say that draftfit's data is approximate.
 APPROXIMATE_CONFIDENCE = frozenset({"inferred", "assumed", "reported", "unpinned"})
+# How a fact is known, from the strongest to the weakest: a code line read at the release
+# ranks first, the release's own documentation next (above everything reported or assumed).
+# READ_ELSEWHERE is a `read` entry of an engine read from pinned commits, at a release other
+# than the one its line was read at.
+READ_ELSEWHERE = "read at another release"
+CONFIDENCE_RANK = {
+    "read": 0,
+    "documented": 1,
+    READ_ELSEWHERE: 2,
+    "inferred": 2,
+    "assumed": 3,
+    "unpinned": 4,
+    "reported": 5,
+}
+# What a basis entry says of how its fact is known (CONFIDENCE, and READ_ELSEWHERE).
+KNOWN_BY = {
+    **CONFIDENCE,
+    READ_ELSEWHERE: "read in the engine's code at the cited release (a commit pinned to it), "
+    "not at this one",
+}
 
 
 @frozen
@@ -298,23 +318,52 @@ class Profile:
     def value(self, key: str) -> Any:
         return self.fact(key).value
 
-    def basis(self) -> dict[str, Any] | None:
-        """For an engine whose releases are pinned to commits (`commits` in its data), the
-        facts consulted so far at this version: those read at a pinned commit, and the others
-        with their confidence. None for the other engines."""
-        if not self.data.commits:
-            return None
-        pinned: list[str] = []
-        other: dict[str, str] = {}
+    def basis(self) -> dict[str, Any]:
+        """The facts consulted so far at this version, by how they are known: `read` (code
+        read at this release; for an engine read from pinned commits, at the commit this
+        release is pinned to) and `below_read`, one item per other fact with its confidence
+        (the weakest of its entries in effect), what that means and the entry's note: what a
+        verdict built on them rests on."""
+        read: list[str] = []
+        below: list[dict[str, Any]] = []
         for key in sorted(self._cache):
             active = [e for e in self.data.facts[key].entries if e.applies(self.parsed)]
-            loose = [e for e in active if not self.data.read_at_pinned_commit(e, self.version)]
-            if loose:
-                kind = loose[0].confidence
-                other[key] = "read at a release not pinned" if kind == "read" else kind
-            elif active:
-                pinned.append(key)
-        return {"read_at_pinned_commit": pinned, "not_read_at_pinned_commit": other}
+            if not active:
+                continue  # not known at this version: the rules say so themselves
+            rated = [(self._confidence(e), e) for e in active]
+            confidence, weakest = max(rated, key=lambda item: CONFIDENCE_RANK[item[0]])
+            if confidence == "read":
+                read.append(key)
+                continue
+            below.append(
+                {
+                    "fact": key,
+                    "confidence": confidence,
+                    "how": KNOWN_BY[confidence],
+                    "note": weakest.note,
+                }
+            )
+        out: dict[str, Any] = {"read": read, "below_read": below}
+        if self.data.commits:
+            # The form TensorRT-LLM verdicts had before every engine's did (kept: JSON keys
+            # are only ever added).
+            out["read_at_pinned_commit"] = list(read)
+            out["not_read_at_pinned_commit"] = {
+                item["fact"]: "read at a release not pinned"
+                if item["confidence"] == READ_ELSEWHERE
+                else item["confidence"]
+                for item in below
+            }
+        return out
+
+    def _confidence(self, entry: Entry) -> str:
+        """How `entry` is known at this version: its confidence, except that a `read` entry
+        of an engine read from pinned commits (TensorRT-LLM) counts as read only at the
+        pinned release whose line it cites."""
+        if entry.confidence != "read" or not self.data.commits:
+            return entry.confidence
+        pinned = self.data.read_at_pinned_commit(entry, self.version)
+        return "read" if pinned else READ_ELSEWHERE
 
     def citations(self, *keys: str) -> tuple[str, ...]:
         out: list[str] = []

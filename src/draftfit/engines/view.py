@@ -254,6 +254,9 @@ class EngineView:
     config: dict[str, object] = field(default_factory=dict)  # what the draft class reads
     # Config dimensions that explain stored shapes the draft class does not build.
     dimension_fits: list[DimensionFit] = field(default_factory=list)
+    # Why the launch's settings were not all judged at this version (a setting whose
+    # acceptance the data does not record here): the verdict is then not `compatible`.
+    unjudged: list[str] = field(default_factory=list)
 
     def add(self, event: Event) -> None:
         self.events.append(event)

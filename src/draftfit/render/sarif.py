@@ -65,7 +65,7 @@ def render_sarif_many(reports: Sequence[FindingReport], options: RenderOptions =
 def _run(report: FindingReport) -> dict[str, Any]:
     codes = sorted({f.code for f in report.findings})
     index = {code: i for i, code in enumerate(codes)}
-    return {
+    run = {
         "tool": {
             "driver": {
                 "name": "draftfit",
@@ -89,6 +89,36 @@ def _run(report: FindingReport) -> dict[str, Any]:
             for f in report.findings
         ],
     }
+    if isinstance(report, Report):
+        _verdicts(run, report)
+    return run
+
+
+def _verdicts(run: dict[str, Any], report: Report) -> None:
+    """A check's verdicts in the run's properties (each with the facts it rests on, by how
+    they are known), and a note for each verdict that rests on facts not read in the
+    engine's code at its release (code scanning lists a run's notifications)."""
+    from draftfit.render.text import basis_line
+
+    run["properties"] = {
+        "verdicts": [
+            {
+                "engine": result.engine,
+                "version": result.version,
+                "verdict": str(result.verdict),
+                "basis": result.basis,
+            }
+            for result in report.engines
+        ]
+    }
+    notes = []
+    for result in report.engines:
+        line = basis_line(result.basis)
+        if line:
+            text = f"{result.title}: {result.verdict}; {line.strip()}"
+            notes.append({"level": "note", "message": {"text": escape_controls(text)}})
+    if notes:
+        run["invocations"][0]["toolExecutionNotifications"] = notes
 
 
 def _rule(code: str, report: FindingReport) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from draftfit.engines.interface import NoRecipe, Recipe
+from draftfit.engines.profile import CONFIDENCE_RANK
 from draftfit.escape import escape_field
 from draftfit.render.lines import Styled, render_lines
 from draftfit.render.options import PLAIN, RenderOptions
@@ -217,12 +218,22 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
 
 
 def basis_line(basis: dict[str, Any] | None) -> str | None:
-    """One line naming the facts a verdict rests on that were not read at a pinned commit
-    (with their confidence), or None when there are none or the engine is not pinned."""
-    if not basis or not basis["not_read_at_pinned_commit"]:
+    """One line naming the facts a verdict rests on that were not read in the engine's code
+    at this release, grouped by how they are known (`documented only`, `inferred`, ...,
+    strongest first), or None when every fact it consulted was read there."""
+    if not basis or not basis.get("below_read"):
         return None
-    loose = ", ".join(f"{k} ({c})" for k, c in basis["not_read_at_pinned_commit"].items())
+    groups: dict[str, list[str]] = {}
+    for item in basis["below_read"]:
+        groups.setdefault(str(item["confidence"]), []).append(str(item["fact"]))
+    order = sorted(groups, key=lambda c: CONFIDENCE_RANK.get(c, len(CONFIDENCE_RANK)))
+    known = "; ".join(f"{_known(c)}: {', '.join(groups[c])}" for c in order)
     return (
-        f"  rests on facts not read at a pinned commit: {loose}; "
-        f"{len(basis['read_at_pinned_commit'])} read at a pinned commit"
+        f"  rests on facts not read in the engine's code at this release — {known} "
+        f"({len(basis['read'])} read there)"
     )
+
+
+def _known(confidence: str) -> str:
+    """How a group of basis facts is known, as the line says it."""
+    return "documented only" if confidence == "documented" else confidence

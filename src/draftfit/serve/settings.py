@@ -86,7 +86,8 @@ class ServeSettings:
         flags_written: every flag of a `--serve-args` launch as its engine's parser sees it
             (vLLM: underscores as dashes; no value), in the order given, so that each
             release's own flag list can judge them (unknown, ambiguous abbreviations).
-        spec_keys_written: the `--speculative-config` keys as written (vLLM).
+        spec_keys_written: the speculative config's keys as written (vLLM
+            `--speculative-config`, TensorRT-LLM `speculative_config`).
         full_launch: whether the settings are a whole launch (a `vllm serve` or SGLang
             command, or vLLM engine arguments), so that a setting it leaves out takes the
             engine's default (target tensor parallelism 1); False for a speculative config

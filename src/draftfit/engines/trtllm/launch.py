@@ -6,11 +6,17 @@ The click options of tensorrt_llm/commands/serve.py, read on TensorRT-LLM's main
 `--pipeline_parallel_size`/`--pp_size`, `--extra_llm_api_options`/`--config` (a YAML file of
 LLM API arguments that overwrites the flags: `update_llm_args_with_extra_dict`),
 `--trust_remote_code` (a flag). click takes no abbreviations, so only these spellings are
-read. The YAML's `speculative_config` keys are those of `EagleDecodingConfig` /
-`DecodingBaseConfig` in tensorrt_llm/llmapi/llm_args.py (main, commit fcd3f316):
-`decoding_type`, `max_draft_len`, `speculative_model_dir` (alias of `speculative_model`;
+read. The YAML's `speculative_config` keys draftfit reads are fields of
+`Eagle3DecodingConfig` / `EagleDecodingConfig` / `DecodingBaseConfig` in
+tensorrt_llm/llmapi/llm_args.py (versions in a code index, and the signatures of the
+documentation built for 1.3.0rc27-1.4.0rc4): `decoding_type`, `max_draft_len`,
+`speculative_model` (`speculative_model_dir` 1.0-1.2 and its alias after,
 `pytorch_weights_path` in 0.21, `pytorch_eagle_weights_path` in 0.19-0.20, per the engine
-data's `draft_path_key`), `eagle3_one_model`, `eagle3_layers_to_capture`.
+data's `draft_path_key`), `eagle3_one_model` (gone by 1.3.0rc27),
+`eagle3_layers_to_capture`. Every key of the
+speculative config is kept as written (`spec_keys_written`): where a release's documentation
+gives its decoding config's whole signature, a key it lacks is judged as that release judges
+undeclared keys (:mod:`draftfit.engines.trtllm.launch_checks`).
 
 A `--serve-config` mapping with `speculative_config.decoding_type` (or `decoding_type` alone,
 the speculative config by itself) is TensorRT-LLM's: a key neither vLLM nor SGLang has.
@@ -121,6 +127,8 @@ class TrtllmLaunch(EngineLaunch):
             values[target.field] = read_value(target, value, f"{label}: {key}")
         if speculative is not None and not isinstance(speculative, Mapping):
             raise UsageError(f"{label}: speculative_config must be a mapping")
+        # Every key, read or not: each release's decoding config judges them (launch_checks).
+        written = tuple(str(key) for key in speculative or {})
         for raw_key, value in (speculative or {}).items():
             target = SPEC_KEYS.get(str(raw_key))
             if target is None:
@@ -131,7 +139,12 @@ class TrtllmLaunch(EngineLaunch):
             )
             if target.field == "draft_model":
                 values["draft_path_key"] = str(raw_key)
-        return replace(base, **values, ignored_flags=base.ignored_flags + tuple(ignored))
+        return replace(
+            base,
+            **values,
+            ignored_flags=base.ignored_flags + tuple(ignored),
+            spec_keys_written=base.spec_keys_written + written,
+        )
 
 
 LAUNCH = TrtllmLaunch()

@@ -17,11 +17,14 @@ from draftfit.engines.launch_checks import (
     unreadable_values,
     value_after_switch,
 )
+from draftfit.engines.trtllm.launch import SPEC_KEYS
 from draftfit.engines.view import Event
+from draftfit.settings_text import clip
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.engines.builder import BaseBuilder
+    from draftfit.engines.releases import Release
     from draftfit.serve.settings import ServeSettings
 
 SPELLING = Spelling(prog="trtllm-serve")
@@ -38,6 +41,7 @@ def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     _trtllm_decoding_type(b, s)
     _trtllm_max_draft_len(b, s)
     _trtllm_draft_path(b, s)
+    _trtllm_spec_config_keys(b, s)
 
 
 def _trtllm_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
@@ -165,3 +169,116 @@ def _trtllm_draft_path(b: BaseBuilder, s: ServeSettings) -> None:
         + (("spec_config_unknown_keys",) if refused else ()),
         fix=f"rename `{key}` to `{want}` (`{want}: {s.draft_model}`)",
     )
+
+
+# The decoding config a `decoding_type` selects, and the fact that lists its keys.
+DECODING_CONFIGS = {
+    "Eagle3": ("Eagle3DecodingConfig", "eagle3_config_keys"),
+    "Eagle": ("EagleDecodingConfig", "eagle_config_keys"),
+}
+# What to write instead of a key that a release dropped.
+_DROPPED_KEY_FIXES = {
+    "eagle3_one_model": "runs EAGLE-3 as one model only",
+    "num_eagle_layers": "takes the number of draft layers from `max_draft_len`",
+}
+
+
+def _trtllm_spec_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
+    """TensorRT-LLM: a `speculative_config` key that the decoding config `decoding_type`
+    selects does not declare, judged as the release judges undeclared keys
+    (`spec_config_unknown_keys`). Judged where the release's documentation gives that
+    config's whole signature (`decoding_config_pages`), and, at a release without a page,
+    for a key that the documented releases on both sides of it lack; the draft path's key is
+    judged by :func:`_trtllm_draft_path`."""
+    chosen = DECODING_CONFIGS.get(s.method or "")
+    if chosen is None or not s.spec_keys_written:
+        return
+    name, keys_fact = chosen
+    if b.value("spec_config_unknown_keys") != "refused":
+        return
+    pages = _documented_releases(b, name)
+    if not pages:
+        return  # no release's signature of that config was read
+    data, here = b.p.data, b.p.parsed
+    documented = b.p.fact("decoding_config_pages")  # counted among the facts consulted
+    if documented.known and name in (documented.value or []):
+        sides = [here]
+        where = "its signature in the release's documentation lists none"
+    else:
+        before = [r for r in pages if r < here]
+        after = [r for r in pages if r > here]
+        if not before or not after:
+            _not_judged(b, s, name, [str(k) for k in s.spec_keys_written])
+            return  # not bracketed by two documented releases: keys not judged
+        sides = [max(before), min(after)]
+        where = (
+            f"this release has no documentation page, and the signatures of {sides[0]} and "
+            f"{sides[1]}, the documented releases before and after it, both lack it"
+        )
+    facts = data.facts[keys_fact]
+    declared_on = [
+        {str(e.value["key"]) for e in facts.entries if e.applies(side)} for side in sides
+    ]
+    declared = sorted(set().union(*declared_on))
+    aliases = [str(a) for a in b.value("draft_path_aliases") or []]
+    path_keys = [k for k, target in SPEC_KEYS.items() if target.field == "draft_model"]
+    # a key declared on one side only: whether this release takes it is not known
+    _not_judged(
+        b,
+        s,
+        name,
+        [k for k in s.spec_keys_written if any(k in d for d in declared_on)]
+        if len(sides) == 2
+        else [],
+        unless=set.intersection(*declared_on) if len(sides) == 2 else set(),
+    )
+    for key in dict.fromkeys(s.spec_keys_written):
+        if key in declared or key in aliases or key in path_keys:
+            continue
+        dropped = _DROPPED_KEY_FIXES.get(key)
+        if dropped:
+            fix = f"leave `{clip(key)}` out: {b.p.title} {dropped}"
+        else:
+            import difflib  # only when a key is unknown
+
+            close = difflib.get_close_matches(key, declared, n=1, cutoff=0.6)
+            fix = f"did you mean `{close[0]}`?" if close else f"leave `{clip(key)}` out"
+        b.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            f"`speculative_config.{clip(key)}`: {b.p.title}'s {name} (`decoding_type: "
+            f"{s.method}`) declares no such key ({where}) and refuses the speculative config "
+            "while the arguments are parsed ('Extra inputs are not permitted'), so the "
+            "server does not start",
+            located(s, "/speculative_config/" + clip(key)),
+            ("spec_config_unknown_keys", keys_fact, "decoding_config_pages"),
+            fix=fix,
+        )
+
+
+def _not_judged(
+    b: BaseBuilder, s: ServeSettings, name: str, keys: list[str], unless: set[str] | None = None
+) -> None:
+    """Record that the launch's `keys` were not judged at this release, where its
+    documentation gives no signature of `name` and the documented releases around it do not
+    settle them: all but those in `unless` (declared on every side) and those draftfit reads
+    itself (SPEC_KEYS: the checks of the draft path, the decoding type, the one-model switch
+    and the aux layers judge them at every release)."""
+    left = [k for k in dict.fromkeys(keys) if k not in (unless or set()) and k not in SPEC_KEYS]
+    if not left:
+        return
+    named = (
+        f"key {clip(left[0])} was"
+        if len(left) == 1
+        else "keys " + ", ".join(clip(k) for k in left) + " were"
+    )
+    b.view.unjudged.append(
+        f"the launch's speculative_config {named} not checked: {b.p.title}'s {name} "
+        "signature was not read"
+    )
+
+
+def _documented_releases(b: BaseBuilder, name: str) -> list[Release]:
+    """The releases whose documentation gives decoding config `name`'s whole signature
+    (each `decoding_config_pages` entry that lists it, by its first release)."""
+    entries = b.p.data.facts["decoding_config_pages"].entries
+    return sorted(e.since for e in entries if e.since is not None and name in (e.value or []))
