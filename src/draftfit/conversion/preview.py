@@ -68,4 +68,5 @@ def preview_checkpoint(plan: Plan, base: Checkpoint) -> Checkpoint:
         files=list(base.files),
         access=_PlannedAccess(base, blobs),
         memo=base.memo.child(blobs),
+        planned=True,
     )
