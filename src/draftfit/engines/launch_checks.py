@@ -168,10 +168,13 @@ def launch_paths(b: BaseBuilder, s: ServeSettings, sp: Spelling, target_flag: st
     for whose, path, setting, pointer in named:
         if not path or path == TARGET_PLACEHOLDER or os.path.lexists(path):
             continue
+        if path.startswith("~") and os.path.lexists(os.path.expanduser(path)):
+            continue  # an unquoted `~` is the shell's to expand before the engine sees it
         if hub_repo_id(path) or (whose == "draft" and b.ckpt.planned):
             continue  # looked up on the Hub; or a recipe's converted folder, not written yet
         home = (
-            " (a `~` inside quotes is not expanded by the shell, nor by the engine)"
+            " (a `~` is expanded by the shell only outside quotes, and never by the engine;"
+            " expanded, it names nothing here either)"
             if path.startswith("~")
             else ""
         )

@@ -276,7 +276,7 @@ def decoding_type_unknown() -> None:
 
 @event_rule(
     SERVE_SETTING_INVALID,
-    "a launch setting names nothing the release knows (method, quantization, draft path)",
+    "a launch setting names nothing the release knows (method, quantization, paths, --model)",
     needs_serve=True,
 )
 def serve_setting_invalid() -> None:

@@ -106,8 +106,8 @@ def _model_option(b: BaseBuilder, s: ServeSettings) -> None:
         b.refuse(
             rule_ids.SERVE_SETTING_INVALID,
             f"`{MODEL_OPTION}`: {b.p.title}'s `vllm serve` refuses the option while it parses "
-            "the arguments (`ValueError: With `vllm serve`, you should provide the model as a "
-            "positional argument or in a config file instead of via the `--model` option.`) "
+            'the arguments (ValueError: "With `vllm serve`, you should provide the model as a '
+            'positional argument or in a config file instead of via the `--model` option.") '
             "and the server does not start",
             where,
             ("serve_model_option",),
