@@ -18,7 +18,9 @@ from collections.abc import Mapping, Sequence
 
 from draftfit import rule_ids
 from draftfit.draft.description import EAGLE3
-from draftfit.engines.serve import first_release_where
+from draftfit.engines.remote_code import FACT as REMOTE_CODE_FACT
+from draftfit.engines.remote_code import remote_code_at
+from draftfit.engines.serve import first_release_where, target_source
 from draftfit.location import Location
 from draftfit.records import frozen
 from draftfit.rule_ids import Consequence
@@ -218,8 +220,6 @@ def remote_code_trusted(b: BaseBuilder, s: ServeSettings, flag: str) -> None:
     only some flags is not judged: the flag may be among the others."""
     if s.trust_remote_code or not s.full_launch:
         return
-    from draftfit.engines.remote_code import FACT, remote_code_at
-
     target = b.target.config if b.target is not None else None
     found = remote_code_at(b.p, b.ckpt.config, target)
     if not found.needed:
@@ -245,7 +245,7 @@ def remote_code_trusted(b: BaseBuilder, s: ServeSettings, flag: str) -> None:
             "code (`... contains custom code which must be executed to correctly load the "
             "model ...`) and the server does not start",
             located(s, "/trust_remote_code"),
-            (FACT,),
+            (REMOTE_CODE_FACT,),
             fix=f"add `{flag}` (read that code first: the engine runs it){upgrade}",
         )
 
@@ -499,8 +499,6 @@ def same_target(named: str, target: Target) -> bool | None:
     the checked target's (an `hf://` target, or a folder of the Hub cache). None when it
     cannot be told (a path that is no folder here; a Hub id next to a checked folder, which
     may be its download)."""
-    from draftfit.engines.serve import target_source  # only a launch's target is compared
-
     source = target_source(target)
     if os.path.isdir(named):
         if source is not None and source.hub and not os.path.isdir(target.origin):
