@@ -606,6 +606,39 @@ def kimi_mla_target(path: Path, **extra: Any) -> Path:
     return llama_target(path, **{**mla, **extra})
 
 
+KIMI_K25_CODE = {
+    "AutoConfig": "configuration_kimi_k25.KimiK25Config",
+    "AutoModel": "modeling_kimi_k25.KimiK25ForConditionalGeneration",
+    "AutoModelForCausalLM": "modeling_kimi_k25.KimiK25ForConditionalGeneration",
+}
+KIMI_K2_CODE = {
+    "AutoConfig": "configuration_deepseek.DeepseekV3Config",
+    "AutoModel": "modeling_deepseek.DeepseekV3Model",
+    "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM",
+}
+
+
+def kimi_k25_target(path: Path, text_model_type: str = "kimi_k2", own_code: bool = True) -> Path:
+    """A tiny Kimi-K2.5-shaped target config: multimodal (`KimiK25ForConditionalGeneration`,
+    model_type `kimi_k25`), its MLA language model in `text_config` (model_type `kimi_k2`
+    as on the Hub, or `deepseek_v3`), and, as on the Hub, `auto_map` naming the config code of
+    its own (`configuration_kimi_k25.KimiK25Config`; the text config's
+    `configuration_deepseek.DeepseekV3Config`) unless `own_code` is False."""
+    kimi_mla_target(path)
+    text = json.loads((path / "config.json").read_text())
+    text["model_type"] = text_model_type
+    config: dict[str, Any] = {
+        "architectures": ["KimiK25ForConditionalGeneration"],
+        "model_type": "kimi_k25",
+        "text_config": text,
+    }
+    if own_code:
+        text["auto_map"] = dict(KIMI_K2_CODE)
+        config["auto_map"] = dict(KIMI_K25_CODE)
+    (path / "config.json").write_text(json.dumps(config, indent=2))
+    return path
+
+
 def hadamard(n: int) -> np.ndarray:
     """An n x n orthonormal Hadamard matrix (n a power of two): a real rotation, the kind
     QuaRot uses for its global rotation `Q`."""

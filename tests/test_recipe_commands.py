@@ -40,10 +40,10 @@ from tests.sampling import sampled
 
 # The flags `hf download` takes in recipes; checked against the installed CLI's help below.
 HF_DOWNLOAD_FLAGS = frozenset({"--revision", "--local-dir"})
-KIMI_AUTO_MAP = {
-    "AutoConfig": "configuration_deepseek.DeepseekV3Config",
-    "AutoModel": "modeling_deepseek.DeepseekV3Model",
-    "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM",
+# A config that names code of its own for a model type no engine registry has a class for.
+OWN_CODE = {
+    "AutoConfig": "configuration_custom.CustomConfig",
+    "AutoModelForCausalLM": "modeling_custom.CustomForCausalLM",
 }
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -198,7 +198,10 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
     )
     fake.add_repo("org/eagle1", f.eagle1().write(tmp_path / "e1"), revision="v2")
     fake.add_repo("org/target", f.llama_target(tmp_path / "t"), revision="v3")
-    fake.add_repo("org/kimi", f.llama_target(tmp_path / "k", auto_map=KIMI_AUTO_MAP))
+    fake.add_repo(
+        "org/own-code",
+        f.llama_target(tmp_path / "k", model_type="llama_custom", auto_map=OWN_CODE),
+    )
     with fake:
         configure_hf_env(monkeypatch, fake.endpoint, tmp_path / "hf-home")
         yield fake
@@ -219,7 +222,7 @@ def _built_recipes(draft: str, target: str, engines: list[str]) -> dict[str, Rec
 
 
 HUB_DRAFTS = ("hf://org/specforge@v2", "hf://org/speculators@v2", "hf://org/eagle1@v2")
-HUB_TARGETS = ("hf://org/target@v3", "org/kimi")
+HUB_TARGETS = ("hf://org/target@v3", "org/own-code")
 
 
 HUB_PAIRS = [(d, t) for d in HUB_DRAFTS for t in HUB_TARGETS]
@@ -320,18 +323,46 @@ def test_vllm_before_the_speculative_config_downloads_a_draft_at_a_revision(
     assert "--speculative-config" not in words
 
 
-def test_trust_remote_code_follows_auto_classes_in_a_config(hub: FakeHub) -> None:
-    flags = {"vllm": "--trust-remote-code", "sglang": "--trust-remote-code"}
-    flags["trtllm"] = "--trust_remote_code"
-    kimi = _built_recipes("hf://org/speculators@v2", "org/kimi", ["all"])
-    assert {r.engine for r in kimi.values()} == set(flags)
-    for recipe in kimi.values():
-        assert flags[recipe.engine] in shell_commands(recipe.command)[-1], recipe.command
-        assert any("auto_map" in note for note in recipe.notes)
+TRUST_FLAGS = {"vllm": "--trust-remote-code", "sglang": "--trust-remote-code"}
+TRUST_FLAGS["trtllm"] = "--trust_remote_code"
+
+
+def test_trust_remote_code_where_no_release_reads_the_model_type(hub: FakeHub) -> None:
+    """A target of a model type no engine registry knows, whose config names its own code:
+    every release read needs the flag (and TensorRT-LLM's was not read: passed too)."""
+    own = _built_recipes("hf://org/speculators@v2", "org/own-code", ["all", "vllm==0.10.2"])
+    assert {r.engine for r in own.values()} == set(TRUST_FLAGS)
+    assert "vllm==0.10.2" in own
+    for recipe in own.values():
+        assert TRUST_FLAGS[recipe.engine] in shell_commands(recipe.command)[-1], recipe.command
+        assert any("auto_map" in note and "`llama_custom`" in note for note in recipe.notes)
+        assert "DF560" not in recipe.remaining
+    unread = [r for r in own.values() if r.engine == "trtllm"]
+    assert unread and all(any("was not read" in n for n in r.notes) for r in unread)
     # A speculators draft's `auto_map` names no Transformers Auto class: nothing to trust.
     plain = _built_recipes("hf://org/speculators@v2", "org/target@v3", ["all"])
     for recipe in plain.values():
         assert "trust" not in recipe.command, recipe.command
+
+
+def test_trust_remote_code_only_where_the_release_needs_it(tmp_path: Path) -> None:
+    """Kimi-K2.5's config names its own code, but vLLM 0.34.0 and SGLang 0.5.23 read
+    `kimi_k25` with classes of their own: their recipes leave the flag out and say why."""
+    kimi = str(f.kimi_k25_target(tmp_path / "kimi-k25"))
+    speculators = str(f.speculators().write(tmp_path / "speculators"))
+    specforge = str(f.specforge().write(tmp_path / "specforge"))
+    recipes = _built_recipes(speculators, kimi, ["vllm==0.34.0", "trtllm"])
+    recipes |= _built_recipes(specforge, kimi, ["sglang==0.5.23"])
+    assert {"vllm==0.34.0", "sglang==0.5.23"} <= set(recipes), recipes
+    for key in ("vllm==0.34.0", "sglang==0.5.23"):
+        recipe = recipes[key]
+        assert "--trust-remote-code" not in shell_commands(recipe.command)[-1], recipe.command
+        assert any(
+            n.startswith("no --trust-remote-code") and "`kimi_k25`" in n for n in recipe.notes
+        ), recipe.notes
+    for recipe in recipes.values():
+        if recipe.engine == "trtllm":
+            assert TRUST_FLAGS["trtllm"] in shell_commands(recipe.command)[-1]
 
 
 # ---------------------------------------------------------------------- printing

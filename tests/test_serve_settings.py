@@ -734,11 +734,17 @@ def test_quantization_and_draft_path_values_are_checked(tmp_path: Path) -> None:
         }
     )
     assert _df559(draftfit.check(draft, serve_config=fine)) == []
+    # A path that is no folder here and no Hub id either: the engine refuses it at start-up
+    # (a path on another machine too: the launch is judged as it would run here).
     elsewhere = {"method": "eagle3", "model": "/models/on/the/server", "num_speculative_tokens": 3}
-    assert _df559(draftfit.check(draft, serve_config=json.dumps(elsewhere))) == []
+    missing = _df559(draftfit.check(draft, serve_config=json.dumps(elsewhere)))
+    assert len(missing) == 1 and "does not exist here" in missing[0], missing
+    # A Hub id is looked up on the Hub by the engine: not judged.
+    on_hub = {"method": "eagle3", "model": "org/draft-on-the-hub", "num_speculative_tokens": 3}
+    assert _df559(draftfit.check(draft, serve_config=json.dumps(on_hub))) == []
     # a draft named without a token count: vLLM raises while it builds the speculative config
-    del elsewhere["num_speculative_tokens"]
-    uncounted = _df559(draftfit.check(draft, serve_config=json.dumps(elsewhere)))
+    del on_hub["num_speculative_tokens"]
+    uncounted = _df559(draftfit.check(draft, serve_config=json.dumps(on_hub)))
     assert len(uncounted) == 1 and "num_speculative_tokens" in uncounted[0]
 
 

@@ -25,7 +25,7 @@ from draftfit.draft.target import Target
 from draftfit.engines import build_view
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.interface import engine_of
-from draftfit.engines.launch_checks import launch_grammar
+from draftfit.engines.launch_checks import launch_grammar, other_target_reason
 from draftfit.engines.profile import EngineVersion, Profile
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
@@ -180,11 +180,17 @@ def check_checkpoint(
     applying = findings_by_engine(findings)
     for result in results:
         own, own_rules = rotation_unchecked(target, findings, result.key)
+        settings = serve.for_engine(result.engine) if serve is not None else None
         unjudged = [
             *_unjudged_flags(serve, result.profile),
             *(result.view.unjudged if result.view else []),
         ]
-        result.unverified_reasons = [*reasons, *own, *unjudged]
+        result.unverified_reasons = [
+            *reasons,
+            *own,
+            *unjudged,
+            *other_target_reason(settings, target),
+        ]
         result.unchecked_rules = [*unchecked, *(r for r in own_rules if r not in unchecked)]
         result.verdict, result.counts = verdict_for(
             applying.get(result.key, []), result.key, result.unverified_reasons

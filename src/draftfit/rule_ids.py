@@ -368,7 +368,7 @@ DRAFT_KV_TRANSFER_SIZE_DIFFERS = RuleId(
     "under prefill/decode disaggregation (NIXL)",
     _START_UP_FAILS,
 )
-# DF55x: the launch's serving settings (`--serve-config`, `--serve-args`). Their findings
+# DF55x-DF56x: the launch's serving settings (`--serve-config`, `--serve-args`). Their findings
 # are about the launch, so a launch without those settings (a serve recipe) has none.
 SERVING_FAMILY = "serving"
 PIPELINE_PARALLEL_AUX_STATES = RuleId(
@@ -391,6 +391,7 @@ DRAFT_PATH_KEY_UNREAD = RuleId("DF556", "draft-path-key-unread", _REFUSES, SERVI
 DRAFT_PATH_MISSING = RuleId("DF557", "draft-path-missing", _REFUSES, SERVING_FAMILY)
 DECODING_TYPE_UNKNOWN = RuleId("DF558", "decoding-type-unknown", _REFUSES, SERVING_FAMILY)
 SERVE_SETTING_INVALID = RuleId("DF559", "serve-setting-invalid", _REFUSES, SERVING_FAMILY)
+REMOTE_CODE_NOT_TRUSTED = RuleId("DF560", "remote-code-not-trusted", _REFUSES, SERVING_FAMILY)
 NORM_FLAG_IGNORED = RuleId("DF601", "norm-flag-ignored", _GARBAGE, "norms")
 NORM_BEFORE_RESIDUAL_DEFAULT = RuleId("DF602", "norm-before-residual-default", _GARBAGE, "norms")
 NORM_OUTPUT_SEMANTICS_DIFFER = RuleId(
@@ -563,6 +564,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     DRAFT_PATH_MISSING,
     DECODING_TYPE_UNKNOWN,
     SERVE_SETTING_INVALID,
+    REMOTE_CODE_NOT_TRUSTED,
     NORM_FLAG_IGNORED,
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_OUTPUT_SEMANTICS_DIFFER,

@@ -173,6 +173,124 @@ case(
 )(_mla_target(f.speculators()))
 
 
+# Configs that name code of their own (`auto_map.AutoConfig`): the launch needs
+# --trust-remote-code where the release has no class for the model type.
+_CUSTOM_CODE = {"AutoConfig": "configuration_custom.CustomConfig"}
+
+
+def _kimi_k25(draft: Draft) -> Builder:
+    def build(tmp: Path) -> tuple[Path, Path | None]:
+        return draft.write(tmp / "draft"), f.kimi_k25_target(tmp / "target")
+
+    return build
+
+
+def _custom_draft() -> Draft:
+    """A Llama-style EAGLE-3 draft whose config names a model type of its own, with code."""
+    draft = f.specforge()
+    draft.config.update(model_type="llama_custom", auto_map=dict(_CUSTOM_CODE))
+    return draft
+
+
+case(
+    "serve-vllm-kimi-k25-remote-code-untrusted",
+    {"DF560"},
+    engines=("vllm==0.10.2",),
+    verdict="incompatible",
+    serve_args=_vllm_launch("-tp 8"),
+)(_kimi_k25(f.speculators()))
+case(
+    "serve-vllm-kimi-k25-read-natively",
+    set(),
+    {"DF560"},
+    verdict="compatible",
+    serve_args=_vllm_launch("-tp 8"),
+)(_kimi_k25(f.speculators()))
+case(
+    "serve-vllm-custom-type-trusted",
+    set(),
+    {"DF560"},
+    engines=("vllm==0.10.2",),
+    verdict="compatible",
+    serve_args=_vllm_launch("-tp 1 --trust-remote-code"),
+)(with_target(f.speculators(), model_type="llama_custom", auto_map=dict(_CUSTOM_CODE)))
+case(
+    "serve-vllm-custom-type-untrusted",
+    {"DF560"},
+    verdict="incompatible",
+    serve_args=_vllm_launch("-tp 1 --no-trust-remote-code"),
+)(with_target(f.speculators(), model_type="llama_custom", auto_map=dict(_CUSTOM_CODE)))
+case(
+    "serve-sglang-kimi-k25-read-natively",
+    set(),
+    {"DF560"},
+    engines=("sglang==0.5.23",),
+    serve_args=_SGLANG_LAUNCH,
+)(_kimi_k25(f.specforge()))
+case(
+    "serve-sglang-draft-remote-code-untrusted",
+    {"DF560"},
+    engines=("sglang==0.5.23",),
+    verdict="incompatible",
+    serve_args=_SGLANG_LAUNCH,
+)(with_target(_custom_draft()))
+case(
+    "serve-sglang-draft-remote-code-trusted",
+    set(),
+    {"DF560"},
+    engines=("sglang==0.5.23",),
+    verdict="compatible",
+    serve_args=_SGLANG_LAUNCH + " --trust-remote-code",
+)(with_target(_custom_draft()))
+
+# The launch's own paths, resolved from the working folder as the engine resolves them.
+case(
+    "serve-vllm-draft-path-missing",
+    {"DF559"},
+    verdict="incompatible",
+    serve_args="vllm serve T --speculative-config "
+    '\'{"method": "eagle3", "model": "./no-such-draft", "num_speculative_tokens": 3}\'',
+)(with_target(f.speculators()))
+case(
+    "serve-sglang-target-path-missing",
+    {"DF559"},
+    engines=("sglang==0.5.23",),
+    verdict="incompatible",
+    serve_args=_SGLANG_LAUNCH.replace("--model-path T", "--model-path /no/such/target"),
+)(with_target(f.specforge()))
+case(
+    "serve-vllm-draft-hub-id",
+    set(),
+    {"DF559"},
+    verdict="compatible",
+    serve_args="vllm serve org/target --speculative-config "
+    '\'{"method": "eagle3", "model": "org/draft", "num_speculative_tokens": 3}\'',
+)(with_target(f.speculators()))
+case(
+    "serve-vllm-model-option-refused",
+    {"DF559"},
+    engines=("vllm==0.10.2",),
+    verdict="incompatible",
+    serve_args="vllm serve --model T --speculative-config "
+    '\'{"method": "eagle3", "model": "D", "num_speculative_tokens": 3}\'',
+)(with_target(f.speculators()))
+case(
+    "serve-vllm-model-option-moved",
+    set(),
+    {"DF559"},
+    verdict="compatible",
+    serve_args="vllm serve --model T --speculative-config "
+    '\'{"method": "eagle3", "model": "D", "num_speculative_tokens": 3}\'',
+)(with_target(f.speculators()))
+case(
+    "serve-vllm-model-given-twice",
+    {"DF559"},
+    verdict="incompatible",
+    serve_args="vllm serve T --model T --speculative-config "
+    '\'{"method": "eagle3", "model": "D", "num_speculative_tokens": 3}\'',
+)(with_target(f.speculators()))
+
+
 # TensorRT-LLM launches: `trtllm-serve` with an options YAML from tests/data/trtllm-launch.
 _TRTLLM_LAUNCH_DATA = Path(__file__).parents[1] / "data" / "trtllm-launch"
 _SPEC_CONFIG_CODES = {"DF555", "DF556", "DF557", "DF558"}

@@ -105,6 +105,8 @@ class Checkpoint:
             so that each is read once (see :mod:`draftfit.checkpoint.memo`).
         hub_origin: the Hub repository and revision a local folder's layout names (a
             cache snapshot or a `--local-dir` download), or None.
+        planned: a conversion's output as planned, held in memory (a serve recipe checks it
+            before its `draftfit convert` step writes it): it has no folder of its own yet.
     """
 
     root: Path
@@ -119,6 +121,7 @@ class Checkpoint:
     access: FileAccess | None = field(default=None, repr=False)
     memo: ValueMemo = field(default_factory=ValueMemo, repr=False, compare=False)
     hub_origin: HubOrigin | None = None
+    planned: bool = field(default=False, compare=False)
 
     def read_range(self, rel: str, start: int, end: int) -> bytes:
         """Bytes `[start, end)` of file `rel` (raises OSError)."""

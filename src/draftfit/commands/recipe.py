@@ -17,7 +17,6 @@ This module adds what is common to all of them, from the check the report alread
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.commands.launch_edit import edit_launch
@@ -29,6 +28,7 @@ from draftfit.engines.interface import NoRecipe, Recipe, ServeRequest, engine_of
 from draftfit.engines.launch import parse_serve_args
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.engines.profile import Profile
+from draftfit.engines.remote_code import remote_code_at
 from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
 from draftfit.errors import UsageError
 from draftfit.fail_on import Verdict
@@ -189,8 +189,11 @@ def _serve(report: Report, profile: Profile, option: _Option) -> _Built | None:
             kept.target,
             frozenset(f.code for f in option.findings),
             (),
-            _names_own_code(kept.checkpoint.config)
-            or (kept.target is not None and _names_own_code(kept.target.config)),
+            remote_code_at(
+                profile,
+                kept.checkpoint.config,
+                kept.target.config if kept.target is not None else None,
+            ),
         )
     )
     if served is None:
@@ -409,17 +412,6 @@ def _blocked(checkpoint: Checkpoint) -> bool:
     from draftfit.conversion import BLOCKS_CONVERSION  # the convert command's own rule
 
     return any(d.rule in BLOCKS_CONVERSION for d in checkpoint.damage)
-
-
-def _names_own_code(config: Mapping[str, Any] | None) -> bool:
-    """Whether a config.json names code of its own for Transformers' `Auto*` classes
-    (`auto_map.AutoConfig`, ...: Kimi-K2's `configuration_deepseek.DeepseekV3Config`), which
-    engines load only when told to trust it. A speculators config's `auto_map` entry under
-    `""` is read by no `Auto*` class and needs nothing."""
-    auto_map = config.get("auto_map") if config else None
-    return isinstance(auto_map, Mapping) and any(
-        isinstance(key, str) and key.startswith("Auto") for key in auto_map
-    )
 
 
 def _weight(findings: list[Finding]) -> tuple[int, int, int]:

@@ -73,4 +73,5 @@ def preview_checkpoint(plan: Plan, base: Checkpoint, origin: str | None = None) 
         files=list(base.files),
         access=_PlannedAccess(base, blobs),
         memo=base.memo.child(blobs),
+        planned=True,
     )

@@ -16,6 +16,7 @@ from functools import cached_property
 
 from draftfit.engines.compiled import load_compiled, toml_path
 from draftfit.engines.profile import EngineData, Profile, parse_engine_data
+from draftfit.engines.remote_code import RemoteCode
 from draftfit.errors import SpecDataError
 from draftfit.records import field, frozen, record
 
@@ -99,8 +100,11 @@ class ServeRequest:
         draft: the path the engine is given (the converted draft after a convert step).
         codes: the codes of every finding that applies to the draft it is given.
         notes: notes already made (the convert step's), kept first.
-        trust_remote_code: the target's or the draft's config names code of its own
-            (`auto_map`), which the engine loads only when told to trust it.
+        remote_code: what this release does with the code the target's or the draft's
+            config names (`auto_map.AutoConfig`): where it loads a config only with that
+            code, the recipe passes the engine's trust-remote-code flag
+            (:func:`draftfit.engines.remote_code.remote_code_at`, which the launch check
+            DF560 asks too).
 
     `draft` and the target's `source` are a path or draftfit's `hf://OWNER/NAME[@REVISION]`;
     the recipe names a Hub repository by its id, with the engine's own revision setting
@@ -114,7 +118,17 @@ class ServeRequest:
     target: Target | None
     codes: frozenset[str]
     notes: tuple[str, ...] = ()
-    trust_remote_code: bool = False
+    remote_code: RemoteCode = field(default_factory=RemoteCode)
+
+    @property
+    def trust_remote_code(self) -> bool:
+        """Whether the recipe passes the engine's trust-remote-code flag."""
+        return self.remote_code.flag_wanted
+
+    def remote_code_note(self, flag: str) -> str | None:
+        """Why the recipe carries `flag` (or leaves it out), None when no config names code
+        of its own."""
+        return self.remote_code.note(flag)
 
 
 @frozen

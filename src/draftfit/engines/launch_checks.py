@@ -18,6 +18,9 @@ from collections.abc import Mapping, Sequence
 
 from draftfit import rule_ids
 from draftfit.draft.description import EAGLE3
+from draftfit.engines.remote_code import FACT as REMOTE_CODE_FACT
+from draftfit.engines.remote_code import remote_code_at
+from draftfit.engines.serve import first_release_where, target_source
 from draftfit.location import Location
 from draftfit.records import frozen
 from draftfit.rule_ids import Consequence
@@ -28,6 +31,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from draftfit.draft.target import Target
     from draftfit.engines.builder import BaseBuilder
     from draftfit.engines.profile import Profile
     from draftfit.serve.settings import ServeSettings
@@ -125,8 +129,8 @@ def quantization_names(b: BaseBuilder, s: ServeSettings) -> None:
 
 def draft_path_is_folder(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
     """A draft path that exists here and is not a folder (a file, a device): no engine
-    loads a checkpoint from it. A path that does not exist here may be the serving
-    machine's or a Hub id, and is not judged."""
+    loads a checkpoint from it. One that does not exist is judged by :func:`launch_paths`
+    where the release's path lookup was read."""
     path = s.draft_model
     if not path or not os.path.lexists(path) or os.path.isdir(path):
         return
@@ -139,6 +143,111 @@ def draft_path_is_folder(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None
         (),
         fix="name the draft's folder",
     )
+
+
+# Where the release's path lookup was read (`model_path_lookup` in the engine data).
+PATH_LOOKUP = "model_path_lookup"
+# How a serve recipe names a target it was not given (never a path to judge).
+TARGET_PLACEHOLDER = "<target>"
+
+
+def launch_paths(b: BaseBuilder, s: ServeSettings, sp: Spelling, target_flag: str) -> None:
+    """A draft or target path of the launch that is not a folder here and not a Hub
+    repository id either (`./draft`, `/models/draft`, `~/draft`): the release looks a path
+    that is not a folder up as a Hub id, and refuses one that cannot be (fact
+    `model_path_lookup`), while it builds the model configs. A relative path is resolved
+    from the current folder, as the engine resolves it from its own; a Hub-shaped name is
+    looked up on the Hub or in its cache by the engine and is not judged, and neither is the
+    draft path of a serve recipe that converts the draft first (its folder is not written
+    while the recipe is checked)."""
+    if b.value(PATH_LOOKUP) != "local-or-hub-id":
+        return
+    draft_key = s.draft_path_key or sp.draft_key
+    named = [
+        ("draft", s.draft_model, f"`{draft_key}`", f"/speculative_config/{draft_key}"),
+        ("target", s.target_model, f"`{target_flag}`", "/" + target_flag.lstrip("-")),
+    ]
+    for whose, path, setting, pointer in named:
+        if not path or path == TARGET_PLACEHOLDER or os.path.lexists(path):
+            continue
+        if path.startswith("~") and os.path.lexists(os.path.expanduser(path)):
+            continue  # an unquoted `~` is the shell's to expand before the engine sees it
+        if hub_repo_id(path) or (whose == "draft" and b.ckpt.planned):
+            continue  # looked up on the Hub; or a recipe's converted folder, not written yet
+        home = (
+            " (a `~` is expanded by the shell only outside quotes, and never by the engine;"
+            " expanded, it names nothing here either)"
+            if path.startswith("~")
+            else ""
+        )
+        b.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            f"the {whose} path `{clip(path)}` ({setting}) does not exist here (resolved from "
+            f"the current folder, as the engine resolves it from the folder it runs in){home}, "
+            f"and it is not a Hub repository id: {b.p.title} refuses it while it builds the "
+            "model configs (`Invalid repository ID or local directory specified`) and does "
+            "not start",
+            located(s, pointer),
+            (PATH_LOOKUP,),
+            fix=f"name the {whose}'s folder as the engine's working folder sees it (or its "
+            "Hub id `OWNER/NAME`); if the launch runs on another machine, run draftfit there",
+        )
+
+
+def hub_repo_id(name: str) -> bool:
+    """Whether `name` can be a Hub repository id (`name` or `namespace/name`), as the Hub
+    client validates one before any lookup: letters, digits, `-`, `_` and `.`, neither
+    starting nor ending with `-` or `.` (each part), at most 96 characters, without `--`
+    or `..`, not ending in `.git`. An engine looks such a name up on the Hub when it is
+    not a folder; anything else it refuses. (Older Hub clients also take non-ASCII
+    letters: taken here too, so that no name an engine may look up is judged missing.)"""
+    parts = name.split("/")
+    if len(parts) > 2 or "--" in name or ".." in name or name.endswith(".git"):
+        return False
+    return all(_HUB_NAME_PART.fullmatch(part) for part in parts) and len(parts[-1]) <= 96
+
+
+# One part of a Hub repository id: word characters, `-` and `.`, starting and ending with a
+# word character.
+_HUB_NAME_PART = re.compile(r"\w(?:[\w.-]*\w)?")
+
+
+def remote_code_trusted(b: BaseBuilder, s: ServeSettings, flag: str) -> None:
+    """A whole launch without `flag` (the release's trust-remote-code flag) whose target's or
+    draft's config names code of its own for `AutoConfig` with a model type the release
+    does not read natively (fact `config_model_types`): Transformers refuses that config
+    without running its code, and the engine does not start (DF560). A launch that gives
+    only some flags is not judged: the flag may be among the others."""
+    if s.trust_remote_code or not s.full_launch:
+        return
+    target = b.target.config if b.target is not None else None
+    found = remote_code_at(b.p, b.ckpt.config, target)
+    if not found.needed:
+        return
+    checked = (b.ckpt.config, target)
+    fixed_in = first_release_where(
+        b.p,
+        lambda later: not (code := remote_code_at(later, *checked)).needed and not code.unread,
+    )
+    types = ", ".join(f"`{clip(c.model_type)}`" for c in found.needed if c.model_type)
+    upgrade = (
+        f", or serve with {b.p.data.title} {fixed_in} or later, which reads {types} natively"
+        if fixed_in and types
+        else ""
+    )
+    for code in found.needed:
+        b.refuse(
+            rule_ids.REMOTE_CODE_NOT_TRUSTED,
+            f"the launch has no `{flag}`, and the {code.whose}'s config.json names code of its "
+            f"own (`auto_map.AutoConfig`: `{clip(code.code)}`) with {code.shown_type}, for "
+            f"which {b.p.title} has no class (neither its own nor Transformers "
+            f"{found.transformers}'s): Transformers refuses the config without running that "
+            "code (`... contains custom code which must be executed to correctly load the "
+            "model ...`) and the server does not start",
+            located(s, "/trust_remote_code"),
+            (REMOTE_CODE_FACT,),
+            fix=f"add `{flag}` (read that code first: the engine runs it){upgrade}",
+        )
 
 
 @frozen
@@ -385,6 +494,34 @@ def same_draft(b: BaseBuilder, named: str) -> bool | None:
     if hub_like and repo is not None:
         return named == repo
     return None  # a path of the serving machine, or a Hub id of unknown weights
+
+
+def same_target(named: str, target: Target) -> bool | None:
+    """Whether the target path a launch names is the checked target, as the engine resolves
+    it: a folder relative to the engine's working folder (here), or a Hub id matched against
+    the checked target's (an `hf://` target, or a folder of the Hub cache). None when it
+    cannot be told (a path that is no folder here; a Hub id next to a checked folder, which
+    may be its download)."""
+    source = target_source(target)
+    if os.path.isdir(named):
+        if source is not None and source.hub and not os.path.isdir(target.origin):
+            return None  # a folder here, a Hub repository checked: maybe its download
+        return os.path.realpath(named) == os.path.realpath(target.origin)
+    if hub_repo_id(named) and source is not None and source.hub:
+        return named == source.name
+    return None
+
+
+def other_target_reason(settings: ServeSettings | None, target: Target | None) -> list[str]:
+    """Why a verdict is not proof when the launch serves another target than the checked
+    one (`--target`): the findings are for the checked target, and what runs was not checked."""
+    named = settings.target_model if settings is not None else None
+    if not named or target is None or same_target(named, target) is not False:
+        return []
+    return [
+        f"the launch serves the target `{clip(named)}`, not the checked target "
+        f"`{clip(target.origin)}` (check with `--target {clip(named)}`)"
+    ]
 
 
 def draft_is_checked(

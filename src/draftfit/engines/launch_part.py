@@ -38,6 +38,10 @@ class EngineLaunch:
         booleans: flags that take no value (a store_true); every other flag takes one.
         known: flags that name the models (not settings draftfit reads): skipped with their
             value, not listed as not read.
+        model_flags: the flags of `known` that name the target (`--model`, `--model-path`):
+            their value is the launch's :attr:`ServeSettings.target_model`.
+        model_positional: the command takes the target as its first positional word (`vllm
+            serve TARGET`, `trtllm-serve TARGET`).
         hint_flags: flags only this engine has: they name the engine of a bare list of flags.
         env_vars: environment variables assigned before the command that draftfit reads.
         dashes_underscores: the parser reads `_` in a `--` flag name as `-`.
@@ -59,6 +63,8 @@ class EngineLaunch:
     flags: ClassVar[Mapping[str, FlagTarget]] = {}
     booleans: ClassVar[frozenset[str]] = frozenset()
     known: ClassVar[frozenset[str]] = frozenset()
+    model_flags: ClassVar[frozenset[str]] = frozenset()
+    model_positional: ClassVar[bool] = False
     hint_flags: ClassVar[frozenset[str]] = frozenset()
     env_vars: ClassVar[Mapping[str, FlagTarget]] = {}
     dashes_underscores: ClassVar[bool] = False
@@ -166,19 +172,30 @@ class EngineLaunch:
         json_data: Mapping[str, Any] | None = None
         options: tuple[str, str] | None = None  # a settings file the launch names
         config_file: str | None = None  # a file of engine arguments
+        after_command = len(rest) < len(words)
+        positional: str | None = None  # the command's first positional word
+        named: str | None = None  # the target a model flag names
         index = 0
         while index < len(rest):
             word = rest[index]
             index += 1
             if not word.startswith("-") or word == "-":
-                continue  # the model, or a value of a flag not read
+                # the model, or a value of a flag not read
+                if positional is None and after_command and self.model_positional:
+                    positional = word
+                continue
             flag, inline = word.split("=", 1) if "=" in word else (word, None)
             flag = self.normalised(flag)
             written.append(flag)
             flag = self.unabbreviated(flag)
             if flag in self.known:
-                if flag not in self.booleans and inline is None and index < len(rest):
-                    index += 0 if is_flag(rest[index]) else 1
+                value_word = inline
+                takes = flag not in self.booleans and inline is None
+                if takes and index < len(rest) and not is_flag(rest[index]):
+                    value_word = rest[index]
+                    index += 1
+                if flag in self.model_flags and value_word is not None:
+                    named = value_word
                 continue
             target = self.flags.get(flag)
             if target is None:
@@ -211,6 +228,9 @@ class EngineLaunch:
                 values[target.field] = read_value(target, True if value is None else value, what)
             except UsageError as exc:
                 unreadable.append(str(exc).removeprefix("--serve-args: "))
+        model = named if named is not None else positional
+        if model is not None:
+            values["target_model"] = model
         settings = ServeSettings(
             self.engine,
             "--serve-args",

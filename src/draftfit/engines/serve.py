@@ -155,14 +155,6 @@ def command_word(source: ModelSource | None) -> str:
     return shell_word(source.name) if source is not None else "<target>"
 
 
-def trust_note(flag: str) -> str:
-    """Why a recipe carries the engine's trust-remote-code flag `flag`."""
-    return (
-        f"{flag}: a config.json here names code of its own (`auto_map`), which the engine "
-        "loads only with this flag; read that code before you run it"
-    )
-
-
 def yaml_text(data: dict[str, Any], indent: int = 0) -> str:
     """A tiny YAML writer for the nested string/int/bool/list mapping of a recipe."""
     lines = []

@@ -19,6 +19,7 @@ from draftfit.rule_ids import (
     DRAFT_TENSOR_PARALLEL_REFUSED,
     MAX_DRAFT_LEN_MISSING,
     PIPELINE_PARALLEL_AUX_STATES,
+    REMOTE_CODE_NOT_TRUSTED,
     SERVE_SETTING_INVALID,
 )
 from draftfit.rules.base import event_rule
@@ -275,7 +276,7 @@ def decoding_type_unknown() -> None:
 
 @event_rule(
     SERVE_SETTING_INVALID,
-    "a launch setting names nothing the release knows (method, quantization, draft path)",
+    "a launch setting names nothing the release knows (method, quantization, paths, --model)",
     needs_serve=True,
 )
 def serve_setting_invalid() -> None:
@@ -287,17 +288,70 @@ def serve_setting_invalid() -> None:
       (`-1`, `64`; a non-finite number is refused as a usage error);
     - a draft path (`model` in vLLM's speculative config, SGLang's
       `--speculative-draft-model-path`, TensorRT-LLM's `speculative_model_dir`) that exists
-      here and is not a folder, such as `/dev/zero`.
+      here and is not a folder, such as `/dev/zero`;
+    - a draft or target path of a vLLM or SGLang launch that does not exist and is not a
+      Hub repository id either (`./draft`, `/models/draft`, `~/draft`, `a/b/c`), at the
+      releases whose path lookup was read. A relative path is resolved from the current
+      folder, as the engine resolves it from the folder it is started in (the same for a
+      path inside a `--serve-config` file or a `vllm serve --config` file: the engine does
+      not resolve it from the file's folder). A name shaped like a Hub id (`org/name`, or a
+      bare `name`) that is not a folder here is looked up on the Hub (or in its cache) by
+      the engine, and is not judged;
+    - `vllm serve --model TARGET` at the releases whose parser refuses the option (the word
+      `--model` is refused, `--model=TARGET` passes), and at the releases that move it to
+      the positional place, a launch that names the target both ways.
 
     ## Why it matters
     An unknown method name is rejected while the arguments are parsed, or selects another
     speculative method, so the draft is not served as EAGLE; a quantization that names no
-    method fails at start-up; a draft path that is a file or a device cannot be loaded.
+    method fails at start-up; a draft path that is a file or a device cannot be loaded; a
+    path that is neither a folder nor a Hub id is refused while the model configs are built
+    (`Invalid repository ID or local directory specified`); the `--model` option is refused
+    while the arguments are parsed. Either way the server does not start.
 
     ## Example
-    `--serve-config '{"method": "eagle-3", "model": "/models/draft"}'`.
+    `--serve-config '{"method": "eagle-3", "model": "/models/draft"}'`, or
+    `vllm serve --model ./Llama-3.1-8B-Instruct --speculative-config '{"method": "eagle3",
+    "model": "./no-such-draft", "num_speculative_tokens": 3}'` where `vllm serve` refuses
+    `--model`.
 
     ## Fix
     Use the name the finding suggests (`eagle3`), a quantization method the engine has
-    (`fp8`, `awq`, ...) or leave it out, and the draft's folder as its path.
+    (`fp8`, `awq`, ...) or leave it out, the draft's folder (as the engine's working folder
+    sees it) or Hub id as its path, and the target as `vllm serve`'s first word.
+    """
+
+
+@event_rule(
+    REMOTE_CODE_NOT_TRUSTED,
+    "the launch lacks --trust-remote-code for a config the release reads only with its own code",
+    needs_serve=True,
+)
+def remote_code_not_trusted() -> None:
+    """## What it checks
+    A vLLM or SGLang launch without `--trust-remote-code` whose target's (or draft's)
+    `config.json` names code of its own for Transformers' `AutoConfig` (`auto_map`:
+    Kimi-K2's `configuration_deepseek.DeepseekV3Config`, Kimi-K2.5's
+    `configuration_kimi_k25.KimiK25Config`) for a `model_type` the release does not read
+    natively: neither the engine's own config registry nor the Transformers release it
+    runs with has a class for it. The engine data lists, per release read, the model types
+    it reads natively and the Transformers release the list was taken with.
+
+    ## Why it matters
+    The engine builds the model config with Transformers' `AutoConfig`, which refuses a
+    config whose code it may not run (`... contains custom code which must be executed to
+    correctly load the model ... pass the argument trust_remote_code=True`): the server
+    does not start. The draft's config is loaded with the target's setting, so one flag
+    covers both. Where the release reads the type natively (recent vLLM and SGLang releases
+    have Kimi-K2.5 and Kimi-K2 config classes of their own; older ones have neither), the
+    flag is not needed, and the config's own code is not run without it.
+
+    ## Example
+    `vllm serve moonshotai/Kimi-K2.5 -tp 8 --speculative-config '{"method": "eagle3",
+    "model": "D", "num_speculative_tokens": 3}'` with a vLLM release that has no class for
+    `kimi_k25`.
+
+    ## Fix
+    Add `--trust-remote-code` (read the config's code first: the engine runs it), or serve
+    with a release that reads the model type natively.
     """

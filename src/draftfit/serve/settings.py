@@ -67,6 +67,11 @@ class ServeSettings:
         one_model: TensorRT-LLM `speculative_config.eagle3_one_model` (False: the
             two-model path, a separate draft model).
         max_draft_len: TensorRT-LLM `speculative_config.max_draft_len`.
+        target_model: the target the launch names (vLLM: `vllm serve`'s first word, or
+            `--model`, or `model` in a `--config` file; SGLang: `--model-path`), as written.
+        trust_remote_code: True when the launch passes `--trust-remote-code` (or sets it in
+            a settings file), False for vLLM's `--no-trust-remote-code`; None when it says
+            nothing (the engine's default: the config's own code is not run).
         draft_path_key: the TensorRT-LLM `speculative_config` key that names the draft
             (`speculative_model`, `speculative_model_dir`, `pytorch_weights_path`,
             `pytorch_eagle_weights_path`), as written; releases read different keys.
@@ -122,6 +127,8 @@ class ServeSettings:
     layers_to_capture: tuple[int, ...] | None = None
     one_model: bool | None = None
     max_draft_len: int | None = None
+    target_model: str | None = None
+    trust_remote_code: bool | None = None
     draft_path_key: str | None = None
     ignored_flags: tuple[str, ...] = ()
     accepted_flags: tuple[str, ...] = ()

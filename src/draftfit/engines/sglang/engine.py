@@ -7,10 +7,11 @@ setting when the draft's rotary cache is shorter than the target's, and
 `--speculative-draft-window-size N` for a draft trained with a sliding window (SGLang reads
 none from the config). A Hub target or draft is
 named by its repository id, with `--revision` and `--speculative-draft-model-revision` (an
-`hf download` step before releases without the latter); `--trust-remote-code` where a config
-carries `auto_map`. `draftfit convert --to
-sglang` writes `LlamaForCausalLMEagle3` (`Eagle3DeepseekV2ForCausalLM` for MLA drafts) and
-aux ids in the counting the SGLang version applies to the target.
+`hf download` step before releases without the latter); `--trust-remote-code` where the
+release loads a config only with the code its `auto_map` names
+(:mod:`draftfit.engines.remote_code`). `draftfit convert --to sglang` writes
+`LlamaForCausalLMEagle3` (`Eagle3DeepseekV2ForCausalLM` for MLA drafts) and aux ids in the
+counting the SGLang version applies to the target.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from draftfit.engines.serve import (
     shell_word,
     speculative_tokens,
     target_source,
-    trust_note,
     verifier_note,
 )
 from draftfit.rule_ids import (
@@ -114,7 +114,9 @@ class SGLangEngine(Engine):
             flags["--revision"] = source.revision
         if request.trust_remote_code:
             flags["--trust-remote-code"] = True
-            notes.append(trust_note("--trust-remote-code"))
+        remote_note = request.remote_code_note("--trust-remote-code")
+        if remote_note is not None:
+            notes.append(remote_note)
         draft = model_source(request.draft)
         own_revision = profile.value("draft_revision_source") == "own"
         if draft.hub and not own_revision and (draft.revision or "--revision" in flags):

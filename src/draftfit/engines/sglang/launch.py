@@ -4,7 +4,8 @@ variables draftfit reads.
 Flag names as SGLang declares them: sglang/srt/server_args.py:2827-2837@v0.5.7
 (`--tensor-parallel-size`/`--tp-size`, `--pipeline-parallel-size`/`--pp-size`) and
 sglang/srt/arg_groups/fields/*.py@v0.5.23 (the same names as fields, `--attention-backend`,
-`--kv-cache-dtype`, `--quantization`, `--speculative-*`). Its parser takes unambiguous
+`--kv-cache-dtype`, `--quantization`, `--speculative-*`, `--model-path`/`--model` for the
+target, `--trust-remote-code`). Its parser takes unambiguous
 prefixes (argparse's default), so `--tp` is `--tp-size`; `--pp` is ambiguous there
 (`--pp-max-micro-batch-size`) and SGLang refuses it, so it is not read.
 
@@ -50,6 +51,7 @@ FLAGS: dict[str, FlagTarget] = {
     "--speculative-num-draft-tokens": FlagTarget("speculative_num_draft_tokens", INT),
     "--context-length": FlagTarget("context_length", INT),
     "--speculative-draft-window-size": FlagTarget("draft_window_size", INT),
+    "--trust-remote-code": FlagTarget("trust_remote_code", "on-when-true"),
 }
 
 
@@ -74,7 +76,6 @@ class SglangLaunch(EngineLaunch):
             "--model-path",
             "--model",
             "--revision",
-            "--trust-remote-code",
             "--speculative-draft-model-revision",
             "--served-model-name",
         }
@@ -91,6 +92,7 @@ class SglangLaunch(EngineLaunch):
             "--disable-cuda-graph",
         }
     )
+    model_flags = frozenset({"--model-path", "--model"})
     env_vars = ENV_VARS
     abbreviations = True
     full_launch_from_command = True

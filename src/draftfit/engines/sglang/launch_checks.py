@@ -14,10 +14,12 @@ from draftfit.engines.launch_checks import (
     draft_is_checked,
     draft_path_is_folder,
     launch_flags,
+    launch_paths,
     located,
     method_known,
     pipeline_stages,
     quantization_names,
+    remote_code_trusted,
     unreadable_values,
     value_after_switch,
 )
@@ -52,6 +54,8 @@ def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     _no_draft_steps(b, s)
     quantization_names(b, s)
     draft_path_is_folder(b, s, SPELLING)
+    launch_paths(b, s, SPELLING, "--model-path")
+    remote_code_trusted(b, s, "--trust-remote-code")
     _sglang_pipeline_parallel(b, s)
     _mla_backend(b, s)
     _sglang_quantization_flag(b, s)

@@ -6,7 +6,8 @@ TensorRT-LLM's output-of counting (it never reads them from the checkpoint). Ten
 reads the SGLang layout (a plain config and `midlayer.*` names), so a recipe's convert step
 writes that convention, planned without a TensorRT-LLM version. A Hub draft (and a Hub target
 at a revision) is downloaded first (`hf download`), so TensorRT-LLM is given folders;
-`--trust_remote_code` where a config carries `auto_map`.
+`--trust_remote_code` where a config names code of its own for `AutoConfig`
+(whether TensorRT-LLM reads such a config without it was not read).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from draftfit.engines.serve import (
     model_source,
     speculative_tokens,
     target_source,
-    trust_note,
     verifier_note,
     yaml_text,
 )
@@ -134,7 +134,9 @@ class TrtllmEngine(Engine):
         serve = [f"trtllm-serve {command_word(source)}", "--backend pytorch"]
         if request.trust_remote_code:
             serve.append("--trust_remote_code")
-            notes.append(trust_note("--trust_remote_code"))
+        remote_note = request.remote_code_note("--trust_remote_code")
+        if remote_note is not None:
+            notes.append(remote_note)
         serve.append("--extra_llm_api_options spec.yaml")
         command = "cat > spec.yaml <<'EOF'\n" + yaml_text(config) + "EOF\n" + " ".join(serve)
         recipe = Recipe(self.name, profile.version, command, steps, notes, config=config)

@@ -3,8 +3,9 @@
 The recipe is `vllm serve TARGET --speculative-config '{"method", "model",
 "num_speculative_tokens"}'`, with the method always explicit (vLLM otherwise guesses it from
 the draft path); a Hub target or draft is named by its repository id, its revision going to
-`--revision` and the config's `revision` key; `--trust-remote-code` where a config carries
-`auto_map`. Releases before `--speculative-config` take `--speculative-model`.
+`--revision` and the config's `revision` key; `--trust-remote-code` where the release
+loads a config only with the code its `auto_map` names (:mod:`draftfit.engines.remote_code`).
+Releases before `--speculative-config` take `--speculative-model`.
 `draftfit convert --to vllm` (and `--to speculators`) is planned with vLLM's data: the draft
 class it writes is one the planned version registers.
 """
@@ -32,7 +33,6 @@ from draftfit.engines.serve import (
     shell_word,
     speculative_tokens,
     target_source,
-    trust_note,
     verifier_note,
 )
 from draftfit.rule_ids import AUX_LAYERS_DIFFER_FROM_TRAINED
@@ -107,7 +107,9 @@ class VllmEngine(Engine):
             lines.append(f"--revision {shell_word(target.revision)}")
         if request.trust_remote_code:
             lines.append("--trust-remote-code")
-            notes.append(trust_note("--trust-remote-code"))
+        remote_note = request.remote_code_note("--trust-remote-code")
+        if remote_note is not None:
+            notes.append(remote_note)
         config: dict[str, Any]
         if "--speculative-config" in (profile.value("serve_flags") or []):
             config = {"method": method, "model": draft.name, "num_speculative_tokens": tokens}

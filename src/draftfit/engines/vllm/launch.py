@@ -8,6 +8,10 @@ vllm/engine/arg_utils.py@v0.34.0 (`--tensor-parallel-size`/`-tp` :1224,
 :1897, `--max-model-len` :998, read by `human_readable_int_or_auto`,
 vllm/utils/argparse_utils.py:77@v0.34.0); its parser turns underscores in a flag name into dashes
 (vllm/utils/argparse_utils.py:373-392@v0.34.0), so `--tensor_parallel_size` is the same flag.
+`--trust-remote-code` (:982, with `--no-trust-remote-code` from its BooleanOptionalAction;
+vllm/engine/arg_utils.py:510@v0.10.2) and the target: `vllm serve`'s positional `model_tag`
+(vllm/entrypoints/common/cli_args.py:440@v0.34.0; vllm/entrypoints/openai/cli_args.py:237@v0.10.2)
+or `--model` (vllm/engine/arg_utils.py:976@v0.34.0), which `launch_checks` judges per release.
 `--speculative-config` keys: vllm/config/speculative.py@v0.34.0 (`method`, `model`,
 `num_speculative_tokens`, `draft_tensor_parallel_size` :481, `quantization` :494,
 `attention_backend` :503, `kv_cache_dtype` :507).
@@ -61,6 +65,8 @@ if TYPE_CHECKING:
 SPECULATIVE_CONFIG = "--speculative-config"
 _SPECULATIVE = FlagTarget("speculative_config", "json")
 _MAX_MODEL_LEN = FlagTarget("context_length", HUMAN_INT)
+_TRUST_REMOTE_CODE = FlagTarget("trust_remote_code", "on-when-true")
+_NO_TRUST_REMOTE_CODE = FlagTarget("trust_remote_code", "off-when-true")
 
 FLAGS: dict[str, FlagTarget] = {
     "--tensor-parallel-size": TENSOR_PARALLEL,
@@ -75,6 +81,8 @@ FLAGS: dict[str, FlagTarget] = {
     SPECULATIVE_CONFIG: _SPECULATIVE,
     "-sc": _SPECULATIVE,
     "--max-model-len": _MAX_MODEL_LEN,
+    "--trust-remote-code": _TRUST_REMOTE_CODE,
+    "--no-trust-remote-code": _NO_TRUST_REMOTE_CODE,
 }
 
 # vLLM engine arguments (`vllm serve --config file.yaml`, underscores) draftfit reads.
@@ -86,6 +94,7 @@ ARG_KEYS: dict[str, FlagTarget] = {
     "quantization": QUANTIZATION,
     "attention_backend": ATTENTION_BACKEND,
     "max_model_len": _MAX_MODEL_LEN,
+    "trust_remote_code": _TRUST_REMOTE_CODE,
 }
 
 # `--speculative-config` keys draftfit reads.
@@ -115,8 +124,10 @@ class VllmLaunch(EngineLaunch):
     commands = (("vllm", "serve"), ("-m", "vllm.entrypoints.openai.api_server"))
     shown_command = "vllm serve"
     flags = FLAGS
-    booleans = frozenset({"--enforce-eager", "--trust-remote-code"})
-    known = frozenset({"--model", "--revision", "--trust-remote-code", "--served-model-name"})
+    booleans = frozenset({"--enforce-eager", "--trust-remote-code", "--no-trust-remote-code"})
+    known = frozenset({"--model", "--revision", "--served-model-name"})
+    model_flags = frozenset({"--model"})
+    model_positional = True
     hint_flags = frozenset({SPECULATIVE_CONFIG, "-sc", "-tp", "--enforce-eager"})
     env_vars = ENV_VARS
     dashes_underscores = True
@@ -149,6 +160,9 @@ class VllmLaunch(EngineLaunch):
         speculative: Mapping[str, Any] | None = None
         for raw_key, value in data.items():
             key = key_name(raw_key)
+            if key == "model" and isinstance(value, str):
+                values["target_model"] = value  # `vllm serve --config` names the target
+                continue
             if key == "speculative_config":
                 speculative = (
                     json_object(value, f"{given_by}: speculative_config")

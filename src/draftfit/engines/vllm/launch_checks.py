@@ -13,10 +13,13 @@ from draftfit.engines.launch_checks import (
     draft_is_checked,
     draft_path_is_folder,
     launch_flags,
+    launch_grammar,
+    launch_paths,
     located,
     method_known,
     pipeline_stages,
     quantization_names,
+    remote_code_trusted,
     unreadable_values,
     value_after_switch,
 )
@@ -70,9 +73,86 @@ def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     _token_count_positive(b, s)
     quantization_names(b, s)
     draft_path_is_folder(b, s, SPELLING)
+    _model_option(b, s)
+    launch_paths(b, s, SPELLING, TARGET_FLAG)
+    remote_code_trusted(b, s, "--trust-remote-code")
     _vllm_draft_tp(b, s)
     _vllm_pipeline_parallel(b, s)
     _vllm_mla_backend(b, s)
+
+
+# How a finding names the setting that gives `vllm serve` its target.
+TARGET_FLAG = "model"
+# The option some releases refuse in place of `vllm serve`'s positional target.
+MODEL_OPTION = "--model"
+
+
+def _model_option(b: BaseBuilder, s: ServeSettings) -> None:
+    """vLLM: the target given to `vllm serve` with `--model` (fact `serve_model_option`):
+    refused while the arguments are parsed where the release refuses the option, and where
+    it moves the option's value to the positional place, refused when the launch names a
+    positional target too (two positional words)."""
+    mode = b.value("serve_model_option")
+    words = list(s.words)
+    starts = [i + 2 for i in range(len(words) - 1) if words[i : i + 2] == ["vllm", "serve"]]
+    if mode is None or not starts:
+        return
+    rest = words[starts[0] :]
+    exact = MODEL_OPTION in rest
+    inline = any(w.startswith(MODEL_OPTION + "=") for w in rest)
+    where = located(s, "/" + TARGET_FLAG)
+    fix = "name the target as `vllm serve`'s first word: `vllm serve TARGET ...`"
+    if mode == "refused" and exact:
+        b.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            f"`{MODEL_OPTION}`: {b.p.title}'s `vllm serve` refuses the option while it parses "
+            'the arguments (ValueError: "With `vllm serve`, you should provide the model as a '
+            'positional argument or in a config file instead of via the `--model` option.") '
+            "and the server does not start",
+            where,
+            ("serve_model_option",),
+            fix=fix,
+        )
+        return
+    if mode != "moved" or not (exact or inline):
+        return
+    positional = _positional_words(b, rest)
+    if not positional:
+        return
+    b.refuse(
+        rule_ids.SERVE_SETTING_INVALID,
+        f"the launch names the target twice, as `vllm serve`'s first word "
+        f"(`{clip(positional[0])}`) and with `{MODEL_OPTION}`: {b.p.title} moves the "
+        f"option's value to the positional place, so the other is an extra argument and its "
+        f"parser refuses the launch (`vllm serve: error: unrecognized arguments: ...`)",
+        where,
+        ("serve_model_option",),
+        fix=f"give the target once (leave `{MODEL_OPTION}` out): `vllm serve TARGET ...`",
+    )
+
+
+def _positional_words(b: BaseBuilder, rest: list[str]) -> list[str]:
+    """The positional words of `vllm serve`'s arguments `rest` (the target, and any stray
+    word), read with the release's grammar: a flag that takes a value takes the next word;
+    `--model`'s value is not positional. Empty where the release's grammar was not read."""
+    grammar = launch_grammar(b.p)
+    if grammar is None:
+        return []
+    found: list[str] = []
+    index = 0
+    while index < len(rest):
+        word = rest[index]
+        index += 1
+        if not word.startswith("-") or word == "-":
+            found.append(word)
+            continue
+        if "=" in word:
+            continue
+        meant = grammar.meaning(SPELLING.flag(word))
+        if len(meant) == 1 and meant[0] in grammar.switches:
+            continue
+        index += 1  # its value (an unknown flag is a finding of its own)
+    return found
 
 
 def _speculative_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
