@@ -24,8 +24,8 @@ def test_a_kimi_k25_target_on_vllm_rests_on_an_inferred_capture_class(tmp_path: 
     """vLLM 0.20.0 serves the Kimi-K2.5 target's EAGLE-3 capture through a class whose first
     release the data took from a scan of class bases (`inferred`): the compatible verdict
     says so, in every format."""
-    draft, _, k25 = f.kimi_sibling_pair(tmp_path)
-    report = draftfit.check(str(draft), str(k25), ["vllm==0.20.0"])
+    draft, _, k25 = f.kimi_sibling_pair(tmp_path)  # a Kimi-K2 draft, said to be for K2.5
+    report = draftfit.check(str(draft), str(k25), ["vllm==0.20.0"], draft_is_for_target=True)
     (result,) = report.engines
     assert result.verdict == "compatible"
     below = _below(result)

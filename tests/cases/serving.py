@@ -179,6 +179,11 @@ _CUSTOM_CODE = {"AutoConfig": "configuration_custom.CustomConfig"}
 
 
 def _kimi_k25(draft: Draft) -> Builder:
+    """`draft` trained for Kimi-K2.5 (a speculators draft records it as its verifier), next
+    to a Kimi-K2.5 target."""
+    if "speculators_config" in draft.config:
+        f.records_verifier(draft, "moonshotai/Kimi-K2.5", ["KimiK25ForConditionalGeneration"])
+
     def build(tmp: Path) -> tuple[Path, Path | None]:
         return draft.write(tmp / "draft"), f.kimi_k25_target(tmp / "target")
 
