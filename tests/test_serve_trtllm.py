@@ -461,15 +461,23 @@ def test_speculative_config_without_a_draft_df557(tmp_path: Path, version: str) 
     report = _check_spec(tmp_path, version, "decoding_type: Eagle\nmax_draft_len: 3")
     found = _finding(report, "DF557")
     assert report.engines[0].verdict == "incompatible"
+    assert "DF556" not in _codes(report)
+    if want is None:  # 1.3.0rc7: between the last `speculative_model_dir` and `speculative_model`
+        assert version == "1.3.0rc7"
+        named = "`speculative_model_dir` or `speculative_model`"
+        assert f"reads its path from {named} (the releases before and after" in found.message
+        assert found.fix == f"add the draft's folder to speculative_config under {named}"
+        return
     assert f"reads its path from `{want}`" in found.message
     assert found.fix == f"add `{want}: DRAFT` to speculative_config (the draft's folder)"
-    assert "DF556" not in _codes(report)
 
 
 @pytest.mark.parametrize(
     ("version", "decoding", "fires", "use"),
     [
-        ("1.2.1", "Eagle3", True, "Eagle"),  # no Eagle3 type there (data: from 1.4.0rc0)
+        ("1.2.1", "Eagle3", True, "Eagle"),  # no Eagle3 type there (data: from 1.3.0rc15)
+        ("1.3.0rc15", "Eagle3", False, ""),  # its example builds Eagle3DecodingConfig
+        ("1.3.0rc27", "Eagle3", False, ""),
         ("1.0.0", "Eagle3", True, "Eagle"),
         ("1.2.1", "Eagle", False, ""),
         ("1.4.0rc0", "Eagle3", False, ""),
@@ -494,9 +502,11 @@ def test_decoding_type_the_version_does_not_run_eagle3_with_df558(
     assert found.location.pointer == "/speculative_config/decoding_type"
     assert found.fix == f"set `decoding_type: {use}`"
     if version == "1.2.1":
-        # first documented at 1.3.0rc27 (not a release draftfit reads the code of)
-        assert "draftfit's data has `Eagle3` from 1.3.0rc27;" in found.message
-        page = "https://nvidia.github.io/TensorRT-LLM/1.3.0rc27/llm-api/reference/Eagle3DecodingConfig.html"
+        # first seen in the 1.3.0rc15 example (not a release draftfit reads the code of)
+        assert "draftfit's data has `Eagle3` from 1.3.0rc15;" in found.message
+        page = (
+            "https://nvidia.github.io/TensorRT-LLM/1.3.0rc15/examples/llm_speculative_decoding.html"
+        )
         assert any(page in source for source in found.citations)
 
 
@@ -527,6 +537,9 @@ def test_the_recipes_own_spec_yaml_is_quiet_for_every_version(
     draft, target = _pair(tmp_path, nested_aux=[3, 10, 20], arch=arch)
     engines = [f"trtllm=={version}"]
     report = draftfit.check(draft, target, engines, recipes=True)
+    if version == "1.3.0rc7":  # which key names the draft is not known there: no recipe
+        assert not [r for r in report.recipes or [] if r.engine == "trtllm"]
+        return
     recipe = next(r for r in report.recipes or [] if r.engine == "trtllm")
     body = recipe.command.split("<<'EOF'\n", 1)[1].split("EOF\n", 1)[0]
     (tmp_path / "spec.yaml").write_text(body)
@@ -535,7 +548,7 @@ def test_the_recipes_own_spec_yaml_is_quiet_for_every_version(
     assert served.serve is not None and served.serve.draft_model is not None
     assert served.serve.max_draft_len is not None and served.serve.method is not None
     assert not _codes(served) & (SPEC_CONFIG_CODES | {"DF559"})
-    if version.startswith("1.4"):  # one model only: the switch is gone from the config
+    if version.startswith("1.4") or version == "1.3.0rc27":  # one model only: no switch
         assert "eagle3_one_model" not in body and "speculative_model:" in body
 
 
@@ -552,7 +565,7 @@ def test_the_recipes_own_spec_yaml_is_quiet_for_every_version(
         ("1.4.0rc4", "eagle_choices: [[0], [0, 0]]", True),  # gone by 1.4.0rc1
         ("1.4.0rc4", "moe_tactic: auto", False),  # new in 1.4.0rc4
         ("1.4.0rc1", "moe_tactic: auto", True),
-        ("1.4.0rc4", "speculative_model_dir: /models/other", False),  # the alias: DF556's
+        ("1.4.0rc4", "speculative_model_dir: /models/other", False),  # the alias: unsettled
         ("1.2.1", "eagle3_one_model: true", False),  # no signature page before 1.3.0rc27
     ],
 )
@@ -574,14 +587,18 @@ def test_a_key_the_release_decoding_config_lacks_is_refused_df559(
     if not fires:
         # a key that neither the release's page nor the pages around it settle: the
         # verdict says it was not checked (draftfit's own keys are judged by DF555-DF558)
-        settled = version != "1.4.0rc2" or key != "num_eagle_layers"
-        assert not unjudged if settled else result.verdict == "unverified"
-        if not settled:
-            assert unjudged == [
-                "the launch's speculative_config key num_eagle_layers was not checked: "
-                "TensorRT-LLM (PyTorch backend) 1.4.0rc2's Eagle3DecodingConfig signature "
-                "was not read"
-            ]
+        unsettled = {
+            ("1.4.0rc2", "num_eagle_layers"): "TensorRT-LLM (PyTorch backend) 1.4.0rc2's "
+            "Eagle3DecodingConfig signature was not read",
+            # the alias is seen only in undated main-branch code, not in 1.4.0rc4's
+            ("1.4.0rc4", "speculative_model_dir"): "that TensorRT-LLM (PyTorch backend) "
+            "1.4.0rc4 takes it as an alias of `speculative_model` is seen only in undated "
+            "main-branch code, not in this release's code or documentation",
+        }
+        why = unsettled.get((version, key))
+        assert not unjudged if why is None else result.verdict == "unverified"
+        if why is not None:
+            assert unjudged == [f"the launch's speculative_config key {key} was not checked: {why}"]
         return
     (finding,) = found
     assert report.engines[0].verdict == "incompatible"
