@@ -615,3 +615,84 @@ def test_a_key_the_release_decoding_config_lacks_is_refused_df559(
         assert "signatures of 1.4.0rc1 and 1.4.0rc4" in finding.message
     basis = {i["fact"]: i["confidence"] for i in report.engines[0].basis["below_read"]}
     assert basis["eagle3_config_keys"] == "documented"
+
+
+ALIAS_UNSETTLED = (
+    "the launch's speculative_config key speculative_model_dir was not checked: that "
+    "TensorRT-LLM (PyTorch backend) {v} takes it as an alias of `speculative_model` is seen "
+    "only in undated main-branch code, not in this release's code or documentation"
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "setting", "verdict", "refused", "reason"),
+    [
+        # the rename to `speculative_model` is documented from 1.3.0rc15 on; the old name as
+        # an alias only in undated main-branch code: not judged, and the verdict says so
+        ("1.3.0rc27", "speculative_model_dir: /m/d", "unverified", "", ALIAS_UNSETTLED),
+        ("1.4.0rc4", "speculative_model_dir: /m/d", "unverified", "", ALIAS_UNSETTLED),
+        ("1.3.0rc15", "speculative_model_dir: /m/d", "unverified", "", ALIAS_UNSETTLED),
+        # 1.3.0rc7's pages show no speculative config: which key it reads is not known
+        (
+            "1.3.0rc7",
+            "speculative_model_dir: /m/d",
+            "unverified",
+            "",
+            "the launch's speculative_config key speculative_model_dir was not checked: which "
+            "key TensorRT-LLM (PyTorch backend) {v} reads the draft's path from is not known",
+        ),
+        # gone from the 1.4.0rc4 signature (present in 1.3.0rc27's and 1.4.0rc1's)
+        ("1.4.0rc4", "num_eagle_layers: 2", "incompatible", "num_eagle_layers", ""),
+        ("1.3.0rc27", "num_eagle_layers: 2", "", "", ""),
+        # in the 1.3.0rc15 example, gone from the 1.3.0rc27 signature on
+        ("1.4.0rc4", "eagle3_one_model: true", "incompatible", "eagle3_one_model", ""),
+        ("1.3.0rc27", "eagle3_one_model: true", "incompatible", "eagle3_one_model", ""),
+        ("1.3.0rc15", "eagle3_one_model: true", "", "", ""),
+    ],
+)
+def test_a_launch_is_judged_as_each_1_3_and_1_4_release_judges_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    version: str,
+    setting: str,
+    verdict: str,
+    refused: str,
+    reason: str,
+) -> None:
+    """A `trtllm-serve ... --extra_llm_api_options spec.yaml` launch at the 1.3 and 1.4
+    releases draftfit knows through their documentation only."""
+    draft, target = _pair(tmp_path, nested_aux=[1, 15, 28])
+    key = "speculative_model_dir" if setting.startswith("speculative_model_dir") else None
+    lines = ["decoding_type: Eagle3", "max_draft_len: 3", setting]
+    if key is None:
+        lines.insert(2, "speculative_model: /m/d")
+    _spec_yaml(tmp_path, "\n".join(lines))
+    monkeypatch.chdir(tmp_path)
+    report = draftfit.check(
+        draft,
+        target,
+        [f"trtllm=={version}"],
+        serve_args="trtllm-serve T --backend pytorch --extra_llm_api_options spec.yaml",
+    )
+    assert report.serve is not None and report.serve.draft_model == "/m/d"
+    (result,) = report.engines
+    refusals = [x for x in report.findings if x.code == "DF559"]
+    assert "DF556" not in _codes(report) and "DF557" not in _codes(report)
+    if refused:
+        (finding,) = refusals
+        assert result.verdict == verdict == "incompatible"
+        assert finding.location.pointer == f"/speculative_config/{refused}"
+        assert "Extra inputs are not permitted" in finding.message
+        assert finding.fix and finding.fix.startswith(f"leave `{refused}` out")
+        return
+    assert not refusals
+    keyed = [r for r in result.unverified_reasons if "speculative_config key" in r]
+    if reason:
+        assert result.verdict == verdict
+        assert keyed == [reason.format(v=version)]
+    else:
+        assert not keyed
+    # the model loading of 1.3 releases was not read: never `compatible` there
+    assert result.verdict != "compatible"
+    if version.startswith("1.3"):
+        assert any("its code was not read" in r for r in result.unverified_reasons)
