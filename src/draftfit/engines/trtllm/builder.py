@@ -109,8 +109,9 @@ class _TrtllmBuilder(BaseBuilder):
         unknown = [k for k in inputs.profile.unknown_between() if k not in _UNKNOWN_BY_DESIGN]
         if unknown:
             view.unjudged.append(
-                f"what {inputs.profile.title} does with {', '.join(unknown)} was not checked: "
-                "the release lies between releases that differ there, and its code was not read"
+                f"the checks resting on {', '.join(unknown)} were not made: draftfit's data "
+                "has no entry at this release, which lies between releases that differ there, "
+                "and its code was not read"
             )
         return view
 

@@ -224,8 +224,8 @@ def _alias_not_settled(b: BaseBuilder, key: str, want: str) -> None:
         return
     b.view.unjudged.append(
         f"the launch's speculative_config key {clip(key)} was not checked: that "
-        f"{b.p.title} takes it as an alias of `{want}` is seen only in undated main-branch "
-        "code, not in this release's code or documentation"
+        f"{b.p.data.title} takes it as an alias of `{want}` is seen only in undated "
+        "main-branch code, not in this release's code or documentation"
     )
 
 
