@@ -128,7 +128,8 @@ def test_engines_listing_shows_newest_read_not_read_and_date(
     assert main(["engines", "trtllm"]) == 0
     out = capsys.readouterr().out
     assert "newest read 1.4.0rc4" in out
-    assert "1.3.0rc27: TensorRT-LLM's PyPI package is a stub" in out
+    assert "1.3.0rc26, 1.3.0rc28, 1.3.0rc29: TensorRT-LLM's PyPI package is a stub" in out
+    assert "1.3.0rc7, 1.3.0rc15, 1.3.0rc24, 1.3.0rc27, 1.4.0rc0" in out  # releases with data
     assert "data checked against the package index on 20" in out
     assert main(["engines", "vllm", "--format", "json"]) == 0
     (data,) = json.loads(capsys.readouterr().out)["engines"]
