@@ -318,6 +318,22 @@ class Profile:
     def value(self, key: str) -> Any:
         return self.fact(key).value
 
+    def unknown_between(self) -> list[str]:
+        """The facts consulted so far that are not known at this version although entries
+        hold on both sides of it: a release between two that were read (or documented)
+        differently, whose own code was not read. A rule skips such a fact rather than guess,
+        so a verdict that rests on it is not proven."""
+        out: list[str] = []
+        for key in sorted(self._cache):
+            entries = self.data.facts[key].entries
+            if any(e.applies(self.parsed) for e in entries):
+                continue
+            before = any(e.until is not None and e.until <= self.parsed for e in entries)
+            after = any(e.since is not None and e.since > self.parsed for e in entries)
+            if before and after:
+                out.append(key)
+        return out
+
     def basis(self) -> dict[str, Any]:
         """The facts consulted so far at this version, by how they are known: `read` (code
         read at this release; for an engine read from pinned commits, at the commit this

@@ -47,6 +47,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from draftfit.engines.view import BuildInputs, EngineView
+
 # How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
 # eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
 EAGLE4_SERVING = (
@@ -86,11 +88,32 @@ PREFIX_REASON = (
 )
 
 
+# Facts that are unknown at a release by design, which the checks reading them handle
+# themselves: decoding_config_pages lists a release's signature pages only where there is one.
+_UNKNOWN_BY_DESIGN = frozenset({"decoding_config_pages"})
+
+
 class _TrtllmBuilder(BaseBuilder):
     truncating_loader = False  # fact oversized_weight_policy: copy_ raises on a mismatch
     eagle3_families = frozenset({LLAMA_EAGLE3, MLA_EAGLE3})
     mla_families = frozenset({MLA_EAGLE3})
     fc_norm_replaces_input_norm = True
+
+    @classmethod
+    def build(cls, inputs: BuildInputs) -> EngineView:
+        """As every engine's, and then: a release that lies between two releases whose facts
+        differ, with no entry of its own (a 1.3.0rcN release known only through its
+        documentation), leaves the checks resting on those facts unproven; the verdict says
+        which."""
+        view = super().build(inputs)
+        unknown = [k for k in inputs.profile.unknown_between() if k not in _UNKNOWN_BY_DESIGN]
+        if unknown:
+            view.unjudged.append(
+                f"the checks resting on {', '.join(unknown)} were not made: draftfit's data "
+                "has no entry at this release, which lies between releases that differ there, "
+                "and its code was not read"
+            )
+        return view
 
     def check_launch(self, settings: ServeSettings) -> None:
         from draftfit.engines.trtllm.launch_checks import check_settings

@@ -82,6 +82,8 @@ class TrtllmEngine(Engine):
         profile, spec, target = request.profile, request.spec, request.target
         if spec.method == EAGLE:
             return None
+        if not isinstance(profile.value("draft_path_key"), str):
+            return None  # which key names the draft is not known here: no command to give
         tokens, why = speculative_tokens(spec)
         notes = list(request.notes)
         steps: list[str] = []

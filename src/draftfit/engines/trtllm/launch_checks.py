@@ -135,9 +135,32 @@ def _trtllm_max_draft_len(b: BaseBuilder, s: ServeSettings) -> None:
 def _trtllm_draft_path(b: BaseBuilder, s: ServeSettings) -> None:
     """TensorRT-LLM: the draft named with a key this version does not read, or not at all."""
     want = b.value("draft_path_key")
-    if s.method is None or not isinstance(want, str):
-        return
     key = s.draft_path_key
+    if s.method is None:
+        return
+    if not isinstance(want, str):
+        if key is not None:
+            b.view.unjudged.append(
+                f"the launch's speculative_config key {clip(key)} was not checked: which key "
+                f"{b.p.title} reads the draft's path from is not known"
+            )
+            return
+        # the releases on both sides refuse a config that names no draft, whatever its key
+        keys = _keys_around(b)
+        if not keys:
+            return
+        named = " or ".join(f"`{k}`" for k in keys)
+        b.refuse(
+            rule_ids.DRAFT_PATH_MISSING,
+            f"the speculative config names no draft: {b.p.title} reads its path from {named} "
+            "(the releases before and after it differ; which one it reads is not known) and, "
+            "without it, raises ValueError at start-up ('Draft model must be provided for "
+            "EAGLE' / 'Path to EAGLE3 weights must be specified.')",
+            located(s, "/speculative_config"),
+            ("draft_path_key",),
+            fix=f"add the draft's folder to speculative_config under {named}",
+        )
+        return
     if key is None:
         b.refuse(
             rule_ids.DRAFT_PATH_MISSING,
@@ -150,7 +173,10 @@ def _trtllm_draft_path(b: BaseBuilder, s: ServeSettings) -> None:
         )
         return
     aliases = [str(a) for a in b.value("draft_path_aliases") or []]
-    if key == want or key in aliases:
+    if key == want:
+        return
+    if key in aliases:
+        _alias_not_settled(b, key, want)
         return
     refused = b.value("spec_config_unknown_keys") == "refused"
     what = (
@@ -168,6 +194,38 @@ def _trtllm_draft_path(b: BaseBuilder, s: ServeSettings) -> None:
         ("draft_path_key", "draft_path_aliases")
         + (("spec_config_unknown_keys",) if refused else ()),
         fix=f"rename `{key}` to `{want}` (`{want}: {s.draft_model}`)",
+    )
+
+
+def _keys_around(b: BaseBuilder) -> list[str]:
+    """The draft path's keys of the nearest entries before and after this release, where
+    the data has none at it."""
+    entries = b.p.data.facts["draft_path_key"].entries
+    here = b.p.parsed
+    before = [e for e in entries if e.until is not None and e.until <= here]
+    after = [e for e in entries if e.since is not None and e.since > here]
+    if not before or not after:
+        return []
+    last = max(before, key=lambda e: e.until or here)
+    first = min(after, key=lambda e: e.since or here)
+    return list(dict.fromkeys((str(last.value), str(first.value))))
+
+
+def _alias_not_settled(b: BaseBuilder, key: str, want: str) -> None:
+    """An alias of the draft path's key that no code read at the release nor its
+    documentation shows (a signature page does not render validation aliases): whether the
+    release still takes it is not known, so the verdict says the key was not checked."""
+    entries = [
+        e
+        for e in b.p.data.facts["draft_path_aliases"].entries
+        if e.value == key and e.applies(b.p.parsed)
+    ]
+    if not entries or all(e.confidence in ("read", "documented") for e in entries):
+        return
+    b.view.unjudged.append(
+        f"the launch's speculative_config key {clip(key)} was not checked: that "
+        f"{b.p.data.title} takes it as an alias of `{want}` is seen only in undated "
+        "main-branch code, not in this release's code or documentation"
     )
 
 
