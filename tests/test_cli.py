@@ -406,6 +406,52 @@ def test_diff_refuses_a_full_model_on_either_side(capsys, tmp_path: Path) -> Non
     assert code == 0, err
 
 
+def test_convert_refuses_a_full_model_and_names_the_swap(capsys, tmp_path: Path) -> None:
+    config_only = f.llama_target(tmp_path / "Llama-3.1-8B")
+    with_weights = f.llama_target(tmp_path / "Llama-with-weights")
+    f.write_checkpoint(with_weights, None, {"model.embed_tokens.weight": f.Tensor("BF16", (8, 8))})
+    head = f.specforge().write(tmp_path / "eagle3-head")
+    out_dir = tmp_path / "out"
+    for model in (config_only, with_weights):
+        # Alone: not a draft (a config-only model is not called damaged, the weights are not
+        # copied into a "draft").
+        code, out, err = run(capsys, "convert", str(model), "--to", "vllm", "-o", str(out_dir))
+        assert code == 2 and out == ""
+        assert err == (
+            f"draftfit: error: {model} is a full model (`LlamaForCausalLM`, {f.TARGET_LAYERS} "
+            "layers), not an EAGLE draft (no `fc` projection, no EAGLE architecture): "
+            "`draftfit convert` rewrites drafts; give the draft checkpoint as DRAFT and this "
+            f"model as --target (`draftfit convert DRAFT --to vllm -o {out_dir} --target "
+            f"{model}`)\n"
+        )
+        # Swapped with the draft: the command the user meant.
+        argv = ("convert", str(model), "--to", "sglang", "--dry-run", "--target", str(head))
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == ""
+        assert err == (
+            f"draftfit: error: {model} is a full model (`LlamaForCausalLM`, {f.TARGET_LAYERS} "
+            f"layers) and the target {head} an EAGLE draft: the two look swapped; run "
+            f"`draftfit convert {head} --to sglang --dry-run --target {model}`\n"
+        )
+        with pytest.raises(UsageError, match="is a full model"):
+            draftfit.convert(model, "vllm", out_dir)
+    assert not out_dir.exists()
+    # The suggested order converts.
+    code, _, err = run(
+        capsys,
+        "convert",
+        str(head),
+        "--to",
+        "vllm",
+        "-o",
+        str(out_dir),
+        "--target",
+        str(config_only),
+        "--anyway",
+    )
+    assert code == 0, err
+
+
 # Every convention the draft recogniser knows, written as a real checkpoint.
 DRAFTS_AS_TARGETS = {
     "speculators-trained": lambda: f.speculators(),
