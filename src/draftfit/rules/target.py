@@ -498,7 +498,8 @@ def verifier_differs_from_target(ctx: Context) -> Iterator[Violation]:
     same model (a warning: retrained weights, the same architecture). A name is compared
     only where it says which model it is: a path like `/model/from_s3` or a folder called
     `target` does not, nor does a folder name that may be short for the other (`kimi-k2`
-    and `Kimi-K2-Instruct`); the report says what was compared either way (the `Target`
+    and `Kimi-K2-Instruct`) or the other written without its dots (`kimi_k25` and
+    `Kimi-K2.5`); the report says what was compared either way (the `Target`
     lines of the text report, `target.verifier` in JSON).
 
     ## Why it matters
