@@ -97,6 +97,21 @@ def test_fail_on_warning(capsys, tmp_path) -> None:
     assert code == 1 and "degraded" in out
 
 
+def test_text_and_junit_name_the_line_of_a_config_key(capsys, tmp_path) -> None:
+    """The `-->` line names the line of the key, as the GitHub annotation and SARIF do."""
+    draft = f.specforge().write(tmp_path / "eagle3-x")
+    target = f.llama_target(tmp_path / "t", max_position_embeddings=131072)
+    lines = (draft / "config.json").read_text().splitlines()
+    line = 1 + next(i for i, text in enumerate(lines) if '"max_position_embeddings"' in text)
+    args = ("check", str(draft), "--target", str(target), "--engine", "vllm==0.29.0")
+    _, out, _ = run(capsys, *args)
+    assert f"    --> config.json:{line} /max_position_embeddings\n" in out
+    _, out, _ = run(capsys, *args, "--format", "junit")
+    assert f"--&gt; config.json:{line} /max_position_embeddings" in out
+    _, out, _ = run(capsys, *args, "--format", "github")
+    assert f"eagle3-x/config.json,line={line}," in out
+
+
 def test_without_target_the_report_lists_skipped_checks(capsys, clean) -> None:
     draft, _ = clean
     code, out, _ = run(capsys, "check", str(draft))

@@ -6,6 +6,7 @@ from draftfit.engines.interface import NoRecipe, Recipe
 from draftfit.escape import escape_field
 from draftfit.render.lines import Styled, render_lines
 from draftfit.render.options import PLAIN, RenderOptions
+from draftfit.render.places import location_text
 from draftfit.render.suppressed import settings_summary, suppressed_summary
 from draftfit.report import (
     COMPATIBLE,
@@ -136,7 +137,7 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                 console.print(Styled("    " + escape_field(finding.message)))
                 if finding.consequence_text and finding.severity >= Severity.WARNING:
                     console.print(Styled("    consequence: " + finding.consequence_text))
-                location = str(finding.location)
+                location = location_text(report.draft, finding.location, report.target)
                 if location:
                     console.print(Styled("    --> " + escape_field(location), style="blue"))
                 for related in finding.related_lines:
