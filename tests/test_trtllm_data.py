@@ -7,13 +7,17 @@ import json
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 
+import draftfit
 from draftfit.checker import check_path
 from draftfit.engines.citation import parse_locations
 from draftfit.engines.profile import parse_engine_data
 from draftfit.engines.registry import load_engine
 from draftfit.errors import SpecDataError
+from draftfit.render.matrix_text import render_matrix
 from draftfit.render.text import render_check
+from draftfit.schemas import load_schema
 from tests import factory as f
 
 
@@ -107,3 +111,41 @@ def test_a_verdict_says_which_facts_were_not_read_at_a_pinned_commit(tmp_path: P
     assert "basis" not in vllm
     text = render_check(report)
     assert "rests on facts not read at a pinned commit: draft_class_selection (reported)" in text
+
+
+def test_a_matrix_range_says_which_facts_were_not_read_at_a_pinned_commit(
+    tmp_path: Path,
+) -> None:
+    # What `check` says under each version's verdict, `matrix` says for each range: the
+    # facts of every version of the range, in text and JSON.
+    draft = f.specforge()
+    draft.config["architectures"] = ["LlamaForCausalLMEagle3"]
+    path = draft.write(tmp_path / "d")
+    target = f.llama_target(tmp_path / "t")
+    grid = draftfit.matrix(path, target)
+    rows = [r for r in grid.rows if r.engine == "trtllm"]
+    assert rows and all(r.basis is not None for r in rows)
+    assert all(r.basis is None for r in grid.rows if r.engine != "trtllm")
+    for row in rows:
+        report = check_path(path, target=target, engines=[f"trtllm=={v}" for v in row.versions])
+        loose: dict[str, str] = {}
+        pinned: set[str] = set()
+        for result in report.engines:
+            assert result.basis is not None
+            loose.update(result.basis["not_read_at_pinned_commit"])
+            pinned |= set(result.basis["read_at_pinned_commit"])
+        assert row.basis == {
+            "read_at_pinned_commit": sorted(pinned - set(loose)),
+            "not_read_at_pinned_commit": dict(sorted(loose.items())),
+        }
+        assert row.to_dict()["basis"] == row.basis
+    text = render_matrix(grid)
+    first = rows[0].basis
+    assert first is not None and first["not_read_at_pinned_commit"]
+    fact, confidence = next(iter(first["not_read_at_pinned_commit"].items()))
+    assert f"rests on facts not read at a pinned commit: {fact} ({confidence})" in text
+    assert not list(
+        Draft202012Validator(load_schema("matrix")).iter_errors(
+            {"schema_version": 1, "tool": {"name": "draftfit", "version": "0"}, **grid.to_dict()}
+        )
+    )

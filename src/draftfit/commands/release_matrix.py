@@ -61,6 +61,24 @@ class MatrixRow:
     # Every finding of these versions, for `--fail-on` (the deciding ones are only those at
     # the verdict's severity).
     findings_for_exit: list[Finding] = field(default_factory=list, repr=False)
+    # For an engine whose releases are pinned to commits (TensorRT-LLM), the facts the
+    # range's verdicts consulted, as `check` reports each version's (EngineResult.basis),
+    # over every version of the range; None for the other engines.
+    basis: dict[str, Any] | None = None
+
+    def add_basis(self, basis: dict[str, Any] | None) -> None:
+        """Merge one version's basis into the range's: a fact not read at a pinned commit at
+        any version of the range is listed so (with its confidence at the newest such
+        version), the others as read at one."""
+        if basis is None:
+            return
+        if self.basis is None:
+            self.basis = {"read_at_pinned_commit": [], "not_read_at_pinned_commit": {}}
+        loose: dict[str, str] = self.basis["not_read_at_pinned_commit"]
+        loose.update(basis["not_read_at_pinned_commit"])
+        pinned = set(self.basis["read_at_pinned_commit"]) | set(basis["read_at_pinned_commit"])
+        self.basis["read_at_pinned_commit"] = sorted(pinned - set(loose))
+        self.basis["not_read_at_pinned_commit"] = dict(sorted(loose.items()))
 
     @property
     def range(self) -> str:
@@ -77,6 +95,7 @@ class MatrixRow:
             "no_recipe": self.no_recipe.to_dict() if self.no_recipe else None,
             "unverified_reasons": list(self.unverified_reasons),
             "unchecked_rules": list(self.unchecked_rules),
+            **({"basis": self.basis} if self.basis is not None else {}),
         }
 
 
@@ -154,6 +173,7 @@ def build_matrix(
                 current.recipe = recipe
                 current.no_recipe = missing
                 current.findings_for_exit.extend(applying)
+                current.add_basis(result.basis)
                 continue
             current = MatrixRow(
                 engine.name,
@@ -169,6 +189,7 @@ def build_matrix(
                 list(result.unchecked_rules),
                 list(applying),
             )
+            current.add_basis(result.basis)
             current_key = key
             rows.append(current)
     if values is not None:
