@@ -75,7 +75,10 @@ def target_hidden_size_mismatch() -> None:
 
     ## Fix
     Use a draft trained for this target (set `target_hidden_size` only if `fc` really takes
-    states of that width).
+    states of that width). The finding's fix reads the stored `fc.weight`: when its input
+    width is a multiple of the target's and not of the width the config says, the config is
+    wrong (set `target_hidden_size`); in the opposite case the draft was trained for another
+    model, and no config edit serves it here.
     """
 
 
