@@ -33,6 +33,7 @@ class RoundTrip:
         errors, warnings: the codes `draftfit check` finds for the served draft under the
             recipe's launch at the recipe's version.
         problems: what is wrong with the recipe (empty: it round-trips).
+        downloads: the folders an `hf download` step stood for (links to the target).
     """
 
     recipe: Recipe
@@ -40,6 +41,7 @@ class RoundTrip:
     errors: set[str] = field(default_factory=set)
     warnings: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
+    downloads: list[Path] = field(default_factory=list)
 
 
 @dataclass
@@ -90,6 +92,8 @@ def round_trip(recipe: Recipe, draft: str, target: str | None) -> RoundTrip:
                 shutil.rmtree(output)
         for name in split_launch(recipe.command).files:
             Path(name).unlink(missing_ok=True)
+        for local in result.downloads:
+            local.unlink(missing_ok=True)
     return result
 
 
@@ -99,6 +103,14 @@ def _run(recipe: Recipe, draft: str, target: str | None, result: RoundTrip) -> N
         words = shlex.split(step)
         while words and _ASSIGNMENT.fullmatch(words[0]):
             words = words[1:]
+        if words[:2] == ["hf", "download"] and "--local-dir" in words and target is not None:
+            # The round trip has no Hub: the target it was checked next to (a Hugging Face
+            # cache folder of that repository) stands for the download, under its name.
+            local = Path(words[words.index("--local-dir") + 1])
+            if not local.exists():
+                local.symlink_to(Path(target).resolve(), target_is_directory=True)
+                result.downloads.append(local)
+            continue
         if words[:2] != ["draftfit", "convert"]:
             result.problems.append(f"a step the round trip cannot run: {step}")
             return

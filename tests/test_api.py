@@ -101,6 +101,8 @@ def test_dir_and_all_show_the_api_without_importing_it() -> None:
     listed = eval(lines[1])  # a printed list of strings
     assert {"check", "diff", "matrix", "convert", "__version__"} <= set(listed)
     assert listed == sorted(listed)
+    # Only the public names and the module's own attributes: no internals.
+    assert [n for n in listed if not n.startswith("__")] == ["check", "convert", "diff", "matrix"]
     # Every name of __all__ is listed and resolves; the API's calls are all in __all__.
     from draftfit import api
 

@@ -102,6 +102,21 @@ def test_fail_on_warning(capsys, tmp_path) -> None:
     assert code == 1 and "degraded" in out
 
 
+def test_text_and_junit_name_the_line_of_a_config_key(capsys, tmp_path) -> None:
+    """The `-->` line names the line of the key, as the GitHub annotation and SARIF do."""
+    draft = f.specforge().write(tmp_path / "eagle3-x")
+    target = f.llama_target(tmp_path / "t", max_position_embeddings=131072)
+    lines = (draft / "config.json").read_text().splitlines()
+    line = 1 + next(i for i, text in enumerate(lines) if '"max_position_embeddings"' in text)
+    args = ("check", str(draft), "--target", str(target), "--engine", "vllm==0.29.0")
+    _, out, _ = run(capsys, *args)
+    assert f"    --> config.json:{line} /max_position_embeddings\n" in out
+    _, out, _ = run(capsys, *args, "--format", "junit")
+    assert f"--&gt; config.json:{line} /max_position_embeddings" in out
+    _, out, _ = run(capsys, *args, "--format", "github")
+    assert f"eagle3-x/config.json,line={line}," in out
+
+
 def test_without_target_the_report_lists_skipped_checks(capsys, clean) -> None:
     draft, _ = clean
     code, out, _ = run(capsys, "check", str(draft))
@@ -408,6 +423,52 @@ def test_diff_refuses_a_full_model_on_either_side(capsys, tmp_path: Path) -> Non
     assert "look swapped; give the model as --target" in err
     # Two drafts next to the model as the target compare as usual.
     code, _, err = run(capsys, "diff", str(head), str(head), "--target", str(model))
+    assert code == 0, err
+
+
+def test_convert_refuses_a_full_model_and_names_the_swap(capsys, tmp_path: Path) -> None:
+    config_only = f.llama_target(tmp_path / "Llama-3.1-8B")
+    with_weights = f.llama_target(tmp_path / "Llama-with-weights")
+    f.write_checkpoint(with_weights, None, {"model.embed_tokens.weight": f.Tensor("BF16", (8, 8))})
+    head = f.specforge().write(tmp_path / "eagle3-head")
+    out_dir = tmp_path / "out"
+    for model in (config_only, with_weights):
+        # Alone: not a draft (a config-only model is not called damaged, the weights are not
+        # copied into a "draft").
+        code, out, err = run(capsys, "convert", str(model), "--to", "vllm", "-o", str(out_dir))
+        assert code == 2 and out == ""
+        assert err == (
+            f"draftfit: error: {model} is a full model (`LlamaForCausalLM`, {f.TARGET_LAYERS} "
+            "layers), not an EAGLE draft (no `fc` projection, no EAGLE architecture): "
+            "`draftfit convert` rewrites drafts; give the draft checkpoint as DRAFT and this "
+            f"model as --target (`draftfit convert DRAFT --to vllm -o {out_dir} --target "
+            f"{model}`)\n"
+        )
+        # Swapped with the draft: the command the user meant.
+        argv = ("convert", str(model), "--to", "sglang", "--dry-run", "--target", str(head))
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == ""
+        assert err == (
+            f"draftfit: error: {model} is a full model (`LlamaForCausalLM`, {f.TARGET_LAYERS} "
+            f"layers) and the target {head} an EAGLE draft: the two look swapped; run "
+            f"`draftfit convert {head} --to sglang --dry-run --target {model}`\n"
+        )
+        with pytest.raises(UsageError, match="is a full model"):
+            draftfit.convert(model, "vllm", out_dir)
+    assert not out_dir.exists()
+    # The suggested order converts.
+    code, _, err = run(
+        capsys,
+        "convert",
+        str(head),
+        "--to",
+        "vllm",
+        "-o",
+        str(out_dir),
+        "--target",
+        str(config_only),
+        "--anyway",
+    )
     assert code == 0, err
 
 

@@ -129,7 +129,9 @@ def test_kimi_finding_in_text_json_and_sarif(
     monkeypatch.chdir(draft.parent)
     report = check_path(draft.name, target=target.name, engines=["vllm==0.34.0"])
     text = render(report, "text")
-    assert "--> config.json /transformer_layer_config/head_dim" in text
+    lines = (draft / "config.json").read_text().splitlines()
+    key_line = 1 + next(i for i, line in enumerate(lines) if '"head_dim": 112' in line)
+    assert f"--> config.json:{key_line} /transformer_layer_config/head_dim" in text
     assert "explains: `layers.0.self_attn.q_proj.weight`, `layers.0.self_attn.k_proj.weight`" in (
         text
     )
@@ -142,8 +144,7 @@ def test_kimi_finding_in_text_json_and_sarif(
     (result,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "DF212"]
     (location,) = result["locations"]
     region = location["physicalLocation"]["region"]["startLine"]
-    lines = (draft / "config.json").read_text().splitlines()
-    assert '"head_dim": 112' in lines[region - 1]
+    assert region == key_line  # the line the text report names
     assert location["physicalLocation"]["artifactLocation"]["uri"] == f"{draft.name}/config.json"
     related = result["relatedLocations"]
     assert [r["logicalLocations"][0]["fullyQualifiedName"] for r in related] == ATTENTION
@@ -152,7 +153,10 @@ def test_kimi_finding_in_text_json_and_sarif(
     }
     annotation = render(report, "github")
     assert "explains: `layers.0.self_attn.q_proj.weight`" in annotation
-    assert "explains: `layers.0.self_attn.q_proj.weight`" in render(report, "junit")
+    assert f"line={key_line}," in annotation
+    junit = render(report, "junit")
+    assert "explains: `layers.0.self_attn.q_proj.weight`" in junit
+    assert f"--&gt; config.json:{key_line} /transformer_layer_config/head_dim" in junit
 
 
 def test_kimi_without_head_dim_stays_head_dim_not_declared(tmp_path: Path) -> None:

@@ -207,8 +207,12 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
         yield fake
 
 
-def _recipes(draft: str, target: str, engines: list[str]) -> dict[str, Recipe]:
-    report = check_path(draft, target=target, engines=engines)
+def _recipes(
+    draft: str, target: str, engines: list[str], *, draft_is_for_target: bool = False
+) -> dict[str, Recipe]:
+    report = check_path(
+        draft, target=target, engines=engines, draft_is_for_target=draft_is_for_target
+    )
     attach_recipes(report)
     return {f"{r.engine}=={r.version}": r for r in report.recipes or []}
 
@@ -232,11 +236,17 @@ HUB_PAIRS = [(d, t) for d in HUB_DRAFTS for t in HUB_TARGETS]
 def test_every_recipe_of_hub_sources_pastes(hub: FakeHub, pair: tuple[str, str]) -> None:
     draft, target = pair
     checked = 0
-    recipes = _recipes(draft, target, ["all", "vllm==0.8.1", "sglang==0.5.1"])
+    # The pairs are made of factory checkpoints with one set of shapes: the speculators draft
+    # records Llama-3.1-8B-Instruct as its verifier, which `org/kimi` is not (DF507 would
+    # rightly leave it without a recipe); here each draft is declared to be for its target.
+    engines = ["all", "vllm==0.8.1", "sglang==0.5.1"]
+    recipes = _recipes(draft, target, engines, draft_is_for_target=True)
     for recipe in recipes.values():
         check_recipe(recipe)
         checked += 1
-    matrix = build_matrix(open_checkpoint(draft), open_target(target))
+    opened = open_target(target)
+    opened.draft_is_for_target = True
+    matrix = build_matrix(open_checkpoint(draft), opened)
     for row in matrix.rows:
         if row.recipe is not None:
             check_recipe(row.recipe, row.versions)
@@ -393,8 +403,57 @@ def test_recipe_lines_are_never_wrapped_on_a_narrow_terminal(
         lines = ANSI.sub("", text).splitlines()
         assert any(len(line) > 60 for line in lines)  # there is something to wrap
         for recipe in recipes:
-            for line in [*recipe.steps, *recipe.command.splitlines()]:
+            for line in recipe.steps:
                 assert "  " + line in lines, line
+            # a here-document's body and closing word are printed as the shell reads them
+            body = _heredoc_lines(recipe.command)
+            for line in recipe.command.splitlines():
+                assert ("" if line in body else "  ") + line in lines, line
+
+
+def _heredoc_lines(command: str) -> set[str]:
+    """The body and closing-word lines of the here-documents in `command`."""
+    found: set[str] = set()
+    closing = None
+    for line in command.splitlines():
+        if closing is not None:
+            found.add(line)
+            closing = None if line == closing else closing
+        elif "<<" in line:
+            closing = line.rpartition("<<")[2].strip().strip("'\"")
+    return found
+
+
+def test_a_printed_recipe_pastes_into_a_shell_as_shown(tmp_path: Path, capsys) -> None:
+    """The text report's recipe block, pasted as printed (indented), writes the options file
+    its here-document holds and runs the launch after it (TensorRT-LLM's `spec.yaml`)."""
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash here")
+    draft = f.specforge().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    argv = ["check", str(draft), "--target", str(target), "--engine", "trtllm", "--recipe"]
+    main(argv)
+    text = capsys.readouterr().out
+    block = text[text.index("How to serve with TensorRT-LLM") :].split("\n", 1)[1]
+    report = check_path(draft, target=target, engines=["trtllm"])
+    attach_recipes(report)
+    (recipe,) = report.recipes or []
+    assert "<<" in recipe.command
+    work = tmp_path / "shell"
+    work.mkdir()
+    script = 'trtllm-serve() { printf "%s\\n" "$@" > launched; }\n' + block
+    run = subprocess.run([bash], input=script, cwd=work, capture_output=True, text=True)
+    assert run.returncode == 0 and "here-document" not in run.stderr, run.stderr
+    command = recipe.command.splitlines()
+    start = next(i for i, line in enumerate(command) if "<<" in line)
+    closing = command[start].rpartition("<<")[2].strip("'\" ")
+    body = command[start + 1 : command.index(closing, start + 1)]
+    written = yaml.safe_load((work / "spec.yaml").read_text())
+    assert written == yaml.safe_load("\n".join(body))
+    assert written["speculative_config"]["speculative_model"] == str(draft)
+    launched = (work / "launched").read_text().split("\n")
+    assert "--extra_llm_api_options" in launched and "spec.yaml" in launched
 
 
 def test_markdown_keeps_every_step_of_a_recipe(tmp_path: Path) -> None:

@@ -52,3 +52,28 @@ def test_head_rows_unknown_without_a_vocabulary_size(tmp_path: Path) -> None:
     mismatched = [x for x in report.findings if x.code == "DF203"]
     assert [m.location.tensor for m in mismatched] == ["lm_head.weight"]
     assert "[draft_vocab_size, hidden_size] = [None, 64]" in mismatched[0].message
+
+
+def test_target_width_fix_follows_the_stored_fc(tmp_path: Path) -> None:
+    """DF502's fix reads `fc`: trained on the target's width, the config is what is wrong;
+    trained on the width the config says, the draft is another target's."""
+    target = f.llama_target(tmp_path / "t", hidden=2 * f.H)
+
+    def df502_fix(draft: f.Draft, name: str) -> str:
+        report = check_path(draft.write(tmp_path / name), target=target, engines=["vllm==0.34.0"])
+        fixes = [x.fix for x in report.findings if x.code == "DF502"]
+        assert len(fixes) == 1, [x.code for x in report.findings]
+        return fixes[0] or ""
+
+    other = df502_fix(f.specforge(), "other")  # fc [H, 3H]: trained on H-wide states
+    assert other.startswith("use a draft trained for this target: `fc.weight` is [64, 192]")
+    wide = f.specforge()
+    wide.config["target_hidden_size"] = 80  # the config says 80; fc says 3 x 128
+    wide.reshape("fc.weight", (f.H, 3 * 2 * f.H))
+    assert df502_fix(wide, "wide").startswith(
+        f"set `target_hidden_size` to {2 * f.H}: `fc.weight` is [64, 384], trained on"
+    )
+    # Widths that both divide the stored one leave it open, as before.
+    both = f.specforge()
+    both.reshape("fc.weight", (f.H, 3 * 2 * f.H))  # 3 x 128 or 6 x 64
+    assert "only if `fc` was trained on 128-wide states" in df502_fix(both, "both")

@@ -712,6 +712,37 @@ def test_unknown_method_names_the_known_ones_with_a_guess(tmp_path: Path) -> Non
     assert len(upper) == 1 and "Did you mean `eagle3`?" in upper[0]
 
 
+def test_a_release_without_the_drafts_own_method_is_not_told_another(tmp_path: Path) -> None:
+    # vLLM 0.8.4 and SGLang 0.4.4 know only EAGLE-1: naming `eagle`/`EAGLE` to an EAGLE-3
+    # draft would not serve it, so the fix is the first release with the draft's method.
+    draft = f.specforge().write(tmp_path / "draft")
+    target = f.llama_target(tmp_path / "t")
+    for written in ("eagle3", "EAGLE3"):
+        config = json.dumps({"method": written, "model": str(draft)})
+        found = _df559(draftfit.check(draft, target, ["vllm==0.8.4"], serve_config=config))
+        assert len(found) == 1, found
+        assert f"`method` is `{written}`, the draft's own method" in found[0]
+        assert "Did you mean" not in found[0]
+        fixes = [
+            x.fix
+            for x in draftfit.check(draft, target, ["vllm==0.8.4"], serve_config=config).findings
+            if x.code == "DF559"
+        ]
+        assert fixes == ["use vLLM 0.8.5 or later, with `method` `eagle3`"]
+    sglang = (
+        "python -m sglang.launch_server --model-path T --speculative-draft-model-path D "
+        "--speculative-algorithm eagle3"
+    )
+    report = draftfit.check(draft, target, ["sglang==0.4.4"], serve_args=sglang)
+    fixes = [x.fix for x in report.findings if x.code == "DF559"]
+    assert fixes == ["use SGLang 0.4.4.post2 or later, with `--speculative-algorithm` `EAGLE3`"]
+    # A release that has the method under another case still gets the guess.
+    upper = _df559(
+        draftfit.check(draft, target, ["vllm==0.34.0"], serve_config='{"method": "EAGLE3"}')
+    )
+    assert len(upper) == 1 and "Did you mean `eagle3`?" in upper[0]
+
+
 def test_quantization_and_draft_path_values_are_checked(tmp_path: Path) -> None:
     draft = f.specforge().write(tmp_path / "draft")
     device_like = tmp_path / "weights.bin"

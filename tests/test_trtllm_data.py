@@ -9,13 +9,17 @@ import json
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 
+import draftfit
 from draftfit.checker import check_path
 from draftfit.engines.citation import parse_locations
 from draftfit.engines.profile import EngineData, Entry, parse_engine_data
 from draftfit.engines.registry import load_engine
 from draftfit.errors import SpecDataError
-from draftfit.render.text import render_check
+from draftfit.render.matrix_text import render_matrix
+from draftfit.render.text import basis_line, render_check
+from draftfit.schemas import load_schema
 from tests import factory as f
 
 
@@ -212,3 +216,38 @@ def test_a_verdict_says_which_facts_were_not_read_at_a_pinned_commit(tmp_path: P
     assert "rests on facts not read in the engine's code at this release" in text
     assert "documented only: aux_ids_user_key" in text
     assert "reported: " in text and "two_model_arch_rename" in text
+
+
+def test_a_matrix_range_says_which_facts_it_rests_on(tmp_path: Path) -> None:
+    # What `check` says under each version's verdict, `matrix` says for each range: the
+    # facts of every version of the range not read in the engine's code, in text and JSON.
+    draft = f.specforge()
+    draft.config["architectures"] = ["LlamaForCausalLMEagle3"]
+    path = draft.write(tmp_path / "d")
+    target = f.llama_target(tmp_path / "t")
+    grid = draftfit.matrix(path, target)
+    rows = [r for r in grid.rows if r.engine == "trtllm"]
+    assert rows and all(r.basis is not None for r in rows)
+    for row in rows:
+        report = check_path(path, target=target, engines=[f"trtllm=={v}" for v in row.versions])
+        below: dict[str, object] = {}
+        read: set[str] = set()
+        for result in report.engines:
+            assert result.basis is not None
+            below.update({item["fact"]: item for item in result.basis["below_read"]})
+            read |= set(result.basis["read"])
+        assert row.basis == {
+            "read": sorted(read - set(below)),
+            "below_read": [below[fact] for fact in sorted(below)],
+        }
+        assert row.to_dict()["basis"] == row.basis
+    text = render_matrix(grid)
+    first = rows[0].basis
+    assert first is not None and first["below_read"]
+    line = basis_line(first)
+    assert line is not None and line.strip() in text
+    assert not list(
+        Draft202012Validator(load_schema("matrix")).iter_errors(
+            {"schema_version": 1, "tool": {"name": "draftfit", "version": "0"}, **grid.to_dict()}
+        )
+    )

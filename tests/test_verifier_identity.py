@@ -10,6 +10,7 @@ test server, drafts with real weight bytes for `--values`, the settings file, `c
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -172,6 +173,36 @@ def test_a_target_folder_that_says_nothing_is_no_mismatch(demo, tmp_path: Path) 
     assert "nothing known of the target says which model it is" in (
         report.target_facts.verifier.summary
     )
+
+
+def test_a_target_folder_written_without_dots_is_no_mismatch(demo, tmp_path: Path) -> None:
+    # `kimi_k25` (as in K2.5's own model_type) or `kimi-k25` may hold Kimi-K2.5: not decided,
+    # no DF507; a name that differs in more than its separators is still another model.
+    paths, k25 = demo
+    recorded_k25 = tmp_path / "k25-draft"
+    recorded_k25.mkdir()
+    config = json.loads((paths.draft / "config.json").read_text())
+    config["speculators_config"]["verifier"]["name_or_path"] = "moonshotai/Kimi-K2.5"
+    (recorded_k25 / "config.json").write_text(json.dumps(config))
+    for item in paths.draft.iterdir():
+        if item.name != "config.json":
+            os.link(item, recorded_k25 / item.name)
+    for name in ("kimi_k25", "kimi-k25", "Kimi_K2_5"):
+        target = tmp_path / name
+        target.mkdir()
+        (target / "config.json").write_bytes((k25 / "config.json").read_bytes())
+        report = check_path(recorded_k25, target=target, engines=["vllm==0.34.0"])
+        assert _df507(report) == [] and _outcome(report) == UNKNOWN, name
+        assert report.engines[0].verdict == "compatible"
+        assert report.target_facts is not None and report.target_facts.verifier is not None
+        assert "without its separators" in report.target_facts.verifier.summary
+        # Kimi-K2-Instruct is another model than a `kimi_k25` folder.
+        report = check_path(paths.draft, target=target, engines=["vllm==0.34.0"])
+        assert _df507(report) == ["error"] and _outcome(report) == MISMATCH, name
+    # Two Hub ids are exact: a cache of `someone/kimi-k25` is another repository.
+    cached = cache_snapshot(tmp_path / "kimi_k25", tmp_path / "hub", "someone/kimi-k25")
+    report = check_path(recorded_k25, target=cached, engines=["vllm==0.34.0"])
+    assert _df507(report) == ["error"] and _outcome(report) == MISMATCH
 
 
 def test_settings_file_says_the_draft_is_for_its_target(

@@ -39,9 +39,12 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    """The module's names and the calls :func:`__getattr__` imports when first used, so that
-    `dir(draftfit)` and completion show the API before any call (without importing it)."""
-    return sorted({*globals(), *_API_NAMES})
+    """The public names (`__all__`, with the calls :func:`__getattr__` imports when first
+    used) and the module's own dunder attributes, so that `dir(draftfit)` and completion show
+    the API before any call (without importing it), and not the package's internals
+    (`TYPE_CHECKING`, `annotations`, the import layers)."""
+    own = {name for name in globals() if name.startswith("__") and name.endswith("__")}
+    return sorted({*own, *__all__})
 
 
 __all__ = ["__version__", "check", "convert", "diff", "matrix"]

@@ -61,6 +61,24 @@ class MatrixRow:
     # Every finding of these versions, for `--fail-on` (the deciding ones are only those at
     # the verdict's severity).
     findings_for_exit: list[Finding] = field(default_factory=list, repr=False)
+    # The facts the range's verdicts consulted, as `check` reports each version's
+    # (EngineResult.basis), over every version of the range: `read` in the engine's code at
+    # every version, and `below_read`, each fact known otherwise at some version (with its
+    # confidence at the newest such version); None where no version had one.
+    basis: dict[str, Any] | None = None
+
+    def add_basis(self, basis: dict[str, Any] | None) -> None:
+        """Merge one version's basis into the range's: a fact below `read` at any version of
+        the range is listed so, the others as read."""
+        if basis is None:
+            return
+        if self.basis is None:
+            self.basis = {"read": [], "below_read": []}
+        below = {item["fact"]: item for item in self.basis["below_read"]}
+        below.update({item["fact"]: item for item in basis.get("below_read", [])})
+        read = set(self.basis["read"]) | set(basis.get("read", []))
+        self.basis["read"] = sorted(read - set(below))
+        self.basis["below_read"] = [below[fact] for fact in sorted(below)]
 
     @property
     def range(self) -> str:
@@ -77,6 +95,7 @@ class MatrixRow:
             "no_recipe": self.no_recipe.to_dict() if self.no_recipe else None,
             "unverified_reasons": list(self.unverified_reasons),
             "unchecked_rules": list(self.unchecked_rules),
+            **({"basis": self.basis} if self.basis is not None else {}),
         }
 
 
@@ -154,6 +173,7 @@ def build_matrix(
                 current.recipe = recipe
                 current.no_recipe = missing
                 current.findings_for_exit.extend(applying)
+                current.add_basis(result.basis)
                 continue
             current = MatrixRow(
                 engine.name,
@@ -169,6 +189,7 @@ def build_matrix(
                 list(result.unchecked_rules),
                 list(applying),
             )
+            current.add_basis(result.basis)
             current_key = key
             rows.append(current)
     if values is not None:

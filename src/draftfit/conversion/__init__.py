@@ -23,7 +23,7 @@ from draftfit.conversion.plan import Plan
 from draftfit.conversion.planner import CONVENTIONS, plan_conversion
 from draftfit.conversion.write import write_plan
 from draftfit.draft.description import describe
-from draftfit.draft.mistakes import refuse_draft_as_target
+from draftfit.draft.mistakes import refuse_convert_mistakes, refuse_draft_as_target
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.registry import planning_engine
 from draftfit.errors import DamagedInputError, UsageError
@@ -147,9 +147,17 @@ def convert_path(
         _refuse_output_in_target(Path(out), target)
         check_output_path(checkpoint.root, Path(out), force)
         _refuse_output_aliases(Path(out), checkpoint.root, target, also_read)
-    _refuse_damage(draft, checkpoint)
     target_obj = open_target(target) if target is not None else None
     written_to = f"-o {out}" if out is not None else "--dry-run"
+    # A full model given as the draft (or the two swapped) is the command line's mistake,
+    # said before whatever a model read as a draft looks damaged by.
+    refuse_convert_mistakes(
+        checkpoint,
+        describe(checkpoint),
+        target_obj,
+        f"--to {to} {written_to}",
+    )
+    _refuse_damage(draft, checkpoint)
     refuse_draft_as_target(
         target_obj, f"draftfit convert {draft} --to {to} {written_to} --target VERIFIER"
     )

@@ -112,6 +112,32 @@ def refuse_full_model(checkpoint: Checkpoint, spec: DraftDescription, command: s
         )
 
 
+def refuse_convert_mistakes(
+    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, options: str
+) -> None:
+    """Raise :class:`UsageError` when `convert` was given a full model as the draft: it has no
+    `--method`, and rewriting a full model as a draft would copy its every byte into a
+    checkpoint no engine drafts with. `options` are the convert options given (`--to vllm
+    -o OUT`), for the command line the fix names."""
+    found = _full_model_given(checkpoint, spec, target, None)
+    if found is None:
+        return
+    model, head = found
+    draft = checkpoint.origin
+    if target is not None and (head is not None or draft_given_as_target(target) is not None):
+        fixed = f"draftfit convert {target.origin} {options} --target {draft}"
+        raise UsageError(
+            f"{draft} is a full model ({model}) and the target {target.origin} an EAGLE draft: "
+            f"the two look swapped; run `{fixed}`"
+        )
+    fixed = f"draftfit convert DRAFT {options} --target {draft}"
+    raise UsageError(
+        f"{draft} is a full model ({model}), not an EAGLE draft (no `fc` projection, no EAGLE "
+        f"architecture): `draftfit convert` rewrites drafts; give the draft checkpoint as DRAFT "
+        f"and this model as --target (`{fixed}`)"
+    )
+
+
 def refuse_diff_mistakes(
     sides: list[tuple[str, Checkpoint, DraftDescription]], target: Target | None, method: str | None
 ) -> None:

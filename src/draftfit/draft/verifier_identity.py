@@ -37,7 +37,8 @@ draftfit knows (`llama`, `qwen`, `kimi`, ...) and does not name a draft (`eagle`
 says nothing, and nothing is concluded from it. A Hub id is exact: two that differ name two
 models; a path or a folder is named by whoever made it, so one that may be short for the
 other (`kimi-k2` for `Kimi-K2-Instruct`) or adds words of its own to a Hub id
-(`Kimi-K2-Instruct-local`) is not called another model.
+(`Kimi-K2-Instruct-local`) or drops its dots (`kimi-k25`, `kimi_k25` for `Kimi-K2.5`)
+is not called another model.
 """
 
 from __future__ import annotations
@@ -599,6 +600,8 @@ def _compare_names(
     if mine.key != theirs.key:
         if _may_abbreviate(recorded, target):
             return UNKNOWN, target, f"name {pair}: one may be short for the other"
+        if _same_but_separators(recorded, target):
+            return UNKNOWN, target, f"name {pair}: one may be the other without its separators"
         return MISMATCH, target, f"name {pair}: another model"
     if mine.revision != theirs.revision:
         dates = f"{mine.revision or 'undated'} vs {theirs.revision or 'undated'}"
@@ -633,6 +636,19 @@ def _may_abbreviate(a: Reference, b: Reference) -> bool:
     if long.hub_id is not None:
         return False
     return not any(t in VARIANT_WORDS for t in long_tokens[len(short_tokens) :])
+
+
+def _same_but_separators(a: Reference, b: Reference) -> bool:
+    """Whether two names differ only in their `.`, `-` and `_`, and one of them is a path or
+    a folder, named by whoever made it: a folder `kimi-k25` or `kimi_k25` may well hold
+    `Kimi-K2.5` (paths are often written without dots). Two Hub ids are exact."""
+    if a.hub_id is not None and b.hub_id is not None:
+        return False
+    return _letters(a.name.key) == _letters(b.name.key)
+
+
+def _letters(key: str) -> str:
+    return "".join(ch for ch in key if ch.isalnum())
 
 
 def _source_words(ref: Reference) -> str:

@@ -881,6 +881,38 @@ class BaseBuilder:
         return d.hidden, self.vint("vocab_size") or 0
 
     # ------------------------------------------------------------------ target widths
+    def _target_width_fix(self, width: int, target_width: int) -> str:
+        """The fix for a draft that expects `width`-wide target states next to a
+        `target_width`-wide target, as the stored `fc` shows it: trained on the target's
+        width (the config is wrong: say `target_hidden_size`), or on the width the config
+        says (the draft was trained for another target: no config edit serves it here)."""
+        stored = next(
+            (
+                info.shape
+                for name, info in self.ckpt.tensors.items()
+                if (name == "fc.weight" or name.endswith(".fc.weight")) and len(info.shape) == 2
+            ),
+            None,
+        )
+        if stored is not None and stored[1] > 0:
+            fits_target = stored[1] % target_width == 0
+            fits_config = stored[1] % width == 0
+            shown = f"`fc.weight` is [{stored[0]}, {stored[1]}]"
+            if fits_target and not fits_config:
+                return (
+                    f"set `target_hidden_size` to {target_width}: {shown}, trained on "
+                    f"{target_width}-wide states"
+                )
+            if fits_config and not fits_target:
+                return (
+                    f"use a draft trained for this target: {shown}, trained on {width}-wide "
+                    f"states of another model, so no config edit serves it next to this one"
+                )
+        return (
+            f"set `target_hidden_size` to {target_width} only if `fc` was trained on "
+            f"{target_width}-wide states; otherwise the draft must be retrained for this target"
+        )
+
     def _target_width_checks(self, *, eagle1: bool, embedding_shared: bool) -> None:
         """Engine-neutral width checks against the target: fc input, vocab, shared embedding."""
         t = self.target
@@ -905,8 +937,7 @@ class BaseBuilder:
                 "them, else at the first speculative step)",
                 config_at(where),
                 ("eagle3_weight_mapping",),
-                fix=f"set `target_hidden_size` to {Ht} only if `fc` was trained on {Ht}-wide "
-                "states; otherwise the draft must be retrained for this target",
+                fix=self._target_width_fix(T, Ht),
             )
         if eagle1 and Ht is not None and H is not None and Ht != H:
             self.event(

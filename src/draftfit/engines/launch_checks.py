@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from draftfit import rule_ids
 from draftfit.draft.description import EAGLE3
@@ -76,19 +76,25 @@ class Spelling:
 _METHOD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 
-def method_known(b: BaseBuilder, s: ServeSettings, sp: Spelling, known: Sequence[str]) -> None:
+def method_known(
+    b: BaseBuilder,
+    s: ServeSettings,
+    sp: Spelling,
+    known: Sequence[str],
+    known_at: Callable[[Profile], Sequence[str]] | None = None,
+) -> None:
     """A method name that is not one of this release's EAGLE methods (`known`, as the
-    launch writes them; nothing is judged when empty)."""
+    launch writes them; nothing is judged when empty). `known_at` gives a later release's
+    names, to say which release first has the draft's own method when this one lacks it."""
     named = s.method
     if named is None or not known:
         return
-    # vLLM validates the name as written (a Literal of lower-case names: `EAGLE3` is refused,
-    # vllm/config/speculative.py:1623-1634@v0.34.0); SGLang's algorithm names take any case.
-    if (
-        (named in known)
-        if sp.method_exact_case
-        else (named.strip().lower() in {k.lower() for k in known})
-    ):
+    own = b.spec.method
+    lowered = named.strip().lower()
+    if own is not None and lowered == own.lower() and lowered not in {k.lower() for k in known}:
+        _own_method_missing(b, s, sp, named, known, known_at)
+        return
+    if _names(named, known, sp):
         return
     flag = sp.method_flag
     import difflib  # only when a name is unknown
@@ -105,6 +111,53 @@ def method_known(b: BaseBuilder, s: ServeSettings, sp: Spelling, known: Sequence
         located(s, sp.method_pointer),
         sp.method_facts,
         fix=f"set `{flag}` to `{use}`",
+    )
+
+
+def _names(named: str, known: Sequence[str], sp: Spelling) -> bool:
+    """Whether `named` is one of the `known` method names, as the release's parser reads it.
+    vLLM validates the name as written (a Literal of lower-case names: `EAGLE3` is refused,
+    vllm/config/speculative.py:1623-1634@v0.34.0); SGLang's algorithm names take any case."""
+    if sp.method_exact_case:
+        return named in known
+    return named.strip().lower() in {k.lower() for k in known}
+
+
+def _own_method_missing(
+    b: BaseBuilder,
+    s: ServeSettings,
+    sp: Spelling,
+    named: str,
+    known: Sequence[str],
+    known_at: Callable[[Profile], Sequence[str]] | None,
+) -> None:
+    """The launch names the draft's own method, which this release does not have: no other
+    name serves the draft (an EAGLE-3 draft run as EAGLE-1 is refused or drafts garbage),
+    so the fix is a release that has it (spelled as that release writes it), not the
+    nearest name this one knows."""
+    from draftfit.engines.serve import first_release_where
+
+    lowered = named.strip().lower()
+
+    def spelled_at(later: Profile) -> str | None:
+        names = known_at(later) if known_at is not None else ()
+        return next((k for k in names if k.lower() == lowered), None)
+
+    first = first_release_where(b.p, lambda later: spelled_at(later) is not None)
+    if first is not None:
+        spelling = spelled_at(b.p.data.resolve(first)) or named
+        fix = f"use {b.p.data.title} {first} or later, with `{sp.method_flag}` `{spelling}`"
+    else:
+        fix = f"use a {b.p.data.title} release that has it (`draftfit engines`)"
+    listed = ", ".join(f"`{k}`" for k in known)
+    b.refuse(
+        rule_ids.SERVE_SETTING_INVALID,
+        f"`{sp.method_flag}` is `{clip(named)}`, the draft's own method, which {b.p.title} "
+        f"does not have (it serves EAGLE drafts only as {listed}): the launch is refused "
+        "while its arguments are parsed, and no other method serves this draft",
+        located(s, sp.method_pointer),
+        sp.method_facts,
+        fix=fix,
     )
 
 

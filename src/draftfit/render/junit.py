@@ -22,6 +22,7 @@ from draftfit.commands.release_matrix import Matrix
 from draftfit.escape import escape_field, xml_text
 from draftfit.fail_on import UNVERIFIED, FailOn
 from draftfit.render.options import PLAIN, RenderOptions
+from draftfit.render.places import location_text
 from draftfit.render.verdicts import FindingReport, verdict_line
 from draftfit.report import FAILING_VERDICTS, Finding
 
@@ -31,7 +32,7 @@ def _text(value: str) -> str:
     return xml_text(value)
 
 
-def _failure(case: ET.Element, finding: Finding) -> None:
+def _failure(case: ET.Element, finding: Finding, draft: str, target: str | None) -> None:
     failure = ET.SubElement(
         case,
         "failure",
@@ -42,17 +43,19 @@ def _failure(case: ET.Element, finding: Finding) -> None:
             ),
         },
     )
-    failure.text = _text(_details(finding))
+    failure.text = _text(_details(finding, draft, target))
 
 
-def _details(finding: Finding) -> str:
+def _details(finding: Finding, draft: str, target: str | None) -> str:
+    """The finding as the text report shows it (`draft`, `target`: the paths the report was
+    made with, for the line of a config key)."""
     lines = [
         f"{finding.severity} {finding.code} {escape_field(finding.name)}",
         escape_field(finding.message),
     ]
     if finding.consequence_text:
         lines.append(f"consequence: {finding.consequence_text}")
-    location = str(finding.location)
+    location = location_text(draft, finding.location, target)
     if location:
         lines.append(f"--> {escape_field(location)}")
     lines.extend(escape_field(related) for related in finding.related_lines)
@@ -65,6 +68,9 @@ def _details(finding: Finding) -> str:
 def _suite(report: FindingReport, command: str, options: RenderOptions) -> ET.Element:
     draft = escape_field(report.draft)
     suite = ET.Element("testsuite", {"name": _text(f"draftfit {command} {draft}")})
+    # A check report's target (a diff report's is not a path here).
+    named = getattr(report, "target", None)
+    target = named if isinstance(named, str) else None
     failures = 0
     threshold = FailOn.of(options.fail_on)
     lowest = threshold.lowest_failing_severity
@@ -77,13 +83,13 @@ def _suite(report: FindingReport, command: str, options: RenderOptions) -> ET.El
         applying = [f for f in report.findings if f.counts and result.key in f.engines]
         failing = [f for f in applying if f.severity >= lowest]
         for finding in failing:
-            _failure(case, finding)
+            _failure(case, finding, report.draft, target)
         unverified = threshold.fails((), (result.verdict,))
         if unverified and not failing:
             ET.SubElement(
                 case, "failure", {"type": UNVERIFIED, "message": _text(verdict_line(result))}
             )
-        below = [_details(f) for f in applying if f.severity < lowest]
+        below = [_details(f, report.draft, target) for f in applying if f.severity < lowest]
         out = ET.SubElement(case, "system-out")
         out.text = _text("\n\n".join([verdict_line(result), *below]))
         failures += 1 if failing or unverified else 0
@@ -141,7 +147,7 @@ def render_junit_matrix(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
             if row.verdict in FAILING_VERDICTS:
                 failures += 1
                 for finding in row.deciding:
-                    _failure(case, finding)
+                    _failure(case, finding, matrix.draft, matrix.target)
             out = ET.SubElement(case, "system-out")
             out.text = _text(f"{row.title} {version}: {row.verdict}")
     suite.set("tests", str(tests))

@@ -11,7 +11,13 @@ from draftfit.escape import escape_field
 from draftfit.render.console import render_to_string
 from draftfit.render.lines import RichPrinter
 from draftfit.render.options import PLAIN, RenderOptions
-from draftfit.render.text import VERDICT_STYLE, print_no_recipe, print_recipe, unverified_line
+from draftfit.render.text import (
+    VERDICT_STYLE,
+    basis_line,
+    print_no_recipe,
+    print_recipe,
+    unverified_line,
+)
 from draftfit.report import UNVERIFIED
 
 
@@ -34,6 +40,9 @@ def render_matrix(matrix: Matrix, options: RenderOptions = PLAIN, recipes: bool 
             why = "\n".join(lines)
             if len(row.deciding) > 2:
                 why += f"\n(+{len(row.deciding) - 2} more)"
+            basis = basis_line(row.basis)
+            if basis:
+                why += "\n" + basis.strip()
             table.add_row(
                 row.title,
                 row.range,

@@ -61,6 +61,19 @@ def place_of(draft_source: str, location: Location, target_source: str | None = 
     return Place(relative, line)
 
 
+def location_text(draft_source: str, location: Location, target_source: str | None = None) -> str:
+    """`str(location)` with the line of a `config.json` key after the file's name
+    (`config.json:44 /transformer_layer_config/head_dim`) where the file is local and holds
+    the key, as SARIF and GitHub annotations point at it; else `str(location)`."""
+    text = str(location)
+    if location.file is None or location.pointer is None or not text.startswith(location.file):
+        return text
+    line = place_of(draft_source, location, target_source).line
+    if line is None:
+        return text
+    return f"{location.file}:{line}{text[len(location.file) :]}"
+
+
 def _lines_now(path: Path) -> dict[str, int]:
     try:
         stat = path.stat()

@@ -7,6 +7,7 @@ from draftfit.engines.profile import CONFIDENCE_RANK
 from draftfit.escape import escape_field
 from draftfit.render.lines import Styled, render_lines
 from draftfit.render.options import PLAIN, RenderOptions
+from draftfit.render.places import location_text
 from draftfit.render.suppressed import settings_summary, suppressed_summary
 from draftfit.report import (
     COMPATIBLE,
@@ -55,10 +56,28 @@ def print_recipe(console: LinePrinter, recipe: Recipe) -> None:
     already end in ` \\`). Each line is escaped on its own (a value cannot add lines)."""
     for step in recipe.steps:
         console.print(Styled("  " + escape_field(step)), soft_wrap=True)
-    for command_line in recipe.command.splitlines():
-        console.print(Styled("  " + escape_field(command_line)), soft_wrap=True)
+    for command_line, indent in _indented(recipe.command.splitlines()):
+        console.print(Styled(indent + escape_field(command_line)), soft_wrap=True)
     for note in recipe.notes:
         console.print(Styled("  # " + escape_field(note), style="dim"), soft_wrap=True)
+
+
+def _indented(lines: list[str]) -> list[tuple[str, str]]:
+    """Each command line with the indent it is printed with: two spaces, except the body and
+    the closing word of a here-document (`cat > spec.yaml <<'EOF'` … `EOF`), which the shell
+    reads as written: an indented `EOF` does not end it, and the body would be indented."""
+    out: list[tuple[str, str]] = []
+    closing: str | None = None
+    for line in lines:
+        out.append((line, "" if closing is not None else "  "))
+        if closing is not None:
+            if line == closing:
+                closing = None
+            continue
+        marker = line.rpartition("<<")[2].strip() if "<<" in line else ""
+        if marker:
+            closing = marker.strip("'\"")
+    return out
 
 
 def print_no_recipe(console: LinePrinter, title: str, missing: NoRecipe) -> None:
@@ -137,7 +156,7 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
                 console.print(Styled("    " + escape_field(finding.message)))
                 if finding.consequence_text and finding.severity >= Severity.WARNING:
                     console.print(Styled("    consequence: " + finding.consequence_text))
-                location = str(finding.location)
+                location = location_text(report.draft, finding.location, report.target)
                 if location:
                     console.print(Styled("    --> " + escape_field(location), style="blue"))
                 for related in finding.related_lines:

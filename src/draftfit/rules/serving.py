@@ -283,7 +283,9 @@ def serve_setting_invalid() -> None:
     """## What it checks
     The values of the launch's settings, not only their types:
     - a vLLM `method` or SGLang `--speculative-algorithm` that is not one with which the
-      release serves an EAGLE draft (the finding lists them and suggests the closest);
+      release serves an EAGLE draft (the finding lists them and suggests the closest; when
+      the name is the draft's own method, which the release lacks, it names the first
+      release that has it instead: no other name serves the draft);
     - a `quantization` (the target's, or the draft's own) that is not a method name
       (`-1`, `64`; a non-finite number is refused as a usage error);
     - a draft path (`model` in vLLM's speculative config, SGLang's
@@ -316,9 +318,10 @@ def serve_setting_invalid() -> None:
     `--model`.
 
     ## Fix
-    Use the name the finding suggests (`eagle3`), a quantization method the engine has
-    (`fp8`, `awq`, ...) or leave it out, the draft's folder (as the engine's working folder
-    sees it) or Hub id as its path, and the target as `vllm serve`'s first word.
+    Use the name the finding suggests (`eagle3`) or the release it names, a quantization
+    method the engine has (`fp8`, `awq`, ...) or leave it out, the draft's folder (as the
+    engine's working folder sees it) or Hub id as its path, and the target as `vllm serve`'s
+    first word.
     """
 
 

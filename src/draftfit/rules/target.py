@@ -75,7 +75,10 @@ def target_hidden_size_mismatch() -> None:
 
     ## Fix
     Use a draft trained for this target (set `target_hidden_size` only if `fc` really takes
-    states of that width).
+    states of that width). The finding's fix reads the stored `fc.weight`: when its input
+    width is a multiple of the target's and not of the width the config says, the config is
+    wrong (set `target_hidden_size`); in the opposite case the draft was trained for another
+    model, and no config edit serves it here.
     """
 
 
@@ -498,7 +501,8 @@ def verifier_differs_from_target(ctx: Context) -> Iterator[Violation]:
     same model (a warning: retrained weights, the same architecture). A name is compared
     only where it says which model it is: a path like `/model/from_s3` or a folder called
     `target` does not, nor does a folder name that may be short for the other (`kimi-k2`
-    and `Kimi-K2-Instruct`); the report says what was compared either way (the `Target`
+    and `Kimi-K2-Instruct`) or the other written without its dots (`kimi_k25` and
+    `Kimi-K2.5`); the report says what was compared either way (the `Target`
     lines of the text report, `target.verifier` in JSON).
 
     ## Why it matters

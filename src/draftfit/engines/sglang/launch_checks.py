@@ -30,6 +30,7 @@ from draftfit.rule_ids import Consequence
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.engines.builder import BaseBuilder
+    from draftfit.engines.profile import Profile
     from draftfit.serve.settings import ServeSettings
 
 SPELLING = Spelling(
@@ -48,8 +49,8 @@ def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     unreadable_values(b, s, SPELLING)
     context_over_target(b, s, "context_length_over_target", "--context-length")
     value_after_switch(b, s, SPELLING)
-    names = [str(item[0]) for item in b.value("algorithm_names") or [] if item]
-    method_known(b, s, SPELLING, names)
+    names = _algorithm_names(b.p)
+    method_known(b, s, SPELLING, names, _algorithm_names)
     _launch_serves_draft(b, s)
     _no_draft_steps(b, s)
     quantization_names(b, s)
@@ -59,6 +60,11 @@ def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     _sglang_pipeline_parallel(b, s)
     _mla_backend(b, s)
     _sglang_quantization_flag(b, s)
+
+
+def _algorithm_names(profile: Profile) -> list[str]:
+    """The `--speculative-algorithm` names a release's parser accepts."""
+    return [str(item[0]) for item in profile.value("algorithm_names") or [] if item]
 
 
 def _no_draft_steps(b: BaseBuilder, s: ServeSettings) -> None:

@@ -67,7 +67,13 @@ def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
     value_after_switch(b, s, SPELLING)
     _speculative_config_keys(b, s)
     supported = (("eagle3", "eagle3_supported"), ("eagle", "eagle_supported"))
-    method_known(b, s, SPELLING, [name for name, fact in supported if b.value(fact)])
+    method_known(
+        b,
+        s,
+        SPELLING,
+        [name for name, fact in supported if b.value(fact)],
+        lambda later: [name for name, fact in supported if later.value(fact)],
+    )
     _launch_serves_draft(b, s)
     _token_count_given(b, s)
     _token_count_positive(b, s)
