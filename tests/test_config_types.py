@@ -88,8 +88,9 @@ NOT_CONFIG = {
     "layers_remap",
     "matters",
     "max_position_raised",
-    "not_read_at_pinned_commit",  # a version's basis, merged into a matrix range's
-    "read_at_pinned_commit",
+    "below_read",  # a version's basis, merged into a matrix range's
+    "fact",
+    "read",
     "method_from_path",
     "norm_before_residual_defaulted",
     "norms",

@@ -12,7 +12,6 @@ import json
 import re
 from bisect import bisect_right
 from json import decoder
-from typing import cast
 
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -21,7 +20,8 @@ _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 def _scan_string(text: str, end: int) -> tuple[str, int]:
     """The JSON string whose body starts at `end` (after the quote), and where it stops."""
     scan = getattr(decoder, "scanstring")  # noqa: B009 - public, though not in the stubs
-    return cast(tuple[str, int], scan(text, end))
+    found: tuple[str, int] = scan(text, end)
+    return found
 
 
 class _Scanner:
