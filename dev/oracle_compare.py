@@ -8,7 +8,9 @@ check` for `--engine` (default `vllm==0.34.0`) and the oracle, and derives the e
 verdict from what the oracle saw. For vLLM (0.34.0, or 0.10.2 through the oracle's port):
 
 * incompatible   — vLLM refused the checkpoint, or the smoke forward raised;
-* drafts-garbage — it loaded, but left parameters uninitialised, dropped stored tensors
+* drafts-garbage — it loaded, but left parameters uninitialised (other than an attention
+                   layer's KV-cache scales and zero points, which vLLM defaults: see
+                   DEFAULTED_PARAMS), dropped stored tensors
                    (other than `t2d` and P-EAGLE's `mask_hidden`), produced non-finite
                    drafts, or captured other aux layers than the draft was trained on;
 * compatible     — none of that.
@@ -54,6 +56,14 @@ from draftfit.checker import check_path
 from draftfit.report import COMPATIBLE, DEGRADED, UNVERIFIED
 
 EXPECTED_UNUSED = {"t2d", "mask_hidden"}
+# An attention layer's KV-cache quantization parameters, which a compressed-tensors draft's
+# attention gets whatever its config quantizes: vLLM fills them with defaults (scales 1,
+# zero points 0, "not used"), and uses the defaults for an unquantized KV cache, when the
+# checkpoint has none (compressed_tensors.py:1144-1180@v0.34.0, kv_cache.py:78-125@v0.34.0;
+# kv_cache.py:28-40@v0.10.2, where they start at -1 and are set to 1 after loading).
+DEFAULTED_PARAMS = tuple(
+    f".attn.{name}" for name in ("q_scale", "k_scale", "v_scale", "prob_scale")
+) + tuple(f".attn.{kind}_zero_point" for kind in "qkv")
 SGLANG_EXPECTED_UNUSED = {"d2t", "t2d"}
 DEFAULT_ENGINE = "vllm==0.34.0"
 
@@ -82,7 +92,11 @@ def oracle_verdict(result: dict, draft: Path, target: Path) -> tuple[str, str]:
     if runtime.get("error"):
         return "incompatible", f"runtime: {str(runtime['error'])[:90]}"
     reasons = []
-    unloaded = [p for p in result.get("unloaded_params") or [] if "layers.1.hidden_norm" not in p]
+    unloaded = [
+        p
+        for p in result.get("unloaded_params") or []
+        if "layers.1.hidden_norm" not in p and not p.endswith(DEFAULTED_PARAMS)
+    ]
     if unloaded:
         reasons.append(f"unloaded {unloaded[:2]}")
     unused = [t for t in result.get("unused_tensors") or [] if t not in EXPECTED_UNUSED]
