@@ -178,7 +178,14 @@ def main() -> int:
             draft, target = case.build(Path(tmp))
             if target is None:
                 continue
-            ours = check_path(draft, target=target, engines=(args.engine,), method=case.method)
+            # as the case is checked, less its launch: the oracle runs the default launch
+            ours = check_path(
+                draft,
+                target=target,
+                engines=(args.engine,),
+                method=case.method,
+                draft_is_for_target=case.draft_is_for_target,
+            )
             method = case.method or ours.method or "eagle3"
             if engine == "sglang" and method != "eagle3":
                 continue
