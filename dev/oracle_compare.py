@@ -13,7 +13,9 @@ verdict from what the oracle saw. For vLLM (0.34.0, or 0.10.2 through the oracle
                    DEFAULTED_PARAMS), dropped stored tensors
                    (other than `t2d` and P-EAGLE's `mask_hidden`), produced non-finite
                    drafts, or captured other aux layers than the draft was trained on;
-* compatible     — none of that.
+* compatible     — none of that;
+* no verdict     — the oracle failed (`harness-failed`), or only the CPU build's own kernels
+                   failed in the smoke forward (`oracle-unavailable`, CPU_ONLY_FORWARD_ERRORS).
 
 For SGLang (`--engine sglang==0.5.23`, `sglang_oracle.py`, EAGLE-3 drafts only: the
 oracle launches `--speculative-algorithm EAGLE3`, so EAGLE-1 cases are skipped):
@@ -64,6 +66,15 @@ EXPECTED_UNUSED = {"t2d", "mask_hidden"}
 DEFAULTED_PARAMS = tuple(
     f".attn.{name}" for name in ("q_scale", "k_scale", "v_scale", "prob_scale")
 ) + tuple(f".attn.{kind}_zero_point" for kind in "qkv")
+# Smoke-forward errors of the CPU build's own kernels, which no GPU launch runs: the W4A16
+# CPU GEMM op missing from a wheel without vllm._C, and the CPU torch scaled-mm fallback for
+# a static FP8 input scale (see quantized-drafts-oracle-results.md, q2). The oracle gives
+# no verdict then (`oracle-unavailable`), counted apart like a harness failure.
+CPU_ONLY_FORWARD_ERRORS = (
+    "'_C' object has no attribute 'cpu_gemm_wna16'",
+    "narrow() cannot be applied to a 0-dim tensor",
+)
+UNAVAILABLE = ("harness-failed", "oracle-unavailable")
 SGLANG_EXPECTED_UNUSED = {"d2t", "t2d"}
 DEFAULT_ENGINE = "vllm==0.34.0"
 
@@ -90,6 +101,8 @@ def oracle_verdict(result: dict, draft: Path, target: Path) -> tuple[str, str]:
         return "incompatible", f"{result.get('stage')}: {str(result.get('error'))[:90]}"
     runtime = result.get("runtime") or {}
     if runtime.get("error"):
+        if any(text in str(runtime["error"]) for text in CPU_ONLY_FORWARD_ERRORS):
+            return "oracle-unavailable", f"CPU-only forward: {str(runtime['error'])[:90]}"
         return "incompatible", f"runtime: {str(runtime['error'])[:90]}"
     reasons = []
     unloaded = [
@@ -206,7 +219,9 @@ def main() -> int:
                 truth, why = "harness-failed", str(error)[:100]
             else:
                 truth, why = judge(result, draft, target)
-        if truth != "harness-failed":
+        if truth == "oracle-unavailable":
+            failed.append(case.id)
+        elif truth != "harness-failed":
             if mine == UNVERIFIED:
                 unclaimed.append(case.id)
             else:
@@ -222,7 +237,7 @@ def main() -> int:
     judged = len(rows) - len(failed) - len(unclaimed)
     print(
         f"\n{args.engine}: agreement {agree}/{judged}; unverified (no claim) {len(unclaimed)}"
-        f"{' ' + str(unclaimed) if unclaimed else ''}; harness failures {len(failed)}"
+        f"{' ' + str(unclaimed) if unclaimed else ''}; no oracle verdict {len(failed)}"
         f"{' ' + str(failed) if failed else ''}; draftfit said compatible where the engine "
         f"did not: {unsafe or 'none'}"
     )
