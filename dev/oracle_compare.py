@@ -74,7 +74,6 @@ CPU_ONLY_FORWARD_ERRORS = (
     "'_C' object has no attribute 'cpu_gemm_wna16'",
     "narrow() cannot be applied to a 0-dim tensor",
 )
-UNAVAILABLE = ("harness-failed", "oracle-unavailable")
 SGLANG_EXPECTED_UNUSED = {"d2t", "t2d"}
 DEFAULT_ENGINE = "vllm==0.34.0"
 
