@@ -15,7 +15,7 @@ verdict from what the oracle saw. For vLLM (0.34.0, or 0.10.2 through the oracle
                    drafts, or captured other aux layers than the draft was trained on;
 * compatible     — none of that;
 * no verdict     — the oracle failed (`harness-failed`), or only the CPU build's own kernels
-                   failed in the smoke forward (`oracle-unavailable`, CPU_ONLY_FORWARD_ERRORS).
+                   failed (`oracle-unavailable`: a missing `_C` op, CPU_ONLY_FORWARD_ERRORS).
 
 For SGLang (`--engine sglang==0.5.23`, `sglang_oracle.py`, EAGLE-3 drafts only: the
 oracle launches `--speculative-algorithm EAGLE3`, so EAGLE-1 cases are skipped):
@@ -27,7 +27,9 @@ oracle launches `--speculative-algorithm EAGLE3`, so EAGLE-1 cases are skipped):
 * drafts-garbage — it loaded, but parameters were never or partly written, stored tensors
                    were skipped (other than `d2t`/`t2d`) or truncated, or the target
                    captures other aux layers than the draft was trained on;
-* compatible     — none of that.
+* compatible     — none of that;
+* no verdict     — the target class itself could not be built on the CPU
+                   (`target_model.build_load`, `oracle-unavailable`: the oracle's LIMITS).
 
 draftfit's `degraded` (a condition-dependent warning) is compared as `compatible`: the
 loader cannot see a condition such as a prompt longer than the draft's context.
@@ -70,6 +72,7 @@ DEFAULTED_PARAMS = tuple(
 # CPU GEMM op missing from a wheel without vllm._C, and the CPU torch scaled-mm fallback for
 # a static FP8 input scale (see quantized-drafts-oracle-results.md, q2). The oracle gives
 # no verdict then (`oracle-unavailable`), counted apart like a harness failure.
+CPU_ONLY_OP = "'_OpNamespace' '_C' object has no attribute"  # e.g. a MoE target's prepack
 CPU_ONLY_FORWARD_ERRORS = (
     "'_C' object has no attribute 'cpu_gemm_wna16'",
     "narrow() cannot be applied to a 0-dim tensor",
@@ -96,6 +99,8 @@ def trained_capture_ids(config: dict, num_layers: int) -> tuple[int, ...]:
 
 
 def oracle_verdict(result: dict, draft: Path, target: Path) -> tuple[str, str]:
+    if not result.get("accepted") and CPU_ONLY_OP in str(result.get("error")):
+        return "oracle-unavailable", f"CPU build lacks an op: {str(result.get('error'))[:80]}"
     if not result.get("accepted"):
         return "incompatible", f"{result.get('stage')}: {str(result.get('error'))[:90]}"
     runtime = result.get("runtime") or {}
@@ -127,6 +132,9 @@ def oracle_verdict(result: dict, draft: Path, target: Path) -> tuple[str, str]:
 
 def sglang_verdict(result: dict, draft: Path, target: Path) -> tuple[str, str]:
     """SGLang's verdict from `sglang_oracle.py`'s JSON (see the module docstring)."""
+    if result.get("stage") == "target_model.build_load":
+        # the target class itself cannot be built on this CPU (the oracle's LIMITS)
+        return "oracle-unavailable", f"target not built: {str(result.get('error'))[:90]}"
     if not result.get("accepted"):
         return "incompatible", f"{result.get('stage')}: {str(result.get('error'))[:90]}"
     if not result.get("accepted_without_env"):
