@@ -171,6 +171,7 @@ def oracle_command(args: argparse.Namespace, draft: Path, target: Path, method: 
         "--method",
         method,
         "--quiet",
+        *(["--verifier-init", args.verifier_init] if args.verifier_init else []),
     ]
 
 
@@ -181,6 +182,11 @@ def main() -> int:
     parser.add_argument("--engine", default=DEFAULT_ENGINE, help="e.g. vllm==0.10.2")
     parser.add_argument("--only", nargs="*", help="case ids to run")
     parser.add_argument("--rules", nargs="*", help="only cases where one of these codes fires")
+    parser.add_argument(
+        "--verifier-init",
+        choices=("dummy", "meta"),
+        help="vLLM: how the oracle builds the target (meta: targets the CPU build cannot make)",
+    )
     parser.add_argument("--jsonl", type=Path, help="also write one JSON row per case here")
     args = parser.parse_args()
     engine = args.engine.split("==")[0]
