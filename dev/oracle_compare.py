@@ -73,6 +73,7 @@ DEFAULTED_PARAMS = tuple(
 # a static FP8 input scale (see quantized-drafts-oracle-results.md, q2). The oracle gives
 # no verdict then (`oracle-unavailable`), counted apart like a harness failure.
 CPU_ONLY_OP = "'_OpNamespace' '_C' object has no attribute"  # e.g. a MoE target's prepack
+META_COPY = "Cannot copy out of meta tensor"
 CPU_ONLY_FORWARD_ERRORS = (
     "'_C' object has no attribute 'cpu_gemm_wna16'",
     "narrow() cannot be applied to a 0-dim tensor",
@@ -101,6 +102,9 @@ def trained_capture_ids(config: dict, num_layers: int) -> tuple[int, ...]:
 def oracle_verdict(result: dict, draft: Path, target: Path) -> tuple[str, str]:
     if not result.get("accepted") and CPU_ONLY_OP in str(result.get("error")):
         return "oracle-unavailable", f"CPU build lacks an op: {str(result.get('error'))[:80]}"
+    if not result.get("accepted") and META_COPY in str(result.get("error")):
+        # `--verifier-init meta`: the oracle's target has no data where this draft reads it
+        return "oracle-unavailable", f"meta target: {str(result.get('error'))[:80]}"
     if not result.get("accepted"):
         return "incompatible", f"{result.get('stage')}: {str(result.get('error'))[:90]}"
     runtime = result.get("runtime") or {}
