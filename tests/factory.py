@@ -856,3 +856,17 @@ def kimi_sibling_pair(root: Path) -> tuple[Path, Path, Path]:
     multimodal = {"architectures": ["KimiK25ForConditionalGeneration"], "text_config": text_config}
     (k25 / "config.json").write_text(json.dumps(multimodal, indent=2) + "\n")
     return draft_path, k2, k25
+
+
+def specforge_with_dims(stored: dict[str, Any], **config: int | None) -> Draft:
+    """A SpecForge draft whose tensors are made with `stored` (keywords of
+    :func:`eagle3_tensors`) and whose config has `config` written over it (None: the key
+    removed): a config dimension that may contradict the stored shapes."""
+    draft = specforge()
+    for key, value in config.items():
+        if value is None:
+            draft.config.pop(key, None)
+        else:
+            draft.config[key] = value
+    draft.tensors = eagle3_tensors(**stored)
+    return draft

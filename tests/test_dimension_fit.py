@@ -25,7 +25,6 @@ from draftfit.engines import shapes
 from draftfit.render.registry import render
 from draftfit.report import Report
 from tests import factory as f
-from tests.factory import Draft
 from tests.test_ci_formats import validate_sarif
 from tests.test_json_schema import validate
 
@@ -207,17 +206,7 @@ def test_kimi_convert_on_the_command_line(
 # ------------------------------------------------------------------ tiny drafts, every engine
 
 
-def flat_draft(stored: dict[str, int], **config: int | None) -> Draft:
-    """A SpecForge draft whose tensors are made with `stored` dims and whose config has
-    `config` written over it (None: the key removed)."""
-    draft = f.specforge()
-    for key, value in config.items():
-        if value is None:
-            draft.config.pop(key, None)
-        else:
-            draft.config[key] = value
-    draft.tensors = f.eagle3_tensors(**stored)
-    return draft
+flat_draft = f.specforge_with_dims
 
 
 @pytest.mark.parametrize(

@@ -541,17 +541,7 @@ def _speculators_head_dim(declared: int, stored: int = 2 * f.HEAD_DIM) -> Draft:
     return draft
 
 
-def _flat(stored_kw: dict, **config: int | None) -> Draft:
-    """A SpecForge draft with `config` written over its dimensions (None: the key removed)
-    and tensors made with `stored_kw`."""
-    draft = f.specforge()
-    for key, value in config.items():
-        if value is None:
-            draft.config.pop(key, None)
-        else:
-            draft.config[key] = value
-    draft.tensors = f.eagle3_tensors(**stored_kw)
-    return draft
+_flat = f.specforge_with_dims
 
 
 _FOLDED = {"DF203", "DF204", "DF208"}

@@ -351,16 +351,7 @@ def _copy_range(
     start, end = info.byte_range
     if end - start != size:
         raise UsageError(f"`{tensor.name}`: {end - start} source bytes for a {size}-byte tensor")
-    local = (
-        checkpoint.access.local_path(info.file)
-        if checkpoint.access
-        else (checkpoint.root / info.file)
-    )
-    if local is None:
-        raise UsageError("converting needs a local copy of the checkpoint")
-    source = handles.get(info.file)
-    if source is None:
-        source = handles[info.file] = local.open("rb")
+    local, source = _source(checkpoint, info.file, handles)
     copied, regions = _copy_keeping_holes(local, source, start, size, out, name, offset)
     if copied != size:
         raise InputChangedError(
@@ -368,6 +359,20 @@ def _copy_range(
             "promises (was it changed while converting?); run `draftfit check` on the input"
         )
     return regions
+
+
+def _source(
+    checkpoint: Checkpoint, file: str, handles: dict[str, BinaryIO]
+) -> tuple[Path, BinaryIO]:
+    """The local path of the checkpoint's `file` and its open handle, opened once per
+    conversion (kept in `handles`)."""
+    local = checkpoint.access.local_path(file) if checkpoint.access else checkpoint.root / file
+    if local is None:
+        raise UsageError("converting needs a local copy of the checkpoint")
+    source = handles.get(file)
+    if source is None:
+        source = handles[file] = local.open("rb")
+    return local, source
 
 
 def _copy_blocks(
@@ -398,16 +403,7 @@ def _copy_blocks(
             f"`{tensor.name}`: {end - start} source bytes do not split into {rows} rows of "
             f"{len(order)} blocks"
         )
-    local = (
-        checkpoint.access.local_path(info.file)
-        if checkpoint.access
-        else (checkpoint.root / info.file)
-    )
-    if local is None:
-        raise UsageError("converting needs a local copy of the checkpoint")
-    source = handles.get(info.file)
-    if source is None:
-        source = handles[info.file] = local.open("rb")
+    local, source = _source(checkpoint, info.file, handles)
     out.flush()
     offset = out.tell()
     hasher = _hasher()

@@ -518,8 +518,8 @@ def verifier_differs_from_target(ctx: Context) -> Iterator[Violation]:
     embedding).
 
     ## Example
-    The speculators draft trained for Kimi-K2 (`verifier.name_or_path`
-    `/root/models/Kimi-K2-Instruct`) checked next to `moonshotai/Kimi-K2.5`.
+    The speculators draft trained for Kimi-K2 (`verifier.name_or_path` a local
+    `Kimi-K2-Instruct` folder) checked next to `moonshotai/Kimi-K2.5`.
 
     ## Fix
     Serve the draft with the model it was trained for, or use (or train) a draft for this
