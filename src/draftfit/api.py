@@ -66,7 +66,7 @@ def check(
     from draftfit.checker import check_path
     from draftfit.engines.launch import settings_from
 
-    serve = settings_from(*_launch(serve_config, serve_args), _roots(draft, target))
+    serve = settings_from(*_launch(serve_config, serve_args))
     report = check_path(
         draft,
         target=target,
@@ -107,7 +107,7 @@ def diff(
         target=target,
         method=method,
         values=_values(values),
-        serve=settings_from(*_launch(serve_config, serve_args), _roots(draft, reference, target)),
+        serve=settings_from(*_launch(serve_config, serve_args)),
         draft_is_for_target=draft_is_for_target,
     )
 
@@ -130,7 +130,7 @@ def matrix(
     from draftfit.engines.launch import settings_from
     from draftfit.origins.reference import open_checkpoint, open_target
 
-    serve = settings_from(*_launch(serve_config, serve_args), _roots(draft, target))
+    serve = settings_from(*_launch(serve_config, serve_args))
     checkpoint = open_checkpoint(draft)
     target_checkpoint = open_target(target) if target is not None else None
     if target_checkpoint is not None:
@@ -209,8 +209,3 @@ def _launch(
     import shlex
 
     return config, shlex.join(str(word) for word in serve_args)
-
-
-def _roots(*paths: str | Path | None) -> list[str | Path]:
-    """The checkpoints named, where a settings file reached through a symlink may lie."""
-    return [path for path in paths if path is not None]

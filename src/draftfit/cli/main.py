@@ -513,7 +513,7 @@ def _cmd_convert(options: ConvertOptions) -> int:
         verify=options.verify,
         notify=_notice,
         # the launch the converted draft will be served with
-        serve=launch_settings(options.launch, [options.draft, options.target]),
+        serve=launch_settings(options.launch),
         anyway=options.anyway,
         while_writing=lambda: _load_renderer(kinds.CONVERT, options.format),
         also_read=_launch_files(options.launch),

@@ -218,16 +218,14 @@ def expand_drafts(arguments: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(drafts))
 
 
-def launch_settings(launch: LaunchOptions, named: Sequence[str | None]) -> ServeSettings | None:
-    """The launch's settings from `--serve-config` / `--serve-args` (read before any draft);
-    a settings file reached through a symlink may lie in the folders of the checkpoints
-    `named` on the command line (the drafts as given, a reference, the target)."""
+def launch_settings(launch: LaunchOptions) -> ServeSettings | None:
+    """The launch's settings from `--serve-config` / `--serve-args` (read before any
+    draft)."""
     if not launch.given:
         return None
     from draftfit.engines.launch import settings_from
 
-    roots = [str(path) for path in named if path]
-    return settings_from(launch.serve_config, launch.serve_args, roots)
+    return settings_from(launch.serve_config, launch.serve_args)
 
 
 def run_check(options: CheckOptions) -> int:
@@ -249,7 +247,7 @@ def run_check(options: CheckOptions) -> int:
         return show_settings(options.selection, options.output, drafts, options.draft_is_for_target)
     reports: list[Any] = []
     worst = EXIT_OK
-    serve = launch_settings(options.launch, [*options.drafts, options.target])
+    serve = launch_settings(options.launch)
     if options.target and len(drafts) > 1:
         # A draft given as the target is one mistake, said once, not once per draft.
         from draftfit.draft.mistakes import refuse_draft_as_target
@@ -321,7 +319,7 @@ def run_diff(options: DiffOptions) -> int:
         target=options.target,
         method=options.method,
         values=options.values,
-        serve=launch_settings(options.launch, [options.draft, options.reference, options.target]),
+        serve=launch_settings(options.launch),
         draft_is_for_target=declared,
     )
     if not selection.is_default:
@@ -349,7 +347,7 @@ def run_matrix(options: MatrixOptions) -> int:
     selection, declared = selection_and_declaration(
         options.selection, options.draft, options.draft_is_for_target
     )
-    serve = launch_settings(options.launch, [options.draft, options.target])
+    serve = launch_settings(options.launch)
     checkpoint = open_checkpoint(options.draft)
     target = open_target(options.target) if options.target else None
     if target is not None:

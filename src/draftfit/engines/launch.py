@@ -17,9 +17,7 @@ kept in `ignored_flags`; a malformed value is a :class:`~draftfit.errors.UsageEr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import lru_cache
-from pathlib import Path
 
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.engines.registry import ENGINES
@@ -73,16 +71,14 @@ def is_json_flag(flag: str) -> bool:
 def settings_from(
     serve_config: str | None = None,
     serve_args: str | None = None,
-    roots: Sequence[str | Path] = (),
 ) -> ServeSettings | None:
     """The settings from `--serve-config` and/or `--serve-args` (None when neither is given).
 
     Both may describe one launch: the config's values then complete the command's.
-    `roots` (the draft and target folders) are where, besides the current folder, a
-    settings file reached through a symlink may lie.
+    A settings file is read only by its own path (no link leads it elsewhere).
     """
-    from_args = _serve_args(serve_args, roots) if serve_args is not None else None
-    from_config = _serve_config(serve_config, roots) if serve_config is not None else None
+    from_args = _serve_args(serve_args) if serve_args is not None else None
+    from_config = _serve_config(serve_config) if serve_config is not None else None
     if from_args is None or from_config is None:
         given = from_args or from_config
         return listed(given) if given is not None else None
@@ -111,13 +107,13 @@ def settings_from(
 # ----------------------------------------------------------------------------- --serve-config
 
 
-def parse_serve_config(text: str, roots: Sequence[str | Path] = ()) -> ServeSettings:
+def parse_serve_config(text: str) -> ServeSettings:
     """An engine's settings from a JSON string or a JSON/YAML file (see the module
-    docstring); `roots` as for :func:`settings_from`."""
-    return listed(_serve_config(text, roots))
+    docstring)."""
+    return listed(_serve_config(text))
 
 
-def _serve_config(text: str, roots: Sequence[str | Path]) -> ServeSettings:
+def _serve_config(text: str) -> ServeSettings:
     stripped = text.strip()
     if stripped.startswith(("{", "[")):
         # A line continuation pasted with it is removed, as the shell removes one (no JSON
@@ -125,7 +121,7 @@ def _serve_config(text: str, roots: Sequence[str | Path]) -> ServeSettings:
         data = json_object(stripped.replace("\\\n", ""), "--serve-config")
     else:
         data = load_file(
-            text, f"--serve-config {clip(text)}", "give a file or an inline JSON object", roots
+            text, f"--serve-config {clip(text)}", "give a file or an inline JSON object"
         )
     scored = [(part.config_score(data), part) for part in engine_launches()]
     best = max((score for score, _ in scored), default=0)
@@ -138,10 +134,9 @@ def _serve_config(text: str, roots: Sequence[str | Path]) -> ServeSettings:
 # ------------------------------------------------------------------------------ --serve-args
 
 
-def parse_serve_args(text: str, roots: Sequence[str | Path] = ()) -> ServeSettings:
-    """Settings from a launch command or its flags (see the module docstring); `roots` as
-    for :func:`settings_from`."""
-    return listed(_serve_args(text, roots))
+def parse_serve_args(text: str) -> ServeSettings:
+    """Settings from a launch command or its flags (see the module docstring)."""
+    return listed(_serve_args(text))
 
 
 @lru_cache(maxsize=64)
@@ -155,7 +150,7 @@ def _split(text: str) -> tuple[str, ...]:
         raise UsageError(f"--serve-args: cannot split it as a shell would ({exc})") from None
 
 
-def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
+def _serve_args(text: str) -> ServeSettings:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -166,7 +161,7 @@ def _serve_args(text: str, roots: Sequence[str | Path]) -> ServeSettings:
     words_given = list(words)
     assignments, words = leading_assignments(words)
     part, rest = _launch_of(words)
-    return part.read_args(words_given, words, assignments, rest, roots)
+    return part.read_args(words_given, words, assignments, rest)
 
 
 def _launch_of(words: list[str]) -> tuple[EngineLaunch, list[str]]:

@@ -12,7 +12,6 @@ it, loaded when asked for; :mod:`draftfit.engines.launch` finds the engine of a 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 from draftfit.errors import UsageError
@@ -139,7 +138,7 @@ class EngineLaunch:
         raise UsageError(f"{what}: draftfit reads no settings file of {self.engine}")
 
     def with_config_file(
-        self, settings: ServeSettings, name: str, json_given: bool, roots: Sequence[str | Path]
+        self, settings: ServeSettings, name: str, json_given: bool
     ) -> ServeSettings:
         """`settings` completed by the file of engine arguments `name` the launch names."""
         return settings
@@ -155,7 +154,6 @@ class EngineLaunch:
         words: Sequence[str],
         assignments: Sequence[tuple[str, str]],
         rest: Sequence[str],
-        roots: Sequence[str | Path],
     ) -> ServeSettings:
         """The settings of a launch of this engine: `assignments` are the `NAME=value` words
         before the command, `rest` the words after it (all of `words` for flags alone)."""
@@ -242,10 +240,10 @@ class EngineLaunch:
             words=tuple(words_given),
         )
         if config_file is not None:
-            settings = self.with_config_file(settings, config_file, json_data is not None, roots)
+            settings = self.with_config_file(settings, config_file, json_data is not None)
         if options is not None:
             what = f"--serve-args: {options[0]} {clip(options[1])}"
-            data = load_file(options[1], what, "the path is read from the current directory", roots)
+            data = load_file(options[1], what, "the path is read from the current directory")
             return self.with_options(data, settings, what)
         if json_data is None:
             return settings

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 from draftfit.checkpoint.access import read_regular
@@ -165,15 +165,11 @@ def key_name(name: object) -> str:
 # ----------------------------------------------------------------------------- files
 
 
-def load_file(
-    name: str, what: str, hint: str, roots: Sequence[str | Path] = ()
-) -> Mapping[str, Any]:
+def load_file(name: str, what: str, hint: str) -> Mapping[str, Any]:
     """The mapping in the JSON/YAML file `name`, read bounded (a regular file, at most
     MAX_SERVE_CONFIG_BYTES) and only when no link leads it elsewhere than it is named
-    (:func:`refuse_linked_path`); `what` names it in errors. `roots` (the draft and the
-    target) no longer widen where a link may lead: a link into them is refused too, as the
-    rule is the same for every file a launch names."""
-    del roots  # kept for the callers' signature
+    (:func:`refuse_linked_path`), the same rule for every file a launch names; `what`
+    names it in errors."""
     path = Path(name)
     refuse_linked_path(path, what)
     try:

@@ -32,8 +32,7 @@ vllm/envs.py:1177-1180@v0.34.0) lets `--max-model-len` exceed the target's own l
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.errors import UsageError
@@ -214,7 +213,7 @@ class VllmLaunch(EngineLaunch):
         return self.speculative_config(data, "--serve-args", SPECULATIVE_CONFIG, [], settings)
 
     def with_config_file(
-        self, settings: ServeSettings, name: str, json_given: bool, roots: Sequence[str | Path]
+        self, settings: ServeSettings, name: str, json_given: bool
     ) -> ServeSettings:
         """`settings` of a `vllm serve … --config FILE` launch completed by the file's engine
         arguments (YAML, read as `--serve-config` reads them). The command line wins: vLLM
@@ -222,7 +221,7 @@ class VllmLaunch(EngineLaunch):
         the command line's value, and a `--speculative-config` on the command line replaces
         the file's whole speculative config."""
         what = f"--serve-args: --config {clip(name)}"
-        data = load_file(name, what, "the path is read from the current directory", roots)
+        data = load_file(name, what, "the path is read from the current directory")
         from_file = self.engine_args(data, "--serve-args --config")
         replaced = json_given or any(
             flag.startswith(SPECULATIVE_CONFIG + ".") for flag in settings.flags_written
