@@ -167,6 +167,7 @@ def test_kimi_without_head_dim_stays_head_dim_not_declared(tmp_path: Path) -> No
     assert [r.tensor for r in finding.related] == ATTENTION
 
 
+@pytest.mark.slow  # copies a 4.7 GB sparse draft twice; the tiny drafts below run quick
 @pytest.mark.parametrize("unsafe", [False, True])
 def test_kimi_convert_sets_head_dim_and_the_output_is_compatible(
     kimi: tuple[Path, Path], tmp_path: Path, unsafe: bool
