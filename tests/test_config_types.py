@@ -55,10 +55,13 @@ CONFIG_READERS = [
     "draft/aux_counting.py",
     "draft/dialects.py",
     "draft/target.py",
-    "engines/builder.py",
-    "engines/vllm/builder.py",
-    "engines/sglang/builder.py",
-    "engines/trtllm/builder.py",
+    *sorted(str(p.relative_to(SRC)) for p in (SRC / "engines" / "procedure").glob("*.py")),
+    *sorted(
+        str(p.relative_to(SRC))
+        for engine in ("vllm", "sglang", "trtllm")
+        for p in (SRC / "engines" / engine).glob("*.py")
+        if p.name not in ("__init__.py", "launch.py", "launch_checks.py", "kv.py", "head_share.py")
+    ),
     "engines/serve.py",
     "engines/vllm/engine.py",
     "engines/sglang/engine.py",
@@ -73,33 +76,19 @@ CONFIG_READERS = [
 READ_CALLS = {"get", "int_field", "field", "_int", "vint", "pointer", "setdefault", "pop"}
 FIELD_TUPLES = {"LAYER_FIELDS", "EAGLE_FIELDS", "MOE_KEYS", "NORM_FLAGS", "MODELOPT_EAGLE_KEYS"}
 # Keys those modules read from mappings that are not config.json: engine data facts,
-# the engine view's `effective` facts, report and inspect output, tensor-role tables.
+# report and inspect output, tensor-role tables.
 NOT_CONFIG = {
-    "architecture_rewrite",
-    "draft_quantization",
-    "draft_quantization_scheme",
     "archs",
     "d2t",
-    "d2t_parameter",
     "dense_only",
     "eagle3_one_model",
-    "embedding_shared",
     "layer_module",
     "layers_remap",
     "matters",
-    "max_position_raised",
     "below_read",  # a version's basis, merged into a matrix range's
     "fact",
     "read",
-    "method_from_path",
-    "norm_before_residual_defaulted",
-    "norms",
-    "num_aux_states",
-    "num_layers",
     "or_dense",
-    "reduced_vocab",
-    "runner",
-    "runner_reason",
     "spelling",
     "t2d",
     "unquantized_only",

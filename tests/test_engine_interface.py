@@ -52,7 +52,7 @@ from draftfit.engines.launch_part import EngineLaunch
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import ENGINES, SGLANG, TRTLLM, VLLM, parse_engine_selector
 from draftfit.engines.sglang.engine import SGLANG_LAYOUT
-from draftfit.engines.trtllm.builder import Builder as TrtllmBuilder
+from draftfit.engines.trtllm.procedure import build_view as trtllm_build_view
 from draftfit.engines.view import BuildInputs, EngineView
 from draftfit.records import replace
 from draftfit.serve.reading import FlagTarget
@@ -411,7 +411,7 @@ class ToyLaunch(EngineLaunch):
 
 class ToyEngine(Engine):
     """What a fourth engine's folder holds: its data (TensorRT-LLM's under another name),
-    its procedure (TensorRT-LLM's builder), its serve command, its launch part (`toyllm
+    its procedure (TensorRT-LLM's), its serve command, its launch part (`toyllm
     serve`) and the convention it plans (`toyconv`: SGLang's layout under another name).
     Registering it is one line in `ENGINES`."""
 
@@ -426,7 +426,7 @@ class ToyEngine(Engine):
         return self.data_file.read_text(encoding="utf-8")
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
-        return TrtllmBuilder.build(inputs)
+        return trtllm_build_view(inputs)
 
     def serve(self, request: ServeRequest) -> Served:
         command = f"toyllm serve {request.draft}"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from draftfit.checkpoint import load_checkpoint
 from draftfit.draft.description import describe
-from draftfit.engines import BuildInputs, build_view
+from draftfit.engines.interface import build_view
 from draftfit.engines.registry import parse_engine_selector
-from draftfit.engines.view import EngineView, FateCause
+from draftfit.engines.view import BuildInputs, EngineView, FateCause
 from draftfit.rule_ids import BY_NAME, METHOD_MISMATCH, RuleId
 from tests import factory as f
 

@@ -659,7 +659,7 @@ def test_pipeline_stages_put_eagle3_on_the_v1_runner_until_0_30(tmp_path: Path) 
 
     def runner(version: str, pp: int) -> object:
         report = draftfit.check(draft, target, [f"vllm=={version}"], serve_args=_pp(pp))
-        return report.engines[0].kept().view.effective["runner"]
+        return report.engines[0].kept().view.resolution.runner
 
     assert runner("0.24.0", 1) == "mrv2"
     assert runner("0.24.0", 2) == "mrv1"

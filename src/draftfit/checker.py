@@ -22,9 +22,8 @@ from draftfit.checkpoint import Checkpoint
 from draftfit.draft.description import EAGLE, EAGLE3, DraftDescription, describe
 from draftfit.draft.mistakes import refuse_argument_mistakes
 from draftfit.draft.target import Target
-from draftfit.engines import build_view
 from draftfit.engines.installed import resolve_engines
-from draftfit.engines.interface import engine_of
+from draftfit.engines.interface import build_view, engine_of
 from draftfit.engines.launch_checks import launch_grammar, other_target_reason
 from draftfit.engines.profile import EngineVersion, Profile
 from draftfit.engines.view import BuildInputs

@@ -14,7 +14,7 @@ naming conventions, dtypes) follows as info findings.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from draftfit import rule_ids
@@ -68,17 +68,44 @@ SEMANTIC_FIELDS: tuple[tuple[str, str], ...] = (
     ("sliding_window", "the sliding-window span"),
     ("use_sliding_window", "whether sliding-window attention is used"),
 )
-EFFECTIVE_FIELDS: tuple[tuple[str, str, str], ...] = (
+# What the engine built, as read from the view's typed parts (None: not settled).
+EFFECTIVE_FIELDS: tuple[tuple[str, str, str, Callable[[EngineView], object]], ...] = (
     (
         "head_dim",
         "head_dim (declared, else hidden_size / num_attention_heads)",
         "every attention shape",
+        lambda view: view.dimensions.head_dim,
     ),
-    ("target_hidden_size", "target_hidden_size (else hidden_size)", "fc's input width"),
-    ("draft_vocab_size", "draft_vocab_size (else vocab_size)", "lm_head and the d2t map"),
-    ("num_layers", "the number of decoder layers built", "the number of decoder layers"),
-    ("num_aux_states", "the number of aux states fc consumes", "fc's input width"),
-    ("use_aux_hidden_state", "whether fc and aux states are used", "what the draft reads"),
+    (
+        "target_hidden_size",
+        "target_hidden_size (else hidden_size)",
+        "fc's input width",
+        lambda view: view.capture.target_hidden_size,
+    ),
+    (
+        "draft_vocab_size",
+        "draft_vocab_size (else vocab_size)",
+        "lm_head and the d2t map",
+        lambda view: view.vocabulary.draft_vocab_size if view.vocabulary else None,
+    ),
+    (
+        "num_layers",
+        "the number of decoder layers built",
+        "the number of decoder layers",
+        lambda view: view.dimensions.num_layers,
+    ),
+    (
+        "num_aux_states",
+        "the number of aux states fc consumes",
+        "fc's input width",
+        lambda view: view.capture.num_aux_states,
+    ),
+    (
+        "use_aux_hidden_state",
+        "whether fc and aux states are used",
+        "what the draft reads",
+        lambda view: view.capture.use_aux_hidden_state,
+    ),
 )
 # What the draft class uses when a key is absent (transformers' LlamaConfig defaults, which
 # the speculators library's `to_diff_dict` relies on when it omits default values).
@@ -441,7 +468,8 @@ def _compare_class(a: _Side, b: _Side, profile: Profile) -> Iterator[Difference]
 def _compare_fields(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
     for name, why in SEMANTIC_FIELDS:
         default = FIELD_DEFAULTS.get(name)
-        x, y = a.view.config.get(name, default), b.view.config.get(name, default)
+        x = a.view.visible_config.get(name, default)
+        y = b.view.visible_config.get(name, default)
         x = default if x is None else x
         y = default if y is None else y
         if name == "max_position_embeddings" and profile_raises_context(a):
@@ -452,8 +480,8 @@ def _compare_fields(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
                 f"`{name}` is {_fmt(x)} in the draft and {_fmt(y)} in the reference: changes {why}",
                 Location("config.json", a.spec.pointer(name)),
             )
-    for name, label, why in EFFECTIVE_FIELDS:
-        x, y = a.view.effective.get(name), b.view.effective.get(name)
+    for name, label, why, built in EFFECTIVE_FIELDS:
+        x, y = built(a.view), built(b.view)
         if x != y:
             yield (
                 rule_ids.DIMENSION_DIFFERS,
@@ -476,7 +504,7 @@ def _compare_fields(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
 
 
 def profile_raises_context(side: _Side) -> bool:
-    return side.view.effective.get("max_position_raised") is True
+    return side.view.max_position_raised is True
 
 
 def _is_empty(value: Any) -> bool:
@@ -485,8 +513,8 @@ def _is_empty(value: Any) -> bool:
 
 def _norms(side: _Side) -> dict[str, Any]:
     """The norm flags the engine runs for one side (`{}` when it resolved none)."""
-    norms = side.view.effective.get("norms")
-    return norms if isinstance(norms, dict) else {}
+    norms = side.view.capture.norms
+    return norms.flags() if norms is not None else {}
 
 
 def _compare_norms(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
@@ -508,7 +536,8 @@ def _norm_source(side: _Side, name: str) -> str:
     raw = side.checkpoint.config or {}
     if name in raw:
         return f"written as {_fmt(raw[name])}"
-    if name == "norm_before_residual" and "norm_before_residual_defaulted" in side.view.effective:
+    defaulted = side.view.capture.norm_before_residual_default is not None
+    if name == "norm_before_residual" and defaulted:
         return "not written; the speculators adaptor defaults it"
     return "not written"
 

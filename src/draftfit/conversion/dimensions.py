@@ -11,7 +11,7 @@ from __future__ import annotations
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.description import EAGLE3, DraftDescription
 from draftfit.draft.target import Target
-from draftfit.engines import build_view
+from draftfit.engines.interface import build_view
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import engine_names, parse_engine_selector
 from draftfit.engines.view import BuildInputs, DimensionFit

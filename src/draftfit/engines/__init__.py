@@ -1,32 +1,30 @@
 """Engine knowledge (versioned data) and the per-engine resolution of a draft.
 
 Every engine implements :class:`draftfit.engines.interface.Engine` and is listed once in
-:mod:`draftfit.engines.registry`.
+:mod:`draftfit.engines.registry`; :func:`draftfit.engines.interface.build_view` runs the
+profile's engine. An engine's folder holds its Engine, its data and its procedure: named
+steps over one build state (:mod:`draftfit.engines.procedure`, where the steps every engine
+shares live), with the engine's own steps beside them.
+
+`LAYERS` lists the modules lowest first: a module imports only modules of its own entry or
+an earlier one (`tests/test_engine_interface.py` checks it).
 """
 
-from __future__ import annotations
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-    from draftfit.engines.view import BuildInputs, EngineView
-
-
-def build_view(inputs: BuildInputs) -> EngineView:
-    """What the profile's engine builds from the draft at the profile's version."""
-    from draftfit.engines.interface import engine_of
-
-    return engine_of(inputs.profile).build_view(inputs)
-
-
-def __getattr__(name: str) -> Any:
-    """`BuildInputs`, loaded when asked for (listing the engines needs no view)."""
-    if name == "BuildInputs":
-        from draftfit.engines.view import BuildInputs
-
-        return BuildInputs
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["BuildInputs", "build_view"]
+LAYERS: tuple[tuple[str, ...], ...] = (
+    (
+        "citation",
+        "releases",
+        "shapes",
+        "kv_geometry",
+        "launch_part",
+        "name_patterns",
+        "remote_code",
+    ),
+    ("compiled", "profile"),
+    ("view", "serve", "interface"),
+    ("dimension_fit", "draft_quant", "launch_checks"),
+    ("procedure",),
+    ("vllm", "sglang", "trtllm"),
+    ("registry",),
+    ("installed", "listing", "launch"),
+)

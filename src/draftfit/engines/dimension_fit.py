@@ -6,7 +6,7 @@ MLA layers the LoRA ranks and head dimensions). When one of them is written wron
 tensor shaped by it disagrees with what the engine builds: one root cause behind several
 shape findings, and one edit of the config fixes them all (the tensors are right).
 
-:func:`fit_dimensions` finds that edit from the view alone: each shape the builder
+:func:`fit_dimensions` finds that edit from the view alone: each shape the engine
 expects carries its dimensions as config fields (:class:`~draftfit.engines.shapes.Axis`),
 so a stored dimension solved for one field proposes a value for it; each proposal is then
 built again by the same engine, and kept when it makes stored tensors load whole and no
@@ -73,7 +73,7 @@ def fit_dimensions(inputs: BuildInputs, view: EngineView, rebuild: Rebuild) -> l
     """The config dimensions that explain `view`'s shape problems, each verified by
     building the draft again (`rebuild`) with the edit; none when there is no problem or
     no single edit explains one."""
-    spec = inputs.spec
+    spec = inputs.draft
     problems = shape_problems(view, spec)
     if spec.undeclared_head_dim is not None:
         # A missing `head_dim` is reported with its own fix (head-dim-not-declared).
@@ -85,7 +85,9 @@ def fit_dimensions(inputs: BuildInputs, view: EngineView, rebuild: Rebuild) -> l
         edit = _edit(spec, view, problems, key, value)
         if edit is None:
             continue
-        trial = rebuild(replace(inputs, spec=_edited(spec, edit), serve=None, fit_dimensions=False))
+        trial = rebuild(
+            replace(inputs, draft=_edited(spec, edit), serve=None, fit_dimensions=False)
+        )
         if not trial.built:
             continue
         after = shape_problems(trial, spec)

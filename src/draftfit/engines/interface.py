@@ -306,6 +306,11 @@ def engine_of(profile: Profile) -> Engine:
     return impl
 
 
+def build_view(inputs: BuildInputs) -> EngineView:
+    """What the profile's engine builds from the draft at the profile's version."""
+    return engine_of(inputs.profile).build_view(inputs)
+
+
 def parse_toml(name: str, text: str) -> dict[str, Any]:
     """Engine `name`'s TOML data text as tables (a SpecDataError when it is not TOML)."""
     import sys

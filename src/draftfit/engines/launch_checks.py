@@ -3,7 +3,7 @@ grammar, where a finding points, and the checks that differ between engines only
 launch spells things (:class:`Spelling`).
 
 Each engine's folder holds its own settings checks (`engines/<engine>/launch_checks.py`),
-run by its view builder only when settings were given for this engine (`--serve-config`,
+run by its launch step only when settings were given for this engine (`--serve-config`,
 `--serve-args`); each check reads the settings
 (:class:`~draftfit.serve.settings.ServeSettings`) and the engine data, and emits an event
 tagged with the rule that reports it (:mod:`draftfit.rules.serving`). Without settings
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from draftfit.draft.target import Target
-    from draftfit.engines.builder import BaseBuilder
+    from draftfit.engines.procedure.state import BuildState
     from draftfit.engines.profile import Profile
     from draftfit.serve.settings import ServeSettings
 
@@ -77,7 +77,7 @@ _METHOD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 
 def method_known(
-    b: BaseBuilder,
+    state: BuildState,
     s: ServeSettings,
     sp: Spelling,
     known: Sequence[str],
@@ -89,10 +89,10 @@ def method_known(
     named = s.method
     if named is None or not known:
         return
-    own = b.spec.method
+    own = state.draft.method
     lowered = named.strip().lower()
     if own is not None and lowered == own.lower() and lowered not in {k.lower() for k in known}:
-        _own_method_missing(b, s, sp, named, known, known_at)
+        _own_method_missing(state, s, sp, named, known, known_at)
         return
     if _names(named, known, sp):
         return
@@ -103,9 +103,9 @@ def method_known(
     use = next((k for k in known if close and k.lower() == close[0]), known[0])
     guess = f". Did you mean `{use}`?" if close else ""
     listed = ", ".join(f"`{k}`" for k in known)
-    b.refuse(
+    state.refuse(
         rule_ids.SERVE_SETTING_INVALID,
-        f"`{flag}` is `{clip(named)}`, not a method with which {b.p.title} serves an EAGLE "
+        f"`{flag}` is `{clip(named)}`, not a method with which {state.title} serves an EAGLE "
         f"draft ({listed}): the launch is refused while its arguments are parsed, or runs "
         f"another method, and the draft is not served as EAGLE{guess}",
         located(s, sp.method_pointer),
@@ -124,7 +124,7 @@ def _names(named: str, known: Sequence[str], sp: Spelling) -> bool:
 
 
 def _own_method_missing(
-    b: BaseBuilder,
+    state: BuildState,
     s: ServeSettings,
     sp: Spelling,
     named: str,
@@ -143,16 +143,18 @@ def _own_method_missing(
         names = known_at(later) if known_at is not None else ()
         return next((k for k in names if k.lower() == lowered), None)
 
-    first = first_release_where(b.p, lambda later: spelled_at(later) is not None)
+    first = first_release_where(state.profile, lambda later: spelled_at(later) is not None)
     if first is not None:
-        spelling = spelled_at(b.p.data.resolve(first)) or named
-        fix = f"use {b.p.data.title} {first} or later, with `{sp.method_flag}` `{spelling}`"
+        spelling = spelled_at(state.profile.data.resolve(first)) or named
+        fix = (
+            f"use {state.profile.data.title} {first} or later, with `{sp.method_flag}` `{spelling}`"
+        )
     else:
-        fix = f"use a {b.p.data.title} release that has it (`draftfit engines`)"
+        fix = f"use a {state.profile.data.title} release that has it (`draftfit engines`)"
     listed = ", ".join(f"`{k}`" for k in known)
-    b.refuse(
+    state.refuse(
         rule_ids.SERVE_SETTING_INVALID,
-        f"`{sp.method_flag}` is `{clip(named)}`, the draft's own method, which {b.p.title} "
+        f"`{sp.method_flag}` is `{clip(named)}`, the draft's own method, which {state.title} "
         f"does not have (it serves EAGLE drafts only as {listed}): the launch is refused "
         "while its arguments are parsed, and no other method serves this draft",
         located(s, sp.method_pointer),
@@ -161,7 +163,7 @@ def _own_method_missing(
     )
 
 
-def quantization_names(b: BaseBuilder, s: ServeSettings) -> None:
+def quantization_names(state: BuildState, s: ServeSettings) -> None:
     """A quantization setting that is not a method name (`-1`, `64`)."""
     for field, pointer in (
         ("quantization", "/quantization"),
@@ -170,17 +172,17 @@ def quantization_names(b: BaseBuilder, s: ServeSettings) -> None:
         value = getattr(s, field)
         if value is None or _METHOD_NAME.fullmatch(value):
             continue
-        b.refuse(
+        state.refuse(
             rule_ids.SERVE_SETTING_INVALID,
             f"`{pointer[1:]}` is `{clip(value)}`, which names no quantization method: "
-            f"{b.p.title} refuses it at start-up",
+            f"{state.title} refuses it at start-up",
             located(s, pointer),
             (),
             fix="give a quantization method by name (`fp8`, `awq`, ...) or leave it out",
         )
 
 
-def draft_path_is_folder(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
+def draft_path_is_folder(state: BuildState, s: ServeSettings, sp: Spelling) -> None:
     """A draft path that exists here and is not a folder (a file, a device): no engine
     loads a checkpoint from it. One that does not exist is judged by :func:`launch_paths`
     where the release's path lookup was read."""
@@ -188,9 +190,9 @@ def draft_path_is_folder(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None
     if not path or not os.path.lexists(path) or os.path.isdir(path):
         return
     key = s.draft_path_key or sp.draft_key
-    b.refuse(
+    state.refuse(
         rule_ids.SERVE_SETTING_INVALID,
-        f"the draft path `{clip(path)}` (`{key}`) is not a folder: {b.p.title} loads a "
+        f"the draft path `{clip(path)}` (`{key}`) is not a folder: {state.title} loads a "
         "draft checkpoint from a folder (or a Hub id) and fails at start-up",
         located(s, f"/speculative_config/{key}"),
         (),
@@ -204,7 +206,7 @@ PATH_LOOKUP = "model_path_lookup"
 TARGET_PLACEHOLDER = "<target>"
 
 
-def launch_paths(b: BaseBuilder, s: ServeSettings, sp: Spelling, target_flag: str) -> None:
+def launch_paths(state: BuildState, s: ServeSettings, sp: Spelling, target_flag: str) -> None:
     """A draft or target path of the launch that is not a folder here and not a Hub
     repository id either (`./draft`, `/models/draft`, `~/draft`): the release looks a path
     that is not a folder up as a Hub id, and refuses one that cannot be (fact
@@ -213,7 +215,7 @@ def launch_paths(b: BaseBuilder, s: ServeSettings, sp: Spelling, target_flag: st
     looked up on the Hub or in its cache by the engine and is not judged, and neither is the
     draft path of a serve recipe that converts the draft first (its folder is not written
     while the recipe is checked)."""
-    if b.value(PATH_LOOKUP) != "local-or-hub-id":
+    if state.value(PATH_LOOKUP) != "local-or-hub-id":
         return
     draft_key = s.draft_path_key or sp.draft_key
     named = [
@@ -225,7 +227,7 @@ def launch_paths(b: BaseBuilder, s: ServeSettings, sp: Spelling, target_flag: st
             continue
         if path.startswith("~") and os.path.lexists(os.path.expanduser(path)):
             continue  # an unquoted `~` is the shell's to expand before the engine sees it
-        if hub_repo_id(path) or (whose == "draft" and b.ckpt.planned):
+        if hub_repo_id(path) or (whose == "draft" and state.checkpoint.planned):
             continue  # looked up on the Hub; or a recipe's converted folder, not written yet
         home = (
             " (a `~` is expanded by the shell only outside quotes, and never by the engine;"
@@ -233,11 +235,11 @@ def launch_paths(b: BaseBuilder, s: ServeSettings, sp: Spelling, target_flag: st
             if path.startswith("~")
             else ""
         )
-        b.refuse(
+        state.refuse(
             rule_ids.SERVE_SETTING_INVALID,
             f"the {whose} path `{clip(path)}` ({setting}) does not exist here (resolved from "
             f"the current folder, as the engine resolves it from the folder it runs in){home}, "
-            f"and it is not a Hub repository id: {b.p.title} refuses it while it builds the "
+            f"and it is not a Hub repository id: {state.title} refuses it while it builds the "
             "model configs (`Invalid repository ID or local directory specified`) and does "
             "not start",
             located(s, pointer),
@@ -265,7 +267,7 @@ def hub_repo_id(name: str) -> bool:
 _HUB_NAME_PART = re.compile(r"\w(?:[\w.-]*\w)?")
 
 
-def remote_code_trusted(b: BaseBuilder, s: ServeSettings, flag: str) -> None:
+def remote_code_trusted(state: BuildState, s: ServeSettings, flag: str) -> None:
     """A whole launch without `flag` (the release's trust-remote-code flag) whose target's or
     draft's config names code of its own for `AutoConfig` with a model type the release
     does not read natively (fact `config_model_types`): Transformers refuses that config
@@ -273,27 +275,28 @@ def remote_code_trusted(b: BaseBuilder, s: ServeSettings, flag: str) -> None:
     only some flags is not judged: the flag may be among the others."""
     if s.trust_remote_code or not s.full_launch:
         return
-    target = b.target.config if b.target is not None else None
-    found = remote_code_at(b.p, b.ckpt.config, target)
+    target = state.target.config if state.target is not None else None
+    found = remote_code_at(state.profile, state.checkpoint.config, target)
     if not found.needed:
         return
-    checked = (b.ckpt.config, target)
+    checked = (state.checkpoint.config, target)
     fixed_in = first_release_where(
-        b.p,
+        state.profile,
         lambda later: not (code := remote_code_at(later, *checked)).needed and not code.unread,
     )
     types = ", ".join(f"`{clip(c.model_type)}`" for c in found.needed if c.model_type)
     upgrade = (
-        f", or serve with {b.p.data.title} {fixed_in} or later, which reads {types} natively"
+        f", or serve with {state.profile.data.title} {fixed_in} or later, "
+        f"which reads {types} natively"
         if fixed_in and types
         else ""
     )
     for code in found.needed:
-        b.refuse(
+        state.refuse(
             rule_ids.REMOTE_CODE_NOT_TRUSTED,
             f"the launch has no `{flag}`, and the {code.whose}'s config.json names code of its "
             f"own (`auto_map.AutoConfig`: `{clip(code.code)}`) with {code.shown_type}, for "
-            f"which {b.p.title} has no class (neither its own nor Transformers "
+            f"which {state.title} has no class (neither its own nor Transformers "
             f"{found.transformers}'s): Transformers refuses the config without running that "
             "code (`... contains custom code which must be executed to correctly load the "
             "model ...`) and the server does not start",
@@ -337,10 +340,10 @@ def launch_grammar(profile: Profile) -> LaunchGrammar | None:
     )
 
 
-def launch_flags(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
+def launch_flags(state: BuildState, s: ServeSettings, sp: Spelling) -> None:
     """A flag the release's argument parser does not take (unknown, or an abbreviation two
     of its flags share): the parser prints an error and the server does not start."""
-    grammar = launch_grammar(b.p)
+    grammar = launch_grammar(state.profile)
     if grammar is None or not s.flags_written:
         return
     for flag in dict.fromkeys(s.flags_written):
@@ -364,9 +367,9 @@ def launch_flags(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
                 close = difflib.get_close_matches(base, sorted(grammar.flags), n=2, cutoff=0.75)
                 hint = " / ".join(f"`{c}`" for c in close) or None
             fix = f"did you mean {hint}?" if hint else f"leave {base} out"
-        b.refuse(
+        state.refuse(
             rule_ids.SERVE_SETTING_INVALID,
-            f"`{clip(base)}`: {b.p.title}'s argument parser does not take it and the server "
+            f"`{clip(base)}`: {state.title}'s argument parser does not take it and the server "
             f"does not start (`{printed}`)",
             located(s, "/" + clip(base.lstrip("-"))),
             ("launch_grammar",),
@@ -374,12 +377,12 @@ def launch_flags(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
         )
 
 
-def unreadable_values(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
+def unreadable_values(state: BuildState, s: ServeSettings, sp: Spelling) -> None:
     """A flag whose value the release's parser cannot convert (not valid JSON, not an
     integer) or that ends the launch without its value: argparse prints an error and the
     server does not start. Where the release's parser was not read, the launch still cannot
     configure the draft as written, so the checked draft is not served as given."""
-    grammar = launch_grammar(b.p)
+    grammar = launch_grammar(state.profile)
     for item in dict.fromkeys(s.unreadable_values):
         flag, _, why = item.partition(": ")
         if "JSON" in why:
@@ -393,10 +396,10 @@ def unreadable_values(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
             fix = f"give `{clip(flag)}` a value of its type ({clip(why, 80)})"
         where = located(s, "/" + clip(flag.lstrip("-")))
         if grammar is None:
-            b.refuse(
+            state.refuse(
                 rule_ids.SERVE_SETTING_INVALID,
                 f"`{clip(flag)}`: {clip(why, 200)}; the launch cannot set it as written, so "
-                f"the checked draft is not served as given (how {b.p.title}'s parser "
+                f"the checked draft is not served as given (how {state.title}'s parser "
                 "reports it was not read)",
                 where,
                 (),
@@ -404,9 +407,9 @@ def unreadable_values(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
                 consequence=Consequence.DRAFT_NOT_SERVED,
             )
             continue
-        b.refuse(
+        state.refuse(
             rule_ids.SERVE_SETTING_INVALID,
-            f"`{clip(flag)}`: {clip(why, 200)}; {b.p.title}'s argument parser cannot read the "
+            f"`{clip(flag)}`: {clip(why, 200)}; {state.title}'s argument parser cannot read the "
             f"value, prints `{sp.prog}: error: argument {clip(flag)}: ...` and the server "
             "does not start",
             where,
@@ -456,26 +459,26 @@ def target_length(config: Mapping[str, Any], rule: Mapping[str, Any]) -> tuple[i
     return int(length), key
 
 
-def context_over_target(b: BaseBuilder, s: ServeSettings, key: str, flag: str) -> None:
+def context_over_target(state: BuildState, s: ServeSettings, key: str, flag: str) -> None:
     """A launch context length (`flag`) longer than the target's own: the release refuses
     it while it builds the target's model config, unless the launch sets the variable the
     release reads to allow it (fact `key`; nothing is judged where it was not read)."""
     asked = s.context_length
-    if asked is None or asked < 0 or s.allow_longer_context or b.target is None:
+    if asked is None or asked < 0 or s.allow_longer_context or state.target is None:
         return  # an allowed longer context: positions past the target's are the launch's risk
-    rule = b.value(key)
+    rule = state.value(key)
     if not isinstance(rule, Mapping):
         return
-    derived = target_length(b.target.text_config, rule)
+    derived = target_length(state.target.text_config, rule)
     if derived is None or asked <= derived[0]:
         return
     length, source = derived
     env = str(rule.get("env", ""))
     where = f"`{source}` in its config.json" if source != "default" else "its default"
-    b.refuse(
+    state.refuse(
         rule_ids.SERVE_SETTING_INVALID,
         f"`{flag} {asked}` is longer than the target's own context length, {length} "
-        f"({where}): {b.p.title} raises ValueError while it builds the target's model "
+        f"({where}): {state.title} raises ValueError while it builds the target's model "
         f"config and does not start, unless {env}=1 is set",
         located(s, "/" + flag.lstrip("-")),
         (key,),
@@ -484,11 +487,11 @@ def context_over_target(b: BaseBuilder, s: ServeSettings, key: str, flag: str) -
     )
 
 
-def value_after_switch(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
+def value_after_switch(state: BuildState, s: ServeSettings, sp: Spelling) -> None:
     """vLLM / SGLang: a word after a flag that takes no value (`--enforce-eager true`,
     `--disable-cuda-graph true`) where the parser has no place for it (vLLM once the model
     was named; SGLang's launch_server takes no positional word): it refuses the launch."""
-    grammar = launch_grammar(b.p)
+    grammar = launch_grammar(state.profile)
     if grammar is None or not s.words:
         return
     command = list(sp.command)
@@ -516,10 +519,10 @@ def value_after_switch(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
             continue
         if index < len(words) and not words[index].startswith("-") and model_named:
             stray = words[index]
-            b.refuse(
+            state.refuse(
                 rule_ids.SERVE_SETTING_INVALID,
                 f"`{clip(word)}` takes no value, so `{clip(stray)}` after it is an extra "
-                f"argument: {b.p.title}'s argument parser refuses the launch (`{sp.prog}: "
+                f"argument: {state.title}'s argument parser refuses the launch (`{sp.prog}: "
                 f"error: unrecognized arguments: {clip(stray)}`)",
                 located(s, "/" + clip(word.lstrip("-"))),
                 ("launch_grammar",),
@@ -528,7 +531,7 @@ def value_after_switch(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
             return
 
 
-def same_draft(b: BaseBuilder, named: str) -> bool | None:
+def same_draft(state: BuildState, named: str) -> bool | None:
     """Whether the draft path a launch names is the checked draft, as the engine resolves
     it: a folder relative to the engine's working folder (here), or a Hub id matched
     against `hf://` or a Hub cache folder. None when it cannot be told (a path that is not
@@ -536,13 +539,15 @@ def same_draft(b: BaseBuilder, named: str) -> bool | None:
     repository is not known)."""
     from draftfit.origins.hub import PREFIX  # only a launch's draft path is compared
 
-    source = b.ckpt.origin
+    source = state.checkpoint.origin
     if os.path.isdir(named):
         if source.startswith(PREFIX):
             return False
         return os.path.realpath(named) == os.path.realpath(source)
     repo = source[len(PREFIX) :].split("@", 1)[0] if source.startswith(PREFIX) else None
-    repo = repo or (b.ckpt.hub_origin.repo_id if b.ckpt.hub_origin is not None else None)
+    repo = repo or (
+        state.checkpoint.hub_origin.repo_id if state.checkpoint.hub_origin is not None else None
+    )
     hub_like = named.count("/") == 1 and not named.startswith((".", "/", "~"))
     if hub_like and repo is not None:
         return named == repo
@@ -578,7 +583,7 @@ def other_target_reason(settings: ServeSettings | None, target: Target | None) -
 
 
 def draft_is_checked(
-    b: BaseBuilder,
+    state: BuildState,
     s: ServeSettings,
     key: str,
     pointer: str,
@@ -589,7 +594,7 @@ def draft_is_checked(
     `consequence` where that is not a refusal) or another draft than the checked one; `key`
     names the draft path's setting, `pointer` where."""
     if s.draft_model is None:
-        b.refuse(
+        state.refuse(
             rule_ids.DRAFT_PATH_MISSING,
             f"the launch names no draft (`{key}`): {missing}; the checked draft is not what runs",
             located(s, pointer),
@@ -598,12 +603,12 @@ def draft_is_checked(
             consequence=consequence,
         )
         return
-    if same_draft(b, s.draft_model) is not False:
+    if same_draft(state, s.draft_model) is not False:
         return
-    b.refuse(
+    state.refuse(
         rule_ids.SERVE_SETTING_INVALID,
         f"the launch's draft path `{clip(s.draft_model)}` (`{key}`) is not the checked "
-        f"draft `{clip(b.ckpt.origin)}` (paths resolved from the current folder, as the "
+        f"draft `{clip(state.checkpoint.origin)}` (paths resolved from the current folder, as the "
         "engine resolves them from its own): the checked draft is not what runs",
         located(s, pointer),
         (),
@@ -617,9 +622,9 @@ def located(settings: ServeSettings, pointer: str) -> Location:
     return Location(f"{SERVE} ({settings.given_by})", pointer)
 
 
-def pipeline_stages(b: BaseBuilder, s: ServeSettings) -> int | None:
+def pipeline_stages(state: BuildState, s: ServeSettings) -> int | None:
     """The pipeline-parallel size when it splits an EAGLE-3 target, else None."""
     pp = s.pipeline_parallel_size
-    if pp is None or pp < 2 or b.method != EAGLE3:
+    if pp is None or pp < 2 or state.method != EAGLE3:
         return None
     return pp

@@ -1,7 +1,8 @@
 """What an engine will build from a draft: the engine-neutral "view" that rules compare.
 
-An engine module (e.g. :mod:`draftfit.engines.vllm.builder`) turns a
-:class:`DraftDescription` plus a versioned :class:`Profile` into an :class:`EngineView`:
+An engine's procedure (:mod:`draftfit.engines.procedure`, run with the engine's own steps
+from its folder) turns a :class:`DraftDescription` plus a versioned :class:`Profile` into an
+:class:`EngineView`:
 the refusals it raises while parsing the config, the draft class it resolves, the
 parameters it builds (with shapes as formulas of config fields), what it does with each
 stored tensor, which aux layers it captures, and whether it borrows the embedding /
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import enum
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.description import DraftDescription
@@ -25,6 +26,10 @@ from draftfit.location import Location
 from draftfit.records import field, frozen, record
 from draftfit.rule_ids import Consequence, RuleId
 from draftfit.serve.settings import ServeSettings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # What happens to a parameter no stored tensor reaches.
 UNINITIALISED = "uninitialised"  # torch.empty garbage, silently
@@ -38,23 +43,23 @@ TRUNCATE_COLS = "truncate-cols"
 
 @frozen
 class BuildInputs:
-    """Everything an engine builder resolves a draft from, as one value.
+    """Everything an engine's procedure resolves a draft from, as one value.
 
     Attributes:
         checkpoint: the draft as read (tensors, config, source path).
-        spec: draftfit's canonical description of the draft.
+        draft: draftfit's canonical description of the draft.
         target: the target's facts, or None when no target was given.
         profile: the engine's data at one version.
         method: the method the user serves with (`eagle3`, `eagle`, `auto`), or None.
         method_explicit: whether the method was given rather than read from the checkpoint.
         serve: the launch's settings for this engine (`--serve-config`, `--serve-args`),
             or None (a default launch).
-        fit_dimensions: whether the builder looks for a config dimension that explains the
+        fit_dimensions: whether the procedure looks for a config dimension that explains the
             stored shapes it does not build (off when it builds a trial of such an edit).
     """
 
     checkpoint: Checkpoint
-    spec: DraftDescription
+    draft: DraftDescription
     target: Target | None
     profile: Profile
     method: str | None
@@ -235,6 +240,121 @@ class AuxCapture:
     concat_order: Resolved | None = None
 
 
+@frozen
+class Dims:
+    """A decoder layer's widths: hidden, heads, KV heads, head_dim, intermediate."""
+
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+
+
+@record
+class Dimensions:
+    """The widths and depth the engine builds the draft with; None where a refusal stopped
+    the build before they were settled (or the draft class builds none)."""
+
+    layer: Dims | None = None  # settled once `fc`'s input width is
+    num_layers: int | None = None  # decoder layers built
+
+    @property
+    def head_dim(self) -> int | None:
+        """`head_dim` as the engine uses it (declared, else hidden_size / heads)."""
+        return self.layer.head_dim if self.layer is not None else None
+
+
+@record
+class Vocabulary:
+    """The draft vocabulary as the engine builds it (None: not settled).
+
+    Attributes:
+        vocab_size: the config's `vocab_size` (the embedding's rows).
+        draft_vocab_size: the rows of the head the engine builds.
+        head_from_target: whether the engine takes the head from the target instead.
+        reduced: whether the head covers fewer tokens than the vocabulary (set once the
+            head and `d2t` are built).
+        d2t_parameter: whether the draft builds a `d2t` map (None: not settled).
+        embedding_shared: whether a missing embedding is the target's (None: the engine
+            always shares it).
+    """
+
+    vocab_size: int | None = None
+    draft_vocab_size: int | None = None
+    head_from_target: bool = False
+    reduced: bool | None = None
+    d2t_parameter: bool | None = None
+    embedding_shared: bool | None = None
+
+
+@frozen
+class Norms:
+    """The norm flags the engine runs the draft with (on *and* honoured)."""
+
+    norm_before_fc: bool
+    fc_norm: bool
+    norm_output: bool
+    norm_before_residual: bool = False
+
+    def flags(self) -> dict[str, bool]:
+        """The flags by their config names."""
+        return {
+            "norm_before_residual": self.norm_before_residual,
+            "norm_before_fc": self.norm_before_fc,
+            "fc_norm": self.fc_norm,
+            "norm_output": self.norm_output,
+        }
+
+
+@record
+class Capture:
+    """What `fc` reads: the target states' width, the aux states and the norms before it
+    (None: not settled).
+
+    Attributes:
+        target_hidden_size: the width of each target state `fc` reads.
+        aux_states: N, the number of aux states `fc` is built for, and `count_from`, what
+            decided it.
+        use_aux_hidden_state: whether the draft reads aux states at all (None where the
+            engine always does and reads no switch).
+        num_aux_states: the aux states `fc` reads (0 when they are switched off).
+        norms: the norm flags run.
+        norm_before_residual_default: the value an engine gives `norm_before_residual`
+            when the config does not write it (vLLM's speculators adaptor); None when
+            written, or not defaulted.
+    """
+
+    target_hidden_size: int | None = None
+    aux_states: int = 0
+    count_from: str = ""
+    use_aux_hidden_state: bool | None = None
+    num_aux_states: int | None = None
+    norms: Norms | None = None
+    norm_before_residual_default: bool | None = None
+
+
+@record
+class Resolution:
+    """How the engine got to the draft it builds, for messages and launch checks.
+
+    Attributes:
+        method_from_path: the method vLLM would pick from the draft path (None: not asked).
+        architecture_rewrite: how the engine rewrote `architectures[0]` ("" if it did not).
+        runner: the model runner that serves the draft ("mrv1", "mrv2"; None: unknown or
+            not asked) and `runner_reason`, why.
+        draft_quantization: the draft's own `quant_method` and, where the engine builds
+            its parameters, `draft_quantization_scheme`.
+    """
+
+    method_from_path: str | None = None
+    architecture_rewrite: str = ""
+    runner: str | None = None
+    runner_reason: str = ""
+    draft_quantization: str | None = None
+    draft_quantization_scheme: str | None = None
+
+
 @record
 class EngineView:
     """The engine's resolution of a draft at one version."""
@@ -250,8 +370,16 @@ class EngineView:
     fates: list[TensorFate] = field(default_factory=list)
     aux: AuxCapture | None = None
     built: bool = False  # False when a refusal stops the engine before building the draft
-    effective: dict[str, object] = field(default_factory=dict)
-    config: dict[str, object] = field(default_factory=dict)  # what the draft class reads
+    dimensions: Dimensions = field(default_factory=Dimensions)
+    vocabulary: Vocabulary | None = None
+    capture: Capture = field(default_factory=Capture)
+    resolution: Resolution = field(default_factory=Resolution)
+    # Whether the engine sizes the draft's positions from the target's (None: not settled).
+    max_position_raised: bool | None = None
+    # The config as the draft class reads it (after the engine's config route): `diff`
+    # compares the values two drafts give the same key there. Raw JSON by nature, so a
+    # mapping of any value; rules read the typed parts above instead.
+    visible_config: Mapping[str, Any] = field(default_factory=dict)
     # Config dimensions that explain stored shapes the draft class does not build.
     dimension_fits: list[DimensionFit] = field(default_factory=list)
     # Why the launch's settings were not all judged at this version (a setting whose

@@ -14,7 +14,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from draftfit.engines.builder import TARGET_CONFIG, TARGET_FILE_PREFIX
+from draftfit.engines.procedure.target import TARGET_CONFIG, TARGET_FILE_PREFIX
 from draftfit.location import Location
 from draftfit.output.json_lines import line_of, pointer_lines
 from draftfit.records import frozen

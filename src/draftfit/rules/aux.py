@@ -338,8 +338,8 @@ def aux_count_mismatch(ctx: Context) -> Iterator[Violation]:
     if not fc_width_is_aux_count_problem(ctx):
         return
     fc = ctx.spec.tensors["fc.weight"]
-    T = view.effective["target_hidden_size"]
-    if not isinstance(T, int):  # fc_width_is_aux_count_problem checked it is
+    T = view.capture.target_hidden_size
+    if T is None:  # fc_width_is_aux_count_problem checked it is
         return
     stored_n = fc.shape[1] // T
     base = ctx.spec.layer_config_pointer

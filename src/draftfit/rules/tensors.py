@@ -104,7 +104,7 @@ def fc_width_is_aux_count_problem(ctx: Context) -> bool:
     view = ctx.view
     fc = ctx.spec.tensors.get("fc.weight")
     exp = view.expectations.get("fc.weight") if view else None
-    T = view.effective.get("target_hidden_size") if view else None
+    T = view.capture.target_hidden_size if view else None
     if fc is None or exp is None or exp.shape is None or not isinstance(T, int) or T <= 0:
         return False
     return (

@@ -100,7 +100,7 @@ def missing_d2t(ctx: Context) -> Iterator[Violation]:
     `draftfit convert` derives it).
     """
     view = ctx.view
-    if view is None or not view.built or not view.effective.get("reduced_vocab"):
+    if view is None or not view.built or view.vocabulary is None or not view.vocabulary.reduced:
         return
     if not ctx.checkpoint.weights_complete:
         return
@@ -114,7 +114,7 @@ def missing_d2t(ctx: Context) -> Iterator[Violation]:
     if "t2d" in spec.tensors:
         fix = "derive `d2t` from the stored `t2d` (`draftfit convert --to vllm`)"
     yield Violation(
-        f"`draft_vocab_size` is {view.effective.get('draft_vocab_size')} < `vocab_size` "
+        f"`draft_vocab_size` is {view.vocabulary.draft_vocab_size} < `vocab_size` "
         f"{spec.vocab_size}, but no `d2t` is stored: {view.title} keeps the map at zeros and "
         "proposes draft token i as target token i",
         config_at(spec.pointer("draft_vocab_size")),
@@ -156,7 +156,7 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
     exp = view.expectations.get("lm_head.weight")
     if exp is None or exp.if_missing != "shared":
         return
-    Vd = view.effective.get("draft_vocab_size")
+    Vd = view.vocabulary.draft_vocab_size if view.vocabulary is not None else None
     Vt = ctx.target.vocab_size if ctx.target else ctx.spec.vocab_size
     if isinstance(Vd, int) and isinstance(Vt, int) and Vd != Vt:
         yield Violation(

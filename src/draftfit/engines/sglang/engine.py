@@ -1,4 +1,4 @@
-"""SGLang behind the engine interface: its view builder, its serve recipe and its convention.
+"""SGLang behind the engine interface: its procedure, its serve recipe and its convention.
 
 The recipe is `python -m sglang.launch_server --model-path TARGET --speculative-algorithm
 EAGLE3 --speculative-draft-model-path DRAFT ...`, plus `--disable-cuda-graph` where that
@@ -72,7 +72,7 @@ SGLANG_LAYOUT = ConventionLayout("sglang", single_layer_prefix="midlayer.", deri
 
 
 class SGLangEngine(Engine):
-    """SGLang (data: `data/sglang.toml`, procedure: :mod:`draftfit.engines.sglang.builder`).
+    """SGLang (data: `data/sglang.toml`, procedure: :mod:`draftfit.engines.sglang.procedure`).
 
     SGLang takes `architectures[0]` as the draft class with no rewrite, so two different
     names are always two classes (`class_families` stays empty)."""
@@ -96,9 +96,9 @@ class SGLangEngine(Engine):
         return super().launch_method(settings, profile)
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
-        from draftfit.engines.sglang.builder import Builder
+        from draftfit.engines.sglang.procedure import build_view
 
-        return Builder.build(inputs)
+        return build_view(inputs)
 
     def serve(self, request: ServeRequest) -> Served:
         profile, spec, target, codes = request.profile, request.spec, request.target, request.codes
@@ -160,7 +160,7 @@ class SGLangEngine(Engine):
                 "aux layers instead of the draft's (slower, but drafts correctly); "
                 f"{self.title} >= {fixed_in} needs no such flag"
             )
-        from draftfit.engines.builder import draft_window  # the builder loads with a check
+        from draftfit.engines.procedure.window import draft_window  # loads with a check
 
         window = draft_window(spec.config)
         architectures = spec.get("architectures")
@@ -216,7 +216,7 @@ class SGLangEngine(Engine):
         self, profile: Profile, target: Target | None, capture_before: tuple[int, ...]
     ) -> tuple[int, ...] | None:
         """SGLang's per-target counting rule (data: `aux_ids_shift_exceptions`)."""
-        from draftfit.engines.sglang.builder import aux_ids_to_write
+        from draftfit.engines.sglang.capture import aux_ids_to_write
 
         return aux_ids_to_write(profile, target, capture_before)
 

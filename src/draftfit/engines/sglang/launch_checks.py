@@ -1,6 +1,6 @@
 """What an SGLang release does with the launch's serving settings (DF550-DF559).
 
-Run by SGLang's view builder when settings were given for SGLang; the checks every engine
+Run by SGLang's launch step when settings were given for SGLang; the checks every engine
 shares are in :mod:`draftfit.engines.launch_checks`.
 """
 
@@ -29,7 +29,7 @@ from draftfit.rule_ids import Consequence
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from draftfit.engines.builder import BaseBuilder
+    from draftfit.engines.procedure.state import BuildState
     from draftfit.engines.profile import Profile
     from draftfit.serve.settings import ServeSettings
 
@@ -43,23 +43,23 @@ SPELLING = Spelling(
 )
 
 
-def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
-    """Emit the events for `s` at the builder's SGLang version."""
-    launch_flags(b, s, SPELLING)
-    unreadable_values(b, s, SPELLING)
-    context_over_target(b, s, "context_length_over_target", "--context-length")
-    value_after_switch(b, s, SPELLING)
-    names = _algorithm_names(b.p)
-    method_known(b, s, SPELLING, names, _algorithm_names)
-    _launch_serves_draft(b, s)
-    _no_draft_steps(b, s)
-    quantization_names(b, s)
-    draft_path_is_folder(b, s, SPELLING)
-    launch_paths(b, s, SPELLING, "--model-path")
-    remote_code_trusted(b, s, "--trust-remote-code")
-    _sglang_pipeline_parallel(b, s)
-    _mla_backend(b, s)
-    _sglang_quantization_flag(b, s)
+def check_settings(state: BuildState, s: ServeSettings) -> None:
+    """Emit the events for `s` at the state's SGLang version."""
+    launch_flags(state, s, SPELLING)
+    unreadable_values(state, s, SPELLING)
+    context_over_target(state, s, "context_length_over_target", "--context-length")
+    value_after_switch(state, s, SPELLING)
+    names = _algorithm_names(state.profile)
+    method_known(state, s, SPELLING, names, _algorithm_names)
+    _launch_serves_draft(state, s)
+    _no_draft_steps(state, s)
+    quantization_names(state, s)
+    draft_path_is_folder(state, s, SPELLING)
+    launch_paths(state, s, SPELLING, "--model-path")
+    remote_code_trusted(state, s, "--trust-remote-code")
+    _sglang_pipeline_parallel(state, s)
+    _mla_backend(state, s)
+    _sglang_quantization_flag(state, s)
 
 
 def _algorithm_names(profile: Profile) -> list[str]:
@@ -67,15 +67,15 @@ def _algorithm_names(profile: Profile) -> list[str]:
     return [str(item[0]) for item in profile.value("algorithm_names") or [] if item]
 
 
-def _no_draft_steps(b: BaseBuilder, s: ServeSettings) -> None:
+def _no_draft_steps(state: BuildState, s: ServeSettings) -> None:
     """`--speculative-num-steps 0`: SGLang's parser and server arguments take it (0.5.23,
     confirmed by running them), but a draft that takes no step proposes nothing, so the
     speculative launch gains nothing over serving the target alone."""
     if s.speculative_num_steps != 0:
         return
-    b.event(
+    state.event(
         rule_ids.SERVE_SETTING_INVALID,
-        f"`--speculative-num-steps` is 0: {b.p.title} takes it, but the draft then takes no "
+        f"`--speculative-num-steps` is 0: {state.title} takes it, but the draft then takes no "
         "step and proposes no token, so the launch is no faster than the target alone (what "
         "the EAGLE worker does with 0 steps was not run)",
         located(s, "/speculative-num-steps"),
@@ -86,13 +86,13 @@ def _no_draft_steps(b: BaseBuilder, s: ServeSettings) -> None:
     )
 
 
-def _launch_serves_draft(b: BaseBuilder, s: ServeSettings) -> None:
+def _launch_serves_draft(state: BuildState, s: ServeSettings) -> None:
     """A whole launch that does not serve the checked draft (no speculative algorithm, no
     draft path, another folder)."""
     if not s.full_launch:
         return
     if s.method is None:
-        b.refuse(
+        state.refuse(
             rule_ids.SERVE_SETTING_INVALID,
             "the launch has no `--speculative-algorithm`: SGLang loads no draft and serves "
             "the target alone, so the checked draft is not what runs",
@@ -104,7 +104,7 @@ def _launch_serves_draft(b: BaseBuilder, s: ServeSettings) -> None:
         )
         return
     draft_is_checked(
-        b,
+        state,
         s,
         "--speculative-draft-model-path",
         "/speculative-draft-model-path",
@@ -117,15 +117,15 @@ def _launch_serves_draft(b: BaseBuilder, s: ServeSettings) -> None:
     )
 
 
-def _sglang_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
+def _sglang_pipeline_parallel(state: BuildState, s: ServeSettings) -> None:
     """SGLang refuses pipeline parallelism with EAGLE3 in its server-argument checks."""
-    pp = pipeline_stages(b, s)
-    if pp is None or b.value("pp_with_eagle3") != "refused":
+    pp = pipeline_stages(state, s)
+    if pp is None or state.value("pp_with_eagle3") != "refused":
         return
     gpus = pp * (s.tensor_parallel_size or 1)
-    b.refuse(
+    state.refuse(
         rule_ids.PIPELINE_PARALLEL_AUX_STATES,
-        f"--pp-size {pp} with EAGLE3: {b.p.title} refuses pipeline parallelism with this "
+        f"--pp-size {pp} with EAGLE3: {state.title} refuses pipeline parallelism with this "
         "speculative algorithm while it checks the server arguments (an assertion), so "
         "the server does not start",
         located(s, "/pipeline_parallel_size"),
@@ -134,46 +134,46 @@ def _sglang_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
     )
 
 
-def _mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
+def _mla_backend(state: BuildState, s: ServeSettings) -> None:
     """SGLang: an MHA draft next to an MLA target inherits the target's attention backend;
     an MLA-only backend then refuses the draft at start-up."""
     backend = s.attention_backend
     if (
         backend is None
-        or b.target is None
-        or not b.target.is_mla
+        or state.target is None
+        or not state.target.is_mla
         or s.draft_attention_backend is not None
     ):
         return
-    if b.family in type(b).mla_families:
+    if state.family in state.traits.mla_families:
         return  # an MLA draft runs on MLA backends
-    if backend not in (b.value("mla_only_attention_backends") or []):
+    if backend not in (state.value("mla_only_attention_backends") or []):
         return
-    if b.value("draft_attention_backend_default") != "target":
+    if state.value("draft_attention_backend_default") != "target":
         return
-    has_setting = bool(b.value("draft_attention_backend_flag"))
+    has_setting = bool(state.value("draft_attention_backend_flag"))
     error = f"`ValueError: {backend} backend can only be used with MLA models.`"
     arrives = first_release_where(
-        b.p, lambda later: bool(later.value("draft_attention_backend_flag"))
+        state.profile, lambda later: bool(later.value("draft_attention_backend_flag"))
     )
     fix = (
         "add `--speculative-draft-attention-backend` with a backend for standard "
         "attention (e.g. `fa3`, `flashinfer` or, on Blackwell, `trtllm_mha`), or serve an "
         "MLA draft (`Eagle3DeepseekV2ForCausalLM`)"
         if has_setting
-        else f"{b.p.title} has no draft attention backend setting "
+        else f"{state.title} has no draft attention backend setting "
         f"(`--speculative-draft-attention-backend` arrives in SGLang {arrives}): choose a "
         "--attention-backend that runs both MLA and standard attention (e.g. "
         "`flashinfer`), upgrade, or serve an MLA draft"
     )
-    citations = b.p.item_sources("mla_only_attention_backends", backend) + b.src(
-        "draft_attention_backend_default", "draft_attention_backend_flag"
-    )
-    b.view.refuse(
+    citations = state.profile.item_sources(
+        "mla_only_attention_backends", backend
+    ) + state.citations("draft_attention_backend_default", "draft_attention_backend_flag")
+    state.view.refuse(
         Event(
             rule_ids.DRAFT_MLA_ATTENTION_BACKEND,
             f"the target is MLA (`kv_lora_rank`) and the draft uses standard attention; with "
-            f"--attention-backend {backend} and no draft backend of its own, {b.p.title} runs "
+            f"--attention-backend {backend} and no draft backend of its own, {state.title} runs "
             f"the draft on {backend} too, which fails at start-up: {error}",
             located(s, "/attention_backend"),
             citations,
@@ -182,22 +182,25 @@ def _mla_backend(b: BaseBuilder, s: ServeSettings) -> None:
     )
 
 
-def _sglang_quantization_flag(b: BaseBuilder, s: ServeSettings) -> None:
+def _sglang_quantization_flag(state: BuildState, s: ServeSettings) -> None:
     """SGLang: `--quantization METHOD` builds the draft with METHOD too; an unquantized draft
     then fails at start-up (unless `--speculative-draft-model-quantization unquant`)."""
     flag = s.quantization
-    if flag is None or flag.lower() in ONLINE_QUANTIZATION or b.target is None:
+    if flag is None or flag.lower() in ONLINE_QUANTIZATION or state.target is None:
         return
-    if not b.value("draft_quantization_inherited") or read_draft_quant(b.config) is not None:
+    if (
+        not state.value("draft_quantization_inherited")
+        or read_draft_quant(state.config) is not None
+    ):
         return
-    opt_out = bool(b.value("draft_quantization_opt_out"))
+    opt_out = bool(state.value("draft_quantization_opt_out"))
     if opt_out and s.draft_quantization is not None:
         return  # the draft has its own setting (`unquant` keeps it as stored)
-    method = b.target.quantization_method
-    b.refuse(
+    method = state.target.quantization_method
+    state.refuse(
         rule_ids.DRAFT_QUANTIZATION_FLAG_INHERITED,
         f"the launch passes --quantization {flag} and the draft is not quantized: "
-        f"{b.p.title} builds the draft with `{flag}` too and start-up fails looking for the "
+        f"{state.title} builds the draft with `{flag}` too and start-up fails looking for the "
         f"draft's `{flag}` config",
         located(s, "/quantization"),
         ("draft_quantization_inherited", "draft_quantization_opt_out"),
@@ -208,6 +211,6 @@ def _sglang_quantization_flag(b: BaseBuilder, s: ServeSettings) -> None:
             else ", or leave --quantization out"
         )
         if opt_out
-        else f"leave --quantization out ({b.p.title} has no draft quantization setting"
+        else f"leave --quantization out ({state.title} has no draft quantization setting"
         + (f"; SGLang reads `{method}` from the target's config)" if method else ")"),
     )

@@ -1,7 +1,8 @@
-"""TensorRT-LLM: its Engine (:mod:`.engine`), view builder (:mod:`.builder`) and data
-(`data.toml`, compiled to `data.json`).
+"""TensorRT-LLM: its Engine (:mod:`.engine`), its procedure (:mod:`.procedure`: the steps in
+:mod:`.route`, :mod:`.eagle3`, :mod:`.tensors` and :mod:`.target`) and data (`data.toml`,
+compiled to `data.json`).
 
-Importing the package loads only the Engine; the builder loads when a draft is checked.
+Importing the package loads only the Engine; the procedure loads when a draft is checked.
 """
 
 from draftfit.engines.trtllm.engine import TRTLLM

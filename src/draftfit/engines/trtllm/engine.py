@@ -1,4 +1,4 @@
-"""TensorRT-LLM behind the engine interface: its view builder and its serve recipe.
+"""TensorRT-LLM behind the engine interface: its procedure and its serve recipe.
 
 The recipe is `trtllm-serve TARGET --backend pytorch --extra_llm_api_options spec.yaml`
 with a `speculative_config` whose `eagle3_layers_to_capture` names the trained layers in
@@ -59,8 +59,8 @@ def layers_to_capture(spec: DraftDescription, target: Target | None) -> list[int
 
 class TrtllmEngine(Engine):
     """TensorRT-LLM's PyTorch backend (data: `data/trtllm.toml`, procedure:
-    :mod:`draftfit.engines.trtllm.builder`). Its draft class is chosen by rule, not by a registry
-    of aliases, so two different names are two classes."""
+    :mod:`draftfit.engines.trtllm.procedure`). Its draft class is chosen by rule, not by a
+    registry of aliases, so two different names are two classes."""
 
     name = "trtllm"
     convention = "sglang"
@@ -72,9 +72,9 @@ class TrtllmEngine(Engine):
         return LAUNCH
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
-        from draftfit.engines.trtllm.builder import Builder
+        from draftfit.engines.trtllm.procedure import build_view
 
-        return Builder.build(inputs)
+        return build_view(inputs)
 
     def serve(self, request: ServeRequest) -> Served | None:
         from draftfit.draft.description import EAGLE

@@ -1,6 +1,6 @@
 """What a TensorRT-LLM release does with the launch's serving settings (DF550-DF559).
 
-Run by TensorRT-LLM's view builder when settings were given for TensorRT-LLM; the checks
+Run by TensorRT-LLM's launch step when settings were given for TensorRT-LLM; the checks
 every engine shares are in :mod:`draftfit.engines.launch_checks`.
 """
 
@@ -23,34 +23,34 @@ from draftfit.settings_text import clip
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from draftfit.engines.builder import BaseBuilder
+    from draftfit.engines.procedure.state import BuildState
     from draftfit.engines.releases import Release
     from draftfit.serve.settings import ServeSettings
 
 SPELLING = Spelling(prog="trtllm-serve")
 
 
-def check_settings(b: BaseBuilder, s: ServeSettings) -> None:
-    """Emit the events for `s` at the builder's TensorRT-LLM version."""
-    launch_flags(b, s, SPELLING)
-    unreadable_values(b, s, SPELLING)
-    value_after_switch(b, s, SPELLING)
-    quantization_names(b, s)
-    draft_path_is_folder(b, s, SPELLING)
-    _trtllm_pipeline_parallel(b, s)
-    _trtllm_decoding_type(b, s)
-    _trtllm_max_draft_len(b, s)
-    _trtllm_draft_path(b, s)
-    _trtllm_spec_config_keys(b, s)
+def check_settings(state: BuildState, s: ServeSettings) -> None:
+    """Emit the events for `s` at the state's TensorRT-LLM version."""
+    launch_flags(state, s, SPELLING)
+    unreadable_values(state, s, SPELLING)
+    value_after_switch(state, s, SPELLING)
+    quantization_names(state, s)
+    draft_path_is_folder(state, s, SPELLING)
+    _trtllm_pipeline_parallel(state, s)
+    _trtllm_decoding_type(state, s)
+    _trtllm_max_draft_len(state, s)
+    _trtllm_draft_path(state, s)
+    _trtllm_spec_config_keys(state, s)
 
 
-def _trtllm_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
+def _trtllm_pipeline_parallel(state: BuildState, s: ServeSettings) -> None:
     """TensorRT-LLM refuses a separate draft model (two-model EAGLE-3) with its
     pipeline-parallel executor loop; one-model EAGLE-3 builds no drafter and is not judged."""
-    pp = pipeline_stages(b, s)
-    if pp is None or b.value("pp_with_two_model_eagle3") != "refused":
+    pp = pipeline_stages(state, s)
+    if pp is None or state.value("pp_with_two_model_eagle3") != "refused":
         return
-    mode = b.value("one_model_default")
+    mode = state.value("one_model_default")
     by_launch = mode == "one-model-default" and s.one_model is False
     if mode != "two-model" and not by_launch:
         return
@@ -58,11 +58,11 @@ def _trtllm_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
     path = (
         "the launch sets `eagle3_one_model: false`"
         if by_launch
-        else f"the only EAGLE-3 path of {b.p.title}"
+        else f"the only EAGLE-3 path of {state.title}"
     )
-    b.refuse(
+    state.refuse(
         rule_ids.PIPELINE_PARALLEL_AUX_STATES,
-        f"pipeline_parallel_size {pp} with two-model EAGLE-3 ({path}): {b.p.title} runs the "
+        f"pipeline_parallel_size {pp} with two-model EAGLE-3 ({path}): {state.title} runs the "
         "draft as a separate model, which its pipeline-parallel executor loop does not "
         "support, so start-up fails (`NotImplementedError: Drafting is not supported for "
         "selected executor loop. Please disable disagg/pipeline parallelism scheduler.`)",
@@ -79,16 +79,16 @@ def _trtllm_pipeline_parallel(b: BaseBuilder, s: ServeSettings) -> None:
     )
 
 
-def _trtllm_decoding_type(b: BaseBuilder, s: ServeSettings) -> None:
+def _trtllm_decoding_type(state: BuildState, s: ServeSettings) -> None:
     """TensorRT-LLM: a `decoding_type` that is not one of this version's EAGLE-3 types."""
     named = s.method
-    known = [str(t) for t in b.value("decoding_types") or []]
+    known = [str(t) for t in state.value("decoding_types") or []]
     if named is None or not known or named in known:
         return
     use = "Eagle3" if "Eagle3" in known else known[0]
     listed = ", ".join(f"`{t}`" for t in known)
     # Where the data has the name at other releases, say from when (and how sure that is).
-    elsewhere = [e for e in b.p.data.facts["decoding_types"].entries if e.value == named]
+    elsewhere = [e for e in state.profile.data.facts["decoding_types"].entries if e.value == named]
     when = ""
     if elsewhere:
         entry = elsewhere[0]
@@ -97,34 +97,34 @@ def _trtllm_decoding_type(b: BaseBuilder, s: ServeSettings) -> None:
         )
     if named.lower().startswith("eagle"):
         why = (
-            f"{b.p.title} has no decoding type `{named}`; its EAGLE-3 decoding types are "
+            f"{state.title} has no decoding type `{named}`; its EAGLE-3 decoding types are "
             f"{listed}{when}: the LLM API rejects the speculative config while it parses the "
             "arguments, so the server does not start"
         )
     else:
         why = (
-            f"`{named}` is not a decoding type with which {b.p.title} runs an EAGLE-3 draft "
+            f"`{named}` is not a decoding type with which {state.title} runs an EAGLE-3 draft "
             f"({listed}): the launch is refused or runs another method, and the draft is not "
             "served as EAGLE-3"
         )
-    b.view.refuse(
+    state.view.refuse(
         Event(
             rule_ids.DECODING_TYPE_UNKNOWN,
             f"`decoding_type: {named}`: {why}",
             located(s, "/speculative_config/decoding_type"),
-            tuple(e.source for e in elsewhere) + b.src("decoding_types"),
+            tuple(e.source for e in elsewhere) + state.citations("decoding_types"),
             f"set `decoding_type: {use}`",
         )
     )
 
 
-def _trtllm_max_draft_len(b: BaseBuilder, s: ServeSettings) -> None:
+def _trtllm_max_draft_len(state: BuildState, s: ServeSettings) -> None:
     """TensorRT-LLM: an Eagle speculative config without `max_draft_len`."""
-    if s.method is None or s.max_draft_len is not None or not b.value("max_draft_len_required"):
+    if s.method is None or s.max_draft_len is not None or not state.value("max_draft_len_required"):
         return
-    b.refuse(
+    state.refuse(
         rule_ids.MAX_DRAFT_LEN_MISSING,
-        f"the speculative config has no `max_draft_len`: {b.p.title} requires it for Eagle "
+        f"the speculative config has no `max_draft_len`: {state.title} requires it for Eagle "
         "and refuses the config at start-up ('max_draft_len must be > 0 for Eagle')",
         located(s, "/speculative_config"),
         ("max_draft_len_required",),
@@ -132,27 +132,27 @@ def _trtllm_max_draft_len(b: BaseBuilder, s: ServeSettings) -> None:
     )
 
 
-def _trtllm_draft_path(b: BaseBuilder, s: ServeSettings) -> None:
+def _trtllm_draft_path(state: BuildState, s: ServeSettings) -> None:
     """TensorRT-LLM: the draft named with a key this version does not read, or not at all."""
-    want = b.value("draft_path_key")
+    want = state.value("draft_path_key")
     key = s.draft_path_key
     if s.method is None:
         return
     if not isinstance(want, str):
         if key is not None:
-            b.view.unjudged.append(
+            state.view.unjudged.append(
                 f"the launch's speculative_config key {clip(key)} was not checked: which key "
-                f"{b.p.title} reads the draft's path from is not known"
+                f"{state.title} reads the draft's path from is not known"
             )
             return
         # the releases on both sides refuse a config that names no draft, whatever its key
-        keys = _keys_around(b)
+        keys = _keys_around(state)
         if not keys:
             return
         named = " or ".join(f"`{k}`" for k in keys)
-        b.refuse(
+        state.refuse(
             rule_ids.DRAFT_PATH_MISSING,
-            f"the speculative config names no draft: {b.p.title} reads its path from {named} "
+            f"the speculative config names no draft: {state.title} reads its path from {named} "
             "(the releases before and after it differ; which one it reads is not known) and, "
             "without it, raises ValueError at start-up ('Draft model must be provided for "
             "EAGLE' / 'Path to EAGLE3 weights must be specified.')",
@@ -162,9 +162,9 @@ def _trtllm_draft_path(b: BaseBuilder, s: ServeSettings) -> None:
         )
         return
     if key is None:
-        b.refuse(
+        state.refuse(
             rule_ids.DRAFT_PATH_MISSING,
-            f"the speculative config names no draft: {b.p.title} reads its path from "
+            f"the speculative config names no draft: {state.title} reads its path from "
             f"`{want}` and, without it, raises ValueError at start-up ('Draft model must be "
             "provided for EAGLE' / 'Path to EAGLE3 weights must be specified.')",
             located(s, "/speculative_config"),
@@ -172,13 +172,13 @@ def _trtllm_draft_path(b: BaseBuilder, s: ServeSettings) -> None:
             fix=f"add `{want}: DRAFT` to speculative_config (the draft's folder)",
         )
         return
-    aliases = [str(a) for a in b.value("draft_path_aliases") or []]
+    aliases = [str(a) for a in state.value("draft_path_aliases") or []]
     if key == want:
         return
     if key in aliases:
-        _alias_not_settled(b, key, want)
+        _alias_not_settled(state, key, want)
         return
-    refused = b.value("spec_config_unknown_keys") == "refused"
+    refused = state.value("spec_config_unknown_keys") == "refused"
     what = (
         "its speculative config declares no such key and refuses it while the arguments are "
         "parsed ('Extra inputs are not permitted'), so the server does not start"
@@ -187,9 +187,10 @@ def _trtllm_draft_path(b: BaseBuilder, s: ServeSettings) -> None:
         "(ValueError: 'Draft model must be provided for EAGLE' / 'Path to EAGLE3 weights "
         "must be specified.')"
     )
-    b.refuse(
+    state.refuse(
         rule_ids.DRAFT_PATH_KEY_UNREAD,
-        f"the launch names the draft with `{key}`, but {b.p.title} reads it from `{want}`: " + what,
+        f"the launch names the draft with `{key}`, but {state.title} reads it from `{want}`: "
+        + what,
         located(s, f"/speculative_config/{key}"),
         ("draft_path_key", "draft_path_aliases")
         + (("spec_config_unknown_keys",) if refused else ()),
@@ -197,11 +198,11 @@ def _trtllm_draft_path(b: BaseBuilder, s: ServeSettings) -> None:
     )
 
 
-def _keys_around(b: BaseBuilder) -> list[str]:
+def _keys_around(state: BuildState) -> list[str]:
     """The draft path's keys of the nearest entries before and after this release, where
     the data has none at it."""
-    entries = b.p.data.facts["draft_path_key"].entries
-    here = b.p.parsed
+    entries = state.profile.data.facts["draft_path_key"].entries
+    here = state.profile.parsed
     before = [e for e in entries if e.until is not None and e.until <= here]
     after = [e for e in entries if e.since is not None and e.since > here]
     if not before or not after:
@@ -211,20 +212,20 @@ def _keys_around(b: BaseBuilder) -> list[str]:
     return list(dict.fromkeys((str(last.value), str(first.value))))
 
 
-def _alias_not_settled(b: BaseBuilder, key: str, want: str) -> None:
+def _alias_not_settled(state: BuildState, key: str, want: str) -> None:
     """An alias of the draft path's key that no code read at the release nor its
     documentation shows (a signature page does not render validation aliases): whether the
     release still takes it is not known, so the verdict says the key was not checked."""
     entries = [
         e
-        for e in b.p.data.facts["draft_path_aliases"].entries
-        if e.value == key and e.applies(b.p.parsed)
+        for e in state.profile.data.facts["draft_path_aliases"].entries
+        if e.value == key and e.applies(state.profile.parsed)
     ]
     if not entries or all(e.confidence in ("read", "documented") for e in entries):
         return
-    b.view.unjudged.append(
+    state.view.unjudged.append(
         f"the launch's speculative_config key {clip(key)} was not checked: that "
-        f"{b.p.data.title} takes it as an alias of `{want}` is seen only in undated "
+        f"{state.profile.data.title} takes it as an alias of `{want}` is seen only in undated "
         "main-branch code, not in this release's code or documentation"
     )
 
@@ -241,7 +242,7 @@ _DROPPED_KEY_FIXES = {
 }
 
 
-def _trtllm_spec_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
+def _trtllm_spec_config_keys(state: BuildState, s: ServeSettings) -> None:
     """TensorRT-LLM: a `speculative_config` key that the decoding config `decoding_type`
     selects does not declare, judged as the release judges undeclared keys
     (`spec_config_unknown_keys`). Judged where the release's documentation gives that
@@ -252,13 +253,13 @@ def _trtllm_spec_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
     if chosen is None or not s.spec_keys_written:
         return
     name, keys_fact = chosen
-    if b.value("spec_config_unknown_keys") != "refused":
+    if state.value("spec_config_unknown_keys") != "refused":
         return
-    pages = _documented_releases(b, name)
+    pages = _documented_releases(state, name)
     if not pages:
         return  # no release's signature of that config was read
-    data, here = b.p.data, b.p.parsed
-    documented = b.p.fact("decoding_config_pages")  # counted among the facts consulted
+    data, here = state.profile.data, state.profile.parsed
+    documented = state.profile.fact("decoding_config_pages")  # counted among the facts consulted
     if documented.known and name in (documented.value or []):
         sides = [here]
         where = "its signature in the release's documentation lists none"
@@ -266,7 +267,7 @@ def _trtllm_spec_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
         before = [r for r in pages if r < here]
         after = [r for r in pages if r > here]
         if not before or not after:
-            _not_judged(b, s, name, [str(k) for k in s.spec_keys_written])
+            _not_judged(state, s, name, [str(k) for k in s.spec_keys_written])
             return  # not bracketed by two documented releases: keys not judged
         sides = [max(before), min(after)]
         where = (
@@ -278,11 +279,11 @@ def _trtllm_spec_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
         {str(e.value["key"]) for e in facts.entries if e.applies(side)} for side in sides
     ]
     declared = sorted(set().union(*declared_on))
-    aliases = [str(a) for a in b.value("draft_path_aliases") or []]
+    aliases = [str(a) for a in state.value("draft_path_aliases") or []]
     path_keys = [k for k, target in SPEC_KEYS.items() if target.field == "draft_model"]
     # a key declared on one side only: whether this release takes it is not known
     _not_judged(
-        b,
+        state,
         s,
         name,
         [k for k in s.spec_keys_written if any(k in d for d in declared_on)]
@@ -295,15 +296,15 @@ def _trtllm_spec_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
             continue
         dropped = _DROPPED_KEY_FIXES.get(key)
         if dropped:
-            fix = f"leave `{clip(key)}` out: {b.p.title} {dropped}"
+            fix = f"leave `{clip(key)}` out: {state.title} {dropped}"
         else:
             import difflib  # only when a key is unknown
 
             close = difflib.get_close_matches(key, declared, n=1, cutoff=0.6)
             fix = f"did you mean `{close[0]}`?" if close else f"leave `{clip(key)}` out"
-        b.refuse(
+        state.refuse(
             rule_ids.SERVE_SETTING_INVALID,
-            f"`speculative_config.{clip(key)}`: {b.p.title}'s {name} (`decoding_type: "
+            f"`speculative_config.{clip(key)}`: {state.title}'s {name} (`decoding_type: "
             f"{s.method}`) declares no such key ({where}) and refuses the speculative config "
             "while the arguments are parsed ('Extra inputs are not permitted'), so the "
             "server does not start",
@@ -314,7 +315,7 @@ def _trtllm_spec_config_keys(b: BaseBuilder, s: ServeSettings) -> None:
 
 
 def _not_judged(
-    b: BaseBuilder, s: ServeSettings, name: str, keys: list[str], unless: set[str] | None = None
+    state: BuildState, s: ServeSettings, name: str, keys: list[str], unless: set[str] | None = None
 ) -> None:
     """Record that the launch's `keys` were not judged at this release, where its
     documentation gives no signature of `name` and the documented releases around it do not
@@ -329,14 +330,14 @@ def _not_judged(
         if len(left) == 1
         else "keys " + ", ".join(clip(k) for k in left) + " were"
     )
-    b.view.unjudged.append(
-        f"the launch's speculative_config {named} not checked: {b.p.title}'s {name} "
+    state.view.unjudged.append(
+        f"the launch's speculative_config {named} not checked: {state.title}'s {name} "
         "signature was not read"
     )
 
 
-def _documented_releases(b: BaseBuilder, name: str) -> list[Release]:
+def _documented_releases(state: BuildState, name: str) -> list[Release]:
     """The releases whose documentation gives decoding config `name`'s whole signature
     (each `decoding_config_pages` entry that lists it, by its first release)."""
-    entries = b.p.data.facts["decoding_config_pages"].entries
+    entries = state.profile.data.facts["decoding_config_pages"].entries
     return sorted(e.since for e in entries if e.since is not None and name in (e.value or []))

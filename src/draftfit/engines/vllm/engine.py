@@ -1,4 +1,4 @@
-"""vLLM behind the engine interface: its view builder, its serve recipe and its convention.
+"""vLLM behind the engine interface: its procedure, its serve recipe and its convention.
 
 The recipe is `vllm serve TARGET --speculative-config '{"method", "model",
 "num_speculative_tokens"}'`, with the method always explicit (vLLM otherwise guesses it from
@@ -64,7 +64,7 @@ SPECULATORS_LAYOUT = ConventionLayout("speculators", speculators_config=True, de
 
 
 class VllmEngine(Engine):
-    """vLLM (data: `data/vllm.toml`, procedure: :mod:`draftfit.engines.vllm.builder`)."""
+    """vLLM (data: `data/vllm.toml`, procedure: :mod:`draftfit.engines.vllm.procedure`)."""
 
     name = "vllm"
     convention = "vllm"
@@ -72,7 +72,7 @@ class VllmEngine(Engine):
 
     def class_families(self) -> Mapping[str, str]:
         """Architecture names vLLM's registry maps to one draft class."""
-        from draftfit.engines.vllm.builder import CLASS_FAMILY
+        from draftfit.engines.vllm.route import CLASS_FAMILY
 
         return CLASS_FAMILY
 
@@ -82,9 +82,9 @@ class VllmEngine(Engine):
         return LAUNCH
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
-        from draftfit.engines.vllm.builder import Builder
+        from draftfit.engines.vllm.procedure import build_view
 
-        return Builder.build(inputs)
+        return build_view(inputs)
 
     def serve(self, request: ServeRequest) -> Served:
         profile, spec = request.profile, request.spec
