@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path
 
 from draftfit.engines.compiled import ENGINES_DIR, compile_text
+from draftfit.engines.data_file import parse_engine_data
 from draftfit.engines.interface import parse_toml
-from draftfit.engines.profile import parse_engine_data
 from draftfit.errors import SpecDataError
 
 

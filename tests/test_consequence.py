@@ -16,7 +16,7 @@ import pytest
 import draftfit
 from draftfit.checker import check_path
 from draftfit.cli.main import main
-from draftfit.engines.profile import parse_engine_data
+from draftfit.engines.data_file import parse_engine_data
 from draftfit.errors import SpecDataError
 from draftfit.fail_on import UNVERIFIED
 from draftfit.render.github import render_github

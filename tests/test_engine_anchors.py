@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from draftfit.engines.citation import parse_locations
-from draftfit.engines.profile import parse_engine_data
+from draftfit.engines.data_file import parse_engine_data
 from draftfit.engines.registry import engine_names, load_engine
 from draftfit.errors import SpecDataError
 

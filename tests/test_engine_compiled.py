@@ -10,8 +10,8 @@ from types import ModuleType
 import pytest
 
 from draftfit.engines.compiled import ENGINES_DIR, REGENERATE, load_compiled, stamp
+from draftfit.engines.data_file import parse_engine_data
 from draftfit.engines.interface import parse_toml
-from draftfit.engines.profile import parse_engine_data
 from draftfit.engines.registry import ENGINES, engine_named
 from draftfit.engines.releases import rank_versions, version_texts
 from draftfit.engines.vllm.engine import VllmEngine

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from draftfit.engines.citation import parse_locations
-from draftfit.engines.profile import parse_engine_data
+from draftfit.engines.data_file import parse_engine_data
 from draftfit.engines.registry import load_engine, parse_engine_selector
 from draftfit.errors import SpecDataError, UnknownEngineVersionError, UsageError
 
@@ -32,7 +32,7 @@ def test_every_entry_names_a_versioned_source(engine: str, latest: str) -> None:
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
 def test_every_fact_the_engine_module_reads_exists(engine: str) -> None:
     folder = Path(__file__).resolve().parents[1] / "src" / "draftfit" / "engines" / engine
-    # The procedure (the builder and its helpers), not the Engine's declarations.
+    # The procedure (its steps and their helpers), not the Engine's declarations.
     modules = [p for p in sorted(folder.glob("*.py")) if p.name not in ("__init__.py", "engine.py")]
     text = "\n".join(p.read_text(encoding="utf-8") for p in modules)
     used = set(re.findall(r'(?:value|fact|src|citations)\(\s*"([a-z0-9_]+)"', text))

@@ -14,7 +14,8 @@ from jsonschema import Draft202012Validator
 import draftfit
 from draftfit.checker import check_path
 from draftfit.engines.citation import parse_locations
-from draftfit.engines.profile import EngineData, Entry, parse_engine_data
+from draftfit.engines.data_file import parse_engine_data
+from draftfit.engines.profile import EngineData, Entry
 from draftfit.engines.registry import load_engine
 from draftfit.errors import SpecDataError
 from draftfit.render.matrix_text import render_matrix

@@ -1,6 +1,6 @@
 """The config dimensions a conversion corrects: those that contradict the stored tensors.
 
-Which dimension explains the stored shapes is found by an engine's builder
+Which dimension explains the stored shapes is found by an engine's procedure
 (:mod:`draftfit.engines.dimension_fit`); a conversion needs it for the draft as it is,
 before any convention is written, so it asks the first engine release that builds the
 draft in its present layout.

@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "remote_code",
     ),
     ("compiled", "profile"),
+    ("data_file",),
     ("view", "serve", "interface"),
     ("dimension_fit", "draft_quant", "launch_checks"),
     ("procedure",),

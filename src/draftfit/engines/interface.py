@@ -1,8 +1,8 @@
 """The one interface every engine implements, and the serve recipe it produces.
 
 The checker, the serve recipes, `convert` and `diff` reach an engine only through an
-:class:`Engine` (listed in :mod:`draftfit.engines.registry`): its name and data file, the
-view builder, the serve recipe, the convention `draftfit convert --to` writes for it, the
+:class:`Engine` (listed in :mod:`draftfit.engines.registry`): its name and data file, its
+procedure, the serve recipe, the convention `draftfit convert --to` writes for it, the
 conventions it plans, how it names aux ids in that convention, which of its draft
 classes are one class, and how its launch is read (:meth:`Engine.launch`). Nothing
 outside `draftfit.engines` asks which engine it is holding.
@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from functools import cached_property
 
 from draftfit.engines.compiled import load_compiled, toml_path
-from draftfit.engines.profile import EngineData, Profile, parse_engine_data
+from draftfit.engines.data_file import parse_engine_data
+from draftfit.engines.profile import EngineData, Profile
 from draftfit.engines.remote_code import RemoteCode
 from draftfit.errors import SpecDataError
 from draftfit.records import field, frozen, record
@@ -173,7 +174,7 @@ class ConventionLayout:
 
 
 class Engine(ABC):
-    """One serving engine: its data, its view builder and its serve recipe.
+    """One serving engine: its data, its procedure and its serve recipe.
 
     Attributes:
         name: how `--engine` spells it; the stem of its data file.
@@ -185,7 +186,7 @@ class Engine(ABC):
             command line keeps every setting); False where the launch keeps its settings in
             a file the recipe writes anew (TensorRT-LLM's options YAML).
 
-    An engine module keeps its imports of the procedure (the builder) inside the methods,
+    An engine module keeps its imports of the procedure (its steps) inside the methods,
     so that listing the engines (`draftfit engines`, `draftfit rule`) loads only the data.
     """
 
