@@ -155,10 +155,11 @@ def _index(layers: tuple[tuple[str, ...], ...], name: str, where: str) -> int:
     raise AssertionError(f"{name} is in no layer of {where}: add it to its LAYERS")
 
 
-def layer_of(module: str) -> tuple[int, int]:
-    """(the layer of the module's top-level module or sub-package in `draftfit.LAYERS`, its
-    layer inside that sub-package: -1 for the `__init__` of a package that declares an
-    order, 0 throughout a package that declares none)."""
+def layer_of(module: str) -> tuple[int, ...]:
+    """The module's layer at each level of packages that declare an order: its top-level
+    module or sub-package in `draftfit.LAYERS`, then its place in that sub-package's
+    `LAYERS`, and so on down (-1 for the `__init__` of a package that declares an order, 0
+    throughout a package that declares none)."""
     root = declared_layers(PACKAGE)
     assert root is not None, "draftfit/__init__.py declares no LAYERS"
     if module == "draftfit":
@@ -166,20 +167,32 @@ def layer_of(module: str) -> tuple[int, int]:
         # top, beside the command line; every other module imports draftfit.version instead.
         return len(root), 0
     parts = module.split(".")[1:]
-    top = _index(root, parts[0], "draftfit")
-    inner = declared_layers(PACKAGE / parts[0]) if (PACKAGE / parts[0]).is_dir() else None
-    if inner is None:
-        return top, 0
-    if len(parts) == 1:
-        return top, -1
-    return top, _index(inner, parts[1], f"draftfit.{parts[0]}")
+    path: list[int] = []
+    folder, layers = PACKAGE, root
+    for depth, part in enumerate(parts):
+        if layers is None:
+            path.append(0)
+            break
+        path.append(_index(layers, part, ".".join(["draftfit", *parts[:depth]])))
+        folder = folder / part
+        if not folder.is_dir():
+            break
+        layers = declared_layers(folder)
+        if depth == len(parts) - 1:
+            path.append(-1 if layers is not None else 0)
+    return tuple(path)
 
 
 def _above(other: str, module: str) -> bool:
-    """Whether importing `other` from `module` goes up a layer."""
+    """Whether importing `other` from `module` goes up a layer: their layers compared in the
+    innermost package they share."""
     mine, theirs = layer_of(module), layer_of(other)
-    same_package = module.split(".")[:2] == other.split(".")[:2]
-    return theirs > mine if same_package else theirs[0] > mine[0]
+    shared = 0
+    for a, b in zip(module.split(".")[1:], other.split(".")[1:], strict=False):
+        if a != b:
+            break
+        shared += 1
+    return theirs[: shared + 1] > mine[: shared + 1]
 
 
 def test_every_module_has_a_declared_layer() -> None:
