@@ -11,10 +11,10 @@ in the engine's folder and one more entry of `by_method`; nothing here changes.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from draftfit.engines.procedure.state import BuildState, EngineTraits
 from draftfit.engines.view import BuildInputs, EngineView
+from draftfit.records import frozen
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def served_method(method: str | None, draft: DraftDescription) -> str | None:
     return draft.method if method == "auto" else method
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EngineProcedure:
     """How one engine resolves a draft.
 

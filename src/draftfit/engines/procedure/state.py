@@ -13,7 +13,6 @@ config integer, and recording an expected parameter or a stored tensor's fate.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
 from draftfit.engines import shapes
 from draftfit.engines.view import (
@@ -26,6 +25,7 @@ from draftfit.engines.view import (
     TensorFate,
 )
 from draftfit.location import Location
+from draftfit.records import field, frozen, record
 from draftfit.rule_ids import Consequence, RuleId
 
 TYPE_CHECKING = False
@@ -46,7 +46,7 @@ MAX_EXPANDED_LAYERS = 256
 Rebuild = Callable[[BuildInputs], EngineView]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EngineTraits:
     """What one engine's procedure does alike at every version (its data says the rest).
 
@@ -70,7 +70,7 @@ class EngineTraits:
     fc_norm_replaces_input_norm: bool = False
 
 
-@dataclass(slots=True)
+@record
 class BuildState:
     """One engine version resolving one draft: the inputs, what the steps settled so far,
     and the view they write.

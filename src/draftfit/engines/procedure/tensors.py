@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from draftfit.engines.procedure.state import BuildState
 from draftfit.engines.view import FateCause
+from draftfit.records import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Mapped:
     """Where the loader's renaming takes a stored name: the parameter name (None: none),
     why it reaches none, and the cause to record when no parameter has that name."""

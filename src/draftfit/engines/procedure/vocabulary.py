@@ -4,15 +4,14 @@ own steps decide the draft vocabulary, what a missing embedding or head does, an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from draftfit.engines import shapes
 from draftfit.engines.procedure.dimensions import settled_layer
 from draftfit.engines.procedure.state import BuildState
 from draftfit.engines.view import Vocabulary
+from draftfit.records import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Built:
     """How a parameter is built: what its absence does and the source lines behind it."""
 
