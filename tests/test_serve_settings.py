@@ -831,4 +831,4 @@ def test_sglang_takes_an_eagle_topk_of_zero(tmp_path: Path) -> None:
         f"--speculative-draft-model-path {draft} --speculative-eagle-topk 0"
     )
     report = draftfit.check(draft, engines=["sglang==0.5.23"], serve_args=launch)
-    assert report.serve is not None and report.serve.speculative_eagle_topk == 0
+    assert report.serve is not None and report.serve.settings.speculative_eagle_topk == 0

@@ -25,7 +25,7 @@ from draftfit.draft.target import Target
 from draftfit.engines import build_view
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.interface import engine_of
-from draftfit.engines.launch_checks import launch_grammar, other_target_reason
+from draftfit.engines.launch_judgement import JudgedLaunch, ReleaseLaunch
 from draftfit.engines.profile import EngineVersion, Profile
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
@@ -125,18 +125,25 @@ def check_checkpoint(
         _collect(collected, item, item.run(base), keys)
 
     results: list[EngineResult] = []
+    launches: dict[EngineVersion, ReleaseLaunch] = {}
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
-        # Without --method, the method the launch names is the one this engine serves with.
-        launch_method = (
-            engine_of(profile).launch_method(settings, profile) if settings is not None else None
+        # The engine's launch part judges the launch at this release, once.
+        launch = (
+            engine_of(profile).judge_launch(settings, profile, target)
+            if settings is not None
+            else None
         )
-        served_method = launch_method if method is None and launch_method else effective_method
-        if method is None and settings is not None and settings.leaves_method_to_engine():
-            served_method = "auto"  # the release resolves the method itself
-        explicit = method is not None or launch_method is not None
+        if launch is not None:
+            launches[profile.key] = launch
+            # Without --method, the method the launch selects is the one this engine serves.
+            served_method, explicit = launch.served_method(method, effective_method)
+        else:
+            served_method, explicit = effective_method, method is not None
         view = build_view(
-            BuildInputs(checkpoint, spec, target, profile, served_method, explicit, settings)
+            BuildInputs(
+                checkpoint, spec, target, profile, served_method, explicit, settings, launch=launch
+            )
         )
         ctx = Context(checkpoint, spec, target, view, method=served_method, serve=settings)
         for item in rules:
@@ -180,16 +187,13 @@ def check_checkpoint(
     applying = findings_by_engine(findings)
     for result in results:
         own, own_rules = rotation_unchecked(target, findings, result.key)
-        settings = serve.for_engine(result.engine) if serve is not None else None
-        unjudged = [
-            *_unjudged_flags(serve, result.profile),
-            *(result.view.unjudged if result.view else []),
-        ]
+        launch = launches.get(result.key)
         result.unverified_reasons = [
             *reasons,
             *own,
-            *unjudged,
-            *other_target_reason(settings, target),
+            *(launch.unjudged if launch is not None else ()),
+            *(result.view.unjudged if result.view else []),
+            *(launch.other_target if launch is not None else ()),
         ]
         result.unchecked_rules = [*unchecked, *(r for r in own_rules if r not in unchecked)]
         result.verdict, result.counts = verdict_for(
@@ -207,7 +211,7 @@ def check_checkpoint(
         target_facts=TargetFacts.of(target, spec) if target is not None else None,
         # a planned conversion is checked for the same launch (its settings judged too)
         inputs=KeptCheck(checkpoint, spec, target, partial(check_checkpoint, serve=serve)),
-        serve=_judged_flags(serve, profiles),
+        serve=JudgedLaunch.of(serve, tuple(launches.values())) if serve is not None else None,
         hub_origin=checkpoint.hub_origin,
     )
 
@@ -246,47 +250,6 @@ def _in_source(violation: Violation, source: Checkpoint) -> Violation:
         violation,
         message=f"the draft it was converted from, {source.origin}: {violation.message}",
         location=replace(where, file=f"{source.origin}/{where.file or 'config.json'}"),
-    )
-
-
-def _unjudged_flags(serve: ServeSettings | None, profile: Profile | None) -> list[str]:
-    """Why a launch's flags leave `profile`'s verdict unproven: flags draftfit does not read
-    at a release whose parser was not read (it may refuse them, or misread an
-    abbreviation)."""
-    settings = serve.for_engine(profile.engine) if serve and profile else None
-    if settings is None or profile is None or launch_grammar(profile) is not None:
-        return []
-    flags = [flag for flag in settings.ignored_flags if flag.startswith("-")]
-    if not flags:
-        return []
-    return [
-        f"the launch's flags {', '.join(flags)} were not checked: {profile.title}'s "
-        "argument parser was not read"
-    ]
-
-
-def _judged_flags(serve: ServeSettings | None, profiles: list[Profile]) -> ServeSettings | None:
-    """`serve` with the flags draftfit does not read sorted by what the parsers of the
-    checked releases of its engine make of them: taken by every one (`accepted_flags`:
-    accepted, not judged), or refused by some (`refused_flags`: a DF559 finding each); the
-    rest stay listed as not read (a release whose grammar was not read cannot say)."""
-    if serve is None or not serve.ignored_flags:
-        return serve
-    grammars = [launch_grammar(p) for p in profiles if p.engine == serve.engine]
-    read = [g for g in grammars if g is not None]
-    if not read:
-        return serve
-    # a dotted `--flag.key` names a key of a JSON flag: the key checks judge it
-    judged = [f for f in serve.ignored_flags if f.startswith("-") and "." not in f]
-    refused = tuple(f for f in judged if any(len(g.meaning(f)) != 1 for g in read))
-    accepted = tuple(f for f in judged if f not in refused and len(read) == len(grammars))
-    if not accepted and not refused:
-        return serve
-    return replace(
-        serve,
-        accepted_flags=serve.accepted_flags + accepted,
-        refused_flags=serve.refused_flags + refused,
-        ignored_flags=tuple(f for f in serve.ignored_flags if f not in accepted + refused),
     )
 
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from draftfit.draft.target import Target
     from draftfit.draft.verifier_identity import VerifierCheck
     from draftfit.engines.interface import NoRecipe, Recipe
+    from draftfit.engines.launch_judgement import JudgedLaunch
     from draftfit.engines.profile import Profile
     from draftfit.engines.view import EngineView
     from draftfit.serve.settings import ServeSettings
@@ -412,7 +413,8 @@ class Report:
     recipes: list[Recipe] | None = None  # when asked for (`check --recipe`)
     # With the recipes: each version without one, and why.
     no_recipes: list[NoRecipe] | None = None
-    serve: ServeSettings | None = None  # the launch's settings, when given
+    # The launch, when given, as its engine's launch part judged it at each checked release.
+    serve: JudgedLaunch | None = None
     # The settings file the selection came from, as the text report names it (not part of
     # the JSON form, where each suppressed finding names its source).
     settings_file: str | None = field(default=None, compare=False)
