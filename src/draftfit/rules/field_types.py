@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from draftfit.draft.config_schema import DTYPE_NAME, MODEL_TYPE_NAME, TypeProblem, json_type
-from draftfit.location import Location
+from draftfit.location import Location, config_at, target_config_at
 from draftfit.rule_ids import CONFIG_FIELD_MISREAD, CONFIG_FIELD_WRONG_TYPE
 from draftfit.rules.base import Context, Violation, rule
 
@@ -20,15 +20,15 @@ from draftfit.rules.base import Context, Violation, rule
 def _violations(ctx: Context, crash: bool) -> Iterator[Violation]:
     for problem in ctx.spec.config_problems:
         if problem.expect.crash == crash:
-            yield _violation(problem, "config.json", crash)
+            yield _violation(problem, config_at(problem.pointer), crash)
     if ctx.target is not None:
-        where = f"{ctx.target.origin} config.json (target)"
         for problem in ctx.target.problems:
             if problem.expect.crash == crash:
+                where = target_config_at(problem.pointer, origin=ctx.target.origin)
                 yield _violation(problem, where, crash)
 
 
-def _violation(problem: TypeProblem, file: str, crash: bool) -> Violation:
+def _violation(problem: TypeProblem, where: Location, crash: bool) -> Violation:
     consequence = (
         "the engine refuses the config or crashes on it"
         if crash
@@ -39,7 +39,7 @@ def _violation(problem: TypeProblem, file: str, crash: bool) -> Violation:
         f"`{problem.pointer}` is {problem.shown()} (a {json_type(problem.value)}); expected a "
         f"{problem.expected}. Read by {problem.expect.read_by}: {consequence}. draftfit "
         "treats it as absent",
-        Location(file, problem.pointer),
+        where,
         fix=f"write `{problem.name}` as a {_written_as(problem.expect.kind)}"
         + (" (or null for the engine's default)" if problem.expect.nullable else ""),
     )
