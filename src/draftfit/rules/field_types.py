@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from draftfit.draft.config_schema import DTYPE_NAME, MODEL_TYPE_NAME, TypeProblem, json_type
 from draftfit.location import Location, config_at, target_config_at
 from draftfit.rule_ids import CONFIG_FIELD_MISREAD, CONFIG_FIELD_WRONG_TYPE
-from draftfit.rules.base import Context, Violation, rule
+from draftfit.rules.base import Context, Scope, Violation, rule
 
 
 def _violations(ctx: Context, crash: bool) -> Iterator[Violation]:
@@ -53,7 +53,7 @@ def _written_as(kind: str) -> str:
 @rule(
     CONFIG_FIELD_WRONG_TYPE,
     "a config field has a JSON type or a value engines refuse or crash on",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def config_field_wrong_type(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -88,7 +88,7 @@ def config_field_wrong_type(ctx: Context) -> Iterator[Violation]:
 @rule(
     CONFIG_FIELD_MISREAD,
     "a config field has a JSON type engines silently read as something else",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def config_field_misread(ctx: Context) -> Iterator[Violation]:
     """## What it checks

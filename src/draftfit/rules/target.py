@@ -26,7 +26,7 @@ from draftfit.rule_ids import (
     TARGET_ROTATION_UNCOMPENSATED,
     VERIFIER_DIFFERS_FROM_TARGET,
 )
-from draftfit.rules.base import Consequence, Context, Violation, config_at, event_rule, rule
+from draftfit.rules.base import Consequence, Context, Scope, Violation, config_at, event_rule, rule
 
 
 @event_rule(
@@ -476,7 +476,7 @@ DECLARE_KEY = "draft-is-for-target"
 @rule(
     VERIFIER_DIFFERS_FROM_TARGET,
     "the draft records another model as its verifier than the target it is checked with",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
     needs_target=True,
 )
 def verifier_differs_from_target(ctx: Context) -> Iterator[Violation]:
