@@ -19,6 +19,7 @@ from pathlib import Path
 
 from draftfit import rule_ids
 from draftfit.checkpoint import Checkpoint
+from draftfit.draft.aux_counting import AuxCounting
 from draftfit.draft.description import EAGLE, EAGLE3, DraftDescription, describe
 from draftfit.draft.mistakes import refuse_argument_mistakes
 from draftfit.draft.target import Target
@@ -31,7 +32,7 @@ from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
 from draftfit.records import replace
 from draftfit.report import (
-    UNVERIFIED_CODES,
+    UNVERIFIED_RULES,
     AuxLayers,
     DialectFacts,
     EngineResult,
@@ -39,14 +40,15 @@ from draftfit.report import (
     KeptCheck,
     Report,
     SkippedRule,
+    SkipReason,
     TargetFacts,
     findings_by_engine,
     verdict_for,
 )
 from draftfit.rule_ids import RuleId
-from draftfit.rules import all_rules, get_rule, registered
-from draftfit.rules.base import Context, Rule, Severity, Violation
-from draftfit.serve.settings import SERVE_SKIP_REASON, ServeSettings
+from draftfit.rules import all_rules, registered
+from draftfit.rules.base import Context, Rule, Scope, Severity, Violation
+from draftfit.serve.settings import ServeSettings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -117,7 +119,7 @@ def check_checkpoint(
 
     base = Context(checkpoint, spec, target, method=effective_method, values=value_facts)
     for item in rules:
-        if item.scope != "checkpoint":
+        if item.scope is not Scope.CHECKPOINT:
             continue
         if item.needs_target and target is None:
             skipped.append(_skip(item))
@@ -147,16 +149,16 @@ def check_checkpoint(
         )
         ctx = Context(checkpoint, spec, target, view, method=served_method, serve=settings)
         for item in rules:
-            if item.scope != "engine":
+            if item.scope is not Scope.ENGINE:
                 continue
             if item.needs_serve and settings is None:
                 # listed where the rule judges this engine's launches (its engine data)
                 applies = bool(profile.data.facts_for_rule(item.code))
-                if applies and all(s.code != item.code for s in skipped):
-                    skipped.append(SkippedRule(item.code, item.name, SERVE_SKIP_REASON))
+                if applies and all(s.rule != item.id for s in skipped):
+                    skipped.append(SkippedRule(item.id, SkipReason.NO_LAUNCH))
                 continue
             if item.needs_target and target is None:
-                if all(s.code != item.code for s in skipped):
+                if all(s.rule != item.id for s in skipped):
                     skipped.append(_skip(item))
                 continue
             _collect(collected, item, _with_caveats(item.run(ctx), profile), [profile.key])
@@ -176,7 +178,7 @@ def check_checkpoint(
                 used=tuple(view.aux.used) if view.aux.used is not None else None,
                 read_from=view.aux.read_from,
                 keys_read=tuple(view.aux.keys_read),
-                counting="capture-before",
+                counting=AuxCounting.CAPTURE_BEFORE,
                 expected_count=view.aux.expected_count,
                 launch_setting=view.aux.launch_setting or None,
             )
@@ -278,7 +280,9 @@ def unverified_reasons(
     unchecked: list[str] = []
     # Rules skipped for want of serving settings leave the verdict that of a default launch.
     decisive = sorted(
-        s.code for s in skipped if s.reason != SERVE_SKIP_REASON and _can_change_verdict(s.code)
+        s.code
+        for s in skipped
+        if s.reason is not SkipReason.NO_LAUNCH and _can_change_verdict(s.rule)
     )
     if decisive:
         reasons.append("no target")
@@ -315,9 +319,10 @@ def rotation_unchecked(
     ]
 
 
-def _can_change_verdict(code: str) -> bool:
-    item = get_rule(code)
-    return item is not None and (item.severity >= Severity.WARNING or code in UNVERIFIED_CODES)
+def _can_change_verdict(rule_id: RuleId) -> bool:
+    """Whether a finding of `rule_id` can change a verdict: an error or warning, or a
+    consequence draftfit's data cannot tell (it makes the verdict `unverified`)."""
+    return rule_id.severity >= Severity.WARNING or rule_id in UNVERIFIED_RULES
 
 
 def _value_facts(
@@ -375,4 +380,4 @@ def _with_caveats(violations: Iterable[Violation], profile: Profile) -> Iterator
 
 
 def _skip(item: Rule) -> SkippedRule:
-    return SkippedRule(item.code, item.name, "needs --target")
+    return SkippedRule(item.id, SkipReason.NO_TARGET)

@@ -19,8 +19,6 @@ if TYPE_CHECKING:
 
 # The flag that gives settings, for messages about what is missing.
 SETTINGS_FLAGS = "--serve-config or --serve-args"
-# Why a rule that judges the launch's settings did not run.
-SERVE_SKIP_REASON = f"needs {SETTINGS_FLAGS}"
 
 
 @frozen
