@@ -13,6 +13,10 @@ from draftfit.engines.procedure.state import BuildState, layer_indices
 from draftfit.engines.view import ONES, UNINITIALISED, Dims
 from draftfit.location import config_at
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (rule_ids.MISSING_CONFIG_FIELD,)
+EMITS_STAGE = "engine procedure (every engine): dimensions and decoder layers"
+
 # The parameters of decoder layer k: (state, k, the widths, the source lines).
 LayerBuilder = Callable[[BuildState, int, Dims, tuple[str, ...]], None]
 

@@ -9,6 +9,10 @@ from draftfit.engines.procedure.state import BuildState
 from draftfit.engines.view import ONES, TRUNCATE_COLS, TRUNCATE_ROWS, UNINITIALISED, Dims
 from draftfit.location import config_at
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (rule_ids.MISSING_CONFIG_FIELD,)
+EMITS_STAGE = "engine procedure (every engine): MLA decoder layers"
+
 
 def mla_layer(state: BuildState, k: int, H: int, nh: int, inter: int) -> bool:
     """Expectations for layer `k` of an MLA draft (Eagle3DeepseekV2ForCausalLM).

@@ -15,6 +15,10 @@ from draftfit.engines.draft_quant import (
 from draftfit.engines.procedure.state import BuildState
 from draftfit.engines.view import Event
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (rule_ids.QUANTIZATION_DATA_MISSING,)
+EMITS_STAGE = "engine procedure (every engine): quantized drafts"
+
 
 def quant_data_missing(state: BuildState) -> None:
     """Step: DF211, linear layers the draft's `quantization_config` quantizes that store no

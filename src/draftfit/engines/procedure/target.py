@@ -10,12 +10,18 @@ from draftfit import rule_ids
 from draftfit.draft.target import Target
 from draftfit.draft.target_rotation import Rotation
 from draftfit.engines.procedure.state import CONFIG, BuildState
-from draftfit.location import Location, config_at
+from draftfit.location import Location, config_at, in_target_file
 
-# How findings name a file of the target folder: `target config.json`,
-# `target quant_model_description.json`, ...
-TARGET_FILE_PREFIX = "target "
-TARGET_CONFIG = TARGET_FILE_PREFIX + "config.json"
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.VOCAB_SIZE_MISMATCH,
+    rule_ids.TARGET_HIDDEN_SIZE_MISMATCH,
+    rule_ids.SHARED_EMBEDDING_WIDTH_MISMATCH,
+    rule_ids.TARGET_ROTATION_UNCOMPENSATED,
+    rule_ids.TARGET_ROTATION_UNCHECKED,
+)
+EMITS_STAGE = "engine procedure (every engine): target checks"
+
 MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
 
 # For fact `draft_rotation_compensated` = the given value: None when this version serves
@@ -146,7 +152,7 @@ def target_rotation(state: BuildState, advice: RotationAdvice) -> None:
             f"{check.unchecked}, so draftfit cannot tell whether the target was "
             "rotation-quantized (ModelSlim QuaRot), which would leave an unrotated "
             "draft's proposals almost all rejected",
-            Location(TARGET_FILE_PREFIX + check.unchecked_file),
+            in_target_file(check.unchecked_file),
             (),
             fix=f"check with the target's `{check.unchecked_file}` readable as a regular "
             "file inside its folder (download it)",
@@ -155,7 +161,7 @@ def target_rotation(state: BuildState, advice: RotationAdvice) -> None:
     rotation = check.rotation
     if rotation is None or draft_names_target_as_verifier(state, t):
         return
-    where = Location(TARGET_FILE_PREFIX + rotation.file, rotation.pointer)
+    where = in_target_file(rotation.file, rotation.pointer)
     fact = state.profile.fact("draft_rotation_compensated")
     if not fact.known:
         state.event(

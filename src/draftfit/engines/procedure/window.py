@@ -14,6 +14,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (rule_ids.DRAFT_SLIDING_WINDOW_IGNORED,)
+EMITS_STAGE = "engine procedure (every engine): sliding window"
+
 # What an ignored draft window does, said by every engine's DF130 message.
 IGNORED_WINDOW = (
     "the draft attends over the whole context, so acceptance drops on prompts longer than "

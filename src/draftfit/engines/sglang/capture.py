@@ -13,6 +13,10 @@ from draftfit.engines.profile import Profile
 from draftfit.engines.view import AuxCapture
 from draftfit.location import config_at
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (rule_ids.AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,)
+EMITS_STAGE = "engine procedure: SGLang's aux-layer capture"
+
 NESTED_IDS_POINTER = "/eagle_config/eagle_aux_hidden_state_layer_ids"
 AUTOTUNE_FLAG = "--disable-flashinfer-autotune"
 

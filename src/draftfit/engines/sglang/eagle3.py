@@ -26,6 +26,17 @@ from draftfit.engines.sglang.classes import LLAMA_EAGLE3, MLA_EAGLE3
 from draftfit.engines.view import FAILS, SHARED, UNINITIALISED, Dims, Event, Norms, Vocabulary
 from draftfit.location import config_at
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.DRAFT_KV_LAYER_COUNT,
+    rule_ids.LM_HEAD_MISSING_REDUCED_VOCAB,
+    rule_ids.MISSING_CONFIG_FIELD,
+    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
+    rule_ids.MULTI_LAYER_DRAFT_UNSUPPORTED,
+    rule_ids.NORM_FLAG_IGNORED,
+)
+EMITS_STAGE = "engine procedure: SGLang's draft parameters"
+
 # The server flag that gives a Llama EAGLE-3 draft a sliding window (the recipe in
 # `sglang.engine` passes it; it imports this module, so the name is spelled in both).
 DRAFT_WINDOW_FLAG = "--speculative-draft-window-size"

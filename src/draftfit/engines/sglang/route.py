@@ -16,6 +16,18 @@ from draftfit.engines.sglang.classes import CLASS_FAMILY, EAGLE4_SERVING, LLAMA_
 from draftfit.engines.sglang.target import target_checks
 from draftfit.location import Location, config_at
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.METHOD_MISMATCH,
+    rule_ids.METHOD_UNSUPPORTED,
+    rule_ids.MISSING_ARCHITECTURES,
+    rule_ids.MISSING_CONFIG_FIELD,
+    rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
+    rule_ids.UNSUPPORTED_ACTIVATION,
+    rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
+)
+EMITS_STAGE = "engine procedure: SGLang's method and class resolution"
+
 
 def algorithm(method: str) -> str:
     """The `--speculative-algorithm` that runs `method`."""

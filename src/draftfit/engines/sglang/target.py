@@ -13,18 +13,27 @@ from draftfit.engines.draft_quant import ONLINE_QUANTIZATION, read_draft_quant
 from draftfit.engines.procedure.classes import ever_listed
 from draftfit.engines.procedure.state import BuildState
 from draftfit.engines.procedure.target import (
-    TARGET_CONFIG,
     embedding_borrowed,
     target_rotation,
     target_width_checks,
 )
 from draftfit.engines.sglang.classes import LLAMA_EAGLE
-from draftfit.location import Location, config_at
+from draftfit.location import config_at, target_config_at
 from draftfit.rule_ids import Consequence
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.DRAFT_CONTEXT_REFUSED,
+    rule_ids.DRAFT_CONTEXT_SHORTER_THAN_TARGET,
+    rule_ids.DRAFT_INHERITS_TARGET_QUANTIZATION,
+    rule_ids.TARGET_CAPABILITY_UNKNOWN,
+    rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
+)
+EMITS_STAGE = "engine procedure: SGLang's target checks"
 
 
 def _context_under_launch(state: BuildState, rule: Any, max_pos: int) -> Any:
@@ -118,7 +127,7 @@ def _target_capable(state: BuildState) -> None:
             rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
             f"`{arch}` has SGLang's capture hook in {title}, but its forward does "
             "not capture aux hidden states: the first EAGLE-3 step fails",
-            Location(TARGET_CONFIG, "/architectures/0"),
+            target_config_at("/architectures/0"),
             ("verifier_eagle3_broken",),
             fix="use SGLang 0.5.22 or later for this target",
             # it starts: the missing states are found when the draft first reads them
@@ -132,7 +141,7 @@ def _target_capable(state: BuildState) -> None:
             rule_ids.TARGET_CAPABILITY_UNKNOWN,
             f"draftfit has no record of `{arch}` implementing SGLang's EAGLE-3 capture "
             f"(set_eagle3_layers_to_capture) in any release",
-            Location(TARGET_CONFIG, "/architectures/0"),
+            target_config_at("/architectures/0"),
             ("verifier_eagle3_classes",),
             fix="check the target's model class for set_eagle3_layers_to_capture",
         )
@@ -146,7 +155,7 @@ def _target_capable(state: BuildState) -> None:
         rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
         f"the target class `{arch}` cannot capture aux hidden states in {title}: "
         f"start-up fails with {failure}",
-        Location(TARGET_CONFIG, "/architectures/0"),
+        target_config_at("/architectures/0"),
         ("verifier_eagle3_classes", "target_without_capture"),
         fix="use an SGLang version whose target class supports EAGLE-3",
     )
@@ -190,7 +199,7 @@ def _inherited_quantization(state: BuildState, t: Target) -> None:
         f"the target is quantized (`{method}`) and the draft is not: if the launch passes "
         f"`--quantization {method}`, {state.profile.title} builds the draft with it too and "
         f"start-up fails looking for the draft's `{method}` config",
-        Location(TARGET_CONFIG, "/quantization_config/quant_method"),
+        target_config_at("/quantization_config/quant_method"),
         ("draft_quantization_inherited", "draft_quantization_opt_out"),
         fix="leave `--quantization` out (SGLang reads the target's method from its "
         "config.json)"

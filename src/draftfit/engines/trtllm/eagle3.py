@@ -33,6 +33,14 @@ from draftfit.engines.view import (
 )
 from draftfit.location import Location, config_at
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.MISSING_CONFIG_FIELD,
+    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
+    rule_ids.NORM_FLAG_IGNORED,
+)
+EMITS_STAGE = "engine procedure: TensorRT-LLM's draft parameters"
+
 USER_SETTING = "speculative_config.eagle3_layers_to_capture"
 SERVE = "serving settings"
 

@@ -14,6 +14,15 @@ from draftfit.engines.procedure.state import CONFIG, BuildState
 from draftfit.engines.trtllm.target import target_checks
 from draftfit.location import Location, config_at
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.METHOD_UNSUPPORTED,
+    rule_ids.MISSING_ARCHITECTURES,
+    rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
+    rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
+)
+EMITS_STAGE = "engine procedure: TensorRT-LLM's method and class resolution"
+
 # How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
 # eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
 EAGLE4_SERVING = (

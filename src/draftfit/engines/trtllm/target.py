@@ -6,11 +6,17 @@ from __future__ import annotations
 from draftfit import rule_ids
 from draftfit.engines.procedure.state import BuildState
 from draftfit.engines.procedure.target import (
-    TARGET_CONFIG,
     embedding_borrowed,
     target_width_checks,
 )
-from draftfit.location import Location
+from draftfit.location import target_config_at
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.TARGET_CAPABILITY_UNKNOWN,
+    rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
+)
+EMITS_STAGE = "engine procedure: TensorRT-LLM's target checks"
 
 
 def target_checks(state: BuildState) -> None:
@@ -26,7 +32,7 @@ def target_checks(state: BuildState) -> None:
                 rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
                 f"TensorRT-LLM's supported-models matrix marks `{arch}` as not supporting "
                 f"EAGLE-3 in {title}",
-                Location(TARGET_CONFIG, "/architectures/0"),
+                target_config_at("/architectures/0"),
                 ("verifier_not_eagle3_classes",),
                 fix="use another engine for this target",
             )
@@ -35,7 +41,7 @@ def target_checks(state: BuildState) -> None:
                 rule_ids.TARGET_CAPABILITY_UNKNOWN,
                 f"draftfit has no record of whether `{arch}` captures aux hidden states in "
                 f"{title} (its TensorRT-LLM target list comes from documentation)",
-                Location(TARGET_CONFIG, "/architectures/0"),
+                target_config_at("/architectures/0"),
                 ("verifier_eagle3_classes",),
                 fix="check TensorRT-LLM's supported-models matrix for EAGLE-3",
             )

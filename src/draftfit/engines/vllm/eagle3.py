@@ -32,6 +32,16 @@ from draftfit.engines.view import SHARED, UNINITIALISED, Dims, Norms, Vocabulary
 from draftfit.engines.vllm.route import QWEN3_EAGLE3
 from draftfit.location import Location, config_at
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.D2T_IGNORED_BY_ENGINE,
+    rule_ids.MISSING_CONFIG_FIELD,
+    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
+    rule_ids.NORM_BEFORE_RESIDUAL_DEFAULT,
+    rule_ids.NORM_FLAG_IGNORED,
+)
+EMITS_STAGE = "engine procedure: vLLM's draft parameters"
+
 # The fact saying, per class family, whether the draft's own sliding window is applied.
 WINDOW_FACT = "draft_sliding_window_honoured"
 

@@ -10,6 +10,15 @@ from draftfit.draft.dialects import non_eagle_kind
 from draftfit.engines.procedure.state import CONFIG, BuildState
 from draftfit.location import Location
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.METHOD_GUESSED_AS_DRAFT_MODEL,
+    rule_ids.METHOD_MISMATCH,
+    rule_ids.METHOD_NOT_DETECTED_FROM_PATH,
+    rule_ids.METHOD_UNSUPPORTED,
+)
+EMITS_STAGE = "engine procedure: vLLM's method"
+
 
 def settle_method(state: BuildState) -> None:
     """Step: what vLLM picks when `speculative_config` has no `method`."""

@@ -11,11 +11,17 @@ from draftfit import rule_ids
 from draftfit.draft.target import Target
 from draftfit.engines.draft_quant import DraftQuant, add_quantized_parameters, read_draft_quant
 from draftfit.engines.procedure.state import BuildState
-from draftfit.engines.procedure.target import TARGET_CONFIG
 from draftfit.engines.vllm.capture import runner
 from draftfit.engines.vllm.head_share import head_share_event
-from draftfit.location import Location
+from draftfit.location import target_config_at
 from draftfit.rule_ids import Consequence
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.DRAFT_BUILT_WITH_TARGET_QUANTIZATION,
+    rule_ids.TARGET_QUANTIZATION_NOT_MODELLED,
+)
+EMITS_STAGE = "engine procedure: vLLM's quantization"
 
 # Decoder projections every EAGLE draft builds, as draftfit names them (`DraftQuant.covers`).
 _DECODER_PROJECTIONS = (
@@ -168,7 +174,7 @@ def target_quantization(state: BuildState, t: Target) -> None:
     fix = f"serve with vLLM {own} or later, which builds the draft with its own (absent) " + (
         "quantization config"
     )
-    where = Location(TARGET_CONFIG, f"{pointer}/quant_method" if method else pointer)
+    where = target_config_at(f"{pointer}/quant_method" if method else pointer)
     keys = ("draft_quant_config_source", "target_quant_in_draft")
     built = (
         f"the target is quantized ({shown}) and the draft is not: {state.profile.title} builds "

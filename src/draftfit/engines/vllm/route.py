@@ -21,6 +21,21 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.INVALID_SPECULATORS_CONFIG,
+    rule_ids.METHOD_MISMATCH,
+    rule_ids.MISSING_ARCHITECTURES,
+    rule_ids.MISSING_CONFIG_FIELD,
+    rule_ids.SPECULATORS_CONFIG_WITH_MODEL_TYPE,
+    rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
+    rule_ids.UNSUPPORTED_ACTIVATION,
+    rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
+    rule_ids.UNSUPPORTED_LAYER_MODEL_TYPE,
+    rule_ids.UNSUPPORTED_SPECULATORS_TYPE,
+)
+EMITS_STAGE = "engine procedure: vLLM's route and class resolution"
+
 # How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
 # eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
 EAGLE4_SERVING = (

@@ -10,7 +10,6 @@ from draftfit.draft.target_rotation import DESCRIPTION_FILE, ROTATION_FILE, Rota
 from draftfit.engines.procedure.classes import ever_listed
 from draftfit.engines.procedure.state import BuildState
 from draftfit.engines.procedure.target import (
-    TARGET_CONFIG,
     embedding_borrowed,
     target_rotation,
     target_width_checks,
@@ -18,7 +17,15 @@ from draftfit.engines.procedure.target import (
 from draftfit.engines.vllm.kv import kv_geometry_events
 from draftfit.engines.vllm.quantization import first_release, target_quantization
 from draftfit.engines.vllm.route import LLAMA_EAGLE
-from draftfit.location import Location, config_at
+from draftfit.location import config_at, target_config_at
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.DRAFT_CONTEXT_SHORTER_THAN_TARGET,
+    rule_ids.TARGET_CAPABILITY_UNKNOWN,
+    rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
+)
+EMITS_STAGE = "engine procedure: vLLM's target checks"
 
 
 def target_checks(state: BuildState) -> None:
@@ -111,7 +118,7 @@ def _target_capable(state: BuildState) -> None:
                 f"the target's model_type `{model_type}` contains none of "
                 + ", ".join(f"`{a}`" for a in allowed)
                 + f": {title} refuses EAGLE-3 for it",
-                Location(TARGET_CONFIG, t.pointer("model_type")),
+                target_config_at(t.pointer("model_type")),
                 ("verifier_allow_list", "verifier_allow_list_enforced"),
                 fix="use a vLLM version that supports this target family",
             )
@@ -130,7 +137,7 @@ def _target_capable(state: BuildState) -> None:
             f"draftfit has no record of whether `{arch}` implements vLLM's EAGLE-3 "
             f"interface in {title}"
             + (" (it does from a later release on)" if arch in unknown_before else ""),
-            Location(TARGET_CONFIG, "/architectures/0"),
+            target_config_at("/architectures/0"),
             ("verifier_eagle3_classes", "verifier_eagle3_unknown_before"),
             fix="check the target's model class in this vLLM release for SupportsEagle3",
         )
@@ -139,7 +146,7 @@ def _target_capable(state: BuildState) -> None:
         rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
         f"the target class `{arch}` does not implement vLLM's EAGLE-3 interface "
         f"(SupportsEagle3) in {title}, so it cannot return aux hidden states",
-        Location(TARGET_CONFIG, "/architectures/0"),
+        target_config_at("/architectures/0"),
         ("verifier_eagle3_classes",) + (("verifier_not_eagle3_classes",) if known_no else ()),
         fix="use a vLLM version whose target class supports EAGLE-3, or EAGLE-1",
     )
