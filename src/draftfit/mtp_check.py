@@ -48,7 +48,7 @@ from draftfit.rule_ids import (
     MTP_TOKEN_COUNT_MISSING,
     RuleId,
 )
-from draftfit.rules import get_rule
+from draftfit.rules import all_rules, get_rule
 from draftfit.rules.base import Context, Violation
 from draftfit.serve.settings import SERVE_SKIP_REASON, ServeSettings
 
@@ -57,6 +57,8 @@ MTP = "mtp"
 MTP_ALGORITHMS = frozenset({"mtp", "nextn"})
 EAGLE_METHODS = frozenset({"eagle", "eagle3"})
 QUANT_FILE = "hf_quant_config.json"
+# The rules that report what the reader found damaged.
+STRUCTURE_FAMILY = "structure"
 # The rules that judge the launch: without one for an engine they are listed as skipped.
 LAUNCH_RULES = (MTP_METHOD_NAME, MTP_TOKEN_COUNT_MISSING, MTP_LAUNCH_KIND, MTP_DRAFT_PATH_REQUIRED)
 
@@ -110,6 +112,12 @@ def check_mtp(
     findings: dict[tuple[object, ...], Finding] = {}
     results: list[EngineResult] = []
     skipped: list[SkippedRule] = []
+    # the reader's damage (a shard that cannot be read, a broken index): as for any check
+    base = Context(checkpoint, spec, None, method=MTP)
+    for item in all_rules():
+        if item.family == STRUCTURE_FAMILY:
+            for profile in profiles:
+                _collect(findings, item.id, item.run(base), profile.key)
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
         view = build_mtp_view(target, profile, settings, eagle_draft)
@@ -199,7 +207,7 @@ def _launch(settings: ServeSettings | None) -> MtpLaunch:
         given=True,
         method=settings.method,
         tokens=tokens,
-        draft_model=None if settings.draft_model == settings.target_model else settings.draft_model,
+        draft_model=settings.draft_model,
         target_model=settings.target_model,
         pointer=pointer,
     )

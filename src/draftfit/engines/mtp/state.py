@@ -41,6 +41,13 @@ class MtpLaunch:
     target_model: str | None = None
     pointer: str = "--speculative-config"
 
+    @property
+    def other_draft(self) -> str | None:
+        """The draft the launch names when it is not the target itself, else None."""
+        if self.draft_model is None or self.draft_model == self.target_model:
+            return None
+        return self.draft_model
+
 
 @record
 class MtpBuild:

@@ -84,6 +84,11 @@ def draft_path(state: MtpBuild) -> bool | None:
     launch, family = state.launch, state.target.family
     if not launch.given or family is None:
         return None
+    if launch.other_draft is not None:
+        state.not_read(
+            f"the launch names `{launch.other_draft}` as the MTP draft; draftfit checks the "
+            "MTP layers of the checkpoint given, not that one"
+        )
     fact = state.profile.fact("mtp_default_draft")
     if not fact.known or family.name not in fact.value:
         state.not_read(f"which draft {_title(state)} uses for {family.title} was not read")

@@ -60,15 +60,15 @@ def method_name(state: MtpBuild) -> bool | None:
 
 def _eagle_on_target(state: MtpBuild, method: str, where: Location) -> bool:
     launch, title = state.launch, state.profile.title
-    if launch.draft_model is not None:
+    if launch.other_draft is not None:
         state.report(
             rule_ids.MTP_LAUNCH_KIND,
-            f"the launch serves `{launch.draft_model}` as an `{method}` draft, not this "
+            f"the launch serves `{launch.other_draft}` as an `{method}` draft, not this "
             "target's MTP layers: the checkpoint checked here is the target, and the draft "
             "that runs was not checked",
             location=where,
             keys=("mtp_method_names",),
-            fix=f"check the draft: `draftfit check {launch.draft_model} --target TARGET`; "
+            fix=f"check the draft: `draftfit check {launch.other_draft} --target TARGET`; "
             'or serve the MTP layers with `"method": "mtp"`',
             consequence=Consequence.UNKNOWN,
         )
