@@ -207,10 +207,7 @@ def mtp_target(
     extra: dict[str, Any] = {}
     if quant == "fp8":
         backbone = _fp8(backbone, None)
-        if exclude is not None:
-            excluded = _exclusions(mtp, prefix, exclude)
-        else:
-            excluded = []
+        excluded = _exclusions(mtp, prefix, exclude) if exclude is not None else []
         if mtp_quantized:
             mtp = _fp8(mtp, None)
         if compressed:

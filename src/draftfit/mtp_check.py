@@ -114,10 +114,10 @@ def check_mtp(
     skipped: list[SkippedRule] = []
     # the reader's damage (a shard that cannot be read, a broken index): as for any check
     base = Context(checkpoint, spec, None, method=MTP)
-    for item in all_rules():
-        if item.family == STRUCTURE_FAMILY:
+    for structural in all_rules():
+        if structural.family == STRUCTURE_FAMILY:
             for profile in profiles:
-                _collect(findings, item.id, item.run(base), profile.key)
+                _collect(findings, structural.id, structural.run(base), profile.key)
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
         view = build_mtp_view(target, profile, settings, eagle_draft)

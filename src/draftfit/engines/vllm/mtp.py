@@ -37,7 +37,7 @@ def method_name(state: MtpBuild) -> bool | None:
         state.report(
             rule_ids.MTP_METHOD_NAME,
             f"method `{method}` is deprecated in {title}: it is accepted and replaced with "
-            "`mtp` (a warning at start-up)",
+            "`mtp` (vLLM logs a deprecation warning)",
             location=where,
             keys=("mtp_method_names",),
             fix='write `"method": "mtp"`',
