@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from run_mtp_oracle import RUNS, SHARED_ORACLE  # noqa: E402
+from run_mtp_oracle import RUNS, SHARED_ORACLE
 
-from draftfit.checker import check_path  # noqa: E402
-from draftfit.engines.launch import settings_from  # noqa: E402
+from draftfit.checker import check_path
+from draftfit.engines.launch import settings_from
 
 HERE = Path(__file__).parent
 C, I, G = "compatible", "incompatible", "drafts-garbage"

@@ -20,7 +20,6 @@ import json
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.commands.launch_edit import edit_launch
-from draftfit.mtp_check import MTP
 from draftfit.conversion.aux_order import REORDER_AUX_IDS
 from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
@@ -33,6 +32,7 @@ from draftfit.engines.remote_code import remote_code_at
 from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
 from draftfit.errors import UsageError
 from draftfit.fail_on import Verdict
+from draftfit.mtp_check import MTP
 from draftfit.records import record
 from draftfit.report import (
     EngineResult,
