@@ -68,7 +68,7 @@ def mtp_method_name() -> None:
     """
 
 
-@event_rule(MTP_TOKEN_COUNT_MISSING, "the MTP launch gives no token count", needs_serve=True)
+@event_rule(MTP_TOKEN_COUNT_MISSING, "the MTP launch gives no token count")
 def mtp_token_count_missing() -> None:
     """## What it checks
     An MTP launch without the number of tokens drafted per step (vLLM
