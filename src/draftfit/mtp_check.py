@@ -49,7 +49,7 @@ from draftfit.rule_ids import (
     RuleId,
 )
 from draftfit.rules import all_rules, get_rule
-from draftfit.rules.base import Context, Violation
+from draftfit.rules.base import Context, Rule, Violation
 from draftfit.serve.settings import SERVE_SKIP_REASON, ServeSettings
 
 MTP = "mtp"
@@ -59,6 +59,8 @@ EAGLE_METHODS = frozenset({"eagle", "eagle3"})
 QUANT_FILE = "hf_quant_config.json"
 # The rules that report what the reader found damaged.
 STRUCTURE_FAMILY = "structure"
+EMITS: tuple[RuleId, ...] = (INVALID_CONFIG,)
+EMITS_STAGE = "MTP check: the target's hf_quant_config.json"
 # The rules that judge the launch: without one for an engine they are listed as skipped.
 LAUNCH_RULES = (MTP_METHOD_NAME, MTP_TOKEN_COUNT_MISSING, MTP_LAUNCH_KIND, MTP_DRAFT_PATH_REQUIRED)
 
@@ -117,7 +119,7 @@ def check_mtp(
     for structural in all_rules():
         if structural.family == STRUCTURE_FAMILY:
             for profile in profiles:
-                _collect(findings, structural.id, structural.run(base), profile.key)
+                _gather(findings, structural, structural.run(base), profile.key)
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
         view = build_mtp_view(target, profile, settings, eagle_draft)
@@ -130,7 +132,7 @@ def check_mtp(
                 if all(s.code != item.code for s in skipped):
                     skipped.append(SkippedRule(item.code, item.name, SERVE_SKIP_REASON))
                 continue
-            _collect(findings, item.id, item.run(ctx), profile.key)
+            _gather(findings, item, item.run(ctx), profile.key)
         result = EngineResult(
             profile.engine,
             profile.version,
@@ -228,16 +230,17 @@ def _eagle_draft(checkpoint: Checkpoint) -> str | None:
     return None
 
 
-def _collect(
+def _gather(
     found: dict[tuple[object, ...], Finding],
-    rule_id: RuleId,
+    rule: Rule,
     violations: Iterable[Violation],
     key: EngineVersion,
 ) -> None:
+    """Findings of `rule` from its violations at release `key` (merged across releases)."""
     for v in violations:
-        consequence = v.consequence or rule_id.consequence
+        consequence = v.consequence or rule.consequence
         finding = Finding(
-            rule_id, v.message, v.location, v.fix, v.citations, consequence, condition=v.condition
+            rule.id, v.message, v.location, v.fix, v.citations, consequence, condition=v.condition
         )
         existing = found.setdefault(finding.key(), finding)
         if consequence.severity > existing.severity:

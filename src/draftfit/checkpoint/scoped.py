@@ -31,6 +31,14 @@ from draftfit.checkpoint.safetensors import read_header_via
 from draftfit.errors import CheckpointNotFoundError
 from draftfit.records import field, frozen
 
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.INDEX_MISSING_SHARD,
+    rule_ids.INVALID_CONFIG,
+    rule_ids.INVALID_INDEX,
+    rule_ids.MISSING_CONFIG,
+)
+EMITS_STAGE = "checkpoint reader: the MTP shards of a target (config, index, those headers)"
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

@@ -61,7 +61,7 @@ class MtpBuild:
     # the checkpoint is an EAGLE draft, not a target with MTP layers (its description)
     eagle_draft: str | None = None
 
-    def report(
+    def mtp_finding(
         self,
         rule: RuleId,
         message: str,
@@ -82,9 +82,9 @@ class MtpBuild:
             consequence,
         )
         if (consequence or rule.consequence) is Consequence.REFUSES_TO_START:
-            self.view.refuse(event)
+            self.view.refusals.append(event)
         else:
-            self.view.add(event)
+            self.view.events.append(event)
 
     def not_read(self, what: str) -> None:
         if what not in self.mtp.not_read:

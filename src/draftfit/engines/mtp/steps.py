@@ -21,6 +21,19 @@ from draftfit.engines.name_patterns import NameList
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
 
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.MTP_DEPTH_ABSENT,
+    rule_ids.MTP_DEPTH_TOKENS,
+    rule_ids.MTP_DEPTH_ZERO,
+    rule_ids.MTP_DRAFT_PATH_REQUIRED,
+    rule_ids.MTP_FAMILY_UNSERVED,
+    rule_ids.MTP_LAUNCH_KIND,
+    rule_ids.MTP_LAYER_MISSING,
+    rule_ids.MTP_QUANT_UNCOVERED,
+    rule_ids.MTP_TENSOR_MISSING,
+)
+EMITS_STAGE = "MTP procedure: the steps every engine shares"
+
 SHOWN = 6
 OUTCOMES = {
     "refused": Consequence.REFUSES_TO_START,
@@ -46,7 +59,7 @@ def family_served(state: MtpBuild) -> bool | None:
     where the launch selects MTP is a launch of the wrong kind (DF146)."""
     target = state.target
     if state.eagle_draft is not None:
-        state.report(
+        state.mtp_finding(
             rule_ids.MTP_LAUNCH_KIND,
             f"the launch selects MTP drafting, but the checkpoint is an EAGLE draft "
             f"({state.eagle_draft}), not a target carrying MTP layers: {_title(state)} "
@@ -65,7 +78,7 @@ def family_served(state: MtpBuild) -> bool | None:
     state.mtp.family = family.name
     served = state.profile.fact("mtp_families_served").value
     if family.name not in served:
-        state.report(
+        state.mtp_finding(
             rule_ids.MTP_FAMILY_UNSERVED,
             f"{_title(state)} has no MTP draft class for {family.title} targets "
             f"(`{target.architecture}`): the MTP launch is refused",
@@ -94,7 +107,7 @@ def draft_path(state: MtpBuild) -> bool | None:
         state.not_read(f"which draft {_title(state)} uses for {family.title} was not read")
         return None
     if fact.value[family.name] == "required" and launch.draft_model is None:
-        state.report(
+        state.mtp_finding(
             rule_ids.MTP_DRAFT_PATH_REQUIRED,
             f"{_title(state)} does not default the MTP draft of a {family.title} target to "
             "the target itself, and the launch names no draft: the launch is refused",
@@ -119,7 +132,7 @@ def depth(state: MtpBuild) -> bool | None:
         state.not_read(f"`{target.depth_key}` is not a non-negative integer")
         return False
     if target.depth == 0:
-        state.report(
+        state.mtp_finding(
             rule_ids.MTP_DEPTH_ZERO,
             f"`{target.depth_key}` is 0: {_title(state)} refuses an MTP launch on a target "
             "that declares no MTP layer",
@@ -142,7 +155,7 @@ def depth(state: MtpBuild) -> bool | None:
         )
         return False
     if reads == "refused":
-        state.report(
+        state.mtp_finding(
             rule_ids.MTP_DEPTH_ABSENT,
             f"the config has no `{target.depth_key}`, and {_title(state)}'s MTP class reads it "
             "from the config: the MTP build fails (AttributeError)",
@@ -153,7 +166,7 @@ def depth(state: MtpBuild) -> bool | None:
         )
         return False
     mtp.depth_used = 1 if reads == "one-layer" else int(reads)
-    state.report(
+    state.mtp_finding(
         rule_ids.MTP_DEPTH_ABSENT,
         f"the config has no `{target.depth_key}`; {_title(state)} reads it as "
         f"{mtp.depth_used} (the default of its config class)",
@@ -183,7 +196,7 @@ def depth_vs_tokens(state: MtpBuild) -> bool | None:
     if forced:
         n = mtp.depth_used = 1
     elif rule == "exactly-one" and n != 1:
-        state.report(
+        state.mtp_finding(
             rule_ids.MTP_DEPTH_TOKENS,
             f"the target declares {n} MTP layers; {_title(state)}'s NextN loader supports "
             "exactly one (`Only 1 nextn layer is supported`): the draft load fails",
@@ -195,7 +208,7 @@ def depth_vs_tokens(state: MtpBuild) -> bool | None:
         return False
     k = mtp.tokens
     if k is not None and rule == "divisible" and k > n and k % n:
-        state.report(
+        state.mtp_finding(
             rule_ids.MTP_DEPTH_TOKENS,
             f"`num_speculative_tokens` {k} is more than the {n} MTP layers and not a multiple "
             f"of {n}: {_title(state)} refuses it (`must be divisible by n_predict={n}`)",
@@ -246,7 +259,7 @@ def layers_present(state: MtpBuild) -> bool | None:
         if target.stray
         else ""
     )
-    state.report(
+    state.mtp_finding(
         rule_ids.MTP_LAYER_MISSING,
         f"the config declares {state.mtp.depth_used} MTP layer(s), but the checkpoint ships no "
         f"tensor under {prefixes}{stray}: {_title(state)} builds the layer and "
@@ -289,7 +302,7 @@ def tensors_present(state: MtpBuild) -> bool | None:
         full = [(own_prefix if m in family.own else layer.prefix) + m for m in missing]
         shown = ", ".join(f"`{name}.weight`" for name in full[:SHOWN])
         more = f" and {len(missing) - SHOWN} more" if len(missing) > SHOWN else ""
-        state.report(
+        state.mtp_finding(
             rule_ids.MTP_TENSOR_MISSING,
             f"MTP layer {layer.prefix.rstrip('.')} lacks {shown}{more}, which "
             f"{_title(state)} loads from the checkpoint: {_consequence_words(outcome)}",
@@ -337,7 +350,7 @@ def quantization_covered(state: MtpBuild) -> bool | None:
                 partial.append(name)
         _report_uncovered(state, layer.prefix, sorted(set(uncovered)), naming, outcome_fact.value)
         if partial and naming == CHECKPOINT_NAMES:
-            state.report(
+            state.mtp_finding(
                 rule_ids.MTP_QUANT_UNCOVERED,
                 f"the exclusion list names {', '.join(f'`{p}`' for p in partial[:SHOWN])} but "
                 f"not the other shard(s) of the fused module {_title(state)} builds from it: "
@@ -384,7 +397,7 @@ def _report_uncovered(
         else "its runtime names (`model.decoder.<module>`, `model.eh_proj`, "
         "`model.decoder.mlp.experts`)"
     )
-    state.report(
+    state.mtp_finding(
         rule_ids.MTP_QUANT_UNCOVERED,
         f"the target is quantized (`{method}`) but its MTP layer {prefix.rstrip('.')} is stored "
         f"unquantized, and the exclusion list does not cover {shown}{more} under the names "

@@ -14,6 +14,12 @@ from draftfit.engines.mtp.state import MtpBuild, Procedure
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
 
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.MTP_LAUNCH_KIND,
+    rule_ids.MTP_TOKEN_COUNT_MISSING,
+)
+EMITS_STAGE = "MTP procedure: the speculative algorithm and steps of an SGLang launch"
+
 
 def algorithm(state: MtpBuild) -> bool | None:
     """`--speculative-algorithm` is an MTP algorithm at this release (NEXTN, or EAGLE with
@@ -30,7 +36,7 @@ def algorithm(state: MtpBuild) -> bool | None:
     if method in names.value:
         state.mtp.method = "EAGLE"
         return None
-    state.report(
+    state.mtp_finding(
         rule_ids.MTP_LAUNCH_KIND,
         f"`--speculative-algorithm {launch.method}` does not serve the target's NextN "
         f"layers in {title} (NEXTN or EAGLE does); what it does with this target was not read",
@@ -54,7 +60,7 @@ def step_count(state: MtpBuild) -> bool | None:
         return None
     steps_, topk, tokens = fact.value
     state.mtp.tokens = steps_
-    state.report(
+    state.mtp_finding(
         rule_ids.MTP_TOKEN_COUNT_MISSING,
         f"the launch gives no `--speculative-num-steps`; {title} chooses {steps_} steps, top-k "
         f"{topk} and {tokens} draft tokens for this target",

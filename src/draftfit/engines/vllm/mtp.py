@@ -13,6 +13,13 @@ from draftfit.engines.mtp.state import MtpBuild, Procedure
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
 
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.MTP_LAUNCH_KIND,
+    rule_ids.MTP_METHOD_NAME,
+    rule_ids.MTP_TOKEN_COUNT_MISSING,
+)
+EMITS_STAGE = "MTP procedure: the speculative config of a vLLM launch"
+
 EAGLE_METHODS = frozenset({"eagle", "eagle3"})
 
 
@@ -34,7 +41,7 @@ def method_name(state: MtpBuild) -> bool | None:
         return None
     if kind == "deprecated":
         state.mtp.method = "mtp"
-        state.report(
+        state.mtp_finding(
             rule_ids.MTP_METHOD_NAME,
             f"method `{method}` is deprecated in {title}: it is accepted and replaced with "
             "`mtp` (vLLM logs a deprecation warning)",
@@ -47,7 +54,7 @@ def method_name(state: MtpBuild) -> bool | None:
     if method in EAGLE_METHODS:
         return _eagle_on_target(state, method, where)
     accepted = ", ".join(f"`{n}`" for n in names.value)
-    state.report(
+    state.mtp_finding(
         rule_ids.MTP_METHOD_NAME,
         f"{title} does not take method `{method}` for MTP drafting (it takes {accepted}): "
         "the speculative config is refused",
@@ -61,7 +68,7 @@ def method_name(state: MtpBuild) -> bool | None:
 def _eagle_on_target(state: MtpBuild, method: str, where: Location) -> bool:
     launch, title = state.launch, state.profile.title
     if launch.other_draft is not None:
-        state.report(
+        state.mtp_finding(
             rule_ids.MTP_LAUNCH_KIND,
             f"the launch serves `{launch.other_draft}` as an `{method}` draft, not this "
             "target's MTP layers: the checkpoint checked here is the target, and the draft "
@@ -74,7 +81,7 @@ def _eagle_on_target(state: MtpBuild, method: str, where: Location) -> bool:
         )
         return False
     fact = state.profile.fact("mtp_eagle_without_draft")
-    state.report(
+    state.mtp_finding(
         rule_ids.MTP_LAUNCH_KIND,
         f"method `{method}` needs a separate draft checkpoint and the launch names none; "
         f"this target carries MTP layers, which {title} serves with method `mtp`"
@@ -97,7 +104,7 @@ def token_count(state: MtpBuild) -> bool | None:
     if not fact.known:
         state.not_read(f"whether {title} requires `num_speculative_tokens` for MTP was not read")
         return None
-    state.report(
+    state.mtp_finding(
         rule_ids.MTP_TOKEN_COUNT_MISSING,
         f"the launch gives no `num_speculative_tokens`; {title} refuses an MTP "
         "`--speculative-config` without it (`num_speculative_tokens must be provided ...`)",
