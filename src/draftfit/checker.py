@@ -85,7 +85,7 @@ def check_path(
     """
     from draftfit.origins.reference import open_checkpoint, open_target
 
-    if selects_mtp(method, serve):
+    if method == MTP or (target is None and selects_mtp(method, serve)):
         if target is not None:
             raise UsageError(
                 "an MTP check takes the target alone (it drafts with its own MTP layers); "
