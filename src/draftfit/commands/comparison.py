@@ -38,7 +38,7 @@ from draftfit.rule_ids import (
     RuleId,
 )
 from draftfit.rules import registered
-from draftfit.rules.base import Rule, Severity
+from draftfit.rules.base import Rule, Scope, Severity
 from draftfit.serve.settings import ServeSettings
 from draftfit.version import __version__
 
@@ -306,7 +306,7 @@ def _side(checkpoint: Checkpoint, report: Report, index: int) -> _Side:
 
 def _rule(rule_id: RuleId) -> Rule:
     found = registered(rule_id)
-    assert found.scope == "diff", rule_id
+    assert found.scope is Scope.DIFF, rule_id
     return found
 
 
