@@ -24,6 +24,7 @@ from draftfit.draft.mistakes import DRAFT_KEYS
 from draftfit.draft.mtp import MtpTarget, family_of, is_mtp_name, read_mtp_target
 from draftfit.draft.target import Target
 from draftfit.engines.installed import resolve_engines
+from draftfit.engines.launch_judgement import JudgedLaunch
 from draftfit.engines.mtp.procedures import mtp_procedure
 from draftfit.engines.mtp.state import MtpBuild, MtpLaunch, run_procedure
 from draftfit.engines.mtp.view import MtpView
@@ -36,6 +37,7 @@ from draftfit.report import (
     KeptCheck,
     Report,
     SkippedRule,
+    SkipReason,
     findings_by_engine,
     verdict_for,
 )
@@ -50,7 +52,7 @@ from draftfit.rule_ids import (
 )
 from draftfit.rules import all_rules, get_rule
 from draftfit.rules.base import Context, Rule, Violation
-from draftfit.serve.settings import SERVE_SKIP_REASON, ServeSettings
+from draftfit.serve.settings import ServeSettings
 
 MTP = "mtp"
 # Methods (any case) that select MTP drafting from a launch.
@@ -133,7 +135,7 @@ def check_mtp(
                 continue
             if item.id in LAUNCH_RULES and settings is None:
                 if all(s.code != item.code for s in skipped):
-                    skipped.append(SkippedRule(item.code, item.name, SERVE_SKIP_REASON))
+                    skipped.append(SkippedRule(item.id, SkipReason.NO_LAUNCH))
                 continue
             _gather(findings, item, item.run(ctx), profile.key)
         result = EngineResult(
@@ -166,7 +168,7 @@ def check_mtp(
         engines=results,
         skipped_rules=skipped,
         inputs=KeptCheck(checkpoint, spec, None, partial(recheck_mtp, serve=serve)),
-        serve=serve,
+        serve=JudgedLaunch(serve) if serve is not None else None,
         hub_origin=checkpoint.hub_origin,
     )
 
