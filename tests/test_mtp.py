@@ -84,6 +84,13 @@ def test_an_unknown_family_has_no_mtp_facts() -> None:
         (None, LAUNCH, True),
         (None, LAUNCH.replace('"mtp"', '"deepseek_mtp"'), True),
         (None, "python -m sglang.launch_server --model-path T --speculative-algorithm NEXTN", True),
+        (None, LAUNCH.replace('"mtp",', '"mtp", "model": "/bf16-copy",'), True),
+        (
+            None,
+            "python -m sglang.launch_server --model-path T --speculative-algorithm NEXTN "
+            "--speculative-draft-model-path D",
+            False,
+        ),
         (None, LAUNCH.replace('"mtp"', '"eagle3"'), False),
         ("eagle3", LAUNCH, False),
     ],

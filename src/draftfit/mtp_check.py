@@ -69,15 +69,16 @@ LAUNCH_RULES = (MTP_METHOD_NAME, MTP_TOKEN_COUNT_MISSING, MTP_LAUNCH_KIND, MTP_D
 
 def selects_mtp(method: str | None, serve: ServeSettings | None) -> bool:
     """Whether `--method` or the launch's method selects MTP drafting (`mtp`, a per-family
-    `*_mtp` method, `NEXTN`) of the checkpoint's own MTP layers: a launch that names a
-    draft of its own serves that draft, which is checked as a draft."""
+    `*_mtp` method, `NEXTN`) of the checkpoint's own MTP layers. `NEXTN` is SGLang's alias of
+    its EAGLE worker: with a draft path of its own the launch serves that draft, which is
+    checked as a draft."""
     if method == MTP:
         return True
     if method is not None or serve is None or serve.method is None:
         return False
-    if serve.draft_model is not None and serve.draft_model != serve.target_model:
-        return False  # the launch serves a draft of its own (checked as a draft)
     named = serve.method.lower()
+    if named == "nextn" and serve.draft_model not in (None, serve.target_model):
+        return False  # SGLang's EAGLE alias with a draft of its own: checked as a draft
     return named in MTP_ALGORITHMS or named.endswith("_mtp")
 
 
