@@ -73,6 +73,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rules",),
     ("report",),
     ("settings",),
+    ("mtp_check",),
     ("checker",),
     ("conversion",),
     ("commands",),

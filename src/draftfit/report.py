@@ -387,6 +387,8 @@ class EngineResult(VersionVerdict):
         out["chosen_because"] = self.chosen_because
         if self.aux_layers is not None:
             out["aux_layers"] = self.aux_layers.to_dict()
+        if self.view is not None and self.view.mtp is not None:
+            out["mtp"] = self.view.mtp.to_dict()
         return out
 
 

@@ -168,7 +168,8 @@ def _add_check_command(sub: Any) -> None:
         "--method",
         choices=CHECK_METHODS,
         help="speculative method the engine is told (default: read from the checkpoint); "
-        "'auto' emulates an engine given no method (vLLM then guesses from the path)",
+        "'auto' emulates an engine given no method (vLLM then guesses from the path); "
+        "'mtp' checks the MTP layers a target ships (the checkpoint is the target)",
     )
     check.add_argument(
         "--fail-on",

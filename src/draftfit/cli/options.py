@@ -25,14 +25,14 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any, Literal, TypeVar
 
-    Method = Literal["eagle3", "eagle", "auto"]
+    Method = Literal["eagle3", "eagle", "auto", "mtp"]
     Values = Literal["sampled", "full"]
     Convention = Literal["vllm", "sglang", "speculators"]
     Shell = Literal["bash", "zsh", "fish"]
     _Choice = TypeVar("_Choice", bound=str)
 
 # The choices the parser offers, in the order `--help` lists them.
-CHECK_METHODS: tuple[Method, ...] = ("eagle3", "eagle", "auto")  # 'auto': no method given
+CHECK_METHODS: tuple[Method, ...] = ("eagle3", "eagle", "auto", "mtp")  # 'auto': no method given
 METHODS: tuple[Method, ...] = ("eagle3", "eagle")  # diff and matrix
 VALUES: tuple[Values, ...] = ("sampled", "full")
 CONVENTIONS: tuple[Convention, ...] = ("vllm", "sglang", "speculators")

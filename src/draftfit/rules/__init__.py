@@ -14,6 +14,7 @@ from draftfit.rules import (
     difference,
     field_types,
     hygiene,
+    mtp,
     norms,
     serving,
     structure,
@@ -37,6 +38,7 @@ RULE_MODULES = (
     values,
     difference,
     hygiene,
+    mtp,
 )
 
 
