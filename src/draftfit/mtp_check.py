@@ -25,9 +25,9 @@ from draftfit.draft.mtp import MtpTarget, family_of, is_mtp_name, read_mtp_targe
 from draftfit.draft.target import Target
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.launch_judgement import JudgedLaunch
-from draftfit.engines.mtp.procedures import mtp_procedure
 from draftfit.engines.mtp.state import MtpBuild, MtpLaunch, run_procedure
-from draftfit.engines.mtp.view import MtpView
+from draftfit.engines.mtp_procedures import mtp_procedure
+from draftfit.engines.mtp_view import MtpView
 from draftfit.engines.profile import EngineVersion, Profile
 from draftfit.engines.view import EngineView
 from draftfit.report import (

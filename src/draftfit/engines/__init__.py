@@ -17,6 +17,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "shapes",
         "kv_geometry",
         "launch_grammar",
+        "mtp_view",
         "name_patterns",
         "remote_code",
     ),
@@ -24,8 +25,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("data_file",),
     ("view", "serve", "interface"),
     ("dimension_fit", "draft_quant", "launch_checks", "launch_part"),
-    ("procedure",),
+    ("procedure", "mtp"),
     ("vllm", "sglang", "trtllm"),
-    ("registry",),
+    ("registry", "mtp_procedures"),
     ("installed", "listing", "launch"),
 )

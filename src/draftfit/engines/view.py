@@ -20,7 +20,7 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.description import DraftDescription
 from draftfit.draft.target import Target
 from draftfit.draft.tensor_names import bounded_message
-from draftfit.engines.mtp.view import MtpView
+from draftfit.engines.mtp_view import MtpView
 from draftfit.engines.profile import Profile, Resolved
 from draftfit.engines.shapes import Axis
 from draftfit.location import Location

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from draftfit.draft.mtp import MtpTarget
-from draftfit.engines.mtp.view import MtpView
+from draftfit.engines.mtp_view import MtpView
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import EngineView, Event
 from draftfit.location import Location
