@@ -530,9 +530,9 @@ def test_a_fourth_engine_reads_its_own_launch_and_plans_its_own_convention(
 def test_a_damaged_engine_data_file_is_a_data_error(tmp_path: Path) -> None:
     broken = ToyEngine(tmp_path / "toyllm.toml")
     (tmp_path / "toyllm.toml").write_text("versions = [", encoding="utf-8")
-    from draftfit.errors import SpecDataError
+    from draftfit.errors import EngineDataError
 
-    with pytest.raises(SpecDataError):
+    with pytest.raises(EngineDataError):
         _ = broken.data
 
 

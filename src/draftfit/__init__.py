@@ -60,6 +60,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "escape",
         "location",
         "rule_ids",
+        "verdicts",
         "fail_on",
         "docs_links",
         "shell_text",

@@ -7,8 +7,7 @@ ever added (bump `schema_version` on any incompatible change).
 from __future__ import annotations
 
 from draftfit.engines.profile import EngineVersion
-from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
-from draftfit.fail_on import FailOn, Verdict
+from draftfit.fail_on import FailOn
 from draftfit.location import Location
 from draftfit.records import field, frozen, record
 from draftfit.rule_ids import (
@@ -19,6 +18,8 @@ from draftfit.rule_ids import (
     RuleId,
     Severity,
 )
+from draftfit.verdicts import UNVERIFIED as UNVERIFIED  # re-exported for renderers
+from draftfit.verdicts import Verdict
 from draftfit.version import __version__
 
 TYPE_CHECKING = False
@@ -62,7 +63,7 @@ FAILING_VERDICTS = frozenset({INCOMPATIBLE, DRAFTS_GARBAGE})
 # Nothing fails, but draftfit's data cannot say what a finding does to serving (the rules
 # whose consequence is `unknown`: the target class, a target quantization, a rotation), or
 # checks that could change the answer were skipped (no target): not called compatible.
-# `UNVERIFIED` lives in draftfit.fail_on.
+# `UNVERIFIED` lives in draftfit.verdicts.
 UNVERIFIED_RULES: frozenset[RuleId] = frozenset(
     rule for rule in ALL_RULE_IDS if rule.consequence is Consequence.UNKNOWN
 )

@@ -27,7 +27,7 @@ from draftfit.draft.target import Target
 from draftfit.engines.interface import engine_of
 from draftfit.engines.profile import Profile
 from draftfit.engines.view import EngineView
-from draftfit.fail_on import UNVERIFIED, FailOn, Verdict
+from draftfit.fail_on import FailOn
 from draftfit.location import Location
 from draftfit.records import field, record
 from draftfit.report import SCHEMA_VERSION, Finding, Report, VersionVerdict
@@ -40,6 +40,7 @@ from draftfit.rule_ids import (
 from draftfit.rules import registered
 from draftfit.rules.base import Rule, Severity
 from draftfit.serve.settings import ServeSettings
+from draftfit.verdicts import UNVERIFIED, Verdict
 from draftfit.version import __version__
 
 TYPE_CHECKING = False

@@ -31,7 +31,6 @@ from draftfit.engines.profile import Profile
 from draftfit.engines.remote_code import remote_code_at
 from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
 from draftfit.errors import UsageError
-from draftfit.fail_on import Verdict
 from draftfit.records import record
 from draftfit.report import (
     EngineResult,
@@ -43,6 +42,7 @@ from draftfit.report import (
 from draftfit.rule_ids import SERVING_FAMILY, Severity
 from draftfit.serve.settings import ServeSettings
 from draftfit.shell_text import split_command
+from draftfit.verdicts import Verdict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -39,7 +39,7 @@ from draftfit.draft.verifier_identity import MISMATCH, REVISION, check_verifier
 from draftfit.engines.interface import ConventionLayout, Engine, engine_of
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import conventions, planning_engine
-from draftfit.errors import SpecDataError, UsageError
+from draftfit.errors import EngineDataError, UsageError
 from draftfit.rule_ids import VERIFIER_DIFFERS_FROM_TARGET
 
 TYPE_CHECKING = False
@@ -377,7 +377,7 @@ class _Planner:
             return None
         try:
             value = self.profile.peek("aux_concat_order").value
-        except SpecDataError:
+        except EngineDataError:
             return None
         return value if isinstance(value, str) else None
 

@@ -17,7 +17,7 @@ from functools import cached_property
 from draftfit.engines.compiled import load_compiled, toml_path
 from draftfit.engines.profile import EngineData, Profile, parse_engine_data
 from draftfit.engines.remote_code import RemoteCode
-from draftfit.errors import SpecDataError
+from draftfit.errors import EngineDataError
 from draftfit.records import field, frozen, record
 
 TYPE_CHECKING = False
@@ -302,12 +302,12 @@ def engine_of(profile: Profile) -> Engine:
     """The engine whose data `profile` resolves."""
     impl = profile.data.impl
     if not isinstance(impl, Engine):
-        raise SpecDataError(f"{profile.engine} data is not attached to an engine")
+        raise EngineDataError(f"{profile.engine} data is not attached to an engine")
     return impl
 
 
 def parse_toml(name: str, text: str) -> dict[str, Any]:
-    """Engine `name`'s TOML data text as tables (a SpecDataError when it is not TOML)."""
+    """Engine `name`'s TOML data text as tables (a EngineDataError when it is not TOML)."""
     import sys
 
     if sys.version_info >= (3, 11):
@@ -317,4 +317,4 @@ def parse_toml(name: str, text: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecDataError(f"{name}.toml: {exc}") from exc
+        raise EngineDataError(f"engines/{name}/data.toml: {exc}") from exc

@@ -72,7 +72,7 @@ SGLANG_LAYOUT = ConventionLayout("sglang", single_layer_prefix="midlayer.", deri
 
 
 class SGLangEngine(Engine):
-    """SGLang (data: `data/sglang.toml`, procedure: :mod:`draftfit.engines.sglang.builder`).
+    """SGLang (data: `engines/sglang/data.toml`, procedure: :mod:`draftfit.engines.sglang.builder`).
 
     SGLang takes `architectures[0]` as the draft class with no rewrite, so two different
     names are always two classes (`class_families` stays empty)."""

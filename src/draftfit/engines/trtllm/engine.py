@@ -58,7 +58,7 @@ def layers_to_capture(spec: DraftDescription, target: Target | None) -> list[int
 
 
 class TrtllmEngine(Engine):
-    """TensorRT-LLM's PyTorch backend (data: `data/trtllm.toml`, procedure:
+    """TensorRT-LLM's PyTorch backend (data: `engines/trtllm/data.toml`, procedure:
     :mod:`draftfit.engines.trtllm.builder`). Its draft class is chosen by rule, not by a registry
     of aliases, so two different names are two classes."""
 

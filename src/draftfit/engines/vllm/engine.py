@@ -64,7 +64,7 @@ SPECULATORS_LAYOUT = ConventionLayout("speculators", speculators_config=True, de
 
 
 class VllmEngine(Engine):
-    """vLLM (data: `data/vllm.toml`, procedure: :mod:`draftfit.engines.vllm.builder`)."""
+    """vLLM (data: `engines/vllm/data.toml`, procedure: :mod:`draftfit.engines.vllm.builder`)."""
 
     name = "vllm"
     convention = "vllm"
