@@ -526,14 +526,3 @@ def _unknown(finding: Finding) -> bool:
 def _runs(finding: Finding) -> bool:
     """Whether the engine still serves with this error finding (it drafts garbage)."""
     return finding.consequence is not None and finding.consequence.runs
-
-
-def verdict_text(verdict: Verdict) -> str:
-    """A verdict in plain words, for the text report."""
-    return VERDICT_TEXT.get(verdict, verdict)
-
-
-VERDICT_TEXT = {
-    INCOMPATIBLE: "incompatible: will not run",
-    DRAFTS_GARBAGE: "drafts-garbage: loads, but drafts garbage: acceptance ≈ 0",
-}

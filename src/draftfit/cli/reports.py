@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from draftfit.serve.settings import ServeSettings
     from draftfit.settings.selection import Selection
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_USAGE = 0, 2
 GLOB_CHARACTERS = frozenset("*?[")
 
 
