@@ -84,6 +84,8 @@ SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # How long one value may be when shown: longer ones keep their start and say their length.
 FIELD_LIMIT = 2000
 NAME_LIMIT = 200
+#: Characters of a value quoted in a message.
+SHOWN_CHARS = 60
 
 # A line whose first non-blank characters are `::` (a workflow command, to a CI runner).
 COMMAND_START = LazyPattern(r"^([ \t]*):(?=:)", re.MULTILINE)
@@ -114,11 +116,20 @@ def escape_controls(text: str) -> str:
     return UNSAFE_CHARACTERS.sub(_visible, text)
 
 
-def shorten(text: str, limit: int = FIELD_LIMIT) -> str:
-    """`text`, or its start, `…` and its length when it is longer than `limit` characters."""
+def clip(text: str, limit: int = SHOWN_CHARS, *, at_word: bool = False) -> str:
+    """`text`, or its start and `…` within `limit` characters: the one way draftfit shortens
+    what it quotes. With `at_word`, the start ends at a whole word where one ends in the
+    second half (and without the punctuation before the cut), for prose such as another
+    library's message."""
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}… ({len(text):,} characters)"
+    cut = text[: limit - 1]
+    if at_word:
+        space = cut.rfind(" ")
+        if space > limit // 2:
+            cut = cut[:space]
+        cut = cut.rstrip(" ,;:(")
+    return cut + "…"
 
 
 def guard_line_starts(text: str) -> str:
@@ -130,8 +141,10 @@ def guard_line_starts(text: str) -> str:
 def escape_field(text: str, limit: int = FIELD_LIMIT) -> str:
     """One untrusted value for a line of terminal text: every control character (newline,
     carriage return and tab included) shown as a visible escape, cut short past `limit`
-    characters, and a leading `::` shown as `\\x3a:`."""
-    return guard_line_starts(UNSAFE_IN_FIELD.sub(_visible, shorten(text, limit)))
+    characters (its start, `…` and its length), and a leading `::` shown as `\\x3a:`."""
+    if len(text) > limit:
+        text = f"{text[:limit]}… ({len(text):,} characters)"
+    return guard_line_starts(UNSAFE_IN_FIELD.sub(_visible, text))
 
 
 def escape_name(text: str) -> str:

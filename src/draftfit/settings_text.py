@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 from draftfit.checkpoint.limits import MAX_JSON_DEPTH, MAX_JSON_NUMBER_DIGITS
 from draftfit.errors import UsageError
-from draftfit.escape import LazyPattern
+from draftfit.escape import SHOWN_CHARS, LazyPattern, clip
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,8 +39,6 @@ MAX_SETTINGS_DEPTH = MAX_JSON_DEPTH
 MAX_SETTINGS_NODES = 100_000
 # Bits of the largest integer a settings document may hold (about 40 decimal digits).
 _MAX_INT_BITS = 133
-#: Characters of a value quoted in a message.
-SHOWN_CHARS = 60
 
 
 def shown(value: object, limit: int = SHOWN_CHARS) -> str:
@@ -56,11 +54,6 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     if text is None:
         text = f"a {type(value).__name__}"
     return clip(text, limit)
-
-
-def clip(text: str, limit: int = SHOWN_CHARS) -> str:
-    """`text` cut at `limit` characters (an ellipsis marks the cut)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def shown_key(key: object, limit: int = SHOWN_CHARS) -> str:

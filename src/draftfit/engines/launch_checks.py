@@ -21,11 +21,11 @@ from draftfit.draft.description import EAGLE3
 from draftfit.engines.remote_code import FACT as REMOTE_CODE_FACT
 from draftfit.engines.remote_code import remote_code_at
 from draftfit.engines.serve import first_release_where, target_source
+from draftfit.escape import clip
 from draftfit.location import Location
 from draftfit.records import frozen
 from draftfit.rule_ids import Consequence
 from draftfit.serve.settings import dashed_flag as dashed
-from draftfit.settings_text import clip
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from draftfit.errors import UsageError
+from draftfit.escape import clip
 from draftfit.serve.reading import (
     FlagTarget,
     is_flag,
@@ -23,7 +24,6 @@ from draftfit.serve.reading import (
     read_value,
 )
 from draftfit.serve.settings import ServeSettings, dashed_flag
-from draftfit.settings_text import clip
 
 
 class EngineLaunch:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from draftfit.escape import clip
 from draftfit.records import frozen
-from draftfit.settings_text import clip
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from draftfit.commands.explain import TEXT_ITEMS_LIMIT, RuleList, rule_data
 from draftfit.docs_links import rule_doc_url
+from draftfit.escape import clip
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.rules.base import Rule
 
@@ -87,4 +88,4 @@ def _short(value: Any, limit: int = 70) -> str:
     import json
 
     text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)

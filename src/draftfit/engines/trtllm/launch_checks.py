@@ -19,7 +19,7 @@ from draftfit.engines.launch_checks import (
 )
 from draftfit.engines.trtllm.launch import SPEC_KEYS
 from draftfit.engines.view import Event
-from draftfit.settings_text import clip
+from draftfit.escape import clip
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.errors import UsageError
+from draftfit.escape import clip
 from draftfit.records import replace
 from draftfit.serve.reading import (
     ANY_INT,
@@ -55,7 +56,6 @@ from draftfit.serve.reading import (
     read_value,
 )
 from draftfit.serve.settings import ServeSettings
-from draftfit.settings_text import clip
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -25,8 +25,8 @@ from draftfit.engines.launch_checks import (
 )
 from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
+from draftfit.escape import clip
 from draftfit.rule_ids import Consequence
-from draftfit.settings_text import clip
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
