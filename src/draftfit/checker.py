@@ -107,15 +107,15 @@ def check_checkpoint(
     engine; elsewhere they are listed as skipped (the verdict is for a default launch)."""
     if method is not None and method not in METHOD_CHOICES:
         raise UsageError(f"unknown method {method!r}; choose from {', '.join(METHOD_CHOICES)}")
-    spec = describe(checkpoint)
-    value_facts = _value_facts(checkpoint, spec, target, values)
-    effective_method = spec.method if method is None else method
+    draft = describe(checkpoint)
+    value_facts = _value_facts(checkpoint, draft, target, values)
+    effective_method = draft.method if method is None else method
     keys = [p.key for p in profiles]
     rules = all_rules()
     collected: dict[tuple[object, ...], Finding] = {}
     skipped: list[SkippedRule] = []
 
-    base = Context(checkpoint, spec, target, method=effective_method, values=value_facts)
+    base = Context(checkpoint, draft, target, method=effective_method, values=value_facts)
     for item in rules:
         if item.scope != "checkpoint":
             continue
@@ -136,9 +136,9 @@ def check_checkpoint(
             served_method = "auto"  # the release resolves the method itself
         explicit = method is not None or launch_method is not None
         view = build_view(
-            BuildInputs(checkpoint, spec, target, profile, served_method, explicit, settings)
+            BuildInputs(checkpoint, draft, target, profile, served_method, explicit, settings)
         )
-        ctx = Context(checkpoint, spec, target, view, method=served_method, serve=settings)
+        ctx = Context(checkpoint, draft, target, view, method=served_method, serve=settings)
         for item in rules:
             if item.scope != "engine":
                 continue
@@ -198,15 +198,15 @@ def check_checkpoint(
     return Report(
         draft=checkpoint.origin,
         target=target.origin if target else None,
-        dialect=DialectFacts.of(spec.dialect),
+        dialect=DialectFacts.of(draft.dialect),
         method=effective_method,
-        method_evidence=spec.method_evidence if method is None else [f"--method {method}"],
+        method_evidence=draft.method_evidence if method is None else [f"--method {method}"],
         findings=findings,
         engines=results,
         skipped_rules=skipped,
-        target_facts=TargetFacts.of(target, spec) if target is not None else None,
+        target_facts=TargetFacts.of(target, draft) if target is not None else None,
         # a planned conversion is checked for the same launch (its settings judged too)
-        inputs=KeptCheck(checkpoint, spec, target, partial(check_checkpoint, serve=serve)),
+        inputs=KeptCheck(checkpoint, draft, target, partial(check_checkpoint, serve=serve)),
         serve=_judged_flags(serve, profiles),
         hub_origin=checkpoint.hub_origin,
     )
@@ -358,7 +358,7 @@ def _can_change_verdict(code: str) -> bool:
 
 
 def _value_facts(
-    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, values: str | None
+    checkpoint: Checkpoint, draft: DraftDescription, target: Target | None, values: str | None
 ) -> ValueFacts | None:
     """Read the weights' values when asked (numpy is imported only then)."""
     if values is None:
@@ -368,7 +368,7 @@ def _value_facts(
 
     if values not in MODES:
         raise UsageError(f"unknown value mode {values!r}; choose from {', '.join(MODES)}")
-    return scan_values(checkpoint, spec, target, values)
+    return scan_values(checkpoint, draft, target, values)
 
 
 def _collect(

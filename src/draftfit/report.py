@@ -116,14 +116,14 @@ class TargetFacts:
     verifier: VerifierCheck | None = None
 
     @classmethod
-    def of(cls, target: Target, spec: DraftDescription | None = None) -> TargetFacts:
+    def of(cls, target: Target, draft: DraftDescription | None = None) -> TargetFacts:
         """The target's facts; with the draft's description, also what the draft records
         about its verifier next to them."""
         verifier = None
-        if spec is not None:
+        if draft is not None:
             from draftfit.draft.verifier_identity import check_verifier
 
-            verifier = check_verifier(spec, target)
+            verifier = check_verifier(draft, target)
         return cls(
             target.architecture,
             target.model_type,
@@ -385,14 +385,14 @@ class KeptCheck:
 
     Attributes:
         checkpoint: the draft as read.
-        spec: its description (`draftfit.draft.description.describe`).
+        draft: its description (`draftfit.draft.description.describe`).
         target: the target's facts, or None.
         checker: the function that made the report, to check a planned conversion the
             same way.
     """
 
     checkpoint: Checkpoint
-    spec: DraftDescription
+    draft: DraftDescription
     target: Target | None
     checker: Checker
 

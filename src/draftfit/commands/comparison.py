@@ -183,7 +183,7 @@ class _Side:
     its check."""
 
     checkpoint: Checkpoint
-    spec: DraftDescription
+    draft: DraftDescription
     view: EngineView
     report: Report
 
@@ -206,8 +206,8 @@ def diff_checkpoints(
     difference."""
     report_a = check_checkpoint(draft, target, profiles, method, values=values, serve=serve)
     report_b = check_checkpoint(reference, target, profiles, method, values=values, serve=serve)
-    spec_a, spec_b = report_a.kept().spec, report_b.kept().spec
-    layers, layers_note = _target_layers(target, spec_a, spec_b)
+    draft_a, draft_b = report_a.kept().draft, report_b.kept().draft
+    layers, layers_note = _target_layers(target, draft_a, draft_b)
     notes = [layers_note] if layers_note else []
     collected: dict[tuple[object, ...], Finding] = {}
     results: list[DiffResult] = []
@@ -242,7 +242,7 @@ def diff_checkpoints(
                 if code not in result.unchecked_rules:
                     result.unchecked_rules.append(code)
         results.append(result)
-    for name, message, location in _compare_raw(draft, reference, spec_a, spec_b):
+    for name, message, location in _compare_raw(draft, reference, draft_a, draft_b):
         rule = _rule(name)
         collected.setdefault(
             (rule.code, message, location),
@@ -263,7 +263,7 @@ def diff_checkpoints(
     return DiffReport(
         draft.origin,
         reference.origin,
-        (spec_a.dialect.title, spec_b.dialect.title),
+        (draft_a.dialect.title, draft_b.dialect.title),
         findings,
         results,
         notes,
@@ -284,7 +284,7 @@ def _side(checkpoint: Checkpoint, report: Report, index: int) -> _Side:
         findings=[f for f in report.findings if key in f.engines],
         engines=[result],
     )
-    return _Side(checkpoint, report.kept().spec, result.kept().view, narrowed)
+    return _Side(checkpoint, report.kept().draft, result.kept().view, narrowed)
 
 
 def _rule(rule_id: RuleId) -> Rule:
@@ -356,8 +356,8 @@ def _target_layers(
     """
     if target is not None and target.num_layers:
         return target.num_layers, None
-    for spec in (a, b):
-        for aux in spec.aux:
+    for draft in (a, b):
+        for aux in draft.aux:
             for ids in (tuple(aux.ids), aux.capture_before()):
                 if len(ids) == 3 and ids == default_capture_ids(ids[2] + 3):
                     layers = ids[2] + 3
@@ -371,11 +371,11 @@ def _target_layers(
 def _compare(a: _Side, b: _Side, profile: Profile, layers: int | None) -> Iterator[Difference]:
     title = profile.title
     cfg = Location("config.json")
-    if a.spec.method != b.spec.method:
+    if a.draft.method != b.draft.method:
         yield (
             rule_ids.METHOD_DIFFERS,
-            f"the draft is {a.spec.method or 'unknown'}, the reference "
-            f"{b.spec.method or 'unknown'}",
+            f"the draft is {a.draft.method or 'unknown'}, the reference "
+            f"{b.draft.method or 'unknown'}",
             cfg,
         )
         return
@@ -414,7 +414,7 @@ def _compare_class(a: _Side, b: _Side, profile: Profile) -> Iterator[Difference]
     """The draft classes, compared by the engine's own notion of one class."""
     title = profile.title
     ca, cb = a.view.draft_class, b.view.draft_class
-    arch_a, arch_b = a.spec.get("architectures"), b.spec.get("architectures")
+    arch_a, arch_b = a.draft.get("architectures"), b.draft.get("architectures")
     loc = Location("config.json", "/architectures")
     if ca and cb and not engine_of(profile).same_class(ca, cb):
         yield (
@@ -429,12 +429,12 @@ def _compare_class(a: _Side, b: _Side, profile: Profile) -> Iterator[Difference]
             f"`architectures` {_fmt(arch_a)} vs {_fmt(arch_b)}: {title} resolves them to {same}",
             loc,
         )
-    if a.spec.dialect.name != b.spec.dialect.name:
+    if a.draft.dialect.name != b.draft.dialect.name:
         yield (
             rule_ids.SPELLING_ONLY,
-            f"config written by {a.spec.dialect.title} vs {b.spec.dialect.title}: "
+            f"config written by {a.draft.dialect.title} vs {b.draft.dialect.title}: "
             f"{title} reads the same fields from "
-            f"`{a.spec.layer_config_pointer or '/'}` and `{b.spec.layer_config_pointer or '/'}`",
+            f"`{a.draft.layer_config_pointer or '/'}` and `{b.draft.layer_config_pointer or '/'}`",
             Location("config.json"),
         )
 
@@ -451,7 +451,7 @@ def _compare_fields(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
             yield (
                 rule_ids.DIMENSION_DIFFERS,
                 f"`{name}` is {_fmt(x)} in the draft and {_fmt(y)} in the reference: changes {why}",
-                Location("config.json", a.spec.pointer(name)),
+                Location("config.json", a.draft.pointer(name)),
             )
     for name, label, why in EFFECTIVE_FIELDS:
         x, y = a.view.effective.get(name), b.view.effective.get(name)
@@ -459,20 +459,20 @@ def _compare_fields(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
             yield (
                 rule_ids.DIMENSION_DIFFERS,
                 f"{label}: {_fmt(x)} in the draft, {_fmt(y)} in the reference: changes {why}",
-                Location("config.json", a.spec.pointer(name)),
+                Location("config.json", a.draft.pointer(name)),
             )
         elif (
             name == "head_dim"
-            and (a.spec.head_dim_explicit is None) != (b.spec.head_dim_explicit is None)
-            and a.spec.undeclared_head_dim is None
-            and b.spec.undeclared_head_dim is None
+            and (a.draft.head_dim_explicit is None) != (b.draft.head_dim_explicit is None)
+            and a.draft.undeclared_head_dim is None
+            and b.draft.undeclared_head_dim is None
         ):
             yield (
                 rule_ids.SPELLING_ONLY,
-                f"`head_dim` is {'declared' if a.spec.head_dim_explicit else 'derived'} in the "
-                f"draft and {'declared' if b.spec.head_dim_explicit else 'derived'} in the "
+                f"`head_dim` is {'declared' if a.draft.head_dim_explicit else 'derived'} in the "
+                f"draft and {'declared' if b.draft.head_dim_explicit else 'derived'} in the "
                 f"reference; both give {x}",
-                Location("config.json", a.spec.pointer("head_dim")),
+                Location("config.json", a.draft.pointer("head_dim")),
             )
 
 
@@ -517,8 +517,8 @@ def _norm_source(side: _Side, name: str) -> str:
 def _compare_aux(a: _Side, b: _Side, title: str, layers: int | None) -> Iterator[Difference]:
     used_a = _used(a, layers)
     used_b = _used(b, layers)
-    trained_a = _trained(a.spec, layers)
-    trained_b = _trained(b.spec, layers)
+    trained_a = _trained(a.draft, layers)
+    trained_b = _trained(b.draft, layers)
     loc = Location("config.json", "/eagle_aux_hidden_state_layer_ids")
     if trained_a is not None and trained_b is not None and trained_a != trained_b:
         yield (
@@ -534,8 +534,8 @@ def _compare_aux(a: _Side, b: _Side, title: str, layers: int | None) -> Iterator
             f"{list(used_b)} for the reference (capture-before counting)",
             loc,
         )
-    written_a = [(x.pointer, x.ids, x.convention) for x in a.spec.aux]
-    written_b = [(x.pointer, x.ids, x.convention) for x in b.spec.aux]
+    written_a = [(x.pointer, x.ids, x.convention) for x in a.draft.aux]
+    written_b = [(x.pointer, x.ids, x.convention) for x in b.draft.aux]
     if written_a != written_b and trained_a == trained_b and used_a == used_b:
         where_a = _where(a, layers)
         where_b = _where(b, layers)
@@ -549,9 +549,9 @@ def _compare_aux(a: _Side, b: _Side, title: str, layers: int | None) -> Iterator
 
 
 def _where(side: _Side, layers: int | None) -> str:
-    if not side.spec.aux:
+    if not side.draft.aux:
         return "nothing (default layers)"
-    resolved = [resolve_with_target(x, layers) for x in side.spec.aux]
+    resolved = [resolve_with_target(x, layers) for x in side.draft.aux]
     return ", ".join(f"`{x.pointer}` {list(x.ids)} ({x.convention})" for x in resolved)
 
 
@@ -564,14 +564,14 @@ def _used(side: _Side, layers: int | None) -> tuple[int, ...] | None:
     if aux.read_from is None and layers:
         return default_capture_ids(layers)
     if aux.read_from is not None:
-        for x in side.spec.aux:
+        for x in side.draft.aux:
             if x.pointer == aux.read_from:
                 return tuple(sorted(set(x.ids)))
     return None
 
 
-def _trained(spec: DraftDescription, layers: int | None) -> tuple[int, ...] | None:
-    ids = spec.trained_capture_before(layers)
+def _trained(draft: DraftDescription, layers: int | None) -> tuple[int, ...] | None:
+    ids = draft.trained_capture_before(layers)
     return tuple(sorted(set(ids))) if ids is not None else None
 
 
@@ -581,7 +581,7 @@ def _compare_parameters(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
     reached_b = {f.canonical for f in b.view.fates if f.status == "loaded"}
     unbound: dict[str, list[str]] = {"draft": [], "reference": []}
     for name in names:
-        ta, tb = a.spec.tensors.get(name), b.spec.tensors.get(name)
+        ta, tb = a.draft.tensors.get(name), b.draft.tensors.get(name)
         if ta is not None and tb is not None and (name in reached_a) != (name in reached_b):
             unbound["reference" if name in reached_a else "draft"].append(name)
         if name == "embed_tokens.weight" and (ta is None) != (tb is None):
@@ -622,7 +622,7 @@ def _compare_parameters(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
         if not missed:
             continue
         other = b if side == "reference" else a
-        raw = other.spec.raw(missed[0])
+        raw = other.draft.raw(missed[0])
         fate = next((f for f in other.view.fates if f.raw == raw), None)
         why = (fate.reason or fate.status) if fate else "not loaded"
         yield (
@@ -646,7 +646,7 @@ def _compare_parameters(a: _Side, b: _Side, title: str) -> Iterator[Difference]:
 
 
 def _compare_vocab_map(a: _Side, b: _Side) -> Iterator[Difference]:
-    da, db = a.spec.tensors.get("d2t"), b.spec.tensors.get("d2t")
+    da, db = a.draft.tensors.get("d2t"), b.draft.tensors.get("d2t")
     if da is None or db is None or tuple(da.shape) != tuple(db.shape):
         return
     bytes_a, bytes_b = read_bytes(a.checkpoint, da), read_bytes(b.checkpoint, db)
@@ -657,7 +657,7 @@ def _compare_vocab_map(a: _Side, b: _Side) -> Iterator[Difference]:
             rule_ids.VOCAB_MAP_DIFFERS,
             "`d2t` selects different target tokens in the two checkpoints: they were built "
             "with different draft vocabularies",
-            Location(None, tensor=a.spec.raw("d2t")),
+            Location(None, tensor=a.draft.raw("d2t")),
         )
 
 
@@ -714,8 +714,8 @@ def _compare_raw(
             )
 
 
-def _layer_key(spec: DraftDescription, pointer: str) -> str:
-    base = spec.layer_config_pointer
+def _layer_key(draft: DraftDescription, pointer: str) -> str:
+    base = draft.layer_config_pointer
     if base and pointer.startswith(base + "/"):
         rest = pointer[len(base) :]
         if rest.strip("/").split("/")[0] in LAYER_FIELDS:

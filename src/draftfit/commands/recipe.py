@@ -79,7 +79,7 @@ def serving_for(
     built = _build(report, result, applying)
     title = result.kept().profile.title
     if built is None:
-        kind = KIND_TITLES.get(report.kept().spec.method or "", "draft of this kind")
+        kind = KIND_TITLES.get(report.kept().draft.method or "", "draft of this kind")
         return NoRecipe(result.engine, result.version, f"{title} has no serve recipe for {kind}")
     recipe = built.recipe
     if recipe.resolves_errors:
@@ -184,7 +184,7 @@ def _serve(report: Report, profile: Profile, option: _Option) -> _Built | None:
     served = engine_of(profile).serve(
         ServeRequest(
             profile,
-            kept.spec,
+            kept.draft,
             option.draft,
             kept.target,
             frozenset(f.code for f in option.findings),
@@ -365,10 +365,10 @@ def _conversion(report: Report, profile: Profile, findings: list[Finding]) -> _O
     convert` step, and the planned output with its findings for the same version (checked in
     memory); None when there is nothing to fix or convert cannot plan it."""
     kept = report.kept()
-    checkpoint, spec, target = kept.checkpoint, kept.spec, kept.target
+    checkpoint, draft, target = kept.checkpoint, kept.draft, kept.target
     if (
         not _severe(findings)
-        or spec.method == EAGLE
+        or draft.method == EAGLE
         or checkpoint.config is None
         or _blocked(checkpoint)
     ):
@@ -377,7 +377,7 @@ def _conversion(report: Report, profile: Profile, findings: list[Finding]) -> _O
     to = engine.convention
     plan_profile = profile if to in engine.plans else None
     try:
-        plan = plan_conversion(checkpoint, spec, to, plan_profile, target)
+        plan = plan_conversion(checkpoint, draft, to, plan_profile, target)
     except UsageError:
         return None
     source = model_source(checkpoint.origin)

@@ -291,7 +291,7 @@ def _describe(checkpoint: Checkpoint, dialect: Dialect | None) -> DraftDescripti
 
     tensors, raw_names, prefix, unrecognised = canonical_tensors(checkpoint)
     method, method_evidence = _infer_method(config, dialect, tensors, fields)
-    spec = DraftDescription(
+    draft = DraftDescription(
         dialect=dialect,
         method=method,
         method_evidence=method_evidence,
@@ -305,8 +305,8 @@ def _describe(checkpoint: Checkpoint, dialect: Dialect | None) -> DraftDescripti
         config=config,
         config_problems=scrubbed.problems,
     )
-    spec.aux = aux_locations(config, dialect)
-    return spec
+    draft.aux = aux_locations(config, dialect)
+    return draft
 
 
 def _layer_config(config: Mapping[str, Any], dialect: Dialect) -> tuple[str, Mapping[str, Any]]:

@@ -346,11 +346,11 @@ class Recorded:
         }
 
 
-def recorded_verifier(spec: DraftDescription) -> Recorded:
-    """What `spec`'s config records about its verifier (nothing for SpecForge, the official
+def recorded_verifier(draft: DraftDescription) -> Recorded:
+    """What `draft`'s config records about its verifier (nothing for SpecForge, the official
     EAGLE repository, ModelOpt and unknown producers)."""
-    config = spec.config
-    dialect = spec.dialect
+    config = draft.config
+    dialect = draft.dialect
     if dialect.name == SPECULATORS:
         spec_config = config.get("speculators_config")
         verifier = spec_config.get("verifier") if isinstance(spec_config, dict) else None
@@ -360,7 +360,7 @@ def recorded_verifier(spec: DraftDescription) -> Recorded:
         name = verifier.get("name_or_path")
         ref = reference(name, pointer) if isinstance(name, str) else None
         archs = _strings(verifier.get("architectures"))
-        trusted, note = _speculators_architectures_trusted(spec, archs)
+        trusted, note = _speculators_architectures_trusted(draft, archs)
         return Recorded(
             dialect.name,
             ref,
@@ -398,7 +398,7 @@ def _strings(value: object) -> tuple[str, ...]:
 
 
 def _speculators_architectures_trusted(
-    spec: DraftDescription, archs: tuple[str, ...]
+    draft: DraftDescription, archs: tuple[str, ...]
 ) -> tuple[bool, str | None]:
     """Whether speculators wrote the verifier's own architectures: `speculators convert`
     (every version) and training since 0.7.0 read them from the verifier's config.json;
@@ -406,12 +406,12 @@ def _speculators_architectures_trusted(
     layer's (normally empty) list."""
     if not archs:
         return False, None
-    if spec.dialect.variant == "converted":
+    if draft.dialect.variant == "converted":
         return True, None
-    version = _major_minor(spec.config.get("speculators_version"))
+    version = _major_minor(draft.config.get("speculators_version"))
     if version is not None and version >= (0, 7):
         return True, None
-    shown = spec.config.get("speculators_version")
+    shown = draft.config.get("speculators_version")
     written = f"speculators {shown}" if isinstance(shown, str) else "a speculators version"
     return False, (
         f"recorded by {written} training, which before 0.7.0 does not write the verifier's "
@@ -535,12 +535,12 @@ class VerifierCheck:
         }
 
 
-def check_verifier(spec: DraftDescription, target: Target) -> VerifierCheck:
-    """Compare what `spec` records about its verifier with what is known of `target`."""
-    recorded = recorded_verifier(spec)
+def check_verifier(draft: DraftDescription, target: Target) -> VerifierCheck:
+    """Compare what `draft` records about its verifier with what is known of `target`."""
+    recorded = recorded_verifier(draft)
     names = tuple(target_references(target))
     declared = target.draft_is_for_target
-    shapes = _shapes_agree(spec, target)
+    shapes = _shapes_agree(draft, target)
     if not recorded.anything:
         return VerifierCheck(
             NOT_RECORDED,
@@ -548,7 +548,7 @@ def check_verifier(spec: DraftDescription, target: Target) -> VerifierCheck:
             names,
             shapes_agree=shapes,
             declared=declared,
-            producer_note=_producer_note(spec),
+            producer_note=_producer_note(draft),
         )
     comparisons: list[Comparison] = []
     outcome = UNKNOWN
@@ -579,10 +579,10 @@ def check_verifier(spec: DraftDescription, target: Target) -> VerifierCheck:
     )
 
 
-def _producer_note(spec: DraftDescription) -> str:
-    if spec.dialect.name == SPECULATORS:
+def _producer_note(draft: DraftDescription) -> str:
+    if draft.dialect.name == SPECULATORS:
         return "no `speculators_config.verifier`"
-    return f"{spec.dialect.title} writes no verifier"
+    return f"{draft.dialect.title} writes no verifier"
 
 
 def _compare_names(
@@ -721,12 +721,12 @@ def _stem(architecture: str) -> str:
     return architecture.lower()
 
 
-def _shapes_agree(spec: DraftDescription, target: Target) -> bool | None:
+def _shapes_agree(draft: DraftDescription, target: Target) -> bool | None:
     """Whether the draft's target-facing widths and vocabulary equal the target's."""
-    width = spec.get("target_hidden_size")
+    width = draft.get("target_hidden_size")
     if not isinstance(width, int) or isinstance(width, bool):
-        width = spec.get("hidden_size")
-    vocab = spec.get("vocab_size")
+        width = draft.get("hidden_size")
+    vocab = draft.get("vocab_size")
     if not isinstance(width, int) or not isinstance(vocab, int):
         return None
     if target.hidden_size is None or target.vocab_size is None:

@@ -97,7 +97,8 @@ class ServeRequest:
     """What an engine needs to write its serve command for one version.
 
     Attributes:
-        draft: the path the engine is given (the converted draft after a convert step).
+        draft: draftfit's description of the draft it is given.
+        draft_path: the path the engine is given (the converted draft after a convert step).
         codes: the codes of every finding that applies to the draft it is given.
         notes: notes already made (the convert step's), kept first.
         remote_code: what this release does with the code the target's or the draft's
@@ -106,15 +107,15 @@ class ServeRequest:
             (:func:`draftfit.engines.remote_code.remote_code_at`, which the launch check
             DF560 asks too).
 
-    `draft` and the target's `source` are a path or draftfit's `hf://OWNER/NAME[@REVISION]`;
+    `draft_path` and the target's `source` are a path or draftfit's `hf://OWNER/NAME[@REVISION]`;
     the recipe names a Hub repository by its id, with the engine's own revision setting
     (:func:`draftfit.engines.serve.model_source`), and adds an `hf download` step to
     :attr:`Recipe.steps` where the engine needs a local copy.
     """
 
     profile: Profile
-    spec: DraftDescription
-    draft: str
+    draft: DraftDescription
+    draft_path: str
     target: Target | None
     codes: frozenset[str]
     notes: tuple[str, ...] = ()

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 DEFAULT_SPECULATIVE_TOKENS = 3
 
 
-def speculative_tokens(spec: DraftDescription) -> tuple[int, str]:
+def speculative_tokens(draft: DraftDescription) -> tuple[int, str]:
     """How many tokens to draft per step, and why that number."""
-    tokens = spec.get("speculative_tokens")
+    tokens = draft.get("speculative_tokens")
     if isinstance(tokens, int) and tokens > 0:
         return tokens, "from `speculators_config.proposal_methods[0].speculative_tokens`"
     return DEFAULT_SPECULATIVE_TOKENS, "a common starting point; tune for your traffic"
@@ -119,14 +119,14 @@ _CACHE_SNAPSHOT = LazyPattern(r"models--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40
 
 
 def target_source(
-    target: Target | None, spec: DraftDescription | None = None
+    target: Target | None, draft: DraftDescription | None = None
 ) -> ModelSource | None:
     """How a recipe names the target: its Hub id where it is known (an `hf://` target, a
     folder of the Hugging Face cache, read at its commit; without a target, the draft's
     `verifier.name_or_path` when that is a Hub id), else its path; None when nothing
     names it."""
     if target is None:
-        verifier = spec.fields.get("verifier.name_or_path") if spec is not None else None
+        verifier = draft.fields.get("verifier.name_or_path") if draft is not None else None
         named = verifier.value if verifier is not None else None
         if isinstance(named, str) and _HUB_ID.fullmatch(named) and ".." not in named:
             return ModelSource(named, None, hub=True)

@@ -56,7 +56,7 @@ class Context:
     `--serve-args`), else None."""
 
     checkpoint: Checkpoint
-    spec: DraftDescription
+    draft: DraftDescription
     target: Target | None = None
     view: EngineView | None = None
     method: str | None = None

@@ -18,7 +18,7 @@ from draftfit.rules.base import Context, Violation, rule
 
 
 def _violations(ctx: Context, crash: bool) -> Iterator[Violation]:
-    for problem in ctx.spec.config_problems:
+    for problem in ctx.draft.config_problems:
         if problem.expect.crash == crash:
             yield _violation(problem, "config.json", crash)
     if ctx.target is not None:

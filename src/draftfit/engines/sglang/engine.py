@@ -101,14 +101,19 @@ class SGLangEngine(Engine):
         return Builder.build(inputs)
 
     def serve(self, request: ServeRequest) -> Served:
-        profile, spec, target, codes = request.profile, request.spec, request.target, request.codes
-        algorithm = "EAGLE" if spec.method == "eagle" else "EAGLE3"
-        tokens, why = speculative_tokens(spec)
+        profile, draft, target, codes = (
+            request.profile,
+            request.draft,
+            request.target,
+            request.codes,
+        )
+        algorithm = "EAGLE" if draft.method == "eagle" else "EAGLE3"
+        tokens, why = speculative_tokens(draft)
         known = set(profile.value("serve_flags") or [])
         notes = list(request.notes)
         steps: list[str] = []
         flags: dict[str, Any] = {}
-        source = target_source(target, spec)
+        source = target_source(target, draft)
         notes.extend(verifier_note(target, source))
         if source is not None and source.revision:
             flags["--revision"] = source.revision
@@ -117,22 +122,26 @@ class SGLangEngine(Engine):
         remote_note = request.remote_code_note("--trust-remote-code")
         if remote_note is not None:
             notes.append(remote_note)
-        draft = model_source(request.draft)
+        draft_source = model_source(request.draft_path)
         own_revision = profile.value("draft_revision_source") == "own"
-        if draft.hub and not own_revision and (draft.revision or "--revision" in flags):
+        if (
+            draft_source.hub
+            and not own_revision
+            and (draft_source.revision or "--revision" in flags)
+        ):
             # the draft would be read at the target's --revision
-            steps.append(draft.download())
+            steps.append(draft_source.download())
             notes.append(
                 f"hf download first: {profile.title} reads a Hub draft at the target's "
                 f"revision (it has no {DRAFT_REVISION})"
             )
-            draft = draft.local
+            draft_source = draft_source.local
         flags |= {
             "--speculative-algorithm": algorithm,
-            "--speculative-draft-model-path": draft.name,
+            "--speculative-draft-model-path": draft_source.name,
         }
-        if draft.revision:
-            flags[DRAFT_REVISION] = draft.revision
+        if draft_source.revision:
+            flags[DRAFT_REVISION] = draft_source.revision
         flags |= {
             "--speculative-num-steps": tokens,
             "--speculative-eagle-topk": 1,
@@ -162,8 +171,8 @@ class SGLangEngine(Engine):
             )
         from draftfit.engines.builder import draft_window  # the builder loads with a check
 
-        window = draft_window(spec.config)
-        architectures = spec.get("architectures")
+        window = draft_window(draft.config)
+        architectures = draft.get("architectures")
         mla = isinstance(architectures, list) and MLA_DRAFT in architectures
         if (
             DRAFT_SLIDING_WINDOW_IGNORED.code in codes
@@ -178,7 +187,7 @@ class SGLangEngine(Engine):
                 f"window, which {profile.title} does not read from its config"
             )
         env = ""
-        max_pos = spec.get("max_position_embeddings")
+        max_pos = draft.get("max_position_embeddings")
         if codes & CONTEXT_CODES and isinstance(max_pos, int):
             if profile.value("draft_context_shorter_than_target") == "error-unless-env-then-raised":
                 env = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 "
