@@ -65,7 +65,8 @@ CONFIG_READERS = [
     "engines/trtllm/engine.py",
     "conversion/planner.py",
     "commands/recipe.py",
-    "commands/comparison.py",
+    "commands/diff_sides.py",
+    "commands/diff_findings.py",
     "commands/inspection.py",
     "commands/release_matrix.py",
     *sorted(str(p.relative_to(SRC)) for p in (SRC / "rules").glob("*.py")),
@@ -86,7 +87,6 @@ NOT_CONFIG = {
     "embedding_shared",
     "layer_module",
     "layers_remap",
-    "matters",
     "max_position_raised",
     "below_read",  # a version's basis, merged into a matrix range's
     "fact",
@@ -100,7 +100,6 @@ NOT_CONFIG = {
     "reduced_vocab",
     "runner",
     "runner_reason",
-    "spelling",
     "t2d",
     "unquantized_only",
 }

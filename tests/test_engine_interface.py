@@ -66,6 +66,9 @@ ENGINE_NEUTRAL = (
     "checker.py",
     "commands/recipe.py",
     "commands/comparison.py",
+    "commands/diff_sides.py",
+    "commands/diff_findings.py",
+    "commands/diff_report.py",
     "commands/release_matrix.py",
     "conversion/__init__.py",
 )

@@ -69,7 +69,7 @@ EMITTER_MODULES = (
     "engines/",
     "checkpoint/",
     "rules/",
-    "commands/comparison.py",
+    "commands/diff_findings.py",
     "conversion/",
 )
 

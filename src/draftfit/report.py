@@ -24,6 +24,7 @@ from draftfit.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any, Protocol
 
     from draftfit.checkpoint.hub_cache import HubOrigin
@@ -435,15 +436,11 @@ class Report:
     def exit_code(self, fail_on: FailOn | Severity | str = FailOn.ERROR) -> int:
         """1 when a counted finding (not suppressed) or an engine verdict fails at `fail_on`
         (see draftfit.fail_on)."""
-        failing = FailOn.of(fail_on).fails(
-            (f.severity for f in self.findings if f.counts), (e.verdict for e in self.engines)
-        )
-        return 1 if failing else 0
+        return exit_code(self.findings, self.engines, fail_on)
 
     def to_dict(self, fail_on: FailOn | Severity = Severity.ERROR) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "tool": {"name": "draftfit", "version": __version__},
+            **envelope(),
             "draft": {
                 "source": self.draft,
                 "dialect": self.dialect.to_dict(),
@@ -475,6 +472,24 @@ class Report:
         if self.serve is not None:
             out["serve"] = self.serve.to_dict()
         return out
+
+
+def envelope() -> dict[str, Any]:
+    """The keys a report's JSON form starts with: its schema version and the tool."""
+    return {"schema_version": SCHEMA_VERSION, "tool": {"name": "draftfit", "version": __version__}}
+
+
+def exit_code(
+    findings: Iterable[Finding],
+    results: Iterable[VersionVerdict],
+    fail_on: FailOn | Severity | str = FailOn.ERROR,
+) -> int:
+    """1 when a counted finding (not suppressed) or a version's verdict fails at `fail_on`
+    (see draftfit.fail_on), else 0: the exit status of `check` and `diff`."""
+    failing = FailOn.of(fail_on).fails(
+        (f.severity for f in findings if f.counts), (r.verdict for r in results)
+    )
+    return 1 if failing else 0
 
 
 def findings_by_engine(findings: list[Finding]) -> dict[EngineVersion, list[Finding]]:
