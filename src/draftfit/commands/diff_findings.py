@@ -38,6 +38,24 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.METHOD_DIFFERS,
+    rule_ids.DRAFT_CLASS_DIFFERS,
+    rule_ids.DIMENSION_DIFFERS,
+    rule_ids.AUX_LAYERS_DIFFER,
+    rule_ids.NORM_BEHAVIOUR_DIFFERS,
+    rule_ids.PARAMETER_DIFFERS,
+    rule_ids.VOCAB_MAP_DIFFERS,
+    rule_ids.ENGINE_VERDICT_DIFFERS,
+    rule_ids.SPELLING_ONLY,
+    rule_ids.EMBEDDING_PRESENCE_DIFFERS,
+    rule_ids.CONFIG_KEY_DIFFERS,
+    rule_ids.TENSOR_DTYPE_DIFFERS,
+    rule_ids.TENSOR_NAME_DIFFERS,
+)
+EMITS_STAGE = "diff: the draft against the reference"
+
 # Semantic fields the draft class reads, and what a difference changes.
 SEMANTIC_FIELDS: tuple[tuple[str, str], ...] = (
     ("hidden_size", "every weight shape"),

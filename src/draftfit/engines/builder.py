@@ -49,6 +49,19 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.MISSING_CONFIG_FIELD,
+    rule_ids.DRAFT_SLIDING_WINDOW_IGNORED,
+    rule_ids.QUANTIZATION_DATA_MISSING,
+    rule_ids.VOCAB_SIZE_MISMATCH,
+    rule_ids.TARGET_HIDDEN_SIZE_MISMATCH,
+    rule_ids.SHARED_EMBEDDING_WIDTH_MISMATCH,
+    rule_ids.TARGET_ROTATION_UNCOMPENSATED,
+    rule_ids.TARGET_ROTATION_UNCHECKED,
+)
+EMITS_STAGE = "engine procedure: the steps every engine shares"
+
 CONFIG = "config.json"
 # How findings name a file of the target folder: `target config.json`,
 # `target quant_model_description.json`, ...

@@ -36,6 +36,14 @@ if TYPE_CHECKING:
     from draftfit.engines.profile import Profile
     from draftfit.serve.settings import ServeSettings
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.DRAFT_PATH_MISSING,
+    rule_ids.SERVE_SETTING_INVALID,
+    rule_ids.REMOTE_CODE_NOT_TRUSTED,
+)
+EMITS_STAGE = "engine launch checks: those every engine shares"
+
 SERVE = "serving settings"
 
 

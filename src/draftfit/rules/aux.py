@@ -33,6 +33,7 @@ from draftfit.rule_ids import (
     AUX_IDS_NOT_RECORDED,
     AUX_LAYERS_DIFFER_FROM_TRAINED,
     AUX_RUNTIME_COUNT_MISMATCH,
+    RuleId,
 )
 from draftfit.rules.base import (
     Consequence,
@@ -44,6 +45,21 @@ from draftfit.rules.base import (
     rule,
 )
 from draftfit.rules.tensors import fc_width_is_aux_count_problem
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (
+    AUX_LAYERS_DIFFER_FROM_TRAINED,
+    AUX_IDS_NOT_READ_DEFAULT_MATCHES,
+    AUX_ID_OUT_OF_RANGE,
+    AUX_COUNT_MISMATCH,
+    AUX_RUNTIME_COUNT_MISMATCH,
+    AUX_IDS_DUPLICATE,
+    AUX_IDS_DISAGREE,
+    AUX_IDS_COPIED_WITHOUT_SHIFT,
+    AUX_IDS_NOT_ASCENDING,
+    AUX_IDS_NOT_RECORDED,
+)
+EMITS_STAGE = "rule's own check"
 
 
 def _target_layers(ctx: Context) -> int | None:

@@ -29,8 +29,16 @@ from draftfit.rule_ids import (
     UNSUPPORTED_DRAFT_ARCHITECTURE,
     UNSUPPORTED_LAYER_MODEL_TYPE,
     UNSUPPORTED_SPECULATORS_TYPE,
+    RuleId,
 )
 from draftfit.rules.base import Context, Violation, config_at, event_rule, rule
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (
+    UNKNOWN_DRAFT_METHOD,
+    NOT_AN_EAGLE_DRAFT,
+)
+EMITS_STAGE = "rule's own check"
 
 
 @event_rule(

@@ -13,8 +13,15 @@ from collections.abc import Iterator
 
 from draftfit.draft.config_schema import DTYPE_NAME, MODEL_TYPE_NAME, TypeProblem, json_type
 from draftfit.location import Location
-from draftfit.rule_ids import CONFIG_FIELD_MISREAD, CONFIG_FIELD_WRONG_TYPE
+from draftfit.rule_ids import CONFIG_FIELD_MISREAD, CONFIG_FIELD_WRONG_TYPE, RuleId
 from draftfit.rules.base import Context, Violation, rule
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (
+    CONFIG_FIELD_WRONG_TYPE,
+    CONFIG_FIELD_MISREAD,
+)
+EMITS_STAGE = "rule's own check"
 
 
 def _violations(ctx: Context, crash: bool) -> Iterator[Violation]:

@@ -15,8 +15,19 @@ from draftfit.rule_ids import (
     LOCAL_VERIFIER_PATH,
     UNKNOWN_CONVENTION,
     UNTRAINED_LAYER_WEIGHTS,
+    RuleId,
 )
 from draftfit.rules.base import Context, Location, Violation, config_at, rule
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (
+    UNTRAINED_LAYER_WEIGHTS,
+    FLOAT32_WEIGHTS,
+    CONFIG_DTYPE_MISMATCH,
+    LOCAL_VERIFIER_PATH,
+    UNKNOWN_CONVENTION,
+)
+EMITS_STAGE = "rule's own check"
 
 _QUANTIZED_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2"})
 _NORM = re.compile(r"^layers\.\d+\.(input_layernorm|post_attention_layernorm|hidden_norm)\.weight$")

@@ -25,8 +25,13 @@ from draftfit.rule_ids import (
     TARGET_ROTATION_UNCHECKED,
     TARGET_ROTATION_UNCOMPENSATED,
     VERIFIER_DIFFERS_FROM_TARGET,
+    RuleId,
 )
 from draftfit.rules.base import Consequence, Context, Violation, config_at, event_rule, rule
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (VERIFIER_DIFFERS_FROM_TARGET,)
+EMITS_STAGE = "rule's own check"
 
 
 @event_rule(

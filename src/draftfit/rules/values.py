@@ -25,12 +25,27 @@ from draftfit.rule_ids import (
     UNTRAINED_TENSOR,
     VALUES_EXCEED_SERVING_DTYPE,
     VALUES_NOT_CHECKED,
+    RuleId,
 )
 from draftfit.rules.base import Context, Location, Violation, rule
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.values.facts import TensorFacts, ValueFacts
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (
+    EMBEDDING_FROM_ANOTHER_TARGET,
+    EMBEDDING_SIMILARITY,
+    UNTRAINED_TENSOR,
+    INIT_LIKE_STATISTICS,
+    NON_FINITE_VALUES,
+    VALUES_EXCEED_SERVING_DTYPE,
+    FC_AUX_CHUNK_UNTRAINED,
+    LM_HEAD_COPIED_FROM_TARGET,
+    VALUES_NOT_CHECKED,
+)
+EMITS_STAGE = "rule's own check"
 
 # A frozen embedding is a copy of the target's, so every compared row matches; a single
 # differing row already shows another model (siblings share few rows exactly, if any).

@@ -16,6 +16,7 @@ from draftfit.rule_ids import (
     T2D_INCONSISTENT,
     VOCAB_MAP_INCONSISTENT,
     VOCAB_SIZE_MISMATCH,
+    RuleId,
 )
 from draftfit.rules.base import (
     Context,
@@ -26,6 +27,16 @@ from draftfit.rules.base import (
     from_view_events,
     rule,
 )
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (
+    MISSING_D2T,
+    LM_HEAD_MISSING_REDUCED_VOCAB,
+    D2T_OUT_OF_RANGE,
+    VOCAB_MAP_INCONSISTENT,
+    T2D_INCONSISTENT,
+)
+EMITS_STAGE = "rule's own check"
 
 
 def _tensor_loc(ctx: Context, canonical: str) -> Location:

@@ -56,6 +56,29 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
+    rule_ids.MISSING_ARCHITECTURES,
+    rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
+    rule_ids.METHOD_MISMATCH,
+    rule_ids.METHOD_UNSUPPORTED,
+    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
+    rule_ids.MISSING_CONFIG_FIELD,
+    rule_ids.UNSUPPORTED_ACTIVATION,
+    rule_ids.MULTI_LAYER_DRAFT_UNSUPPORTED,
+    rule_ids.DRAFT_KV_LAYER_COUNT,
+    rule_ids.AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,
+    rule_ids.LM_HEAD_MISSING_REDUCED_VOCAB,
+    rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
+    rule_ids.DRAFT_CONTEXT_SHORTER_THAN_TARGET,
+    rule_ids.TARGET_CAPABILITY_UNKNOWN,
+    rule_ids.DRAFT_CONTEXT_REFUSED,
+    rule_ids.DRAFT_INHERITS_TARGET_QUANTIZATION,
+    rule_ids.NORM_FLAG_IGNORED,
+)
+EMITS_STAGE = "engine procedure: SGLang's steps"
+
 # How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
 # eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
 EAGLE4_SERVING = (

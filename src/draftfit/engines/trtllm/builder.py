@@ -49,6 +49,20 @@ if TYPE_CHECKING:
 
     from draftfit.engines.view import BuildInputs, EngineView
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
+    rule_ids.MISSING_ARCHITECTURES,
+    rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
+    rule_ids.METHOD_UNSUPPORTED,
+    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
+    rule_ids.MISSING_CONFIG_FIELD,
+    rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
+    rule_ids.TARGET_CAPABILITY_UNKNOWN,
+    rule_ids.NORM_FLAG_IGNORED,
+)
+EMITS_STAGE = "engine procedure: TensorRT-LLM's steps"
+
 # How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
 # eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
 EAGLE4_SERVING = (

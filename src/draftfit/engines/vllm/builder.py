@@ -59,6 +59,33 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
+    rule_ids.MISSING_ARCHITECTURES,
+    rule_ids.UNSUPPORTED_SPECULATORS_TYPE,
+    rule_ids.INVALID_SPECULATORS_CONFIG,
+    rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
+    rule_ids.UNSUPPORTED_LAYER_MODEL_TYPE,
+    rule_ids.METHOD_MISMATCH,
+    rule_ids.METHOD_NOT_DETECTED_FROM_PATH,
+    rule_ids.METHOD_UNSUPPORTED,
+    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
+    rule_ids.SPECULATORS_CONFIG_WITH_MODEL_TYPE,
+    rule_ids.MISSING_CONFIG_FIELD,
+    rule_ids.METHOD_GUESSED_AS_DRAFT_MODEL,
+    rule_ids.UNSUPPORTED_ACTIVATION,
+    rule_ids.D2T_IGNORED_BY_ENGINE,
+    rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
+    rule_ids.DRAFT_CONTEXT_SHORTER_THAN_TARGET,
+    rule_ids.TARGET_CAPABILITY_UNKNOWN,
+    rule_ids.DRAFT_BUILT_WITH_TARGET_QUANTIZATION,
+    rule_ids.TARGET_QUANTIZATION_NOT_MODELLED,
+    rule_ids.NORM_FLAG_IGNORED,
+    rule_ids.NORM_BEFORE_RESIDUAL_DEFAULT,
+)
+EMITS_STAGE = "engine procedure: vLLM's steps"
+
 # How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
 # eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
 EAGLE4_SERVING = (

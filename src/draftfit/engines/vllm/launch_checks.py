@@ -33,6 +33,16 @@ if TYPE_CHECKING:
     from draftfit.engines.builder import BaseBuilder
     from draftfit.serve.settings import ServeSettings
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.PIPELINE_PARALLEL_AUX_STATES,
+    rule_ids.DRAFT_TENSOR_PARALLEL_IGNORED,
+    rule_ids.DRAFT_TENSOR_PARALLEL_REFUSED,
+    rule_ids.DRAFT_MLA_ATTENTION_BACKEND,
+    rule_ids.SERVE_SETTING_INVALID,
+)
+EMITS_STAGE = "engine launch checks: vLLM's"
+
 SPELLING = Spelling(
     prog="vllm serve",
     command=("vllm", "serve"),
