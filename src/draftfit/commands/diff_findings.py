@@ -32,7 +32,7 @@ from draftfit.location import Location
 from draftfit.report import Finding
 from draftfit.rule_ids import RuleId
 from draftfit.rules import registered
-from draftfit.rules.base import Rule, Severity
+from draftfit.rules.base import Rule, Scope, Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def diff_finding(
 
 def _rule(rule_id: RuleId) -> Rule:
     found = registered(rule_id)
-    assert found.scope == "diff", rule_id
+    assert found.scope is Scope.DIFF, rule_id
     return found
 
 

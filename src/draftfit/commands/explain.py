@@ -26,7 +26,7 @@ TEXT_ITEMS_LIMIT = 12
 def rule_dict(item: Rule, data: bool = False) -> dict[str, Any]:
     """The rule's documentation; with `data`, also where it is detected and the engine data
     it rests on."""
-    out = {
+    out: dict[str, Any] = {
         "code": item.code,
         "name": item.name,
         "severity": str(item.severity),
@@ -34,7 +34,7 @@ def rule_dict(item: Rule, data: bool = False) -> dict[str, Any]:
         "consequence_text": item.id.consequence_text,
         "summary": item.summary,
         "family": item.family,
-        "scope": item.scope,
+        "scope": item.scope.value,
         "needs_target": item.needs_target,
         "doc": item.doc,
         "docs_url": rule_doc_url(item.code),

@@ -9,6 +9,12 @@ Every renderer has the signature ``render(result, options: RenderOptions) -> str
 format is one such function, its name in the kind's formats (:mod:`draftfit.render.kinds`)
 and one loader in :data:`RENDERERS` below.
 
+`check`, `diff` and `matrix` write their results through :func:`render_all`: one document
+for several results (a SARIF log of several runs, a JSON list of several drafts' reports)
+and the short forms of `--quiet` and `--statistics` are renderers of a sequence of results
+(``render(results, options) -> str``), one loader each in :data:`SET_RENDERERS`, by format
+and :class:`~draftfit.render.options.Form`.
+
 The renderers and result types are bound through small loader functions that import them
 when first asked for, so writing a check as JSON never loads rich, the XML library or the
 converter: each command pays only for the output it writes.
@@ -18,7 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from draftfit.fail_on import FailOn
 from draftfit.render.kinds import (
@@ -35,7 +41,7 @@ from draftfit.render.kinds import (
     Kind,
     formats_for,
 )
-from draftfit.render.options import RenderOptions
+from draftfit.render.options import Form, RenderOptions
 from draftfit.rule_ids import Severity
 
 TYPE_CHECKING = False
@@ -44,6 +50,8 @@ if TYPE_CHECKING:
 
     Renderer = Callable[[Any, RenderOptions], str]
     Loader = Callable[[], Renderer]
+    SetRenderer = Callable[[Sequence[Any], RenderOptions], str]
+    SetLoader = Callable[[], SetRenderer]
 
 
 # The class of the result each kind renders: the class where it is at hand, else where it is
@@ -199,6 +207,82 @@ RENDERERS: Mapping[Kind, Mapping[str, Loader]] = {
 }
 
 
+def _sarif_many() -> SetRenderer:
+    from draftfit.render.sarif import render_sarif_many
+
+    return render_sarif_many
+
+
+def _github_many() -> SetRenderer:
+    from draftfit.render.github import render_github_many
+
+    return render_github_many
+
+
+def _junit_checks() -> SetRenderer:
+    from draftfit.render.junit import render_junit_checks
+
+    return render_junit_checks
+
+
+def _junit_diffs() -> SetRenderer:
+    from draftfit.render.junit import render_junit_diffs
+
+    return render_junit_diffs
+
+
+def _reports_json() -> SetRenderer:
+    from draftfit.render.json import render_reports_json
+
+    return render_reports_json
+
+
+def _statistics_json() -> SetRenderer:
+    from draftfit.render.json import render_statistics_json
+
+    return render_statistics_json
+
+
+def _statistics_text() -> SetRenderer:
+    from draftfit.render.verdicts import render_statistics
+
+    return render_statistics
+
+
+def _verdicts_text() -> SetRenderer:
+    from draftfit.render.verdicts import render_verdicts
+
+    return render_verdicts
+
+
+def _matrix_verdicts() -> SetRenderer:
+    from draftfit.render.verdicts import render_matrix_verdicts
+
+    return render_matrix_verdicts
+
+
+# Renderers of a sequence of results of one kind, by format and form. A form a format does
+# not list is not written in that format (JSON has no `--quiet` form); a format without a
+# WHOLE entry writes each result with RENDERERS, one after the other.
+SET_RENDERERS: Mapping[Kind, Mapping[str, Mapping[Form, SetLoader]]] = {
+    CHECK: {
+        "text": {Form.STATISTICS: _statistics_text, Form.VERDICTS: _verdicts_text},
+        "json": {Form.STATISTICS: _statistics_json, Form.LIST: _reports_json},
+        "sarif": {Form.WHOLE: _sarif_many},
+        "github": {Form.WHOLE: _github_many},
+        "junit": {Form.WHOLE: _junit_checks},
+    },
+    DIFF: {
+        "text": {Form.STATISTICS: _statistics_text, Form.VERDICTS: _verdicts_text},
+        "json": {Form.STATISTICS: _statistics_json},
+        "sarif": {Form.WHOLE: _sarif_many},
+        "github": {Form.WHOLE: _github_many},
+        "junit": {Form.WHOLE: _junit_diffs},
+    },
+    MATRIX: {"text": {Form.VERDICTS: _matrix_verdicts}},
+}
+
+
 def kind_of(result: object) -> Kind:
     """The kind whose result type `result` is an instance of. A type named by its module is
     looked at only when that module is loaded: were `result` one, its module would be, so
@@ -236,6 +320,25 @@ def render(result: object, fmt: str, options: RenderOptions | None = None) -> st
     return renderer_for(kind_of(result), fmt)(result, options or RenderOptions())
 
 
+def render_all(
+    results: Sequence[object],
+    fmt: str,
+    options: RenderOptions | None = None,
+    forms: Iterable[Form] = (),
+) -> str:
+    """`results` (one or more, of one kind) as one document in format `fmt`: in the first of
+    `forms` (most wanted first) that format has for their kind, else whole."""
+    kind = kind_of(results[0])
+    renderers = SET_RENDERERS.get(kind, {}).get(fmt, {})
+    shown = options or RenderOptions()
+    for form in (*forms, Form.WHOLE):
+        load = renderers.get(form)
+        if load is not None:
+            return load()(results, shown)
+    render_one = renderer_for(kind, fmt)
+    return "\n".join(render_one(result, shown) for result in results)
+
+
 def emit(
     result: object,
     fmt: str,
@@ -257,4 +360,15 @@ def emit(
     out.write(render(result, fmt, options))
 
 
-__all__ = ["KINDS", "RENDERERS", "Kind", "emit", "formats_for", "kind_of", "render"]
+__all__ = [
+    "KINDS",
+    "RENDERERS",
+    "SET_RENDERERS",
+    "Form",
+    "Kind",
+    "emit",
+    "formats_for",
+    "kind_of",
+    "render",
+    "render_all",
+]

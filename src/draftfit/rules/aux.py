@@ -39,6 +39,7 @@ from draftfit.rules.base import (
     Consequence,
     Context,
     Location,
+    Scope,
     Violation,
     config_at,
     event_rule,
@@ -201,7 +202,7 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
             f"{view.title} does not read `{where.pointer}` (it reads {keys}) and falls back to "
             f"the default {_fmt(aux.used)}"
         ) + (f"; {aux.launch_unused}" if aux.launch_unused else "")
-    elif aux.read_from == where.pointer and where.convention != aux.read_convention:
+    elif aux.read_from == where.pointer and where.convention.value != aux.read_convention:
         reason = (
             f"{view.title} reads `{aux.read_from}` in {aux.read_convention} counting and "
             f"captures {_fmt(aux.used)}, so every layer is {_offset(used, trained)}"
@@ -629,7 +630,7 @@ def aux_ids_not_ascending(ctx: Context) -> Iterator[Violation]:
 @rule(
     AUX_IDS_NOT_RECORDED,
     "the producer does not write the aux layers it trained on",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def aux_ids_not_recorded(ctx: Context) -> Iterator[Violation]:
     """## What it checks

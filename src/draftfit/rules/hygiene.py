@@ -17,7 +17,7 @@ from draftfit.rule_ids import (
     UNTRAINED_LAYER_WEIGHTS,
     RuleId,
 )
-from draftfit.rules.base import Context, Location, Violation, config_at, rule
+from draftfit.rules.base import Context, Location, Scope, Violation, config_at, rule
 
 # The rules this module emits and where it stands (see draftfit.commands.detection).
 EMITS: tuple[RuleId, ...] = (
@@ -36,7 +36,7 @@ _NORM = re.compile(r"^layers\.\d+\.(input_layernorm|post_attention_layernorm|hid
 @rule(
     UNTRAINED_LAYER_WEIGHTS,
     "decoder norms are exactly 1.0: the layer looks freshly initialised",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def untrained_layer_weights(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -78,7 +78,7 @@ def untrained_layer_weights(ctx: Context) -> Iterator[Violation]:
 @rule(
     FLOAT32_WEIGHTS,
     "the draft stores float32 weights",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def float32_weights(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -108,7 +108,7 @@ def float32_weights(ctx: Context) -> Iterator[Violation]:
 @rule(
     CONFIG_DTYPE_MISMATCH,
     "config.json declares another dtype than the stored tensors",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def config_dtype_mismatch(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -158,7 +158,7 @@ def config_dtype_mismatch(ctx: Context) -> Iterator[Violation]:
 @rule(
     LOCAL_VERIFIER_PATH,
     "the speculators verifier is a local path",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def local_verifier_path(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -191,7 +191,7 @@ def local_verifier_path(ctx: Context) -> Iterator[Violation]:
 @rule(
     UNKNOWN_CONVENTION,
     "draftfit cannot tell which tool wrote the checkpoint",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def unknown_convention(ctx: Context) -> Iterator[Violation]:
     """## What it checks

@@ -21,6 +21,7 @@ from draftfit.rule_ids import (
 from draftfit.rules.base import (
     Context,
     Location,
+    Scope,
     Violation,
     config_at,
     event_rule,
@@ -183,7 +184,7 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
 @rule(
     D2T_OUT_OF_RANGE,
     "d2t maps draft tokens outside the target vocabulary",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def d2t_out_of_range(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -233,7 +234,7 @@ T2D_SKIPPED_SOURCES = (
 @rule(
     VOCAB_MAP_INCONSISTENT,
     "d2t has the wrong shape or maps two draft ids to one target id",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -272,7 +273,7 @@ def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
 @rule(
     T2D_INCONSISTENT,
     "t2d has the wrong shape or count, or marks other ids than d2t maps to",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def t2d_inconsistent(ctx: Context) -> Iterator[Violation]:
     """## What it checks

@@ -24,7 +24,6 @@ from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
     IGNORED_WINDOW,
-    TARGET_CONFIG,
     BaseBuilder,
     Built,
     Dims,
@@ -48,7 +47,7 @@ from draftfit.engines.view import (
     Event,
     FateCause,
 )
-from draftfit.location import Location, config_at
+from draftfit.location import Location, config_at, target_config_at
 from draftfit.rule_ids import Consequence
 from draftfit.serve.settings import ServeSettings
 
@@ -457,7 +456,7 @@ class _SGLangBuilder(BaseBuilder):
             f"the target is quantized (`{method}`) and the draft is not: if the launch passes "
             f"`--quantization {method}`, {self.p.title} builds the draft with it too and "
             f"start-up fails looking for the draft's `{method}` config",
-            Location(TARGET_CONFIG, "/quantization_config/quant_method"),
+            target_config_at("/quantization_config/quant_method"),
             ("draft_quantization_inherited", "draft_quantization_opt_out"),
             fix="leave `--quantization` out (SGLang reads the target's method from its "
             "config.json)"
@@ -951,7 +950,7 @@ class _SGLangBuilder(BaseBuilder):
                 rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
                 f"`{arch}` has SGLang's capture hook in {self.p.title}, but its forward does "
                 "not capture aux hidden states: the first EAGLE-3 step fails",
-                Location(TARGET_CONFIG, "/architectures/0"),
+                target_config_at("/architectures/0"),
                 ("verifier_eagle3_broken",),
                 fix="use SGLang 0.5.22 or later for this target",
                 # it starts: the missing states are found when the draft first reads them
@@ -965,7 +964,7 @@ class _SGLangBuilder(BaseBuilder):
                 rule_ids.TARGET_CAPABILITY_UNKNOWN,
                 f"draftfit has no record of `{arch}` implementing SGLang's EAGLE-3 capture "
                 f"(set_eagle3_layers_to_capture) in any release",
-                Location(TARGET_CONFIG, "/architectures/0"),
+                target_config_at("/architectures/0"),
                 ("verifier_eagle3_classes",),
                 fix="check the target's model class for set_eagle3_layers_to_capture",
             )
@@ -979,7 +978,7 @@ class _SGLangBuilder(BaseBuilder):
             rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
             f"the target class `{arch}` cannot capture aux hidden states in {self.p.title}: "
             f"start-up fails with {failure}",
-            Location(TARGET_CONFIG, "/architectures/0"),
+            target_config_at("/architectures/0"),
             ("verifier_eagle3_classes", "target_without_capture"),
             fix="use an SGLang version whose target class supports EAGLE-3",
         )

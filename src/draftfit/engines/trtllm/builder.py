@@ -25,7 +25,6 @@ from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
     IGNORED_WINDOW,
-    TARGET_CONFIG,
     BaseBuilder,
     Built,
     Dims,
@@ -40,7 +39,7 @@ from draftfit.engines.view import (
     AuxCapture,
     FateCause,
 )
-from draftfit.location import Location, config_at
+from draftfit.location import Location, config_at, target_config_at
 from draftfit.serve.settings import ServeSettings
 
 TYPE_CHECKING = False
@@ -573,7 +572,7 @@ class _TrtllmBuilder(BaseBuilder):
                     rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
                     f"TensorRT-LLM's supported-models matrix marks `{arch}` as not supporting "
                     f"EAGLE-3 in {self.p.title}",
-                    Location(TARGET_CONFIG, "/architectures/0"),
+                    target_config_at("/architectures/0"),
                     ("verifier_not_eagle3_classes",),
                     fix="use another engine for this target",
                 )
@@ -582,7 +581,7 @@ class _TrtllmBuilder(BaseBuilder):
                     rule_ids.TARGET_CAPABILITY_UNKNOWN,
                     f"draftfit has no record of whether `{arch}` captures aux hidden states in "
                     f"{self.p.title} (its TensorRT-LLM target list comes from documentation)",
-                    Location(TARGET_CONFIG, "/architectures/0"),
+                    target_config_at("/architectures/0"),
                     ("verifier_eagle3_classes",),
                     fix="check TensorRT-LLM's supported-models matrix for EAGLE-3",
                 )
