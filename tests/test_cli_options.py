@@ -29,8 +29,8 @@ from draftfit.cli.options import (
     SelectionOptions,
     from_namespace,
 )
-from draftfit.fail_on import FailOn
 from draftfit.records import is_record
+from draftfit.verdicts import FailOn
 
 
 def options(*argv: str) -> CommandOptions:

@@ -30,6 +30,7 @@ from draftfit.engines.launch_judgement import JudgedLaunch, ReleaseLaunch
 from draftfit.engines.profile import EngineVersion, Profile
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
+from draftfit.mtp_check import MTP, check_mtp, check_mtp_path, launches_target_mtp, selects_mtp
 from draftfit.records import replace
 from draftfit.report import (
     UNVERIFIED_RULES,
@@ -54,7 +55,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.values.facts import ValueFacts
 
-METHOD_CHOICES = (EAGLE3, EAGLE, "auto")
+METHOD_CHOICES = (EAGLE3, EAGLE, "auto", MTP)
 
 __all__ = [
     "METHOD_CHOICES",
@@ -86,8 +87,17 @@ def check_path(
     """
     from draftfit.origins.reference import open_checkpoint, open_target
 
+    if method == MTP or (target is None and selects_mtp(method, serve)):
+        if target is not None:
+            raise UsageError(
+                "an MTP check takes the target alone (it drafts with its own MTP layers); "
+                "a stand-alone NextN export next to its target is not checked yet: drop --target"
+            )
+        return check_mtp_path(draft, engines, serve)
     profiles = resolve_engines(engines)
     checkpoint = open_checkpoint(draft)
+    if method is None and target is None and launches_target_mtp(checkpoint, serve):
+        return check_mtp(checkpoint, profiles, serve)
     target_obj = open_target(target) if target is not None else None
     if target_obj is not None:
         target_obj.draft_is_for_target = draft_is_for_target
@@ -109,6 +119,8 @@ def check_checkpoint(
     engine; elsewhere they are listed as skipped (the verdict is for a default launch)."""
     if method is not None and method not in METHOD_CHOICES:
         raise UsageError(f"unknown method {method!r}; choose from {', '.join(METHOD_CHOICES)}")
+    if method == MTP:
+        return check_mtp(checkpoint, profiles, serve)
     draft = describe(checkpoint)
     value_facts = _value_facts(checkpoint, draft, target, values)
     effective_method = draft.method if method is None else method

@@ -9,7 +9,6 @@ from __future__ import annotations
 from enum import Enum
 
 from draftfit.engines.profile import EngineVersion
-from draftfit.fail_on import FailOn
 from draftfit.location import Location
 from draftfit.records import field, frozen, record
 from draftfit.rule_ids import (
@@ -22,7 +21,7 @@ from draftfit.rule_ids import (
 )
 from draftfit.serve.settings import SETTINGS_FLAGS
 from draftfit.verdicts import UNVERIFIED as UNVERIFIED  # re-exported for renderers
-from draftfit.verdicts import Verdict
+from draftfit.verdicts import FailOn, Verdict
 from draftfit.version import __version__
 
 TYPE_CHECKING = False
@@ -389,6 +388,8 @@ class EngineResult(VersionVerdict):
         out["chosen_because"] = self.chosen_because
         if self.aux_layers is not None:
             out["aux_layers"] = self.aux_layers.to_dict()
+        if self.view is not None and self.view.mtp is not None:
+            out["mtp"] = self.view.mtp.to_dict()
         return out
 
 
@@ -456,7 +457,7 @@ class Report:
 
     def exit_code(self, fail_on: FailOn | Severity | str = FailOn.ERROR) -> int:
         """1 when a counted finding (not suppressed) or an engine verdict fails at `fail_on`
-        (see draftfit.fail_on)."""
+        (see draftfit.verdicts)."""
         return exit_code(self.findings, self.engines, fail_on)
 
     def to_dict(self, fail_on: FailOn | Severity = Severity.ERROR) -> dict[str, Any]:
@@ -506,7 +507,7 @@ def exit_code(
     fail_on: FailOn | Severity | str = FailOn.ERROR,
 ) -> int:
     """1 when a counted finding (not suppressed) or a version's verdict fails at `fail_on`
-    (see draftfit.fail_on), else 0: the exit status of `check` and `diff`."""
+    (see draftfit.verdicts), else 0: the exit status of `check` and `diff`."""
     failing = FailOn.of(fail_on).fails(
         (f.severity for f in findings if f.counts), (r.verdict for r in results)
     )

@@ -462,6 +462,32 @@ LOCAL_VERIFIER_PATH = RuleId(
 )
 UNKNOWN_CONVENTION = RuleId("DF905", "unknown-convention", _COSMETIC, "hygiene")
 
+# MTP / NextN drafting: the draft is the target's own MTP layers (no separate checkpoint).
+MTP_FAMILY_UNSERVED = RuleId("DF140", "mtp-family-unserved", _REFUSES, "mtp")
+MTP_METHOD_NAME = RuleId("DF141", "mtp-method-name", _REFUSES, "mtp")
+MTP_TOKEN_COUNT_MISSING = RuleId("DF142", "mtp-token-count-missing", _REFUSES, "mtp")
+MTP_DEPTH_ZERO = RuleId("DF143", "mtp-depth-zero", _REFUSES, "mtp")
+MTP_DEPTH_ABSENT = RuleId("DF144", "mtp-depth-absent", _REFUSES, "mtp")
+MTP_DEPTH_TOKENS = RuleId("DF145", "mtp-depth-vs-tokens", _REFUSES, "mtp")
+MTP_LAUNCH_KIND = RuleId("DF146", "mtp-launch-kind", _REFUSES, "mtp")
+MTP_DRAFT_PATH_REQUIRED = RuleId("DF147", "mtp-draft-path-required", _REFUSES, "mtp")
+MTP_LAYER_MISSING = RuleId("DF220", "mtp-layer-missing", _GARBAGE, "mtp")
+MTP_TENSOR_MISSING = RuleId("DF221", "mtp-tensor-missing", _GARBAGE, "mtp")
+MTP_QUANT_UNCOVERED = RuleId("DF540", "mtp-quant-uncovered", _GARBAGE, "mtp")
+MTP_RULE_IDS: tuple[RuleId, ...] = (
+    MTP_FAMILY_UNSERVED,
+    MTP_METHOD_NAME,
+    MTP_TOKEN_COUNT_MISSING,
+    MTP_DEPTH_ZERO,
+    MTP_DEPTH_ABSENT,
+    MTP_DEPTH_TOKENS,
+    MTP_LAUNCH_KIND,
+    MTP_DRAFT_PATH_REQUIRED,
+    MTP_LAYER_MISSING,
+    MTP_TENSOR_MISSING,
+    MTP_QUANT_UNCOVERED,
+)
+
 ALL_RULE_IDS: tuple[RuleId, ...] = (
     UNREADABLE_FILE,
     TRUNCATED_FILE,
@@ -595,6 +621,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     CONFIG_DTYPE_MISMATCH,
     LOCAL_VERIFIER_PATH,
     UNKNOWN_CONVENTION,
+    *MTP_RULE_IDS,
 )
 
 BY_NAME: dict[str, RuleId] = {r.name: r for r in ALL_RULE_IDS}

@@ -33,6 +33,7 @@ FAMILY_NAMES = (
     "other_engines",
     "aux_order",
     "serving",
+    "mtp",
 )
 
 

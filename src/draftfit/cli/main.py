@@ -54,13 +54,13 @@ from draftfit.cli.reports import (
 from draftfit.cli.top import COMMAND_SUMMARIES, UsageExit, top_parser
 from draftfit.errors import DraftfitError, Interrupted
 from draftfit.escape import escape_field
-from draftfit.fail_on import CHOICES as FAIL_ON_CHOICES
 from draftfit.output.notices import notices_to
 from draftfit.output.progress import terminal_bars
 from draftfit.render import kinds
 from draftfit.render.kinds import Kind, formats_for
 from draftfit.rule_ids import VERIFIER_DIFFERS_FROM_TARGET
 from draftfit.schemas import SCHEMA_KINDS
+from draftfit.verdicts import CHOICES as FAIL_ON_CHOICES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -168,7 +168,8 @@ def _add_check_command(sub: Any) -> None:
         "--method",
         choices=CHECK_METHODS,
         help="speculative method the engine is told (default: read from the checkpoint); "
-        "'auto' emulates an engine given no method (vLLM then guesses from the path)",
+        "'auto' emulates an engine given no method (vLLM then guesses from the path); "
+        "'mtp' checks the MTP layers a target ships (the checkpoint is the target)",
     )
     check.add_argument(
         "--fail-on",

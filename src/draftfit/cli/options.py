@@ -13,26 +13,26 @@ reads a checkpoint or renders.
 
 from __future__ import annotations
 
-from draftfit.fail_on import CHOICES as FAIL_ON_CHOICES
-from draftfit.fail_on import FailOn
 from draftfit.records import frozen
 from draftfit.render import kinds
 from draftfit.render.kinds import Kind
 from draftfit.schemas import SCHEMA_KINDS
+from draftfit.verdicts import CHOICES as FAIL_ON_CHOICES
+from draftfit.verdicts import FailOn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from typing import Any, Literal, TypeVar
 
-    Method = Literal["eagle3", "eagle", "auto"]
+    Method = Literal["eagle3", "eagle", "auto", "mtp"]
     Values = Literal["sampled", "full"]
     Convention = Literal["vllm", "sglang", "speculators"]
     Shell = Literal["bash", "zsh", "fish"]
     _Choice = TypeVar("_Choice", bound=str)
 
 # The choices the parser offers, in the order `--help` lists them.
-CHECK_METHODS: tuple[Method, ...] = ("eagle3", "eagle", "auto")  # 'auto': no method given
+CHECK_METHODS: tuple[Method, ...] = ("eagle3", "eagle", "auto", "mtp")  # 'auto': no method given
 METHODS: tuple[Method, ...] = ("eagle3", "eagle")  # diff and matrix
 VALUES: tuple[Values, ...] = ("sampled", "full")
 CONVENTIONS: tuple[Convention, ...] = ("vllm", "sglang", "speculators")

@@ -27,8 +27,8 @@ from draftfit.cli.options import (
 )
 from draftfit.errors import DraftfitError, UsageError
 from draftfit.escape import escape_field
-from draftfit.fail_on import FailOn
 from draftfit.settings.config_file import FileSettings, discover, discover_from, load
+from draftfit.verdicts import FailOn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

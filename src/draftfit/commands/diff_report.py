@@ -5,7 +5,6 @@ are :mod:`draftfit.report`'s, as for `check`.
 
 from __future__ import annotations
 
-from draftfit.fail_on import FailOn
 from draftfit.records import field, record
 from draftfit.report import Finding, VersionVerdict, envelope, exit_code
 from draftfit.rule_ids import (
@@ -14,7 +13,7 @@ from draftfit.rule_ids import (
     TENSOR_NAME_DIFFERS,
     Severity,
 )
-from draftfit.verdicts import UNVERIFIED, Verdict
+from draftfit.verdicts import UNVERIFIED, FailOn, Verdict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -58,7 +57,7 @@ class DiffReport:
 
     def exit_code(self, fail_on: FailOn | Severity | str = FailOn.ERROR) -> int:
         """1 when a counted finding (not suppressed) or an engine verdict fails at `fail_on`
-        (see draftfit.fail_on)."""
+        (see draftfit.verdicts)."""
         return exit_code(self.findings, self.engines, fail_on)
 
     def to_dict(self, fail_on: FailOn | Severity = Severity.ERROR) -> dict[str, Any]:

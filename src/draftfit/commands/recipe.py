@@ -31,6 +31,7 @@ from draftfit.engines.profile import Profile
 from draftfit.engines.remote_code import remote_code_at
 from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
 from draftfit.errors import UsageError
+from draftfit.mtp_check import MTP
 from draftfit.records import record
 from draftfit.report import (
     EngineResult,
@@ -92,6 +93,12 @@ def attach_recipes(report: Report) -> None:
     error, and for every other version the line saying why it has none."""
     recipes: list[Recipe] = []
     missing: list[NoRecipe] = []
+    if report.method == MTP:
+        report.recipes = []
+        report.no_recipes = [
+            NoRecipe(result.engine, result.version, MTP_NO_RECIPE) for result in report.engines
+        ]
+        return
     applying = findings_by_engine(report.findings)
     for result in report.engines:
         shown = serving_for(report, result, applying.get(result.key, []))
@@ -103,6 +110,11 @@ def attach_recipes(report: Report) -> None:
     report.no_recipes = missing
 
 
+# Why an MTP check (the target's own MTP layers) gets no recipe.
+MTP_NO_RECIPE = (
+    "serve recipes for MTP drafting are not available yet: serve the target with the "
+    "launch that was checked"
+)
 # What a version without a recipe for the draft's method cannot serve.
 KIND_TITLES = {"eagle": "an EAGLE-1 draft", "eagle3": "an EAGLE-3 draft"}
 

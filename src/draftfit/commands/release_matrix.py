@@ -16,7 +16,6 @@ from draftfit.commands.recipe import NoRecipe, Recipe, serving_for
 from draftfit.draft.target import Target
 from draftfit.engines.interface import Engine
 from draftfit.engines.registry import ENGINES
-from draftfit.fail_on import FailOn
 from draftfit.records import field, record
 from draftfit.report import (
     COMPATIBLE,
@@ -29,7 +28,7 @@ from draftfit.report import (
 from draftfit.rules.base import Severity
 from draftfit.serve.settings import ServeSettings
 from draftfit.settings.selection import Selection, apply_to_report
-from draftfit.verdicts import Verdict
+from draftfit.verdicts import FailOn, Verdict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

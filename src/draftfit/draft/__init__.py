@@ -13,7 +13,7 @@ an earlier one (`tests/test_engine_interface.py` checks it).
 """
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("config_schema", "tensor_names", "target_rotation", "synth"),
+    ("config_schema", "tensor_names", "target_rotation", "synth", "mtp"),
     ("dialects", "target"),
     ("aux_counting",),
     ("description",),

@@ -28,6 +28,7 @@ from draftfit.checkpoint import Checkpoint
 from draftfit.checkpoint.local import load_from_access
 from draftfit.draft.description import DraftDescription
 from draftfit.draft.dialects import UNKNOWN, detect_dialect
+from draftfit.draft.mtp import family_of
 from draftfit.draft.target import Target
 from draftfit.errors import DraftfitError, UsageError
 
@@ -96,6 +97,20 @@ def argument_mistake(
         f"{origin} is a full model ({model}), not an EAGLE draft (no `fc` projection, no "
         f"EAGLE architecture): give the draft checkpoint as DRAFT and this model as --target "
         f"(`draftfit check DRAFT --target {origin}`), or pass --method to check it as a draft"
+        + mtp_hint(checkpoint, command)
+    )
+
+
+def mtp_hint(checkpoint: Checkpoint, command: str) -> str:
+    """Where a full model given as the draft is a target of a family that ships MTP layers:
+    how to check those (only `check` does)."""
+    if family_of(checkpoint.config) is None:
+        return ""
+    if command != "check":
+        return f"; it is a target with MTP layers, which `draftfit {command}` does not cover yet"
+    return (
+        f"; it is a target with MTP layers: `draftfit check {checkpoint.origin} --method mtp` "
+        "(or the MTP launch in --serve-args) checks them"
     )
 
 

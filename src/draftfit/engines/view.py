@@ -19,6 +19,7 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.description import DraftDescription
 from draftfit.draft.target import Target
 from draftfit.draft.tensor_names import bounded_message
+from draftfit.engines.mtp.view import MtpView
 from draftfit.engines.profile import Profile, Resolved
 from draftfit.engines.shapes import Axis
 from draftfit.location import Location
@@ -265,6 +266,8 @@ class EngineView:
     # Why the launch's settings were not all judged at this version (a setting whose
     # acceptance the data does not record here): the verdict is then not `compatible`.
     unjudged: list[str] = field(default_factory=list)
+    # What the release makes of a target's own MTP layers (an MTP check only).
+    mtp: MtpView | None = None
 
     def add(self, event: Event) -> None:
         self.events.append(event)

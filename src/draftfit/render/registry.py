@@ -26,7 +26,6 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from draftfit.fail_on import FailOn
 from draftfit.render.kinds import (
     CHECK,
     CONVERT,
@@ -43,6 +42,7 @@ from draftfit.render.kinds import (
 )
 from draftfit.render.options import Form, RenderOptions
 from draftfit.rule_ids import Severity
+from draftfit.verdicts import FailOn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

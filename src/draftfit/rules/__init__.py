@@ -14,6 +14,7 @@ from draftfit.rules import (  # noqa: F401 (each module registers its rules)
     difference,
     field_types,
     hygiene,
+    mtp,
     norms,
     serving,
     structure,

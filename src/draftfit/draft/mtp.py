@@ -1,0 +1,411 @@
+"""A target's own MTP (NextN) layers as facts: family, declared depth, shipped layers,
+quantization and its exclusion list — engine-neutral.
+
+MTP drafting uses no separate draft: the target checkpoint ships one or more
+multi-token-prediction layers after its decoder layers, and the engine builds its draft from
+them. How a family names those layers and which config key gives their number is data with
+provenance (`mtp_families.toml` beside this module); what each engine release does with them
+is in that engine's data. This module reads the config, the tensor names (all of them, from
+the index) and the dtypes and shapes of the MTP tensors (from the headers of the shards that
+hold them only, :func:`draftfit.checkpoint.scoped.load_scoped`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from functools import cache
+from pathlib import Path
+
+from draftfit.checkpoint.model import TensorInfo
+from draftfit.records import field, frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+FAMILIES_FILE = Path(__file__).with_name("mtp_families.toml")
+
+LAYER_INDEX = "layer_index"  # model.layers.{L+i}.*
+MTP_PREFIX = "mtp_prefix"  # mtp.* and mtp.layers.{i}.*
+MTP_LAYERS = "mtp_layers"  # model.mtp_layers.{i}.*
+
+# The last part of a tensor name that holds quantization data beside (or instead of) a
+# weight: a module storing one of these is stored quantized.
+QUANT_PARTS = frozenset(
+    {
+        "weight_scale",
+        "weight_scale_inv",
+        "weight_packed",
+        "weight_global_scale",
+        "weight_zero_point",
+        "qweight",
+        "qzeros",
+        "scales",
+        "input_scale",
+        "input_global_scale",
+    }
+)
+# Stored dtypes that are quantized values (a float8 or packed integer weight).
+QUANT_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "U8", "I8", "I32", "F4"})
+# Keys of `quantization_config` (or `hf_quant_config.json`) that list modules left unquantized.
+EXCLUSION_KEYS = (
+    "ignored_layers",
+    "modules_to_not_convert",
+    "ignore",
+    "exclude_modules",
+    "exclude",
+)
+MAX_EXCLUSIONS = 10_000
+MAX_LAYER_INDEX = 1_000_000
+
+
+@frozen
+class MtpFamily:
+    """How one family of targets declares and names its MTP layers (`mtp_families.toml`)."""
+
+    name: str
+    title: str
+    model_types: tuple[str, ...]
+    architectures: tuple[str, ...]
+    naming: str
+    depth_key: tuple[str, ...]
+    own: tuple[str, ...]
+    source: str
+
+    def layer_prefix(self, num_hidden_layers: int, i: int) -> str:
+        """The name prefix of the i-th MTP layer (0-based) in the checkpoint."""
+        if self.naming == LAYER_INDEX:
+            return f"model.layers.{num_hidden_layers + i}."
+        if self.naming == MTP_PREFIX:
+            return f"mtp.layers.{i}."
+        return f"model.mtp_layers.{i}."
+
+    def own_prefix(self, num_hidden_layers: int, i: int) -> str:
+        """The name prefix of the i-th MTP layer's own modules (`enorm`, `fc`, ...)."""
+        return "mtp." if self.naming == MTP_PREFIX else self.layer_prefix(num_hidden_layers, i)
+
+
+@cache
+def families() -> tuple[MtpFamily, ...]:
+    """The family table, read once."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+
+    table = tomllib.loads(FAMILIES_FILE.read_text(encoding="utf-8"))
+    return tuple(
+        MtpFamily(
+            name=item["name"],
+            title=item["title"],
+            model_types=tuple(item["model_types"]),
+            architectures=tuple(item["architectures"]),
+            naming=item["naming"],
+            depth_key=tuple(item["depth_key"]),
+            own=tuple(item["own"]),
+            source=item["source"],
+        )
+        for item in table["family"]
+    )
+
+
+def family_of(config: Mapping[str, Any] | None) -> MtpFamily | None:
+    """The MTP family of a target config (by `architectures[0]`, then `model_type`)."""
+    if not isinstance(config, Mapping):
+        return None
+    architectures = config.get("architectures")
+    first = architectures[0] if isinstance(architectures, list) and architectures else None
+    model_type = config.get("model_type")
+    for family in families():
+        if isinstance(first, str) and first in family.architectures:
+            return family
+    for family in families():
+        if isinstance(model_type, str) and model_type in family.model_types:
+            return family
+    return None
+
+
+def is_mtp_name(config: Mapping[str, Any] | None, name: str) -> bool:
+    """Whether `name` belongs to an MTP layer of the target `config` describes (or is a
+    tensor the MTP build compares with: the last decoder layer, the head, the embedding):
+    the shards :func:`draftfit.checkpoint.scoped.load_scoped` reads."""
+    family = family_of(config)
+    layers = _int(config, "num_hidden_layers") if config is not None else None
+    if family is None or layers is None:
+        return name.startswith(("mtp.", "model.mtp_layers."))
+    if family.naming == LAYER_INDEX:
+        index = _layer_number(name)
+        return index is not None and index >= layers
+    return name.startswith("mtp." if family.naming == MTP_PREFIX else "model.mtp_layers.")
+
+
+@frozen
+class MtpLayer:
+    """One MTP layer as shipped: its prefix and tensors by the name under it (`eh_proj.weight`,
+    `self_attn.q_a_proj.weight`); a tensor known only from the index has no info (None)."""
+
+    index: int
+    prefix: str
+    tensors: dict[str, TensorInfo | None]
+
+    def modules(self) -> set[str]:
+        """The module names under the prefix (a tensor's name without its last part)."""
+        return {sub.rsplit(".", 1)[0] for sub in self.tensors if "." in sub}
+
+    def stored_quantized(self, module: str) -> bool | None:
+        """Whether `module`'s weight is stored quantized (a quantized dtype, or scales or
+        packed values beside it); None when only the index names it."""
+        parts = {
+            sub.rsplit(".", 1)[1]: info
+            for sub, info in self.tensors.items()
+            if sub.rsplit(".", 1)[0] == module
+        }
+        if any(part in QUANT_PARTS for part in parts):
+            return True
+        weight = parts.get("weight")
+        if weight is None:
+            return None if "weight" in parts else False
+        return weight.dtype in QUANT_DTYPES
+
+
+@frozen
+class MtpQuant:
+    """The target's quantization as the MTP build reads it.
+
+    Attributes:
+        method: `quant_method` (or ModelOpt's `quant_algo`), as written; None: unquantized.
+        source: the file it was read from (`config.json`, `hf_quant_config.json`).
+        fmt: the weight format where the config names one (`e4m3`, `float-quantized`).
+        exclusions: the modules listed as left unquantized (every key of `EXCLUSION_KEYS`
+            that the config has, in order).
+        exclusion_keys: the keys they came from, as JSON pointers.
+        dynamic: GPTQ `dynamic` keys, as written.
+    """
+
+    method: str | None = None
+    source: str | None = None
+    fmt: str | None = None
+    exclusions: tuple[str, ...] = ()
+    exclusion_keys: tuple[str, ...] = ()
+    dynamic: tuple[str, ...] = ()
+
+
+@frozen
+class MtpTarget:
+    """What a target checkpoint says about its MTP layers.
+
+    Attributes:
+        family: its MTP family, or None when the table has none for its architecture.
+        architecture, model_type: as the config writes them.
+        num_hidden_layers: the decoder layer count L (None when absent or not an integer).
+        depth: the declared number of MTP layers; None when the key is absent (or not an
+            integer: `depth_invalid`).
+        depth_key: the key that gave it (the family's first, when absent).
+        depth_present: whether the key is written at all.
+        layers: the MTP layers shipped, by index (0 = the first MTP layer), found under the
+            family's naming scheme, whatever the declared depth.
+        backbone_modules: the module names of the last decoder layer, relative to its
+            prefix (what a decoder layer of this target holds).
+        quant: the target's quantization.
+        names_complete: False when a shard holding MTP tensors could not be read.
+        stray: tensor names that look like MTP tensors but are outside the family's scheme.
+    """
+
+    family: MtpFamily | None
+    architecture: str | None
+    model_type: str | None
+    num_hidden_layers: int | None
+    depth: int | None
+    depth_key: str
+    depth_present: bool
+    layers: dict[int, MtpLayer]
+    backbone_modules: frozenset[str]
+    quant: MtpQuant
+    names_complete: bool = True
+    stray: tuple[str, ...] = field(default=())
+    depth_invalid: bool = False
+
+    @property
+    def quantized(self) -> bool:
+        return self.quant.method is not None
+
+    def shipped(self) -> tuple[int, ...]:
+        return tuple(sorted(self.layers))
+
+
+def read_mtp_target(
+    config: Mapping[str, Any] | None,
+    names: Iterable[str],
+    tensors: Mapping[str, TensorInfo],
+    quant_file: Mapping[str, Any] | None = None,
+) -> MtpTarget:
+    """The MTP facts of a target: `names` are every tensor name it holds (the index's),
+    `tensors` the ones whose header was read; `quant_file` is `hf_quant_config.json`."""
+    config = config if isinstance(config, Mapping) else {}
+    family = family_of(config)
+    architectures = config.get("architectures")
+    architecture = (
+        architectures[0]
+        if isinstance(architectures, list) and architectures and isinstance(architectures[0], str)
+        else None
+    )
+    model_type = config.get("model_type") if isinstance(config.get("model_type"), str) else None
+    layers_count = _int(config, "num_hidden_layers")
+    keys = family.depth_key if family is not None else ("num_nextn_predict_layers",)
+    depth_key, depth_present, depth, invalid = keys[0], False, None, False
+    for key in keys:
+        if key in config:
+            depth_key, depth_present = key, True
+            depth = _int(config, key)
+            invalid = depth is None or depth < 0
+            depth = None if invalid else depth
+            break
+    layers: dict[int, MtpLayer] = {}
+    stray: list[str] = []
+    backbone: set[str] = set()
+    last = f"model.layers.{layers_count - 1}." if layers_count else None
+    for name in names:
+        if last is not None and name.startswith(last):
+            sub = name[len(last) :]
+            if "." in sub:
+                backbone.add(sub.rsplit(".", 1)[0])
+        found = _mtp_slot(family, layers_count, name)
+        if found is None:
+            if _looks_mtp(name):
+                stray.append(name)
+            continue
+        index, prefix, sub = found
+        layer = layers.get(index)
+        if layer is None:
+            layer = layers[index] = MtpLayer(index, prefix, {})
+        layer.tensors[sub] = tensors.get(name)
+    if family is not None and family.naming == MTP_PREFIX and layers:
+        _add_own(layers, names, tensors, "mtp.")
+    return MtpTarget(
+        family=family,
+        architecture=architecture,
+        model_type=model_type,
+        num_hidden_layers=layers_count,
+        depth=depth,
+        depth_key=depth_key,
+        depth_present=depth_present,
+        layers=layers,
+        backbone_modules=frozenset(backbone),
+        quant=read_quant(config, quant_file),
+        stray=tuple(sorted(stray)[:20]),
+        depth_invalid=invalid,
+    )
+
+
+def _add_own(
+    layers: dict[int, MtpLayer], names: Iterable[str], tensors: Mapping[str, TensorInfo], p: str
+) -> None:
+    """Qwen3-Next style: `mtp.fc`, `mtp.norm`, ... belong to the first MTP layer."""
+    first = layers[min(layers)]
+    for name in names:
+        if name.startswith(p) and not name.startswith(p + "layers."):
+            first.tensors[name[len(p) :]] = tensors.get(name)
+
+
+def _mtp_slot(
+    family: MtpFamily | None, layers_count: int | None, name: str
+) -> tuple[int, str, str] | None:
+    """(MTP layer index, its prefix, the name under it) when `name` is an MTP tensor."""
+    if family is None:
+        return None
+    if family.naming == LAYER_INDEX:
+        if layers_count is None:
+            return None
+        number = _layer_number(name)
+        if number is None or number < layers_count:
+            return None
+        prefix = f"model.layers.{number}."
+        return number - layers_count, prefix, name[len(prefix) :]
+    start = "mtp.layers." if family.naming == MTP_PREFIX else "model.mtp_layers."
+    if family.naming == MTP_PREFIX and name.startswith("mtp.") and not name.startswith(start):
+        return None  # the own modules: added to the first layer by _add_own
+    if not name.startswith(start):
+        return None
+    head, _, rest = name[len(start) :].partition(".")
+    if not head.isdigit() or len(head) > 7 or not rest:
+        return None
+    index = int(head)
+    return index, f"{start}{index}.", rest
+
+
+_LAYER = re.compile(r"model\.layers\.(\d{1,7})\.")
+
+
+def _layer_number(name: str) -> int | None:
+    found = _LAYER.match(name)
+    return int(found.group(1)) if found else None
+
+
+def _looks_mtp(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in ("mtp", "nextn", "eh_proj", "shared_head"))
+
+
+def _int(config: Mapping[str, Any] | None, key: str) -> int | None:
+    if config is None:
+        return None
+    value = config.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_LAYER_INDEX else None
+
+
+def read_quant(config: Mapping[str, Any], quant_file: Mapping[str, Any] | None) -> MtpQuant:
+    """The quantization method and exclusion list, from `quantization_config` or, where the
+    config has none, ModelOpt's `hf_quant_config.json` (`quantization.quant_algo`,
+    `exclude_modules`)."""
+    qc = config.get("quantization_config")
+    source = "config.json"
+    pointer = "/quantization_config"
+    if not isinstance(qc, Mapping) and isinstance(quant_file, Mapping):
+        inner = quant_file.get("quantization")
+        if isinstance(inner, Mapping):
+            qc = {"quant_method": inner.get("quant_algo"), **inner}
+            source, pointer = "hf_quant_config.json", "/quantization"
+    if not isinstance(qc, Mapping):
+        return MtpQuant()
+    method = qc.get("quant_method")
+    method = method.lower() if isinstance(method, str) else "unknown"
+    fmt = qc.get("fmt", qc.get("format"))
+    exclusions: list[str] = []
+    keys: list[str] = []
+    for key in EXCLUSION_KEYS:
+        value = qc.get(key)
+        if isinstance(value, list):
+            keys.append(f"{pointer}/{key}")
+            exclusions.extend(v for v in value[:MAX_EXCLUSIONS] if isinstance(v, str))
+    dynamic = qc.get("dynamic")
+    return MtpQuant(
+        method=method,
+        source=source,
+        fmt=fmt if isinstance(fmt, str) else None,
+        exclusions=tuple(exclusions),
+        exclusion_keys=tuple(keys),
+        dynamic=tuple(k for k in dynamic if isinstance(k, str))[:MAX_EXCLUSIONS]
+        if isinstance(dynamic, Mapping)
+        else (),
+    )
+
+
+__all__ = [
+    "LAYER_INDEX",
+    "MTP_LAYERS",
+    "MTP_PREFIX",
+    "MtpFamily",
+    "MtpLayer",
+    "MtpQuant",
+    "MtpTarget",
+    "families",
+    "family_of",
+    "is_mtp_name",
+    "read_mtp_target",
+    "read_quant",
+]

@@ -1,0 +1,423 @@
+"""The MTP steps every engine shares; each reads its release's facts from the engine data.
+
+A step writes the typed MTP part of the view and the view's findings, and returns False where
+the engine stops (a refusal) or where draftfit's data stops (the release was not read for
+that part: the check is then unverified, never `compatible`).
+"""
+
+from __future__ import annotations
+
+from draftfit import rule_ids
+from draftfit.draft.mtp import LAYER_INDEX
+from draftfit.engines.mtp.exclusions import (
+    CHECKPOINT_NAMES,
+    engine_name,
+    excluded,
+    quantizable,
+    shard_mates,
+)
+from draftfit.engines.mtp.state import MtpBuild
+from draftfit.engines.name_patterns import NameList
+from draftfit.location import Location
+from draftfit.rule_ids import Consequence
+
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.MTP_DEPTH_ABSENT,
+    rule_ids.MTP_DEPTH_TOKENS,
+    rule_ids.MTP_DEPTH_ZERO,
+    rule_ids.MTP_DRAFT_PATH_REQUIRED,
+    rule_ids.MTP_FAMILY_UNSERVED,
+    rule_ids.MTP_LAUNCH_KIND,
+    rule_ids.MTP_LAYER_MISSING,
+    rule_ids.MTP_QUANT_UNCOVERED,
+    rule_ids.MTP_TENSOR_MISSING,
+)
+EMITS_STAGE = "MTP procedure: the steps every engine shares"
+
+SHOWN = 6
+OUTCOMES = {
+    "refused": Consequence.REFUSES_TO_START,
+    "garbage": Consequence.DRAFTS_GARBAGE,
+}
+
+
+def _title(state: MtpBuild) -> str:
+    return state.profile.title
+
+
+def release_read(state: MtpBuild) -> bool | None:
+    """Stop, unverified, at a release whose MTP handling draftfit has not read."""
+    served = state.profile.fact("mtp_families_served").value
+    if not served:
+        state.not_read(f"how {_title(state)} serves MTP layers was not read")
+        return False
+    return None
+
+
+def family_served(state: MtpBuild) -> bool | None:
+    """The target's family has an MTP class at this release (DF140); an EAGLE draft given
+    where the launch selects MTP is a launch of the wrong kind (DF146)."""
+    target = state.target
+    if state.eagle_draft is not None:
+        state.mtp_finding(
+            rule_ids.MTP_LAUNCH_KIND,
+            f"the launch selects MTP drafting, but the checkpoint is an EAGLE draft "
+            f"({state.eagle_draft}), not a target carrying MTP layers: {_title(state)} "
+            "builds an MTP draft from the target's own layers and finds no MTP class for "
+            "this config",
+            keys=("mtp_families_served",),
+            fix="serve the EAGLE draft with an EAGLE method (`eagle3`), or point the MTP "
+            "launch at the target that ships the MTP layers",
+        )
+        return False
+    family = target.family
+    if family is None:
+        what = target.architecture or target.model_type or "this architecture"
+        state.not_read(f"draftfit's MTP family table has no naming for `{what}`")
+        return False
+    state.mtp.family = family.name
+    served = state.profile.fact("mtp_families_served").value
+    if family.name not in served:
+        state.mtp_finding(
+            rule_ids.MTP_FAMILY_UNSERVED,
+            f"{_title(state)} has no MTP draft class for {family.title} targets "
+            f"(`{target.architecture}`): the MTP launch is refused",
+            location=Location("config.json", "/architectures"),
+            keys=("mtp_families_served",),
+            fix="serve it with a release that has an MTP class for this family "
+            "(`draftfit matrix` lists them), or without MTP drafting",
+        )
+        return False
+    return None
+
+
+def draft_path(state: MtpBuild) -> bool | None:
+    """A family whose MTP draft the release does not default to the target needs the draft
+    path in the launch (DF147)."""
+    launch, family = state.launch, state.target.family
+    if not launch.given or family is None:
+        return None
+    if launch.other_draft is not None:
+        state.not_read(
+            f"the launch names `{launch.other_draft}` as the MTP draft; draftfit checks the "
+            "MTP layers of the checkpoint given, not that one"
+        )
+    fact = state.profile.fact("mtp_default_draft")
+    if not fact.known or family.name not in fact.value:
+        state.not_read(f"which draft {_title(state)} uses for {family.title} was not read")
+        return None
+    if fact.value[family.name] == "required" and launch.draft_model is None:
+        state.mtp_finding(
+            rule_ids.MTP_DRAFT_PATH_REQUIRED,
+            f"{_title(state)} does not default the MTP draft of a {family.title} target to "
+            "the target itself, and the launch names no draft: the launch is refused",
+            location=Location(pointer=launch.pointer),
+            keys=("mtp_default_draft",),
+            fix="name the target itself as the draft in the launch (vLLM: "
+            '`"model": TARGET` in `--speculative-config`; SGLang: '
+            "`--speculative-draft-model-path TARGET`)",
+        )
+        return False
+    return None
+
+
+def depth(state: MtpBuild) -> bool | None:
+    """The declared MTP depth: 0 is refused (DF143); absent reads as the release's config
+    class says (DF144)."""
+    target, mtp = state.target, state.mtp
+    mtp.depth_declared, mtp.depth_present = target.depth, target.depth_present
+    mtp.layers_shipped = target.shipped()
+    where = Location("config.json", f"/{target.depth_key}")
+    if target.depth_invalid:
+        state.not_read(f"`{target.depth_key}` is not a non-negative integer")
+        return False
+    if target.depth == 0:
+        state.mtp_finding(
+            rule_ids.MTP_DEPTH_ZERO,
+            f"`{target.depth_key}` is 0: {_title(state)} refuses an MTP launch on a target "
+            "that declares no MTP layer",
+            location=where,
+            keys=("mtp_depth_rule",),
+            fix=f"set `{target.depth_key}` to the number of MTP layers the checkpoint ships"
+            + (f" ({len(target.layers)})" if target.layers else "")
+            + ", or serve without MTP drafting",
+        )
+        return False
+    if target.depth is not None:
+        mtp.depth_used = target.depth
+        return None
+    fact = state.profile.fact("mtp_depth_absent_reads_as")
+    family = target.family
+    reads = fact.value.get(family.name) if fact.known and family is not None else None
+    if reads is None:
+        state.not_read(
+            f"what {_title(state)} reads for an absent `{target.depth_key}` was not read"
+        )
+        return False
+    if reads == "refused":
+        state.mtp_finding(
+            rule_ids.MTP_DEPTH_ABSENT,
+            f"the config has no `{target.depth_key}`, and {_title(state)}'s MTP class reads it "
+            "from the config: the MTP build fails (AttributeError)",
+            location=where,
+            keys=("mtp_depth_absent_reads_as",),
+            fix=f"write `{target.depth_key}` (the number of MTP layers shipped) in config.json",
+            consequence=Consequence.REFUSES_TO_START,
+        )
+        return False
+    mtp.depth_used = 1 if reads == "one-layer" else int(reads)
+    state.mtp_finding(
+        rule_ids.MTP_DEPTH_ABSENT,
+        f"the config has no `{target.depth_key}`; {_title(state)} reads it as "
+        f"{mtp.depth_used} (the default of its config class)",
+        location=where,
+        keys=("mtp_depth_absent_reads_as",),
+        fix=f"write `{target.depth_key}` in config.json so that every engine reads the same depth",
+        consequence=Consequence.COSMETIC,
+    )
+    return None
+
+
+def depth_vs_tokens(state: MtpBuild) -> bool | None:
+    """The launch's token count against the depth the release reads (DF145)."""
+    mtp, n = state.mtp, state.mtp.depth_used
+    fact = state.profile.fact("mtp_depth_rule")
+    if not fact.known or n is None:
+        state.not_read(f"{_title(state)}'s MTP depth rule was not read")
+        return False
+    rule = fact.value if isinstance(fact.value, str) else fact.value.get("rule")
+    family = state.target.family
+    forced = (
+        family is not None
+        and isinstance(fact.value, dict)
+        and family.name in fact.value.get("forced_one", [])
+    )
+    where = Location("config.json", f"/{state.target.depth_key}")
+    if forced:
+        n = mtp.depth_used = 1
+    elif rule == "exactly-one" and n != 1:
+        state.mtp_finding(
+            rule_ids.MTP_DEPTH_TOKENS,
+            f"the target declares {n} MTP layers; {_title(state)}'s NextN loader supports "
+            "exactly one (`Only 1 nextn layer is supported`): the draft load fails",
+            location=where,
+            keys=("mtp_depth_rule",),
+            fix=f"set `{state.target.depth_key}` to 1 (the first MTP layer is the one loaded) "
+            "in a copy of the config for this engine",
+        )
+        return False
+    k = mtp.tokens
+    if k is not None and rule == "divisible" and k > n and k % n:
+        state.mtp_finding(
+            rule_ids.MTP_DEPTH_TOKENS,
+            f"`num_speculative_tokens` {k} is more than the {n} MTP layers and not a multiple "
+            f"of {n}: {_title(state)} refuses it (`must be divisible by n_predict={n}`)",
+            location=Location(pointer=state.launch.pointer),
+            keys=("mtp_depth_rule",),
+            fix=f"use `num_speculative_tokens` {n} or a multiple of it ({2 * n}, {3 * n})",
+        )
+        return False
+    mtp.layer_reused = k is not None and k > n
+    mtp.layers_built = tuple(range(n))
+    return None
+
+
+def _missing_outcome(state: MtpBuild) -> Consequence | None:
+    fact = state.profile.fact("mtp_missing_weights")
+    if not fact.known:
+        return None
+    word = fact.value.get("quantized" if state.target.quantized else "unquantized")
+    return OUTCOMES.get(word) if isinstance(word, str) else None
+
+
+def _consequence_words(consequence: Consequence) -> str:
+    if consequence is Consequence.REFUSES_TO_START:
+        return "the load check refuses it"
+    return "its parameters keep their initial values, silently: every draft is wrong"
+
+
+def layers_present(state: MtpBuild) -> bool | None:
+    """Every MTP layer the release builds is shipped (DF220)."""
+    target, built = state.target, state.mtp.layers_built or ()
+    family = target.family
+    if family is None or (target.num_hidden_layers is None and family.naming == LAYER_INDEX):
+        state.not_read("the target config has no usable `num_hidden_layers`")
+        return False
+    missing = [i for i in built if i not in target.layers]
+    if not missing:
+        return None
+    outcome = _missing_outcome(state)
+    if outcome is None:
+        state.not_read(f"what {_title(state)} does with a missing MTP layer was not read")
+        return None
+    prefixes = ", ".join(
+        f"`{family.layer_prefix(target.num_hidden_layers or 0, i)}*`" for i in missing[:SHOWN]
+    )
+    stray = (
+        f"; tensors that look like MTP weights under other names ({', '.join(target.stray[:3])}) "
+        "are mapped nowhere"
+        if target.stray
+        else ""
+    )
+    state.mtp_finding(
+        rule_ids.MTP_LAYER_MISSING,
+        f"the config declares {state.mtp.depth_used} MTP layer(s), but the checkpoint ships no "
+        f"tensor under {prefixes}{stray}: {_title(state)} builds the layer and "
+        f"{_consequence_words(outcome)}",
+        location=Location("config.json", f"/{target.depth_key}"),
+        keys=("mtp_missing_weights",),
+        fix="export the MTP layers with the checkpoint (the exporter dropped them), or set "
+        f"`{target.depth_key}` to the layers shipped and serve without MTP if there are none",
+        consequence=outcome,
+    )
+    return None
+
+
+def tensors_present(state: MtpBuild) -> bool | None:
+    """Every module the release loads from each shipped MTP layer is there (DF221)."""
+    target, family = state.target, state.target.family
+    if family is None:
+        return None
+    fact = state.profile.fact("mtp_required_tensors")
+    required = fact.value.get(family.name) if fact.known else None
+    if required is None:
+        state.not_read(f"which MTP tensors {_title(state)} requires was not read")
+        return None
+    for index in state.mtp.layers_built or ():
+        layer = target.layers.get(index)
+        if layer is None:
+            continue
+        modules = layer.modules()
+        missing = [m for m in required if m not in modules]
+        if family.naming == LAYER_INDEX and target.backbone_modules:
+            decoder = sorted(target.backbone_modules - modules - set(family.own))
+            missing += decoder
+        if not missing:
+            continue
+        outcome = _missing_outcome(state)
+        if outcome is None:
+            state.not_read(f"what {_title(state)} does with a missing MTP tensor was not read")
+            continue
+        own_prefix = family.own_prefix(target.num_hidden_layers or 0, index)
+        full = [(own_prefix if m in family.own else layer.prefix) + m for m in missing]
+        shown = ", ".join(f"`{name}.weight`" for name in full[:SHOWN])
+        more = f" and {len(missing) - SHOWN} more" if len(missing) > SHOWN else ""
+        state.mtp_finding(
+            rule_ids.MTP_TENSOR_MISSING,
+            f"MTP layer {layer.prefix.rstrip('.')} lacks {shown}{more}, which "
+            f"{_title(state)} loads from the checkpoint: {_consequence_words(outcome)}",
+            location=Location(tensor=full[0] + ".weight"),
+            keys=("mtp_required_tensors", "mtp_missing_weights"),
+            fix="export the MTP layer whole (every tensor of its decoder layer and "
+            f"{', '.join(required)})",
+            consequence=outcome,
+        )
+    return None
+
+
+def quantization_covered(state: MtpBuild) -> bool | None:
+    """A quantized target's MTP modules stored unquantized are excluded from the
+    quantization under the names this release matches (DF540)."""
+    target = state.target
+    if not target.quantized:
+        return None
+    state.mtp.quantization = target.quant.method
+    naming_fact = state.profile.fact("mtp_exclusion_names")
+    outcome_fact = state.profile.fact("mtp_quant_uncovered")
+    if not naming_fact.known:
+        state.not_read(f"how {_title(state)} matches quantization exclusions was not read")
+        return None
+    naming = naming_fact.value
+    state.mtp.exclusion_names = naming
+    names = NameList(list(target.quant.exclusions), "exclusions")
+    for index in state.mtp.layers_built or ():
+        layer = target.layers.get(index)
+        if layer is None:
+            continue
+        uncovered: list[str] = []
+        partial: list[str] = []
+        for module in sorted(layer.modules()):
+            if not quantizable(module) or layer.stored_quantized(module) is not False:
+                continue
+            name = engine_name(layer, module, naming)
+            if not excluded(name, target.quant.exclusions, names):
+                uncovered.append(name)
+            elif any(
+                not excluded(engine_name(layer, mate, naming), target.quant.exclusions, names)
+                for mate in shard_mates(module)
+                if mate in layer.modules()
+            ):
+                partial.append(name)
+        _report_uncovered(state, layer.prefix, sorted(set(uncovered)), naming, outcome_fact.value)
+        if partial and naming == CHECKPOINT_NAMES:
+            state.mtp_finding(
+                rule_ids.MTP_QUANT_UNCOVERED,
+                f"the exclusion list names {', '.join(f'`{p}`' for p in partial[:SHOWN])} but "
+                f"not the other shard(s) of the fused module {_title(state)} builds from it: "
+                "the build is refused (`Detected some but not all shards ... are quantized`)",
+                location=Location(target.quant.source, _pointer(state)),
+                keys=("mtp_exclusion_names",),
+                fix="list both shards of every fused module (`q_a_proj` with "
+                "`kv_a_proj_with_mqa`, `gate_proj` with `up_proj`)",
+                consequence=Consequence.REFUSES_TO_START,
+            )
+    return None
+
+
+def _pointer(state: MtpBuild) -> str:
+    keys = state.target.quant.exclusion_keys
+    return keys[0] if keys else "/quantization_config"
+
+
+def _report_uncovered(
+    state: MtpBuild, prefix: str, uncovered: list[str], naming: str, outcomes: object
+) -> None:
+    if not uncovered:
+        return
+    method = state.target.quant.method or ""
+    word = outcomes.get(method) if isinstance(outcomes, dict) else None
+    outcome = OUTCOMES.get(word) if isinstance(word, str) else None
+    if outcome is None:
+        state.not_read(
+            f"what {_title(state)} does with an unquantized MTP layer in a `{method}` target "
+            "was not read"
+        )
+        return
+    shown = ", ".join(f"`{n}`" for n in uncovered[:SHOWN])
+    more = f" and {len(uncovered) - SHOWN} more" if len(uncovered) > SHOWN else ""
+    effect = (
+        "loading a BF16 tensor into a quantized parameter is refused at start-up"
+        if outcome is Consequence.REFUSES_TO_START
+        else "the BF16 values are cast into quantized parameters whose scales are never "
+        "loaded, with no error: every draft is wrong (acceptance ≈ 0)"
+    )
+    names = (
+        "the checkpoint's own names (`model.layers.{L}...`)"
+        if naming == CHECKPOINT_NAMES
+        else "its runtime names (`model.decoder.<module>`, `model.eh_proj`, "
+        "`model.decoder.mlp.experts`)"
+    )
+    state.mtp_finding(
+        rule_ids.MTP_QUANT_UNCOVERED,
+        f"the target is quantized (`{method}`) but its MTP layer {prefix.rstrip('.')} is stored "
+        f"unquantized, and the exclusion list does not cover {shown}{more} under the names "
+        f"{_title(state)} matches; it builds them quantized like the target: {effect}",
+        location=Location(state.target.quant.source, _pointer(state)),
+        keys=("mtp_quant_uncovered", "mtp_exclusion_names"),
+        fix="ship the MTP layer quantized like the backbone (the portable fix), or, for "
+        f"{_title(state)}, list its modules in the quantization config's exclusion list under "
+        f"{names}",
+        consequence=outcome,
+    )
+
+
+__all__ = [
+    "depth",
+    "depth_vs_tokens",
+    "draft_path",
+    "family_served",
+    "layers_present",
+    "quantization_covered",
+    "release_read",
+    "tensors_present",
+]

@@ -1,0 +1,89 @@
+"""SGLang's MTP (NextN) procedure: the `--speculative-algorithm` values and step flags its
+server arguments take, then the steps every engine shares (`draftfit.engines.mtp.steps`).
+
+What each release does is in the `mtp_*` facts of `data.toml` (read in the 0.5.23 wheel,
+confirmed on a CPU for DeepSeek-V3 and GLM targets: `dev/mtp-source-facts.md`,
+`dev/mtp-oracle-results.md`).
+"""
+
+from __future__ import annotations
+
+from draftfit import rule_ids
+from draftfit.engines.mtp import steps
+from draftfit.engines.mtp.state import MtpBuild, Procedure
+from draftfit.location import Location
+from draftfit.rule_ids import Consequence
+
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.MTP_LAUNCH_KIND,
+    rule_ids.MTP_TOKEN_COUNT_MISSING,
+)
+EMITS_STAGE = "MTP procedure: the speculative algorithm and steps of an SGLang launch"
+
+
+def algorithm(state: MtpBuild) -> bool | None:
+    """`--speculative-algorithm` is an MTP algorithm at this release (NEXTN, or EAGLE with
+    no separate draft); another algorithm on the target is a launch of the wrong kind
+    (DF146), whose outcome was not read."""
+    launch, title = state.launch, state.profile.title
+    if not launch.given:
+        return None
+    names = state.profile.fact("mtp_method_names")
+    if not names.known:
+        state.not_read(f"the MTP algorithms of {title} were not read")
+        return False
+    method = (launch.method or "").upper()
+    if method in names.value:
+        state.mtp.method = "EAGLE"
+        return None
+    state.mtp_finding(
+        rule_ids.MTP_LAUNCH_KIND,
+        f"`--speculative-algorithm {launch.method}` does not serve the target's NextN "
+        f"layers in {title} (NEXTN or EAGLE does); what it does with this target was not read",
+        location=Location(pointer="--speculative-algorithm"),
+        keys=("mtp_method_names",),
+        fix="use `--speculative-algorithm NEXTN` to draft with the target's own MTP layers",
+        consequence=Consequence.UNKNOWN,
+    )
+    return False
+
+
+def step_count(state: MtpBuild) -> bool | None:
+    """Without `--speculative-num-steps`, the release picks the steps itself (DF142, info)."""
+    launch, title = state.launch, state.profile.title
+    state.mtp.tokens = launch.tokens
+    if not launch.given or launch.tokens is not None:
+        return None
+    fact = state.profile.fact("mtp_tokens_default")
+    if not fact.known:
+        state.not_read(f"{title}'s default MTP steps were not read")
+        return None
+    steps_, topk, tokens = fact.value
+    state.mtp.tokens = steps_
+    state.mtp_finding(
+        rule_ids.MTP_TOKEN_COUNT_MISSING,
+        f"the launch gives no `--speculative-num-steps`; {title} chooses {steps_} steps, top-k "
+        f"{topk} and {tokens} draft tokens for this target",
+        location=Location(pointer="--speculative-num-steps"),
+        keys=("mtp_tokens_default",),
+        fix="pass `--speculative-num-steps`, `--speculative-eagle-topk` and "
+        "`--speculative-num-draft-tokens` to choose them",
+        consequence=Consequence.COSMETIC,
+    )
+    return None
+
+
+PROCEDURE: Procedure = (
+    steps.release_read,
+    steps.family_served,
+    algorithm,
+    steps.draft_path,
+    step_count,
+    steps.depth,
+    steps.depth_vs_tokens,
+    steps.layers_present,
+    steps.tensors_present,
+    steps.quantization_covered,
+)
+
+__all__ = ["PROCEDURE", "algorithm", "step_count"]

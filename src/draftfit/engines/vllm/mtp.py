@@ -1,0 +1,131 @@
+"""vLLM's MTP procedure: the method names and token count its `--speculative-config` takes,
+then the steps every engine shares (`draftfit.engines.mtp.steps`).
+
+What each release does is in the `mtp_*` facts of `data.toml` (read in the 0.10.2 and 0.34.0
+wheels, confirmed on a CPU: `dev/mtp-source-facts.md`, `dev/mtp-oracle-results.md`).
+"""
+
+from __future__ import annotations
+
+from draftfit import rule_ids
+from draftfit.engines.mtp import steps
+from draftfit.engines.mtp.state import MtpBuild, Procedure
+from draftfit.location import Location
+from draftfit.rule_ids import Consequence
+
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.MTP_LAUNCH_KIND,
+    rule_ids.MTP_METHOD_NAME,
+    rule_ids.MTP_TOKEN_COUNT_MISSING,
+)
+EMITS_STAGE = "MTP procedure: the speculative config of a vLLM launch"
+
+EAGLE_METHODS = frozenset({"eagle", "eagle3"})
+
+
+def method_name(state: MtpBuild) -> bool | None:
+    """The launch's `method` names MTP at this release (DF141); an EAGLE method on the
+    target is a launch of the wrong kind (DF146)."""
+    launch, title = state.launch, state.profile.title
+    if not launch.given:
+        return None
+    method = launch.method or ""
+    where = Location(pointer=f"{launch.pointer}.method")
+    names = state.profile.fact("mtp_method_names")
+    if not names.known:
+        state.not_read(f"the MTP method names of {title} were not read")
+        return False
+    kind = names.value.get(method)
+    if kind in ("canonical", "accepted"):
+        state.mtp.method = method
+        return None
+    if kind == "deprecated":
+        state.mtp.method = "mtp"
+        state.mtp_finding(
+            rule_ids.MTP_METHOD_NAME,
+            f"method `{method}` is deprecated in {title}: it is accepted and replaced with "
+            "`mtp` (vLLM logs a deprecation warning)",
+            location=where,
+            keys=("mtp_method_names",),
+            fix='write `"method": "mtp"`',
+            consequence=Consequence.COSMETIC,
+        )
+        return None
+    if method in EAGLE_METHODS:
+        return _eagle_on_target(state, method, where)
+    accepted = ", ".join(f"`{n}`" for n in names.value)
+    state.mtp_finding(
+        rule_ids.MTP_METHOD_NAME,
+        f"{title} does not take method `{method}` for MTP drafting (it takes {accepted}): "
+        "the speculative config is refused",
+        location=where,
+        keys=("mtp_method_names",),
+        fix=f"use one of {accepted}",
+    )
+    return False
+
+
+def _eagle_on_target(state: MtpBuild, method: str, where: Location) -> bool:
+    launch, title = state.launch, state.profile.title
+    if launch.other_draft is not None:
+        state.mtp_finding(
+            rule_ids.MTP_LAUNCH_KIND,
+            f"the launch serves `{launch.other_draft}` as an `{method}` draft, not this "
+            "target's MTP layers: the checkpoint checked here is the target, and the draft "
+            "that runs was not checked",
+            location=where,
+            keys=("mtp_method_names",),
+            fix=f"check the draft: `draftfit check {launch.other_draft} --target TARGET`; "
+            'or serve the MTP layers with `"method": "mtp"`',
+            consequence=Consequence.UNKNOWN,
+        )
+        return False
+    fact = state.profile.fact("mtp_eagle_without_draft")
+    state.mtp_finding(
+        rule_ids.MTP_LAUNCH_KIND,
+        f"method `{method}` needs a separate draft checkpoint and the launch names none; "
+        f"this target carries MTP layers, which {title} serves with method `mtp`"
+        + (": the speculative config is refused" if fact.known else ""),
+        location=where,
+        keys=("mtp_method_names", "mtp_eagle_without_draft"),
+        fix='use `"method": "mtp"` to draft with the target\'s own MTP layers',
+        consequence=None if fact.known else Consequence.UNKNOWN,
+    )
+    return False
+
+
+def token_count(state: MtpBuild) -> bool | None:
+    """The launch gives `num_speculative_tokens` where the release requires it (DF142)."""
+    launch, title = state.launch, state.profile.title
+    state.mtp.tokens = launch.tokens
+    if not launch.given or launch.tokens is not None or launch.draft_model is not None:
+        return None
+    fact = state.profile.fact("mtp_tokens_required")
+    if not fact.known:
+        state.not_read(f"whether {title} requires `num_speculative_tokens` for MTP was not read")
+        return None
+    state.mtp_finding(
+        rule_ids.MTP_TOKEN_COUNT_MISSING,
+        f"the launch gives no `num_speculative_tokens`; {title} refuses an MTP "
+        "`--speculative-config` without it (`num_speculative_tokens must be provided ...`)",
+        location=Location(pointer=launch.pointer),
+        keys=("mtp_tokens_required",),
+        fix='add `"num_speculative_tokens": 1` (or the number of MTP layers, or a multiple)',
+    )
+    return False
+
+
+PROCEDURE: Procedure = (
+    steps.release_read,
+    steps.family_served,
+    method_name,
+    steps.draft_path,
+    token_count,
+    steps.depth,
+    steps.depth_vs_tokens,
+    steps.layers_present,
+    steps.tensors_present,
+    steps.quantization_covered,
+)
+
+__all__ = ["PROCEDURE", "method_name", "token_count"]

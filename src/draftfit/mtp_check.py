@@ -1,0 +1,279 @@
+"""The MTP check: a target that carries its own MTP (NextN) layers, served as its own draft.
+
+`draftfit check TARGET --method mtp`, or a launch that selects MTP (vLLM `{"method":
+"mtp", ...}` or a per-family MTP method, SGLang `--speculative-algorithm NEXTN`), checks the
+target's MTP layers instead of an EAGLE draft: no `--target` (the checkpoint is the
+target). The target is read from its config, its index and the headers of the shards
+holding MTP tensors only (:func:`draftfit.checkpoint.scoped.load_scoped`); each engine
+release's MTP procedure (:mod:`draftfit.engines.mtp`) judges it from that release's data,
+and the MTP rules (:mod:`draftfit.rules.mtp`) turn what it found into findings. A release
+whose MTP handling draftfit has not read gets an `unverified` verdict, never `compatible`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import partial
+from pathlib import Path
+
+from draftfit.checkpoint.local import read_json_object
+from draftfit.checkpoint.model import Checkpoint
+from draftfit.checkpoint.scoped import load_scoped
+from draftfit.draft.description import describe
+from draftfit.draft.mistakes import DRAFT_KEYS
+from draftfit.draft.mtp import MtpTarget, family_of, is_mtp_name, read_mtp_target
+from draftfit.draft.target import Target
+from draftfit.engines.installed import resolve_engines
+from draftfit.engines.launch_judgement import JudgedLaunch
+from draftfit.engines.mtp.procedures import mtp_procedure
+from draftfit.engines.mtp.state import MtpBuild, MtpLaunch, run_procedure
+from draftfit.engines.mtp.view import MtpView
+from draftfit.engines.profile import EngineVersion, Profile
+from draftfit.engines.view import EngineView
+from draftfit.report import (
+    DialectFacts,
+    EngineResult,
+    Finding,
+    KeptCheck,
+    Report,
+    SkippedRule,
+    SkipReason,
+    findings_by_engine,
+    verdict_for,
+)
+from draftfit.rule_ids import (
+    INVALID_CONFIG,
+    MTP_DRAFT_PATH_REQUIRED,
+    MTP_LAUNCH_KIND,
+    MTP_METHOD_NAME,
+    MTP_RULE_IDS,
+    MTP_TOKEN_COUNT_MISSING,
+    RuleId,
+)
+from draftfit.rules import all_rules, get_rule
+from draftfit.rules.base import Context, Rule, Violation
+from draftfit.serve.settings import ServeSettings
+
+MTP = "mtp"
+# Methods (any case) that select MTP drafting from a launch.
+MTP_ALGORITHMS = frozenset({"mtp", "nextn"})
+EAGLE_METHODS = frozenset({"eagle", "eagle3"})
+QUANT_FILE = "hf_quant_config.json"
+# The rules that report what the reader found damaged.
+STRUCTURE_FAMILY = "structure"
+EMITS: tuple[RuleId, ...] = (INVALID_CONFIG,)
+EMITS_STAGE = "MTP check: the target's hf_quant_config.json"
+# The rules that judge the launch: without one for an engine they are listed as skipped.
+LAUNCH_RULES = (MTP_METHOD_NAME, MTP_TOKEN_COUNT_MISSING, MTP_LAUNCH_KIND, MTP_DRAFT_PATH_REQUIRED)
+
+
+def selects_mtp(method: str | None, serve: ServeSettings | None) -> bool:
+    """Whether `--method` or the launch's method selects MTP drafting (`mtp`, a per-family
+    `*_mtp` method, `NEXTN`) of the checkpoint's own MTP layers. `NEXTN` is SGLang's alias of
+    its EAGLE worker: with a draft path of its own the launch serves that draft, which is
+    checked as a draft."""
+    if method == MTP:
+        return True
+    if method is not None or serve is None or serve.method is None:
+        return False
+    named = serve.method.lower()
+    if named == "nextn" and serve.draft_model not in (None, serve.target_model):
+        return False  # SGLang's EAGLE alias with a draft of its own: checked as a draft
+    return named in MTP_ALGORITHMS or named.endswith("_mtp")
+
+
+def launches_target_mtp(checkpoint: Checkpoint, serve: ServeSettings | None) -> bool:
+    """Whether the checkpoint is a target whose family ships MTP layers, given with a launch
+    of it that names no draft of its own (an EAGLE method on the target, SGLang's EAGLE
+    alias of NEXTN): the launch is then judged as an MTP launch of the target."""
+    if serve is None or family_of(checkpoint.config) is None:
+        return False
+    return serve.draft_model is None or serve.draft_model == serve.target_model
+
+
+def check_mtp_path(
+    source: str | Path, engines: Iterable[str] | None, serve: ServeSettings | None
+) -> Report:
+    """Read the target at `source` (its MTP shards only) and check its MTP layers."""
+    from draftfit.origins.reference import is_hub_reference, open_checkpoint
+
+    profiles = resolve_engines(engines)
+    text = str(source)
+    if is_hub_reference(text):
+        checkpoint = open_checkpoint(text)
+        return check_mtp(checkpoint, profiles, serve)
+    scoped = load_scoped(source, is_mtp_name)
+    return check_mtp(scoped.checkpoint, profiles, serve, scoped.names())
+
+
+def check_mtp(
+    checkpoint: Checkpoint,
+    profiles: list[Profile],
+    serve: ServeSettings | None,
+    names: list[str] | None = None,
+) -> Report:
+    """Run each release's MTP procedure on the target `checkpoint` (`names`: every tensor
+    name it holds, when only some headers were read) and report."""
+    target = mtp_target(checkpoint, names)
+    draft = describe(checkpoint)
+    eagle_draft = _eagle_draft(checkpoint)
+    findings: dict[tuple[object, ...], Finding] = {}
+    results: list[EngineResult] = []
+    skipped: list[SkippedRule] = []
+    # the reader's damage (a shard that cannot be read, a broken index): as for any check
+    base = Context(checkpoint, draft, None, method=MTP)
+    for structural in all_rules():
+        if structural.family == STRUCTURE_FAMILY:
+            for profile in profiles:
+                _gather(findings, structural, structural.run(base), profile.key)
+    for profile in profiles:
+        settings = serve.for_engine(profile.engine) if serve is not None else None
+        view = build_mtp_view(target, profile, settings, eagle_draft)
+        ctx = Context(checkpoint, draft, None, view, method=MTP, serve=settings)
+        for rule_id in MTP_RULE_IDS:
+            item = get_rule(rule_id.code)
+            if item is None:
+                continue
+            if item.id in LAUNCH_RULES and settings is None:
+                if all(s.code != item.code for s in skipped):
+                    skipped.append(SkippedRule(item.id, SkipReason.NO_LAUNCH))
+                continue
+            _gather(findings, item, item.run(ctx), profile.key)
+        result = EngineResult(
+            profile.engine,
+            profile.version,
+            profile.title,
+            profile=profile,
+            view=view,
+            extrapolated_to=profile.requested,
+            chosen_because=profile.chosen_because,
+        )
+        result.basis = profile.basis()
+        results.append(result)
+    ordered = sorted(findings.values(), key=lambda f: (-int(f.severity), f.code, str(f.location)))
+    applying = findings_by_engine(ordered)
+    for result in results:
+        mtp = result.view.mtp if result.view is not None else None
+        result.unverified_reasons = list(mtp.not_read) if mtp is not None else []
+        result.verdict, result.counts = verdict_for(
+            applying.get(result.key, []), result.key, result.unverified_reasons
+        )
+    evidence = [f"--serve-args/--serve-config: {serve.method}"] if serve and serve.method else []
+    return Report(
+        draft=checkpoint.origin,
+        target=None,
+        dialect=DialectFacts.of(draft.dialect),
+        method=MTP,
+        method_evidence=evidence or ["--method mtp"],
+        findings=ordered,
+        engines=results,
+        skipped_rules=skipped,
+        inputs=KeptCheck(checkpoint, draft, None, partial(recheck_mtp, serve=serve)),
+        serve=JudgedLaunch(serve) if serve is not None else None,
+        hub_origin=checkpoint.hub_origin,
+    )
+
+
+def mtp_target(checkpoint: Checkpoint, names: list[str] | None = None) -> MtpTarget:
+    """The MTP facts of `checkpoint` (with ModelOpt's `hf_quant_config.json` where present)."""
+    quant_file = None
+    if QUANT_FILE in checkpoint.files and checkpoint.access is not None:
+        quant_file = read_json_object(checkpoint.access, QUANT_FILE, [], INVALID_CONFIG)
+    return read_mtp_target(
+        checkpoint.config,
+        names if names is not None else list(checkpoint.tensors),
+        checkpoint.tensors,
+        quant_file,
+    )
+
+
+def build_mtp_view(
+    target: MtpTarget, profile: Profile, settings: ServeSettings | None, eagle_draft: str | None
+) -> EngineView:
+    """What `profile`'s release makes of the target's MTP layers under `settings`."""
+    view = EngineView(profile.engine, profile.version, profile.title, MTP, mtp=MtpView())
+    assert view.mtp is not None
+    procedure = mtp_procedure(profile.engine)
+    if procedure is None:
+        view.mtp.not_read.append(f"draftfit has not read how {profile.title} serves MTP layers")
+        return view
+    launch = _launch(settings)
+    state = MtpBuild(target, profile, launch, view, view.mtp, eagle_draft)
+    run_procedure(procedure, state)
+    view.built = not view.refusals
+    return view
+
+
+def _launch(settings: ServeSettings | None) -> MtpLaunch:
+    if settings is None:
+        return MtpLaunch()
+    tokens = settings.num_speculative_tokens
+    if tokens is None:
+        tokens = settings.speculative_num_steps
+    pointer = "--speculative-config" if settings.spec_keys_written else "--speculative-algorithm"
+    return MtpLaunch(
+        given=True,
+        method=settings.method,
+        tokens=tokens,
+        draft_model=settings.draft_model,
+        target_model=settings.target_model,
+        pointer=pointer,
+    )
+
+
+def _eagle_draft(checkpoint: Checkpoint) -> str | None:
+    """What makes `checkpoint` an EAGLE draft rather than a target, or None."""
+    config = checkpoint.config or {}
+    keys = [key for key in DRAFT_KEYS if key in config]
+    if keys:
+        return f"its config has `{keys[0]}`"
+    architectures = config.get("architectures")
+    first = architectures[0] if isinstance(architectures, list) and architectures else None
+    if isinstance(first, str) and "eagle" in first.lower():
+        return f"`{first}`"
+    if family_of(config) is None and "fc.weight" in checkpoint.tensors:
+        return "it stores an `fc` projection"
+    return None
+
+
+def _gather(
+    found: dict[tuple[object, ...], Finding],
+    rule: Rule,
+    violations: Iterable[Violation],
+    key: EngineVersion,
+) -> None:
+    """Findings of `rule` from its violations at release `key` (merged across releases)."""
+    for v in violations:
+        consequence = v.consequence or rule.consequence
+        finding = Finding(
+            rule.id, v.message, v.location, v.fix, v.citations, consequence, condition=v.condition
+        )
+        existing = found.setdefault(finding.key(), finding)
+        if consequence.severity > existing.severity:
+            existing.consequence = consequence
+        if key not in existing.engines:
+            existing.engines.append(key)
+
+
+def recheck_mtp(
+    checkpoint: Checkpoint,
+    target: Target | None,
+    profiles: list[Profile],
+    method: str | None = None,
+    *,
+    serve: ServeSettings | None = None,
+) -> Report:
+    """The MTP check in the checker's signature (what a report keeps to check again)."""
+    return check_mtp(checkpoint, profiles, serve)
+
+
+__all__ = [
+    "MTP",
+    "build_mtp_view",
+    "check_mtp",
+    "check_mtp_path",
+    "launches_target_mtp",
+    "mtp_target",
+    "recheck_mtp",
+    "selects_mtp",
+]

@@ -1,0 +1,274 @@
+"""MTP / NextN drafting: the rules about a target's own MTP layers as a release serves them.
+
+Detected by each engine's MTP procedure (`draftfit.engines.mtp`, `engines/<engine>/mtp.py`),
+which tags the view's refusals and events with these identities; the rules turn them into
+findings.
+"""
+
+from __future__ import annotations
+
+from draftfit.rule_ids import (
+    MTP_DEPTH_ABSENT,
+    MTP_DEPTH_TOKENS,
+    MTP_DEPTH_ZERO,
+    MTP_DRAFT_PATH_REQUIRED,
+    MTP_FAMILY_UNSERVED,
+    MTP_LAUNCH_KIND,
+    MTP_LAYER_MISSING,
+    MTP_METHOD_NAME,
+    MTP_QUANT_UNCOVERED,
+    MTP_TENSOR_MISSING,
+    MTP_TOKEN_COUNT_MISSING,
+)
+from draftfit.rules.base import event_rule
+
+
+@event_rule(MTP_FAMILY_UNSERVED, "the release has no MTP draft class for the target's family")
+def mtp_family_unserved() -> None:
+    """## What it checks
+    An MTP launch (`{"method": "mtp"}`, `--speculative-algorithm NEXTN`) of a target
+    whose family (DeepSeek-V3, GLM-4.5, GLM-5.x, Qwen3-Next, MiMo, ...) the release does
+    not rewrite into an MTP draft.
+
+    ## Why it matters
+    Each release maps a fixed list of target architectures to MTP draft classes (vLLM's
+    `hf_config_override`, SGLang's NextN architecture rewrite). A family missing from that
+    list has no MTP class: the engine refuses to start (older vLLM releases have no
+    DeepSeek-V3.2 or GLM-5.x MTP, for example).
+
+    ## Example
+    A `glm_moe_dsa` (GLM-5.x) target served with `deepseek_mtp` by a vLLM release that
+    predates GLM-5.x.
+
+    ## Fix
+    Serve it with a release that has an MTP class for the family (`draftfit matrix`), or
+    without MTP drafting.
+    """
+
+
+@event_rule(MTP_METHOD_NAME, "the MTP method name is one the release does not take")
+def mtp_method_name() -> None:
+    """## What it checks
+    The `method` of a vLLM `--speculative-config` that serves a target's MTP layers.
+
+    ## Why it matters
+    Recent vLLM releases take `mtp`, and the older per-family names (`deepseek_mtp`,
+    `glm4_moe_mtp`, `qwen3_next_mtp`, ...) with a deprecation warning (then the finding is
+    informational: no effect on serving). Older releases have no `mtp`: their method list is
+    a closed set (`deepseek_mtp`, `ernie_mtp`, `qwen3_next_mtp`), so `mtp` is refused at
+    start-up.
+
+    ## Example
+    `vllm serve T --speculative-config '{"method": "mtp", "num_speculative_tokens": 1}'`
+    on a vLLM release without the `mtp` method.
+
+    ## Fix
+    Use the name the release takes (`mtp` from the releases that have it; `deepseek_mtp`
+    for DeepSeek, GLM and MiMo targets on the releases before it).
+    """
+
+
+@event_rule(MTP_TOKEN_COUNT_MISSING, "the MTP launch gives no token count")
+def mtp_token_count_missing() -> None:
+    """## What it checks
+    An MTP launch without the number of tokens drafted per step (vLLM
+    `num_speculative_tokens`, SGLang `--speculative-num-steps`).
+
+    ## Why it matters
+    vLLM defaults the draft to the target only when `num_speculative_tokens` is
+    given, and then refuses the config without it (`num_speculative_tokens must be provided
+    with speculative model unless the draft model config contains an n_predict
+    parameter`): the engine refuses to start. SGLang picks the steps, top-k and draft
+    tokens itself (informational: no effect on serving beyond the defaults).
+
+    ## Example
+    `vllm serve T --speculative-config '{"method": "mtp"}'`
+
+    ## Fix
+    Give `"num_speculative_tokens": 1` (or the number of MTP layers, or a multiple).
+    """
+
+
+@event_rule(MTP_DEPTH_ZERO, "the target declares 0 MTP layers")
+def mtp_depth_zero() -> None:
+    """## What it checks
+    An MTP launch of a target whose config sets `num_nextn_predict_layers` to 0.
+
+    ## Why it matters
+    The depth is what the engine builds the MTP draft from. vLLM divides the token count
+    by it while building the speculative config (`ZeroDivisionError: integer modulo by
+    zero`); SGLang's NextN loader asserts exactly one layer (`Only 1 nextn layer is
+    supported`). Either way the engine refuses to start.
+
+    ## Example
+    A DeepSeek-V3 export with `"num_nextn_predict_layers": 0` served with
+    `{"method": "mtp", "num_speculative_tokens": 1}`.
+
+    ## Fix
+    Set `num_nextn_predict_layers` to the number of MTP layers the checkpoint ships, or
+    serve without MTP drafting.
+    """
+
+
+@event_rule(MTP_DEPTH_ABSENT, "the target config has no MTP depth key")
+def mtp_depth_absent() -> None:
+    """## What it checks
+    A target config without its MTP depth key (`num_nextn_predict_layers`) under an MTP
+    launch.
+
+    ## Why it matters
+    What an absent key means depends on the configuration class of the transformers
+    release the engine runs with: transformers 5.x declares a default of 1 for DeepSeek-V3
+    and GLM-4.x, so engines that run with it build one MTP layer (informational: no effect
+    on serving when that layer ships). With transformers 4.56.1 vLLM reads the missing
+    attribute and its start-up fails (`AttributeError`): the engine refuses to start, and
+    the finding states the consequence for each release.
+
+    ## Example
+    A GLM-4.5 config with the key deleted, served by a vLLM release on transformers 4.x.
+
+    ## Fix
+    Write `num_nextn_predict_layers` (the number of MTP layers shipped) in config.json.
+    """
+
+
+@event_rule(MTP_DEPTH_TOKENS, "the MTP depth does not fit the launch or the release")
+def mtp_depth_vs_tokens() -> None:
+    """## What it checks
+    The number of MTP layers the target declares against what the release supports and
+    the launch's token count.
+
+    ## Why it matters
+    vLLM reuses the MTP layers in turn when the token count k is larger than the depth n,
+    and refuses k that is not a multiple of n (`num_speculative_tokens:3 must be divisible
+    by n_predict=2`). SGLang's DeepSeek and GLM NextN loader supports exactly one MTP
+    layer: a target declaring two is refused at start-up (`Only 1 nextn layer is
+    supported`).
+
+    ## Example
+    `"num_nextn_predict_layers": 2` with `"num_speculative_tokens": 3` on vLLM.
+
+    ## Fix
+    Use a token count equal to the depth or a multiple of it; for SGLang, a copy of the
+    config with `num_nextn_predict_layers: 1`.
+    """
+
+
+@event_rule(MTP_LAUNCH_KIND, "an MTP launch of an EAGLE draft, or an EAGLE launch of an MTP target")
+def mtp_launch_kind() -> None:
+    """## What it checks
+    A launch whose speculative method does not match the checkpoint: an EAGLE method
+    (`eagle3`) on a target that carries MTP layers and no draft named, or an MTP method
+    on an EAGLE draft.
+
+    ## Why it matters
+    An EAGLE method needs a separate draft checkpoint: vLLM refuses an EAGLE config
+    that names none (`num_speculative_tokens was provided but without speculative model`),
+    so the engine refuses to start. An MTP method on an EAGLE draft finds no MTP class for
+    the draft's config. Where the release's outcome was not read (SGLang's EAGLE3 on a
+    NextN target, an EAGLE launch that names another draft) the finding says so and the
+    verdict is unverified.
+
+    ## Example
+    `vllm serve deepseek-ai/DeepSeek-V3 --speculative-config '{"method": "eagle3",
+    "num_speculative_tokens": 2}'`
+
+    ## Fix
+    Serve the target's MTP layers with the MTP method (`mtp`, `NEXTN`), or an EAGLE draft
+    with an EAGLE method (and check that draft with `draftfit check DRAFT --target T`).
+    """
+
+
+@event_rule(MTP_DRAFT_PATH_REQUIRED, "the release needs the MTP draft path in the launch")
+def mtp_draft_path_required() -> None:
+    """## What it checks
+    An MTP launch that names no draft for a family whose MTP draft the release does not
+    default to the target.
+
+    ## Why it matters
+    Older vLLM releases default the draft to the target only for DeepSeek-V3, MiMo, ERNIE
+    and Qwen3-Next: a GLM-4.5 launch without `"model"` is refused (`num_speculative_tokens
+    was provided without speculative model.`). SGLang defaults
+    `--speculative-draft-model-path` only for DeepSeek, GLM and a few others; Qwen3-Next
+    and MiMo need it, or the engine refuses to start.
+
+    ## Example
+    A GLM-4.6 target, `{"method": "deepseek_mtp", "num_speculative_tokens": 1}`, on a vLLM
+    release that does not default GLM's MTP draft.
+
+    ## Fix
+    Name the target itself as the draft (`"model": TARGET`,
+    `--speculative-draft-model-path TARGET`).
+    """
+
+
+@event_rule(MTP_LAYER_MISSING, "a declared MTP layer is not in the checkpoint")
+def mtp_layer_missing() -> None:
+    """## What it checks
+    That every MTP layer the release builds (`model.layers.{L}`, ... for a declared depth,
+    `mtp.*` for Qwen3-Next) ships tensors in the checkpoint.
+
+    ## Why it matters
+    Exports often drop the MTP layers but keep `num_nextn_predict_layers` (ModelOpt and
+    other quantizers). The engine still builds the MTP draft: vLLM's strict load check
+    refuses an unquantized target, but the check does not run for quantized ones, and SGLang
+    has none: the parameters keep their initial values, so it loads, but drafts garbage
+    (acceptance ≈ 0). The finding states the consequence per release and target.
+
+    ## Example
+    An FP8 export of a DeepSeek-V3 target without any `model.layers.61.*` tensor.
+
+    ## Fix
+    Export the MTP layers with the checkpoint; if there are none, serve without MTP.
+    """
+
+
+@event_rule(MTP_TENSOR_MISSING, "a tensor the MTP draft loads is missing")
+def mtp_tensor_missing() -> None:
+    """## What it checks
+    That each shipped MTP layer holds every module the release loads from the checkpoint:
+    its own modules (`enorm`, `hnorm`, `eh_proj`, `shared_head.norm`, and where the release
+    reads it `shared_head.head`) and every module of its decoder layer (those of the
+    target's decoder layers).
+
+    ## Why it matters
+    A missing or renamed tensor leaves its parameter at its initial value. vLLM refuses an
+    unquantized target at load (`Following weights were not initialized from checkpoint`);
+    a quantized target, or SGLang, loads, but drafts garbage. Which tensors are required
+    differs: older vLLM releases need the MTP layer's own `shared_head.head` and
+    `embed_tokens` (the GLM-4.6 BF16 release lacks them); newer ones and SGLang take them
+    from the target.
+
+    ## Example
+    A DeepSeek-V3 MTP layer without `eh_proj.weight`.
+
+    ## Fix
+    Export the MTP layer whole.
+    """
+
+
+@event_rule(MTP_QUANT_UNCOVERED, "unquantized MTP layers in a quantized target are not excluded")
+def mtp_quant_uncovered() -> None:
+    """## What it checks
+    A quantized target (FP8, compressed-tensors) whose MTP layer is stored unquantized
+    (BF16, no scales) while the quantization config's exclusion list does not name its
+    modules under the names the release matches.
+
+    ## Why it matters
+    Engines build the MTP block with the target's quantization. vLLM then casts the
+    BF16 values into float8 parameters whose scales are never loaded, and its load check
+    does not run for quantized targets: it loads, but drafts garbage (acceptance ≈ 0).
+    SGLang refuses the BF16 tensor at start-up (`Downcasting not allowed`), and the
+    finding states that consequence. The two engines match different names: vLLM the
+    checkpoint's (`model.layers.61.self_attn.q_a_proj`), SGLang its runtime ones
+    (`model.decoder.self_attn.q_a_proj`, `model.eh_proj`, `model.decoder.mlp.experts`);
+    vLLM also needs both shards of a fused module listed.
+
+    ## Example
+    `quant_method: fp8` with `weight_block_size` and no `modules_to_not_convert`, and a
+    BF16 `model.layers.61.*`.
+
+    ## Fix
+    Ship the MTP layer quantized like the backbone (the fix for every engine), or list its
+    modules in the exclusion list under the names each engine matches.
+    """

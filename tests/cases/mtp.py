@@ -1,0 +1,373 @@
+"""Rule cases — MTP layers of the target (DF14x, DF22x, DF540): a target that carries its own
+MTP (NextN) layers, served as its own draft. Each expected verdict is what the release's own
+code did with the same target shape on a CPU (dev/mtp-oracle-results.md), or, where marked
+`read`, what its code was read to do."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests import factory as f
+from tests.cases.base import Builder, case
+from tests.mtp_factory import mtp_target
+
+V34, V0102, SGL = "vllm==0.34.0", "vllm==0.10.2", "sglang==0.5.23"
+
+
+def _vllm(method: str = "mtp", k: int | None = 1, model: bool = False) -> str:
+    keys = [f'"method": "{method}"']
+    if model:
+        keys.append('"model": "T"')
+    if k is not None:
+        keys.append(f'"num_speculative_tokens": {k}')
+    return "vllm serve T --speculative-config '{" + ", ".join(keys) + "}'"
+
+
+def _sglang(steps: int | None = 1, algorithm: str = "NEXTN", extra: str = "") -> str:
+    flags = f" --speculative-num-steps {steps} --speculative-eagle-topk 1" if steps else ""
+    flags += f" --speculative-num-draft-tokens {steps + 1}" if steps else ""
+    return (
+        f"python -m sglang.launch_server --model-path T --speculative-algorithm {algorithm}"
+        + flags
+        + extra
+    )
+
+
+def target(
+    family: str = "deepseek_v3", edit: Callable[[dict[str, Any]], None] | None = None, **kw: Any
+) -> Builder:
+    def build(tmp: Path) -> tuple[Path, Path | None]:
+        path = mtp_target(tmp / "target", family, **kw)
+        if edit is not None:
+            config = json.loads((path / "config.json").read_text())
+            edit(config)
+            (path / "config.json").write_text(json.dumps(config))
+        return path, None
+
+    return build
+
+
+def _v32(config: dict[str, Any]) -> None:
+    config["architectures"] = ["DeepseekV32ForCausalLM"]
+    config["model_type"] = "deepseek_v32"
+
+
+QUIET = {"DF140", "DF141", "DF142", "DF143", "DF145", "DF146", "DF147", "DF220", "DF221", "DF540"}
+
+case(
+    "mtp-deepseek-clean", set(), QUIET, serve_args=_vllm(), verdict="compatible", oracle="ds_v3_k1"
+)(target())
+case(
+    "mtp-deepseek-clean-sglang",
+    set(),
+    QUIET,
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="compatible",
+    oracle="ds_v3_k1",
+)(target())
+case(
+    "mtp-deepseek-method-flag",
+    set(),
+    QUIET - {"DF141", "DF142", "DF146", "DF147"},
+    method="mtp",
+    verdict="compatible",
+)(target(sharded=False))
+case("mtp-glm-clean", set(), QUIET, serve_args=_vllm(k=2), verdict="compatible", oracle="glm45_k1")(
+    target("glm4_moe")
+)
+case(
+    "mtp-qwen3-next-clean",
+    {"DF144"},
+    QUIET,
+    serve_args=_vllm(),
+    verdict="compatible",
+    oracle="qwen3_next_k1",
+)(target("qwen3_next", depth=None))
+
+# R1: a family the release has no MTP class for
+case(
+    "mtp-family-unserved",
+    {"DF140"},
+    engines=(V0102,),
+    serve_args=_vllm("deepseek_mtp"),
+    verdict="incompatible",
+)(target(edit=_v32))
+case("mtp-family-served", set(), {"DF140"}, serve_args=_vllm(), verdict="compatible")(
+    target(edit=_v32)
+)
+# R2: method names
+case(
+    "mtp-method-deprecated-alias",
+    {"DF141"},
+    serve_args=_vllm("deepseek_mtp"),
+    verdict="compatible",
+    oracle="ds_v3_alias_deepseek_mtp",
+)(target())
+case(
+    "mtp-method-not-in-release",
+    {"DF141"},
+    engines=(V0102,),
+    serve_args=_vllm(),
+    verdict="incompatible",
+    oracle="glm45_k1 (0.10.2)",
+)(target("glm4_moe"))
+# R3: the token count
+case(
+    "mtp-no-token-count",
+    {"DF142"},
+    serve_args=_vllm(k=None),
+    verdict="incompatible",
+    oracle="ds_v3_nokey",
+)(target())
+case(
+    "mtp-no-token-count-model-named",
+    set(),
+    {"DF142"},
+    serve_args=_vllm(k=None, model=True),
+    verdict="compatible",
+)(target())
+case(
+    "mtp-sglang-default-steps",
+    {"DF142"},
+    engines=(SGL,),
+    serve_args=_sglang(None),
+    verdict="compatible",
+    oracle="ds_v3_nokey (sglang)",
+)(target())
+# R4: the draft path a release needs
+case(
+    "mtp-glm-draft-path-required",
+    {"DF147"},
+    engines=(V0102,),
+    serve_args=_vllm("deepseek_mtp"),
+    verdict="incompatible",
+    oracle="glm45_deepseek_mtp_k1 (0.10.2)",
+)(target("glm4_moe"))
+case(
+    "mtp-glm-draft-path-given",
+    set(),
+    {"DF147"},
+    engines=(V0102,),
+    serve_args=_vllm("deepseek_mtp", model=True),
+    verdict="compatible",
+    oracle="glm45_draft_self_k1 (0.10.2)",
+)(target("glm4_moe"))
+# R5 / R6: depth 0 and absent
+case(
+    "mtp-depth-zero",
+    {"DF143"},
+    serve_args=_vllm(),
+    verdict="incompatible",
+    oracle="ds_v3_depth0_k1",
+)(target(depth=0))
+case(
+    "mtp-depth-zero-sglang",
+    {"DF143"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="incompatible",
+    oracle="ds_v3_depth0_k1 (sglang)",
+)(target(depth=0))
+case(
+    "mtp-depth-absent-reads-one",
+    {"DF144"},
+    {"DF143", "DF220"},
+    serve_args=_vllm(),
+    verdict="compatible",
+    oracle="ds_v3_depth_absent_k1",
+)(target(depth=None))
+case(
+    "mtp-depth-absent-refused",
+    {"DF144"},
+    engines=(V0102,),
+    serve_args=_vllm("deepseek_mtp", model=True),
+    verdict="incompatible",
+    oracle="glm45_depth_absent_draft_self_k1 (0.10.2)",
+)(target("glm4_moe", depth=None))
+# R7: depth against the token count
+case(
+    "mtp-depth-two-k3",
+    {"DF145"},
+    serve_args=_vllm(k=3),
+    verdict="incompatible",
+    oracle="ds_v3_nextn2_k3",
+)(target(depth=2, ship=2))
+case(
+    "mtp-depth-two-k4",
+    set(),
+    {"DF145", "DF220"},
+    serve_args=_vllm(k=4),
+    verdict="compatible",
+    oracle="ds_v3_nextn2_k4",
+)(target(depth=2, ship=2))
+case(
+    "mtp-depth-two-sglang",
+    {"DF145"},
+    engines=(SGL,),
+    serve_args=_sglang(2),
+    verdict="incompatible",
+    oracle="ds_v3_nextn2_k2 (sglang)",
+)(target(depth=2, ship=2))
+# R8: the MTP layer dropped by the export
+case(
+    "mtp-layer-dropped",
+    {"DF220"},
+    serve_args=_vllm(),
+    verdict="incompatible",
+    oracle="ds_v3_no_mtp_k1",
+)(target(ship=0))
+case(
+    "mtp-layer-dropped-sglang",
+    {"DF220"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="drafts-garbage",
+    oracle="ds_v3_no_mtp_k1 (sglang)",
+)(target(ship=0))
+case("mtp-layer-dropped-fp8", {"DF220"}, serve_args=_vllm(), verdict="drafts-garbage")(
+    target(ship=0, quant="fp8")
+)
+case("mtp-layer-renamed", {"DF220"}, serve_args=_vllm(), verdict="incompatible")(
+    target(rename="mtp.layers.0.")
+)
+# R9: one tensor missing
+case(
+    "mtp-tensor-missing",
+    {"DF221"},
+    serve_args=_vllm(),
+    verdict="incompatible",
+    oracle="ds_v3_missing_eh_k1",
+)(target(drop=("eh_proj.weight",)))
+case(
+    "mtp-tensor-missing-sglang",
+    {"DF221"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="drafts-garbage",
+    oracle="ds_v3_missing_eh_k1 (sglang)",
+)(target(drop=("eh_proj.weight",)))
+case(
+    "mtp-glm-head-from-target",
+    set(),
+    {"DF221"},
+    serve_args=_vllm(),
+    verdict="compatible",
+    oracle="glm46_no_head_k1",
+)(target("glm4_moe", drop=("shared_head.head.weight", "embed_tokens.weight")))
+case(
+    "mtp-glm-head-required",
+    {"DF221"},
+    engines=(V0102,),
+    serve_args=_vllm("deepseek_mtp", model=True),
+    verdict="incompatible",
+    oracle="glm46_no_head_draft_self_k1 (0.10.2)",
+)(target("glm4_moe", drop=("shared_head.head.weight", "embed_tokens.weight")))
+# R10: an unquantized MTP layer in a quantized target
+case(
+    "mtp-fp8-bf16-not-excluded",
+    {"DF540"},
+    serve_args=_vllm(),
+    verdict="drafts-garbage",
+    oracle="ds_v3_fp8_k1",
+)(target(quant="fp8"))
+case(
+    "mtp-fp8-bf16-not-excluded-sglang",
+    {"DF540"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="incompatible",
+    oracle="ds_v3_fp8_k1 (sglang)",
+)(target(quant="fp8"))
+case(
+    "mtp-fp8-quantized-like-backbone",
+    set(),
+    {"DF540"},
+    serve_args=_vllm(),
+    verdict="compatible",
+    oracle="ds_v3_fp8_mtp_fp8_k1",
+)(target(quant="fp8", mtp_quantized=True))
+case(
+    "mtp-fp8-excluded-checkpoint-names",
+    set(),
+    {"DF540"},
+    serve_args=_vllm(),
+    verdict="compatible",
+    oracle="ds_v3_fp8_excluded_k1",
+)(target(quant="fp8", exclude="checkpoint"))
+case(
+    "mtp-fp8-excluded-checkpoint-names-sglang",
+    {"DF540"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="incompatible",
+    oracle="ds_v3_fp8_excluded_k1 (sglang)",
+)(target(quant="fp8", exclude="checkpoint"))
+case(
+    "mtp-fp8-excluded-runtime-names",
+    {"DF540"},
+    serve_args=_vllm(),
+    verdict="drafts-garbage",
+    oracle="ds_v3_fp8_excluded_runtime_names_k1",
+)(target(quant="fp8", exclude="runtime"))
+case(
+    "mtp-fp8-excluded-runtime-names-sglang",
+    set(),
+    {"DF540"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="compatible",
+    oracle="ds_v3_fp8_excluded_runtime_names_k1 (sglang)",
+)(target(quant="fp8", exclude="runtime"))
+case(
+    "mtp-fp8-excluded-one-shard",
+    {"DF540"},
+    serve_args=_vllm(),
+    verdict="incompatible",
+    oracle="ds_v3_fp8_excluded_partial_k1",
+)(target(quant="fp8", exclude="partial"))
+case("mtp-compressed-bf16-not-excluded", {"DF540"}, serve_args=_vllm(), verdict="drafts-garbage")(
+    target(quant="fp8", compressed=True)
+)
+case(
+    "mtp-compressed-not-read-sglang",
+    set(),
+    {"DF540"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="unverified",
+)(target(quant="fp8", compressed=True))
+# launches of the wrong kind
+case(
+    "mtp-eagle-launch-on-target", {"DF146"}, serve_args=_vllm("eagle3", k=2), verdict="incompatible"
+)(target())
+case("mtp-launch-on-eagle-draft", {"DF146"}, serve_args=_vllm(), verdict="incompatible")(
+    lambda tmp: (f.specforge().write(tmp / "draft"), None)
+)
+case(
+    "mtp-sglang-eagle3-on-target",
+    {"DF146"},
+    engines=(SGL,),
+    serve_args=_sglang(algorithm="EAGLE3"),
+    verdict="unverified",
+)(target())
+# releases whose MTP handling was not read: unverified, never compatible
+case(
+    "mtp-release-not-read",
+    set(),
+    QUIET,
+    engines=("vllm==0.20.0",),
+    serve_args=_vllm(),
+    verdict="unverified",
+)(target())
+case(
+    "mtp-engine-not-read",
+    set(),
+    QUIET,
+    engines=("trtllm==1.2.0rc2",),
+    method="mtp",
+    verdict="unverified",
+)(target())
