@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint import Checkpoint
@@ -48,7 +49,6 @@ from draftfit.rules import all_rules, get_rule, registered
 from draftfit.rules.base import Context, Rule, Severity, Violation
 from draftfit.serve.settings import SERVE_SKIP_REASON, ServeSettings
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.values.facts import ValueFacts
 

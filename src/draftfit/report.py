@@ -6,6 +6,8 @@ ever added (bump `schema_version` on any incompatible change).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.engines.profile import EngineVersion
 from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
 from draftfit.fail_on import FailOn, Verdict
@@ -21,7 +23,6 @@ from draftfit.rule_ids import (
 )
 from draftfit.version import __version__
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Protocol
 

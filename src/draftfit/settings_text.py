@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.limits import MAX_JSON_DEPTH, MAX_JSON_NUMBER_DIGITS
 from draftfit.errors import UsageError
 from draftfit.escape import LazyPattern
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.cli.options import (
     CheckOptions,
@@ -31,7 +32,6 @@ from draftfit.escape import escape_field
 from draftfit.fail_on import FailOn
 from draftfit.settings.config_file import FileSettings, discover, discover_from, load
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

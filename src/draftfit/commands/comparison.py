@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checker import check_checkpoint, resolve_engines
@@ -42,7 +43,6 @@ from draftfit.rules.base import Rule, Severity
 from draftfit.serve.settings import ServeSettings
 from draftfit.version import __version__
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

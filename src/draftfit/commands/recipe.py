@@ -17,6 +17,7 @@ This module adds what is common to all of them, from the check the report alread
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.commands.launch_edit import edit_launch
@@ -44,7 +45,6 @@ from draftfit.rule_ids import SERVING_FAMILY, Severity
 from draftfit.serve.settings import ServeSettings
 from draftfit.shell_text import split_command
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

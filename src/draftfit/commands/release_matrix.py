@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 from draftfit.checker import check_checkpoint
 from draftfit.checkpoint import Checkpoint
@@ -30,7 +31,6 @@ from draftfit.rules.base import Severity
 from draftfit.serve.settings import ServeSettings
 from draftfit.settings.selection import Selection, apply_to_report
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

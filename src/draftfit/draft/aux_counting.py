@@ -11,6 +11,7 @@ default layers a target of `L` layers gets.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.draft.dialects import (
     ANGELSLIM,
@@ -22,7 +23,6 @@ from draftfit.draft.dialects import (
 )
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TypeGuard
 

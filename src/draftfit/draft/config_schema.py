@@ -25,10 +25,10 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.records import field, frozen, record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

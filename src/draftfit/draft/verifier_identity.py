@@ -44,13 +44,13 @@ is not called another model.
 from __future__ import annotations
 
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.hub_cache import HubOrigin
 from draftfit.draft.dialects import ANGELSLIM, NEMO_AUTOMODEL, SPECULATORS
 from draftfit.escape import LazyPattern
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

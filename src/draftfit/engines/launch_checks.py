@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.draft.description import EAGLE3
@@ -27,7 +28,6 @@ from draftfit.rule_ids import Consequence
 from draftfit.serve.settings import dashed_flag as dashed
 from draftfit.settings_text import clip
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

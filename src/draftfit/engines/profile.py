@@ -27,13 +27,13 @@ import re
 from collections.abc import Iterator, Mapping
 from functools import cached_property
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 from draftfit.engines.releases import Release, rank_versions, releases
 from draftfit.errors import SpecDataError, UnknownEngineVersionError
 from draftfit.records import field, frozen
 from draftfit.rule_ids import ALL_RULE_IDS, Consequence
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

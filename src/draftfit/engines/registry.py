@@ -7,6 +7,8 @@ first engine is the default of `--engine`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.engines.interface import Engine
 from draftfit.engines.profile import EngineData, Profile
 from draftfit.engines.sglang import SGLANG
@@ -15,7 +17,6 @@ from draftfit.engines.vllm import VLLM
 from draftfit.errors import UnknownEngineVersionError, UsageError
 from draftfit.escape import LazyPattern
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from packaging.version import Version
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from draftfit.engines.profile import Profile
 from draftfit.escape import UNSAFE_IN_FIELD, LazyPattern
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -12,13 +12,13 @@ import io
 import os
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleRenderable, RenderHook
 from rich.text import Text
 
 from draftfit.escape import UNSAFE_CHARACTERS, escape_controls, guard_line_starts, strip_line_ends
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any
 

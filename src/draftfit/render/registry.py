@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.fail_on import FailOn
 from draftfit.render.kinds import (
@@ -38,7 +39,6 @@ from draftfit.render.kinds import (
 from draftfit.render.options import RenderOptions
 from draftfit.rule_ids import Severity
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.commands.explain import TEXT_ITEMS_LIMIT, RuleList, rule_data
 from draftfit.docs_links import rule_doc_url
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.rules.base import Rule
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

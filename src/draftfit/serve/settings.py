@@ -10,9 +10,10 @@ from a value. The parsing lives in :mod:`draftfit.engines.launch`; rules read th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.records import field, fields, frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -6,6 +6,8 @@ shares are in :mod:`draftfit.engines.launch_checks`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit import rule_ids
 from draftfit.engines.launch_checks import (
     Spelling,
@@ -28,7 +30,6 @@ from draftfit.engines.view import Event
 from draftfit.rule_ids import Consequence
 from draftfit.settings_text import clip
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.engines.builder import BaseBuilder
     from draftfit.serve.settings import ServeSettings
