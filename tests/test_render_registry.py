@@ -25,10 +25,11 @@ from draftfit.origins.reference import open_checkpoint, open_target
 from draftfit.render import kinds as registry
 from draftfit.render.kinds import KINDS, formats_for
 from draftfit.render.options import RenderOptions
-from draftfit.render.registry import RENDERERS, emit, kind_of, render
+from draftfit.render.registry import RENDERERS, emit, kind_of, render, renderer_for
 from draftfit.rules import get_rule
 from draftfit.rules.base import Severity
 from tests import factory as f
+from tests.loaded_modules import loaded_by
 from tests.timeouts import scaled
 
 COMMAND_KINDS = {
@@ -210,6 +211,15 @@ def test_the_registry_binds_exactly_the_declared_formats() -> None:
         assert tuple(RENDERERS[kind]) == formats_for(kind), kind.name
 
 
+def test_every_registered_renderer_is_a_function_of_the_module_it_names() -> None:
+    for kind in KINDS:
+        for fmt, where in RENDERERS[kind].items():
+            module_name, _, name = where.partition(":")
+            found = renderer_for(kind, fmt)
+            assert callable(found), where
+            assert (found.__module__, found.__name__) == (module_name, name), where
+
+
 def test_convert_text_names_the_output_as_the_user_wrote_it(tmp_path: Path) -> None:
     draft = f.specforge(nested_aux=[1, 3, 6]).write(tmp_path / "specforge")
     spelled = f"{tmp_path}/./out/"
@@ -219,18 +229,8 @@ def test_convert_text_names_the_output_as_the_user_wrote_it(tmp_path: Path) -> N
 
 
 def _modules_loaded_by(args: list[str]) -> set[str]:
-    """The modules a fresh `draftfit ARGS` process imports (from `-X importtime`)."""
-    src = str(Path(__file__).resolve().parents[1] / "src")
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "draftfit", *args],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"},
-        check=False,
-        timeout=scaled(),
-    )
-    assert done.returncode in (0, 1), done.stderr[-2000:]
-    return {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    """The modules a fresh `draftfit ARGS` process imports."""
+    return loaded_by(*args)
 
 
 @pytest.mark.slow
