@@ -50,6 +50,8 @@ from draftfit.rules.base import Context, Rule, Severity, Violation
 from draftfit.serve.settings import SERVE_SKIP_REASON, ServeSettings
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from draftfit.values.facts import ValueFacts
 
 METHOD_CHOICES = (EAGLE3, EAGLE, "auto")
@@ -100,11 +102,18 @@ def check_checkpoint(
     method: str | None = None,
     values: str | None = None,
     serve: ServeSettings | None = None,
+    *,
+    shared: dict[str, Any] | None = None,
 ) -> Report:
     """Run every rule; checkpoint-scope rules once, engine rules once per profile. With
     `values` (`"sampled"` or `"full"`), the value rules get what the weights hold. Rules
     that judge the launch's settings (`needs_serve`) run for the profiles of `serve`'s
-    engine; elsewhere they are listed as skipped (the verdict is for a default launch)."""
+    engine; elsewhere they are listed as skipped (the verdict is for a default launch).
+
+    `shared`: a store for checks of the same inputs made one after another (a `matrix`,
+    and the recipes that check each release's served draft again), in which what depends
+    on the checkpoint and the target but on no engine is kept and reused; the report keeps
+    it (`KeptCheck.shared`) for the recipes."""
     if method is not None and method not in METHOD_CHOICES:
         raise UsageError(f"unknown method {method!r}; choose from {', '.join(METHOD_CHOICES)}")
     spec = describe(checkpoint)
@@ -116,13 +125,14 @@ def check_checkpoint(
     skipped: list[SkippedRule] = []
 
     base = Context(checkpoint, spec, target, method=effective_method, values=value_facts)
+    found = _found_for(base, shared)
     for item in rules:
         if item.scope != "checkpoint":
             continue
         if item.needs_target and target is None:
             skipped.append(_skip(item))
             continue
-        _collect(collected, item, item.run(base), keys)
+        _collect(collected, item, _checkpoint_rule(item, base, found), keys)
 
     results: list[EngineResult] = []
     for profile in profiles:
@@ -204,12 +214,63 @@ def check_checkpoint(
         findings=findings,
         engines=results,
         skipped_rules=skipped,
-        target_facts=TargetFacts.of(target, spec) if target is not None else None,
+        target_facts=_target_facts(target, spec, shared) if target is not None else None,
         # a planned conversion is checked for the same launch (its settings judged too)
-        inputs=KeptCheck(checkpoint, spec, target, partial(check_checkpoint, serve=serve)),
+        inputs=KeptCheck(
+            checkpoint,
+            spec,
+            target,
+            partial(check_checkpoint, serve=serve),
+            shared if shared is not None else {},
+        ),
         serve=_judged_flags(serve, profiles),
         hub_origin=checkpoint.hub_origin,
     )
+
+
+def _checkpoint_rule(
+    item: Rule, ctx: Context, found: dict[str, tuple[Violation, ...]] | None
+) -> Iterable[Violation]:
+    """The violations of checkpoint-scope rule `item` in `ctx`; with `found` (see
+    :func:`_found_for`), found once for the same inputs."""
+    if found is None:
+        return item.run(ctx)
+    if item.code not in found:
+        found[item.code] = tuple(item.run(ctx))
+    return found[item.code]
+
+
+def _found_for(
+    ctx: Context, shared: dict[str, Any] | None
+) -> dict[str, tuple[Violation, ...]] | None:
+    """Where `shared` keeps the violations of the checkpoint-scope rules, by rule code, for
+    the inputs of `ctx`: they depend on the checkpoint, its target, the method and the
+    values read, never on an engine. An entry holds its inputs, so that their ids stay
+    theirs while it is kept."""
+    if shared is None:
+        return None
+    known: dict[tuple[object, ...], tuple[object, dict[str, tuple[Violation, ...]]]]
+    known = shared.setdefault("checkpoint rules", {})
+    inputs = (ctx.checkpoint, ctx.target, ctx.values)
+    key = (ctx.method, *(id(value) for value in inputs))
+    if key not in known:
+        known[key] = (inputs, {})
+    return known[key][1]
+
+
+def _target_facts(
+    target: Target, spec: DraftDescription, shared: dict[str, Any] | None
+) -> TargetFacts:
+    """`TargetFacts.of(target, spec)`; with `shared`, made once for each pair."""
+    if shared is None:
+        return TargetFacts.of(target, spec)
+    known: dict[tuple[int, int, bool], tuple[object, TargetFacts]] = shared.setdefault(
+        "target facts", {}
+    )
+    key = (id(target), id(spec), target.draft_is_for_target)
+    if key not in known:
+        known[key] = ((target, spec), TargetFacts.of(target, spec))
+    return known[key][1]
 
 
 def carry_from_source(report: Report, source: Checkpoint, target: Target | None) -> Report:

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
             method: str | None = None,
             *,
             serve: ServeSettings | None = None,
+            shared: dict[str, Any] | None = None,
         ) -> Report: ...
 
 
@@ -389,12 +390,15 @@ class KeptCheck:
         target: the target's facts, or None.
         checker: the function that made the report, to check a planned conversion the
             same way.
+        shared: what the recipes of the report's versions compute once for all of them
+            (:mod:`draftfit.commands.recipe`): nothing in it depends on the version.
     """
 
     checkpoint: Checkpoint
     spec: DraftDescription
     target: Target | None
     checker: Checker
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @record

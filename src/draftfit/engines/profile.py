@@ -259,6 +259,10 @@ class Profile:
         # here`); None when --engine did.
         self.chosen_because: str | None = None
         self._cache: dict[str, Resolved] = {}
+        # The last basis, with how many facts had been consulted when it was made: facts are
+        # only ever added, so an equal count means an equal basis (a `matrix` asks again for
+        # every recipe it checks).
+        self._basis: tuple[int, dict[str, Any]] | None = None
 
     @property
     def extrapolation_note(self) -> str | None:
@@ -340,6 +344,17 @@ class Profile:
         release is pinned to) and `below_read`, one item per other fact with its confidence
         (the weakest of its entries in effect), what that means and the entry's note: what a
         verdict built on them rests on."""
+        if self._basis is None or self._basis[0] != len(self._cache):
+            self._basis = (len(self._cache), self._basis_now())
+        made = self._basis[1]
+        out: dict[str, Any] = {"read": list(made["read"])}
+        out["below_read"] = [dict(item) for item in made["below_read"]]
+        if "read_at_pinned_commit" in made:
+            out["read_at_pinned_commit"] = list(made["read_at_pinned_commit"])
+            out["not_read_at_pinned_commit"] = dict(made["not_read_at_pinned_commit"])
+        return out
+
+    def _basis_now(self) -> dict[str, Any]:
         read: list[str] = []
         below: list[dict[str, Any]] = []
         for key in sorted(self._cache):
