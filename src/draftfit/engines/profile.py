@@ -263,6 +263,7 @@ class Profile:
         # only ever added, so an equal count means an equal basis (a `matrix` asks again for
         # every recipe it checks).
         self._basis: tuple[int, dict[str, Any]] | None = None
+        self._rated: dict[str, tuple[str, Entry] | None] = {}  # by fact, see _rate
 
     @property
     def extrapolation_note(self) -> str | None:
@@ -358,11 +359,12 @@ class Profile:
         read: list[str] = []
         below: list[dict[str, Any]] = []
         for key in sorted(self._cache):
-            active = [e for e in self.data.facts[key].entries if e.applies(self.parsed)]
-            if not active:
+            if key not in self._rated:
+                self._rated[key] = self._rate(key)
+            rated = self._rated[key]
+            if rated is None:
                 continue  # not known at this version: the rules say so themselves
-            rated = [(self._confidence(e), e) for e in active]
-            confidence, weakest = max(rated, key=lambda item: CONFIDENCE_RANK[item[0]])
+            confidence, weakest = rated
             if confidence == "read":
                 read.append(key)
                 continue
@@ -386,6 +388,15 @@ class Profile:
                 for item in below
             }
         return out
+
+    def _rate(self, key: str) -> tuple[str, Entry] | None:
+        """How fact `key` is known at this version: the weakest confidence of its entries in
+        effect, with that entry; None where none is in effect."""
+        active = [e for e in self.data.facts[key].entries if e.applies(self.parsed)]
+        if not active:
+            return None
+        rated = [(self._confidence(e), e) for e in active]
+        return max(rated, key=lambda item: CONFIDENCE_RANK[item[0]])
 
     def _confidence(self, entry: Entry) -> str:
         """How `entry` is known at this version: its confidence, except that a `read` entry
