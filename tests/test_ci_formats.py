@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -14,7 +16,9 @@ import jsonschema
 import pytest
 
 from draftfit.cli.main import main
+from draftfit.location import Location, config_at, in_target_file, target_config_at
 from draftfit.output.json_lines import line_of, pointer_lines
+from draftfit.render.places import Place, location_text, place_of
 from tests import factory as f
 
 SCHEMA = json.loads(
@@ -351,3 +355,39 @@ def test_a_finding_on_another_target_file_points_at_that_file(capsys, repo) -> N
     (result,) = [r for r in validate_sarif(out)["runs"][0]["results"] if r["ruleId"] == "DF516"]
     physical = result["locations"][0]["physicalLocation"]
     assert physical["artifactLocation"]["uri"] == "quarot/quant_model_description.json"
+
+
+def test_a_target_place_is_a_field_of_the_location_not_its_file_name(repo) -> None:
+    """Findings name the target's files `target config.json` (or `<source> config.json
+    (target)`), and CI formats point into the target folder by the location's field: a draft
+    file whose own name reads the same stays the draft's."""
+    line = key_line(repo / "target" / "config.json", "hidden_size")
+    where = target_config_at("/hidden_size")
+    assert str(where) == "target config.json /hidden_size"
+    assert where.to_dict() == {"file": "target config.json", "pointer": "/hidden_size"}
+    assert place_of("drafts/llama", where, "target") == Place("target/config.json", line)
+    assert place_of("drafts/llama", where, None) == Place()
+    named = target_config_at("/hidden_size", origin="target")
+    assert str(named) == "target config.json (target) /hidden_size"
+    assert location_text("drafts/llama", named, "target") == (
+        f"target config.json (target):{line} /hidden_size"
+    )
+    other = in_target_file("quant_model_description.json")
+    assert str(other) == "target quant_model_description.json"
+    (repo / "drafts" / "llama" / "target config.json").write_text("{}\n")
+    assert place_of("drafts/llama", Location("target config.json"), "target") == Place(
+        "drafts/llama/target config.json"
+    )
+    draft_line = key_line(repo / "drafts" / "llama" / "config.json", "hidden_size")
+    assert place_of("drafts/llama", config_at("/hidden_size"), "target") == Place(
+        "drafts/llama/config.json", draft_line
+    )
+
+
+def test_placing_a_finding_loads_no_engine_module() -> None:
+    code = (
+        "import sys, draftfit.render.places; "
+        "print(sorted(m for m in sys.modules if m.startswith('draftfit.engines')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -122,6 +122,9 @@ def test_without_target_the_report_lists_skipped_checks(capsys, clean) -> None:
     code, out, _ = run(capsys, "check", str(draft))
     assert code == 0
     assert "Skipped without --target:" in out and "DF303" in out
+    _, out, _ = run(capsys, "check", str(draft), "--format", "json")
+    skipped = {s["code"]: s["reason"] for s in json.loads(out)["skipped_rules"]}
+    assert skipped["DF303"] == "needs --target"
 
 
 def test_several_engine_versions(capsys, tmp_path) -> None:

@@ -11,6 +11,7 @@ import pytest
 from draftfit.cli.main import main
 from draftfit.commands.comparison import diff_paths
 from draftfit.rules import all_rules
+from draftfit.rules.base import Scope
 from tests import factory as f
 from tests.factory import Draft
 
@@ -115,7 +116,7 @@ PAIRS = [
         lambda: (f.specforge(), f.specforge()),
         "equivalent",
         set(),
-        {r.code for r in all_rules() if r.scope == "diff"},
+        {r.code for r in all_rules() if r.scope is Scope.DIFF},
     ),
     ("head-dim-112-vs-128", _head_dim_pair, "different", {"DF803"}, {"DF801", "DF806"}),
     ("norm-before-residual", _edit(_norm), "different", {"DF805"}, {"DF803"}),
@@ -149,7 +150,7 @@ def test_pair(tmp_path: Path, name, build, verdict, fires, quiet) -> None:
 
 
 def test_every_diff_code_fires_and_stays_quiet_somewhere() -> None:
-    codes = {r.code for r in all_rules() if r.scope == "diff"}
+    codes = {r.code for r in all_rules() if r.scope is Scope.DIFF}
     assert codes - set().union(*(p[3] for p in PAIRS)) == set()
     assert codes - set().union(*(p[4] for p in PAIRS)) == set()
 

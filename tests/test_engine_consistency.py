@@ -106,7 +106,7 @@ PROFILES = [load_engine(e).resolve(v) for e in ENGINES for v in load_engine(e).v
 
 def _root_field(finding: Finding) -> str | None:
     location = finding.location
-    if location.file != "config.json" or not location.pointer:
+    if location.file != "config.json" or location.in_target or not location.pointer:
         return None
     return location.pointer.split("/")[1]
 

@@ -11,6 +11,7 @@ from draftfit.engines.citation import parse_locations
 from draftfit.engines.profile import parse_engine_data
 from draftfit.engines.registry import load_engine, parse_engine_selector
 from draftfit.errors import SpecDataError, UnknownEngineVersionError, UsageError
+from draftfit.rules.base import Scope
 
 SOURCE = re.compile(r"[\w/.]+\.py(:[\d,\- ]+)?@v\d+\.\d+\.\d+")
 
@@ -311,7 +312,7 @@ def test_every_rule_a_fact_names_is_a_rule_resting_on_engine_data(engine: str) -
     for code, keys in named.items():
         item = get_rule(code)
         assert item is not None and item.code == code, code
-        assert item.scope == "engine", code
+        assert item.scope is Scope.ENGINE, code
         listed = data.facts_for_rule(code)
         assert len(listed) == len(set(listed)) and set(listed) == keys, code
         assert set(listed) <= set(data.facts)

@@ -68,6 +68,7 @@ ENGINE_NEUTRAL = (
     "commands/comparison.py",
     "commands/release_matrix.py",
     "conversion/__init__.py",
+    "serve/settings.py",
 )
 ENGINE_FOLDERS = ("vllm", "sglang", "trtllm")
 
@@ -509,7 +510,7 @@ def test_a_fourth_engine_reads_its_own_launch_and_plans_its_own_convention(
     checkpoint, target = _draft_and_target(tmp_path, f.specforge(nested_aux=[1, 3, 6]))
     profile = toy.resolve(toy.data.latest)
     report = check_checkpoint(checkpoint, target, [profile], serve=settings)
-    assert report.serve is settings
+    assert report.serve is not None and report.serve.settings is settings
     recipe = recipe_for(report, report.engines[0])
     assert recipe is not None
     assert recipe.command.startswith("toyllm serve M")

@@ -13,7 +13,8 @@ import pytest
 
 import draftfit
 from draftfit.engines.installed import resolve_engines
-from draftfit.engines.launch_checks import launch_grammar
+from draftfit.engines.launch_grammar import launch_grammar
+from draftfit.engines.profile import EngineVersion
 from tests import factory as f
 
 SG = ["sglang==0.5.23"]
@@ -87,7 +88,7 @@ def test_sglang_unique_abbreviation_is_read(sg_pair: tuple[Path, Path]) -> None:
         f"--speculative-draft-model-path {draft} --port 30000 --mem-fraction-static 0.8"
     )
     report = draftfit.check(draft, target, SG, serve_args=line)
-    assert report.serve is not None and report.serve.method == "EAGLE3"
+    assert report.serve is not None and report.serve.settings.method == "EAGLE3"
     assert not _findings(report, "DF559")
     assert report.engines[0].verdict == "compatible"
 
@@ -143,7 +144,7 @@ def test_vllm_unknown_key_and_flag(pair: tuple[Path, Path]) -> None:
     assert keys and "num_speculative_tokens" in (keys[0].fix or "")
     assert report.engines[0].verdict == "incompatible"
     # the refused key is not listed as accepted
-    assert report.serve is not None and report.serve.accepted_flags == ()
+    assert report.serve is not None and report.serve.settings.accepted_flags == ()
 
 
 def test_vllm_without_method_is_what_the_release_resolves(pair: tuple[Path, Path]) -> None:
@@ -226,9 +227,9 @@ def test_vllm_flags_it_takes_are_accepted(pair: tuple[Path, Path], version: str)
     # Listed as accepted by the release's parser (a unique prefix included), not as unread.
     assert report.serve is not None
     assert {"--max-num-seq", "--gpu-memory-utilization", "--port"} <= set(
-        report.serve.accepted_flags
+        report.serve.settings.accepted_flags
     )
-    assert not [x for x in report.serve.ignored_flags if x.startswith("-")]
+    assert not [x for x in report.serve.settings.ignored_flags if x.startswith("-")]
 
 
 def test_vllm_flags_at_a_release_whose_parser_was_not_read(pair: tuple[Path, Path]) -> None:
@@ -271,7 +272,7 @@ def test_vllm_config_file_is_part_of_the_launch(
         "  method: eagle3\n  num_speculative_tokens: 3\n"
     )
     report = draftfit.check(draft, target, V34, serve_args="vllm serve T --config serve.yaml")
-    assert report.serve is not None and report.serve.method == "eagle3"
+    assert report.serve is not None and report.serve.settings.method == "eagle3"
     assert report.engines[0].verdict == "compatible"
     # A --speculative-config on the command line replaces the file's whole one.
     spec = {"method": "eagle3", "model": str(draft)}
@@ -394,3 +395,53 @@ def test_a_nested_speculative_config_in_a_config_file_is_read_as_each_release_re
         found = [x for x in _findings(report, "DF559") if "nested mapping" in x.message]
         assert bool(found) is expected, (path.name, [x.message for x in report.findings])
         assert (report.engines[0].verdict == "incompatible") is expected
+
+
+def test_the_launch_part_judges_each_release_once_and_the_report_carries_it(
+    pair: tuple[Path, Path],
+) -> None:
+    """One release whose parser was read, one whose parser was not: each release's
+    judgement (flags, method, what is left unjudged) is on `Report.serve`, and the verdicts
+    and the settings shown follow it."""
+    draft, target = pair
+    spec = {"method": "eagle3", "model": str(draft), "num_speculative_tokens": 3}
+    line = _vllm(spec, "--port 8000 --no-such-flag 3")
+    report = draftfit.check(draft, target, ["vllm==0.34.0", "vllm==0.20.0"], serve_args=line)
+    assert report.serve is not None
+    read = report.serve.at(EngineVersion("vllm", "0.34.0"))
+    unread = report.serve.at(EngineVersion("vllm", "0.20.0"))
+    assert read is not None and unread is not None
+    assert report.serve.at(EngineVersion("sglang", "0.5.23")) is None
+    # The release whose parser was read takes --port and refuses --no-such-flag.
+    assert read.grammar is not None and read.method == "eagle3"
+    assert read.accepted_flags == ("--port",) and read.refused_flags == ("--no-such-flag",)
+    assert [m.flag for m in read.written if not m.taken] == ["--no-such-flag"]
+    assert read.unjudged == ()
+    # The other cannot say: its verdict is not proof, for that reason.
+    assert unread.grammar is None and unread.written == ()
+    assert unread.accepted_flags == unread.refused_flags == ()
+    (why,) = unread.unjudged
+    assert "--port" in why and "--no-such-flag" in why
+    by_version = {r.version: r for r in report.engines}
+    assert why in by_version["0.20.0"].unverified_reasons
+    assert by_version["0.20.0"].verdict == "unverified"
+    assert by_version["0.34.0"].verdict == "incompatible"
+    (refused,) = _findings(report, "DF559")
+    assert [k.version for k in refused.engines] == ["0.34.0"]
+    # Shown: refused by one release; --port stays unread (one release could not say).
+    assert report.serve.settings.refused_flags == ("--no-such-flag",)
+    assert report.serve.settings.accepted_flags == ()
+    assert "--port" in report.serve.settings.ignored_flags
+
+
+def test_a_launch_that_leaves_the_method_to_vllm_is_checked_as_the_release_resolves_it(
+    pair: tuple[Path, Path],
+) -> None:
+    draft, target = pair
+    spec = {"model": str(draft), "num_speculative_tokens": 3}
+    report = draftfit.check(draft, target, V34, serve_args=_vllm(spec))
+    assert report.serve is not None
+    (judged,) = report.serve.releases
+    assert judged.method is None and judged.method_left_to_engine
+    assert judged.served_method(None, "eagle3") == ("auto", False)
+    assert judged.served_method("eagle", "eagle3") == ("eagle", True)

@@ -13,9 +13,9 @@ import pytest
 
 import draftfit
 from draftfit.engines.launch import parse_serve_args, parse_serve_config
-from draftfit.engines.launch_checks import hub_repo_id
 from draftfit.engines.registry import load_engine
 from draftfit.engines.remote_code import own_code, remote_code_at
+from draftfit.engines.serve import hub_repo_id
 from tests import factory as f
 
 NEW, OLD = "vllm==0.34.0", "vllm==0.10.2"

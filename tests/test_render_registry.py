@@ -24,8 +24,16 @@ from draftfit.engines.listing import list_engines
 from draftfit.origins.reference import open_checkpoint, open_target
 from draftfit.render import kinds as registry
 from draftfit.render.kinds import KINDS, formats_for
-from draftfit.render.options import RenderOptions
-from draftfit.render.registry import RENDERERS, emit, kind_of, render, renderer_for
+from draftfit.render.options import Form, RenderOptions
+from draftfit.render.registry import (
+    RENDERERS,
+    SET_RENDERERS,
+    emit,
+    kind_of,
+    render,
+    render_all,
+    renderer_for,
+)
 from draftfit.rules import get_rule
 from draftfit.rules.base import Severity
 from tests import factory as f
@@ -218,6 +226,35 @@ def test_every_registered_renderer_is_a_function_of_the_module_it_names() -> Non
             found = renderer_for(kind, fmt)
             assert callable(found), where
             assert (found.__module__, found.__name__) == (module_name, name), where
+    for by_format in SET_RENDERERS.values():
+        for by_form in by_format.values():
+            for where in by_form.values():
+                module_name, _, name = where.partition(":")
+                module = __import__(module_name, fromlist=[name])
+                assert callable(getattr(module, name)), where
+
+
+def test_the_set_renderers_are_of_declared_formats_and_render_real_results(results) -> None:
+    """Every (format, form) of several results renders them as one document; a format
+    without a form writes each result whole, one after the other."""
+    for kind, by_format in SET_RENDERERS.items():
+        assert set(by_format) <= set(formats_for(kind)), kind.name
+        several = results[kind.name][:2]
+        for fmt, by_form in by_format.items():
+            for form in by_form:
+                text = render_all(several, fmt, forms=[form])
+                assert text.endswith("\n") and text.strip(), (kind.name, fmt, form)
+    reports = results["check"][:2]
+    assert render_all(reports, "text") == "\n".join(render(r, "text") for r in reports)
+    assert render_all(reports[:1], "json", forms=[Form.VERDICTS]) == render(reports[0], "json")
+    listed = json.loads(render_all(reports, "json", forms=[Form.VERDICTS, Form.LIST]))
+    assert listed == [r.to_dict() for r in reports]
+    sarif = json.loads(render_all(reports, "sarif", forms=[Form.STATISTICS]))
+    assert len(sarif["runs"]) == 2
+    quiet = render_all(reports, "text", forms=[Form.STATISTICS, Form.VERDICTS])
+    assert quiet.startswith(f"{reports[0].draft}\n")  # statistics first: the draft heads it
+    verdicts = render_all(results["matrix"][:1], "text", forms=[Form.VERDICTS]).splitlines()
+    assert verdicts == [f"{r.title} {r.range}: {r.verdict}" for r in results["matrix"][0].rows]
 
 
 def test_convert_text_names_the_output_as_the_user_wrote_it(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ TAGGING_CALLS: dict[str, tuple[int, ...]] = {
     "Damage": (0,),
     "Event": (0,),
     "Finding": (0, 1),
-    "SkippedRule": (0, 1),
+    "SkippedRule": (0,),
     "event": (0,),
     "refuse": (0,),
     "get_rule": (0,),

@@ -9,6 +9,7 @@ import pytest
 
 from draftfit.checker import check_path
 from draftfit.rules import all_rules
+from draftfit.rules.base import Scope
 from tests import factory as f
 from tests.cases import CASES, Case
 
@@ -30,7 +31,7 @@ def test_every_rule_has_a_firing_and_a_quiet_case() -> None:
     fired = set().union(*(c.fires for c in CASES))
     quiet = set().union(*(c.quiet for c in CASES))
     # diff codes: test_diff.py; value codes (run only with --values): test_values.py
-    codes = {r.code for r in all_rules() if r.scope != "diff" and r.family != "values"}
+    codes = {r.code for r in all_rules() if r.scope is not Scope.DIFF and r.family != "values"}
     assert codes - fired == set(), "rules without a firing case"
     assert codes - quiet == set(), "rules without a quiet case"
 

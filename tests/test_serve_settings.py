@@ -20,6 +20,7 @@ from draftfit.engines.launch import (
     settings_from,
 )
 from draftfit.errors import UsageError
+from draftfit.report import SkipReason
 from tests import factory as f
 from tests.timeouts import scaled
 
@@ -301,7 +302,9 @@ def test_without_settings_serving_rules_are_skipped_not_unverified(tmp_path: Pat
     draft = f.specforge().write(tmp_path / "draft")
     report = draftfit.check(draft, f.llama_target(tmp_path / "t"), ["sglang==0.5.23"])
     skipped = {s.code: s.reason for s in report.skipped_rules}
-    assert skipped["DF553"] == "needs --serve-config or --serve-args"
+    assert skipped["DF553"] is SkipReason.NO_LAUNCH
+    said = {s["code"]: s["reason"] for s in _json(report)["skipped_rules"]}
+    assert said["DF553"] == "needs --serve-config or --serve-args"
     assert report.engines[0].verdict == "compatible"
     assert "serve" not in _json(report)
     # settings for another engine leave the SGLang rules skipped too
@@ -831,4 +834,4 @@ def test_sglang_takes_an_eagle_topk_of_zero(tmp_path: Path) -> None:
         f"--speculative-draft-model-path {draft} --speculative-eagle-topk 0"
     )
     report = draftfit.check(draft, engines=["sglang==0.5.23"], serve_args=launch)
-    assert report.serve is not None and report.serve.speculative_eagle_topk == 0
+    assert report.serve is not None and report.serve.settings.speculative_eagle_topk == 0

@@ -375,7 +375,7 @@ def test_the_recipes_own_spec_yaml_is_read_back_and_fixes_the_aux_findings(
     launch = command.split("EOF\n", 1)[1]
     assert launch.startswith("trtllm-serve ") and "--extra_llm_api_options spec.yaml" in launch
     served = draftfit.check(draft, target, engines, serve_args=launch)
-    assert served.serve is not None and served.serve.layers_to_capture == (3, 10, 20)
+    assert served.serve is not None and served.serve.settings.layers_to_capture == (3, 10, 20)
     assert not _codes(served) & {"DF301", "DF302", "DF303", "DF304"}
     assert served.engines[0].verdict == "compatible"
 
@@ -439,7 +439,7 @@ def test_draft_named_with_a_key_the_version_does_not_read_df556(
 ) -> None:
     body = f"decoding_type: Eagle\nmax_draft_len: 3\n{key}: /models/draft"
     report = _check_spec(tmp_path, version, body)
-    assert report.serve is not None and report.serve.draft_path_key == key
+    assert report.serve is not None and report.serve.settings.draft_path_key == key
     assert ("DF556" in _codes(report)) is fires
     assert "DF557" not in _codes(report)
     if not fires:
@@ -549,8 +549,10 @@ def test_the_recipes_own_spec_yaml_is_quiet_for_every_version(
     (tmp_path / "spec.yaml").write_text(body)
     monkeypatch.chdir(tmp_path)
     served = draftfit.check(draft, target, engines, serve_args=recipe.command.split("EOF\n")[1])
-    assert served.serve is not None and served.serve.draft_model is not None
-    assert served.serve.max_draft_len is not None and served.serve.method is not None
+    assert served.serve is not None
+    read = served.serve.settings
+    assert read.draft_model is not None
+    assert read.max_draft_len is not None and read.method is not None
     assert not _codes(served) & (SPEC_CONFIG_CODES | {"DF559"})
     if version.startswith("1.4") or version == "1.3.0rc27":  # one model only: no switch
         assert "eagle3_one_model" not in body and "speculative_model:" in body
@@ -678,7 +680,7 @@ def test_a_launch_is_judged_as_each_1_3_and_1_4_release_judges_it(
         [f"trtllm=={version}"],
         serve_args="trtllm-serve T --backend pytorch --extra_llm_api_options spec.yaml",
     )
-    assert report.serve is not None and report.serve.draft_model == "/m/d"
+    assert report.serve is not None and report.serve.settings.draft_model == "/m/d"
     (result,) = report.engines
     refusals = [x for x in report.findings if x.code == "DF559"]
     assert "DF556" not in _codes(report) and "DF557" not in _codes(report)

@@ -113,7 +113,9 @@ def test_an_unreadable_rotation_file_is_unchecked_and_not_compatible(
     assert check.unchecked_file == ROTATION_FILE
     report = check_path(f.specforge().write(tmp_path / "d"), target, engines=[BEFORE_PLUGIN])
     unchecked = [x for x in report.findings if x.code == "DF519"]
-    assert unchecked and unchecked[0].location.file == f"target {ROTATION_FILE}"
+    where = unchecked[0].location if unchecked else None
+    assert where is not None and where.in_target and where.file == ROTATION_FILE
+    assert str(where) == f"target {ROTATION_FILE}"
     assert why in unchecked[0].message
     result = report.engines[0]
     assert result.verdict == "unverified"

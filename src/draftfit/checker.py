@@ -20,19 +20,20 @@ from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint import Checkpoint
+from draftfit.draft.aux_counting import AuxCounting
 from draftfit.draft.description import EAGLE, EAGLE3, DraftDescription, describe
 from draftfit.draft.mistakes import refuse_argument_mistakes
 from draftfit.draft.target import Target
 from draftfit.engines import build_view
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.interface import engine_of
-from draftfit.engines.launch_checks import launch_grammar, other_target_reason
+from draftfit.engines.launch_judgement import JudgedLaunch, ReleaseLaunch
 from draftfit.engines.profile import EngineVersion, Profile
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
 from draftfit.records import replace
 from draftfit.report import (
-    UNVERIFIED_CODES,
+    UNVERIFIED_RULES,
     AuxLayers,
     DialectFacts,
     EngineResult,
@@ -40,14 +41,15 @@ from draftfit.report import (
     KeptCheck,
     Report,
     SkippedRule,
+    SkipReason,
     TargetFacts,
     findings_by_engine,
     verdict_for,
 )
 from draftfit.rule_ids import RuleId
-from draftfit.rules import all_rules, get_rule, registered
-from draftfit.rules.base import Context, Rule, Severity, Violation
-from draftfit.serve.settings import SERVE_SKIP_REASON, ServeSettings
+from draftfit.rules import all_rules, registered
+from draftfit.rules.base import Context, Rule, Scope, Severity, Violation
+from draftfit.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
     from typing import Any
@@ -127,7 +129,7 @@ def check_checkpoint(
     base = Context(checkpoint, spec, target, method=effective_method, values=value_facts)
     found = _found_for(base, shared)
     for item in rules:
-        if item.scope != "checkpoint":
+        if item.scope is not Scope.CHECKPOINT:
             continue
         if item.needs_target and target is None:
             skipped.append(_skip(item))
@@ -135,31 +137,38 @@ def check_checkpoint(
         _collect(collected, item, _checkpoint_rule(item, base, found), keys)
 
     results: list[EngineResult] = []
+    launches: dict[EngineVersion, ReleaseLaunch] = {}
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
-        # Without --method, the method the launch names is the one this engine serves with.
-        launch_method = (
-            engine_of(profile).launch_method(settings, profile) if settings is not None else None
+        # The engine's launch part judges the launch at this release, once.
+        launch = (
+            engine_of(profile).judge_launch(settings, profile, target)
+            if settings is not None
+            else None
         )
-        served_method = launch_method if method is None and launch_method else effective_method
-        if method is None and settings is not None and settings.leaves_method_to_engine():
-            served_method = "auto"  # the release resolves the method itself
-        explicit = method is not None or launch_method is not None
+        if launch is not None:
+            launches[profile.key] = launch
+            # Without --method, the method the launch selects is the one this engine serves.
+            served_method, explicit = launch.served_method(method, effective_method)
+        else:
+            served_method, explicit = effective_method, method is not None
         view = build_view(
-            BuildInputs(checkpoint, spec, target, profile, served_method, explicit, settings)
+            BuildInputs(
+                checkpoint, spec, target, profile, served_method, explicit, settings, launch=launch
+            )
         )
         ctx = Context(checkpoint, spec, target, view, method=served_method, serve=settings)
         for item in rules:
-            if item.scope != "engine":
+            if item.scope is not Scope.ENGINE:
                 continue
             if item.needs_serve and settings is None:
                 # listed where the rule judges this engine's launches (its engine data)
                 applies = bool(profile.data.facts_for_rule(item.code))
-                if applies and all(s.code != item.code for s in skipped):
-                    skipped.append(SkippedRule(item.code, item.name, SERVE_SKIP_REASON))
+                if applies and all(s.rule != item.id for s in skipped):
+                    skipped.append(SkippedRule(item.id, SkipReason.NO_LAUNCH))
                 continue
             if item.needs_target and target is None:
-                if all(s.code != item.code for s in skipped):
+                if all(s.rule != item.id for s in skipped):
                     skipped.append(_skip(item))
                 continue
             violations = list(item.check(ctx))
@@ -181,7 +190,7 @@ def check_checkpoint(
                 used=tuple(view.aux.used) if view.aux.used is not None else None,
                 read_from=view.aux.read_from,
                 keys_read=tuple(view.aux.keys_read),
-                counting="capture-before",
+                counting=AuxCounting.CAPTURE_BEFORE,
                 expected_count=view.aux.expected_count,
                 launch_setting=view.aux.launch_setting or None,
             )
@@ -192,16 +201,13 @@ def check_checkpoint(
     applying = findings_by_engine(findings)
     for result in results:
         own, own_rules = rotation_unchecked(target, findings, result.key)
-        settings = serve.for_engine(result.engine) if serve is not None else None
-        unjudged = [
-            *_unjudged_flags(serve, result.profile),
-            *(result.view.unjudged if result.view else []),
-        ]
+        launch = launches.get(result.key)
         result.unverified_reasons = [
             *reasons,
             *own,
-            *unjudged,
-            *other_target_reason(settings, target),
+            *(launch.unjudged if launch is not None else ()),
+            *(result.view.unjudged if result.view else []),
+            *(launch.other_target if launch is not None else ()),
         ]
         result.unchecked_rules = [*unchecked, *(r for r in own_rules if r not in unchecked)]
         result.verdict, result.counts = verdict_for(
@@ -225,7 +231,7 @@ def check_checkpoint(
             partial(check_checkpoint, serve=serve),
             shared if shared is not None else {},
         ),
-        serve=_judged_flags(serve, profiles),
+        serve=JudgedLaunch.of(serve, tuple(launches.values())) if serve is not None else None,
         hub_origin=checkpoint.hub_origin,
     )
 
@@ -312,47 +318,6 @@ def _in_source(violation: Violation, source: Checkpoint) -> Violation:
     )
 
 
-def _unjudged_flags(serve: ServeSettings | None, profile: Profile | None) -> list[str]:
-    """Why a launch's flags leave `profile`'s verdict unproven: flags draftfit does not read
-    at a release whose parser was not read (it may refuse them, or misread an
-    abbreviation)."""
-    settings = serve.for_engine(profile.engine) if serve and profile else None
-    if settings is None or profile is None or launch_grammar(profile) is not None:
-        return []
-    flags = [flag for flag in settings.ignored_flags if flag.startswith("-")]
-    if not flags:
-        return []
-    return [
-        f"the launch's flags {', '.join(flags)} were not checked: {profile.title}'s "
-        "argument parser was not read"
-    ]
-
-
-def _judged_flags(serve: ServeSettings | None, profiles: list[Profile]) -> ServeSettings | None:
-    """`serve` with the flags draftfit does not read sorted by what the parsers of the
-    checked releases of its engine make of them: taken by every one (`accepted_flags`:
-    accepted, not judged), or refused by some (`refused_flags`: a DF559 finding each); the
-    rest stay listed as not read (a release whose grammar was not read cannot say)."""
-    if serve is None or not serve.ignored_flags:
-        return serve
-    grammars = [launch_grammar(p) for p in profiles if p.engine == serve.engine]
-    read = [g for g in grammars if g is not None]
-    if not read:
-        return serve
-    # a dotted `--flag.key` names a key of a JSON flag: the key checks judge it
-    judged = [f for f in serve.ignored_flags if f.startswith("-") and "." not in f]
-    refused = tuple(f for f in judged if any(len(g.meaning(f)) != 1 for g in read))
-    accepted = tuple(f for f in judged if f not in refused and len(read) == len(grammars))
-    if not accepted and not refused:
-        return serve
-    return replace(
-        serve,
-        accepted_flags=serve.accepted_flags + accepted,
-        refused_flags=serve.refused_flags + refused,
-        ignored_flags=tuple(f for f in serve.ignored_flags if f not in accepted + refused),
-    )
-
-
 # Target config fields the target checks read, and the rules that stay silent without them.
 TARGET_FIELDS: tuple[tuple[str, tuple[RuleId, ...]], ...] = (
     ("architectures", (rule_ids.TARGET_NOT_EAGLE3_CAPABLE, rule_ids.TARGET_CAPABILITY_UNKNOWN)),
@@ -378,7 +343,9 @@ def unverified_reasons(
     unchecked: list[str] = []
     # Rules skipped for want of serving settings leave the verdict that of a default launch.
     decisive = sorted(
-        s.code for s in skipped if s.reason != SERVE_SKIP_REASON and _can_change_verdict(s.code)
+        s.code
+        for s in skipped
+        if s.reason is not SkipReason.NO_LAUNCH and _can_change_verdict(s.rule)
     )
     if decisive:
         reasons.append("no target")
@@ -415,9 +382,10 @@ def rotation_unchecked(
     ]
 
 
-def _can_change_verdict(code: str) -> bool:
-    item = get_rule(code)
-    return item is not None and (item.severity >= Severity.WARNING or code in UNVERIFIED_CODES)
+def _can_change_verdict(rule_id: RuleId) -> bool:
+    """Whether a finding of `rule_id` can change a verdict: an error or warning, or a
+    consequence draftfit's data cannot tell (it makes the verdict `unverified`)."""
+    return rule_id.severity >= Severity.WARNING or rule_id in UNVERIFIED_RULES
 
 
 def _value_facts(
@@ -475,4 +443,4 @@ def _with_caveats(violations: Iterable[Violation], profile: Profile) -> Iterator
 
 
 def _skip(item: Rule) -> SkippedRule:
-    return SkippedRule(item.code, item.name, "needs --target")
+    return SkippedRule(item.id, SkipReason.NO_TARGET)

@@ -6,6 +6,7 @@ ever added (bump `schema_version` on any incompatible change).
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import TYPE_CHECKING
 
 from draftfit.engines.profile import EngineVersion
@@ -21,6 +22,7 @@ from draftfit.rule_ids import (
     RuleId,
     Severity,
 )
+from draftfit.serve.settings import SETTINGS_FLAGS
 from draftfit.version import __version__
 
 if TYPE_CHECKING:
@@ -28,11 +30,13 @@ if TYPE_CHECKING:
 
     from draftfit.checkpoint.hub_cache import HubOrigin
     from draftfit.checkpoint.model import Checkpoint
+    from draftfit.draft.aux_counting import AuxCounting
     from draftfit.draft.description import DraftDescription
     from draftfit.draft.dialects import Dialect
     from draftfit.draft.target import Target
     from draftfit.draft.verifier_identity import VerifierCheck
     from draftfit.engines.interface import NoRecipe, Recipe
+    from draftfit.engines.launch_judgement import JudgedLaunch
     from draftfit.engines.profile import Profile
     from draftfit.engines.view import EngineView
     from draftfit.serve.settings import ServeSettings
@@ -149,16 +153,31 @@ class TargetFacts:
         return out
 
 
+class SkipReason(Enum):
+    """Why a rule did not run (its value is what the report says)."""
+
+    NO_TARGET = "needs --target"
+    # it judges the launch's settings; the verdict is that of a default launch
+    NO_LAUNCH = f"needs {SETTINGS_FLAGS}"
+
+
 @frozen
 class SkippedRule:
     """A rule that did not run, and why (e.g. it needs a target and none was given)."""
 
-    code: str
-    name: str
-    reason: str
+    rule: RuleId
+    reason: SkipReason
+
+    @property
+    def code(self) -> str:
+        return self.rule.code
+
+    @property
+    def name(self) -> str:
+        return self.rule.name
 
     def to_dict(self) -> dict[str, str]:
-        return {"code": self.code, "name": self.name, "reason": self.reason}
+        return {"code": self.code, "name": self.name, "reason": self.reason.value}
 
 
 @frozen
@@ -168,7 +187,7 @@ class AuxLayers:
     used: tuple[int, ...] | None  # capture-before ids; None when unknown (no target)
     read_from: str | None  # config pointer the ids came from; None when the default is used
     keys_read: tuple[str, ...]
-    counting: str
+    counting: AuxCounting
     expected_count: int | None
     launch_setting: str | None = None  # the launch's setting that chose the ids, if any
 
@@ -177,7 +196,7 @@ class AuxLayers:
             "used": list(self.used) if self.used is not None else None,
             "read_from": self.read_from,
             "keys_read": list(self.keys_read),
-            "counting": self.counting,
+            "counting": self.counting.value,
             "expected_count": self.expected_count,
         }
         if self.launch_setting is not None:
@@ -417,7 +436,8 @@ class Report:
     recipes: list[Recipe] | None = None  # when asked for (`check --recipe`)
     # With the recipes: each version without one, and why.
     no_recipes: list[NoRecipe] | None = None
-    serve: ServeSettings | None = None  # the launch's settings, when given
+    # The launch, when given, as its engine's launch part judged it at each checked release.
+    serve: JudgedLaunch | None = None
     # The settings file the selection came from, as the text report names it (not part of
     # the JSON form, where each suppressed finding names its source).
     settings_file: str | None = field(default=None, compare=False)

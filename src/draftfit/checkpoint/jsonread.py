@@ -35,6 +35,10 @@ from draftfit.records import frozen
 if TYPE_CHECKING:
     from typing import Any
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (rule_ids.DUPLICATE_JSON_KEY,)
+EMITS_STAGE = "checkpoint reader: JSON files"
+
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKETS = re.compile(rb"[^\[\]{}]+")
 # A `\uD800`-`\uDFFF` escape: a surrogate, which only a valid pair may write.

@@ -36,6 +36,22 @@ if TYPE_CHECKING:
 
     from draftfit.checkpoint.access import FileAccess
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.UNREADABLE_FILE,
+    rule_ids.INDEX_MISSING_SHARD,
+    rule_ids.INDEX_TENSOR_NOT_IN_SHARD,
+    rule_ids.DUPLICATE_TENSOR,
+    rule_ids.TENSOR_NOT_IN_INDEX,
+    rule_ids.INVALID_INDEX,
+    rule_ids.MISSING_CONFIG,
+    rule_ids.INVALID_CONFIG,
+    rule_ids.MIXED_WEIGHT_FORMATS,
+    rule_ids.NO_WEIGHTS,
+    rule_ids.READER_LIMIT_EXCEEDED,
+)
+EMITS_STAGE = "checkpoint reader: the folder, its config and shard index"
+
 CONFIG_NAME = "config.json"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 BIN_INDEX = "pytorch_model.bin.index.json"

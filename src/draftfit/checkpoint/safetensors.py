@@ -38,6 +38,22 @@ from draftfit.records import frozen
 if TYPE_CHECKING:
     from draftfit.checkpoint.access import FileAccess
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.UNREADABLE_FILE,
+    rule_ids.TRUNCATED_FILE,
+    rule_ids.HEADER_LENGTH_OUT_OF_RANGE,
+    rule_ids.HEADER_NOT_JSON_OBJECT,
+    rule_ids.INVALID_TENSOR_ENTRY,
+    rule_ids.UNKNOWN_DTYPE,
+    rule_ids.DATA_OFFSETS_OUT_OF_RANGE,
+    rule_ids.DATA_OFFSETS_OVERLAP,
+    rule_ids.DATA_SECTION_NOT_COVERED,
+    rule_ids.TENSOR_BYTE_SIZE_MISMATCH,
+    rule_ids.READER_LIMIT_EXCEEDED,
+)
+EMITS_STAGE = "checkpoint reader: safetensors headers"
+
 # The reference implementation refuses headers above 100 MB (DF003); draftfit reads at most
 # MAX_SAFETENSORS_HEADER_BYTES of one (DF022 above that).
 MAX_HEADER_BYTES = 100_000_000

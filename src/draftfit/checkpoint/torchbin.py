@@ -65,6 +65,16 @@ from draftfit.rule_ids import RuleId
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.UNREADABLE_FILE,
+    rule_ids.TRUNCATED_FILE,
+    rule_ids.UNSAFE_PICKLE_GLOBAL,
+    rule_ids.INVALID_TORCH_BIN,
+    rule_ids.READER_LIMIT_EXCEEDED,
+)
+EMITS_STAGE = "checkpoint reader: PyTorch .bin files"
+
 # `torch.serialization.MAGIC_NUMBER` and `PROTOCOL_VERSION` of the legacy stream format.
 LEGACY_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
 LEGACY_PROTOCOL_VERSION = 1001

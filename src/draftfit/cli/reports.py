@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from draftfit.cli.show_settings import SettingsOrigin
+    from draftfit.render.options import Form
     from draftfit.serve.settings import ServeSettings
     from draftfit.settings.selection import Selection
 
@@ -290,7 +290,7 @@ def run_check(options: CheckOptions) -> int:
         reports.append(report)
         worst = max(worst, report.exit_code(fail_on))
     if reports:
-        write_reports(reports, options.output, fail_on, "check", many=len(drafts) > 1)
+        write_reports(reports, options.output, fail_on, many=len(drafts) > 1)
     return worst
 
 
@@ -326,7 +326,7 @@ def run_diff(options: DiffOptions) -> int:
         selection.apply(report.findings)
         set_verdicts(report.findings, report.engines)
     report.settings_file = _settings_shown(selection)
-    write_reports([report], options.output, options.fail_on, "diff", many=False)
+    write_reports([report], options.output, options.fail_on)
     return report.exit_code(options.fail_on)
 
 
@@ -336,7 +336,6 @@ def run_matrix(options: MatrixOptions) -> int:
     from draftfit.draft.description import describe
     from draftfit.draft.mistakes import refuse_argument_mistakes
     from draftfit.origins.reference import open_checkpoint, open_target
-    from draftfit.render.registry import render
 
     output = options.output
     refuse_output_file([options.draft], options.target, output, options.selection, options.launch)
@@ -363,11 +362,7 @@ def run_matrix(options: MatrixOptions) -> int:
         values=options.values,
         serve=serve,
     )
-    if output.format == "text" and output.quiet:
-        text = "".join(f"{row.title} {row.range}: {row.verdict}\n" for row in matrix.rows)
-    else:
-        text = render(matrix, output.format, _options(output, None))
-    _write(text, output)
+    write_reports([matrix], output, FailOn.ERROR)
     if options.fail_on is None:
         return EXIT_OK
     return matrix.exit_code(options.fail_on)
@@ -418,62 +413,32 @@ def _add_hub_cache(inputs: Any, name: str | None) -> None:
         inputs.folders.append((folder, f"the Hub cache of {name}"))
 
 
-def _options(output: OutputOptions, fail_on: FailOn | None) -> Any:
+def _options(output: OutputOptions, fail_on: FailOn) -> Any:
     from draftfit.render.options import RenderOptions
 
     color = not output.output_file and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    return RenderOptions(color, fail_on if fail_on is not None else FailOn.ERROR)
+    return RenderOptions(color, fail_on)
 
 
 def write_reports(
-    reports: list[Any], output: OutputOptions, fail_on: FailOn, command: str, many: bool
+    reports: list[Any], output: OutputOptions, fail_on: FailOn, many: bool = False
 ) -> None:
-    """Render `reports` in `output.format` (several drafts: one document) and write them,
-    stating exit statuses for `fail_on`. Only the renderers of that format are imported
-    (JSON never loads rich)."""
-    from draftfit.render.registry import render
+    """Write `reports` (of one kind) in `output.format` as one document, in the form the
+    output options ask for, stating exit statuses for `fail_on`; `many`: several drafts were
+    named. Only the renderers of that format are imported (JSON never loads rich)."""
+    from draftfit.render.registry import render_all
 
-    options = _options(output, fail_on)
-    fmt = output.format
-    if fmt == "sarif":
-        from draftfit.render.sarif import render_sarif_many
-
-        text = render_sarif_many(reports, options)
-    elif fmt == "github":
-        from draftfit.render.github import render_github_many
-
-        text = render_github_many(reports, options)
-    elif fmt == "junit":
-        from draftfit.render.junit import render_junit_many
-
-        text = render_junit_many(reports, options, command)
-    elif fmt == "json" and output.statistics:
-        from draftfit.render.json import render_json
-        from draftfit.render.verdicts import statistics_rows
-
-        rows = [row for report in reports for row in statistics_rows(report)]
-        text = render_json({"statistics": rows})
-    elif fmt == "json" and many:
-        documents = [report.to_dict(options.fail_on) for report in reports]
-        text = json.dumps(documents, indent=2, sort_keys=True) + "\n"
-    elif fmt == "text" and output.statistics:
-        from draftfit.render.verdicts import statistics_lines, verdict_lines
-
-        blocks = []
-        for report in reports:
-            lines = [escape_field(report.draft), *("  " + s for s in statistics_lines(report))]
-            lines.extend(verdict_lines(report, with_draft=False))
-            blocks.append("\n".join(lines) + "\n")
-        text = "\n".join(blocks)
-    elif fmt == "text" and output.quiet:
-        from draftfit.render.verdicts import verdict_lines
-
-        text = "".join(
-            line + "\n" for report in reports for line in verdict_lines(report, with_draft=True)
-        )
-    else:
-        text = "\n".join(render(report, fmt, options) for report in reports)
+    text = render_all(reports, output.format, _options(output, fail_on), _forms(output, many))
     _write(text, output)
+
+
+def _forms(output: OutputOptions, many: bool) -> list[Form]:
+    """The forms asked for, most wanted first: `--statistics`, `--quiet`, then one list of
+    several drafts' reports; a format writes the first it has (else each report whole)."""
+    from draftfit.render.options import Form
+
+    asked = ((output.statistics, Form.STATISTICS), (output.quiet, Form.VERDICTS), (many, Form.LIST))
+    return [form for wanted, form in asked if wanted]
 
 
 def _write(text: str, output: OutputOptions) -> None:

@@ -39,12 +39,30 @@ from draftfit.rule_ids import (
     RuleId,
 )
 from draftfit.rules import registered
-from draftfit.rules.base import Rule, Severity
+from draftfit.rules.base import Rule, Scope, Severity
 from draftfit.serve.settings import ServeSettings
 from draftfit.version import __version__
 
 if TYPE_CHECKING:
     from typing import Any
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.METHOD_DIFFERS,
+    rule_ids.DRAFT_CLASS_DIFFERS,
+    rule_ids.DIMENSION_DIFFERS,
+    rule_ids.AUX_LAYERS_DIFFER,
+    rule_ids.NORM_BEHAVIOUR_DIFFERS,
+    rule_ids.PARAMETER_DIFFERS,
+    rule_ids.VOCAB_MAP_DIFFERS,
+    rule_ids.ENGINE_VERDICT_DIFFERS,
+    rule_ids.SPELLING_ONLY,
+    rule_ids.EMBEDDING_PRESENCE_DIFFERS,
+    rule_ids.CONFIG_KEY_DIFFERS,
+    rule_ids.TENSOR_DTYPE_DIFFERS,
+    rule_ids.TENSOR_NAME_DIFFERS,
+)
+EMITS_STAGE = "diff: the draft against the reference"
 
 EQUIVALENT = Verdict.EQUIVALENT
 DIFFERENT = Verdict.DIFFERENT
@@ -288,7 +306,7 @@ def _side(checkpoint: Checkpoint, report: Report, index: int) -> _Side:
 
 def _rule(rule_id: RuleId) -> Rule:
     found = registered(rule_id)
-    assert found.scope == "diff", rule_id
+    assert found.scope is Scope.DIFF, rule_id
     return found
 
 

@@ -1,15 +1,17 @@
 """`draftfit rules` and `draftfit rule CODE`: rule documentation from the rule docstrings.
 
-`draftfit rule CODE` adds, under the prose, the engine data the rule rests on (the facts
-whose `rules` name it in `engines/<engine>/data.toml`): per engine, each fact's entries with
-their version range, source and confidence, read from the data files, so version ranges live
-in the data only.
+`draftfit rule CODE` adds where the rule is detected (the modules that emit it, by their own
+declarations: :mod:`draftfit.commands.detection`) and, under the prose, the engine data the
+rule rests on (the facts whose `rules` name it in `engines/<engine>/data.toml`): per engine,
+each fact's entries with their version range, source and confidence, read from the data
+files, so version ranges live in the data only.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from draftfit.commands.detection import detected_in
 from draftfit.docs_links import rule_doc_url
 from draftfit.records import frozen
 from draftfit.rules import all_rules
@@ -23,8 +25,9 @@ TEXT_ITEMS_LIMIT = 12
 
 
 def rule_dict(item: Rule, data: bool = False) -> dict[str, Any]:
-    """The rule's documentation; with `data`, also the engine data it rests on."""
-    out = {
+    """The rule's documentation; with `data`, also where it is detected and the engine data
+    it rests on."""
+    out: dict[str, Any] = {
         "code": item.code,
         "name": item.name,
         "severity": str(item.severity),
@@ -32,12 +35,13 @@ def rule_dict(item: Rule, data: bool = False) -> dict[str, Any]:
         "consequence_text": item.id.consequence_text,
         "summary": item.summary,
         "family": item.family,
-        "scope": item.scope,
+        "scope": item.scope.value,
         "needs_target": item.needs_target,
         "doc": item.doc,
         "docs_url": rule_doc_url(item.code),
     }
     if data:
+        out["detected_in"] = [d.to_dict() for d in detected_in(item.code)]
         out["data"] = rule_data(item)
     return out
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from draftfit.draft.aux_counting import AuxIds
+from draftfit.draft.aux_counting import AuxCounting, AuxIds
 from draftfit.draft.description import describe
 from draftfit.draft.tensor_names import is_known_role
 from draftfit.records import fields, frozen
@@ -115,7 +115,7 @@ class AuxIdsEntry:
 
     ids: tuple[int, ...]
     pointer: str
-    counting: str
+    counting: AuxCounting
     capture_before: tuple[int, ...]
     why: str
 
@@ -129,7 +129,7 @@ class AuxIdsEntry:
         return {
             "ids": list(self.ids),
             "pointer": self.pointer,
-            "counting": self.counting,
+            "counting": self.counting.value,
             "capture_before": list(self.capture_before),
             "why": self.why,
         }

@@ -246,7 +246,7 @@ def _edit_given_launch(report: Report, profile: Profile, recipe: Recipe) -> bool
     """Make `recipe` an edit of the launch the check was given for this engine, saying
     what changed (True), or leave it (False: no launch for this engine, or an engine whose
     launch is not edited: TensorRT-LLM's settings live in a file)."""
-    serve = report.serve
+    serve = report.serve.settings if report.serve is not None else None
     if serve is None or serve.engine != profile.engine or not serve.words:
         return False
     engine = engine_of(profile)

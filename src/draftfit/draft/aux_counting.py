@@ -11,6 +11,7 @@ default layers a target of `L` layers gets.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import Enum
 from typing import TYPE_CHECKING
 
 from draftfit.draft.dialects import (
@@ -26,8 +27,19 @@ from draftfit.records import frozen
 if TYPE_CHECKING:
     from typing import Any, TypeGuard
 
-CAPTURE_BEFORE = "capture-before"
-OUTPUT_OF = "output-of"
+
+class AuxCounting(Enum):
+    """How aux-layer ids are counted (docs/aux-counting.md); shown by its name."""
+
+    CAPTURE_BEFORE = "capture-before"  # id k: the residual stream entering target layer k
+    OUTPUT_OF = "output-of"  # id k: the output of target layer k
+
+    def __str__(self) -> str:
+        return self.value
+
+
+CAPTURE_BEFORE = AuxCounting.CAPTURE_BEFORE
+OUTPUT_OF = AuxCounting.OUTPUT_OF
 
 TOP_AUX = "/eagle_aux_hidden_state_layer_ids"
 NESTED_AUX = "/eagle_config/eagle_aux_hidden_state_layer_ids"
@@ -47,7 +59,7 @@ class AuxIds:
 
     ids: tuple[int, ...]
     pointer: str
-    convention: str
+    convention: AuxCounting
     why: str
 
     def capture_before(self) -> tuple[int, ...]:
@@ -88,7 +100,7 @@ def aux_locations(config: Mapping[str, Any], dialect: Dialect) -> list[AuxIds]:
     return found
 
 
-def _nested_convention(ids: tuple[int, ...], dialect: Dialect) -> tuple[str, str]:
+def _nested_convention(ids: tuple[int, ...], dialect: Dialect) -> tuple[AuxCounting, str]:
     """The counting of ids nested under `eagle_config`, with the reason: always output-of.
 
     The reason names the producer when the dialect is one whose writer is known to use

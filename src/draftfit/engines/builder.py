@@ -41,7 +41,7 @@ from draftfit.engines.view import (
     FateCause,
     TensorFate,
 )
-from draftfit.location import Location, config_at
+from draftfit.location import Location, config_at, in_target_file
 from draftfit.records import frozen
 from draftfit.rule_ids import Consequence, RuleId
 from draftfit.serve.settings import ServeSettings
@@ -49,11 +49,20 @@ from draftfit.serve.settings import ServeSettings
 if TYPE_CHECKING:
     from typing import Any
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.MISSING_CONFIG_FIELD,
+    rule_ids.DRAFT_SLIDING_WINDOW_IGNORED,
+    rule_ids.QUANTIZATION_DATA_MISSING,
+    rule_ids.VOCAB_SIZE_MISMATCH,
+    rule_ids.TARGET_HIDDEN_SIZE_MISMATCH,
+    rule_ids.SHARED_EMBEDDING_WIDTH_MISMATCH,
+    rule_ids.TARGET_ROTATION_UNCOMPENSATED,
+    rule_ids.TARGET_ROTATION_UNCHECKED,
+)
+EMITS_STAGE = "engine procedure: the steps every engine shares"
+
 CONFIG = "config.json"
-# How findings name a file of the target folder: `target config.json`,
-# `target quant_model_description.json`, ...
-TARGET_FILE_PREFIX = "target "
-TARGET_CONFIG = TARGET_FILE_PREFIX + "config.json"
 MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
 # Decoder layers whose tensors a view expects. Drafts have one to a few layers and the
 # largest targets ~200; a config claiming 2**31 - 1 layers must not loop that many times.
@@ -987,7 +996,7 @@ class BaseBuilder:
                 f"{check.unchecked}, so draftfit cannot tell whether the target was "
                 "rotation-quantized (ModelSlim QuaRot), which would leave an unrotated "
                 "draft's proposals almost all rejected",
-                Location(TARGET_FILE_PREFIX + check.unchecked_file),
+                in_target_file(check.unchecked_file),
                 (),
                 fix=f"check with the target's `{check.unchecked_file}` readable as a regular "
                 "file inside its folder (download it)",
@@ -996,7 +1005,7 @@ class BaseBuilder:
         rotation = check.rotation
         if rotation is None or self._draft_names_target_as_verifier(t):
             return
-        where = Location(TARGET_FILE_PREFIX + rotation.file, rotation.pointer)
+        where = in_target_file(rotation.file, rotation.pointer)
         fact = self.p.fact("draft_rotation_compensated")
         if not fact.known:
             self.event(

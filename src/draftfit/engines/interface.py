@@ -4,8 +4,9 @@ The checker, the serve recipes, `convert` and `diff` reach an engine only throug
 :class:`Engine` (listed in :mod:`draftfit.engines.registry`): its name and data file, the
 view builder, the serve recipe, the convention `draftfit convert --to` writes for it, the
 conventions it plans, how it names aux ids in that convention, which of its draft
-classes are one class, and how its launch is read (:meth:`Engine.launch`). Nothing
-outside `draftfit.engines` asks which engine it is holding.
+classes are one class, and how its launch is read and judged (:meth:`Engine.launch`,
+:meth:`Engine.judge_launch`). Nothing outside `draftfit.engines` asks which engine it is
+holding.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 from draftfit.engines.compiled import load_compiled, toml_path
 from draftfit.engines.profile import EngineData, Profile, parse_engine_data
 from draftfit.engines.remote_code import RemoteCode
-from draftfit.errors import SpecDataError
+from draftfit.errors import SpecDataError, UsageError
 from draftfit.records import field, frozen, record
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
     from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target
+    from draftfit.engines.launch_judgement import ReleaseLaunch
     from draftfit.engines.launch_part import EngineLaunch
     from draftfit.engines.view import BuildInputs, EngineView
     from draftfit.serve.settings import ServeSettings
@@ -252,11 +254,16 @@ class Engine(ABC):
         where draftfit reads no launch of this engine."""
         return None
 
-    def launch_method(self, settings: ServeSettings, profile: Profile) -> str | None:
-        """The draftfit method (`eagle3`, `eagle`) that the method a launch names selects
-        at `profile`'s release; None when it names none of them (no method, or another
-        kind: the checked method then stays the draft's own)."""
-        return settings.eagle_method()
+    def judge_launch(
+        self, settings: ServeSettings, profile: Profile, target: Target | None
+    ) -> ReleaseLaunch:
+        """What `profile`'s release makes of the launch `settings` (this engine's), decided
+        once by its launch part (:meth:`EngineLaunch.judge`): what its parser makes of each
+        flag, the method the launch selects, and why the launch is not all judged there."""
+        part = self.launch()
+        if part is None:
+            raise UsageError(f"draftfit reads no launch of {self.name}")
+        return part.judge(settings, profile, target)
 
     def class_families(self) -> Mapping[str, str]:
         """Draft class -> the class it is registered to, where two names reach one class;

@@ -1,6 +1,9 @@
-"""What every engine's launch checks share (DF550-DF559): the release's command-line
-grammar, where a finding points, and the checks that differ between engines only in how the
-launch spells things (:class:`Spelling`).
+"""What every engine's launch checks share (DF550-DF559): where a finding points, and the
+checks that differ between engines only in how the launch spells things (:class:`Spelling`).
+What the release's parser makes of each flag, and the method the launch selects, were
+decided once by the engine's launch part (a
+:class:`~draftfit.engines.launch_judgement.ReleaseLaunch`, given to the builder with the
+settings); the checks here read that decision.
 
 Each engine's folder holds its own settings checks (`engines/<engine>/launch_checks.py`),
 run by its view builder only when settings were given for this engine (`--serve-config`,
@@ -21,7 +24,7 @@ from draftfit import rule_ids
 from draftfit.draft.description import EAGLE3
 from draftfit.engines.remote_code import FACT as REMOTE_CODE_FACT
 from draftfit.engines.remote_code import remote_code_at
-from draftfit.engines.serve import first_release_where, target_source
+from draftfit.engines.serve import first_release_where, hub_repo_id
 from draftfit.location import Location
 from draftfit.records import frozen
 from draftfit.rule_ids import Consequence
@@ -31,10 +34,18 @@ from draftfit.settings_text import clip
 if TYPE_CHECKING:
     from typing import Any
 
-    from draftfit.draft.target import Target
     from draftfit.engines.builder import BaseBuilder
+    from draftfit.engines.launch_judgement import ReleaseLaunch
     from draftfit.engines.profile import Profile
     from draftfit.serve.settings import ServeSettings
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.DRAFT_PATH_MISSING,
+    rule_ids.SERVE_SETTING_INVALID,
+    rule_ids.REMOTE_CODE_NOT_TRUSTED,
+)
+EMITS_STAGE = "engine launch checks: those every engine shares"
 
 SERVE = "serving settings"
 
@@ -247,24 +258,6 @@ def launch_paths(b: BaseBuilder, s: ServeSettings, sp: Spelling, target_flag: st
         )
 
 
-def hub_repo_id(name: str) -> bool:
-    """Whether `name` can be a Hub repository id (`name` or `namespace/name`), as the Hub
-    client validates one before any lookup: letters, digits, `-`, `_` and `.`, neither
-    starting nor ending with `-` or `.` (each part), at most 96 characters, without `--`
-    or `..`, not ending in `.git`. An engine looks such a name up on the Hub when it is
-    not a folder; anything else it refuses. (Older Hub clients also take non-ASCII
-    letters: taken here too, so that no name an engine may look up is judged missing.)"""
-    parts = name.split("/")
-    if len(parts) > 2 or "--" in name or ".." in name or name.endswith(".git"):
-        return False
-    return all(_HUB_NAME_PART.fullmatch(part) for part in parts) and len(parts[-1]) <= 96
-
-
-# One part of a Hub repository id: word characters, `-` and `.`, starting and ending with a
-# word character.
-_HUB_NAME_PART = re.compile(r"\w(?:[\w.-]*\w)?")
-
-
 def remote_code_trusted(b: BaseBuilder, s: ServeSettings, flag: str) -> None:
     """A whole launch without `flag` (the release's trust-remote-code flag) whose target's or
     draft's config names code of its own for `AutoConfig` with a model type the release
@@ -303,51 +296,26 @@ def remote_code_trusted(b: BaseBuilder, s: ServeSettings, flag: str) -> None:
         )
 
 
-@frozen
-class LaunchGrammar:
-    """A release's command line as its argument parser declares it (the engine data's
-    `launch_grammar`): every option string, those that take no value, and whether a unique
-    prefix of a long flag stands for it."""
-
-    flags: frozenset[str]
-    switches: frozenset[str]
-    abbreviations: bool
-
-    def meaning(self, flag: str) -> list[str]:
-        """The flags `flag` stands for: itself, the one flag it abbreviates, several
-        (ambiguous) or none (unrecognised)."""
-        if flag in self.flags:
-            return [flag]
-        if not self.abbreviations or not flag.startswith("--"):
-            return []
-        return sorted(name for name in self.flags if name.startswith(flag))
-
-
-def launch_grammar(profile: Profile) -> LaunchGrammar | None:
-    """`profile`'s command-line grammar, None where the release's parser was not read."""
-    if "launch_grammar" not in profile.data.facts:
-        return None
-    value = profile.fact("launch_grammar").value
-    if not isinstance(value, dict) or not value.get("flags"):
-        return None
-    return LaunchGrammar(
-        frozenset(str(f) for f in value["flags"]),
-        frozenset(str(f) for f in value.get("no_value") or ()),
-        bool(value.get("abbreviations")),
-    )
+def release_launch(b: BaseBuilder) -> ReleaseLaunch:
+    """What the engine's launch part decided about the launch at this release (its grammar,
+    what each flag stands for), given with the settings (`BuildInputs.launch`)."""
+    judged = b.inputs.launch
+    if judged is None:
+        raise ValueError("the launch's settings came without its launch part's judgement")
+    return judged
 
 
 def launch_flags(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
     """A flag the release's argument parser does not take (unknown, or an abbreviation two
     of its flags share): the parser prints an error and the server does not start."""
-    grammar = launch_grammar(b.p)
-    if grammar is None or not s.flags_written:
+    judged = release_launch(b)
+    grammar = judged.grammar
+    if grammar is None:
         return
-    for flag in dict.fromkeys(s.flags_written):
-        base = flag.split(".", 1)[0] if sp.dotted else flag
-        meant = grammar.meaning(base)
-        if len(meant) == 1:
+    for item in judged.written:
+        if item.taken:
             continue
+        base, meant = item.flag, item.meant
         if meant:
             # Every flag the prefix matches, as argparse lists them: the one meant may be
             # any (`--speculative-draft` is `--speculative-draft-model-path` as often as not).
@@ -379,7 +347,7 @@ def unreadable_values(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
     integer) or that ends the launch without its value: argparse prints an error and the
     server does not start. Where the release's parser was not read, the launch still cannot
     configure the draft as written, so the checked draft is not served as given."""
-    grammar = launch_grammar(b.p)
+    grammar = release_launch(b).grammar
     for item in dict.fromkeys(s.unreadable_values):
         flag, _, why = item.partition(": ")
         if "JSON" in why:
@@ -488,7 +456,7 @@ def value_after_switch(b: BaseBuilder, s: ServeSettings, sp: Spelling) -> None:
     """vLLM / SGLang: a word after a flag that takes no value (`--enforce-eager true`,
     `--disable-cuda-graph true`) where the parser has no place for it (vLLM once the model
     was named; SGLang's launch_server takes no positional word): it refuses the launch."""
-    grammar = launch_grammar(b.p)
+    grammar = release_launch(b).grammar
     if grammar is None or not s.words:
         return
     command = list(sp.command)
@@ -547,34 +515,6 @@ def same_draft(b: BaseBuilder, named: str) -> bool | None:
     if hub_like and repo is not None:
         return named == repo
     return None  # a path of the serving machine, or a Hub id of unknown weights
-
-
-def same_target(named: str, target: Target) -> bool | None:
-    """Whether the target path a launch names is the checked target, as the engine resolves
-    it: a folder relative to the engine's working folder (here), or a Hub id matched against
-    the checked target's (an `hf://` target, or a folder of the Hub cache). None when it
-    cannot be told (a path that is no folder here; a Hub id next to a checked folder, which
-    may be its download)."""
-    source = target_source(target)
-    if os.path.isdir(named):
-        if source is not None and source.hub and not os.path.isdir(target.origin):
-            return None  # a folder here, a Hub repository checked: maybe its download
-        return os.path.realpath(named) == os.path.realpath(target.origin)
-    if hub_repo_id(named) and source is not None and source.hub:
-        return named == source.name
-    return None
-
-
-def other_target_reason(settings: ServeSettings | None, target: Target | None) -> list[str]:
-    """Why a verdict is not proof when the launch serves another target than the checked
-    one (`--target`): the findings are for the checked target, and what runs was not checked."""
-    named = settings.target_model if settings is not None else None
-    if not named or target is None or same_target(named, target) is not False:
-        return []
-    return [
-        f"the launch serves the target `{clip(named)}`, not the checked target "
-        f"`{clip(target.origin)}` (check with `--target {clip(named)}`)"
-    ]
 
 
 def draft_is_checked(

@@ -1,5 +1,7 @@
 """An engine's launch part: the flags, keys and environment variables draftfit reads from
-that engine's launch, and the reading every engine shares.
+that engine's launch, the reading every engine shares, and the one judgement of a launch at
+a release (:meth:`EngineLaunch.judge`: what the release's parser makes of each flag, the
+method the launch selects), which the release's launch checks and the checker read.
 
 Each engine folder's `launch.py` subclasses :class:`EngineLaunch` with its own flag tables
 (names and aliases as its argument parser declares them), the command words that start its
@@ -11,9 +13,14 @@ it, loaded when asked for; :mod:`draftfit.engines.launch` finds the engine of a 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from draftfit.draft.description import EAGLE, EAGLE3
+from draftfit.engines.launch_grammar import launch_grammar
+from draftfit.engines.launch_judgement import FlagMeaning, ReleaseLaunch
+from draftfit.engines.serve import hub_repo_id, target_source
 from draftfit.errors import UsageError
 from draftfit.serve.reading import (
     FlagTarget,
@@ -24,6 +31,10 @@ from draftfit.serve.reading import (
 )
 from draftfit.serve.settings import ServeSettings, dashed_flag
 from draftfit.settings_text import clip
+
+if TYPE_CHECKING:
+    from draftfit.draft.target import Target
+    from draftfit.engines.profile import Profile
 
 
 class EngineLaunch:
@@ -45,6 +56,8 @@ class EngineLaunch:
         env_vars: environment variables assigned before the command that draftfit reads.
         dashes_underscores: the parser reads `_` in a `--` flag name as `-`.
         abbreviations: the parser takes an unambiguous prefix of a long flag (argparse).
+        dotted_keys: `--flag.key` sets one key of a JSON flag: the parser reads the flag
+            before the dot.
         full_launch_from_command: a launch that starts with the command gives every setting
             (:attr:`ServeSettings.full_launch`).
         json_flag: the flag whose value is a JSON object of settings (`--json-flag.key`
@@ -68,12 +81,72 @@ class EngineLaunch:
     env_vars: ClassVar[Mapping[str, FlagTarget]] = {}
     dashes_underscores: ClassVar[bool] = False
     abbreviations: ClassVar[bool] = False
+    dotted_keys: ClassVar[bool] = False
     full_launch_from_command: ClassVar[bool] = False
     json_flag: ClassVar[str | None] = None
     json_keys: ClassVar[Mapping[str, FlagTarget]] = {}
     config_file_flag: ClassVar[str | None] = None
     tuning: ClassVar[frozenset[str]] = frozenset()
     speculative_fields: ClassVar[frozenset[str]] = frozenset()
+
+    # ------------------------------------------------------------------ the judgement
+    def judge(
+        self, settings: ServeSettings, profile: Profile, target: Target | None
+    ) -> ReleaseLaunch:
+        """What `profile`'s release makes of the launch `settings` (next to the checked
+        `target`), decided once before the draft is built: what its parser makes of each
+        flag (its grammar, where read), the method the launch selects, and why the launch
+        is not all judged there. The release's launch checks and the checker read it."""
+        grammar = launch_grammar(profile)
+        written: tuple[FlagMeaning, ...] = ()
+        accepted: tuple[str, ...] = ()
+        refused: tuple[str, ...] = ()
+        unjudged: tuple[str, ...] = ()
+        # flags draftfit does not read; a dotted `--flag.key` names a key of a JSON flag,
+        # which the key checks judge
+        unread = [flag for flag in settings.ignored_flags if flag.startswith("-")]
+        if grammar is not None:
+            written = tuple(
+                FlagMeaning(base, tuple(grammar.meaning(base)))
+                for base in (self.parsed_flag(f) for f in dict.fromkeys(settings.flags_written))
+            )
+            judged = [flag for flag in unread if "." not in flag]
+            refused = tuple(flag for flag in judged if len(grammar.meaning(flag)) != 1)
+            accepted = tuple(flag for flag in judged if flag not in refused)
+        elif unread:
+            unjudged = (
+                f"the launch's flags {', '.join(unread)} were not checked: {profile.title}'s "
+                "argument parser was not read",
+            )
+        return ReleaseLaunch(
+            profile.key,
+            settings,
+            grammar,
+            written,
+            accepted,
+            refused,
+            method=self.selected_method(settings, profile),
+            method_left_to_engine=self.method_left_to_engine(settings),
+            unjudged=unjudged,
+            other_target=tuple(other_target_reason(settings, target)),
+        )
+
+    def selected_method(self, settings: ServeSettings, profile: Profile) -> str | None:
+        """The draftfit method (`eagle3`, `eagle`) that the method the launch names selects
+        at `profile`'s release; None when it names none of them. None by default: the
+        checked method stays the draft's own."""
+        return None
+
+    def method_left_to_engine(self, settings: ServeSettings) -> bool:
+        """Whether the launch names a draft but no method, so that the release resolves the
+        method itself (and that is what is checked). False by default: the engine takes
+        the method from a flag or key of its own."""
+        return False
+
+    def parsed_flag(self, flag: str) -> str:
+        """The flag its parser reads for `flag` as the launch writes it (before a `.key`
+        where the parser reads dotted keys)."""
+        return flag.split(".", 1)[0] if self.dotted_keys else flag
 
     # ------------------------------------------------------------------ spelling
     def normalised(self, flag: str) -> str:
@@ -248,3 +321,38 @@ class EngineLaunch:
         if json_data is None:
             return settings
         return self.with_json(json_data, settings)
+
+
+def eagle_method(named: str | None) -> str | None:
+    """`eagle3` or `eagle` when the method a launch names is one of them (any spelling
+    case), else None (no method named, or another kind)."""
+    name = (named or "").strip().lower()
+    return name if name in (EAGLE3, EAGLE) else None
+
+
+def same_target(named: str, target: Target) -> bool | None:
+    """Whether the target path a launch names is the checked target, as the engine resolves
+    it: a folder relative to the engine's working folder (here), or a Hub id matched against
+    the checked target's (an `hf://` target, or a folder of the Hub cache). None when it
+    cannot be told (a path that is no folder here; a Hub id next to a checked folder, which
+    may be its download)."""
+    source = target_source(target)
+    if os.path.isdir(named):
+        if source is not None and source.hub and not os.path.isdir(target.origin):
+            return None  # a folder here, a Hub repository checked: maybe its download
+        return os.path.realpath(named) == os.path.realpath(target.origin)
+    if hub_repo_id(named) and source is not None and source.hub:
+        return named == source.name
+    return None
+
+
+def other_target_reason(settings: ServeSettings | None, target: Target | None) -> list[str]:
+    """Why a verdict is not proof when the launch serves another target than the checked
+    one (`--target`): the findings are for the checked target, and what runs was not checked."""
+    named = settings.target_model if settings is not None else None
+    if not named or target is None or same_target(named, target) is not False:
+        return []
+    return [
+        f"the launch serves the target `{clip(named)}`, not the checked target "
+        f"`{clip(target.origin)}` (check with `--target {clip(named)}`)"
+    ]

@@ -1,7 +1,7 @@
 """What every engine's serve recipe shares: the number of speculative tokens, how a recipe
 names a checkpoint (a local path, or a Hub repository id with its revision apart, never the
-`hf://` spelling only draftfit reads), shell quoting, a tiny YAML writer, and the first
-release at which a data fact changes."""
+`hf://` spelling only draftfit reads; whether a name can be a Hub repository id), shell
+quoting, a tiny YAML writer, and the first release at which a data fact changes."""
 
 from __future__ import annotations
 
@@ -116,6 +116,24 @@ def model_source(source: str) -> ModelSource:
 # (`.../models--OWNER--NAME/snapshots/COMMIT`).
 _HUB_ID = r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*"
 _CACHE_SNAPSHOT = r"models--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40})/?"
+
+
+def hub_repo_id(name: str) -> bool:
+    """Whether `name` can be a Hub repository id (`name` or `namespace/name`), as the Hub
+    client validates one before any lookup: letters, digits, `-`, `_` and `.`, neither
+    starting nor ending with `-` or `.` (each part), at most 96 characters, without `--`
+    or `..`, not ending in `.git`. An engine looks such a name up on the Hub when it is
+    not a folder; anything else it refuses. (Older Hub clients also take non-ASCII
+    letters: taken here too, so that no name an engine may look up is judged missing.)"""
+    parts = name.split("/")
+    if len(parts) > 2 or "--" in name or ".." in name or name.endswith(".git"):
+        return False
+    return all(_HUB_NAME_PART.fullmatch(part) for part in parts) and len(parts[-1]) <= 96
+
+
+# One part of a Hub repository id: word characters, `-` and `.`, starting and ending with a
+# word character.
+_HUB_NAME_PART = re.compile(r"\w(?:[\w.-]*\w)?")
 
 
 def target_source(

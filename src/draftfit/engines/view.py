@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.description import DraftDescription
@@ -25,6 +26,9 @@ from draftfit.location import Location
 from draftfit.records import field, frozen, record
 from draftfit.rule_ids import Consequence, RuleId
 from draftfit.serve.settings import ServeSettings
+
+if TYPE_CHECKING:
+    from draftfit.engines.launch_judgement import ReleaseLaunch
 
 # What happens to a parameter no stored tensor reaches.
 UNINITIALISED = "uninitialised"  # torch.empty garbage, silently
@@ -49,6 +53,9 @@ class BuildInputs:
         method_explicit: whether the method was given rather than read from the checkpoint.
         serve: the launch's settings for this engine (`--serve-config`, `--serve-args`),
             or None (a default launch).
+        launch: what the engine's launch part decided about `serve` at this release
+            (:meth:`draftfit.engines.interface.Engine.judge_launch`); given whenever `serve`
+            is, and read by the launch checks.
         fit_dimensions: whether the builder looks for a config dimension that explains the
             stored shapes it does not build (off when it builds a trial of such an edit).
     """
@@ -61,6 +68,7 @@ class BuildInputs:
     method_explicit: bool
     serve: ServeSettings | None = None
     fit_dimensions: bool = True
+    launch: ReleaseLaunch | None = None
 
 
 @frozen

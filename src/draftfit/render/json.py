@@ -8,6 +8,7 @@ ship in :mod:`draftfit.schemas` (`draftfit schema KIND`).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from draftfit.render.options import PLAIN, RenderOptions
@@ -40,6 +41,19 @@ def render_result_json(result: Any, options: RenderOptions = PLAIN) -> str:
 def render_report_json(report: Any, options: RenderOptions = PLAIN) -> str:
     """A check or diff report, whose `summary.exit_code` follows `options.fail_on`."""
     return render_json(report.to_dict(options.fail_on))
+
+
+def render_reports_json(reports: Sequence[Any], options: RenderOptions = PLAIN) -> str:
+    """Several check reports (several drafts named) as one JSON list of their documents."""
+    documents = [report.to_dict(options.fail_on) for report in reports]
+    return json.dumps(documents, indent=2, sort_keys=True) + "\n"
+
+
+def render_statistics_json(reports: Sequence[Any], options: RenderOptions = PLAIN) -> str:
+    """`--statistics --format json`: `{"statistics": [...]}`, a row per draft and code."""
+    from draftfit.render.verdicts import statistics_rows
+
+    return render_json({"statistics": [row for r in reports for row in statistics_rows(r)]})
 
 
 def render_rule_json(item: Rule, options: RenderOptions = PLAIN) -> str:

@@ -127,6 +127,16 @@ def render_junit_many(
     return _document([_suite(r, command, options) for r in reports])
 
 
+def render_junit_checks(reports: Sequence[FindingReport], options: RenderOptions = PLAIN) -> str:
+    """Several `check` reports (one per draft) as one JUnit document."""
+    return render_junit_many(reports, options, "check")
+
+
+def render_junit_diffs(reports: Sequence[FindingReport], options: RenderOptions = PLAIN) -> str:
+    """Several `diff` reports as one JUnit document."""
+    return render_junit_many(reports, options, "diff")
+
+
 def render_junit_matrix(matrix: Matrix, options: RenderOptions = PLAIN) -> str:
     """A matrix as JUnit XML: a case per engine version, failing where the verdict fails
     the default gate (incompatible, drafts-garbage)."""

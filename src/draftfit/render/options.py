@@ -1,6 +1,9 @@
-"""What every renderer may need besides the result: colour and the `--fail-on` threshold."""
+"""What every renderer may need besides the result: colour and the `--fail-on` threshold;
+and the forms a command's results can be written in besides the whole of each."""
 
 from __future__ import annotations
+
+from enum import Enum
 
 from draftfit.fail_on import FailOn
 from draftfit.records import frozen
@@ -23,3 +26,13 @@ class RenderOptions:
 
 
 PLAIN = RenderOptions()
+
+
+class Form(Enum):
+    """What of a command's results is written, where the format has that form
+    (:data:`draftfit.render.registry.SET_RENDERERS`); else each result is written whole."""
+
+    WHOLE = "whole"  # every result whole: one document where the format holds several
+    STATISTICS = "statistics"  # --statistics: the findings counted per rule
+    VERDICTS = "verdicts"  # --quiet: the verdict lines alone
+    LIST = "list"  # several drafts named: one list of their reports (JSON)

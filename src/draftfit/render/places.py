@@ -14,15 +14,9 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from draftfit.engines.builder import TARGET_CONFIG, TARGET_FILE_PREFIX
-from draftfit.location import Location
+from draftfit.location import CONFIG_FILE, Location
 from draftfit.output.json_lines import line_of, pointer_lines
 from draftfit.records import frozen
-
-CONFIG_FILE = "config.json"
-# How findings name the target's config: the engines' constant, and the form the config-type
-# rules use (`<target source> config.json (target)`).
-TARGET_SUFFIX = " config.json (target)"
 
 
 @frozen
@@ -39,15 +33,10 @@ def place_of(draft_source: str, location: Location, target_source: str | None = 
     if location.file is None:
         return Place()
     folder_name, name = draft_source, location.file
-    if location.file == TARGET_CONFIG or location.file.endswith(TARGET_SUFFIX):
+    if location.in_target:
         if target_source is None:
             return Place()
-        folder_name, name = target_source, CONFIG_FILE
-    elif location.file.startswith(TARGET_FILE_PREFIX):
-        # Another file of the target folder (`quant_model_description.json`): the file, no line.
-        if target_source is None:
-            return Place()
-        folder_name, name = target_source, location.file.removeprefix(TARGET_FILE_PREFIX)
+        folder_name = target_source
     file_path = Path(folder_name) / name
     try:
         if not file_path.is_file():
@@ -66,12 +55,13 @@ def location_text(draft_source: str, location: Location, target_source: str | No
     (`config.json:44 /transformer_layer_config/head_dim`) where the file is local and holds
     the key, as SARIF and GitHub annotations point at it; else `str(location)`."""
     text = str(location)
-    if location.file is None or location.pointer is None or not text.startswith(location.file):
+    shown = location.shown_file
+    if shown is None or location.pointer is None or not text.startswith(shown):
         return text
     line = place_of(draft_source, location, target_source).line
     if line is None:
         return text
-    return f"{location.file}:{line}{text[len(location.file) :]}"
+    return f"{shown}:{line}{text[len(shown) :]}"
 
 
 def _lines_now(path: Path) -> dict[str, int]:

@@ -9,6 +9,12 @@ Every renderer has the signature ``render(result, options: RenderOptions) -> str
 format is one such function, its name in the kind's formats (:mod:`draftfit.render.kinds`)
 and its `module:function` in :data:`RENDERERS` below.
 
+`check`, `diff` and `matrix` write their results through :func:`render_all`: one document
+for several results (a SARIF log of several runs, a JSON list of several drafts' reports)
+and the short forms of `--quiet` and `--statistics` are renderers of a sequence of results
+(``render(results, options) -> str``), each named in :data:`SET_RENDERERS`, by format
+and :class:`~draftfit.render.options.Form`.
+
 The renderers and result types are named by module and imported when first asked for, so
 writing a check as JSON never loads rich, the XML library or the converter: each command
 pays only for the output it writes.
@@ -18,7 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING
 
@@ -37,13 +43,14 @@ from draftfit.render.kinds import (
     Kind,
     formats_for,
 )
-from draftfit.render.options import RenderOptions
+from draftfit.render.options import Form, RenderOptions
 from draftfit.rule_ids import Severity
 
 if TYPE_CHECKING:
     from typing import IO, Any
 
     Renderer = Callable[[Any, RenderOptions], str]
+    SetRenderer = Callable[[Sequence[Any], RenderOptions], str]
 
 
 # The class of the result each kind renders: the class where it is at hand, else where it is
@@ -110,6 +117,37 @@ RENDERERS: Mapping[Kind, Mapping[str, str]] = {
 }
 
 
+# Renderers of a sequence of results of one kind, by format and form. A form a format does
+# not list is not written in that format (JSON has no `--quiet` form); a format without a
+# WHOLE entry writes each result with RENDERERS, one after the other.
+SET_RENDERERS: Mapping[Kind, Mapping[str, Mapping[Form, str]]] = {
+    CHECK: {
+        "text": {
+            Form.STATISTICS: "draftfit.render.verdicts:render_statistics",
+            Form.VERDICTS: "draftfit.render.verdicts:render_verdicts",
+        },
+        "json": {
+            Form.STATISTICS: "draftfit.render.json:render_statistics_json",
+            Form.LIST: "draftfit.render.json:render_reports_json",
+        },
+        "sarif": {Form.WHOLE: "draftfit.render.sarif:render_sarif_many"},
+        "github": {Form.WHOLE: "draftfit.render.github:render_github_many"},
+        "junit": {Form.WHOLE: "draftfit.render.junit:render_junit_checks"},
+    },
+    DIFF: {
+        "text": {
+            Form.STATISTICS: "draftfit.render.verdicts:render_statistics",
+            Form.VERDICTS: "draftfit.render.verdicts:render_verdicts",
+        },
+        "json": {Form.STATISTICS: "draftfit.render.json:render_statistics_json"},
+        "sarif": {Form.WHOLE: "draftfit.render.sarif:render_sarif_many"},
+        "github": {Form.WHOLE: "draftfit.render.github:render_github_many"},
+        "junit": {Form.WHOLE: "draftfit.render.junit:render_junit_diffs"},
+    },
+    MATRIX: {"text": {Form.VERDICTS: "draftfit.render.verdicts:render_matrix_verdicts"}},
+}
+
+
 def kind_of(result: object) -> Kind:
     """The kind whose result type `result` is an instance of. A type named by its module is
     looked at only when that module is loaded: were `result` one, its module would be, so
@@ -139,14 +177,39 @@ def renderer_for(kind: Kind, fmt: str) -> Renderer:
         raise ValueError(
             f"{kind.name} output has no format {fmt!r}; choose from {', '.join(kind.formats)}"
         ) from None
-    module_name, _, name = where.partition(":")
-    renderer: Renderer = getattr(import_module(module_name), name)
+    renderer: Renderer = _imported(where)
     return renderer
+
+
+def _imported(where: str) -> Any:
+    """The function `module:function` names, its module imported now if it was not."""
+    module_name, _, name = where.partition(":")
+    return getattr(import_module(module_name), name)
 
 
 def render(result: object, fmt: str, options: RenderOptions | None = None) -> str:
     """`result` written in format `fmt` (plain text style unless `options` say otherwise)."""
     return renderer_for(kind_of(result), fmt)(result, options or RenderOptions())
+
+
+def render_all(
+    results: Sequence[object],
+    fmt: str,
+    options: RenderOptions | None = None,
+    forms: Iterable[Form] = (),
+) -> str:
+    """`results` (one or more, of one kind) as one document in format `fmt`: in the first of
+    `forms` (most wanted first) that format has for their kind, else whole."""
+    kind = kind_of(results[0])
+    renderers = SET_RENDERERS.get(kind, {}).get(fmt, {})
+    shown = options or RenderOptions()
+    for form in (*forms, Form.WHOLE):
+        where = renderers.get(form)
+        if where is not None:
+            render_set: SetRenderer = _imported(where)
+            return render_set(results, shown)
+    render_one = renderer_for(kind, fmt)
+    return "\n".join(render_one(result, shown) for result in results)
 
 
 def emit(
@@ -170,4 +233,15 @@ def emit(
     out.write(render(result, fmt, options))
 
 
-__all__ = ["KINDS", "RENDERERS", "Kind", "emit", "formats_for", "kind_of", "render"]
+__all__ = [
+    "KINDS",
+    "RENDERERS",
+    "SET_RENDERERS",
+    "Form",
+    "Kind",
+    "emit",
+    "formats_for",
+    "kind_of",
+    "render",
+    "render_all",
+]

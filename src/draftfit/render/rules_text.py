@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from draftfit.commands.detection import detected_in
 from draftfit.commands.explain import TEXT_ITEMS_LIMIT, RuleList, rule_data
 from draftfit.docs_links import rule_doc_url
 from draftfit.render.options import PLAIN, RenderOptions
@@ -38,10 +39,14 @@ def render_rule_list(rules: RuleList, options: RenderOptions = PLAIN) -> str:
 
 
 def render_rule(item: Rule, options: RenderOptions = PLAIN) -> str:
-    """Plain markdown-ish text: heading line, the docstring sections, then the engine data."""
+    """Plain markdown-ish text: heading line, where it is detected, the docstring sections,
+    then the engine data."""
     target = " (needs --target)" if item.needs_target else ""
     text = f"{item.code} {item.name} — {item.severity}{target}\n{item.summary}\n"
     text += f"consequence: {item.consequence} — {item.id.consequence_text}\n"
+    text += "detected in:\n" + "".join(
+        f"  {d.stage} ({d.module})\n" for d in detected_in(item.code)
+    )
     text += f"docs: {rule_doc_url(item.code)}\n\n{item.doc}\n"
     data = rule_data(item)
     if data:

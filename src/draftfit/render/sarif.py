@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 from draftfit.docs_links import rule_doc_url
 from draftfit.escape import escape_controls, uri_reference
-from draftfit.location import Location
+from draftfit.location import CONFIG_FILE, Location
 from draftfit.render.options import PLAIN, RenderOptions
-from draftfit.render.places import CONFIG_FILE, place_of
+from draftfit.render.places import place_of
 from draftfit.report import Finding, Report
 from draftfit.rules import get_rule
 from draftfit.rules.base import Severity

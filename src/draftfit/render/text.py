@@ -17,10 +17,11 @@ from draftfit.report import (
     DRAFTS_GARBAGE,
     UNVERIFIED,
     Report,
+    SkipReason,
     TargetFacts,
 )
 from draftfit.rules.base import Severity
-from draftfit.serve.settings import SERVE_SKIP_REASON, SETTINGS_FLAGS
+from draftfit.serve.settings import SETTINGS_FLAGS
 
 if TYPE_CHECKING:
     from typing import Any
@@ -169,10 +170,10 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             console.print()
 
         without_target = sorted(
-            (s for s in report.skipped_rules if s.reason != SERVE_SKIP_REASON),
+            (s for s in report.skipped_rules if s.reason is not SkipReason.NO_LAUNCH),
             key=lambda s: s.code,
         )
-        without_serve = [s for s in report.skipped_rules if s.reason == SERVE_SKIP_REASON]
+        without_serve = [s for s in report.skipped_rules if s.reason is SkipReason.NO_LAUNCH]
         if without_target:
             names = ", ".join(f"{s.code} {s.name}" for s in without_target)
             console.print(Styled(f"Skipped without --target: {names}", style="dim"))

@@ -1,17 +1,19 @@
 """The verdict lines of a check or diff report, and per-code counts, in plain text.
 
-`--quiet` prints only these lines, `--statistics` the counts (as text, or with
-`--format json` as rows); the GitHub format ends with
+`--quiet` prints only these lines (for a matrix, a line per row), `--statistics` the counts
+(as text, or with `--format json` as rows); the GitHub format ends with
 the verdict lines, so a workflow log says what was decided without the annotations.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from draftfit.escape import escape_field
 from draftfit.fail_on import UNVERIFIED
+from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import unverified_line
 from draftfit.report import Finding
 
@@ -89,3 +91,28 @@ def statistics_rows(report: FindingReport) -> list[dict[str, Any]]:
         )
         row["count" if finding.counts else "suppressed"] += 1
     return sorted(rows.values(), key=lambda r: (-r["count"], -r["suppressed"], r["code"]))
+
+
+def render_verdicts(reports: Sequence[FindingReport], options: RenderOptions = PLAIN) -> str:
+    """`--quiet`: each report's verdict lines, prefixed by its draft."""
+    return "".join(
+        line + "\n" for report in reports for line in verdict_lines(report, with_draft=True)
+    )
+
+
+def render_statistics(reports: Sequence[FindingReport], options: RenderOptions = PLAIN) -> str:
+    """`--statistics`: per report, its draft, its findings counted per rule and its verdict
+    lines; a blank line between reports."""
+    blocks = []
+    for report in reports:
+        lines = [escape_field(report.draft), *("  " + s for s in statistics_lines(report))]
+        lines.extend(verdict_lines(report, with_draft=False))
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
+def render_matrix_verdicts(matrices: Sequence[Any], options: RenderOptions = PLAIN) -> str:
+    """`matrix --quiet`: a line per row, `vLLM 0.10.2–0.34.0: compatible`."""
+    return "".join(
+        f"{row.title} {row.range}: {row.verdict}\n" for matrix in matrices for row in matrix.rows
+    )

@@ -33,17 +33,34 @@ from draftfit.rule_ids import (
     AUX_IDS_NOT_RECORDED,
     AUX_LAYERS_DIFFER_FROM_TRAINED,
     AUX_RUNTIME_COUNT_MISMATCH,
+    RuleId,
 )
 from draftfit.rules.base import (
     Consequence,
     Context,
     Location,
+    Scope,
     Violation,
     config_at,
     event_rule,
     rule,
 )
 from draftfit.rules.tensors import fc_width_is_aux_count_problem
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (
+    AUX_LAYERS_DIFFER_FROM_TRAINED,
+    AUX_IDS_NOT_READ_DEFAULT_MATCHES,
+    AUX_ID_OUT_OF_RANGE,
+    AUX_COUNT_MISMATCH,
+    AUX_RUNTIME_COUNT_MISMATCH,
+    AUX_IDS_DUPLICATE,
+    AUX_IDS_DISAGREE,
+    AUX_IDS_COPIED_WITHOUT_SHIFT,
+    AUX_IDS_NOT_ASCENDING,
+    AUX_IDS_NOT_RECORDED,
+)
+EMITS_STAGE = "rule's own check"
 
 
 def _target_layers(ctx: Context) -> int | None:
@@ -185,7 +202,7 @@ def aux_layers_differ_from_trained(ctx: Context) -> Iterator[Violation]:
             f"{view.title} does not read `{where.pointer}` (it reads {keys}) and falls back to "
             f"the default {_fmt(aux.used)}"
         ) + (f"; {aux.launch_unused}" if aux.launch_unused else "")
-    elif aux.read_from == where.pointer and where.convention != aux.read_convention:
+    elif aux.read_from == where.pointer and where.convention.value != aux.read_convention:
         reason = (
             f"{view.title} reads `{aux.read_from}` in {aux.read_convention} counting and "
             f"captures {_fmt(aux.used)}, so every layer is {_offset(used, trained)}"
@@ -613,7 +630,7 @@ def aux_ids_not_ascending(ctx: Context) -> Iterator[Violation]:
 @rule(
     AUX_IDS_NOT_RECORDED,
     "the producer does not write the aux layers it trained on",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def aux_ids_not_recorded(ctx: Context) -> Iterator[Violation]:
     """## What it checks

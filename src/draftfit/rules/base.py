@@ -11,6 +11,7 @@ they are reported.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from enum import Enum
 from typing import TYPE_CHECKING
 
 from draftfit.draft.tensor_names import bounded_message
@@ -67,6 +68,14 @@ class Context:
 Check = Callable[[Context], Iterable[Violation]]
 
 
+class Scope(Enum):
+    """When a rule's check runs (its value is what `draftfit rule` says)."""
+
+    CHECKPOINT = "checkpoint"  # once per checkpoint, engine-independent
+    ENGINE = "engine"  # once per engine version, on its view
+    DIFF = "diff"  # by `diff` alone (the rule here is its documentation)
+
+
 @frozen
 class Rule:
     """A rule identity (:class:`~draftfit.rule_ids.RuleId`) with its documentation and check.
@@ -79,7 +88,7 @@ class Rule:
     id: RuleId
     summary: str
     check: Check
-    scope: str  # "checkpoint" (engine-independent), "engine" or "diff" (documentation only)
+    scope: Scope
     needs_target: bool = False
     needs_serve: bool = False  # runs only with the launch's settings for the engine
 
@@ -136,7 +145,7 @@ def rule(
     rule_id: RuleId,
     summary: str,
     *,
-    scope: str = "engine",
+    scope: Scope = Scope.ENGINE,
     needs_target: bool = False,
     needs_serve: bool = False,
 ) -> Callable[[Check], Check]:
@@ -182,7 +191,7 @@ def documented_rule(
     summary: str,
     check: Check,
     *,
-    scope: str = "engine",
+    scope: Scope = Scope.ENGINE,
     needs_target: bool = False,
     needs_serve: bool = False,
 ) -> Callable[[DocHolder], Check]:
@@ -225,6 +234,7 @@ __all__ = [
     "Context",
     "Location",
     "Rule",
+    "Scope",
     "Severity",
     "Violation",
     "config_at",

@@ -29,8 +29,16 @@ from draftfit.rule_ids import (
     UNSUPPORTED_DRAFT_ARCHITECTURE,
     UNSUPPORTED_LAYER_MODEL_TYPE,
     UNSUPPORTED_SPECULATORS_TYPE,
+    RuleId,
 )
-from draftfit.rules.base import Context, Violation, config_at, event_rule, rule
+from draftfit.rules.base import Context, Scope, Violation, config_at, event_rule, rule
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (
+    UNKNOWN_DRAFT_METHOD,
+    NOT_AN_EAGLE_DRAFT,
+)
+EMITS_STAGE = "rule's own check"
 
 
 @event_rule(
@@ -288,7 +296,7 @@ def missing_config_field() -> None:
 @rule(
     UNKNOWN_DRAFT_METHOD,
     "the checkpoint is neither recognisably EAGLE-3 nor EAGLE-1",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def unknown_draft_method(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -329,7 +337,7 @@ def unknown_draft_method(ctx: Context) -> Iterator[Violation]:
 @rule(
     NOT_AN_EAGLE_DRAFT,
     "the checkpoint is a drafter of another kind (DFlash, DSpark, XPress, MTP)",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def not_an_eagle_draft(ctx: Context) -> Iterator[Violation]:
     """## What it checks

@@ -25,12 +25,12 @@ from draftfit.rule_ids import (
     VOCAB_MAP_DIFFERS,
     RuleId,
 )
-from draftfit.rules.base import Check, DocHolder, documented_rule
+from draftfit.rules.base import Check, DocHolder, Scope, documented_rule
 
 
 def _diff_rule(rule_id: RuleId, summary: str) -> Callable[[DocHolder], Check]:
     """Declare a DF8xx code; `draftfit.commands.comparison` does the detection."""
-    return documented_rule(rule_id, summary, lambda ctx: iter(()), scope="diff")
+    return documented_rule(rule_id, summary, lambda ctx: iter(()), scope=Scope.DIFF)
 
 
 @_diff_rule(

@@ -12,23 +12,30 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from draftfit.draft.config_schema import DTYPE_NAME, MODEL_TYPE_NAME, TypeProblem, json_type
-from draftfit.location import Location
-from draftfit.rule_ids import CONFIG_FIELD_MISREAD, CONFIG_FIELD_WRONG_TYPE
-from draftfit.rules.base import Context, Violation, rule
+from draftfit.location import Location, config_at, target_config_at
+from draftfit.rule_ids import CONFIG_FIELD_MISREAD, CONFIG_FIELD_WRONG_TYPE, RuleId
+from draftfit.rules.base import Context, Scope, Violation, rule
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (
+    CONFIG_FIELD_WRONG_TYPE,
+    CONFIG_FIELD_MISREAD,
+)
+EMITS_STAGE = "rule's own check"
 
 
 def _violations(ctx: Context, crash: bool) -> Iterator[Violation]:
     for problem in ctx.spec.config_problems:
         if problem.expect.crash == crash:
-            yield _violation(problem, "config.json", crash)
+            yield _violation(problem, config_at(problem.pointer), crash)
     if ctx.target is not None:
-        where = f"{ctx.target.origin} config.json (target)"
         for problem in ctx.target.problems:
             if problem.expect.crash == crash:
+                where = target_config_at(problem.pointer, origin=ctx.target.origin)
                 yield _violation(problem, where, crash)
 
 
-def _violation(problem: TypeProblem, file: str, crash: bool) -> Violation:
+def _violation(problem: TypeProblem, where: Location, crash: bool) -> Violation:
     consequence = (
         "the engine refuses the config or crashes on it"
         if crash
@@ -39,7 +46,7 @@ def _violation(problem: TypeProblem, file: str, crash: bool) -> Violation:
         f"`{problem.pointer}` is {problem.shown()} (a {json_type(problem.value)}); expected a "
         f"{problem.expected}. Read by {problem.expect.read_by}: {consequence}. draftfit "
         "treats it as absent",
-        Location(file, problem.pointer),
+        where,
         fix=f"write `{problem.name}` as a {_written_as(problem.expect.kind)}"
         + (" (or null for the engine's default)" if problem.expect.nullable else ""),
     )
@@ -53,7 +60,7 @@ def _written_as(kind: str) -> str:
 @rule(
     CONFIG_FIELD_WRONG_TYPE,
     "a config field has a JSON type or a value engines refuse or crash on",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def config_field_wrong_type(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -88,7 +95,7 @@ def config_field_wrong_type(ctx: Context) -> Iterator[Violation]:
 @rule(
     CONFIG_FIELD_MISREAD,
     "a config field has a JSON type engines silently read as something else",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def config_field_misread(ctx: Context) -> Iterator[Violation]:
     """## What it checks

@@ -15,8 +15,19 @@ from draftfit.rule_ids import (
     LOCAL_VERIFIER_PATH,
     UNKNOWN_CONVENTION,
     UNTRAINED_LAYER_WEIGHTS,
+    RuleId,
 )
-from draftfit.rules.base import Context, Location, Violation, config_at, rule
+from draftfit.rules.base import Context, Location, Scope, Violation, config_at, rule
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (
+    UNTRAINED_LAYER_WEIGHTS,
+    FLOAT32_WEIGHTS,
+    CONFIG_DTYPE_MISMATCH,
+    LOCAL_VERIFIER_PATH,
+    UNKNOWN_CONVENTION,
+)
+EMITS_STAGE = "rule's own check"
 
 _QUANTIZED_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2"})
 _NORM = re.compile(r"^layers\.\d+\.(input_layernorm|post_attention_layernorm|hidden_norm)\.weight$")
@@ -25,7 +36,7 @@ _NORM = re.compile(r"^layers\.\d+\.(input_layernorm|post_attention_layernorm|hid
 @rule(
     UNTRAINED_LAYER_WEIGHTS,
     "decoder norms are exactly 1.0: the layer looks freshly initialised",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def untrained_layer_weights(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -67,7 +78,7 @@ def untrained_layer_weights(ctx: Context) -> Iterator[Violation]:
 @rule(
     FLOAT32_WEIGHTS,
     "the draft stores float32 weights",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def float32_weights(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -97,7 +108,7 @@ def float32_weights(ctx: Context) -> Iterator[Violation]:
 @rule(
     CONFIG_DTYPE_MISMATCH,
     "config.json declares another dtype than the stored tensors",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def config_dtype_mismatch(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -147,7 +158,7 @@ def config_dtype_mismatch(ctx: Context) -> Iterator[Violation]:
 @rule(
     LOCAL_VERIFIER_PATH,
     "the speculators verifier is a local path",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def local_verifier_path(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -180,7 +191,7 @@ def local_verifier_path(ctx: Context) -> Iterator[Violation]:
 @rule(
     UNKNOWN_CONVENTION,
     "draftfit cannot tell which tool wrote the checkpoint",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def unknown_convention(ctx: Context) -> Iterator[Violation]:
     """## What it checks

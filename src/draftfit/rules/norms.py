@@ -9,8 +9,13 @@ from draftfit.rule_ids import (
     NORM_BEFORE_RESIDUAL_DEFAULT,
     NORM_FLAG_IGNORED,
     NORM_OUTPUT_SEMANTICS_DIFFER,
+    RuleId,
 )
 from draftfit.rules.base import Context, Violation, config_at, event_rule, rule
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (NORM_OUTPUT_SEMANTICS_DIFFER,)
+EMITS_STAGE = "rule's own check"
 
 
 @event_rule(

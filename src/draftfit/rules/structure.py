@@ -39,6 +39,7 @@ from draftfit.rules.base import (
     Context,
     DocHolder,
     Location,
+    Scope,
     Violation,
     documented_rule,
     names_rule,
@@ -54,7 +55,7 @@ def _damage(ctx: Context, rule_id: RuleId, fix: str | None = None) -> Iterator[V
 def _structure_rule(rule_id: RuleId, summary: str, fix: str | None) -> Callable[[DocHolder], Check]:
     """Declare a rule that reports the reader's damage of kind `rule_id`."""
     return documented_rule(
-        rule_id, summary, lambda ctx: _damage(ctx, rule_id, fix), scope="checkpoint"
+        rule_id, summary, lambda ctx: _damage(ctx, rule_id, fix), scope=Scope.CHECKPOINT
     )
 
 

@@ -25,8 +25,13 @@ from draftfit.rule_ids import (
     TARGET_ROTATION_UNCHECKED,
     TARGET_ROTATION_UNCOMPENSATED,
     VERIFIER_DIFFERS_FROM_TARGET,
+    RuleId,
 )
-from draftfit.rules.base import Consequence, Context, Violation, config_at, event_rule, rule
+from draftfit.rules.base import Consequence, Context, Scope, Violation, config_at, event_rule, rule
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (VERIFIER_DIFFERS_FROM_TARGET,)
+EMITS_STAGE = "rule's own check"
 
 
 @event_rule(
@@ -476,7 +481,7 @@ DECLARE_KEY = "draft-is-for-target"
 @rule(
     VERIFIER_DIFFERS_FROM_TARGET,
     "the draft records another model as its verifier than the target it is checked with",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
     needs_target=True,
 )
 def verifier_differs_from_target(ctx: Context) -> Iterator[Violation]:

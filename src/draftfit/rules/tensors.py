@@ -35,6 +35,7 @@ from draftfit.rule_ids import (
     TENSOR_SHAPE_MISMATCH,
     TENSOR_SHAPE_TRUNCATED,
     UNKNOWN_TENSOR_NAME,
+    RuleId,
 )
 from draftfit.rules.base import (
     Consequence,
@@ -45,6 +46,22 @@ from draftfit.rules.base import (
     event_rule,
     rule,
 )
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (
+    UNKNOWN_TENSOR_NAME,
+    TENSOR_NAME_PREFIX,
+    TENSOR_SHAPE_MISMATCH,
+    TENSOR_SHAPE_TRUNCATED,
+    MISSING_TENSOR_UNINITIALISED,
+    MISSING_NORM_WEIGHT,
+    IGNORED_TENSOR,
+    HEAD_DIM_NOT_DECLARED,
+    MISSING_REQUIRED_TENSOR,
+    TENSOR_NAMES_NOT_BOUND,
+    CONFIG_DIMENSION_CONTRADICTS_TENSORS,
+)
+EMITS_STAGE = "rule's own check"
 
 _ATTN = re.compile(r"^layers\.\d+\.self_attn\.(q|k|v|o)_proj\.weight$")
 

@@ -26,11 +26,26 @@ from draftfit.rule_ids import (
     UNTRAINED_TENSOR,
     VALUES_EXCEED_SERVING_DTYPE,
     VALUES_NOT_CHECKED,
+    RuleId,
 )
-from draftfit.rules.base import Context, Location, Violation, rule
+from draftfit.rules.base import Context, Location, Scope, Violation, rule
 
 if TYPE_CHECKING:
     from draftfit.values.facts import TensorFacts, ValueFacts
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (
+    EMBEDDING_FROM_ANOTHER_TARGET,
+    EMBEDDING_SIMILARITY,
+    UNTRAINED_TENSOR,
+    INIT_LIKE_STATISTICS,
+    NON_FINITE_VALUES,
+    VALUES_EXCEED_SERVING_DTYPE,
+    FC_AUX_CHUNK_UNTRAINED,
+    LM_HEAD_COPIED_FROM_TARGET,
+    VALUES_NOT_CHECKED,
+)
+EMITS_STAGE = "rule's own check"
 
 # A frozen embedding is a copy of the target's, so every compared row matches; a single
 # differing row already shows another model (siblings share few rows exactly, if any).
@@ -84,7 +99,7 @@ def _where(t: TensorFacts) -> Location:
 @rule(
     EMBEDDING_FROM_ANOTHER_TARGET,
     "the draft's frozen embedding is not this target's: it was trained for another target",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def embedding_from_another_target(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -128,7 +143,7 @@ def embedding_from_another_target(ctx: Context) -> Iterator[Violation]:
 @rule(
     EMBEDDING_SIMILARITY,
     "the draft trained its embedding: how close it stays to the target's",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def embedding_similarity(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -165,7 +180,7 @@ def embedding_similarity(ctx: Context) -> Iterator[Violation]:
 @rule(
     UNTRAINED_TENSOR,
     "a tensor holds an exact signature of no training (zeros, ones, constant rows, a copy)",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def untrained_tensor(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -235,7 +250,7 @@ def untrained_tensor(ctx: Context) -> Iterator[Violation]:
 @rule(
     INIT_LIKE_STATISTICS,
     "weights whose statistics resemble the initialiser's (not proof of no training)",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def init_like_statistics(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -318,7 +333,7 @@ def _init_like(
 @rule(
     NON_FINITE_VALUES,
     "a tensor holds NaN or infinite values",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def non_finite_values(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -351,7 +366,7 @@ def non_finite_values(ctx: Context) -> Iterator[Violation]:
 @rule(
     VALUES_EXCEED_SERVING_DTYPE,
     "values overflow the dtype the engine serves in (float16)",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def values_exceed_serving_dtype(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -385,7 +400,7 @@ def values_exceed_serving_dtype(ctx: Context) -> Iterator[Violation]:
 @rule(
     FC_AUX_CHUNK_UNTRAINED,
     "the fc columns fed by one aux layer show an exact signature of no training",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def fc_aux_chunk_untrained(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -432,7 +447,7 @@ def fc_aux_chunk_untrained(ctx: Context) -> Iterator[Violation]:
 @rule(
     LM_HEAD_COPIED_FROM_TARGET,
     "the draft's lm_head is an exact copy of the target's",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def lm_head_copied_from_target(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -466,7 +481,7 @@ def lm_head_copied_from_target(ctx: Context) -> Iterator[Violation]:
 @rule(
     VALUES_NOT_CHECKED,
     "part of the value checks could not run (format, dtype, or no target weights)",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def values_not_checked(ctx: Context) -> Iterator[Violation]:
     """## What it checks

@@ -16,16 +16,28 @@ from draftfit.rule_ids import (
     T2D_INCONSISTENT,
     VOCAB_MAP_INCONSISTENT,
     VOCAB_SIZE_MISMATCH,
+    RuleId,
 )
 from draftfit.rules.base import (
     Context,
     Location,
+    Scope,
     Violation,
     config_at,
     event_rule,
     from_view_events,
     rule,
 )
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[RuleId, ...] = (
+    MISSING_D2T,
+    LM_HEAD_MISSING_REDUCED_VOCAB,
+    D2T_OUT_OF_RANGE,
+    VOCAB_MAP_INCONSISTENT,
+    T2D_INCONSISTENT,
+)
+EMITS_STAGE = "rule's own check"
 
 
 def _tensor_loc(ctx: Context, canonical: str) -> Location:
@@ -172,7 +184,7 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
 @rule(
     D2T_OUT_OF_RANGE,
     "d2t maps draft tokens outside the target vocabulary",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def d2t_out_of_range(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -222,7 +234,7 @@ T2D_SKIPPED_SOURCES = (
 @rule(
     VOCAB_MAP_INCONSISTENT,
     "d2t has the wrong shape or maps two draft ids to one target id",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
     """## What it checks
@@ -261,7 +273,7 @@ def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
 @rule(
     T2D_INCONSISTENT,
     "t2d has the wrong shape or count, or marks other ids than d2t maps to",
-    scope="checkpoint",
+    scope=Scope.CHECKPOINT,
 )
 def t2d_inconsistent(ctx: Context) -> Iterator[Violation]:
     """## What it checks

@@ -1,11 +1,12 @@
 """The serving settings of one launch, normalized across engines.
 
-`draftfit check --serve-config` (a vLLM `--speculative-config` JSON, or a mapping of vLLM
-engine arguments) and `--serve-args` (a `vllm serve` / `python -m sglang.launch_server` /
-`trtllm-serve` command) both come down to one :class:`ServeSettings`: the engine the launch
-is for and the settings that decide how the draft is run next to the target. Every field is
-None when the launch does not give it, so rules can tell "not given" (the engine's default)
-from a value. The parsing lives in :mod:`draftfit.engines.launch`; rules read these fields.
+`draftfit check --serve-config` (an engine's settings file or its speculative config) and
+`--serve-args` (a launch command) both come down to one :class:`ServeSettings`: the engine
+the launch is for and the settings that decide how the draft is run next to the target.
+Every field is None when the launch does not give it, so rules can tell "not given" (the
+engine's default) from a value. Which flag, key or environment variable gives each field is
+each engine's knowledge (its launch part, :meth:`draftfit.engines.interface.Engine.launch`,
+which also judges the launch at each release); rules read these fields.
 """
 
 from __future__ import annotations
@@ -19,83 +20,76 @@ if TYPE_CHECKING:
 
 # The flag that gives settings, for messages about what is missing.
 SETTINGS_FLAGS = "--serve-config or --serve-args"
-# Why a rule that judges the launch's settings did not run.
-SERVE_SKIP_REASON = f"needs {SETTINGS_FLAGS}"
 
 
 @frozen
 class ServeSettings:
     """What one launch says about serving the draft (None: not given, engine default).
 
+    Which flag, key or environment variable of each engine gives a field is in that
+    engine's launch part (`engines/<engine>/launch.py`).
+
     Attributes:
-        engine: the engine the launch is for (`vllm`, `sglang`, `trtllm`).
+        engine: the name of the engine the launch is for.
         given_by: how the settings were given (`--serve-config` or `--serve-args`).
         tensor_parallel_size: the target's tensor-parallel size.
         pipeline_parallel_size: the target's pipeline-parallel size.
-        draft_tensor_parallel_size: vLLM `speculative_config.draft_tensor_parallel_size`.
-        kv_cache_dtype: the target's KV-cache dtype (`--kv-cache-dtype`).
+        draft_tensor_parallel_size: a tensor-parallel size given for the draft alone.
+        kv_cache_dtype: the target's KV-cache dtype.
         draft_kv_cache_dtype: a KV-cache dtype given for the draft alone.
-        attention_backend: the target's attention backend (`--attention-backend`).
-        attention_backend_env: `VLLM_ATTENTION_BACKEND` set before a vLLM command
-            (`VLLM_ATTENTION_BACKEND=FLASHMLA vllm serve ...`), the older releases' way of
-            forcing the backend.
-        use_v2_model_runner: `VLLM_USE_V2_MODEL_RUNNER` set before a vLLM command (True:
-            `1`), which picks vLLM's model runner in the releases that read it.
-        allow_longer_context: `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN` set before an
-            SGLang command (whether SGLang may run the target and the draft at a longer
-            context than their configs'), or `VLLM_ALLOW_LONG_MAX_MODEL_LEN` before a vLLM
-            one (whether `--max-model-len` may exceed the target's length).
-        context_length: the server's context length (the draft's too): SGLang
-            `--context-length`, vLLM `--max-model-len` (-1: fitted to memory).
-        draft_window_size: SGLang `--speculative-draft-window-size`, the sliding window
-            given to the draft.
-        draft_attention_backend: the draft's attention backend (vLLM
-            `speculative_config.attention_backend`, SGLang
-            `--speculative-draft-attention-backend`).
-        cuda_graphs: False with `--enforce-eager` / `--disable-cuda-graph`.
-        method: the speculative method as the launch names it (`eagle3`, `EAGLE3`).
+        attention_backend: the target's attention backend.
+        attention_backend_env: an attention backend forced by an environment variable set
+            before the command (the older releases' way of forcing it).
+        use_v2_model_runner: an environment variable set before the command that picks the
+            engine's newer model runner in the releases that read it (True: on).
+        allow_longer_context: an environment variable set before the command that lets the
+            server run at a longer context than the target's (and the draft's) config
+            says.
+        context_length: the server's context length (the draft's too; -1: fitted to
+            memory).
+        draft_window_size: the sliding window given to the draft.
+        draft_attention_backend: the draft's own attention backend.
+        cuda_graphs: False when the launch turns CUDA graphs off.
+        method: the speculative method as the launch names it (any case, as written).
         draft_model: the draft the launch names.
-        num_speculative_tokens: vLLM `num_speculative_tokens`.
-        speculative_num_steps: SGLang `--speculative-num-steps`.
-        speculative_eagle_topk: SGLang `--speculative-eagle-topk`.
-        speculative_num_draft_tokens: SGLang `--speculative-num-draft-tokens`.
-        quantization: `--quantization` for the target.
-        draft_quantization: the draft's own quantization setting (vLLM
-            `speculative_config.quantization`, SGLang `--speculative-draft-model-quantization`).
-        layers_to_capture: TensorRT-LLM `speculative_config.eagle3_layers_to_capture`, the
-            target layers the launch captures for the draft, as written (output-of
-            counting; -1 is the final hidden state).
-        one_model: TensorRT-LLM `speculative_config.eagle3_one_model` (False: the
-            two-model path, a separate draft model).
-        max_draft_len: TensorRT-LLM `speculative_config.max_draft_len`.
-        target_model: the target the launch names (vLLM: `vllm serve`'s first word, or
-            `--model`, or `model` in a `--config` file; SGLang: `--model-path`), as written.
-        trust_remote_code: True when the launch passes `--trust-remote-code` (or sets it in
-            a settings file), False for vLLM's `--no-trust-remote-code`; None when it says
-            nothing (the engine's default: the config's own code is not run).
-        draft_path_key: the TensorRT-LLM `speculative_config` key that names the draft
-            (`speculative_model`, `speculative_model_dir`, `pytorch_weights_path`,
-            `pytorch_eagle_weights_path`), as written; releases read different keys.
+        num_speculative_tokens: the number of speculative tokens (a speculative config's).
+        speculative_num_steps: the draft's steps per round.
+        speculative_eagle_topk: the draft's top-k branching per step.
+        speculative_num_draft_tokens: the draft tokens verified per round.
+        quantization: the target's quantization setting.
+        draft_quantization: the draft's own quantization setting.
+        layers_to_capture: the target layers the launch captures for the draft, as written
+            (output-of counting; -1 is the final hidden state).
+        one_model: whether the draft runs inside the target's model (False: a separate
+            draft model).
+        max_draft_len: the longest draft the launch allows.
+        target_model: the target the launch names (a positional word, a flag, or a key
+            of a settings file), as written.
+        trust_remote_code: True when the launch passes its trust-remote-code flag (or sets
+            it in a settings file), False where it turns it off explicitly; None when it
+            says nothing (the engine's default: the config's own code is not run).
+        draft_path_key: the speculative-config key that names the draft, as written, where
+            an engine's releases read different keys.
         ignored_flags: flags, keys and environment variables draftfit does not read, in
             the order given.
         accepted_flags: the flags of `ignored_flags` that the parser of every checked
             release of the engine takes (its grammar was read): accepted, not judged. The
-            checker moves them here; a flag a release refuses is a finding instead.
+            engine's launch part decides it (:class:`draftfit.engines.launch_judgement.
+            JudgedLaunch`); a flag a release refuses is a finding instead.
         refused_flags: the flags of `ignored_flags` that the parser of some checked release
             of the engine refuses (unknown, or an abbreviation of more than one flag): each
-            is a DF559 finding for that release. The checker moves them here.
+            is a DF559 finding for that release. Decided with `accepted_flags`.
         unreadable_values: the flags of a `--serve-args` launch whose value the engine's
             parser cannot convert (not valid JSON, not an integer, missing), each as
             `FLAG: why`: the parser stops the launch there, a DF559 finding per release.
-        config_file_mappings: the settings a `vllm serve --config FILE` launch writes in its
-            file as nested mappings (`speculative_config`), which some releases cannot read.
+        config_file_mappings: the settings a launch's file of engine arguments writes as
+            nested mappings, which some releases cannot read.
         flags_written: every flag of a `--serve-args` launch as its engine's parser sees it
-            (vLLM: underscores as dashes; no value), in the order given, so that each
-            release's own flag list can judge them (unknown, ambiguous abbreviations).
-        spec_keys_written: the speculative config's keys as written (vLLM
-            `--speculative-config`, TensorRT-LLM `speculative_config`).
-        full_launch: whether the settings are a whole launch (a `vllm serve` or SGLang
-            command, or vLLM engine arguments), so that a setting it leaves out takes the
+            (no value), in the order given, so that each release's own flag list can judge
+            them (unknown, ambiguous abbreviations).
+        spec_keys_written: the speculative config's keys as written.
+        full_launch: whether the settings are a whole launch (a launch command, or a
+            mapping of engine arguments), so that a setting it leaves out takes the
             engine's default (target tensor parallelism 1); False for a speculative config
             alone or a bare list of flags.
         words: the launch command as a shell splits it (`--serve-args`; empty otherwise),
@@ -168,7 +162,8 @@ class ServeSettings:
         return out
 
     def summary(self) -> str:
-        """One line for the text report: `sglang (--serve-args): tensor_parallel_size=8, ...`."""
+        """One line for the text report: `ENGINE (--serve-args): tensor_parallel_size=8,
+        ...`."""
         given = ", ".join(f"{k}={_word(v)}" for k, v in self.given().items())
         line = f"{self.engine} ({self.given_by}): {given or 'nothing draftfit reads'}"
         if self.accepted_flags:
@@ -181,32 +176,14 @@ class ServeSettings:
             line += f"; not read: {', '.join(self.ignored_flags)}"
         return line
 
-    def eagle_method(self) -> str | None:
-        """`eagle3` or `eagle` when a vLLM or SGLang launch names one of those methods (vLLM
-        `method`, SGLang `--speculative-algorithm`; any spelling case), else None (no
-        method named, another kind: `draft_model`, `NEXTN`, `ngram`, ...; or TensorRT-LLM,
-        whose `decoding_type: Eagle` also serves EAGLE-3 drafts)."""
-        if self.engine not in ("vllm", "sglang"):
-            return None
-        name = (self.method or "").strip().lower()
-        return name if name in ("eagle3", "eagle") else None
-
-    def leaves_method_to_engine(self) -> bool:
-        """Whether this vLLM launch names a draft (or a token count) but no method: the
-        release then resolves the method itself (from the draft path), and that is what is
-        checked. SGLang and TensorRT-LLM take the method from a flag or key of their own."""
-        if self.engine != "vllm" or self.method is not None:
-            return False
-        return self.draft_model is not None or self.num_speculative_tokens is not None
-
     def for_engine(self, engine: str) -> ServeSettings | None:
         """These settings when they are for `engine`, else None (another engine's launch)."""
         return self if self.engine == engine else None
 
 
 def dashed_flag(word: str) -> str:
-    """A flag as a parser that reads `_` in a flag name as `-` sees it (vLLM's): underscores
-    in a `--` name become dashes; a `.key` after the name stays as written."""
+    """A flag as a parser that reads `_` in a flag name as `-` sees it: underscores in a
+    `--` name become dashes; a `.key` after the name stays as written."""
     if not word.startswith("--"):
         return word
     name, dot, rest = word[2:].partition(".")

@@ -25,7 +25,6 @@ from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
     IGNORED_WINDOW,
-    TARGET_CONFIG,
     BaseBuilder,
     Built,
     Dims,
@@ -49,12 +48,35 @@ from draftfit.engines.view import (
     Event,
     FateCause,
 )
-from draftfit.location import Location, config_at
+from draftfit.location import Location, config_at, target_config_at
 from draftfit.rule_ids import Consequence
 from draftfit.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
     from typing import Any
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
+    rule_ids.MISSING_ARCHITECTURES,
+    rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
+    rule_ids.METHOD_MISMATCH,
+    rule_ids.METHOD_UNSUPPORTED,
+    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
+    rule_ids.MISSING_CONFIG_FIELD,
+    rule_ids.UNSUPPORTED_ACTIVATION,
+    rule_ids.MULTI_LAYER_DRAFT_UNSUPPORTED,
+    rule_ids.DRAFT_KV_LAYER_COUNT,
+    rule_ids.AUX_IDS_IGNORED_UNDER_CUDA_GRAPHS,
+    rule_ids.LM_HEAD_MISSING_REDUCED_VOCAB,
+    rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
+    rule_ids.DRAFT_CONTEXT_SHORTER_THAN_TARGET,
+    rule_ids.TARGET_CAPABILITY_UNKNOWN,
+    rule_ids.DRAFT_CONTEXT_REFUSED,
+    rule_ids.DRAFT_INHERITS_TARGET_QUANTIZATION,
+    rule_ids.NORM_FLAG_IGNORED,
+)
+EMITS_STAGE = "engine procedure: SGLang's steps"
 
 # How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
 # eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
@@ -434,7 +456,7 @@ class _SGLangBuilder(BaseBuilder):
             f"the target is quantized (`{method}`) and the draft is not: if the launch passes "
             f"`--quantization {method}`, {self.p.title} builds the draft with it too and "
             f"start-up fails looking for the draft's `{method}` config",
-            Location(TARGET_CONFIG, "/quantization_config/quant_method"),
+            target_config_at("/quantization_config/quant_method"),
             ("draft_quantization_inherited", "draft_quantization_opt_out"),
             fix="leave `--quantization` out (SGLang reads the target's method from its "
             "config.json)"
@@ -928,7 +950,7 @@ class _SGLangBuilder(BaseBuilder):
                 rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
                 f"`{arch}` has SGLang's capture hook in {self.p.title}, but its forward does "
                 "not capture aux hidden states: the first EAGLE-3 step fails",
-                Location(TARGET_CONFIG, "/architectures/0"),
+                target_config_at("/architectures/0"),
                 ("verifier_eagle3_broken",),
                 fix="use SGLang 0.5.22 or later for this target",
                 # it starts: the missing states are found when the draft first reads them
@@ -942,7 +964,7 @@ class _SGLangBuilder(BaseBuilder):
                 rule_ids.TARGET_CAPABILITY_UNKNOWN,
                 f"draftfit has no record of `{arch}` implementing SGLang's EAGLE-3 capture "
                 f"(set_eagle3_layers_to_capture) in any release",
-                Location(TARGET_CONFIG, "/architectures/0"),
+                target_config_at("/architectures/0"),
                 ("verifier_eagle3_classes",),
                 fix="check the target's model class for set_eagle3_layers_to_capture",
             )
@@ -956,7 +978,7 @@ class _SGLangBuilder(BaseBuilder):
             rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
             f"the target class `{arch}` cannot capture aux hidden states in {self.p.title}: "
             f"start-up fails with {failure}",
-            Location(TARGET_CONFIG, "/architectures/0"),
+            target_config_at("/architectures/0"),
             ("verifier_eagle3_classes", "target_without_capture"),
             fix="use an SGLang version whose target class supports EAGLE-3",
         )

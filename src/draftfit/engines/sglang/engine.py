@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from draftfit.draft.target import Target
     from draftfit.engines.launch_part import EngineLaunch
     from draftfit.engines.view import BuildInputs, EngineView
-    from draftfit.serve.settings import ServeSettings
 
 # SGLang's EAGLE-3 draft classes for `convert --to sglang`.
 LLAMA_DRAFT = "LlamaForCausalLMEagle3"
@@ -85,15 +84,6 @@ class SGLangEngine(Engine):
         from draftfit.engines.sglang.launch import LAUNCH
 
         return LAUNCH
-
-    def launch_method(self, settings: ServeSettings, profile: Profile) -> str | None:
-        """`--speculative-algorithm` as the release reads it, in any case: its own names
-        (`algorithm_names`), of which some are aliases (`NEXTN` runs the EAGLE worker)."""
-        named = (settings.method or "").strip().upper()
-        for item in profile.value("algorithm_names") or []:
-            if item and str(item[0]).upper() == named:
-                return str(item[1])
-        return super().launch_method(settings, profile)
 
     def build_view(self, inputs: BuildInputs) -> EngineView:
         from draftfit.engines.sglang.builder import Builder

@@ -17,7 +17,9 @@ says what each release does).
 
 from __future__ import annotations
 
-from draftfit.engines.launch_part import EngineLaunch
+from typing import TYPE_CHECKING
+
+from draftfit.engines.launch_part import EngineLaunch, eagle_method
 from draftfit.serve.reading import (
     ATTENTION_BACKEND,
     EAGER,
@@ -29,6 +31,10 @@ from draftfit.serve.reading import (
     TENSOR_PARALLEL,
     FlagTarget,
 )
+
+if TYPE_CHECKING:
+    from draftfit.engines.profile import Profile
+    from draftfit.serve.settings import ServeSettings
 
 FLAGS: dict[str, FlagTarget] = {
     "--tensor-parallel-size": TENSOR_PARALLEL,
@@ -99,6 +105,15 @@ class SglangLaunch(EngineLaunch):
     tuning = frozenset(
         {"--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"}
     )
+
+    def selected_method(self, settings: ServeSettings, profile: Profile) -> str | None:
+        """`--speculative-algorithm` as the release reads it, in any case: its own names
+        (`algorithm_names`), of which some are aliases (`NEXTN` runs the EAGLE worker)."""
+        named = (settings.method or "").strip().upper()
+        for item in profile.value("algorithm_names") or []:
+            if item and str(item[0]).upper() == named:
+                return str(item[1])
+        return eagle_method(settings.method)
 
 
 LAUNCH = SglangLaunch()

@@ -34,6 +34,15 @@ if TYPE_CHECKING:
     from draftfit.engines.profile import Profile
     from draftfit.serve.settings import ServeSettings
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.PIPELINE_PARALLEL_AUX_STATES,
+    rule_ids.DRAFT_MLA_ATTENTION_BACKEND,
+    rule_ids.DRAFT_QUANTIZATION_FLAG_INHERITED,
+    rule_ids.SERVE_SETTING_INVALID,
+)
+EMITS_STAGE = "engine launch checks: SGLang's"
+
 SPELLING = Spelling(
     prog="sglang serve",
     command=("-m", "sglang.launch_server"),

@@ -26,7 +26,6 @@ from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
     IGNORED_WINDOW,
-    TARGET_CONFIG,
     BaseBuilder,
     Built,
     Dims,
@@ -41,13 +40,27 @@ from draftfit.engines.view import (
     AuxCapture,
     FateCause,
 )
-from draftfit.location import Location, config_at
+from draftfit.location import Location, config_at, target_config_at
 from draftfit.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
     from typing import Any
 
     from draftfit.engines.view import BuildInputs, EngineView
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
+    rule_ids.MISSING_ARCHITECTURES,
+    rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
+    rule_ids.METHOD_UNSUPPORTED,
+    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
+    rule_ids.MISSING_CONFIG_FIELD,
+    rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
+    rule_ids.TARGET_CAPABILITY_UNKNOWN,
+    rule_ids.NORM_FLAG_IGNORED,
+)
+EMITS_STAGE = "engine procedure: TensorRT-LLM's steps"
 
 # How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
 # eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
@@ -559,7 +572,7 @@ class _TrtllmBuilder(BaseBuilder):
                     rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
                     f"TensorRT-LLM's supported-models matrix marks `{arch}` as not supporting "
                     f"EAGLE-3 in {self.p.title}",
-                    Location(TARGET_CONFIG, "/architectures/0"),
+                    target_config_at("/architectures/0"),
                     ("verifier_not_eagle3_classes",),
                     fix="use another engine for this target",
                 )
@@ -568,7 +581,7 @@ class _TrtllmBuilder(BaseBuilder):
                     rule_ids.TARGET_CAPABILITY_UNKNOWN,
                     f"draftfit has no record of whether `{arch}` captures aux hidden states in "
                     f"{self.p.title} (its TensorRT-LLM target list comes from documentation)",
-                    Location(TARGET_CONFIG, "/architectures/0"),
+                    target_config_at("/architectures/0"),
                     ("verifier_eagle3_classes",),
                     fix="check TensorRT-LLM's supported-models matrix for EAGLE-3",
                 )

@@ -28,6 +28,17 @@ if TYPE_CHECKING:
     from draftfit.engines.releases import Release
     from draftfit.serve.settings import ServeSettings
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.PIPELINE_PARALLEL_AUX_STATES,
+    rule_ids.MAX_DRAFT_LEN_MISSING,
+    rule_ids.DRAFT_PATH_KEY_UNREAD,
+    rule_ids.DRAFT_PATH_MISSING,
+    rule_ids.DECODING_TYPE_UNKNOWN,
+    rule_ids.SERVE_SETTING_INVALID,
+)
+EMITS_STAGE = "engine launch checks: TensorRT-LLM's"
+
 SPELLING = Spelling(prog="trtllm-serve")
 
 

@@ -27,7 +27,6 @@ from draftfit.engines import shapes
 from draftfit.engines.builder import (
     CONFIG,
     IGNORED_WINDOW,
-    TARGET_CONFIG,
     BaseBuilder,
     Built,
     Dims,
@@ -52,12 +51,39 @@ from draftfit.engines.view import (
 )
 from draftfit.engines.vllm.head_share import head_share_event
 from draftfit.engines.vllm.kv import kv_geometry_events
-from draftfit.location import Location, config_at
+from draftfit.location import Location, config_at, target_config_at
 from draftfit.rule_ids import Consequence
 from draftfit.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
     from typing import Any
+
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.UNSUPPORTED_DRAFT_ARCHITECTURE,
+    rule_ids.MISSING_ARCHITECTURES,
+    rule_ids.UNSUPPORTED_SPECULATORS_TYPE,
+    rule_ids.INVALID_SPECULATORS_CONFIG,
+    rule_ids.SPECULATORS_FORMAT_UNSUPPORTED,
+    rule_ids.UNSUPPORTED_LAYER_MODEL_TYPE,
+    rule_ids.METHOD_MISMATCH,
+    rule_ids.METHOD_NOT_DETECTED_FROM_PATH,
+    rule_ids.METHOD_UNSUPPORTED,
+    rule_ids.MISSING_DRAFT_VOCAB_SIZE,
+    rule_ids.SPECULATORS_CONFIG_WITH_MODEL_TYPE,
+    rule_ids.MISSING_CONFIG_FIELD,
+    rule_ids.METHOD_GUESSED_AS_DRAFT_MODEL,
+    rule_ids.UNSUPPORTED_ACTIVATION,
+    rule_ids.D2T_IGNORED_BY_ENGINE,
+    rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
+    rule_ids.DRAFT_CONTEXT_SHORTER_THAN_TARGET,
+    rule_ids.TARGET_CAPABILITY_UNKNOWN,
+    rule_ids.DRAFT_BUILT_WITH_TARGET_QUANTIZATION,
+    rule_ids.TARGET_QUANTIZATION_NOT_MODELLED,
+    rule_ids.NORM_FLAG_IGNORED,
+    rule_ids.NORM_BEFORE_RESIDUAL_DEFAULT,
+)
+EMITS_STAGE = "engine procedure: vLLM's steps"
 
 # How an EAGLE-4 draft is served: only through the eagle-harness plugin (its documentation:
 # eagle-hq/EAGLE-4 docs/architecture.md), never by renaming its architecture.
@@ -1096,7 +1122,7 @@ class _Builder(BaseBuilder):
         fix = f"serve with vLLM {own} or later, which builds the draft with its own (absent) " + (
             "quantization config"
         )
-        where = Location(TARGET_CONFIG, f"{pointer}/quant_method" if method else pointer)
+        where = target_config_at(f"{pointer}/quant_method" if method else pointer)
         keys = ("draft_quant_config_source", "target_quant_in_draft")
         built = (
             f"the target is quantized ({shown}) and the draft is not: {self.p.title} builds "
@@ -1152,7 +1178,7 @@ class _Builder(BaseBuilder):
                     f"the target's model_type `{model_type}` contains none of "
                     + ", ".join(f"`{a}`" for a in allowed)
                     + f": {self.p.title} refuses EAGLE-3 for it",
-                    Location(TARGET_CONFIG, t.pointer("model_type")),
+                    target_config_at(t.pointer("model_type")),
                     ("verifier_allow_list", "verifier_allow_list_enforced"),
                     fix="use a vLLM version that supports this target family",
                 )
@@ -1171,7 +1197,7 @@ class _Builder(BaseBuilder):
                 f"draftfit has no record of whether `{arch}` implements vLLM's EAGLE-3 "
                 f"interface in {self.p.title}"
                 + (" (it does from a later release on)" if arch in unknown_before else ""),
-                Location(TARGET_CONFIG, "/architectures/0"),
+                target_config_at("/architectures/0"),
                 ("verifier_eagle3_classes", "verifier_eagle3_unknown_before"),
                 fix="check the target's model class in this vLLM release for SupportsEagle3",
             )
@@ -1180,7 +1206,7 @@ class _Builder(BaseBuilder):
             rule_ids.TARGET_NOT_EAGLE3_CAPABLE,
             f"the target class `{arch}` does not implement vLLM's EAGLE-3 interface "
             f"(SupportsEagle3) in {self.p.title}, so it cannot return aux hidden states",
-            Location(TARGET_CONFIG, "/architectures/0"),
+            target_config_at("/architectures/0"),
             ("verifier_eagle3_classes",) + (("verifier_not_eagle3_classes",) if known_no else ()),
             fix="use a vLLM version whose target class supports EAGLE-3, or EAGLE-1",
         )

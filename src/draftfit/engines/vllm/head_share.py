@@ -19,6 +19,10 @@ from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
 from draftfit.location import Location
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (rule_ids.DRAFT_HEAD_SHARE_CHECK_FAILS,)
+EMITS_STAGE = "engine procedure: vLLM's lm_head sharing"
+
 SHARE_FACT = "mrv2_head_share_no_weight"
 ENV_FACT = "mrv1_runner_env"
 HEAD = "lm_head"

@@ -22,6 +22,15 @@ from draftfit.location import config_at
 if TYPE_CHECKING:
     from typing import Any
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.DRAFT_KV_PAGE_SIZE_REFUSED,
+    rule_ids.DRAFT_HEAD_SIZE_UNSUPPORTED,
+    rule_ids.DRAFT_HEAD_SIZE_FALLBACK,
+    rule_ids.DRAFT_KV_TRANSFER_SIZE_DIFFERS,
+)
+EMITS_STAGE = "engine procedure: vLLM's KV-cache geometry"
+
 PAGE_FACT = "kv_page_size_uniform"
 HEAD_FACT = "draft_head_size_backend"
 NIXL_FACT = "nixl_uniform_kv_tensor_size"

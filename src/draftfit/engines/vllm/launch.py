@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from draftfit.engines.launch_part import EngineLaunch
+from draftfit.engines.launch_part import EngineLaunch, eagle_method
 from draftfit.errors import UsageError
 from draftfit.records import replace
 from draftfit.serve.reading import (
@@ -60,6 +60,8 @@ from draftfit.settings_text import clip
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from draftfit.engines.profile import Profile
 
 SPECULATIVE_CONFIG = "--speculative-config"
 _SPECULATIVE = FlagTarget("speculative_config", "json")
@@ -131,12 +133,25 @@ class VllmLaunch(EngineLaunch):
     env_vars = ENV_VARS
     dashes_underscores = True
     abbreviations = True
+    dotted_keys = True
     full_launch_from_command = True
     json_flag = SPECULATIVE_CONFIG
     json_keys = SPEC_CONFIG_KEYS
     config_file_flag = "--config"
     tuning = frozenset({"num_speculative_tokens"})
     speculative_fields = frozenset(target.field for target in SPEC_CONFIG_KEYS.values())
+
+    def selected_method(self, settings: ServeSettings, profile: Profile) -> str | None:
+        """`speculative_config.method` when it is `eagle3` or `eagle` (any case: a case the
+        release refuses is a finding of its own), else None."""
+        return eagle_method(settings.method)
+
+    def method_left_to_engine(self, settings: ServeSettings) -> bool:
+        """A speculative config that names a draft (or a token count) but no method: the
+        release resolves the method itself, from the draft path."""
+        if settings.method is not None:
+            return False
+        return settings.draft_model is not None or settings.num_speculative_tokens is not None
 
     def config_score(self, data: Mapping[str, Any]) -> int:
         return 1  # the fallback: a mapping no other engine claims is read as vLLM's

@@ -15,18 +15,19 @@ from draftfit.engines.launch_checks import (
     draft_is_checked,
     draft_path_is_folder,
     launch_flags,
-    launch_grammar,
     launch_paths,
     located,
     method_known,
     pipeline_stages,
     quantization_names,
+    release_launch,
     remote_code_trusted,
     unreadable_values,
     value_after_switch,
 )
 from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
+from draftfit.engines.vllm.launch import LAUNCH
 from draftfit.rule_ids import Consequence
 from draftfit.settings_text import clip
 
@@ -34,11 +35,21 @@ if TYPE_CHECKING:
     from draftfit.engines.builder import BaseBuilder
     from draftfit.serve.settings import ServeSettings
 
+# The rules this module emits and where it stands (see draftfit.commands.detection).
+EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.PIPELINE_PARALLEL_AUX_STATES,
+    rule_ids.DRAFT_TENSOR_PARALLEL_IGNORED,
+    rule_ids.DRAFT_TENSOR_PARALLEL_REFUSED,
+    rule_ids.DRAFT_MLA_ATTENTION_BACKEND,
+    rule_ids.SERVE_SETTING_INVALID,
+)
+EMITS_STAGE = "engine launch checks: vLLM's"
+
 SPELLING = Spelling(
     prog="vllm serve",
     command=("vllm", "serve"),
     model_positional=True,
-    dotted=True,
+    dotted=LAUNCH.dotted_keys,
     flag_hints={
         "--tp": "`-tp` / `--tensor-parallel-size`",
         "--pp": "`-pp` / `--pipeline-parallel-size`",
@@ -142,7 +153,7 @@ def _positional_words(b: BaseBuilder, rest: list[str]) -> list[str]:
     """The positional words of `vllm serve`'s arguments `rest` (the target, and any stray
     word), read with the release's grammar: a flag that takes a value takes the next word;
     `--model`'s value is not positional. Empty where the release's grammar was not read."""
-    grammar = launch_grammar(b.p)
+    grammar = release_launch(b).grammar
     if grammar is None:
         return []
     found: list[str] = []
