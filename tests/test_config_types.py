@@ -97,9 +97,12 @@ NOT_CONFIG = {
     "num_aux_states",
     "num_layers",
     "or_dense",
+    "previews",  # the recipes' shared store (KeptCheck.shared): planned outputs
     "reduced_vocab",
     "runner",
     "runner_reason",
+    "settings",  # the recipes' shared store: each recipe launch's settings
+    "spelling",
     "t2d",
     "unquantized_only",
 }

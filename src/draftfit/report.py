@@ -7,6 +7,7 @@ ever added (bump `schema_version` on any incompatible change).
 from __future__ import annotations
 
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from draftfit.engines.profile import EngineVersion
 from draftfit.location import Location
@@ -24,7 +25,6 @@ from draftfit.verdicts import UNVERIFIED as UNVERIFIED  # re-exported for render
 from draftfit.verdicts import FailOn, Verdict
 from draftfit.version import __version__
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any, Protocol
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
             method: str | None = None,
             *,
             serve: ServeSettings | None = None,
+            shared: dict[str, Any] | None = None,
         ) -> Report: ...
 
 
@@ -411,12 +412,15 @@ class KeptCheck:
         target: the target's facts, or None.
         checker: the function that made the report, to check a planned conversion the
             same way.
+        shared: what the recipes of the report's versions compute once for all of them
+            (:mod:`draftfit.commands.recipe`): nothing in it depends on the version.
     """
 
     checkpoint: Checkpoint
     draft: DraftDescription
     target: Target | None
     checker: Checker
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @record

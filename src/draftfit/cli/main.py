@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from draftfit.cli.options import (
     CHECK_METHODS,
@@ -62,7 +63,6 @@ from draftfit.rule_ids import VERIFIER_DIFFERS_FROM_TARGET
 from draftfit.schemas import SCHEMA_KINDS
 from draftfit.verdicts import CHOICES as FAIL_ON_CHOICES
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.cli.options import (
     CheckOptions,
@@ -30,7 +31,6 @@ from draftfit.escape import escape_field
 from draftfit.settings.config_file import FileSettings, discover, discover_from, load
 from draftfit.verdicts import FailOn
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

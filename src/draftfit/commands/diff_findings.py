@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint import Checkpoint
@@ -34,7 +35,6 @@ from draftfit.rule_ids import RuleId
 from draftfit.rules import registered
 from draftfit.rules.base import Rule, Scope, Severity
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

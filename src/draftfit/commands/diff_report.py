@@ -5,6 +5,8 @@ are :mod:`draftfit.report`'s, as for `check`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.records import field, record
 from draftfit.report import Finding, VersionVerdict, envelope, exit_code
 from draftfit.rule_ids import (
@@ -15,7 +17,6 @@ from draftfit.rule_ids import (
 )
 from draftfit.verdicts import UNVERIFIED, FailOn, Verdict
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

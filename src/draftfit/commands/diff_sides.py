@@ -6,6 +6,8 @@ the norms run) and the config as flat JSON pointers.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.checkpoint import Checkpoint
 from draftfit.draft.aux_counting import default_capture_ids
 from draftfit.draft.description import LAYER_FIELDS, DraftDescription
@@ -14,7 +16,6 @@ from draftfit.engines.view import EngineView
 from draftfit.records import record
 from draftfit.report import EngineResult, Finding, Report
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.draft.aux_counting import AuxCounting, AuxIds
 from draftfit.draft.description import describe
@@ -12,7 +13,6 @@ from draftfit.draft.tensor_names import is_known_role
 from draftfit.records import fields, frozen
 from draftfit.report import DialectFacts
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

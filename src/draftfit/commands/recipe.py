@@ -17,10 +17,12 @@ This module adds what is common to all of them, from the check the report alread
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.commands.launch_edit import edit_launch
 from draftfit.conversion.aux_order import REORDER_AUX_IDS
+from draftfit.conversion.plan import Plan
 from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
 from draftfit.draft.description import EAGLE
@@ -45,7 +47,6 @@ from draftfit.serve.settings import ServeSettings
 from draftfit.shell_text import split_command
 from draftfit.verdicts import Verdict
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -298,11 +299,24 @@ def _words(command: str) -> list[str]:
     return split_command(command)
 
 
-def _recipe_settings(recipe: Recipe, profile: Profile) -> ServeSettings:
+def _recipe_settings(report: Report, recipe: Recipe, profile: Profile) -> ServeSettings:
     """The settings the recipe's own command gives, read as `--serve-args` (and, for an
     engine whose launch keeps its settings in a file the recipe writes, TensorRT-LLM's
-    `spec.yaml`, `--serve-config`) reads them."""
+    `spec.yaml`, `--serve-config`) reads them; read once per distinct launch of the report's
+    recipes (an engine's releases share a few)."""
     serve_args, serve_config = _launch_options(recipe, profile)
+    known: dict[tuple[str, str, str], ServeSettings] = report.kept().shared.setdefault(
+        "settings", {}
+    )
+    key = (profile.engine, serve_args, json.dumps(serve_config, sort_keys=True))
+    if key not in known:
+        known[key] = _read_settings(serve_args, serve_config, profile)
+    return known[key]
+
+
+def _read_settings(
+    serve_args: str, serve_config: dict[str, Any] | None, profile: Profile
+) -> ServeSettings:
     base = parse_serve_args(serve_args)
     if serve_config is None:
         return base
@@ -335,8 +349,10 @@ def _read_back(
     cannot be read back."""
     kept = report.kept()
     try:
-        settings = _recipe_settings(recipe, profile)
-        back = kept.checker(served, kept.target, [profile], None, serve=settings)
+        settings = _recipe_settings(report, recipe, profile)
+        back = kept.checker(
+            served, kept.target, [profile], None, serve=settings, shared=kept.shared
+        )
     except UsageError:
         return None
     every = [*back.findings, *_carried(findings, back.findings)]
@@ -396,8 +412,8 @@ def _conversion(report: Report, profile: Profile, findings: list[Finding]) -> _O
     steps = [source.download()] if source.hub else []
     local = source.local.name
     converted = local.rstrip("/") + f"-{to}"
-    preview = preview_checkpoint(plan, checkpoint, converted)
-    after_report = kept.checker(preview, target, [profile], None)
+    preview = _preview(report, plan, converted)
+    after_report = kept.checker(preview, target, [profile], None, shared=kept.shared)
     # Conversion copies tensor bytes verbatim: what the weights' values show stays, and so
     # does the model the draft was trained for, whatever the output's config records.
     carried = _carried(findings, after_report.findings)
@@ -408,6 +424,21 @@ def _conversion(report: Report, profile: Profile, findings: list[Finding]) -> _O
     steps.append(" ".join(shell_word(w) for w in words))
     reorders = any(edit.action == REORDER_AUX_IDS for edit in plan.edits if plan.applied(edit))
     return _Option(converted, steps, [*after_report.findings, *carried], preview, reorders)
+
+
+def _preview(report: Report, plan: Plan, converted: str) -> Checkpoint:
+    """The planned output of `plan`, written to `converted`, as draftfit would read it
+    back: one per distinct plan of the report, so that the versions that plan the same
+    output (most of an engine's releases) share its description and the values read from
+    it."""
+    kept = report.kept()
+    previews: list[tuple[Plan, str, Checkpoint]] = kept.shared.setdefault("previews", [])
+    for known, name, preview in previews:
+        if name == converted and known == plan:
+            return preview
+    preview = preview_checkpoint(plan, kept.checkpoint, converted)
+    previews.append((plan, converted, preview))
+    return preview
 
 
 def _carried(before: list[Finding], after: list[Finding]) -> list[Finding]:

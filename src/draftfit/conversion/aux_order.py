@@ -20,11 +20,11 @@ still applies).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from draftfit.conversion.plan import OutputTensor
 from draftfit.records import frozen, replace
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.draft.description import DraftDescription
 

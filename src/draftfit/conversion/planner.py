@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.checkpoint.values import DEFAULT_LIMIT, read_ints, read_mask
@@ -42,7 +43,6 @@ from draftfit.engines.registry import conventions, planning_engine
 from draftfit.errors import EngineDataError, UsageError
 from draftfit.rule_ids import VERIFIER_DIFFERS_FROM_TARGET
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -25,11 +25,11 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.escape import clip
 from draftfit.records import field, frozen, record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -14,6 +14,7 @@ tensor names map to canonical ones, in :mod:`draftfit.draft.tensor_names`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.draft.aux_counting import (
@@ -27,7 +28,6 @@ from draftfit.draft.dialects import SPECULATORS, VLLM_LEGACY_EAGLE, Dialect, det
 from draftfit.draft.tensor_names import canonical_tensors, layer_index
 from draftfit.records import field, frozen, record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint import Checkpoint
 from draftfit.checkpoint.local import load_from_access
@@ -32,7 +33,6 @@ from draftfit.draft.mtp import family_of
 from draftfit.draft.target import Target
 from draftfit.errors import DraftfitError, UsageError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -43,14 +43,14 @@ is not called another model.
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.hub_cache import HubOrigin
 from draftfit.draft.dialects import ANGELSLIM, NEMO_AUTOMODEL, SPECULATORS
-from draftfit.escape import LazyPattern
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -137,7 +137,7 @@ KNOWN_FAMILIES = (
 
 # A trailing token of a quantized or reformatted copy of a model (lower case, after `_`
 # became `-`): the copy holds the same weights, rounded or repacked.
-_COPY_TOKEN = LazyPattern(
+_COPY_TOKEN = (
     r"fp8|fp4|nvfp4[a-z0-9]*|mxfp[48]|fp16|bf16|f16|fp32|int[248]|awq|gptq|gguf|ggml|exl2|mlx"
     r"|bnb|nf4|\d+bits?|w\d+a\d+|g\d+|hf|dynamic|static|block|kv|marlin|autoround|torchao"
     r"|quantized(\.[a-z0-9]+)?|quant|unsloth"
@@ -166,14 +166,12 @@ VARIANT_WORDS = frozenset(
     }
 )
 # A trailing date: a dated revision of the same model (`0905`, `2507`, `20240229`).
-_DATE_TOKEN = LazyPattern(r"\d{4}|\d{6}|\d{8}")
+_DATE_TOKEN = r"\d{4}|\d{6}|\d{8}"
 # A token that names a draft, not the model it drafts for.
-_DRAFT_TOKEN = LazyPattern(
-    r"(^|[-.])(eagle\d*|speculators?|draft|drafter|medusa|dflash|mtp|hass)([-.]|$)"
-)
+_DRAFT_TOKEN = r"(^|[-.])(eagle\d*|speculators?|draft|drafter|medusa|dflash|mtp|hass)([-.]|$)"
 # A Hub repository id (`OWNER/NAME`) and a folder of the Hugging Face cache.
-_HUB_ID = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
-_CACHE_REPO = LazyPattern(r"(?:^|/)models--([^/]+?)--([^/]+?)(?:/snapshots/[^/]+)?/?$")
+_HUB_ID = r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*"
+_CACHE_REPO = r"(?:^|/)models--([^/]+?)--([^/]+?)(?:/snapshots/[^/]+)?/?$"
 # Architecture suffixes: `Llama4ForCausalLM` and `Llama4ForConditionalGeneration` are one
 # model family's text and multimodal classes.
 _ARCH_SUFFIXES = (
@@ -206,7 +204,7 @@ class ModelName:
     @property
     def says_something(self) -> bool:
         """Whether the name starts with a known model family and does not name a draft."""
-        if not self.key or _DRAFT_TOKEN.search(self.key):
+        if not self.key or re.search(_DRAFT_TOKEN, self.key):
             return False
         return any(_starts_family(self.key, family) for family in KNOWN_FAMILIES)
 
@@ -230,7 +228,7 @@ def model_name(name: str) -> ModelName:
         text = text[len("meta-") :]
     tokens = [t for t in text.split("-") if t]
     copy_count = 0
-    while len(tokens) - copy_count > 1 and _COPY_TOKEN.fullmatch(tokens[-1 - copy_count]):
+    while len(tokens) - copy_count > 1 and re.fullmatch(_COPY_TOKEN, tokens[-1 - copy_count]):
         copy_count += 1
     copy = None
     if copy_count:
@@ -238,7 +236,7 @@ def model_name(name: str) -> ModelName:
         copy = "-".join(shown_tokens[-copy_count:]) if len(shown_tokens) >= copy_count else None
         tokens = tokens[:-copy_count]
     revision = None
-    if len(tokens) > 1 and _DATE_TOKEN.fullmatch(tokens[-1]):
+    if len(tokens) > 1 and re.fullmatch(_DATE_TOKEN, tokens[-1]):
         revision = tokens.pop()
     return ModelName(shown, "-".join(tokens), revision, copy, renamed)
 
@@ -290,14 +288,14 @@ def reference(text: str, source: str, *, verified: bool = False) -> Reference | 
     raw = text.strip()[:MAX_REFERENCE]
     body = raw.removeprefix("hf://").split("@", 1)[0] if raw.startswith("hf://") else raw
     body = body.replace("\\", "/")
-    cached = _CACHE_REPO.search(body)
+    cached = re.search(_CACHE_REPO, body)
     if cached is not None:
         hub_id = f"{cached.group(1)}/{cached.group(2)}"
         return Reference(raw, source, model_name(cached.group(2)), hub_id, verified)
     stripped = body.rstrip("/")
     if not stripped:
         return None
-    if _HUB_ID.fullmatch(stripped) and ".." not in stripped:
+    if re.fullmatch(_HUB_ID, stripped) and ".." not in stripped:
         return Reference(raw, source, model_name(stripped.split("/")[1]), stripped, verified)
     last = PurePosixPath(stripped).name
     if not last or last in (".", ".."):
@@ -419,13 +417,13 @@ def _speculators_architectures_trusted(
     )
 
 
-_VERSION = LazyPattern(r"(\d+)\.(\d+)")
+_VERSION = r"(\d+)\.(\d+)"
 
 
 def _major_minor(value: object) -> tuple[int, int] | None:
     if not isinstance(value, str):
         return None
-    match = _VERSION.compiled.match(value.strip())
+    match = re.match(_VERSION, value.strip())
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 

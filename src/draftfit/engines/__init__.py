@@ -6,7 +6,8 @@ Every engine implements :class:`draftfit.engines.interface.Engine` and is listed
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

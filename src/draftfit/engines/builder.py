@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.draft.description import EAGLE, EAGLE3, DraftDescription
@@ -45,7 +46,6 @@ from draftfit.records import frozen
 from draftfit.rule_ids import Consequence, RuleId
 from draftfit.serve.settings import ServeSettings
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.draft.description import LAYER_FIELDS, Field
 from draftfit.engines import shapes
@@ -29,7 +30,6 @@ from draftfit.engines.view import (
 )
 from draftfit.records import replace
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from draftfit.engines.compiled import load_compiled, toml_path
 from draftfit.engines.profile import EngineData, Profile, parse_engine_data
@@ -21,7 +22,6 @@ from draftfit.engines.remote_code import RemoteCode
 from draftfit.errors import EngineDataError, UsageError
 from draftfit.records import field, frozen, record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

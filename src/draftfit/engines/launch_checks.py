@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.draft.description import EAGLE3
@@ -30,7 +31,6 @@ from draftfit.records import frozen
 from draftfit.rule_ids import Consequence
 from draftfit.serve.settings import dashed_flag as dashed
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from draftfit.draft.description import EAGLE, EAGLE3
 from draftfit.engines.launch_grammar import launch_grammar
@@ -32,7 +32,6 @@ from draftfit.serve.reading import (
 )
 from draftfit.serve.settings import ServeSettings, dashed_flag
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.draft.target import Target
     from draftfit.engines.profile import Profile

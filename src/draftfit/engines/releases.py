@@ -11,10 +11,10 @@ an installed release) is read with `packaging` where it is compared.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from draftfit.errors import EngineDataError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

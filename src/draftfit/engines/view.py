@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.description import DraftDescription
@@ -27,7 +28,6 @@ from draftfit.records import field, frozen, record
 from draftfit.rule_ids import Consequence, RuleId
 from draftfit.serve.settings import ServeSettings
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.engines.launch_judgement import ReleaseLaunch
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.commands.detection import detected_in
 from draftfit.commands.explain import TEXT_ITEMS_LIMIT, RuleList, rule_data
 from draftfit.docs_links import rule_doc_url
@@ -9,7 +11,6 @@ from draftfit.escape import clip
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.rules.base import Rule
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

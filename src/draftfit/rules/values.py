@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from draftfit.rule_ids import (
     EMBEDDING_FROM_ANOTHER_TARGET,
@@ -29,7 +30,6 @@ from draftfit.rule_ids import (
 )
 from draftfit.rules.base import Context, Location, Scope, Violation, rule
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.values.facts import TensorFacts, ValueFacts
 

@@ -13,6 +13,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.dtypes import FLOAT_DTYPES
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
@@ -38,7 +39,6 @@ from draftfit.values.target_weights import (
     open_target_weights,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target

@@ -12,6 +12,7 @@ exceptions). Every version-dependent value comes from `data/sglang.toml`.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.draft.aux_counting import default_capture_ids
@@ -51,7 +52,6 @@ from draftfit.location import Location, config_at, target_config_at
 from draftfit.rule_ids import Consequence
 from draftfit.serve.settings import ServeSettings
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -17,6 +17,7 @@ counting the SGLang version applies to the target.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.engines.interface import (
     ConventionChoice,
@@ -45,7 +46,6 @@ from draftfit.rule_ids import (
     DRAFT_SLIDING_WINDOW_IGNORED,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -15,6 +15,7 @@ path where the version still has one. Every version-dependent value comes from
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.draft.aux_counting import default_capture_ids
@@ -42,7 +43,6 @@ from draftfit.engines.view import (
 from draftfit.location import Location, config_at, target_config_at
 from draftfit.serve.settings import ServeSettings
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

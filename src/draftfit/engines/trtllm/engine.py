@@ -12,6 +12,8 @@ at a revision) is downloaded first (`hf download`), so TensorRT-LLM is given fol
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.engines.interface import Engine, Recipe, Served, ServeRequest
 from draftfit.engines.serve import (
     command_word,
@@ -28,7 +30,6 @@ from draftfit.rule_ids import (
     AUX_RUNTIME_COUNT_MISMATCH,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

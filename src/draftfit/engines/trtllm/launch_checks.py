@@ -6,6 +6,8 @@ every engine shares are in :mod:`draftfit.engines.launch_checks`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit import rule_ids
 from draftfit.engines.launch_checks import (
     Spelling,
@@ -21,7 +23,6 @@ from draftfit.engines.trtllm.launch import SPEC_KEYS
 from draftfit.engines.view import Event
 from draftfit.escape import clip
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.engines.builder import BaseBuilder
     from draftfit.engines.releases import Release

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.draft.aux_counting import TOP_AUX, default_capture_ids
@@ -54,7 +55,6 @@ from draftfit.location import Location, config_at, target_config_at
 from draftfit.rule_ids import Consequence
 from draftfit.serve.settings import ServeSettings
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

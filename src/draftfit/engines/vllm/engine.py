@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.engines.interface import (
     ConventionChoice,
@@ -37,7 +38,6 @@ from draftfit.engines.serve import (
 )
 from draftfit.rule_ids import AUX_LAYERS_DIFFER_FROM_TRAINED
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -33,6 +33,7 @@ vllm/envs.py:1177-1180@v0.34.0) lets `--max-model-len` exceed the target's own l
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.engines.launch_part import EngineLaunch, eagle_method
 from draftfit.errors import UsageError
@@ -57,7 +58,6 @@ from draftfit.serve.reading import (
 )
 from draftfit.serve.settings import ServeSettings
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -6,6 +6,8 @@ shares are in :mod:`draftfit.engines.launch_checks`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit import rule_ids
 from draftfit.engines.launch_checks import (
     Spelling,
@@ -29,7 +31,6 @@ from draftfit.engines.vllm.launch import LAUNCH
 from draftfit.escape import clip
 from draftfit.rule_ids import Consequence
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.engines.builder import BaseBuilder
     from draftfit.serve.settings import ServeSettings
