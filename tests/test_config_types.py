@@ -102,7 +102,6 @@ NOT_CONFIG = {
     "runner",
     "runner_reason",
     "settings",  # the recipes' shared store: each recipe launch's settings
-    "spelling",
     "t2d",
     "unquantized_only",
 }
