@@ -17,7 +17,9 @@ Kimi-K2 target (~1 TB, ~140k tensors, FP8 experts with scales). Then prints:
   has it (a temporary PYTHONPYCACHEPREFIX, warmed first); beside them the floor, a process
   that only imports the standard modules a check needs. Run it with the interpreter of a
   clean virtual environment: where `.pth` files import libraries at start-up, `python -c
-  pass` is no bare start (the script says so).
+  pass` is no bare start (the script says so);
+* the two start-up guards, as measured in the same run: `check` no slower than 8× a bare
+  interpreter (`python -c pass`), `matrix` no slower than 5× a `check`.
 
 Run: `python bench/check_speed.py [--startup-only] [--rounds N]` (needs the test extras for
 the safetensors baseline).
@@ -204,8 +206,17 @@ def startup_ratios(draft: Path, target: Path, rounds: int) -> None:
     print(f"start-up, fresh processes, median of {rounds} alternating rounds:")
     for name, value in med.items():
         print(f"  {name:32} {value * 1e3:7.1f} ms   {value / base:5.2f}x python -c pass")
-    ratio = med["matrix (all releases, recipes)"] / med["check (text)"]
-    print(f"  matrix / check (text)            {ratio:5.2f}x")
+    print("the start-up guards, measured in this run:")
+    check = med["check (text)"] / base
+    print(
+        f"  check (text) / python -c pass    {check:5.2f}x   (guard: <= {CHECK_GUARD:g}x) "
+        f"{_verdict(check, CHECK_GUARD)}"
+    )
+    matrix = med["matrix (all releases, recipes)"] / med["check (text)"]
+    print(
+        f"  matrix / check (text)            {matrix:5.2f}x   (guard: <= {MATRIX_GUARD:g}x) "
+        f"{_verdict(matrix, MATRIX_GUARD)}"
+    )
     extra = site_imports(env)
     if len(extra) > SITE_IMPORTS_USUAL:
         outside = sorted({name.split(".")[0] for name in extra} - set(sys.stdlib_module_names))
@@ -215,6 +226,17 @@ def startup_ratios(draft: Path, target: Path, rounds: int) -> None:
             "`python -c pass` is not a bare start and every ratio above is understated; "
             "measure from a clean virtual environment"
         )
+
+
+# The start-up guards: a check is no slower than 8 bare interpreter starts (measured from a
+# clean virtual environment), and `matrix` (every release, with recipes) no slower than 5
+# checks. The script prints both ratios; it asserts neither (a loaded machine moves them).
+CHECK_GUARD = 8.0
+MATRIX_GUARD = 5.0
+
+
+def _verdict(ratio: float, guard: float) -> str:
+    return "within" if ratio <= guard else "OVER"
 
 
 # What `floor` imports: the modules a check cannot do without.

@@ -434,12 +434,12 @@ def exercise(draft: Path, clean: Path, target_dir: Path, full: bool) -> None:
     report.to_dict()
     diff_checkpoints(checkpoint, load_checkpoint(clean), profiles[:1], target).to_dict()
     inspect_path(draft).to_dict()
-    spec = describe(checkpoint)
+    described = describe(checkpoint)
     for to in ("vllm", "sglang", "speculators"):
         engine = "sglang" if to == "sglang" else "vllm"
         profile = next(p for p in profiles if p.engine == engine)
         try:
-            plan = plan_conversion(checkpoint, spec, to, profile, target, unsafe=True)
+            plan = plan_conversion(checkpoint, described, to, profile, target, unsafe=True)
         except DraftfitError:
             continue  # a refusal the CLI reports in one line (exit 2), not a crash
         plan.to_dict()

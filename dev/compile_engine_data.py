@@ -23,11 +23,11 @@ from pathlib import Path
 from draftfit.engines.compiled import ENGINES_DIR, compile_text
 from draftfit.engines.data_file import parse_engine_data
 from draftfit.engines.interface import parse_toml
-from draftfit.errors import SpecDataError
+from draftfit.errors import EngineDataError
 
 
 def compiled_for(toml: Path) -> str:
-    """The compiled text for one TOML data file (SpecDataError when the data is invalid)."""
+    """The compiled text for one TOML data file (EngineDataError when the data is invalid)."""
     text = toml.read_text(encoding="utf-8")
     name = toml.parent.name  # engines/<name>/data.toml
     raw = parse_toml(name, text)
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         target = toml.with_suffix(".json")
         try:
             text = compiled_for(toml)
-        except SpecDataError as exc:
+        except EngineDataError as exc:
             print(f"{toml.parent.name}/{toml.name}: not compiled: {exc}", file=sys.stderr)
             failed += 1
             continue

@@ -427,6 +427,9 @@ def draftfit_verdict(case: Case, fx: Fixtures, engine: str, release: str, cwd: s
             case.line,
             "--format",
             "json",
+            # the corpus's draft stands in for a draft of every target it names: what is
+            # measured is the launch, not which model the draft was trained for (DF507)
+            "--draft-is-for-target",
         ],
         capture_output=True,
         text=True,

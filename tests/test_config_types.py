@@ -68,7 +68,8 @@ CONFIG_READERS = [
     "engines/trtllm/engine.py",
     "conversion/planner.py",
     "commands/recipe.py",
-    "commands/comparison.py",
+    "commands/diff_sides.py",
+    "commands/diff_findings.py",
     "commands/inspection.py",
     "commands/release_matrix.py",
     *sorted(str(p.relative_to(SRC)) for p in (SRC / "rules").glob("*.py")),
@@ -84,12 +85,12 @@ NOT_CONFIG = {
     "eagle3_one_model",
     "layer_module",
     "layers_remap",
-    "matters",
     "below_read",  # a version's basis, merged into a matrix range's
     "fact",
     "read",
     "or_dense",
-    "spelling",
+    "previews",  # the recipes' shared store (KeptCheck.shared): planned outputs
+    "settings",  # the recipes' shared store: each recipe launch's settings
     "t2d",
     "unquantized_only",
 }

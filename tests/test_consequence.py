@@ -17,8 +17,7 @@ import draftfit
 from draftfit.checker import check_path
 from draftfit.cli.main import main
 from draftfit.engines.data_file import parse_engine_data
-from draftfit.errors import SpecDataError
-from draftfit.fail_on import UNVERIFIED
+from draftfit.errors import EngineDataError
 from draftfit.render.github import render_github
 from draftfit.render.junit import render_junit_check
 from draftfit.render.sarif import render_sarif
@@ -32,6 +31,7 @@ from draftfit.report import (
 )
 from draftfit.rule_ids import ALL_RULE_IDS, Consequence, Severity
 from draftfit.rules import RULES
+from draftfit.verdicts import UNVERIFIED
 from tests import factory as f
 from tests.cases import CASES, Case
 
@@ -230,7 +230,7 @@ def test_engine_data_states_a_consequence_per_range() -> None:
 
 def test_engine_data_refuses_an_unknown_consequence_word() -> None:
     entry = {"confidence": "read", "consequence": "mostly-fine"}
-    with pytest.raises(SpecDataError, match="consequence 'mostly-fine' is not one of"):
+    with pytest.raises(EngineDataError, match="consequence 'mostly-fine' is not one of"):
         parse_engine_data("demo", _data(entry))
 
 

@@ -36,9 +36,9 @@ def tree_hash(path: Path) -> dict[str, str]:
 def tensor_hashes(path: Path) -> dict[str, str]:
     """sha256 of every tensor's bytes, by canonical name."""
     checkpoint = load_checkpoint(path)
-    spec = describe(checkpoint)
+    draft = describe(checkpoint)
     out = {}
-    for canonical, info in spec.tensors.items():
+    for canonical, info in draft.tensors.items():
         start, end = info.byte_range
         out[canonical] = hashlib.sha256(checkpoint.read_range(info.file, start, end)).hexdigest()
     return out
@@ -85,8 +85,8 @@ def test_every_convention_converts_to_vllm(tmp_path: Path, source: str) -> None:
     assert config["architectures"] == ["LlamaForCausalLMEagle3"]
     if source != "eagle-official":
         assert config["eagle_aux_hidden_state_layer_ids"] == [2, 4, 7]
-    out_spec = describe(load_checkpoint(tmp_path / "out"))
-    assert all(not raw.startswith("midlayer") for raw in out_spec.raw_names.values())
+    out_draft = describe(load_checkpoint(tmp_path / "out"))
+    assert all(not raw.startswith("midlayer") for raw in out_draft.raw_names.values())
 
 
 def test_modelopt_gets_top_level_ids_shifted(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from draftfit.engines.citation import parse_locations
 from draftfit.engines.data_file import parse_engine_data
 from draftfit.engines.registry import engine_names, load_engine
-from draftfit.errors import SpecDataError
+from draftfit.errors import EngineDataError
 
 
 @pytest.mark.parametrize("engine", engine_names())
@@ -103,7 +103,7 @@ def _raw(**entry: object) -> dict[str, object]:
     ],
 )
 def test_malformed_anchor_data_is_rejected(raw: dict[str, object]) -> None:
-    with pytest.raises(SpecDataError):
+    with pytest.raises(EngineDataError):
         parse_engine_data("test", raw)
 
 

@@ -15,7 +15,7 @@ from draftfit.engines.interface import parse_toml
 from draftfit.engines.registry import ENGINES, engine_named
 from draftfit.engines.releases import rank_versions, version_texts
 from draftfit.engines.vllm.engine import VllmEngine
-from draftfit.errors import SpecDataError
+from draftfit.errors import EngineDataError
 
 SCRIPT = Path(__file__).resolve().parent.parent / "dev" / "compile_engine_data.py"
 TOMLS = sorted(Path(ENGINES_DIR).glob("*/data.toml"))
@@ -126,9 +126,9 @@ def test_compiled_facts_are_built_and_validated_when_first_read() -> None:
     assert len(data.facts) == len(raw["fact"]) and list(data.facts) == list(raw["fact"])
     other = next(k for k in data.facts if k != key)
     assert data.facts[other] == engine.data.facts[other]
-    with pytest.raises(SpecDataError, match=f"fact {key}: confidence"):
+    with pytest.raises(EngineDataError, match=f"fact {key}: confidence"):
         data.facts[key]  # reading it builds it
-    with pytest.raises(SpecDataError, match=f"fact {key}: confidence"):
+    with pytest.raises(EngineDataError, match=f"fact {key}: confidence"):
         parse_engine_data("vllm", parse_toml("vllm", engine.data_text()) | {"fact": raw["fact"]})
 
 
@@ -161,5 +161,5 @@ def test_a_version_text_the_shipped_ranks_lack_is_refused_where_it_is_read() -> 
     key = next(k for k, body in raw["fact"].items() if "values" in body)
     raw["fact"][key]["values"][0]["since"] = "9.9.9"
     data = parse_engine_data("vllm", raw, engine, citations_checked=True, ranks=ranks)
-    with pytest.raises(SpecDataError, match=r"bad version '9\.9\.9'"):
+    with pytest.raises(EngineDataError, match=r"bad version '9\.9\.9'"):
         data.facts[key]

@@ -10,7 +10,7 @@ import pytest
 from draftfit.engines.citation import parse_locations
 from draftfit.engines.data_file import parse_engine_data
 from draftfit.engines.registry import load_engine, parse_engine_selector
-from draftfit.errors import SpecDataError, UnknownEngineVersionError, UsageError
+from draftfit.errors import EngineDataError, UnknownEngineVersionError, UsageError
 from draftfit.rules.base import Scope
 
 SOURCE = re.compile(r"[\w/.]+\.py(:[\d,\- ]+)?@v\d+\.\d+\.\d+")
@@ -225,7 +225,7 @@ def test_a_fact_outside_every_range_is_unknown() -> None:
     ],
 )
 def test_malformed_data_is_rejected(raw) -> None:
-    with pytest.raises(SpecDataError):
+    with pytest.raises(EngineDataError):
         parse_engine_data("test", raw)
 
 
@@ -380,7 +380,7 @@ def _fact(rules: object, rank: object = None) -> dict[str, object]:
     ],
 )
 def test_malformed_rule_links_are_rejected(facts: dict[str, object]) -> None:
-    with pytest.raises(SpecDataError):
+    with pytest.raises(EngineDataError):
         parse_engine_data("test", {"versions": ["1.0"], "latest": "1.0", "fact": facts})
 
 

@@ -66,6 +66,9 @@ ENGINE_NEUTRAL = (
     "checker.py",
     "commands/recipe.py",
     "commands/comparison.py",
+    "commands/diff_sides.py",
+    "commands/diff_findings.py",
+    "commands/diff_report.py",
     "commands/release_matrix.py",
     "conversion/__init__.py",
     "serve/settings.py",
@@ -363,7 +366,7 @@ def test_report_keeps_what_the_check_computed(tmp_path: Path) -> None:
     report = check_checkpoint(checkpoint, target, profiles)
     kept = report.kept()
     assert kept.checkpoint is checkpoint and kept.target is target
-    assert kept.spec.method == "eagle3"
+    assert kept.draft.method == "eagle3"
     for result, profile in zip(report.engines, profiles, strict=True):
         assert result.kept().profile is profile
         assert result.kept().view.draft_class == result.draft_class
@@ -393,7 +396,7 @@ def test_a_planned_conversion_shares_the_inputs_values_and_keeps_its_own(tmp_pat
     check_checkpoint(checkpoint, target, [spec_profile])
     base_entries = len(checkpoint.memo)
     report = check_checkpoint(checkpoint, target, [spec_profile])
-    plan = plan_conversion(checkpoint, report.kept().spec, "vllm", spec_profile, target)
+    plan = plan_conversion(checkpoint, report.kept().draft, "vllm", spec_profile, target)
     preview = preview_checkpoint(plan, checkpoint)
     derived = preview.tensors["d2t"]
     assert derived.file not in checkpoint.files  # built in memory from t2d
@@ -443,7 +446,7 @@ class ToyEngine(Engine):
         return trtllm_build_view(inputs)
 
     def serve(self, request: ServeRequest) -> Served:
-        command = f"toyllm serve {request.draft}"
+        command = f"toyllm serve {request.draft_path}"
         return Served(Recipe(self.name, request.profile.version, command))
 
     def launch(self) -> EngineLaunch:
@@ -530,9 +533,9 @@ def test_a_fourth_engine_reads_its_own_launch_and_plans_its_own_convention(
     assert recipe.notes[0].startswith("your launch")
 
     # convert --to toyconv: planned with the toy's data, laid out as SGLang's convention.
-    spec = describe(checkpoint)
-    toyconv = plan_conversion(checkpoint, spec, "toyconv", profile, target)
-    sglang = plan_conversion(checkpoint, spec, "sglang", None, target)
+    draft = describe(checkpoint)
+    toyconv = plan_conversion(checkpoint, draft, "toyconv", profile, target)
+    sglang = plan_conversion(checkpoint, draft, "sglang", None, target)
     assert toyconv.convention == "toyconv"
     assert [t.name for t in toyconv.tensors] == [t.name for t in sglang.tensors]
     assert any(t.name.startswith("midlayer.") for t in toyconv.tensors)
@@ -544,9 +547,9 @@ def test_a_fourth_engine_reads_its_own_launch_and_plans_its_own_convention(
 def test_a_damaged_engine_data_file_is_a_data_error(tmp_path: Path) -> None:
     broken = ToyEngine(tmp_path / "toyllm.toml")
     (tmp_path / "toyllm.toml").write_text("versions = [", encoding="utf-8")
-    from draftfit.errors import SpecDataError
+    from draftfit.errors import EngineDataError
 
-    with pytest.raises(SpecDataError):
+    with pytest.raises(EngineDataError):
         _ = broken.data
 
 
@@ -554,11 +557,11 @@ def test_what_a_convention_cannot_express_comes_from_its_engine(tmp_path: Path) 
     draft = f.speculators(aux=[1, 3, 5, 6], n_aux=4)
     draft.config["transformer_layer_config"]["num_aux_hidden_states"] = 4
     checkpoint = load_checkpoint(draft.write(tmp_path / "d"))
-    spec = describe(checkpoint)
+    described = describe(checkpoint)
 
     def limits(to: str, engine: str) -> list[str]:
         profile = parse_engine_selector(engine)[0]
-        plan = plan_conversion(checkpoint, spec, to, profile)
+        plan = plan_conversion(checkpoint, described, to, profile)
         return [
             e.description
             for e in plan.edits

@@ -20,9 +20,11 @@ ENGINES = Path(__file__).resolve().parents[1] / "src" / "draftfit" / "engines"
 def _view(tmp_path: Path, draft: f.Draft, engine: str, method: str | None = None) -> EngineView:
     path = f.write_checkpoint(tmp_path / "draft", draft.config, draft.tensors)
     checkpoint = load_checkpoint(path)
-    spec = describe(checkpoint)
+    described = describe(checkpoint)
     (profile,) = parse_engine_selector(engine)
-    return build_view(BuildInputs(checkpoint, spec, None, profile, method or spec.method, True))
+    return build_view(
+        BuildInputs(checkpoint, described, None, profile, method or described.method, True)
+    )
 
 
 def test_engine_modules_name_no_rule_by_string() -> None:

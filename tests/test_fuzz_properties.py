@@ -209,11 +209,11 @@ def _run_commands(draft: Path, clean_draft: Path, target_dir: Path) -> None:
     attach_recipes(report)
     json.dumps(report.to_dict())
     diff_checkpoints(checkpoint, load_checkpoint(clean_draft), profiles[:1], target).to_dict()
-    spec = describe(checkpoint)
+    described = describe(checkpoint)
     for to in ("vllm", "sglang", "speculators"):
         profile = next(p for p in profiles if p.engine == ("sglang" if to == "sglang" else "vllm"))
         with contextlib.suppress(DraftfitError):  # a one-line refusal (exit 2), not a crash
-            plan_conversion(checkpoint, spec, to, profile, target, unsafe=True)
+            plan_conversion(checkpoint, described, to, profile, target, unsafe=True)
 
 
 config_keys = st.sampled_from(

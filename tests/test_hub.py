@@ -251,13 +251,14 @@ def test_unreachable_hub_without_a_cached_copy_is_one_line(
 
 
 def test_long_library_messages_are_cut_at_a_word() -> None:
-    from draftfit.origins.hub import shorten_at_word
+    from draftfit.escape import clip
 
     text = "An error happened while trying to locate the file on the Hub " * 5
-    short = shorten_at_word(text, 160)
+    short = clip(text, 160, at_word=True)
     assert len(short) <= 160 and short.endswith("…")
     assert text.startswith(short[:-1]) and text[len(short) - 1] == " "
-    assert shorten_at_word("short", 160) == "short"
+    assert clip("short", 160, at_word=True) == "short"
+    assert clip(text, 160) == text[:159] + "…"
 
 
 # ---------------------------------------------------------------------- deadlines

@@ -266,7 +266,7 @@ def test_ci_examples_pin_draftfit_to_a_commit_of_this_repository() -> None:
 
 
 def test_ci_examples_use_real_inputs_choices_and_hooks() -> None:
-    from draftfit.fail_on import CHOICES
+    from draftfit.verdicts import CHOICES
 
     data = action()
     hook_ids = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from draftfit.checkpoint import load_checkpoint
 from draftfit.cli.main import main
@@ -263,3 +264,42 @@ def test_every_version_without_a_recipe_says_why_in_each_format(tmp_path: Path, 
         head = f"{row.title} {row.range}"
         assert f"* {head}: no recipe: " in markdown
         assert f"No recipe for {head}: {row.no_recipe.reason}" in plain
+
+
+def test_what_the_releases_share_changes_no_recipe(tmp_path: Path) -> None:
+    """A matrix finds once what depends on no release (the draft's own checks, the planned
+    outputs, the recipes' launches) and shares it between releases and engines; each
+    release's recipe is what a check of that release alone gives it."""
+    from draftfit.checker import check_checkpoint
+    from draftfit.commands.recipe import serving_for
+
+    draft, target, _ = f.kimi_sibling_pair(tmp_path)
+    shared: dict[str, Any] = {}
+    together = {
+        result.key: serving_for(report, result).to_dict()
+        for engine in ENGINES
+        for report in [
+            check_checkpoint(
+                load_checkpoint(draft),
+                load_target(target),
+                [engine.resolve(v) for v in engine.versions],
+                shared=shared,
+            )
+        ]
+        for result in report.engines
+    }
+    assert {"checkpoint rules", "target facts", "previews", "settings"} <= set(shared)
+    # A planned output checked with the store is checked as it is, not as the draft it was
+    # planned from.
+    newest = [ENGINES[0].resolve(ENGINES[0].versions[-1])]
+    for _, _, preview in shared["previews"]:
+        kept = check_checkpoint(preview, load_target(target), newest, shared=shared)
+        fresh = check_checkpoint(preview, load_target(target), newest)
+        assert [x.to_dict() for x in kept.findings] == [x.to_dict() for x in fresh.findings]
+    for engine in ENGINES:
+        for version in engine.versions[::7]:
+            alone = check_checkpoint(
+                load_checkpoint(draft), load_target(target), [engine.resolve(version)]
+            )
+            result = alone.engines[0]
+            assert serving_for(alone, result).to_dict() == together[result.key], result.key

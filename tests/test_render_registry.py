@@ -32,10 +32,12 @@ from draftfit.render.registry import (
     kind_of,
     render,
     render_all,
+    renderer_for,
 )
 from draftfit.rules import get_rule
 from draftfit.rules.base import Severity
 from tests import factory as f
+from tests.loaded_modules import loaded_by
 from tests.timeouts import scaled
 
 COMMAND_KINDS = {
@@ -217,6 +219,21 @@ def test_the_registry_binds_exactly_the_declared_formats() -> None:
         assert tuple(RENDERERS[kind]) == formats_for(kind), kind.name
 
 
+def test_every_registered_renderer_is_a_function_of_the_module_it_names() -> None:
+    for kind in KINDS:
+        for fmt, where in RENDERERS[kind].items():
+            module_name, _, name = where.partition(":")
+            found = renderer_for(kind, fmt)
+            assert callable(found), where
+            assert (found.__module__, found.__name__) == (module_name, name), where
+    for by_format in SET_RENDERERS.values():
+        for by_form in by_format.values():
+            for where in by_form.values():
+                module_name, _, name = where.partition(":")
+                module = __import__(module_name, fromlist=[name])
+                assert callable(getattr(module, name)), where
+
+
 def test_the_set_renderers_are_of_declared_formats_and_render_real_results(results) -> None:
     """Every (format, form) of several results renders them as one document; a format
     without a form writes each result whole, one after the other."""
@@ -249,18 +266,8 @@ def test_convert_text_names_the_output_as_the_user_wrote_it(tmp_path: Path) -> N
 
 
 def _modules_loaded_by(args: list[str]) -> set[str]:
-    """The modules a fresh `draftfit ARGS` process imports (from `-X importtime`)."""
-    src = str(Path(__file__).resolve().parents[1] / "src")
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "draftfit", *args],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"},
-        check=False,
-        timeout=scaled(),
-    )
-    assert done.returncode in (0, 1), done.stderr[-2000:]
-    return {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    """The modules a fresh `draftfit ARGS` process imports."""
+    return loaded_by(*args)
 
 
 @pytest.mark.slow

@@ -5,9 +5,6 @@ them, and the code that emits them agree.
 rule is one of those identities; (b) no module names a rule by a string (an AST scan of
 `src/draftfit`); (c) every identity is emitted by something: a rule with its own check, or
 a reference to the constant in an emitter module.
-
-Emitters that still name their rules by string are listed in `CONVERTING` (with the
-offending lines printed by the skip) until they import the constants; nothing else may.
 """
 
 from __future__ import annotations
@@ -32,11 +29,6 @@ CODE = re.compile(r"\bDF\d{3}\b")
 # Identities declared ahead of the change that detects them and registers their
 # documentation (none today); `draftfit rules` does not list them until then.
 NOT_YET_REGISTERED: dict[RuleIdType, str] = {}
-
-# Modules (path under src/draftfit, a trailing `/` for a package) whose emitters are being
-# moved from rule names and codes as strings to the rule_ids constants. Their string
-# offenders are listed by a skip instead of failing; remove an entry once it is converted.
-CONVERTING: dict[str, str] = {}  # every emitter is converted
 
 # String literals that may spell a rule code or name, by module and literal, with why.
 ALLOWED_LITERALS: dict[tuple[str, str], str] = {
@@ -77,7 +69,7 @@ EMITTER_MODULES = (
     "engines/",
     "checkpoint/",
     "rules/",
-    "commands/comparison.py",
+    "commands/diff_findings.py",
     "conversion/",
 )
 
@@ -111,7 +103,7 @@ def _modules() -> dict[str, ast.Module]:
     }
 
 
-def _in(module: str, prefixes: tuple[str, ...] | dict[str, str]) -> bool:
+def _in(module: str, prefixes: tuple[str, ...]) -> bool:
     return any(module == p or (p.endswith("/") and module.startswith(p)) for p in prefixes)
 
 
@@ -262,22 +254,10 @@ def test_identities_declared_ahead_of_their_rule() -> None:
 
 
 def test_no_module_names_a_rule_by_string(modules: dict[str, ast.Module]) -> None:
-    offenders = [o for o in string_offenders(modules) if not _in(o.module, CONVERTING)]
+    offenders = string_offenders(modules)
     assert offenders == [], "name rules by their rule_ids constant:\n" + "\n".join(
         map(str, offenders)
     )
-
-
-def test_converting_modules_name_rules_by_constant(modules: dict[str, ast.Module]) -> None:
-    offenders = [o for o in string_offenders(modules) if _in(o.module, CONVERTING)]
-    stale = [m for m in CONVERTING if not any(_in(o.module, (m,)) for o in offenders)]
-    assert stale == [], f"converted, remove from CONVERTING: {stale}"
-    reasons = "; ".join(f"{m}: {why}" for m, why in CONVERTING.items())
-    if offenders:
-        pytest.skip(
-            f"{len(offenders)} rule names or codes as strings in modules being converted "
-            f"({reasons}):\n" + "\n".join(map(str, offenders))
-        )
 
 
 def test_scan_catches_rule_strings() -> None:
@@ -308,24 +288,9 @@ def test_scan_catches_rule_strings() -> None:
 def test_every_identity_is_emitted(modules: dict[str, ast.Module]) -> None:
     own_check = {c for _, deco, c in declarations(modules) if deco == OWN_CHECK}
     refs = constant_references(modules)
-    by_string: dict[str, set[str]] = {}
-    for o in string_offenders(modules):
-        if _in(o.module, CONVERTING) and _in(o.module, EMITTER_MODULES):
-            item = BY_NAME.get(o.literal)
-            codes = CODE.findall(o.literal)
-            for name in [item.name] if item else [r.name for r in ALL_RULE_IDS if r.code in codes]:
-                by_string.setdefault(name, set()).add(o.module)
-    silent, pending = [], []
-    for constant, item in CONSTANTS.items():
-        if constant in own_check or constant in refs or item in NOT_YET_REGISTERED:
-            continue
-        if item.name in by_string:
-            pending.append(f"{item} (by string in {', '.join(sorted(by_string[item.name]))})")
-        else:
-            silent.append(str(item))
+    silent = [
+        str(item)
+        for constant, item in CONSTANTS.items()
+        if constant not in own_check and constant not in refs and item not in NOT_YET_REGISTERED
+    ]
     assert silent == [], f"identities nothing emits: {silent}"
-    if pending:
-        pytest.skip(
-            f"{len(pending)} identities emitted only by string in modules being converted: "
-            + "; ".join(pending)
-        )

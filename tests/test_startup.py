@@ -3,23 +3,17 @@
 Start-up is what a pre-commit hook, a CI loop over drafts or a `matrix` run pays each time,
 so modules that only some inputs need (YAML, shell splitting, the Hub client, TOML, numpy,
 the converter, other formats' renderers) must not load for a plain command. Read from
-`python -X importtime`, the interpreter's own record of every import.
+`sys.modules` as the process exits (:mod:`tests.loaded_modules`).
 """
 
 from __future__ import annotations
 
-import functools
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests import factory as f
-from tests.timeouts import scaled
-
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+from tests.loaded_modules import SRC, loaded_by
 
 # Never loaded by a plain command: each is needed only for an input or a command not given.
 NEVER = {
@@ -56,7 +50,6 @@ NEVER = {
     "inspect",
     "importlib.resources",  # packaged files are read beside their module
     "difflib",  # "did you mean" for an unknown name only
-    "typing",  # annotations only: modules define TYPE_CHECKING themselves (~3 ms)
     "packaging.version",  # a version the user types; the data's own ship ranked (~3 ms)
     "tempfile",  # loads shutil, random, bz2, lzma: output names are made without it
     "shutil",
@@ -67,33 +60,9 @@ NOT_FOR_JSON = {"draftfit.render.text", "draftfit.render.lines"}
 NO_CHECK = {"draftfit.checker", "draftfit.settings.selection"}
 
 
-def _imports(*args: str) -> set[str]:
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", *args],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": SRC, "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-        timeout=scaled(),
-        check=False,
-    )
-    assert done.returncode in (0, 1), done.stderr[-2000:]
-    return {
-        line.rsplit("|", 1)[-1].strip()
-        for line in done.stderr.splitlines()
-        if line.startswith("import time:")
-    }
-
-
-@functools.cache
-def interpreter_imports() -> frozenset[str]:
-    """What this interpreter imports before any code runs (its `site`, and whatever the
-    `.pth` files of its site-packages load): not draftfit's doing."""
-    return frozenset(_imports("-c", "pass"))
-
-
 def imported_by(*args: str) -> set[str]:
     """The modules a fresh `python -m draftfit ARGS` imports beyond the interpreter's own."""
-    return _imports("-m", "draftfit", *args) - interpreter_imports()
+    return loaded_by(*args)
 
 
 @pytest.fixture(scope="module")

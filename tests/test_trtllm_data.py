@@ -17,7 +17,7 @@ from draftfit.engines.citation import parse_locations
 from draftfit.engines.data_file import parse_engine_data
 from draftfit.engines.profile import EngineData, Entry
 from draftfit.engines.registry import load_engine
-from draftfit.errors import SpecDataError
+from draftfit.errors import EngineDataError
 from draftfit.render.matrix_text import render_matrix
 from draftfit.render.text import basis_line, render_check
 from draftfit.schemas import load_schema
@@ -155,7 +155,7 @@ def test_a_pinned_row_needs_a_full_commit() -> None:
         "fact": {},
         "commits": [{"version": "1.0.0", "commit": "b35ac1b6", "evidence": "version.py:15"}],
     }
-    with pytest.raises(SpecDataError, match="40 hex"):
+    with pytest.raises(EngineDataError, match="40 hex"):
         parse_engine_data("x", raw)
     raw["commits"] = [{"version": "1.0.0", "not_read": "no commit found"}]
     assert parse_engine_data("x", raw).commit_for("1.0.0") is None

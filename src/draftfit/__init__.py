@@ -17,9 +17,10 @@ line prints them on stderr; :mod:`draftfit.output.notices`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.version import __version__
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -60,7 +61,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "escape",
         "location",
         "rule_ids",
-        "fail_on",
+        "verdicts",
         "docs_links",
         "shell_text",
     ),

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint import Checkpoint
@@ -50,8 +51,9 @@ from draftfit.rules import all_rules, registered
 from draftfit.rules.base import Context, Rule, Scope, Severity, Violation
 from draftfit.serve.settings import ServeSettings
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from draftfit.values.facts import ValueFacts
 
 METHOD_CHOICES = (EAGLE3, EAGLE, "auto", MTP)
@@ -111,31 +113,39 @@ def check_checkpoint(
     method: str | None = None,
     values: str | None = None,
     serve: ServeSettings | None = None,
+    *,
+    shared: dict[str, Any] | None = None,
 ) -> Report:
     """Run every rule; checkpoint-scope rules once, engine rules once per profile. With
     `values` (`"sampled"` or `"full"`), the value rules get what the weights hold. Rules
     that judge the launch's settings (`needs_serve`) run for the profiles of `serve`'s
-    engine; elsewhere they are listed as skipped (the verdict is for a default launch)."""
+    engine; elsewhere they are listed as skipped (the verdict is for a default launch).
+
+    `shared`: a store for checks of the same inputs made one after another (a `matrix`,
+    and the recipes that check each release's served draft again), in which what depends
+    on the checkpoint and the target but on no engine is kept and reused; the report keeps
+    it (`KeptCheck.shared`) for the recipes."""
     if method is not None and method not in METHOD_CHOICES:
         raise UsageError(f"unknown method {method!r}; choose from {', '.join(METHOD_CHOICES)}")
     if method == MTP:
         return check_mtp(checkpoint, profiles, serve)
-    spec = describe(checkpoint)
-    value_facts = _value_facts(checkpoint, spec, target, values)
-    effective_method = spec.method if method is None else method
+    draft = describe(checkpoint)
+    value_facts = _value_facts(checkpoint, draft, target, values)
+    effective_method = draft.method if method is None else method
     keys = [p.key for p in profiles]
     rules = all_rules()
     collected: dict[tuple[object, ...], Finding] = {}
     skipped: list[SkippedRule] = []
 
-    base = Context(checkpoint, spec, target, method=effective_method, values=value_facts)
+    base = Context(checkpoint, draft, target, method=effective_method, values=value_facts)
+    found = _found_for(base, shared)
     for item in rules:
         if item.scope is not Scope.CHECKPOINT:
             continue
         if item.needs_target and target is None:
             skipped.append(_skip(item))
             continue
-        _collect(collected, item, item.run(base), keys)
+        _collect(collected, item, _checkpoint_rule(item, base, found), keys)
 
     results: list[EngineResult] = []
     launches: dict[EngineVersion, ReleaseLaunch] = {}
@@ -155,10 +165,10 @@ def check_checkpoint(
             served_method, explicit = effective_method, method is not None
         view = build_view(
             BuildInputs(
-                checkpoint, spec, target, profile, served_method, explicit, settings, launch=launch
+                checkpoint, draft, target, profile, served_method, explicit, settings, launch=launch
             )
         )
-        ctx = Context(checkpoint, spec, target, view, method=served_method, serve=settings)
+        ctx = Context(checkpoint, draft, target, view, method=served_method, serve=settings)
         for item in rules:
             if item.scope is not Scope.ENGINE:
                 continue
@@ -172,7 +182,9 @@ def check_checkpoint(
                 if all(s.rule != item.id for s in skipped):
                     skipped.append(_skip(item))
                 continue
-            _collect(collected, item, _with_caveats(item.run(ctx), profile), [profile.key])
+            violations = list(item.check(ctx))
+            if violations:  # most rules find nothing: a matrix runs them some 50,000 times
+                _collect(collected, item, _with_caveats(violations, profile), [profile.key])
         result = EngineResult(
             profile.engine,
             profile.version,
@@ -215,18 +227,69 @@ def check_checkpoint(
     return Report(
         draft=checkpoint.origin,
         target=target.origin if target else None,
-        dialect=DialectFacts.of(spec.dialect),
+        dialect=DialectFacts.of(draft.dialect),
         method=effective_method,
-        method_evidence=spec.method_evidence if method is None else [f"--method {method}"],
+        method_evidence=draft.method_evidence if method is None else [f"--method {method}"],
         findings=findings,
         engines=results,
         skipped_rules=skipped,
-        target_facts=TargetFacts.of(target, spec) if target is not None else None,
+        target_facts=_target_facts(target, draft, shared) if target is not None else None,
         # a planned conversion is checked for the same launch (its settings judged too)
-        inputs=KeptCheck(checkpoint, spec, target, partial(check_checkpoint, serve=serve)),
+        inputs=KeptCheck(
+            checkpoint,
+            draft,
+            target,
+            partial(check_checkpoint, serve=serve),
+            shared if shared is not None else {},
+        ),
         serve=JudgedLaunch.of(serve, tuple(launches.values())) if serve is not None else None,
         hub_origin=checkpoint.hub_origin,
     )
+
+
+def _checkpoint_rule(
+    item: Rule, ctx: Context, found: dict[str, tuple[Violation, ...]] | None
+) -> Iterable[Violation]:
+    """The violations of checkpoint-scope rule `item` in `ctx`; with `found` (see
+    :func:`_found_for`), found once for the same inputs."""
+    if found is None:
+        return item.run(ctx)
+    if item.code not in found:
+        found[item.code] = tuple(item.run(ctx))
+    return found[item.code]
+
+
+def _found_for(
+    ctx: Context, shared: dict[str, Any] | None
+) -> dict[str, tuple[Violation, ...]] | None:
+    """Where `shared` keeps the violations of the checkpoint-scope rules, by rule code, for
+    the inputs of `ctx`: they depend on the checkpoint, its target, the method and the
+    values read, never on an engine. An entry holds its inputs, so that their ids stay
+    theirs while it is kept."""
+    if shared is None:
+        return None
+    known: dict[tuple[object, ...], tuple[object, dict[str, tuple[Violation, ...]]]]
+    known = shared.setdefault("checkpoint rules", {})
+    inputs = (ctx.checkpoint, ctx.target, ctx.values)
+    key = (ctx.method, *(id(value) for value in inputs))
+    if key not in known:
+        known[key] = (inputs, {})
+    return known[key][1]
+
+
+def _target_facts(
+    target: Target, draft: DraftDescription, shared: dict[str, Any] | None
+) -> TargetFacts:
+    """`TargetFacts.of(target, draft)`; with `shared`, made once for each pair."""
+    if shared is None:
+        return TargetFacts.of(target, draft)
+    known: dict[tuple[int, int, bool], tuple[object, TargetFacts]] = shared.setdefault(
+        "target facts", {}
+    )
+    key = (id(target), id(draft), target.draft_is_for_target)
+    if key not in known:
+        known[key] = ((target, draft), TargetFacts.of(target, draft))
+    return known[key][1]
 
 
 def carry_from_source(report: Report, source: Checkpoint, target: Target | None) -> Report:
@@ -337,7 +400,7 @@ def _can_change_verdict(rule_id: RuleId) -> bool:
 
 
 def _value_facts(
-    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, values: str | None
+    checkpoint: Checkpoint, draft: DraftDescription, target: Target | None, values: str | None
 ) -> ValueFacts | None:
     """Read the weights' values when asked (numpy is imported only then)."""
     if values is None:
@@ -347,7 +410,7 @@ def _value_facts(
 
     if values not in MODES:
         raise UsageError(f"unknown value mode {values!r}; choose from {', '.join(MODES)}")
-    return scan_values(checkpoint, spec, target, values)
+    return scan_values(checkpoint, draft, target, values)
 
 
 def _collect(

@@ -25,7 +25,7 @@ class UnknownEngineVersionError(UsageError):
     """An engine version draftfit has no data for."""
 
 
-class SpecDataError(DraftfitError):
+class EngineDataError(DraftfitError):
     """The shipped engine data is malformed: a draftfit bug, not a user error."""
 
 

@@ -23,60 +23,21 @@ colon as `\\x3a`. This module has no dependencies so that error lines can use it
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
 from urllib.parse import quote
 
-
-class LazyPattern:
-    """A regular expression compiled when first used: each output format (and each input
-    that needs one) uses only its own few, and compiling them all at import cost every run
-    milliseconds at start-up."""
-
-    __slots__ = ("_compiled", "_flags", "_pattern")
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self._pattern = pattern
-        self._flags = flags
-        self._compiled: re.Pattern[str] | None = None
-
-    @property
-    def pattern(self) -> str:
-        return self._pattern
-
-    @property
-    def compiled(self) -> re.Pattern[str]:
-        if self._compiled is None:
-            self._compiled = re.compile(self._pattern, self._flags)
-        return self._compiled
-
-    def search(self, text: str) -> re.Match[str] | None:
-        return self.compiled.search(text)
-
-    def sub(self, replacement: str | Callable[[re.Match[str]], str], text: str) -> str:
-        return self.compiled.sub(replacement, text)
-
-    def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        return self.compiled.finditer(text)
-
-    def fullmatch(self, text: str) -> re.Match[str] | None:
-        return self.compiled.fullmatch(text)
-
-    def findall(self, text: str) -> list[str]:
-        return self.compiled.findall(text)
-
+# The patterns below are text, used through `re`'s functions: each is compiled on first use
+# and kept in `re`'s own cache, so a run compiles only those of the formats it writes.
 
 # C0 controls but tab and newline, DEL, C1 controls, lone surrogates (no encoding can write
 # them), the Unicode line and paragraph separators, and the bidi controls that can reorder
 # what a terminal shows.
-UNSAFE_CHARACTERS = LazyPattern(
+UNSAFE_CHARACTERS = (
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 # The same and tab and newline: nothing in one value may break or indent a line.
-UNSAFE_IN_FIELD = LazyPattern(
-    "[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+UNSAFE_IN_FIELD = "[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
 # In a workflow command: the same but CR and LF, which the command's own escaping encodes.
-ANNOTATION_UNSAFE = LazyPattern(
+ANNOTATION_UNSAFE = (
     "[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -84,20 +45,22 @@ SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # How long one value may be when shown: longer ones keep their start and say their length.
 FIELD_LIMIT = 2000
 NAME_LIMIT = 200
+#: Characters of a value quoted in a message.
+SHOWN_CHARS = 60
 
 # A line whose first non-blank characters are `::` (a workflow command, to a CI runner).
-COMMAND_START = LazyPattern(r"^([ \t]*):(?=:)", re.MULTILINE)
+COMMAND_START = r"(?m)^([ \t]*):(?=:)"
 
 # XML 1.0 holds only tab, newline and carriage return of the C0 controls, and no surrogate
 # or U+FFFE / U+FFFF. Of these, tab and newline are kept; a carriage return and the C1
 # controls XML allows are shown escaped too (they are controls).
-XML_UNSAFE = LazyPattern("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+XML_UNSAFE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]"
 
 # Outside code spans: the characters that make Markdown (or the HTML it may hold) act. An
 # underscore between letters or digits cannot start or end emphasis, and a bracket makes a
 # link or an image only as `](` (no line of ours defines a reference): those stay as they are.
-MARKDOWN_ACTIVE = LazyPattern(r"([\\`*<>|~]|(?<![^\W_])_|_(?![^\W_])|\](?=\())")
-CODE_SPAN = LazyPattern(r"`[^`\n]+`")
+MARKDOWN_ACTIVE = r"([\\`*<>|~]|(?<![^\W_])_|_(?![^\W_])|\](?=\())"
+CODE_SPAN = r"`[^`\n]+`"
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -111,27 +74,38 @@ def _visible(match: re.Match[str]) -> str:
 def escape_controls(text: str) -> str:
     """`text` with terminal control and bidi characters shown as `\\xNN` / `\\uNNNN`; tab
     and newline are kept (for a block of draftfit's own lines)."""
-    return UNSAFE_CHARACTERS.sub(_visible, text)
+    return re.sub(UNSAFE_CHARACTERS, _visible, text)
 
 
-def shorten(text: str, limit: int = FIELD_LIMIT) -> str:
-    """`text`, or its start, `…` and its length when it is longer than `limit` characters."""
+def clip(text: str, limit: int = SHOWN_CHARS, *, at_word: bool = False) -> str:
+    """`text`, or its start and `…` within `limit` characters: the one way draftfit shortens
+    what it quotes. With `at_word`, the start ends at a whole word where one ends in the
+    second half (and without the punctuation before the cut), for prose such as another
+    library's message."""
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}… ({len(text):,} characters)"
+    cut = text[: limit - 1]
+    if at_word:
+        space = cut.rfind(" ")
+        if space > limit // 2:
+            cut = cut[:space]
+        cut = cut.rstrip(" ,;:(")
+    return cut + "…"
 
 
 def guard_line_starts(text: str) -> str:
     """`text` with the first colon of every line that starts (after blanks) with `::` shown
     as `\\x3a`, so that no line reads as a workflow command."""
-    return COMMAND_START.sub(r"\1\\x3a", text)
+    return re.sub(COMMAND_START, r"\1\\x3a", text)
 
 
 def escape_field(text: str, limit: int = FIELD_LIMIT) -> str:
     """One untrusted value for a line of terminal text: every control character (newline,
     carriage return and tab included) shown as a visible escape, cut short past `limit`
-    characters, and a leading `::` shown as `\\x3a:`."""
-    return guard_line_starts(UNSAFE_IN_FIELD.sub(_visible, shorten(text, limit)))
+    characters (its start, `…` and its length), and a leading `::` shown as `\\x3a:`."""
+    if len(text) > limit:
+        text = f"{text[:limit]}… ({len(text):,} characters)"
+    return guard_line_starts(re.sub(UNSAFE_IN_FIELD, _visible, text))
 
 
 def escape_name(text: str) -> str:
@@ -142,7 +116,7 @@ def escape_name(text: str) -> str:
 def annotation_data(text: str) -> str:
     """A GitHub workflow command's message: `%`, CR and LF as `%25`, `%0D` and `%0A` (as the
     runner decodes them), every other control character shown as a visible escape."""
-    visible = ANNOTATION_UNSAFE.sub(_visible, text)
+    visible = re.sub(ANNOTATION_UNSAFE, _visible, text)
     return visible.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
@@ -156,7 +130,7 @@ def xml_text(text: str) -> str:
     """Text for a JUnit XML element or attribute: the characters XML 1.0 cannot hold (and
     the other controls) shown as visible escapes; tab and newline kept (the XML writer
     escapes `<`, `&` and, in attributes, the line breaks)."""
-    return XML_UNSAFE.sub(_visible, text)
+    return re.sub(XML_UNSAFE, _visible, text)
 
 
 def uri_reference(path: str) -> str:
@@ -178,11 +152,11 @@ def markdown_text(text: str) -> str:
     text = escape_field(text)
     out: list[str] = []
     last = 0
-    for span in CODE_SPAN.finditer(text):
-        out.append(MARKDOWN_ACTIVE.sub(r"\\\1", text[last : span.start()]))
+    for span in re.finditer(CODE_SPAN, text):
+        out.append(re.sub(MARKDOWN_ACTIVE, r"\\\1", text[last : span.start()]))
         out.append(span.group().replace("|", "\\|"))
         last = span.end()
-    out.append(MARKDOWN_ACTIVE.sub(r"\\\1", text[last:]))
+    out.append(re.sub(MARKDOWN_ACTIVE, r"\\\1", text[last:]))
     return "".join(out)
 
 

@@ -115,13 +115,13 @@ def check_mtp(
     """Run each release's MTP procedure on the target `checkpoint` (`names`: every tensor
     name it holds, when only some headers were read) and report."""
     target = mtp_target(checkpoint, names)
-    spec = describe(checkpoint)
+    draft = describe(checkpoint)
     eagle_draft = _eagle_draft(checkpoint)
     findings: dict[tuple[object, ...], Finding] = {}
     results: list[EngineResult] = []
     skipped: list[SkippedRule] = []
     # the reader's damage (a shard that cannot be read, a broken index): as for any check
-    base = Context(checkpoint, spec, None, method=MTP)
+    base = Context(checkpoint, draft, None, method=MTP)
     for structural in all_rules():
         if structural.family == STRUCTURE_FAMILY:
             for profile in profiles:
@@ -129,7 +129,7 @@ def check_mtp(
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
         view = build_mtp_view(target, profile, settings, eagle_draft)
-        ctx = Context(checkpoint, spec, None, view, method=MTP, serve=settings)
+        ctx = Context(checkpoint, draft, None, view, method=MTP, serve=settings)
         for rule_id in MTP_RULE_IDS:
             item = get_rule(rule_id.code)
             if item is None:
@@ -162,13 +162,13 @@ def check_mtp(
     return Report(
         draft=checkpoint.origin,
         target=None,
-        dialect=DialectFacts.of(spec.dialect),
+        dialect=DialectFacts.of(draft.dialect),
         method=MTP,
         method_evidence=evidence or ["--method mtp"],
         findings=ordered,
         engines=results,
         skipped_rules=skipped,
-        inputs=KeptCheck(checkpoint, spec, None, partial(recheck_mtp, serve=serve)),
+        inputs=KeptCheck(checkpoint, draft, None, partial(recheck_mtp, serve=serve)),
         serve=JudgedLaunch(serve) if serve is not None else None,
         hub_origin=checkpoint.hub_origin,
     )

@@ -31,8 +31,8 @@ from __future__ import annotations
 import reprlib
 from collections.abc import Callable, Iterable
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TypeVar, overload
 

@@ -7,10 +7,9 @@ ever added (bump `schema_version` on any incompatible change).
 from __future__ import annotations
 
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from draftfit.engines.profile import EngineVersion
-from draftfit.fail_on import UNVERIFIED as UNVERIFIED  # re-exported for renderers
-from draftfit.fail_on import FailOn, Verdict
 from draftfit.location import Location
 from draftfit.records import field, frozen, record
 from draftfit.rule_ids import (
@@ -22,10 +21,12 @@ from draftfit.rule_ids import (
     Severity,
 )
 from draftfit.serve.settings import SETTINGS_FLAGS
+from draftfit.verdicts import UNVERIFIED as UNVERIFIED  # re-exported for renderers
+from draftfit.verdicts import FailOn, Verdict
 from draftfit.version import __version__
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any, Protocol
 
     from draftfit.checkpoint.hub_cache import HubOrigin
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
             method: str | None = None,
             *,
             serve: ServeSettings | None = None,
+            shared: dict[str, Any] | None = None,
         ) -> Report: ...
 
 
@@ -67,7 +69,7 @@ FAILING_VERDICTS = frozenset({INCOMPATIBLE, DRAFTS_GARBAGE})
 # Nothing fails, but draftfit's data cannot say what a finding does to serving (the rules
 # whose consequence is `unknown`: the target class, a target quantization, a rotation), or
 # checks that could change the answer were skipped (no target): not called compatible.
-# `UNVERIFIED` lives in draftfit.fail_on.
+# `UNVERIFIED` lives in draftfit.verdicts.
 UNVERIFIED_RULES: frozenset[RuleId] = frozenset(
     rule for rule in ALL_RULE_IDS if rule.consequence is Consequence.UNKNOWN
 )
@@ -120,14 +122,14 @@ class TargetFacts:
     verifier: VerifierCheck | None = None
 
     @classmethod
-    def of(cls, target: Target, spec: DraftDescription | None = None) -> TargetFacts:
+    def of(cls, target: Target, draft: DraftDescription | None = None) -> TargetFacts:
         """The target's facts; with the draft's description, also what the draft records
         about its verifier next to them."""
         verifier = None
-        if spec is not None:
+        if draft is not None:
             from draftfit.draft.verifier_identity import check_verifier
 
-            verifier = check_verifier(spec, target)
+            verifier = check_verifier(draft, target)
         return cls(
             target.architecture,
             target.model_type,
@@ -406,16 +408,19 @@ class KeptCheck:
 
     Attributes:
         checkpoint: the draft as read.
-        spec: its description (`draftfit.draft.description.describe`).
+        draft: its description (`draftfit.draft.description.describe`).
         target: the target's facts, or None.
         checker: the function that made the report, to check a planned conversion the
             same way.
+        shared: what the recipes of the report's versions compute once for all of them
+            (:mod:`draftfit.commands.recipe`): nothing in it depends on the version.
     """
 
     checkpoint: Checkpoint
-    spec: DraftDescription
+    draft: DraftDescription
     target: Target | None
     checker: Checker
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @record
@@ -456,16 +461,12 @@ class Report:
 
     def exit_code(self, fail_on: FailOn | Severity | str = FailOn.ERROR) -> int:
         """1 when a counted finding (not suppressed) or an engine verdict fails at `fail_on`
-        (see draftfit.fail_on)."""
-        failing = FailOn.of(fail_on).fails(
-            (f.severity for f in self.findings if f.counts), (e.verdict for e in self.engines)
-        )
-        return 1 if failing else 0
+        (see draftfit.verdicts)."""
+        return exit_code(self.findings, self.engines, fail_on)
 
     def to_dict(self, fail_on: FailOn | Severity = Severity.ERROR) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "tool": {"name": "draftfit", "version": __version__},
+            **envelope(),
             "draft": {
                 "source": self.draft,
                 "dialect": self.dialect.to_dict(),
@@ -497,6 +498,24 @@ class Report:
         if self.serve is not None:
             out["serve"] = self.serve.to_dict()
         return out
+
+
+def envelope() -> dict[str, Any]:
+    """The keys a report's JSON form starts with: its schema version and the tool."""
+    return {"schema_version": SCHEMA_VERSION, "tool": {"name": "draftfit", "version": __version__}}
+
+
+def exit_code(
+    findings: Iterable[Finding],
+    results: Iterable[VersionVerdict],
+    fail_on: FailOn | Severity | str = FailOn.ERROR,
+) -> int:
+    """1 when a counted finding (not suppressed) or a version's verdict fails at `fail_on`
+    (see draftfit.verdicts), else 0: the exit status of `check` and `diff`."""
+    failing = FailOn.of(fail_on).fails(
+        (f.severity for f in findings if f.counts), (r.verdict for r in results)
+    )
+    return 1 if failing else 0
 
 
 def findings_by_engine(findings: list[Finding]) -> dict[EngineVersion, list[Finding]]:
@@ -548,14 +567,3 @@ def _unknown(finding: Finding) -> bool:
 def _runs(finding: Finding) -> bool:
     """Whether the engine still serves with this error finding (it drafts garbage)."""
     return finding.consequence is not None and finding.consequence.runs
-
-
-def verdict_text(verdict: Verdict) -> str:
-    """A verdict in plain words, for the text report."""
-    return VERDICT_TEXT.get(verdict, verdict)
-
-
-VERDICT_TEXT = {
-    INCOMPATIBLE: "incompatible: will not run",
-    DRAFTS_GARBAGE: "drafts-garbage: loads, but drafts garbage: acceptance ≈ 0",
-}

@@ -15,14 +15,15 @@ formats (or expands) a whole value from the document.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.limits import MAX_JSON_DEPTH, MAX_JSON_NUMBER_DIGITS
 from draftfit.errors import UsageError
-from draftfit.escape import LazyPattern
+from draftfit.escape import SHOWN_CHARS, clip
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -39,8 +40,6 @@ MAX_SETTINGS_DEPTH = MAX_JSON_DEPTH
 MAX_SETTINGS_NODES = 100_000
 # Bits of the largest integer a settings document may hold (about 40 decimal digits).
 _MAX_INT_BITS = 133
-#: Characters of a value quoted in a message.
-SHOWN_CHARS = 60
 
 
 def shown(value: object, limit: int = SHOWN_CHARS) -> str:
@@ -56,11 +55,6 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     if text is None:
         text = f"a {type(value).__name__}"
     return clip(text, limit)
-
-
-def clip(text: str, limit: int = SHOWN_CHARS) -> str:
-    """`text` cut at `limit` characters (an ellipsis marks the cut)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def shown_key(key: object, limit: int = SHOWN_CHARS) -> str:
@@ -117,16 +111,16 @@ def decode_utf8(data: bytes, what: str) -> str:
 # where a bare part can start and is matched greedily with nothing after it, so the scan
 # is linear; a string that looks like a chain counts too, which no real settings file has.
 _KEY_PART = r"""(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')[ \t]*\.[ \t]*"""
-_DOTTED_CHAIN = LazyPattern(rf"(?<![A-Za-z0-9_-])(?:{_KEY_PART})+")
-_PART = LazyPattern(_KEY_PART)
+_DOTTED_CHAIN = rf"(?<![A-Za-z0-9_-])(?:{_KEY_PART})+"
+_PART = _KEY_PART
 
 
 def _deepest_dotted_key(text: str) -> int:
     """The most parts (dots) of one dotted-key chain in `text`."""
     deepest = 0
-    for match in _DOTTED_CHAIN.finditer(text):
+    for match in re.finditer(_DOTTED_CHAIN, text):
         if len(match.group()) >= 2 * MAX_SETTINGS_DEPTH:  # shorter: fewer parts than the cap
-            deepest = max(deepest, len(_PART.findall(match.group())))
+            deepest = max(deepest, len(re.findall(_PART, match.group())))
     return deepest
 
 

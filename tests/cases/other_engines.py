@@ -6,8 +6,8 @@ from tests import factory as f
 from tests.cases.base import case, with_target
 from tests.factory import Draft
 
-# Expected behaviour follows the engines' citations as recorded in data/sglang.toml and
-# data/trtllm.toml (see dev/sglang-trtllm-procedure.md).
+# Expected behaviour follows the engines' citations as recorded in engines/sglang/data.toml and
+# engines/trtllm/data.toml (see dev/sglang-trtllm-procedure.md).
 
 SG_NEW = {"DF116", "DF209", "DF210", "DF309", "DF506", "DF301"}
 

@@ -16,8 +16,8 @@ import errno
 import os
 import stat
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Protocol
 

@@ -35,23 +35,6 @@ FLOAT_DTYPES = frozenset(
 # The float widths a weight is trained and kept in before any quantization: one value per
 # element, so a column is a whole number of bytes (what `convert` may move as blocks).
 PLAIN_FLOAT_DTYPES = frozenset({"BF16", "F16", "F32"})
-INTEGER_DTYPES = frozenset({"U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64"})
-
-# numpy can represent these directly; BF16 is read as raw uint16 and widened by hand.
-NUMPY_NAMES: dict[str, str] = {
-    "BOOL": "bool",
-    "U8": "uint8",
-    "I8": "int8",
-    "I16": "int16",
-    "U16": "uint16",
-    "F16": "float16",
-    "I32": "int32",
-    "U32": "uint32",
-    "F32": "float32",
-    "I64": "int64",
-    "U64": "uint64",
-    "F64": "float64",
-}
 
 
 def byte_size(dtype: str, shape: tuple[int, ...]) -> int | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint.limits import (
@@ -31,7 +32,6 @@ from draftfit.checkpoint.limits import (
 from draftfit.checkpoint.model import Damage
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

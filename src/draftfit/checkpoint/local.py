@@ -13,6 +13,7 @@ import errno
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint.access import LocalAccess, escapes_folder
@@ -30,7 +31,6 @@ from draftfit.checkpoint.safetensors import read_header_via
 from draftfit.errors import CheckpointNotFoundError
 from draftfit.rule_ids import RuleId
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

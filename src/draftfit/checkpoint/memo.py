@@ -13,8 +13,8 @@ tensor shares its entry; nothing is kept between checkpoints.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeVar
 

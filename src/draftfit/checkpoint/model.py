@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint.memo import ValueMemo
 from draftfit.records import field, frozen, record
 from draftfit.rule_ids import RuleId
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

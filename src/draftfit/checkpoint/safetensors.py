@@ -14,6 +14,7 @@ import json
 import struct
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint.dtypes import DTYPE_BITS, byte_size, numel
@@ -34,7 +35,6 @@ from draftfit.checkpoint.limits import (
 from draftfit.checkpoint.model import Damage, TensorInfo
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.checkpoint.access import FileAccess
 

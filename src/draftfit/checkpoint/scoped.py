@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint.access import LocalAccess, escapes_folder
@@ -39,7 +40,6 @@ EMITS: tuple[rule_ids.RuleId, ...] = (
 )
 EMITS_STAGE = "checkpoint reader: the MTP shards of a target (config, index, those headers)"
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -36,6 +36,7 @@ import pickle
 import struct
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.checkpoint.access import open_regular
@@ -61,7 +62,6 @@ from draftfit.checkpoint.unpickler import (
 from draftfit.records import frozen
 from draftfit.rule_ids import RuleId
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 

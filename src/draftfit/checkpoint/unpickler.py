@@ -29,10 +29,10 @@ import pickle
 import pickletools
 import reprlib
 import warnings
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.limits import MAX_PICKLE_DEPTH, MAX_PICKLE_OPCODES, MAX_TENSOR_DIMS
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 

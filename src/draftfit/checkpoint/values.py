@@ -91,11 +91,15 @@ def read_mask(checkpoint: Checkpoint, info: TensorInfo) -> bytes | None:
 
 
 def all_ones(checkpoint: Checkpoint, info: TensorInfo) -> bool:
-    """Whether every element of a float tensor is exactly 1.0."""
+    """Whether every element of a float tensor is exactly 1.0 (read once per checkpoint)."""
     one = _ONE.get(info.dtype)
     if one is None or info.numel == 0:
         return False
-    data = read_bytes(checkpoint, info)
-    # Lengths first: a shape that does not match the stored bytes (DF010) must not make
-    # `one * numel` allocate what the header claims.
-    return data is not None and len(data) == len(one) * info.numel and data == one * info.numel
+
+    def read() -> bool:
+        data = read_bytes(checkpoint, info)
+        # Lengths first: a shape that does not match the stored bytes (DF010) must not make
+        # `one * numel` allocate what the header claims.
+        return data is not None and len(data) == len(one) * info.numel and data == one * info.numel
+
+    return checkpoint.memo.remember(("all ones", *_where(info)), (info.file,), read)

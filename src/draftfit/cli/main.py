@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from draftfit.cli.options import (
     CHECK_METHODS,
@@ -54,15 +55,14 @@ from draftfit.cli.reports import (
 from draftfit.cli.top import COMMAND_SUMMARIES, UsageExit, top_parser
 from draftfit.errors import DraftfitError, Interrupted
 from draftfit.escape import escape_field
-from draftfit.fail_on import CHOICES as FAIL_ON_CHOICES
 from draftfit.output.notices import notices_to
 from draftfit.output.progress import terminal_bars
 from draftfit.render import kinds
 from draftfit.render.kinds import Kind, formats_for
 from draftfit.rule_ids import VERIFIER_DIFFERS_FROM_TARGET
 from draftfit.schemas import SCHEMA_KINDS
+from draftfit.verdicts import CHOICES as FAIL_ON_CHOICES
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.cli.options import (
     CheckOptions,
@@ -27,10 +28,9 @@ from draftfit.cli.options import (
 )
 from draftfit.errors import DraftfitError, UsageError
 from draftfit.escape import escape_field
-from draftfit.fail_on import FailOn
 from draftfit.settings.config_file import FileSettings, discover, discover_from, load
+from draftfit.verdicts import FailOn
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from draftfit.serve.settings import ServeSettings
     from draftfit.settings.selection import Selection
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_USAGE = 0, 2
 GLOB_CHARACTERS = frozenset("*?[")
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from draftfit.version import __version__
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -13,11 +13,11 @@ import json
 import tempfile
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.draft.synth import speculators_table, write_sparse_checkpoint
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

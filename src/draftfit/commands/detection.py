@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.rule_ids import RuleId
 

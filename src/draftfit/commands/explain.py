@@ -9,13 +9,14 @@ files, so version ranges live in the data only.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.commands.detection import detected_in
 from draftfit.docs_links import rule_doc_url
 from draftfit.records import frozen
 from draftfit.rules import all_rules
 from draftfit.rules.base import Rule
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.draft.aux_counting import AuxCounting, AuxIds
 from draftfit.draft.description import describe
@@ -12,7 +13,6 @@ from draftfit.draft.tensor_names import is_known_role
 from draftfit.records import fields, frozen
 from draftfit.report import DialectFacts
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -198,50 +198,50 @@ def inspect_path(path: str | Path) -> InspectInfo:
     from draftfit.origins.reference import open_checkpoint
 
     checkpoint = open_checkpoint(path)
-    spec = describe(checkpoint)
-    refuse_full_model(checkpoint, spec, "inspect")
+    draft = describe(checkpoint)
+    refuse_full_model(checkpoint, draft, "inspect")
     tensors = [
         TensorEntry(
             info.name, canonical, role_of(canonical), info.dtype, tuple(info.shape), info.file
         )
-        for canonical, info in spec.tensors.items()
+        for canonical, info in draft.tensors.items()
     ]
-    for raw in spec.unrecognised:
+    for raw in draft.unrecognised:
         if raw not in {t.name for t in tensors}:
             info = checkpoint.tensors[raw]
             tensors.append(
                 TensorEntry(raw, None, "unrecognised", info.dtype, tuple(info.shape), info.file)
             )
     dims = Dims(
-        hidden_size=spec.hidden_size,
-        target_hidden_size=spec.int_field("target_hidden_size"),
-        num_attention_heads=spec.num_heads,
-        num_key_value_heads=spec.num_kv_heads,
-        head_dim=spec.head_dim_explicit,
-        head_dim_effective=spec.head_dim,
-        intermediate_size=spec.int_field("intermediate_size"),
-        num_hidden_layers=spec.num_layers_config,
-        layers_stored=tuple(spec.layer_indices),
-        vocab_size=spec.vocab_size,
-        draft_vocab_size=spec.int_field("draft_vocab_size"),
-        fc_aux_states=spec.num_aux_states,
+        hidden_size=draft.hidden_size,
+        target_hidden_size=draft.int_field("target_hidden_size"),
+        num_attention_heads=draft.num_heads,
+        num_key_value_heads=draft.num_kv_heads,
+        head_dim=draft.head_dim_explicit,
+        head_dim_effective=draft.head_dim,
+        intermediate_size=draft.int_field("intermediate_size"),
+        num_hidden_layers=draft.num_layers_config,
+        layers_stored=tuple(draft.layer_indices),
+        vocab_size=draft.vocab_size,
+        draft_vocab_size=draft.int_field("draft_vocab_size"),
+        fc_aux_states=draft.num_aux_states,
     )
     return InspectInfo(
         source=checkpoint.origin,
-        dialect=DialectFacts.of(spec.dialect),
-        method=spec.method,
-        method_evidence=tuple(spec.method_evidence),
-        layer_config=spec.layer_config_pointer or "/",
+        dialect=DialectFacts.of(draft.dialect),
+        method=draft.method,
+        method_evidence=tuple(draft.method_evidence),
+        layer_config=draft.layer_config_pointer or "/",
         dims=dims,
-        aux_layer_ids=tuple(AuxIdsEntry.of(a) for a in spec.aux),
+        aux_layer_ids=tuple(AuxIdsEntry.of(a) for a in draft.aux),
         norm_flags=NormFlags(
             **{
-                k: spec.get(k)
+                k: draft.get(k)
                 for k in ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output")
             }
         ),
-        has_d2t=spec.has("d2t"),
-        has_t2d=spec.has("t2d"),
+        has_d2t=draft.has("d2t"),
+        has_t2d=draft.has("t2d"),
         weight_format=checkpoint.weight_format,
         weight_files=tuple(checkpoint.weight_files),
         tensors=tuple(tensors),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from draftfit.engines.launch import is_json_flag, launch_commands
 from draftfit.engines.launch_part import EngineLaunch
@@ -21,7 +22,6 @@ from draftfit.records import field, record
 from draftfit.serve.reading import ASSIGNMENT, is_flag
 from draftfit.shell_text import split_command
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -17,10 +17,12 @@ This module adds what is common to all of them, from the check the report alread
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.commands.launch_edit import edit_launch
 from draftfit.conversion.aux_order import REORDER_AUX_IDS
+from draftfit.conversion.plan import Plan
 from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
 from draftfit.draft.description import EAGLE
@@ -31,7 +33,6 @@ from draftfit.engines.profile import Profile
 from draftfit.engines.remote_code import remote_code_at
 from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
 from draftfit.errors import UsageError
-from draftfit.fail_on import Verdict
 from draftfit.mtp_check import MTP
 from draftfit.records import record
 from draftfit.report import (
@@ -44,8 +45,8 @@ from draftfit.report import (
 from draftfit.rule_ids import SERVING_FAMILY, Severity
 from draftfit.serve.settings import ServeSettings
 from draftfit.shell_text import split_command
+from draftfit.verdicts import Verdict
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -80,7 +81,7 @@ def serving_for(
     built = _build(report, result, applying)
     title = result.kept().profile.title
     if built is None:
-        kind = KIND_TITLES.get(report.kept().spec.method or "", "draft of this kind")
+        kind = KIND_TITLES.get(report.kept().draft.method or "", "draft of this kind")
         return NoRecipe(result.engine, result.version, f"{title} has no serve recipe for {kind}")
     recipe = built.recipe
     if recipe.resolves_errors:
@@ -196,7 +197,7 @@ def _serve(report: Report, profile: Profile, option: _Option) -> _Built | None:
     served = engine_of(profile).serve(
         ServeRequest(
             profile,
-            kept.spec,
+            kept.draft,
             option.draft,
             kept.target,
             frozenset(f.code for f in option.findings),
@@ -298,11 +299,24 @@ def _words(command: str) -> list[str]:
     return split_command(command)
 
 
-def _recipe_settings(recipe: Recipe, profile: Profile) -> ServeSettings:
+def _recipe_settings(report: Report, recipe: Recipe, profile: Profile) -> ServeSettings:
     """The settings the recipe's own command gives, read as `--serve-args` (and, for an
     engine whose launch keeps its settings in a file the recipe writes, TensorRT-LLM's
-    `spec.yaml`, `--serve-config`) reads them."""
+    `spec.yaml`, `--serve-config`) reads them; read once per distinct launch of the report's
+    recipes (an engine's releases share a few)."""
     serve_args, serve_config = _launch_options(recipe, profile)
+    known: dict[tuple[str, str, str], ServeSettings] = report.kept().shared.setdefault(
+        "settings", {}
+    )
+    key = (profile.engine, serve_args, json.dumps(serve_config, sort_keys=True))
+    if key not in known:
+        known[key] = _read_settings(serve_args, serve_config, profile)
+    return known[key]
+
+
+def _read_settings(
+    serve_args: str, serve_config: dict[str, Any] | None, profile: Profile
+) -> ServeSettings:
     base = parse_serve_args(serve_args)
     if serve_config is None:
         return base
@@ -335,8 +349,10 @@ def _read_back(
     cannot be read back."""
     kept = report.kept()
     try:
-        settings = _recipe_settings(recipe, profile)
-        back = kept.checker(served, kept.target, [profile], None, serve=settings)
+        settings = _recipe_settings(report, recipe, profile)
+        back = kept.checker(
+            served, kept.target, [profile], None, serve=settings, shared=kept.shared
+        )
     except UsageError:
         return None
     every = [*back.findings, *_carried(findings, back.findings)]
@@ -377,10 +393,10 @@ def _conversion(report: Report, profile: Profile, findings: list[Finding]) -> _O
     convert` step, and the planned output with its findings for the same version (checked in
     memory); None when there is nothing to fix or convert cannot plan it."""
     kept = report.kept()
-    checkpoint, spec, target = kept.checkpoint, kept.spec, kept.target
+    checkpoint, draft, target = kept.checkpoint, kept.draft, kept.target
     if (
         not _severe(findings)
-        or spec.method == EAGLE
+        or draft.method == EAGLE
         or checkpoint.config is None
         or _blocked(checkpoint)
     ):
@@ -389,15 +405,15 @@ def _conversion(report: Report, profile: Profile, findings: list[Finding]) -> _O
     to = engine.convention
     plan_profile = profile if to in engine.plans else None
     try:
-        plan = plan_conversion(checkpoint, spec, to, plan_profile, target)
+        plan = plan_conversion(checkpoint, draft, to, plan_profile, target)
     except UsageError:
         return None
     source = model_source(checkpoint.origin)
     steps = [source.download()] if source.hub else []
     local = source.local.name
     converted = local.rstrip("/") + f"-{to}"
-    preview = preview_checkpoint(plan, checkpoint, converted)
-    after_report = kept.checker(preview, target, [profile], None)
+    preview = _preview(report, plan, converted)
+    after_report = kept.checker(preview, target, [profile], None, shared=kept.shared)
     # Conversion copies tensor bytes verbatim: what the weights' values show stays, and so
     # does the model the draft was trained for, whatever the output's config records.
     carried = _carried(findings, after_report.findings)
@@ -408,6 +424,21 @@ def _conversion(report: Report, profile: Profile, findings: list[Finding]) -> _O
     steps.append(" ".join(shell_word(w) for w in words))
     reorders = any(edit.action == REORDER_AUX_IDS for edit in plan.edits if plan.applied(edit))
     return _Option(converted, steps, [*after_report.findings, *carried], preview, reorders)
+
+
+def _preview(report: Report, plan: Plan, converted: str) -> Checkpoint:
+    """The planned output of `plan`, written to `converted`, as draftfit would read it
+    back: one per distinct plan of the report, so that the versions that plan the same
+    output (most of an engine's releases) share its description and the values read from
+    it."""
+    kept = report.kept()
+    previews: list[tuple[Plan, str, Checkpoint]] = kept.shared.setdefault("previews", [])
+    for known, name, preview in previews:
+        if name == converted and known == plan:
+            return preview
+    preview = preview_checkpoint(plan, kept.checkpoint, converted)
+    previews.append((plan, converted, preview))
+    return preview
 
 
 def _carried(before: list[Finding], after: list[Finding]) -> list[Finding]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 from draftfit.checker import check_checkpoint
 from draftfit.checkpoint import Checkpoint
@@ -16,7 +17,6 @@ from draftfit.commands.recipe import NoRecipe, Recipe, serving_for
 from draftfit.draft.target import Target
 from draftfit.engines.interface import Engine
 from draftfit.engines.registry import ENGINES
-from draftfit.fail_on import FailOn, Verdict
 from draftfit.records import field, record
 from draftfit.report import (
     COMPATIBLE,
@@ -29,8 +29,8 @@ from draftfit.report import (
 from draftfit.rules.base import Severity
 from draftfit.serve.settings import ServeSettings
 from draftfit.settings.selection import Selection, apply_to_report
+from draftfit.verdicts import FailOn, Verdict
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -139,16 +139,22 @@ def build_matrix(
     """Check `checkpoint` against every known version of every engine and group the results.
 
     One check per engine covers all its versions; each version's recipe reuses that check
-    (its description of the draft, its profile). `values`: also run the value rules."""
+    (its description of the draft, its profile), and what depends on no version is found
+    once for all (`check_checkpoint`'s `shared`). `values`: also run the value rules."""
     rows: list[MatrixRow] = []
     notes: list[str] = []
     if target is None:
         notes.append("no --target: checks that need the target were skipped in every version")
     if serve is not None:
         notes.append(f"serving settings, judged for {serve.engine}'s versions: {serve.summary()}")
+    # What the checks of every engine and the recipes of every release share: the draft's
+    # and the target's own checks, the planned outputs, the recipes' launches.
+    shared: dict[str, Any] = {}
     for engine in engines:
         profiles = [engine.resolve(v) for v in engine.versions]
-        report = check_checkpoint(checkpoint, target, profiles, method, values=values, serve=serve)
+        report = check_checkpoint(
+            checkpoint, target, profiles, method, values=values, serve=serve, shared=shared
+        )
         if selection is not None:
             apply_to_report(report, selection)
         current: MatrixRow | None = None

@@ -15,6 +15,10 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+# The checker (and the report it makes) is loaded when a check runs: with `anyway`, that is
+# on a second thread while the bytes are copied, not before the copy starts.
+from typing import TYPE_CHECKING
+
 from draftfit import rule_ids
 from draftfit.checkpoint import load_checkpoint
 from draftfit.checkpoint.model import UNREADABLE_WEIGHTS, Checkpoint
@@ -30,9 +34,6 @@ from draftfit.errors import DamagedInputError, UsageError
 from draftfit.records import field, record
 from draftfit.rule_ids import Severity
 
-# The checker (and the report it makes) is loaded when a check runs: with `anyway`, that is
-# on a second thread while the bytes are copied, not before the copy starts.
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

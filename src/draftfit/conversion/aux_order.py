@@ -20,11 +20,11 @@ still applies).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from draftfit.conversion.plan import OutputTensor
 from draftfit.records import frozen, replace
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.draft.description import DraftDescription
 
@@ -57,7 +57,7 @@ def block_order(ids: tuple[int, ...]) -> tuple[int, ...] | None:
     return tuple(ids.index(i) for i in ascending)
 
 
-def reorder_tensors(out: list[OutputTensor], order: AuxOrder, spec: DraftDescription) -> None:
+def reorder_tensors(out: list[OutputTensor], order: AuxOrder, draft: DraftDescription) -> None:
     """Rearrange the planned output tensors `out` (named as the output names them) for
     `order`: `fc.weight` and `input_norm.weight` get their column blocks moved (new bytes,
     written by :mod:`draftfit.conversion.write`); `fc_norm.{j}` takes the bytes of the
@@ -68,5 +68,5 @@ def reorder_tensors(out: list[OutputTensor], order: AuxOrder, spec: DraftDescrip
             continue
         match = _FC_NORM.match(tensor.name)
         if match is not None:
-            source = spec.tensors[f"fc_norm.{order.blocks[int(match.group(1))]}.weight"]
+            source = draft.tensors[f"fc_norm.{order.blocks[int(match.group(1))]}.weight"]
             out[index] = replace(tensor, dtype=source.dtype, shape=source.shape, copied_from=source)

@@ -19,7 +19,7 @@ from draftfit.engines.view import BuildInputs, DimensionFit
 
 def draft_fits(
     checkpoint: Checkpoint,
-    spec: DraftDescription,
+    draft: DraftDescription,
     target: Target | None,
     profile: Profile | None,
 ) -> list[DimensionFit]:
@@ -31,7 +31,7 @@ def draft_fits(
     for name in engine_names():
         candidates.extend(p for p in parse_engine_selector(name) if p != profile)
     for candidate in candidates:
-        view = build_view(BuildInputs(checkpoint, spec, target, candidate, EAGLE3, True))
+        view = build_view(BuildInputs(checkpoint, draft, target, candidate, EAGLE3, True))
         if view.built:
             return view.dimension_fits
     return []

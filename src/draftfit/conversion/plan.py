@@ -12,10 +12,11 @@ verbatim (or, for `fc`'s input blocks, in another order).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.checkpoint.model import TensorInfo
 from draftfit.records import field, frozen, record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

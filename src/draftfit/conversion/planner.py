@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.checkpoint.values import DEFAULT_LIMIT, read_ints, read_mask
@@ -39,10 +40,9 @@ from draftfit.draft.verifier_identity import MISMATCH, REVISION, check_verifier
 from draftfit.engines.interface import ConventionLayout, Engine, engine_of
 from draftfit.engines.profile import Profile
 from draftfit.engines.registry import conventions, planning_engine
-from draftfit.errors import SpecDataError, UsageError
+from draftfit.errors import EngineDataError, UsageError
 from draftfit.rule_ids import VERIFIER_DIFFERS_FROM_TARGET
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -64,7 +64,7 @@ _LAYER = re.compile(r"^layers\.(\d+)\.(.*)$")
 
 def plan_conversion(
     checkpoint: Checkpoint,
-    spec: DraftDescription,
+    draft: DraftDescription,
     to: str,
     profile: Profile | None,
     target: Target | None = None,
@@ -77,11 +77,11 @@ def plan_conversion(
         raise UsageError(f"unknown convention {to!r}; choose from {', '.join(CONVENTIONS)}")
     if checkpoint.config is None:
         raise UsageError(f"{checkpoint.origin} has no readable config.json; nothing to convert")
-    if spec.method == EAGLE:
+    if draft.method == EAGLE:
         raise UsageError(
             f"{checkpoint.origin} is an EAGLE-1 draft; draftfit converts EAGLE-3 drafts only"
         )
-    planner = _Planner(checkpoint, spec, engine, to, profile, target, unsafe)
+    planner = _Planner(checkpoint, draft, engine, to, profile, target, unsafe)
     return planner.run()
 
 
@@ -95,7 +95,7 @@ class _Planner:
     def __init__(
         self,
         checkpoint: Checkpoint,
-        spec: DraftDescription,
+        draft: DraftDescription,
         engine: Engine,
         to: str,
         profile: Profile | None,
@@ -103,7 +103,7 @@ class _Planner:
         unsafe: bool,
     ) -> None:
         self.ckpt = checkpoint
-        self.spec = spec
+        self.draft = draft
         self.engine = engine  # the engine that plans the convention
         self.to = to
         self.layout: ConventionLayout = engine.layout(to)
@@ -123,7 +123,7 @@ class _Planner:
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Plan:
-        for problem in self.spec.config_problems:
+        for problem in self.draft.config_problems:
             self.edit(
                 "none",
                 problem.pointer,
@@ -152,30 +152,30 @@ class _Planner:
     # ------------------------------------------------------------------ config parts
     def _layer_config(self) -> dict[str, Any]:
         """The decoder fields, wherever the source keeps them."""
-        spec = self.spec
+        draft = self.draft
         layer: dict[str, Any] = {}
         for name in LAYER_FIELDS:
-            field = spec.field(name)
+            field = draft.field(name)
             if field.present:
                 layer[name] = field.value
         layer.setdefault("model_type", "llama")
-        implied = spec.undeclared_head_dim
+        implied = draft.undeclared_head_dim
         if implied is not None:
             self.edit(
                 "set-config",
-                spec.pointer("head_dim"),
+                draft.pointer("head_dim"),
                 f"declare `head_dim: {implied}`: the stored q_proj is {implied}-wide per head, "
-                f"while hidden_size/num_attention_heads gives {spec.head_dim}",
+                f"while hidden_size/num_attention_heads gives {draft.head_dim}",
             )
             layer["head_dim"] = implied
         self._dimension_fits(layer)
-        if spec.layer_config_pointer and not self.layout.speculators_config:
+        if draft.layer_config_pointer and not self.layout.speculators_config:
             self.edit(
                 "move-config",
-                spec.layer_config_pointer,
-                f"flatten `{spec.layer_config_pointer}` into the top level",
+                draft.layer_config_pointer,
+                f"flatten `{draft.layer_config_pointer}` into the top level",
             )
-        elif not spec.layer_config_pointer and self.layout.speculators_config:
+        elif not draft.layer_config_pointer and self.layout.speculators_config:
             self.edit(
                 "move-config",
                 "/transformer_layer_config",
@@ -187,7 +187,7 @@ class _Planner:
         """Correct a decoder dimension that contradicts the stored tensors (the tensors are
         right): the value they imply, verified by the engine's own derivation of the layer's
         shapes. When the shapes fit two dimensions equally, nothing is guessed."""
-        fits = draft_fits(self.ckpt, self.spec, self.target, self.profile)
+        fits = draft_fits(self.ckpt, self.draft, self.target, self.profile)
         for fit in fits:
             if fit.ambiguous:
                 options = ", or ".join(f"`{e.key}` to {e.value}" for e in fit.edits)
@@ -213,14 +213,14 @@ class _Planner:
                 self.corrected[edit.key] = edit.value
 
     def _eagle_fields(self, layer: dict[str, Any]) -> dict[str, Any]:
-        spec = self.spec
+        draft = self.draft
         out: dict[str, Any] = {}
         for name in EAGLE_FIELDS:
-            field = spec.field(name)
+            field = draft.field(name)
             if field.present and name not in ("architectures", "dtype", "torch_dtype", "bias"):
                 out[name] = field.value
         for name in NORM_FLAGS:
-            nested = spec.field(f"eagle_config.{name}")
+            nested = draft.field(f"eagle_config.{name}")
             if nested.present and name not in out:
                 out[name] = nested.value
         if out.get("target_hidden_size") is None:
@@ -232,7 +232,7 @@ class _Planner:
                 "set-config",
                 "/norm_before_residual",
                 f"write `norm_before_residual: {str(trained_nbr).lower()}` explicitly (the value "
-                f"{spec.dialect.title} trains with); engines default it differently",
+                f"{draft.dialect.title} trains with); engines default it differently",
             )
         out["norm_before_residual"] = trained_nbr
         if out.get("draft_vocab_size") is None:
@@ -251,14 +251,14 @@ class _Planner:
         return out
 
     def _trained_norm_before_residual(self) -> bool:
-        value = self.spec.get("norm_before_residual")
+        value = self.draft.get("norm_before_residual")
         if isinstance(value, bool):
             return value
         # Missing: speculators' config class and every other producer default to false.
         return False
 
     def _draft_vocab_from_tensors(self) -> int | None:
-        head = self.spec.tensors.get("lm_head.weight")
+        head = self.draft.tensors.get("lm_head.weight")
         return head.shape[0] if head is not None and len(head.shape) == 2 else None
 
     def _target_hidden_size(self, eagle: dict[str, Any], layer: dict[str, Any]) -> None:
@@ -268,7 +268,7 @@ class _Planner:
         current = eagle.get("target_hidden_size", H)
         if current == Ht:
             return
-        width = self.spec.fc_input_width
+        width = self.draft.fc_input_width
         if width and Ht and width % Ht == 0 and current != Ht and "target_hidden_size" not in eagle:
             self.edit(
                 "set-config",
@@ -287,7 +287,7 @@ class _Planner:
             )
 
     def _num_aux_states(self, eagle: dict[str, Any], layer: dict[str, Any]) -> int | None:
-        width = self.spec.fc_input_width
+        width = self.draft.fc_input_width
         t = eagle.get("target_hidden_size") or layer.get("hidden_size")
         if not width or not isinstance(t, int) or not t or width % t:
             return None
@@ -295,7 +295,7 @@ class _Planner:
         if n != 3 and layer.get("num_aux_hidden_states") != n:
             self.edit(
                 "set-config",
-                f"{self.spec.layer_config_pointer}/num_aux_hidden_states",
+                f"{self.draft.layer_config_pointer}/num_aux_hidden_states",
                 f"write `num_aux_hidden_states: {n}` (`fc` takes {n} aux states; engines "
                 "otherwise assume 3)",
             )
@@ -303,9 +303,9 @@ class _Planner:
 
     def _aux_ids(self, layer: dict[str, Any]) -> tuple[int, ...] | None:
         """The trained aux ids in capture-before counting (None when none are known)."""
-        spec = self.spec
+        draft = self.draft
         layers = self.target.num_layers if self.target else None
-        trained = spec.trained_aux
+        trained = draft.trained_aux
         if trained is not None:
             resolved = resolve_with_target(trained, layers)
             ids = resolved.capture_before()
@@ -338,8 +338,8 @@ class _Planner:
             return ids
         ascending = tuple(sorted(ids))
         target = self.target.hidden_size if self.target is not None else None
-        width = target or self.spec.int_field("target_hidden_size")
-        problem = fc_blocks_problem(self.spec.tensors, len(ids), width)
+        width = target or self.draft.int_field("target_hidden_size")
+        problem = fc_blocks_problem(self.draft.tensors, len(ids), width)
         if problem is not None:
             self.edit(
                 "none",
@@ -351,11 +351,11 @@ class _Planner:
                 DISPLAY_ONLY,
             )
             return ids
-        fc = self.spec.tensors["fc.weight"]
+        fc = self.draft.tensors["fc.weight"]
         self.aux_order = AuxOrder(ascending, blocks, fc.shape[1] // len(ids))
         moved = ["`fc.weight`"]
-        moved += ["`input_norm.weight`"] if "input_norm.weight" in self.spec.tensors else []
-        norms = any(name.startswith("fc_norm.") for name in self.spec.tensors)
+        moved += ["`input_norm.weight`"] if "input_norm.weight" in self.draft.tensors else []
+        norms = any(name.startswith("fc_norm.") for name in self.draft.tensors)
         self.edit(
             REORDER_AUX_IDS,
             "fc.weight",
@@ -377,7 +377,7 @@ class _Planner:
             return None
         try:
             value = self.profile.peek("aux_concat_order").value
-        except SpecDataError:
+        except EngineDataError:
             return None
         return value if isinstance(value, str) else None
 
@@ -385,7 +385,7 @@ class _Planner:
     def _config(
         self, layer: dict[str, Any], eagle: dict[str, Any], aux: tuple[int, ...] | None
     ) -> dict[str, Any]:
-        source = self.spec.config  # wrong-typed values set aside
+        source = self.draft.config  # wrong-typed values set aside
         dtype_key = "dtype" if "dtype" in source else "torch_dtype"
         dtype = source.get(dtype_key) or (source.get("transformer_layer_config") or {}).get(
             dtype_key
@@ -401,7 +401,7 @@ class _Planner:
                 continue
             if key == "eagle_aux_hidden_state_layer_ids":
                 continue
-            if self.spec.layer_config_pointer == "":
+            if self.draft.layer_config_pointer == "":
                 config[key] = value
         config.update(self.corrected)
         for key in SPECULATORS_KEYS:
@@ -456,7 +456,7 @@ class _Planner:
 
     def _architecture(self, layer: dict[str, Any]) -> str:
         """The draft class the convention's engine writes (see `Engine.plans`)."""
-        current = self.spec.get("architectures")
+        current = self.draft.get("architectures")
         current0 = current[0] if isinstance(current, list) and current else None
         choice = self.engine.convention_architecture(layer, self.profile)
         arch = choice.architecture
@@ -476,7 +476,7 @@ class _Planner:
         that record rather than write the target over the model it was trained for."""
         if self.target is None:
             return False
-        check = check_verifier(self.spec, self.target)
+        check = check_verifier(self.draft, self.target)
         return check.outcome in (MISMATCH, REVISION) and not check.declared
 
     def _speculators_config(
@@ -487,10 +487,10 @@ class _Planner:
         dtype_key: str,
         dtype: Any,
     ) -> dict[str, Any]:
-        source = self.spec.config  # wrong-typed values set aside
+        source = self.draft.config  # wrong-typed values set aside
         found = source.get("speculators_config")
         spec_cfg: dict[str, Any] = found if isinstance(found, dict) else {}
-        tokens = self.spec.get("speculative_tokens")
+        tokens = self.draft.get("speculative_tokens")
         verifier = dict(spec_cfg.get("verifier") or {})
         if self.target is not None and self._records_another_verifier():
             self.edit(
@@ -559,13 +559,13 @@ class _Planner:
 
     # ------------------------------------------------------------------ tensors
     def _tensors(self, layer: dict[str, Any]) -> list[OutputTensor]:
-        spec = self.spec
+        draft = self.draft
         shard_of = {f: i for i, f in enumerate(self.ckpt.weight_files)}
-        single = len(spec.layer_indices) <= 1 and (layer.get("num_hidden_layers") or 1) <= 1
+        single = len(draft.layer_indices) <= 1 and (layer.get("num_hidden_layers") or 1) <= 1
         out: list[OutputTensor] = []
         renames: list[tuple[str, str]] = []
-        for canonical, info in spec.tensors.items():
-            raw = spec.raw(canonical)
+        for canonical, info in draft.tensors.items():
+            raw = draft.raw(canonical)
             if not is_known_role(canonical) and self.edit(
                 "drop-tensor",
                 raw,
@@ -579,8 +579,8 @@ class _Planner:
             out.append(
                 OutputTensor(name, info.dtype, info.shape, info, None, shard_of.get(info.file, 0))
             )
-        for raw in spec.unrecognised:
-            if raw not in {spec.raw(c) for c in spec.tensors}:
+        for raw in draft.unrecognised:
+            if raw not in {draft.raw(c) for c in draft.tensors}:
                 self.edit(
                     "drop-tensor", raw, f"drop `{raw}` (a second spelling of a tensor)", UNSAFE
                 )
@@ -594,7 +594,7 @@ class _Planner:
             )
         self._vocab_maps(out)
         if self.aux_order is not None:
-            reorder_tensors(out, self.aux_order, spec)
+            reorder_tensors(out, self.aux_order, draft)
         return out
 
     def _output_name(self, canonical: str, single: bool) -> str:
@@ -606,8 +606,8 @@ class _Planner:
         return canonical
 
     def _vocab_maps(self, out: list[OutputTensor]) -> None:
-        spec = self.spec
-        vocab, draft_vocab = spec.vocab_size, spec.draft_vocab_size
+        draft = self.draft
+        vocab, draft_vocab = draft.vocab_size, draft.draft_vocab_size
         if not vocab or not draft_vocab:
             return
         names = {t.name for t in out}
@@ -621,11 +621,11 @@ class _Planner:
                 and self.profile.value("d2t_parameter") == "when-reduced"
                 and draft_vocab == vt
             ):
-                d2t = read_ints(self.ckpt, spec.tensors["d2t"])
+                d2t = read_ints(self.ckpt, draft.tensors["d2t"])
                 identity = d2t is not None and not any(d2t)
                 if self.edit(
                     "drop-tensor",
-                    spec.raw("d2t"),
+                    draft.raw("d2t"),
                     f"drop `d2t`: the draft vocabulary is the full vocabulary and "
                     f"{self.profile.title} rejects a `d2t` then"
                     + ("" if identity else " (it is not the identity map!)"),
@@ -634,7 +634,7 @@ class _Planner:
                     out[:] = [t for t in out if t.name != "d2t"]
             return
         if "d2t" not in names and "t2d" in names:
-            mask = read_mask(self.ckpt, spec.tensors["t2d"])
+            mask = read_mask(self.ckpt, draft.tensors["t2d"])
             if mask is not None and mask.count(1) == draft_vocab:
                 chosen = [i for i, bit in enumerate(mask) if bit]
                 d2t = array("q", (t - i for i, t in enumerate(chosen)))
@@ -657,7 +657,7 @@ class _Planner:
                 DISPLAY_ONLY,
             )
         if "t2d" not in names and "d2t" in names and self.layout.derives_t2d:
-            d2t_info: TensorInfo = spec.tensors["d2t"]
+            d2t_info: TensorInfo = draft.tensors["d2t"]
             offsets = read_ints(self.ckpt, d2t_info)
             # `vocab` comes from the config: a mask is built only for a vocabulary whose
             # t2d is small enough to read back (a claimed 2**31 must not allocate 2 GB).

@@ -27,6 +27,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.checkpoint.safetensors import build_header
@@ -52,7 +53,6 @@ from draftfit.output.progress import Progress, progress_for
 from draftfit.records import field, frozen, record
 from draftfit.version import __version__
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import BinaryIO
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from draftfit.draft.dialects import (
     ANGELSLIM,
@@ -23,7 +24,6 @@ from draftfit.draft.dialects import (
 )
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TypeGuard
 

@@ -25,10 +25,11 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
+from draftfit.escape import clip
 from draftfit.records import field, frozen, record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -319,7 +320,7 @@ class TypeProblem:
             text = json.dumps(self.value, ensure_ascii=True)
         except (TypeError, ValueError):  # pragma: no cover - JSON only holds JSON types
             text = repr(self.value)
-        return text if len(text) <= limit else text[: limit - 1] + "…"
+        return clip(text, limit)
 
     @property
     def expected(self) -> str:

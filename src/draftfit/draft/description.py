@@ -14,6 +14,7 @@ tensor names map to canonical ones, in :mod:`draftfit.draft.tensor_names`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 from draftfit.draft.aux_counting import (
@@ -27,7 +28,6 @@ from draftfit.draft.dialects import SPECULATORS, VLLM_LEGACY_EAGLE, Dialect, det
 from draftfit.draft.tensor_names import canonical_tensors, layer_index
 from draftfit.records import field, frozen, record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -291,7 +291,7 @@ def _describe(checkpoint: Checkpoint, dialect: Dialect | None) -> DraftDescripti
 
     tensors, raw_names, prefix, unrecognised = canonical_tensors(checkpoint)
     method, method_evidence = _infer_method(config, dialect, tensors, fields)
-    spec = DraftDescription(
+    draft = DraftDescription(
         dialect=dialect,
         method=method,
         method_evidence=method_evidence,
@@ -305,8 +305,8 @@ def _describe(checkpoint: Checkpoint, dialect: Dialect | None) -> DraftDescripti
         config=config,
         config_problems=scrubbed.problems,
     )
-    spec.aux = aux_locations(config, dialect)
-    return spec
+    draft.aux = aux_locations(config, dialect)
+    return draft
 
 
 def _layer_config(config: Mapping[str, Any], dialect: Dialect) -> tuple[str, Mapping[str, Any]]:

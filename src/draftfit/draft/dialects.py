@@ -11,12 +11,12 @@ drafters, or unknown. :func:`non_eagle_kind` tells drafters that are not EAGLE d
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.config_schema import DRAFT_SCHEMA, scrub
 from draftfit.records import field, frozen, record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint import Checkpoint
 from draftfit.checkpoint.local import load_from_access
@@ -32,7 +33,6 @@ from draftfit.draft.mtp import family_of
 from draftfit.draft.target import Target
 from draftfit.errors import DraftfitError, UsageError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -42,51 +42,51 @@ DRAFT_KEYS = ("speculators_model_type", "speculators_config", "eagle_config", "d
 
 def refuse_argument_mistakes(
     checkpoint: Checkpoint,
-    spec: DraftDescription,
+    draft: DraftDescription,
     target: Target | None,
     method: str | None,
     command: str = "check",
 ) -> None:
     """Raise :class:`UsageError` with one line when the arguments are plainly mixed up
     (`command`, `check` or `matrix`, is the command the fix names)."""
-    message = argument_mistake(checkpoint, spec, target, method, command)
+    message = argument_mistake(checkpoint, draft, target, method, command)
     if message is not None:
         raise UsageError(message)
 
 
 def argument_mistake(
     checkpoint: Checkpoint,
-    spec: DraftDescription,
+    draft: DraftDescription,
     target: Target | None,
     method: str | None,
     command: str = "check",
 ) -> str | None:
     """The one-line description of the mistake, or None when the arguments look right."""
-    found = _full_model_given(checkpoint, spec, target, method)
-    draft = checkpoint.origin
+    found = _full_model_given(checkpoint, draft, target, method)
+    origin = checkpoint.origin
     target_draft = draft_given_as_target(target) if target is not None else None
     if found is not None and target is not None and target_draft is not None:
         return (
-            f"{draft} is a full model ({found[0]}) and the target {target.origin} an EAGLE "
+            f"{origin} is a full model ({found[0]}) and the target {target.origin} an EAGLE "
             f"draft ({found[1] or target_draft}): the two look swapped; run `draftfit "
-            f"{command} {target.origin} --target {draft}`"
+            f"{command} {target.origin} --target {origin}`"
         )
     if target is not None and target_draft is not None:
-        if _same_place(draft, target.origin):
+        if _same_place(origin, target.origin):
             return (
-                f"{draft} was given as the draft and as --target; it is a draft "
+                f"{origin} was given as the draft and as --target; it is a draft "
                 f"({target_draft}): --target takes the target (verifier) model it serves "
-                f"next to; run `draftfit {command} {draft} --target VERIFIER`"
+                f"next to; run `draftfit {command} {origin} --target VERIFIER`"
                 + _verifier_named(target)
             )
         also = (
-            f"; to compare the two drafts, `draftfit diff {draft} {target.origin}`"
-            if command == "check" and spec.dialect.name != UNKNOWN
+            f"; to compare the two drafts, `draftfit diff {origin} {target.origin}`"
+            if command == "check" and draft.dialect.name != UNKNOWN
             else ""
         )
         return (
             draft_as_target_message(
-                target, target_draft, f"draftfit {command} {draft} --target VERIFIER"
+                target, target_draft, f"draftfit {command} {origin} --target VERIFIER"
             )
             + also
         )
@@ -94,9 +94,9 @@ def argument_mistake(
         return None
     model = found[0]
     return (
-        f"{draft} is a full model ({model}), not an EAGLE draft (no `fc` projection, no "
+        f"{origin} is a full model ({model}), not an EAGLE draft (no `fc` projection, no "
         f"EAGLE architecture): give the draft checkpoint as DRAFT and this model as --target "
-        f"(`draftfit check DRAFT --target {draft}`), or pass --method to check it as a draft"
+        f"(`draftfit check DRAFT --target {origin}`), or pass --method to check it as a draft"
         + mtp_hint(checkpoint, command)
     )
 
@@ -114,10 +114,10 @@ def mtp_hint(checkpoint: Checkpoint, command: str) -> str:
     )
 
 
-def refuse_full_model(checkpoint: Checkpoint, spec: DraftDescription, command: str) -> None:
+def refuse_full_model(checkpoint: Checkpoint, draft: DraftDescription, command: str) -> None:
     """Raise :class:`UsageError` when a command that describes drafts (`command`, e.g.
     `inspect`) was given a full model, saying what it is and where it belongs."""
-    found = _full_model_given(checkpoint, spec, None, None)
+    found = _full_model_given(checkpoint, draft, None, None)
     if found is not None:
         model = checkpoint.origin
         raise UsageError(
@@ -128,26 +128,26 @@ def refuse_full_model(checkpoint: Checkpoint, spec: DraftDescription, command: s
 
 
 def refuse_convert_mistakes(
-    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, options: str
+    checkpoint: Checkpoint, draft: DraftDescription, target: Target | None, options: str
 ) -> None:
     """Raise :class:`UsageError` when `convert` was given a full model as the draft: it has no
     `--method`, and rewriting a full model as a draft would copy its every byte into a
     checkpoint no engine drafts with. `options` are the convert options given (`--to vllm
     -o OUT`), for the command line the fix names."""
-    found = _full_model_given(checkpoint, spec, target, None)
+    found = _full_model_given(checkpoint, draft, target, None)
     if found is None:
         return
     model, head = found
-    draft = checkpoint.origin
+    origin = checkpoint.origin
     if target is not None and (head is not None or draft_given_as_target(target) is not None):
-        fixed = f"draftfit convert {target.origin} {options} --target {draft}"
+        fixed = f"draftfit convert {target.origin} {options} --target {origin}"
         raise UsageError(
-            f"{draft} is a full model ({model}) and the target {target.origin} an EAGLE draft: "
+            f"{origin} is a full model ({model}) and the target {target.origin} an EAGLE draft: "
             f"the two look swapped; run `{fixed}`"
         )
-    fixed = f"draftfit convert DRAFT {options} --target {draft}"
+    fixed = f"draftfit convert DRAFT {options} --target {origin}"
     raise UsageError(
-        f"{draft} is a full model ({model}), not an EAGLE draft (no `fc` projection, no EAGLE "
+        f"{origin} is a full model ({model}), not an EAGLE draft (no `fc` projection, no EAGLE "
         f"architecture): `draftfit convert` rewrites drafts; give the draft checkpoint as DRAFT "
         f"and this model as --target (`{fixed}`)"
     )
@@ -159,8 +159,8 @@ def refuse_diff_mistakes(
     """Raise :class:`UsageError` with one line when `diff` was given a full model where a
     draft belongs (`sides` are ("draft" | "reference", checkpoint, description))."""
     target_draft = draft_given_as_target(target) if target is not None else None
-    for role, checkpoint, spec in sides:
-        found = _full_model_given(checkpoint, spec, target, method)
+    for role, checkpoint, draft in sides:
+        found = _full_model_given(checkpoint, draft, target, method)
         if found is None:
             continue
         model, head = found
@@ -176,12 +176,12 @@ def refuse_diff_mistakes(
             "--method to compare it as a draft"
         )
     if target is not None and target_draft is not None:
-        draft, reference = (checkpoint.origin for _, checkpoint, _ in sides)
+        draft_origin, reference_origin = (checkpoint.origin for _, checkpoint, _ in sides)
         raise UsageError(
             draft_as_target_message(
                 target,
                 target_draft,
-                f"draftfit diff {draft} {reference} --target VERIFIER",
+                f"draftfit diff {draft_origin} {reference_origin} --target VERIFIER",
             )
         )
 
@@ -271,11 +271,11 @@ def _same_place(a: str, b: str) -> bool:
 
 
 def _full_model_given(
-    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, method: str | None
+    checkpoint: Checkpoint, draft: DraftDescription, target: Target | None, method: str | None
 ) -> tuple[str, str | None] | None:
     """(the full model given as a draft, what marks the target as a draft or None), or None
     when the checkpoint is not a full model or the method was given or read."""
-    if method is not None or spec.method is not None:
+    if method is not None or draft.method is not None:
         return None
     model = _full_model(checkpoint)
     if model is None:

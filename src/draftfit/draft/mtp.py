@@ -16,11 +16,11 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import TensorInfo
 from draftfit.records import field, frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

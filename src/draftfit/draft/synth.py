@@ -13,10 +13,10 @@ import sys
 from array import array
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.access import LocalAccess, OutsideCheckpointError, read_regular
 from draftfit.checkpoint.hub_cache import HubOrigin, find_origin, repository_folder
@@ -24,7 +25,6 @@ from draftfit.errors import CheckpointNotFoundError, UsageError
 from draftfit.records import field, record
 from draftfit.rule_ids import READER_LIMIT_EXCEEDED
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -29,6 +29,8 @@ a directory) leaves the check `unchecked`, with the reason, never silently passe
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.checkpoint.jsonread import CONFIG_LIMITS, JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.checkpoint.limits import MAX_JSON_FILE_BYTES
 from draftfit.records import frozen
@@ -38,8 +40,6 @@ ROTATION_FILE = "optional/quarot.safetensors"
 ROTATION_POINTER = "/optional/quarot/rotation_map/global_rotation"
 ONLINE_POINTER = "/metadata/quarot"
 
-
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Protocol
 

@@ -43,14 +43,14 @@ is not called another model.
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.hub_cache import HubOrigin
 from draftfit.draft.dialects import ANGELSLIM, NEMO_AUTOMODEL, SPECULATORS
-from draftfit.escape import LazyPattern
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -137,7 +137,7 @@ KNOWN_FAMILIES = (
 
 # A trailing token of a quantized or reformatted copy of a model (lower case, after `_`
 # became `-`): the copy holds the same weights, rounded or repacked.
-_COPY_TOKEN = LazyPattern(
+_COPY_TOKEN = (
     r"fp8|fp4|nvfp4[a-z0-9]*|mxfp[48]|fp16|bf16|f16|fp32|int[248]|awq|gptq|gguf|ggml|exl2|mlx"
     r"|bnb|nf4|\d+bits?|w\d+a\d+|g\d+|hf|dynamic|static|block|kv|marlin|autoround|torchao"
     r"|quantized(\.[a-z0-9]+)?|quant|unsloth"
@@ -166,14 +166,12 @@ VARIANT_WORDS = frozenset(
     }
 )
 # A trailing date: a dated revision of the same model (`0905`, `2507`, `20240229`).
-_DATE_TOKEN = LazyPattern(r"\d{4}|\d{6}|\d{8}")
+_DATE_TOKEN = r"\d{4}|\d{6}|\d{8}"
 # A token that names a draft, not the model it drafts for.
-_DRAFT_TOKEN = LazyPattern(
-    r"(^|[-.])(eagle\d*|speculators?|draft|drafter|medusa|dflash|mtp|hass)([-.]|$)"
-)
+_DRAFT_TOKEN = r"(^|[-.])(eagle\d*|speculators?|draft|drafter|medusa|dflash|mtp|hass)([-.]|$)"
 # A Hub repository id (`OWNER/NAME`) and a folder of the Hugging Face cache.
-_HUB_ID = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
-_CACHE_REPO = LazyPattern(r"(?:^|/)models--([^/]+?)--([^/]+?)(?:/snapshots/[^/]+)?/?$")
+_HUB_ID = r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*"
+_CACHE_REPO = r"(?:^|/)models--([^/]+?)--([^/]+?)(?:/snapshots/[^/]+)?/?$"
 # Architecture suffixes: `Llama4ForCausalLM` and `Llama4ForConditionalGeneration` are one
 # model family's text and multimodal classes.
 _ARCH_SUFFIXES = (
@@ -206,7 +204,7 @@ class ModelName:
     @property
     def says_something(self) -> bool:
         """Whether the name starts with a known model family and does not name a draft."""
-        if not self.key or _DRAFT_TOKEN.search(self.key):
+        if not self.key or re.search(_DRAFT_TOKEN, self.key):
             return False
         return any(_starts_family(self.key, family) for family in KNOWN_FAMILIES)
 
@@ -230,7 +228,7 @@ def model_name(name: str) -> ModelName:
         text = text[len("meta-") :]
     tokens = [t for t in text.split("-") if t]
     copy_count = 0
-    while len(tokens) - copy_count > 1 and _COPY_TOKEN.fullmatch(tokens[-1 - copy_count]):
+    while len(tokens) - copy_count > 1 and re.fullmatch(_COPY_TOKEN, tokens[-1 - copy_count]):
         copy_count += 1
     copy = None
     if copy_count:
@@ -238,7 +236,7 @@ def model_name(name: str) -> ModelName:
         copy = "-".join(shown_tokens[-copy_count:]) if len(shown_tokens) >= copy_count else None
         tokens = tokens[:-copy_count]
     revision = None
-    if len(tokens) > 1 and _DATE_TOKEN.fullmatch(tokens[-1]):
+    if len(tokens) > 1 and re.fullmatch(_DATE_TOKEN, tokens[-1]):
         revision = tokens.pop()
     return ModelName(shown, "-".join(tokens), revision, copy, renamed)
 
@@ -290,14 +288,14 @@ def reference(text: str, source: str, *, verified: bool = False) -> Reference | 
     raw = text.strip()[:MAX_REFERENCE]
     body = raw.removeprefix("hf://").split("@", 1)[0] if raw.startswith("hf://") else raw
     body = body.replace("\\", "/")
-    cached = _CACHE_REPO.search(body)
+    cached = re.search(_CACHE_REPO, body)
     if cached is not None:
         hub_id = f"{cached.group(1)}/{cached.group(2)}"
         return Reference(raw, source, model_name(cached.group(2)), hub_id, verified)
     stripped = body.rstrip("/")
     if not stripped:
         return None
-    if _HUB_ID.fullmatch(stripped) and ".." not in stripped:
+    if re.fullmatch(_HUB_ID, stripped) and ".." not in stripped:
         return Reference(raw, source, model_name(stripped.split("/")[1]), stripped, verified)
     last = PurePosixPath(stripped).name
     if not last or last in (".", ".."):
@@ -346,11 +344,11 @@ class Recorded:
         }
 
 
-def recorded_verifier(spec: DraftDescription) -> Recorded:
-    """What `spec`'s config records about its verifier (nothing for SpecForge, the official
+def recorded_verifier(draft: DraftDescription) -> Recorded:
+    """What `draft`'s config records about its verifier (nothing for SpecForge, the official
     EAGLE repository, ModelOpt and unknown producers)."""
-    config = spec.config
-    dialect = spec.dialect
+    config = draft.config
+    dialect = draft.dialect
     if dialect.name == SPECULATORS:
         spec_config = config.get("speculators_config")
         verifier = spec_config.get("verifier") if isinstance(spec_config, dict) else None
@@ -360,7 +358,7 @@ def recorded_verifier(spec: DraftDescription) -> Recorded:
         name = verifier.get("name_or_path")
         ref = reference(name, pointer) if isinstance(name, str) else None
         archs = _strings(verifier.get("architectures"))
-        trusted, note = _speculators_architectures_trusted(spec, archs)
+        trusted, note = _speculators_architectures_trusted(draft, archs)
         return Recorded(
             dialect.name,
             ref,
@@ -398,7 +396,7 @@ def _strings(value: object) -> tuple[str, ...]:
 
 
 def _speculators_architectures_trusted(
-    spec: DraftDescription, archs: tuple[str, ...]
+    draft: DraftDescription, archs: tuple[str, ...]
 ) -> tuple[bool, str | None]:
     """Whether speculators wrote the verifier's own architectures: `speculators convert`
     (every version) and training since 0.7.0 read them from the verifier's config.json;
@@ -406,12 +404,12 @@ def _speculators_architectures_trusted(
     layer's (normally empty) list."""
     if not archs:
         return False, None
-    if spec.dialect.variant == "converted":
+    if draft.dialect.variant == "converted":
         return True, None
-    version = _major_minor(spec.config.get("speculators_version"))
+    version = _major_minor(draft.config.get("speculators_version"))
     if version is not None and version >= (0, 7):
         return True, None
-    shown = spec.config.get("speculators_version")
+    shown = draft.config.get("speculators_version")
     written = f"speculators {shown}" if isinstance(shown, str) else "a speculators version"
     return False, (
         f"recorded by {written} training, which before 0.7.0 does not write the verifier's "
@@ -419,13 +417,13 @@ def _speculators_architectures_trusted(
     )
 
 
-_VERSION = LazyPattern(r"(\d+)\.(\d+)")
+_VERSION = r"(\d+)\.(\d+)"
 
 
 def _major_minor(value: object) -> tuple[int, int] | None:
     if not isinstance(value, str):
         return None
-    match = _VERSION.compiled.match(value.strip())
+    match = re.match(_VERSION, value.strip())
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
@@ -535,12 +533,12 @@ class VerifierCheck:
         }
 
 
-def check_verifier(spec: DraftDescription, target: Target) -> VerifierCheck:
-    """Compare what `spec` records about its verifier with what is known of `target`."""
-    recorded = recorded_verifier(spec)
+def check_verifier(draft: DraftDescription, target: Target) -> VerifierCheck:
+    """Compare what `draft` records about its verifier with what is known of `target`."""
+    recorded = recorded_verifier(draft)
     names = tuple(target_references(target))
     declared = target.draft_is_for_target
-    shapes = _shapes_agree(spec, target)
+    shapes = _shapes_agree(draft, target)
     if not recorded.anything:
         return VerifierCheck(
             NOT_RECORDED,
@@ -548,7 +546,7 @@ def check_verifier(spec: DraftDescription, target: Target) -> VerifierCheck:
             names,
             shapes_agree=shapes,
             declared=declared,
-            producer_note=_producer_note(spec),
+            producer_note=_producer_note(draft),
         )
     comparisons: list[Comparison] = []
     outcome = UNKNOWN
@@ -579,10 +577,10 @@ def check_verifier(spec: DraftDescription, target: Target) -> VerifierCheck:
     )
 
 
-def _producer_note(spec: DraftDescription) -> str:
-    if spec.dialect.name == SPECULATORS:
+def _producer_note(draft: DraftDescription) -> str:
+    if draft.dialect.name == SPECULATORS:
         return "no `speculators_config.verifier`"
-    return f"{spec.dialect.title} writes no verifier"
+    return f"{draft.dialect.title} writes no verifier"
 
 
 def _compare_names(
@@ -721,12 +719,12 @@ def _stem(architecture: str) -> str:
     return architecture.lower()
 
 
-def _shapes_agree(spec: DraftDescription, target: Target) -> bool | None:
+def _shapes_agree(draft: DraftDescription, target: Target) -> bool | None:
     """Whether the draft's target-facing widths and vocabulary equal the target's."""
-    width = spec.get("target_hidden_size")
+    width = draft.get("target_hidden_size")
     if not isinstance(width, int) or isinstance(width, bool):
-        width = spec.get("hidden_size")
-    vocab = spec.get("vocab_size")
+        width = draft.get("hidden_size")
+    vocab = draft.get("vocab_size")
     if not isinstance(width, int) or not isinstance(vocab, int):
         return None
     if target.hidden_size is None or target.vocab_size is None:

@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from typing import TYPE_CHECKING
 
 from draftfit.engines.releases import rank_versions
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

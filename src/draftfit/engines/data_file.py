@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 from draftfit.engines.profile import (
     APPROXIMATE_CONFIDENCE,
@@ -21,10 +22,9 @@ from draftfit.engines.profile import (
     Pin,
 )
 from draftfit.engines.releases import Release, rank_versions, releases
-from draftfit.errors import SpecDataError
+from draftfit.errors import EngineDataError
 from draftfit.rule_ids import ALL_RULE_IDS, Consequence
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -38,8 +38,8 @@ def _consequence(engine: str, key: str, entry: dict[str, Any]) -> Consequence | 
         return Consequence.parse(text)
     except ValueError:
         words = ", ".join(c.value for c in Consequence)
-        raise SpecDataError(
-            f"{engine}.toml: fact {key}: consequence {text!r} is not one of {words}"
+        raise EngineDataError(
+            f"engines/{engine}/data.toml: fact {key}: consequence {text!r} is not one of {words}"
         ) from None
 
 
@@ -64,17 +64,17 @@ def parse_engine_data(
         latest = raw["latest"]
         facts_raw = raw["fact"]
     except KeyError as exc:
-        raise SpecDataError(f"{engine}.toml: missing top-level key {exc}") from exc
+        raise EngineDataError(f"engines/{engine}/data.toml: missing top-level key {exc}") from exc
     known = releases(rank_versions(engine, raw) if ranks is None else ranks)
     for v in versions:
         _version(engine, v, "versions", known)
     if latest not in versions:
-        raise SpecDataError(f"{engine}.toml: latest {latest} not in versions")
+        raise EngineDataError(f"engines/{engine}/data.toml: latest {latest} not in versions")
     named: dict[str, tuple[str, ...]] = {}
     ranks_by_rule: dict[tuple[str, str], int] = {}
     for key, body in facts_raw.items():
         if not isinstance(body, dict) or "doc" not in body:
-            raise SpecDataError(f"{engine}.toml: fact {key} needs a doc")
+            raise EngineDataError(f"engines/{engine}/data.toml: fact {key} needs a doc")
         named[key] = _rules(engine, key, body.get("rules", []))
         ranks_by_rule.update(_ranks(engine, key, body.get("rank", {}), named[key]))
     facts: Mapping[str, FactData]
@@ -109,32 +109,38 @@ def build_fact(
     """One fact of an engine's data, validated: its entries, their ranges and sources
     (`known`: the data's version texts, ordered)."""
     if ("values" in body) == ("items" in body):
-        raise SpecDataError(f"{engine}.toml: fact {key} needs exactly one of values/items")
+        raise EngineDataError(
+            f"engines/{engine}/data.toml: fact {key} needs exactly one of values/items"
+        )
     kind = "ranged" if "values" in body else "set"
     entries = []
     for entry in body["values" if kind == "ranged" else "items"]:
         unknown = set(entry) - ENTRY_KEYS
         if unknown:
-            raise SpecDataError(f"{engine}.toml: fact {key}: unknown keys {sorted(unknown)}")
+            raise EngineDataError(
+                f"engines/{engine}/data.toml: fact {key}: unknown keys {sorted(unknown)}"
+            )
         if "source" not in entry or not entry["source"]:
-            raise SpecDataError(f"{engine}.toml: fact {key}: an entry has no source")
+            raise EngineDataError(f"engines/{engine}/data.toml: fact {key}: an entry has no source")
         if "value" not in entry:
-            raise SpecDataError(f"{engine}.toml: fact {key}: an entry has no value")
+            raise EngineDataError(f"engines/{engine}/data.toml: fact {key}: an entry has no value")
         if entry.get("confidence") not in CONFIDENCE:
-            raise SpecDataError(
-                f"{engine}.toml: fact {key}: confidence {entry.get('confidence')!r} is not "
-                f"one of {', '.join(CONFIDENCE)}"
+            raise EngineDataError(
+                f"engines/{engine}/data.toml: fact {key}: confidence "
+                f"{entry.get('confidence')!r} is not one of {', '.join(CONFIDENCE)}"
             )
         if entry["confidence"] in APPROXIMATE_CONFIDENCE and not entry.get("note"):
-            raise SpecDataError(
-                f"{engine}.toml: fact {key}: a {entry['confidence']} entry needs a note "
-                "saying why (findings quote it)"
+            raise EngineDataError(
+                f"engines/{engine}/data.toml: fact {key}: a {entry['confidence']} entry needs a "
+                "note saying why (findings quote it)"
             )
         where = f"fact {key}"
         since = _version(engine, entry["since"], where, known) if "since" in entry else None
         until = _version(engine, entry["until"], where, known) if "until" in entry else None
         if since and until and since >= until:
-            raise SpecDataError(f"{engine}.toml: fact {key}: empty range {since}..{until}")
+            raise EngineDataError(
+                f"engines/{engine}/data.toml: fact {key}: empty range {since}..{until}"
+            )
         entries.append(
             Entry(
                 entry["value"],
@@ -190,29 +196,29 @@ class FactsOnDemand(Mapping[str, FactData]):
 def _rules(engine: str, key: str, raw: Any) -> tuple[str, ...]:
     """A fact's `rules`: the codes of the rules that rest on it, each a code draftfit has a
     rule for, sorted, each once."""
-    where = f"{engine}.toml: fact {key}"
+    where = f"engines/{engine}/data.toml: fact {key}"
     if not isinstance(raw, list) or not all(isinstance(code, str) for code in raw):
-        raise SpecDataError(f"{where}: rules must be a list of rule codes")
+        raise EngineDataError(f"{where}: rules must be a list of rule codes")
     unknown = [code for code in raw if code not in _RULE_CODES]
     if unknown:
-        raise SpecDataError(f"{where}: rules names {', '.join(unknown)}, which no rule has")
+        raise EngineDataError(f"{where}: rules names {', '.join(unknown)}, which no rule has")
     if raw != sorted(set(raw)):
-        raise SpecDataError(f"{where}: rules must be sorted, each code once")
+        raise EngineDataError(f"{where}: rules must be sorted, each code once")
     return tuple(raw)
 
 
 def _ranks(engine: str, key: str, raw: Any, rules: tuple[str, ...]) -> dict[tuple[str, str], int]:
     """A fact's `rank`: for some of the rules it names, a positive place among that rule's
     facts, by (rule code, fact key)."""
-    where = f"{engine}.toml: fact {key}"
+    where = f"engines/{engine}/data.toml: fact {key}"
     if not isinstance(raw, dict):
-        raise SpecDataError(f"{where}: rank must be a table of rule code = place")
+        raise EngineDataError(f"{where}: rank must be a table of rule code = place")
     out: dict[tuple[str, str], int] = {}
     for code, place in raw.items():
         if code not in rules:
-            raise SpecDataError(f"{where}: rank names {code}, which its rules do not")
+            raise EngineDataError(f"{where}: rank names {code}, which its rules do not")
         if not isinstance(place, int) or isinstance(place, bool) or place < 1:
-            raise SpecDataError(f"{where}: rank {code} must be a positive integer")
+            raise EngineDataError(f"{where}: rank {code} must be a positive integer")
         out[code, key] = place
     return out
 
@@ -230,7 +236,9 @@ def _rule_facts(
     for code, keys in sorted(by_rule.items()):
         placed = [ranks[code, k] for k in keys if (code, k) in ranks]
         if len(placed) != len(set(placed)):
-            raise SpecDataError(f"{engine}.toml: rule {code}: two facts have the same rank")
+            raise EngineDataError(
+                f"engines/{engine}/data.toml: rule {code}: two facts have the same rank"
+            )
         ranked = sorted((k for k in keys if (code, k) in ranks), key=lambda k: ranks[code, k])
         out[code] = (*ranked, *sorted(k for k in keys if (code, k) not in ranks))
     return out
@@ -243,17 +251,17 @@ def _anchors(
     `anchor_missing` reason, required exactly when some location has no anchor. Both may be
     absent: the data test, not the loader, insists on them."""
     anchors, missing = entry.get("anchors"), entry.get("anchor_missing")
-    where = f"{engine}.toml: fact {key}"
+    where = f"engines/{engine}/data.toml: fact {key}"
     if missing is not None and (not isinstance(missing, str) or not missing.strip()):
-        raise SpecDataError(f"{where}: anchor_missing must be a non-empty reason")
+        raise EngineDataError(f"{where}: anchor_missing must be a non-empty reason")
     if anchors is None:
         return (), missing
     if not isinstance(anchors, list) or not all(isinstance(a, str) for a in anchors):
-        raise SpecDataError(f"{where}: anchors must be a list of strings")
+        raise EngineDataError(f"{where}: anchors must be a list of strings")
     if not citations_checked:
         _check_anchor_count(where, anchors, entry["source"])
     if ("" in anchors) != (missing is not None):
-        raise SpecDataError(
+        raise EngineDataError(
             f"{where}: anchor_missing must say why exactly when a location has no anchor"
         )
     return tuple(anchors), missing
@@ -265,7 +273,7 @@ def _check_anchor_count(where: str, anchors: list[str], source: str) -> None:
 
     cited = len(parse_locations(source))
     if len(anchors) != cited:
-        raise SpecDataError(
+        raise EngineDataError(
             f"{where}: {len(anchors)} anchors for {cited} cited locations in {source!r}"
         )
 
@@ -274,7 +282,7 @@ def _data_date(engine: str, value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-        raise SpecDataError(f"{engine}.toml: data_date must be a YYYY-MM-DD string")
+        raise EngineDataError(f"engines/{engine}/data.toml: data_date must be a YYYY-MM-DD string")
     return value
 
 
@@ -282,16 +290,24 @@ def _not_read(
     engine: str, raw: Any, versions: tuple[str, ...], known: Mapping[str, Release]
 ) -> tuple[NotRead, ...]:
     if not isinstance(raw, list):
-        raise SpecDataError(f"{engine}.toml: not_read must be a list of {{version, reason}}")
+        raise EngineDataError(
+            f"engines/{engine}/data.toml: not_read must be a list of {{version, reason}}"
+        )
     out = []
     for item in raw:
         if not isinstance(item, dict) or set(item) != {"version", "reason"}:
-            raise SpecDataError(f"{engine}.toml: not_read entries need exactly version and reason")
+            raise EngineDataError(
+                f"engines/{engine}/data.toml: not_read entries need exactly version and reason"
+            )
         _version(engine, item["version"], "not_read", known)
         if item["version"] in versions:
-            raise SpecDataError(f"{engine}.toml: not_read {item['version']} is in versions")
+            raise EngineDataError(
+                f"engines/{engine}/data.toml: not_read {item['version']} is in versions"
+            )
         if not isinstance(item["reason"], str) or not item["reason"].strip():
-            raise SpecDataError(f"{engine}.toml: not_read {item['version']} needs a reason")
+            raise EngineDataError(
+                f"engines/{engine}/data.toml: not_read {item['version']} needs a reason"
+            )
         out.append(NotRead(item["version"], item["reason"]))
     return tuple(out)
 
@@ -300,26 +316,28 @@ def _commits(engine: str, raw: Any, versions: tuple[str, ...]) -> tuple[Pin, ...
     """`commits`: one row per release in `versions` (when the list is given at all), each with
     a 40-digit `commit` and its `evidence`, or a `not_read` reason."""
     if not isinstance(raw, list):
-        raise SpecDataError(f"{engine}.toml: commits must be a list")
+        raise EngineDataError(f"engines/{engine}/data.toml: commits must be a list")
     out: list[Pin] = []
     for item in raw:
-        where = f"{engine}.toml: commits"
+        where = f"engines/{engine}/data.toml: commits"
         if not isinstance(item, dict) or item.get("version") not in versions:
-            raise SpecDataError(f"{where}: each row needs a version from versions")
+            raise EngineDataError(f"{where}: each row needs a version from versions")
         pinned = set(item) == {"version", "commit", "evidence"}
         if not pinned and set(item) != {"version", "not_read"}:
-            raise SpecDataError(
+            raise EngineDataError(
                 f"{where} {item['version']}: needs commit and evidence, or not_read"
             )
         if pinned and not re.fullmatch(r"[0-9a-f]{40}", str(item["commit"])):
-            raise SpecDataError(f"{where} {item['version']}: commit must be 40 hex digits")
+            raise EngineDataError(f"{where} {item['version']}: commit must be 40 hex digits")
         if not all(isinstance(v, str) and v.strip() for v in item.values()):
-            raise SpecDataError(f"{where} {item['version']}: empty field")
+            raise EngineDataError(f"{where} {item['version']}: empty field")
         out.append(
             Pin(item["version"], item.get("commit"), item.get("evidence"), item.get("not_read"))
         )
     if out and sorted(p.version for p in out) != sorted(versions):
-        raise SpecDataError(f"{engine}.toml: commits must have one row per release in versions")
+        raise EngineDataError(
+            f"engines/{engine}/data.toml: commits must have one row per release in versions"
+        )
     return tuple(out)
 
 
@@ -327,14 +345,14 @@ def _check_disjoint(engine: str, key: str, entries: list[Entry]) -> None:
     ordered = sorted(entries, key=lambda e: e.since.rank if e.since else -1)
     for before, after in pairwise(ordered):
         if before.until is None or (after.since is not None and after.since < before.until):
-            raise SpecDataError(f"{engine}.toml: fact {key}: overlapping ranges")
+            raise EngineDataError(f"engines/{engine}/data.toml: fact {key}: overlapping ranges")
 
 
 def _version(engine: str, text: Any, where: str, known: Mapping[str, Release]) -> Release:
     """`text`, a version text of the data, as its ordered Release."""
     release = known.get(text) if isinstance(text, str) else None
     if release is None:
-        raise SpecDataError(f"{engine}.toml: {where}: bad version {text!r}")
+        raise EngineDataError(f"engines/{engine}/data.toml: {where}: bad version {text!r}")
     return release
 
 

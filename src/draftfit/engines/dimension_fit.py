@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.draft.description import LAYER_FIELDS, Field
 from draftfit.engines import shapes
@@ -29,7 +30,6 @@ from draftfit.engines.view import (
 )
 from draftfit.records import replace
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -56,12 +56,12 @@ Rebuild = Callable[[BuildInputs], EngineView]
 Shape = tuple[int, ...]
 
 
-def shape_problems(view: EngineView, spec: DraftDescription) -> dict[str, Shape]:
+def shape_problems(view: EngineView, draft: DraftDescription) -> dict[str, Shape]:
     """Stored tensors whose shape differs from the fully known shape the engine builds
     for them: canonical name -> stored shape, in the order the engine builds them."""
     problems: dict[str, Shape] = {}
     for exp in view.expectations.values():
-        info = spec.tensors.get(exp.canonical)
+        info = draft.tensors.get(exp.canonical)
         if info is None or exp.shape is None or any(d is None for d in exp.shape):
             continue
         if tuple(info.shape) != tuple(exp.shape):
@@ -73,24 +73,24 @@ def fit_dimensions(inputs: BuildInputs, view: EngineView, rebuild: Rebuild) -> l
     """The config dimensions that explain `view`'s shape problems, each verified by
     building the draft again (`rebuild`) with the edit; none when there is no problem or
     no single edit explains one."""
-    spec = inputs.draft
-    problems = shape_problems(view, spec)
-    if spec.undeclared_head_dim is not None:
+    draft = inputs.draft
+    problems = shape_problems(view, draft)
+    if draft.undeclared_head_dim is not None:
         # A missing `head_dim` is reported with its own fix (head-dim-not-declared).
         problems = {c: s for c, s in problems.items() if not _ATTENTION.match(c)}
     if not problems:
         return []
     trials: list[tuple[DimensionEdit, frozenset[str]]] = []
-    for key, value in _proposals(view, problems, spec)[:MAX_TRIALS]:
-        edit = _edit(spec, view, problems, key, value)
+    for key, value in _proposals(view, problems, draft)[:MAX_TRIALS]:
+        edit = _edit(draft, view, problems, key, value)
         if edit is None:
             continue
         trial = rebuild(
-            replace(inputs, draft=_edited(spec, edit), serve=None, fit_dimensions=False)
+            replace(inputs, draft=_edited(draft, edit), serve=None, fit_dimensions=False)
         )
         if not trial.built:
             continue
-        after = shape_problems(trial, spec)
+        after = shape_problems(trial, draft)
         if set(after) - set(problems):
             continue  # the edit breaks a tensor that loaded whole
         resolved = frozenset(c for c in problems if c not in after)
@@ -100,7 +100,7 @@ def fit_dimensions(inputs: BuildInputs, view: EngineView, rebuild: Rebuild) -> l
 
 
 def _proposals(
-    view: EngineView, problems: Mapping[str, Shape], spec: DraftDescription
+    view: EngineView, problems: Mapping[str, Shape], draft: DraftDescription
 ) -> list[tuple[str, int]]:
     """(key, value) pairs that give some stored dimension, in the order of `FIT_KEYS`."""
     found: dict[tuple[str, int], None] = {}
@@ -112,7 +112,7 @@ def _proposals(
             for key in axis.fields:
                 if key not in FIT_KEYS:
                     continue
-                if key == shapes.HEAD_DIM and spec.undeclared_head_dim is not None:
+                if key == shapes.HEAD_DIM and draft.undeclared_head_dim is not None:
                     continue
                 value = axis.solve(key, size)
                 if value is not None:
@@ -121,7 +121,7 @@ def _proposals(
 
 
 def _edit(
-    spec: DraftDescription,
+    draft: DraftDescription,
     view: EngineView,
     problems: Mapping[str, Shape],
     key: str,
@@ -138,11 +138,11 @@ def _edit(
             if used == value:
                 return None
             evidence = (
-                f"`{spec.raw(canonical)}` is {list(stored)}, whose "
+                f"`{draft.raw(canonical)}` is {list(stored)}, whose "
                 f"{_dimension(index, len(stored))} {axis.names()} = {axis.numbers(key, value)}"
             )
-            pointer = _pointer(spec, key)
-            declared = _declared(spec.config, pointer)
+            pointer = _pointer(draft, key)
+            declared = _declared(draft.config, pointer)
             return DimensionEdit(key, pointer, declared, used, value, evidence)
     return None
 
@@ -161,13 +161,13 @@ def _dimension(index: int, rank: int) -> str:
     return {0: "rows are", 1: "columns are"}.get(index, f"dimension {index} is")
 
 
-def _pointer(spec: DraftDescription, key: str) -> str:
+def _pointer(draft: DraftDescription, key: str) -> str:
     """Where the draft class reads `key`: the decoder config for its fields (a speculators
     `transformer_layer_config` even when a top-level copy exists, which the engine does not
     read), else where the config writes it, else the decoder config."""
-    found = spec.field(key)
+    found = draft.field(key)
     if key in LAYER_FIELDS or found.pointer is None:
-        return f"{spec.layer_config_pointer}/{key}"
+        return f"{draft.layer_config_pointer}/{key}"
     return found.pointer
 
 
@@ -181,13 +181,13 @@ def _declared(config: Mapping[str, Any], pointer: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _edited(spec: DraftDescription, edit: DimensionEdit) -> DraftDescription:
-    """`spec` with `edit` made in its config (the stored tensors unchanged)."""
-    config = _set(spec.config, edit.pointer.split("/")[1:], edit.value)
-    fields = dict(spec.fields)
+def _edited(draft: DraftDescription, edit: DimensionEdit) -> DraftDescription:
+    """`draft` with `edit` made in its config (the stored tensors unchanged)."""
+    config = _set(draft.config, edit.pointer.split("/")[1:], edit.value)
+    fields = dict(draft.fields)
     if edit.key in fields:
         fields[edit.key] = Field(edit.value, edit.pointer)
-    return replace(spec, config=config, fields=fields)
+    return replace(draft, config=config, fields=fields)
 
 
 def _set(mapping: Mapping[str, Any], tokens: list[str], value: int) -> dict[str, Any]:

@@ -11,12 +11,12 @@ come from the engine's data (`compressed_tensors_params`), with the source lines
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.engines.name_patterns import MAX_ENTRIES, NameList
 from draftfit.engines.view import UNINITIALISED, EngineView, Expectation
 from draftfit.records import field, frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

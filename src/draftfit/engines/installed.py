@@ -27,6 +27,7 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.access import open_regular
 from draftfit.engines.interface import Engine
@@ -42,7 +43,6 @@ from draftfit.errors import UnknownEngineVersionError, UsageError
 from draftfit.output.notices import notice
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from packaging.version import Version
 

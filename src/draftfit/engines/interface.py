@@ -14,15 +14,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from draftfit.engines.compiled import load_compiled, toml_path
 from draftfit.engines.data_file import parse_engine_data
 from draftfit.engines.profile import EngineData, Profile
 from draftfit.engines.remote_code import RemoteCode
-from draftfit.errors import SpecDataError, UsageError
+from draftfit.errors import EngineDataError, UsageError
 from draftfit.records import field, frozen, record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -100,7 +100,8 @@ class ServeRequest:
     """What an engine needs to write its serve command for one version.
 
     Attributes:
-        draft: the path the engine is given (the converted draft after a convert step).
+        draft: draftfit's description of the draft it is given.
+        draft_path: the path the engine is given (the converted draft after a convert step).
         codes: the codes of every finding that applies to the draft it is given.
         notes: notes already made (the convert step's), kept first.
         remote_code: what this release does with the code the target's or the draft's
@@ -109,15 +110,15 @@ class ServeRequest:
             (:func:`draftfit.engines.remote_code.remote_code_at`, which the launch check
             DF560 asks too).
 
-    `draft` and the target's `source` are a path or draftfit's `hf://OWNER/NAME[@REVISION]`;
+    `draft_path` and the target's `source` are a path or draftfit's `hf://OWNER/NAME[@REVISION]`;
     the recipe names a Hub repository by its id, with the engine's own revision setting
     (:func:`draftfit.engines.serve.model_source`), and adds an `hf download` step to
     :attr:`Recipe.steps` where the engine needs a local copy.
     """
 
     profile: Profile
-    spec: DraftDescription
-    draft: str
+    draft: DraftDescription
+    draft_path: str
     target: Target | None
     codes: frozenset[str]
     notes: tuple[str, ...] = ()
@@ -310,7 +311,7 @@ def engine_of(profile: Profile) -> Engine:
     """The engine whose data `profile` resolves."""
     impl = profile.data.impl
     if not isinstance(impl, Engine):
-        raise SpecDataError(f"{profile.engine} data is not attached to an engine")
+        raise EngineDataError(f"{profile.engine} data is not attached to an engine")
     return impl
 
 
@@ -320,7 +321,7 @@ def build_view(inputs: BuildInputs) -> EngineView:
 
 
 def parse_toml(name: str, text: str) -> dict[str, Any]:
-    """Engine `name`'s TOML data text as tables (a SpecDataError when it is not TOML)."""
+    """Engine `name`'s TOML data text as tables (a EngineDataError when it is not TOML)."""
     import sys
 
     if sys.version_info >= (3, 11):
@@ -330,4 +331,4 @@ def parse_toml(name: str, text: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecDataError(f"{name}.toml: {exc}") from exc
+        raise EngineDataError(f"engines/{name}/data.toml: {exc}") from exc

@@ -22,6 +22,7 @@ from functools import lru_cache
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.engines.registry import ENGINES
 from draftfit.errors import UsageError
+from draftfit.escape import clip
 from draftfit.records import replace
 from draftfit.serve.reading import (
     MAX_SERVE_CONFIG_BYTES,
@@ -31,7 +32,6 @@ from draftfit.serve.reading import (
     load_file,
 )
 from draftfit.serve.settings import ServeSettings, dashed_flag
-from draftfit.settings_text import clip
 from draftfit.shell_text import split_command
 
 __all__ = [

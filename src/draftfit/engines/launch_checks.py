@@ -18,19 +18,19 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.draft.description import EAGLE3
 from draftfit.engines.remote_code import FACT as REMOTE_CODE_FACT
 from draftfit.engines.remote_code import remote_code_at
 from draftfit.engines.serve import first_release_where, hub_repo_id
+from draftfit.escape import clip
 from draftfit.location import Location
 from draftfit.records import frozen
 from draftfit.rule_ids import Consequence
 from draftfit.serve.settings import dashed_flag as dashed
-from draftfit.settings_text import clip
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.engines.profile import Profile
 

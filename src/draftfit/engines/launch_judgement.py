@@ -9,11 +9,12 @@ names itself.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.engines.launch_grammar import LaunchGrammar
 from draftfit.records import frozen, replace
 from draftfit.serve.settings import ServeSettings
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from draftfit.draft.description import EAGLE, EAGLE3
 from draftfit.engines.launch_grammar import launch_grammar
 from draftfit.engines.launch_judgement import FlagMeaning, ReleaseLaunch
 from draftfit.engines.serve import hub_repo_id, target_source
 from draftfit.errors import UsageError
+from draftfit.escape import clip
 from draftfit.serve.reading import (
     FlagTarget,
     is_flag,
@@ -30,9 +31,7 @@ from draftfit.serve.reading import (
     read_value,
 )
 from draftfit.serve.settings import ServeSettings, dashed_flag
-from draftfit.settings_text import clip
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.draft.target import Target
     from draftfit.engines.profile import Profile

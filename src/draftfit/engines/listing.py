@@ -4,11 +4,12 @@ the data was last checked against the package index."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.engines.profile import EngineData
 from draftfit.engines.registry import ENGINES, engine_named
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

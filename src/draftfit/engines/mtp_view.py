@@ -3,9 +3,10 @@ target's own MTP layers."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.records import field, record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

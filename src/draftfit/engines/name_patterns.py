@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 import sys
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from draftfit.engines.releases import Release
-from draftfit.errors import SpecDataError, UnknownEngineVersionError
+from draftfit.errors import EngineDataError, UnknownEngineVersionError
 from draftfit.records import field, frozen
 from draftfit.rule_ids import Consequence
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -258,6 +258,11 @@ class Profile:
         # here`); None when --engine did.
         self.chosen_because: str | None = None
         self._cache: dict[str, Resolved] = {}
+        # The last basis, with how many facts had been consulted when it was made: facts are
+        # only ever added, so an equal count means an equal basis (a `matrix` asks again for
+        # every recipe it checks).
+        self._basis: tuple[int, dict[str, Any]] | None = None
+        self._rated: dict[str, tuple[str, Entry] | None] = {}  # by fact, see _rate
 
     @property
     def extrapolation_note(self) -> str | None:
@@ -300,7 +305,7 @@ class Profile:
     def _resolve(self, key: str) -> Resolved:
         fact = self.data.facts.get(key)
         if fact is None:
-            raise SpecDataError(f"{self.engine} data has no fact {key!r}")
+            raise EngineDataError(f"{self.engine} data has no fact {key!r}")
         active = [e for e in fact.entries if e.applies(self.parsed)]
         notes = tuple(e.note for e in active if e.note)
         if fact.kind == "set":
@@ -339,14 +344,26 @@ class Profile:
         release is pinned to) and `below_read`, one item per other fact with its confidence
         (the weakest of its entries in effect), what that means and the entry's note: what a
         verdict built on them rests on."""
+        if self._basis is None or self._basis[0] != len(self._cache):
+            self._basis = (len(self._cache), self._basis_now())
+        made = self._basis[1]
+        out: dict[str, Any] = {"read": list(made["read"])}
+        out["below_read"] = [dict(item) for item in made["below_read"]]
+        if "read_at_pinned_commit" in made:
+            out["read_at_pinned_commit"] = list(made["read_at_pinned_commit"])
+            out["not_read_at_pinned_commit"] = dict(made["not_read_at_pinned_commit"])
+        return out
+
+    def _basis_now(self) -> dict[str, Any]:
         read: list[str] = []
         below: list[dict[str, Any]] = []
         for key in sorted(self._cache):
-            active = [e for e in self.data.facts[key].entries if e.applies(self.parsed)]
-            if not active:
+            if key not in self._rated:
+                self._rated[key] = self._rate(key)
+            rated = self._rated[key]
+            if rated is None:
                 continue  # not known at this version: the rules say so themselves
-            rated = [(self._confidence(e), e) for e in active]
-            confidence, weakest = max(rated, key=lambda item: CONFIDENCE_RANK[item[0]])
+            confidence, weakest = rated
             if confidence == "read":
                 read.append(key)
                 continue
@@ -370,6 +387,15 @@ class Profile:
                 for item in below
             }
         return out
+
+    def _rate(self, key: str) -> tuple[str, Entry] | None:
+        """How fact `key` is known at this version: the weakest confidence of its entries in
+        effect, with that entry; None where none is in effect."""
+        active = [e for e in self.data.facts[key].entries if e.applies(self.parsed)]
+        if not active:
+            return None
+        rated = [(self._confidence(e), e) for e in active]
+        return max(rated, key=lambda item: CONFIDENCE_RANK[item[0]])
 
     def _confidence(self, entry: Entry) -> str:
         """How `entry` is known at this version: its confidence, except that a `read` entry

@@ -7,15 +7,16 @@ first engine is the default of `--engine`.
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
 from draftfit.engines.interface import Engine
 from draftfit.engines.profile import EngineData, Profile
 from draftfit.engines.sglang import SGLANG
 from draftfit.engines.trtllm import TRTLLM
 from draftfit.engines.vllm import VLLM
 from draftfit.errors import UnknownEngineVersionError, UsageError
-from draftfit.escape import LazyPattern
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from packaging.version import Version
 
@@ -72,9 +73,9 @@ def parse_engine_selector(text: str, engines: tuple[Engine, ...] = ENGINES) -> l
     if text == "all":
         return [e.resolve(e.data.latest) for e in engines]
     names = tuple(e.name for e in engines)
-    match = _SELECTOR.fullmatch(text)
+    match = re.fullmatch(_SELECTOR, text)
     if match is None:
-        loose = _LOOSE.fullmatch(text)
+        loose = re.fullmatch(_LOOSE, text)
         if loose is not None and loose["name"].lower() in names:
             raise UsageError(
                 f"--engine {text!r}: did you mean --engine "
@@ -107,13 +108,13 @@ def parse_engine_selector(text: str, engines: tuple[Engine, ...] = ENGINES) -> l
     raise UnknownEngineVersionError(_why_unknown(data, version))
 
 
-_SELECTOR = LazyPattern(
+_SELECTOR = (
     r"(?P<name>[A-Za-z][A-Za-z0-9_-]*)\s*(?:(?P<op>==|~=|>=|<=|!=|>|<|=)\s*(?P<version>\S*))?"
 )
 
 
 # `vllm 0.10.2`, `vllm@0.10.2`, `vllm:0.10.2`, `vllm-0.10.2`: a version meant as `==`.
-_LOOSE = LazyPattern(r"(?P<name>[A-Za-z]+)\s*[\s@:-]\s*(?P<version>[vV]?\d\S*)")
+_LOOSE = r"(?P<name>[A-Za-z]+)\s*[\s@:-]\s*(?P<version>[vV]?\d\S*)"
 
 
 def _series(data: EngineData, version: str) -> list[str]:

@@ -11,10 +11,10 @@ an installed release) is read with `packaging` where it is compared.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from draftfit.errors import SpecDataError
+from draftfit.errors import EngineDataError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -82,7 +82,7 @@ def version_texts(raw: dict[str, Any]) -> Iterator[tuple[Any, str]]:
 
 def rank_versions(engine: str, raw: dict[str, Any]) -> dict[str, int]:
     """The rank of every version text of `raw` in the order `packaging` gives them (texts
-    of the same version, `1.0` and `1.0.0`, share one); SpecDataError naming the first text
+    of the same version, `1.0` and `1.0.0`, share one); EngineDataError naming the first text
     that is no version."""
     from packaging.version import InvalidVersion, Version
 
@@ -93,7 +93,9 @@ def rank_versions(engine: str, raw: dict[str, Any]) -> dict[str, int]:
         try:
             parsed[text] = Version(text)
         except (InvalidVersion, TypeError) as exc:
-            raise SpecDataError(f"{engine}.toml: {where}: bad version {text!r}") from exc
+            raise EngineDataError(
+                f"engines/{engine}/data.toml: {where}: bad version {text!r}"
+            ) from exc
     distinct = sorted(set(parsed.values()))
     rank_of = {version: rank for rank, version in enumerate(distinct)}
     return {text: rank_of[version] for text, version in parsed.items()}

@@ -18,11 +18,11 @@ adds the flag exactly where a launch without it is refused.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
+from draftfit.escape import clip
 from draftfit.records import frozen
-from draftfit.settings_text import clip
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from draftfit.engines.profile import Profile
-from draftfit.escape import UNSAFE_IN_FIELD, LazyPattern
+from draftfit.escape import UNSAFE_IN_FIELD
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 DEFAULT_SPECULATIVE_TOKENS = 3
 
 
-def speculative_tokens(spec: DraftDescription) -> tuple[int, str]:
+def speculative_tokens(draft: DraftDescription) -> tuple[int, str]:
     """How many tokens to draft per step, and why that number."""
-    tokens = spec.get("speculative_tokens")
+    tokens = draft.get("speculative_tokens")
     if isinstance(tokens, int) and tokens > 0:
         return tokens, "from `speculators_config.proposal_methods[0].speculative_tokens`"
     return DEFAULT_SPECULATIVE_TOKENS, "a common starting point; tune for your traffic"
@@ -40,15 +40,15 @@ def shell_word(text: str) -> str:
     """`text` as one shell word, quoted only when it needs to be (paths stay readable); a word
     holding a control character is written in ANSI-C quoting (`$'a\\nb'`), which bash and
     zsh read back as the same text, so a recipe shows it on one line."""
-    if UNSAFE_IN_FIELD.search(text):
-        return "$'" + ANSI_C_SPECIAL.sub(_ansi_c_escape, text) + "'"
+    if re.search(UNSAFE_IN_FIELD, text):
+        return "$'" + re.sub(ANSI_C_SPECIAL, _ansi_c_escape, text) + "'"
     import shlex  # here, not at import: only a recipe quotes words
 
     return shlex.quote(text)
 
 
 # Inside $'...': the backslash and the quote, and every character shown escaped elsewhere.
-ANSI_C_SPECIAL = LazyPattern(r"[\\']|" + UNSAFE_IN_FIELD.pattern)
+ANSI_C_SPECIAL = r"[\\']|" + UNSAFE_IN_FIELD
 ANSI_C_SHORT = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -114,8 +114,8 @@ def model_source(source: str) -> ModelSource:
 
 # A Hub repository id (`OWNER/NAME`), and a snapshot folder of the Hugging Face cache
 # (`.../models--OWNER--NAME/snapshots/COMMIT`).
-_HUB_ID = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
-_CACHE_SNAPSHOT = LazyPattern(r"models--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40})/?")
+_HUB_ID = r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*"
+_CACHE_SNAPSHOT = r"models--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40})/?"
 
 
 def hub_repo_id(name: str) -> bool:
@@ -137,19 +137,19 @@ _HUB_NAME_PART = re.compile(r"\w(?:[\w.-]*\w)?")
 
 
 def target_source(
-    target: Target | None, spec: DraftDescription | None = None
+    target: Target | None, draft: DraftDescription | None = None
 ) -> ModelSource | None:
     """How a recipe names the target: its Hub id where it is known (an `hf://` target, a
     folder of the Hugging Face cache, read at its commit; without a target, the draft's
     `verifier.name_or_path` when that is a Hub id), else its path; None when nothing
     names it."""
     if target is None:
-        verifier = spec.fields.get("verifier.name_or_path") if spec is not None else None
+        verifier = draft.fields.get("verifier.name_or_path") if draft is not None else None
         named = verifier.value if verifier is not None else None
-        if isinstance(named, str) and _HUB_ID.fullmatch(named) and ".." not in named:
+        if isinstance(named, str) and re.fullmatch(_HUB_ID, named) and ".." not in named:
             return ModelSource(named, None, hub=True)
         return None
-    cached = _CACHE_SNAPSHOT.search(target.origin.replace("\\", "/"))
+    cached = re.search(_CACHE_SNAPSHOT, target.origin.replace("\\", "/"))
     if cached is not None and cached.end() == len(target.origin.rstrip("/\\")):
         owner, name, commit = cached.groups()
         return ModelSource(f"{owner}/{name}", commit, hub=True)

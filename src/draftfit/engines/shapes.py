@@ -14,9 +14,10 @@ that field gives a stored tensor's dimension (:mod:`.dimension_fit`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.records import field, frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.description import DraftDescription
@@ -28,7 +29,6 @@ from draftfit.records import field, frozen, record
 from draftfit.rule_ids import Consequence, RuleId
 from draftfit.serve.settings import ServeSettings
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -35,6 +35,7 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.target import Target, load_target
 from draftfit.draft.target_rotation import DESCRIPTION_FILE, RotationCheck, check_rotation
 from draftfit.errors import HubAccessError, UsageError
+from draftfit.escape import clip
 from draftfit.output.notices import notice
 from draftfit.records import frozen
 
@@ -513,18 +514,7 @@ CAUSE_LIMIT = 160
 def _cause(exc: BaseException) -> str:
     """The first line of the library's message, shortened at a word boundary."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return shorten_at_word(text, CAUSE_LIMIT)
-
-
-def shorten_at_word(text: str, limit: int) -> str:
-    """`text`, or its longest prefix of whole words within `limit` characters and `…`."""
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    if space > limit // 2:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:(") + "…"
+    return clip(text, CAUSE_LIMIT, at_word=True)
 
 
 def _say(message: str) -> None:

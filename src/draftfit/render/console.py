@@ -10,22 +10,23 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleRenderable, RenderHook
 from rich.text import Text
 
 from draftfit.escape import UNSAFE_CHARACTERS, escape_controls, guard_line_starts, strip_line_ends
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any
 
 
 def _safe_text(text: Text) -> Text:
     """A copy of `text` with :func:`escape_controls` applied, keeping every style."""
-    if not UNSAFE_CHARACTERS.search(text.plain):
+    if not re.search(UNSAFE_CHARACTERS, text.plain):
         return text
     cuts = sorted({offset for span in text.spans for offset in (span.start, span.end)})
     safe = Text(style=text.style, justify=text.justify, overflow=text.overflow, end=text.end)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from draftfit.commands.comparison import EQUIVALENT, DiffReport, is_spelling
+from draftfit.commands.diff_report import EQUIVALENT, DiffReport, is_spelling
 from draftfit.escape import escape_field
 from draftfit.render.console import render_to_string
 from draftfit.render.options import PLAIN, RenderOptions

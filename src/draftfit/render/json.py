@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.report import SCHEMA_VERSION
 from draftfit.rules.base import Rule
 from draftfit.version import __version__
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -20,11 +20,11 @@ from collections.abc import Sequence
 
 from draftfit.commands.release_matrix import Matrix
 from draftfit.escape import escape_field, xml_text
-from draftfit.fail_on import UNVERIFIED, FailOn
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.places import location_text
 from draftfit.render.verdicts import FindingReport, verdict_line
 from draftfit.report import FAILING_VERDICTS, Finding
+from draftfit.verdicts import UNVERIFIED, FailOn
 
 
 def _text(value: str) -> str:

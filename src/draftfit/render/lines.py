@@ -12,10 +12,10 @@ as a CI workflow command (:func:`~draftfit.escape.guard_line_starts`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from draftfit.escape import escape_controls, guard_line_starts, strip_line_ends
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from enum import Enum
 
-from draftfit.fail_on import FailOn
 from draftfit.records import frozen
 from draftfit.rule_ids import Severity
+from draftfit.verdicts import FailOn
 
 
 @frozen
@@ -16,7 +16,7 @@ class RenderOptions:
 
     Attributes:
         color: style the text for a terminal (text renderers only).
-        fail_on: the `--fail-on` threshold (see draftfit.fail_on; a finding severity is
+        fail_on: the `--fail-on` threshold (see draftfit.verdicts; a finding severity is
             read as the threshold of the same name); reports that state their exit status
             (the JSON `summary.exit_code`) state it for this threshold.
     """

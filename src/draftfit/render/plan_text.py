@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.conversion.plan import DISPLAY_ONLY, SAFE, UNSAFE, Plan
 from draftfit.escape import escape_field
 from draftfit.render.lines import Styled, render_lines
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import render_check
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.conversion import ConvertResult
     from draftfit.render.lines import LinePrinter

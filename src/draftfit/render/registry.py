@@ -7,17 +7,17 @@ format name.
 
 Every renderer has the signature ``render(result, options: RenderOptions) -> str``. Adding a
 format is one such function, its name in the kind's formats (:mod:`draftfit.render.kinds`)
-and one loader in :data:`RENDERERS` below.
+and its `module:function` in :data:`RENDERERS` below.
 
 `check`, `diff` and `matrix` write their results through :func:`render_all`: one document
 for several results (a SARIF log of several runs, a JSON list of several drafts' reports)
 and the short forms of `--quiet` and `--statistics` are renderers of a sequence of results
-(``render(results, options) -> str``), one loader each in :data:`SET_RENDERERS`, by format
+(``render(results, options) -> str``), each named in :data:`SET_RENDERERS`, by format
 and :class:`~draftfit.render.options.Form`.
 
-The renderers and result types are bound through small loader functions that import them
-when first asked for, so writing a check as JSON never loads rich, the XML library or the
-converter: each command pays only for the output it writes.
+The renderers and result types are named by module and imported when first asked for, so
+writing a check as JSON never loads rich, the XML library or the converter: each command
+pays only for the output it writes.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from importlib import import_module
+from typing import TYPE_CHECKING
 
-from draftfit.fail_on import FailOn
 from draftfit.render.kinds import (
     CHECK,
     CONVERT,
@@ -43,15 +44,13 @@ from draftfit.render.kinds import (
 )
 from draftfit.render.options import Form, RenderOptions
 from draftfit.rule_ids import Severity
+from draftfit.verdicts import FailOn
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any
 
     Renderer = Callable[[Any, RenderOptions], str]
-    Loader = Callable[[], Renderer]
     SetRenderer = Callable[[Sequence[Any], RenderOptions], str]
-    SetLoader = Callable[[], SetRenderer]
 
 
 # The class of the result each kind renders: the class where it is at hand, else where it is
@@ -69,217 +68,83 @@ RESULT_TYPES: Mapping[Kind, type | str] = {
 }
 
 
-def _check_text() -> Renderer:
-    from draftfit.render.text import render_check
-
-    return render_check
-
-
-def _report_json() -> Renderer:
-    from draftfit.render.json import render_report_json
-
-    return render_report_json
-
-
-def _result_json() -> Renderer:
-    from draftfit.render.json import render_result_json
-
-    return render_result_json
-
-
-def _rule_json() -> Renderer:
-    from draftfit.render.json import render_rule_json
-
-    return render_rule_json
-
-
-def _sarif() -> Renderer:
-    from draftfit.render.sarif import render_sarif
-
-    return render_sarif
-
-
-def _github() -> Renderer:
-    from draftfit.render.github import render_github
-
-    return render_github
-
-
-def _junit_check() -> Renderer:
-    from draftfit.render.junit import render_junit_check
-
-    return render_junit_check
-
-
-def _junit_diff() -> Renderer:
-    from draftfit.render.junit import render_junit_diff
-
-    return render_junit_diff
-
-
-def _junit_matrix() -> Renderer:
-    from draftfit.render.junit import render_junit_matrix
-
-    return render_junit_matrix
-
-
-def _diff_text() -> Renderer:
-    from draftfit.render.diff_text import render_diff
-
-    return render_diff
-
-
-def _matrix_text() -> Renderer:
-    from draftfit.render.matrix_text import render_matrix
-
-    return render_matrix
-
-
-def _matrix_markdown() -> Renderer:
-    from draftfit.render.matrix_markdown import render_markdown
-
-    return render_markdown
-
-
-def _convert_text() -> Renderer:
-    from draftfit.render.plan_text import render_convert
-
-    return render_convert
-
-
-def _inspect_text() -> Renderer:
-    from draftfit.render.inspect_text import render_inspect
-
-    return render_inspect
-
-
-def _rule_list_text() -> Renderer:
-    from draftfit.render.rules_text import render_rule_list
-
-    return render_rule_list
-
-
-def _rule_text() -> Renderer:
-    from draftfit.render.rules_text import render_rule
-
-    return render_rule
-
-
-def _engines_text() -> Renderer:
-    from draftfit.render.engines_text import render_engines
-
-    return render_engines
-
-
-def _demo_text() -> Renderer:
-    from draftfit.render.demo_text import render_demo
-
-    return render_demo
-
-
-RENDERERS: Mapping[Kind, Mapping[str, Loader]] = {
+# Each renderer as `module:function`, imported when first asked for.
+RENDERERS: Mapping[Kind, Mapping[str, str]] = {
     CHECK: {
-        "text": _check_text,
-        "json": _report_json,
-        "sarif": _sarif,
-        "github": _github,
-        "junit": _junit_check,
+        "text": "draftfit.render.text:render_check",
+        "json": "draftfit.render.json:render_report_json",
+        "sarif": "draftfit.render.sarif:render_sarif",
+        "github": "draftfit.render.github:render_github",
+        "junit": "draftfit.render.junit:render_junit_check",
     },
     DIFF: {
-        "text": _diff_text,
-        "json": _report_json,
-        "sarif": _sarif,
-        "github": _github,
-        "junit": _junit_diff,
+        "text": "draftfit.render.diff_text:render_diff",
+        "json": "draftfit.render.json:render_report_json",
+        "sarif": "draftfit.render.sarif:render_sarif",
+        "github": "draftfit.render.github:render_github",
+        "junit": "draftfit.render.junit:render_junit_diff",
     },
     MATRIX: {
-        "text": _matrix_text,
-        "json": _result_json,
-        "markdown": _matrix_markdown,
-        "junit": _junit_matrix,
+        "text": "draftfit.render.matrix_text:render_matrix",
+        "json": "draftfit.render.json:render_result_json",
+        "markdown": "draftfit.render.matrix_markdown:render_markdown",
+        "junit": "draftfit.render.junit:render_junit_matrix",
     },
-    CONVERT: {"text": _convert_text, "json": _result_json},
-    INSPECT: {"text": _inspect_text, "json": _result_json},
-    RULE_LIST: {"text": _rule_list_text, "json": _result_json},
-    RULE: {"text": _rule_text, "json": _rule_json},
-    ENGINES: {"text": _engines_text, "json": _result_json},
-    DEMO: {"text": _demo_text, "json": _result_json},
+    CONVERT: {
+        "text": "draftfit.render.plan_text:render_convert",
+        "json": "draftfit.render.json:render_result_json",
+    },
+    INSPECT: {
+        "text": "draftfit.render.inspect_text:render_inspect",
+        "json": "draftfit.render.json:render_result_json",
+    },
+    RULE_LIST: {
+        "text": "draftfit.render.rules_text:render_rule_list",
+        "json": "draftfit.render.json:render_result_json",
+    },
+    RULE: {
+        "text": "draftfit.render.rules_text:render_rule",
+        "json": "draftfit.render.json:render_rule_json",
+    },
+    ENGINES: {
+        "text": "draftfit.render.engines_text:render_engines",
+        "json": "draftfit.render.json:render_result_json",
+    },
+    DEMO: {
+        "text": "draftfit.render.demo_text:render_demo",
+        "json": "draftfit.render.json:render_result_json",
+    },
 }
-
-
-def _sarif_many() -> SetRenderer:
-    from draftfit.render.sarif import render_sarif_many
-
-    return render_sarif_many
-
-
-def _github_many() -> SetRenderer:
-    from draftfit.render.github import render_github_many
-
-    return render_github_many
-
-
-def _junit_checks() -> SetRenderer:
-    from draftfit.render.junit import render_junit_checks
-
-    return render_junit_checks
-
-
-def _junit_diffs() -> SetRenderer:
-    from draftfit.render.junit import render_junit_diffs
-
-    return render_junit_diffs
-
-
-def _reports_json() -> SetRenderer:
-    from draftfit.render.json import render_reports_json
-
-    return render_reports_json
-
-
-def _statistics_json() -> SetRenderer:
-    from draftfit.render.json import render_statistics_json
-
-    return render_statistics_json
-
-
-def _statistics_text() -> SetRenderer:
-    from draftfit.render.verdicts import render_statistics
-
-    return render_statistics
-
-
-def _verdicts_text() -> SetRenderer:
-    from draftfit.render.verdicts import render_verdicts
-
-    return render_verdicts
-
-
-def _matrix_verdicts() -> SetRenderer:
-    from draftfit.render.verdicts import render_matrix_verdicts
-
-    return render_matrix_verdicts
 
 
 # Renderers of a sequence of results of one kind, by format and form. A form a format does
 # not list is not written in that format (JSON has no `--quiet` form); a format without a
 # WHOLE entry writes each result with RENDERERS, one after the other.
-SET_RENDERERS: Mapping[Kind, Mapping[str, Mapping[Form, SetLoader]]] = {
+SET_RENDERERS: Mapping[Kind, Mapping[str, Mapping[Form, str]]] = {
     CHECK: {
-        "text": {Form.STATISTICS: _statistics_text, Form.VERDICTS: _verdicts_text},
-        "json": {Form.STATISTICS: _statistics_json, Form.LIST: _reports_json},
-        "sarif": {Form.WHOLE: _sarif_many},
-        "github": {Form.WHOLE: _github_many},
-        "junit": {Form.WHOLE: _junit_checks},
+        "text": {
+            Form.STATISTICS: "draftfit.render.verdicts:render_statistics",
+            Form.VERDICTS: "draftfit.render.verdicts:render_verdicts",
+        },
+        "json": {
+            Form.STATISTICS: "draftfit.render.json:render_statistics_json",
+            Form.LIST: "draftfit.render.json:render_reports_json",
+        },
+        "sarif": {Form.WHOLE: "draftfit.render.sarif:render_sarif_many"},
+        "github": {Form.WHOLE: "draftfit.render.github:render_github_many"},
+        "junit": {Form.WHOLE: "draftfit.render.junit:render_junit_checks"},
     },
     DIFF: {
-        "text": {Form.STATISTICS: _statistics_text, Form.VERDICTS: _verdicts_text},
-        "json": {Form.STATISTICS: _statistics_json},
-        "sarif": {Form.WHOLE: _sarif_many},
-        "github": {Form.WHOLE: _github_many},
-        "junit": {Form.WHOLE: _junit_diffs},
+        "text": {
+            Form.STATISTICS: "draftfit.render.verdicts:render_statistics",
+            Form.VERDICTS: "draftfit.render.verdicts:render_verdicts",
+        },
+        "json": {Form.STATISTICS: "draftfit.render.json:render_statistics_json"},
+        "sarif": {Form.WHOLE: "draftfit.render.sarif:render_sarif_many"},
+        "github": {Form.WHOLE: "draftfit.render.github:render_github_many"},
+        "junit": {Form.WHOLE: "draftfit.render.junit:render_junit_diffs"},
     },
-    MATRIX: {"text": {Form.VERDICTS: _matrix_verdicts}},
+    MATRIX: {"text": {Form.VERDICTS: "draftfit.render.verdicts:render_matrix_verdicts"}},
 }
 
 
@@ -307,12 +172,19 @@ def _loaded_type(bound: type | str) -> type | None:
 def renderer_for(kind: Kind, fmt: str) -> Renderer:
     """The renderer registered for `kind` in format `fmt`."""
     try:
-        load = RENDERERS[kind][fmt]
+        where = RENDERERS[kind][fmt]
     except KeyError:
         raise ValueError(
             f"{kind.name} output has no format {fmt!r}; choose from {', '.join(kind.formats)}"
         ) from None
-    return load()
+    renderer: Renderer = _imported(where)
+    return renderer
+
+
+def _imported(where: str) -> Any:
+    """The function `module:function` names, its module imported now if it was not."""
+    module_name, _, name = where.partition(":")
+    return getattr(import_module(module_name), name)
 
 
 def render(result: object, fmt: str, options: RenderOptions | None = None) -> str:
@@ -332,9 +204,10 @@ def render_all(
     renderers = SET_RENDERERS.get(kind, {}).get(fmt, {})
     shown = options or RenderOptions()
     for form in (*forms, Form.WHOLE):
-        load = renderers.get(form)
-        if load is not None:
-            return load()(results, shown)
+        where = renderers.get(form)
+        if where is not None:
+            render_set: SetRenderer = _imported(where)
+            return render_set(results, shown)
     render_one = renderer_for(kind, fmt)
     return "\n".join(render_one(result, shown) for result in results)
 

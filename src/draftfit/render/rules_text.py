@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.commands.detection import detected_in
 from draftfit.commands.explain import TEXT_ITEMS_LIMIT, RuleList, rule_data
 from draftfit.docs_links import rule_doc_url
+from draftfit.escape import clip
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.rules.base import Rule
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -92,4 +94,4 @@ def _short(value: Any, limit: int = 70) -> str:
     import json
 
     text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.engines.interface import NoRecipe, Recipe
 from draftfit.engines.profile import CONFIDENCE_RANK
 from draftfit.escape import escape_field
@@ -21,7 +23,6 @@ from draftfit.report import (
 from draftfit.rules.base import Severity
 from draftfit.serve.settings import SETTINGS_FLAGS
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from draftfit.escape import escape_field
-from draftfit.fail_on import UNVERIFIED
 from draftfit.render.options import PLAIN, RenderOptions
 from draftfit.render.text import unverified_line
 from draftfit.report import Finding
+from draftfit.verdicts import UNVERIFIED
 
 
 class FindingReport(Protocol):

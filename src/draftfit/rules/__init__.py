@@ -8,7 +8,7 @@ flags, DF7xx weight values (`--values`), DF8xx differences from a reference, DF9
 from __future__ import annotations
 
 from draftfit.rule_ids import RuleId
-from draftfit.rules import (
+from draftfit.rules import (  # noqa: F401 (each module registers its rules)
     aux,
     config,
     difference,
@@ -24,22 +24,6 @@ from draftfit.rules import (
     vocab,
 )
 from draftfit.rules.base import RULES, Rule, Severity
-
-RULE_MODULES = (
-    structure,
-    config,
-    field_types,
-    tensors,
-    aux,
-    vocab,
-    target,
-    serving,
-    norms,
-    values,
-    difference,
-    hygiene,
-    mtp,
-)
 
 
 def get_rule(code_or_name: str) -> Rule | None:

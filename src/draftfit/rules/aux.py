@@ -74,9 +74,9 @@ def trained_capture_ids(ctx: Context) -> tuple[tuple[int, ...] | None, AuxIds | 
     default for the target is returned (None without a target).
     """
     layers = _target_layers(ctx)
-    aux = ctx.spec.trained_aux
+    aux = ctx.draft.trained_aux
     where = resolve_with_target(aux, layers) if aux is not None else None
-    return ctx.spec.trained_capture_before(layers), where
+    return ctx.draft.trained_capture_before(layers), where
 
 
 def _fmt(ids: tuple[int, ...] | None) -> str:
@@ -354,12 +354,12 @@ def aux_count_mismatch(ctx: Context) -> Iterator[Violation]:
         return
     if not fc_width_is_aux_count_problem(ctx):
         return
-    fc = ctx.spec.tensors["fc.weight"]
+    fc = ctx.draft.tensors["fc.weight"]
     T = view.capture.target_hidden_size
     if T is None:  # fc_width_is_aux_count_problem checked it is
         return
     stored_n = fc.shape[1] // T
-    base = ctx.spec.layer_config_pointer
+    base = ctx.draft.layer_config_pointer
     aux = view.aux
     if aux.user_setting:
         fix = f"pass {stored_n} trained layer ids in `{aux.user_setting}`"
@@ -374,7 +374,7 @@ def aux_count_mismatch(ctx: Context) -> Iterator[Violation]:
         f"`fc.weight` is {list(fc.shape)}: {stored_n} aux states of width {T}, but "
         f"{view.title} builds it for N = {aux.expected_count} (from "
         f"{aux.count_from}): the load fails",
-        Location(fc.file, tensor=ctx.spec.raw("fc.weight")),
+        Location(fc.file, tensor=ctx.draft.raw("fc.weight")),
         fix,
         aux.citations,
     )
@@ -404,7 +404,7 @@ def aux_runtime_count_mismatch(ctx: Context) -> Iterator[Violation]:
         return
     if view.aux.launch_setting:
         return  # one launch setting gives both the layers and the count
-    fc = ctx.spec.tensors.get("fc.weight")
+    fc = ctx.draft.tensors.get("fc.weight")
     exp = view.expectations.get("fc.weight")
     if fc is not None and exp is not None and tuple(fc.shape) != tuple(exp.shape or ()):
         return  # the load already fails on fc's shape
@@ -437,7 +437,7 @@ def aux_ids_duplicate(ctx: Context) -> Iterator[Violation]:
     ## Fix
     List each trained layer once.
     """
-    for aux in ctx.spec.aux:
+    for aux in ctx.draft.aux:
         if len(set(aux.ids)) != len(aux.ids):
             yield Violation(
                 f"`{aux.pointer}` {_fmt(aux.ids)} repeats a layer",
@@ -466,7 +466,7 @@ def aux_ids_disagree(ctx: Context) -> Iterator[Violation]:
     ## Fix
     Keep one physical list: write top-level ids = nested ids + 1.
     """
-    aux_list = ctx.spec.aux
+    aux_list = ctx.draft.aux
     if len(aux_list) < 2:
         return
     layers = _target_layers(ctx)
@@ -504,11 +504,11 @@ def aux_ids_copied_without_shift(ctx: Context) -> Iterator[Violation]:
     ## Fix
     Write the top-level ids as nested ids + 1.
     """
-    top = next((a for a in ctx.spec.aux if a.pointer == TOP_AUX), None)
+    top = next((a for a in ctx.draft.aux if a.pointer == TOP_AUX), None)
     if top is None:
         return
     layers = _target_layers(ctx)
-    for other in ctx.spec.aux:
+    for other in ctx.draft.aux:
         resolved = resolve_with_target(other, layers)
         if (
             other is not top
@@ -598,14 +598,14 @@ def aux_ids_not_ascending(ctx: Context) -> Iterator[Violation]:
     order = view.aux.concat_order
     if order is None or not order.known or order.value != "ascending":
         return
-    width = ctx.spec.target_hidden_size
+    width = ctx.draft.target_hidden_size
     blocks = f" ({len(trained)} blocks of {width} columns)" if width else ""
     counted = f" (capture-before {_fmt(trained)})" if tuple(where.ids) != trained else ""
     if view.aux.user_setting:  # the layers come from the launch, and are sorted there
         ascending_fix = f"{view.title} needs nothing more (it sorts the layers it captures)"
     else:
         ascending_fix = capture_fix(view, ascending)
-    if fc_blocks_problem(ctx.spec.tensors, len(trained), None) is None:
+    if fc_blocks_problem(ctx.draft.tensors, len(trained), None) is None:
         written_fix = (
             f"convert it (`draftfit convert` lists the ids ascending and moves `fc.weight`'s "
             f"input columns{blocks} to match)"
@@ -653,7 +653,7 @@ def aux_ids_not_recorded(ctx: Context) -> Iterator[Violation]:
     for vLLM, `eagle_config.eagle_aux_hidden_state_layer_ids` in output-of counting for
     SGLang; TensorRT-LLM takes them as `eagle3_layers_to_capture` when serving.
     """
-    if ctx.spec.dialect.name != NEMO_AUTOMODEL or ctx.spec.trained_aux is not None:
+    if ctx.draft.dialect.name != NEMO_AUTOMODEL or ctx.draft.trained_aux is not None:
         return
     layers = _target_layers(ctx)
     default = (

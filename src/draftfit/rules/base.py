@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from draftfit.draft.tensor_names import bounded_message
 from draftfit.location import Location, config_at
 from draftfit.records import field, frozen, record
 from draftfit.rule_ids import Consequence, RuleId, Severity
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.checkpoint.model import Checkpoint
     from draftfit.draft.description import DraftDescription
@@ -57,7 +57,7 @@ class Context:
     `--serve-args`), else None."""
 
     checkpoint: Checkpoint
-    spec: DraftDescription
+    draft: DraftDescription
     target: Target | None = None
     view: EngineView | None = None
     method: str | None = None

@@ -328,7 +328,7 @@ def unknown_draft_method(ctx: Context) -> Iterator[Violation]:
             return
         yield Violation(
             "cannot tell whether this is an EAGLE-3 or an EAGLE-1 draft: "
-            + "; ".join(ctx.spec.method_evidence),
+            + "; ".join(ctx.draft.method_evidence),
             config_at("/architectures"),
             "pass --method eagle3 or --method eagle",
         )

@@ -1,6 +1,6 @@
 """DF8xx — differences between a draft and a reference (`draftfit diff`).
 
-Detection lives in :mod:`draftfit.commands.comparison`, which compares the two checkpoints
+Detection lives in :mod:`draftfit.commands.diff_findings`, which compares the two checkpoints
 through each engine's view; these entries document the codes (`draftfit rule DF803`). Error severity
 means the difference changes what the engine builds or runs; info means spelling or raw.
 """
@@ -29,7 +29,7 @@ from draftfit.rules.base import Check, DocHolder, Scope, documented_rule
 
 
 def _diff_rule(rule_id: RuleId, summary: str) -> Callable[[DocHolder], Check]:
-    """Declare a DF8xx code; `draftfit.commands.comparison` does the detection."""
+    """Declare a DF8xx code; `draftfit.commands.diff_findings` does the detection."""
     return documented_rule(rule_id, summary, lambda ctx: iter(()), scope=Scope.DIFF)
 
 

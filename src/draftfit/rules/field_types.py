@@ -25,7 +25,7 @@ EMITS_STAGE = "rule's own check"
 
 
 def _violations(ctx: Context, crash: bool) -> Iterator[Violation]:
-    for problem in ctx.spec.config_problems:
+    for problem in ctx.draft.config_problems:
         if problem.expect.crash == crash:
             yield _violation(problem, config_at(problem.pointer), crash)
     if ctx.target is not None:

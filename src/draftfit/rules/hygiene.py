@@ -56,21 +56,21 @@ def untrained_layer_weights(ctx: Context) -> Iterator[Violation]:
     ## Fix
     Re-convert from the original checkpoint with speculators >= 0.5 or `draftfit convert`.
     """
-    spec = ctx.spec
+    draft = ctx.draft
     by_layer: dict[str, list[str]] = {}
-    for canonical in spec.tensors:
+    for canonical in draft.tensors:
         if _NORM.match(canonical):
             by_layer.setdefault(canonical.split(".")[1], []).append(canonical)
     for layer, names in sorted(by_layer.items()):
-        if all(all_ones(ctx.checkpoint, spec.tensors[name]) for name in names):
+        if all(all_ones(ctx.checkpoint, draft.tensors[name]) for name in names):
             hint = ""
-            if spec.dialect.name == SPECULATORS and spec.dialect.variant == "converted":
+            if draft.dialect.name == SPECULATORS and draft.dialect.variant == "converted":
                 hint = " (speculators convert 0.2–0.4 lost `midlayer.*` weights this way)"
             first = names[0]
             yield Violation(
                 f"every norm weight of decoder layer {layer} is exactly 1.0: the layer looks "
                 f"untrained{hint}",
-                Location(spec.tensors[first].file, tensor=spec.raw(first)),
+                Location(draft.tensors[first].file, tensor=draft.raw(first)),
                 "re-convert from the original trained checkpoint",
             )
 
@@ -124,9 +124,9 @@ def config_dtype_mismatch(ctx: Context) -> Iterator[Violation]:
     ## Fix
     Write the stored dtype into the config.
     """
-    spec = ctx.spec
-    field_name = "torch_dtype" if spec.field("torch_dtype").present else "dtype"
-    declared = spec.get(field_name)
+    draft = ctx.draft
+    field_name = "torch_dtype" if draft.field("torch_dtype").present else "dtype"
+    declared = draft.get(field_name)
     if not isinstance(declared, str):
         return
     names = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
@@ -150,7 +150,7 @@ def config_dtype_mismatch(ctx: Context) -> Iterator[Violation]:
     if stored != expected:
         yield Violation(
             f"config.json says `{declared}` but most weights are stored as {stored}",
-            config_at(spec.pointer(field_name)),
+            config_at(draft.pointer(field_name)),
             f"set `{field_name}` to the stored dtype",
         )
 
@@ -177,7 +177,7 @@ def local_verifier_path(ctx: Context) -> Iterator[Violation]:
     ## Fix
     Set it to the Hub id of the target, e.g. `meta-llama/Llama-3.1-8B-Instruct`.
     """
-    value = ctx.spec.get("verifier.name_or_path")
+    value = ctx.draft.get("verifier.name_or_path")
     if isinstance(value, str) and (
         value.startswith(("/", "./", "~", "../")) or value.count("/") > 1
     ):
@@ -208,7 +208,7 @@ def unknown_convention(ctx: Context) -> Iterator[Violation]:
     ## Fix
     Write a known convention (`draftfit convert`).
     """
-    dialect = ctx.spec.dialect
+    dialect = ctx.draft.dialect
     if dialect.name == UNKNOWN and ctx.checkpoint.config is not None:
         yield Violation(
             "no known producer convention matches: " + "; ".join(dialect.evidence),

@@ -84,11 +84,11 @@ def norm_output_semantics_differ(ctx: Context) -> Iterator[Violation]:
     Check acceptance with and without the flag; set `norm_output: false` if the draft was
     trained with SpecForge's meaning.
     """
-    spec = ctx.spec
-    if spec.dialect.name == SPECFORGE and spec.get("norm_output") is True:
+    draft = ctx.draft
+    if draft.dialect.name == SPECFORGE and draft.get("norm_output") is True:
         yield Violation(
             "`norm_output` is true in a SpecForge checkpoint: SpecForge trains with pre-norm "
             "feedback, engines apply post-norm feedback for this flag",
-            config_at(spec.pointer("norm_output")),
+            config_at(draft.pointer("norm_output")),
             "measure acceptance with `norm_output: false`",
         )

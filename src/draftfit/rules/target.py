@@ -536,7 +536,7 @@ def verifier_differs_from_target(ctx: Context) -> Iterator[Violation]:
     """
     if ctx.target is None:
         return
-    check = check_verifier(ctx.spec, ctx.target)
+    check = check_verifier(ctx.draft, ctx.target)
     if check.outcome not in (MISMATCH, REVISION):
         return
     message = _verifier_message(check)

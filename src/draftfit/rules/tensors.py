@@ -72,15 +72,15 @@ def _tensor_location(ctx: Context, raw: str) -> Location:
 
 
 def _stored(ctx: Context, canonical: str) -> tuple[str, tuple[int, ...]] | None:
-    spec = ctx.spec
-    info = spec.tensors.get(canonical)
+    draft = ctx.draft
+    info = draft.tensors.get(canonical)
     if info is None:
         return None
-    return spec.raw(canonical), info.shape
+    return draft.raw(canonical), info.shape
 
 
 def _named(ctx: Context, canonical: str) -> str:
-    raw = ctx.spec.raw(canonical)
+    raw = ctx.draft.raw(canonical)
     return f"`{raw}`" if raw == canonical else f"`{raw}` (`{canonical}`)"
 
 
@@ -91,7 +91,7 @@ def _unfilled(ctx: Context) -> tuple[set[str], set[str]]:
     reached = {f.canonical for f in view.fates if f.status in ("loaded", "rejected")}
     unbound = {f.canonical for f in view.fates if f.status == "unbound"} - reached
     absent = {
-        c for c in view.expectations if c not in ctx.spec.tensors and c not in reached
+        c for c in view.expectations if c not in ctx.draft.tensors and c not in reached
     } - unbound
     return absent, unbound
 
@@ -119,7 +119,7 @@ def _missing(ctx: Context, fate: str, what_happens: str, fix: str) -> Iterator[V
 def fc_width_is_aux_count_problem(ctx: Context) -> bool:
     """`fc` has the right rows and a width that is a whole number of aux states, but not N."""
     view = ctx.view
-    fc = ctx.spec.tensors.get("fc.weight")
+    fc = ctx.draft.tensors.get("fc.weight")
     exp = view.expectations.get("fc.weight") if view else None
     T = view.capture.target_hidden_size if view else None
     if fc is None or exp is None or exp.shape is None or not isinstance(T, int) or T <= 0:
@@ -138,7 +138,7 @@ def _is_prefix_fate(fate: TensorFate) -> bool:
 
 
 def _head_dim_implied(ctx: Context) -> int | None:
-    return ctx.spec.undeclared_head_dim
+    return ctx.draft.undeclared_head_dim
 
 
 def _explained(ctx: Context) -> set[str]:
@@ -281,7 +281,7 @@ def tensor_shape_mismatch(ctx: Context) -> Iterator[Violation]:
         if exp.canonical == "fc.weight" and fc_width_is_aux_count_problem(ctx):
             continue  # reported with the aux-state count by aux-count-mismatch
         raw = problem[1]
-        shape = ctx.spec.tensors[exp.canonical].shape
+        shape = ctx.draft.tensors[exp.canonical].shape
         yield Violation(
             f"{_named(ctx, exp.canonical)} has shape {list(shape)}; {view.title} builds "
             f"{list(exp.shape or ())} from {exp.formula}",
@@ -326,7 +326,7 @@ def tensor_shape_truncated(ctx: Context) -> Iterator[Violation]:
             continue
         if (implied is not None and _ATTN.match(exp.canonical)) or exp.canonical in explained:
             continue
-        shape = ctx.spec.tensors[exp.canonical].shape
+        shape = ctx.draft.tensors[exp.canonical].shape
         yield Violation(
             f"{_named(ctx, exp.canonical)} has shape {list(shape)}, larger than the "
             f"{list(exp.shape or ())} {view.title} builds ({exp.formula}); the loader keeps only "
@@ -444,10 +444,10 @@ def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
     implied = _head_dim_implied(ctx)
     if implied is None:
         return
-    spec = ctx.spec
+    draft = ctx.draft
     q_proj = view.expectations.get("layers.0.self_attn.q_proj.weight")
     # Loaders that narrow cut a larger stored projection silently; a smaller one they refuse.
-    narrows = q_proj is not None and q_proj.oversize != FAILS and implied > (spec.head_dim or 0)
+    narrows = q_proj is not None and q_proj.oversize != FAILS and implied > (draft.head_dim or 0)
     outcome = (
         "its loader silently keeps only the leading slice of each projection, so every "
         "drafted token is wrong"
@@ -456,15 +456,15 @@ def head_dim_not_declared(ctx: Context) -> Iterator[Violation]:
     )
     yield Violation(
         f"the config has no `head_dim`, so {view.title} uses hidden_size/num_attention_heads = "
-        f"{spec.hidden_size}/{spec.num_heads} = {spec.head_dim}, but the stored q_proj "
-        f"{list(spec.tensors['layers.0.self_attn.q_proj.weight'].shape)} implies head_dim "
+        f"{draft.hidden_size}/{draft.num_heads} = {draft.head_dim}, but the stored q_proj "
+        f"{list(draft.tensors['layers.0.self_attn.q_proj.weight'].shape)} implies head_dim "
         f"{implied}; {outcome}",
-        Location("config.json", spec.pointer("head_dim")),
+        Location("config.json", draft.pointer("head_dim")),
         f'add "head_dim": {implied} to the decoder config',
         q_proj.citations if q_proj is not None else (),
         Consequence.DRAFTS_GARBAGE if narrows else Consequence.REFUSES_TO_START,
         related=tuple(
-            _tensor_location(ctx, spec.raw(exp.canonical))
+            _tensor_location(ctx, draft.raw(exp.canonical))
             for exp in view.expectations.values()
             if _ATTN.match(exp.canonical) and _shape_problem(ctx, exp) is not None
         ),
@@ -519,7 +519,7 @@ def config_dimension_contradicts_tensors(ctx: Context) -> Iterator[Violation]:
             else "its loader silently keeps only the leading slice of each, so every drafted "
             "token is wrong"
         )
-        related = tuple(_tensor_location(ctx, ctx.spec.raw(c)) for c in fit.explains)
+        related = tuple(_tensor_location(ctx, ctx.draft.raw(c)) for c in fit.explains)
         consequence = Consequence.REFUSES_TO_START if refused else Consequence.DRAFTS_GARBAGE
         citations = exps[0].citations if exps else ()
         if fit.ambiguous:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from draftfit.rule_ids import (
     EMBEDDING_FROM_ANOTHER_TARGET,
@@ -29,7 +30,6 @@ from draftfit.rule_ids import (
 )
 from draftfit.rules.base import Context, Location, Scope, Violation, rule
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.values.facts import TensorFacts, ValueFacts
 
@@ -135,7 +135,7 @@ def embedding_from_another_target(ctx: Context) -> Iterator[Violation]:
         f"exactly, largest difference {c.max_diff:.3g}, first differing row "
         f"{c.first_mismatch}); {facts.frozen_evidence}, so a draft trained for this target "
         "holds an exact copy: it was trained for another target (or another revision)",
-        Location(ctx.spec.tensors[_EMBED].file, tensor=c.draft_tensor),
+        Location(ctx.draft.tensors[_EMBED].file, tensor=c.draft_tensor),
         "serve the draft with the target it was trained for, or use a draft trained for this one",
     )
 
@@ -172,7 +172,7 @@ def embedding_similarity(ctx: Context) -> Iterator[Violation]:
         f"{c.rows_matched} rows identical, largest difference {c.max_diff:.3g}); "
         f"{facts.frozen_evidence}: a trained embedding drifts, so only similarity is "
         "meaningful, and it does not tell the acceptance rate",
-        Location(ctx.spec.tensors[_EMBED].file, tensor=c.draft_tensor),
+        Location(ctx.draft.tensors[_EMBED].file, tensor=c.draft_tensor),
         None,
     )
 
@@ -473,7 +473,7 @@ def lm_head_copied_from_target(ctx: Context) -> Iterator[Violation]:
     yield Violation(
         f"the draft's `{c.draft_tensor}` equals the target's `{c.target_tensor}` on every row "
         f"compared ({c.coverage.describe()}): the head was frozen, not trained",
-        Location(ctx.spec.tensors["lm_head.weight"].file, tensor=c.draft_tensor),
+        Location(ctx.draft.tensors["lm_head.weight"].file, tensor=c.draft_tensor),
         None,
     )
 

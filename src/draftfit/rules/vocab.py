@@ -41,8 +41,8 @@ EMITS_STAGE = "rule's own check"
 
 
 def _tensor_loc(ctx: Context, canonical: str) -> Location:
-    info = ctx.spec.tensors.get(canonical)
-    return Location(info.file if info else None, tensor=ctx.spec.raw(canonical))
+    info = ctx.draft.tensors.get(canonical)
+    return Location(info.file if info else None, tensor=ctx.draft.raw(canonical))
 
 
 def _targets(values: array[int]) -> list[int]:
@@ -116,20 +116,20 @@ def missing_d2t(ctx: Context) -> Iterator[Violation]:
         return
     if not ctx.checkpoint.weights_complete:
         return
-    if "d2t" in ctx.spec.tensors:
+    if "d2t" in ctx.draft.tensors:
         return
     required = view.expectations.get("d2t")
     if required is not None and required.if_missing == "fails":
         return  # the engine refuses to start: reported by missing-required-tensor
-    spec = ctx.spec
+    draft = ctx.draft
     fix = "store the trained `d2t` map"
-    if "t2d" in spec.tensors:
+    if "t2d" in draft.tensors:
         fix = "derive `d2t` from the stored `t2d` (`draftfit convert --to vllm`)"
     yield Violation(
         f"`draft_vocab_size` is {view.vocabulary.draft_vocab_size} < `vocab_size` "
-        f"{spec.vocab_size}, but no `d2t` is stored: {view.title} keeps the map at zeros and "
+        f"{draft.vocab_size}, but no `d2t` is stored: {view.title} keeps the map at zeros and "
         "proposes draft token i as target token i",
-        config_at(spec.pointer("draft_vocab_size")),
+        config_at(draft.pointer("draft_vocab_size")),
         fix,
         view.expectations["d2t"].citations if "d2t" in view.expectations else (),
     )
@@ -161,7 +161,7 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
     """
     yield from from_view_events(ctx, LM_HEAD_MISSING_REDUCED_VOCAB)
     view = ctx.view
-    if view is None or not view.built or "lm_head.weight" in ctx.spec.tensors:
+    if view is None or not view.built or "lm_head.weight" in ctx.draft.tensors:
         return
     if not ctx.checkpoint.weights_complete:
         return
@@ -169,14 +169,14 @@ def lm_head_missing_reduced_vocab(ctx: Context) -> Iterator[Violation]:
     if exp is None or exp.if_missing != "shared":
         return
     Vd = view.vocabulary.draft_vocab_size if view.vocabulary is not None else None
-    Vt = ctx.target.vocab_size if ctx.target else ctx.spec.vocab_size
+    Vt = ctx.target.vocab_size if ctx.target else ctx.draft.vocab_size
     if isinstance(Vd, int) and isinstance(Vt, int) and Vd != Vt:
         yield Violation(
             f"no `lm_head.weight` is stored, so {view.title} borrows the target's ({Vt} rows) "
             f"for a draft vocabulary of {Vd}: its logits no longer line up with `d2t`, and "
             "the drafts are garbage",
             Location(None, tensor="lm_head.weight"),
-            f"store the trained `lm_head.weight` [{Vd}, {ctx.spec.hidden_size}]",
+            f"store the trained `lm_head.weight` [{Vd}, {ctx.draft.hidden_size}]",
             exp.citations,
         )
 
@@ -201,11 +201,11 @@ def d2t_out_of_range(ctx: Context) -> Iterator[Violation]:
     ## Fix
     Store offsets (`target_id - draft_id`), as every trainer does.
     """
-    info = ctx.spec.tensors.get("d2t")
+    info = ctx.draft.tensors.get("d2t")
     if info is None:
         return
     values = cached_ints(ctx.checkpoint, info)
-    vocab = ctx.target.vocab_size if ctx.target and ctx.target.vocab_size else ctx.spec.vocab_size
+    vocab = ctx.target.vocab_size if ctx.target and ctx.target.vocab_size else ctx.draft.vocab_size
     if not values or not vocab:
         return
     # Kept by the checkpoint: `matrix` and recipes check the same map many times.
@@ -251,9 +251,9 @@ def vocab_map_inconsistent(ctx: Context) -> Iterator[Violation]:
     ## Fix
     Regenerate `d2t` from the draft vocabulary the draft was trained with.
     """
-    spec = ctx.spec
-    d2t_info = spec.tensors.get("d2t")
-    Vd = spec.draft_vocab_size
+    draft = ctx.draft
+    d2t_info = draft.tensors.get("d2t")
+    Vd = draft.draft_vocab_size
     if d2t_info is not None and Vd and tuple(d2t_info.shape) != (Vd,):
         yield Violation(
             f"`d2t` has shape {list(d2t_info.shape)}, expected [{Vd}] (draft_vocab_size)",
@@ -293,14 +293,14 @@ def t2d_inconsistent(ctx: Context) -> Iterator[Violation]:
     ## Fix
     Regenerate both maps from the vocabulary selection the draft was trained with.
     """
-    spec = ctx.spec
-    t2d_info = spec.tensors.get("t2d")
+    draft = ctx.draft
+    t2d_info = draft.tensors.get("t2d")
     if t2d_info is None:
         return
     unused = "no engine reads `t2d` (serving maps drafted ids through `d2t` alone)"
-    if spec.vocab_size and tuple(t2d_info.shape) != (spec.vocab_size,):
+    if draft.vocab_size and tuple(t2d_info.shape) != (draft.vocab_size,):
         yield Violation(
-            f"`t2d` has shape {list(t2d_info.shape)}, expected [{spec.vocab_size}] "
+            f"`t2d` has shape {list(t2d_info.shape)}, expected [{draft.vocab_size}] "
             f"(vocab_size); {unused}",
             _tensor_loc(ctx, "t2d"),
             "regenerate t2d for this vocabulary, or drop it",
@@ -310,7 +310,7 @@ def t2d_inconsistent(ctx: Context) -> Iterator[Violation]:
     marked = cached_mask_count(ctx.checkpoint, t2d_info)
     if marked is None:  # unreadable bytes: the reader reports the damage
         return
-    Vd = spec.draft_vocab_size
+    Vd = draft.draft_vocab_size
     if Vd and marked != Vd:
         yield Violation(
             f"`t2d` marks {marked} target ids, but draft_vocab_size is {Vd}; {unused}",
@@ -333,16 +333,16 @@ def t2d_inconsistent(ctx: Context) -> Iterator[Violation]:
 def _agreement(ctx: Context) -> tuple[bool, bool] | None:
     """(d2t's target ids are distinct, they are exactly t2d's marks), computed once per
     checkpoint; None without a well-shaped d2t."""
-    spec = ctx.spec
-    d2t_info, t2d_info = spec.tensors.get("d2t"), spec.tensors.get("t2d")
-    Vd = spec.draft_vocab_size
+    draft = ctx.draft
+    d2t_info, t2d_info = draft.tensors.get("d2t"), draft.tensors.get("t2d")
+    Vd = draft.draft_vocab_size
     if d2t_info is None or (Vd and tuple(d2t_info.shape) != (Vd,)):
         return None
     d2t = cached_ints(ctx.checkpoint, d2t_info)
     if not d2t:
         return None
     t2d_ok = t2d_info is not None and not (
-        spec.vocab_size and tuple(t2d_info.shape) != (spec.vocab_size,)
+        draft.vocab_size and tuple(t2d_info.shape) != (draft.vocab_size,)
     )
     t2d = cached_mask(ctx.checkpoint, t2d_info) if t2d_ok and t2d_info is not None else None
     files = (d2t_info.file,) + ((t2d_info.file,) if t2d_info is not None else ())

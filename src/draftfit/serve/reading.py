@@ -14,15 +14,16 @@ import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.access import read_regular
 from draftfit.checkpoint.jsonread import JsonLimitError, JsonSyntaxError, parse_json
 from draftfit.errors import UsageError
+from draftfit.escape import clip
 from draftfit.records import frozen, replace
 from draftfit.serve.settings import ServeSettings
-from draftfit.settings_text import MAX_SETTINGS_BYTES, clip, decode_utf8, load_yaml, shown
+from draftfit.settings_text import MAX_SETTINGS_BYTES, decode_utf8, load_yaml, shown
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

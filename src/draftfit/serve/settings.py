@@ -11,9 +11,10 @@ which also judges the launch at each release); rules read these fields.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.records import field, fields, frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -49,13 +49,13 @@ import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.access import read_regular
 from draftfit.errors import UsageError
 from draftfit.records import field, frozen
 from draftfit.settings_text import MAX_SETTINGS_BYTES, load_toml
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -31,12 +31,6 @@ _PLAIN: dict[str, str] = {
 }
 _F8 = ("F8_E4M3", "F8_E5M2", "F8_E8M0")
 FLOAT_DECODABLE = frozenset({"BF16", "F16", "F32", "F64", *_F8})
-DECODABLE = FLOAT_DECODABLE | frozenset(_PLAIN)
-
-
-def decodable(dtype: str) -> bool:
-    """Whether `dtype` can be decoded here."""
-    return dtype in DECODABLE
 
 
 def decode(data: bytes | memoryview, dtype: str) -> npt.NDArray[np.generic]:

@@ -13,6 +13,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.dtypes import FLOAT_DTYPES
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
@@ -38,7 +39,6 @@ from draftfit.values.target_weights import (
     open_target_weights,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.draft.description import DraftDescription
     from draftfit.draft.target import Target
@@ -55,14 +55,14 @@ FREEZING_PRODUCERS = {
 
 
 def scan_values(
-    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, mode: str
+    checkpoint: Checkpoint, draft: DraftDescription, target: Target | None, mode: str
 ) -> ValueFacts:
     """The value facts of `checkpoint` (next to `target`), read once per checkpoint, target
     and mode (kept by the checkpoint's memo: `matrix` checks every version with them)."""
     if mode not in MODES:
         raise ValueError(f"unknown value mode {mode!r}")
     key = ("value facts", mode, target.origin if target is not None else None)
-    return checkpoint.memo.own(key, lambda: _scan(checkpoint, spec, target, mode))
+    return checkpoint.memo.own(key, lambda: _scan(checkpoint, draft, target, mode))
 
 
 def _is_remote(checkpoint: Checkpoint) -> bool:
@@ -76,12 +76,12 @@ def _is_remote(checkpoint: Checkpoint) -> bool:
 
 
 def _scan(
-    checkpoint: Checkpoint, spec: DraftDescription, target: Target | None, mode: str
+    checkpoint: Checkpoint, draft: DraftDescription, target: Target | None, mode: str
 ) -> ValueFacts:
     facts = ValueFacts(mode)
-    facts.serving_dtype, facts.serving_dtype_source = _serving_dtype(spec, target)
-    facts.embed_frozen, facts.frozen_evidence = _frozen(spec)
-    facts.initializer_range = _initializer_range(spec)
+    facts.serving_dtype, facts.serving_dtype_source = _serving_dtype(draft, target)
+    facts.embed_frozen, facts.frozen_evidence = _frozen(draft)
+    facts.initializer_range = _initializer_range(draft)
     if checkpoint.weight_format == "bin":
         facts.skipped.append(
             Skipped(
@@ -92,9 +92,9 @@ def _scan(
             )
         )
         return facts
-    weights = _target_weights(facts, spec, target)
+    weights = _target_weights(facts, draft, target)
     tensors = [
-        (canonical, info) for canonical, info in spec.tensors.items() if info.dtype in FLOAT_DTYPES
+        (canonical, info) for canonical, info in draft.tensors.items() if info.dtype in FLOAT_DTYPES
     ]
     plans = {canonical: _plan(canonical, info, mode, weights) for canonical, info in tensors}
     total = sum(
@@ -114,17 +114,17 @@ def _scan(
             for canonical, info in tensors:
                 plan = plans[canonical]
                 if plan is None:
-                    facts.skipped.append(_undecodable(spec.raw(canonical), info))
+                    facts.skipped.append(_undecodable(draft.raw(canonical), info))
                     continue
                 try:
                     facts.tensors[canonical] = _tensor_facts(
-                        reader, canonical, spec.raw(canonical), info, plan, spec
+                        reader, canonical, draft.raw(canonical), info, plan, draft
                     )
                 except OSError as exc:
                     reason = f"cannot read: {exc.strerror or exc}"
                     facts.skipped.append(Skipped("tensor", info.file, reason, info.name))
             if weights is not None:
-                _compare_all(facts, spec, reader, weights, mode, progress)
+                _compare_all(facts, draft, reader, weights, mode, progress)
         finally:
             reader.close()
         facts.bytes_read = reader.bytes_read
@@ -359,15 +359,15 @@ def _tensor_facts(
     raw: str,
     info: TensorInfo,
     plan: list[tuple[int, int]],
-    spec: DraftDescription,
+    draft: DraftDescription,
 ) -> TensorFacts:
     rows, _ = rows_and_width(info.shape)
     facts = TensorFacts(
         canonical, raw, info.file, info.dtype, info.shape, Coverage(count_rows(plan), rows)
     )
     chunk_width = None
-    if canonical == FC and spec.num_aux_states and spec.num_aux_states > 1:
-        chunk_width = spec.target_hidden_size
+    if canonical == FC and draft.num_aux_states and draft.num_aux_states > 1:
+        chunk_width = draft.target_hidden_size
     _, width = rows_and_width(info.shape)
     accumulator = TensorAccumulator(facts, chunk_width)
     for start, end, data, blocks in reader.runs(info, plan, remember=canonical in (EMBED, HEAD)):
@@ -376,11 +376,11 @@ def _tensor_facts(
 
 
 def _target_weights(
-    facts: ValueFacts, spec: DraftDescription, target: Target | None
+    facts: ValueFacts, draft: DraftDescription, target: Target | None
 ) -> TargetWeights | None:
-    head = spec.tensors.get(HEAD)
+    head = draft.tensors.get(HEAD)
     need_head = head is not None and bool(head.shape) and head.shape[0] == target_vocab(target)
-    if target is None or not (spec.has(EMBED) or need_head):
+    if target is None or not (draft.has(EMBED) or need_head):
         return None
     try:
         return open_target_weights(target, need_head=need_head)
@@ -388,14 +388,14 @@ def _target_weights(
         reason = str(exc)
     except DraftfitError as exc:
         reason = str(exc)
-    what = "embedding comparison" if spec.has(EMBED) else "lm_head comparison"
+    what = "embedding comparison" if draft.has(EMBED) else "lm_head comparison"
     facts.skipped.append(Skipped(what, None, f"the target's weights: {reason}"))
     return None
 
 
 def _compare_all(
     facts: ValueFacts,
-    spec: DraftDescription,
+    draft: DraftDescription,
     reader: _Reader,
     weights: TargetWeights,
     mode: str,
@@ -403,11 +403,11 @@ def _compare_all(
 ) -> None:
     pairs = [("embedding", EMBED, weights.embedding), ("lm_head", HEAD, weights.head)]
     for what, canonical, theirs in pairs:
-        mine = spec.tensors.get(canonical)
+        mine = draft.tensors.get(canonical)
         if mine is None or theirs is None:
             continue
         if what == "lm_head" and (
-            mine.shape != theirs.shape or (weights.head_tied and spec.has(EMBED))
+            mine.shape != theirs.shape or (weights.head_tied and draft.has(EMBED))
         ):
             continue  # a reduced-vocabulary head has no row-for-row counterpart
         problem = _comparable(mine, theirs, weights)
@@ -421,7 +421,7 @@ def _compare_all(
         else:
             plan = split_ranges(sampled_rows(rows, per_row, EMBED_SAMPLE_ROWS), per_row)
         comparison = Comparison(
-            what, spec.raw(canonical), theirs.name, theirs.file, Coverage(count_rows(plan), rows)
+            what, draft.raw(canonical), theirs.name, theirs.file, Coverage(count_rows(plan), rows)
         )
         accumulator = ComparisonAccumulator(comparison)
         try:
@@ -468,12 +468,12 @@ def _comparable(mine: TensorInfo, theirs: TensorInfo, weights: TargetWeights) ->
     return None
 
 
-def _serving_dtype(spec: DraftDescription, target: Target | None) -> tuple[str | None, str | None]:
+def _serving_dtype(draft: DraftDescription, target: Target | None) -> tuple[str | None, str | None]:
     """The dtype the engine serves in: the target's declared dtype, else the draft's."""
     sources = []
     if target is not None:
         sources += [(target.text_config, "the target"), (target.config, "the target")]
-    sources.append((spec.config, "the draft"))
+    sources.append((draft.config, "the draft"))
     for config, who in sources:
         for key in ("torch_dtype", "dtype"):
             value = config.get(key)
@@ -482,23 +482,23 @@ def _serving_dtype(spec: DraftDescription, target: Target | None) -> tuple[str |
     return None, None
 
 
-def _initializer_range(spec: DraftDescription) -> float | None:
+def _initializer_range(draft: DraftDescription) -> float | None:
     """The config's `initializer_range` (the std of HF's weight initialiser), if usable.
     No engine reads it, so it is not in the config schema: a value of another type is
     simply not used."""
-    for config in (spec.config, spec.config.get("transformer_layer_config")):
+    for config in (draft.config, draft.config.get("transformer_layer_config")):
         value = config.get("initializer_range") if isinstance(config, dict) else None
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
             return float(value)
     return None
 
 
-def _frozen(spec: DraftDescription) -> tuple[bool | None, str]:
+def _frozen(draft: DraftDescription) -> tuple[bool | None, str]:
     """Whether the producer froze the embedding during training, and why draftfit thinks so."""
-    value = spec.config.get("embed_requires_grad")
+    value = draft.config.get("embed_requires_grad")
     if isinstance(value, bool):
         return (not value), f"config.json says `embed_requires_grad: {str(value).lower()}`"
-    reason = FREEZING_PRODUCERS.get(spec.dialect.name)
+    reason = FREEZING_PRODUCERS.get(draft.dialect.name)
     if reason is not None:
         return True, reason
     return None, "draftfit cannot tell whether the producer froze the embedding"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.jsonread import parse_json
 from draftfit.checkpoint.model import Damage, TensorInfo
@@ -19,7 +20,6 @@ from draftfit.checkpoint.safetensors import HEADER_LIMITS, parse_entry
 from draftfit.draft.target import Target
 from draftfit.records import record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.checkpoint.access import FileAccess
 

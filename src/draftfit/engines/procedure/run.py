@@ -11,12 +11,12 @@ in the engine's folder and one more entry of `by_method`; nothing here changes.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.engines.procedure.state import BuildState, EngineTraits
 from draftfit.engines.view import BuildInputs, EngineView
 from draftfit.records import frozen
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.draft.description import DraftDescription
 

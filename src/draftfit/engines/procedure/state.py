@@ -13,6 +13,7 @@ config integer, and recording an expected parameter or a stored tensor's fate.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.engines import shapes
 from draftfit.engines.view import (
@@ -28,7 +29,6 @@ from draftfit.location import Location
 from draftfit.records import field, frozen, record
 from draftfit.rule_ids import Consequence, RuleId
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

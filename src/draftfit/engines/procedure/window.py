@@ -4,13 +4,13 @@ that this version does not apply to the draft's attention (DF130)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.engines.procedure.state import BuildState
 from draftfit.location import config_at
 from draftfit.rule_ids import Consequence
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

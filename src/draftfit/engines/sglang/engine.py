@@ -17,6 +17,7 @@ counting the SGLang version applies to the target.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.engines.interface import (
     ConventionChoice,
@@ -45,7 +46,6 @@ from draftfit.rule_ids import (
     DRAFT_SLIDING_WINDOW_IGNORED,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -71,7 +71,8 @@ SGLANG_LAYOUT = ConventionLayout("sglang", single_layer_prefix="midlayer.", deri
 
 
 class SGLangEngine(Engine):
-    """SGLang (data: `data/sglang.toml`, procedure: :mod:`draftfit.engines.sglang.procedure`).
+    """SGLang (data: `engines/sglang/data.toml`, procedure:
+    :mod:`draftfit.engines.sglang.procedure`).
 
     SGLang takes `architectures[0]` as the draft class with no rewrite, so two different
     names are always two classes (`class_families` stays empty)."""
@@ -91,14 +92,19 @@ class SGLangEngine(Engine):
         return build_view(inputs)
 
     def serve(self, request: ServeRequest) -> Served:
-        profile, spec, target, codes = request.profile, request.spec, request.target, request.codes
-        algorithm = "EAGLE" if spec.method == "eagle" else "EAGLE3"
-        tokens, why = speculative_tokens(spec)
+        profile, draft, target, codes = (
+            request.profile,
+            request.draft,
+            request.target,
+            request.codes,
+        )
+        algorithm = "EAGLE" if draft.method == "eagle" else "EAGLE3"
+        tokens, why = speculative_tokens(draft)
         known = set(profile.value("serve_flags") or [])
         notes = list(request.notes)
         steps: list[str] = []
         flags: dict[str, Any] = {}
-        source = target_source(target, spec)
+        source = target_source(target, draft)
         notes.extend(verifier_note(target, source))
         if source is not None and source.revision:
             flags["--revision"] = source.revision
@@ -107,22 +113,26 @@ class SGLangEngine(Engine):
         remote_note = request.remote_code_note("--trust-remote-code")
         if remote_note is not None:
             notes.append(remote_note)
-        draft = model_source(request.draft)
+        draft_source = model_source(request.draft_path)
         own_revision = profile.value("draft_revision_source") == "own"
-        if draft.hub and not own_revision and (draft.revision or "--revision" in flags):
+        if (
+            draft_source.hub
+            and not own_revision
+            and (draft_source.revision or "--revision" in flags)
+        ):
             # the draft would be read at the target's --revision
-            steps.append(draft.download())
+            steps.append(draft_source.download())
             notes.append(
                 f"hf download first: {profile.title} reads a Hub draft at the target's "
                 f"revision (it has no {DRAFT_REVISION})"
             )
-            draft = draft.local
+            draft_source = draft_source.local
         flags |= {
             "--speculative-algorithm": algorithm,
-            "--speculative-draft-model-path": draft.name,
+            "--speculative-draft-model-path": draft_source.name,
         }
-        if draft.revision:
-            flags[DRAFT_REVISION] = draft.revision
+        if draft_source.revision:
+            flags[DRAFT_REVISION] = draft_source.revision
         flags |= {
             "--speculative-num-steps": tokens,
             "--speculative-eagle-topk": 1,
@@ -152,8 +162,8 @@ class SGLangEngine(Engine):
             )
         from draftfit.engines.procedure.window import draft_window  # loads with a check
 
-        window = draft_window(spec.config)
-        architectures = spec.get("architectures")
+        window = draft_window(draft.config)
+        architectures = draft.get("architectures")
         mla = isinstance(architectures, list) and MLA_DRAFT in architectures
         if (
             DRAFT_SLIDING_WINDOW_IGNORED.code in codes
@@ -168,7 +178,7 @@ class SGLangEngine(Engine):
                 f"window, which {profile.title} does not read from its config"
             )
         env = ""
-        max_pos = spec.get("max_position_embeddings")
+        max_pos = draft.get("max_position_embeddings")
         if codes & CONTEXT_CODES and isinstance(max_pos, int):
             if profile.value("draft_context_shorter_than_target") == "error-unless-env-then-raised":
                 env = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 "

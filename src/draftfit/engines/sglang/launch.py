@@ -17,6 +17,8 @@ says what each release does).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.engines.launch_part import EngineLaunch, eagle_method
 from draftfit.serve.reading import (
     ATTENTION_BACKEND,
@@ -30,7 +32,6 @@ from draftfit.serve.reading import (
     FlagTarget,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.engines.profile import Profile
     from draftfit.serve.settings import ServeSettings

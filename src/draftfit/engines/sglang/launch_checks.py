@@ -6,6 +6,8 @@ shares are in :mod:`draftfit.engines.launch_checks`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit import rule_ids
 from draftfit.engines.draft_quant import ONLINE_QUANTIZATION, read_draft_quant
 from draftfit.engines.launch_checks import (
@@ -27,7 +29,6 @@ from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
 from draftfit.rule_ids import Consequence
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.engines.procedure.state import BuildState
     from draftfit.engines.profile import Profile

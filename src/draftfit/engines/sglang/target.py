@@ -5,6 +5,8 @@ decide)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit import rule_ids
 from draftfit.draft.description import EAGLE3
 from draftfit.draft.target import Target
@@ -21,7 +23,6 @@ from draftfit.engines.sglang.classes import LLAMA_EAGLE
 from draftfit.location import config_at, target_config_at
 from draftfit.rule_ids import Consequence
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

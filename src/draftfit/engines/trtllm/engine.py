@@ -12,6 +12,8 @@ at a revision) is downloaded first (`hf download`), so TensorRT-LLM is given fol
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.engines.interface import Engine, Recipe, Served, ServeRequest
 from draftfit.engines.serve import (
     command_word,
@@ -28,7 +30,6 @@ from draftfit.rule_ids import (
     AUX_RUNTIME_COUNT_MISMATCH,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -49,16 +50,16 @@ SETTING_FIXES = frozenset(
 )
 
 
-def layers_to_capture(spec: DraftDescription, target: Target | None) -> list[int] | None:
+def layers_to_capture(draft: DraftDescription, target: Target | None) -> list[int] | None:
     """The trained layers in TensorRT-LLM's `eagle3_layers_to_capture` (output-of) counting."""
-    trained = spec.trained_capture_before(target.num_layers if target else None)
+    trained = draft.trained_capture_before(target.num_layers if target else None)
     if trained is None:
         return None
     return sorted({i - 1 for i in trained})
 
 
 class TrtllmEngine(Engine):
-    """TensorRT-LLM's PyTorch backend (data: `data/trtllm.toml`, procedure:
+    """TensorRT-LLM's PyTorch backend (data: `engines/trtllm/data.toml`, procedure:
     :mod:`draftfit.engines.trtllm.procedure`). Its draft class is chosen by rule, not by a
     registry of aliases, so two different names are two classes."""
 
@@ -79,20 +80,20 @@ class TrtllmEngine(Engine):
     def serve(self, request: ServeRequest) -> Served | None:
         from draftfit.draft.description import EAGLE
 
-        profile, spec, target = request.profile, request.spec, request.target
-        if spec.method == EAGLE:
+        profile, draft, target = request.profile, request.draft, request.target
+        if draft.method == EAGLE:
             return None
         if not isinstance(profile.value("draft_path_key"), str):
             return None  # which key names the draft is not known here: no command to give
-        tokens, why = speculative_tokens(spec)
+        tokens, why = speculative_tokens(draft)
         notes = list(request.notes)
         steps: list[str] = []
-        draft = model_source(request.draft)
-        if draft.hub:
-            steps.append(draft.download())
+        draft_source = model_source(request.draft_path)
+        if draft_source.hub:
+            steps.append(draft_source.download())
             notes.append("hf download first: the recipe gives TensorRT-LLM the draft as a folder")
-            draft = draft.local
-        source = target_source(target, request.spec)
+            draft_source = draft_source.local
+        source = target_source(target, request.draft)
         notes.extend(verifier_note(target, source))
         if source is not None and source.revision:
             steps.append(source.download())
@@ -105,13 +106,13 @@ class TrtllmEngine(Engine):
         spec_config: dict[str, Any] = {
             "decoding_type": decoding,
             "max_draft_len": tokens,
-            profile.value("draft_path_key"): draft.name,
+            profile.value("draft_path_key"): draft_source.name,
         }
         if profile.value("one_model_default") == "one-model-default":
             spec_config["eagle3_one_model"] = True
         fixed: frozenset[str] = frozenset()
         user_key = profile.value("aux_ids_user_key")
-        layers = layers_to_capture(spec, target)
+        layers = layers_to_capture(draft, target)
         if user_key and layers is not None:
             spec_config[user_key] = layers
             fixed = SETTING_FIXES

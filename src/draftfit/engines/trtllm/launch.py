@@ -25,6 +25,7 @@ the speculative config by itself) is TensorRT-LLM's: a key neither vLLM nor SGLa
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.errors import UsageError
@@ -32,7 +33,6 @@ from draftfit.records import replace
 from draftfit.serve.reading import INT, PIPELINE_PARALLEL, TENSOR_PARALLEL, FlagTarget, read_value
 from draftfit.serve.settings import ServeSettings
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -6,6 +6,8 @@ every engine shares are in :mod:`draftfit.engines.launch_checks`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit import rule_ids
 from draftfit.engines.launch_checks import (
     Spelling,
@@ -19,9 +21,8 @@ from draftfit.engines.launch_checks import (
 )
 from draftfit.engines.trtllm.launch import SPEC_KEYS
 from draftfit.engines.view import Event
-from draftfit.settings_text import clip
+from draftfit.escape import clip
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.engines.procedure.state import BuildState
     from draftfit.engines.releases import Release

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.engines.interface import (
     ConventionChoice,
@@ -37,7 +38,6 @@ from draftfit.engines.serve import (
 )
 from draftfit.rule_ids import AUX_LAYERS_DIFFER_FROM_TRAINED
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -64,7 +64,7 @@ SPECULATORS_LAYOUT = ConventionLayout("speculators", speculators_config=True, de
 
 
 class VllmEngine(Engine):
-    """vLLM (data: `data/vllm.toml`, procedure: :mod:`draftfit.engines.vllm.procedure`)."""
+    """vLLM (data: `engines/vllm/data.toml`, procedure: :mod:`draftfit.engines.vllm.procedure`)."""
 
     name = "vllm"
     convention = "vllm"
@@ -87,20 +87,20 @@ class VllmEngine(Engine):
         return build_view(inputs)
 
     def serve(self, request: ServeRequest) -> Served:
-        profile, spec = request.profile, request.spec
-        method = spec.method or "eagle3"
-        tokens, why = speculative_tokens(spec)
+        profile, draft = request.profile, request.draft
+        method = draft.method or "eagle3"
+        tokens, why = speculative_tokens(draft)
         notes = list(request.notes)
         steps: list[str] = []
-        draft = model_source(request.draft)
+        draft_source = model_source(request.draft_path)
         revision_key = profile.value("draft_revision_key")
-        if draft.revision and not revision_key:
-            steps.append(draft.download())
+        if draft_source.revision and not revision_key:
+            steps.append(draft_source.download())
             notes.append(
                 f"hf download first: {profile.title} has no revision setting for the draft"
             )
-            draft = draft.local
-        target = target_source(request.target, request.spec)
+            draft_source = draft_source.local
+        target = target_source(request.target, request.draft)
         notes.extend(verifier_note(request.target, target))
         lines = [f"vllm serve {command_word(target)}"]
         if target is not None and target.revision:
@@ -112,13 +112,17 @@ class VllmEngine(Engine):
             notes.append(remote_note)
         config: dict[str, Any]
         if "--speculative-config" in (profile.value("serve_flags") or []):
-            config = {"method": method, "model": draft.name, "num_speculative_tokens": tokens}
-            if draft.revision:
-                config[revision_key] = draft.revision
+            config = {
+                "method": method,
+                "model": draft_source.name,
+                "num_speculative_tokens": tokens,
+            }
+            if draft_source.revision:
+                config[revision_key] = draft_source.revision
             lines.append(f"--speculative-config {shell_quote(json.dumps(config))}")
         else:
-            config = {"model": draft.name, "num_speculative_tokens": tokens}
-            lines.append(f"--speculative-model {shell_word(draft.name)}")
+            config = {"model": draft_source.name, "num_speculative_tokens": tokens}
+            lines.append(f"--speculative-model {shell_word(draft_source.name)}")
             lines.append(f"--num-speculative-tokens {tokens}")
         if (
             not reads_top_level_ids(profile)

@@ -9,6 +9,7 @@ configs' geometry (:mod:`.kv_geometry`) into the events a release's behaviour wa
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.draft.target import Target
@@ -18,7 +19,6 @@ from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
 from draftfit.location import config_at
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -33,9 +33,11 @@ vllm/envs.py:1177-1180@v0.34.0) lets `--max-model-len` exceed the target's own l
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit.engines.launch_part import EngineLaunch, eagle_method
 from draftfit.errors import UsageError
+from draftfit.escape import clip
 from draftfit.records import replace
 from draftfit.serve.reading import (
     ANY_INT,
@@ -55,9 +57,7 @@ from draftfit.serve.reading import (
     read_value,
 )
 from draftfit.serve.settings import ServeSettings
-from draftfit.settings_text import clip
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

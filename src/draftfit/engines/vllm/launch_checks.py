@@ -6,6 +6,8 @@ shares are in :mod:`draftfit.engines.launch_checks`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit import rule_ids
 from draftfit.engines.launch_checks import (
     Spelling,
@@ -26,10 +28,9 @@ from draftfit.engines.launch_checks import (
 from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event
 from draftfit.engines.vllm.launch import LAUNCH
+from draftfit.escape import clip
 from draftfit.rule_ids import Consequence
-from draftfit.settings_text import clip
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from draftfit.engines.procedure.state import BuildState
     from draftfit.serve.settings import ServeSettings

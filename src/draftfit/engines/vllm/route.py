@@ -7,6 +7,7 @@ vLLM can build."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from draftfit import rule_ids
 from draftfit.draft.description import EAGLE, EAGLE3
@@ -17,7 +18,6 @@ from draftfit.engines.procedure.state import BuildState
 from draftfit.engines.profile import Profile
 from draftfit.location import config_at
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -1,5 +1,10 @@
-"""The `--fail-on` threshold: which findings and verdicts make the exit status 1.
+"""What a command concludes for one engine version, and which conclusions fail a run.
 
+`Verdict`: the verdicts of `check` and `matrix` (compatible, degraded, unverified,
+drafts-garbage, incompatible) and of `diff` (equivalent, unverified, different), as their
+JSON and text forms spell them.
+
+`FailOn`: the `--fail-on` threshold, which findings and verdicts make the exit status 1.
 The thresholds form one scale, from the least to the most strict::
 
     error < warning < unverified < info
@@ -14,8 +19,8 @@ The thresholds form one scale, from the least to the most strict::
   verdict has to be `compatible` (or `equivalent` for `diff`).
 * `info`: also any info finding.
 
-Kept apart from :class:`~draftfit.rule_ids.Severity`, which grades findings only: an
-unverified verdict is not a finding.
+Both are kept apart from :class:`~draftfit.rule_ids.Severity`, which grades findings only:
+an unverified verdict is not a finding.
 """
 
 from __future__ import annotations
