@@ -214,27 +214,40 @@ def target_table(
     return table
 
 
-def _write(root: Path, config: dict[str, Any], table: Table, shards: int, digits: int) -> Path:
+def _write(root: Path, config: dict[str, Any], chunks: list[Table], digits: int) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     named = [
-        (shard_name(i, shards, digits), [TensorToWrite(n, d, s, None) for n, d, s in chunk])
-        for i, chunk in enumerate(split_by_bytes(table, shards))
+        (
+            shard_name(i, len(chunks), digits),
+            [TensorToWrite(n, d, s, None) for n, d, s in chunk],
+        )
+        for i, chunk in enumerate(chunks)
     ]
     write_shards(root, named)
     return root
 
 
 def deepseek_v3_fp8(
-    root: Path, *, mtp_fp8: bool = True, depth: int = 1, shards: int = DEEPSEEK_V3_SHARDS
+    root: Path,
+    *,
+    mtp_fp8: bool = True,
+    depth: int = 1,
+    backbone_shards: int | None = None,
 ) -> Path:
     """DeepSeek-V3 as released (FP8, its MTP layer 61 quantized like the backbone, `eh_proj`
-    and the MTP head and embedding BF16), in `shards` shards; `mtp_fp8=False` stores layer
-    61 all BF16 with no exclusion (the vllm#37667 mechanism); `depth` is the declared
-    `num_nextn_predict_layers` (0: the layer still ships)."""
+    and the MTP head and embedding BF16), in 163 shards; `mtp_fp8=False` stores layer 61
+    all BF16 with no exclusion (the vllm#37667 mechanism); `depth` is the declared
+    `num_nextn_predict_layers` (0: the layer still ships). With `backbone_shards`, the
+    backbone is cut into that many shards and the MTP layer into four of its own (the
+    same MTP shards whatever the backbone's count)."""
     config = {**DEEPSEEK_V3_CONFIG, "num_nextn_predict_layers": depth}
     table = target_table(config, _mla, fp8=True, mtp_fp8=mtp_fp8)
-    return _write(root, config, table, shards, 6)
+    if backbone_shards is None:
+        return _write(root, config, split_by_bytes(table, DEEPSEEK_V3_SHARDS), 6)
+    first_mtp = next(i for i, t in enumerate(table) if t[0].startswith("model.layers.61."))
+    chunks = split_by_bytes(table[:first_mtp], backbone_shards)
+    return _write(root, config, chunks + split_by_bytes(table[first_mtp:], 4), 6)
 
 
 def glm4_moe_bf16(root: Path, *, drop_head: bool = False) -> Path:
@@ -244,7 +257,7 @@ def glm4_moe_bf16(root: Path, *, drop_head: bool = False) -> Path:
         GLM4_MOE_CONFIG, _gqa, fp8=False, mtp_fp8=False, drop=MTP_HEAD if drop_head else ()
     )
     total = sum(_bytes(d, s) for _, d, s in table)
-    return _write(root, GLM4_MOE_CONFIG, table, -(-total // SHARD_BYTES), 5)
+    return _write(root, GLM4_MOE_CONFIG, split_by_bytes(table, -(-total // SHARD_BYTES)), 5)
 
 
 def _bytes(dtype: str, shape: tuple[int, ...]) -> int:

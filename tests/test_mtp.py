@@ -125,3 +125,35 @@ def test_an_mtp_check_with_a_target_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="takes the target alone"):
         check_path(path, target=path, method="mtp")
     assert json.loads((path / "config.json").read_text())["num_nextn_predict_layers"] == 1
+
+
+def test_the_names_found_in_one_pass_are_those_a_test_of_each_name_finds() -> None:
+    """The MTP names (and strays, backbone modules) come from a pattern run over all names
+    at once; a name that is not ASCII sends every name through the per-name test instead,
+    so both ways must agree, whatever the layer numbers look like."""
+    import random
+
+    from draftfit.draft.mtp import is_mtp_name
+
+    rng = random.Random(7)
+    parts = ["eh_proj.weight", "enorm.weight", "mlp.experts.3.up_proj.weight", "shared_head.norm"]
+    for layers in (0, 1, 9, 10, 61, 92, 99, 100, 1234):
+        config = {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": layers}
+        names = []
+        for _ in range(400):
+            number = rng.choice([layers - 1, layers, layers + 1, rng.randint(0, 3000)])
+            digits = str(max(number, 0))
+            if rng.random() < 0.1:
+                digits = "0" + digits  # a leading zero
+            names.append(f"model.layers.{digits}.{rng.choice(parts)}")
+        names += ["lm_head.weight", "mtp.fc.weight", "model.MTP.x", "NextN.w", "model.layers.x.y"]
+        rng.shuffle(names)
+        assert select_mtp_names(config, names) == [n for n in names if is_mtp_name(config, n)]
+        found = read_mtp_target(config, names, {})
+        # "é" is no MTP name: it only turns the one-pass search off
+        each = read_mtp_target(config, [*names, "é"], {})
+        assert (found.layers, found.stray, found.backbone_modules) == (
+            each.layers,
+            each.stray,
+            each.backbone_modules,
+        )

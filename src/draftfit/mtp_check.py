@@ -22,7 +22,7 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.checkpoint.scoped import load_scoped
 from draftfit.draft.description import describe
 from draftfit.draft.mistakes import DRAFT_KEYS
-from draftfit.draft.mtp import MtpTarget, family_of, read_mtp_target, select_mtp_names
+from draftfit.draft.mtp import MtpSelection, MtpTarget, family_of, read_mtp_target
 from draftfit.draft.target import Target
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.launch_judgement import JudgedLaunch
@@ -101,11 +101,14 @@ def check_mtp_path(
 
     profiles = resolve_engines(engines)
     text = str(source)
+    selection = MtpSelection()
     if is_hub_reference(text):
-        scoped = open_scoped(text, select_mtp_names)
+        scoped = open_scoped(text, selection)
     else:
-        scoped = load_scoped(source, select_mtp_names)
-    return check_mtp(scoped.checkpoint, profiles, serve, scoped.names())
+        scoped = load_scoped(source, selection)
+    # the names that matter to the MTP facts, as the selection found them in the index
+    names = selection.relevant if selection.relevant is not None else scoped.names()
+    return check_mtp(scoped.checkpoint, profiles, serve, names)
 
 
 def check_mtp(

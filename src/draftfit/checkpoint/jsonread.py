@@ -95,8 +95,9 @@ def parse_json(data: bytes, limits: JsonLimits = CONFIG_LIMITS) -> JsonDocument:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise JsonSyntaxError(f"not UTF-8 text: {exc}", str(exc)) from None
-    colons = _scan(data, limits)
-    if colons is not None:
+    bounds = _scan(data, limits)
+    if bounds is not None:
+        colons, openers = bounds
         # Every member of every object is one colon outside strings, and the bytes hold
         # no more colons than that: when the parsed objects hold as many members, no key
         # was written twice, and the slower parse that tells which ones is not needed.
@@ -108,7 +109,7 @@ def parse_json(data: bytes, limits: JsonLimits = CONFIG_LIMITS) -> JsonDocument:
             raise JsonLimitError(f"it is nested more than {limits.max_depth} levels deep") from None
         except ValueError as exc:
             raise JsonSyntaxError(f"not valid JSON: {exc}", str(exc)) from None
-        if _members(value) == colons:
+        if _members(value, openers) == colons:
             if _SURROGATE_ESCAPE.search(data):
                 _refuse_lone_surrogates(value)
             return JsonDocument(value, ())
@@ -158,44 +159,52 @@ def _refuse_lone_surrogates(value: Any) -> None:
             stack.extend(item)
 
 
-def _members(value: Any) -> int:
-    """The members of every object in `value`, counted without recursion."""
+def _members(value: Any, containers: int) -> int:
+    """The members of every object in `value`, counted without recursion; `containers` is
+    at least the number of objects and arrays in it (once that many are found, the values
+    left are not looked through: a shard index's ~100,000 names are not)."""
     count = 0
     stack = [value]
+    left = containers - 1
     while stack:
         item = stack.pop()
-        if isinstance(item, dict):
-            count += len(item)
-            stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
-        elif isinstance(item, list):
-            stack.extend(v for v in item if isinstance(v, (dict, list)))
+        values = item.values() if isinstance(item, dict) else item
+        count += len(item) if isinstance(item, dict) else 0
+        if left <= 0 or not isinstance(item, (dict, list)):
+            continue
+        nested = [v for v in values if isinstance(v, (dict, list))]
+        left -= len(nested)
+        stack.extend(nested)
     return count
 
 
+# Every byte but those the scan counts.
+_NOT_COUNTED = bytes(b for b in range(256) if b not in b'":,[{')
 # Bytes that may be part of a number (`-+.0-9eE`) become b"1", every other byte b"0".
 _NUMBER_BYTES = bytes(0x31 if chr(b) in "-+.0123456789eE" else 0x30 for b in range(256))
 
 
-def _scan(data: bytes, limits: JsonLimits) -> int | None:
+def _scan(data: bytes, limits: JsonLimits) -> tuple[int, int] | None:
     """Check string, member and container counts, depth and number lengths on the raw
     bytes, without recursion, and before allocating anything per string.
 
     The counts over the whole bytes, strings included, are first taken as upper bounds:
     when they are all within the caps, so are the exact ones, and the colon count is
-    returned (a large shard index is settled so, several times faster). Otherwise the
-    exact counts outside strings decide, and None is returned."""
-    quotes = data.count(b'"')  # escaped quotes count too: an over-estimate, never under
+    returned with the count of `[` and `{` (a large shard index is settled so, several times
+    faster). Otherwise the exact counts outside strings decide, and None is returned."""
+    marks = data.translate(None, _NOT_COUNTED)  # the bytes counted, kept in a few KB
+    quotes = marks.count(b'"')  # escaped quotes count too: an over-estimate, never under
     if quotes > 2 * limits.max_strings:
         raise JsonLimitError(f"it has more than {limits.max_strings} strings")
-    colons = data.count(b":")
-    openers = data.count(b"[") + data.count(b"{")
+    colons = marks.count(b":")
+    openers = marks.count(b"[") + marks.count(b"{")
     if (
         colons <= limits.max_members
-        and data.count(b",") + 1 <= limits.max_items
+        and marks.count(b",") + 1 <= limits.max_items
         and openers <= min(limits.max_containers, limits.max_depth)
         and b"1" * (limits.max_digits + 1) not in data.translate(_NUMBER_BYTES)
     ):
-        return colons
+        return colons, openers
     outside = _outside_strings(data, quotes)
     members = outside.count(b":")
     if members > limits.max_members:

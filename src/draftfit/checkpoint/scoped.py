@@ -122,9 +122,8 @@ def scoped_from_access(
         )
     document = read_json_object(access, SAFETENSORS_INDEX, damage, rule_ids.INVALID_INDEX)
     weight_map = document.get("weight_map") if document is not None else None
-    if not isinstance(weight_map, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
-    ):
+    # (the types of ~100,000 names and shards, checked at C speed: JSON gives no subclass)
+    if not isinstance(weight_map, dict) or not set(map(type, weight_map.values())) <= {str}:
         if document is not None:
             damage.append(
                 Damage(rule_ids.INVALID_INDEX, SAFETENSORS_INDEX, "`weight_map` is not a map")
