@@ -98,9 +98,10 @@ def parse_json(data: bytes, limits: JsonLimits = CONFIG_LIMITS) -> JsonDocument:
     bounds = _scan(data, limits)
     if bounds is not None:
         colons, openers = bounds
-        # Every member of every object is one colon outside strings, and the bytes hold
-        # no more colons than that: when the parsed objects hold as many members, no key
-        # was written twice, and the slower parse that tells which ones is not needed.
+        # Each member written is one colon outside strings, so the bytes hold at least
+        # as many colons as members written: when the parsed objects hold as many members
+        # as the bytes hold colons, no key was written twice, and the slower parse that
+        # names such keys is not needed.
         try:
             value = json.loads(text, parse_int=_int, parse_float=_float)
         except JsonLimitError:

@@ -4,7 +4,9 @@ Only `config.json`, the shard index and the safetensors *headers* are fetched (a
 target, its ModelSlim `quant_model_description.json` when it has one within the JSON
 reader's cap): the header of each weight file is read with HTTP range requests (one request
 when the header is under 16 KB, two otherwise), through huggingface_hub's session, so `HF_TOKEN`,
-`HF_ENDPOINT`, `HF_HUB_OFFLINE` and the cache behave as in every HF tool. With
+`HF_ENDPOINT`, `HF_HUB_OFFLINE` and the cache behave as in every HF tool. The MTP check of a
+target reads only the shards its index places MTP tensors in (:func:`load_hub_scoped`), with
+those header reads at once. With
 `HF_HUB_OFFLINE=1` the local cache is read instead. Every failure to reach the repository
 becomes a :class:`HubAccessError` with one clear line (the CLI exits 2).
 
