@@ -116,6 +116,10 @@ class FakeHub:
         self.lfs_redirect = lfs_redirect
         self.delay: float = 0.0  # seconds to wait before answering each request (timeout tests)
         self.requests: list[RecordedRequest] = []
+        # the most requests being answered at one moment (a client reading in parallel
+        # has several in flight while `delay` holds each)
+        self.max_in_flight = 0
+        self._in_flight = 0
         self._repos: dict[str, _Repo] = {}
         self._blobs: dict[str, _File] = {}  # sha256 -> file, for the CDN route
         self._lock = threading.Lock()
@@ -341,6 +345,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, {"Content-Type": "application/json"}, json.dumps(obj).encode(), head)
 
     def _handle(self, head: bool) -> None:
+        hub = self.fake_hub
+        with hub._lock:
+            hub._in_flight += 1
+            hub.max_in_flight = max(hub.max_in_flight, hub._in_flight)
+        try:
+            self._answer(head)
+        finally:
+            with hub._lock:
+                hub._in_flight -= 1
+
+    def _answer(self, head: bool) -> None:
         hub = self.fake_hub
         range_header = self.headers.get("Range")
         fail = hub._record(self.command, self.path, range_header)

@@ -9,7 +9,7 @@ import pytest
 
 from draftfit.checker import check_path
 from draftfit.checkpoint.scoped import load_scoped
-from draftfit.draft.mtp import family_of, is_mtp_name, read_mtp_target
+from draftfit.draft.mtp import family_of, read_mtp_target, select_mtp_names
 from draftfit.engines.launch import settings_from
 from draftfit.mtp_check import mtp_target, selects_mtp
 from draftfit.report import Verdict
@@ -20,7 +20,7 @@ LAUNCH = 'vllm serve T --speculative-config \'{"method": "mtp", "num_speculative
 
 def test_only_the_shards_holding_mtp_tensors_are_read(tmp_path: Path) -> None:
     path = write_target(tmp_path / "t")
-    scoped = load_scoped(path, is_mtp_name)
+    scoped = load_scoped(path, select_mtp_names)
     assert scoped.shards_read == ("model-00002-of-00002.safetensors",)
     assert all(name.startswith("model.layers.2.") for name in scoped.checkpoint.tensors)
     # every other tensor is known by name from the index
@@ -28,7 +28,7 @@ def test_only_the_shards_holding_mtp_tensors_are_read(tmp_path: Path) -> None:
 
 
 def test_the_facts_of_a_deepseek_target(tmp_path: Path) -> None:
-    scoped = load_scoped(write_target(tmp_path / "t"), is_mtp_name)
+    scoped = load_scoped(write_target(tmp_path / "t"), select_mtp_names)
     target = mtp_target(scoped.checkpoint, scoped.names())
     assert target.family is not None and target.family.name == "deepseek_v3"
     assert (target.depth, target.depth_present, target.shipped()) == (1, True, (0,))
@@ -41,8 +41,8 @@ def test_the_facts_of_a_deepseek_target(tmp_path: Path) -> None:
 
 
 def test_absent_depth_is_kept_apart_from_zero(tmp_path: Path) -> None:
-    absent = load_scoped(write_target(tmp_path / "a", depth=None), is_mtp_name)
-    zero = load_scoped(write_target(tmp_path / "z", depth=0), is_mtp_name)
+    absent = load_scoped(write_target(tmp_path / "a", depth=None), select_mtp_names)
+    zero = load_scoped(write_target(tmp_path / "z", depth=0), select_mtp_names)
     a = mtp_target(absent.checkpoint, absent.names())
     z = mtp_target(zero.checkpoint, zero.names())
     assert (a.depth, a.depth_present) == (None, False)
@@ -51,13 +51,13 @@ def test_absent_depth_is_kept_apart_from_zero(tmp_path: Path) -> None:
 
 def test_quantization_and_its_exclusions_are_read(tmp_path: Path) -> None:
     path = write_target(tmp_path / "q", quant="fp8", exclude="checkpoint")
-    scoped = load_scoped(path, is_mtp_name)
+    scoped = load_scoped(path, select_mtp_names)
     target = mtp_target(scoped.checkpoint, scoped.names())
     assert target.quant.method == "fp8"
     assert "model.layers.2.self_attn.q_a_proj" in target.quant.exclusions
     assert target.quant.exclusion_keys == ("/quantization_config/modules_to_not_convert",)
     quantized = load_scoped(
-        write_target(tmp_path / "m", quant="fp8", mtp_quantized=True), is_mtp_name
+        write_target(tmp_path / "m", quant="fp8", mtp_quantized=True), select_mtp_names
     )
     layer = mtp_target(quantized.checkpoint, quantized.names()).layers[0]
     assert layer.stored_quantized("self_attn.q_a_proj") is True
@@ -65,7 +65,7 @@ def test_quantization_and_its_exclusions_are_read(tmp_path: Path) -> None:
 
 
 def test_qwen3_next_names_its_mtp_block_under_mtp(tmp_path: Path) -> None:
-    scoped = load_scoped(write_target(tmp_path / "q", "qwen3_next", depth=None), is_mtp_name)
+    scoped = load_scoped(write_target(tmp_path / "q", "qwen3_next", depth=None), select_mtp_names)
     target = mtp_target(scoped.checkpoint, scoped.names())
     assert target.family is not None and target.family.naming == "mtp_prefix"
     assert {"fc", "norm", "self_attn.q_proj"} <= target.layers[0].modules()
@@ -125,3 +125,35 @@ def test_an_mtp_check_with_a_target_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="takes the target alone"):
         check_path(path, target=path, method="mtp")
     assert json.loads((path / "config.json").read_text())["num_nextn_predict_layers"] == 1
+
+
+def test_the_names_found_in_one_pass_are_those_a_test_of_each_name_finds() -> None:
+    """The MTP names (and strays, backbone modules) come from a pattern run over all names
+    at once; a name that is not ASCII sends every name through the per-name test instead,
+    so both ways must agree, whatever the layer numbers look like."""
+    import random
+
+    from draftfit.draft.mtp import is_mtp_name
+
+    rng = random.Random(7)
+    parts = ["eh_proj.weight", "enorm.weight", "mlp.experts.3.up_proj.weight", "shared_head.norm"]
+    for layers in (0, 1, 9, 10, 61, 92, 99, 100, 1234):
+        config = {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": layers}
+        names = []
+        for _ in range(400):
+            number = rng.choice([layers - 1, layers, layers + 1, rng.randint(0, 3000)])
+            digits = str(max(number, 0))
+            if rng.random() < 0.1:
+                digits = "0" + digits  # a leading zero
+            names.append(f"model.layers.{digits}.{rng.choice(parts)}")
+        names += ["lm_head.weight", "mtp.fc.weight", "model.MTP.x", "NextN.w", "model.layers.x.y"]
+        rng.shuffle(names)
+        assert select_mtp_names(config, names) == [n for n in names if is_mtp_name(config, n)]
+        found = read_mtp_target(config, names, {})
+        # "é" is no MTP name: it only turns the one-pass search off
+        each = read_mtp_target(config, [*names, "é"], {})
+        assert (found.layers, found.stray, found.backbone_modules) == (
+            each.layers,
+            each.stray,
+            each.backbone_modules,
+        )

@@ -4,7 +4,8 @@
 "mtp", ...}` or a per-family MTP method, SGLang `--speculative-algorithm NEXTN`), checks the
 target's MTP layers instead of an EAGLE draft: no `--target` (the checkpoint is the
 target). The target is read from its config, its index and the headers of the shards
-holding MTP tensors only (:func:`draftfit.checkpoint.scoped.load_scoped`); each engine
+holding MTP tensors only (:func:`draftfit.checkpoint.scoped.load_scoped`; from the Hub,
+:func:`draftfit.origins.hub.load_hub_scoped`, those headers at once); each engine
 release's MTP procedure (:mod:`draftfit.engines.mtp`) judges it from that release's data,
 and the MTP rules (:mod:`draftfit.rules.mtp`) turn what it found into findings. A release
 whose MTP handling draftfit has not read gets an `unverified` verdict, never `compatible`.
@@ -21,7 +22,7 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.checkpoint.scoped import load_scoped
 from draftfit.draft.description import describe
 from draftfit.draft.mistakes import DRAFT_KEYS
-from draftfit.draft.mtp import MtpTarget, family_of, is_mtp_name, read_mtp_target
+from draftfit.draft.mtp import MtpSelection, MtpTarget, family_of, read_mtp_target
 from draftfit.draft.target import Target
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.launch_judgement import JudgedLaunch
@@ -94,16 +95,20 @@ def launches_target_mtp(checkpoint: Checkpoint, serve: ServeSettings | None) -> 
 def check_mtp_path(
     source: str | Path, engines: Iterable[str] | None, serve: ServeSettings | None
 ) -> Report:
-    """Read the target at `source` (its MTP shards only) and check its MTP layers."""
-    from draftfit.origins.reference import is_hub_reference, open_checkpoint
+    """Read the target at `source` (its MTP shards only: locally, or from the Hub with the
+    header reads at once) and check its MTP layers."""
+    from draftfit.origins.reference import is_hub_reference, open_scoped
 
     profiles = resolve_engines(engines)
     text = str(source)
+    selection = MtpSelection()
     if is_hub_reference(text):
-        checkpoint = open_checkpoint(text)
-        return check_mtp(checkpoint, profiles, serve)
-    scoped = load_scoped(source, is_mtp_name)
-    return check_mtp(scoped.checkpoint, profiles, serve, scoped.names())
+        scoped = open_scoped(text, selection)
+    else:
+        scoped = load_scoped(source, selection)
+    # the names that matter to the MTP facts, as the selection found them in the index
+    names = selection.relevant if selection.relevant is not None else scoped.names()
+    return check_mtp(scoped.checkpoint, profiles, serve, names)
 
 
 def check_mtp(

@@ -5,7 +5,9 @@ may hold a thousand gigabytes in 163 shards: the index names every tensor and th
 in, so only the headers of the shards that hold a wanted tensor (the MTP layers) are read.
 Every other tensor is known by its name alone (:attr:`ScopedCheckpoint.index`). Without an
 index every safetensors file is read, as :func:`~draftfit.checkpoint.local.load_checkpoint`
-reads it; PyTorch `.bin` checkpoints are read whole by that function.
+reads it; PyTorch `.bin` checkpoints are read whole by that function. The same reading
+serves a Hub repository (:func:`scoped_from_access`, with its header reads at once, see
+:func:`draftfit.origins.hub.load_hub_scoped`).
 
 The same caps bound every read (the index and the config through the bounded JSON reader,
 each header through the safetensors header reader, the number of shards).
@@ -13,7 +15,7 @@ each header through the safetensors header reader, the number of shards).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,8 +45,15 @@ EMITS_STAGE = "checkpoint reader: the MTP shards of a target (config, index, tho
 if TYPE_CHECKING:
     from typing import Any
 
-    # Decides from the config and a tensor name whether the tensor's shard is read.
-    Wanted = Callable[[Mapping[str, Any] | None, str], bool]
+    from draftfit.checkpoint.access import FileAccess
+    from draftfit.checkpoint.safetensors import HeaderResult
+
+    # Given the config and every tensor name of the index, the names whose shards are read
+    # (all at once: an index may name ~100,000 tensors).
+    Selector = Callable[[Mapping[str, Any] | None, Collection[str]], Iterable[str]]
+    # Reads the headers of the shards named, in that order (one after the other, or at
+    # once for a remote source).
+    HeaderReader = Callable[[FileAccess, list[str]], list[HeaderResult]]
 
 
 @frozen
@@ -69,9 +78,9 @@ class ScopedCheckpoint:
         return list(self.checkpoint.tensors)
 
 
-def load_scoped(path: str | Path, wanted: Wanted, origin: str | None = None) -> ScopedCheckpoint:
+def load_scoped(path: str | Path, select: Selector, origin: str | None = None) -> ScopedCheckpoint:
     """Read `path`'s config and index, and the headers of the shards holding a tensor that
-    `wanted` selects (every safetensors file when there is no index). Raises
+    `select` picks (every safetensors file when there is no index). Raises
     :class:`CheckpointNotFoundError` when `path` is not a directory."""
     root = Path(path)
     if root.is_file() and root.name == CONFIG_NAME:
@@ -81,9 +90,29 @@ def load_scoped(path: str | Path, wanted: Wanted, origin: str | None = None) -> 
     files = sorted(p.name for p in root.iterdir() if p.is_file())
     if SAFETENSORS_INDEX not in files:
         return ScopedCheckpoint(load_checkpoint(root, origin or str(path)))
+    name = origin or str(path)
     access = LocalAccess(root, repository_folder(root))
-    checkpoint = Checkpoint(root=root, origin=origin or str(path), files=files, access=access)
-    checkpoint.hub_origin = find_origin(root)
+    scoped = scoped_from_access(
+        access, files, name, root, select, read_in_turn, lambda: load_checkpoint(root, name)
+    )
+    scoped.checkpoint.hub_origin = find_origin(root)
+    return scoped
+
+
+def scoped_from_access(
+    access: FileAccess,
+    files: list[str],
+    origin: str,
+    root: Path,
+    select: Selector,
+    read_headers: HeaderReader,
+    read_whole: Callable[[], Checkpoint],
+) -> ScopedCheckpoint:
+    """Read, through `access`, the config, the index and the headers of the shards holding
+    a tensor that `select` picks, of a checkpoint whose top-level files are `files` (which
+    hold the index). An index without a readable `weight_map` falls back to `read_whole()`
+    (every header)."""
+    checkpoint = Checkpoint(root=root, origin=origin, files=sorted(files), access=access)
     damage = checkpoint.damage
     if CONFIG_NAME in files:
         checkpoint.config = read_json_object(access, CONFIG_NAME, damage, rule_ids.INVALID_CONFIG)
@@ -93,18 +122,17 @@ def load_scoped(path: str | Path, wanted: Wanted, origin: str | None = None) -> 
         )
     document = read_json_object(access, SAFETENSORS_INDEX, damage, rule_ids.INVALID_INDEX)
     weight_map = document.get("weight_map") if document is not None else None
-    if not isinstance(weight_map, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
-    ):
+    # (the types of ~100,000 names and shards, checked at C speed: JSON gives no subclass)
+    if not isinstance(weight_map, dict) or not set(map(type, weight_map.values())) <= {str}:
         if document is not None:
             damage.append(
                 Damage(rule_ids.INVALID_INDEX, SAFETENSORS_INDEX, "`weight_map` is not a map")
             )
-        return ScopedCheckpoint(load_checkpoint(root, origin or str(path)))
-    index: dict[str, str] = dict(weight_map)
-    shards = sorted({index[name] for name in index if wanted(checkpoint.config, name)})
+        return ScopedCheckpoint(read_whole())
+    index: dict[str, str] = weight_map
+    shards = sorted({index[name] for name in select(checkpoint.config, index)})
     checkpoint.weight_format = "safetensors"
-    read: list[str] = []
+    readable: list[str] = []
     for shard in shards[:MAX_WEIGHT_FILES]:
         if escapes_folder(shard):
             damage.append(
@@ -115,8 +143,7 @@ def load_scoped(path: str | Path, wanted: Wanted, origin: str | None = None) -> 
                     "it is not read",
                 )
             )
-            continue
-        if shard not in files:
+        elif shard not in files:
             damage.append(
                 Damage(
                     rule_ids.INDEX_MISSING_SHARD,
@@ -124,13 +151,18 @@ def load_scoped(path: str | Path, wanted: Wanted, origin: str | None = None) -> 
                     f"the index names `{shard}`, which is not in the folder",
                 )
             )
-            continue
-        result = read_header_via(access, shard)
+        else:
+            readable.append(shard)
+    for shard, result in zip(readable, read_headers(access, readable), strict=True):
         damage.extend(result.damage)
         checkpoint.tensors.update(result.tensors)
         checkpoint.weight_files.append(shard)
-        read.append(shard)
-    return ScopedCheckpoint(checkpoint, index, tuple(read))
+    return ScopedCheckpoint(checkpoint, index, tuple(readable))
 
 
-__all__ = ["ScopedCheckpoint", "load_scoped"]
+def read_in_turn(access: FileAccess, shards: list[str]) -> list[HeaderResult]:
+    """The headers of `shards`, read one after the other (a local folder)."""
+    return [read_header_via(access, shard) for shard in shards]
+
+
+__all__ = ["ScopedCheckpoint", "load_scoped", "read_in_turn", "scoped_from_access"]

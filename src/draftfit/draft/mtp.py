@@ -13,8 +13,8 @@ hold them only, :func:`draftfit.checkpoint.scoped.load_scoped`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from functools import cache
+from collections.abc import Callable, Collection, Iterable, Mapping
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -129,17 +129,39 @@ def family_of(config: Mapping[str, Any] | None) -> MtpFamily | None:
 
 
 def is_mtp_name(config: Mapping[str, Any] | None, name: str) -> bool:
-    """Whether `name` belongs to an MTP layer of the target `config` describes (or is a
-    tensor the MTP build compares with: the last decoder layer, the head, the embedding):
-    the shards :func:`draftfit.checkpoint.scoped.load_scoped` reads."""
+    """Whether `name` belongs to an MTP layer of the target `config` describes: the
+    tensors whose shards :func:`draftfit.checkpoint.scoped.load_scoped` reads."""
+    return mtp_names(config)(name)
+
+
+def mtp_names(config: Mapping[str, Any] | None) -> Callable[[str], bool]:
+    """The test :func:`is_mtp_name` makes, with the family and layer count looked up once."""
     family = family_of(config)
     layers = _int(config, "num_hidden_layers") if config is not None else None
     if family is None or layers is None:
-        return name.startswith(("mtp.", "model.mtp_layers."))
+        return lambda name: name.startswith(("mtp.", "model.mtp_layers."))
     if family.naming == LAYER_INDEX:
-        index = _layer_number(name)
-        return index is not None and index >= layers
-    return name.startswith("mtp." if family.naming == MTP_PREFIX else "model.mtp_layers.")
+        return partial(_at_or_after, layers)
+    start = "mtp." if family.naming == MTP_PREFIX else "model.mtp_layers."
+    return lambda name: name.startswith(start)
+
+
+def select_mtp_names(config: Mapping[str, Any] | None, names: Collection[str]) -> list[str]:
+    """The names of `names` that :func:`is_mtp_name` picks, in order: the selection of
+    :func:`draftfit.checkpoint.scoped.load_scoped`. A 671B target's index names ~92,000
+    tensors, so the few that can be MTP tensors are found in one pass of a pattern over
+    all of them, then tested one by one."""
+    family = family_of(config)
+    layers = _int(config, "num_hidden_layers") if config is not None else None
+    starts = [_slot_pattern(family, layers) or r"mtp\.|model\.mtp_layers\."]
+    wanted = mtp_names(config)
+    return [name for name in _candidates(names, starts) if wanted(name)]
+
+
+def _at_or_after(layers: int, name: str) -> bool:
+    """Whether `name` is under `model.layers.{i}.` with i >= `layers`."""
+    index = _layer_number(name)
+    return index is not None and index >= layers
 
 
 @frozen
@@ -150,6 +172,12 @@ class MtpLayer:
     index: int
     prefix: str
     tensors: dict[str, TensorInfo | None]
+    # (tensors grouped, module -> {last name part: info}), built on first use and again
+    # when tensors were added since (a layer of 256 experts has ~1,500 modules; grouping
+    # them for each question would be quadratic)
+    _parts: tuple[int, dict[str, dict[str, TensorInfo | None]]] | None = field(
+        default=None, compare=False
+    )
 
     def modules(self) -> set[str]:
         """The module names under the prefix (a tensor's name without its last part)."""
@@ -158,17 +186,23 @@ class MtpLayer:
     def stored_quantized(self, module: str) -> bool | None:
         """Whether `module`'s weight is stored quantized (a quantized dtype, or scales or
         packed values beside it); None when only the index names it."""
-        parts = {
-            sub.rsplit(".", 1)[1]: info
-            for sub, info in self.tensors.items()
-            if sub.rsplit(".", 1)[0] == module
-        }
+        parts = self._by_module().get(module, {})
         if any(part in QUANT_PARTS for part in parts):
             return True
         weight = parts.get("weight")
         if weight is None:
             return None if "weight" in parts else False
         return weight.dtype in QUANT_DTYPES
+
+    def _by_module(self) -> dict[str, dict[str, TensorInfo | None]]:
+        if self._parts is not None and self._parts[0] == len(self.tensors):
+            return self._parts[1]
+        grouped: dict[str, dict[str, TensorInfo | None]] = {}
+        for sub, info in self.tensors.items():
+            module, _, part = sub.rpartition(".")
+            grouped.setdefault(module, {})[part] = info
+        object.__setattr__(self, "_parts", (len(self.tensors), grouped))
+        return grouped
 
 
 @frozen
@@ -267,6 +301,9 @@ def read_mtp_target(
     stray: list[str] = []
     backbone: set[str] = set()
     last = f"model.layers.{layers_count - 1}." if layers_count else None
+    # Only these names can be a backbone module, an MTP tensor or a stray one: the loop
+    # below does nothing with any other (the same result, in a fraction of the time).
+    names = relevant_names(config, list(names))
     for name in names:
         if last is not None and name.startswith(last):
             sub = name[len(last) :]
@@ -298,6 +335,38 @@ def read_mtp_target(
         stray=tuple(sorted(stray)[:20]),
         depth_invalid=invalid,
     )
+
+
+def relevant_names(config: Mapping[str, Any] | None, names: Collection[str]) -> list[str]:
+    """The names of `names`, in order, that :func:`read_mtp_target` can do anything with
+    (the last decoder layer's, those its family places in an MTP layer, and any that looks
+    like an MTP tensor): given these alone it finds the same facts."""
+    family = family_of(config)
+    layers_count = _int(config, "num_hidden_layers") if config is not None else None
+    starts = [re.escape(f"model.layers.{layers_count - 1}.")] if layers_count else []
+    slots = _slot_pattern(family, layers_count)
+    if slots is not None:
+        starts.append(slots)
+    if family is not None and family.naming == MTP_PREFIX:
+        starts.append(r"mtp\.")
+    return _candidates(names, starts, words=_MTP_WORDS)
+
+
+class MtpSelection:
+    """The selection of :func:`draftfit.checkpoint.scoped.load_scoped` for an MTP check:
+    the MTP names of the index (whose shards are read), keeping the names the MTP facts
+    need (:func:`relevant_names`) so that the index's ~100,000 names are searched once.
+
+    Attributes:
+        relevant: those names, once the index was read (None before, or without an index).
+    """
+
+    def __init__(self) -> None:
+        self.relevant: list[str] | None = None
+
+    def __call__(self, config: Mapping[str, Any] | None, names: Collection[str]) -> list[str]:
+        self.relevant = relevant_names(config, names)
+        return select_mtp_names(config, self.relevant)
 
 
 def _add_own(
@@ -344,9 +413,67 @@ def _layer_number(name: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+# Words of MTP tensor names, searched in the lower-cased name.
+_MTP_WORDS = ("mtp", "nextn", "eh_proj", "shared_head")
+
+
 def _looks_mtp(name: str) -> bool:
     lowered = name.lower()
-    return any(word in lowered for word in ("mtp", "nextn", "eh_proj", "shared_head"))
+    return any(word in lowered for word in _MTP_WORDS)
+
+
+def _slot_pattern(family: MtpFamily | None, layers_count: int | None) -> str | None:
+    """A pattern for the start of every name :func:`_mtp_slot` may place (and a few more),
+    or None when it places none."""
+    if family is None:
+        return None
+    if family.naming == LAYER_INDEX:
+        if layers_count is None:
+            return None
+        return rf"model\.layers\.0*(?:{_at_least(layers_count)})\."
+    return r"mtp\.layers\." if family.naming == MTP_PREFIX else r"model\.mtp_layers\."
+
+
+def _at_least(n: int) -> str:
+    """A pattern for the ASCII decimal numbers >= `n` written without leading zeros."""
+    if n == 0:
+        return "[0-9]+"
+    digits = str(n)
+    width = len(digits)
+    options = [f"[1-9][0-9]{{{width},}}", digits]
+    for i, digit in enumerate(digits):
+        if digit != "9":
+            options.append(f"{digits[:i]}[{int(digit) + 1}-9][0-9]{{{width - i - 1}}}")
+    return "|".join(options)
+
+
+def _candidates(
+    names: Collection[str], starts: list[str], words: tuple[str, ...] = ()
+) -> list[str]:
+    """The names of `names`, in order, that begin with a match of one of `starts` or whose
+    lower-cased form holds one of `words`: a superset of the names a per-name test
+    accepts, found by searching all names as one text (each pattern skips the ~100,000
+    names it cannot match at C speed). Names that are not plain ASCII, or that hold a line
+    break, are all returned (the caller tests each)."""
+    text = "\n" + "\n".join(names)
+    if not text.isascii() or text.count("\n") != len(names):
+        return list(names)
+    found: set[int] = set()
+    if starts:
+        for match in re.finditer(rf"\n(?:{'|'.join(starts)})", text):
+            found.add(match.start() + 1)
+    if words:
+        lowered = text.lower()
+        for word in words:  # one plain search per word: far faster than an alternation
+            at = lowered.find(word)
+            while at >= 0:
+                found.add(lowered.rfind("\n", 0, at) + 1)
+                at = lowered.find(word, at + len(word))
+    out = []
+    for start in sorted(found):
+        end = text.find("\n", start)
+        out.append(text[start:] if end < 0 else text[start:end])
+    return out
 
 
 def _int(config: Mapping[str, Any] | None, key: str) -> int | None:
@@ -402,10 +529,14 @@ __all__ = [
     "MtpFamily",
     "MtpLayer",
     "MtpQuant",
+    "MtpSelection",
     "MtpTarget",
     "families",
     "family_of",
     "is_mtp_name",
+    "mtp_names",
     "read_mtp_target",
     "read_quant",
+    "relevant_names",
+    "select_mtp_names",
 ]

@@ -11,14 +11,18 @@ import json
 import random
 import sys
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from draftfit.checkpoint.dtypes import byte_size
 from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors
 
 if TYPE_CHECKING:
     from typing import Any
+
+    # (name, safetensors dtype, shape) of one tensor.
+    TableEntry = tuple[str, str, tuple[int, ...]]
 
 
 def vocab_maps(vocab: int, draft_vocab: int, seed: int = 0) -> tuple[bytes, bytes]:
@@ -107,13 +111,45 @@ def write_sparse_checkpoint(
         write_safetensors(root / "model.safetensors", items)
         return root
     per = -(-len(items) // shards)
+    named = [
+        (shard_name(index, shards), items[index * per : (index + 1) * per])
+        for index in range(shards)
+    ]
+    write_shards(root, named)
+    return root
+
+
+def shard_name(index: int, count: int, digits: int = 5) -> str:
+    """The Hugging Face name of shard `index` (0-based) of `count`: `model-00001-of-00004`;
+    `digits` is the width of the count (DeepSeek-V3 writes `model-00001-of-000163`)."""
+    return f"model-{index + 1:05d}-of-{count:0{digits}d}.safetensors"
+
+
+def split_by_bytes(table: Sequence[TableEntry], count: int) -> list[list[TableEntry]]:
+    """`table`, in order, cut into `count` shards of about equal bytes (the way
+    `save_pretrained` fills shards up to a size): the last tensors land in the last shards.
+    Raises ValueError when a shard would be empty (a tensor larger than a shard's share)."""
+    sizes = [byte_size(d, tuple(s)) or 0 for _, d, s in table]
+    total = sum(sizes)
+    out: list[list[TableEntry]] = [[] for _ in range(count)]
+    before = 0
+    for entry, size in zip(table, sizes, strict=True):
+        out[min(count - 1, before * count // max(total, 1))].append(entry)
+        before += size
+    if any(not shard for shard in out):
+        raise ValueError(f"{len(table)} tensors do not fill {count} shards")
+    return out
+
+
+def write_shards(root: Path, shards: Sequence[tuple[str, Sequence[TensorToWrite]]]) -> None:
+    """Write each (file name, tensors) shard and `model.safetensors.index.json`, which lists
+    every tensor with its shard and the total size, as `save_pretrained` writes it."""
     weight_map: dict[str, str] = {}
-    for index in range(shards):
-        chunk = items[index * per : (index + 1) * per]
-        name = f"model-{index + 1:05d}-of-{shards:05d}.safetensors"
+    total = 0
+    for name, chunk in shards:
         write_safetensors(root / name, chunk)
         weight_map.update({t.name: name for t in chunk})
+        total += sum(byte_size(t.dtype, t.shape) or 0 for t in chunk)
     (root / "model.safetensors.index.json").write_text(
-        json.dumps({"metadata": {}, "weight_map": weight_map}, indent=2) + "\n"
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2) + "\n"
     )
-    return root

@@ -11,10 +11,14 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint import Checkpoint, load_checkpoint
 from draftfit.draft.target import Target, load_target
 from draftfit.errors import HubAccessError, UsageError
+
+if TYPE_CHECKING:
+    from draftfit.checkpoint.scoped import ScopedCheckpoint, Selector
 
 HF_PREFIX = "hf://"
 
@@ -39,6 +43,15 @@ def open_checkpoint(source: str | Path) -> Checkpoint:
             return load_hub_checkpoint(text)
     _refuse_folder_of_checkpoints(Path(source))
     return load_checkpoint(source)
+
+
+def open_scoped(text: str, select: Selector) -> ScopedCheckpoint:
+    """Read a Hub repository's config, its index and the headers of the shards holding a
+    tensor that `select` picks (see :func:`draftfit.origins.hub.load_hub_scoped`)."""
+    from draftfit.origins.hub import load_hub_scoped
+
+    with _local_first(text):
+        return load_hub_scoped(text, select)
 
 
 def open_target(source: str | Path) -> Target:
