@@ -16,82 +16,152 @@ like the backbone), `exclude` (the FP8 exclusion list: "checkpoint", "runtime",
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors
 
-H, VOCAB, INTER, MOE_INTER, EXPERTS, LAYERS, HEADS = 32, 64, 64, 32, 2, 2, 2
-Q_LORA, KV_LORA, ROPE, NOPE, V_DIM = 32, 32, 8, 16, 16
-KV_HEADS, HEAD_DIM = 1, 16
+LAYERS = 2
 BLOCK = 128
 Tensors = dict[str, tuple[str, tuple[int, ...]]]
 
 
-def _mla(p: str) -> Tensors:
+@dataclass(frozen=True)
+class Dims:
+    """The widths of a tiny target. `TINY` is what the rule tests read (headers only);
+    `ENGINE` is the oracle's width (`dev/make_mtp_targets.py`): wide enough for an engine to
+    build the layers on a CPU, and for a 128x128 FP8 block to fit the projections."""
+
+    h: int
+    vocab: int
+    inter: int
+    moe_inter: int
+    experts: int
+    heads: int
+    q_lora: int
+    kv_lora: int
+    rope: int
+    nope: int
+    v_dim: int
+    kv_heads: int
+    head_dim: int
+
+
+TINY = Dims(32, 64, 64, 32, 2, 2, 32, 32, 8, 16, 16, 1, 16)
+ENGINE = Dims(128, 256, 256, 128, 4, 4, 128, 128, 16, 32, 32, 2, 32)
+# Qwen3-Next's gated delta-net layer (engine-ready targets only)
+LIN_K_HEADS, LIN_V_HEADS, LIN_K_DIM, LIN_V_DIM, CONV = 2, 4, 32, 32, 4
+# DeepSeek-V3's own `rope_scaling` (YaRN): SGLang's CPU rotary embedding builds no other one
+DEEPSEEK_YARN: dict[str, Any] = {
+    "type": "yarn",
+    "factor": 40,
+    "original_max_position_embeddings": 4096,
+    "beta_fast": 32,
+    "beta_slow": 1,
+    "mscale": 1.0,
+    "mscale_all_dim": 1.0,
+}
+
+
+def _mla(p: str, d: Dims) -> Tensors:
     return {
-        f"{p}self_attn.q_a_proj.weight": ("BF16", (Q_LORA, H)),
-        f"{p}self_attn.q_a_layernorm.weight": ("BF16", (Q_LORA,)),
-        f"{p}self_attn.q_b_proj.weight": ("BF16", (HEADS * (NOPE + ROPE), Q_LORA)),
-        f"{p}self_attn.kv_a_proj_with_mqa.weight": ("BF16", (KV_LORA + ROPE, H)),
-        f"{p}self_attn.kv_a_layernorm.weight": ("BF16", (KV_LORA,)),
-        f"{p}self_attn.kv_b_proj.weight": ("BF16", (HEADS * (NOPE + V_DIM), KV_LORA)),
-        f"{p}self_attn.o_proj.weight": ("BF16", (H, HEADS * V_DIM)),
+        f"{p}self_attn.q_a_proj.weight": ("BF16", (d.q_lora, d.h)),
+        f"{p}self_attn.q_a_layernorm.weight": ("BF16", (d.q_lora,)),
+        f"{p}self_attn.q_b_proj.weight": ("BF16", (d.heads * (d.nope + d.rope), d.q_lora)),
+        f"{p}self_attn.kv_a_proj_with_mqa.weight": ("BF16", (d.kv_lora + d.rope, d.h)),
+        f"{p}self_attn.kv_a_layernorm.weight": ("BF16", (d.kv_lora,)),
+        f"{p}self_attn.kv_b_proj.weight": ("BF16", (d.heads * (d.nope + d.v_dim), d.kv_lora)),
+        f"{p}self_attn.o_proj.weight": ("BF16", (d.h, d.heads * d.v_dim)),
     }
 
 
-def _gqa(p: str) -> Tensors:
-    return {
-        f"{p}self_attn.q_proj.weight": ("BF16", (HEADS * HEAD_DIM, H)),
-        f"{p}self_attn.k_proj.weight": ("BF16", (KV_HEADS * HEAD_DIM, H)),
-        f"{p}self_attn.v_proj.weight": ("BF16", (KV_HEADS * HEAD_DIM, H)),
-        f"{p}self_attn.o_proj.weight": ("BF16", (H, HEADS * HEAD_DIM)),
+def _gqa(p: str, d: Dims, gated: bool = False) -> Tensors:
+    t: Tensors = {
+        f"{p}self_attn.q_proj.weight": ("BF16", (d.heads * d.head_dim * (2 if gated else 1), d.h)),
+        f"{p}self_attn.k_proj.weight": ("BF16", (d.kv_heads * d.head_dim, d.h)),
+        f"{p}self_attn.v_proj.weight": ("BF16", (d.kv_heads * d.head_dim, d.h)),
+        f"{p}self_attn.o_proj.weight": ("BF16", (d.h, d.heads * d.head_dim)),
     }
-
-
-def _moe(p: str) -> Tensors:
-    t: Tensors = {f"{p}mlp.gate.weight": ("BF16", (EXPERTS, H))}
-    for e in range(EXPERTS):
-        t[f"{p}mlp.experts.{e}.gate_proj.weight"] = ("BF16", (MOE_INTER, H))
-        t[f"{p}mlp.experts.{e}.up_proj.weight"] = ("BF16", (MOE_INTER, H))
-        t[f"{p}mlp.experts.{e}.down_proj.weight"] = ("BF16", (H, MOE_INTER))
-    t[f"{p}mlp.shared_experts.gate_proj.weight"] = ("BF16", (MOE_INTER, H))
-    t[f"{p}mlp.shared_experts.up_proj.weight"] = ("BF16", (MOE_INTER, H))
-    t[f"{p}mlp.shared_experts.down_proj.weight"] = ("BF16", (H, MOE_INTER))
+    if gated:
+        t[f"{p}self_attn.q_norm.weight"] = ("BF16", (d.head_dim,))
+        t[f"{p}self_attn.k_norm.weight"] = ("BF16", (d.head_dim,))
     return t
 
 
-def _decoder(p: str, mla: bool) -> Tensors:
-    t: Tensors = {
-        f"{p}input_layernorm.weight": ("BF16", (H,)),
-        f"{p}post_attention_layernorm.weight": ("BF16", (H,)),
-    }
-    t.update(_mla(p) if mla else _gqa(p))
-    t.update(_moe(p))
+def _moe(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
+    t: Tensors = {f"{p}mlp.gate.weight": ("BF16", (d.experts, d.h))}
+    if engine_ready and family != "qwen3_next":
+        t[f"{p}mlp.gate.e_score_correction_bias"] = ("F32", (d.experts,))
+    for e in range(d.experts):
+        t[f"{p}mlp.experts.{e}.gate_proj.weight"] = ("BF16", (d.moe_inter, d.h))
+        t[f"{p}mlp.experts.{e}.up_proj.weight"] = ("BF16", (d.moe_inter, d.h))
+        t[f"{p}mlp.experts.{e}.down_proj.weight"] = ("BF16", (d.h, d.moe_inter))
+    shared = "shared_expert" if engine_ready and family == "qwen3_next" else "shared_experts"
+    t[f"{p}mlp.{shared}.gate_proj.weight"] = ("BF16", (d.moe_inter, d.h))
+    t[f"{p}mlp.{shared}.up_proj.weight"] = ("BF16", (d.moe_inter, d.h))
+    t[f"{p}mlp.{shared}.down_proj.weight"] = ("BF16", (d.h, d.moe_inter))
+    if shared == "shared_expert":
+        t[f"{p}mlp.shared_expert_gate.weight"] = ("BF16", (1, d.h))
     return t
 
 
-def _nextn(p: str, mla: bool) -> Tensors:
+def _decoder(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
     t: Tensors = {
-        f"{p}enorm.weight": ("BF16", (H,)),
-        f"{p}hnorm.weight": ("BF16", (H,)),
-        f"{p}eh_proj.weight": ("BF16", (H, 2 * H)),
-        f"{p}shared_head.norm.weight": ("BF16", (H,)),
-        f"{p}shared_head.head.weight": ("BF16", (VOCAB, H)),
-        f"{p}embed_tokens.weight": ("BF16", (VOCAB, H)),
+        f"{p}input_layernorm.weight": ("BF16", (d.h,)),
+        f"{p}post_attention_layernorm.weight": ("BF16", (d.h,)),
     }
-    t.update(_decoder(p, mla))
+    if family == "deepseek_v3":
+        t.update(_mla(p, d))
+    else:
+        t.update(_gqa(p, d, gated=engine_ready and family == "qwen3_next"))
+    t.update(_moe(p, d, family, engine_ready))
     return t
 
 
-def _backbone(mla: bool) -> Tensors:
+def _linear_attention(p: str, d: Dims) -> Tensors:
+    """Qwen3-Next's gated delta-net layer (its first backbone layer, engine-ready only)."""
+    key_dim, value_dim = LIN_K_HEADS * LIN_K_DIM, LIN_V_HEADS * LIN_V_DIM
+    t = {k: v for k, v in _decoder(p, d, "qwen3_next", True).items() if ".self_attn." not in k}
+    t.update(
+        {
+            f"{p}linear_attn.in_proj_qkvz.weight": ("BF16", (2 * key_dim + 2 * value_dim, d.h)),
+            f"{p}linear_attn.in_proj_ba.weight": ("BF16", (2 * LIN_V_HEADS, d.h)),
+            f"{p}linear_attn.conv1d.weight": ("BF16", (2 * key_dim + value_dim, 1, CONV)),
+            f"{p}linear_attn.dt_bias": ("BF16", (LIN_V_HEADS,)),
+            f"{p}linear_attn.A_log": ("F32", (LIN_V_HEADS,)),
+            f"{p}linear_attn.norm.weight": ("F32", (LIN_V_DIM,)),
+            f"{p}linear_attn.out_proj.weight": ("BF16", (d.h, value_dim)),
+        }
+    )
+    return t
+
+
+def _nextn(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
     t: Tensors = {
-        "model.embed_tokens.weight": ("BF16", (VOCAB, H)),
-        "model.norm.weight": ("BF16", (H,)),
-        "lm_head.weight": ("BF16", (VOCAB, H)),
+        f"{p}enorm.weight": ("BF16", (d.h,)),
+        f"{p}hnorm.weight": ("BF16", (d.h,)),
+        f"{p}eh_proj.weight": ("BF16", (d.h, 2 * d.h)),
+        f"{p}shared_head.norm.weight": ("BF16", (d.h,)),
+        f"{p}shared_head.head.weight": ("BF16", (d.vocab, d.h)),
+        f"{p}embed_tokens.weight": ("BF16", (d.vocab, d.h)),
+    }
+    t.update(_decoder(p, d, family, engine_ready))
+    return t
+
+
+def _backbone(d: Dims, family: str, engine_ready: bool) -> Tensors:
+    t: Tensors = {
+        "model.embed_tokens.weight": ("BF16", (d.vocab, d.h)),
+        "model.norm.weight": ("BF16", (d.h,)),
+        "lm_head.weight": ("BF16", (d.vocab, d.h)),
     }
     for i in range(LAYERS):
-        t.update(_decoder(f"model.layers.{i}.", mla))
+        p = f"model.layers.{i}."
+        if engine_ready and family == "qwen3_next" and i == 0:
+            t.update(_linear_attention(p, d))
+        else:
+            t.update(_decoder(p, d, family, engine_ready))
     return t
 
 
@@ -103,17 +173,22 @@ def _quantizable(name: str) -> bool:
     )
 
 
-def _fp8(t: Tensors, keep: str | None) -> Tensors:
-    """Every decoder projection float8 with a block scale, except names under `keep`."""
+def _fp8(t: Tensors, keep: str | None, scale: str = "block") -> Tensors:
+    """Every decoder projection float8 with its scale, except names under `keep`: a 128x128
+    block scale (`weight_scale_inv`, `quant_method: fp8`) or a per-channel one
+    (`weight_scale`, compressed-tensors' FP8 channel scheme)."""
     out: Tensors = {}
     for name, (dtype, shape) in t.items():
         if _quantizable(name) and not (keep and name.startswith(keep)):
             out[name] = ("F8_E4M3", shape)
             rows, cols = shape
-            out[name[: -len("weight")] + "weight_scale_inv"] = (
-                "F32",
-                (-(-rows // BLOCK), -(-cols // BLOCK)),
-            )
+            if scale == "channel":
+                out[name[: -len("weight")] + "weight_scale"] = ("F32", (rows, 1))
+            else:
+                out[name[: -len("weight")] + "weight_scale_inv"] = (
+                    "F32",
+                    (-(-rows // BLOCK), -(-cols // BLOCK)),
+                )
         else:
             out[name] = (dtype, shape)
     return out
@@ -135,40 +210,125 @@ def _exclusions(mtp: Tensors, prefix: str, how: str) -> list[str]:
     return sorted(out)
 
 
-def _config(family: str, depth: int | None, **extra: Any) -> dict[str, Any]:
+def _engine_keys(family: str, d: Dims) -> dict[str, Any]:
+    """The config keys an engine needs to build the layers (router, rope, norms)."""
     common: dict[str, Any] = {
-        "vocab_size": VOCAB,
-        "hidden_size": H,
-        "intermediate_size": INTER,
-        "moe_intermediate_size": MOE_INTER,
+        "num_experts_per_tok": 2,
+        "norm_topk_prob": True,
+        "hidden_act": "silu",
+        "max_position_embeddings": 2048,
+        "rope_theta": 10000,
+        "tie_word_embeddings": False,
+        "bos_token_id": 0,
+        "eos_token_id": 1,
+    }
+    if family == "qwen3_next":
+        return {
+            **common,
+            "layer_types": ["linear_attention", "full_attention"],
+            "full_attention_interval": 2,
+            "num_key_value_heads": d.kv_heads,
+            "head_dim": d.head_dim,
+            "partial_rotary_factor": 0.25,
+            "linear_conv_kernel_dim": CONV,
+            "linear_key_head_dim": LIN_K_DIM,
+            "linear_value_head_dim": LIN_V_DIM,
+            "linear_num_key_heads": LIN_K_HEADS,
+            "linear_num_value_heads": LIN_V_HEADS,
+            "num_experts": d.experts,
+            "shared_expert_intermediate_size": d.moe_inter,
+            "decoder_sparse_step": 1,
+            "mlp_only_layers": [],
+            "rms_norm_eps": 1e-6,
+        }
+    moe = {
+        "n_shared_experts": 1,
+        "routed_scaling_factor": 2.5,
+        "n_group": 1,
+        "topk_group": 1,
+        "first_k_dense_replace": 0,
+        "rms_norm_eps": 1e-6,
+    }
+    if family == "deepseek_v3":
+        return {
+            **common,
+            **moe,
+            "num_key_value_heads": d.heads,
+            "topk_method": "noaux_tc",
+            "scoring_func": "sigmoid",
+            "moe_layer_freq": 1,
+            "rope_scaling": DEEPSEEK_YARN,
+        }
+    return {**common, **moe, "partial_rotary_factor": 0.5, "attention_bias": False}
+
+
+def _config(
+    family: str, depth: int | None, d: Dims, engine_ready: bool, **extra: Any
+) -> dict[str, Any]:
+    common: dict[str, Any] = {
+        "vocab_size": d.vocab,
+        "hidden_size": d.h,
+        "intermediate_size": d.inter,
+        "moe_intermediate_size": d.moe_inter,
         "num_hidden_layers": LAYERS,
-        "num_attention_heads": HEADS,
-        "n_routed_experts": EXPERTS,
+        "num_attention_heads": d.heads,
+        "n_routed_experts": d.experts,
         "torch_dtype": "bfloat16",
     }
     if family == "deepseek_v3":
         common.update(
             architectures=["DeepseekV3ForCausalLM"],
             model_type="deepseek_v3",
-            q_lora_rank=Q_LORA,
-            kv_lora_rank=KV_LORA,
-            qk_rope_head_dim=ROPE,
-            qk_nope_head_dim=NOPE,
-            v_head_dim=V_DIM,
+            q_lora_rank=d.q_lora,
+            kv_lora_rank=d.kv_lora,
+            qk_rope_head_dim=d.rope,
+            qk_nope_head_dim=d.nope,
+            v_head_dim=d.v_dim,
         )
     elif family == "glm4_moe":
         common.update(
             architectures=["Glm4MoeForCausalLM"],
             model_type="glm4_moe",
-            num_key_value_heads=KV_HEADS,
-            head_dim=HEAD_DIM,
+            num_key_value_heads=d.kv_heads,
+            head_dim=d.head_dim,
         )
     else:
         common.update(architectures=["Qwen3NextForCausalLM"], model_type="qwen3_next")
+    if engine_ready:
+        common.update(_engine_keys(family, d))
     if depth is not None:
         common["num_nextn_predict_layers"] = depth
     common.update(extra)
     return common
+
+
+def _compressed_config(excluded: list[str]) -> dict[str, Any]:
+    """compressed-tensors FP8: per-channel static weights, dynamic per-token activations."""
+    return {
+        "quant_method": "compressed-tensors",
+        "format": "float-quantized",
+        "quantization_status": "compressed",
+        "config_groups": {
+            "group_0": {
+                "targets": ["Linear"],
+                "weights": {
+                    "num_bits": 8,
+                    "type": "float",
+                    "strategy": "channel",
+                    "symmetric": True,
+                    "dynamic": False,
+                },
+                "input_activations": {
+                    "num_bits": 8,
+                    "type": "float",
+                    "strategy": "token",
+                    "symmetric": True,
+                    "dynamic": True,
+                },
+            }
+        },
+        "ignore": ["lm_head", *excluded],
+    }
 
 
 def mtp_target(
@@ -184,33 +344,39 @@ def mtp_target(
     exclude: str | None = None,
     compressed: bool = False,
     sharded: bool = True,
+    engine_ready: bool = False,
 ) -> Path:
     """Write a tiny target of `family` (`deepseek_v3`, `glm4_moe`, `qwen3_next`) with its MTP
-    layers at `path` (see the module docstring for the variants)."""
-    mla = family == "deepseek_v3"
-    backbone = _backbone(mla)
+    layers at `path` (see the module docstring for the variants). `engine_ready` writes it at
+    the oracle's width with the config keys and router tensors a real release carries, so
+    that an engine can build and load it on a CPU."""
+    d = ENGINE if engine_ready else TINY
+    backbone = _backbone(d, family, engine_ready)
     mtp: Tensors = {}
     for i in range(ship):
         if family == "qwen3_next":
             p = f"mtp.layers.{i}."
-            mtp.update(_decoder(p, mla=False))
+            mtp.update(_decoder(p, d, family, engine_ready))
             if i == 0:
                 for own in ("fc", "pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"):
-                    shape = (H, 2 * H) if own == "fc" else (H,)
+                    shape = (d.h, 2 * d.h) if own == "fc" else (d.h,)
                     mtp[f"mtp.{own}.weight"] = ("BF16", shape)
         else:
-            mtp.update(_nextn(f"model.layers.{LAYERS + i}.", mla))
-    mtp = {n: v for n, v in mtp.items() if not any(n.endswith("." + d) for d in drop)}
+            mtp.update(_nextn(f"model.layers.{LAYERS + i}.", d, family, engine_ready))
+    mtp = {n: v for n, v in mtp.items() if not any(n.endswith("." + x) for x in drop)}
     prefix = f"model.layers.{LAYERS}."
     if rename is not None:
         mtp = {n.replace(prefix, rename, 1): v for n, v in mtp.items()}
     extra: dict[str, Any] = {}
     if quant == "fp8":
-        backbone = _fp8(backbone, None)
+        scale = "channel" if compressed and engine_ready else "block"
+        backbone = _fp8(backbone, None, scale)
         excluded = _exclusions(mtp, prefix, exclude) if exclude is not None else []
         if mtp_quantized:
-            mtp = _fp8(mtp, None)
-        if compressed:
+            mtp = _fp8(mtp, None, scale)
+        if compressed and engine_ready:
+            extra["quantization_config"] = _compressed_config(excluded)
+        elif compressed:
             extra["quantization_config"] = {
                 "quant_method": "compressed-tensors",
                 "format": "float-quantized",
@@ -226,7 +392,7 @@ def mtp_target(
                 **({"modules_to_not_convert": excluded} if exclude is not None else {}),
             }
     path.mkdir(parents=True, exist_ok=True)
-    config = _config(family, depth, **extra)
+    config = _config(family, depth, d, engine_ready, **extra)
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     if not sharded:
         _write(path / "model.safetensors", {**backbone, **mtp})
@@ -248,4 +414,4 @@ def _write(path: Path, tensors: Tensors) -> None:
     write_safetensors(path, [TensorToWrite(n, d, s, None) for n, (d, s) in tensors.items()])
 
 
-__all__ = ["mtp_target"]
+__all__ = ["ENGINE", "TINY", "Dims", "mtp_target"]

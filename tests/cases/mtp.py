@@ -250,6 +250,38 @@ case(
     verdict="drafts-garbage",
     oracle="ds_v3_missing_eh_k1 (sglang)",
 )(target(drop=("eh_proj.weight",)))
+# vLLM 0.34's load check leaves out modules with a quantization method (its Linear layers):
+# labelled by oracle runs on the engine-ready targets of dev/mtp_corpus.py
+case(
+    "mtp-linear-missing-unchecked",
+    {"DF221"},
+    serve_args=_vllm(),
+    verdict="drafts-garbage",
+    oracle="ds_no_o_proj_k1 (dev/mtp_corpus.py)",
+)(target(drop=("o_proj.weight",)))
+case(
+    "mtp-qwen3-next-fc-missing-unchecked",
+    {"DF221"},
+    {"DF220"},
+    serve_args=_vllm(),
+    verdict="drafts-garbage",
+    oracle="qn_no_fc_k1 (dev/mtp_corpus.py)",
+)(target("qwen3_next", depth=None, drop=("fc.weight",)))
+case(
+    "mtp-deepseek-head-from-target",
+    set(),
+    {"DF221"},
+    serve_args=_vllm(),
+    verdict="compatible",
+    oracle="ds_no_head_k1 (dev/mtp_corpus.py)",
+)(target(drop=("shared_head.head.weight",)))
+case(
+    "mtp-norm-missing-checked",
+    {"DF221"},
+    serve_args=_vllm(),
+    verdict="incompatible",
+    oracle="glm_no_post_norm_k1 (dev/mtp_corpus.py)",
+)(target("glm4_moe", drop=("post_attention_layernorm.weight",)))
 case(
     "mtp-glm-head-from-target",
     set(),
@@ -352,8 +384,16 @@ case(
     {"DF146"},
     engines=(SGL,),
     serve_args=_sglang(algorithm="EAGLE3"),
-    verdict="unverified",
+    verdict="incompatible",
+    oracle="ds_eagle3_k1 (sglang, dev/mtp_corpus.py)",
 )(target())
+case(
+    "mtp-sglang-eagle3-on-qwen3-next-not-read",
+    {"DF146"},
+    engines=(SGL,),
+    serve_args=_sglang(algorithm="EAGLE3", extra=" --speculative-draft-model-path T"),
+    verdict="unverified",
+)(target("qwen3_next", depth=None))
 # releases whose MTP handling was not read: unverified, never compatible
 case(
     "mtp-release-not-read",

@@ -164,10 +164,12 @@ def mtp_launch_kind() -> None:
     ## Why it matters
     An EAGLE method needs a separate draft checkpoint: vLLM refuses an EAGLE config
     that names none (`num_speculative_tokens was provided but without speculative model`),
-    so the engine refuses to start. An MTP method on an EAGLE draft finds no MTP class for
-    the draft's config. Where the release's outcome was not read (SGLang's EAGLE3 on a
-    NextN target, an EAGLE launch that names another draft) the finding says so and the
-    verdict is unverified.
+    so the engine refuses to start. SGLang's `EAGLE3` on a DeepSeek-V3 or GLM-4.5 target
+    takes the target as the draft, builds its NextN class and fails at start-up when
+    EAGLE-3 shares the target's embedding with it (the class has no `set_embed`). An MTP
+    method on an EAGLE draft finds no MTP class for the draft's config. Where the release's
+    outcome was not read (SGLang's EAGLE3 on a Qwen3-Next target, an EAGLE launch that
+    names another draft) the finding says so and the verdict is unverified.
 
     ## Example
     `vllm serve deepseek-ai/DeepSeek-V3 --speculative-config '{"method": "eagle3",

@@ -7,6 +7,8 @@ that part: the check is then unverified, never `compatible`).
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
+
 from draftfit import rule_ids
 from draftfit.draft.mtp import LAYER_INDEX
 from draftfit.engines.mtp.exclusions import (
@@ -230,6 +232,18 @@ def _missing_outcome(state: MtpBuild) -> Consequence | None:
     return OUTCOMES.get(word) if isinstance(word, str) else None
 
 
+def _load_check_counts(state: MtpBuild, missing: list[str]) -> bool:
+    """The release's load check counts at least one of the missing modules: it leaves out
+    the modules `mtp_load_check_counts` does not name for the family (the modules with a
+    quantization method of their own, in vLLM 0.34); without that fact every module counts."""
+    family = state.target.family
+    fact = state.profile.fact("mtp_load_check_counts")
+    counted = fact.value.get(family.name) if fact.known and family is not None else None
+    if not isinstance(counted, list):
+        return True
+    return any(fnmatchcase(module, pattern) for module in missing for pattern in counted)
+
+
 def _consequence_words(consequence: Consequence) -> str:
     if consequence is Consequence.REFUSES_TO_START:
         return "the load check refuses it"
@@ -298,6 +312,15 @@ def tensors_present(state: MtpBuild) -> bool | None:
         if outcome is None:
             state.not_read(f"what {_title(state)} does with a missing MTP tensor was not read")
             continue
+        keys: tuple[str, ...] = ("mtp_required_tensors", "mtp_missing_weights")
+        words = _consequence_words(outcome)
+        if outcome is Consequence.REFUSES_TO_START and not _load_check_counts(state, missing):
+            outcome = Consequence.DRAFTS_GARBAGE
+            keys += ("mtp_load_check_counts",)
+            words = (
+                "its load check leaves these modules out (they have a quantization method of "
+                "their own, even unquantized), so " + _consequence_words(outcome)
+            )
         own_prefix = family.own_prefix(target.num_hidden_layers or 0, index)
         full = [(own_prefix if m in family.own else layer.prefix) + m for m in missing]
         shown = ", ".join(f"`{name}.weight`" for name in full[:SHOWN])
@@ -305,9 +328,9 @@ def tensors_present(state: MtpBuild) -> bool | None:
         state.mtp_finding(
             rule_ids.MTP_TENSOR_MISSING,
             f"MTP layer {layer.prefix.rstrip('.')} lacks {shown}{more}, which "
-            f"{_title(state)} loads from the checkpoint: {_consequence_words(outcome)}",
+            f"{_title(state)} loads from the checkpoint: {words}",
             location=Location(tensor=full[0] + ".weight"),
-            keys=("mtp_required_tensors", "mtp_missing_weights"),
+            keys=keys,
             fix="export the MTP layer whole (every tensor of its decoder layer and "
             f"{', '.join(required)})",
             consequence=outcome,

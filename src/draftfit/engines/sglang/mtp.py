@@ -24,7 +24,8 @@ EMITS_STAGE = "MTP procedure: the speculative algorithm and steps of an SGLang l
 def algorithm(state: MtpBuild) -> bool | None:
     """`--speculative-algorithm` is an MTP algorithm at this release (NEXTN, or EAGLE with
     no separate draft); another algorithm on the target is a launch of the wrong kind
-    (DF146), whose outcome was not read."""
+    (DF146): refused where the release was read to refuse it (EAGLE3 on a family whose
+    NextN class cannot share EAGLE-3's embedding), otherwise its outcome was not read."""
     launch, title = state.launch, state.profile.title
     if not launch.given:
         return None
@@ -36,16 +37,34 @@ def algorithm(state: MtpBuild) -> bool | None:
     if method in names.value:
         state.mtp.method = "EAGLE"
         return None
+    refused = method == "EAGLE3" and _eagle3_refused(state)
+    outcome = (
+        ": the draft path defaults to the target, the draft is built as its NextN class, and "
+        "EAGLE-3's embedding sharing finds no `set_embed` on that class, so start-up fails "
+        "(AttributeError)"
+        if refused
+        else "; what it does with this target was not read"
+    )
     state.mtp_finding(
         rule_ids.MTP_LAUNCH_KIND,
         f"`--speculative-algorithm {launch.method}` does not serve the target's NextN "
-        f"layers in {title} (NEXTN or EAGLE does); what it does with this target was not read",
+        f"layers in {title} (NEXTN or EAGLE does){outcome}",
         location=Location(pointer="--speculative-algorithm"),
-        keys=("mtp_method_names",),
+        keys=("mtp_method_names", "mtp_eagle3_on_target") if refused else ("mtp_method_names",),
         fix="use `--speculative-algorithm NEXTN` to draft with the target's own MTP layers",
-        consequence=Consequence.UNKNOWN,
+        consequence=None if refused else Consequence.UNKNOWN,
     )
     return False
+
+
+def _eagle3_refused(state: MtpBuild) -> bool:
+    """EAGLE3 on this family's target, drafting from the target itself, was read to be
+    refused at this release (`mtp_eagle3_on_target`)."""
+    family = state.target.family
+    if family is None or state.launch.other_draft is not None:
+        return False
+    fact = state.profile.fact("mtp_eagle3_on_target")
+    return fact.known and fact.value.get(family.name) == "refused"
 
 
 def step_count(state: MtpBuild) -> bool | None:

@@ -1,0 +1,361 @@
+"""An independent MTP corpus: draftfit's verdicts against the engines' own code, run live.
+
+    PYTHONPATH=src:tests python dev/mtp_corpus.py build DIR
+    PYTHONPATH=src:tests python dev/mtp_corpus.py oracle DIR RELEASE PYTHON [RUN ...]
+    PYTHONPATH=src:tests python dev/mtp_corpus.py compare DIR [RELEASE ...]
+
+`build` writes the targets of `TARGETS` with `tests/mtp_factory.py` (`engine_ready`: the
+oracle's width, the router and rope keys a release carries; bytes written by the test
+factory, not by `make_mtp_targets.py`, whose targets the engine data was written from).
+`oracle` runs `../shared/oracle/mtp_oracle.py` with the release's venv interpreter over the
+runs of `RUNS` for that release, one at a time under `nice` (DIR/oracle/RELEASE/RUN.json;
+a run already there is kept, so an interrupted batch resumes). `compare` runs
+`draftfit check T --engine RELEASE --serve-args "<the launch the oracle emulated>"` (the
+graded form) on each labelled run and prints a row per run, then per release: runs,
+agreements, false `compatible`s (draftfit compatible where the engine refused or drafted
+garbage). Runs the oracle could not finish (`oracle-error`, or a platform stop named in
+`PLATFORM_STOPS`) are listed apart and not counted.
+
+The oracle's label is its own: refused (`incompatible`), accepted with parameters no tensor
+reached, tensors skipped or cast into another dtype (`drafts-garbage`), or `compatible`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtp_factory import mtp_target
+
+ORACLE = Path("/work/shared/oracle/mtp_oracle.py")
+VLLM, SGLANG = "vllm==0.34.0", "sglang==0.5.23"
+C = "compatible"
+# errors that are a limit of running the engine on a CPU, not a verdict on the target
+PLATFORM_STOPS = ("Found no NVIDIA driver", "MLA is not supported on CPU", "intel_extension")
+
+# target name -> mtp_target keyword arguments (family first)
+TARGETS: dict[str, dict[str, Any]] = {
+    # correct
+    "ds": {"family": "deepseek_v3"},
+    "glm": {"family": "glm4_moe"},
+    "qn": {"family": "qwen3_next", "depth": None},
+    "ds_flat": {"family": "deepseek_v3", "sharded": False},
+    # MTP dropped
+    "ds_dropped": {"family": "deepseek_v3", "ship": 0},
+    "glm_dropped": {"family": "glm4_moe", "ship": 0},
+    "qn_dropped": {"family": "qwen3_next", "depth": None, "ship": 0},
+    # one tensor missing
+    "ds_no_eh": {"family": "deepseek_v3", "drop": ("eh_proj.weight",)},
+    "ds_no_head": {"family": "deepseek_v3", "drop": ("shared_head.head.weight",)},
+    "ds_no_embed": {"family": "deepseek_v3", "drop": ("embed_tokens.weight",)},
+    "ds_no_o_proj": {"family": "deepseek_v3", "drop": ("o_proj.weight",)},
+    "glm_no_enorm": {"family": "glm4_moe", "drop": ("enorm.weight",)},
+    "glm_no_head": {"family": "glm4_moe", "drop": ("shared_head.head.weight",)},
+    "glm_no_shared_norm": {"family": "glm4_moe", "drop": ("shared_head.norm.weight",)},
+    "glm_no_post_norm": {"family": "glm4_moe", "drop": ("post_attention_layernorm.weight",)},
+    "qn_no_fc": {"family": "qwen3_next", "depth": None, "drop": ("fc.weight",)},
+    # renamed
+    "ds_renamed_block": {"family": "deepseek_v3", "rename": "model.mtp_block."},
+    "glm_renamed_mtp": {"family": "glm4_moe", "rename": "mtp.layers.0."},
+    # depth
+    "ds_depth0": {"family": "deepseek_v3", "depth": 0},
+    "glm_depth0": {"family": "glm4_moe", "depth": 0},
+    "ds_depth_absent": {"family": "deepseek_v3", "depth": None},
+    "ds_depth2": {"family": "deepseek_v3", "depth": 2, "ship": 2},
+    "glm_depth2": {"family": "glm4_moe", "depth": 2, "ship": 2},
+    "ds_depth2_ship1": {"family": "deepseek_v3", "depth": 2, "ship": 1},
+    # FP8 block (`quant_method: fp8`)
+    "ds_fp8_mtp_fp8": {"family": "deepseek_v3", "quant": "fp8", "mtp_quantized": True},
+    "ds_fp8_bf16": {"family": "deepseek_v3", "quant": "fp8"},
+    "ds_fp8_excluded": {"family": "deepseek_v3", "quant": "fp8", "exclude": "checkpoint"},
+    "ds_fp8_excluded_runtime": {"family": "deepseek_v3", "quant": "fp8", "exclude": "runtime"},
+    "ds_fp8_excluded_partial": {"family": "deepseek_v3", "quant": "fp8", "exclude": "partial"},
+    "glm_fp8_mtp_fp8": {"family": "glm4_moe", "quant": "fp8", "mtp_quantized": True},
+    "glm_fp8_bf16": {"family": "glm4_moe", "quant": "fp8"},
+    "glm_fp8_excluded": {"family": "glm4_moe", "quant": "fp8", "exclude": "checkpoint"},
+    "glm_fp8_excluded_runtime": {"family": "glm4_moe", "quant": "fp8", "exclude": "runtime"},
+    # compressed-tensors FP8 (per-channel)
+    "ds_ct_mtp_fp8": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "compressed": True,
+        "mtp_quantized": True,
+    },
+    "ds_ct_bf16": {"family": "deepseek_v3", "quant": "fp8", "compressed": True},
+    "ds_ct_excluded": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "compressed": True,
+        "exclude": "checkpoint",
+    },
+    "glm_ct_bf16": {"family": "glm4_moe", "quant": "fp8", "compressed": True},
+    "glm_ct_excluded": {
+        "family": "glm4_moe",
+        "quant": "fp8",
+        "compressed": True,
+        "exclude": "checkpoint",
+    },
+}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch: vLLM's method and token count, or SGLang's algorithm and steps."""
+
+    method: str | None = None
+    tokens: int | None = 1
+    self_draft: bool = False
+    extra: tuple[str, ...] = field(default_factory=tuple)
+
+    def oracle_args(self, target: Path) -> list[str]:
+        args = ["--method", self.method] if self.method else []
+        if self.tokens is not None:
+            args += ["--num-speculative-tokens", str(self.tokens)]
+        if self.self_draft:
+            args += ["--draft", str(target)]
+        return args + (["--extra", *self.extra] if self.extra else [])
+
+    def serve_args(self, release: str, target: Path) -> str:
+        if release.startswith("sglang"):
+            line = f"python -m sglang.launch_server --model-path {target}"
+            line += f" --speculative-algorithm {self.method or 'NEXTN'}"
+            if self.tokens is not None:
+                k = self.tokens
+                line += f" --speculative-num-steps {k} --speculative-eagle-topk 1"
+                line += f" --speculative-num-draft-tokens {k + 1}"
+            if self.self_draft:
+                line += f" --speculative-draft-model-path {target}"
+            return line + "".join(f" {e}" for e in self.extra)
+        keys = [f'"method": "{self.method or "mtp"}"']
+        if self.self_draft:
+            keys.append(f'"model": "{target}"')
+        if self.tokens is not None:
+            keys.append(f'"num_speculative_tokens": {self.tokens}')
+        return f"vllm serve {target} --speculative-config '{{{', '.join(keys)}}}'"
+
+
+K1 = Launch()
+QUANTIZED = [n for n, kw in TARGETS.items() if kw.get("quant")]
+
+
+def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
+    vllm: dict[str, tuple[str, Launch]] = {}
+    sglang: dict[str, tuple[str, Launch]] = {}
+    for name in TARGETS:
+        vllm[f"{name}_k1"] = (name, K1)
+        if not name.startswith("qn"):  # SGLang's Qwen3-Next needs CUDA
+            sglang[f"{name}_k1"] = (name, K1)
+    for name in ("ds", "glm", "qn"):
+        vllm[f"{name}_k2"] = (name, Launch(tokens=2))
+        vllm[f"{name}_k3"] = (name, Launch(tokens=3))
+        vllm[f"{name}_nok"] = (name, Launch(tokens=None))
+        vllm[f"{name}_self_k1"] = (name, Launch(self_draft=True))
+    vllm["ds_deepseek_mtp_k1"] = ("ds", Launch("deepseek_mtp"))
+    vllm["glm_glm4_moe_mtp_k2"] = ("glm", Launch("glm4_moe_mtp", 2))
+    vllm["glm_deepseek_mtp_k1"] = ("glm", Launch("deepseek_mtp"))
+    vllm["qn_qwen3_next_mtp_k1"] = ("qn", Launch("qwen3_next_mtp"))
+    vllm["ds_eagle3_k2"] = ("ds", Launch("eagle3", 2))
+    vllm["glm_eagle_k1"] = ("glm", Launch("eagle"))
+    vllm["ds_eagle3_self_k1"] = ("ds", Launch("eagle3", self_draft=True))
+    vllm["ds_depth2_k2"] = ("ds_depth2", Launch(tokens=2))
+    vllm["ds_depth2_k3"] = ("ds_depth2", Launch(tokens=3))
+    vllm["glm_depth2_k4"] = ("glm_depth2", Launch(tokens=4))
+    vllm["ds_depth2_ship1_k2"] = ("ds_depth2_ship1", Launch(tokens=2))
+    vllm["ds_fp8_bf16_k2"] = ("ds_fp8_bf16", Launch(tokens=2))
+    sglang["ds_nok"] = ("ds", Launch(tokens=None))
+    sglang["glm_k3"] = ("glm", Launch(tokens=3))
+    sglang["ds_self_k1"] = ("ds", Launch(self_draft=True))
+    sglang["ds_eagle_k1"] = ("ds", Launch("EAGLE"))
+    sglang["ds_eagle_self_k1"] = ("ds", Launch("EAGLE", self_draft=True))
+    sglang["glm_eagle_k2"] = ("glm", Launch("EAGLE", 2))
+    sglang["ds_eagle3_k1"] = ("ds", Launch("EAGLE3"))
+    sglang["glm_eagle3_self_k1"] = ("glm", Launch("EAGLE3", self_draft=True))
+    sglang["ds_fp8_bf16_unquant"] = (
+        "ds_fp8_bf16",
+        Launch(extra=("--speculative-draft-model-quantization", "unquant")),
+    )
+    return {VLLM: vllm, SGLANG: sglang}
+
+
+# The runs made first (the 2-core machine allows ~35 vLLM and ~22 SGLang runs an hour); the
+# rest of `RUNS` follows in table order.
+FIRST: dict[str, list[str]] = {
+    VLLM: [
+        "ds_k1",
+        "glm_k1",
+        "qn_k1",
+        "ds_dropped_k1",
+        "ds_fp8_bf16_k1",
+        "ds_ct_bf16_k1",
+        "ds_eagle3_k2",
+        "glm_dropped_k1",
+        "ds_no_eh_k1",
+        "glm_no_enorm_k1",
+        "qn_no_fc_k1",
+        "ds_renamed_block_k1",
+        "glm_renamed_mtp_k1",
+        "ds_fp8_mtp_fp8_k1",
+        "ds_ct_mtp_fp8_k1",
+        "ds_fp8_excluded_k1",
+        "ds_ct_excluded_k1",
+        "glm_fp8_bf16_k1",
+        "glm_ct_bf16_k1",
+        "ds_fp8_excluded_runtime_k1",
+        "glm_fp8_excluded_k1",
+        "ds_k3",
+        "glm_nok",
+        "qn_k2",
+        "ds_deepseek_mtp_k1",
+        "glm_glm4_moe_mtp_k2",
+        "qn_qwen3_next_mtp_k1",
+        "glm_eagle_k1",
+        "ds_depth0_k1",
+        "ds_depth_absent_k1",
+        "ds_depth2_ship1_k1",
+        "ds_depth2_k3",
+        "glm_depth2_k4",
+        "ds_no_head_k1",
+        "ds_no_o_proj_k1",
+        "glm_no_post_norm_k1",
+        "qn_dropped_k1",
+        "ds_self_k1",
+    ],
+    SGLANG: [
+        "ds_k1",
+        "glm_k1",
+        "ds_dropped_k1",
+        "ds_fp8_bf16_k1",
+        "ds_eagle_k1",
+        "ds_eagle3_k1",
+        "ds_no_eh_k1",
+        "glm_no_enorm_k1",
+        "ds_renamed_block_k1",
+        "ds_fp8_mtp_fp8_k1",
+        "ds_fp8_excluded_runtime_k1",
+        "glm_fp8_bf16_k1",
+        "ds_ct_bf16_k1",
+        "ds_eagle_self_k1",
+        "glm_eagle3_self_k1",
+        "ds_nok",
+        "glm_k3",
+        "ds_depth0_k1",
+        "ds_depth2_k1",
+        "ds_no_head_k1",
+        "glm_fp8_excluded_runtime_k1",
+        "ds_ct_mtp_fp8_k1",
+    ],
+}
+RUNS = {
+    release: {
+        **{run: runs[run] for run in FIRST[release]},
+        **{run: value for run, value in runs.items() if run not in FIRST[release]},
+    }
+    for release, runs in _runs().items()
+}
+
+
+def build(root: Path) -> None:
+    for name, kw in TARGETS.items():
+        args = dict(kw)
+        family = args.pop("family")
+        if not (root / name / "config.json").exists():
+            mtp_target(root / name, family, engine_ready=True, **args)
+
+
+def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:
+    out = root / "oracle" / release
+    out.mkdir(parents=True, exist_ok=True)
+    for run, (name, launch) in RUNS[release].items():
+        if (names and run not in names) or (out / f"{run}.json").exists():
+            continue
+        target = root / name
+        args = launch.oracle_args(target)
+        if release.startswith("vllm") and TARGETS[name].get("quant"):
+            args.append("--cpu-fp8")
+        log = ["--log", str(out / f"{run}.log")]
+        cmd = ["nice", "-n", "10", python, str(ORACLE), str(target), *log, *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+        (out / f"{run}.json").write_text(proc.stdout)
+        print(f"{release} {run}: {_label(out / f'{run}.json')[0]}", flush=True)
+
+
+def _label(path: Path) -> tuple[str, str]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return "oracle-error", "no JSON"
+    verdict, reason = str(data.get("verdict")), str(data.get("verdict_reason", ""))
+    if verdict == "incompatible" and any(s in str(data.get("error")) for s in PLATFORM_STOPS):
+        return "oracle-error", "platform stop: " + str(data.get("error"))[:120]
+    return verdict, reason
+
+
+def draftfit_verdict(release: str, target: Path, launch: Launch) -> tuple[str, str]:
+    cmd = [sys.executable, "-m", "draftfit", "check", str(target), "--engine", release]
+    cmd += ["--serve-args", launch.serve_args(release, target), "--format", "json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return f"exit-{proc.returncode}", proc.stderr.strip()[:100]
+    verdict = str(report["engines"][0]["verdict"])
+    codes = ",".join(sorted({f["code"] for f in report.get("findings", [])})) or "-"
+    return verdict, codes
+
+
+def compare(root: Path, releases: list[str]) -> int:
+    totals, skipped = [], []
+    for release in releases or list(RUNS):
+        agree = counted = false_compatible = 0
+        for run, (name, launch) in RUNS[release].items():
+            path = root / "oracle" / release / f"{run}.json"
+            if not path.exists():
+                continue
+            expected, reason = _label(path)
+            if expected == "oracle-error":
+                skipped.append(f"{release} {run}: {reason}")
+                continue
+            got, codes = draftfit_verdict(release, root / name, launch)
+            counted += 1
+            agree += got == expected
+            false_compatible += got == C and expected != C
+            mark = "ok  " if got == expected else "DIFF"
+            print(f"{mark} {release:15} {run:28} engine {expected:15} draftfit {got:15} {codes}")
+            if got != expected:
+                print(f"      engine: {reason[:160]}")
+        if counted:
+            totals.append(
+                f"{release}: {agree}/{counted} agree ({100 * agree / counted:.1f}%), "
+                f"{false_compatible} false compatible"
+            )
+    print("\n" + "\n".join(totals))
+    if skipped:
+        print("\nnot counted (the oracle could not run them):\n" + "\n".join(skipped))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["build", "oracle", "compare", "list"])
+    parser.add_argument("root", type=Path)
+    parser.add_argument("rest", nargs="*")
+    ns = parser.parse_args(argv)
+    if ns.command == "build":
+        build(ns.root)
+    elif ns.command == "oracle":
+        run_oracle(ns.root, ns.rest[0], ns.rest[1], ns.rest[2:])
+    elif ns.command == "list":
+        for release, runs in RUNS.items():
+            print(release, len(runs))
+    else:
+        return compare(ns.root, ns.rest)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
