@@ -50,6 +50,8 @@ class Dims:
 
 TINY = Dims(32, 64, 64, 32, 2, 2, 32, 32, 8, 16, 16, 1, 16)
 ENGINE = Dims(128, 256, 256, 128, 4, 4, 128, 128, 16, 32, 32, 2, 32)
+# FP8 block targets: SGLang refuses a projection whose output is not a multiple of the block
+ENGINE_FP8 = Dims(128, 256, 256, 128, 4, 4, 128, 128, 16, 32, 32, 4, 32)
 # Qwen3-Next's gated delta-net layer (engine-ready targets only)
 LIN_K_HEADS, LIN_V_HEADS, LIN_K_DIM, LIN_V_DIM, CONV = 2, 4, 32, 32, 4
 # DeepSeek-V3's own `rope_scaling` (YaRN): SGLang's CPU rotary embedding builds no other one
@@ -350,7 +352,7 @@ def mtp_target(
     layers at `path` (see the module docstring for the variants). `engine_ready` writes it at
     the oracle's width with the config keys and router tensors a real release carries, so
     that an engine can build and load it on a CPU."""
-    d = ENGINE if engine_ready else TINY
+    d = (ENGINE_FP8 if quant else ENGINE) if engine_ready else TINY
     backbone = _backbone(d, family, engine_ready)
     mtp: Tensors = {}
     for i in range(ship):

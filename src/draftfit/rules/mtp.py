@@ -236,7 +236,10 @@ def mtp_tensor_missing() -> None:
     ## Why it matters
     A missing or renamed tensor leaves its parameter at its initial value. vLLM refuses an
     unquantized target at load (`Following weights were not initialized from checkpoint`);
-    a quantized target, or SGLang, loads, but drafts garbage. Which tensors are required
+    a quantized target, or SGLang, loads, but drafts garbage. Newer vLLM releases' check
+    counts only the modules without a quantization method of their own (the norms, and
+    DeepSeek's and GLM's `eh_proj`): a missing projection, expert or Qwen3-Next `mtp.fc`
+    loads nothing with no error, and drafts garbage even unquantized. Which tensors are required
     differs: older vLLM releases need the MTP layer's own `shared_head.head` and
     `embed_tokens` (the GLM-4.6 BF16 release lacks them); newer ones and SGLang take them
     from the target.
