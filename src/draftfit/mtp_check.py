@@ -6,7 +6,8 @@ target's MTP layers instead of an EAGLE draft: no `--target` (the checkpoint is 
 target). The target is read from its config, its index and the headers of the shards
 holding MTP tensors only (:func:`draftfit.checkpoint.scoped.load_scoped`; from the Hub,
 :func:`draftfit.origins.hub.load_hub_scoped`, those headers at once); each engine
-release's MTP procedure (:mod:`draftfit.engines.mtp`) judges it from that release's data,
+release's MTP procedure (its engine's `by_method["mtp"]`, steps in
+:mod:`draftfit.engines.procedure` and `engines/<engine>/mtp.py`) judges it from that release's data,
 and the MTP rules (:mod:`draftfit.rules.mtp`) turn what it found into findings. A release
 whose MTP handling draftfit has not read gets an `unverified` verdict, never `compatible`.
 """
@@ -20,17 +21,16 @@ from pathlib import Path
 from draftfit.checkpoint.local import read_json_object
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.checkpoint.scoped import load_scoped
-from draftfit.draft.description import describe
+from draftfit.draft.description import DraftDescription, describe
 from draftfit.draft.mistakes import DRAFT_KEYS
-from draftfit.draft.mtp import MtpSelection, MtpTarget, family_of, read_mtp_target
+from draftfit.draft.mtp import MTP, MtpSelection, MtpTarget, family_of, read_mtp_target
 from draftfit.draft.target import Target
 from draftfit.engines.installed import resolve_engines
+from draftfit.engines.interface import build_view
 from draftfit.engines.launch_judgement import JudgedLaunch
-from draftfit.engines.mtp.state import MtpBuild, MtpLaunch, run_procedure
-from draftfit.engines.mtp_procedures import mtp_procedure
-from draftfit.engines.mtp_view import MtpView
+from draftfit.engines.mtp_view import MtpInputs, MtpLaunch, MtpView
 from draftfit.engines.profile import EngineVersion, Profile
-from draftfit.engines.view import EngineView
+from draftfit.engines.view import BuildInputs, EngineView
 from draftfit.report import (
     DialectFacts,
     EngineResult,
@@ -55,7 +55,6 @@ from draftfit.rules import all_rules, get_rule
 from draftfit.rules.base import Context, Rule, Violation
 from draftfit.serve.settings import ServeSettings
 
-MTP = "mtp"
 # Methods (any case) that select MTP drafting from a launch.
 MTP_ALGORITHMS = frozenset({"mtp", "nextn"})
 EAGLE_METHODS = frozenset({"eagle", "eagle3"})
@@ -133,7 +132,7 @@ def check_mtp(
                 _gather(findings, structural, structural.run(base), profile.key)
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
-        view = build_mtp_view(target, profile, settings, eagle_draft)
+        view = build_mtp_view(checkpoint, draft, target, profile, settings, eagle_draft)
         ctx = Context(checkpoint, draft, None, view, method=MTP, serve=settings)
         for rule_id in MTP_RULE_IDS:
             item = get_rule(rule_id.code)
@@ -193,23 +192,27 @@ def mtp_target(checkpoint: Checkpoint, names: list[str] | None = None) -> MtpTar
 
 
 def build_mtp_view(
-    target: MtpTarget, profile: Profile, settings: ServeSettings | None, eagle_draft: str | None
+    checkpoint: Checkpoint,
+    draft: DraftDescription,
+    target: MtpTarget,
+    profile: Profile,
+    settings: ServeSettings | None,
+    eagle_draft: str | None,
 ) -> EngineView:
-    """What `profile`'s release makes of the target's MTP layers under `settings`."""
-    view = EngineView(profile.engine, profile.version, profile.title, MTP, mtp=MtpView())
-    assert view.mtp is not None
-    procedure = mtp_procedure(profile.engine)
-    if procedure is None:
-        view.mtp.not_read.append(f"draftfit has not read how {profile.title} serves MTP layers")
-        return view
-    launch = _launch(settings)
-    state = MtpBuild(target, profile, launch, view, view.mtp, eagle_draft)
-    run_procedure(procedure, state)
-    view.built = not view.refusals
+    """What `profile`'s release makes of the target's MTP layers under `settings`: its
+    engine's procedure for method `mtp` (`by_method["mtp"]`), run like any other. The
+    launch's MTP settings are read by the MTP steps (`BuildInputs.mtp`), not by the
+    engine's EAGLE launch step, so `serve` stays None."""
+    mtp = MtpInputs(target, mtp_launch(settings), eagle_draft)
+    inputs = BuildInputs(checkpoint, draft, None, profile, MTP, True, mtp=mtp)
+    view = build_view(inputs)
+    if view.mtp is None:  # no config: the procedure never reached the MTP layers
+        view.mtp = MtpView(not_read=[f"{profile.title} found no config to read MTP layers from"])
     return view
 
 
-def _launch(settings: ServeSettings | None) -> MtpLaunch:
+def mtp_launch(settings: ServeSettings | None) -> MtpLaunch:
+    """The launch as the MTP steps read it (no launch: the release's defaults)."""
     if settings is None:
         return MtpLaunch()
     tokens = settings.num_speculative_tokens
@@ -278,6 +281,7 @@ __all__ = [
     "check_mtp",
     "check_mtp_path",
     "launches_target_mtp",
+    "mtp_launch",
     "mtp_target",
     "recheck_mtp",
     "selects_mtp",

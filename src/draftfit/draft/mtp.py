@@ -24,6 +24,8 @@ from draftfit.records import field, frozen
 if TYPE_CHECKING:
     from typing import Any
 
+MTP = "mtp"  # the drafting method: the target's own MTP layers as its draft
+
 FAMILIES_FILE = Path(__file__).with_name("mtp_families.toml")
 
 LAYER_INDEX = "layer_index"  # model.layers.{L+i}.*
