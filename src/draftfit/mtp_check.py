@@ -23,7 +23,14 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.checkpoint.scoped import load_scoped
 from draftfit.draft.description import DraftDescription, describe
 from draftfit.draft.mistakes import DRAFT_KEYS
-from draftfit.draft.mtp import MTP, MtpSelection, MtpTarget, family_of, read_mtp_target
+from draftfit.draft.mtp import (
+    MTP,
+    MtpSelection,
+    MtpTarget,
+    family_of,
+    nextn_export_class,
+    read_mtp_target,
+)
 from draftfit.draft.target import Target
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.interface import build_view
@@ -31,11 +38,13 @@ from draftfit.engines.launch_judgement import JudgedLaunch
 from draftfit.engines.mtp_view import MtpInputs, MtpLaunch, MtpView
 from draftfit.engines.profile import EngineVersion, Profile
 from draftfit.engines.view import BuildInputs, EngineView
+from draftfit.errors import UsageError
 from draftfit.report import (
     DialectFacts,
     EngineResult,
     Finding,
     KeptCheck,
+    MtpFacts,
     Report,
     SkippedRule,
     SkipReason,
@@ -63,6 +72,10 @@ QUANT_FILE = "hf_quant_config.json"
 STRUCTURE_FAMILY = "structure"
 EMITS: tuple[RuleId, ...] = (INVALID_CONFIG,)
 EMITS_STAGE = "MTP check: the target's hf_quant_config.json"
+# What an MTP check's checkpoint is: no producer's draft convention, the target itself.
+MTP_TARGET = DialectFacts(
+    "mtp-target", None, "target carrying its own MTP layers (no separate draft)", (), None
+)
 # The rules that judge the launch: without one for an engine they are listed as skipped.
 LAUNCH_RULES = (MTP_METHOD_NAME, MTP_TOKEN_COUNT_MISSING, MTP_LAUNCH_KIND, MTP_DRAFT_PATH_REQUIRED)
 
@@ -118,6 +131,7 @@ def check_mtp(
 ) -> Report:
     """Run each release's MTP procedure on the target `checkpoint` (`names`: every tensor
     name it holds, when only some headers were read) and report."""
+    refuse_nextn_export(checkpoint)
     target = mtp_target(checkpoint, names)
     draft = describe(checkpoint)
     eagle_draft = _eagle_draft(checkpoint)
@@ -166,7 +180,8 @@ def check_mtp(
     return Report(
         draft=checkpoint.origin,
         target=None,
-        dialect=DialectFacts.of(draft.dialect),
+        # an EAGLE draft given to an MTP launch is shown as the draft it is (DF146 says why)
+        dialect=MTP_TARGET if eagle_draft is None else DialectFacts.of(draft.dialect),
         method=MTP,
         method_evidence=evidence or ["--method mtp"],
         findings=ordered,
@@ -175,6 +190,22 @@ def check_mtp(
         inputs=KeptCheck(checkpoint, draft, None, partial(recheck_mtp, serve=serve)),
         serve=JudgedLaunch(serve) if serve is not None else None,
         hub_origin=checkpoint.hub_origin,
+        mtp=MtpFacts.of(checkpoint.origin, target) if eagle_draft is None else None,
+    )
+
+
+def refuse_nextn_export(checkpoint: Checkpoint) -> None:
+    """A stand-alone NextN export is not checked yet: say so (exit 2) instead of judging it
+    as a target, whose MTP layer would be looked for after its one decoder layer."""
+    architecture = nextn_export_class(checkpoint.config)
+    if architecture is None:
+        return
+    raise UsageError(
+        f"{checkpoint.origin} is a stand-alone NextN export (`{architecture}`: a target's "
+        "NextN layer stored as layer 0 of a one-layer model, which SGLang serves with "
+        "`--speculative-draft-model-path`); draftfit does not check NextN exports yet, alone "
+        "or next to their target. Check the target that ships the MTP layers instead: "
+        "`draftfit check TARGET --method mtp` (or its MTP launch in --serve-args)"
     )
 
 
@@ -284,5 +315,6 @@ __all__ = [
     "mtp_launch",
     "mtp_target",
     "recheck_mtp",
+    "refuse_nextn_export",
     "selects_mtp",
 ]
