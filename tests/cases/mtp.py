@@ -315,6 +315,23 @@ case(
     oracle="ds_v3_fp8_k1 (sglang)",
 )(target(quant="fp8"))
 case(
+    "mtp-glm-fp8-bf16-not-excluded-sglang",
+    {"DF540"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="drafts-garbage",
+    oracle="glm_fp8_bf16_k1 (sglang, dev/mtp_corpus.py)",
+)(target("glm4_moe", quant="fp8"))
+case(
+    "mtp-glm-fp8-excluded-runtime-names-sglang",
+    set(),
+    {"DF540"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="compatible",
+    oracle="glm_fp8_excluded_runtime_k1 (sglang, dev/mtp_corpus.py)",
+)(target("glm4_moe", quant="fp8", exclude="runtime"))
+case(
     "mtp-fp8-quantized-like-backbone",
     set(),
     {"DF540"},

@@ -1,6 +1,7 @@
 """MTP / NextN drafting: the rules about a target's own MTP layers as a release serves them.
 
-Detected by each engine's MTP procedure (`draftfit.engines.mtp`, `engines/<engine>/mtp.py`),
+Detected by each engine's MTP procedure (`by_method["mtp"]`: the shared steps of
+`draftfit.engines.procedure.mtp_steps`, the engine's own in `engines/<engine>/mtp.py`),
 which tags the view's refusals and events with these identities; the rules turn them into
 findings.
 """
@@ -263,8 +264,9 @@ def mtp_quant_uncovered() -> None:
     Engines build the MTP block with the target's quantization. vLLM then casts the
     BF16 values into float8 parameters whose scales are never loaded, and its load check
     does not run for quantized targets: it loads, but drafts garbage (acceptance ≈ 0).
-    SGLang refuses the BF16 tensor at start-up (`Downcasting not allowed`), and the
-    finding states that consequence. The two engines match different names: vLLM the
+    SGLang refuses the BF16 tensor at start-up (`Downcasting not allowed`) where it loads
+    a DeepSeek-style (MLA) MTP layer, and casts it silently like vLLM for GLM-4.5; the
+    finding states the consequence. The two engines match different names: vLLM the
     checkpoint's (`model.layers.61.self_attn.q_a_proj`), SGLang its runtime ones
     (`model.decoder.self_attn.q_a_proj`, `model.eh_proj`, `model.decoder.mlp.experts`);
     vLLM also needs both shards of a fused module listed.
