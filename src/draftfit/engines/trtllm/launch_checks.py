@@ -17,12 +17,8 @@ from draftfit.engines.launch_checks import (
     unreadable_values,
     value_after_switch,
 )
-from draftfit.engines.launch_context import (
-    pipeline_stages,
-)
-from draftfit.engines.launch_paths import (
-    draft_path_is_folder,
-)
+from draftfit.engines.launch_context import pipeline_stages
+from draftfit.engines.launch_paths import draft_path_is_folder
 from draftfit.engines.trtllm.launch import SPEC_KEYS
 from draftfit.engines.view import Event
 from draftfit.escape import clip

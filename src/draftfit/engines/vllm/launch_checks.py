@@ -23,9 +23,7 @@ from draftfit.engines.launch_checks import (
     unreadable_values,
     value_after_switch,
 )
-from draftfit.engines.launch_context import (
-    context_over_target,
-)
+from draftfit.engines.launch_context import context_over_target
 from draftfit.engines.launch_paths import (
     draft_is_checked,
     draft_path_is_folder,
