@@ -94,11 +94,11 @@ def check_path(
                 "an MTP check takes the target alone (it drafts with its own MTP layers); "
                 "a stand-alone NextN export next to its target is not checked yet: drop --target"
             )
-        return check_mtp_path(draft, engines, serve)
+        return check_mtp_path(draft, engines, serve, values)
     profiles = resolve_engines(engines)
     checkpoint = open_checkpoint(draft)
     if method is None and target is None and launches_target_mtp(checkpoint, serve):
-        return check_mtp(checkpoint, profiles, serve)
+        return check_mtp(checkpoint, profiles, serve, values=values)
     target_obj = open_target(target) if target is not None else None
     if target_obj is not None:
         target_obj.draft_is_for_target = draft_is_for_target
@@ -128,7 +128,7 @@ def check_checkpoint(
     if method is not None and method not in METHOD_CHOICES:
         raise UsageError(f"unknown method {method!r}; choose from {', '.join(METHOD_CHOICES)}")
     if method == MTP:
-        return check_mtp(checkpoint, profiles, serve)
+        return check_mtp(checkpoint, profiles, serve, values=values)
     draft = describe(checkpoint)
     value_facts = _value_facts(checkpoint, draft, target, values)
     effective_method = draft.method if method is None else method

@@ -93,7 +93,10 @@ def launches_target_mtp(checkpoint: Checkpoint, serve: ServeSettings | None) -> 
 
 
 def check_mtp_path(
-    source: str | Path, engines: Iterable[str] | None, serve: ServeSettings | None
+    source: str | Path,
+    engines: Iterable[str] | None,
+    serve: ServeSettings | None,
+    values: str | None = None,
 ) -> Report:
     """Read the target at `source` (its MTP shards only: locally, or from the Hub with the
     header reads at once) and check its MTP layers."""
@@ -108,7 +111,7 @@ def check_mtp_path(
         scoped = load_scoped(source, selection)
     # the names that matter to the MTP facts, as the selection found them in the index
     names = selection.relevant if selection.relevant is not None else scoped.names()
-    return check_mtp(scoped.checkpoint, profiles, serve, names)
+    return check_mtp(scoped.checkpoint, profiles, serve, names, values)
 
 
 def check_mtp(
@@ -116,10 +119,17 @@ def check_mtp(
     profiles: list[Profile],
     serve: ServeSettings | None,
     names: list[str] | None = None,
+    values: str | None = None,
 ) -> Report:
     """Run each release's MTP procedure on the target `checkpoint` (`names`: every tensor
-    name it holds, when only some headers were read) and report."""
+    name it holds, when only some headers were read) and report; `values` (`"sampled"` or
+    `"full"`) also reads the MTP layers' values for the value rules."""
     target = mtp_target(checkpoint, names)
+    value_facts = None
+    if values is not None:  # numpy is imported only then
+        from draftfit.values.mtp_scan import mtp_value_facts
+
+        value_facts = mtp_value_facts(checkpoint, target, values)
     draft = describe(checkpoint)
     eagle_draft = _eagle_draft(checkpoint)
     findings: dict[tuple[object, ...], Finding] = {}
@@ -134,7 +144,7 @@ def check_mtp(
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
         view = build_mtp_view(target, profile, settings, eagle_draft)
-        ctx = Context(checkpoint, draft, None, view, method=MTP, serve=settings)
+        ctx = Context(checkpoint, draft, None, view, method=MTP, values=value_facts, serve=settings)
         for rule_id in MTP_RULE_IDS:
             item = get_rule(rule_id.code)
             if item is None:
