@@ -153,23 +153,21 @@ def _layers(layers: tuple[int, ...] | None) -> str:
 
 def _verdict_difference(
     a: EngineResult, b: EngineResult, applying: list[list[Finding]], profile: Profile
-) -> list[Difference]:
+) -> Iterable[Difference]:
     """The release's verdicts on the two sides, where they differ (with what decides each)."""
     if a.verdict == b.verdict:
-        return []
+        return
     deciding = [
         ", ".join(sorted({f.code for f in found if f.severity == Severity.ERROR})) or "none"
         for found in applying
     ]
-    return [
-        (
-            ENGINE_VERDICT_DIFFERS,
-            f"{profile.title} finds the draft {a.verdict} (errors: {deciding[0]}) and the "
-            f"reference {b.verdict} (errors: {deciding[1]}); `draftfit check --method mtp` on "
-            "each says why",
-            Location("config.json"),
-        )
-    ]
+    yield (
+        ENGINE_VERDICT_DIFFERS,
+        f"{profile.title} finds the draft {a.verdict} (errors: {deciding[0]}) and the "
+        f"reference {b.verdict} (errors: {deciding[1]}); `draftfit check --method mtp` on "
+        "each says why",
+        Location("config.json"),
+    )
 
 
 def _shipped_differences(a: MtpTarget, b: MtpTarget) -> Iterable[Difference]:
