@@ -30,12 +30,11 @@ from draftfit.conversion.mtp_exclusions import (
     why_not_fixable,
 )
 from draftfit.draft.mtp import MtpTarget
-from draftfit.engines.interface import NoRecipe, Recipe
+from draftfit.engines.interface import NoRecipe, Recipe, engine_of
 from draftfit.engines.launch import parse_serve_args
+from draftfit.engines.mtp_procedures import mtp_procedure
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
-from draftfit.engines.sglang import SGLANG
-from draftfit.engines.vllm import VLLM
 from draftfit.errors import UsageError
 from draftfit.mtp_check import MTP, MTP_TARGET, mtp_target
 from draftfit.report import EngineResult, Finding, Report, verdict_for
@@ -61,9 +60,7 @@ def mtp_serving_for(report: Report, result: EngineResult) -> Recipe | NoRecipe:
     if not isinstance(target, MtpTarget):
         target = mtp_target(kept.checkpoint)
     family = target.family
-    if profile.engine not in (VLLM.name, SGLANG.name) or not (
-        profile.fact("mtp_families_served").value
-    ):
+    if mtp_procedure(profile.engine) is None or not profile.fact("mtp_families_served").value:
         return NoRecipe(
             result.engine,
             result.version,
@@ -183,7 +180,15 @@ def _launch(
         return f"which draft {title} uses for {family.title} MTP layers was not read"
     needs_path = required.value[family.name] == "required"
     notes: list[str] = []
-    if profile.engine == VLLM.name:
+    launch = engine_of(profile).launch()
+    if launch is None or not (launch.model_positional or launch.model_flags):
+        return f"{title} has no launch draftfit writes"
+    if launch.model_positional:
+        start = f"{launch.shown_command} {shell_word(served)}"
+    else:  # the spelled-out flag (`--model-path`, not its `--model` alias)
+        start = f"{launch.shown_command} {max(sorted(launch.model_flags), key=len)} "
+        start += shell_word(served)
+    if launch.json_flag is not None:  # vLLM: the speculative config
         methods = profile.fact("mtp_recipe_method")
         method = methods.value.get(family.name) if methods.known else None
         if not isinstance(method, str):
@@ -199,10 +204,7 @@ def _launch(
             f"num_speculative_tokens {config['num_speculative_tokens']}: the MTP depth; a "
             "multiple of it reuses the layers in turn (lower acceptance per step)"
         )
-        lines = [
-            f"vllm serve {shell_word(served)}",
-            f"--speculative-config {shell_quote(json.dumps(config))}",
-        ]
+        lines = [start, f"{launch.json_flag} {shell_quote(json.dumps(config))}"]
         return CONTINUATION.join(lines), config, notes
     chosen = profile.fact("mtp_tokens_default")
     if not chosen.known:
@@ -224,7 +226,7 @@ def _launch(
         f"steps {steps}, top-k {topk}, {tokens} draft tokens: what {title} chooses itself "
         "for this target"
     )
-    parts = [f"python -m sglang.launch_server --model-path {shell_word(served)}"]
+    parts = [start]
     parts += [f"{flag} {shell_word(str(value))}" for flag, value in flags.items()]
     return CONTINUATION.join(parts), flags, notes
 
