@@ -80,6 +80,8 @@ FIELD_TUPLES = {"LAYER_FIELDS", "EAGLE_FIELDS", "MOE_KEYS", "NORM_FLAGS", "MODEL
 # report and inspect output, tensor-role tables.
 NOT_CONFIG = {
     "archs",
+    "forced_one",  # the `mtp_depth_rule` fact's families forced to one MTP layer
+    "rule",  # the `mtp_depth_rule` fact's rule (`divisible`, `exactly-one`)
     "d2t",
     "dense_only",
     "eagle3_one_model",

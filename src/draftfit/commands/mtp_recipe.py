@@ -32,11 +32,10 @@ from draftfit.conversion.mtp_exclusions import (
 from draftfit.draft.mtp import MtpTarget
 from draftfit.engines.interface import NoRecipe, Recipe, engine_of
 from draftfit.engines.launch import parse_serve_args
-from draftfit.engines.mtp_procedures import mtp_procedure
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
 from draftfit.errors import UsageError
-from draftfit.mtp_check import MTP, MTP_TARGET, mtp_target
+from draftfit.mtp_check import KEPT_TARGET, MTP, mtp_target
 from draftfit.report import EngineResult, Finding, Report, verdict_for
 from draftfit.rule_ids import MTP_QUANT_UNCOVERED, Severity
 from draftfit.verdicts import UNVERIFIED
@@ -48,6 +47,8 @@ __all__ = ["mtp_serving_for"]
 
 # The converted folder: one per engine (each writes the names its releases match).
 CONVERTED_SUFFIX = "-mtp-{engine}"
+# The fact that lists the families a release serves with MTP (absent: MTP not read).
+SERVED = "mtp_families_served"
 
 
 def mtp_serving_for(report: Report, result: EngineResult) -> Recipe | NoRecipe:
@@ -56,11 +57,11 @@ def mtp_serving_for(report: Report, result: EngineResult) -> Recipe | NoRecipe:
     kept = report.kept()
     profile = result.kept().profile
     title = profile.title
-    target = kept.shared.get(MTP_TARGET)
+    target = kept.shared.get(KEPT_TARGET)
     if not isinstance(target, MtpTarget):
         target = mtp_target(kept.checkpoint)
     family = target.family
-    if mtp_procedure(profile.engine) is None or not profile.fact("mtp_families_served").value:
+    if SERVED not in profile.data.facts or not profile.fact(SERVED).value:
         return NoRecipe(
             result.engine,
             result.version,

@@ -19,8 +19,13 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from draftfit.draft.mtp import MtpTarget
-from draftfit.engines.mtp.exclusions import engine_name, excluded, quantizable, shard_mates
 from draftfit.engines.name_patterns import NameList
+from draftfit.engines.procedure.mtp_exclusions import (
+    engine_name,
+    excluded,
+    quantizable,
+    shard_mates,
+)
 from draftfit.engines.profile import Profile
 from draftfit.records import frozen
 

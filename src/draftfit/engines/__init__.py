@@ -25,8 +25,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("data_file",),
     ("view", "serve", "interface"),
     ("dimension_fit", "draft_quant", "launch_checks", "launch_part"),
-    ("procedure", "mtp"),
+    ("procedure",),
     ("vllm", "sglang", "trtllm"),
-    ("registry", "mtp_procedures"),
+    ("registry",),
     ("installed", "listing", "launch"),
 )
