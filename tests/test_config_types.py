@@ -60,7 +60,15 @@ CONFIG_READERS = [
         str(p.relative_to(SRC))
         for engine in ("vllm", "sglang", "trtllm")
         for p in (SRC / "engines" / engine).glob("*.py")
-        if p.name not in ("__init__.py", "launch.py", "launch_checks.py", "kv.py", "head_share.py")
+        if p.name
+        not in (
+            "__init__.py",
+            "launch.py",
+            "launch_checks.py",
+            "launch_parallel.py",
+            "kv.py",
+            "head_share.py",
+        )
     ),
     "engines/serve.py",
     "engines/vllm/engine.py",

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.local import read_json_object
 from draftfit.checkpoint.model import Checkpoint
@@ -64,10 +65,15 @@ from draftfit.rules import all_rules, get_rule
 from draftfit.rules.base import Context, Rule, Violation
 from draftfit.serve.settings import ServeSettings
 
+if TYPE_CHECKING:
+    from typing import Any
+
 # Methods (any case) that select MTP drafting from a launch.
 MTP_ALGORITHMS = frozenset({"mtp", "nextn"})
 EAGLE_METHODS = frozenset({"eagle", "eagle3"})
 QUANT_FILE = "hf_quant_config.json"
+# Where a report's kept inputs hold the target's MTP facts (for its recipes).
+KEPT_TARGET = "mtp_target"
 # The rules that report what the reader found damaged.
 STRUCTURE_FAMILY = "structure"
 EMITS: tuple[RuleId, ...] = (INVALID_CONFIG,)
@@ -112,9 +118,17 @@ def check_mtp_path(
 ) -> Report:
     """Read the target at `source` (its MTP shards only: locally, or from the Hub with the
     header reads at once) and check its MTP layers."""
+    profiles = resolve_engines(engines)
+    checkpoint, names = open_mtp_target(source)
+    return check_mtp(checkpoint, profiles, serve, names, values)
+
+
+def open_mtp_target(source: str | Path) -> tuple[Checkpoint, list[str]]:
+    """The target at `source` as an MTP check reads it (its config, its index and the
+    headers of the shards holding MTP tensors), and the tensor names that matter to its
+    MTP facts (from the index: most of them have no header read)."""
     from draftfit.origins.reference import is_hub_reference, open_scoped
 
-    profiles = resolve_engines(engines)
     text = str(source)
     selection = MtpSelection()
     if is_hub_reference(text):
@@ -123,7 +137,7 @@ def check_mtp_path(
         scoped = load_scoped(source, selection)
     # the names that matter to the MTP facts, as the selection found them in the index
     names = selection.relevant if selection.relevant is not None else scoped.names()
-    return check_mtp(scoped.checkpoint, profiles, serve, names, values)
+    return scoped.checkpoint, names
 
 
 def check_mtp(
@@ -197,7 +211,13 @@ def check_mtp(
         findings=ordered,
         engines=results,
         skipped_rules=skipped,
-        inputs=KeptCheck(checkpoint, draft, None, partial(recheck_mtp, serve=serve)),
+        inputs=KeptCheck(
+            checkpoint,
+            draft,
+            None,
+            partial(recheck_mtp, serve=serve, names=names),
+            shared={KEPT_TARGET: target},
+        ),
         serve=JudgedLaunch(serve) if serve is not None else None,
         hub_origin=checkpoint.hub_origin,
         mtp=MtpFacts.of(checkpoint.origin, target) if eagle_draft is None else None,
@@ -311,12 +331,18 @@ def recheck_mtp(
     method: str | None = None,
     *,
     serve: ServeSettings | None = None,
+    names: list[str] | None = None,
+    values: str | None = None,
+    shared: dict[str, Any] | None = None,
 ) -> Report:
-    """The MTP check in the checker's signature (what a report keeps to check again)."""
-    return check_mtp(checkpoint, profiles, serve)
+    """The MTP check in the checker's signature (what a report keeps to check again, and
+    what `matrix` checks each engine with): `names` are every tensor name the target holds
+    (when only some headers were read); `shared` is the EAGLE checker's, not used here."""
+    return check_mtp(checkpoint, profiles, serve, names, values)
 
 
 __all__ = [
+    "KEPT_TARGET",
     "MTP",
     "build_mtp_view",
     "check_mtp",
@@ -324,6 +350,7 @@ __all__ = [
     "launches_target_mtp",
     "mtp_launch",
     "mtp_target",
+    "open_mtp_target",
     "recheck_mtp",
     "refuse_nextn_export",
     "selects_mtp",

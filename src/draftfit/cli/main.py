@@ -53,7 +53,7 @@ from draftfit.cli.reports import (
     run_matrix,
 )
 from draftfit.cli.top import COMMAND_SUMMARIES, UsageExit, top_parser
-from draftfit.errors import DraftfitError, Interrupted
+from draftfit.errors import DraftfitError, Interrupted, UsageError
 from draftfit.escape import escape_field
 from draftfit.output.notices import notices_to
 from draftfit.output.progress import terminal_bars
@@ -261,9 +261,14 @@ def _add_convert_command(sub: Any) -> None:
     convert.add_argument("draft", help="local draft checkpoint directory")
     convert.add_argument(
         "--to",
-        required=True,
         choices=CONVENTIONS,
-        help="destination convention",
+        help="destination convention (required, except with --method mtp)",
+    )
+    convert.add_argument(
+        "--method",
+        choices=("mtp",),
+        help="mtp: the checkpoint is a target carrying MTP layers; write the quantization "
+        "exclusion list that serves them (no tensor byte changes)",
     )
     convert.add_argument("-o", "--output", dest="out", help="output directory")
     convert.add_argument("--target", help="target directory or Hub repo (aux ids, hidden size)")
@@ -502,6 +507,12 @@ def _dispatch(options: CommandOptions) -> int:
 def _cmd_convert(options: ConvertOptions) -> int:
     from draftfit.conversion import convert_path
 
+    if options.method == "mtp":
+        return _cmd_convert_mtp(options)
+    if options.to is None:
+        raise UsageError(
+            "convert needs --to CONVENTION (or --method mtp for a target's MTP layers)"
+        )
     result = convert_path(
         options.draft,
         options.to,
@@ -519,6 +530,29 @@ def _cmd_convert(options: ConvertOptions) -> int:
         while_writing=lambda: _load_renderer(kinds.CONVERT, options.format),
         also_read=_launch_files(options.launch),
         draft_is_for_target=options.draft_is_for_target,
+    )
+    _emit(result, options.format)
+    return result.exit_code()
+
+
+def _cmd_convert_mtp(options: ConvertOptions) -> int:
+    """`draftfit convert TARGET --method mtp`: the exclusion list that serves its MTP layers."""
+    from draftfit.conversion.mtp_convert import convert_mtp_path
+
+    if options.to is not None or options.target is not None:
+        raise UsageError(
+            "convert --method mtp takes the target alone and writes its own fix: drop "
+            + ("--to" if options.to is not None else "--target")
+        )
+    result = convert_mtp_path(
+        options.draft,
+        options.out,
+        list(options.engines) or None,
+        dry_run=options.dry_run,
+        force=options.force,
+        verify=options.verify,
+        notify=_notice,
+        serve=launch_settings(options.launch),
     )
     _emit(result, options.format)
     return result.exit_code()

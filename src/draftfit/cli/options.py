@@ -34,7 +34,7 @@ _Choice = TypeVar("_Choice", bound=str)
 
 # The choices the parser offers, in the order `--help` lists them.
 CHECK_METHODS: tuple[Method, ...] = ("eagle3", "eagle", "auto", "mtp")  # 'auto': no method given
-METHODS: tuple[Method, ...] = ("eagle3", "eagle")  # diff and matrix
+METHODS: tuple[Method, ...] = ("eagle3", "eagle", "mtp")  # diff and matrix
 VALUES: tuple[Values, ...] = ("sampled", "full")
 CONVENTIONS: tuple[Convention, ...] = ("vllm", "sglang", "speculators")
 SHELLS: tuple[Shell, ...] = ("bash", "zsh", "fish")
@@ -155,7 +155,7 @@ class ConvertOptions:
     """`draftfit convert` (`out` None: no `--output`; `engines` empty: the default)."""
 
     draft: str
-    to: Convention
+    to: Convention | None
     out: str | None
     target: str | None
     engines: tuple[str, ...]
@@ -167,6 +167,8 @@ class ConvertOptions:
     launch: LaunchOptions
     format: str
     draft_is_for_target: bool = False
+    # "mtp": the draft is a target whose MTP layers' quantization exclusions are written
+    method: str | None = None
 
 
 @frozen
@@ -285,7 +287,7 @@ def from_namespace(args: argparse.Namespace) -> CommandOptions:
     if command == "convert":
         return ConvertOptions(
             draft=args.draft,
-            to=_one_of(args.to, CONVENTIONS, "--to"),
+            to=_optional(args.to, CONVENTIONS, "--to"),
             out=args.out,
             target=args.target,
             engines=_engines(args),
@@ -297,6 +299,7 @@ def from_namespace(args: argparse.Namespace) -> CommandOptions:
             launch=_launch(args),
             format=_format(args, kinds.CONVERT),
             draft_is_for_target=bool(args.draft_is_for_target),
+            method=_optional(args.method, ("mtp",), "--method"),
         )
     if command == "inspect":
         return InspectOptions(draft=args.draft, format=_format(args, kinds.INSPECT))

@@ -347,6 +347,8 @@ def run_matrix(options: MatrixOptions) -> int:
         options.selection, options.draft, options.draft_is_for_target
     )
     serve = launch_settings(options.launch)
+    if _selects_mtp(options.method, serve, options.target):
+        return _run_mtp_matrix(options, selection, serve)
     checkpoint = open_checkpoint(options.draft)
     target = open_target(options.target) if options.target else None
     if target is not None:
@@ -363,6 +365,45 @@ def run_matrix(options: MatrixOptions) -> int:
         serve=serve,
     )
     write_reports([matrix], output, FailOn.ERROR)
+    if options.fail_on is None:
+        return EXIT_OK
+    return matrix.exit_code(options.fail_on)
+
+
+def _selects_mtp(method: str | None, serve: ServeSettings | None, target: str | None) -> bool:
+    """Whether a matrix is of a target's own MTP layers (`--method mtp`, or a launch that
+    selects MTP drafting and no `--target`)."""
+    from draftfit.mtp_check import MTP, selects_mtp
+
+    return method == MTP or (target is None and selects_mtp(method, serve))
+
+
+def _run_mtp_matrix(
+    options: MatrixOptions, selection: Selection, serve: ServeSettings | None
+) -> int:
+    """`draftfit matrix TARGET --method mtp`: every release's verdict on the target's MTP
+    layers (read as `check --method mtp` reads them: config, index, MTP shards)."""
+    from functools import partial
+
+    from draftfit.commands.release_matrix import build_matrix
+    from draftfit.mtp_check import MTP, open_mtp_target, recheck_mtp
+
+    if options.target is not None:
+        raise UsageError(
+            "an MTP matrix takes the target alone (it drafts with its own MTP layers): "
+            "drop --target"
+        )
+    checkpoint, names = open_mtp_target(options.draft)
+    matrix = build_matrix(
+        checkpoint,
+        None,
+        method=MTP,
+        selection=None if selection.is_default else selection,
+        serve=serve,
+        checker=partial(recheck_mtp, names=names),
+    )
+    matrix.notes = [n for n in matrix.notes if not n.startswith("no --target")]
+    write_reports([matrix], options.output, FailOn.ERROR)
     if options.fail_on is None:
         return EXIT_OK
     return matrix.exit_code(options.fail_on)

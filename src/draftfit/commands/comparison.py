@@ -24,6 +24,8 @@ from draftfit.commands.diff_sides import side_of, target_layers
 from draftfit.draft.description import describe
 from draftfit.draft.target import Target
 from draftfit.engines.profile import Profile
+from draftfit.errors import UsageError
+from draftfit.mtp_check import MTP
 from draftfit.report import Finding
 from draftfit.serve.settings import ServeSettings
 
@@ -105,6 +107,12 @@ def diff_paths(
     from draftfit.draft.mistakes import refuse_diff_mistakes
     from draftfit.origins.reference import open_checkpoint, open_target
 
+    if method == MTP:
+        from draftfit.commands.mtp_diff import diff_mtp_paths
+
+        if target is not None:
+            raise UsageError("an MTP diff compares two targets carrying MTP layers: drop --target")
+        return diff_mtp_paths(draft, reference, engines, serve)
     profiles = resolve_engines(engines)
     draft_checkpoint, reference_checkpoint = open_checkpoint(draft), open_checkpoint(reference)
     target_obj = open_target(target) if target is not None else None

@@ -78,6 +78,10 @@ def serving_for(
     """What a user is shown for one engine version: the recipe when a check of the draft it
     serves, under its own launch, finds no error; else one line saying why there is none
     (the errors that would remain and what would fix them)."""
+    if report.method == MTP:
+        from draftfit.commands.mtp_recipe import mtp_serving_for
+
+        return mtp_serving_for(report, result)
     built = _build(report, result, applying)
     title = result.kept().profile.title
     if built is None:
@@ -94,12 +98,6 @@ def attach_recipes(report: Report) -> None:
     error, and for every other version the line saying why it has none."""
     recipes: list[Recipe] = []
     missing: list[NoRecipe] = []
-    if report.method == MTP:
-        report.recipes = []
-        report.no_recipes = [
-            NoRecipe(result.engine, result.version, MTP_NO_RECIPE) for result in report.engines
-        ]
-        return
     applying = findings_by_engine(report.findings)
     for result in report.engines:
         shown = serving_for(report, result, applying.get(result.key, []))
@@ -111,11 +109,6 @@ def attach_recipes(report: Report) -> None:
     report.no_recipes = missing
 
 
-# Why an MTP check (the target's own MTP layers) gets no recipe.
-MTP_NO_RECIPE = (
-    "serve recipes for MTP drafting are not available yet: serve the target with the "
-    "launch that was checked"
-)
 # What a version without a recipe for the draft's method cannot serve.
 KIND_TITLES = {"eagle": "an EAGLE-1 draft", "eagle3": "an EAGLE-3 draft"}
 

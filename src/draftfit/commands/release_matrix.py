@@ -32,7 +32,10 @@ from draftfit.settings.selection import Selection, apply_to_report
 from draftfit.verdicts import FailOn, Verdict
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    from draftfit.report import Report
 
 # What must match for two versions to share a row: verdict, deciding findings, recipe (or
 # why there is none), unverified reasons: equal keys share one row.
@@ -135,12 +138,15 @@ def build_matrix(
     selection: Selection | None = None,
     values: str | None = None,
     serve: ServeSettings | None = None,
+    checker: Callable[..., Report] | None = None,
 ) -> Matrix:
     """Check `checkpoint` against every known version of every engine and group the results.
 
     One check per engine covers all its versions; each version's recipe reuses that check
     (its description of the draft, its profile), and what depends on no version is found
-    once for all (`check_checkpoint`'s `shared`). `values`: also run the value rules."""
+    once for all (`check_checkpoint`'s `shared`). `values`: also run the value rules.
+    `checker`: the check to make of each engine's releases (default `check_checkpoint`; an
+    MTP target's is :func:`draftfit.mtp_check.recheck_mtp` with its index's names)."""
     rows: list[MatrixRow] = []
     notes: list[str] = []
     if target is None:
@@ -152,7 +158,7 @@ def build_matrix(
     shared: dict[str, Any] = {}
     for engine in engines:
         profiles = [engine.resolve(v) for v in engine.versions]
-        report = check_checkpoint(
+        report = (checker or check_checkpoint)(
             checkpoint, target, profiles, method, values=values, serve=serve, shared=shared
         )
         if selection is not None:
@@ -170,9 +176,13 @@ def build_matrix(
                 result.verdict,
                 _signature(deciding, result.title),
                 _recipe_signature(shown, result.version),
-                tuple(result.unverified_reasons),
+                tuple(r.replace(result.title, "<engine>") for r in result.unverified_reasons),
             )
             if current is not None and key == current_key:
+                # reasons that name the release (an MTP check's "not read"): the range's
+                current.unverified_reasons = [
+                    r.replace(result.title, engine.title) for r in result.unverified_reasons
+                ]
                 current.last = result.version
                 current.versions.append(result.version)
                 current.deciding = deciding  # newest wording

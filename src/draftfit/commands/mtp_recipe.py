@@ -1,0 +1,280 @@
+"""Serve recipes for a target's own MTP layers: the launch that serves them right at one
+engine release, read from that release's data, and checked as it will run.
+
+The launch is the release's own: vLLM `vllm serve T --speculative-config` with the method the
+release takes for the family (`mtp`, or the per-family method of releases before it:
+`mtp_recipe_method`), `num_speculative_tokens` equal to the MTP depth the release reads (a
+value its depth rule always allows) and `"model"` where the release does not default the
+draft to the target (`mtp_default_draft`); SGLang `--speculative-algorithm NEXTN` with the
+steps, top-k and draft tokens the release itself would choose (`mtp_tokens_default`) and
+`--speculative-draft-model-path` where it is required. Where the target's quantization
+config leaves its BF16 MTP layer unexcluded (DF540), the recipe first runs `draftfit
+convert --method mtp`, which writes the exclusion list under the names that release
+matches (:mod:`draftfit.conversion.mtp_exclusions`).
+
+A recipe is shown only when the checkpoint it serves (the converted one, held in memory),
+checked again under the recipe's own launch at the same release, has no error and is not
+unverified; otherwise one line says why there is none.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from draftfit.checkpoint.model import Checkpoint
+from draftfit.conversion.mtp_exclusions import (
+    ExclusionFix,
+    namings_of,
+    plan_exclusions,
+    why_not_fixable,
+)
+from draftfit.draft.mtp import MtpTarget
+from draftfit.engines.interface import NoRecipe, Recipe, engine_of
+from draftfit.engines.launch import parse_serve_args
+from draftfit.engines.profile import Profile
+from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
+from draftfit.errors import UsageError
+from draftfit.mtp_check import KEPT_TARGET, MTP, mtp_target
+from draftfit.report import EngineResult, Finding, Report, verdict_for
+from draftfit.rule_ids import MTP_QUANT_UNCOVERED, Severity
+from draftfit.verdicts import UNVERIFIED
+
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["mtp_serving_for"]
+
+# The converted folder: one per engine (each writes the names its releases match).
+CONVERTED_SUFFIX = "-mtp-{engine}"
+# The fact that lists the families a release serves with MTP (absent: MTP not read).
+SERVED = "mtp_families_served"
+
+
+def mtp_serving_for(report: Report, result: EngineResult) -> Recipe | NoRecipe:
+    """The recipe that serves the target's MTP layers at `result`'s release, or why there
+    is none (`report` is an MTP check, :func:`draftfit.mtp_check.check_mtp`)."""
+    kept = report.kept()
+    profile = result.kept().profile
+    title = profile.title
+    target = kept.shared.get(KEPT_TARGET)
+    if not isinstance(target, MtpTarget):
+        target = mtp_target(kept.checkpoint)
+    family = target.family
+    if SERVED not in profile.data.facts or not profile.fact(SERVED).value:
+        return NoRecipe(
+            result.engine,
+            result.version,
+            "draftfit has not read how this release serves MTP layers, so it writes no "
+            "launch for them",
+        )
+    if family is None:
+        return NoRecipe(
+            result.engine,
+            result.version,
+            f"draftfit's MTP family table has no naming for this target, so no {title} "
+            "launch of its MTP layers is written",
+        )
+    source = model_source(kept.checkpoint.origin)
+    served: Checkpoint = kept.checkpoint
+    steps: list[str] = []
+    notes: list[str] = []
+    served_name = source.name
+    if any(
+        f.code == MTP_QUANT_UNCOVERED.code and profile.key in f.engines for f in report.findings
+    ):
+        fixed = _excluding(kept.checkpoint, target, profile)
+        if isinstance(fixed, str):
+            return NoRecipe(
+                result.engine,
+                result.version,
+                f"{MTP_QUANT_UNCOVERED.code} {MTP_QUANT_UNCOVERED.name} remains: {fixed}",
+                [MTP_QUANT_UNCOVERED.code],
+            )
+        fix, served_name = fixed
+        if source.hub:
+            steps.append(source.download())
+        local = source.local.name
+        steps.append(
+            " ".join(
+                shell_word(w)
+                for w in (
+                    "draftfit",
+                    "convert",
+                    local,
+                    "--method",
+                    MTP,
+                    "--engine",
+                    profile.label,
+                    "-o",
+                    served_name,
+                )
+            )
+        )
+        notes.append(
+            f"convert first: it adds {len(fix.added)} module name(s) to "
+            f"`quantization_config.{fix.key}` under the names {title} matches, so that the "
+            "BF16 MTP layer is built unquantized (no tensor byte changes; the portable fix is "
+            "to ship the MTP layer quantized like the backbone)"
+        )
+        served = _preview(kept.checkpoint, fix.config, served_name)
+    mtp = result.view.mtp if result.view is not None else None
+    depth = mtp.depth_used if mtp is not None and mtp.depth_used else target.depth
+    launch = _launch(profile, target, served_name, depth or 1)
+    if isinstance(launch, str):
+        return NoRecipe(result.engine, result.version, launch)
+    command, config, launch_notes = launch
+    notes += launch_notes
+    given = report.serve.settings if report.serve is not None else None
+    if given is not None and given.engine == profile.engine:
+        notes.append(
+            "a launch of its own, from the release's data: add the other settings of your "
+            "launch to it"
+        )
+    return _read_back(report, profile, served, command, config, steps, notes)
+
+
+def _excluding(
+    checkpoint: Checkpoint, target: MtpTarget, profile: Profile
+) -> tuple[ExclusionFix, str] | str:
+    """The exclusion fix for `profile`'s release and the folder it is written to, or why
+    there is none."""
+    why = why_not_fixable(target, checkpoint.config)
+    if why is not None:
+        return why
+    namings = namings_of([profile])
+    if namings is None or checkpoint.config is None:
+        return f"how {profile.title} matches quantization exclusions was not read"
+    fix = plan_exclusions(target, checkpoint.config, namings)
+    if fix is None:
+        return "every unquantized MTP module is already excluded under the names it matches"
+    local = model_source(checkpoint.origin).local.name.rstrip("/")
+    return fix, local + CONVERTED_SUFFIX.format(engine=profile.engine)
+
+
+def _preview(base: Checkpoint, config: dict[str, Any], origin: str) -> Checkpoint:
+    """The converted target as draftfit would read it back: the same tensors, the new
+    config (nothing is written)."""
+    return Checkpoint(
+        root=base.root,
+        origin=origin,
+        config=config,
+        tensors=base.tensors,
+        weight_format=base.weight_format,
+        weight_files=list(base.weight_files),
+        files=list(base.files),
+        access=base.access,
+        planned=True,
+    )
+
+
+def _launch(
+    profile: Profile, target: MtpTarget, served: str, depth: int
+) -> tuple[str, dict[str, Any], list[str]] | str:
+    """The release's launch of the MTP layers of `served` (command, its configuration,
+    notes), or why draftfit cannot write one."""
+    family = target.family
+    assert family is not None
+    title = profile.title
+    required = profile.fact("mtp_default_draft")
+    if not required.known or family.name not in required.value:
+        return f"which draft {title} uses for {family.title} MTP layers was not read"
+    needs_path = required.value[family.name] == "required"
+    notes: list[str] = []
+    launch = engine_of(profile).launch()
+    if launch is None or not (launch.model_positional or launch.model_flags):
+        return f"{title} has no launch draftfit writes"
+    if launch.model_positional:
+        start = f"{launch.shown_command} {shell_word(served)}"
+    else:  # the spelled-out flag (`--model-path`, not its `--model` alias)
+        start = f"{launch.shown_command} {max(sorted(launch.model_flags), key=len)} "
+        start += shell_word(served)
+    if launch.json_flag is not None:  # vLLM: the speculative config
+        methods = profile.fact("mtp_recipe_method")
+        method = methods.value.get(family.name) if methods.known else None
+        if not isinstance(method, str):
+            return f"the method {title} takes for {family.title} MTP layers was not read"
+        config: dict[str, Any] = {"method": method, "num_speculative_tokens": depth}
+        if needs_path:
+            config["model"] = served
+            notes.append(
+                f'"model" names the target itself: {title} does not default the MTP draft '
+                f"of a {family.title} target to it"
+            )
+        notes.append(
+            f"num_speculative_tokens {config['num_speculative_tokens']}: the MTP depth; a "
+            "multiple of it reuses the layers in turn (lower acceptance per step)"
+        )
+        lines = [start, f"{launch.json_flag} {shell_quote(json.dumps(config))}"]
+        return CONTINUATION.join(lines), config, notes
+    chosen = profile.fact("mtp_tokens_default")
+    if not chosen.known:
+        return f"the MTP steps {title} chooses were not read"
+    steps, topk, tokens = chosen.value
+    flags: dict[str, Any] = {
+        "--speculative-algorithm": "NEXTN",
+        "--speculative-num-steps": steps,
+        "--speculative-eagle-topk": topk,
+        "--speculative-num-draft-tokens": tokens,
+    }
+    if needs_path:
+        flags["--speculative-draft-model-path"] = served
+        notes.append(
+            f"--speculative-draft-model-path names the target itself: {title} requires it "
+            f"for {family.title} targets"
+        )
+    notes.append(
+        f"steps {steps}, top-k {topk}, {tokens} draft tokens: what {title} chooses itself "
+        "for this target"
+    )
+    parts = [start]
+    parts += [f"{flag} {shell_word(str(value))}" for flag, value in flags.items()]
+    return CONTINUATION.join(parts), flags, notes
+
+
+def _read_back(
+    report: Report,
+    profile: Profile,
+    served: Checkpoint,
+    command: str,
+    config: dict[str, Any],
+    steps: list[str],
+    notes: list[str],
+) -> Recipe | NoRecipe:
+    """The recipe when the checkpoint it serves, checked again under its own launch at the
+    same release, has no error and is verified; else why there is none."""
+    kept = report.kept()
+    engine, version = profile.engine, profile.version
+    try:
+        settings = parse_serve_args(command.replace(CONTINUATION, " "))
+        back = kept.checker(served, None, [profile], MTP, serve=settings)
+    except UsageError as exc:
+        return NoRecipe(engine, version, f"its launch could not be read back: {exc}")
+    result = back.engines[0]
+    verdict, _ = verdict_for(back.findings, profile.key, result.unverified_reasons)
+    severe = [f for f in back.findings if f.severity >= Severity.WARNING and f.counts]
+    remaining = sorted({f.code for f in severe})
+    errors = [f for f in severe if f.severity == Severity.ERROR]
+    if errors:
+        return NoRecipe(engine, version, _why_not(errors, bool(steps)), remaining)
+    if verdict == UNVERIFIED:
+        reasons = "; ".join(result.unverified_reasons) or "part of the check was not made"
+        return NoRecipe(engine, version, f"what it serves could not be verified: {reasons}")
+    for finding in severe:
+        notes.append(f"still applies: {finding.code} {finding.name}")
+    notes.append(f"{profile.title} finds the target {verdict} under this launch")
+    return Recipe(engine, version, command, steps, notes, config, remaining, True)
+
+
+def _why_not(errors: list[Finding], converted: bool) -> str:
+    """One line: the errors the launch would leave, each with its fix."""
+    by_code: dict[str, Finding] = {}
+    for finding in errors:
+        by_code.setdefault(finding.code, finding)
+    after = " after `draftfit convert --method mtp`" if converted else ""
+    if len(by_code) == 1:
+        (only,) = by_code.values()
+        fix = f"; fix: {only.fix}" if only.fix else ""
+        return f"{only.code} {only.name} remains{after}{fix}"
+    parts = [f"{f.code} {f.name}" + (f" (fix: {f.fix})" if f.fix else "") for f in by_code.values()]
+    return f"{len(by_code)} errors remain{after}: " + "; ".join(parts)

@@ -1,0 +1,156 @@
+"""`draftfit convert TARGET --method mtp`: the one fix of a target's MTP layers that changes
+no tensor byte, an exclusion list in the quantization config (DF540).
+
+The plan copies every tensor verbatim into shards that keep the input's grouping, writes
+the config with the MTP layers' unquantized modules added to the exclusion key of the
+target's quantization method, under the names each requested engine release matches
+(:mod:`draftfit.conversion.mtp_exclusions`), and copies the other files. It is written as
+every conversion is (:func:`draftfit.conversion.write.write_plan`: a marked temporary
+folder swapped into place, the input only read, free space checked, bytes copied by the
+kernel where it can), then read back and checked again as an MTP target at the same
+releases. Where no exclusion list fixes the target, nothing is written and the message
+says what the exporter must do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from draftfit.checkpoint import load_checkpoint
+from draftfit.checkpoint.model import Checkpoint
+from draftfit.conversion.mtp_exclusions import (
+    ExclusionFix,
+    namings_of,
+    plan_exclusions,
+    why_not_fixable,
+)
+from draftfit.conversion.output import MARKER, MARKER_PART, check_output_path
+from draftfit.conversion.plan import Edit, OutputTensor, Plan
+from draftfit.conversion.write import write_plan
+from draftfit.engines.installed import resolve_engines
+from draftfit.errors import UsageError
+from draftfit.mtp_check import MTP, check_mtp, mtp_target
+from draftfit.serve.settings import ServeSettings
+
+if TYPE_CHECKING:
+    from draftfit.conversion import ConvertResult
+
+CONFIG = "config.json"
+INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
+
+
+def convert_mtp_path(
+    source: str | Path,
+    out: str | Path | None,
+    engines: list[str] | None = None,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    verify: bool = False,
+    notify: Callable[[str], None] | None = None,
+    serve: ServeSettings | None = None,
+) -> ConvertResult:
+    """Plan (and unless `dry_run`, write and check) the exclusion list that fixes the target
+    at `source` for the releases `engines` (default: as `check`). Returns a
+    :class:`draftfit.conversion.ConvertResult`; raises :class:`UsageError` where no
+    exclusion list fixes it (the message says what the exporter must do)."""
+    from draftfit.conversion import ConvertResult  # the package imports this module's caller
+    from draftfit.origins.reference import is_hub_reference
+
+    if is_hub_reference(str(source)):
+        raise UsageError(
+            "convert needs a local checkpoint: download it first (`hf download OWNER/NAME "
+            "--local-dir DIR`)"
+        )
+    if out is None and not dry_run:
+        raise UsageError("convert needs -o OUT (or --dry-run)")
+    checkpoint = load_checkpoint(source)
+    if checkpoint.config is None:
+        raise UsageError(f"{source}: no readable config.json, so there is no config to fix")
+    if out is not None:
+        check_output_path(checkpoint.root, Path(out), force)
+    profiles = resolve_engines(engines)
+    target = mtp_target(checkpoint)
+    if target.family is None:
+        raise UsageError(
+            f"{source}: draftfit's MTP family table has no naming for this target, so it "
+            "cannot tell which tensors are its MTP layers"
+        )
+    why = why_not_fixable(target, checkpoint.config)
+    if why is not None:
+        raise UsageError(f"no config change fixes {source}'s MTP layers: {why}")
+    namings = namings_of(profiles)
+    if namings is None:
+        raise UsageError(
+            "draftfit has not read how "
+            + ", ".join(p.title for p in profiles)
+            + " matches quantization exclusions: choose a read release with --engine"
+        )
+    fix = plan_exclusions(target, checkpoint.config, namings)
+    if fix is None:
+        raise UsageError(
+            f"{source}: every unquantized MTP module is already excluded under the names "
+            f"{', '.join(p.title for p in profiles)} matches: nothing to convert"
+        )
+    plan = _plan(checkpoint, fix)
+    if dry_run:
+        shown = Path(out) if out else None
+        return ConvertResult(plan, shown, False, None, out_as_given=out_text(out))
+    assert out is not None
+    result = write_plan(
+        plan,
+        checkpoint,
+        Path(out),
+        force=force,
+        engines=[p.label for p in profiles],
+        verify=verify,
+        notify=notify,
+    )
+    written = load_checkpoint(result.out)
+    report = check_mtp(written, profiles, serve)
+    return ConvertResult(
+        plan, Path(out), True, report, result.removed_leftovers, out_as_given=out_text(out)
+    )
+
+
+def out_text(out: str | Path | None) -> str | None:
+    return None if out is None else str(out)
+
+
+def _plan(checkpoint: Checkpoint, fix: ExclusionFix) -> Plan:
+    """Every tensor copied verbatim (each weight file's tensors kept together), the fixed
+    config, and the other files copied."""
+    shard_of = {name: i for i, name in enumerate(checkpoint.weight_files)}
+    tensors = [
+        OutputTensor(name, info.dtype, info.shape, info, shard=shard_of.get(info.file, 0))
+        for name, info in checkpoint.tensors.items()
+    ]
+    skip = {
+        CONFIG,
+        *INDEXES,
+        *checkpoint.weight_files,
+        *checkpoint.ignored_weight_files,
+        MARKER,
+        MARKER_PART,
+    }
+    names = ", ".join(fix.namings)
+    edit = Edit(
+        "set-config",
+        fix.pointer,
+        f"add {len(fix.added)} MTP module name(s) to `{fix.key}` ({names} names), so that "
+        "the engine builds the unquantized MTP layer unquantized",
+    )
+    return Plan(
+        MTP,
+        checkpoint.origin,
+        fix.config,
+        tensors,
+        [edit],
+        [name for name in checkpoint.files if name not in skip and "/" not in name],
+        shards=max(len(checkpoint.weight_files), 1),
+    )
+
+
+__all__ = ["convert_mtp_path"]
