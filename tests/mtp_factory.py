@@ -1,6 +1,7 @@
 """Tiny real target checkpoints that carry MTP (NextN) layers, one factory per family.
 
-Written with draftfit's own safetensors writer (zeros: the MTP checks read headers only), in
+Written with draftfit's own safetensors writer (zeros unless `fill` gives values: the MTP
+checks read headers only, the value checks read the bytes), in
 the shapes of `dev/make_mtp_targets.py` (whose targets the engine oracle ran) at a smaller
 width. Each target can be sharded with an index whose MTP layer sits in a shard of its own,
 as the real releases are, so that a test can tell which headers were read.
@@ -10,14 +11,20 @@ the key out), `ship` (how many MTP layers are written), `drop` (sub-names left o
 MTP layer, e.g. `eh_proj.weight`), `rename` (a prefix that replaces the MTP layer's),
 `quant` ("fp8": an FP8 block-quantized backbone), `mtp_quantized` (the MTP layer quantized
 like the backbone), `exclude` (the FP8 exclusion list: "checkpoint", "runtime",
-"partial"), `compressed` (a compressed-tensors FP8 config instead of `quant_method: fp8`).
+"partial"), `compressed` (a compressed-tensors FP8 config instead of `quant_method: fp8`),
+`fill` (the bytes of each tensor, by name, dtype and shape; None writes zeros: :func:`trained`
+gives every tensor values of its own, as a trained checkpoint has).
 """
 
 from __future__ import annotations
 
 import json
+import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors
 
@@ -26,6 +33,8 @@ Q_LORA, KV_LORA, ROPE, NOPE, V_DIM = 32, 32, 8, 16, 16
 KV_HEADS, HEAD_DIM = 1, 16
 BLOCK = 128
 Tensors = dict[str, tuple[str, tuple[int, ...]]]
+# The bytes of a tensor from its name, dtype and shape (None: zeros).
+Fill = Callable[[str, str, tuple[int, ...]], "bytes | None"]
 
 
 def _mla(p: str) -> Tensors:
@@ -184,6 +193,7 @@ def mtp_target(
     exclude: str | None = None,
     compressed: bool = False,
     sharded: bool = True,
+    fill: Fill | None = None,
 ) -> Path:
     """Write a tiny target of `family` (`deepseek_v3`, `glm4_moe`, `qwen3_next`) with its MTP
     layers at `path` (see the module docstring for the variants)."""
@@ -229,14 +239,14 @@ def mtp_target(
     config = _config(family, depth, **extra)
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     if not sharded:
-        _write(path / "model.safetensors", {**backbone, **mtp})
+        _write(path / "model.safetensors", {**backbone, **mtp}, fill)
         return path
     shards = {"model-00001-of-00002.safetensors": backbone}
     if mtp:
         shards["model-00002-of-00002.safetensors"] = mtp
     index: dict[str, str] = {}
     for shard, tensors in shards.items():
-        _write(path / shard, tensors)
+        _write(path / shard, tensors, fill)
         index.update((name, shard) for name in tensors)
     (path / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {}, "weight_map": index}, indent=1) + "\n"
@@ -244,8 +254,50 @@ def mtp_target(
     return path
 
 
-def _write(path: Path, tensors: Tensors) -> None:
-    write_safetensors(path, [TensorToWrite(n, d, s, None) for n, (d, s) in tensors.items()])
+def _write(path: Path, tensors: Tensors, fill: Fill | None = None) -> None:
+    write_safetensors(
+        path,
+        [
+            TensorToWrite(n, d, s, fill(n, d, s) if fill is not None else None)
+            for n, (d, s) in tensors.items()
+        ],
+    )
 
 
-__all__ = ["mtp_target"]
+def values(dtype: str, array: Any) -> bytes:
+    """The stored bytes of float `array` in `dtype` (BF16 rounded to nearest even, F32, or
+    F8_E4M3 as the nearest of its codes)."""
+    data = np.asarray(array, dtype=np.float32)
+    if dtype == "F32":
+        return data.astype("<f4").tobytes()
+    if dtype == "BF16":
+        bits = data.view(np.uint32).astype(np.uint64)
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        return rounded.astype("<u2").tobytes()
+    if dtype == "F8_E4M3":
+        from draftfit.values.decode import decode
+
+        table = decode(bytes(range(256)), "F8_E4M3")
+        codes = np.flatnonzero(np.isfinite(table))
+        nearest = np.abs(data.reshape(-1, 1) - table[codes].reshape(1, -1)).argmin(axis=1)
+        return codes[nearest].astype(np.uint8).tobytes()
+    raise ValueError(dtype)
+
+
+def trained(name: str, dtype: str, shape: tuple[int, ...]) -> bytes:
+    """Values of their own for each tensor `name`, as training leaves them: norms near 1.0
+    (near 0.0 for the zero-centred norms of Qwen3-Next), projections heavy-tailed around 0
+    with rows that differ, FP8 weights spread over their range and block scales positive."""
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    if name.endswith(("weight_scale_inv", "weight_scale")):
+        return values(dtype, rng.uniform(1e-4, 1e-3, shape))
+    if dtype == "F8_E4M3":
+        return values(dtype, rng.laplace(0, 60, shape).clip(-448, 448))
+    if len(shape) == 1 and "norm" in name:
+        centre = 0.0 if name.startswith("mtp.") or "qwen" in name else 1.0
+        return values(dtype, centre + rng.normal(0, 0.05, shape))
+    row_shift = rng.normal(0, 0.003, (shape[0],) + (1,) * (len(shape) - 1))
+    return values(dtype, rng.laplace(0, 0.03, shape) + row_shift)
+
+
+__all__ = ["Fill", "mtp_target", "trained", "values"]

@@ -60,7 +60,15 @@ CONFIG_READERS = [
         str(p.relative_to(SRC))
         for engine in ("vllm", "sglang", "trtllm")
         for p in (SRC / "engines" / engine).glob("*.py")
-        if p.name not in ("__init__.py", "launch.py", "launch_checks.py", "kv.py", "head_share.py")
+        if p.name
+        not in (
+            "__init__.py",
+            "launch.py",
+            "launch_checks.py",
+            "launch_parallel.py",
+            "kv.py",
+            "head_share.py",
+        )
     ),
     "engines/serve.py",
     "engines/vllm/engine.py",
@@ -80,6 +88,8 @@ FIELD_TUPLES = {"LAYER_FIELDS", "EAGLE_FIELDS", "MOE_KEYS", "NORM_FLAGS", "MODEL
 # report and inspect output, tensor-role tables.
 NOT_CONFIG = {
     "archs",
+    "forced_one",  # the `mtp_depth_rule` fact's families forced to one MTP layer
+    "rule",  # the `mtp_depth_rule` fact's rule (`divisible`, `exactly-one`)
     "d2t",
     "dense_only",
     "eagle3_one_model",

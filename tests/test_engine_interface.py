@@ -9,11 +9,12 @@
   only.
 * Nothing outside `draftfit.engines` imports a concrete engine module, and the modules
   that serve every engine (`check`, `recipe`, `diff`, `matrix`, `convert`) name no engine.
-* A fourth engine is one folder (an Engine with its data, its procedure, its serve recipe,
-  its launch part and the conventions it plans) and one registry line: the toy engine below
-  (TensorRT-LLM's data and procedure under another name, with its own serve command, its
-  own `toyllm serve` launch and its own `toyconv` convention) runs through `check`,
-  `check --recipe`, `matrix`, `diff`, `--serve-args` and `convert` without any other module
+* A fourth engine is one folder built as CONTRIBUTING.md's recipe says (its data, its
+  procedure of steps, its launch part and launch checks, its Engine) and one registry line:
+  ToyLLM (`tests/toyllm/`: TensorRT-LLM's data under another title and TensorRT-LLM's steps
+  in its own procedure, with its own serve command, its own `toyllm serve` launch and its own
+  `toyconv` convention) runs through `check`, `check --recipe`, `matrix`, `diff`,
+  `--serve-args`, `convert` and the installed-engine lookup without any other module
   knowing it.
 * Outside `draftfit.engines`, at most 15 string literals name an engine.
 """
@@ -22,10 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -40,23 +38,10 @@ from draftfit.conversion.planner import plan_conversion
 from draftfit.conversion.preview import preview_checkpoint
 from draftfit.draft.description import describe
 from draftfit.draft.target import Target, load_target
-from draftfit.engines.interface import (
-    ConventionChoice,
-    Engine,
-    Recipe,
-    Served,
-    ServeRequest,
-    engine_of,
-)
-from draftfit.engines.launch_part import EngineLaunch
-from draftfit.engines.profile import Profile
+from draftfit.engines.interface import engine_of
 from draftfit.engines.registry import ENGINES, SGLANG, TRTLLM, VLLM, parse_engine_selector
-from draftfit.engines.sglang.engine import SGLANG_LAYOUT
-from draftfit.engines.trtllm.procedure import build_view as trtllm_build_view
-from draftfit.engines.view import BuildInputs, EngineView
-from draftfit.records import replace
-from draftfit.serve.reading import FlagTarget
 from tests import factory as f
+from tests.toyllm.engine import ToyEngine
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "draftfit"
@@ -73,7 +58,8 @@ ENGINE_NEUTRAL = (
     "conversion/__init__.py",
     "serve/settings.py",
 )
-ENGINE_FOLDERS = ("vllm", "sglang", "trtllm")
+# An engine's folder: a sub-package of draftfit.engines that holds an Engine (`engine.py`).
+ENGINE_FOLDERS = tuple(sorted(p.parent.name for p in (PACKAGE / "engines").glob("*/engine.py")))
 
 
 def _concrete(module: str) -> bool:
@@ -408,65 +394,10 @@ def test_a_planned_conversion_shares_the_inputs_values_and_keeps_its_own(tmp_pat
 # ---------------------------------------------------------------------- a fourth engine
 
 
-TOY_FLAGS = {
-    "--tp": FlagTarget("tensor_parallel_size", "int"),
-    "--kv-dtype": FlagTarget("kv_cache_dtype"),
-    "--no-graphs": FlagTarget("cuda_graphs", "off-when-true"),
-}
-
-
-class ToyLaunch(EngineLaunch):
-    """The toy's launch part: `toyllm serve MODEL --tp N --kv-dtype D --no-graphs`."""
-
-    engine = "toyllm"
-    commands = (("toyllm", "serve"),)
-    shown_command = "toyllm serve"
-    flags = TOY_FLAGS
-    booleans = frozenset({"--no-graphs"})
-    hint_flags = frozenset({"--kv-dtype"})
-
-
-class ToyEngine(Engine):
-    """What a fourth engine's folder holds: its data (TensorRT-LLM's under another name),
-    its procedure (TensorRT-LLM's), its serve command, its launch part (`toyllm
-    serve`) and the convention it plans (`toyconv`: SGLang's layout under another name).
-    Registering it is one line in `ENGINES`."""
-
-    name = "toyllm"
-    convention = "toyconv"
-    layouts = (replace(SGLANG_LAYOUT, name="toyconv"),)
-
-    def __init__(self, data_file: Path) -> None:
-        self.data_file = data_file
-
-    def data_text(self) -> str:
-        return self.data_file.read_text(encoding="utf-8")
-
-    def build_view(self, inputs: BuildInputs) -> EngineView:
-        return trtllm_build_view(inputs)
-
-    def serve(self, request: ServeRequest) -> Served:
-        command = f"toyllm serve {request.draft_path}"
-        return Served(Recipe(self.name, request.profile.version, command))
-
-    def launch(self) -> EngineLaunch:
-        return ToyLaunch()
-
-    def convention_architecture(
-        self, layer: Mapping[str, Any], profile: Profile | None
-    ) -> ConventionChoice:
-        return SGLANG.convention_architecture(layer, None)
-
-
 @pytest.fixture
-def toy(tmp_path: Path) -> ToyEngine:
-    text = resources.files("draftfit.engines").joinpath("trtllm", "data.toml").read_text("utf-8")
-    lines = [
-        'title = "ToyLLM"' if line.startswith("title =") else line for line in text.splitlines()
-    ]
-    data_file = tmp_path / "toyllm.toml"
-    data_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return ToyEngine(data_file)
+def toy() -> ToyEngine:
+    """ToyLLM (`tests/toyllm/`), a fourth engine built as CONTRIBUTING.md's recipe says."""
+    return ToyEngine()
 
 
 def test_a_fourth_engine_runs_through_check_recipes_matrix_and_diff(
@@ -543,6 +474,18 @@ def test_a_fourth_engine_reads_its_own_launch_and_plans_its_own_convention(
     preview = preview_checkpoint(toyconv, checkpoint)
     assert check_checkpoint(preview, target, [profile]).engines[0].engine == "toyllm"
 
+    # The default of --engine: found installed by the distribution name its Engine declares.
+    import draftfit.engines.installed as installed_module
+
+    monkeypatch.setattr(installed_module, "ENGINES", (*ENGINES, toy))
+    info = tmp_path / "site" / f"toyllm-{toy.data.latest}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: toyllm\nVersion: {toy.data.latest}\n"
+    )
+    found = installed_module.find_installed([str(tmp_path / "site")])
+    assert [(i.engine, i.version) for i in found] == [(toy, toy.data.latest)]
+
 
 def test_a_damaged_engine_data_file_is_a_data_error(tmp_path: Path) -> None:
     broken = ToyEngine(tmp_path / "toyllm.toml")
@@ -593,7 +536,7 @@ def test_no_module_imports_another_modules_private_names() -> None:
 
 # ---------------------------------------------------------------------- engine names
 
-ENGINE_NAMES = frozenset({"vllm", "sglang", "trtllm"})
+ENGINE_NAMES = frozenset(e.name for e in ENGINES)
 MAX_ENGINE_LITERALS = 15
 
 

@@ -166,10 +166,9 @@ def test_diff_defaults_to_the_installed_engine_too(
 
 def test_the_engine_names_in_the_default_reason_are_the_data_titles() -> None:
     """The reason names every engine without loading its data; the names stay the titles'."""
-    from draftfit.engines.installed import PRODUCTS
     from draftfit.engines.registry import ENGINES
 
-    assert {e.name: e.data.title.split(" (")[0] for e in ENGINES} == PRODUCTS
+    assert [e.data.title.split(" (")[0] for e in ENGINES] == [e.product for e in ENGINES]
 
 
 def test_every_spelling_the_metadata_lookup_accepts_is_found(tmp_path: Path) -> None:

@@ -30,7 +30,14 @@ from draftfit.engines.launch_judgement import JudgedLaunch, ReleaseLaunch
 from draftfit.engines.profile import EngineVersion, Profile
 from draftfit.engines.view import BuildInputs
 from draftfit.errors import UsageError
-from draftfit.mtp_check import MTP, check_mtp, check_mtp_path, launches_target_mtp, selects_mtp
+from draftfit.mtp_check import (
+    MTP,
+    check_mtp,
+    check_mtp_path,
+    launches_target_mtp,
+    refuse_nextn_export,
+    selects_mtp,
+)
 from draftfit.records import replace
 from draftfit.report import (
     UNVERIFIED_RULES,
@@ -99,14 +106,15 @@ def check_path(
     if method == MTP or (target is None and selects_mtp(method, serve)):
         if target is not None:
             raise UsageError(
-                "an MTP check takes the target alone (it drafts with its own MTP layers); "
-                "a stand-alone NextN export next to its target is not checked yet: drop --target"
+                "an MTP check takes the target alone (it drafts with its own MTP layers): "
+                "drop --target; a stand-alone NextN export next to its target is not checked yet"
             )
-        return check_mtp_path(draft, engines, serve)
+        return check_mtp_path(draft, engines, serve, values)
     profiles = resolve_engines(engines)
     checkpoint = open_checkpoint(draft)
+    refuse_nextn_export(checkpoint)
     if method is None and target is None and launches_target_mtp(checkpoint, serve):
-        return check_mtp(checkpoint, profiles, serve)
+        return check_mtp(checkpoint, profiles, serve, values=values)
     target_obj = open_target(target) if target is not None else None
     if target_obj is not None:
         target_obj.draft_is_for_target = draft_is_for_target
@@ -136,7 +144,7 @@ def check_checkpoint(
     if method is not None and method not in METHOD_CHOICES:
         raise UsageError(f"unknown method {method!r}; choose from {', '.join(METHOD_CHOICES)}")
     if method == MTP:
-        return check_mtp(checkpoint, profiles, serve)
+        return check_mtp(checkpoint, profiles, serve, values=values)
     draft = describe(checkpoint)
     value_facts = _value_facts(checkpoint, draft, target, values)
     effective_method = draft.method if method is None else method

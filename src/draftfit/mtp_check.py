@@ -6,7 +6,8 @@ target's MTP layers instead of an EAGLE draft: no `--target` (the checkpoint is 
 target). The target is read from its config, its index and the headers of the shards
 holding MTP tensors only (:func:`draftfit.checkpoint.scoped.load_scoped`; from the Hub,
 :func:`draftfit.origins.hub.load_hub_scoped`, those headers at once); each engine
-release's MTP procedure (:mod:`draftfit.engines.mtp`) judges it from that release's data,
+release's MTP procedure (its engine's `by_method["mtp"]`, steps in
+:mod:`draftfit.engines.procedure` and `engines/<engine>/mtp.py`) judges it from that release's data,
 and the MTP rules (:mod:`draftfit.rules.mtp`) turn what it found into findings. A release
 whose MTP handling draftfit has not read gets an `unverified` verdict, never `compatible`.
 """
@@ -20,22 +21,30 @@ from pathlib import Path
 from draftfit.checkpoint.local import read_json_object
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.checkpoint.scoped import load_scoped
-from draftfit.draft.description import describe
+from draftfit.draft.description import DraftDescription, describe
 from draftfit.draft.mistakes import DRAFT_KEYS
-from draftfit.draft.mtp import MtpSelection, MtpTarget, family_of, read_mtp_target
+from draftfit.draft.mtp import (
+    MTP,
+    MtpSelection,
+    MtpTarget,
+    family_of,
+    nextn_export_class,
+    read_mtp_target,
+)
 from draftfit.draft.target import Target
 from draftfit.engines.installed import resolve_engines
+from draftfit.engines.interface import build_view
 from draftfit.engines.launch_judgement import JudgedLaunch
-from draftfit.engines.mtp.state import MtpBuild, MtpLaunch, run_procedure
-from draftfit.engines.mtp_procedures import mtp_procedure
-from draftfit.engines.mtp_view import MtpView
+from draftfit.engines.mtp_view import MtpInputs, MtpLaunch, MtpView
 from draftfit.engines.profile import EngineVersion, Profile
-from draftfit.engines.view import EngineView
+from draftfit.engines.view import BuildInputs, EngineView
+from draftfit.errors import UsageError
 from draftfit.report import (
     DialectFacts,
     EngineResult,
     Finding,
     KeptCheck,
+    MtpFacts,
     Report,
     SkippedRule,
     SkipReason,
@@ -55,7 +64,6 @@ from draftfit.rules import all_rules, get_rule
 from draftfit.rules.base import Context, Rule, Violation
 from draftfit.serve.settings import ServeSettings
 
-MTP = "mtp"
 # Methods (any case) that select MTP drafting from a launch.
 MTP_ALGORITHMS = frozenset({"mtp", "nextn"})
 EAGLE_METHODS = frozenset({"eagle", "eagle3"})
@@ -64,6 +72,10 @@ QUANT_FILE = "hf_quant_config.json"
 STRUCTURE_FAMILY = "structure"
 EMITS: tuple[RuleId, ...] = (INVALID_CONFIG,)
 EMITS_STAGE = "MTP check: the target's hf_quant_config.json"
+# What an MTP check's checkpoint is: no producer's draft convention, the target itself.
+MTP_TARGET = DialectFacts(
+    "mtp-target", None, "target carrying its own MTP layers (no separate draft)", (), None
+)
 # The rules that judge the launch: without one for an engine they are listed as skipped.
 LAUNCH_RULES = (MTP_METHOD_NAME, MTP_TOKEN_COUNT_MISSING, MTP_LAUNCH_KIND, MTP_DRAFT_PATH_REQUIRED)
 
@@ -93,7 +105,10 @@ def launches_target_mtp(checkpoint: Checkpoint, serve: ServeSettings | None) -> 
 
 
 def check_mtp_path(
-    source: str | Path, engines: Iterable[str] | None, serve: ServeSettings | None
+    source: str | Path,
+    engines: Iterable[str] | None,
+    serve: ServeSettings | None,
+    values: str | None = None,
 ) -> Report:
     """Read the target at `source` (its MTP shards only: locally, or from the Hub with the
     header reads at once) and check its MTP layers."""
@@ -108,7 +123,7 @@ def check_mtp_path(
         scoped = load_scoped(source, selection)
     # the names that matter to the MTP facts, as the selection found them in the index
     names = selection.relevant if selection.relevant is not None else scoped.names()
-    return check_mtp(scoped.checkpoint, profiles, serve, names)
+    return check_mtp(scoped.checkpoint, profiles, serve, names, values)
 
 
 def check_mtp(
@@ -116,10 +131,18 @@ def check_mtp(
     profiles: list[Profile],
     serve: ServeSettings | None,
     names: list[str] | None = None,
+    values: str | None = None,
 ) -> Report:
     """Run each release's MTP procedure on the target `checkpoint` (`names`: every tensor
-    name it holds, when only some headers were read) and report."""
+    name it holds, when only some headers were read) and report; `values` (`"sampled"` or
+    `"full"`) also reads the MTP layers' values for the value rules."""
+    refuse_nextn_export(checkpoint)
     target = mtp_target(checkpoint, names)
+    value_facts = None
+    if values is not None:  # numpy is imported only then
+        from draftfit.values.mtp_scan import mtp_value_facts
+
+        value_facts = mtp_value_facts(checkpoint, target, values)
     draft = describe(checkpoint)
     eagle_draft = _eagle_draft(checkpoint)
     findings: dict[tuple[object, ...], Finding] = {}
@@ -133,8 +156,8 @@ def check_mtp(
                 _gather(findings, structural, structural.run(base), profile.key)
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
-        view = build_mtp_view(target, profile, settings, eagle_draft)
-        ctx = Context(checkpoint, draft, None, view, method=MTP, serve=settings)
+        view = build_mtp_view(checkpoint, draft, target, profile, settings, eagle_draft)
+        ctx = Context(checkpoint, draft, None, view, method=MTP, values=value_facts, serve=settings)
         for rule_id in MTP_RULE_IDS:
             item = get_rule(rule_id.code)
             if item is None:
@@ -167,7 +190,8 @@ def check_mtp(
     return Report(
         draft=checkpoint.origin,
         target=None,
-        dialect=DialectFacts.of(draft.dialect),
+        # an EAGLE draft given to an MTP launch is shown as the draft it is (DF146 says why)
+        dialect=MTP_TARGET if eagle_draft is None else DialectFacts.of(draft.dialect),
         method=MTP,
         method_evidence=evidence or ["--method mtp"],
         findings=ordered,
@@ -176,6 +200,22 @@ def check_mtp(
         inputs=KeptCheck(checkpoint, draft, None, partial(recheck_mtp, serve=serve)),
         serve=JudgedLaunch(serve) if serve is not None else None,
         hub_origin=checkpoint.hub_origin,
+        mtp=MtpFacts.of(checkpoint.origin, target) if eagle_draft is None else None,
+    )
+
+
+def refuse_nextn_export(checkpoint: Checkpoint) -> None:
+    """A stand-alone NextN export is not checked yet: say so (exit 2) instead of judging it
+    as a target, whose MTP layer would be looked for after its one decoder layer."""
+    architecture = nextn_export_class(checkpoint.config)
+    if architecture is None:
+        return
+    raise UsageError(
+        f"{checkpoint.origin} is a stand-alone NextN export (`{architecture}`: a target's "
+        "NextN layer stored as layer 0 of a one-layer model, which SGLang serves with "
+        "`--speculative-draft-model-path`); draftfit does not check NextN exports yet, alone "
+        "or next to their target. Check the target that ships the MTP layers instead: "
+        "`draftfit check TARGET --method mtp` (or its MTP launch in --serve-args)"
     )
 
 
@@ -193,23 +233,27 @@ def mtp_target(checkpoint: Checkpoint, names: list[str] | None = None) -> MtpTar
 
 
 def build_mtp_view(
-    target: MtpTarget, profile: Profile, settings: ServeSettings | None, eagle_draft: str | None
+    checkpoint: Checkpoint,
+    draft: DraftDescription,
+    target: MtpTarget,
+    profile: Profile,
+    settings: ServeSettings | None,
+    eagle_draft: str | None,
 ) -> EngineView:
-    """What `profile`'s release makes of the target's MTP layers under `settings`."""
-    view = EngineView(profile.engine, profile.version, profile.title, MTP, mtp=MtpView())
-    assert view.mtp is not None
-    procedure = mtp_procedure(profile.engine)
-    if procedure is None:
-        view.mtp.not_read.append(f"draftfit has not read how {profile.title} serves MTP layers")
-        return view
-    launch = _launch(settings)
-    state = MtpBuild(target, profile, launch, view, view.mtp, eagle_draft)
-    run_procedure(procedure, state)
-    view.built = not view.refusals
+    """What `profile`'s release makes of the target's MTP layers under `settings`: its
+    engine's procedure for method `mtp` (`by_method["mtp"]`), run like any other. The
+    launch's MTP settings are read by the MTP steps (`BuildInputs.mtp`), not by the
+    engine's EAGLE launch step, so `serve` stays None."""
+    mtp = MtpInputs(target, mtp_launch(settings), eagle_draft)
+    inputs = BuildInputs(checkpoint, draft, None, profile, MTP, True, mtp=mtp)
+    view = build_view(inputs)
+    if view.mtp is None:  # no config: the procedure never reached the MTP layers
+        view.mtp = MtpView(not_read=[f"{profile.title} found no config to read MTP layers from"])
     return view
 
 
-def _launch(settings: ServeSettings | None) -> MtpLaunch:
+def mtp_launch(settings: ServeSettings | None) -> MtpLaunch:
+    """The launch as the MTP steps read it (no launch: the release's defaults)."""
     if settings is None:
         return MtpLaunch()
     tokens = settings.num_speculative_tokens
@@ -278,7 +322,9 @@ __all__ = [
     "check_mtp",
     "check_mtp_path",
     "launches_target_mtp",
+    "mtp_launch",
     "mtp_target",
     "recheck_mtp",
+    "refuse_nextn_export",
     "selects_mtp",
 ]

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from draftfit.draft.aux_counting import AuxCounting
     from draftfit.draft.description import DraftDescription
     from draftfit.draft.dialects import Dialect
+    from draftfit.draft.mtp import MtpTarget
     from draftfit.draft.target import Target
     from draftfit.draft.verifier_identity import VerifierCheck
     from draftfit.engines.interface import NoRecipe, Recipe
@@ -105,6 +106,82 @@ class DialectFacts:
             "title": self.title,
             "evidence": list(self.evidence),
             "version_hint": self.version_hint,
+        }
+
+
+@frozen
+class MtpFacts:
+    """The checkpoint of an MTP check, shown as what it is: the target, carrying its own MTP
+    layers (no separate draft is served).
+
+    Attributes:
+        source: the checkpoint as given.
+        architecture, model_type: the target config's `architectures[0]` and `model_type`.
+        family, family_title: its MTP family (`deepseek_v3`, "DeepSeek-V3"), None when
+            draftfit's family table has none for the architecture.
+        depth_key: the config key that declares the MTP depth.
+        depth_declared: the depth declared there (None: absent or not an integer).
+        layers_shipped: where the MTP layers shipped are (their tensor prefixes).
+        quantization: the target's `quant_method` (None: unquantized).
+        excluded_modules: how many modules its quantization config leaves unquantized.
+    """
+
+    source: str
+    architecture: str | None
+    model_type: str | None
+    family: str | None
+    family_title: str | None
+    depth_key: str
+    depth_declared: int | None
+    layers_shipped: tuple[str, ...]
+    quantization: str | None
+    excluded_modules: int
+
+    @classmethod
+    def of(cls, source: str, target: MtpTarget) -> MtpFacts:
+        family = target.family
+        layers = tuple(target.layers[i].prefix.rstrip(".") for i in target.shipped())
+        return cls(
+            source,
+            target.architecture,
+            target.model_type,
+            family.name if family is not None else None,
+            family.title if family is not None else None,
+            target.depth_key,
+            target.depth,
+            layers,
+            target.quant.method,
+            len(target.quant.exclusions),
+        )
+
+    def summary(self) -> str:
+        """One line: family, declared depth, MTP layers shipped, quantization."""
+        family = self.family_title or "no MTP family draftfit knows"
+        depth = "absent" if self.depth_declared is None else str(self.depth_declared)
+        shipped = ", ".join(self.layers_shipped[:4]) or "none"
+        if len(self.layers_shipped) > 4:
+            shipped += f" and {len(self.layers_shipped) - 4} more"
+        quant = "unquantized"
+        if self.quantization is not None:
+            quant = f"quantized `{self.quantization}`, {self.excluded_modules} module(s) excluded"
+        return (
+            f"{family} (`{self.architecture}`) · `{self.depth_key}` {depth} · "
+            f"MTP layers shipped: {shipped} · {quant}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "role": "target",
+            "source": self.source,
+            "architecture": self.architecture,
+            "model_type": self.model_type,
+            "family": self.family,
+            "family_title": self.family_title,
+            "depth_key": self.depth_key,
+            "depth_declared": self.depth_declared,
+            "layers_shipped": list(self.layers_shipped),
+            "quantization": self.quantization,
+            "excluded_modules": self.excluded_modules,
         }
 
 
@@ -446,6 +523,8 @@ class Report:
     settings_file: str | None = field(default=None, compare=False)
     # The Hub repository and revision the draft's folder layout names, when it does.
     hub_origin: HubOrigin | None = None
+    # An MTP check: the checkpoint is the target, carrying the MTP layers it drafts with.
+    mtp: MtpFacts | None = None
     # What the checker read and computed (not part of the JSON form): see `kept`.
     inputs: KeptCheck | None = field(default=None, repr=False, compare=False)
 
@@ -497,6 +576,8 @@ class Report:
             out["no_recipes"] = [r.to_dict() for r in self.no_recipes or []]
         if self.serve is not None:
             out["serve"] = self.serve.to_dict()
+        if self.mtp is not None:
+            out["mtp"] = self.mtp.to_dict()
         return out
 
 

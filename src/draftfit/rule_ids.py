@@ -429,6 +429,26 @@ FC_AUX_CHUNK_UNTRAINED = RuleId(
 )
 LM_HEAD_COPIED_FROM_TARGET = RuleId("DF708", "lm-head-copied-from-target", _COSMETIC, VALUES_FAMILY)
 VALUES_NOT_CHECKED = RuleId("DF709", "values-not-checked", _COSMETIC, VALUES_FAMILY)
+# The value checks of a target's own MTP layers (`check T --method mtp --values`).
+MTP_TENSOR_ZERO = RuleId("DF710", "mtp-tensor-zero", _GARBAGE, VALUES_FAMILY)
+MTP_NON_FINITE = RuleId("DF711", "mtp-non-finite", _GARBAGE, VALUES_FAMILY)
+MTP_COPIES_DECODER_LAYER = RuleId("DF712", "mtp-copies-decoder-layer", _GARBAGE, VALUES_FAMILY)
+MTP_TENSOR_CONSTANT = RuleId(
+    "DF713",
+    "mtp-tensor-constant",
+    _DEGRADES,
+    VALUES_FAMILY,
+    "if the tensor is indeed untrained (one value everywhere: an exact signature, not a "
+    "measurement of acceptance)",
+)
+MTP_NORMS_AT_INIT = RuleId(
+    "DF714",
+    "mtp-norms-at-init",
+    _DEGRADES,
+    VALUES_FAMILY,
+    "if the MTP layer is indeed untrained (its norms hold exactly their initial value; a very "
+    "short training exported in bfloat16 can round back to it)",
+)
 METHOD_DIFFERS = RuleId("DF801", "method-differs", _GARBAGE, "difference")
 DRAFT_CLASS_DIFFERS = RuleId("DF802", "draft-class-differs", _GARBAGE, "difference")
 DIMENSION_DIFFERS = RuleId("DF803", "dimension-differs", _GARBAGE, "difference")
@@ -474,6 +494,15 @@ MTP_DRAFT_PATH_REQUIRED = RuleId("DF147", "mtp-draft-path-required", _REFUSES, "
 MTP_LAYER_MISSING = RuleId("DF220", "mtp-layer-missing", _GARBAGE, "mtp")
 MTP_TENSOR_MISSING = RuleId("DF221", "mtp-tensor-missing", _GARBAGE, "mtp")
 MTP_QUANT_UNCOVERED = RuleId("DF540", "mtp-quant-uncovered", _GARBAGE, "mtp")
+# The value rules of the MTP check: silent unless `--values` was given.
+MTP_VALUE_RULE_IDS: tuple[RuleId, ...] = (
+    MTP_TENSOR_ZERO,
+    MTP_NON_FINITE,
+    MTP_COPIES_DECODER_LAYER,
+    MTP_TENSOR_CONSTANT,
+    MTP_NORMS_AT_INIT,
+    VALUES_NOT_CHECKED,
+)
 MTP_RULE_IDS: tuple[RuleId, ...] = (
     MTP_FAMILY_UNSERVED,
     MTP_METHOD_NAME,
@@ -486,6 +515,7 @@ MTP_RULE_IDS: tuple[RuleId, ...] = (
     MTP_LAYER_MISSING,
     MTP_TENSOR_MISSING,
     MTP_QUANT_UNCOVERED,
+    *MTP_VALUE_RULE_IDS,
 )
 
 ALL_RULE_IDS: tuple[RuleId, ...] = (
@@ -621,7 +651,7 @@ ALL_RULE_IDS: tuple[RuleId, ...] = (
     CONFIG_DTYPE_MISMATCH,
     LOCAL_VERIFIER_PATH,
     UNKNOWN_CONVENTION,
-    *MTP_RULE_IDS,
+    *(rule for rule in MTP_RULE_IDS if rule is not VALUES_NOT_CHECKED),  # listed above
 )
 
 BY_NAME: dict[str, RuleId] = {r.name: r for r in ALL_RULE_IDS}

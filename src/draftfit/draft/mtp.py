@@ -24,6 +24,8 @@ from draftfit.records import field, frozen
 if TYPE_CHECKING:
     from typing import Any
 
+MTP = "mtp"  # the drafting method: the target's own MTP layers as its draft
+
 FAMILIES_FILE = Path(__file__).with_name("mtp_families.toml")
 
 LAYER_INDEX = "layer_index"  # model.layers.{L+i}.*
@@ -110,6 +112,23 @@ def families() -> tuple[MtpFamily, ...]:
         )
         for item in table["family"]
     )
+
+
+def nextn_export_class(config: Mapping[str, Any] | None) -> str | None:
+    """The architecture of a stand-alone NextN export (`DeepseekV3ForCausalLMNextN`,
+    `Glm4MoeForCausalLMNextN`): a checkpoint holding only a target's NextN layer, stored as
+    layer 0 of a one-layer model, that SGLang serves as a separate draft
+    (`--speculative-draft-model-path`; its loader reads layer 0 when `num_hidden_layers` is
+    1, sglang/srt/models/deepseek_common/deepseek_weight_loader.py:569-571@v0.5.23). A
+    target's own config never names the NextN class (the engine rewrites to it). None for
+    any other checkpoint."""
+    if not isinstance(config, Mapping):
+        return None
+    architectures = config.get("architectures")
+    first = architectures[0] if isinstance(architectures, list) and architectures else None
+    if isinstance(first, str) and first.endswith("NextN") and len(first) <= 200:
+        return first
+    return None
 
 
 def family_of(config: Mapping[str, Any] | None) -> MtpFamily | None:

@@ -3,7 +3,8 @@
 Without `--engine`, draftfit checks the vLLM, SGLang and TensorRT-LLM releases installed in
 the running Python environment, found by their distribution metadata (the `*.dist-info` or
 `*.egg-info` entries of the folders on the search path). Nothing is imported or started, and
-only those three names are looked up, never every distribution. An installed release
+only the names the engines are published under (each Engine's `distributions`) are looked
+up, never every distribution. An installed release
 draftfit has not read is checked against the nearest read one and marked extrapolated, as
 `~=` does. With none installed, the default is the newest vLLM draftfit has read, and the
 report says so.
@@ -48,15 +49,6 @@ if TYPE_CHECKING:
 
 SEARCH_PATH_ENV = "DRAFTFIT_ENGINE_PATH"
 
-# The distribution names each engine is published under (looked up one by one).
-DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
-    "vllm": ("vllm",),
-    "sglang": ("sglang",),
-    "trtllm": ("tensorrt_llm",),
-}
-# Each engine's name as its data's title starts (tests/test_installed_engine.py keeps them
-# equal), so that the default's reason names all engines without loading their data.
-PRODUCTS: dict[str, str] = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 #: Size of a metadata file read. pip's METADATA carries the project's long description (a
 #: few tens of KB for the engines); a larger file is not metadata.
@@ -114,7 +106,7 @@ def find_installed(path: list[str] | None = None) -> list[Installed]:
     for each, the first distribution on the path whose metadata gives a version (metadata
     that cannot be read safely is skipped with a notice)."""
     where = search_path() if path is None else path
-    wanted = {_normalized(name): name for names in DISTRIBUTIONS.values() for name in names}
+    wanted = {_normalized(name): name for engine in ENGINES for name in engine.distributions}
     versions: dict[str, str] = {}
     for entry in where:
         for name, metadata in _candidates(entry, wanted):
@@ -125,7 +117,7 @@ def find_installed(path: list[str] | None = None) -> list[Installed]:
                 versions[name] = version
     found: list[Installed] = []
     for engine in ENGINES:
-        for name in DISTRIBUTIONS.get(engine.name, ()):
+        for name in engine.distributions:
             if name in versions:
                 found.append(Installed(engine, versions[name], name))
                 break
@@ -243,7 +235,7 @@ def default_profiles(path: list[str] | None = None) -> list[Profile]:
         return profiles
     data = DEFAULT_ENGINE.data
     profile = data.resolve(data.latest)
-    names = [PRODUCTS.get(e.name) or e.data.title.split(" (")[0] for e in ENGINES]
+    names = [e.product or e.data.title.split(" (")[0] for e in ENGINES]
     unreadable = [f"{i.engine.data.title} {i.version}" for i in installed]
     found = f" ({', '.join(unreadable)} has no version draftfit can read)" if unreadable else ""
     profile.chosen_because = (

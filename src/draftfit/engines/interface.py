@@ -188,6 +188,11 @@ class Engine(ABC):
         edits_launch: whether a serve recipe edits the launch the check was given (the
             command line keeps every setting); False where the launch keeps its settings in
             a file the recipe writes anew (TensorRT-LLM's options YAML).
+        distributions: the names it is published under on the package index, looked up
+            (one by one) among the installed distributions for the default of `--engine`
+            (:mod:`draftfit.engines.installed`); none: never found installed.
+        product: its name as its data's title starts (`vLLM`), so that the default's reason
+            names every engine without loading its data; empty: read from the title.
 
     An engine module keeps its imports of the procedure (its steps) inside the methods,
     so that listing the engines (`draftfit engines`, `draftfit rule`) loads only the data.
@@ -197,6 +202,8 @@ class Engine(ABC):
     convention: str
     layouts: tuple[ConventionLayout, ...] = ()
     edits_launch: bool = True
+    distributions: tuple[str, ...] = ()
+    product: str = ""
 
     @property
     def plans(self) -> tuple[str, ...]:

@@ -1,14 +1,66 @@
-"""The typed MTP part of an engine view (`EngineView.mtp`): what a release makes of a
-target's own MTP layers."""
+"""The typed MTP parts of an engine's inputs and view: what an MTP procedure reads
+(`BuildInputs.mtp`: the target's own MTP facts and the launch as the MTP steps read it) and
+what it writes (`EngineView.mtp`: what a release makes of the target's MTP layers)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from draftfit.records import field, record
+from draftfit.records import field, frozen, record
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from draftfit.draft.mtp import MtpTarget
+
+
+@frozen
+class MtpLaunch:
+    """The launch as the MTP steps read it (None: not given, the release's default).
+
+    Attributes:
+        given: whether a launch was given for this engine (else `--method mtp` alone).
+        method: the method or algorithm as written (`mtp`, `deepseek_mtp`, `NEXTN`).
+        tokens: the number of draft tokens per step (vLLM `num_speculative_tokens`, SGLang
+            `--speculative-num-steps`).
+        draft_model: the draft the launch names (vLLM `model`, SGLang
+            `--speculative-draft-model-path`).
+        target_model: the target the launch serves.
+        pointer: where the method is written, for locations.
+    """
+
+    given: bool = False
+    method: str | None = None
+    tokens: int | None = None
+    draft_model: str | None = None
+    target_model: str | None = None
+    pointer: str = "--speculative-config"
+
+    @property
+    def other_draft(self) -> str | None:
+        """The draft the launch names when it is not the target itself, else None."""
+        if self.draft_model is None or self.draft_model == self.target_model:
+            return None
+        return self.draft_model
+
+
+@frozen
+class MtpInputs:
+    """What an MTP procedure resolves the target's own MTP layers from.
+
+    The launch's MTP settings are judged by the MTP steps themselves (method name, token
+    count, draft path), so an MTP build's `BuildInputs.serve` stays None.
+
+    Attributes:
+        target: the target's MTP facts (family, declared depth, shipped layers, quantization).
+        launch: the launch as the MTP steps read it.
+        eagle_draft: what makes the checkpoint an EAGLE draft rather than a target carrying
+            MTP layers, or None.
+    """
+
+    target: MtpTarget
+    launch: MtpLaunch = field(default_factory=MtpLaunch)
+    eagle_draft: str | None = None
 
 
 @record
@@ -47,4 +99,4 @@ class MtpView:
         }
 
 
-__all__ = ["MtpView"]
+__all__ = ["MtpInputs", "MtpLaunch", "MtpView"]

@@ -21,7 +21,7 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.draft.description import DraftDescription
 from draftfit.draft.target import Target
 from draftfit.draft.tensor_names import bounded_message
-from draftfit.engines.mtp_view import MtpView
+from draftfit.engines.mtp_view import MtpInputs, MtpView
 from draftfit.engines.profile import Profile, Resolved
 from draftfit.engines.shapes import Axis
 from draftfit.location import Location
@@ -62,6 +62,8 @@ class BuildInputs:
             is, and read by the launch checks.
         fit_dimensions: whether the procedure looks for a config dimension that explains the
             stored shapes it does not build (off when it builds a trial of such an edit).
+        mtp: the target's own MTP layers and the launch as the MTP steps read them (an MTP
+            build only, method `mtp`).
     """
 
     checkpoint: Checkpoint
@@ -73,6 +75,7 @@ class BuildInputs:
     serve: ServeSettings | None = None
     fit_dimensions: bool = True
     launch: ReleaseLaunch | None = None
+    mtp: MtpInputs | None = None
 
 
 @frozen

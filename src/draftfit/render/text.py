@@ -16,6 +16,7 @@ from draftfit.report import (
     DEGRADED,
     DRAFTS_GARBAGE,
     UNVERIFIED,
+    MtpFacts,
     Report,
     SkipReason,
     TargetFacts,
@@ -98,45 +99,11 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
     (:func:`escape_field`): a newline in a name cannot start a line of its own."""
 
     def draw(console: LinePrinter) -> None:
-        header = Styled()
-        header.append("Draft   ", style="bold")
-        header.append(escape_field(report.draft))
-        if report.hub_origin is not None:
-            header.append(f"\n        {escape_field(report.hub_origin.describe())}")
-        header.append(f"\n        {escape_field(report.dialect.title)}")
-        if report.method:
-            header.append(f" · method {escape_field(report.method)}")
-        if report.dialect.evidence:
-            evidence = "; ".join(escape_field(item) for item in report.dialect.evidence)
-            header.append("\n        evidence: " + evidence, style="dim")
-        console.print(header)
-        if report.target:
-            facts = report.target_facts or TargetFacts(None, None, None, None, None, None)
-            line = Styled()
-            line.append("Target  ", style="bold")
-            line.append(escape_field(report.target))
-            line.append(
-                "\n        "
-                + escape_field(
-                    f"{facts.architecture} ({facts.model_type}), "
-                    f"{facts.num_layers} layers, hidden {facts.hidden_size}, "
-                    f"vocab {facts.vocab_size}"
-                )
-            )
-            if facts.verifier is not None:
-                summary = escape_field(facts.verifier.summary)
-                line.append("\n        verifier: " + summary, style="dim")
-            console.print(line)
+        if report.mtp is not None:
+            _mtp_header(console, report.mtp)
         else:
-            console.print(
-                Styled("Target  none given (checks that need one are skipped)", style="dim")
-            )
-        if report.serve is not None:
-            console.print(Styled("Serve   " + escape_field(report.serve.summary())))
-        for result in report.engines:
-            if result.chosen_because is not None:
-                console.print(Styled("Engine  " + escape_field(result.chosen_because), style="dim"))
-        console.print()
+            _draft_header(console, report)
+        _launch_lines(console, report)
 
         counting = [f for f in report.findings if f.counts]
         families = sorted(
@@ -237,6 +204,61 @@ def render_check(report: Report, options: RenderOptions = PLAIN) -> str:
             print_recipe(console, item)
 
     return render_lines(draw, options.color)
+
+
+def _draft_header(console: LinePrinter, report: Report) -> None:
+    """The draft (its convention and method) and the target, or that none was given."""
+    header = Styled()
+    header.append("Draft   ", style="bold")
+    header.append(escape_field(report.draft))
+    if report.hub_origin is not None:
+        header.append(f"\n        {escape_field(report.hub_origin.describe())}")
+    header.append(f"\n        {escape_field(report.dialect.title)}")
+    if report.method:
+        header.append(f" · method {escape_field(report.method)}")
+    if report.dialect.evidence:
+        evidence = "; ".join(escape_field(item) for item in report.dialect.evidence)
+        header.append("\n        evidence: " + evidence, style="dim")
+    console.print(header)
+    if report.target:
+        facts = report.target_facts or TargetFacts(None, None, None, None, None, None)
+        line = Styled()
+        line.append("Target  ", style="bold")
+        line.append(escape_field(report.target))
+        line.append(
+            "\n        "
+            + escape_field(
+                f"{facts.architecture} ({facts.model_type}), "
+                f"{facts.num_layers} layers, hidden {facts.hidden_size}, "
+                f"vocab {facts.vocab_size}"
+            )
+        )
+        if facts.verifier is not None:
+            summary = escape_field(facts.verifier.summary)
+            line.append("\n        verifier: " + summary, style="dim")
+        console.print(line)
+    else:
+        console.print(Styled("Target  none given (checks that need one are skipped)", style="dim"))
+
+
+def _mtp_header(console: LinePrinter, mtp: MtpFacts) -> None:
+    """An MTP check's checkpoint: the target, carrying the MTP layers it drafts with."""
+    line = Styled()
+    line.append("Target  ", style="bold")
+    line.append(escape_field(mtp.source))
+    line.append("\n        carries its own MTP layers · method mtp (no separate draft)")
+    line.append("\n        " + escape_field(mtp.summary()))
+    console.print(line)
+
+
+def _launch_lines(console: LinePrinter, report: Report) -> None:
+    """The launch, when given, and why each engine release was chosen; then a blank line."""
+    if report.serve is not None:
+        console.print(Styled("Serve   " + escape_field(report.serve.summary())))
+    for result in report.engines:
+        if result.chosen_because is not None:
+            console.print(Styled("Engine  " + escape_field(result.chosen_because), style="dim"))
+    console.print()
 
 
 def basis_line(basis: dict[str, Any] | None) -> str | None:

@@ -1,6 +1,7 @@
 """MTP / NextN drafting: the rules about a target's own MTP layers as a release serves them.
 
-Detected by each engine's MTP procedure (`draftfit.engines.mtp`, `engines/<engine>/mtp.py`),
+Detected by each engine's MTP procedure (`by_method["mtp"]`: the shared steps of
+`draftfit.engines.procedure.mtp_steps`, the engine's own in `engines/<engine>/mtp.py`),
 which tags the view's refusals and events with these identities; the rules turn them into
 findings.
 """

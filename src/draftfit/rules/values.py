@@ -8,6 +8,10 @@ the same family of evidence but runs on every check, since it reads only a few K
 A briefly trained draft still looks much like its initialisation, so a warning or an error
 about an untrained tensor rests only on exact signatures (exact zeros, exact ones, constant
 rows, identical copies); a statistical resemblance to the initialiser is at most info.
+
+DF710–DF714 read what :mod:`draftfit.values.mtp_scan` observed of a target's own MTP layers
+(`check T --method mtp --values`): the signatures an exporter leaves when it ships an MTP
+block that was never trained or never written. They stay silent for an EAGLE draft.
 """
 
 from __future__ import annotations
@@ -22,6 +26,11 @@ from draftfit.rule_ids import (
     FC_AUX_CHUNK_UNTRAINED,
     INIT_LIKE_STATISTICS,
     LM_HEAD_COPIED_FROM_TARGET,
+    MTP_COPIES_DECODER_LAYER,
+    MTP_NON_FINITE,
+    MTP_NORMS_AT_INIT,
+    MTP_TENSOR_CONSTANT,
+    MTP_TENSOR_ZERO,
     NON_FINITE_VALUES,
     UNTRAINED_TENSOR,
     VALUES_EXCEED_SERVING_DTYPE,
@@ -31,7 +40,7 @@ from draftfit.rule_ids import (
 from draftfit.rules.base import Context, Location, Scope, Violation, rule
 
 if TYPE_CHECKING:
-    from draftfit.values.facts import TensorFacts, ValueFacts
+    from draftfit.values.facts import MtpTensorFacts, MtpValues, TensorFacts, ValueFacts
 
 # The rules this module emits and where it stands (see draftfit.commands.detection).
 EMITS: tuple[RuleId, ...] = (
@@ -44,6 +53,11 @@ EMITS: tuple[RuleId, ...] = (
     FC_AUX_CHUNK_UNTRAINED,
     LM_HEAD_COPIED_FROM_TARGET,
     VALUES_NOT_CHECKED,
+    MTP_TENSOR_ZERO,
+    MTP_NON_FINITE,
+    MTP_COPIES_DECODER_LAYER,
+    MTP_TENSOR_CONSTANT,
+    MTP_NORMS_AT_INIT,
 )
 EMITS_STAGE = "rule's own check"
 
@@ -509,4 +523,279 @@ def values_not_checked(ctx: Context) -> Iterator[Violation]:
             f"{what} not checked: {skipped.reason}",
             Location(skipped.file, tensor=skipped.tensor),
             None,
+        )
+
+
+# ------------------------------------------------------------------ MTP layers
+
+# Names whose values may legitimately be all zero or all equal: biases (a bias starts at
+# zero and may stay there) and a weight's quantization scales (a per-tensor scale is one
+# value; a scale of zero is the weight's own signature, reported on the weight).
+_BIAS_ENDINGS = (".bias", "_bias")
+_SCALE_ENDINGS = (".weight_scale_inv", ".weight_scale", ".input_scale")
+_REEXPORT = (
+    "the exporter must write the MTP layer's trained weights (every tensor of the MTP layer, "
+    "from the training checkpoint that trained it); if the MTP layers were never trained, "
+    "serve the target without MTP"
+)
+
+
+def _mtp(ctx: Context) -> MtpValues | None:
+    return ctx.values.mtp if ctx.values is not None else None
+
+
+def _at(t: MtpTensorFacts) -> Location:
+    return Location(t.file, tensor=t.name)
+
+
+def _listed(tensors: list[MtpTensorFacts], limit: int = 4) -> str:
+    names = ", ".join(f"`{t.name}`" for t in tensors[:limit])
+    return names + (f" and {len(tensors) - limit} more" if len(tensors) > limit else "")
+
+
+def _coverage(tensors: list[MtpTensorFacts]) -> str:
+    if all(t.coverage.complete for t in tensors):
+        return "read in full"
+    return f"on samples of rows ({tensors[0].coverage.describe()} for the first)"
+
+
+def _by_layer(tensors: list[MtpTensorFacts]) -> dict[int, list[MtpTensorFacts]]:
+    grouped: dict[int, list[MtpTensorFacts]] = {}
+    for t in tensors:
+        grouped.setdefault(t.layer, []).append(t)
+    return grouped
+
+
+def _at_norm_init(t: MtpTensorFacts, mtp: MtpValues) -> bool:
+    return t.norm and t.constant and t.values > 0 and t.first == mtp.norm_init
+
+
+@rule(MTP_TENSOR_ZERO, "a tensor of the target's MTP layer is all zeros", scope=Scope.CHECKPOINT)
+def mtp_tensor_zero(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    With `--method mtp --values` (or an MTP launch and `--values`): every floating-point
+    tensor of the target's MTP layers — `eh_proj`, `enorm`, `hnorm`, `shared_head.*`, the
+    MTP decoder layer's attention and MLP (experts included) — is read (a few rows, or every
+    byte with `--values=full`) for values that are all exactly 0. Biases are left out (they
+    may start and stay at 0), and so are the norms of families whose norm scales by
+    `1 + weight` (Qwen3-Next), where 0 is the initial value (DF714). A float8 weight is
+    judged on its stored values (a block scale keeps a zero a zero); its scale tensor is
+    read too.
+
+    ## Why it matters
+    No training leaves a weight at exactly 0: a tensor of zeros is one the exporter
+    allocated and never filled (an MTP block built from the config and saved without its
+    weights, a conversion that dropped the layer's values). The engine loads it without a
+    word, and the MTP layer's output is garbage: every drafted token is rejected.
+
+    ## Example
+    `model.layers.61.eh_proj.weight` all zeros (on a sample of 16 of 7168 rows).
+
+    ## Fix
+    The exporter must write the MTP layer's trained weights from the checkpoint that
+    trained them; if the MTP layers were never trained, serve the target without MTP.
+    """
+    mtp = _mtp(ctx)
+    if mtp is None:
+        return
+    zero = [
+        t
+        for t in mtp.tensors.values()
+        if t.values
+        and t.all_zero
+        and not t.name.endswith(_BIAS_ENDINGS)
+        and not (t.norm and mtp.norm_init == 0.0)
+    ]
+    for layer, tensors in sorted(_by_layer(zero).items()):
+        of = sum(1 for t in mtp.tensors.values() if t.layer == layer)
+        yield Violation(
+            f"{len(tensors)} of the {of} tensors read of MTP layer {layer} are all exactly 0 "
+            f"({_listed(tensors)}; {_coverage(tensors)}): no training leaves a weight at 0, so "
+            "the exporter never wrote them",
+            _at(tensors[0]),
+            _REEXPORT,
+        )
+
+
+@rule(MTP_NON_FINITE, "a tensor of the target's MTP layer holds NaN or Inf", scope=Scope.CHECKPOINT)
+def mtp_non_finite(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    With `--values` on an MTP check: every value read of the target's MTP tensors (and of
+    their float8 block scales) is finite.
+
+    ## Why it matters
+    One NaN in the MTP layer reaches every hidden state and logit it computes: every drafted
+    token is rejected, and sampling from NaN probabilities can fail. Tensors allocated
+    without being filled (`torch.empty`) and broken conversions produce them.
+
+    ## Example
+    `model.layers.61.self_attn.o_proj.weight` with 512 NaN among the sampled rows.
+
+    ## Fix
+    The exporter must write the MTP layer's trained, finite weights (from a training step
+    before any divergence); check the conversion of the MTP layer.
+    """
+    mtp = _mtp(ctx)
+    if mtp is None:
+        return
+    for t in mtp.tensors.values():
+        if t.nan or t.inf:
+            yield Violation(
+                f"`{t.name}` holds {t.nan} NaN and {t.inf} infinite value(s) among {t.values} "
+                f"({t.coverage.describe()})",
+                _at(t),
+                "the exporter must write the MTP layer's trained, finite weights",
+            )
+
+
+@rule(
+    MTP_COPIES_DECODER_LAYER,
+    "the MTP layer's decoder layer is a byte copy of a backbone decoder layer",
+    scope=Scope.CHECKPOINT,
+)
+def mtp_copies_decoder_layer(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    With `--values` on an MTP check: each tensor of an MTP layer's decoder layer
+    (`model.layers.{L}.self_attn.*`, `mlp.*`, its norms) against the same tensor of the last
+    backbone decoder layer (`model.layers.{L-1}.*`): the digests of the same sampled rows,
+    then, where they agree, the whole tensor (up to 4 MB) or a second sample of other rows;
+    with `--values=full`, every byte. Only the header of the shard holding that decoder
+    layer, and the rows compared, are read.
+
+    ## Why it matters
+    Two trained layers never hold the same bytes. An MTP decoder layer equal to the last
+    backbone layer was initialised from it and never trained, or written by an exporter that
+    filled the MTP slot with the backbone's layer: the MTP block predicts nothing useful and
+    every drafted token is rejected.
+
+    ## Example
+    `model.layers.61.self_attn.q_a_proj.weight` holds the bytes of
+    `model.layers.60.self_attn.q_a_proj.weight` (confirmed on every byte).
+
+    ## Fix
+    The exporter must write the MTP layer's own trained decoder layer (from the checkpoint
+    that trained the MTP block), not a copy of the backbone's; if the MTP layers were never
+    trained, serve the target without MTP.
+    """
+    mtp = _mtp(ctx)
+    if mtp is None or not mtp.copies:
+        return
+    by_layer: dict[int, list[int]] = {}
+    for k, copy in enumerate(mtp.copies):
+        by_layer.setdefault(mtp.tensors[copy.tensor].layer, []).append(k)
+    for layer, indexes in sorted(by_layer.items()):
+        copies = [mtp.copies[k] for k in indexes]
+        compared = sum(
+            1 for t in mtp.tensors.values() if t.layer == layer and t.decoder is not None
+        )
+        first = copies[0]
+        listed = "; ".join(f"`{c.tensor}` = `{c.source}`" for c in copies[:3])
+        more = f" and {len(copies) - 3} more" if len(copies) > 3 else ""
+        yield Violation(
+            f"{len(copies)} of the {compared} decoder-layer tensors of MTP layer {layer} hold "
+            f"the same bytes as the backbone's `{mtp.backbone}*` ({listed}{more}; "
+            f"{first.coverage.describe()}, {first.confirmed}): two trained layers never do, "
+            "so the MTP layer is a copy that was never trained",
+            Location(first.file, tensor=first.tensor),
+            "the exporter must write the MTP layer's own trained decoder layer, not a copy of "
+            "the backbone's last layer; if the MTP layers were never trained, serve the target "
+            "without MTP",
+        )
+
+
+@rule(
+    MTP_TENSOR_CONSTANT,
+    "a tensor of the target's MTP layer holds one value everywhere",
+    scope=Scope.CHECKPOINT,
+)
+def mtp_tensor_constant(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    With `--values` on an MTP check: MTP tensors of more than one value whose values read
+    are all the same (not 0, which is DF710; a norm at its initial value is DF714). A
+    float8 weight counts only when its block scales are all equal too (else its dequantized
+    values differ). Biases and quantization scales are left out.
+
+    ## Why it matters
+    A trained projection never holds one value everywhere; an exporter that filled a tensor
+    it did not have (`torch.ones`, `fill_`) does. The engine loads it, and that part of the
+    MTP layer computes nothing useful. Unlike zeros, a constant could in principle be
+    deliberate, so this is a warning.
+
+    ## Example
+    `model.layers.61.eh_proj.weight`: every sampled value is 0.5.
+
+    ## Fix
+    The exporter must write the MTP layer's trained weights from the checkpoint that
+    trained them.
+    """
+    mtp = _mtp(ctx)
+    if mtp is None:
+        return
+    for t in mtp.tensors.values():
+        if (
+            t.values < 2
+            or not t.constant
+            or t.all_zero
+            or _at_norm_init(t, mtp)
+            or t.name.endswith((*_BIAS_ENDINGS, *_SCALE_ENDINGS))
+        ):
+            continue
+        scale = mtp.tensors.get(t.scale) if t.scale is not None else None
+        if t.scale is not None and (scale is None or not scale.constant):
+            continue  # a quantized weight with block scales that differ is not constant
+        yield Violation(
+            f"every value read of `{t.name}` is {t.first:g} ({t.coverage.describe()}): a "
+            "trained tensor never holds one value everywhere",
+            _at(t),
+            "the exporter must write the MTP layer's trained weights",
+        )
+
+
+@rule(
+    MTP_NORMS_AT_INIT,
+    "the MTP layer's own norms hold exactly their initial value",
+    scope=Scope.CHECKPOINT,
+)
+def mtp_norms_at_init(ctx: Context) -> Iterator[Violation]:
+    """## What it checks
+    With `--values` on an MTP check: whether every norm of an MTP layer's own modules
+    (`enorm`, `hnorm`, `shared_head.norm`; Qwen3-Next's `pre_fc_norm_*` and `norm`; MiMo's
+    `token_layernorm`, `hidden_layernorm`, `final_layernorm`) holds exactly its initial
+    value on every value read: 1.0, or 0.0 where the norm scales by `1 + weight`
+    (Qwen3-Next). The message also counts the decoder layer's norms at that value.
+
+    ## Why it matters
+    An MTP layer made from the config and saved untrained has exactly these norms, and its
+    projections hold random initial values that no value check can tell from trained ones;
+    the norms are what shows it. Training moves every norm weight, but a very short training
+    exported in bfloat16 can round a norm back to 1.0 (its step near 1.0 is 2^-7), so this
+    is a warning, not a proof: a fully trained MTP layer (DeepSeek-V3's, GLM's) never
+    shows it.
+
+    ## Example
+    `model.layers.61.enorm.weight`, `hnorm.weight` and `shared_head.norm.weight` all exactly
+    1.0 (read in full, 1 row).
+
+    ## Fix
+    If the MTP layers were meant to be trained, the exporter must write the weights of the
+    checkpoint that trained them; an untrained MTP layer drafts nothing useful — serve the
+    target without MTP.
+    """
+    mtp = _mtp(ctx)
+    if mtp is None:
+        return
+    for layer, tensors in sorted(_by_layer(list(mtp.tensors.values())).items()):
+        own = [t for t in tensors if t.norm and t.decoder is None and t.values]
+        if not own or not all(_at_norm_init(t, mtp) for t in own):
+            continue
+        decoder = [t for t in tensors if t.norm and t.decoder is not None and t.values]
+        at_init = sum(1 for t in decoder if _at_norm_init(t, mtp))
+        yield Violation(
+            f"every norm of MTP layer {layer}'s own modules ({_listed(own)}) is exactly "
+            f"{mtp.norm_init:g}, its initial value ({_coverage(own)}), and {at_init} of the "
+            f"{len(decoder)} norms of its decoder layer too: an MTP layer saved without "
+            "training looks like this (a very short training exported in bfloat16 can too)",
+            _at(own[0]),
+            "if the MTP layers were meant to be trained, the exporter must write the weights "
+            "of the checkpoint that trained them; else serve the target without MTP",
         )

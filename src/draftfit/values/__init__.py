@@ -1,7 +1,9 @@
 """Value checks: read (a sample of, or every byte of) the draft's weights and the target's
-embedding, and tell trained from untrained, finite from not, this target from another.
+embedding, and tell trained from untrained, finite from not, this target from another; for
+an MTP check, the target's own MTP layers (:mod:`draftfit.values.mtp_scan`).
 
-Only this package imports numpy, and only its decoding and statistics modules do, so a
+Only this package imports numpy, and only its decoding and statistics modules (`decode`,
+`stats`, `mtp_stats`) do, so a
 plain `draftfit check` never pays for it. The modes:
 
 * `sampled` (`--values`): a fixed, documented number of rows per tensor

@@ -101,6 +101,67 @@ class Skipped:
 
 
 @record
+class MtpTensorFacts:
+    """What was read of one tensor of a target's MTP layer.
+
+    Attributes:
+        name: its name in the checkpoint; `layer`: the MTP layer it belongs to (0-based).
+        constant: every value read is the same finite value, `first`.
+        scale: the block-scale tensor stored beside a quantized weight (its name), else None.
+        norm: a norm's weight (a 1-D `weight` under a module named `*norm*`).
+        decoder: the name under the decoder layer when it belongs to the MTP layer's decoder
+            layer (`self_attn.q_a_proj.weight`), else None (`eh_proj`, `enorm`, ...).
+    """
+
+    name: str
+    file: str
+    dtype: str
+    shape: tuple[int, ...]
+    coverage: Coverage
+    layer: int
+    values: int = 0
+    nan: int = 0
+    inf: int = 0
+    all_zero: bool = True
+    constant: bool = True
+    first: float | None = None
+    scale: str | None = None
+    norm: bool = False
+    decoder: str | None = None
+
+
+@record
+class LayerCopy:
+    """An MTP tensor that holds the same bytes as a backbone decoder layer's tensor."""
+
+    tensor: str
+    file: str
+    source: str
+    coverage: Coverage
+    confirmed: str  # how the match of the sampled rows was confirmed
+
+
+@record
+class MtpValues:
+    """What the value checks read of a target's MTP layers (`check T --method mtp --values`).
+
+    Attributes:
+        family: the MTP family's title.
+        norm_init: the value a norm's weight starts at in this family (1.0; 0.0 where the
+            norm scales by `1 + weight`).
+        tensors: the MTP tensors read, by name.
+        copies: MTP tensors whose bytes are a backbone decoder layer's.
+        backbone: the prefix of the decoder layer they were compared with, or None.
+    """
+
+    family: str
+    norm_init: float = 1.0
+    tensors: dict[str, MtpTensorFacts] = field(default_factory=dict)
+    copies: list[LayerCopy] = field(default_factory=list)
+    backbone: str | None = None
+
+
+@record
 class ValueFacts:
     """Everything the value rules need, computed once per draft (and target) and mode."""
 
@@ -115,3 +176,4 @@ class ValueFacts:
     embed_frozen: bool | None = None
     frozen_evidence: str = ""
     bytes_read: int = 0
+    mtp: MtpValues | None = None  # the MTP check's: what was read of the MTP layers

@@ -7,7 +7,10 @@ Each engine's folder lists its procedure per drafting method from these shared s
 its own. The shared ones are here, by concern: class resolution (`classes`), dimensions and
 decoder layers (`dimensions`, `layers`), what `fc` reads (`capture`), the vocabulary
 (`vocabulary`), quantization (`quantization`), the target (`target`), the loader's walk over
-the stored tensors (`tensors`) and the sliding window (`window`). The launch's settings are
+the stored tensors (`tensors`) and the sliding window (`window`); for MTP drafting (the
+target's own MTP layers, `by_method["mtp"]`), what every MTP step shares (`mtp_part`), the
+shared MTP steps (`mtp_steps`) and the quantization exclusions they match
+(`mtp_exclusions`). The launch's settings are
 judged by each engine's launch step (:mod:`draftfit.engines.launch_checks` and the engine's
 own `launch_checks`), the KV cache geometry by :mod:`draftfit.engines.kv_geometry`.
 
@@ -17,7 +20,18 @@ an earlier one.
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("state",),
-    ("classes", "layers", "capture", "quantization", "target", "tensors", "window"),
+    (
+        "classes",
+        "layers",
+        "capture",
+        "quantization",
+        "target",
+        "tensors",
+        "window",
+        "mtp_exclusions",
+    ),
     ("dimensions",),
     ("vocabulary", "run"),
+    ("mtp_part",),
+    ("mtp_steps",),
 )

@@ -78,6 +78,8 @@ class SGLangEngine(Engine):
     names are always two classes (`class_families` stays empty)."""
 
     name = "sglang"
+    distributions = ("sglang",)
+    product = "SGLang"
     convention = "sglang"
     layouts = (SGLANG_LAYOUT,)
 

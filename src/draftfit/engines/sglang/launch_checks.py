@@ -12,18 +12,22 @@ from draftfit import rule_ids
 from draftfit.engines.draft_quant import ONLINE_QUANTIZATION, read_draft_quant
 from draftfit.engines.launch_checks import (
     Spelling,
-    context_over_target,
-    draft_is_checked,
-    draft_path_is_folder,
     launch_flags,
-    launch_paths,
     located,
     method_known,
-    pipeline_stages,
     quantization_names,
-    remote_code_trusted,
     unreadable_values,
     value_after_switch,
+)
+from draftfit.engines.launch_context import (
+    context_over_target,
+    pipeline_stages,
+)
+from draftfit.engines.launch_paths import (
+    draft_is_checked,
+    draft_path_is_folder,
+    launch_paths,
+    remote_code_trusted,
 )
 from draftfit.engines.serve import first_release_where
 from draftfit.engines.view import Event

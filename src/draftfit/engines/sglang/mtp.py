@@ -1,5 +1,6 @@
 """SGLang's MTP (NextN) procedure: the `--speculative-algorithm` values and step flags its
-server arguments take, then the steps every engine shares (`draftfit.engines.mtp.steps`).
+server arguments take, then the steps every engine shares
+(:mod:`draftfit.engines.procedure.mtp_steps`): the engine's `by_method["mtp"]` procedure.
 
 What each release does is in the `mtp_*` facts of `data.toml` (read in the 0.5.23 wheel,
 confirmed on a CPU for DeepSeek-V3 and GLM targets: `dev/mtp-source-facts.md`,
@@ -9,8 +10,16 @@ confirmed on a CPU for DeepSeek-V3 and GLM targets: `dev/mtp-source-facts.md`,
 from __future__ import annotations
 
 from draftfit import rule_ids
-from draftfit.engines.mtp import steps
-from draftfit.engines.mtp.state import MtpBuild, Procedure
+from draftfit.engines.procedure import mtp_steps as steps
+from draftfit.engines.procedure.mtp_part import (
+    mtp_build,
+    mtp_finding,
+    mtp_inputs,
+    mtp_view,
+    not_read,
+)
+from draftfit.engines.procedure.run import Procedure
+from draftfit.engines.procedure.state import BuildState
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
 
@@ -21,22 +30,23 @@ EMITS: tuple[rule_ids.RuleId, ...] = (
 EMITS_STAGE = "MTP procedure: the speculative algorithm and steps of an SGLang launch"
 
 
-def algorithm(state: MtpBuild) -> bool | None:
+def algorithm(state: BuildState) -> bool | None:
     """`--speculative-algorithm` is an MTP algorithm at this release (NEXTN, or EAGLE with
     no separate draft); another algorithm on the target is a launch of the wrong kind
     (DF146), whose outcome was not read."""
-    launch, title = state.launch, state.profile.title
+    launch, title = mtp_inputs(state).launch, state.title
     if not launch.given:
         return None
     names = state.profile.fact("mtp_method_names")
     if not names.known:
-        state.not_read(f"the MTP algorithms of {title} were not read")
+        not_read(state, f"the MTP algorithms of {title} were not read")
         return False
     method = (launch.method or "").upper()
     if method in names.value:
-        state.mtp.method = "EAGLE"
+        mtp_view(state).method = "EAGLE"
         return None
-    state.mtp_finding(
+    mtp_finding(
+        state,
         rule_ids.MTP_LAUNCH_KIND,
         f"`--speculative-algorithm {launch.method}` does not serve the target's NextN "
         f"layers in {title} (NEXTN or EAGLE does); what it does with this target was not read",
@@ -48,19 +58,20 @@ def algorithm(state: MtpBuild) -> bool | None:
     return False
 
 
-def step_count(state: MtpBuild) -> bool | None:
+def step_count(state: BuildState) -> bool | None:
     """Without `--speculative-num-steps`, the release picks the steps itself (DF142, info)."""
-    launch, title = state.launch, state.profile.title
-    state.mtp.tokens = launch.tokens
+    launch, title = mtp_inputs(state).launch, state.title
+    mtp_view(state).tokens = launch.tokens
     if not launch.given or launch.tokens is not None:
         return None
     fact = state.profile.fact("mtp_tokens_default")
     if not fact.known:
-        state.not_read(f"{title}'s default MTP steps were not read")
+        not_read(state, f"{title}'s default MTP steps were not read")
         return None
     steps_, topk, tokens = fact.value
-    state.mtp.tokens = steps_
-    state.mtp_finding(
+    mtp_view(state).tokens = steps_
+    mtp_finding(
+        state,
         rule_ids.MTP_TOKEN_COUNT_MISSING,
         f"the launch gives no `--speculative-num-steps`; {title} chooses {steps_} steps, top-k "
         f"{topk} and {tokens} draft tokens for this target",
@@ -73,17 +84,19 @@ def step_count(state: MtpBuild) -> bool | None:
     return None
 
 
-PROCEDURE: Procedure = (
-    steps.release_read,
-    steps.family_served,
-    algorithm,
-    steps.draft_path,
-    step_count,
-    steps.depth,
-    steps.depth_vs_tokens,
-    steps.layers_present,
-    steps.tensors_present,
-    steps.quantization_covered,
+MTP_PROCEDURE: Procedure = (
+    mtp_build(
+        steps.release_read,
+        steps.family_served,
+        algorithm,
+        steps.draft_path,
+        step_count,
+        steps.depth,
+        steps.depth_vs_tokens,
+        steps.layers_present,
+        steps.tensors_present,
+        steps.quantization_covered,
+    ),
 )
 
-__all__ = ["PROCEDURE", "algorithm", "step_count"]
+__all__ = ["MTP_PROCEDURE", "algorithm", "step_count"]

@@ -14,6 +14,7 @@ other engines are in :mod:`draftfit.engines.procedure`.
 from __future__ import annotations
 
 from draftfit.draft.description import EAGLE, EAGLE3
+from draftfit.draft.mtp import MTP
 from draftfit.engines.procedure.capture import aux_norms, aux_states, aux_switch, concat_order
 from draftfit.engines.procedure.dimensions import fit_dimensions, settle_widths
 from draftfit.engines.procedure.quantization import quant_data_missing
@@ -44,6 +45,7 @@ from draftfit.engines.sglang.eagle3 import (
     quantized_parameters,
     sliding_window,
 )
+from draftfit.engines.sglang.mtp import MTP_PROCEDURE
 from draftfit.engines.sglang.route import (
     layer_buildable,
     method_matches,
@@ -116,7 +118,7 @@ def launch(state: BuildState) -> None:
 
 SGLANG_PROCEDURE = EngineProcedure(
     traits=TRAITS,
-    by_method={EAGLE3: EAGLE3_PROCEDURE, EAGLE: EAGLE1_PROCEDURE},
+    by_method={EAGLE3: EAGLE3_PROCEDURE, EAGLE: EAGLE1_PROCEDURE, MTP: MTP_PROCEDURE},
     launch=launch,
 )
 

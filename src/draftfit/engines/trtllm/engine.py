@@ -64,6 +64,8 @@ class TrtllmEngine(Engine):
     registry of aliases, so two different names are two classes."""
 
     name = "trtllm"
+    distributions = ("tensorrt_llm",)
+    product = "TensorRT-LLM"
     convention = "sglang"
     edits_launch = False  # the launch's settings live in the options YAML the recipe writes
 

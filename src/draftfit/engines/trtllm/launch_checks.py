@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 from draftfit import rule_ids
 from draftfit.engines.launch_checks import (
     Spelling,
-    draft_path_is_folder,
     launch_flags,
     located,
-    pipeline_stages,
     quantization_names,
     unreadable_values,
     value_after_switch,
 )
+from draftfit.engines.launch_context import pipeline_stages
+from draftfit.engines.launch_paths import draft_path_is_folder
 from draftfit.engines.trtllm.launch import SPEC_KEYS
 from draftfit.engines.view import Event
 from draftfit.escape import clip

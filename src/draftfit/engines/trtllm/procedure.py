@@ -16,8 +16,10 @@ path where the version still has one. Every version-dependent value comes from
 from __future__ import annotations
 
 from draftfit.draft.description import EAGLE, EAGLE3
+from draftfit.draft.mtp import MTP
 from draftfit.engines.procedure.capture import aux_norms, concat_order
 from draftfit.engines.procedure.dimensions import fit_dimensions, settle_widths
+from draftfit.engines.procedure.mtp_part import mtp_not_read
 from draftfit.engines.procedure.quantization import quant_data_missing
 from draftfit.engines.procedure.run import (
     EngineProcedure,
@@ -120,7 +122,12 @@ def unproven_between(inputs: BuildInputs, view: EngineView) -> None:
 TRTLLM_PROCEDURE = EngineProcedure(
     traits=TRAITS,
     # EAGLE-1 drafts: the method step refuses them at every release.
-    by_method={EAGLE3: EAGLE3_PROCEDURE, EAGLE: (method_supported,)},
+    by_method={
+        EAGLE3: EAGLE3_PROCEDURE,
+        EAGLE: (method_supported,),
+        # MTP: how it serves the target's own MTP layers was not read (unverified)
+        MTP: (mtp_not_read,),
+    },
     launch=launch,
     finish=unproven_between,
 )

@@ -67,6 +67,8 @@ class VllmEngine(Engine):
     """vLLM (data: `engines/vllm/data.toml`, procedure: :mod:`draftfit.engines.vllm.procedure`)."""
 
     name = "vllm"
+    distributions = ("vllm",)
+    product = "vLLM"
     convention = "vllm"
     layouts = (VLLM_LAYOUT, SPECULATORS_LAYOUT)
 

@@ -22,6 +22,8 @@ EMITS_STAGE = "engine procedure: vLLM's method"
 
 def settle_method(state: BuildState) -> None:
     """Step: what vLLM picks when `speculative_config` has no `method`."""
+    if state.inputs.mtp is not None:
+        return  # the target's own MTP layers: no draft path to guess a method from
     rules = state.value("method_from_path") or []
     launch = state.serve
     # vLLM looks at the draft path the launch gives (as written), else the checked one

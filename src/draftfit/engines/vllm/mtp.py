@@ -1,5 +1,6 @@
 """vLLM's MTP procedure: the method names and token count its `--speculative-config` takes,
-then the steps every engine shares (`draftfit.engines.mtp.steps`).
+then the steps every engine shares
+(:mod:`draftfit.engines.procedure.mtp_steps`): the engine's `by_method["mtp"]` procedure.
 
 What each release does is in the `mtp_*` facts of `data.toml` (read in the 0.10.2 and 0.34.0
 wheels, confirmed on a CPU: `dev/mtp-source-facts.md`, `dev/mtp-oracle-results.md`).
@@ -8,8 +9,16 @@ wheels, confirmed on a CPU: `dev/mtp-source-facts.md`, `dev/mtp-oracle-results.m
 from __future__ import annotations
 
 from draftfit import rule_ids
-from draftfit.engines.mtp import steps
-from draftfit.engines.mtp.state import MtpBuild, Procedure
+from draftfit.engines.procedure import mtp_steps as steps
+from draftfit.engines.procedure.mtp_part import (
+    mtp_build,
+    mtp_finding,
+    mtp_inputs,
+    mtp_view,
+    not_read,
+)
+from draftfit.engines.procedure.run import Procedure
+from draftfit.engines.procedure.state import BuildState
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
 
@@ -23,25 +32,26 @@ EMITS_STAGE = "MTP procedure: the speculative config of a vLLM launch"
 EAGLE_METHODS = frozenset({"eagle", "eagle3"})
 
 
-def method_name(state: MtpBuild) -> bool | None:
+def method_name(state: BuildState) -> bool | None:
     """The launch's `method` names MTP at this release (DF141); an EAGLE method on the
     target is a launch of the wrong kind (DF146)."""
-    launch, title = state.launch, state.profile.title
+    launch, title = mtp_inputs(state).launch, state.title
     if not launch.given:
         return None
     method = launch.method or ""
     where = Location(pointer=f"{launch.pointer}.method")
     names = state.profile.fact("mtp_method_names")
     if not names.known:
-        state.not_read(f"the MTP method names of {title} were not read")
+        not_read(state, f"the MTP method names of {title} were not read")
         return False
     kind = names.value.get(method)
     if kind in ("canonical", "accepted"):
-        state.mtp.method = method
+        mtp_view(state).method = method
         return None
     if kind == "deprecated":
-        state.mtp.method = "mtp"
-        state.mtp_finding(
+        mtp_view(state).method = "mtp"
+        mtp_finding(
+            state,
             rule_ids.MTP_METHOD_NAME,
             f"method `{method}` is deprecated in {title}: it is accepted and replaced with "
             "`mtp` (vLLM logs a deprecation warning)",
@@ -54,7 +64,8 @@ def method_name(state: MtpBuild) -> bool | None:
     if method in EAGLE_METHODS:
         return _eagle_on_target(state, method, where)
     accepted = ", ".join(f"`{n}`" for n in names.value)
-    state.mtp_finding(
+    mtp_finding(
+        state,
         rule_ids.MTP_METHOD_NAME,
         f"{title} does not take method `{method}` for MTP drafting (it takes {accepted}): "
         "the speculative config is refused",
@@ -65,10 +76,11 @@ def method_name(state: MtpBuild) -> bool | None:
     return False
 
 
-def _eagle_on_target(state: MtpBuild, method: str, where: Location) -> bool:
-    launch, title = state.launch, state.profile.title
+def _eagle_on_target(state: BuildState, method: str, where: Location) -> bool:
+    launch, title = mtp_inputs(state).launch, state.title
     if launch.other_draft is not None:
-        state.mtp_finding(
+        mtp_finding(
+            state,
             rule_ids.MTP_LAUNCH_KIND,
             f"the launch serves `{launch.other_draft}` as an `{method}` draft, not this "
             "target's MTP layers: the checkpoint checked here is the target, and the draft "
@@ -81,7 +93,8 @@ def _eagle_on_target(state: MtpBuild, method: str, where: Location) -> bool:
         )
         return False
     fact = state.profile.fact("mtp_eagle_without_draft")
-    state.mtp_finding(
+    mtp_finding(
+        state,
         rule_ids.MTP_LAUNCH_KIND,
         f"method `{method}` needs a separate draft checkpoint and the launch names none; "
         f"this target carries MTP layers, which {title} serves with method `mtp`"
@@ -94,17 +107,18 @@ def _eagle_on_target(state: MtpBuild, method: str, where: Location) -> bool:
     return False
 
 
-def token_count(state: MtpBuild) -> bool | None:
+def token_count(state: BuildState) -> bool | None:
     """The launch gives `num_speculative_tokens` where the release requires it (DF142)."""
-    launch, title = state.launch, state.profile.title
-    state.mtp.tokens = launch.tokens
+    launch, title = mtp_inputs(state).launch, state.title
+    mtp_view(state).tokens = launch.tokens
     if not launch.given or launch.tokens is not None or launch.draft_model is not None:
         return None
     fact = state.profile.fact("mtp_tokens_required")
     if not fact.known:
-        state.not_read(f"whether {title} requires `num_speculative_tokens` for MTP was not read")
+        not_read(state, f"whether {title} requires `num_speculative_tokens` for MTP was not read")
         return None
-    state.mtp_finding(
+    mtp_finding(
+        state,
         rule_ids.MTP_TOKEN_COUNT_MISSING,
         f"the launch gives no `num_speculative_tokens`; {title} refuses an MTP "
         "`--speculative-config` without it (`num_speculative_tokens must be provided ...`)",
@@ -115,17 +129,19 @@ def token_count(state: MtpBuild) -> bool | None:
     return False
 
 
-PROCEDURE: Procedure = (
-    steps.release_read,
-    steps.family_served,
-    method_name,
-    steps.draft_path,
-    token_count,
-    steps.depth,
-    steps.depth_vs_tokens,
-    steps.layers_present,
-    steps.tensors_present,
-    steps.quantization_covered,
+MTP_PROCEDURE: Procedure = (
+    mtp_build(
+        steps.release_read,
+        steps.family_served,
+        method_name,
+        steps.draft_path,
+        token_count,
+        steps.depth,
+        steps.depth_vs_tokens,
+        steps.layers_present,
+        steps.tensors_present,
+        steps.quantization_covered,
+    ),
 )
 
-__all__ = ["PROCEDURE", "method_name", "token_count"]
+__all__ = ["MTP_PROCEDURE", "method_name", "token_count"]

@@ -9,6 +9,7 @@ source line it was read from; the steps shared with the other engines are in
 from __future__ import annotations
 
 from draftfit.draft.description import EAGLE, EAGLE3, DraftDescription
+from draftfit.draft.mtp import MTP
 from draftfit.engines.procedure.capture import aux_norms, aux_states, aux_switch, concat_order
 from draftfit.engines.procedure.dimensions import fit_dimensions, settle_widths
 from draftfit.engines.procedure.quantization import quant_data_missing
@@ -40,6 +41,7 @@ from draftfit.engines.vllm.eagle3 import (
     sliding_window,
 )
 from draftfit.engines.vllm.method import method_matches, method_supported, settle_method
+from draftfit.engines.vllm.mtp import MTP_PROCEDURE
 from draftfit.engines.vllm.quantization import head_share, quantized_parameters
 from draftfit.engines.vllm.route import (
     DEEPSEEK_EAGLE3,
@@ -122,7 +124,7 @@ def _method_as_given(method: str | None, draft: DraftDescription) -> str | None:
 
 VLLM_PROCEDURE = EngineProcedure(
     traits=TRAITS,
-    by_method={EAGLE3: EAGLE3_PROCEDURE, EAGLE: EAGLE1_PROCEDURE},
+    by_method={EAGLE3: EAGLE3_PROCEDURE, EAGLE: EAGLE1_PROCEDURE, MTP: MTP_PROCEDURE},
     launch=launch,
     settle=(settle_method,),
     method_for=_method_as_given,

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from draftfit import rule_ids
 from draftfit.draft.mtp import LAYER_INDEX
-from draftfit.engines.mtp.exclusions import (
+from draftfit.engines.name_patterns import NameList
+from draftfit.engines.procedure.mtp_exclusions import (
     CHECKPOINT_NAMES,
     engine_name,
     excluded,
     quantizable,
     shard_mates,
 )
-from draftfit.engines.mtp.state import MtpBuild
-from draftfit.engines.name_patterns import NameList
+from draftfit.engines.procedure.mtp_part import mtp_finding, mtp_inputs, mtp_view, not_read
+from draftfit.engines.procedure.state import BuildState
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
 
@@ -41,28 +42,26 @@ OUTCOMES = {
 }
 
 
-def _title(state: MtpBuild) -> str:
-    return state.profile.title
-
-
-def release_read(state: MtpBuild) -> bool | None:
+def release_read(state: BuildState) -> bool | None:
     """Stop, unverified, at a release whose MTP handling draftfit has not read."""
     served = state.profile.fact("mtp_families_served").value
     if not served:
-        state.not_read(f"how {_title(state)} serves MTP layers was not read")
+        not_read(state, f"how {state.title} serves MTP layers was not read")
         return False
     return None
 
 
-def family_served(state: MtpBuild) -> bool | None:
+def family_served(state: BuildState) -> bool | None:
     """The target's family has an MTP class at this release (DF140); an EAGLE draft given
     where the launch selects MTP is a launch of the wrong kind (DF146)."""
-    target = state.target
-    if state.eagle_draft is not None:
-        state.mtp_finding(
+    inputs = mtp_inputs(state)
+    target = inputs.target
+    if inputs.eagle_draft is not None:
+        mtp_finding(
+            state,
             rule_ids.MTP_LAUNCH_KIND,
             f"the launch selects MTP drafting, but the checkpoint is an EAGLE draft "
-            f"({state.eagle_draft}), not a target carrying MTP layers: {_title(state)} "
+            f"({inputs.eagle_draft}), not a target carrying MTP layers: {state.title} "
             "builds an MTP draft from the target's own layers and finds no MTP class for "
             "this config",
             keys=("mtp_families_served",),
@@ -73,14 +72,15 @@ def family_served(state: MtpBuild) -> bool | None:
     family = target.family
     if family is None:
         what = target.architecture or target.model_type or "this architecture"
-        state.not_read(f"draftfit's MTP family table has no naming for `{what}`")
+        not_read(state, f"draftfit's MTP family table has no naming for `{what}`")
         return False
-    state.mtp.family = family.name
+    mtp_view(state).family = family.name
     served = state.profile.fact("mtp_families_served").value
     if family.name not in served:
-        state.mtp_finding(
+        mtp_finding(
+            state,
             rule_ids.MTP_FAMILY_UNSERVED,
-            f"{_title(state)} has no MTP draft class for {family.title} targets "
+            f"{state.title} has no MTP draft class for {family.title} targets "
             f"(`{target.architecture}`): the MTP launch is refused",
             location=Location("config.json", "/architectures"),
             keys=("mtp_families_served",),
@@ -91,25 +91,28 @@ def family_served(state: MtpBuild) -> bool | None:
     return None
 
 
-def draft_path(state: MtpBuild) -> bool | None:
+def draft_path(state: BuildState) -> bool | None:
     """A family whose MTP draft the release does not default to the target needs the draft
     path in the launch (DF147)."""
-    launch, family = state.launch, state.target.family
+    inputs = mtp_inputs(state)
+    launch, family = inputs.launch, inputs.target.family
     if not launch.given or family is None:
         return None
     if launch.other_draft is not None:
-        state.not_read(
+        not_read(
+            state,
             f"the launch names `{launch.other_draft}` as the MTP draft; draftfit checks the "
-            "MTP layers of the checkpoint given, not that one"
+            "MTP layers of the checkpoint given, not that one",
         )
     fact = state.profile.fact("mtp_default_draft")
     if not fact.known or family.name not in fact.value:
-        state.not_read(f"which draft {_title(state)} uses for {family.title} was not read")
+        not_read(state, f"which draft {state.title} uses for {family.title} was not read")
         return None
     if fact.value[family.name] == "required" and launch.draft_model is None:
-        state.mtp_finding(
+        mtp_finding(
+            state,
             rule_ids.MTP_DRAFT_PATH_REQUIRED,
-            f"{_title(state)} does not default the MTP draft of a {family.title} target to "
+            f"{state.title} does not default the MTP draft of a {family.title} target to "
             "the target itself, and the launch names no draft: the launch is refused",
             location=Location(pointer=launch.pointer),
             keys=("mtp_default_draft",),
@@ -121,20 +124,21 @@ def draft_path(state: MtpBuild) -> bool | None:
     return None
 
 
-def depth(state: MtpBuild) -> bool | None:
+def depth(state: BuildState) -> bool | None:
     """The declared MTP depth: 0 is refused (DF143); absent reads as the release's config
     class says (DF144)."""
-    target, mtp = state.target, state.mtp
+    target, mtp = mtp_inputs(state).target, mtp_view(state)
     mtp.depth_declared, mtp.depth_present = target.depth, target.depth_present
     mtp.layers_shipped = target.shipped()
     where = Location("config.json", f"/{target.depth_key}")
     if target.depth_invalid:
-        state.not_read(f"`{target.depth_key}` is not a non-negative integer")
+        not_read(state, f"`{target.depth_key}` is not a non-negative integer")
         return False
     if target.depth == 0:
-        state.mtp_finding(
+        mtp_finding(
+            state,
             rule_ids.MTP_DEPTH_ZERO,
-            f"`{target.depth_key}` is 0: {_title(state)} refuses an MTP launch on a target "
+            f"`{target.depth_key}` is 0: {state.title} refuses an MTP launch on a target "
             "that declares no MTP layer",
             location=where,
             keys=("mtp_depth_rule",),
@@ -150,14 +154,13 @@ def depth(state: MtpBuild) -> bool | None:
     family = target.family
     reads = fact.value.get(family.name) if fact.known and family is not None else None
     if reads is None:
-        state.not_read(
-            f"what {_title(state)} reads for an absent `{target.depth_key}` was not read"
-        )
+        not_read(state, f"what {state.title} reads for an absent `{target.depth_key}` was not read")
         return False
     if reads == "refused":
-        state.mtp_finding(
+        mtp_finding(
+            state,
             rule_ids.MTP_DEPTH_ABSENT,
-            f"the config has no `{target.depth_key}`, and {_title(state)}'s MTP class reads it "
+            f"the config has no `{target.depth_key}`, and {state.title}'s MTP class reads it "
             "from the config: the MTP build fails (AttributeError)",
             location=where,
             keys=("mtp_depth_absent_reads_as",),
@@ -166,9 +169,10 @@ def depth(state: MtpBuild) -> bool | None:
         )
         return False
     mtp.depth_used = 1 if reads == "one-layer" else int(reads)
-    state.mtp_finding(
+    mtp_finding(
+        state,
         rule_ids.MTP_DEPTH_ABSENT,
-        f"the config has no `{target.depth_key}`; {_title(state)} reads it as "
+        f"the config has no `{target.depth_key}`; {state.title} reads it as "
         f"{mtp.depth_used} (the default of its config class)",
         location=where,
         keys=("mtp_depth_absent_reads_as",),
@@ -178,41 +182,45 @@ def depth(state: MtpBuild) -> bool | None:
     return None
 
 
-def depth_vs_tokens(state: MtpBuild) -> bool | None:
+def depth_vs_tokens(state: BuildState) -> bool | None:
     """The launch's token count against the depth the release reads (DF145)."""
-    mtp, n = state.mtp, state.mtp.depth_used
+    target = mtp_inputs(state).target
+    mtp = mtp_view(state)
+    n = mtp.depth_used
     fact = state.profile.fact("mtp_depth_rule")
     if not fact.known or n is None:
-        state.not_read(f"{_title(state)}'s MTP depth rule was not read")
+        not_read(state, f"{state.title}'s MTP depth rule was not read")
         return False
     rule = fact.value if isinstance(fact.value, str) else fact.value.get("rule")
-    family = state.target.family
+    family = target.family
     forced = (
         family is not None
         and isinstance(fact.value, dict)
         and family.name in fact.value.get("forced_one", [])
     )
-    where = Location("config.json", f"/{state.target.depth_key}")
+    where = Location("config.json", f"/{target.depth_key}")
     if forced:
         n = mtp.depth_used = 1
     elif rule == "exactly-one" and n != 1:
-        state.mtp_finding(
+        mtp_finding(
+            state,
             rule_ids.MTP_DEPTH_TOKENS,
-            f"the target declares {n} MTP layers; {_title(state)}'s NextN loader supports "
+            f"the target declares {n} MTP layers; {state.title}'s NextN loader supports "
             "exactly one (`Only 1 nextn layer is supported`): the draft load fails",
             location=where,
             keys=("mtp_depth_rule",),
-            fix=f"set `{state.target.depth_key}` to 1 (the first MTP layer is the one loaded) "
+            fix=f"set `{target.depth_key}` to 1 (the first MTP layer is the one loaded) "
             "in a copy of the config for this engine",
         )
         return False
     k = mtp.tokens
     if k is not None and rule == "divisible" and k > n and k % n:
-        state.mtp_finding(
+        mtp_finding(
+            state,
             rule_ids.MTP_DEPTH_TOKENS,
             f"`num_speculative_tokens` {k} is more than the {n} MTP layers and not a multiple "
-            f"of {n}: {_title(state)} refuses it (`must be divisible by n_predict={n}`)",
-            location=Location(pointer=state.launch.pointer),
+            f"of {n}: {state.title} refuses it (`must be divisible by n_predict={n}`)",
+            location=Location(pointer=mtp_inputs(state).launch.pointer),
             keys=("mtp_depth_rule",),
             fix=f"use `num_speculative_tokens` {n} or a multiple of it ({2 * n}, {3 * n})",
         )
@@ -222,11 +230,11 @@ def depth_vs_tokens(state: MtpBuild) -> bool | None:
     return None
 
 
-def _missing_outcome(state: MtpBuild) -> Consequence | None:
+def _missing_outcome(state: BuildState) -> Consequence | None:
     fact = state.profile.fact("mtp_missing_weights")
     if not fact.known:
         return None
-    word = fact.value.get("quantized" if state.target.quantized else "unquantized")
+    word = fact.value.get("quantized" if mtp_inputs(state).target.quantized else "unquantized")
     return OUTCOMES.get(word) if isinstance(word, str) else None
 
 
@@ -236,19 +244,20 @@ def _consequence_words(consequence: Consequence) -> str:
     return "its parameters keep their initial values, silently: every draft is wrong"
 
 
-def layers_present(state: MtpBuild) -> bool | None:
+def layers_present(state: BuildState) -> bool | None:
     """Every MTP layer the release builds is shipped (DF220)."""
-    target, built = state.target, state.mtp.layers_built or ()
+    target, mtp = mtp_inputs(state).target, mtp_view(state)
+    built = mtp.layers_built or ()
     family = target.family
     if family is None or (target.num_hidden_layers is None and family.naming == LAYER_INDEX):
-        state.not_read("the target config has no usable `num_hidden_layers`")
+        not_read(state, "the target config has no usable `num_hidden_layers`")
         return False
     missing = [i for i in built if i not in target.layers]
     if not missing:
         return None
     outcome = _missing_outcome(state)
     if outcome is None:
-        state.not_read(f"what {_title(state)} does with a missing MTP layer was not read")
+        not_read(state, f"what {state.title} does with a missing MTP layer was not read")
         return None
     prefixes = ", ".join(
         f"`{family.layer_prefix(target.num_hidden_layers or 0, i)}*`" for i in missing[:SHOWN]
@@ -259,10 +268,11 @@ def layers_present(state: MtpBuild) -> bool | None:
         if target.stray
         else ""
     )
-    state.mtp_finding(
+    mtp_finding(
+        state,
         rule_ids.MTP_LAYER_MISSING,
-        f"the config declares {state.mtp.depth_used} MTP layer(s), but the checkpoint ships no "
-        f"tensor under {prefixes}{stray}: {_title(state)} builds the layer and "
+        f"the config declares {mtp.depth_used} MTP layer(s), but the checkpoint ships no "
+        f"tensor under {prefixes}{stray}: {state.title} builds the layer and "
         f"{_consequence_words(outcome)}",
         location=Location("config.json", f"/{target.depth_key}"),
         keys=("mtp_missing_weights",),
@@ -273,17 +283,18 @@ def layers_present(state: MtpBuild) -> bool | None:
     return None
 
 
-def tensors_present(state: MtpBuild) -> bool | None:
+def tensors_present(state: BuildState) -> bool | None:
     """Every module the release loads from each shipped MTP layer is there (DF221)."""
-    target, family = state.target, state.target.family
+    target = mtp_inputs(state).target
+    family = target.family
     if family is None:
         return None
     fact = state.profile.fact("mtp_required_tensors")
     required = fact.value.get(family.name) if fact.known else None
     if required is None:
-        state.not_read(f"which MTP tensors {_title(state)} requires was not read")
+        not_read(state, f"which MTP tensors {state.title} requires was not read")
         return None
-    for index in state.mtp.layers_built or ():
+    for index in mtp_view(state).layers_built or ():
         layer = target.layers.get(index)
         if layer is None:
             continue
@@ -296,16 +307,17 @@ def tensors_present(state: MtpBuild) -> bool | None:
             continue
         outcome = _missing_outcome(state)
         if outcome is None:
-            state.not_read(f"what {_title(state)} does with a missing MTP tensor was not read")
+            not_read(state, f"what {state.title} does with a missing MTP tensor was not read")
             continue
         own_prefix = family.own_prefix(target.num_hidden_layers or 0, index)
         full = [(own_prefix if m in family.own else layer.prefix) + m for m in missing]
         shown = ", ".join(f"`{name}.weight`" for name in full[:SHOWN])
         more = f" and {len(missing) - SHOWN} more" if len(missing) > SHOWN else ""
-        state.mtp_finding(
+        mtp_finding(
+            state,
             rule_ids.MTP_TENSOR_MISSING,
             f"MTP layer {layer.prefix.rstrip('.')} lacks {shown}{more}, which "
-            f"{_title(state)} loads from the checkpoint: {_consequence_words(outcome)}",
+            f"{state.title} loads from the checkpoint: {_consequence_words(outcome)}",
             location=Location(tensor=full[0] + ".weight"),
             keys=("mtp_required_tensors", "mtp_missing_weights"),
             fix="export the MTP layer whole (every tensor of its decoder layer and "
@@ -315,22 +327,22 @@ def tensors_present(state: MtpBuild) -> bool | None:
     return None
 
 
-def quantization_covered(state: MtpBuild) -> bool | None:
+def quantization_covered(state: BuildState) -> bool | None:
     """A quantized target's MTP modules stored unquantized are excluded from the
     quantization under the names this release matches (DF540)."""
-    target = state.target
+    target, mtp = mtp_inputs(state).target, mtp_view(state)
     if not target.quantized:
         return None
-    state.mtp.quantization = target.quant.method
+    mtp.quantization = target.quant.method
     naming_fact = state.profile.fact("mtp_exclusion_names")
     outcome_fact = state.profile.fact("mtp_quant_uncovered")
     if not naming_fact.known:
-        state.not_read(f"how {_title(state)} matches quantization exclusions was not read")
+        not_read(state, f"how {state.title} matches quantization exclusions was not read")
         return None
     naming = naming_fact.value
-    state.mtp.exclusion_names = naming
+    mtp.exclusion_names = naming
     names = NameList(list(target.quant.exclusions), "exclusions")
-    for index in state.mtp.layers_built or ():
+    for index in mtp.layers_built or ():
         layer = target.layers.get(index)
         if layer is None:
             continue
@@ -350,10 +362,11 @@ def quantization_covered(state: MtpBuild) -> bool | None:
                 partial.append(name)
         _report_uncovered(state, layer.prefix, sorted(set(uncovered)), naming, outcome_fact.value)
         if partial and naming == CHECKPOINT_NAMES:
-            state.mtp_finding(
+            mtp_finding(
+                state,
                 rule_ids.MTP_QUANT_UNCOVERED,
                 f"the exclusion list names {', '.join(f'`{p}`' for p in partial[:SHOWN])} but "
-                f"not the other shard(s) of the fused module {_title(state)} builds from it: "
+                f"not the other shard(s) of the fused module {state.title} builds from it: "
                 "the build is refused (`Detected some but not all shards ... are quantized`)",
                 location=Location(target.quant.source, _pointer(state)),
                 keys=("mtp_exclusion_names",),
@@ -364,23 +377,24 @@ def quantization_covered(state: MtpBuild) -> bool | None:
     return None
 
 
-def _pointer(state: MtpBuild) -> str:
-    keys = state.target.quant.exclusion_keys
+def _pointer(state: BuildState) -> str:
+    keys = mtp_inputs(state).target.quant.exclusion_keys
     return keys[0] if keys else "/quantization_config"
 
 
 def _report_uncovered(
-    state: MtpBuild, prefix: str, uncovered: list[str], naming: str, outcomes: object
+    state: BuildState, prefix: str, uncovered: list[str], naming: str, outcomes: object
 ) -> None:
     if not uncovered:
         return
-    method = state.target.quant.method or ""
+    method = mtp_inputs(state).target.quant.method or ""
     word = outcomes.get(method) if isinstance(outcomes, dict) else None
     outcome = OUTCOMES.get(word) if isinstance(word, str) else None
     if outcome is None:
-        state.not_read(
-            f"what {_title(state)} does with an unquantized MTP layer in a `{method}` target "
-            "was not read"
+        not_read(
+            state,
+            f"what {state.title} does with an unquantized MTP layer in a `{method}` target "
+            "was not read",
         )
         return
     shown = ", ".join(f"`{n}`" for n in uncovered[:SHOWN])
@@ -397,15 +411,16 @@ def _report_uncovered(
         else "its runtime names (`model.decoder.<module>`, `model.eh_proj`, "
         "`model.decoder.mlp.experts`)"
     )
-    state.mtp_finding(
+    mtp_finding(
+        state,
         rule_ids.MTP_QUANT_UNCOVERED,
         f"the target is quantized (`{method}`) but its MTP layer {prefix.rstrip('.')} is stored "
         f"unquantized, and the exclusion list does not cover {shown}{more} under the names "
-        f"{_title(state)} matches; it builds them quantized like the target: {effect}",
-        location=Location(state.target.quant.source, _pointer(state)),
+        f"{state.title} matches; it builds them quantized like the target: {effect}",
+        location=Location(mtp_inputs(state).target.quant.source, _pointer(state)),
         keys=("mtp_quant_uncovered", "mtp_exclusion_names"),
         fix="ship the MTP layer quantized like the backbone (the portable fix), or, for "
-        f"{_title(state)}, list its modules in the quantization config's exclusion list under "
+        f"{state.title}, list its modules in the quantization config's exclusion list under "
         f"{names}",
         consequence=outcome,
     )
