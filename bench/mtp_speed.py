@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -60,23 +61,38 @@ def median_seconds(fn: Callable[[], object], rounds: int) -> float:
     return statistics.median(times)
 
 
-def alternate(commands: dict[str, list[str]], rounds: int) -> dict[str, float]:
-    """Median wall seconds of each fresh process, run in alternating order, with bytecode
-    cached (a temporary PYTHONPYCACHEPREFIX, warmed by a first round)."""
+def alternate(
+    commands: dict[str, list[str]], rounds: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Median wall seconds and median CPU seconds (user + system) of each fresh process,
+    run in alternating order, with bytecode cached (a temporary PYTHONPYCACHEPREFIX, warmed
+    by a first round)."""
     with tempfile.TemporaryDirectory(prefix="draftfit-pycache-") as cache:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = cache
         times: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
         for round_ in range(rounds + 1):
             order = list(commands) if round_ % 2 == 0 else list(reversed(commands))
             for name in order:
+                used = children_cpu_seconds()
                 start = time.perf_counter()
                 subprocess.run(
                     [sys.executable, *commands[name]], env=env, capture_output=True, check=False
                 )
                 if round_:
                     times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
+                    cpu[name].append(children_cpu_seconds() - used)
+    return (
+        {name: statistics.median(values) for name, values in times.items()},
+        {name: statistics.median(values) for name, values in cpu.items()},
+    )
+
+
+def children_cpu_seconds() -> float:
+    """CPU seconds (user + system) of the finished child processes so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def header_requests(path: Path) -> int:
@@ -141,7 +157,7 @@ def main() -> None:
         mtp_cli = ["check", str(target), "--serve-args", MTP_LAUNCH]
         eagle_cli = ["check", str(demo.draft), "--target", str(kimi)]
         tail = ["--engine", ENGINE, "--format", "json"]
-        cli = alternate(
+        cli, cli_cpu = alternate(
             {
                 "mtp": ["-m", "draftfit", *mtp_cli, *tail],
                 "eagle": ["-m", "draftfit", *eagle_cli, *tail],
@@ -156,6 +172,14 @@ def main() -> None:
         print(
             f"  ratio                               {cli['mtp'] / cli['eagle']:8.2f}x   "
             "(goal: <= 2x)"
+        )
+        print(f"the same, CPU time (user + system; median of {rounds}):")
+        print(f"  MTP check, DeepSeek-V3 671B FP8     {cli_cpu['mtp'] * 1e3:8.1f} ms")
+        print(f"  EAGLE check, Kimi-K2 pair           {cli_cpu['eagle'] * 1e3:8.1f} ms")
+        print(f"  python -c pass                      {cli_cpu['python -c pass'] * 1e3:8.1f} ms")
+        print(
+            f"  ratio                               {cli_cpu['mtp'] / cli_cpu['eagle']:8.2f}x   "
+            f"(goal: <= 2x; load average {os.getloadavg()[0]:.1f})"
         )
         print("flat in target size, in process (the MTP layer in four shards of its own):")
         for n, path in sorted({**variants, 163: target}.items()):

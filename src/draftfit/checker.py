@@ -55,7 +55,15 @@ from draftfit.report import (
 )
 from draftfit.rule_ids import RuleId
 from draftfit.rules import all_rules, registered
-from draftfit.rules.base import Context, Rule, Scope, Severity, Violation
+from draftfit.rules.base import (
+    EVENT_RULE_CODES,
+    Context,
+    Rule,
+    Scope,
+    Severity,
+    Violation,
+    view_event_names,
+)
 from draftfit.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
@@ -157,6 +165,7 @@ def check_checkpoint(
 
     results: list[EngineResult] = []
     launches: dict[EngineVersion, ReleaseLaunch] = {}
+    engine_rules = [item for item in rules if item.scope is Scope.ENGINE]
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
         # The engine's launch part judges the launch at this release, once.
@@ -177,9 +186,8 @@ def check_checkpoint(
             )
         )
         ctx = Context(checkpoint, draft, target, view, method=served_method, serve=settings)
-        for item in rules:
-            if item.scope is not Scope.ENGINE:
-                continue
+        tagged = view_event_names(view)
+        for item in engine_rules:
             if item.needs_serve and settings is None:
                 # listed where the rule judges this engine's launches (its engine data)
                 applies = bool(profile.data.facts_for_rule(item.code))
@@ -190,6 +198,8 @@ def check_checkpoint(
                 if all(s.rule != item.id for s in skipped):
                     skipped.append(_skip(item))
                 continue
+            if item.code in EVENT_RULE_CODES and item.name not in tagged:
+                continue  # an event rule finds nothing in a view without its events
             violations = list(item.check(ctx))
             if violations:  # most rules find nothing: a matrix runs them some 50,000 times
                 _collect(collected, item, _with_caveats(violations, profile), [profile.key])

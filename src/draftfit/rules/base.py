@@ -172,6 +172,21 @@ def names_rule(tag: RuleId | str, rule_id: RuleId) -> bool:
     return tag == rule_id if isinstance(tag, RuleId) else tag == rule_id.name
 
 
+# The codes of the rules registered by :func:`event_rule`: they find nothing but the view's
+# events tagged with their identity, so a view without such an event needs no run of them
+# (a `matrix` runs each some 700 times, mostly on views without one).
+EVENT_RULE_CODES: set[str] = set()
+
+
+def view_event_names(view: EngineView) -> frozenset[str]:
+    """The rule names the view's refusals and events are tagged with: an event rule whose
+    name is not among them finds nothing in the view (see :func:`names_rule`)."""
+    return frozenset(
+        event.rule.name if isinstance(event.rule, RuleId) else event.rule
+        for event in [*view.refusals, *view.events]
+    )
+
+
 def from_view_events(ctx: Context, rule_id: RuleId) -> Iterator[Violation]:
     """Violations for the engine view's refusals and events tagged with `rule_id`."""
     if ctx.view is None:
@@ -219,6 +234,7 @@ def event_rule(
     rule_id: RuleId, summary: str, *, needs_target: bool = False, needs_serve: bool = False
 ) -> Callable[[DocHolder], Check]:
     """A rule whose detection lives in the engine module (it emits events tagged `rule_id`)."""
+    EVENT_RULE_CODES.add(rule_id.code)
     return documented_rule(
         rule_id,
         summary,
