@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from run_mtp_oracle import RUNS, SHARED_ORACLE
+from run_mtp_oracle import ORACLE, RUNS
 
 from draftfit.checker import check_path
 from draftfit.engines.launch import settings_from
@@ -130,7 +130,7 @@ def launch(release: str, args: list[str], targets: Path, case: str) -> str:
 
 def oracle_verdict(python: str, targets: Path, case: str, args: list[str]) -> str:
     out = subprocess.run(
-        ["nice", "-n", "10", python, str(SHARED_ORACLE), str(targets / case)]
+        ["nice", "-n", "10", python, str(ORACLE), str(targets / case)]
         + [a.replace("{targets}", str(targets)) for a in args],
         capture_output=True,
         text=True,

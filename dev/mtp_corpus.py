@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from run_mtp_oracle import ORACLE
+
 from mtp_factory import mtp_target
 
-ORACLE = Path("/work/shared/oracle/mtp_oracle.py")
 VLLM, SGLANG = "vllm==0.34.0", "sglang==0.5.23"
 C = "compatible"
 # errors that are a limit of running the engine on a CPU, not a verdict on the target

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 ORACLE = Path(__file__).resolve().parents[1] / ".." / "shared" / "oracle" / "mtp_oracle.py"
-SHARED_ORACLE = Path("/work/shared/oracle/mtp_oracle.py")
 
 # run name -> (target case, oracle arguments)
 RUNS: dict[str, tuple[str, list[str]]] = {
@@ -206,7 +205,7 @@ def main(argv: list[str]) -> int:
     python, targets, out_dir = argv[0], Path(argv[1]), Path(argv[2])
     names = argv[3:] or list(RUNS)
     out_dir.mkdir(parents=True, exist_ok=True)
-    oracle = SHARED_ORACLE if SHARED_ORACLE.exists() else ORACLE
+    oracle = ORACLE
     for name in names:
         case, args = RUNS[name]
         args = [a.replace("{targets}", str(targets)) for a in args]
