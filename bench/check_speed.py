@@ -188,24 +188,8 @@ def startup_ratios(draft: Path, target: Path, rounds: int) -> None:
         "--help": ["-m", "draftfit", "--help"],
         "matrix (all releases, recipes)": ["-m", "draftfit", "matrix", d, "--target", t],
     }
-    with tempfile.TemporaryDirectory(prefix="draftfit-pycache-") as cache:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env["PYTHONPYCACHEPREFIX"] = cache
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        cpu: dict[str, list[float]] = {name: [] for name in commands}
-        for round_ in range(rounds + 1):  # the first round warms the bytecode cache
-            order = list(commands) if round_ % 2 == 0 else list(reversed(commands))
-            for name in order:
-                used = children_cpu_seconds()
-                start = time.perf_counter()
-                subprocess.run(
-                    [sys.executable, *commands[name]], env=env, capture_output=True, check=False
-                )
-                if round_:
-                    times[name].append(time.perf_counter() - start)
-                    cpu[name].append(children_cpu_seconds() - used)
-    for label, measured in (("wall", times), ("CPU (user + system)", cpu)):
-        med = {name: statistics.median(values) for name, values in measured.items()}
+    wall, cpu = alternate(commands, rounds)
+    for label, med in (("wall", wall), ("CPU (user + system)", cpu)):
         base = med["python -c pass"]
         print(f"start-up, fresh processes, {label} median of {rounds} alternating rounds:")
         for name, value in med.items():
@@ -222,7 +206,7 @@ def startup_ratios(draft: Path, target: Path, rounds: int) -> None:
             f"{_verdict(matrix, MATRIX_GUARD)}"
         )
     print(f"  load average while measuring: {os.getloadavg()[0]:.1f} (1 min)")
-    extra = site_imports(env)
+    extra = site_imports({k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
     if len(extra) > SITE_IMPORTS_USUAL:
         outside = sorted({name.split(".")[0] for name in extra} - set(sys.stdlib_module_names))
         print(
@@ -238,6 +222,34 @@ def startup_ratios(draft: Path, target: Path, rounds: int) -> None:
 # checks. The script prints both ratios; it asserts neither (a loaded machine moves them).
 CHECK_GUARD = 8.0
 MATRIX_GUARD = 5.0
+
+
+def alternate(
+    commands: dict[str, list[str]], rounds: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Median wall seconds and median CPU seconds (user + system) of each fresh process,
+    run in alternating order, with bytecode cached (a temporary PYTHONPYCACHEPREFIX, warmed
+    by a first round)."""
+    with tempfile.TemporaryDirectory(prefix="draftfit-pycache-") as cache:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = cache
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
+        for round_ in range(rounds + 1):
+            order = list(commands) if round_ % 2 == 0 else list(reversed(commands))
+            for name in order:
+                used = children_cpu_seconds()
+                start = time.perf_counter()
+                subprocess.run(
+                    [sys.executable, *commands[name]], env=env, capture_output=True, check=False
+                )
+                if round_:
+                    times[name].append(time.perf_counter() - start)
+                    cpu[name].append(children_cpu_seconds() - used)
+    return (
+        {name: statistics.median(values) for name, values in times.items()},
+        {name: statistics.median(values) for name, values in cpu.items()},
+    )
 
 
 def children_cpu_seconds() -> float:

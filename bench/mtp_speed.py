@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -61,40 +59,6 @@ def median_seconds(fn: Callable[[], object], rounds: int) -> float:
     return statistics.median(times)
 
 
-def alternate(
-    commands: dict[str, list[str]], rounds: int
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Median wall seconds and median CPU seconds (user + system) of each fresh process,
-    run in alternating order, with bytecode cached (a temporary PYTHONPYCACHEPREFIX, warmed
-    by a first round)."""
-    with tempfile.TemporaryDirectory(prefix="draftfit-pycache-") as cache:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env["PYTHONPYCACHEPREFIX"] = cache
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        cpu: dict[str, list[float]] = {name: [] for name in commands}
-        for round_ in range(rounds + 1):
-            order = list(commands) if round_ % 2 == 0 else list(reversed(commands))
-            for name in order:
-                used = children_cpu_seconds()
-                start = time.perf_counter()
-                subprocess.run(
-                    [sys.executable, *commands[name]], env=env, capture_output=True, check=False
-                )
-                if round_:
-                    times[name].append(time.perf_counter() - start)
-                    cpu[name].append(children_cpu_seconds() - used)
-    return (
-        {name: statistics.median(values) for name, values in times.items()},
-        {name: statistics.median(values) for name, values in cpu.items()},
-    )
-
-
-def children_cpu_seconds() -> float:
-    """CPU seconds (user + system) of the finished child processes so far."""
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
 def header_requests(path: Path) -> int:
     with path.open("rb") as handle:
         length = int.from_bytes(handle.read(8), "little")
@@ -115,7 +79,7 @@ def main() -> None:
         }
         demo = build_demo(root)
         kimi = root / "Kimi-K2-64-shards"
-        from bench.check_speed import kimi_target_table
+        from bench.check_speed import alternate, kimi_target_table
 
         write_sparse_checkpoint(
             kimi, demo_config("kimi-k2-instruct.config.json"), kimi_target_table(), shards=64

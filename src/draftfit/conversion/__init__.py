@@ -175,7 +175,7 @@ def convert_path(
     plan = plan_conversion(checkpoint, describe(checkpoint), to, profile, target_obj, unsafe)
     if dry_run:
         return ConvertResult(
-            plan, Path(out) if out else None, False, None, out_as_given=_spelling(out)
+            plan, Path(out) if out else None, False, None, out_as_given=out_spelling(out)
         )
     assert out is not None
 
@@ -208,7 +208,7 @@ def convert_path(
         if not_needed is not None:
             # The command's answer (its report says it), not a notice beside the output.
             return ConvertResult(
-                plan, Path(out), False, None, out_as_given=_spelling(out), not_needed=not_needed
+                plan, Path(out), False, None, out_as_given=out_spelling(out), not_needed=not_needed
             )
         _refuse_short_files(draft, checkpoint, plan)
         judged = _Background(None, while_writing)
@@ -235,7 +235,7 @@ def convert_path(
         True,
         report,
         result.removed_leftovers,
-        out_as_given=_spelling(out),
+        out_as_given=out_spelling(out),
         not_needed=not_needed,
     )
 
@@ -392,5 +392,6 @@ def _refuse_short_files(draft: str | Path, checkpoint: Checkpoint, plan: Plan) -
             )
 
 
-def _spelling(out: str | Path | None) -> str | None:
+def out_spelling(out: str | Path | None) -> str | None:
+    """The output path as the caller spelled it (`ConvertResult.out_as_given`)."""
     return str(out) if out else None

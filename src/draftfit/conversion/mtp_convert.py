@@ -56,7 +56,10 @@ def convert_mtp_path(
     at `source` for the releases `engines` (default: as `check`). Returns a
     :class:`draftfit.conversion.ConvertResult`; raises :class:`UsageError` where no
     exclusion list fixes it (the message says what the exporter must do)."""
-    from draftfit.conversion import ConvertResult  # the package imports this module's caller
+    from draftfit.conversion import (  # the package imports this module's caller
+        ConvertResult,
+        out_spelling,
+    )
     from draftfit.origins.reference import is_hub_reference
 
     if is_hub_reference(str(source)):
@@ -97,7 +100,7 @@ def convert_mtp_path(
     plan = _plan(checkpoint, fix)
     if dry_run:
         shown = Path(out) if out else None
-        return ConvertResult(plan, shown, False, None, out_as_given=out_text(out))
+        return ConvertResult(plan, shown, False, None, out_as_given=out_spelling(out))
     assert out is not None
     result = write_plan(
         plan,
@@ -111,12 +114,8 @@ def convert_mtp_path(
     written = load_checkpoint(result.out)
     report = check_mtp(written, profiles, serve)
     return ConvertResult(
-        plan, Path(out), True, report, result.removed_leftovers, out_as_given=out_text(out)
+        plan, Path(out), True, report, result.removed_leftovers, out_as_given=out_spelling(out)
     )
-
-
-def out_text(out: str | Path | None) -> str | None:
-    return None if out is None else str(out)
 
 
 def _plan(checkpoint: Checkpoint, fix: ExclusionFix) -> Plan:
