@@ -196,19 +196,29 @@ def load_hub_checkpoint(text: str) -> Checkpoint:
 
 
 def _load_hub_checkpoint(ref: HubRef) -> Checkpoint:
+    return _remote_else_cached(
+        ref,
+        lambda: _load_remote_checkpoint(ref),
+        lambda cached: _load_cached_checkpoint(cached, ref),
+    )
+
+
+def _remote_else_cached(ref: HubRef, remote: Callable[[], T], cached: Callable[[Path], T]) -> T:
+    """`remote()`; offline, the local cache snapshot read by `cached`; and when the Hub
+    cannot be reached, that snapshot too, saying so."""
     if _offline():
-        return _load_cached_checkpoint(_cached_snapshot(ref), ref)
+        return cached(_cached_snapshot(ref))
     try:
-        return _load_remote_checkpoint(ref)
+        return remote()
     except HubUnreachableError as exc:
         try:
-            cached = _cached_snapshot(ref)
+            snapshot = _cached_snapshot(ref)
         except HubAccessError:
             raise HubAccessError(
                 f"{exc}, and {ref.display} is not in the local Hugging Face cache"
             ) from exc
         _say(f"{exc}; read {ref.display} from the local Hugging Face cache instead")
-        return _load_cached_checkpoint(cached, ref)
+        return cached(snapshot)
 
 
 def _load_cached_checkpoint(snapshot: Path, ref: HubRef) -> Checkpoint:
@@ -247,19 +257,11 @@ def load_hub_scoped(text: str, select: Selector) -> ScopedCheckpoint:
 def _load_hub_scoped(ref: HubRef, select: Selector) -> ScopedCheckpoint:
     from draftfit.checkpoint.scoped import load_scoped
 
-    if _offline():
-        return load_scoped(_cached_snapshot(ref), select, origin=ref.display)
-    try:
-        return _load_remote_scoped(ref, select)
-    except HubUnreachableError as exc:
-        try:
-            cached = _cached_snapshot(ref)
-        except HubAccessError:
-            raise HubAccessError(
-                f"{exc}, and {ref.display} is not in the local Hugging Face cache"
-            ) from exc
-        _say(f"{exc}; read {ref.display} from the local Hugging Face cache instead")
-        return load_scoped(cached, select, origin=ref.display)
+    return _remote_else_cached(
+        ref,
+        lambda: _load_remote_scoped(ref, select),
+        lambda cached: load_scoped(cached, select, origin=ref.display),
+    )
 
 
 def _load_remote_scoped(ref: HubRef, select: Selector) -> ScopedCheckpoint:
