@@ -18,7 +18,12 @@ from pathlib import Path
 
 from draftfit.checker import check_checkpoint, resolve_engines
 from draftfit.checkpoint import Checkpoint
-from draftfit.commands.diff_findings import diff_finding, differences, raw_differences
+from draftfit.commands.diff_findings import (
+    collect_difference,
+    diff_finding,
+    differences,
+    raw_differences,
+)
 from draftfit.commands.diff_report import DiffReport, DiffResult, set_verdicts
 from draftfit.commands.diff_sides import side_of, target_layers
 from draftfit.draft.description import describe
@@ -61,10 +66,7 @@ def diff_checkpoints(
             for checkpoint, report in ((draft, report_a), (reference, report_b))
         )
         for name, message, location in differences(a, b, profile, layers):
-            finding = diff_finding(name, message, location, [], "diff")
-            existing = collected.setdefault(finding.key(), finding)
-            if profile.key not in existing.engines:
-                existing.engines.append(profile.key)
+            collect_difference(collected, name, message, location, profile.key)
         result = DiffResult(profile.engine, profile.version, profile.title)
         result.chosen_because = profile.chosen_because
         for side in (a, b):

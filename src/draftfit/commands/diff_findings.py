@@ -152,6 +152,21 @@ def diff_finding(
     )
 
 
+def collect_difference(
+    collected: dict[tuple[object, ...], Finding],
+    rule_id: RuleId,
+    message: str,
+    location: Location,
+    engine: EngineVersion,
+) -> None:
+    """Add what `engine` sees differently to `collected`: one finding per difference, naming
+    every engine version that sees it."""
+    finding = diff_finding(rule_id, message, location, [], "diff")
+    existing = collected.setdefault(finding.key(), finding)
+    if engine not in existing.engines:
+        existing.engines.append(engine)
+
+
 def _rule(rule_id: RuleId) -> Rule:
     found = registered(rule_id)
     assert found.scope is Scope.DIFF, rule_id

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from draftfit.commands.diff_findings import diff_finding
+from draftfit.commands.diff_findings import collect_difference, diff_finding
 from draftfit.commands.diff_report import DiffReport, DiffResult, set_verdicts
 from draftfit.draft.mtp import MtpLayer, MtpTarget
 from draftfit.engines.installed import resolve_engines
@@ -79,10 +79,7 @@ def diff_mtp_paths(
             a, b, [by.get(profile.key, []) for by in applying], profile
         )
         for rule, message, location in differences:
-            finding = diff_finding(rule, message, location, [], "diff")
-            existing = collected.setdefault(finding.key(), finding)
-            if profile.key not in existing.engines:
-                existing.engines.append(profile.key)
+            collect_difference(collected, rule, message, location, profile.key)
         result = DiffResult(profile.engine, profile.version, profile.title)
         result.chosen_because = profile.chosen_because
         for side in (a, b):
