@@ -465,7 +465,14 @@ def _linked_launch_files(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     return work, draft, names
 
 
-@pytest.mark.parametrize("flag", sorted(LAUNCH_FLAGS))
+@pytest.mark.parametrize(
+    "flag",
+    [
+        # the quick run's share: `--serve-config`; every engine's own flags with the slow tests
+        flag if flag == "serve-config" else pytest.param(flag, marks=pytest.mark.slow)
+        for flag in sorted(LAUNCH_FLAGS)
+    ],
+)
 def test_launch_files_through_links_are_refused(tmp_path: Path, flag: str) -> None:
     """Every file a launch names (`--serve-config`; vLLM and SGLang `--config`; TensorRT-LLM
     `--extra_llm_api_options` and `--config`) is refused when a link takes it elsewhere
