@@ -107,6 +107,7 @@ class TrtllmLaunch(EngineLaunch):
     # `--backend`: the recipes write `pytorch`, the backend the TensorRT-LLM data describes.
     known = frozenset({"--tokenizer", "--revision", "--trust_remote_code", "--backend"})
     hint_flags = frozenset({"--tp_size", "--pp_size", OPTIONS_FLAG})
+    options_file_flag = OPTIONS_FLAG
     speculative_fields = frozenset(target.field for target in SPEC_KEYS.values())
 
     def config_score(self, data: Mapping[str, Any]) -> int:
