@@ -11,9 +11,9 @@ steps, top-k and draft tokens the release itself would choose (`mtp_tokens_defau
 --extra_llm_api_options FILE` whose YAML is `speculative_config: {decoding_type: MTP,
 num_nextn_predict_layers: N}` with N the MTP depth (a release whose data gives its MTP
 launch's default depth, `mtp_launch_depth_default`, reads its MTP launch from that file).
-Where the target's quantization config leaves its BF16 MTP layer unexcluded (DF540), the recipe first runs `draftfit
-convert --method mtp`, which writes the exclusion list under the names that release
-matches (:mod:`draftfit.conversion.mtp_exclusions`).
+Where the target's quantization config leaves its BF16 MTP layer unexcluded (DF540), the
+recipe first runs `draftfit convert --method mtp`, which writes the exclusion list under
+the names that release matches (:mod:`draftfit.conversion.mtp_exclusions`).
 
 A recipe is shown only when the checkpoint it serves (the converted one, held in memory),
 checked again under the recipe's own launch at the same release, has no error and is not
