@@ -144,10 +144,10 @@ def mtp_depth_vs_tokens() -> None:
     and refuses k that is not a multiple of n (`num_speculative_tokens:3 must be divisible
     by n_predict=2`). SGLang's DeepSeek and GLM NextN loader supports exactly one MTP
     layer: a target declaring two is refused at start-up (`Only 1 nextn layer is
-    supported`). TensorRT-LLM 1.2.0rc2 runs a one-layer checkpoint's layer once per draft
-    token (MTP-Eagle) unless `use_mtp_vanilla` is on; vanilla MTP builds one layer per
-    `num_nextn_predict_layers` of the launch, and asking for more than the checkpoint ships
-    fails at load (its weights are looked up and missing).
+    supported`). TensorRT-LLM (where its MTP loading was read) runs a one-layer
+    checkpoint's layer once per draft token (MTP-Eagle) unless `use_mtp_vanilla` is on;
+    vanilla MTP builds one layer per `num_nextn_predict_layers` of the launch, and asking
+    for more than the checkpoint ships fails at load (its weights are looked up and missing).
 
     ## Example
     `"num_nextn_predict_layers": 2` with `"num_speculative_tokens": 3` on vLLM; TensorRT-LLM
