@@ -287,6 +287,9 @@ def mtp_launch(settings: ServeSettings | None) -> MtpLaunch:
         draft_model=settings.draft_model,
         target_model=settings.target_model,
         pointer=pointer,
+        layers=settings.mtp_layers,
+        vanilla=settings.mtp_vanilla,
+        one_model=settings.mtp_eagle_one_model,
     )
 
 

@@ -27,6 +27,11 @@ class MtpLaunch:
             `--speculative-draft-model-path`).
         target_model: the target the launch serves.
         pointer: where the method is written, for locations.
+        layers: the MTP layers the launch asks to build (TensorRT-LLM
+            `num_nextn_predict_layers`).
+        vanilla: whether it asks for every layer in turn (TensorRT-LLM `use_mtp_vanilla`).
+        one_model: whether one-layer MTP runs in the target's engine (TensorRT-LLM
+            `mtp_eagle_one_model`).
     """
 
     given: bool = False
@@ -35,6 +40,9 @@ class MtpLaunch:
     draft_model: str | None = None
     target_model: str | None = None
     pointer: str = "--speculative-config"
+    layers: int | None = None
+    vanilla: bool | None = None
+    one_model: bool | None = None
 
     @property
     def other_draft(self) -> str | None:
