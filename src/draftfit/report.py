@@ -122,7 +122,8 @@ class MtpFacts:
         depth_key: the config key that declares the MTP depth.
         depth_declared: the depth declared there (None: absent or not an integer).
         layers_shipped: where the MTP layers shipped are (their tensor prefixes).
-        quantization: the target's `quant_method` (None: unquantized).
+        quantization: the target's quantization scheme (`quant_method`, or ModelOpt's / Quark's
+            scheme: `modelopt-nvfp4`, `quark-mxfp4`; None: unquantized).
         excluded_modules: how many modules its quantization config leaves unquantized.
     """
 
@@ -150,8 +151,8 @@ class MtpFacts:
             target.depth_key,
             target.depth,
             layers,
-            target.quant.method,
-            len(target.quant.exclusions),
+            target.quant.scheme or target.quant.method,
+            len(target.quant.exclusions) + len(target.quant.dynamic),
         )
 
     def summary(self) -> str:
