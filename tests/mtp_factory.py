@@ -9,9 +9,12 @@ as the real releases are, so that a test can tell which headers were read.
 Variants (keyword arguments): `depth` (the declared `num_nextn_predict_layers`; None leaves
 the key out), `ship` (how many MTP layers are written), `drop` (sub-names left out of every
 MTP layer, e.g. `eh_proj.weight`), `rename` (a prefix that replaces the MTP layer's),
-`quant` ("fp8": an FP8 block-quantized backbone), `mtp_quantized` (the MTP layer quantized
-like the backbone), `exclude` (the FP8 exclusion list: "checkpoint", "runtime",
-"partial"), `compressed` (a compressed-tensors FP8 config instead of `quant_method: fp8`),
+`quant` ("fp8": an FP8 block-quantized backbone; or a scheme of `SCHEMES`: ModelOpt FP8 /
+NVFP4 with `hf_quant_config.json`, Quark FP8 / MXFP4 / NVFP4, GPTQ int4), `mtp_quantized`
+(the MTP layer quantized like the backbone), `exclude` (the exclusion list: "checkpoint",
+"runtime", "partial", and for the other schemes "glob" as their exporters write one,
+"regex" for Quark's `re:` and GPTQ's `-:` `dynamic` key), `compressed` (a
+compressed-tensors FP8 config instead of `quant_method: fp8`),
 `fill` (the bytes of each tensor, by name, dtype and shape; None writes zeros: :func:`trained`
 gives every tensor values of its own, as a trained checkpoint has), `engine_ready` (the
 oracle's width, the router tensors and config keys an engine needs to build the layers on a
@@ -269,14 +272,20 @@ def _scheme_exclusions(mtp: Tensors, prefix: str, how: str, scheme: str) -> list
     `glob` (ModelOpt's `model.layers.{L}*`, Quark's `*layers.{L}.*`), `regex` (`re:` for
     Quark, GPTQ's `-:` negative `dynamic` key)."""
     if how == "glob":
-        return [prefix.rstrip(".") + "*"] if scheme.startswith("modelopt") else ["*" + prefix[6:] + "*"]
+        return (
+            [prefix.rstrip(".") + "*"]
+            if scheme.startswith("modelopt")
+            else ["*" + prefix[6:] + "*"]
+        )
     if how == "regex":
         pattern = re.escape(prefix) + ".*"
         return ["-:" + pattern] if scheme == "gptq_int4" else ["re:" + pattern]
     return _exclusions(mtp, prefix, how)
 
 
-def _scheme_config(scheme: str, excluded: list[str]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def _scheme_config(
+    scheme: str, excluded: list[str]
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(config.json's `quantization_config`, `hf_quant_config.json`) for `scheme`."""
     if scheme.startswith("modelopt"):
         algo = "FP8" if scheme == "modelopt_fp8" else "NVFP4"
@@ -301,8 +310,18 @@ def _scheme_config(scheme: str, excluded: list[str]) -> tuple[dict[str, Any] | N
             "dynamic": {key: {} for key in excluded},
         }, None
     if scheme == "quark_fp8":
-        weight: Any = {"dtype": "fp8_e4m3", "qscheme": "per_tensor", "is_dynamic": False, "symmetric": True}
-        inputs: Any = {"dtype": "fp8_e4m3", "qscheme": "per_tensor", "is_dynamic": False, "symmetric": True}
+        weight: Any = {
+            "dtype": "fp8_e4m3",
+            "qscheme": "per_tensor",
+            "is_dynamic": False,
+            "symmetric": True,
+        }
+        inputs: Any = {
+            "dtype": "fp8_e4m3",
+            "qscheme": "per_tensor",
+            "is_dynamic": False,
+            "symmetric": True,
+        }
     elif scheme == "quark_mxfp4":
         group = {"qscheme": "per_group", "group_size": 32, "ch_axis": -1, "scale_format": "e8m0"}
         weight = {"dtype": "fp4", "is_dynamic": False, **group}

@@ -48,7 +48,6 @@ FUSED_TAILS = frozenset({"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_pro
 _EXPERT_PARENT = re.compile(r"(.*\.mlp\.experts)\.\d+\.[^.]+")
 
 
-
 def quantizable(module: str, rule: str = LISTED) -> bool:
     """Whether the engine builds `module` (a name under the MTP layer's prefix) with the
     target's quantization: a decoder projection or expert, not a norm, the router, the
@@ -73,9 +72,7 @@ def engine_name(layer: MtpLayer, module: str, naming: str) -> str:
     return "model.decoder." + module
 
 
-def excluded(
-    name: str, entries: tuple[str, ...], names: NameList, rule: str = LISTED
-) -> bool:
+def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = LISTED) -> bool:
     """Whether the exclusion list names `name` under `rule` (one of `RULES`)."""
     if rule == MODELOPT:
         return _modelopt(name, entries) or _modelopt(_parent(name), entries)
@@ -142,7 +139,7 @@ def _quark(name: str, entries: tuple[str, ...]) -> bool:
                     return True
             except re.error:
                 continue
-        elif entry == name or entry == parent or entry.startswith(parent + "."):
+        elif entry in (name, parent) or entry.startswith(parent + "."):
             return True
     return False
 

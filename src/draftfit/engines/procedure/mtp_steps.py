@@ -400,9 +400,7 @@ def quantization_covered(state: BuildState) -> bool | None:
                 if mate in layer.modules()
             ):
                 partial.append(name)
-        _report_uncovered(
-            state, layer, sorted(set(uncovered)), naming, rule, outcome_fact.value
-        )
+        _report_uncovered(state, layer, sorted(set(uncovered)), naming, rule, outcome_fact.value)
         if partial and naming == CHECKPOINT_NAMES:
             mtp_finding(
                 state,
@@ -511,7 +509,7 @@ def _report_uncovered(
         else "the BF16 values are cast into quantized parameters whose scales are never "
         "loaded, with no error: every draft is wrong (acceptance ≈ 0)"
     )
-    keys = ("mtp_quant_uncovered", "mtp_exclusion_names")
+    keys: tuple[str, ...] = ("mtp_quant_uncovered", "mtp_exclusion_names")
     if rule != LISTED:
         keys += ("mtp_exclusion_match",)
     mtp_finding(
