@@ -20,6 +20,7 @@ from draftfit.rule_ids import (
     MTP_QUANT_UNCOVERED,
     MTP_TENSOR_MISSING,
     MTP_TOKEN_COUNT_MISSING,
+    NEXTN_EXPORT_MISMATCH,
 )
 from draftfit.rules.base import event_rule
 
@@ -202,6 +203,35 @@ def mtp_draft_path_required() -> None:
     ## Fix
     Name the target itself as the draft (`"model": TARGET`,
     `--speculative-draft-model-path TARGET`).
+    """
+
+
+@event_rule(NEXTN_EXPORT_MISMATCH, "a stand-alone NextN export does not fit its target")
+def nextn_export_mismatch() -> None:
+    """## What it checks
+    A stand-alone NextN export (`DeepseekV3ForCausalLMNextN`: a target's NextN layer stored
+    as layer 0 of a one-layer model, `draftfit check NEXTN --target TARGET`) against the
+    target it is served beside: the model type, the hidden size, the vocabulary and the
+    layer dimensions written in the two configs (`hidden_size`, `vocab_size`,
+    `num_attention_heads`, `kv_lora_rank`, `n_routed_experts`, ...).
+
+    ## Why it matters
+    The engine builds the NextN layer from the export's own config and loads it without
+    comparing it with the target, then feeds it the target's hidden states and embedding
+    (SGLang shares the target's `embed_tokens` and `lm_head` with it). An export whose
+    hidden size differs fails at the first draft step, at start-up (a shape error when the
+    target's hidden states meet `eh_proj`); an export made from another model whose shapes
+    happen to fit loads and runs, but its layer was trained on that model's hidden states,
+    so every draft is wrong. The finding states the consequence per release.
+
+    ## Example
+    `lmsys/DeepSeek-R1-NextN` served beside a GLM-4.5 target, or an export of a 7168-wide
+    target served beside a 4096-wide one.
+
+    ## Fix
+    Export the NextN layer from the target you serve (SGLang's
+    `scripts/export_deepseek_nextn.py --input-dir TARGET`), or serve the target's own MTP
+    layers without a separate draft.
     """
 
 
