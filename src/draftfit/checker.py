@@ -34,6 +34,7 @@ from draftfit.mtp_check import (
     MTP,
     check_mtp,
     check_mtp_path,
+    export_needs_target,
     is_nextn_export,
     launches_target_mtp,
     read_export,
@@ -112,11 +113,7 @@ def check_path(
     checkpoint = open_checkpoint(draft)
     if is_nextn_export(checkpoint):
         if target is None:
-            raise UsageError(
-                f"{checkpoint.origin} is a stand-alone NextN export (a target's NextN layer "
-                "stored as layer 0 of a one-layer model): it is checked beside the target it "
-                "is served with: add --target TARGET"
-            )
+            raise UsageError(export_needs_target(checkpoint))
         if method not in (None, MTP):
             raise UsageError(
                 f"{checkpoint.origin} is a stand-alone NextN export, served as an MTP draft: "

@@ -39,6 +39,7 @@ from draftfit.engines.launch_judgement import JudgedLaunch
 from draftfit.engines.mtp_view import MtpInputs, MtpLaunch, MtpView
 from draftfit.engines.profile import EngineVersion, Profile
 from draftfit.engines.view import BuildInputs, EngineView
+from draftfit.errors import UsageError
 from draftfit.report import (
     DialectFacts,
     EngineResult,
@@ -119,7 +120,18 @@ def check_mtp_path(
     header reads at once) and check its MTP layers."""
     profiles = resolve_engines(engines)
     checkpoint, names = open_mtp_target(source)
+    if is_nextn_export(checkpoint):
+        raise UsageError(export_needs_target(checkpoint))
     return check_mtp(checkpoint, profiles, serve, names, values)
+
+
+def export_needs_target(checkpoint: Checkpoint) -> str:
+    """The usage error of a NextN export given without its target."""
+    return (
+        f"{checkpoint.origin} is a stand-alone NextN export (a target's NextN layer stored as "
+        "layer 0 of a one-layer model): it is checked beside the target it is served with: "
+        "add --target TARGET"
+    )
 
 
 def open_mtp_target(source: str | Path) -> tuple[Checkpoint, list[str]]:
@@ -142,25 +154,6 @@ def open_mtp_target(source: str | Path) -> tuple[Checkpoint, list[str]]:
 def is_nextn_export(checkpoint: Checkpoint) -> bool:
     """Whether `checkpoint` is a stand-alone NextN export (`...ForCausalLMNextN`)."""
     return nextn_export_class(checkpoint.config) is not None
-
-
-def check_nextn_export_path(
-    source: str | Path,
-    target: str | Path,
-    engines: Iterable[str] | None,
-    serve: ServeSettings | None,
-    values: str | None = None,
-) -> Report:
-    """Check the stand-alone NextN export at `source` served beside the target at `target`
-    (read as an MTP check reads a target: its config, its index and its MTP shards'
-    headers; the export whole, headers only)."""
-    from draftfit.origins.reference import open_checkpoint
-
-    profiles = resolve_engines(engines)
-    checkpoint = open_checkpoint(source)
-    return check_mtp(
-        checkpoint, profiles, serve, values=values, export=read_export(checkpoint, target)
-    )
 
 
 def read_export(checkpoint: Checkpoint, target: str | Path) -> NextnExport:
@@ -400,7 +393,7 @@ __all__ = [
     "build_mtp_view",
     "check_mtp",
     "check_mtp_path",
-    "check_nextn_export_path",
+    "export_needs_target",
     "is_nextn_export",
     "launches_target_mtp",
     "mtp_launch",

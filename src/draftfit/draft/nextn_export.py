@@ -7,9 +7,11 @@ SGLang's `scripts/export_deepseek_nextn.py` writes one from a DeepSeek-V3/R1 tar
 renamed to `model.layers.0.*` (its `embed_tokens` and `shared_head.head` left out: the
 engine takes the target's). An engine release reads such an export one of two ways, which
 is data of that release (`mtp_nextn_export`): its NextN loader takes layer 0 when
-`num_hidden_layers` is 1 (`layer-zero`), or it builds the MTP layer after the config's
-decoder layers as for a target (`layer-index`) and finds nothing there. Both readings are
-made here, once, as :class:`~draftfit.draft.mtp.MtpTarget` facts the MTP steps judge.
+`num_hidden_layers` is 1 (`layer-zero`), or it builds the MTP layer after the target's
+decoder layers as for a target (`layer-index`: `model.layers.{L}`, L the target's
+`num_hidden_layers`) and finds nothing there unless the export kept that numbering. Both
+readings are made here, once, as :class:`~draftfit.draft.mtp.MtpTarget` facts the MTP steps
+judge.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from draftfit.checkpoint.model import TensorInfo
 
 LAYER_ZERO = "layer-zero"  # the release's NextN loader reads model.layers.0
-LAYER_INDEX = "layer-index"  # the release builds model.layers.{num_hidden_layers + i}
+LAYER_INDEX = "layer-index"  # the release builds model.layers.{L + i}, L the target's
 READINGS = (LAYER_ZERO, LAYER_INDEX)
 
 # The config keys an export must share with its target. `hidden_size` is the width of the
@@ -112,9 +114,13 @@ def read_nextn_export(
     names of the target's decoder layer (what the NextN layer's decoder layer holds)."""
     architecture = nextn_export_class(config) or "?"
     names = list(names)
-    as_stored = read_mtp_target(config, names, tensors, quant_file)
-    at_zero = read_mtp_target({**config, "num_hidden_layers": 0}, names, tensors, quant_file)
     target_config = target_config if isinstance(target_config, Mapping) else {}
+    # a release that builds the MTP layer as for a target numbers it after the *target's*
+    # decoder layers (the MTP class reads the target's config; the tensors come from the
+    # export)
+    layers = target_config.get("num_hidden_layers", config.get("num_hidden_layers"))
+    as_target = read_mtp_target({**config, "num_hidden_layers": layers}, names, tensors, quant_file)
+    at_zero = read_mtp_target({**config, "num_hidden_layers": 0}, names, tensors, quant_file)
     # the decoder layer the export must hold is its target's, when it was made from one of
     # this model type (another model type's layer is built from its own config)
     same_type = config.get("model_type") == target_config.get("model_type")
@@ -128,7 +134,7 @@ def read_nextn_export(
     return NextnExport(
         architecture=architecture,
         target=target_source,
-        readings={LAYER_ZERO: at_zero, LAYER_INDEX: as_stored},
+        readings={LAYER_ZERO: at_zero, LAYER_INDEX: as_target},
         mismatches=mismatches,
         target_family=family.name if family is not None else None,
     )

@@ -38,6 +38,10 @@ def mtp_family_unserved() -> None:
     list has no MTP class: the engine refuses to start (older vLLM releases have no
     DeepSeek-V3.2 or GLM-5.x MTP, for example).
 
+    A stand-alone GLM NextN export (`Glm4MoeForCausalLMNextN`) named as a vLLM draft is
+    refused the same way: vLLM rewrites GLM by the target's own architecture, which the
+    export no longer names.
+
     ## Example
     A `glm_moe_dsa` (GLM-5.x) target served with `deepseek_mtp` by a vLLM release that
     predates GLM-5.x.
@@ -196,6 +200,11 @@ def mtp_draft_path_required() -> None:
     `--speculative-draft-model-path` only for DeepSeek, GLM and a few others; Qwen3-Next
     and MiMo need it, or the engine refuses to start.
 
+    For a stand-alone NextN export checked beside its target
+    (`draftfit check NEXTN --target TARGET`), a launch that does not name the export as its
+    draft serves something else (the target's own MTP layers): the finding says so and the
+    verdict is unverified, since the export's check says nothing about that launch.
+
     ## Example
     A GLM-4.6 target, `{"method": "deepseek_mtp", "num_speculative_tokens": 1}`, on a vLLM
     release that does not default GLM's MTP draft.
@@ -247,6 +256,10 @@ def mtp_layer_missing() -> None:
     refuses an unquantized target, but the check does not run for quantized ones, and SGLang
     has none: the parameters keep their initial values, so it loads, but drafts garbage
     (acceptance ≈ 0). The finding states the consequence per release and target.
+
+    A stand-alone NextN export (SGLang's `export_deepseek_nextn.py`: the layer stored as
+    `model.layers.0`) named as the draft of a vLLM launch is read as a target's MTP layer:
+    vLLM builds it at `model.layers.{L}` (the target's layer count) and finds nothing there.
 
     ## Example
     An FP8 export of a DeepSeek-V3 target without any `model.layers.61.*` tensor.

@@ -296,10 +296,10 @@ def layers_present(state: BuildState) -> bool | None:
     export_reading = mtp.export_reading
     if export_reading == LAYER_INDEX_READING:
         message = (
-            "the stand-alone NextN export stores its layer as `model.layers.0.*`, but "
-            f"{state.title} builds the MTP layer after the decoder layers "
-            f"(`num_hidden_layers + i`), as for a target, and no tensor is stored there: "
-            f"{_consequence_words(outcome)}"
+            f"{state.title} builds the NextN export's layer as it builds a target's MTP "
+            "layer, after the target's decoder layers (the target's `num_hidden_layers` + i), "
+            f"and reads its tensors from the export, which stores none under {prefixes} "
+            f"(SGLang's export stores it as `model.layers.0.*`): {_consequence_words(outcome)}"
         )
         fix = (
             f"serve the target's own MTP layers with {state.title} (an MTP launch of the "
