@@ -191,11 +191,14 @@ def check_checkpoint(
         if item.needs_target and target is None:
             skipped.append(_skip(item))
             continue
-        _collect(collected, item, _checkpoint_rule(item, base, found), keys)
+        violations = _checkpoint_rule(item, base, found)
+        if violations:  # most find nothing, and a matrix asks each of them ~350 times
+            _collect(collected, item, violations, keys)
 
     results: list[EngineResult] = []
     launches: dict[EngineVersion, ReleaseLaunch] = {}
     engine_rules = [item for item in rules if item.scope is Scope.ENGINE]
+    event_rules = {item.name for item in engine_rules if item.code in EVENT_RULE_CODES}
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
         # The engine's launch part judges the launch at this release, once.
@@ -228,11 +231,11 @@ def check_checkpoint(
                 if all(s.rule != item.id for s in skipped):
                     skipped.append(_skip(item))
                 continue
-            if item.code in EVENT_RULE_CODES and item.name not in tagged:
+            if item.name in event_rules and item.name not in tagged:
                 continue  # an event rule finds nothing in a view without its events
-            violations = list(item.check(ctx))
-            if violations:  # most rules find nothing: a matrix runs them some 50,000 times
-                _collect(collected, item, _with_caveats(violations, profile), [profile.key])
+            found_here = list(item.check(ctx))
+            if found_here:  # most rules find nothing: a matrix runs them some 50,000 times
+                _collect(collected, item, _with_caveats(found_here, profile), [profile.key])
         result = EngineResult(
             profile.engine,
             profile.version,
@@ -297,11 +300,11 @@ def check_checkpoint(
 
 def _checkpoint_rule(
     item: Rule, ctx: Context, found: dict[str, tuple[Violation, ...]] | None
-) -> Iterable[Violation]:
+) -> tuple[Violation, ...]:
     """The violations of checkpoint-scope rule `item` in `ctx`; with `found` (see
     :func:`_found_for`), found once for the same inputs."""
     if found is None:
-        return item.run(ctx)
+        return tuple(item.run(ctx))
     if item.code not in found:
         found[item.code] = tuple(item.run(ctx))
     return found[item.code]

@@ -314,6 +314,9 @@ def mtp_launch(settings: ServeSettings | None, checked: str | None = None) -> Mt
         target_model=settings.target_model,
         pointer=pointer,
         serves_checked=checked is not None and _same_source(settings.draft_model, checked),
+        layers=settings.mtp_layers,
+        vanilla=settings.mtp_vanilla,
+        one_model=settings.mtp_eagle_one_model,
     )
 
 

@@ -424,9 +424,45 @@ case(
     "mtp-engine-not-read",
     set(),
     QUIET,
-    engines=("trtllm==1.2.0rc2",),
+    engines=("trtllm==1.2.0",),
     method="mtp",
     verdict="unverified",
+)(target())
+
+
+# TensorRT-LLM 1.2.0rc2 (read, not run: no TensorRT-LLM oracle): `trtllm-serve` with an
+# options YAML from tests/data/trtllm-launch.
+TRT = "trtllm==1.2.0rc2"
+_TRTLLM_LAUNCH_DATA = Path(__file__).parents[1] / "data" / "trtllm-launch"
+
+
+def _trtllm(options: str) -> str:
+    return f"trtllm-serve T --extra_llm_api_options {_TRTLLM_LAUNCH_DATA / options}"
+
+
+case(
+    "mtp-trtllm-vanilla-above-checkpoint",
+    {"DF145"},
+    QUIET - {"DF145"},
+    engines=(TRT,),
+    serve_args=_trtllm("mtp-vanilla-3.yaml"),
+    verdict="incompatible",
+)(target())
+case(
+    "mtp-trtllm-eagle-reuses-one-layer",
+    set(),
+    QUIET,
+    engines=(TRT,),
+    serve_args=_trtllm("mtp-3.yaml"),
+    verdict="compatible",
+)(target())
+case(
+    "mtp-trtllm-decoding-type-spelling",
+    {"DF141"},
+    QUIET - {"DF141"},
+    engines=(TRT,),
+    serve_args=_trtllm("mtp-lowercase.yaml"),
+    verdict="incompatible",
 )(target())
 
 

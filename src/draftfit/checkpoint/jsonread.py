@@ -96,6 +96,7 @@ def parse_json(data: bytes, limits: JsonLimits = CONFIG_LIMITS) -> JsonDocument:
     except UnicodeDecodeError as exc:
         raise JsonSyntaxError(f"not UTF-8 text: {exc}", str(exc)) from None
     bounds = _scan(data, limits)
+    numbers = _Numbers(limits.max_digits)
     if bounds is not None:
         colons, openers = bounds
         # Each member written is one colon outside strings, so the bytes hold at least
@@ -103,7 +104,7 @@ def parse_json(data: bytes, limits: JsonLimits = CONFIG_LIMITS) -> JsonDocument:
         # as the bytes hold colons, no key was written twice, and the slower parse that
         # names such keys is not needed.
         try:
-            value = json.loads(text, parse_int=_int, parse_float=_float)
+            value = json.loads(text, parse_int=numbers.whole, parse_float=numbers.real)
         except JsonLimitError:
             raise
         except RecursionError:  # pragma: no cover - the scan bounds the depth first
@@ -127,7 +128,9 @@ def parse_json(data: bytes, limits: JsonLimits = CONFIG_LIMITS) -> JsonDocument:
         return result
 
     try:
-        value = json.loads(text, object_pairs_hook=pairs, parse_int=_int, parse_float=_float)
+        value = json.loads(
+            text, object_pairs_hook=pairs, parse_int=numbers.whole, parse_float=numbers.real
+        )
     except JsonLimitError:
         raise
     except RecursionError:  # pragma: no cover - the scan bounds the depth first
@@ -181,8 +184,6 @@ def _members(value: Any, containers: int) -> int:
 
 # Every byte but those the scan counts.
 _NOT_COUNTED = bytes(b for b in range(256) if b not in b'":,[{')
-# Bytes that may be part of a number (`-+.0-9eE`) become b"1", every other byte b"0".
-_NUMBER_BYTES = bytes(0x31 if chr(b) in "-+.0123456789eE" else 0x30 for b in range(256))
 
 
 def _scan(data: bytes, limits: JsonLimits) -> tuple[int, int] | None:
@@ -192,7 +193,8 @@ def _scan(data: bytes, limits: JsonLimits) -> tuple[int, int] | None:
     The counts over the whole bytes, strings included, are first taken as upper bounds:
     when they are all within the caps, so are the exact ones, and the colon count is
     returned with the count of `[` and `{` (a large shard index is settled so, several times
-    faster). Otherwise the exact counts outside strings decide, and None is returned."""
+    faster; long numbers are then refused as the decoder reads them, see :class:`_Numbers`).
+    Otherwise the exact counts outside strings decide, and None is returned."""
     marks = data.translate(None, _NOT_COUNTED)  # the bytes counted, kept in a few KB
     quotes = marks.count(b'"')  # escaped quotes count too: an over-estimate, never under
     if quotes > 2 * limits.max_strings:
@@ -203,7 +205,6 @@ def _scan(data: bytes, limits: JsonLimits) -> tuple[int, int] | None:
         colons <= limits.max_members
         and marks.count(b",") + 1 <= limits.max_items
         and openers <= min(limits.max_containers, limits.max_depth)
-        and b"1" * (limits.max_digits + 1) not in data.translate(_NUMBER_BYTES)
     ):
         return colons, openers
     outside = _outside_strings(data, quotes)
@@ -250,16 +251,30 @@ def _outside_strings(data: bytes, quotes: int) -> bytes:
     return b'""'.join(data.split(b'"')[0::2])
 
 
-def _int(text: str) -> int:
-    if len(text) > MAX_JSON_NUMBER_DIGITS + 1:  # pragma: no cover - the scan refuses first
-        raise JsonLimitError(f"a number has {len(text)} digits")
-    return int(text)
+class _Numbers:
+    """The decoder's number hooks: a number of more than `max_digits` digits is refused
+    (DF022) before `int()` or `float()` sees it. The decoder hands each number over as its
+    text, so a document whose structure the scan settled from its raw counts needs no pass
+    over its bytes for long numbers."""
 
+    def __init__(self, max_digits: int) -> None:
+        self.max_digits = max_digits
 
-def _float(text: str) -> float:
-    if len(text) > 2 * MAX_JSON_NUMBER_DIGITS:  # pragma: no cover - the scan refuses first
-        raise JsonLimitError(f"a number has {len(text)} characters")
-    return float(text)
+    def _refuse_long(self, text: str) -> None:
+        if len(text) > self.max_digits:
+            digits = sum(1 for char in text if "0" <= char <= "9")
+            if digits > self.max_digits:
+                raise JsonLimitError(
+                    f"a number has {digits} digits, above the limit of {self.max_digits}"
+                )
+
+    def whole(self, text: str) -> int:
+        self._refuse_long(text)
+        return int(text)
+
+    def real(self, text: str) -> float:
+        self._refuse_long(text)
+        return float(text)
 
 
 def duplicate_key_damage(rel: str, keys: tuple[str, ...]) -> list[Damage]:

@@ -7,10 +7,13 @@ release takes for the family (`mtp`, or the per-family method of releases before
 value its depth rule always allows) and `"model"` where the release does not default the
 draft to the target (`mtp_default_draft`); SGLang `--speculative-algorithm NEXTN` with the
 steps, top-k and draft tokens the release itself would choose (`mtp_tokens_default`) and
-`--speculative-draft-model-path` where it is required. Where the target's quantization
-config leaves its BF16 MTP layer unexcluded (DF540), the recipe first runs `draftfit
-convert --method mtp`, which writes the exclusion list under the names that release
-matches (:mod:`draftfit.conversion.mtp_exclusions`).
+`--speculative-draft-model-path` where it is required; TensorRT-LLM `trtllm-serve T
+--extra_llm_api_options FILE` whose YAML is `speculative_config: {decoding_type: MTP,
+num_nextn_predict_layers: N}` with N the MTP depth (a release whose data gives its MTP
+launch's default depth, `mtp_launch_depth_default`, reads its MTP launch from that file).
+Where the target's quantization config leaves its BF16 MTP layer unexcluded (DF540), the
+recipe first runs `draftfit convert --method mtp`, which writes the exclusion list under
+the names that release matches (:mod:`draftfit.conversion.mtp_exclusions`).
 
 A recipe is shown only when the checkpoint it serves (the converted one, held in memory),
 checked again under the recipe's own launch at the same release, has no error and is not
@@ -33,7 +36,13 @@ from draftfit.draft.mtp import MtpTarget
 from draftfit.engines.interface import NoRecipe, Recipe, engine_of
 from draftfit.engines.launch import parse_serve_args
 from draftfit.engines.profile import Profile
-from draftfit.engines.serve import CONTINUATION, model_source, shell_quote, shell_word
+from draftfit.engines.serve import (
+    CONTINUATION,
+    model_source,
+    shell_quote,
+    shell_word,
+    yaml_text,
+)
 from draftfit.errors import UsageError
 from draftfit.mtp_check import KEPT_TARGET, MTP, mtp_target
 from draftfit.report import EngineResult, Finding, Report, verdict_for
@@ -43,12 +52,18 @@ from draftfit.verdicts import UNVERIFIED
 if TYPE_CHECKING:
     from typing import Any
 
+    from draftfit.engines.launch_part import EngineLaunch
+    from draftfit.serve.settings import ServeSettings
+
 __all__ = ["mtp_serving_for"]
 
 # The converted folder: one per engine (each writes the names its releases match).
 CONVERTED_SUFFIX = "-mtp-{engine}"
 # The fact that lists the families a release serves with MTP (absent: MTP not read).
 SERVED = "mtp_families_served"
+# The fact of a release whose MTP launch is a speculative config in an options file.
+OPTIONS_FILE_DEPTH = "mtp_launch_depth_default"
+OPTIONS_FILE = "mtp.yaml"
 
 
 def mtp_serving_for(report: Report, result: EngineResult) -> Recipe | NoRecipe:
@@ -125,7 +140,7 @@ def mtp_serving_for(report: Report, result: EngineResult) -> Recipe | NoRecipe:
     launch = _launch(profile, target, served_name, depth or 1, beside)
     if isinstance(launch, str):
         return NoRecipe(result.engine, result.version, launch)
-    command, config, launch_notes = launch
+    command, config, launch_notes, settings = launch
     notes += launch_notes
     given = report.serve.settings if report.serve is not None else None
     if given is not None and given.engine == profile.engine:
@@ -133,7 +148,7 @@ def mtp_serving_for(report: Report, result: EngineResult) -> Recipe | NoRecipe:
             "a launch of its own, from the release's data: add the other settings of your "
             "launch to it"
         )
-    return _read_back(report, profile, served, command, config, steps, notes)
+    return _read_back(report, profile, served, command, config, steps, notes, settings)
 
 
 def _excluding(
@@ -172,10 +187,11 @@ def _preview(base: Checkpoint, config: dict[str, Any], origin: str) -> Checkpoin
 
 def _launch(
     profile: Profile, target: MtpTarget, served: str, depth: int, beside: str | None = None
-) -> tuple[str, dict[str, Any], list[str]] | str:
+) -> tuple[str, dict[str, Any], list[str], ServeSettings | None] | str:
     """The release's launch of the MTP layers of `served` (command, its configuration,
-    notes), or why draftfit cannot write one; `beside`: `served` is a stand-alone NextN
-    export, drafting for that target (which the launch serves, naming the export)."""
+    notes, and its settings where the command itself cannot be read back), or why draftfit
+    cannot write one; `beside`: `served` is a stand-alone NextN export, drafting for that
+    target (which the launch serves, naming the export)."""
     family = target.family
     assert family is not None
     title = profile.title
@@ -189,6 +205,9 @@ def _launch(
         served, needs_path = model_source(beside).name, True
         notes.append(f"the NextN export is the draft, beside its target `{served}`")
     launch = engine_of(profile).launch()
+    if launch is not None and launch.options_file_flag and OPTIONS_FILE_DEPTH in profile.data.facts:
+        start = f"{launch.shown_command} {shell_word(served)}"
+        return _options_file_launch(profile, launch, start, depth, notes)
     if launch is None or not (launch.model_positional or launch.model_flags):
         return f"{title} has no launch draftfit writes"
     if launch.model_positional:
@@ -214,7 +233,7 @@ def _launch(
             "multiple of it reuses the layers in turn (lower acceptance per step)"
         )
         lines = [start, f"{launch.json_flag} {shell_quote(json.dumps(config))}"]
-        return CONTINUATION.join(lines), config, notes
+        return CONTINUATION.join(lines), config, notes, None
     chosen = profile.fact("mtp_tokens_default")
     if not chosen.known:
         return f"the MTP steps {title} chooses were not read"
@@ -238,7 +257,32 @@ def _launch(
     )
     parts = [start]
     parts += [f"{flag} {shell_word(str(value))}" for flag, value in flags.items()]
-    return CONTINUATION.join(parts), flags, notes
+    return CONTINUATION.join(parts), flags, notes, None
+
+
+def _options_file_launch(
+    profile: Profile, launch: EngineLaunch, start: str, depth: int, notes: list[str]
+) -> tuple[str, dict[str, Any], list[str], ServeSettings | None] | str:
+    """The launch of a release that reads its MTP speculative config from an options file
+    (TensorRT-LLM's `--extra_llm_api_options`): the file, then the command that names it;
+    its settings are read from the file's content, as the release reads them."""
+    names = profile.fact("mtp_method_names")
+    canonical = [n for n, kind in (names.value or {}).items() if kind == "canonical"]
+    flag = launch.options_file_flag
+    if not names.known or not canonical or flag is None:
+        return f"the MTP launch of {profile.title} was not read"
+    config: dict[str, Any] = {
+        "speculative_config": {"decoding_type": canonical[0], "num_nextn_predict_layers": depth}
+    }
+    notes.append(
+        f"num_nextn_predict_layers {depth}: the MTP depth the target declares (more layers "
+        "than it ships are refused at this release, unless one layer is reused: MTP-Eagle)"
+    )
+    command = (
+        f"cat > {OPTIONS_FILE} <<'EOF'\n{yaml_text(config)}EOF\n"
+        f"{start} --backend pytorch {flag} {OPTIONS_FILE}"
+    )
+    return command, config, notes, launch.read_config(config, "--serve-config")
 
 
 def _read_back(
@@ -249,13 +293,16 @@ def _read_back(
     config: dict[str, Any],
     steps: list[str],
     notes: list[str],
+    settings: ServeSettings | None = None,
 ) -> Recipe | NoRecipe:
-    """The recipe when the checkpoint it serves, checked again under its own launch at the
-    same release, has no error and is verified; else why there is none."""
+    """The recipe when the checkpoint it serves, checked again under its own launch (read
+    from `command`, or `settings` where given) at the same release, has no error and is
+    verified; else why there is none."""
     kept = report.kept()
     engine, version = profile.engine, profile.version
     try:
-        settings = parse_serve_args(command.replace(CONTINUATION, " "))
+        if settings is None:
+            settings = parse_serve_args(command.replace(CONTINUATION, " "))
         back = kept.checker(served, None, [profile], MTP, serve=settings)
     except UsageError as exc:
         return NoRecipe(engine, version, f"its launch could not be read back: {exc}")

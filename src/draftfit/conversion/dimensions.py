@@ -27,11 +27,32 @@ def draft_fits(
     the newest release of the first registered engine that builds the draft in its present
     layout (every engine derives the decoder layer's shapes from the same dimensions, and
     the convention being written may not be one the source's engine reads)."""
-    candidates = [profile] if profile is not None else []
-    for name in engine_names():
-        candidates.extend(p for p in parse_engine_selector(name) if p != profile)
-    for candidate in candidates:
-        view = build_view(BuildInputs(checkpoint, draft, target, candidate, EAGLE3, True))
+    if profile is not None:
+        view = build_view(BuildInputs(checkpoint, draft, target, profile, EAGLE3, True))
         if view.built:
             return view.dimension_fits
+    # The first release that builds the draft does not depend on `profile`: a `matrix` plans
+    # for a hundred releases, and asks this once per draft and target.
+    found: list[tuple[DraftDescription, Target | None, list[DimensionFit]]]
+    found = checkpoint.memo.own(("dimension fits, first building release",), list)
+    for known_draft, known_target, fits in found:
+        if known_draft is draft and known_target is target:
+            return fits
+    fits = _first_building_fits(checkpoint, draft, target)
+    found.append((draft, target, fits))
+    return fits
+
+
+def _first_building_fits(
+    checkpoint: Checkpoint,
+    draft: DraftDescription,
+    target: Target | None,
+) -> list[DimensionFit]:
+    """The dimension fits from the newest release of the first registered engine that
+    builds the draft."""
+    for name in engine_names():
+        for candidate in parse_engine_selector(name):
+            view = build_view(BuildInputs(checkpoint, draft, target, candidate, EAGLE3, True))
+            if view.built:
+                return view.dimension_fits
     return []

@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 from draftfit.checkpoint.dtypes import PLAIN_FLOAT_DTYPES
 from draftfit.checkpoint.model import Checkpoint, TensorInfo
 
-# Renames from producer spellings to the canonical `layers.N.*` layout.
-_RENAMES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^midlayer\.(\d+)\."), r"layers.\1."),
-    (re.compile(r"^midlayer\."), "layers.0."),
-    (re.compile(r"^transformer\."), "layers.0."),  # speculators EAGLE-1 conversion
-    (re.compile(r"^fusion_fc\."), "fc."),  # speculators EAGLE-1 conversion
-    (re.compile(r"^aux_norm_low\."), "fc_norm.0."),  # legacy SGLang names
-    (re.compile(r"^aux_norm_mid\."), "fc_norm.1."),
-    (re.compile(r"^aux_norm_high\."), "fc_norm.2."),
+# Renames from producer spellings to the canonical `layers.N.*` layout, by leading word
+# (`midlayer.N.` keeps its layer number; see :func:`canonical_name`).
+_PREFIX_RENAMES: tuple[tuple[str, str], ...] = (
+    ("midlayer.", "layers.0."),
+    ("transformer.", "layers.0."),  # speculators EAGLE-1 conversion
+    ("fusion_fc.", "fc."),  # speculators EAGLE-1 conversion
+    ("aux_norm_low.", "fc_norm.0."),  # legacy SGLang names
+    ("aux_norm_mid.", "fc_norm.1."),
+    ("aux_norm_high.", "fc_norm.2."),
 )
 
 _KNOWN_TOP = re.compile(
@@ -46,18 +47,24 @@ _KNOWN_LAYER = re.compile(
 )
 
 
+@lru_cache(maxsize=16384)
 def canonical_name(raw: str) -> tuple[str, str]:
-    """Map a stored tensor name to `(canonical name, stripped prefix)`."""
+    """Map a stored tensor name to `(canonical name, stripped prefix)`.
+
+    Kept per name: a `matrix` maps the same draft's names once per engine release."""
     prefix = ""
     name = raw
     if name.startswith("model."):
         prefix = "model."
         name = name[len(prefix) :]
-    for pattern, replacement in _RENAMES:
-        new = pattern.sub(replacement, name, count=1)
-        if new != name:
-            name = new
-            break
+    if name.startswith("midlayer."):
+        rest = name[len("midlayer.") :]
+        number, dot, tail = rest.partition(".")
+        if dot and number.isdecimal():  # `midlayer.N.x`: layer N
+            return f"layers.{number}.{tail}", prefix
+    for old, new in _PREFIX_RENAMES:
+        if name.startswith(old):
+            return new + name[len(old) :], prefix
     return name, prefix
 
 

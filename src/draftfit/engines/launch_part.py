@@ -63,6 +63,8 @@ class EngineLaunch:
         json_flag: the flag whose value is a JSON object of settings (`--json-flag.key`
             sets one key); json_keys: the keys of that object draftfit reads.
         config_file_flag: the flag that names a file of the engine's arguments.
+        options_file_flag: the flag that names a settings file whose speculative config a
+            recipe writes (TensorRT-LLM's `--extra_llm_api_options`), read by `read_config`.
         tuning: what the user chooses rather than what must change (flags, or keys of the
             JSON flag): a serve recipe that edits the launch keeps them.
         speculative_fields: settings only a speculative config gives (they win over the
@@ -86,6 +88,7 @@ class EngineLaunch:
     json_flag: ClassVar[str | None] = None
     json_keys: ClassVar[Mapping[str, FlagTarget]] = {}
     config_file_flag: ClassVar[str | None] = None
+    options_file_flag: ClassVar[str | None] = None
     tuning: ClassVar[frozenset[str]] = frozenset()
     speculative_fields: ClassVar[frozenset[str]] = frozenset()
 

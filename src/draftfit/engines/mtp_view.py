@@ -30,6 +30,11 @@ class MtpLaunch:
         pointer: where the method is written, for locations.
         serves_checked: the draft the launch names is the checkpoint checked (a NextN
             export given as the draft), not another one.
+        layers: the MTP layers the launch asks to build (TensorRT-LLM
+            `num_nextn_predict_layers`).
+        vanilla: whether it asks for every layer in turn (TensorRT-LLM `use_mtp_vanilla`).
+        one_model: whether one-layer MTP runs in the target's engine (TensorRT-LLM
+            `mtp_eagle_one_model`).
     """
 
     given: bool = False
@@ -39,6 +44,9 @@ class MtpLaunch:
     target_model: str | None = None
     pointer: str = "--speculative-config"
     serves_checked: bool = False
+    layers: int | None = None
+    vanilla: bool | None = None
+    one_model: bool | None = None
 
     @property
     def other_draft(self) -> str | None:

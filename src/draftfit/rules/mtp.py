@@ -149,14 +149,19 @@ def mtp_depth_vs_tokens() -> None:
     and refuses k that is not a multiple of n (`num_speculative_tokens:3 must be divisible
     by n_predict=2`). SGLang's DeepSeek and GLM NextN loader supports exactly one MTP
     layer: a target declaring two is refused at start-up (`Only 1 nextn layer is
-    supported`).
+    supported`). TensorRT-LLM (where its MTP loading was read) runs a one-layer
+    checkpoint's layer once per draft token (MTP-Eagle) unless `use_mtp_vanilla` is on;
+    vanilla MTP builds one layer per `num_nextn_predict_layers` of the launch, and asking
+    for more than the checkpoint ships fails at load (its weights are looked up and missing).
 
     ## Example
-    `"num_nextn_predict_layers": 2` with `"num_speculative_tokens": 3` on vLLM.
+    `"num_nextn_predict_layers": 2` with `"num_speculative_tokens": 3` on vLLM; TensorRT-LLM
+    `num_nextn_predict_layers: 3` with `use_mtp_vanilla: true` on a one-layer target.
 
     ## Fix
     Use a token count equal to the depth or a multiple of it; for SGLang, a copy of the
-    config with `num_nextn_predict_layers: 1`.
+    config with `num_nextn_predict_layers: 1`; for TensorRT-LLM, at most the checkpoint's
+    layers (or `use_mtp_vanilla` off on a one-layer target).
     """
 
 

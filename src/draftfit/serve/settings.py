@@ -63,6 +63,12 @@ class ServeSettings:
         one_model: whether the draft runs inside the target's model (False: a separate
             draft model).
         max_draft_len: the longest draft the launch allows.
+        mtp_layers: the MTP layers the launch asks to build (TensorRT-LLM
+            `num_nextn_predict_layers`).
+        mtp_vanilla: whether the launch asks for every MTP layer in turn rather than one
+            layer reused (TensorRT-LLM `use_mtp_vanilla`).
+        mtp_eagle_one_model: whether one-layer MTP runs in the target's engine (TensorRT-LLM
+            `mtp_eagle_one_model`).
         target_model: the target the launch names (a positional word, a flag, or a key
             of a settings file), as written.
         trust_remote_code: True when the launch passes its trust-remote-code flag (or sets
@@ -122,6 +128,9 @@ class ServeSettings:
     layers_to_capture: tuple[int, ...] | None = None
     one_model: bool | None = None
     max_draft_len: int | None = None
+    mtp_layers: int | None = None
+    mtp_vanilla: bool | None = None
+    mtp_eagle_one_model: bool | None = None
     target_model: str | None = None
     trust_remote_code: bool | None = None
     draft_path_key: str | None = None

@@ -108,10 +108,10 @@ def export_fit(state: BuildState) -> bool | None:
     export = mtp_inputs(state).export
     if export is None or mtp_view(state).export_reading != LAYER_ZERO or not export.mismatches:
         return None
-    fact = state.profile.fact("mtp_nextn_fit")
-    if not fact.known:
+    if "mtp_nextn_fit" not in state.profile.data.facts or not _fit_known(state):
         not_read(state, f"what {state.title} does with an export that does not fit was not read")
         return None
+    fact = state.profile.fact("mtp_nextn_fit")
     outcomes = [
         OUTCOMES.get(str(fact.value.get(m.key, fact.value.get(OTHER)))) for m in export.mismatches
     ]
@@ -139,6 +139,10 @@ def export_fit(state: BuildState) -> bool | None:
         consequence=worst,
     )
     return None
+
+
+def _fit_known(state: BuildState) -> bool:
+    return state.profile.fact("mtp_nextn_fit").known
 
 
 __all__ = ["export_fit", "export_reading"]

@@ -46,12 +46,26 @@ OUTCOMES = {
 
 
 def release_read(state: BuildState) -> bool | None:
-    """Stop, unverified, at a release whose MTP handling draftfit has not read."""
+    """Stop, unverified, at a release whose MTP handling draftfit has not read (for a
+    stand-alone NextN export: whose reading of such an export was not read)."""
     served = state.profile.fact("mtp_families_served").value
     if not served:
         not_read(state, f"how {state.title} serves MTP layers was not read")
         return False
+    export = mtp_inputs(state).export
+    facts = state.profile.data.facts
+    if export is not None and ("mtp_nextn_export" not in facts or not _known(state)):
+        not_read(
+            state,
+            f"how {state.title} reads a stand-alone NextN export (`{export.architecture}`) "
+            "was not read",
+        )
+        return False
     return None
+
+
+def _known(state: BuildState) -> bool:
+    return state.profile.fact("mtp_nextn_export").known
 
 
 def family_served(state: BuildState) -> bool | None:

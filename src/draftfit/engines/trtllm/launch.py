@@ -13,7 +13,8 @@ documentation built for 1.3.0rc27-1.4.0rc4): `decoding_type`, `max_draft_len`,
 `speculative_model` (`speculative_model_dir` 1.0-1.2 and its alias after,
 `pytorch_weights_path` in 0.21, `pytorch_eagle_weights_path` in 0.19-0.20, per the engine
 data's `draft_path_key`), `eagle3_one_model` (gone by 1.3.0rc27),
-`eagle3_layers_to_capture`. Every key of the
+`eagle3_layers_to_capture`; and of `MTPDecodingConfig` (`decoding_type: MTP`):
+`num_nextn_predict_layers`, `use_mtp_vanilla`, `mtp_eagle_one_model`. Every key of the
 speculative config is kept as written (`spec_keys_written`): where a release's documentation
 gives its decoding config's whole signature, a key it lacks is judged as that release judges
 undeclared keys (:mod:`draftfit.engines.trtllm.launch_checks`).
@@ -30,7 +31,14 @@ from typing import TYPE_CHECKING
 from draftfit.engines.launch_part import EngineLaunch
 from draftfit.errors import UsageError
 from draftfit.records import replace
-from draftfit.serve.reading import INT, PIPELINE_PARALLEL, TENSOR_PARALLEL, FlagTarget, read_value
+from draftfit.serve.reading import (
+    INT,
+    INT_FROM_ZERO,
+    PIPELINE_PARALLEL,
+    TENSOR_PARALLEL,
+    FlagTarget,
+    read_value,
+)
 from draftfit.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
@@ -66,6 +74,10 @@ SPEC_KEYS: dict[str, FlagTarget] = {
     "pytorch_eagle_weights_path": FlagTarget("draft_model"),
     "eagle3_one_model": FlagTarget("one_model", "on-when-true"),
     "eagle3_layers_to_capture": FlagTarget("layers_to_capture", "int-list"),
+    # MTPDecodingConfig (`decoding_type: MTP`)
+    "num_nextn_predict_layers": FlagTarget("mtp_layers", INT_FROM_ZERO),
+    "use_mtp_vanilla": FlagTarget("mtp_vanilla", "on-when-true"),
+    "mtp_eagle_one_model": FlagTarget("mtp_eagle_one_model", "on-when-true"),
 }
 
 
@@ -95,6 +107,7 @@ class TrtllmLaunch(EngineLaunch):
     # `--backend`: the recipes write `pytorch`, the backend the TensorRT-LLM data describes.
     known = frozenset({"--tokenizer", "--revision", "--trust_remote_code", "--backend"})
     hint_flags = frozenset({"--tp_size", "--pp_size", OPTIONS_FLAG})
+    options_file_flag = OPTIONS_FLAG
     speculative_fields = frozenset(target.field for target in SPEC_KEYS.values())
 
     def config_score(self, data: Mapping[str, Any]) -> int:

@@ -19,7 +19,6 @@ from draftfit.draft.description import EAGLE, EAGLE3
 from draftfit.draft.mtp import MTP
 from draftfit.engines.procedure.capture import aux_norms, concat_order
 from draftfit.engines.procedure.dimensions import fit_dimensions, settle_widths
-from draftfit.engines.procedure.mtp_part import mtp_not_read
 from draftfit.engines.procedure.quantization import quant_data_missing
 from draftfit.engines.procedure.run import (
     EngineProcedure,
@@ -45,6 +44,7 @@ from draftfit.engines.trtllm.eagle3 import (
     norms,
     sliding_window,
 )
+from draftfit.engines.trtllm.mtp import MTP_PROCEDURE
 from draftfit.engines.trtllm.route import (
     LLAMA_EAGLE3,
     MLA_EAGLE3,
@@ -125,8 +125,8 @@ TRTLLM_PROCEDURE = EngineProcedure(
     by_method={
         EAGLE3: EAGLE3_PROCEDURE,
         EAGLE: (method_supported,),
-        # MTP: how it serves the target's own MTP layers was not read (unverified)
-        MTP: (mtp_not_read,),
+        # MTP: the target's own MTP layers (read at 1.2.0rc2; other releases unverified)
+        MTP: MTP_PROCEDURE,
     },
     launch=launch,
     finish=unproven_between,
