@@ -177,3 +177,21 @@ def test_records_are_defined_the_cheap_way() -> None:
             if "dataclasses" in names:
                 plain.append(f"{path.relative_to(SRC)}:{node.lineno}")
     assert not plain, plain
+
+
+def test_what_a_command_preloads_is_a_module_of_a_command_that_exists() -> None:
+    """The start-up preloads each command's modules by name: a renamed module or command
+    must fail here, not on a user's first call."""
+    import importlib
+
+    from draftfit.cli.entry import PRELOAD
+    from draftfit.cli.main import build_parser
+
+    parser = build_parser()
+    commands = next(
+        action.choices for action in parser._actions if isinstance(action.choices, dict)
+    )
+    for command, modules in PRELOAD.items():
+        assert command in commands, command
+        for name in modules:
+            importlib.import_module(name)

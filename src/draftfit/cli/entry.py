@@ -26,26 +26,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(VERSION_LINE)
         return EXIT_OK
     if _COMMANDS not in sys.modules:
-        _import_commands()
+        asks_help = "-h" in words or "--help" in words
+        _import_commands(PRELOAD.get(words[0], ()) if words and not asks_help else ())
     from draftfit.cli.main import main as run_command
 
     return run_command(words)
 
 
 _COMMANDS = "draftfit.cli.main"
+# What a command loads besides the command line (the checker and the engines for a command
+# that checks a draft; the renderer a matrix draws with), loaded with the command line.
+PRELOAD: dict[str, tuple[str, ...]] = {
+    "check": ("draftfit.checker",),
+    "demo": ("draftfit.checker",),
+    "diff": ("draftfit.checker",),
+    "matrix": (
+        "draftfit.checker",
+        "draftfit.commands.release_matrix",
+        "draftfit.render.matrix_text",
+    ),
+}
 
 
-def _import_commands() -> None:
-    """Import the commands with the garbage collector paused, then freeze what they made.
+def _import_commands(modules: tuple[str, ...]) -> None:
+    """Import the commands and `modules` with the garbage collector paused, then freeze
+    what they made.
 
-    The import makes tens of thousands of objects that live as long as the process and no
-    garbage: the collector's passes over them while importing are pure cost (~5 ms of a
-    ~65 ms check, bench/README.md). Once frozen they are out of its reach for the rest of
-    the call; it collects as usual from then on. Done once, on the first command only (a
-    process that calls :func:`main` again, a test run, has nothing new to freeze)."""
+    The imports make tens of thousands of objects that live as long as the process and no
+    garbage: the collector's passes over them while importing, and again while the command
+    runs, are pure cost (~10 ms of a ~70 ms check, ~15 ms more of a `matrix`,
+    bench/README.md). Once frozen they are out of its reach; it collects as usual from then
+    on. Done once, on the first command only (a process that calls :func:`main` again, a
+    test run, has nothing new to freeze)."""
+    from importlib import import_module
+
     gc.disable()
     try:
-        import draftfit.cli.main  # noqa: F401 - imported for its side effect of loading
+        for name in (_COMMANDS, *modules):
+            import_module(name)
     finally:
         gc.freeze()
         gc.enable()

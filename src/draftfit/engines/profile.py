@@ -122,8 +122,10 @@ class Entry:
         return self.confidence in APPROXIMATE_CONFIDENCE
 
     def applies(self, version: Release) -> bool:
-        return (self.since is None or version >= self.since) and (
-            self.until is None or version < self.until
+        # (ranks compared directly: a `matrix` asks this ~40,000 times)
+        rank = version.rank
+        return (self.since is None or rank >= self.since.rank) and (
+            self.until is None or rank < self.until.rank
         )
 
 
