@@ -34,8 +34,10 @@ from draftfit.mtp_check import (
     MTP,
     check_mtp,
     check_mtp_path,
+    export_needs_target,
+    is_nextn_export,
     launches_target_mtp,
-    refuse_nextn_export,
+    read_export,
     selects_mtp,
 )
 from draftfit.records import replace
@@ -106,14 +108,20 @@ def check_path(
 
     if method == MTP or (target is None and selects_mtp(method, serve)):
         if target is not None:
-            raise UsageError(
-                "an MTP check takes the target alone (it drafts with its own MTP layers): "
-                "drop --target; a stand-alone NextN export next to its target is not checked yet"
-            )
+            return _check_export_or_refuse(draft, target, engines, serve, values)
         return check_mtp_path(draft, engines, serve, values)
     profiles = resolve_engines(engines)
     checkpoint = open_checkpoint(draft)
-    refuse_nextn_export(checkpoint)
+    if is_nextn_export(checkpoint):
+        if target is None:
+            raise UsageError(export_needs_target(checkpoint))
+        if method not in (None, MTP):
+            raise UsageError(
+                f"{checkpoint.origin} is a stand-alone NextN export, served as an MTP draft: "
+                f"--method {method} does not apply (drop it, or use --method mtp)"
+            )
+        export = read_export(checkpoint, target)
+        return check_mtp(checkpoint, profiles, serve, values=values, export=export)
     if method is None and target is None and launches_target_mtp(checkpoint, serve):
         return check_mtp(checkpoint, profiles, serve, values=values)
     target_obj = open_target(target) if target is not None else None
@@ -121,6 +129,28 @@ def check_path(
         target_obj.draft_is_for_target = draft_is_for_target
     refuse_argument_mistakes(checkpoint, describe(checkpoint), target_obj, method)
     return check_checkpoint(checkpoint, target_obj, profiles, method, values=values, serve=serve)
+
+
+def _check_export_or_refuse(
+    draft: str | Path,
+    target: str | Path,
+    engines: Iterable[str] | None,
+    serve: ServeSettings | None,
+    values: str | None,
+) -> Report:
+    """`--method mtp` (or an MTP launch) with `--target`: the checkpoint must be a
+    stand-alone NextN export, served beside that target."""
+    from draftfit.origins.reference import open_checkpoint
+
+    checkpoint = open_checkpoint(draft)
+    if not is_nextn_export(checkpoint):
+        raise UsageError(
+            "an MTP check takes the target alone (it drafts with its own MTP layers): drop "
+            "--target; --target goes with a stand-alone NextN export "
+            "(`...ForCausalLMNextN`) served beside its target"
+        )
+    export = read_export(checkpoint, target)
+    return check_mtp(checkpoint, resolve_engines(engines), serve, values=values, export=export)
 
 
 def check_checkpoint(

@@ -9,6 +9,7 @@ wheels, confirmed on a CPU: `dev/mtp-source-facts.md`, `dev/mtp-oracle-results.m
 from __future__ import annotations
 
 from draftfit import rule_ids
+from draftfit.engines.procedure import mtp_export as export
 from draftfit.engines.procedure import mtp_steps as steps
 from draftfit.engines.procedure.mtp_part import (
     mtp_build,
@@ -134,10 +135,12 @@ MTP_PROCEDURE: Procedure = (
         steps.release_read,
         steps.family_served,
         method_name,
+        export.export_reading,
         steps.draft_path,
         token_count,
         steps.depth,
         steps.depth_vs_tokens,
+        export.export_fit,
         steps.layers_present,
         steps.tensors_present,
         steps.quantization_covered,
