@@ -58,6 +58,7 @@ def test_the_report_shows_the_export_and_its_target(capsys, tmp_path: Path) -> N
     )
     report = json.loads(out)
     assert report["mtp"]["role"] == "nextn-export" and report["mtp"]["target"] == str(target)
+    assert report["draft"]["dialect"]["name"] == "nextn-export"
     assert report["engines"][0]["mtp"]["export_reading"] == "layer-index"
 
 

@@ -82,6 +82,14 @@ EMITS_STAGE = "MTP check: the target's hf_quant_config.json"
 MTP_TARGET = DialectFacts(
     "mtp-target", None, "target carrying its own MTP layers (no separate draft)", (), None
 )
+# ... and a stand-alone NextN export, served beside its target.
+NEXTN_EXPORT = DialectFacts(
+    "nextn-export",
+    None,
+    "stand-alone NextN export (a target's NextN layer as layer 0 of a one-layer model)",
+    (),
+    None,
+)
 # The rules that judge the launch: without one for an engine they are listed as skipped.
 LAUNCH_RULES = (MTP_METHOD_NAME, MTP_TOKEN_COUNT_MISSING, MTP_LAUNCH_KIND, MTP_DRAFT_PATH_REQUIRED)
 
@@ -239,7 +247,13 @@ def check_mtp(
         draft=checkpoint.origin,
         target=served_beside,
         # an EAGLE draft given to an MTP launch is shown as the draft it is (DF146 says why)
-        dialect=MTP_TARGET if eagle_draft is None else DialectFacts.of(draft.dialect),
+        dialect=(
+            DialectFacts.of(draft.dialect)
+            if eagle_draft is not None
+            else NEXTN_EXPORT
+            if export is not None
+            else MTP_TARGET
+        ),
         method=MTP,
         method_evidence=evidence or ["--method mtp"],
         findings=ordered,

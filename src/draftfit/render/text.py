@@ -41,7 +41,7 @@ FAMILY_TITLES = {
     "norms": "Norm flags",
     "values": "Weight values",
     "hygiene": "Checkpoint hygiene",
-    "mtp": "MTP layers of the target",
+    "mtp": "MTP layers",
 }
 FAMILY_ORDER = list(FAMILY_TITLES)
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
