@@ -621,4 +621,76 @@ def trained(name: str, dtype: str, shape: tuple[int, ...]) -> bytes:
     return values(dtype, rng.laplace(0, 0.03, shape) + row_shift)
 
 
-__all__ = ["ENGINE", "ENGINE_FP8", "TINY", "Dims", "Fill", "mtp_target", "trained", "values"]
+NEXTN_CLASSES = {"deepseek_v3": "DeepseekV3ForCausalLMNextN", "glm4_moe": "Glm4MoeForCausalLMNextN"}
+
+
+def nextn_export(
+    target: Path,
+    out: Path,
+    *,
+    architecture: str | None = None,
+    keep_shared: bool = False,
+    drop: tuple[str, ...] = (),
+    layer: int = 0,
+    config: dict[str, Any] | None = None,
+    fill: Fill | None = None,
+) -> Path:
+    """A stand-alone NextN export of the MTP target at `target`, written at `out` as SGLang's
+    `scripts/export_deepseek_nextn.py` writes one: the target's config with
+    `num_hidden_layers` 1 and the NextN class as its architecture, the tensors of its MTP
+    layer `model.layers.{L}.*` renamed to `model.layers.0.*` in one shard with an index,
+    `embed_tokens` and `shared_head.head` left out (the engine takes the target's).
+
+    Variants: `architecture` (another class name), `keep_shared` (keep `embed_tokens` and
+    `shared_head.head`, as older exports did), `drop` (sub-names left out), `layer` (the
+    layer index the tensors are stored under: not 0 is an export that kept the target's
+    numbering), `config` (keys written over the exported config: another hidden size, an
+    export made from another target). Tensors are zeros unless `fill` gives values."""
+    source = json.loads((target / "config.json").read_text())
+    first = f"model.layers.{source['num_hidden_layers']}."
+    index_path = target / "model.safetensors.index.json"
+    if index_path.exists():
+        shards = sorted(set(json.loads(index_path.read_text())["weight_map"].values()))
+    else:
+        shards = ["model.safetensors"]
+    tensors: Tensors = {}
+    for shard in shards:
+        raw = (target / shard).read_bytes()
+        size = int.from_bytes(raw[:8], "little")
+        for name, info in json.loads(raw[8 : 8 + size]).items():
+            if not name.startswith(first):
+                continue
+            rest = name[len(first) :]
+            shared = rest.startswith(("embed_tokens.", "shared_head.head."))
+            if (shared and not keep_shared) or any(("." + rest).endswith("." + x) for x in drop):
+                continue
+            tensors[f"model.layers.{layer}.{rest}"] = (info["dtype"], tuple(info["shape"]))
+    family = source.get("model_type", "deepseek_v3")
+    exported = {
+        **source,
+        "num_hidden_layers": 1,
+        "architectures": [architecture or NEXTN_CLASSES.get(family, "DeepseekV3ForCausalLMNextN")],
+        **(config or {}),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(exported, indent=2, sort_keys=True) + "\n")
+    shard = "nextn_layer_parameters.safetensors"
+    _write(out / shard, tensors, fill)
+    weight_map = {name: shard for name in tensors}
+    (out / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": weight_map}, indent=4) + "\n"
+    )
+    return out
+
+
+__all__ = [
+    "ENGINE",
+    "ENGINE_FP8",
+    "TINY",
+    "Dims",
+    "Fill",
+    "mtp_target",
+    "nextn_export",
+    "trained",
+    "values",
+]

@@ -1,11 +1,10 @@
 """How an MTP check presents its checkpoint (the target carrying its own MTP layers) in
-text, JSON and the CI formats, and the stand-alone NextN export, which is not checked yet."""
+text, JSON and the CI formats."""
 
 from __future__ import annotations
 
 import json
 import re
-import struct
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -13,7 +12,6 @@ import jsonschema
 import pytest
 from jsonschema import Draft202012Validator
 
-from draftfit.checkpoint.safetensors import TensorToWrite, write_safetensors
 from draftfit.cli.main import main
 from draftfit.schemas import load_schema
 from tests.mtp_factory import mtp_target
@@ -124,50 +122,3 @@ def test_junit_of_an_mtp_check_has_a_case_per_release(capsys, fp8_target) -> Non
         ["DF540"],
         ["DF540"],
     ]
-
-
-def _nextn_export(target: Path, out: Path) -> Path:
-    """A stand-alone NextN export of `target` as SGLang's export script writes one: the
-    target's NextN layer renamed to layer 0 of a one-layer `...ForCausalLMNextN` model."""
-    config = json.loads((target / "config.json").read_text())
-    first = f"model.layers.{config['num_hidden_layers']}."
-    tensors = []
-    for shard in sorted(target.glob("*.safetensors")):
-        raw = shard.read_bytes()
-        size = struct.unpack("<Q", raw[:8])[0]
-        for name, info in json.loads(raw[8 : 8 + size]).items():
-            if name.startswith(first):
-                renamed = "model.layers.0." + name[len(first) :]
-                tensors.append(TensorToWrite(renamed, info["dtype"], tuple(info["shape"]), None))
-    assert tensors
-    out.mkdir()
-    config.update(architectures=["DeepseekV3ForCausalLMNextN"], num_hidden_layers=1)
-    (out / "config.json").write_text(json.dumps(config))
-    write_safetensors(out / "nextn_layer_parameters.safetensors", tensors)
-    return out
-
-
-@pytest.mark.parametrize(
-    "extra",
-    [("--target", "target"), ("--method", "mtp"), ("--target", "target", "--method", "eagle3")],
-)
-def test_a_nextn_export_is_a_usage_error_that_says_what_is_not_checked(
-    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: tuple[str, ...]
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    target = mtp_target(tmp_path / "target", sharded=False)
-    _nextn_export(target, tmp_path / "nextn")
-    before = sorted(p.name for p in (tmp_path / "nextn").iterdir())
-    code, out, err = run(capsys, "check", "nextn", *extra, "--engine", "sglang==0.5.23")
-    assert code == 2 and out == ""
-    assert "stand-alone NextN export (`DeepseekV3ForCausalLMNextN`" in err
-    assert "draftfit does not check NextN exports yet" in err
-    assert "draftfit check TARGET --method mtp" in err
-    assert sorted(p.name for p in (tmp_path / "nextn").iterdir()) == before
-
-
-def test_the_target_the_export_came_from_is_checked_as_before(capsys, tmp_path: Path) -> None:
-    target = mtp_target(tmp_path / "target", sharded=False)
-    _nextn_export(target, tmp_path / "nextn")
-    code, out, _ = run(capsys, "check", str(target), "--method", "mtp", "--engine", "sglang")
-    assert code == 0 and "SGLang 0.5.23: compatible" in out

@@ -107,6 +107,14 @@ def test_what_the_program_is_is_answered_before_any_command_loads(args: tuple[st
     assert not {"draftfit.cli.main", "draftfit.cli.options", "draftfit.api"} & loaded
 
 
+def test_a_matrix_in_a_pipe_loads_no_rich(pair: tuple[Path, Path]) -> None:
+    """A matrix's table is plain lines where it does not colour: rich loads for a terminal."""
+    draft, target = pair
+    loaded = imported_by("matrix", str(draft), "--target", str(target))
+    assert "draftfit.render.matrix_text" in loaded
+    assert not {"rich", "rich.console", "rich.table"} & loaded
+
+
 def test_a_convert_loads_what_it_copies_with_and_nothing_more(tmp_path: Path) -> None:
     """A convert's start is part of its copy time: the plain converter loads neither the
     version parser, nor tempfile and shutil, nor the other formats' renderers."""

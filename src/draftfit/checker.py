@@ -34,8 +34,10 @@ from draftfit.mtp_check import (
     MTP,
     check_mtp,
     check_mtp_path,
+    export_needs_target,
+    is_nextn_export,
     launches_target_mtp,
-    refuse_nextn_export,
+    read_export,
     selects_mtp,
 )
 from draftfit.records import replace
@@ -57,6 +59,7 @@ from draftfit.rule_ids import RuleId
 from draftfit.rules import all_rules, registered
 from draftfit.rules.base import (
     EVENT_RULE_CODES,
+    RULES,
     Context,
     Rule,
     Scope,
@@ -105,14 +108,20 @@ def check_path(
 
     if method == MTP or (target is None and selects_mtp(method, serve)):
         if target is not None:
-            raise UsageError(
-                "an MTP check takes the target alone (it drafts with its own MTP layers): "
-                "drop --target; a stand-alone NextN export next to its target is not checked yet"
-            )
+            return _check_export_or_refuse(draft, target, engines, serve, values)
         return check_mtp_path(draft, engines, serve, values)
     profiles = resolve_engines(engines)
     checkpoint = open_checkpoint(draft)
-    refuse_nextn_export(checkpoint)
+    if is_nextn_export(checkpoint):
+        if target is None:
+            raise UsageError(export_needs_target(checkpoint))
+        if method not in (None, MTP):
+            raise UsageError(
+                f"{checkpoint.origin} is a stand-alone NextN export, served as an MTP draft: "
+                f"--method {method} does not apply (drop it, or use --method mtp)"
+            )
+        export = read_export(checkpoint, target)
+        return check_mtp(checkpoint, profiles, serve, values=values, export=export)
     if method is None and target is None and launches_target_mtp(checkpoint, serve):
         return check_mtp(checkpoint, profiles, serve, values=values)
     target_obj = open_target(target) if target is not None else None
@@ -120,6 +129,28 @@ def check_path(
         target_obj.draft_is_for_target = draft_is_for_target
     refuse_argument_mistakes(checkpoint, describe(checkpoint), target_obj, method)
     return check_checkpoint(checkpoint, target_obj, profiles, method, values=values, serve=serve)
+
+
+def _check_export_or_refuse(
+    draft: str | Path,
+    target: str | Path,
+    engines: Iterable[str] | None,
+    serve: ServeSettings | None,
+    values: str | None,
+) -> Report:
+    """`--method mtp` (or an MTP launch) with `--target`: the checkpoint must be a
+    stand-alone NextN export, served beside that target."""
+    from draftfit.origins.reference import open_checkpoint
+
+    checkpoint = open_checkpoint(draft)
+    if not is_nextn_export(checkpoint):
+        raise UsageError(
+            "an MTP check takes the target alone (it drafts with its own MTP layers): drop "
+            "--target; --target goes with a stand-alone NextN export "
+            "(`...ForCausalLMNextN`) served beside its target"
+        )
+    export = read_export(checkpoint, target)
+    return check_mtp(checkpoint, resolve_engines(engines), serve, values=values, export=export)
 
 
 def check_checkpoint(
@@ -149,15 +180,13 @@ def check_checkpoint(
     value_facts = _value_facts(checkpoint, draft, target, values)
     effective_method = draft.method if method is None else method
     keys = [p.key for p in profiles]
-    rules = all_rules()
+    plan = _rule_plan()
     collected: dict[tuple[object, ...], Finding] = {}
     skipped: list[SkippedRule] = []
 
     base = Context(checkpoint, draft, target, method=effective_method, values=value_facts)
     found = _found_for(base, shared)
-    for item in rules:
-        if item.scope is not Scope.CHECKPOINT:
-            continue
+    for item in plan.checkpoint:
         if item.needs_target and target is None:
             skipped.append(_skip(item))
             continue
@@ -167,8 +196,6 @@ def check_checkpoint(
 
     results: list[EngineResult] = []
     launches: dict[EngineVersion, ReleaseLaunch] = {}
-    engine_rules = [item for item in rules if item.scope is Scope.ENGINE]
-    event_rules = {item.name for item in engine_rules if item.code in EVENT_RULE_CODES}
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
         # The engine's launch part judges the launch at this release, once.
@@ -190,7 +217,7 @@ def check_checkpoint(
         )
         ctx = Context(checkpoint, draft, target, view, method=served_method, serve=settings)
         tagged = view_event_names(view)
-        for item in engine_rules:
+        for item, event_name in plan.engine:
             if item.needs_serve and settings is None:
                 # listed where the rule judges this engine's launches (its engine data)
                 applies = bool(profile.data.facts_for_rule(item.code))
@@ -201,7 +228,7 @@ def check_checkpoint(
                 if all(s.rule != item.id for s in skipped):
                     skipped.append(_skip(item))
                 continue
-            if item.name in event_rules and item.name not in tagged:
+            if event_name is not None and event_name not in tagged:
                 continue  # an event rule finds nothing in a view without its events
             found_here = list(item.check(ctx))
             if found_here:  # most rules find nothing: a matrix runs them some 50,000 times
@@ -266,6 +293,32 @@ def check_checkpoint(
         serve=JudgedLaunch.of(serve, tuple(launches.values())) if serve is not None else None,
         hub_origin=checkpoint.hub_origin,
     )
+
+
+class _RulePlan:
+    """The registered rules as a check runs them, in code order: the checkpoint-scope
+    ones, and the engine ones each with its name where it is an event rule
+    (:data:`EVENT_RULE_CODES`: it reports only the view's events tagged with that name).
+    Made once per set of registered rules: a `matrix` checks ~350 times."""
+
+    def __init__(self, rules: list[Rule]) -> None:
+        self.count = len(rules)
+        self.checkpoint = tuple(item for item in rules if item.scope is Scope.CHECKPOINT)
+        self.engine = tuple(
+            (item, item.name if item.code in EVENT_RULE_CODES else None)
+            for item in rules
+            if item.scope is Scope.ENGINE
+        )
+
+
+_plans: list[_RulePlan] = []
+
+
+def _rule_plan() -> _RulePlan:
+    """The plan of the rules registered now (rules are only ever added)."""
+    if not _plans or _plans[0].count != len(RULES):
+        _plans[:] = [_RulePlan(all_rules())]
+    return _plans[0]
 
 
 def _checkpoint_rule(

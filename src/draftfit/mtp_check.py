@@ -29,9 +29,9 @@ from draftfit.draft.mtp import (
     MtpSelection,
     MtpTarget,
     family_of,
-    nextn_export_class,
     read_mtp_target,
 )
+from draftfit.draft.nextn_export import NextnExport, nextn_export_class, read_nextn_export
 from draftfit.draft.target import Target
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.interface import build_view
@@ -82,6 +82,14 @@ EMITS_STAGE = "MTP check: the target's hf_quant_config.json"
 MTP_TARGET = DialectFacts(
     "mtp-target", None, "target carrying its own MTP layers (no separate draft)", (), None
 )
+# ... and a stand-alone NextN export, served beside its target.
+NEXTN_EXPORT = DialectFacts(
+    "nextn-export",
+    None,
+    "stand-alone NextN export (a target's NextN layer as layer 0 of a one-layer model)",
+    (),
+    None,
+)
 # The rules that judge the launch: without one for an engine they are listed as skipped.
 LAUNCH_RULES = (MTP_METHOD_NAME, MTP_TOKEN_COUNT_MISSING, MTP_LAUNCH_KIND, MTP_DRAFT_PATH_REQUIRED)
 
@@ -120,7 +128,18 @@ def check_mtp_path(
     header reads at once) and check its MTP layers."""
     profiles = resolve_engines(engines)
     checkpoint, names = open_mtp_target(source)
+    if is_nextn_export(checkpoint):
+        raise UsageError(export_needs_target(checkpoint))
     return check_mtp(checkpoint, profiles, serve, names, values)
+
+
+def export_needs_target(checkpoint: Checkpoint) -> str:
+    """The usage error of a NextN export given without its target."""
+    return (
+        f"{checkpoint.origin} is a stand-alone NextN export (a target's NextN layer stored as "
+        "layer 0 of a one-layer model): it is checked beside the target it is served with: "
+        "add --target TARGET"
+    )
 
 
 def open_mtp_target(source: str | Path) -> tuple[Checkpoint, list[str]]:
@@ -140,18 +159,40 @@ def open_mtp_target(source: str | Path) -> tuple[Checkpoint, list[str]]:
     return scoped.checkpoint, names
 
 
+def is_nextn_export(checkpoint: Checkpoint) -> bool:
+    """Whether `checkpoint` is a stand-alone NextN export (`...ForCausalLMNextN`)."""
+    return nextn_export_class(checkpoint.config) is not None
+
+
+def read_export(checkpoint: Checkpoint, target: str | Path) -> NextnExport:
+    """The NextN export `checkpoint` as facts, next to the target at `target`."""
+    target_checkpoint, target_names = open_mtp_target(target)
+    target_facts = mtp_target(target_checkpoint, target_names)
+    quant_file = _quant_file(checkpoint)
+    return read_nextn_export(
+        checkpoint.config or {},
+        list(checkpoint.tensors),
+        checkpoint.tensors,
+        str(target),
+        target_checkpoint.config,
+        target_facts.backbone_modules,
+        quant_file,
+    )
+
+
 def check_mtp(
     checkpoint: Checkpoint,
     profiles: list[Profile],
     serve: ServeSettings | None,
     names: list[str] | None = None,
     values: str | None = None,
+    export: NextnExport | None = None,
 ) -> Report:
     """Run each release's MTP procedure on the target `checkpoint` (`names`: every tensor
     name it holds, when only some headers were read) and report; `values` (`"sampled"` or
-    `"full"`) also reads the MTP layers' values for the value rules."""
-    refuse_nextn_export(checkpoint)
-    target = mtp_target(checkpoint, names)
+    `"full"`) also reads the MTP layers' values for the value rules. `export`: the
+    checkpoint is a stand-alone NextN export served beside that target."""
+    target = export.as_loaded if export is not None else mtp_target(checkpoint, names)
     value_facts = None
     if values is not None:  # numpy is imported only then
         from draftfit.values.mtp_scan import mtp_value_facts
@@ -170,7 +211,7 @@ def check_mtp(
                 _gather(findings, structural, structural.run(base), profile.key)
     for profile in profiles:
         settings = serve.for_engine(profile.engine) if serve is not None else None
-        view = build_mtp_view(checkpoint, draft, target, profile, settings, eagle_draft)
+        view = build_mtp_view(checkpoint, draft, target, profile, settings, eagle_draft, export)
         ctx = Context(checkpoint, draft, None, view, method=MTP, values=value_facts, serve=settings)
         for rule_id in MTP_RULE_IDS:
             item = get_rule(rule_id.code)
@@ -201,11 +242,18 @@ def check_mtp(
             applying.get(result.key, []), result.key, result.unverified_reasons
         )
     evidence = [f"--serve-args/--serve-config: {serve.method}"] if serve and serve.method else []
+    served_beside = export.target if export is not None else None
     return Report(
         draft=checkpoint.origin,
-        target=None,
+        target=served_beside,
         # an EAGLE draft given to an MTP launch is shown as the draft it is (DF146 says why)
-        dialect=MTP_TARGET if eagle_draft is None else DialectFacts.of(draft.dialect),
+        dialect=(
+            DialectFacts.of(draft.dialect)
+            if eagle_draft is not None
+            else NEXTN_EXPORT
+            if export is not None
+            else MTP_TARGET
+        ),
         method=MTP,
         method_evidence=evidence or ["--method mtp"],
         findings=ordered,
@@ -215,41 +263,30 @@ def check_mtp(
             checkpoint,
             draft,
             None,
-            partial(recheck_mtp, serve=serve, names=names),
+            partial(recheck_mtp, serve=serve, names=names, export=export),
             shared={KEPT_TARGET: target},
         ),
         serve=JudgedLaunch(serve) if serve is not None else None,
         hub_origin=checkpoint.hub_origin,
-        mtp=MtpFacts.of(checkpoint.origin, target) if eagle_draft is None else None,
-    )
-
-
-def refuse_nextn_export(checkpoint: Checkpoint) -> None:
-    """A stand-alone NextN export is not checked yet: say so (exit 2) instead of judging it
-    as a target, whose MTP layer would be looked for after its one decoder layer."""
-    architecture = nextn_export_class(checkpoint.config)
-    if architecture is None:
-        return
-    raise UsageError(
-        f"{checkpoint.origin} is a stand-alone NextN export (`{architecture}`: a target's "
-        "NextN layer stored as layer 0 of a one-layer model, which SGLang serves with "
-        "`--speculative-draft-model-path`); draftfit does not check NextN exports yet, alone "
-        "or next to their target. Check the target that ships the MTP layers instead: "
-        "`draftfit check TARGET --method mtp` (or its MTP launch in --serve-args)"
+        mtp=MtpFacts.of(checkpoint.origin, target, served_beside) if eagle_draft is None else None,
     )
 
 
 def mtp_target(checkpoint: Checkpoint, names: list[str] | None = None) -> MtpTarget:
     """The MTP facts of `checkpoint` (with ModelOpt's `hf_quant_config.json` where present)."""
-    quant_file = None
-    if QUANT_FILE in checkpoint.files and checkpoint.access is not None:
-        quant_file = read_json_object(checkpoint.access, QUANT_FILE, [], INVALID_CONFIG)
     return read_mtp_target(
         checkpoint.config,
         names if names is not None else list(checkpoint.tensors),
         checkpoint.tensors,
-        quant_file,
+        _quant_file(checkpoint),
     )
+
+
+def _quant_file(checkpoint: Checkpoint) -> dict[str, Any] | None:
+    """ModelOpt's `hf_quant_config.json` beside the config, where present."""
+    if QUANT_FILE in checkpoint.files and checkpoint.access is not None:
+        return read_json_object(checkpoint.access, QUANT_FILE, [], INVALID_CONFIG)
+    return None
 
 
 def build_mtp_view(
@@ -259,12 +296,14 @@ def build_mtp_view(
     profile: Profile,
     settings: ServeSettings | None,
     eagle_draft: str | None,
+    export: NextnExport | None = None,
 ) -> EngineView:
     """What `profile`'s release makes of the target's MTP layers under `settings`: its
     engine's procedure for method `mtp` (`by_method["mtp"]`), run like any other. The
     launch's MTP settings are read by the MTP steps (`BuildInputs.mtp`), not by the
     engine's EAGLE launch step, so `serve` stays None."""
-    mtp = MtpInputs(target, mtp_launch(settings), eagle_draft)
+    served = checkpoint.origin if export is not None else None
+    mtp = MtpInputs(target, mtp_launch(settings, served), eagle_draft, export)
     inputs = BuildInputs(checkpoint, draft, None, profile, MTP, True, mtp=mtp)
     view = build_view(inputs)
     if view.mtp is None:  # no config: the procedure never reached the MTP layers
@@ -272,8 +311,9 @@ def build_mtp_view(
     return view
 
 
-def mtp_launch(settings: ServeSettings | None) -> MtpLaunch:
-    """The launch as the MTP steps read it (no launch: the release's defaults)."""
+def mtp_launch(settings: ServeSettings | None, checked: str | None = None) -> MtpLaunch:
+    """The launch as the MTP steps read it (no launch: the release's defaults); `checked`:
+    the checkpoint checked when it is a NextN export (the draft the launch should name)."""
     if settings is None:
         return MtpLaunch()
     tokens = settings.num_speculative_tokens
@@ -287,10 +327,28 @@ def mtp_launch(settings: ServeSettings | None) -> MtpLaunch:
         draft_model=settings.draft_model,
         target_model=settings.target_model,
         pointer=pointer,
+        serves_checked=checked is not None and _same_source(settings.draft_model, checked),
         layers=settings.mtp_layers,
         vanilla=settings.mtp_vanilla,
         one_model=settings.mtp_eagle_one_model,
     )
+
+
+def _same_source(named: str | None, checked: str) -> bool:
+    """Whether the draft a launch names is the checkpoint `checked` (the same text, the
+    same local folder, or a folder of the same name: a launch written for another
+    machine)."""
+    if named is None:
+        return False
+    if named == checked:
+        return True
+    first, second = Path(named.rstrip("/")), Path(checked.rstrip("/"))
+    if first.name and first.name == second.name:
+        return True
+    try:
+        return first.resolve() == second.resolve()
+    except (OSError, RuntimeError, ValueError):
+        return False
 
 
 def _eagle_draft(checkpoint: Checkpoint) -> str | None:
@@ -337,11 +395,13 @@ def recheck_mtp(
     names: list[str] | None = None,
     values: str | None = None,
     shared: dict[str, Any] | None = None,
+    export: NextnExport | None = None,
 ) -> Report:
     """The MTP check in the checker's signature (what a report keeps to check again, and
     what `matrix` checks each engine with): `names` are every tensor name the target holds
-    (when only some headers were read); `shared` is the EAGLE checker's, not used here."""
-    return check_mtp(checkpoint, profiles, serve, names, values)
+    (when only some headers were read); `shared` is the EAGLE checker's, not used here;
+    `export`: the checkpoint is that NextN export."""
+    return check_mtp(checkpoint, profiles, serve, names, values, export)
 
 
 __all__ = [
@@ -350,11 +410,13 @@ __all__ = [
     "build_mtp_view",
     "check_mtp",
     "check_mtp_path",
+    "export_needs_target",
+    "is_nextn_export",
     "launches_target_mtp",
     "mtp_launch",
     "mtp_target",
     "open_mtp_target",
+    "read_export",
     "recheck_mtp",
-    "refuse_nextn_export",
     "selects_mtp",
 ]

@@ -125,6 +125,8 @@ class MtpFacts:
         quantization: the target's quantization scheme (`quant_method`, or ModelOpt's / Quark's
             scheme: `modelopt-nvfp4`, `quark-mxfp4`; None: unquantized).
         excluded_modules: how many modules its quantization config leaves unquantized.
+        role: `target`, or `nextn-export` (a stand-alone NextN export).
+        served_beside: a NextN export's target, as given (None for a target).
     """
 
     source: str
@@ -137,9 +139,13 @@ class MtpFacts:
     layers_shipped: tuple[str, ...]
     quantization: str | None
     excluded_modules: int
+    role: str = "target"
+    served_beside: str | None = None
 
     @classmethod
-    def of(cls, source: str, target: MtpTarget) -> MtpFacts:
+    def of(cls, source: str, target: MtpTarget, served_beside: str | None = None) -> MtpFacts:
+        """The facts of `target`; `served_beside`: the checkpoint is a stand-alone NextN
+        export (its layer as a NextN loader reads it), served beside that target."""
         family = target.family
         layers = tuple(target.layers[i].prefix.rstrip(".") for i in target.shipped())
         return cls(
@@ -153,6 +159,8 @@ class MtpFacts:
             layers,
             target.quant.scheme or target.quant.method,
             len(target.quant.exclusions) + len(target.quant.dynamic),
+            "nextn-export" if served_beside is not None else "target",
+            served_beside,
         )
 
     def summary(self) -> str:
@@ -171,8 +179,8 @@ class MtpFacts:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "role": "target",
+        out: dict[str, Any] = {
+            "role": self.role,
             "source": self.source,
             "architecture": self.architecture,
             "model_type": self.model_type,
@@ -184,6 +192,9 @@ class MtpFacts:
             "quantization": self.quantization,
             "excluded_modules": self.excluded_modules,
         }
+        if self.served_beside is not None:
+            out["target"] = self.served_beside
+        return out
 
 
 @frozen

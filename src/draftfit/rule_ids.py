@@ -491,6 +491,7 @@ MTP_DEPTH_ABSENT = RuleId("DF144", "mtp-depth-absent", _REFUSES, "mtp")
 MTP_DEPTH_TOKENS = RuleId("DF145", "mtp-depth-vs-tokens", _REFUSES, "mtp")
 MTP_LAUNCH_KIND = RuleId("DF146", "mtp-launch-kind", _REFUSES, "mtp")
 MTP_DRAFT_PATH_REQUIRED = RuleId("DF147", "mtp-draft-path-required", _REFUSES, "mtp")
+NEXTN_EXPORT_MISMATCH = RuleId("DF148", "nextn-export-mismatch", _GARBAGE, "mtp")
 MTP_LAYER_MISSING = RuleId("DF220", "mtp-layer-missing", _GARBAGE, "mtp")
 MTP_TENSOR_MISSING = RuleId("DF221", "mtp-tensor-missing", _GARBAGE, "mtp")
 MTP_QUANT_UNCOVERED = RuleId("DF540", "mtp-quant-uncovered", _GARBAGE, "mtp")
@@ -512,6 +513,7 @@ MTP_RULE_IDS: tuple[RuleId, ...] = (
     MTP_DEPTH_TOKENS,
     MTP_LAUNCH_KIND,
     MTP_DRAFT_PATH_REQUIRED,
+    NEXTN_EXPORT_MISMATCH,
     MTP_LAYER_MISSING,
     MTP_TENSOR_MISSING,
     MTP_QUANT_UNCOVERED,

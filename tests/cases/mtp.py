@@ -12,7 +12,7 @@ from typing import Any
 
 from tests import factory as f
 from tests.cases.base import Builder, case
-from tests.mtp_factory import mtp_target
+from tests.mtp_factory import mtp_target, nextn_export
 
 V34, V0102, SGL = "vllm==0.34.0", "vllm==0.10.2", "sglang==0.5.23"
 
@@ -464,3 +464,23 @@ case(
     serve_args=_trtllm("mtp-lowercase.yaml"),
     verdict="incompatible",
 )(target())
+
+
+def export_beside(config: dict[str, Any] | None = None) -> Builder:
+    """A stand-alone NextN export (SGLang's export script's layout) beside its target."""
+
+    def build(tmp: Path) -> tuple[Path, Path | None]:
+        target_path = mtp_target(tmp / "target")
+        return nextn_export(target_path, tmp / "nextn", config=config), target_path
+
+    return build
+
+
+# NextN exports (read: the export loads with no comparison to its target, sg_ds_nx_on_glm)
+case("nextn-export-clean-sglang", set(), QUIET, engines=(SGL,), verdict="compatible")(
+    export_beside()
+)
+case("nextn-export-mismatch", {"DF148"}, engines=(SGL,), verdict="incompatible")(
+    export_beside({"hidden_size": 64})
+)
+case("nextn-export-vllm", {"DF220"}, engines=(V34,), verdict="incompatible")(export_beside())

@@ -34,6 +34,7 @@ from draftfit.verdicts import FailOn
 if TYPE_CHECKING:
     from typing import Any
 
+    from draftfit.checkpoint.model import Checkpoint
     from draftfit.cli.show_settings import SettingsOrigin
     from draftfit.render.options import Form
     from draftfit.serve.settings import ServeSettings
@@ -350,6 +351,8 @@ def run_matrix(options: MatrixOptions) -> int:
     if _selects_mtp(options.method, serve, options.target):
         return _run_mtp_matrix(options, selection, serve)
     checkpoint = open_checkpoint(options.draft)
+    if _is_export(checkpoint):
+        return _run_mtp_matrix(options, selection, serve, checkpoint)
     target = open_target(options.target) if options.target else None
     if target is not None:
         target.draft_is_for_target = declared
@@ -378,29 +381,59 @@ def _selects_mtp(method: str | None, serve: ServeSettings | None, target: str | 
     return method == MTP or (target is None and selects_mtp(method, serve))
 
 
+def _is_export(checkpoint: Checkpoint) -> bool:
+    from draftfit.mtp_check import is_nextn_export
+
+    return is_nextn_export(checkpoint)
+
+
 def _run_mtp_matrix(
-    options: MatrixOptions, selection: Selection, serve: ServeSettings | None
+    options: MatrixOptions,
+    selection: Selection,
+    serve: ServeSettings | None,
+    opened: Checkpoint | None = None,
 ) -> int:
     """`draftfit matrix TARGET --method mtp`: every release's verdict on the target's MTP
-    layers (read as `check --method mtp` reads them: config, index, MTP shards)."""
+    layers (read as `check --method mtp` reads them: config, index, MTP shards); `matrix
+    NEXTN --target TARGET`: a stand-alone NextN export's, beside its target."""
     from functools import partial
 
     from draftfit.commands.release_matrix import build_matrix
-    from draftfit.mtp_check import MTP, open_mtp_target, recheck_mtp
+    from draftfit.mtp_check import (
+        MTP,
+        export_needs_target,
+        is_nextn_export,
+        read_export,
+        recheck_mtp,
+    )
+    from draftfit.origins.reference import open_checkpoint
 
     if options.target is not None:
-        raise UsageError(
-            "an MTP matrix takes the target alone (it drafts with its own MTP layers): "
-            "drop --target"
-        )
-    checkpoint, names = open_mtp_target(options.draft)
+        checkpoint = opened if opened is not None else open_checkpoint(options.draft)
+        if not is_nextn_export(checkpoint):
+            raise UsageError(
+                "an MTP matrix takes the target alone (it drafts with its own MTP layers): "
+                "drop --target; --target goes with a stand-alone NextN export "
+                "(`...ForCausalLMNextN`) served beside its target"
+            )
+        export = read_export(checkpoint, options.target)
+        checker = partial(recheck_mtp, export=export)
+    else:
+        if opened is not None:
+            raise UsageError(export_needs_target(opened))
+        from draftfit.mtp_check import open_mtp_target
+
+        checkpoint, names = open_mtp_target(options.draft)
+        if is_nextn_export(checkpoint):
+            raise UsageError(export_needs_target(checkpoint))
+        checker = partial(recheck_mtp, names=names)
     matrix = build_matrix(
         checkpoint,
         None,
         method=MTP,
         selection=None if selection.is_default else selection,
         serve=serve,
-        checker=partial(recheck_mtp, names=names),
+        checker=checker,
     )
     matrix.notes = [n for n in matrix.notes if not n.startswith("no --target")]
     write_reports([matrix], options.output, FailOn.ERROR)

@@ -91,11 +91,13 @@ def mtp_serving_for(report: Report, result: EngineResult) -> Recipe | NoRecipe:
             "launch of its MTP layers is written",
         )
     source = model_source(kept.checkpoint.origin)
+    # a stand-alone NextN export: the launch serves its target with the export as the draft
+    beside = report.mtp.served_beside if report.mtp is not None else None
     served: Checkpoint = kept.checkpoint
     steps: list[str] = []
     notes: list[str] = []
     served_name = source.name
-    if any(
+    if beside is None and any(
         f.code == MTP_QUANT_UNCOVERED.code and profile.key in f.engines for f in report.findings
     ):
         fixed = _excluding(kept.checkpoint, target, profile)
@@ -135,7 +137,7 @@ def mtp_serving_for(report: Report, result: EngineResult) -> Recipe | NoRecipe:
         served = _preview(kept.checkpoint, fix.config, served_name)
     mtp = result.view.mtp if result.view is not None else None
     depth = mtp.depth_used if mtp is not None and mtp.depth_used else target.depth
-    launch = _launch(profile, target, served_name, depth or 1)
+    launch = _launch(profile, target, served_name, depth or 1, beside)
     if isinstance(launch, str):
         return NoRecipe(result.engine, result.version, launch)
     command, config, launch_notes, settings = launch
@@ -184,11 +186,12 @@ def _preview(base: Checkpoint, config: dict[str, Any], origin: str) -> Checkpoin
 
 
 def _launch(
-    profile: Profile, target: MtpTarget, served: str, depth: int
+    profile: Profile, target: MtpTarget, served: str, depth: int, beside: str | None = None
 ) -> tuple[str, dict[str, Any], list[str], ServeSettings | None] | str:
     """The release's launch of the MTP layers of `served` (command, its configuration,
     notes, and its settings where the command itself cannot be read back), or why draftfit
-    cannot write one."""
+    cannot write one; `beside`: `served` is a stand-alone NextN export, drafting for that
+    target (which the launch serves, naming the export)."""
     family = target.family
     assert family is not None
     title = profile.title
@@ -197,6 +200,10 @@ def _launch(
         return f"which draft {title} uses for {family.title} MTP layers was not read"
     needs_path = required.value[family.name] == "required"
     notes: list[str] = []
+    draft = served
+    if beside is not None:
+        served, needs_path = model_source(beside).name, True
+        notes.append(f"the NextN export is the draft, beside its target `{served}`")
     launch = engine_of(profile).launch()
     if launch is not None and launch.options_file_flag and OPTIONS_FILE_DEPTH in profile.data.facts:
         start = f"{launch.shown_command} {shell_word(served)}"
@@ -215,11 +222,12 @@ def _launch(
             return f"the method {title} takes for {family.title} MTP layers was not read"
         config: dict[str, Any] = {"method": method, "num_speculative_tokens": depth}
         if needs_path:
-            config["model"] = served
-            notes.append(
-                f'"model" names the target itself: {title} does not default the MTP draft '
-                f"of a {family.title} target to it"
-            )
+            config["model"] = draft
+            if beside is None:
+                notes.append(
+                    f'"model" names the target itself: {title} does not default the MTP '
+                    f"draft of a {family.title} target to it"
+                )
         notes.append(
             f"num_speculative_tokens {config['num_speculative_tokens']}: the MTP depth; a "
             "multiple of it reuses the layers in turn (lower acceptance per step)"
@@ -237,11 +245,12 @@ def _launch(
         "--speculative-num-draft-tokens": tokens,
     }
     if needs_path:
-        flags["--speculative-draft-model-path"] = served
-        notes.append(
-            f"--speculative-draft-model-path names the target itself: {title} requires it "
-            f"for {family.title} targets"
-        )
+        flags["--speculative-draft-model-path"] = draft
+        if beside is None:
+            notes.append(
+                f"--speculative-draft-model-path names the target itself: {title} requires "
+                f"it for {family.title} targets"
+            )
     notes.append(
         f"steps {steps}, top-k {topk}, {tokens} draft tokens: what {title} chooses itself "
         "for this target"
@@ -309,7 +318,10 @@ def _read_back(
         return NoRecipe(engine, version, f"what it serves could not be verified: {reasons}")
     for finding in severe:
         notes.append(f"still applies: {finding.code} {finding.name}")
-    notes.append(f"{profile.title} finds the target {verdict} under this launch")
+    export = report.mtp is not None and report.mtp.served_beside is not None
+    notes.append(
+        f"{profile.title} finds the {'export' if export else 'target'} {verdict} under this launch"
+    )
     return Recipe(engine, version, command, steps, notes, config, remaining, True)
 
 

@@ -14,7 +14,7 @@ an earlier one (`tests/test_engine_interface.py` checks it).
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("config_schema", "tensor_names", "target_rotation", "synth", "mtp"),
-    ("dialects", "target"),
+    ("dialects", "target", "nextn_export"),
     ("aux_counting",),
     ("description",),
     ("mistakes", "verifier_identity"),

@@ -114,23 +114,6 @@ def families() -> tuple[MtpFamily, ...]:
     )
 
 
-def nextn_export_class(config: Mapping[str, Any] | None) -> str | None:
-    """The architecture of a stand-alone NextN export (`DeepseekV3ForCausalLMNextN`,
-    `Glm4MoeForCausalLMNextN`): a checkpoint holding only a target's NextN layer, stored as
-    layer 0 of a one-layer model, that SGLang serves as a separate draft
-    (`--speculative-draft-model-path`; its loader reads layer 0 when `num_hidden_layers` is
-    1, sglang/srt/models/deepseek_common/deepseek_weight_loader.py:569-571@v0.5.23). A
-    target's own config never names the NextN class (the engine rewrites to it). None for
-    any other checkpoint."""
-    if not isinstance(config, Mapping):
-        return None
-    architectures = config.get("architectures")
-    first = architectures[0] if isinstance(architectures, list) and architectures else None
-    if isinstance(first, str) and first.endswith("NextN") and len(first) <= 200:
-        return first
-    return None
-
-
 def family_of(config: Mapping[str, Any] | None) -> MtpFamily | None:
     """The MTP family of a target config (by `architectures[0]`, then `model_type`)."""
     if not isinstance(config, Mapping):

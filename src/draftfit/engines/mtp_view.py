@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from draftfit.draft.mtp import MtpTarget
+    from draftfit.draft.nextn_export import NextnExport
 
 
 @frozen
@@ -27,6 +28,8 @@ class MtpLaunch:
             `--speculative-draft-model-path`).
         target_model: the target the launch serves.
         pointer: where the method is written, for locations.
+        serves_checked: the draft the launch names is the checkpoint checked (a NextN
+            export given as the draft), not another one.
         layers: the MTP layers the launch asks to build (TensorRT-LLM
             `num_nextn_predict_layers`).
         vanilla: whether it asks for every layer in turn (TensorRT-LLM `use_mtp_vanilla`).
@@ -40,16 +43,18 @@ class MtpLaunch:
     draft_model: str | None = None
     target_model: str | None = None
     pointer: str = "--speculative-config"
+    serves_checked: bool = False
     layers: int | None = None
     vanilla: bool | None = None
     one_model: bool | None = None
 
     @property
     def other_draft(self) -> str | None:
-        """The draft the launch names when it is not the target itself, else None."""
+        """The draft the launch names when it is neither the target itself nor the
+        checkpoint checked, else None."""
         if self.draft_model is None or self.draft_model == self.target_model:
             return None
-        return self.draft_model
+        return None if self.serves_checked else self.draft_model
 
 
 @frozen
@@ -64,11 +69,14 @@ class MtpInputs:
         launch: the launch as the MTP steps read it.
         eagle_draft: what makes the checkpoint an EAGLE draft rather than a target carrying
             MTP layers, or None.
+        export: the checkpoint is a stand-alone NextN export served beside a target (its
+            facts; `target` is then the export as a NextN loader reads it), or None.
     """
 
     target: MtpTarget
     launch: MtpLaunch = field(default_factory=MtpLaunch)
     eagle_draft: str | None = None
+    export: NextnExport | None = None
 
 
 @record
@@ -87,6 +95,8 @@ class MtpView:
     layer_reused: bool = False
     quantization: str | None = None
     exclusion_names: str | None = None
+    # a NextN export: how this release reads it (`layer-zero`, `layer-index`), else None
+    export_reading: str | None = None
     # why a part of the check was not made at this release (the verdict is then unverified)
     not_read: list[str] = field(default_factory=list)
 
@@ -103,6 +113,7 @@ class MtpView:
             "layer_reused": self.layer_reused,
             "quantization": self.quantization,
             "exclusion_names": self.exclusion_names,
+            **({"export_reading": self.export_reading} if self.export_reading else {}),
             "not_read": list(self.not_read),
         }
 

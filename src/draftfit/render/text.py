@@ -41,7 +41,7 @@ FAMILY_TITLES = {
     "norms": "Norm flags",
     "values": "Weight values",
     "hygiene": "Checkpoint hygiene",
-    "mtp": "MTP layers of the target",
+    "mtp": "MTP layers",
 }
 FAMILY_ORDER = list(FAMILY_TITLES)
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -244,6 +244,17 @@ def _draft_header(console: LinePrinter, report: Report) -> None:
 def _mtp_header(console: LinePrinter, mtp: MtpFacts) -> None:
     """An MTP check's checkpoint: the target, carrying the MTP layers it drafts with."""
     line = Styled()
+    if mtp.served_beside is not None:
+        line.append("Draft   ", style="bold")
+        line.append(escape_field(mtp.source))
+        line.append(
+            "\n        stand-alone NextN export (a target's NextN layer as layer 0) · method mtp"
+        )
+        line.append("\n        " + escape_field(mtp.summary()))
+        line.append("\nTarget  ", style="bold")
+        line.append(escape_field(mtp.served_beside))
+        console.print(line)
+        return
     line.append("Target  ", style="bold")
     line.append(escape_field(mtp.source))
     line.append("\n        carries its own MTP layers · method mtp (no separate draft)")

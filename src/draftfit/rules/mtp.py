@@ -20,6 +20,7 @@ from draftfit.rule_ids import (
     MTP_QUANT_UNCOVERED,
     MTP_TENSOR_MISSING,
     MTP_TOKEN_COUNT_MISSING,
+    NEXTN_EXPORT_MISMATCH,
 )
 from draftfit.rules.base import event_rule
 
@@ -36,6 +37,10 @@ def mtp_family_unserved() -> None:
     `hf_config_override`, SGLang's NextN architecture rewrite). A family missing from that
     list has no MTP class: the engine refuses to start (older vLLM releases have no
     DeepSeek-V3.2 or GLM-5.x MTP, for example).
+
+    A stand-alone GLM NextN export (`Glm4MoeForCausalLMNextN`) named as a vLLM draft is
+    refused the same way: vLLM rewrites GLM by the target's own architecture, which the
+    export no longer names.
 
     ## Example
     A `glm_moe_dsa` (GLM-5.x) target served with `deepseek_mtp` by a vLLM release that
@@ -200,6 +205,11 @@ def mtp_draft_path_required() -> None:
     `--speculative-draft-model-path` only for DeepSeek, GLM and a few others; Qwen3-Next
     and MiMo need it, or the engine refuses to start.
 
+    For a stand-alone NextN export checked beside its target
+    (`draftfit check NEXTN --target TARGET`), a launch that does not name the export as its
+    draft serves something else (the target's own MTP layers): the finding says so and the
+    verdict is unverified, since the export's check says nothing about that launch.
+
     ## Example
     A GLM-4.6 target, `{"method": "deepseek_mtp", "num_speculative_tokens": 1}`, on a vLLM
     release that does not default GLM's MTP draft.
@@ -207,6 +217,35 @@ def mtp_draft_path_required() -> None:
     ## Fix
     Name the target itself as the draft (`"model": TARGET`,
     `--speculative-draft-model-path TARGET`).
+    """
+
+
+@event_rule(NEXTN_EXPORT_MISMATCH, "a stand-alone NextN export does not fit its target")
+def nextn_export_mismatch() -> None:
+    """## What it checks
+    A stand-alone NextN export (`DeepseekV3ForCausalLMNextN`: a target's NextN layer stored
+    as layer 0 of a one-layer model, `draftfit check NEXTN --target TARGET`) against the
+    target it is served beside: the model type, the hidden size, the vocabulary and the
+    layer dimensions written in the two configs (`hidden_size`, `vocab_size`,
+    `num_attention_heads`, `kv_lora_rank`, `n_routed_experts`, ...).
+
+    ## Why it matters
+    The engine builds the NextN layer from the export's own config and loads it without
+    comparing it with the target, then feeds it the target's hidden states and embedding
+    (SGLang shares the target's `embed_tokens` and `lm_head` with it). An export whose
+    hidden size differs fails at the first draft step, at start-up (a shape error when the
+    target's hidden states meet `eh_proj`); an export made from another model whose shapes
+    happen to fit loads and runs, but its layer was trained on that model's hidden states,
+    so every draft is wrong. The finding states the consequence per release.
+
+    ## Example
+    `lmsys/DeepSeek-R1-NextN` served beside a GLM-4.5 target, or an export of a 7168-wide
+    target served beside a 4096-wide one.
+
+    ## Fix
+    Export the NextN layer from the target you serve (SGLang's
+    `scripts/export_deepseek_nextn.py --input-dir TARGET`), or serve the target's own MTP
+    layers without a separate draft.
     """
 
 
@@ -222,6 +261,10 @@ def mtp_layer_missing() -> None:
     refuses an unquantized target, but the check does not run for quantized ones, and SGLang
     has none: the parameters keep their initial values, so it loads, but drafts garbage
     (acceptance ≈ 0). The finding states the consequence per release and target.
+
+    A stand-alone NextN export (SGLang's `export_deepseek_nextn.py`: the layer stored as
+    `model.layers.0`) named as the draft of a vLLM launch is read as a target's MTP layer:
+    vLLM builds it at `model.layers.{L}` (the target's layer count) and finds nothing there.
 
     ## Example
     An FP8 export of a DeepSeek-V3 target without any `model.layers.61.*` tensor.
@@ -277,11 +320,11 @@ def mtp_quant_uncovered() -> None:
     (`model.decoder.self_attn.q_a_proj`, `model.eh_proj`, `model.decoder.mlp.experts`);
     vLLM also needs both shards of a fused module listed.
 
-    Each scheme matches its entries its own way. vLLM 0.34.0's ModelOpt (`exclude_modules`)
+    Each scheme matches its entries its own way (as the releases read do). vLLM's ModelOpt (`exclude_modules`)
     takes an entry contained in the name or a shell wildcard (`model.layers.61*`), and
     quantizes the MTP layer's own head (`shared_head.head`) unless it is excluded too;
-    SGLang 0.5.23's ModelOpt takes a wildcard against the whole runtime name or one of its
-    parts (`model.decoder*`); vLLM 0.34.0's Quark (`exclude`) takes exact names and `re:`
+    SGLang's ModelOpt takes a wildcard against the whole runtime name or one of its
+    parts (`model.decoder*`); vLLM's Quark (`exclude`) takes exact names and `re:`
     patterns only, so the `*layers.61.*` wildcards some exports write leave the MTP layer
     quantized. The consequence follows the weight format: an FP8 weight takes the BF16
     values silently (drafts garbage), a packed 4-bit weight (NVFP4, MXFP4) has half the

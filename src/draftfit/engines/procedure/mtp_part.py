@@ -17,14 +17,23 @@ from draftfit.engines.procedure.run import Step
 from draftfit.engines.procedure.state import BuildState
 from draftfit.engines.view import Event
 from draftfit.location import Location
+from draftfit.records import replace
 from draftfit.rule_ids import Consequence, RuleId
 
 
 def mtp_inputs(state: BuildState) -> MtpInputs:
-    """The MTP inputs of an MTP build (an MTP procedure runs only with them)."""
+    """The MTP inputs of an MTP build (an MTP procedure runs only with them). For a NextN
+    export, once the release's reading of it is known (`MtpView.export_reading`), `target`
+    is the export as that release reads it."""
     inputs = state.inputs.mtp
     if inputs is None:
         raise ValueError("an MTP procedure runs on inputs with the target's MTP facts")
+    part = state.view.mtp
+    reading = part.export_reading if part is not None else None
+    if inputs.export is not None and reading is not None:
+        target = inputs.export.readings[reading]
+        if target is not inputs.target:
+            return replace(inputs, target=target)
     return inputs
 
 

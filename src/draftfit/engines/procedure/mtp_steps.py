@@ -11,6 +11,7 @@ from fnmatch import fnmatchcase
 
 from draftfit import rule_ids
 from draftfit.draft.mtp import LAYER_INDEX, MtpLayer
+from draftfit.draft.nextn_export import LAYER_INDEX as LAYER_INDEX_READING
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
     CHECKPOINT_NAMES,
@@ -53,12 +54,26 @@ OUTCOMES = {
 
 
 def release_read(state: BuildState) -> bool | None:
-    """Stop, unverified, at a release whose MTP handling draftfit has not read."""
+    """Stop, unverified, at a release whose MTP handling draftfit has not read (for a
+    stand-alone NextN export: whose reading of such an export was not read)."""
     served = state.profile.fact("mtp_families_served").value
     if not served:
         not_read(state, f"how {state.title} serves MTP layers was not read")
         return False
+    export = mtp_inputs(state).export
+    facts = state.profile.data.facts
+    if export is not None and ("mtp_nextn_export" not in facts or not _known(state)):
+        not_read(
+            state,
+            f"how {state.title} reads a stand-alone NextN export (`{export.architecture}`) "
+            "was not read",
+        )
+        return False
     return None
+
+
+def _known(state: BuildState) -> bool:
+    return state.profile.fact("mtp_nextn_export").known
 
 
 def family_served(state: BuildState) -> bool | None:
@@ -106,8 +121,8 @@ def draft_path(state: BuildState) -> bool | None:
     path in the launch (DF147)."""
     inputs = mtp_inputs(state)
     launch, family = inputs.launch, inputs.target.family
-    if not launch.given or family is None:
-        return None
+    if not launch.given or family is None or inputs.export is not None:
+        return None  # a NextN export is the draft: its own step judges the launch's
     if launch.other_draft is not None:
         not_read(
             state,
@@ -290,16 +305,43 @@ def layers_present(state: BuildState) -> bool | None:
         if target.stray
         else ""
     )
+    message = (
+        f"the config declares {mtp.depth_used} MTP layer(s), but the checkpoint ships no "
+        f"tensor under {prefixes}{stray}: {state.title} builds the layer and "
+        f"{_consequence_words(outcome)}"
+    )
+    fix = (
+        "export the MTP layers with the checkpoint (the exporter dropped them), or set "
+        f"`{target.depth_key}` to the layers shipped and serve without MTP if there are none"
+    )
+    keys: tuple[str, ...] = ("mtp_missing_weights",)
+    export_reading = mtp.export_reading
+    if export_reading == LAYER_INDEX_READING:
+        message = (
+            f"{state.title} builds the NextN export's layer as it builds a target's MTP "
+            "layer, after the target's decoder layers (the target's `num_hidden_layers` + i), "
+            f"and reads its tensors from the export, which stores none under {prefixes} "
+            f"(SGLang's export stores it as `model.layers.0.*`): {_consequence_words(outcome)}"
+        )
+        fix = (
+            f"serve the target's own MTP layers with {state.title} (an MTP launch of the "
+            "target that names no separate draft), or serve the export with a release whose "
+            "NextN loader reads layer 0 (`draftfit matrix` lists them)"
+        )
+        keys += ("mtp_nextn_export",)
+    elif export_reading is not None:
+        fix = (
+            "re-export the NextN layer as `model.layers.0.*` of a one-layer model (SGLang's "
+            "`scripts/export_deepseek_nextn.py`)"
+        )
+        keys += ("mtp_nextn_export",)
     mtp_finding(
         state,
         rule_ids.MTP_LAYER_MISSING,
-        f"the config declares {mtp.depth_used} MTP layer(s), but the checkpoint ships no "
-        f"tensor under {prefixes}{stray}: {state.title} builds the layer and "
-        f"{_consequence_words(outcome)}",
+        message,
         location=Location("config.json", f"/{target.depth_key}"),
-        keys=("mtp_missing_weights",),
-        fix="export the MTP layers with the checkpoint (the exporter dropped them), or set "
-        f"`{target.depth_key}` to the layers shipped and serve without MTP if there are none",
+        keys=keys,
+        fix=fix,
         consequence=outcome,
     )
     return None

@@ -10,6 +10,7 @@ confirmed on a CPU for DeepSeek-V3 and GLM targets: `dev/mtp-source-facts.md`,
 from __future__ import annotations
 
 from draftfit import rule_ids
+from draftfit.engines.procedure import mtp_export as export
 from draftfit.engines.procedure import mtp_steps as steps
 from draftfit.engines.procedure.mtp_part import (
     mtp_build,
@@ -109,10 +110,12 @@ MTP_PROCEDURE: Procedure = (
         steps.release_read,
         steps.family_served,
         algorithm,
+        export.export_reading,
         steps.draft_path,
         step_count,
         steps.depth,
         steps.depth_vs_tokens,
+        export.export_fit,
         steps.layers_present,
         steps.tensors_present,
         steps.quantization_covered,

@@ -9,6 +9,7 @@ wheels, confirmed on a CPU: `dev/mtp-source-facts.md`, `dev/mtp-oracle-results.m
 from __future__ import annotations
 
 from draftfit import rule_ids
+from draftfit.engines.procedure import mtp_export as export
 from draftfit.engines.procedure import mtp_steps as steps
 from draftfit.engines.procedure.mtp_part import (
     mtp_build,
@@ -93,11 +94,17 @@ def _eagle_on_target(state: BuildState, method: str, where: Location) -> bool:
         )
         return False
     fact = state.profile.fact("mtp_eagle_without_draft")
+    names_target = launch.draft_model is not None and launch.draft_model == launch.target_model
+    needs = (
+        f"method `{method}` needs a separate draft checkpoint, and the launch names the "
+        "target itself as that draft (`model`)"
+        if names_target
+        else f"method `{method}` needs a separate draft checkpoint and the launch names none"
+    )
     mtp_finding(
         state,
         rule_ids.MTP_LAUNCH_KIND,
-        f"method `{method}` needs a separate draft checkpoint and the launch names none; "
-        f"this target carries MTP layers, which {title} serves with method `mtp`"
+        f"{needs}; this target carries MTP layers, which {title} serves with method `mtp`"
         + (": the speculative config is refused" if fact.known else ""),
         location=where,
         keys=("mtp_method_names", "mtp_eagle_without_draft"),
@@ -134,10 +141,12 @@ MTP_PROCEDURE: Procedure = (
         steps.release_read,
         steps.family_served,
         method_name,
+        export.export_reading,
         steps.draft_path,
         token_count,
         steps.depth,
         steps.depth_vs_tokens,
+        export.export_fit,
         steps.layers_present,
         steps.tensors_present,
         steps.quantization_covered,
