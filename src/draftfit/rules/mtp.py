@@ -320,8 +320,9 @@ def mtp_quant_uncovered() -> None:
     (`model.decoder.self_attn.q_a_proj`, `model.eh_proj`, `model.decoder.mlp.experts`);
     vLLM also needs both shards of a fused module listed.
 
-    Each scheme matches its entries its own way (as the releases read do). vLLM's ModelOpt (`exclude_modules`)
-    takes an entry contained in the name or a shell wildcard (`model.layers.61*`), and
+    Each scheme matches its entries its own way (as the releases read do). vLLM's ModelOpt
+    (`exclude_modules`) takes an entry contained in the name or a shell wildcard
+    (`model.layers.61*`), and
     quantizes the MTP layer's own head (`shared_head.head`) unless it is excluded too;
     SGLang's ModelOpt takes a wildcard against the whole runtime name or one of its
     parts (`model.decoder*`); vLLM's Quark (`exclude`) takes exact names and `re:`
