@@ -144,12 +144,66 @@ def test_a_graded_launch_of_a_modelopt_target(tmp_path: Path) -> None:
     assert result.to_dict()["mtp"]["quantization"] == "modelopt-fp8"
 
 
-def test_convert_says_what_to_do_for_a_scheme_it_does_not_write(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("quant", "engines", "file", "entries"),
+    [
+        ("modelopt_fp8", [V34], "hf_quant_config.json", ["model.layers.2*"]),
+        ("modelopt_nvfp4", [V34], "hf_quant_config.json", ["model.layers.2*"]),
+        ("modelopt_fp8", [SGL], "hf_quant_config.json", ["model.decoder*"]),
+        ("modelopt_fp8", [V34, SGL], "hf_quant_config.json", ["model.layers.2*", "model.decoder*"]),
+        ("quark_fp8", [V34], "config.json", [r"re:model\.layers\.2\..*"]),
+        ("quark_mxfp4", [V34], "config.json", [r"re:model\.layers\.2\..*"]),
+    ],
+)
+@pytest.mark.parametrize("family", ["deepseek_v3", "glm4_moe"])
+def test_convert_writes_each_schemes_entry_in_its_file(
+    tmp_path: Path, family: str, quant: str, engines: list[str], file: str, entries: list[str]
+) -> None:
+    """`convert --method mtp` adds the whole-layer entry of each release's rule to the list
+    and file the check's fix names; the input is untouched and the output checks clean at
+    every release converted for."""
     from draftfit.conversion.mtp_convert import convert_mtp_path
 
-    path = write_target(tmp_path / "t", quant="modelopt_fp8")
+    path = write_target(tmp_path / "t", family, quant=quant)
     before = {p.name: p.read_bytes() for p in path.iterdir()}
-    with pytest.raises(UsageError, match="names in DF540's fix"):
-        convert_mtp_path(path, tmp_path / "out", [V34])
+    for engine in engines:
+        assert _check(path, engine)[0] is not Verdict.COMPATIBLE
+    out = tmp_path / "out"
+    result = convert_mtp_path(path, out, engines)
+    assert {p.name: p.read_bytes() for p in path.iterdir()} == before
+    written = json.loads((out / file).read_text())
+    holder = (
+        written["quantization"]
+        if file == "hf_quant_config.json"
+        else written["quantization_config"]
+    )
+    key = "exclude_modules" if quant.startswith("modelopt") else "exclude"
+    original = json.loads((path / file).read_text())
+    kept = (
+        original["quantization"]
+        if file == "hf_quant_config.json"
+        else original["quantization_config"]
+    )[key]
+    assert holder[key] == [*kept, *entries]
+    assert result.report is not None
+    assert all(r.verdict is Verdict.COMPATIBLE for r in result.report.engines)
+    for engine in engines:
+        assert _check(out, engine)[0] is Verdict.COMPATIBLE
+    # every other file is the input's (tensors copied, the config as it was for ModelOpt)
+    if file == "hf_quant_config.json":
+        assert json.loads((out / "config.json").read_text()) == json.loads(
+            (path / "config.json").read_text()
+        )
+
+
+def test_convert_refuses_a_scheme_a_release_has_not_read(tmp_path: Path) -> None:
+    """Quark on SGLang was not read: convert writes nothing and says to choose a read
+    release; the input is untouched."""
+    from draftfit.conversion.mtp_convert import convert_mtp_path
+
+    path = write_target(tmp_path / "t", quant="quark_fp8")
+    before = {p.name: p.read_bytes() for p in path.iterdir()}
+    with pytest.raises(UsageError, match=r"has not read how SGLang 0\.5\.23 matches `quark-fp8`"):
+        convert_mtp_path(path, tmp_path / "out", [SGL])
     assert not (tmp_path / "out").exists()
     assert {p.name: p.read_bytes() for p in path.iterdir()} == before

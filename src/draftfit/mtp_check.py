@@ -168,7 +168,6 @@ def read_export(checkpoint: Checkpoint, target: str | Path) -> NextnExport:
     """The NextN export `checkpoint` as facts, next to the target at `target`."""
     target_checkpoint, target_names = open_mtp_target(target)
     target_facts = mtp_target(target_checkpoint, target_names)
-    quant_file = _quant_file(checkpoint)
     return read_nextn_export(
         checkpoint.config or {},
         list(checkpoint.tensors),
@@ -176,7 +175,7 @@ def read_export(checkpoint: Checkpoint, target: str | Path) -> NextnExport:
         str(target),
         target_checkpoint.config,
         target_facts.backbone_modules,
-        quant_file,
+        quant_file(checkpoint),
     )
 
 
@@ -278,11 +277,11 @@ def mtp_target(checkpoint: Checkpoint, names: list[str] | None = None) -> MtpTar
         checkpoint.config,
         names if names is not None else list(checkpoint.tensors),
         checkpoint.tensors,
-        _quant_file(checkpoint),
+        quant_file(checkpoint),
     )
 
 
-def _quant_file(checkpoint: Checkpoint) -> dict[str, Any] | None:
+def quant_file(checkpoint: Checkpoint) -> dict[str, Any] | None:
     """ModelOpt's `hf_quant_config.json` beside the config, where present."""
     if QUANT_FILE in checkpoint.files and checkpoint.access is not None:
         return read_json_object(checkpoint.access, QUANT_FILE, [], INVALID_CONFIG)
@@ -416,6 +415,7 @@ __all__ = [
     "mtp_launch",
     "mtp_target",
     "open_mtp_target",
+    "quant_file",
     "read_export",
     "recheck_mtp",
     "selects_mtp",

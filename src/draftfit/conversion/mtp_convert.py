@@ -22,6 +22,8 @@ from draftfit.checkpoint import load_checkpoint
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.conversion.mtp_exclusions import (
     ExclusionFix,
+    layer_entries,
+    match_rules,
     namings_of,
     plan_exclusions,
     why_not_fixable,
@@ -30,8 +32,9 @@ from draftfit.conversion.output import MARKER, MARKER_PART, check_output_path
 from draftfit.conversion.plan import Edit, OutputTensor, Plan
 from draftfit.conversion.write import write_plan
 from draftfit.engines.installed import resolve_engines
+from draftfit.engines.procedure.mtp_exclusions import LISTED
 from draftfit.errors import UsageError
-from draftfit.mtp_check import MTP, check_mtp, mtp_target
+from draftfit.mtp_check import MTP, check_mtp, mtp_target, quant_file
 from draftfit.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
@@ -85,13 +88,23 @@ def convert_mtp_path(
     if why is not None:
         raise UsageError(f"no config change fixes {source}'s MTP layers: {why}")
     namings = namings_of(profiles)
-    if namings is None:
+    rules = match_rules(target, profiles)
+    if namings is None or rules is None:
         raise UsageError(
             "draftfit has not read how "
             + ", ".join(p.title for p in profiles)
-            + " matches quantization exclusions: choose a read release with --engine"
+            + f" matches `{target.quant.scheme or target.quant.method}` quantization "
+            "exclusions: choose a read release with --engine"
         )
-    fix = plan_exclusions(target, checkpoint.config, namings)
+    whole_layer = any(rule != LISTED for rule in rules)  # ModelOpt, Quark
+    if whole_layer and layer_entries(target, namings, rules) is None:
+        raise UsageError(
+            f"no config change fixes {source}'s MTP layers: the exclusion rule of "
+            + ", ".join(p.title for p in profiles)
+            + " takes no entry for a whole MTP layer under the names it matches; re-export "
+            "the target with the MTP layers quantized like the backbone"
+        )
+    fix = plan_exclusions(target, checkpoint.config, namings, rules, quant_file(checkpoint))
     if fix is None:
         raise UsageError(
             f"{source}: every unquantized MTP module is already excluded under the names "
@@ -128,6 +141,7 @@ def _plan(checkpoint: Checkpoint, fix: ExclusionFix) -> Plan:
     ]
     skip = {
         CONFIG,
+        *([fix.file] if fix.document is not None else []),
         *INDEXES,
         *checkpoint.weight_files,
         *checkpoint.ignored_weight_files,
@@ -135,11 +149,14 @@ def _plan(checkpoint: Checkpoint, fix: ExclusionFix) -> Plan:
         MARKER_PART,
     }
     names = ", ".join(fix.namings)
+    where = f"`{fix.key}`" + (f" of {fix.file}" if fix.document is not None else "")
+    shown = ", ".join(f"`{name}`" for name in fix.added[:4])
     edit = Edit(
         "set-config",
         fix.pointer,
-        f"add {len(fix.added)} MTP module name(s) to `{fix.key}` ({names} names), so that "
-        "the engine builds the unquantized MTP layer unquantized",
+        f"add {len(fix.added)} MTP entr{'y' if len(fix.added) == 1 else 'ies'} to {where} "
+        f"({names} names: {shown}{' ...' if len(fix.added) > 4 else ''}), so that the engine "
+        "builds the unquantized MTP layer unquantized",
     )
     return Plan(
         MTP,
@@ -149,6 +166,7 @@ def _plan(checkpoint: Checkpoint, fix: ExclusionFix) -> Plan:
         [edit],
         [name for name in checkpoint.files if name not in skip and "/" not in name],
         shards=max(len(checkpoint.weight_files), 1),
+        documents={fix.file: fix.document} if fix.document is not None else {},
     )
 
 

@@ -1,4 +1,4 @@
-"""The exclusion list that keeps a quantized target's unquantized MTP layers unquantized.
+r"""The exclusion list that keeps a quantized target's unquantized MTP layers unquantized.
 
 A quantized target whose MTP layer ships in BF16 (no scales) is served right only when its
 quantization config lists the MTP layer's quantizable modules as left unquantized (DF540):
@@ -7,6 +7,12 @@ byte: it adds those modules to the config's exclusion list, under the names each
 release matches (vLLM: the checkpoint's own `model.layers.{L}.<module>`, every shard of a
 fused module; SGLang: its NextN class's runtime names `model.decoder.<module>`,
 `model.decoder.mlp.experts`), in the key the quantization method's config class reads.
+
+ModelOpt and Quark targets are fixed with the one entry each release's matching rule takes
+for the whole MTP layer (`model.layers.{L}*` for vLLM's ModelOpt, `model.decoder*` for
+SGLang's, `re:model\.layers\.{L}\..*` for vLLM's Quark: the engines' `mtp_exclusion_match`),
+in the file the quantization is read from (`hf_quant_config.json` for a ModelOpt export
+without `quantization_config`, else `config.json`).
 
 Only the methods whose exclusion key was read are fixed here; for any other the caller says
 what the exporter must do instead.
@@ -21,14 +27,19 @@ from typing import TYPE_CHECKING
 from draftfit.draft.mtp import MtpTarget
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
+    LISTED,
+    MODELOPT,
+    MODELOPT_PARTS,
+    QUARK,
+    RULES,
     engine_name,
     excluded,
+    layer_entry,
     quantizable,
     shard_mates,
 )
 from draftfit.engines.profile import Profile
 from draftfit.records import frozen
-from draftfit.rule_ids import MTP_QUANT_UNCOVERED
 
 if TYPE_CHECKING:
     from typing import Any
@@ -47,27 +58,41 @@ EXCLUSION_KEYS: dict[str, tuple[str, ...]] = {
 }
 QUANTIZATION_CONFIG = "quantization_config"
 NAMING_FACT = "mtp_exclusion_names"
+MATCH_FACT = "mtp_exclusion_match"
+CONFIG_FILE = "config.json"
+# The key of the exclusion list each whole-layer rule reads (ModelOpt, Quark).
+LAYER_RULE_KEYS = {MODELOPT: "exclude_modules", MODELOPT_PARTS: "exclude_modules", QUARK: "exclude"}
 
 
 @frozen
 class ExclusionFix:
-    """The config with the MTP modules added to its exclusion list.
+    """The quantization config with the MTP modules added to its exclusion list.
 
     Attributes:
-        config: the new `config.json` (the input's, with the list extended).
+        config: the new `config.json` (the input's, with the list extended where the
+            quantization is described there; else the input's as it is).
         key: the exclusion key written (`modules_to_not_convert`, `ignore`, ...).
         added: the names added, in the order written.
         namings: the naming schemes the names follow (`checkpoint`, `runtime`).
+        file: the file the list is written in (`config.json`, `hf_quant_config.json`).
+        document: that file's new content, where it is not `config.json` (else None).
+        parent: the JSON pointer of the object holding the list in that file.
     """
 
     config: dict[str, Any]
     key: str
     added: tuple[str, ...]
     namings: tuple[str, ...]
+    file: str = CONFIG_FILE
+    document: dict[str, Any] | None = None
+    parent: str = f"/{QUANTIZATION_CONFIG}"
 
     @property
     def pointer(self) -> str:
-        return f"/{QUANTIZATION_CONFIG}/{self.key}"
+        """Where the list is written: a JSON pointer into `config.json`, or
+        `FILE:POINTER` for another file."""
+        pointer = f"{self.parent}/{self.key}"
+        return pointer if self.file == CONFIG_FILE else f"{self.file}:{pointer}"
 
 
 def namings_of(profiles: Iterable[Profile]) -> tuple[str, ...] | None:
@@ -83,6 +108,23 @@ def namings_of(profiles: Iterable[Profile]) -> tuple[str, ...] | None:
     return tuple(namings)
 
 
+def match_rules(target: MtpTarget, profiles: Iterable[Profile]) -> tuple[str, ...] | None:
+    """How each release of `profiles` matches the target's scheme's exclusion entries
+    (`mtp_exclusion_match`; FP8 and compressed-tensors by their listed names), in order;
+    None when one of them was not read."""
+    scheme = target.quant.scheme or target.quant.method or ""
+    rules: list[str] = []
+    for profile in profiles:
+        fact = profile.fact(MATCH_FACT)
+        rule = fact.value.get(scheme) if fact.known and isinstance(fact.value, dict) else None
+        if rule is None and scheme in EXCLUSION_KEYS:
+            rule = LISTED
+        if not isinstance(rule, str) or rule not in RULES:
+            return None
+        rules.append(rule)
+    return tuple(rules)
+
+
 def why_not_fixable(target: MtpTarget, config: Mapping[str, Any] | None) -> str | None:
     """Why no exclusion list can fix `target` (what the exporter must do), or None."""
     method = target.quant.method
@@ -90,13 +132,8 @@ def why_not_fixable(target: MtpTarget, config: Mapping[str, Any] | None) -> str 
         return "the target is not quantized: no exclusion list applies"
     scheme = target.quant.scheme or method
     if scheme.startswith(("modelopt", "quark")):
-        return (
-            f"convert does not write `{scheme}` exclusion lists (in {target.quant.source}) "
-            "yet: add the entry that `draftfit check --method mtp` names in "
-            f"{MTP_QUANT_UNCOVERED.code}'s fix for each release by hand, or re-export the "
-            "target with the MTP layers quantized like the backbone"
-        )
-    if target.quant.source != "config.json" or not isinstance(
+        return None  # the whole-layer entry of each release's rule (see match_rules)
+    if target.quant.source != CONFIG_FILE or not isinstance(
         (config or {}).get(QUANTIZATION_CONFIG), Mapping
     ):
         return (
@@ -114,10 +151,10 @@ def why_not_fixable(target: MtpTarget, config: Mapping[str, Any] | None) -> str 
     return None
 
 
-def names_to_exclude(target: MtpTarget, naming: str) -> list[str]:
+def names_to_exclude(target: MtpTarget, naming: str, rule: str = LISTED) -> list[str]:
     """The quantizable modules of every shipped MTP layer that are stored unquantized and
-    that the exclusion list does not cover under `naming` (with every shard of a fused
-    module), as the engine names them, in a stable order."""
+    that the exclusion list does not cover under `naming` and `rule` (with every shard of a
+    fused module), as the engine names them, in a stable order."""
     entries = target.quant.exclusions
     names = NameList(list(entries), "exclusions")
     wanted: list[str] = []
@@ -125,23 +162,58 @@ def names_to_exclude(target: MtpTarget, naming: str) -> list[str]:
         layer = target.layers[index]
         modules = layer.modules()
         for module in sorted(modules):
-            if not quantizable(module) or layer.stored_quantized(module) is not False:
+            if not quantizable(module, rule) or layer.stored_quantized(module) is not False:
                 continue
             for part in (module, *(m for m in shard_mates(module) if m in modules)):
                 name = engine_name(layer, part, naming)
-                if name not in wanted and not excluded(name, entries, names):
+                if name not in wanted and not excluded(name, entries, names, rule):
                     wanted.append(name)
     return wanted
 
 
+def layer_entries(
+    target: MtpTarget, namings: tuple[str, ...], rules: tuple[str, ...]
+) -> list[str] | None:
+    """For a ModelOpt or Quark target: the whole-layer entry each release's rule takes for
+    every shipped MTP layer it leaves uncovered, in order (None when a rule takes no such
+    entry under that release's naming)."""
+    added: list[str] = []
+    for naming, rule in zip(namings, rules, strict=True):
+        for index in target.shipped():
+            layer = target.layers[index]
+            uncovered = [
+                n
+                for n in names_to_exclude(target, naming, rule)
+                if n.startswith(engine_name(layer, "", naming))
+            ]
+            if not uncovered:
+                continue
+            entry = layer_entry(rule, layer, naming)
+            if entry is None:
+                return None
+            if entry not in added:
+                added.append(entry)
+    return added
+
+
 def plan_exclusions(
-    target: MtpTarget, config: Mapping[str, Any], namings: tuple[str, ...]
+    target: MtpTarget,
+    config: Mapping[str, Any],
+    namings: tuple[str, ...],
+    rules: tuple[str, ...] | None = None,
+    quant_file: Mapping[str, Any] | None = None,
 ) -> ExclusionFix | None:
-    """The config that excludes the MTP layers' unquantized modules under every naming of
-    `namings` (None when nothing is to be added). The caller has checked
-    :func:`why_not_fixable`."""
+    """The config (or ModelOpt's `quant_file`, where the quantization is read from it) that
+    excludes the MTP layers' unquantized modules under every naming of `namings`, matched
+    by `rules` (one per naming; default: listed names) — None when nothing is to be added.
+    The caller has checked :func:`why_not_fixable` (and, for ModelOpt and Quark, that
+    :func:`match_rules` and :func:`layer_entries` give an answer)."""
     method = target.quant.method
-    assert method is not None and method in EXCLUSION_KEYS, method
+    assert method is not None, method
+    rules = rules if rules is not None else tuple(LISTED for _ in namings)
+    if any(rule != LISTED for rule in rules):
+        return _plan_layer_entries(target, config, namings, rules, quant_file)
+    assert method in EXCLUSION_KEYS, method
     added: list[str] = []
     for naming in namings:
         added += [n for n in names_to_exclude(target, naming) if n not in added]
@@ -157,9 +229,42 @@ def plan_exclusions(
     return ExclusionFix(new, key, tuple(added), namings)
 
 
+def _plan_layer_entries(
+    target: MtpTarget,
+    config: Mapping[str, Any],
+    namings: tuple[str, ...],
+    rules: tuple[str, ...],
+    quant_file: Mapping[str, Any] | None,
+) -> ExclusionFix | None:
+    """ModelOpt / Quark: each release's whole-layer entry, in the list its rule reads."""
+    added = layer_entries(target, namings, rules)
+    if not added:
+        return None
+    key = LAYER_RULE_KEYS[next(rule for rule in rules if rule != LISTED)]
+    in_file = target.quant.source != CONFIG_FILE and quant_file is not None
+    document = copy.deepcopy(dict(quant_file if in_file and quant_file else config))
+    holder = document["quantization" if in_file else QUANTIZATION_CONFIG]
+    present = holder.get(key)
+    holder[key] = [*(present if isinstance(present, list) else []), *added]
+    if in_file:
+        assert target.quant.source is not None
+        return ExclusionFix(
+            copy.deepcopy(dict(config)),
+            key,
+            tuple(added),
+            namings,
+            file=target.quant.source,
+            document=document,
+            parent="/quantization",
+        )
+    return ExclusionFix(document, key, tuple(added), namings)
+
+
 __all__ = [
     "EXCLUSION_KEYS",
     "ExclusionFix",
+    "layer_entries",
+    "match_rules",
     "names_to_exclude",
     "namings_of",
     "plan_exclusions",

@@ -77,6 +77,8 @@ class Plan:
     copy_files: list[str] = field(default_factory=list)
     shards: int = 1
     unsafe_allowed: bool = False
+    # JSON files other than config.json written with new content (by name), not copied.
+    documents: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def applied(self, edit: Edit) -> bool:
         return edit.safety == SAFE or (edit.safety == UNSAFE and self.unsafe_allowed)
@@ -105,6 +107,7 @@ class Plan:
             ],
             "copy_files": list(self.copy_files),
             "config": self.config,
+            **({"documents": dict(self.documents)} if self.documents else {}),
             "summary": {
                 "safe": sum(1 for e in self.edits if e.safety == SAFE),
                 "unsafe": sum(1 for e in self.edits if e.safety == UNSAFE),

@@ -120,6 +120,7 @@ def planned_names(plan: Plan) -> list[str]:
     if len(names) > 1:
         names.append("model.safetensors.index.json")
     names.append("config.json")
+    names += list(plan.documents)
     names += [n for n in plan.copy_files if n not in (MARKER, MARKER_PART)]
     return sorted(set(names))
 
@@ -258,6 +259,9 @@ def _write_into(plan: Plan, checkpoint: Checkpoint, folder: Path, shown: Path) -
             )
     with _naming(shown / "config.json"):
         _write_json(folder / "config.json", plan.config)
+    for name, document in plan.documents.items():
+        with _naming(shown / name):
+            _write_json(folder / name, document)
     for name in plan.copy_files:
         if name in (MARKER, MARKER_PART):
             continue
