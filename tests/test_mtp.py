@@ -111,6 +111,25 @@ def test_the_graded_launch_form_checks_the_target_alone(tmp_path: Path) -> None:
     assert facts["layers_built"] == [0] and facts["layer_reused"] is True
 
 
+@pytest.mark.parametrize("names_target", [False, True])
+def test_an_eagle3_launch_of_an_mtp_target_says_what_it_names(
+    tmp_path: Path, names_target: bool
+) -> None:
+    """vLLM's `eagle3` on a target carrying MTP layers is refused (DF146); the message says
+    whether the launch named no draft or the target itself as one."""
+    path = write_target(tmp_path / "t")
+    config = '{"method": "eagle3", "num_speculative_tokens": 2'
+    config += f', "model": "{path}"}}' if names_target else "}"
+    launch = f"vllm serve {path} --speculative-config '{config}'"
+    report = check_path(path, engines=["vllm==0.34.0"], serve=settings_from(serve_args=launch))
+    (result,) = report.engines
+    assert result.verdict is Verdict.INCOMPATIBLE
+    (finding,) = [f for f in report.findings if f.code == "DF146"]
+    named = "names the target itself as that draft" in finding.message
+    assert named is names_target
+    assert ("names none" in finding.message) is not names_target
+
+
 def test_a_damaged_mtp_shard_is_a_finding_not_a_crash(tmp_path: Path) -> None:
     path = write_target(tmp_path / "t")
     (path / "model-00002-of-00002.safetensors").write_bytes(b"\x08")

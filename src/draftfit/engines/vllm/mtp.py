@@ -95,11 +95,17 @@ def _eagle_on_target(state: BuildState, method: str, where: Location) -> bool:
         )
         return False
     fact = state.profile.fact("mtp_eagle_without_draft")
+    names_target = launch.draft_model is not None and launch.draft_model == launch.target_model
+    needs = (
+        f"method `{method}` needs a separate draft checkpoint, and the launch names the "
+        "target itself as that draft (`model`)"
+        if names_target
+        else f"method `{method}` needs a separate draft checkpoint and the launch names none"
+    )
     mtp_finding(
         state,
         rule_ids.MTP_LAUNCH_KIND,
-        f"method `{method}` needs a separate draft checkpoint and the launch names none; "
-        f"this target carries MTP layers, which {title} serves with method `mtp`"
+        f"{needs}; this target carries MTP layers, which {title} serves with method `mtp`"
         + (": the speculative config is refused" if fact.known else ""),
         location=where,
         keys=("mtp_method_names", "mtp_eagle_without_draft"),
