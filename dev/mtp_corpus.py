@@ -36,8 +36,16 @@ from mtp_factory import mtp_target
 
 VLLM, SGLANG = "vllm==0.34.0", "sglang==0.5.23"
 C = "compatible"
-# errors that are a limit of running the engine on a CPU, not a verdict on the target
-PLATFORM_STOPS = ("Found no NVIDIA driver", "MLA is not supported on CPU", "intel_extension")
+# errors that are a limit of running the engine on a CPU, not a verdict on the target (the
+# CUDA-only FP8 quantize op after loading, FP4 kernels, SGLang's per-tensor FP8 kernel)
+PLATFORM_STOPS = (
+    "Found no NVIDIA driver",
+    "MLA is not supported on CPU",
+    "intel_extension",
+    "static_scaled_fp8_quant",
+    "Failed to find a kernel that can implement",
+    "sgl_per_tensor_quant_fp8",
+)
 
 # target name -> mtp_target keyword arguments (family first)
 TARGETS: dict[str, dict[str, Any]] = {
@@ -101,7 +109,24 @@ TARGETS: dict[str, dict[str, Any]] = {
         "compressed": True,
         "exclude": "checkpoint",
     },
+    # ModelOpt FP8 (`hf_quant_config.json`) and Quark FP8: the schemes vLLM builds on a CPU
+    "ds_mo_fp8_bf16": {"family": "deepseek_v3", "quant": "modelopt_fp8"},
+    "glm_mo_fp8_bf16": {"family": "glm4_moe", "quant": "modelopt_fp8"},
+    "ds_mo_fp8_glob": {"family": "deepseek_v3", "quant": "modelopt_fp8", "exclude": "glob"},
+    "glm_mo_fp8_glob": {"family": "glm4_moe", "quant": "modelopt_fp8", "exclude": "glob"},
+    "ds_mo_fp8_excluded": {
+        "family": "deepseek_v3",
+        "quant": "modelopt_fp8",
+        "exclude": "checkpoint",
+    },
+    "glm_mo_fp8_excluded": {"family": "glm4_moe", "quant": "modelopt_fp8", "exclude": "checkpoint"},
+    "glm_qk_fp8_bf16": {"family": "glm4_moe", "quant": "quark_fp8"},
+    "glm_qk_fp8_excluded": {"family": "glm4_moe", "quant": "quark_fp8", "exclude": "checkpoint"},
+    "glm_qk_fp8_glob": {"family": "glm4_moe", "quant": "quark_fp8", "exclude": "glob"},
+    "ds_qk_fp8_regex": {"family": "deepseek_v3", "quant": "quark_fp8", "exclude": "regex"},
 }
+# Schemes SGLang builds no target of on a CPU (its ModelOpt and Quark kernels need CUDA)
+CUDA_ONLY_ON_SGLANG = ("_mo_", "_qk_")
 
 
 @dataclass(frozen=True)
@@ -149,7 +174,8 @@ def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
     sglang: dict[str, tuple[str, Launch]] = {}
     for name in TARGETS:
         vllm[f"{name}_k1"] = (name, K1)
-        if not name.startswith("qn"):  # SGLang's Qwen3-Next needs CUDA
+        # SGLang's Qwen3-Next, ModelOpt and Quark targets need CUDA
+        if not name.startswith("qn") and not any(m in name for m in CUDA_ONLY_ON_SGLANG):
             sglang[f"{name}_k1"] = (name, K1)
     for name in ("ds", "glm", "qn"):
         vllm[f"{name}_k2"] = (name, Launch(tokens=2))

@@ -9,9 +9,12 @@ as the real releases are, so that a test can tell which headers were read.
 Variants (keyword arguments): `depth` (the declared `num_nextn_predict_layers`; None leaves
 the key out), `ship` (how many MTP layers are written), `drop` (sub-names left out of every
 MTP layer, e.g. `eh_proj.weight`), `rename` (a prefix that replaces the MTP layer's),
-`quant` ("fp8": an FP8 block-quantized backbone), `mtp_quantized` (the MTP layer quantized
-like the backbone), `exclude` (the FP8 exclusion list: "checkpoint", "runtime",
-"partial"), `compressed` (a compressed-tensors FP8 config instead of `quant_method: fp8`),
+`quant` ("fp8": an FP8 block-quantized backbone; or a scheme of `SCHEMES`: ModelOpt FP8 /
+NVFP4 with `hf_quant_config.json`, Quark FP8 / MXFP4 / NVFP4, GPTQ int4), `mtp_quantized`
+(the MTP layer quantized like the backbone), `exclude` (the exclusion list: "checkpoint",
+"runtime", "partial", and for the other schemes "glob" as their exporters write one,
+"regex" for Quark's `re:` and GPTQ's `-:` `dynamic` key), `compressed` (a
+compressed-tensors FP8 config instead of `quant_method: fp8`),
 `fill` (the bytes of each tensor, by name, dtype and shape; None writes zeros: :func:`trained`
 gives every tensor values of its own, as a trained checkpoint has), `engine_ready` (the
 oracle's width, the router tensors and config keys an engine needs to build the layers on a
@@ -21,6 +24,7 @@ CPU: `dev/mtp_corpus.py` runs the engines' own code on these).
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -207,6 +211,141 @@ def _fp8(t: Tensors, keep: str | None, scale: str = "block") -> Tensors:
     return out
 
 
+# Quantization schemes beyond FP8 block (`quant=`): how each stores a quantized projection,
+# as the exporters write them (ModelOpt per-tensor FP8 and NVFP4 with 16-wide FP8 group scales;
+# Quark's OCP MXFP4 with 32-wide E8M0 scales and NVFP4; GPTQ int4 packed along the input).
+SCHEMES = (
+    "fp8",
+    "modelopt_fp8",
+    "modelopt_nvfp4",
+    "quark_fp8",
+    "quark_mxfp4",
+    "quark_nvfp4",
+    "gptq_int4",
+)
+GPTQ_GROUP = 32
+
+
+def _scheme_tensors(name: str, shape: tuple[int, ...], scheme: str) -> Tensors:
+    """The tensors a quantized projection `name` (`....weight`, BF16 `shape`) is stored as."""
+    base = name[: -len("weight")]
+    rows, cols = shape
+    if scheme in ("modelopt_fp8", "quark_fp8"):
+        return {
+            name: ("F8_E4M3", shape),
+            base + "weight_scale": ("F32", ()),
+            base + "input_scale": ("F32", ()),
+        }
+    if scheme in ("modelopt_nvfp4", "quark_nvfp4"):
+        return {
+            name: ("U8", (rows, cols // 2)),
+            base + "weight_scale": ("F8_E4M3", (rows, cols // 16)),
+            base + "weight_scale_2": ("F32", ()),
+            base + "input_scale": ("F32", ()),
+        }
+    if scheme == "quark_mxfp4":
+        return {name: ("U8", (rows, cols // 2)), base + "weight_scale": ("U8", (rows, cols // 32))}
+    if scheme == "gptq_int4":
+        return {
+            base + "qweight": ("I32", (cols // 8, rows)),
+            base + "qzeros": ("I32", (cols // GPTQ_GROUP, rows // 8)),
+            base + "scales": ("F16", (cols // GPTQ_GROUP, rows)),
+            base + "g_idx": ("I32", (cols,)),
+        }
+    raise ValueError(scheme)
+
+
+def _quantize(t: Tensors, scheme: str) -> Tensors:
+    """Every decoder projection stored quantized under `scheme` (not `eh_proj`, the head)."""
+    out: Tensors = {}
+    for name, (dtype, shape) in t.items():
+        if _quantizable(name):
+            out.update(_scheme_tensors(name, shape, scheme))
+        else:
+            out[name] = (dtype, shape)
+    return out
+
+
+def _scheme_exclusions(mtp: Tensors, prefix: str, how: str, scheme: str) -> list[str]:
+    """The exclusion entries that leave the MTP layer at `prefix` unquantized, written as each
+    scheme's exporter writes them: `checkpoint` (every module by its checkpoint name),
+    `glob` (ModelOpt's `model.layers.{L}*`, Quark's `*layers.{L}.*`), `regex` (`re:` for
+    Quark, GPTQ's `-:` negative `dynamic` key)."""
+    if how == "glob":
+        return (
+            [prefix.rstrip(".") + "*"]
+            if scheme.startswith("modelopt")
+            else ["*" + prefix[6:] + "*"]
+        )
+    if how == "regex":
+        pattern = re.escape(prefix) + ".*"
+        return ["-:" + pattern] if scheme == "gptq_int4" else ["re:" + pattern]
+    return _exclusions(mtp, prefix, how)
+
+
+def _scheme_config(
+    scheme: str, excluded: list[str]
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(config.json's `quantization_config`, `hf_quant_config.json`) for `scheme`."""
+    if scheme.startswith("modelopt"):
+        algo = "FP8" if scheme == "modelopt_fp8" else "NVFP4"
+        quantization: dict[str, Any] = {
+            "quant_algo": algo,
+            "kv_cache_quant_algo": None,
+            "exclude_modules": ["lm_head", *excluded],
+        }
+        if algo == "NVFP4":
+            quantization["group_size"] = 16
+        return None, {
+            "producer": {"name": "modelopt", "version": "0.29.0"},
+            "quantization": quantization,
+        }
+    if scheme == "gptq_int4":
+        return {
+            "quant_method": "gptq",
+            "bits": 4,
+            "group_size": GPTQ_GROUP,
+            "desc_act": False,
+            "sym": True,
+            "dynamic": {key: {} for key in excluded},
+        }, None
+    if scheme == "quark_fp8":
+        weight: Any = {
+            "dtype": "fp8_e4m3",
+            "qscheme": "per_tensor",
+            "is_dynamic": False,
+            "symmetric": True,
+        }
+        inputs: Any = {
+            "dtype": "fp8_e4m3",
+            "qscheme": "per_tensor",
+            "is_dynamic": False,
+            "symmetric": True,
+        }
+    elif scheme == "quark_mxfp4":
+        group = {"qscheme": "per_group", "group_size": 32, "ch_axis": -1, "scale_format": "e8m0"}
+        weight = {"dtype": "fp4", "is_dynamic": False, **group}
+        inputs = {"dtype": "fp4", "is_dynamic": True, **group}
+    else:
+        fp4 = {"dtype": "fp4", "qscheme": "per_group", "group_size": 16, "ch_axis": -1}
+        fp8 = {"dtype": "fp8_e4m3", "qscheme": "per_tensor", "is_dynamic": False}
+        weight = [{**fp4, "is_dynamic": False}, fp8]
+        inputs = [{**fp4, "is_dynamic": True}, fp8]
+    return {
+        "quant_method": "quark",
+        "export": {"kv_cache_group": [], "pack_method": "reorder"},
+        "global_quant_config": {
+            "weight": weight,
+            "input_tensors": inputs,
+            "output_tensors": None,
+            "bias": None,
+        },
+        "layer_quant_config": {},
+        "layer_type_quant_config": {},
+        "exclude": ["lm_head", *excluded],
+    }, None
+
+
 def _exclusions(mtp: Tensors, prefix: str, how: str) -> list[str]:
     modules = sorted(n[: -len(".weight")] for n in mtp if _quantizable(n))
     if how == "partial":
@@ -382,7 +521,17 @@ def mtp_target(
     if rename is not None:
         mtp = {n.replace(prefix, rename, 1): v for n, v in mtp.items()}
     extra: dict[str, Any] = {}
-    if quant == "fp8":
+    quant_file: dict[str, Any] | None = None
+    if quant is not None and quant != "fp8":
+        backbone = _quantize(backbone, quant)
+        how = exclude
+        excluded = _scheme_exclusions(mtp, prefix, how, quant) if how is not None else []
+        if mtp_quantized:
+            mtp = _quantize(mtp, quant)
+        config_part, quant_file = _scheme_config(quant, excluded)
+        if config_part is not None:
+            extra["quantization_config"] = config_part
+    elif quant == "fp8":
         scale = "channel" if compressed and engine_ready else "block"
         backbone = _fp8(backbone, None, scale)
         excluded = _exclusions(mtp, prefix, exclude) if exclude is not None else []
@@ -408,6 +557,8 @@ def mtp_target(
     path.mkdir(parents=True, exist_ok=True)
     config = _config(family, depth, d, engine_ready, **extra)
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    if quant_file is not None:
+        (path / "hf_quant_config.json").write_text(json.dumps(quant_file, indent=2) + "\n")
     if not sharded:
         _write(path / "model.safetensors", {**backbone, **mtp}, fill)
         return path

@@ -122,7 +122,8 @@ class MtpFacts:
         depth_key: the config key that declares the MTP depth.
         depth_declared: the depth declared there (None: absent or not an integer).
         layers_shipped: where the MTP layers shipped are (their tensor prefixes).
-        quantization: the target's `quant_method` (None: unquantized).
+        quantization: the target's quantization scheme (`quant_method`, or ModelOpt's / Quark's
+            scheme: `modelopt-nvfp4`, `quark-mxfp4`; None: unquantized).
         excluded_modules: how many modules its quantization config leaves unquantized.
         role: `target`, or `nextn-export` (a stand-alone NextN export).
         served_beside: a NextN export's target, as given (None for a target).
@@ -156,8 +157,8 @@ class MtpFacts:
             target.depth_key,
             target.depth,
             layers,
-            target.quant.method,
-            len(target.quant.exclusions),
+            target.quant.scheme or target.quant.method,
+            len(target.quant.exclusions) + len(target.quant.dynamic),
             "nextn-export" if served_beside is not None else "target",
             served_beside,
         )

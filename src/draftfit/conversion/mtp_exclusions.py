@@ -28,6 +28,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
 )
 from draftfit.engines.profile import Profile
 from draftfit.records import frozen
+from draftfit.rule_ids import MTP_QUANT_UNCOVERED
 
 if TYPE_CHECKING:
     from typing import Any
@@ -87,6 +88,14 @@ def why_not_fixable(target: MtpTarget, config: Mapping[str, Any] | None) -> str 
     method = target.quant.method
     if method is None:
         return "the target is not quantized: no exclusion list applies"
+    scheme = target.quant.scheme or method
+    if scheme.startswith(("modelopt", "quark")):
+        return (
+            f"convert does not write `{scheme}` exclusion lists (in {target.quant.source}) "
+            "yet: add the entry that `draftfit check --method mtp` names in "
+            f"{MTP_QUANT_UNCOVERED.code}'s fix for each release by hand, or re-export the "
+            "target with the MTP layers quantized like the backbone"
+        )
     if target.quant.source != "config.json" or not isinstance(
         (config or {}).get(QUANTIZATION_CONFIG), Mapping
     ):

@@ -219,6 +219,10 @@ class MtpQuant:
             that the config has, in order).
         exclusion_keys: the keys they came from, as JSON pointers.
         dynamic: GPTQ `dynamic` keys, as written.
+        scheme: the quantization scheme the engines' data is keyed by: `method` for
+            `fp8` and `compressed-tensors`; ModelOpt as `modelopt-fp8` / `modelopt-nvfp4`
+            (by `quant_algo`), Quark as `quark-fp8` / `quark-mxfp4` / `quark-nvfp4` (by its
+            global weight format), any other method as written.
     """
 
     method: str | None = None
@@ -227,6 +231,7 @@ class MtpQuant:
     exclusions: tuple[str, ...] = ()
     exclusion_keys: tuple[str, ...] = ()
     dynamic: tuple[str, ...] = ()
+    scheme: str | None = None
 
 
 @frozen
@@ -497,12 +502,12 @@ def read_quant(config: Mapping[str, Any], quant_file: Mapping[str, Any] | None) 
     if not isinstance(qc, Mapping) and isinstance(quant_file, Mapping):
         inner = quant_file.get("quantization")
         if isinstance(inner, Mapping):
-            qc = {"quant_method": inner.get("quant_algo"), **inner}
+            qc = {**inner, "quant_method": MODELOPT}
             source, pointer = "hf_quant_config.json", "/quantization"
     if not isinstance(qc, Mapping):
         return MtpQuant()
     method = qc.get("quant_method")
-    method = method.lower() if isinstance(method, str) else "unknown"
+    method = method.lower()[:64] if isinstance(method, str) else "unknown"
     fmt = qc.get("fmt", qc.get("format"))
     exclusions: list[str] = []
     keys: list[str] = []
@@ -521,7 +526,33 @@ def read_quant(config: Mapping[str, Any], quant_file: Mapping[str, Any] | None) 
         dynamic=tuple(k for k in dynamic if isinstance(k, str))[:MAX_EXCLUSIONS]
         if isinstance(dynamic, Mapping)
         else (),
+        scheme=scheme_of(method, qc),
     )
+
+
+MODELOPT = "modelopt"
+
+
+def scheme_of(method: str, qc: Mapping[str, Any]) -> str:
+    """The scheme of a quantization config whose `quant_method` is `method` (see
+    :class:`MtpQuant`): ModelOpt by `quant_algo` (vLLM's `modelopt` for FP8, `modelopt_fp4`
+    for any FP4 algorithm), Quark by the dtype of its global weight quantization (a list of
+    two, FP4 then FP8, is NVFP4)."""
+    if method.startswith(MODELOPT):
+        algo = qc.get("quant_algo")
+        algo = algo.upper() if isinstance(algo, str) else ""
+        if algo == "FP8":
+            return "modelopt-fp8"
+        return "modelopt-nvfp4" if "FP4" in algo else f"modelopt-{algo.lower()[:32] or 'unknown'}"
+    if method == "quark":
+        glob = qc.get("global_quant_config")
+        weight = glob.get("weight") if isinstance(glob, Mapping) else None
+        if isinstance(weight, list) and weight and isinstance(weight[0], Mapping):
+            first = weight[0].get("dtype")
+            return "quark-nvfp4" if first == "fp4" and len(weight) == 2 else "quark-unknown"
+        dtype = weight.get("dtype") if isinstance(weight, Mapping) else None
+        return {"fp4": "quark-mxfp4", "fp8_e4m3": "quark-fp8"}.get(str(dtype), "quark-unknown")
+    return method
 
 
 __all__ = [
@@ -540,5 +571,6 @@ __all__ = [
     "read_mtp_target",
     "read_quant",
     "relevant_names",
+    "scheme_of",
     "select_mtp_names",
 ]

@@ -304,9 +304,10 @@ def mtp_tensor_missing() -> None:
 @event_rule(MTP_QUANT_UNCOVERED, "unquantized MTP layers in a quantized target are not excluded")
 def mtp_quant_uncovered() -> None:
     """## What it checks
-    A quantized target (FP8, compressed-tensors) whose MTP layer is stored unquantized
-    (BF16, no scales) while the quantization config's exclusion list does not name its
-    modules under the names the release matches.
+    A quantized target (FP8, compressed-tensors, ModelOpt FP8 / NVFP4 in
+    `hf_quant_config.json`, Quark FP8 / MXFP4 / NVFP4) whose MTP layer is stored
+    unquantized (BF16, no scales) while the quantization config's exclusion list does not
+    name its modules under the names, and the matching rules, of the release and scheme.
 
     ## Why it matters
     Engines build the MTP block with the target's quantization. vLLM then casts the
@@ -319,11 +320,25 @@ def mtp_quant_uncovered() -> None:
     (`model.decoder.self_attn.q_a_proj`, `model.eh_proj`, `model.decoder.mlp.experts`);
     vLLM also needs both shards of a fused module listed.
 
+    Each scheme matches its entries its own way (as the releases read do). vLLM's ModelOpt
+    (`exclude_modules`) takes an entry contained in the name or a shell wildcard
+    (`model.layers.61*`), and
+    quantizes the MTP layer's own head (`shared_head.head`) unless it is excluded too;
+    SGLang's ModelOpt takes a wildcard against the whole runtime name or one of its
+    parts (`model.decoder*`); vLLM's Quark (`exclude`) takes exact names and `re:`
+    patterns only, so the `*layers.61.*` wildcards some exports write leave the MTP layer
+    quantized. The consequence follows the weight format: an FP8 weight takes the BF16
+    values silently (drafts garbage), a packed 4-bit weight (NVFP4, MXFP4) has half the
+    BF16 tensor's columns and the load fails on its shape.
+
     ## Example
     `quant_method: fp8` with `weight_block_size` and no `modules_to_not_convert`, and a
-    BF16 `model.layers.61.*`.
+    BF16 `model.layers.61.*`; or a Quark MXFP4 target whose `exclude` lists `*layers.61.*`.
 
     ## Fix
-    Ship the MTP layer quantized like the backbone (the fix for every engine), or list its
-    modules in the exclusion list under the names each engine matches.
+    Ship the MTP layer quantized like the backbone (the fix for every engine), or add the
+    entry the finding names to the file it names (`model.layers.61*` in
+    `hf_quant_config.json`'s `exclude_modules` for vLLM's ModelOpt, `model.decoder*` for
+    SGLang's; `re:model\\.layers\\.61\\..*` in Quark's `exclude`), or list the modules in
+    the exclusion list under the names each engine matches (FP8, compressed-tensors).
     """

@@ -3,8 +3,10 @@ the names an engine release gives the module.
 
 vLLM matches the checkpoint's own names (`model.layers.{L}.self_attn.q_a_proj`); SGLang's
 NextN class renames the layer (`model.decoder.self_attn.q_a_proj`, `model.eh_proj`, the fused
-experts as `model.decoder.mlp.experts`). Entries are matched exactly, or as `re:` patterns
-(compressed-tensors) and `*` wildcards (ModelOpt), bounded like every module list
+experts as `model.decoder.mlp.experts`). Entries are matched under each scheme's own rules
+(`RULES`: FP8 and compressed-tensors exactly, as `re:` patterns or `*` wildcards; vLLM's
+ModelOpt also by containment; SGLang's ModelOpt a glob against the name or one of its
+parts; vLLM's Quark exactly or as `re:` only), bounded like every module list
 (:mod:`draftfit.engines.name_patterns`). Both shards of a fused module must agree.
 """
 
@@ -30,11 +32,29 @@ ALWAYS_UNQUANTIZED = frozenset({"eh_proj", "input_proj", "fc"})
 _EXPERT = re.compile(r"mlp\.experts\.\d+\.")
 MAX_WILDCARD_CHARS = 256
 
+# How a release matches a scheme's exclusion entries against a module name (the engine
+# data's `mtp_exclusion_match`, by scheme):
+LISTED = "listed"  # exact, `re:` patterns and `*` wildcards (FP8, compressed-tensors)
+MODELOPT = "modelopt"  # vLLM's ModelOpt: exact, an entry contained in the name, fnmatch
+MODELOPT_PARTS = "modelopt-parts"  # SGLang's ModelOpt: a glob matching the name or one part
+QUARK = "quark"  # vLLM's Quark: exact or `re:` (no glob); a MoE also by an entry under it
+RULES = (LISTED, MODELOPT, MODELOPT_PARTS, QUARK)
+# Rules under which the MTP layer's own head (`shared_head.head`, a ParallelLMHead) is built
+# with the target's quantization unless excluded (vLLM's ModelOpt quantizes LM heads).
+HEAD_RULES = frozenset({MODELOPT})
+HEAD = "shared_head.head"
+# SGLang's ModelOpt: an entry ending in one of these also matches a fused module holding it.
+FUSED_TAILS = frozenset({"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj"})
+_EXPERT_PARENT = re.compile(r"(.*\.mlp\.experts)\.\d+\.[^.]+")
 
-def quantizable(module: str) -> bool:
+
+def quantizable(module: str, rule: str = LISTED) -> bool:
     """Whether the engine builds `module` (a name under the MTP layer's prefix) with the
     target's quantization: a decoder projection or expert, not a norm, the router, the
-    head, the embedding or a module always built unquantized."""
+    embedding or a module always built unquantized; the head only under a rule of
+    `HEAD_RULES`."""
+    if module == HEAD:
+        return rule in HEAD_RULES
     last = module.rsplit(".", 1)[-1]
     if module in ALWAYS_UNQUANTIZED or last in ALWAYS_UNQUANTIZED:
         return False
@@ -52,14 +72,89 @@ def engine_name(layer: MtpLayer, module: str, naming: str) -> str:
     return "model.decoder." + module
 
 
-def excluded(name: str, entries: tuple[str, ...], names: NameList) -> bool:
-    """Whether the exclusion list names `name`."""
+def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = LISTED) -> bool:
+    """Whether the exclusion list names `name` under `rule` (one of `RULES`)."""
+    if rule == MODELOPT:
+        return _modelopt(name, entries) or _modelopt(_parent(name), entries)
+    if rule == MODELOPT_PARTS:
+        return _modelopt_parts(name, entries)
+    if rule == QUARK:
+        return _quark(name, entries)
     if name in entries or names.matches(name):
         return True
     return any(
         "*" in entry and len(entry) <= MAX_WILDCARD_CHARS and fnmatch.fnmatchcase(name, entry)
         for entry in entries
     )
+
+
+def _parent(name: str) -> str:
+    """The fused-experts module a per-expert name belongs to (the name itself otherwise)."""
+    found = _EXPERT_PARENT.fullmatch(name)
+    return found.group(1) if found else name
+
+
+def _modelopt(name: str, entries: tuple[str, ...]) -> bool:
+    """vLLM's ModelOpt (`is_layer_excluded`): an entry equal to or contained in the name,
+    or a shell wildcard matching it."""
+    return any(
+        len(entry) <= MAX_WILDCARD_CHARS and (entry in name or fnmatch.fnmatch(name, entry))
+        for entry in entries
+        if entry
+    )
+
+
+def _modelopt_parts(name: str, entries: tuple[str, ...]) -> bool:
+    """SGLang's ModelOpt (`is_layer_excluded`): each entry, `.` literal and `*` any run,
+    matching the whole name or one of its dot-separated parts; an entry ending in a fused
+    attention projection also matches a module whose last part contains it."""
+    parts = name.split(".")
+    last = parts[-1]
+    for entry in entries:
+        if not entry or len(entry) > MAX_WILDCARD_CHARS:
+            continue
+        try:
+            pattern = re.compile(entry.replace(".", r"\.").replace("*", ".*"))
+        except re.error:
+            continue
+        if pattern.fullmatch(name) or any(pattern.fullmatch(part) for part in parts):
+            return True
+        tail = entry.rsplit(".", 1)[-1]
+        if tail in FUSED_TAILS and tail in last:
+            return True
+    return False
+
+
+def _quark(name: str, entries: tuple[str, ...]) -> bool:
+    """vLLM's Quark (`should_ignore_layer`): an entry equal to the name or a `re:` pattern
+    matching its start; a wildcard entry is not a pattern. The fused experts module is
+    ignored when an entry names it or a module under it."""
+    parent = _parent(name)
+    for entry in entries:
+        if len(entry) > MAX_WILDCARD_CHARS:
+            continue
+        if entry.startswith("re:"):
+            try:
+                if re.match(entry[3:], parent):
+                    return True
+            except re.error:
+                continue
+        elif entry in (name, parent) or entry.startswith(parent + "."):
+            return True
+    return False
+
+
+def layer_entry(rule: str, layer: MtpLayer, naming: str) -> str | None:
+    """The one exclusion entry that leaves the whole MTP `layer` unquantized under `rule`
+    (None where the rule takes module names only)."""
+    prefix = layer.prefix.rstrip(".")
+    if rule == MODELOPT:
+        return prefix + "*"
+    if rule == MODELOPT_PARTS and naming == RUNTIME_NAMES:
+        return "model.decoder*"
+    if rule == QUARK and naming == CHECKPOINT_NAMES:
+        return "re:" + re.escape(prefix + ".") + ".*"
+    return None
 
 
 def shard_mates(module: str) -> tuple[str, ...]:
@@ -74,9 +169,16 @@ def shard_mates(module: str) -> tuple[str, ...]:
 __all__ = [
     "ALWAYS_UNQUANTIZED",
     "CHECKPOINT_NAMES",
+    "HEAD_RULES",
+    "LISTED",
+    "MODELOPT",
+    "MODELOPT_PARTS",
+    "QUARK",
+    "RULES",
     "RUNTIME_NAMES",
     "engine_name",
     "excluded",
+    "layer_entry",
     "quantizable",
     "shard_mates",
 ]

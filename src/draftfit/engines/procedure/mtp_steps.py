@@ -10,13 +10,19 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from draftfit import rule_ids
-from draftfit.draft.mtp import LAYER_INDEX
+from draftfit.draft.mtp import LAYER_INDEX, MtpLayer
 from draftfit.draft.nextn_export import LAYER_INDEX as LAYER_INDEX_READING
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
     CHECKPOINT_NAMES,
+    LISTED,
+    MODELOPT,
+    MODELOPT_PARTS,
+    QUARK,
+    RULES,
     engine_name,
     excluded,
+    layer_entry,
     quantizable,
     shard_mates,
 )
@@ -39,6 +45,8 @@ EMITS: tuple[rule_ids.RuleId, ...] = (
 EMITS_STAGE = "MTP procedure: the steps every engine shares"
 
 SHOWN = 6
+# Schemes matched by their listed names where a release has no `mtp_exclusion_match`.
+LISTED_SCHEMES = frozenset({"fp8", "compressed-tensors"})
 OUTCOMES = {
     "refused": Consequence.REFUSES_TO_START,
     "garbage": Consequence.DRAFTS_GARBAGE,
@@ -417,7 +425,7 @@ def quantization_covered(state: BuildState) -> bool | None:
     target, mtp = mtp_inputs(state).target, mtp_view(state)
     if not target.quantized:
         return None
-    mtp.quantization = target.quant.method
+    mtp.quantization = target.quant.scheme or target.quant.method
     naming_fact = state.profile.fact("mtp_exclusion_names")
     outcome_fact = state.profile.fact("mtp_quant_uncovered")
     if not naming_fact.known:
@@ -425,7 +433,16 @@ def quantization_covered(state: BuildState) -> bool | None:
         return None
     naming = naming_fact.value
     mtp.exclusion_names = naming
-    names = NameList(list(target.quant.exclusions), "exclusions")
+    rule = exclusion_rule(state)
+    if rule is None:
+        not_read(
+            state,
+            f"how {state.title} matches the exclusion entries of a `{mtp.quantization}` "
+            "target was not read",
+        )
+        return None
+    entries = target.quant.exclusions
+    names = NameList(list(entries), "exclusions")
     for index in mtp.layers_built or ():
         layer = target.layers.get(index)
         if layer is None:
@@ -433,18 +450,18 @@ def quantization_covered(state: BuildState) -> bool | None:
         uncovered: list[str] = []
         partial: list[str] = []
         for module in sorted(layer.modules()):
-            if not quantizable(module) or layer.stored_quantized(module) is not False:
+            if not quantizable(module, rule) or layer.stored_quantized(module) is not False:
                 continue
             name = engine_name(layer, module, naming)
-            if not excluded(name, target.quant.exclusions, names):
+            if not excluded(name, entries, names, rule):
                 uncovered.append(name)
             elif any(
-                not excluded(engine_name(layer, mate, naming), target.quant.exclusions, names)
+                not excluded(engine_name(layer, mate, naming), entries, names, rule)
                 for mate in shard_mates(module)
                 if mate in layer.modules()
             ):
                 partial.append(name)
-        _report_uncovered(state, layer.prefix, sorted(set(uncovered)), naming, outcome_fact.value)
+        _report_uncovered(state, layer, sorted(set(uncovered)), naming, rule, outcome_fact.value)
         if partial and naming == CHECKPOINT_NAMES:
             mtp_finding(
                 state,
@@ -461,18 +478,74 @@ def quantization_covered(state: BuildState) -> bool | None:
     return None
 
 
+def exclusion_rule(state: BuildState) -> str | None:
+    """How this release matches the target's scheme's exclusion entries (`RULES`): from
+    `mtp_exclusion_match`; FP8 and compressed-tensors by their listed names where the
+    release has no such fact; None where it was not read."""
+    scheme = mtp_inputs(state).target.quant.scheme
+    fact = state.profile.fact("mtp_exclusion_match")
+    rule = fact.value.get(scheme) if fact.known and isinstance(fact.value, dict) else None
+    if isinstance(rule, str) and rule in RULES:
+        return rule
+    return LISTED if scheme in LISTED_SCHEMES else None
+
+
 def _pointer(state: BuildState) -> str:
-    keys = mtp_inputs(state).target.quant.exclusion_keys
-    return keys[0] if keys else "/quantization_config"
+    quant = mtp_inputs(state).target.quant
+    if quant.exclusion_keys:
+        return quant.exclusion_keys[0]
+    if quant.source == "hf_quant_config.json":
+        return "/quantization/exclude_modules"
+    return "/quantization_config"
+
+
+def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
+    """The fix of an uncovered MTP layer: the one entry this release's rule takes for the
+    whole layer, in the file and key the target's quantization is read from, or its
+    modules by name."""
+    quant, title = mtp_inputs(state).target.quant, state.title
+    entry = layer_entry(rule, layer, naming)
+    key = _pointer(state).rsplit("/", 1)[-1] if quant.exclusion_keys else None
+    if rule in (MODELOPT, MODELOPT_PARTS):
+        key = key or "exclude_modules"
+    elif rule == QUARK:
+        key = key or "exclude"
+    where = (
+        "the quantization config's exclusion list"
+        if rule == LISTED
+        else f"`{key}` of {quant.source}"
+    )
+    portable = "ship the MTP layer quantized like the backbone (the portable fix), or, for "
+    if entry is not None:
+        note = (
+            " (a wildcard such as `*layers.N.*` is not a pattern to this release: use the "
+            "`re:` entry)"
+            if rule == QUARK
+            else ""
+        )
+        return f"{portable}{title}, add `{entry}` to {where}{note}"
+    names = (
+        "the checkpoint's own names (`model.layers.{L}...`)"
+        if naming == CHECKPOINT_NAMES
+        else "its runtime names (`model.decoder.<module>`, `model.eh_proj`, "
+        "`model.decoder.mlp.experts`)"
+    )
+    return f"{portable}{title}, list its modules in {where} under {names}"
 
 
 def _report_uncovered(
-    state: BuildState, prefix: str, uncovered: list[str], naming: str, outcomes: object
+    state: BuildState,
+    layer: MtpLayer,
+    uncovered: list[str],
+    naming: str,
+    rule: str,
+    outcomes: object,
 ) -> None:
     if not uncovered:
         return
     target = mtp_inputs(state).target
-    method = target.quant.method or ""
+    prefix = layer.prefix
+    method = target.quant.scheme or target.quant.method or ""
     word = outcomes.get(method) if isinstance(outcomes, dict) else None
     if isinstance(word, dict):  # the outcome differs by family at this release
         word = word.get(target.family.name) if target.family is not None else None
@@ -488,16 +561,18 @@ def _report_uncovered(
     more = f" and {len(uncovered) - SHOWN} more" if len(uncovered) > SHOWN else ""
     effect = (
         "loading a BF16 tensor into a quantized parameter is refused at start-up"
+        + (
+            " (the packed 4-bit weight has half the BF16 tensor's columns: a shape error)"
+            if "fp4" in method
+            else ""
+        )
         if outcome is Consequence.REFUSES_TO_START
         else "the BF16 values are cast into quantized parameters whose scales are never "
         "loaded, with no error: every draft is wrong (acceptance ≈ 0)"
     )
-    names = (
-        "the checkpoint's own names (`model.layers.{L}...`)"
-        if naming == CHECKPOINT_NAMES
-        else "its runtime names (`model.decoder.<module>`, `model.eh_proj`, "
-        "`model.decoder.mlp.experts`)"
-    )
+    keys: tuple[str, ...] = ("mtp_quant_uncovered", "mtp_exclusion_names")
+    if rule != LISTED:
+        keys += ("mtp_exclusion_match",)
     mtp_finding(
         state,
         rule_ids.MTP_QUANT_UNCOVERED,
@@ -505,10 +580,8 @@ def _report_uncovered(
         f"unquantized, and the exclusion list does not cover {shown}{more} under the names "
         f"{state.title} matches; it builds them quantized like the target: {effect}",
         location=Location(mtp_inputs(state).target.quant.source, _pointer(state)),
-        keys=("mtp_quant_uncovered", "mtp_exclusion_names"),
-        fix="ship the MTP layer quantized like the backbone (the portable fix), or, for "
-        f"{state.title}, list its modules in the quantization config's exclusion list under "
-        f"{names}",
+        keys=keys,
+        fix=_fix(state, layer, naming, rule),
         consequence=outcome,
     )
 

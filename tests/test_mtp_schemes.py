@@ -1,0 +1,155 @@
+"""DF540 on quantization schemes beyond FP8 block and compressed-tensors: ModelOpt
+(`hf_quant_config.json`, FP8 and NVFP4) and Quark (`exclude`: FP8, MXFP4, NVFP4), on tiny
+real targets (tests/mtp_factory.py), each exclusion written as that scheme's exporter writes
+it. The expected verdicts are those the engines' own code gave on a CPU where the scheme
+builds there (vLLM 0.34.0: ModelOpt FP8, Quark FP8) and what the code read says elsewhere
+(the engine data's `mtp_exclusion_match` and `mtp_quant_uncovered`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from draftfit.checker import check_path
+from draftfit.checkpoint import load_checkpoint
+from draftfit.draft.mtp import read_quant
+from draftfit.engines.launch import settings_from
+from draftfit.errors import UsageError
+from draftfit.mtp_check import mtp_target
+from draftfit.report import Verdict
+from tests.mtp_factory import mtp_target as write_target
+
+V34, V0102, SGL = "vllm==0.34.0", "vllm==0.10.2", "sglang==0.5.23"
+
+
+def _check(path: Path, engine: str) -> tuple[Verdict, list[dict[str, object]]]:
+    report = check_path(path, engines=[engine], method="mtp")
+    (result,) = report.engines
+    findings = [f.to_dict() for f in report.findings if f.rule.code == "DF540"]
+    return result.verdict, findings
+
+
+@pytest.mark.parametrize(
+    ("quant", "scheme", "source"),
+    [
+        ("modelopt_fp8", "modelopt-fp8", "hf_quant_config.json"),
+        ("modelopt_nvfp4", "modelopt-nvfp4", "hf_quant_config.json"),
+        ("quark_fp8", "quark-fp8", "config.json"),
+        ("quark_mxfp4", "quark-mxfp4", "config.json"),
+        ("quark_nvfp4", "quark-nvfp4", "config.json"),
+        ("fp8", "fp8", "config.json"),
+    ],
+)
+def test_the_scheme_is_read_from_the_file_the_engines_read(
+    tmp_path: Path, quant: str, scheme: str, source: str
+) -> None:
+    path = write_target(tmp_path / "t", quant=quant, exclude="checkpoint")
+    target = mtp_target(load_checkpoint(path))
+    assert target.quant.scheme == scheme and target.quant.source == source
+    assert "model.layers.2.self_attn.o_proj" in target.quant.exclusions
+
+
+def test_a_config_json_quantization_config_is_read_before_hf_quant_config() -> None:
+    quant = read_quant(
+        {"quantization_config": {"quant_method": "fp8"}},
+        {"quantization": {"quant_algo": "NVFP4", "exclude_modules": ["lm_head"]}},
+    )
+    assert quant.scheme == "fp8" and quant.source == "config.json"
+    modelopt = read_quant({}, {"quantization": {"quant_algo": "nvfp4_awq"}})
+    assert modelopt.method == "modelopt" and modelopt.scheme == "modelopt-nvfp4"
+
+
+# (scheme, exclusion as the exporter writes it) -> verdict per release. vLLM 0.34.0's
+# ModelOpt and Quark FP8 rows were run on a CPU (dev/mtp-schemes-oracle-results.md).
+CASES = {
+    # not excluded: BF16 cast into float8, scales unset (vLLM); SGLang: as FP8 per family
+    ("modelopt_fp8", None): {V34: "drafts-garbage", SGL: "drafts-garbage", V0102: "unverified"},
+    # ModelOpt's own `model.layers.2*`: the whole layer, head included (vLLM: run)
+    ("modelopt_fp8", "glob"): {V34: "compatible", SGL: "drafts-garbage"},
+    # every module by name, but not the MTP head, which vLLM's ModelOpt quantizes (run)
+    ("modelopt_fp8", "checkpoint"): {V34: "drafts-garbage"},
+    # SGLang's runtime names: its NextN layer is covered there
+    ("modelopt_fp8", "runtime"): {SGL: "compatible"},
+    # packed 4-bit weights: a BF16 tensor does not fit (read)
+    ("modelopt_nvfp4", None): {V34: "incompatible", SGL: "incompatible"},
+    ("modelopt_nvfp4", "glob"): {V34: "compatible"},
+    # Quark: exact names and `re:` honoured; a `*` wildcard is not (run for FP8)
+    ("quark_fp8", None): {V34: "drafts-garbage", SGL: "unverified"},
+    ("quark_fp8", "checkpoint"): {V34: "compatible"},
+    ("quark_fp8", "glob"): {V34: "drafts-garbage"},
+    ("quark_fp8", "regex"): {V34: "compatible"},
+    ("quark_mxfp4", None): {V34: "incompatible"},
+    ("quark_mxfp4", "glob"): {V34: "incompatible"},
+    ("quark_mxfp4", "regex"): {V34: "compatible"},
+    ("quark_nvfp4", None): {V34: "incompatible"},
+    # GPTQ's `dynamic` was not read for these families: never judged
+    ("gptq_int4", None): {V34: "unverified", SGL: "unverified"},
+}
+
+
+@pytest.mark.parametrize(
+    ("quant", "exclude", "engine"),
+    [(q, x, e) for (q, x), by in CASES.items() for e in by],
+)
+@pytest.mark.parametrize("family", ["deepseek_v3", "glm4_moe"])
+def test_each_scheme_gets_the_verdict_of_its_matching_and_loading(
+    tmp_path: Path, family: str, quant: str, exclude: str | None, engine: str
+) -> None:
+    path = write_target(tmp_path / "t", family, quant=quant, exclude=exclude)
+    verdict, findings = _check(path, engine)
+    expected = CASES[(quant, exclude)][engine]
+    if engine == SGL and quant == "modelopt_fp8" and expected == "drafts-garbage":
+        # SGLang's FP8 loaders: DeepSeek's MLA refuses the downcast, GLM casts silently
+        expected = "incompatible" if family == "deepseek_v3" else "drafts-garbage"
+    assert verdict.value == expected, findings
+
+
+def test_the_fix_names_the_entry_of_each_scheme_and_the_file_it_goes_in(tmp_path: Path) -> None:
+    modelopt = write_target(tmp_path / "mo", quant="modelopt_fp8")
+    _, (vllm,) = _check(modelopt, V34)
+    assert "add `model.layers.2*` to `exclude_modules` of hf_quant_config.json" in str(vllm["fix"])
+    assert vllm["location"]["file"] == "hf_quant_config.json"
+    _, (sglang,) = _check(modelopt, SGL)
+    assert "add `model.decoder*`" in str(sglang["fix"])
+    quark = write_target(tmp_path / "qk", quant="quark_mxfp4", exclude="glob")
+    _, (finding,) = _check(quark, V34)
+    assert "add `re:model\\.layers\\.2\\..*` to `exclude` of config.json" in str(finding["fix"])
+    assert "shape error" in str(finding["message"])
+
+
+def test_the_fix_entry_written_in_clears_the_finding(tmp_path: Path) -> None:
+    """The entry DF540's fix names, added to the file it names, leaves nothing to report."""
+    path = write_target(tmp_path / "t", "glm4_moe", quant="modelopt_nvfp4")
+    assert _check(path, V34)[0] is Verdict.INCOMPATIBLE
+    quant_file = path / "hf_quant_config.json"
+    data = json.loads(quant_file.read_text())
+    data["quantization"]["exclude_modules"].append("model.layers.2*")
+    quant_file.write_text(json.dumps(data))
+    assert _check(path, V34)[0] is Verdict.COMPATIBLE
+    quark = write_target(tmp_path / "q", "deepseek_v3", quant="quark_fp8")
+    config = json.loads((quark / "config.json").read_text())
+    config["quantization_config"]["exclude"].append(r"re:model\.layers\.2\..*")
+    (quark / "config.json").write_text(json.dumps(config))
+    assert _check(quark, V34)[0] is Verdict.COMPATIBLE
+
+
+def test_a_graded_launch_of_a_modelopt_target(tmp_path: Path) -> None:
+    path = write_target(tmp_path / "t", quant="modelopt_fp8")
+    launch = 'vllm serve T --speculative-config \'{"method": "mtp", "num_speculative_tokens": 1}\''
+    report = check_path(path, engines=[V34], serve=settings_from(serve_args=launch))
+    (result,) = report.engines
+    assert result.verdict is Verdict.DRAFTS_GARBAGE
+    assert result.to_dict()["mtp"]["quantization"] == "modelopt-fp8"
+
+
+def test_convert_says_what_to_do_for_a_scheme_it_does_not_write(tmp_path: Path) -> None:
+    from draftfit.conversion.mtp_convert import convert_mtp_path
+
+    path = write_target(tmp_path / "t", quant="modelopt_fp8")
+    before = {p.name: p.read_bytes() for p in path.iterdir()}
+    with pytest.raises(UsageError, match="names in DF540's fix"):
+        convert_mtp_path(path, tmp_path / "out", [V34])
+    assert not (tmp_path / "out").exists()
+    assert {p.name: p.read_bytes() for p in path.iterdir()} == before
