@@ -93,6 +93,7 @@ NOT_CONFIG = {
     "d2t",
     "dense_only",
     "eagle3_one_model",
+    "layer",  # the `mtp_missing_weights` fact's per-family outcome of a wholly missing layer
     "layer_module",
     "layers_remap",
     "below_read",  # a version's basis, merged into a matrix range's

@@ -416,7 +416,7 @@ case(
     "mtp-release-not-read",
     set(),
     QUIET,
-    engines=("vllm==0.20.0",),
+    engines=("vllm==0.9.2",),
     serve_args=_vllm(),
     verdict="unverified",
 )(target())

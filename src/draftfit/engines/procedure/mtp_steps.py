@@ -263,6 +263,20 @@ def _missing_outcome(state: BuildState) -> Consequence | None:
     return OUTCOMES.get(word) if isinstance(word, str) else None
 
 
+def _layer_missing_outcome(state: BuildState) -> tuple[Consequence | None, bool]:
+    """What a wholly missing MTP layer does, and whether the family's own MTP loader refuses
+    it (`mtp_missing_weights`' `layer`, per family: a check of its own that also runs for a
+    quantized target) rather than the load check."""
+    fact = state.profile.fact("mtp_missing_weights")
+    family = mtp_inputs(state).target.family
+    own = fact.value.get("layer") if fact.known and isinstance(fact.value, dict) else None
+    word = own.get(family.name) if isinstance(own, dict) and family is not None else None
+    outcome = OUTCOMES.get(word) if isinstance(word, str) else None
+    if outcome is not None:
+        return outcome, True
+    return _missing_outcome(state), False
+
+
 def _load_check_counts(state: BuildState, missing: list[str]) -> bool:
     """The release's load check counts at least one of the missing modules: it leaves out
     the modules `mtp_load_check_counts` does not name for the family (the modules with a
@@ -292,7 +306,7 @@ def layers_present(state: BuildState) -> bool | None:
     missing = [i for i in built if i not in target.layers]
     if not missing:
         return None
-    outcome = _missing_outcome(state)
+    outcome, refused_by_loader = _layer_missing_outcome(state)
     if outcome is None:
         not_read(state, f"what {state.title} does with a missing MTP layer was not read")
         return None
@@ -305,10 +319,15 @@ def layers_present(state: BuildState) -> bool | None:
         if target.stray
         else ""
     )
+    words = (
+        "its MTP loader refuses a layer no tensor reached (`MTP speculative decoding layer "
+        "... weights missing from checkpoint`), quantized or not"
+        if refused_by_loader
+        else _consequence_words(outcome)
+    )
     message = (
         f"the config declares {mtp.depth_used} MTP layer(s), but the checkpoint ships no "
-        f"tensor under {prefixes}{stray}: {state.title} builds the layer and "
-        f"{_consequence_words(outcome)}"
+        f"tensor under {prefixes}{stray}: {state.title} builds the layer and {words}"
     )
     fix = (
         "export the MTP layers with the checkpoint (the exporter dropped them), or set "

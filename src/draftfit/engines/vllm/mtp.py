@@ -3,7 +3,8 @@ then the steps every engine shares
 (:mod:`draftfit.engines.procedure.mtp_steps`): the engine's `by_method["mtp"]` procedure.
 
 What each release does is in the `mtp_*` facts of `data.toml` (read in the 0.10.2 and 0.34.0
-wheels, confirmed on a CPU: `dev/mtp-source-facts.md`, `dev/mtp-oracle-results.md`).
+wheels, confirmed on a CPU: `dev/mtp-source-facts.md`, `dev/mtp-oracle-results.md`; the
+releases between read in their sources, not run).
 """
 
 from __future__ import annotations
