@@ -96,3 +96,25 @@ def test_deepseek_refuses_a_quantized_target_without_its_mtp_layer_from_0_17_0_t
     for version, wanted in expected.items():
         state, codes = verdict(path, version)
         assert state is wanted and MTP_LAYER_MISSING.code in codes, version
+
+
+@pytest.mark.parametrize("version", ["0.10.2", "0.20.0", "0.34.0"])
+def test_a_kimi_k2_model_type_is_not_rewritten_into_vllms_mtp_draft(
+    tmp_path: Path, version: str
+) -> None:
+    """vLLM rewrites a DeepSeek-V3-style target into its MTP draft by `model_type`
+    (`deepseek_v3`): the same layers under Kimi-K2's `kimi_k2` are refused (run at 0.34.0:
+    the whole model is built as the draft), while SGLang picks its NextN class by
+    architecture and serves them."""
+    import json
+
+    path = write_target(tmp_path / "t")
+    method = "deepseek_mtp" if version == "0.10.2" else "mtp"  # `mtp` is taken from 0.11.0
+    config = json.loads((path / "config.json").read_text())
+    assert verdict(path, version, method)[0] is Verdict.COMPATIBLE
+    config["model_type"] = "kimi_k2"
+    (path / "config.json").write_text(json.dumps(config))
+    found, codes = verdict(path, version, method)
+    assert found is Verdict.INCOMPATIBLE and "DF140" in codes
+    report = check_path(path, engines=["sglang==0.5.23"], method="mtp")
+    assert report.engines[0].verdict is Verdict.COMPATIBLE

@@ -25,6 +25,7 @@ from draftfit.location import Location
 from draftfit.rule_ids import Consequence
 
 EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.MTP_FAMILY_UNSERVED,
     rule_ids.MTP_LAUNCH_KIND,
     rule_ids.MTP_METHOD_NAME,
     rule_ids.MTP_TOKEN_COUNT_MISSING,
@@ -137,10 +138,43 @@ def token_count(state: BuildState) -> bool | None:
     return False
 
 
+def model_type_rewritten(state: BuildState) -> bool | None:
+    """vLLM turns a target into its MTP draft by `model_type` for some families
+    (`mtp_family_model_types`): a target of the family under another model type (Kimi-K2's
+    `kimi_k2`, a DeepSeek-V3 by its tensors) is not rewritten, and its draft is built as the
+    whole target model (DF140)."""
+    inputs = mtp_inputs(state)
+    family, target = inputs.target.family, inputs.target
+    if inputs.eagle_draft is not None or inputs.export is not None or family is None:
+        return None
+    fact = state.profile.fact("mtp_family_model_types")
+    if not fact.known or not isinstance(fact.value, dict):
+        return None
+    rewritten = fact.value.get(family.name)
+    if not isinstance(rewritten, list) or target.model_type in rewritten:
+        return None
+    shown = ", ".join(f"`{t}`" for t in rewritten)
+    mtp_finding(
+        state,
+        rule_ids.MTP_FAMILY_UNSERVED,
+        f"{state.title} turns a {family.title} target into its MTP draft by `model_type` "
+        f"({shown}), and this target's is `{target.model_type}`: the config is not "
+        "rewritten, the draft is built as the whole target model, and the MTP launch is "
+        "refused",
+        location=Location("config.json", "/model_type"),
+        keys=("mtp_family_model_types",),
+        fix="serve the MTP layers with SGLang (0.5.23 chooses its NextN class by architecture "
+        f"and serves such a target); or a config with `model_type` {shown} if the checkpoint "
+        "is that model",
+    )
+    return False
+
+
 MTP_PROCEDURE: Procedure = (
     mtp_build(
         steps.release_read,
         steps.family_served,
+        model_type_rewritten,
         method_name,
         export.export_reading,
         steps.draft_path,
@@ -154,4 +188,4 @@ MTP_PROCEDURE: Procedure = (
     ),
 )
 
-__all__ = ["MTP_PROCEDURE", "method_name", "token_count"]
+__all__ = ["MTP_PROCEDURE", "method_name", "model_type_rewritten", "token_count"]
