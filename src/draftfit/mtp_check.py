@@ -330,6 +330,7 @@ def mtp_launch(settings: ServeSettings | None, checked: str | None = None) -> Mt
         layers=settings.mtp_layers,
         vanilla=settings.mtp_vanilla,
         one_model=settings.mtp_eagle_one_model,
+        max_draft_len=settings.max_draft_len,
     )
 
 

@@ -9,7 +9,8 @@ draft to the target (`mtp_default_draft`); SGLang `--speculative-algorithm NEXTN
 steps, top-k and draft tokens the release itself would choose (`mtp_tokens_default`) and
 `--speculative-draft-model-path` where it is required; TensorRT-LLM `trtllm-serve T
 --extra_llm_api_options FILE` whose YAML is `speculative_config: {decoding_type: MTP,
-num_nextn_predict_layers: N}` with N the MTP depth (a release whose data gives its MTP
+num_nextn_predict_layers: N}` (`max_draft_len: N` where the release reads the depth there:
+`mtp_launch_depth_key`) with N the MTP depth (a release whose data gives its MTP
 launch's default depth, `mtp_launch_depth_default`, reads its MTP launch from that file).
 Where the target's quantization config leaves its BF16 MTP layer unexcluded (DF540), the
 recipe first runs `draftfit convert --method mtp`, which writes the exclusion list under
@@ -63,6 +64,8 @@ CONVERTED_SUFFIX = "-mtp-{engine}"
 SERVED = "mtp_families_served"
 # The fact of a release whose MTP launch is a speculative config in an options file.
 OPTIONS_FILE_DEPTH = "mtp_launch_depth_default"
+# The key its options file writes the depth under (`num_nextn_predict_layers` where unknown).
+OPTIONS_FILE_DEPTH_KEY = "mtp_launch_depth_key"
 OPTIONS_FILE = "mtp.yaml"
 
 
@@ -271,12 +274,19 @@ def _options_file_launch(
     flag = launch.options_file_flag
     if not names.known or not canonical or flag is None:
         return f"the MTP launch of {profile.title} was not read"
+    key = profile.fact(OPTIONS_FILE_DEPTH_KEY)
+    depth_key = key.value if key.known else "num_nextn_predict_layers"
     config: dict[str, Any] = {
-        "speculative_config": {"decoding_type": canonical[0], "num_nextn_predict_layers": depth}
+        "speculative_config": {"decoding_type": canonical[0], depth_key: depth}
     }
+    beyond = (
+        "refused at this release"
+        if depth_key == "num_nextn_predict_layers"
+        else "shared or silently cut short at this release"
+    )
     notes.append(
-        f"num_nextn_predict_layers {depth}: the MTP depth the target declares (more layers "
-        "than it ships are refused at this release, unless one layer is reused: MTP-Eagle)"
+        f"{depth_key} {depth}: the MTP depth the target declares (more layers than it ships "
+        f"are {beyond}, unless one layer is reused: MTP-Eagle)"
     )
     command = (
         f"cat > {OPTIONS_FILE} <<'EOF'\n{yaml_text(config)}EOF\n"

@@ -35,6 +35,8 @@ class MtpLaunch:
         vanilla: whether it asks for every layer in turn (TensorRT-LLM `use_mtp_vanilla`).
         one_model: whether one-layer MTP runs in the target's engine (TensorRT-LLM
             `mtp_eagle_one_model`).
+        max_draft_len: the draft tokens per step the launch writes as `max_draft_len`
+            (TensorRT-LLM releases that read the MTP depth from it).
     """
 
     given: bool = False
@@ -47,6 +49,7 @@ class MtpLaunch:
     layers: int | None = None
     vanilla: bool | None = None
     one_model: bool | None = None
+    max_draft_len: int | None = None
 
     @property
     def other_draft(self) -> str | None:

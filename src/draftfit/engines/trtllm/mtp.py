@@ -4,12 +4,16 @@ it selects, then the steps every engine shares
 
 What a release does is in the `mtp_*` facts of `data.toml`: read at the pinned 1.2.0rc2
 commit (modeling_speculative.py, speculative/interface.py) and in undated main-branch
-versions of llm_args.py and modeling_deepseekv3.py (`dev/trtllm-source-facts.md`); no
-release was run. TensorRT-LLM builds its MTP layers as DeepSeek-V3's `DeepseekV3MTP`; with a
-checkpoint that declares one MTP layer and `use_mtp_vanilla` off it builds that one layer and
-runs it once per draft token (MTP-Eagle), otherwise one layer per `num_nextn_predict_layers`
-of the launch (vanilla MTP). A family the data does not list at a release was not read there:
-its check is unverified, not refused.
+versions of llm_args.py and modeling_deepseekv3.py; from 1.4.0rc0 in undated main-branch
+versions only (`dev/trtllm-source-facts.md`); no release was run. TensorRT-LLM builds
+DeepSeek-V3's MTP layers as `DeepseekV3MTP`; with a checkpoint that declares one MTP layer
+and `use_mtp_vanilla` off it builds that one layer and runs it once per draft token
+(MTP-Eagle), otherwise one layer per draft token (vanilla MTP). The launch's depth is
+`num_nextn_predict_layers` at 1.2.0rc2 and `max_draft_len` from 1.4.0rc0; a vanilla launch
+deeper than the checkpoint fails at load at 1.2.0rc2, and from 1.4.0rc0 shares the
+checkpoint's layers (DeepSeek with `use_mtp_vanilla`) or is silently capped at them. A
+family the data does not list at a release was not read there: its check is unverified,
+not refused.
 """
 
 from __future__ import annotations
@@ -36,9 +40,12 @@ EMITS: tuple[rule_ids.RuleId, ...] = (
 EMITS_STAGE = "MTP procedure: the speculative config of a TensorRT-LLM launch"
 
 EAGLE_TYPES = frozenset({"Eagle", "Eagle3"})
-LAYERS_KEY = "/speculative_config/num_nextn_predict_layers"
 # the vanilla-MTP rule at a release: one layer reused when the checkpoint ships one
 EAGLE_IF_ONE_LAYER = "eagle-if-one-layer"
+# where a release reads the MTP launch's depth, when not `num_nextn_predict_layers`
+DRAFT_LEN_KEY = "max_draft_len"
+# what vanilla MTP does with a launch deeper than the checkpoint
+REFUSED, SHARED, CLAMPED = "refused", "shared", "clamped"
 
 
 def family_read(state: BuildState) -> bool | None:
@@ -101,63 +108,137 @@ def decoding_type(state: BuildState) -> bool | None:
 
 
 def mtp_mode(state: BuildState) -> bool | None:
-    """The MTP layers the release builds from the checkpoint's depth and the launch's
-    `num_nextn_predict_layers` (DF145): MTP-Eagle runs the one checkpoint layer once per
-    draft token; vanilla MTP builds one layer per draft token, and a launch that asks for
-    more layers than the checkpoint ships fails at load where the release was read to."""
+    """The MTP layers the release builds from the checkpoint's depth and the launch's depth
+    (`num_nextn_predict_layers`, or `max_draft_len` where the release reads it there)
+    (DF145): MTP-Eagle runs the one checkpoint layer once per draft token; vanilla MTP builds
+    one layer per draft token, and a launch that asks for more layers than the checkpoint
+    ships fails at load, shares the checkpoint's layers or is silently capped at them, as
+    the release was read to do."""
     inputs, mtp = mtp_inputs(state), mtp_view(state)
-    target, launch = inputs.target, inputs.launch
+    launch = inputs.launch
     rule = state.profile.fact("mtp_depth_rule")
-    default = state.profile.fact("mtp_launch_depth_default")
     shipped = mtp.depth_used
     if not rule.known or rule.value != EAGLE_IF_ONE_LAYER or shipped is None:
         not_read(state, f"how {state.title} chooses the MTP layers it builds was not read")
         return False
-    asked = launch.layers if launch.layers is not None else default.value
-    if not isinstance(asked, int) or asked < 1:
-        not_read(
-            state,
-            f"what {state.title} does with `num_nextn_predict_layers` {asked} was not read",
-        )
+    eagle = shipped == 1 and not launch.vanilla
+    asked = _launch_depth(state, eagle, shipped)
+    if asked is None:
         return False
     mtp.tokens = asked
-    if shipped == 1 and not launch.vanilla:  # MTP-Eagle: the one layer, run `asked` times
+    if eagle:  # MTP-Eagle: the one layer, run `asked` times
         mtp.layers_built = (0,)
         mtp.layer_reused = asked > 1
         return None
-    if asked > shipped:
-        above = state.profile.fact("mtp_launch_depth_above_checkpoint")
-        if not above.known or above.value != "refused":
-            not_read(
-                state,
-                f"what {state.title} does when the launch asks for more MTP layers than the "
-                "checkpoint ships was not read",
-            )
-            return False
-        prefix = target.family.layer_prefix if target.family is not None else None
-        first = (
-            f"`{prefix(target.num_hidden_layers or 0, shipped)}*`" if prefix else "the next layer"
+    if asked <= shipped:
+        mtp.layers_built = tuple(range(asked))
+        return None
+    return _above_checkpoint(state, asked, shipped)
+
+
+def _launch_depth(state: BuildState, eagle: bool, shipped: int) -> int | None:
+    """The draft depth the launch asks for, under the key the release reads it from, or the
+    release's default for the mode; None (with the part not read) where that is unknown."""
+    launch, title = mtp_inputs(state).launch, state.title
+    key = state.profile.fact("mtp_launch_depth_key")
+    if not key.known:
+        not_read(state, f"where {title} reads the MTP launch's depth was not read")
+        return None
+    written = launch.max_draft_len if key.value == DRAFT_LEN_KEY else launch.layers
+    if key.value == DRAFT_LEN_KEY and written is None and launch.layers is not None:
+        not_read(
+            state,
+            f"{title} reads the MTP depth from `max_draft_len` and fills "
+            "`num_nextn_predict_layers` from the checkpoint; what it does with the launch's "
+            f"own `num_nextn_predict_layers: {launch.layers}` was not read",
         )
+        return None
+    asked = written if written is not None else _default(state, eagle, shipped)
+    if not isinstance(asked, int) or asked < 1:
+        not_read(state, f"what {title} does with an MTP depth of {asked} was not read")
+        return None
+    return asked
+
+
+def _default(state: BuildState, eagle: bool, shipped: int) -> object:
+    """The release's depth when the launch writes none: one number, or one per mode
+    (`vanilla = "checkpoint"`: the checkpoint's own layer count)."""
+    value = state.profile.fact("mtp_launch_depth_default").value
+    if isinstance(value, dict):
+        value = value.get("mtp-eagle" if eagle else "vanilla")
+    return shipped if value == "checkpoint" else value
+
+
+def _above_checkpoint(state: BuildState, asked: int, shipped: int) -> bool | None:
+    """Vanilla MTP asked for more layers than the checkpoint ships: the load fails
+    ('refused'), the extra layers reuse the checkpoint's ('shared', with `use_mtp_vanilla`),
+    or the draft is silently capped at the checkpoint's layers ('clamped')."""
+    inputs, mtp, title = mtp_inputs(state), mtp_view(state), state.title
+    target, launch = inputs.target, inputs.launch
+    key = state.profile.fact("mtp_launch_depth_key").value
+    what = _above_rule(state)
+    if what == SHARED and not launch.vanilla:
+        what = CLAMPED  # the shared path is taken only when the launch asks for vanilla
+    keys = ("mtp_launch_depth_above_checkpoint", "mtp_depth_rule", "mtp_launch_depth_key")
+    where = Location(pointer=f"/speculative_config/{key}")
+    if what == SHARED:
+        mtp.layers_built = tuple(range(shipped))
+        mtp.layer_reused = True
+        return None
+    if what == CLAMPED:
+        mtp.tokens = shipped
+        mtp.layers_built = tuple(range(shipped))
         mtp_finding(
             state,
             rule_ids.MTP_DEPTH_TOKENS,
-            f"the launch asks for {asked} MTP layers (`num_nextn_predict_layers`), but the "
-            f"target declares {shipped}: {state.title}'s vanilla MTP builds one layer per draft "
-            f"token and looks up the weights of {first} and after, which the checkpoint does "
-            "not ship: the load fails",
-            location=Location(pointer=LAYERS_KEY),
-            keys=("mtp_launch_depth_above_checkpoint", "mtp_depth_rule"),
-            fix=f"set `num_nextn_predict_layers` to at most {shipped}"
-            + (
-                " (or leave `use_mtp_vanilla` off: with one checkpoint layer MTP-Eagle runs "
-                "it once per draft token)"
-                if shipped == 1
-                else ""
-            ),
+            f"the launch asks for {asked} draft tokens (`{key}`), but the target ships "
+            f"{shipped} MTP layer(s): {title}'s vanilla MTP silently caps the draft at "
+            f"{shipped} token(s) per step — fewer draft tokens than asked, each one drafted "
+            "by its own layer",
+            location=where,
+            keys=keys,
+            fix=f"set `{key}` to at most {shipped}, the MTP layers the target ships",
+            consequence=Consequence.DEGRADES,
+        )
+        return None
+    if what != REFUSED:
+        not_read(
+            state,
+            f"what {title} does when the launch asks for more MTP layers than the "
+            "checkpoint ships was not read",
         )
         return False
-    mtp.layers_built = tuple(range(asked))
-    return None
+    prefix = target.family.layer_prefix if target.family is not None else None
+    first = f"`{prefix(target.num_hidden_layers or 0, shipped)}*`" if prefix else "the next layer"
+    mtp_finding(
+        state,
+        rule_ids.MTP_DEPTH_TOKENS,
+        f"the launch asks for {asked} MTP layers (`{key}`), but the target declares "
+        f"{shipped}: {title}'s vanilla MTP builds one layer per draft token and looks up the "
+        f"weights of {first} and after, which the checkpoint does not ship: the load fails",
+        location=where,
+        keys=keys,
+        fix=f"set `{key}` to at most {shipped}"
+        + (
+            " (or leave `use_mtp_vanilla` off: with one checkpoint layer MTP-Eagle runs "
+            "it once per draft token)"
+            if shipped == 1
+            else ""
+        ),
+    )
+    return False
+
+
+def _above_rule(state: BuildState) -> object:
+    """`mtp_launch_depth_above_checkpoint` for the target's family (`"*"`: the others)."""
+    above = state.profile.fact("mtp_launch_depth_above_checkpoint")
+    if not above.known:
+        return None
+    if not isinstance(above.value, dict):
+        return above.value
+    family = mtp_inputs(state).target.family
+    name = family.name if family is not None else None
+    return above.value.get(name or "", above.value.get("*"))
 
 
 MTP_PROCEDURE: Procedure = (
