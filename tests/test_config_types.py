@@ -89,6 +89,7 @@ FIELD_TUPLES = {"LAYER_FIELDS", "EAGLE_FIELDS", "MOE_KEYS", "NORM_FLAGS", "MODEL
 NOT_CONFIG = {
     "archs",
     "forced_one",  # the `mtp_depth_rule` fact's families forced to one MTP layer
+    "not_read",  # the `mtp_depth_rule` fact's families whose rule for another depth was not read
     "rule",  # the `mtp_depth_rule` fact's rule (`divisible`, `exactly-one`)
     "d2t",
     "dense_only",

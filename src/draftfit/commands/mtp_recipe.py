@@ -36,6 +36,7 @@ from draftfit.conversion.mtp_exclusions import (
 from draftfit.draft.mtp import MtpTarget
 from draftfit.engines.interface import NoRecipe, Recipe, engine_of
 from draftfit.engines.launch import parse_serve_args
+from draftfit.engines.procedure.mtp_part import tokens_chosen
 from draftfit.engines.profile import Profile
 from draftfit.engines.serve import (
     CONTINUATION,
@@ -237,10 +238,10 @@ def _launch(
         )
         lines = [start, f"{launch.json_flag} {shell_quote(json.dumps(config))}"]
         return CONTINUATION.join(lines), config, notes, None
-    chosen = profile.fact("mtp_tokens_default")
-    if not chosen.known:
-        return f"the MTP steps {title} chooses were not read"
-    steps, topk, tokens = chosen.value
+    chosen = tokens_chosen(profile, family.name)
+    if chosen is None:
+        return f"the MTP steps {title} chooses for {family.title} targets were not read"
+    steps, topk, tokens = chosen
     flags: dict[str, Any] = {
         "--speculative-algorithm": "NEXTN",
         "--speculative-num-steps": steps,

@@ -12,6 +12,8 @@ The steps every engine shares are in :mod:`.mtp_steps`, each engine's own in
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.engines.mtp_view import MtpInputs, MtpView
 from draftfit.engines.procedure.run import Step
 from draftfit.engines.procedure.state import BuildState
@@ -19,6 +21,9 @@ from draftfit.engines.view import Event
 from draftfit.location import Location
 from draftfit.records import replace
 from draftfit.rule_ids import Consequence, RuleId
+
+if TYPE_CHECKING:
+    from draftfit.engines.profile import Profile
 
 
 def mtp_inputs(state: BuildState) -> MtpInputs:
@@ -79,6 +84,20 @@ def not_read(state: BuildState, what: str) -> None:
         part.not_read.append(what)
 
 
+def tokens_chosen(profile: Profile, family: str | None) -> tuple[int, int, int] | None:
+    """The [steps, top-k, draft tokens] the release chooses for an MTP launch that names
+    none (`mtp_tokens_default`: one triple for every family, or a triple per family where
+    the release chooses by architecture); None where it was not read for `family`."""
+    fact = profile.fact("mtp_tokens_default")
+    if not fact.known:
+        return None
+    chosen = fact.value.get(family) if isinstance(fact.value, dict) else fact.value
+    if not isinstance(chosen, list) or len(chosen) != 3:
+        return None
+    steps, topk, tokens = (int(n) for n in chosen)
+    return steps, topk, tokens
+
+
 def mtp_build(*steps: Step) -> Step:
     """An engine's MTP steps as one step: the view gets its MTP part, the steps run in order
     until one stops, and the MTP draft counts as built when nothing refused it."""
@@ -106,4 +125,12 @@ def mtp_not_read(state: BuildState) -> bool:
     return False
 
 
-__all__ = ["mtp_build", "mtp_finding", "mtp_inputs", "mtp_not_read", "mtp_view", "not_read"]
+__all__ = [
+    "mtp_build",
+    "mtp_finding",
+    "mtp_inputs",
+    "mtp_not_read",
+    "mtp_view",
+    "not_read",
+    "tokens_chosen",
+]

@@ -208,7 +208,8 @@ def depth(state: BuildState) -> bool | None:
 
 
 def depth_vs_tokens(state: BuildState) -> bool | None:
-    """The launch's token count against the depth the release reads (DF145)."""
+    """The launch's token count against the depth the release reads (DF145); a depth other
+    than 1 of a family the entry lists in `not_read` stops here, unverified."""
     target = mtp_inputs(state).target
     mtp = mtp_view(state)
     n = mtp.depth_used
@@ -223,6 +224,14 @@ def depth_vs_tokens(state: BuildState) -> bool | None:
         and isinstance(fact.value, dict)
         and family.name in fact.value.get("forced_one", [])
     )
+    if (
+        n != 1
+        and family is not None
+        and isinstance(fact.value, dict)
+        and family.name in fact.value.get("not_read", [])
+    ):  # what this family's MTP class does with another depth than 1 was not read
+        not_read(state, f"{state.title}'s MTP depth rule for {family.title} was not read")
+        return False
     where = Location("config.json", f"/{target.depth_key}")
     if forced:
         n = mtp.depth_used = 1

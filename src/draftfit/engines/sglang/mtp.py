@@ -18,6 +18,7 @@ from draftfit.engines.procedure.mtp_part import (
     mtp_inputs,
     mtp_view,
     not_read,
+    tokens_chosen,
 )
 from draftfit.engines.procedure.run import Procedure
 from draftfit.engines.procedure.state import BuildState
@@ -85,11 +86,12 @@ def step_count(state: BuildState) -> bool | None:
     mtp_view(state).tokens = launch.tokens
     if not launch.given or launch.tokens is not None:
         return None
-    fact = state.profile.fact("mtp_tokens_default")
-    if not fact.known:
+    family = mtp_inputs(state).target.family
+    chosen = tokens_chosen(state.profile, family.name if family is not None else None)
+    if chosen is None:
         not_read(state, f"{title}'s default MTP steps were not read")
         return None
-    steps_, topk, tokens = fact.value
+    steps_, topk, tokens = chosen
     mtp_view(state).tokens = steps_
     mtp_finding(
         state,
