@@ -72,8 +72,9 @@ CASES = {
     ("modelopt_fp8", "checkpoint"): {V34: "drafts-garbage"},
     # SGLang's runtime names: its NextN layer is covered there
     ("modelopt_fp8", "runtime"): {SGL: "compatible"},
-    # packed 4-bit weights: a BF16 tensor does not fit (read)
-    ("modelopt_nvfp4", None): {V34: "incompatible", SGL: "incompatible"},
+    # packed 4-bit weights: a BF16 tensor does not fit (read); SGLang's DeepSeek and GLM
+    # NextN classes build the layer unquantized for `modelopt_fp4` (read): nothing to exclude
+    ("modelopt_nvfp4", None): {V34: "incompatible", SGL: "compatible"},
     ("modelopt_nvfp4", "glob"): {V34: "compatible"},
     # Quark: exact names and `re:` honoured; a `*` wildcard is not (run for FP8)
     ("quark_fp8", None): {V34: "drafts-garbage", SGL: "unverified"},
@@ -104,6 +105,20 @@ def test_each_scheme_gets_the_verdict_of_its_matching_and_loading(
         # SGLang's FP8 loaders: DeepSeek's MLA refuses the downcast, GLM casts silently
         expected = "incompatible" if family == "deepseek_v3" else "drafts-garbage"
     assert verdict.value == expected, findings
+
+
+def test_sglang_builds_a_modelopt_nvfp4_mtp_layer_unquantized(tmp_path: Path) -> None:
+    """SGLang 0.5.23's DeepSeek / GLM NextN classes drop a `modelopt_fp4` quantization: a BF16
+    MTP layer needs no exclusion there (vLLM refuses it), and an MTP layer stored in NVFP4 is
+    loaded into the unquantized layer, which was not read: unverified, never compatible."""
+    bf16 = write_target(tmp_path / "bf16", quant="modelopt_nvfp4")
+    assert _check(bf16, SGL) == (Verdict.COMPATIBLE, [])
+    assert _check(bf16, V34)[0] is Verdict.INCOMPATIBLE
+    packed = write_target(tmp_path / "nvfp4", quant="modelopt_nvfp4", mtp_quantized=True)
+    verdict, findings = _check(packed, SGL)
+    assert verdict is Verdict.UNVERIFIED and findings == []
+    report = check_path(packed, engines=[SGL], method="mtp")
+    assert any("stores it quantized" in reason for reason in report.engines[0].unverified_reasons)
 
 
 def test_the_fix_names_the_entry_of_each_scheme_and_the_file_it_goes_in(tmp_path: Path) -> None:

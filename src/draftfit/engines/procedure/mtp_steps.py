@@ -10,7 +10,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from draftfit import rule_ids
-from draftfit.draft.mtp import LAYER_INDEX, MtpLayer
+from draftfit.draft.mtp import LAYER_INDEX, MtpLayer, MtpTarget
 from draftfit.draft.nextn_export import LAYER_INDEX as LAYER_INDEX_READING
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
@@ -51,6 +51,9 @@ OUTCOMES = {
     "refused": Consequence.REFUSES_TO_START,
     "garbage": Consequence.DRAFTS_GARBAGE,
 }
+# The outcome where the release builds the MTP layer unquantized for the scheme whatever the
+# config says (SGLang 0.5.23's NextN classes for ModelOpt NVFP4): there is nothing to exclude.
+BUILT_UNQUANTIZED = "unquantized"
 
 
 def release_read(state: BuildState) -> bool | None:
@@ -442,6 +445,8 @@ def quantization_covered(state: BuildState) -> bool | None:
         return None
     naming = naming_fact.value
     mtp.exclusion_names = naming
+    if _outcome_word(target, outcome_fact.value) == BUILT_UNQUANTIZED:
+        return _built_unquantized(state)
     rule = exclusion_rule(state)
     if rule is None:
         not_read(
@@ -484,6 +489,39 @@ def quantization_covered(state: BuildState) -> bool | None:
                 "`kv_a_proj_with_mqa`, `gate_proj` with `up_proj`)",
                 consequence=Consequence.REFUSES_TO_START,
             )
+    return None
+
+
+def _outcome_word(target: MtpTarget, outcomes: object) -> str | None:
+    """The `mtp_quant_uncovered` word for the target's scheme (and family, where the release
+    differs by family), or None where the data has none."""
+    method = target.quant.scheme or target.quant.method or ""
+    word = outcomes.get(method) if isinstance(outcomes, dict) else None
+    if isinstance(word, dict):  # the outcome differs by family at this release
+        word = word.get(target.family.name) if target.family is not None else None
+    return word if isinstance(word, str) else None
+
+
+def _built_unquantized(state: BuildState) -> bool | None:
+    """The release builds the MTP layer unquantized for this scheme whatever the exclusion
+    list says: an MTP layer stored unquantized needs no exclusion; one stored quantized is
+    loaded into the unquantized layer, which was not read (unverified)."""
+    inputs, mtp = mtp_inputs(state), mtp_view(state)
+    target = inputs.target
+    for index in mtp.layers_built or ():
+        layer = target.layers.get(index)
+        if layer is None:
+            continue
+        stored = sorted(m for m in layer.modules() if layer.stored_quantized(m))
+        if stored:
+            not_read(
+                state,
+                f"{state.title} builds the MTP layer {layer.prefix.rstrip('.')} of a "
+                f"`{mtp.quantization}` target unquantized whatever its config says, and the "
+                f"checkpoint stores it quantized (`{stored[0]}`): how it loads those tensors "
+                "was not read",
+            )
+            return None
     return None
 
 
@@ -555,10 +593,8 @@ def _report_uncovered(
     target = mtp_inputs(state).target
     prefix = layer.prefix
     method = target.quant.scheme or target.quant.method or ""
-    word = outcomes.get(method) if isinstance(outcomes, dict) else None
-    if isinstance(word, dict):  # the outcome differs by family at this release
-        word = word.get(target.family.name) if target.family is not None else None
-    outcome = OUTCOMES.get(word) if isinstance(word, str) else None
+    word = _outcome_word(target, outcomes)
+    outcome = OUTCOMES.get(word) if word is not None else None
     if outcome is None:
         not_read(
             state,
