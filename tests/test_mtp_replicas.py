@@ -48,6 +48,14 @@ EXPECTED = {
         V34: "drafts-garbage",
         SGL: "incompatible",
     },
+    # the MTP layer listed in `modules_to_not_convert` under the checkpoint's names
+    # (`model.layers.61.*`): stored BF16, vLLM builds it unquantized as listed, and SGLang's
+    # DeepSeek NextN class maps `model.layers.61` to its runtime `model.decoder` (run on a
+    # 61-layer tiny target): both serve it
+    "deepseek-v3-fp8-bf16-mtp-listed": {V34: "compatible", SGL: "compatible"},
+    # ... and stored FP8 like the backbone while listed: both build it unquantized and
+    # refuse its scales (`KeyError: ...weight_scale_inv`, run on tiny targets, DF541)
+    "deepseek-v3-fp8-mtp-listed": {V34: "incompatible", SGL: "incompatible", V0102: "unverified"},
     # depth 0 with an MTP launch: ZeroDivisionError in vLLM's config (run on both),
     # SGLang's `Only 1 nextn layer is supported` (run)
     "dsv3-depth0": {V0102: "incompatible", V34: "incompatible", SGL: "incompatible"},
@@ -60,7 +68,28 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "deepseek-v3-fp8": deepseek_v3_fp8,
     "deepseek-v3-fp8-bf16-mtp": lambda root: deepseek_v3_fp8(root, mtp_fp8=False),
     "dsv3-depth0": lambda root: deepseek_v3_fp8(root, depth=0),
+    "deepseek-v3-fp8-bf16-mtp-listed": lambda root: _list_mtp_layer(
+        deepseek_v3_fp8(root, mtp_fp8=False)
+    ),
+    "deepseek-v3-fp8-mtp-listed": lambda root: _list_mtp_layer(deepseek_v3_fp8(root)),
 }
+
+
+def _list_mtp_layer(root: Path) -> Path:
+    """List every projection and expert of MTP layer 61 in `modules_to_not_convert`, under
+    the checkpoint's names (as an exporter that meant to leave it unquantized writes it)."""
+    index = json.loads((root / INDEX).read_text())["weight_map"]
+    modules = sorted(
+        name.removesuffix(".weight")
+        for name in index
+        if name.startswith("model.layers.61.")
+        and name.endswith(("_proj.weight", "_proj_with_mqa.weight"))
+        and ".eh_proj." not in name
+    )
+    config = json.loads((root / "config.json").read_text())
+    config["quantization_config"]["modules_to_not_convert"] = modules
+    (root / "config.json").write_text(json.dumps(config))
+    return root
 
 
 class Replicas:

@@ -495,6 +495,7 @@ NEXTN_EXPORT_MISMATCH = RuleId("DF148", "nextn-export-mismatch", _GARBAGE, "mtp"
 MTP_LAYER_MISSING = RuleId("DF220", "mtp-layer-missing", _GARBAGE, "mtp")
 MTP_TENSOR_MISSING = RuleId("DF221", "mtp-tensor-missing", _GARBAGE, "mtp")
 MTP_QUANT_UNCOVERED = RuleId("DF540", "mtp-quant-uncovered", _GARBAGE, "mtp")
+MTP_QUANT_EXCLUDED_STORED = RuleId("DF541", "mtp-quantized-layer-excluded", _GARBAGE, "mtp")
 # The value rules of the MTP check: silent unless `--values` was given.
 MTP_VALUE_RULE_IDS: tuple[RuleId, ...] = (
     MTP_TENSOR_ZERO,
@@ -517,6 +518,7 @@ MTP_RULE_IDS: tuple[RuleId, ...] = (
     MTP_LAYER_MISSING,
     MTP_TENSOR_MISSING,
     MTP_QUANT_UNCOVERED,
+    MTP_QUANT_EXCLUDED_STORED,
     *MTP_VALUE_RULE_IDS,
 )
 

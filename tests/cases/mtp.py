@@ -1,4 +1,4 @@
-"""Rule cases — MTP layers of the target (DF14x, DF22x, DF540): a target that carries its own
+"""Rule cases — MTP layers of the target (DF14x, DF22x, DF540, DF541): a target that carries its own
 MTP (NextN) layers, served as its own draft. Each expected verdict is what the release's own
 code did with the same target shape on a CPU (dev/mtp-oracle-results.md), or, where marked
 `read`, what its code was read to do."""
@@ -55,7 +55,19 @@ def _v32(config: dict[str, Any]) -> None:
     config["model_type"] = "deepseek_v32"
 
 
-QUIET = {"DF140", "DF141", "DF142", "DF143", "DF145", "DF146", "DF147", "DF220", "DF221", "DF540"}
+QUIET = {
+    "DF140",
+    "DF141",
+    "DF142",
+    "DF143",
+    "DF145",
+    "DF146",
+    "DF147",
+    "DF220",
+    "DF221",
+    "DF540",
+    "DF541",
+}
 
 case(
     "mtp-deepseek-clean", set(), QUIET, serve_args=_vllm(), verdict="compatible", oracle="ds_v3_k1"
@@ -355,6 +367,31 @@ case(
     verdict="incompatible",
     oracle="ds_v3_fp8_excluded_k1 (sglang)",
 )(target(quant="fp8", exclude="checkpoint"))
+# R11: an MTP layer stored quantized, excluded from the quantization (built unquantized)
+case(
+    "mtp-fp8-quantized-and-excluded",
+    {"DF541"},
+    serve_args=_vllm(),
+    verdict="incompatible",
+    oracle="r11 ds fp8 mtp quantized, checkpoint names listed (vLLM 0.34.0: KeyError)",
+)(target(quant="fp8", mtp_quantized=True, exclude="checkpoint"))
+case(
+    "mtp-glm-fp8-quantized-and-excluded-sglang",
+    {"DF541"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="drafts-garbage",
+    oracle="r11 glm fp8 mtp quantized, runtime names listed (SGLang 0.5.23: scales unused)",
+)(target("glm4_moe", quant="fp8", mtp_quantized=True, exclude="runtime"))
+case(
+    "mtp-fp8-quantized-listed-under-other-names-sglang",
+    set(),
+    {"DF541"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="compatible",
+    oracle="r11 ds fp8 mtp quantized, checkpoint names listed (SGLang 0.5.23: not its names)",
+)(target(quant="fp8", mtp_quantized=True, exclude="checkpoint"))
 case(
     "mtp-fp8-excluded-runtime-names",
     {"DF540"},

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from draftfit.checkpoint import load_checkpoint
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.conversion.mtp_exclusions import (
+    LAYER_RULE_KEYS,
     ExclusionFix,
     layer_entries,
     match_rules,
@@ -32,7 +33,6 @@ from draftfit.conversion.output import MARKER, MARKER_PART, check_output_path
 from draftfit.conversion.plan import Edit, OutputTensor, Plan
 from draftfit.conversion.write import write_plan
 from draftfit.engines.installed import resolve_engines
-from draftfit.engines.procedure.mtp_exclusions import LISTED
 from draftfit.errors import UsageError
 from draftfit.mtp_check import MTP, check_mtp, mtp_target, quant_file
 from draftfit.serve.settings import ServeSettings
@@ -96,7 +96,7 @@ def convert_mtp_path(
             + f" matches `{target.quant.scheme or target.quant.method}` quantization "
             "exclusions: choose a read release with --engine"
         )
-    whole_layer = any(rule != LISTED for rule in rules)  # ModelOpt, Quark
+    whole_layer = any(rule in LAYER_RULE_KEYS for rule in rules)  # ModelOpt, Quark
     if whole_layer and layer_entries(target, namings, rules) is None:
         raise UsageError(
             f"no config change fixes {source}'s MTP layers: the exclusion rule of "

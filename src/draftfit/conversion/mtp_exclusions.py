@@ -211,12 +211,12 @@ def plan_exclusions(
     method = target.quant.method
     assert method is not None, method
     rules = rules if rules is not None else tuple(LISTED for _ in namings)
-    if any(rule != LISTED for rule in rules):
+    if any(rule in LAYER_RULE_KEYS for rule in rules):
         return _plan_layer_entries(target, config, namings, rules, quant_file)
     assert method in EXCLUSION_KEYS, method
     added: list[str] = []
-    for naming in namings:
-        added += [n for n in names_to_exclude(target, naming) if n not in added]
+    for naming, rule in zip(namings, rules, strict=True):
+        added += [n for n in names_to_exclude(target, naming, rule) if n not in added]
     if not added:
         return None
     new = copy.deepcopy(dict(config))
@@ -240,7 +240,7 @@ def _plan_layer_entries(
     added = layer_entries(target, namings, rules)
     if not added:
         return None
-    key = LAYER_RULE_KEYS[next(rule for rule in rules if rule != LISTED)]
+    key = LAYER_RULE_KEYS[next(rule for rule in rules if rule in LAYER_RULE_KEYS)]
     in_file = target.quant.source != CONFIG_FILE and quant_file is not None
     document = copy.deepcopy(dict(quant_file if in_file and quant_file else config))
     holder = document["quantization" if in_file else QUANTIZATION_CONFIG]

@@ -17,6 +17,7 @@ from draftfit.rule_ids import (
     MTP_LAUNCH_KIND,
     MTP_LAYER_MISSING,
     MTP_METHOD_NAME,
+    MTP_QUANT_EXCLUDED_STORED,
     MTP_QUANT_UNCOVERED,
     MTP_TENSOR_MISSING,
     MTP_TOKEN_COUNT_MISSING,
@@ -341,4 +342,35 @@ def mtp_quant_uncovered() -> None:
     `hf_quant_config.json`'s `exclude_modules` for vLLM's ModelOpt, `model.decoder*` for
     SGLang's; `re:model\\.layers\\.61\\..*` in Quark's `exclude`), or list the modules in
     the exclusion list under the names each engine matches (FP8, compressed-tensors).
+    """
+
+
+@event_rule(
+    MTP_QUANT_EXCLUDED_STORED,
+    "an MTP layer stored quantized is excluded from the quantization",
+)
+def mtp_quantized_layer_excluded() -> None:
+    """## What it checks
+    The inverse of DF540: a quantized target whose MTP layer is stored quantized like the
+    backbone (FP8 weights with their scales) while the quantization config's exclusion
+    list names its modules under the names the release matches, so the release builds
+    them unquantized.
+
+    ## Why it matters
+    The engine then has no parameter for the scales and a plain weight for the quantized
+    values. vLLM refuses at load (`KeyError: ...weight_scale_inv`, for DeepSeek-V3 and
+    GLM-4.5 MTP layers listed under the checkpoint's names); SGLang refuses a
+    DeepSeek-style MTP layer listed under its runtime names the same way, and loads a
+    GLM-4.5 one with the FP8 values read as weights and the scales dropped: no error, and
+    every draft is wrong. Both were run on a CPU with the engines' own loaders at the
+    releases the engine data names; other releases and schemes are reported as not read.
+
+    ## Example
+    `quant_method: fp8` whose `modules_to_not_convert` lists `model.layers.61.self_attn.*`
+    while `model.layers.61.self_attn.q_a_proj.weight` is float8 with a `weight_scale_inv`.
+
+    ## Fix
+    Take the MTP layer's modules out of the exclusion list: they are stored quantized like
+    the backbone, and the engine builds them so. If the layer must stay excluded, store it
+    unquantized (BF16).
     """

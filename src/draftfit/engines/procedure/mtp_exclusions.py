@@ -38,7 +38,11 @@ LISTED = "listed"  # exact, `re:` patterns and `*` wildcards (FP8, compressed-te
 MODELOPT = "modelopt"  # vLLM's ModelOpt: exact, an entry contained in the name, fnmatch
 MODELOPT_PARTS = "modelopt-parts"  # SGLang's ModelOpt: a glob matching the name or one part
 QUARK = "quark"  # vLLM's Quark: exact or `re:` (no glob); a MoE also by an entry under it
-RULES = (LISTED, MODELOPT, MODELOPT_PARTS, QUARK)
+# SGLang's FP8 (`is_layer_skipped`): entries with and without `model.`, matched on dotted
+# module-path boundaries (equal, a parent path, or a dotted run inside the name); the fused
+# experts also by an entry holding their path
+SGLANG_PATHS = "sglang-paths"
+RULES = (LISTED, MODELOPT, MODELOPT_PARTS, QUARK, SGLANG_PATHS)
 # Rules under which the MTP layer's own head (`shared_head.head`, a ParallelLMHead) is built
 # with the target's quantization unless excluded (vLLM's ModelOpt quantizes LM heads).
 HEAD_RULES = frozenset({MODELOPT})
@@ -80,6 +84,8 @@ def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = L
         return _modelopt_parts(name, entries)
     if rule == QUARK:
         return _quark(name, entries)
+    if rule == SGLANG_PATHS:
+        return _sglang_paths(name, entries)
     if name in entries or names.matches(name):
         return True
     return any(
@@ -123,6 +129,28 @@ def _modelopt_parts(name: str, entries: tuple[str, ...]) -> bool:
         if tail in FUSED_TAILS and tail in last:
             return True
     return False
+
+
+def _sglang_paths(name: str, entries: tuple[str, ...]) -> bool:
+    """SGLang's FP8 (`Fp8Config.from_config` keeps each entry with and without `model.`;
+    `is_layer_skipped`): an entry equal to the module path, a parent of it, or a dotted run
+    inside it; a fused experts module also by any entry holding its path."""
+    normalized: list[str] = []
+    for entry in entries:
+        if not entry or len(entry) > MAX_WILDCARD_CHARS:
+            continue
+        base = entry.removeprefix("model.")
+        normalized += [base, "model." + base]
+    path = name.rstrip(".")
+    for entry in normalized:
+        ignored = entry.rstrip(".")
+        if (
+            ignored == path
+            or path.startswith(ignored + ".")
+            or ("." + ignored + "." in "." + path + ".")
+        ):
+            return True
+    return "experts" in path and any(path in entry for entry in normalized if "experts" in entry)
 
 
 def _quark(name: str, entries: tuple[str, ...]) -> bool:

@@ -39,6 +39,7 @@ EMITS: tuple[rule_ids.RuleId, ...] = (
     rule_ids.MTP_FAMILY_UNSERVED,
     rule_ids.MTP_LAUNCH_KIND,
     rule_ids.MTP_LAYER_MISSING,
+    rule_ids.MTP_QUANT_EXCLUDED_STORED,
     rule_ids.MTP_QUANT_UNCOVERED,
     rule_ids.MTP_TENSOR_MISSING,
 )
@@ -455,7 +456,7 @@ def quantization_covered(state: BuildState) -> bool | None:
             "target was not read",
         )
         return None
-    entries = target.quant.exclusions
+    entries = _mapped_entries(state, target)
     names = NameList(list(entries), "exclusions")
     for index in mtp.layers_built or ():
         layer = target.layers.get(index)
@@ -463,8 +464,16 @@ def quantization_covered(state: BuildState) -> bool | None:
             continue
         uncovered: list[str] = []
         partial: list[str] = []
+        excluded_stored: list[str] = []
         for module in sorted(layer.modules()):
-            if not quantizable(module, rule) or layer.stored_quantized(module) is not False:
+            if not quantizable(module, rule):
+                continue
+            stored = layer.stored_quantized(module)
+            if stored is True and excluded(
+                engine_name(layer, module, naming), entries, names, rule
+            ):
+                excluded_stored.append(engine_name(layer, module, naming))
+            if stored is not False:
                 continue
             name = engine_name(layer, module, naming)
             if not excluded(name, entries, names, rule):
@@ -476,6 +485,7 @@ def quantization_covered(state: BuildState) -> bool | None:
             ):
                 partial.append(name)
         _report_uncovered(state, layer, sorted(set(uncovered)), naming, rule, outcome_fact.value)
+        _report_excluded_stored(state, layer, sorted(set(excluded_stored)))
         if partial and naming == CHECKPOINT_NAMES:
             mtp_finding(
                 state,
@@ -490,6 +500,36 @@ def quantization_covered(state: BuildState) -> bool | None:
                 consequence=Consequence.REFUSES_TO_START,
             )
     return None
+
+
+def _mapped_entries(state: BuildState, target: MtpTarget) -> tuple[str, ...]:
+    """The exclusion entries as the release matches them: renamed by its
+    `mtp_exclusion_name_map` for the target's family (SGLang maps DeepSeek-V3's
+    `model.layers.61` to `model.decoder`, the first match of each entry), else as written."""
+    entries = target.quant.exclusions
+    if NAME_MAP not in state.profile.data.facts or target.family is None:
+        return entries
+    fact = state.profile.fact(NAME_MAP)
+    table = fact.value.get(target.family.name) if isinstance(fact.value, dict) else None
+    if not isinstance(table, dict) or not table:
+        return entries
+    renames = sorted(
+        ((old, new) for old, new in table.items() if isinstance(new, str)),
+        key=lambda pair: len(pair[0]),
+        reverse=True,
+    )
+    mapped: list[str] = []
+    for entry in entries:
+        for old, new in renames:
+            if old in entry:
+                entry = entry.replace(old, new, 1)
+                break
+        mapped.append(entry)
+    return tuple(mapped)
+
+
+# The renames a release applies to exclusion entries before matching (by family).
+NAME_MAP = "mtp_exclusion_name_map"
 
 
 def _outcome_word(target: MtpTarget, outcomes: object) -> str | None:
@@ -629,6 +669,55 @@ def _report_uncovered(
         fix=_fix(state, layer, naming, rule),
         consequence=outcome,
     )
+
+
+def _report_excluded_stored(state: BuildState, layer: MtpLayer, names: list[str]) -> None:
+    """DF541: MTP modules stored quantized (like the backbone) that the exclusion list
+    names under this release's names, so it builds them unquantized: what loading the
+    quantized tensors into them does is `mtp_quant_excluded_stored`, by scheme (and family);
+    unverified where it was not read."""
+    if not names:
+        return
+    target = mtp_inputs(state).target
+    method = target.quant.scheme or target.quant.method or ""
+    facts = state.profile.data.facts
+    fact = state.profile.fact(EXCLUDED_STORED) if EXCLUDED_STORED in facts else None
+    word = _outcome_word(target, fact.value) if fact is not None and fact.known else None
+    outcome = OUTCOMES.get(word) if word is not None else None
+    prefix = layer.prefix.rstrip(".")
+    if outcome is None:
+        not_read(
+            state,
+            f"what {state.title} does with an MTP layer stored quantized (`{method}`) whose "
+            f"modules the exclusion list names ({prefix}) was not read",
+        )
+        return
+    shown = ", ".join(f"`{n}`" for n in names[:SHOWN])
+    more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
+    effect = (
+        "their scales have no parameter to load into, and the load is refused "
+        "(`KeyError: ...weight_scale_inv`)"
+        if outcome is Consequence.REFUSES_TO_START
+        else "the quantized values are loaded as unquantized weights and their scales are "
+        "dropped, with no error: every draft is wrong (acceptance ≈ 0)"
+    )
+    mtp_finding(
+        state,
+        rule_ids.MTP_QUANT_EXCLUDED_STORED,
+        f"the target's MTP layer {prefix} is stored quantized (`{method}`, like the "
+        f"backbone), but the exclusion list names {shown}{more} under the names "
+        f"{state.title} matches, so it builds them unquantized: {effect}",
+        location=Location(target.quant.source, _pointer(state)),
+        keys=(EXCLUDED_STORED, "mtp_exclusion_names"),
+        fix="take the MTP layer's modules out of the exclusion list (they are quantized like "
+        "the backbone, and the engine builds them so); or store the MTP layer unquantized "
+        "if it must stay excluded",
+        consequence=outcome,
+    )
+
+
+# What loading an MTP layer stored quantized, but excluded from the quantization, does.
+EXCLUDED_STORED = "mtp_quant_excluded_stored"
 
 
 __all__ = [
