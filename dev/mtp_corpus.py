@@ -124,6 +124,31 @@ TARGETS: dict[str, dict[str, Any]] = {
     "glm_qk_fp8_excluded": {"family": "glm4_moe", "quant": "quark_fp8", "exclude": "checkpoint"},
     "glm_qk_fp8_glob": {"family": "glm4_moe", "quant": "quark_fp8", "exclude": "glob"},
     "ds_qk_fp8_regex": {"family": "deepseek_v3", "quant": "quark_fp8", "exclude": "regex"},
+    # the MTP layer stored FP8 like the backbone, but listed as left unquantized (DF541)
+    "ds_fp8_q_listed": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "mtp_quantized": True,
+        "exclude": "checkpoint",
+    },
+    "glm_fp8_q_listed": {
+        "family": "glm4_moe",
+        "quant": "fp8",
+        "mtp_quantized": True,
+        "exclude": "checkpoint",
+    },
+    "ds_fp8_q_listed_runtime": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "mtp_quantized": True,
+        "exclude": "runtime",
+    },
+    "glm_fp8_q_listed_runtime": {
+        "family": "glm4_moe",
+        "quant": "fp8",
+        "mtp_quantized": True,
+        "exclude": "runtime",
+    },
 }
 # Schemes SGLang builds no target of on a CPU (its ModelOpt and Quark kernels need CUDA)
 CUDA_ONLY_ON_SGLANG = ("_mo_", "_qk_")
