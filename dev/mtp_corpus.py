@@ -143,6 +143,13 @@ TARGETS: dict[str, dict[str, Any]] = {
         "mtp_quantized": True,
         "exclude": "runtime",
     },
+    "ds_ct_q_listed": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "compressed": True,
+        "mtp_quantized": True,
+        "exclude": "checkpoint",
+    },
     "glm_fp8_q_listed_runtime": {
         "family": "glm4_moe",
         "quant": "fp8",

@@ -376,6 +376,13 @@ case(
     oracle="r11 ds fp8 mtp quantized, checkpoint names listed (vLLM 0.34.0: KeyError)",
 )(target(quant="fp8", mtp_quantized=True, exclude="checkpoint"))
 case(
+    "mtp-compressed-quantized-and-excluded",
+    {"DF541"},
+    serve_args=_vllm(),
+    verdict="incompatible",
+    oracle="r11 ds compressed-tensors mtp quantized, in `ignore` (vLLM 0.34.0: KeyError)",
+)(target(quant="fp8", compressed=True, mtp_quantized=True, exclude="checkpoint"))
+case(
     "mtp-glm-fp8-quantized-and-excluded-sglang",
     {"DF541"},
     engines=(SGL,),
