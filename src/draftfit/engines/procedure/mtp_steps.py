@@ -568,12 +568,13 @@ def _built_unquantized(state: BuildState) -> bool | None:
 def exclusion_rule(state: BuildState) -> str | None:
     """How this release matches the target's scheme's exclusion entries (`RULES`): from
     `mtp_exclusion_match`; FP8 and compressed-tensors by their listed names where the
-    release has no such fact; None where it was not read."""
+    release has no entry for the scheme; None where it was not read, or where the entry
+    names no rule draftfit models (`unverified`)."""
     scheme = mtp_inputs(state).target.quant.scheme
     fact = state.profile.fact("mtp_exclusion_match")
     rule = fact.value.get(scheme) if fact.known and isinstance(fact.value, dict) else None
-    if isinstance(rule, str) and rule in RULES:
-        return rule
+    if isinstance(rule, str):
+        return rule if rule in RULES else None
     return LISTED if scheme in LISTED_SCHEMES else None
 
 
