@@ -71,3 +71,35 @@ def test_compressed_tensors_is_read_from_0_12_0(tmp_path: Path) -> None:
     assert verdict(covered, "0.12.0") == (Verdict.COMPATIBLE, set())
     assert verdict(bare, "0.12.0") == (Verdict.DRAFTS_GARBAGE, {MTP_QUANT_UNCOVERED.code})
     assert verdict(bare, "0.33.0") == (Verdict.DRAFTS_GARBAGE, {MTP_QUANT_UNCOVERED.code})
+
+
+SGLANG = (
+    "python -m sglang.launch_server --model-path T --speculative-algorithm NEXTN "
+    "--speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2"
+)
+
+
+def sglang_verdict(path: Path, version: str) -> Verdict:
+    report = check_path(
+        path, engines=[f"sglang=={version}"], serve=settings_from(serve_args=SGLANG)
+    )
+    (result,) = report.engines
+    return result.verdict
+
+
+def test_sglang_fp8_names_are_read_from_0_5_20_and_the_outcomes_only_at_0_5_23(
+    tmp_path: Path,
+) -> None:
+    """0.5.20-0.5.22 name and match FP8 exclusions as 0.5.23 does: the official FP8 shape and
+    a BF16 MTP layer excluded under the runtime names get a verdict; what an uncovered one
+    does was not read there (unverified); 0.5.19 stays unverified throughout."""
+    official = write_target(tmp_path / "q", quant="fp8", mtp_quantized=True)
+    covered = write_target(tmp_path / "rt", quant="fp8", exclude="runtime")
+    bare = write_target(tmp_path / "bf", quant="fp8")
+    for path in (official, covered, bare):
+        assert sglang_verdict(path, "0.5.19") is Verdict.UNVERIFIED
+    for version in ("0.5.20", "0.5.22"):
+        assert sglang_verdict(official, version) is Verdict.COMPATIBLE
+        assert sglang_verdict(covered, version) is Verdict.COMPATIBLE
+        assert sglang_verdict(bare, version) is Verdict.UNVERIFIED
+    assert sglang_verdict(bare, "0.5.23") is Verdict.INCOMPATIBLE
