@@ -243,13 +243,15 @@ def test_matrix_groups_releases_and_marks_unread_ones_unverified(
     assert code == 0
     rows = json.loads(out)["rows"]
     by_range = {(r["engine"], r["range"]): r for r in rows}
-    assert by_range["vllm", "0.34.0"]["verdict"] == "drafts-garbage"
+    # the quantization facts were read from 0.11.0 on: one range with 0.34.0
+    assert by_range["vllm", "0.11.0–0.34.0"]["verdict"] == "drafts-garbage"
+    assert by_range["vllm", "0.8.0–0.10.1.1"]["verdict"] == "unverified"
     assert by_range["sglang", "0.5.23"]["verdict"] == "incompatible"
-    assert by_range["vllm", "0.11.0–0.33.0"]["verdict"] == "unverified"
-    assert by_range["vllm", "0.34.0"]["recipe"]["steps"][0].startswith("draftfit convert")
+    assert by_range["sglang", "0.5.20–0.5.22"]["verdict"] == "unverified"
+    assert by_range["vllm", "0.11.0–0.34.0"]["recipe"]["steps"][0].startswith("draftfit convert")
     assert all(r["verdict"] == "unverified" for r in rows if r["engine"] == "trtllm")
     code, out, _ = run(capsys, "matrix", str(target), "--method", "mtp", "--format", "markdown")
-    assert "| vLLM | 0.34.0 | drafts-garbage |" in out
+    assert "| vLLM | 0.11.0–0.34.0 | drafts-garbage |" in out
     code, out, _ = run(capsys, "matrix", str(target), "--method", "mtp", "--fail-on", "error")
     assert code == 1 and "vLLM" in out
 
