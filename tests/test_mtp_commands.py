@@ -191,8 +191,10 @@ def test_convert_writes_the_exclusions_and_leaves_the_input(
         capsys, "check", str(out), "--method", "mtp", *ENGINES, "--format", "json"
     )
     verdicts = {e["version"]: e["verdict"] for e in json.loads(out_text)["engines"]}
-    assert verdicts == {"0.34.0": "compatible", "0.10.2": "compatible", "0.5.23": "compatible"}
-    assert code == 0
+    # vLLM 0.10.2 builds an FP8 target's fused MoE quantized whatever the list says
+    # (fp8.py:176-177@v0.10.2): the converted target is fixed for the releases converted for
+    assert verdicts == {"0.34.0": "compatible", "0.10.2": "drafts-garbage", "0.5.23": "compatible"}
+    assert code == 1
     # the input itself is still judged as it was
     code, _, _ = run(capsys, "check", str(source), "--method", "mtp", "--engine", "vllm==0.34.0")
     assert code == 1

@@ -33,6 +33,7 @@ from draftfit.conversion.output import MARKER, MARKER_PART, check_output_path
 from draftfit.conversion.plan import Edit, OutputTensor, Plan
 from draftfit.conversion.write import write_plan
 from draftfit.engines.installed import resolve_engines
+from draftfit.engines.procedure.mtp_exclusions import EXACT_NO_MOE
 from draftfit.errors import UsageError
 from draftfit.mtp_check import MTP, check_mtp, mtp_target, quant_file
 from draftfit.serve.settings import ServeSettings
@@ -95,6 +96,17 @@ def convert_mtp_path(
             + ", ".join(p.title for p in profiles)
             + f" matches `{target.quant.scheme or target.quant.method}` quantization "
             "exclusions: choose a read release with --engine"
+        )
+    if EXACT_NO_MOE in rules and any(
+        ".experts." in module for layer in target.layers.values() for module in layer.modules()
+    ):
+        raise UsageError(
+            f"no config change fixes {source}'s MTP layers for "
+            + ", ".join(
+                p.title for p, rule in zip(profiles, rules, strict=True) if rule == EXACT_NO_MOE
+            )
+            + ": it builds the MTP layer's fused MoE quantized whatever the exclusion list says; "
+            "re-export the target with the MTP layers quantized like the backbone"
         )
     whole_layer = any(rule in LAYER_RULE_KEYS for rule in rules)  # ModelOpt, Quark
     if whole_layer and layer_entries(target, namings, rules) is None:

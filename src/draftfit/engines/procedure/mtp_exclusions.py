@@ -34,7 +34,12 @@ MAX_WILDCARD_CHARS = 256
 
 # How a release matches a scheme's exclusion entries against a module name (the engine
 # data's `mtp_exclusion_match`, by scheme):
-LISTED = "listed"  # exact, `re:` patterns and `*` wildcards (FP8, compressed-tensors)
+LISTED = "listed"  # exact names and `re:` patterns matched from the start (compressed-tensors)
+# vLLM's FP8 (`is_layer_skipped`, exact mode): exact names; a fused MoE is left unquantized
+# when an entry holding `experts` contains its path (from 0.11.0) ...
+EXACT = "exact"
+# ... and never before (0.10.2 builds every FP8 fused MoE quantized, whatever is listed)
+EXACT_NO_MOE = "exact-no-moe"
 MODELOPT = "modelopt"  # vLLM's ModelOpt: exact, an entry contained in the name, fnmatch
 MODELOPT_PARTS = "modelopt-parts"  # SGLang's ModelOpt: a glob matching the name or one part
 QUARK = "quark"  # vLLM's Quark: exact or `re:` (no glob); a MoE also by an entry under it
@@ -42,7 +47,7 @@ QUARK = "quark"  # vLLM's Quark: exact or `re:` (no glob); a MoE also by an entr
 # module-path boundaries (equal, a parent path, or a dotted run inside the name); the fused
 # experts also by an entry holding their path
 SGLANG_PATHS = "sglang-paths"
-RULES = (LISTED, MODELOPT, MODELOPT_PARTS, QUARK, SGLANG_PATHS)
+RULES = (LISTED, EXACT, EXACT_NO_MOE, MODELOPT, MODELOPT_PARTS, QUARK, SGLANG_PATHS)
 # Rules under which the MTP layer's own head (`shared_head.head`, a ParallelLMHead) is built
 # with the target's quantization unless excluded (vLLM's ModelOpt quantizes LM heads).
 HEAD_RULES = frozenset({MODELOPT})
@@ -86,12 +91,13 @@ def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = L
         return _quark(name, entries)
     if rule == SGLANG_PATHS:
         return _sglang_paths(name, entries)
-    if name in entries or names.matches(name):
-        return True
-    return any(
-        "*" in entry and len(entry) <= MAX_WILDCARD_CHARS and fnmatch.fnmatchcase(name, entry)
-        for entry in entries
-    )
+    if rule in (EXACT, EXACT_NO_MOE):
+        parent = _parent(name)
+        if parent != name:  # an expert of a fused MoE, built as one module
+            return rule == EXACT and any(parent in entry for entry in entries if "experts" in entry)
+        return name in entries
+    # exact names and `re:` patterns (a shell wildcard is no pattern to these configs)
+    return name in entries or names.matches(name)
 
 
 def _parent(name: str) -> str:

@@ -15,6 +15,7 @@ from draftfit.draft.nextn_export import LAYER_INDEX as LAYER_INDEX_READING
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
     CHECKPOINT_NAMES,
+    EXACT_NO_MOE,
     LISTED,
     MODELOPT,
     MODELOPT_PARTS,
@@ -592,6 +593,12 @@ def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
     whole layer, in the file and key the target's quantization is read from, or its
     modules by name."""
     quant, title = mtp_inputs(state).target.quant, state.title
+    if rule == EXACT_NO_MOE and any(".experts." in m for m in layer.modules()):
+        return (
+            f"ship the MTP layer quantized like the backbone: {title} builds its fused MoE "
+            "quantized whatever the exclusion list says (or serve it with a release that "
+            "honours the list: `draftfit matrix` shows them)"
+        )
     entry = layer_entry(rule, layer, naming)
     key = _pointer(state).rsplit("/", 1)[-1] if quant.exclusion_keys else None
     if rule in (MODELOPT, MODELOPT_PARTS):
