@@ -367,6 +367,19 @@ case(
     verdict="incompatible",
     oracle="ds_v3_fp8_excluded_k1 (sglang)",
 )(target(quant="fp8", exclude="checkpoint"))
+
+
+def _wildcard(config: dict[str, Any]) -> None:
+    config["quantization_config"]["modules_to_not_convert"] = ["model.layers.2.*"]
+
+
+case(
+    "mtp-fp8-excluded-by-wildcard",
+    {"DF540"},
+    serve_args=_vllm(),
+    verdict="drafts-garbage",
+    oracle="ds_fp8 BF16 MTP layer, `model.layers.2.*` listed (vLLM 0.34.0 matches names exactly)",
+)(target(quant="fp8", edit=_wildcard))
 # R11: an MTP layer stored quantized, excluded from the quantization (built unquantized)
 case(
     "mtp-fp8-quantized-and-excluded",
