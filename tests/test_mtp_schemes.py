@@ -222,3 +222,27 @@ def test_convert_refuses_a_scheme_a_release_has_not_read(tmp_path: Path) -> None
         convert_mtp_path(path, tmp_path / "out", [SGL])
     assert not (tmp_path / "out").exists()
     assert {p.name: p.read_bytes() for p in path.iterdir()} == before
+
+
+def test_an_fp8_config_with_both_exclusion_keys_is_read_as_each_engine_reads_it(
+    tmp_path: Path,
+) -> None:
+    """vLLM's FP8 config reads `ignored_layers`, else (when empty) `modules_to_not_convert`;
+    SGLang's the first key written, even an empty one. The MTP layer listed only in the
+    list an engine does not read is not excluded there."""
+    listed = write_target(tmp_path / "ckpt", quant="fp8", exclude="checkpoint")
+    assert _check(listed, V34)[0] is Verdict.COMPATIBLE
+    config = json.loads((listed / "config.json").read_text())
+    config["quantization_config"]["ignored_layers"] = ["lm_head"]
+    (listed / "config.json").write_text(json.dumps(config))
+    verdict, findings = _check(listed, V34)
+    assert verdict is Verdict.DRAFTS_GARBAGE and findings
+    config["quantization_config"]["ignored_layers"] = []
+    (listed / "config.json").write_text(json.dumps(config))
+    assert _check(listed, V34)[0] is Verdict.COMPATIBLE
+    runtime = write_target(tmp_path / "runtime", quant="fp8", exclude="runtime")
+    assert _check(runtime, SGL)[0] is Verdict.COMPATIBLE
+    config = json.loads((runtime / "config.json").read_text())
+    config["quantization_config"]["ignored_layers"] = []
+    (runtime / "config.json").write_text(json.dumps(config))
+    assert _check(runtime, SGL)[0] is Verdict.INCOMPATIBLE

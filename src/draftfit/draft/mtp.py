@@ -218,6 +218,8 @@ class MtpQuant:
         exclusions: the modules listed as left unquantized (every key of `EXCLUSION_KEYS`
             that the config has, in order).
         exclusion_keys: the keys they came from, as JSON pointers.
+        lists: each exclusion key the config writes as a list, with its entries, in the
+            order of `EXCLUSION_KEYS` (an engine may read only one of them).
         dynamic: GPTQ `dynamic` keys, as written.
         scheme: the quantization scheme the engines' data is keyed by: `method` for
             `fp8` and `compressed-tensors`; ModelOpt as `modelopt-fp8` / `modelopt-nvfp4`
@@ -230,6 +232,7 @@ class MtpQuant:
     fmt: str | None = None
     exclusions: tuple[str, ...] = ()
     exclusion_keys: tuple[str, ...] = ()
+    lists: tuple[tuple[str, tuple[str, ...]], ...] = ()
     dynamic: tuple[str, ...] = ()
     scheme: str | None = None
 
@@ -511,11 +514,14 @@ def read_quant(config: Mapping[str, Any], quant_file: Mapping[str, Any] | None) 
     fmt = qc.get("fmt", qc.get("format"))
     exclusions: list[str] = []
     keys: list[str] = []
+    lists: list[tuple[str, tuple[str, ...]]] = []
     for key in EXCLUSION_KEYS:
         value = qc.get(key)
         if isinstance(value, list):
             keys.append(f"{pointer}/{key}")
-            exclusions.extend(v for v in value[:MAX_EXCLUSIONS] if isinstance(v, str))
+            entries = tuple(v for v in value[:MAX_EXCLUSIONS] if isinstance(v, str))
+            exclusions.extend(entries)
+            lists.append((key, entries))
     dynamic = qc.get("dynamic")
     return MtpQuant(
         method=method,
@@ -523,6 +529,7 @@ def read_quant(config: Mapping[str, Any], quant_file: Mapping[str, Any] | None) 
         fmt=fmt if isinstance(fmt, str) else None,
         exclusions=tuple(exclusions),
         exclusion_keys=tuple(keys),
+        lists=tuple(lists),
         dynamic=tuple(k for k in dynamic if isinstance(k, str))[:MAX_EXCLUSIONS]
         if isinstance(dynamic, Mapping)
         else (),

@@ -507,7 +507,7 @@ def _mapped_entries(state: BuildState, target: MtpTarget) -> tuple[str, ...]:
     """The exclusion entries as the release matches them: renamed by its
     `mtp_exclusion_name_map` for the target's family (SGLang maps DeepSeek-V3's
     `model.layers.61` to `model.decoder`, the first match of each entry), else as written."""
-    entries = target.quant.exclusions
+    entries = _entries_read(state, target)
     if NAME_MAP not in state.profile.data.facts or target.family is None:
         return entries
     fact = state.profile.fact(NAME_MAP)
@@ -531,6 +531,29 @@ def _mapped_entries(state: BuildState, target: MtpTarget) -> tuple[str, ...]:
 
 # The renames a release applies to exclusion entries before matching (by family).
 NAME_MAP = "mtp_exclusion_name_map"
+# Which of an FP8 config's exclusion keys the release reads, where it writes several.
+FP8_KEYS = "mtp_fp8_exclusion_keys"
+
+
+def _entries_read(state: BuildState, target: MtpTarget) -> tuple[str, ...]:
+    """The exclusion entries the release reads: for an FP8 config that writes both
+    `ignored_layers` and `modules_to_not_convert`, the one list its config class takes
+    (`mtp_fp8_exclusion_keys`: the first non-empty one, or the first written); else every
+    list's entries."""
+    quant = target.quant
+    if quant.method != "fp8" or len(quant.lists) < 2 or FP8_KEYS not in state.profile.data.facts:
+        return quant.exclusions
+    fact = state.profile.fact(FP8_KEYS)
+    if not fact.known or not isinstance(fact.value, dict):
+        return quant.exclusions
+    order = [k for k in fact.value.get("keys", ()) if isinstance(k, str)]
+    written = dict(quant.lists)
+    present = [written[k] for k in order if k in written]
+    if not present:
+        return quant.exclusions
+    if fact.value.get("pick") == "first-nonempty":
+        return next((entries for entries in present if entries), present[-1])
+    return present[0]
 
 
 def _outcome_word(target: MtpTarget, outcomes: object) -> str | None:
