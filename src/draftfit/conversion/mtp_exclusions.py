@@ -31,10 +31,10 @@ from draftfit.engines.procedure.mtp_exclusions import (
     MODELOPT,
     MODELOPT_PARTS,
     QUARK,
-    RULES,
     engine_name,
     excluded,
     layer_entry,
+    match_rule,
     quantizable,
     shard_mates,
 )
@@ -58,7 +58,6 @@ EXCLUSION_KEYS: dict[str, tuple[str, ...]] = {
 }
 QUANTIZATION_CONFIG = "quantization_config"
 NAMING_FACT = "mtp_exclusion_names"
-MATCH_FACT = "mtp_exclusion_match"
 CONFIG_FILE = "config.json"
 # The key of the exclusion list each whole-layer rule reads (ModelOpt, Quark).
 LAYER_RULE_KEYS = {MODELOPT: "exclude_modules", MODELOPT_PARTS: "exclude_modules", QUARK: "exclude"}
@@ -110,19 +109,11 @@ def namings_of(profiles: Iterable[Profile]) -> tuple[str, ...] | None:
 
 def match_rules(target: MtpTarget, profiles: Iterable[Profile]) -> tuple[str, ...] | None:
     """How each release of `profiles` matches the target's scheme's exclusion entries
-    (`mtp_exclusion_match`; FP8 and compressed-tensors by their listed names), in order;
-    None when one of them was not read."""
+    (:func:`~draftfit.engines.procedure.mtp_exclusions.match_rule`), in order; None when one
+    of them was not read."""
     scheme = target.quant.scheme or target.quant.method or ""
-    rules: list[str] = []
-    for profile in profiles:
-        fact = profile.fact(MATCH_FACT)
-        rule = fact.value.get(scheme) if fact.known and isinstance(fact.value, dict) else None
-        if rule is None and scheme in EXCLUSION_KEYS:
-            rule = LISTED
-        if not isinstance(rule, str) or rule not in RULES:
-            return None
-        rules.append(rule)
-    return tuple(rules)
+    rules = [match_rule(profile, scheme) for profile in profiles]
+    return None if None in rules else tuple(rule for rule in rules if rule is not None)
 
 
 def why_not_fixable(target: MtpTarget, config: Mapping[str, Any] | None) -> str | None:

@@ -33,5 +33,5 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("dimensions",),
     ("vocabulary", "run"),
     ("mtp_part",),
-    ("mtp_steps", "mtp_export"),
+    ("mtp_steps", "mtp_export", "mtp_quantization"),
 )

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from typing import TYPE_CHECKING
 
 from draftfit.draft.mtp import MtpLayer
 from draftfit.engines.name_patterns import NameList
+
+if TYPE_CHECKING:
+    from draftfit.engines.profile import Profile
 
 CHECKPOINT_NAMES = "checkpoint"
 RUNTIME_NAMES = "runtime"
@@ -200,6 +204,24 @@ def shard_mates(module: str) -> tuple[str, ...]:
     return ()
 
 
+# The fact that says, per scheme, how a release matches exclusion entries (one of `RULES`).
+MATCH_FACT = "mtp_exclusion_match"
+# Schemes matched by their listed names where a release has no entry for them.
+LISTED_SCHEMES = frozenset({"fp8", "compressed-tensors"})
+
+
+def match_rule(profile: Profile, scheme: str) -> str | None:
+    """How the release of `profile` matches the exclusion entries of a `scheme` target
+    (`mtp_exclusion_match`): FP8 and compressed-tensors by their listed names where the
+    release has no entry for the scheme; None where it was not read, or where the entry
+    names no rule draftfit models (the check is then unverified)."""
+    fact = profile.fact(MATCH_FACT)
+    rule = fact.value.get(scheme) if fact.known and isinstance(fact.value, dict) else None
+    if rule is None:
+        return LISTED if scheme in LISTED_SCHEMES else None
+    return rule if isinstance(rule, str) and rule in RULES else None
+
+
 __all__ = [
     "ALWAYS_UNQUANTIZED",
     "CHECKPOINT_NAMES",
@@ -213,6 +235,7 @@ __all__ = [
     "engine_name",
     "excluded",
     "layer_entry",
+    "match_rule",
     "quantizable",
     "shard_mates",
 ]

@@ -25,6 +25,14 @@ from draftfit.rule_ids import Consequence, RuleId
 if TYPE_CHECKING:
     from draftfit.engines.profile import Profile
 
+# How many names a finding lists before it says "and N more".
+SHOWN = 6
+# A release's outcome words in the engine data, as the consequence a finding states.
+OUTCOMES = {
+    "refused": Consequence.REFUSES_TO_START,
+    "garbage": Consequence.DRAFTS_GARBAGE,
+}
+
 
 def mtp_inputs(state: BuildState) -> MtpInputs:
     """The MTP inputs of an MTP build (an MTP procedure runs only with them). For a NextN
@@ -126,6 +134,8 @@ def mtp_not_read(state: BuildState) -> bool:
 
 
 __all__ = [
+    "OUTCOMES",
+    "SHOWN",
     "mtp_build",
     "mtp_finding",
     "mtp_inputs",

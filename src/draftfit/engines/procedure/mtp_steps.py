@@ -10,24 +10,16 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from draftfit import rule_ids
-from draftfit.draft.mtp import LAYER_INDEX, MtpLayer, MtpTarget
+from draftfit.draft.mtp import LAYER_INDEX
 from draftfit.draft.nextn_export import LAYER_INDEX as LAYER_INDEX_READING
-from draftfit.engines.name_patterns import NameList
-from draftfit.engines.procedure.mtp_exclusions import (
-    CHECKPOINT_NAMES,
-    EXACT_NO_MOE,
-    LISTED,
-    MODELOPT,
-    MODELOPT_PARTS,
-    QUARK,
-    RULES,
-    engine_name,
-    excluded,
-    layer_entry,
-    quantizable,
-    shard_mates,
+from draftfit.engines.procedure.mtp_part import (
+    OUTCOMES,
+    SHOWN,
+    mtp_finding,
+    mtp_inputs,
+    mtp_view,
+    not_read,
 )
-from draftfit.engines.procedure.mtp_part import mtp_finding, mtp_inputs, mtp_view, not_read
 from draftfit.engines.procedure.state import BuildState
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
@@ -40,22 +32,9 @@ EMITS: tuple[rule_ids.RuleId, ...] = (
     rule_ids.MTP_FAMILY_UNSERVED,
     rule_ids.MTP_LAUNCH_KIND,
     rule_ids.MTP_LAYER_MISSING,
-    rule_ids.MTP_QUANT_EXCLUDED_STORED,
-    rule_ids.MTP_QUANT_UNCOVERED,
     rule_ids.MTP_TENSOR_MISSING,
 )
 EMITS_STAGE = "MTP procedure: the steps every engine shares"
-
-SHOWN = 6
-# Schemes matched by their listed names where a release has no `mtp_exclusion_match`.
-LISTED_SCHEMES = frozenset({"fp8", "compressed-tensors"})
-OUTCOMES = {
-    "refused": Consequence.REFUSES_TO_START,
-    "garbage": Consequence.DRAFTS_GARBAGE,
-}
-# The outcome where the release builds the MTP layer unquantized for the scheme whatever the
-# config says (SGLang 0.5.23's NextN classes for ModelOpt NVFP4): there is nothing to exclude.
-BUILT_UNQUANTIZED = "unquantized"
 
 
 def release_read(state: BuildState) -> bool | None:
@@ -433,331 +412,12 @@ def tensors_present(state: BuildState) -> bool | None:
     return None
 
 
-def quantization_covered(state: BuildState) -> bool | None:
-    """A quantized target's MTP modules stored unquantized are excluded from the
-    quantization under the names this release matches (DF540)."""
-    target, mtp = mtp_inputs(state).target, mtp_view(state)
-    if not target.quantized:
-        return None
-    mtp.quantization = target.quant.scheme or target.quant.method
-    naming_fact = state.profile.fact("mtp_exclusion_names")
-    outcome_fact = state.profile.fact("mtp_quant_uncovered")
-    if not naming_fact.known:
-        not_read(state, f"how {state.title} matches quantization exclusions was not read")
-        return None
-    naming = naming_fact.value
-    mtp.exclusion_names = naming
-    if _outcome_word(target, outcome_fact.value) == BUILT_UNQUANTIZED:
-        return _built_unquantized(state)
-    rule = exclusion_rule(state)
-    if rule is None:
-        not_read(
-            state,
-            f"how {state.title} matches the exclusion entries of a `{mtp.quantization}` "
-            "target was not read",
-        )
-        return None
-    entries = _mapped_entries(state, target)
-    names = NameList(list(entries), "exclusions")
-    for index in mtp.layers_built or ():
-        layer = target.layers.get(index)
-        if layer is None:
-            continue
-        uncovered: list[str] = []
-        partial: list[str] = []
-        excluded_stored: list[str] = []
-        for module in sorted(layer.modules()):
-            if not quantizable(module, rule):
-                continue
-            stored = layer.stored_quantized(module)
-            if stored is True and excluded(
-                engine_name(layer, module, naming), entries, names, rule
-            ):
-                excluded_stored.append(engine_name(layer, module, naming))
-            if stored is not False:
-                continue
-            name = engine_name(layer, module, naming)
-            if not excluded(name, entries, names, rule):
-                uncovered.append(name)
-            elif any(
-                not excluded(engine_name(layer, mate, naming), entries, names, rule)
-                for mate in shard_mates(module)
-                if mate in layer.modules()
-            ):
-                partial.append(name)
-        _report_uncovered(state, layer, sorted(set(uncovered)), naming, rule, outcome_fact.value)
-        _report_excluded_stored(state, layer, sorted(set(excluded_stored)))
-        if partial and naming == CHECKPOINT_NAMES:
-            mtp_finding(
-                state,
-                rule_ids.MTP_QUANT_UNCOVERED,
-                f"the exclusion list names {', '.join(f'`{p}`' for p in partial[:SHOWN])} but "
-                f"not the other shard(s) of the fused module {state.title} builds from it: "
-                "the build is refused (`Detected some but not all shards ... are quantized`)",
-                location=Location(target.quant.source, _pointer(state)),
-                keys=("mtp_exclusion_names",),
-                fix="list both shards of every fused module (`q_a_proj` with "
-                "`kv_a_proj_with_mqa`, `gate_proj` with `up_proj`)",
-                consequence=Consequence.REFUSES_TO_START,
-            )
-    return None
-
-
-def _mapped_entries(state: BuildState, target: MtpTarget) -> tuple[str, ...]:
-    """The exclusion entries as the release matches them: renamed by its
-    `mtp_exclusion_name_map` for the target's family (SGLang maps DeepSeek-V3's
-    `model.layers.61` to `model.decoder`, the first match of each entry), else as written."""
-    entries = _entries_read(state, target)
-    if NAME_MAP not in state.profile.data.facts or target.family is None:
-        return entries
-    fact = state.profile.fact(NAME_MAP)
-    table = fact.value.get(target.family.name) if isinstance(fact.value, dict) else None
-    if not isinstance(table, dict) or not table:
-        return entries
-    renames = sorted(
-        ((old, new) for old, new in table.items() if isinstance(new, str)),
-        key=lambda pair: len(pair[0]),
-        reverse=True,
-    )
-    mapped: list[str] = []
-    for entry in entries:
-        for old, new in renames:
-            if old in entry:
-                entry = entry.replace(old, new, 1)
-                break
-        mapped.append(entry)
-    return tuple(mapped)
-
-
-# The renames a release applies to exclusion entries before matching (by family).
-NAME_MAP = "mtp_exclusion_name_map"
-# Which of an FP8 config's exclusion keys the release reads, where it writes several.
-FP8_KEYS = "mtp_fp8_exclusion_keys"
-
-
-def _entries_read(state: BuildState, target: MtpTarget) -> tuple[str, ...]:
-    """The exclusion entries the release reads: for an FP8 config that writes both
-    `ignored_layers` and `modules_to_not_convert`, the one list its config class takes
-    (`mtp_fp8_exclusion_keys`: the first non-empty one, or the first written); else every
-    list's entries."""
-    quant = target.quant
-    if quant.method != "fp8" or len(quant.lists) < 2 or FP8_KEYS not in state.profile.data.facts:
-        return quant.exclusions
-    fact = state.profile.fact(FP8_KEYS)
-    if not fact.known or not isinstance(fact.value, dict):
-        return quant.exclusions
-    order = [k for k in fact.value.get("keys", ()) if isinstance(k, str)]
-    written = dict(quant.lists)
-    present = [written[k] for k in order if k in written]
-    if not present:
-        return quant.exclusions
-    if fact.value.get("pick") == "first-nonempty":
-        return next((entries for entries in present if entries), present[-1])
-    return present[0]
-
-
-def _outcome_word(target: MtpTarget, outcomes: object) -> str | None:
-    """The `mtp_quant_uncovered` word for the target's scheme (and family, where the release
-    differs by family), or None where the data has none."""
-    method = target.quant.scheme or target.quant.method or ""
-    word = outcomes.get(method) if isinstance(outcomes, dict) else None
-    if isinstance(word, dict):  # the outcome differs by family at this release
-        word = word.get(target.family.name) if target.family is not None else None
-    return word if isinstance(word, str) else None
-
-
-def _built_unquantized(state: BuildState) -> bool | None:
-    """The release builds the MTP layer unquantized for this scheme whatever the exclusion
-    list says: an MTP layer stored unquantized needs no exclusion; one stored quantized is
-    loaded into the unquantized layer, which was not read (unverified)."""
-    inputs, mtp = mtp_inputs(state), mtp_view(state)
-    target = inputs.target
-    for index in mtp.layers_built or ():
-        layer = target.layers.get(index)
-        if layer is None:
-            continue
-        stored = sorted(m for m in layer.modules() if layer.stored_quantized(m))
-        if stored:
-            not_read(
-                state,
-                f"{state.title} builds the MTP layer {layer.prefix.rstrip('.')} of a "
-                f"`{mtp.quantization}` target unquantized whatever its config says, and the "
-                f"checkpoint stores it quantized (`{stored[0]}`): how it loads those tensors "
-                "was not read",
-            )
-            return None
-    return None
-
-
-def exclusion_rule(state: BuildState) -> str | None:
-    """How this release matches the target's scheme's exclusion entries (`RULES`): from
-    `mtp_exclusion_match`; FP8 and compressed-tensors by their listed names where the
-    release has no entry for the scheme; None where it was not read, or where the entry
-    names no rule draftfit models (`unverified`)."""
-    scheme = mtp_inputs(state).target.quant.scheme
-    fact = state.profile.fact("mtp_exclusion_match")
-    rule = fact.value.get(scheme) if fact.known and isinstance(fact.value, dict) else None
-    if isinstance(rule, str):
-        return rule if rule in RULES else None
-    return LISTED if scheme in LISTED_SCHEMES else None
-
-
-def _pointer(state: BuildState) -> str:
-    quant = mtp_inputs(state).target.quant
-    if quant.exclusion_keys:
-        return quant.exclusion_keys[0]
-    if quant.source == "hf_quant_config.json":
-        return "/quantization/exclude_modules"
-    return "/quantization_config"
-
-
-def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
-    """The fix of an uncovered MTP layer: the one entry this release's rule takes for the
-    whole layer, in the file and key the target's quantization is read from, or its
-    modules by name."""
-    quant, title = mtp_inputs(state).target.quant, state.title
-    if rule == EXACT_NO_MOE and any(".experts." in m for m in layer.modules()):
-        return (
-            f"ship the MTP layer quantized like the backbone: {title} builds its fused MoE "
-            "quantized whatever the exclusion list says (or serve it with a release that "
-            "honours the list: `draftfit matrix` shows them)"
-        )
-    entry = layer_entry(rule, layer, naming)
-    key = _pointer(state).rsplit("/", 1)[-1] if quant.exclusion_keys else None
-    if rule in (MODELOPT, MODELOPT_PARTS):
-        key = key or "exclude_modules"
-    elif rule == QUARK:
-        key = key or "exclude"
-    where = (
-        "the quantization config's exclusion list"
-        if rule == LISTED
-        else f"`{key}` of {quant.source}"
-    )
-    portable = "ship the MTP layer quantized like the backbone (the portable fix), or, for "
-    if entry is not None:
-        note = (
-            " (a wildcard such as `*layers.N.*` is not a pattern to this release: use the "
-            "`re:` entry)"
-            if rule == QUARK
-            else ""
-        )
-        return f"{portable}{title}, add `{entry}` to {where}{note}"
-    names = (
-        "the checkpoint's own names (`model.layers.{L}...`)"
-        if naming == CHECKPOINT_NAMES
-        else "its runtime names (`model.decoder.<module>`, `model.eh_proj`, "
-        "`model.decoder.mlp.experts`)"
-    )
-    return f"{portable}{title}, list its modules in {where} under {names}"
-
-
-def _report_uncovered(
-    state: BuildState,
-    layer: MtpLayer,
-    uncovered: list[str],
-    naming: str,
-    rule: str,
-    outcomes: object,
-) -> None:
-    if not uncovered:
-        return
-    target = mtp_inputs(state).target
-    prefix = layer.prefix
-    method = target.quant.scheme or target.quant.method or ""
-    word = _outcome_word(target, outcomes)
-    outcome = OUTCOMES.get(word) if word is not None else None
-    if outcome is None:
-        not_read(
-            state,
-            f"what {state.title} does with an unquantized MTP layer in a `{method}` target "
-            "was not read",
-        )
-        return
-    shown = ", ".join(f"`{n}`" for n in uncovered[:SHOWN])
-    more = f" and {len(uncovered) - SHOWN} more" if len(uncovered) > SHOWN else ""
-    effect = (
-        "loading a BF16 tensor into a quantized parameter is refused at start-up"
-        + (
-            " (the packed 4-bit weight has half the BF16 tensor's columns: a shape error)"
-            if "fp4" in method
-            else ""
-        )
-        if outcome is Consequence.REFUSES_TO_START
-        else "the BF16 values are cast into quantized parameters whose scales are never "
-        "loaded, with no error: every draft is wrong (acceptance ≈ 0)"
-    )
-    keys: tuple[str, ...] = ("mtp_quant_uncovered", "mtp_exclusion_names")
-    if rule != LISTED:
-        keys += ("mtp_exclusion_match",)
-    mtp_finding(
-        state,
-        rule_ids.MTP_QUANT_UNCOVERED,
-        f"the target is quantized (`{method}`) but its MTP layer {prefix.rstrip('.')} is stored "
-        f"unquantized, and the exclusion list does not cover {shown}{more} under the names "
-        f"{state.title} matches; it builds them quantized like the target: {effect}",
-        location=Location(mtp_inputs(state).target.quant.source, _pointer(state)),
-        keys=keys,
-        fix=_fix(state, layer, naming, rule),
-        consequence=outcome,
-    )
-
-
-def _report_excluded_stored(state: BuildState, layer: MtpLayer, names: list[str]) -> None:
-    """DF541: MTP modules stored quantized (like the backbone) that the exclusion list
-    names under this release's names, so it builds them unquantized: what loading the
-    quantized tensors into them does is `mtp_quant_excluded_stored`, by scheme (and family);
-    unverified where it was not read."""
-    if not names:
-        return
-    target = mtp_inputs(state).target
-    method = target.quant.scheme or target.quant.method or ""
-    facts = state.profile.data.facts
-    fact = state.profile.fact(EXCLUDED_STORED) if EXCLUDED_STORED in facts else None
-    word = _outcome_word(target, fact.value) if fact is not None and fact.known else None
-    outcome = OUTCOMES.get(word) if word is not None else None
-    prefix = layer.prefix.rstrip(".")
-    if outcome is None:
-        not_read(
-            state,
-            f"what {state.title} does with an MTP layer stored quantized (`{method}`) whose "
-            f"modules the exclusion list names ({prefix}) was not read",
-        )
-        return
-    shown = ", ".join(f"`{n}`" for n in names[:SHOWN])
-    more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
-    effect = (
-        "their scales have no parameter to load into, and the load is refused "
-        "(`KeyError: ...weight_scale_inv`)"
-        if outcome is Consequence.REFUSES_TO_START
-        else "the quantized values are loaded as unquantized weights and their scales are "
-        "dropped, with no error: every draft is wrong (acceptance ≈ 0)"
-    )
-    mtp_finding(
-        state,
-        rule_ids.MTP_QUANT_EXCLUDED_STORED,
-        f"the target's MTP layer {prefix} is stored quantized (`{method}`, like the "
-        f"backbone), but the exclusion list names {shown}{more} under the names "
-        f"{state.title} matches, so it builds them unquantized: {effect}",
-        location=Location(target.quant.source, _pointer(state)),
-        keys=(EXCLUDED_STORED, "mtp_exclusion_names"),
-        fix="take the MTP layer's modules out of the exclusion list (they are quantized like "
-        "the backbone, and the engine builds them so); or store the MTP layer unquantized "
-        "if it must stay excluded",
-        consequence=outcome,
-    )
-
-
-# What loading an MTP layer stored quantized, but excluded from the quantization, does.
-EXCLUDED_STORED = "mtp_quant_excluded_stored"
-
-
 __all__ = [
     "depth",
     "depth_vs_tokens",
     "draft_path",
     "family_served",
     "layers_present",
-    "quantization_covered",
     "release_read",
     "tensors_present",
 ]

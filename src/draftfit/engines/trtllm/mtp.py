@@ -19,6 +19,7 @@ not refused.
 from __future__ import annotations
 
 from draftfit import rule_ids
+from draftfit.engines.procedure import mtp_quantization as quantization
 from draftfit.engines.procedure import mtp_steps as steps
 from draftfit.engines.procedure.mtp_part import (
     mtp_build,
@@ -251,7 +252,7 @@ MTP_PROCEDURE: Procedure = (
         mtp_mode,
         steps.layers_present,
         steps.tensors_present,
-        steps.quantization_covered,
+        quantization.quantization_covered,
     ),
 )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from draftfit import rule_ids
 from draftfit.engines.procedure import mtp_export as export
+from draftfit.engines.procedure import mtp_quantization as quantization
 from draftfit.engines.procedure import mtp_steps as steps
 from draftfit.engines.procedure.mtp_part import (
     mtp_build,
@@ -184,7 +185,7 @@ MTP_PROCEDURE: Procedure = (
         export.export_fit,
         steps.layers_present,
         steps.tensors_present,
-        steps.quantization_covered,
+        quantization.quantization_covered,
     ),
 )
 
