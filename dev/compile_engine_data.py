@@ -1,9 +1,10 @@
 """Write the compiled form of the engine data: `engines/<engine>/data.json` beside each
-`data.toml`.
+`data.toml`, and `draft/mtp_families.json` beside the MTP family table.
 
 The TOML files are the source of truth; draftfit loads the compiled form, which the standard
 library's JSON reader reads several times faster than tomllib reads TOML (see
-`draftfit.engines.compiled`). Run after editing any `engines/*/data.toml`:
+`draftfit.engines.compiled`). Run after editing any `engines/*/data.toml` or
+`draft/mtp_families.toml`:
 
     python dev/compile_engine_data.py          # rewrite every compiled file that is stale
     python dev/compile_engine_data.py --check  # list the stale ones, exit 1 if any
@@ -20,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from draftfit.draft.mtp import FAMILIES_FILE, FAMILIES_FORMAT, FAMILIES_JSON, parse_families
+from draftfit.draft.stamped_json import stamped_text
 from draftfit.engines.compiled import ENGINES_DIR, compile_text
 from draftfit.engines.data_file import parse_engine_data
 from draftfit.engines.interface import parse_toml
@@ -33,6 +36,15 @@ def compiled_for(toml: Path) -> str:
     raw = parse_toml(name, text)
     parse_engine_data(name, raw)
     return compile_text(name, text, raw)
+
+
+def compiled_families(toml: Path) -> str:
+    """The JSON twin of the MTP family table (EngineDataError when it has no families)."""
+    text = toml.read_text(encoding="utf-8")
+    raw = parse_families(text)
+    if not isinstance(raw.get("family"), list) or not raw["family"]:
+        raise EngineDataError(f"{toml.name}: no [[family]] tables")
+    return stamped_text(FAMILIES_FORMAT, text, {"data": raw})
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -56,10 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engines-dir", default=ENGINES_DIR, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     stale = failed = 0
-    for toml in sorted(Path(args.engines_dir).glob("*/data.toml")):
-        target = toml.with_suffix(".json")
+    sources = [(toml, compiled_for) for toml in sorted(Path(args.engines_dir).glob("*/data.toml"))]
+    sources.append((FAMILIES_FILE, compiled_families))
+    for toml, compile_one in sources:
+        target = FAMILIES_JSON if toml == FAMILIES_FILE else toml.with_suffix(".json")
         try:
-            text = compiled_for(toml)
+            text = compile_one(toml)
         except EngineDataError as exc:
             print(f"{toml.parent.name}/{toml.name}: not compiled: {exc}", file=sys.stderr)
             failed += 1

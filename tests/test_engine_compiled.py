@@ -9,7 +9,9 @@ from types import ModuleType
 
 import pytest
 
-from draftfit.engines.compiled import ENGINES_DIR, REGENERATE, load_compiled, stamp
+from draftfit.draft.mtp import FAMILIES_FILE, FAMILIES_FORMAT, FAMILIES_JSON, parse_families
+from draftfit.draft.stamped_json import load_stamped, stamp
+from draftfit.engines.compiled import ENGINES_DIR, REGENERATE, load_compiled
 from draftfit.engines.data_file import parse_engine_data
 from draftfit.engines.interface import parse_toml
 from draftfit.engines.registry import ENGINES, engine_named
@@ -163,3 +165,17 @@ def test_a_version_text_the_shipped_ranks_lack_is_refused_where_it_is_read() -> 
     data = parse_engine_data("vllm", raw, engine, citations_checked=True, ranks=ranks)
     with pytest.raises(EngineDataError, match=r"bad version '9\.9\.9'"):
         data.facts[key]
+
+
+def test_the_mtp_family_table_twin_is_in_step_and_never_used_stale(tmp_path: Path) -> None:
+    """The MTP family table loads from its JSON twin (no TOML parser) only while the twin
+    was built from the TOML beside it; a twin of another text is ignored."""
+    text = FAMILIES_FILE.read_text(encoding="utf-8")
+    twin = load_stamped(str(FAMILIES_JSON), FAMILIES_FORMAT, text)
+    assert twin is not None, f"src/draftfit/draft/mtp_families.json is stale: run `{REGENERATE}`"
+    assert twin["data"] == parse_families(text)
+    assert FAMILIES_JSON.read_text(encoding="utf-8") == _script().compiled_families(FAMILIES_FILE)
+    stale = tmp_path / "mtp_families.json"
+    shutil.copy(FAMILIES_JSON, stale)
+    assert load_stamped(str(stale), FAMILIES_FORMAT, text + "\n# edited\n") is None
+    assert load_stamped(str(stale), FAMILIES_FORMAT + 1, text) is None

@@ -65,3 +65,19 @@ def test_syntax_errors_keep_the_decoder_message(data: bytes) -> None:
     with pytest.raises(JsonSyntaxError) as info:
         parse_json(data, CONFIG_LIMITS)
     assert info.value.detail and info.value.detail in str(info.value)
+
+
+def test_depth_is_settled_for_many_shallow_containers_and_for_unbalanced_text() -> None:
+    """A header has three brackets per tensor (far more than the depth cap as a count):
+    within the cap; an unclosed run deeper than the cap is refused as too deep, a shallower
+    one as not JSON."""
+    header = (
+        b"{"
+        + b",".join(b'"t%d": {"shape": [1, 2], "data_offsets": [0, 4]}' % i for i in range(2000))
+        + b"}"
+    )
+    assert len(parse_json(header).value) == 2000
+    with pytest.raises(JsonLimitError, match="nested more than 64"):
+        parse_json(b"[]" * 100 + b"[" * (MAX_JSON_DEPTH + 1) + b"]" * 3)
+    with pytest.raises(JsonSyntaxError):
+        parse_json(b"[]" * 100 + b"[" * MAX_JSON_DEPTH + b"]" * 3)

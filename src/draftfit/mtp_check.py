@@ -151,9 +151,9 @@ def open_mtp_target(source: str | Path) -> tuple[Checkpoint, list[str]]:
     text = str(source)
     selection = MtpSelection()
     if is_hub_reference(text):
-        scoped = open_scoped(text, selection)
+        scoped = open_scoped(text, selection, selection.query)
     else:
-        scoped = load_scoped(source, selection)
+        scoped = load_scoped(source, selection, query=selection.query)
     # the names that matter to the MTP facts, as the selection found them in the index
     names = selection.relevant if selection.relevant is not None else scoped.names()
     return scoped.checkpoint, names

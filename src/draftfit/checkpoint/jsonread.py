@@ -40,7 +40,6 @@ EMITS: tuple[rule_ids.RuleId, ...] = (rule_ids.DUPLICATE_JSON_KEY,)
 EMITS_STAGE = "checkpoint reader: JSON files"
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKETS = re.compile(rb"[^\[\]{}]+")
 # A `\uD800`-`\uDFFF` escape: a surrogate, which only a valid pair may write.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -194,7 +193,8 @@ def _scan(data: bytes, limits: JsonLimits) -> tuple[int, int] | None:
     when they are all within the caps, so are the exact ones, and the colon count is
     returned with the count of `[` and `{` (a large shard index is settled so, several times
     faster; long numbers are then refused as the decoder reads them, see :class:`_Numbers`).
-    Otherwise the exact counts outside strings decide, and None is returned."""
+    Otherwise (a header: its three brackets per tensor exceed the depth cap as a count) the
+    exact counts outside strings decide, and None is returned."""
     marks = data.translate(None, _NOT_COUNTED)  # the bytes counted, kept in a few KB
     quotes = marks.count(b'"')  # escaped quotes count too: an over-estimate, never under
     if quotes > 2 * limits.max_strings:
@@ -221,15 +221,11 @@ def _scan(data: bytes, limits: JsonLimits) -> tuple[int, int] | None:
         raise JsonLimitError(
             f"it has {containers} objects and arrays, above the limit of {limits.max_containers}"
         )
-    depth = 0
-    for byte in _BRACKETS.sub(b"", outside):
-        if byte in b"[{":
-            depth += 1
-            if depth > limits.max_depth:
-                raise JsonLimitError(f"it is nested more than {limits.max_depth} levels deep")
-        else:
-            depth -= 1
-    # Only a run of number characters longer than the cap can hold too many digits.
+    _check_depth(outside.translate(None, _NOT_BRACKETS), limits.max_depth)
+    # Only a run of number characters longer than the cap can hold too many digits (looked
+    # for over the bytes marked number or not, at C speed, before any pattern runs).
+    if b"1" * (limits.max_digits + 1) not in outside.translate(_NUMBER_MARKS):
+        return None
     long_runs = re.compile(rb"[-+.0-9eE]{%d,}" % (limits.max_digits + 1))
     for match in long_runs.finditer(outside):
         digits = sum(1 for c in match.group() if 48 <= c <= 57)
@@ -238,6 +234,36 @@ def _scan(data: bytes, limits: JsonLimits) -> tuple[int, int] | None:
                 f"a number has {digits} digits, above the limit of {limits.max_digits}"
             )
     return None
+
+
+# Every byte but brackets; each byte marked "1" where it may be part of a number, else "0".
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_NUMBER_MARKS = bytes(ord("1") if b in b"-+.0123456789eE" else ord("0") for b in range(256))
+# Openers and closers of both kinds, as one pair of bytes.
+_NESTING = bytes.maketrans(b"[]{}", b"()()")
+
+
+def _check_depth(brackets: bytes, max_depth: int) -> None:
+    """Refuse `brackets` (the document's brackets outside strings, in order) when they nest
+    deeper than `max_depth`. Each pass takes out the innermost pairs, so a balanced
+    document `max_depth` deep is settled in that many passes at C speed (a header is 3
+    deep); anything else is walked bracket by bracket."""
+    shape = brackets.translate(_NESTING)
+    for _ in range(max_depth):
+        inner = shape.replace(b"()", b"")
+        if not inner:
+            return
+        if len(inner) == len(shape):
+            break  # not balanced: the walk decides
+        shape = inner
+    depth = 0
+    for byte in brackets:
+        if byte in b"[{":
+            depth += 1
+            if depth > max_depth:
+                raise JsonLimitError(f"it is nested more than {max_depth} levels deep")
+        else:
+            depth -= 1
 
 
 def _outside_strings(data: bytes, quotes: int) -> bytes:
@@ -255,26 +281,29 @@ class _Numbers:
     """The decoder's number hooks: a number of more than `max_digits` digits is refused
     (DF022) before `int()` or `float()` sees it. The decoder hands each number over as its
     text, so a document whose structure the scan settled from its raw counts needs no pass
-    over its bytes for long numbers."""
+    over its bytes for long numbers. A header holds four integers per tensor, so each hook
+    is one call that settles a short number itself."""
 
     def __init__(self, max_digits: int) -> None:
         self.max_digits = max_digits
 
-    def _refuse_long(self, text: str) -> None:
-        if len(text) > self.max_digits:
-            digits = sum(1 for char in text if "0" <= char <= "9")
-            if digits > self.max_digits:
-                raise JsonLimitError(
-                    f"a number has {digits} digits, above the limit of {self.max_digits}"
-                )
+        def whole(text: str) -> int:
+            return int(text) if len(text) <= max_digits else int(self._refuse_long(text))
 
-    def whole(self, text: str) -> int:
-        self._refuse_long(text)
-        return int(text)
+        def real(text: str) -> float:
+            return float(text) if len(text) <= max_digits else float(self._refuse_long(text))
 
-    def real(self, text: str) -> float:
-        self._refuse_long(text)
-        return float(text)
+        self.whole = whole
+        self.real = real
+
+    def _refuse_long(self, text: str) -> str:
+        """`text`, unless it holds more than `max_digits` digits (then DF022)."""
+        digits = sum(1 for char in text if "0" <= char <= "9")
+        if digits > self.max_digits:
+            raise JsonLimitError(
+                f"a number has {digits} digits, above the limit of {self.max_digits}"
+            )
+        return text
 
 
 def duplicate_key_damage(rel: str, keys: tuple[str, ...]) -> list[Damage]:

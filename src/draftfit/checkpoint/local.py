@@ -20,6 +20,7 @@ from draftfit.checkpoint.access import LocalAccess, escapes_folder
 from draftfit.checkpoint.hub_cache import find_origin, repository_folder
 from draftfit.checkpoint.jsonread import (
     CONFIG_LIMITS,
+    JsonDocument,
     JsonLimitError,
     JsonSyntaxError,
     duplicate_key_damage,
@@ -129,6 +130,20 @@ def read_json_object(
     """Parse a JSON file that must hold an object, within the reader's caps; record `kind`
     damage when it is not one, DF022 when a cap is exceeded (nothing is read beyond it) and
     DF023 for keys written twice."""
+    data = read_json_bytes(access, rel, damage)
+    if data is None:
+        return None
+    document = parse_json_object(data, rel, damage, kind)
+    if document is None:
+        return None
+    damage.extend(duplicate_key_damage(rel, document.duplicate_keys))
+    value: dict[str, Any] = document.value
+    return value
+
+
+def read_json_bytes(access: FileAccess, rel: str, damage: list[Damage]) -> bytes | None:
+    """The bytes of the JSON file `rel`, or None (recorded in `damage`) when it is larger
+    than a JSON file may be or cannot be read."""
     try:
         size = access.size(rel)
         if size > MAX_JSON_FILE_BYTES:
@@ -141,10 +156,18 @@ def read_json_object(
                 )
             )
             return None
-        data = access.read_all(rel)
+        return access.read_all(rel)
     except OSError as exc:
         damage.append(Damage(rule_ids.UNREADABLE_FILE, rel, f"cannot read: {exc.strerror or exc}"))
         return None
+
+
+def parse_json_object(
+    data: bytes, rel: str, damage: list[Damage], kind: RuleId
+) -> JsonDocument | None:
+    """`data` parsed within the reader's caps when it holds a JSON object; otherwise None,
+    with `kind` damage (DF022 for a cap exceeded). Its duplicated keys are left to the
+    caller."""
     try:
         document = parse_json(data, CONFIG_LIMITS)
     except JsonLimitError as exc:
@@ -153,12 +176,11 @@ def read_json_object(
     except JsonSyntaxError as exc:
         damage.append(Damage(kind, rel, str(exc)))
         return None
-    value = document.value
-    if not isinstance(value, dict):
-        damage.append(Damage(kind, rel, f"holds a JSON {type(value).__name__}, expected an object"))
+    if not isinstance(document.value, dict):
+        kind_name = type(document.value).__name__
+        damage.append(Damage(kind, rel, f"holds a JSON {kind_name}, expected an object"))
         return None
-    damage.extend(duplicate_key_damage(rel, document.duplicate_keys))
-    return value
+    return document
 
 
 def _read_config(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from draftfit import rule_ids
 from draftfit.checkpoint.access import LocalAccess, escapes_folder
 from draftfit.checkpoint.hub_cache import find_origin, repository_folder
+from draftfit.checkpoint.index_names import read_index_names
 from draftfit.checkpoint.limits import MAX_WEIGHT_FILES
 from draftfit.checkpoint.local import (
     CONFIG_NAME,
@@ -46,11 +47,14 @@ if TYPE_CHECKING:
     from typing import Any
 
     from draftfit.checkpoint.access import FileAccess
+    from draftfit.checkpoint.index_names import NameQuery
     from draftfit.checkpoint.safetensors import HeaderResult
 
-    # Given the config and every tensor name of the index, the names whose shards are read
-    # (all at once: an index may name ~100,000 tensors).
+    # Given the config and the tensor names read from the index, the names whose shards are
+    # read (all at once: an index may name ~100,000 tensors).
     Selector = Callable[[Mapping[str, Any] | None, Collection[str]], Iterable[str]]
+    # Given the config, which names of the index to read at all (None: every name).
+    QueryFor = Callable[[Mapping[str, Any] | None], NameQuery | None]
     # Reads the headers of the shards named, in that order (one after the other, or at
     # once for a remote source).
     HeaderReader = Callable[[FileAccess, list[str]], list[HeaderResult]]
@@ -62,8 +66,9 @@ class ScopedCheckpoint:
 
     Attributes:
         checkpoint: the config and the tensors of the shards read (with their damage).
-        index: every tensor name the index lists, with its shard; None without an index
-            (then every weight file was read and `checkpoint.tensors` is complete).
+        index: the tensor names read from the index, with their shards: every name it
+            lists, or only those a query picked; None without an index (then every weight
+            file was read and `checkpoint.tensors` is complete).
         shards_read: the shards whose headers were read, in order.
     """
 
@@ -72,15 +77,21 @@ class ScopedCheckpoint:
     shards_read: tuple[str, ...] = field(default=())
 
     def names(self) -> list[str]:
-        """Every tensor name known: the index's, else those read."""
+        """The tensor names known: those read from the index, else those of the headers."""
         if self.index is not None:
             return list(self.index)
         return list(self.checkpoint.tensors)
 
 
-def load_scoped(path: str | Path, select: Selector, origin: str | None = None) -> ScopedCheckpoint:
+def load_scoped(
+    path: str | Path,
+    select: Selector,
+    origin: str | None = None,
+    query: QueryFor | None = None,
+) -> ScopedCheckpoint:
     """Read `path`'s config and index, and the headers of the shards holding a tensor that
-    `select` picks (every safetensors file when there is no index). Raises
+    `select` picks (every safetensors file when there is no index); with `query`, only the
+    index's names it picks for the config are read and selected from. Raises
     :class:`CheckpointNotFoundError` when `path` is not a directory."""
     root = Path(path)
     if root.is_file() and root.name == CONFIG_NAME:
@@ -93,7 +104,14 @@ def load_scoped(path: str | Path, select: Selector, origin: str | None = None) -
     name = origin or str(path)
     access = LocalAccess(root, repository_folder(root))
     scoped = scoped_from_access(
-        access, files, name, root, select, read_in_turn, lambda: load_checkpoint(root, name)
+        access,
+        files,
+        name,
+        root,
+        select,
+        read_in_turn,
+        lambda: load_checkpoint(root, name),
+        query,
     )
     scoped.checkpoint.hub_origin = find_origin(root)
     return scoped
@@ -107,11 +125,12 @@ def scoped_from_access(
     select: Selector,
     read_headers: HeaderReader,
     read_whole: Callable[[], Checkpoint],
+    query: QueryFor | None = None,
 ) -> ScopedCheckpoint:
-    """Read, through `access`, the config, the index and the headers of the shards holding
-    a tensor that `select` picks, of a checkpoint whose top-level files are `files` (which
-    hold the index). An index without a readable `weight_map` falls back to `read_whole()`
-    (every header)."""
+    """Read, through `access`, the config, the index (with `query`, only the names it picks
+    for the config) and the headers of the shards holding a tensor that `select` picks, of
+    a checkpoint whose top-level files are `files` (which hold the index). An index without
+    a readable `weight_map` falls back to `read_whole()` (every header)."""
     checkpoint = Checkpoint(root=root, origin=origin, files=sorted(files), access=access)
     damage = checkpoint.damage
     if CONFIG_NAME in files:
@@ -120,16 +139,11 @@ def scoped_from_access(
         damage.append(
             Damage(rule_ids.MISSING_CONFIG, CONFIG_NAME, "the directory has no config.json")
         )
-    document = read_json_object(access, SAFETENSORS_INDEX, damage, rule_ids.INVALID_INDEX)
-    weight_map = document.get("weight_map") if document is not None else None
-    # (the types of ~100,000 names and shards, checked at C speed: JSON gives no subclass)
-    if not isinstance(weight_map, dict) or not set(map(type, weight_map.values())) <= {str}:
-        if document is not None:
-            damage.append(
-                Damage(rule_ids.INVALID_INDEX, SAFETENSORS_INDEX, "`weight_map` is not a map")
-            )
+    wanted = query(checkpoint.config) if query is not None else None
+    read = read_index_names(access, SAFETENSORS_INDEX, damage, wanted)
+    if read is None:
         return ScopedCheckpoint(read_whole())
-    index: dict[str, str] = weight_map
+    index = read.shards
     shards = sorted({index[name] for name in select(checkpoint.config, index)})
     checkpoint.weight_format = "safetensors"
     readable: list[str] = []

@@ -13,6 +13,7 @@ an earlier one (`tests/test_engine_interface.py` checks it).
 """
 
 LAYERS: tuple[tuple[str, ...], ...] = (
+    ("stamped_json",),
     ("config_schema", "tensor_names", "target_rotation", "synth", "mtp"),
     ("dialects", "target", "nextn_export"),
     ("aux_counting",),

@@ -18,7 +18,9 @@ from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from draftfit.checkpoint.index_names import NameQuery, PickedNames, pick_names, picked
 from draftfit.checkpoint.model import TensorInfo
+from draftfit.draft.stamped_json import load_stamped
 from draftfit.records import field, frozen
 
 if TYPE_CHECKING:
@@ -27,6 +29,10 @@ if TYPE_CHECKING:
 MTP = "mtp"  # the drafting method: the target's own MTP layers as its draft
 
 FAMILIES_FILE = Path(__file__).with_name("mtp_families.toml")
+# Its JSON twin (:mod:`draftfit.draft.stamped_json`), written by
+# `python dev/compile_engine_data.py`.
+FAMILIES_JSON = FAMILIES_FILE.with_suffix(".json")
+FAMILIES_FORMAT = 1
 
 LAYER_INDEX = "layer_index"  # model.layers.{L+i}.*
 MTP_PREFIX = "mtp_prefix"  # mtp.* and mtp.layers.{i}.*
@@ -88,9 +94,8 @@ class MtpFamily:
         return "mtp." if self.naming == MTP_PREFIX else self.layer_prefix(num_hidden_layers, i)
 
 
-@cache
-def families() -> tuple[MtpFamily, ...]:
-    """The family table, read once."""
+def parse_families(text: str) -> dict[str, Any]:
+    """The family table's TOML text as tables."""
     import sys
 
     if sys.version_info >= (3, 11):
@@ -98,7 +103,16 @@ def families() -> tuple[MtpFamily, ...]:
     else:  # pragma: no cover - exercised on Python 3.10 only
         import tomli as tomllib
 
-    table = tomllib.loads(FAMILIES_FILE.read_text(encoding="utf-8"))
+    return tomllib.loads(text)
+
+
+@cache
+def families() -> tuple[MtpFamily, ...]:
+    """The family table, read once (from its JSON twin while that is current)."""
+    text = FAMILIES_FILE.read_text(encoding="utf-8")
+    twin = load_stamped(str(FAMILIES_JSON), FAMILIES_FORMAT, text)
+    table = twin["data"] if twin is not None and isinstance(twin.get("data"), dict) else None
+    table = table if table is not None else parse_families(text)
     return tuple(
         MtpFamily(
             name=item["name"],
@@ -155,9 +169,9 @@ def select_mtp_names(config: Mapping[str, Any] | None, names: Collection[str]) -
     all of them, then tested one by one."""
     family = family_of(config)
     layers = _int(config, "num_hidden_layers") if config is not None else None
-    starts = [_slot_pattern(family, layers) or r"mtp\.|model\.mtp_layers\."]
+    starts = (_slot_pattern(family, layers) or r"mtp\.|model\.mtp_layers\.",)
     wanted = mtp_names(config)
-    return [name for name in _candidates(names, starts) if wanted(name)]
+    return [name for name in pick_names(names, NameQuery(starts)) if wanted(name)]
 
 
 def _at_or_after(layers: int, name: str) -> bool:
@@ -313,7 +327,7 @@ def read_mtp_target(
     last = f"model.layers.{layers_count - 1}." if layers_count else None
     # Only these names can be a backbone module, an MTP tensor or a stray one: the loop
     # below does nothing with any other (the same result, in a fraction of the time).
-    names = relevant_names(config, list(names))
+    names = relevant_names(config, names if isinstance(names, PickedNames) else list(names))
     for name in names:
         if last is not None and name.startswith(last):
             sub = name[len(last) :]
@@ -347,10 +361,15 @@ def read_mtp_target(
     )
 
 
-def relevant_names(config: Mapping[str, Any] | None, names: Collection[str]) -> list[str]:
+def relevant_names(config: Mapping[str, Any] | None, names: Collection[str]) -> PickedNames:
     """The names of `names`, in order, that :func:`read_mtp_target` can do anything with
     (the last decoder layer's, those its family places in an MTP layer, and any that looks
     like an MTP tensor): given these alone it finds the same facts."""
+    return picked(names, relevant_query(config))
+
+
+def relevant_query(config: Mapping[str, Any] | None) -> NameQuery:
+    """The query for :func:`relevant_names` (a reader of the index may keep only these)."""
     family = family_of(config)
     layers_count = _int(config, "num_hidden_layers") if config is not None else None
     starts = [re.escape(f"model.layers.{layers_count - 1}.")] if layers_count else []
@@ -359,13 +378,14 @@ def relevant_names(config: Mapping[str, Any] | None, names: Collection[str]) -> 
         starts.append(slots)
     if family is not None and family.naming == MTP_PREFIX:
         starts.append(r"mtp\.")
-    return _candidates(names, starts, words=_MTP_WORDS)
+    return NameQuery(tuple(starts), _MTP_WORDS)
 
 
 class MtpSelection:
     """The selection of :func:`draftfit.checkpoint.scoped.load_scoped` for an MTP check:
     the MTP names of the index (whose shards are read), keeping the names the MTP facts
-    need (:func:`relevant_names`) so that the index's ~100,000 names are searched once.
+    need (:func:`relevant_names`). Its :meth:`query` lets the reader of the index keep only
+    those: the index's ~100,000 names are never all built.
 
     Attributes:
         relevant: those names, once the index was read (None before, or without an index).
@@ -373,10 +393,21 @@ class MtpSelection:
 
     def __init__(self) -> None:
         self.relevant: list[str] | None = None
+        self._queried: NameQuery | None = None
 
     def __call__(self, config: Mapping[str, Any] | None, names: Collection[str]) -> list[str]:
+        # names read through this selection's query are already the relevant ones
+        query = relevant_query(config)
+        if self._queried == query:
+            names = PickedNames(names, query)
         self.relevant = relevant_names(config, names)
         return select_mtp_names(config, self.relevant)
+
+    def query(self, config: Mapping[str, Any] | None) -> NameQuery:
+        """The index's names to read at all: those of :func:`relevant_names` (for names that
+        are not plain ASCII, a superset)."""
+        self._queried = relevant_query(config)
+        return self._queried
 
 
 def _add_own(
@@ -415,12 +446,18 @@ def _mtp_slot(
     return index, f"{start}{index}.", rest
 
 
-_LAYER = re.compile(r"model\.layers\.(\d{1,7})\.")
+_LAYERS = "model.layers."
 
 
 def _layer_number(name: str) -> int | None:
-    found = _LAYER.match(name)
-    return int(found.group(1)) if found else None
+    """i of a name under `model.layers.{i}.` (1 to 7 decimal digits), else None."""
+    if not name.startswith(_LAYERS):
+        return None
+    dot = name.find(".", len(_LAYERS))
+    digits = name[len(_LAYERS) : dot]
+    if dot < 0 or not 0 < len(digits) <= 7 or not digits.isdecimal():
+        return None
+    return int(digits)
 
 
 # Words of MTP tensor names, searched in the lower-cased name.
@@ -455,35 +492,6 @@ def _at_least(n: int) -> str:
         if digit != "9":
             options.append(f"{digits[:i]}[{int(digit) + 1}-9][0-9]{{{width - i - 1}}}")
     return "|".join(options)
-
-
-def _candidates(
-    names: Collection[str], starts: list[str], words: tuple[str, ...] = ()
-) -> list[str]:
-    """The names of `names`, in order, that begin with a match of one of `starts` or whose
-    lower-cased form holds one of `words`: a superset of the names a per-name test
-    accepts, found by searching all names as one text (each pattern skips the ~100,000
-    names it cannot match at C speed). Names that are not plain ASCII, or that hold a line
-    break, are all returned (the caller tests each)."""
-    text = "\n" + "\n".join(names)
-    if not text.isascii() or text.count("\n") != len(names):
-        return list(names)
-    found: set[int] = set()
-    if starts:
-        for match in re.finditer(rf"\n(?:{'|'.join(starts)})", text):
-            found.add(match.start() + 1)
-    if words:
-        lowered = text.lower()
-        for word in words:  # one plain search per word: far faster than an alternation
-            at = lowered.find(word)
-            while at >= 0:
-                found.add(lowered.rfind("\n", 0, at) + 1)
-                at = lowered.find(word, at + len(word))
-    out = []
-    for start in sorted(found):
-        end = text.find("\n", start)
-        out.append(text[start:] if end < 0 else text[start:end])
-    return out
 
 
 def _int(config: Mapping[str, Any] | None, key: str) -> int | None:

@@ -5,18 +5,18 @@ same tables as JSON (which the standard library reads several times faster than 
 reads TOML), stamped with the CRC-32 and length of the TOML text it was built from. A
 compiled file is used only while that stamp matches the TOML beside it, so an edited TOML is
 never shadowed by a stale compiled form: it is parsed instead, only more slowly, until
-`python dev/compile_engine_data.py` writes the compiled form again (a test fails meanwhile).
-Nothing is written at run time. The compiled form also holds the rank of every version text
-in the data (:mod:`draftfit.engines.releases`), so loading it needs no version parser.
+`python dev/compile_engine_data.py` writes the compiled form again (a test fails
+meanwhile; see :mod:`draftfit.draft.stamped_json`). Nothing is written at run time. The
+compiled form also holds the rank of every version text in the data
+(:mod:`draftfit.engines.releases`), so loading it needs no version parser.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import zlib
 from typing import TYPE_CHECKING
 
+from draftfit.draft.stamped_json import load_stamped, stamped_text
 from draftfit.engines.releases import rank_versions
 
 if TYPE_CHECKING:
@@ -38,39 +38,19 @@ def compiled_path(name: str) -> str:
     return os.path.join(ENGINES_DIR, name, "data.json")
 
 
-def stamp(toml_text: str) -> dict[str, int]:
-    """What identifies a TOML text: the CRC-32 and length of its UTF-8 bytes (newlines as
-    Python's text mode reads them, so a checkout with CRLF line ends matches too)."""
-    data = toml_text.encode("utf-8")
-    return {"toml_crc32": zlib.crc32(data), "toml_bytes": len(data)}
-
-
 def compile_text(name: str, toml_text: str, raw: dict[str, Any]) -> str:
     """The compiled file for `raw`, engine `name`'s tables parsed from `toml_text`, with the
-    rank of each version text in it: one value per line, so that changes to the data show
-    (and merge) line by line."""
-    document = {
-        "format": FORMAT,
-        **stamp(toml_text),
-        "version_ranks": rank_versions(name, raw),
-        "data": raw,
-    }
-    return json.dumps(document, indent=0, ensure_ascii=False) + "\n"
+    rank of each version text in it."""
+    fields = {"version_ranks": rank_versions(name, raw), "data": raw}
+    return stamped_text(FORMAT, toml_text, fields)
 
 
 def load_compiled(name: str, toml_text: str) -> tuple[dict[str, Any], dict[str, int]] | None:
     """Engine `name`'s tables from its compiled file, and the rank of each version text in
     them, when that file was built from exactly `toml_text`; None when there is none, it is
     of another format, or it is stale."""
-    try:
-        with open(compiled_path(name), encoding="utf-8") as handle:
-            document = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        return None
-    expected = stamp(toml_text)
-    if any(document.get(key) != value for key, value in expected.items()):
+    document = load_stamped(compiled_path(name), FORMAT, toml_text)
+    if document is None:
         return None
     data, ranks = document.get("data"), document.get("version_ranks")
     if not isinstance(data, dict) or not isinstance(ranks, dict):

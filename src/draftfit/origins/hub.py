@@ -53,7 +53,7 @@ MAX_SECONDS = 86_400.0
 if TYPE_CHECKING:
     from draftfit.checkpoint.access import FileAccess
     from draftfit.checkpoint.safetensors import HeaderResult
-    from draftfit.checkpoint.scoped import ScopedCheckpoint, Selector
+    from draftfit.checkpoint.scoped import QueryFor, ScopedCheckpoint, Selector
 
 T = TypeVar("T")
 
@@ -244,27 +244,28 @@ def _load_remote_checkpoint(ref: HubRef) -> Checkpoint:
         return load_from_access(access, list(sizes), ref.display, root)
 
 
-def load_hub_scoped(text: str, select: Selector) -> ScopedCheckpoint:
-    """Read a Hub repository in part: its file list, `config.json`, its shard index and
-    the headers of the shards holding a tensor that `select` picks, those header reads at
-    once (a 163-shard target costs the time of about five requests, not 170). Offline, or
+def load_hub_scoped(text: str, select: Selector, query: QueryFor | None = None) -> ScopedCheckpoint:
+    """Read a Hub repository in part: its file list, `config.json`, its shard index (with
+    `query`, only the names it picks) and the headers of the shards holding a tensor that
+    `select` picks, those header reads at once (a 163-shard target costs the time of about
+    five requests, not 170). Offline, or
     when the Hub cannot be reached, the local cache is read the same way (saying so). A
     repository without an index is read as any draft (every header)."""
     ref = parse_hub_reference(text)
-    return within_deadline(ref, lambda: _load_hub_scoped(ref, select))
+    return within_deadline(ref, lambda: _load_hub_scoped(ref, select, query))
 
 
-def _load_hub_scoped(ref: HubRef, select: Selector) -> ScopedCheckpoint:
+def _load_hub_scoped(ref: HubRef, select: Selector, query: QueryFor | None) -> ScopedCheckpoint:
     from draftfit.checkpoint.scoped import load_scoped
 
     return _remote_else_cached(
         ref,
-        lambda: _load_remote_scoped(ref, select),
-        lambda cached: load_scoped(cached, select, origin=ref.display),
+        lambda: _load_remote_scoped(ref, select, query),
+        lambda cached: load_scoped(cached, select, origin=ref.display, query=query),
     )
 
 
-def _load_remote_scoped(ref: HubRef, select: Selector) -> ScopedCheckpoint:
+def _load_remote_scoped(ref: HubRef, select: Selector, query: QueryFor | None) -> ScopedCheckpoint:
     from draftfit.checkpoint.local import SAFETENSORS_INDEX
     from draftfit.checkpoint.scoped import ScopedCheckpoint, scoped_from_access
 
@@ -283,6 +284,7 @@ def _load_remote_scoped(ref: HubRef, select: Selector) -> ScopedCheckpoint:
             select,
             read_at_once,
             lambda: load_from_access(access, files, ref.display, root),
+            query,
         )
 
 

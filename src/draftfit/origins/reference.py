@@ -18,7 +18,7 @@ from draftfit.draft.target import Target, load_target
 from draftfit.errors import HubAccessError, UsageError
 
 if TYPE_CHECKING:
-    from draftfit.checkpoint.scoped import ScopedCheckpoint, Selector
+    from draftfit.checkpoint.scoped import QueryFor, ScopedCheckpoint, Selector
 
 HF_PREFIX = "hf://"
 
@@ -45,13 +45,14 @@ def open_checkpoint(source: str | Path) -> Checkpoint:
     return load_checkpoint(source)
 
 
-def open_scoped(text: str, select: Selector) -> ScopedCheckpoint:
-    """Read a Hub repository's config, its index and the headers of the shards holding a
-    tensor that `select` picks (see :func:`draftfit.origins.hub.load_hub_scoped`)."""
+def open_scoped(text: str, select: Selector, query: QueryFor | None = None) -> ScopedCheckpoint:
+    """Read a Hub repository's config, its index (with `query`, only the names it picks)
+    and the headers of the shards holding a tensor that `select` picks (see
+    :func:`draftfit.origins.hub.load_hub_scoped`)."""
     from draftfit.origins.hub import load_hub_scoped
 
     with _local_first(text):
-        return load_hub_scoped(text, select)
+        return load_hub_scoped(text, select, query)
 
 
 def open_target(source: str | Path) -> Target:
