@@ -36,7 +36,13 @@ FRAGMENTS = [
     "model.layers.60", "mtp.layers.0", "é", " ", ":", ",", "{", "}", "[", "]", '"', "\\", "\n",
     "\t", "/", "-", "\x01",
 ]  # fmt: skip
-SHARDS = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "mtp.bin", ""]
+SHARDS = [
+    "model-00001-of-00002.safetensors",
+    "model-00002-of-00002.safetensors",
+    "mtp.bin",
+    "x-nextn.bin",
+    "",
+]
 
 names = st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=5).flatmap(
     lambda parts: st.sampled_from([".", "_", ""]).map(lambda sep: sep.join(parts))

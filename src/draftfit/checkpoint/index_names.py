@@ -155,12 +155,13 @@ def _read_exact(
 
 
 # The plain reading. Each byte of the map is put in a class: a byte a name may hold without
-# an escape ("a"), JSON whitespace (" "), a quote, `:` `,` `{` `}`, or one the plain reading
-# does not take ("!": a control character, a backslash, `[` or `]`, anything not ASCII).
+# an escape ("a"; an upper-case letter "A"), JSON whitespace (" "), a quote, `:` `,` `{` `}`,
+# or one the plain reading does not take ("!": a control character, a backslash, `[` or
+# `]`, anything not ASCII).
 def _classes() -> bytes:
     table = bytearray(b"!" * 256)
     for byte in range(0x20, 0x7F):
-        table[byte] = ord("a")
+        table[byte] = ord("A") if ord("A") <= byte <= ord("Z") else ord("a")
     for byte in b" \t\n\r":
         table[byte] = ord(" ")
     for byte in b'":,{}':
@@ -193,8 +194,16 @@ def _read_plain(data: bytes, query: NameQuery) -> tuple[dict[str, str], tuple[st
         return None
     begin = opening.end() - 1
     end = data.find(b"}", begin) + 1
-    if end <= 0 or _FLAT_MAP.fullmatch(data.translate(_CLASSES), begin, end) is None:
+    if end <= 0:
         return None
+    # Names are searched for their words in lower case: when the map holds no upper-case
+    # letter (the pattern refuses class "A"), in the bytes as they are; otherwise in a
+    # lower-cased copy (a 9 MB copy costs its pages, so only then).
+    lowered = data
+    if _FLAT_MAP.fullmatch(data.translate(_CLASSES), begin, end) is None:
+        lowered = data.lower()
+        if _FLAT_MAP.fullmatch(lowered.translate(_CLASSES), begin, end) is None:
+            return None
     rest = data[:begin] + _PLACEHOLDER + data[end:]
     try:
         document = parse_json(rest, CONFIG_LIMITS)
@@ -205,7 +214,7 @@ def _read_plain(data: bytes, query: NameQuery) -> tuple[dict[str, str], tuple[st
     pairs = data.count(b":", begin, end)  # names cannot hold a colon (they are class "a")
     if not _within_caps(pairs, rest):
         return None
-    shards, duplicates = _picked_pairs(data, begin, end, query)
+    shards, duplicates = _picked_pairs(data, lowered, begin, end, query)
     return shards, (*document.duplicate_keys, *duplicates)
 
 
@@ -222,46 +231,51 @@ def _within_caps(pairs: int, rest: bytes) -> bool:
     )
 
 
-# Every byte but the upper-case letters.
-_NOT_UPPER = bytes(b for b in range(256) if not ord("A") <= b <= ord("Z"))
 # A member of a plain map from the opening quote of its name: the name, then its shard.
 _MEMBER = rb'([^"]*)"[ \t\n\r]*:[ \t\n\r]*"([^"]*)"'
 
 
 def _picked_pairs(
-    data: bytes, begin: int, end: int, query: NameQuery
+    data: bytes, lowered: bytes, begin: int, end: int, query: NameQuery
 ) -> tuple[dict[str, str], tuple[str, ...]]:
-    """The names of the plain map `data[begin:end]` that `query` picks, each with its shard
-    (the last written, as JSON readers keep it), in the order the map first writes them,
-    and those written more than once."""
-    # where each picked name begins -> (the name, its shard)
-    found: dict[int, tuple[bytes, bytes]] = {}
+    """The names of the plain map `data[begin:end]` (`lowered`: the same bytes with each
+    letter in lower case) that `query` picks, each with its shard (the last written, as
+    JSON readers keep it), in the order the map first writes them, and those written more
+    than once."""
+    starts = "|".join(query.starts).encode("ascii")
+    # every member whose name begins with a start, in the map's order
+    picked: list[tuple[bytes, bytes]] = []
     if query.starts:
-        starts = "|".join(query.starts).encode("ascii")
         pattern = re.compile(rb'"((?:' + starts + rb')[^"]*)"[ \t\n\r]*:[ \t\n\r]*"([^"]*)"')
-        for match in pattern.finditer(data, begin, end):
-            found[match.start(1)] = (match[1], match[2])
-    if query.words:
-        member = re.compile(_MEMBER)
-        # lower-cased only when some letter is upper-case: a copy of 9 MB costs its pages
-        lowered = data.lower() if data.translate(None, _NOT_UPPER) else data
-        for word in query.words:
-            # searched from the end: CPython's backward search is ~3x faster on such text
-            needle = word.encode("ascii")
-            at = lowered.rfind(needle, begin, end)
-            while at >= 0:
-                opening = lowered.rfind(b'"', begin, at)
-                pair = member.match(data, opening + 1, end)
-                if pair is not None:  # else the name of a shard file, not of a tensor
-                    found[opening + 1] = (pair[1], pair[2])
-                at = lowered.rfind(needle, begin, opening)
-    if not found:
+        picked = pattern.findall(data, begin, end)
+    # where each member a word picks begins -> its name and shard, unless a start picks it
+    # (then each time it is written is in `picked` already)
+    by_word: dict[int, tuple[bytes, bytes]] = {}
+    member = re.compile(_MEMBER)
+    start = re.compile(rb"(?:" + starts + rb")") if query.starts else None
+    for word in query.words:
+        # searched from the end: CPython's backward search is ~3x faster on such text
+        needle = word.encode("ascii")
+        at = lowered.rfind(needle, begin, end)
+        while at >= 0:
+            opening = lowered.rfind(b'"', begin, at)
+            pair = member.match(data, opening + 1, end)
+            # (no pair: the name of a shard file, not of a tensor)
+            if pair is not None and (start is None or start.match(pair[1]) is None):
+                by_word[opening + 1] = (pair[1], pair[2])
+            at = lowered.rfind(needle, begin, opening)
+    if by_word:  # rare (a name that only looks like an MTP tensor): ordered by position
+        found = dict(by_word)
+        if query.starts:
+            for match in pattern.finditer(data, begin, end):
+                found[match.start(1)] = (match[1], match[2])
+        picked = [found[position] for position in sorted(found)]
+    if not picked:
         return {}, ()
-    pairs = [found[start] for start in sorted(found)]
     # decoded at once (a plain name holds no NUL); a dict keeps each name where it was
     # first written, with the shard written last, as JSON readers do
-    names = b"\0".join(name for name, _ in pairs).decode("ascii").split("\0")
-    files = b"\0".join(shard for _, shard in pairs).decode("ascii").split("\0")
+    names = b"\0".join(name for name, _ in picked).decode("ascii").split("\0")
+    files = b"\0".join(shard for _, shard in picked).decode("ascii").split("\0")
     shards = dict(zip(names, files, strict=True))
     if len(shards) == len(names):
         return shards, ()
