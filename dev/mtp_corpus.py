@@ -156,6 +156,52 @@ TARGETS: dict[str, dict[str, Any]] = {
         "mtp_quantized": True,
         "exclude": "runtime",
     },
+    # Qwen3.5 (multimodal MoE: its keys in `text_config`, its MTP block `mtp.*`)
+    "q35": {"family": "qwen3_5"},
+    "q35_dropped": {"family": "qwen3_5", "ship": 0},
+    "q35_no_fc": {"family": "qwen3_5", "drop": ("fc.weight",)},
+    "q35_no_norm": {"family": "qwen3_5", "drop": ("pre_fc_norm_hidden.weight",)},
+    "q35_no_o_proj": {"family": "qwen3_5", "drop": ("o_proj.weight",)},
+    "q35_depth0": {"family": "qwen3_5", "depth": 0},
+    "q35_depth_absent": {"family": "qwen3_5", "depth": None},
+    "q35_depth2": {"family": "qwen3_5", "depth": 2, "ship": 2},
+    "q35_depth2_ship1": {"family": "qwen3_5", "depth": 2, "ship": 1},
+    "q35_fp8_bf16": {"family": "qwen3_5", "quant": "fp8"},
+    "q35_fp8_excluded": {"family": "qwen3_5", "quant": "fp8", "exclude": "checkpoint"},
+    "q35_fp8_mtp_fp8": {"family": "qwen3_5", "quant": "fp8", "mtp_quantized": True},
+    "q35_fp8_q_listed": {
+        "family": "qwen3_5",
+        "quant": "fp8",
+        "mtp_quantized": True,
+        "exclude": "checkpoint",
+    },
+    "q35_ct_bf16": {"family": "qwen3_5", "quant": "fp8", "compressed": True},
+    "q35_ct_excluded": {
+        "family": "qwen3_5",
+        "quant": "fp8",
+        "compressed": True,
+        "exclude": "checkpoint",
+    },
+    "q35_ct_mtp_fp8": {
+        "family": "qwen3_5",
+        "quant": "fp8",
+        "compressed": True,
+        "mtp_quantized": True,
+    },
+    # Qwen3-Next FP8 (vLLM builds its `mtp.fc` with the target's quantization)
+    "qn_fp8_bf16": {"family": "qwen3_next", "depth": None, "quant": "fp8"},
+    "qn_fp8_mtp_fp8": {
+        "family": "qwen3_next",
+        "depth": None,
+        "quant": "fp8",
+        "mtp_quantized": True,
+    },
+    "qn_fp8_excluded": {
+        "family": "qwen3_next",
+        "depth": None,
+        "quant": "fp8",
+        "exclude": "checkpoint",
+    },
 }
 # Schemes SGLang builds no target of on a CPU (its ModelOpt and Quark kernels need CUDA)
 CUDA_ONLY_ON_SGLANG = ("_mo_", "_qk_")
@@ -206,14 +252,32 @@ def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
     sglang: dict[str, tuple[str, Launch]] = {}
     for name in TARGETS:
         vllm[f"{name}_k1"] = (name, K1)
-        # SGLang's Qwen3-Next, ModelOpt and Quark targets need CUDA
-        if not name.startswith("qn") and not any(m in name for m in CUDA_ONLY_ON_SGLANG):
+        # SGLang's Qwen3-Next, ModelOpt and Quark targets need CUDA; its FP8 block layers
+        # need widths the tiny Qwen3.5 target does not have
+        q35_fp8 = name.startswith("q35") and TARGETS[name].get("quant")
+        cuda_only = name.startswith("qn") or any(m in name for m in CUDA_ONLY_ON_SGLANG)
+        if not cuda_only and not q35_fp8:
             sglang[f"{name}_k1"] = (name, K1)
     for name in ("ds", "glm", "qn"):
         vllm[f"{name}_k2"] = (name, Launch(tokens=2))
         vllm[f"{name}_k3"] = (name, Launch(tokens=3))
         vllm[f"{name}_nok"] = (name, Launch(tokens=None))
         vllm[f"{name}_self_k1"] = (name, Launch(self_draft=True))
+    for name in ("q35",):
+        vllm[f"{name}_k2"] = (name, Launch(tokens=2))
+        vllm[f"{name}_k3"] = (name, Launch(tokens=3))
+        vllm[f"{name}_nok"] = (name, Launch(tokens=None))
+        vllm[f"{name}_self_k1"] = (name, Launch(self_draft=True))
+    vllm["q35_qwen3_5_mtp_k1"] = ("q35", Launch("qwen3_5_mtp"))
+    vllm["q35_eagle3_k2"] = ("q35", Launch("eagle3", 2))
+    vllm["q35_depth2_k2"] = ("q35_depth2", Launch(tokens=2))
+    vllm["q35_depth2_k3"] = ("q35_depth2", Launch(tokens=3))
+    vllm["q35_depth2_ship1_k2"] = ("q35_depth2_ship1", Launch(tokens=2))
+    sglang["q35_nok"] = ("q35", Launch(tokens=None))
+    sglang["q35_k3"] = ("q35", Launch(tokens=3))
+    sglang["q35_self_k1"] = ("q35", Launch(self_draft=True))
+    sglang["q35_eagle_k1"] = ("q35", Launch("EAGLE"))
+    sglang["q35_eagle3_k1"] = ("q35", Launch("EAGLE3"))
     vllm["ds_deepseek_mtp_k1"] = ("ds", Launch("deepseek_mtp"))
     vllm["glm_glm4_moe_mtp_k2"] = ("glm", Launch("glm4_moe_mtp", 2))
     vllm["glm_deepseek_mtp_k1"] = ("glm", Launch("deepseek_mtp"))

@@ -67,6 +67,8 @@ TINY = Dims(32, 64, 64, 32, 2, 2, 32, 32, 8, 16, 16, 1, 16)
 ENGINE = Dims(128, 256, 256, 128, 4, 4, 128, 128, 16, 32, 32, 2, 32)
 # FP8 block targets: SGLang refuses a projection whose output is not a multiple of the block
 ENGINE_FP8 = Dims(128, 256, 256, 128, 4, 4, 128, 128, 16, 32, 32, 4, 32)
+# The families whose MTP block is `mtp.*` (a Qwen3-Next-style decoder layer each)
+QWEN = ("qwen3_next", "qwen3_5")
 # Qwen3-Next's gated delta-net layer (engine-ready targets only)
 LIN_K_HEADS, LIN_V_HEADS, LIN_K_DIM, LIN_V_DIM, CONV = 2, 4, 32, 32, 4
 # DeepSeek-V3's own `rope_scaling` (YaRN): SGLang's CPU rotary embedding builds no other one
@@ -108,13 +110,13 @@ def _gqa(p: str, d: Dims, gated: bool = False) -> Tensors:
 
 def _moe(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
     t: Tensors = {f"{p}mlp.gate.weight": ("BF16", (d.experts, d.h))}
-    if engine_ready and family != "qwen3_next":
+    if engine_ready and family not in QWEN:
         t[f"{p}mlp.gate.e_score_correction_bias"] = ("F32", (d.experts,))
     for e in range(d.experts):
         t[f"{p}mlp.experts.{e}.gate_proj.weight"] = ("BF16", (d.moe_inter, d.h))
         t[f"{p}mlp.experts.{e}.up_proj.weight"] = ("BF16", (d.moe_inter, d.h))
         t[f"{p}mlp.experts.{e}.down_proj.weight"] = ("BF16", (d.h, d.moe_inter))
-    shared = "shared_expert" if engine_ready and family == "qwen3_next" else "shared_experts"
+    shared = "shared_expert" if engine_ready and family in QWEN else "shared_experts"
     t[f"{p}mlp.{shared}.gate_proj.weight"] = ("BF16", (d.moe_inter, d.h))
     t[f"{p}mlp.{shared}.up_proj.weight"] = ("BF16", (d.moe_inter, d.h))
     t[f"{p}mlp.{shared}.down_proj.weight"] = ("BF16", (d.h, d.moe_inter))
@@ -131,19 +133,34 @@ def _decoder(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
     if family == "deepseek_v3":
         t.update(_mla(p, d))
     else:
-        t.update(_gqa(p, d, gated=engine_ready and family == "qwen3_next"))
+        t.update(_gqa(p, d, gated=engine_ready and family in QWEN))
     t.update(_moe(p, d, family, engine_ready))
     return t
 
 
-def _linear_attention(p: str, d: Dims) -> Tensors:
-    """Qwen3-Next's gated delta-net layer (its first backbone layer, engine-ready only)."""
+def _linear_attention(p: str, d: Dims, family: str = "qwen3_next") -> Tensors:
+    """Qwen3-Next's (or Qwen3.5's, its projections split) gated delta-net layer (its first
+    backbone layer, engine-ready only)."""
     key_dim, value_dim = LIN_K_HEADS * LIN_K_DIM, LIN_V_HEADS * LIN_V_DIM
-    t = {k: v for k, v in _decoder(p, d, "qwen3_next", True).items() if ".self_attn." not in k}
+    t = {k: v for k, v in _decoder(p, d, family, True).items() if ".self_attn." not in k}
+    if family == "qwen3_5":
+        t.update(
+            {
+                f"{p}linear_attn.in_proj_qkv.weight": ("BF16", (2 * key_dim + value_dim, d.h)),
+                f"{p}linear_attn.in_proj_z.weight": ("BF16", (value_dim, d.h)),
+                f"{p}linear_attn.in_proj_b.weight": ("BF16", (LIN_V_HEADS, d.h)),
+                f"{p}linear_attn.in_proj_a.weight": ("BF16", (LIN_V_HEADS, d.h)),
+            }
+        )
+    else:
+        t.update(
+            {
+                f"{p}linear_attn.in_proj_qkvz.weight": ("BF16", (2 * key_dim + 2 * value_dim, d.h)),
+                f"{p}linear_attn.in_proj_ba.weight": ("BF16", (2 * LIN_V_HEADS, d.h)),
+            }
+        )
     t.update(
         {
-            f"{p}linear_attn.in_proj_qkvz.weight": ("BF16", (2 * key_dim + 2 * value_dim, d.h)),
-            f"{p}linear_attn.in_proj_ba.weight": ("BF16", (2 * LIN_V_HEADS, d.h)),
             f"{p}linear_attn.conv1d.weight": ("BF16", (2 * key_dim + value_dim, 1, CONV)),
             f"{p}linear_attn.dt_bias": ("BF16", (LIN_V_HEADS,)),
             f"{p}linear_attn.A_log": ("F32", (LIN_V_HEADS,)),
@@ -168,15 +185,19 @@ def _nextn(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
 
 
 def _backbone(d: Dims, family: str, engine_ready: bool) -> Tensors:
+    # a Qwen3.5 target is multimodal: its language model under `model.language_model.`
+    lm = "model.language_model." if family == "qwen3_5" else "model."
     t: Tensors = {
-        "model.embed_tokens.weight": ("BF16", (d.vocab, d.h)),
-        "model.norm.weight": ("BF16", (d.h,)),
+        f"{lm}embed_tokens.weight": ("BF16", (d.vocab, d.h)),
+        f"{lm}norm.weight": ("BF16", (d.h,)),
         "lm_head.weight": ("BF16", (d.vocab, d.h)),
     }
+    if family == "qwen3_5":
+        t["model.visual.merger.linear_fc2.weight"] = ("BF16", (d.h, d.h))
     for i in range(LAYERS):
-        p = f"model.layers.{i}."
-        if engine_ready and family == "qwen3_next" and i == 0:
-            t.update(_linear_attention(p, d))
+        p = f"{lm}layers.{i}."
+        if engine_ready and family in QWEN and i == 0:
+            t.update(_linear_attention(p, d, family))
         else:
             t.update(_decoder(p, d, family, engine_ready))
     return t
@@ -374,6 +395,27 @@ def _engine_keys(family: str, d: Dims) -> dict[str, Any]:
         "bos_token_id": 0,
         "eos_token_id": 1,
     }
+    if family == "qwen3_5":
+        return {
+            **common,
+            "layer_types": ["linear_attention", "full_attention"],
+            "full_attention_interval": 2,
+            "num_key_value_heads": d.kv_heads,
+            "head_dim": d.head_dim,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 10000,
+                "partial_rotary_factor": 0.25,
+            },
+            "linear_conv_kernel_dim": CONV,
+            "linear_key_head_dim": LIN_K_DIM,
+            "linear_value_head_dim": LIN_V_DIM,
+            "linear_num_key_heads": LIN_K_HEADS,
+            "linear_num_value_heads": LIN_V_HEADS,
+            "num_experts": d.experts,
+            "shared_expert_intermediate_size": d.moe_inter,
+            "rms_norm_eps": 1e-6,
+        }
     if family == "qwen3_next":
         return {
             **common,
@@ -444,6 +486,28 @@ def _config(
             num_key_value_heads=d.kv_heads,
             head_dim=d.head_dim,
         )
+    elif family == "qwen3_5":
+        common.update(model_type="qwen3_5_moe_text", num_key_value_heads=d.kv_heads)
+        common.pop("n_routed_experts")
+        common["num_experts"] = d.experts
+        if engine_ready:
+            common.update(_engine_keys(family, d))
+        if depth is not None:
+            common["mtp_num_hidden_layers"] = depth
+        # multimodal: the language model's keys in `text_config`, the quantization at the top
+        return {
+            "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+            "model_type": "qwen3_5_moe",
+            "text_config": common,
+            "vision_config": {
+                "depth": 1,
+                "hidden_size": 32,
+                "num_heads": 2,
+                "out_hidden_size": d.h,
+            },
+            "tie_word_embeddings": False,
+            **extra,
+        }
     else:
         common.update(architectures=["Qwen3NextForCausalLM"], model_type="qwen3_next")
     if engine_ready:
@@ -499,7 +563,8 @@ def mtp_target(
     fill: Fill | None = None,
     engine_ready: bool = False,
 ) -> Path:
-    """Write a tiny target of `family` (`deepseek_v3`, `glm4_moe`, `qwen3_next`) with its MTP
+    """Write a tiny target of `family` (`deepseek_v3`, `glm4_moe`, `qwen3_next`, `qwen3_5`: a
+    multimodal Qwen3.5-MoE, its keys in `text_config`) with its MTP
     layers at `path` (see the module docstring for the variants). `engine_ready` writes it at
     the oracle's width with the config keys and router tensors a real release carries, so
     that an engine can build and load it on a CPU."""
@@ -507,7 +572,7 @@ def mtp_target(
     backbone = _backbone(d, family, engine_ready)
     mtp: Tensors = {}
     for i in range(ship):
-        if family == "qwen3_next":
+        if family in QWEN:
             p = f"mtp.layers.{i}."
             mtp.update(_decoder(p, d, family, engine_ready))
             if i == 0:

@@ -90,6 +90,7 @@ NOT_CONFIG = {
     "archs",
     "forced_one",  # the `mtp_depth_rule` fact's families forced to one MTP layer
     "not_read",  # the `mtp_depth_rule` fact's families whose rule for another depth was not read
+    "key_unread",  # the `mtp_depth_rule` fact's families whose depth key the release never reads
     "keys",  # the `mtp_fp8_exclusion_keys` fact's exclusion keys, in the order read
     "pick",  # ... and which of them the config class takes
     "rule",  # the `mtp_depth_rule` fact's rule (`divisible`, `exactly-one`)

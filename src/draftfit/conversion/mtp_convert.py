@@ -33,7 +33,7 @@ from draftfit.conversion.output import MARKER, MARKER_PART, check_output_path
 from draftfit.conversion.plan import Edit, OutputTensor, Plan
 from draftfit.conversion.write import write_plan
 from draftfit.engines.installed import resolve_engines
-from draftfit.engines.procedure.mtp_exclusions import EXACT_NO_MOE
+from draftfit.engines.procedure.mtp_exclusions import EXACT_NO_MOE, own_quantized
 from draftfit.errors import UsageError
 from draftfit.mtp_check import MTP, check_mtp, mtp_target, quant_file
 from draftfit.serve.settings import ServeSettings
@@ -108,15 +108,24 @@ def convert_mtp_path(
             + ": it builds the MTP layer's fused MoE quantized whatever the exclusion list says; "
             "re-export the target with the MTP layers quantized like the backbone"
         )
+    owns = [own_quantized(profile, target) for profile in profiles]
+    if None in owns:
+        raise UsageError(
+            "draftfit has not read whether "
+            + ", ".join(p.title for p, own in zip(profiles, owns, strict=True) if own is None)
+            + f" builds {target.family.title}'s own MTP modules (`mtp.fc`) quantized: choose "
+            "a read release with --engine"
+        )
+    own = frozenset().union(*(o for o in owns if o is not None))
     whole_layer = any(rule in LAYER_RULE_KEYS for rule in rules)  # ModelOpt, Quark
-    if whole_layer and layer_entries(target, namings, rules) is None:
+    if whole_layer and layer_entries(target, namings, rules, own) is None:
         raise UsageError(
             f"no config change fixes {source}'s MTP layers: the exclusion rule of "
             + ", ".join(p.title for p in profiles)
             + " takes no entry for a whole MTP layer under the names it matches; re-export "
             "the target with the MTP layers quantized like the backbone"
         )
-    fix = plan_exclusions(target, checkpoint.config, namings, rules, quant_file(checkpoint))
+    fix = plan_exclusions(target, checkpoint.config, namings, rules, quant_file(checkpoint), own)
     if fix is None:
         raise UsageError(
             f"{source}: every unquantized MTP module is already excluded under the names "

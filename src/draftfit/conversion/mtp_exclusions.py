@@ -35,6 +35,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     excluded,
     layer_entry,
     match_rule,
+    own_prefix,
     quantizable,
     shard_mates,
 )
@@ -142,10 +143,13 @@ def why_not_fixable(target: MtpTarget, config: Mapping[str, Any] | None) -> str 
     return None
 
 
-def names_to_exclude(target: MtpTarget, naming: str, rule: str = LISTED) -> list[str]:
+def names_to_exclude(
+    target: MtpTarget, naming: str, rule: str = LISTED, own: frozenset[str] = frozenset()
+) -> list[str]:
     """The quantizable modules of every shipped MTP layer that are stored unquantized and
     that the exclusion list does not cover under `naming` and `rule` (with every shard of a
-    fused module), as the engine names them, in a stable order."""
+    fused module), as the engine names them, in a stable order; `own`: the MTP block's own
+    modules the releases build quantized too (vLLM's `mtp.fc`, :func:`own_quantized`)."""
     entries = target.quant.exclusions
     names = NameList(list(entries), "exclusions")
     wanted: list[str] = []
@@ -153,37 +157,44 @@ def names_to_exclude(target: MtpTarget, naming: str, rule: str = LISTED) -> list
         layer = target.layers[index]
         modules = layer.modules()
         for module in sorted(modules):
-            if not quantizable(module, rule) or layer.stored_quantized(module) is not False:
+            if module not in own and not quantizable(module, rule):
+                continue
+            if layer.stored_quantized(module) is not False:
                 continue
             for part in (module, *(m for m in shard_mates(module) if m in modules)):
-                name = engine_name(layer, part, naming)
+                name = engine_name(layer, part, naming, own_prefix(target, index, part))
                 if name not in wanted and not excluded(name, entries, names, rule):
                     wanted.append(name)
     return wanted
 
 
 def layer_entries(
-    target: MtpTarget, namings: tuple[str, ...], rules: tuple[str, ...]
+    target: MtpTarget,
+    namings: tuple[str, ...],
+    rules: tuple[str, ...],
+    own: frozenset[str] = frozenset(),
 ) -> list[str] | None:
     """For a ModelOpt or Quark target: the whole-layer entry each release's rule takes for
-    every shipped MTP layer it leaves uncovered, in order (None when a rule takes no such
-    entry under that release's naming)."""
+    every shipped MTP layer it leaves uncovered, in order, and the MTP block's own modules
+    it builds quantized (`own`) by their names (None when a rule takes no such entry under
+    that release's naming)."""
     added: list[str] = []
     for naming, rule in zip(namings, rules, strict=True):
+        uncovered = names_to_exclude(target, naming, rule, own)
         for index in target.shipped():
             layer = target.layers[index]
-            uncovered = [
-                n
-                for n in names_to_exclude(target, naming, rule)
-                if n.startswith(engine_name(layer, "", naming))
-            ]
-            if not uncovered:
+            prefix = engine_name(layer, "", naming)
+            if not any(n.startswith(prefix) for n in uncovered):
                 continue
             entry = layer_entry(rule, layer, naming)
             if entry is None:
                 return None
             if entry not in added:
                 added.append(entry)
+        layers = [engine_name(target.layers[i], "", naming) for i in target.shipped()]
+        added += [
+            n for n in uncovered if not any(n.startswith(p) for p in layers) and n not in added
+        ]
     return added
 
 
@@ -193,21 +204,23 @@ def plan_exclusions(
     namings: tuple[str, ...],
     rules: tuple[str, ...] | None = None,
     quant_file: Mapping[str, Any] | None = None,
+    own: frozenset[str] = frozenset(),
 ) -> ExclusionFix | None:
     """The config (or ModelOpt's `quant_file`, where the quantization is read from it) that
     excludes the MTP layers' unquantized modules under every naming of `namings`, matched
-    by `rules` (one per naming; default: listed names) — None when nothing is to be added.
+    by `rules` (one per naming; default: listed names), with the MTP block's own modules in
+    `own` (built quantized by the releases) — None when nothing is to be added.
     The caller has checked :func:`why_not_fixable` (and, for ModelOpt and Quark, that
     :func:`match_rules` and :func:`layer_entries` give an answer)."""
     method = target.quant.method
     assert method is not None, method
     rules = rules if rules is not None else tuple(LISTED for _ in namings)
     if any(rule in LAYER_RULE_KEYS for rule in rules):
-        return _plan_layer_entries(target, config, namings, rules, quant_file)
+        return _plan_layer_entries(target, config, namings, rules, quant_file, own)
     assert method in EXCLUSION_KEYS, method
     added: list[str] = []
     for naming, rule in zip(namings, rules, strict=True):
-        added += [n for n in names_to_exclude(target, naming, rule) if n not in added]
+        added += [n for n in names_to_exclude(target, naming, rule, own) if n not in added]
     if not added:
         return None
     new = copy.deepcopy(dict(config))
@@ -226,9 +239,10 @@ def _plan_layer_entries(
     namings: tuple[str, ...],
     rules: tuple[str, ...],
     quant_file: Mapping[str, Any] | None,
+    own: frozenset[str],
 ) -> ExclusionFix | None:
     """ModelOpt / Quark: each release's whole-layer entry, in the list its rule reads."""
-    added = layer_entries(target, namings, rules)
+    added = layer_entries(target, namings, rules, own)
     if not added:
         return None
     key = LAYER_RULE_KEYS[next(rule for rule in rules if rule in LAYER_RULE_KEYS)]

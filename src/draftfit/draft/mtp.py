@@ -80,6 +80,9 @@ class MtpFamily:
     depth_key: tuple[str, ...]
     own: tuple[str, ...]
     source: str
+    # the language model's keys sit in `text_config` (a multimodal target); its decoder
+    # layers under `model.language_model.layers.`
+    text_config: bool = False
 
     def layer_prefix(self, num_hidden_layers: int, i: int) -> str:
         """The name prefix of the i-th MTP layer (0-based) in the checkpoint."""
@@ -123,6 +126,7 @@ def families() -> tuple[MtpFamily, ...]:
             depth_key=tuple(item["depth_key"]),
             own=tuple(item["own"]),
             source=item["source"],
+            text_config=bool(item.get("text_config", False)),
         )
         for item in table["family"]
     )
@@ -144,6 +148,22 @@ def family_of(config: Mapping[str, Any] | None) -> MtpFamily | None:
     return None
 
 
+def text_config(config: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The keys of the target's language model: its `text_config` where its family keeps
+    them there (a Qwen3.5 target: `num_hidden_layers`, `mtp_num_hidden_layers`), else the
+    config itself (empty for none)."""
+    if not isinstance(config, Mapping):
+        return {}
+    family = family_of(config)
+    nested = config.get("text_config") if family is not None and family.text_config else None
+    return nested if isinstance(nested, Mapping) else config
+
+
+def decoder_layers(config: Mapping[str, Any] | None) -> int | None:
+    """The target's `num_hidden_layers` (its language model's), when usable."""
+    return _int(text_config(config), "num_hidden_layers")
+
+
 def is_mtp_name(config: Mapping[str, Any] | None, name: str) -> bool:
     """Whether `name` belongs to an MTP layer of the target `config` describes: the
     tensors whose shards :func:`draftfit.checkpoint.scoped.load_scoped` reads."""
@@ -153,7 +173,7 @@ def is_mtp_name(config: Mapping[str, Any] | None, name: str) -> bool:
 def mtp_names(config: Mapping[str, Any] | None) -> Callable[[str], bool]:
     """The test :func:`is_mtp_name` makes, with the family and layer count looked up once."""
     family = family_of(config)
-    layers = _int(config, "num_hidden_layers") if config is not None else None
+    layers = decoder_layers(config)
     if family is None or layers is None:
         return lambda name: name.startswith(("mtp.", "model.mtp_layers."))
     if family.naming == LAYER_INDEX:
@@ -168,7 +188,7 @@ def select_mtp_names(config: Mapping[str, Any] | None, names: Collection[str]) -
     tensors, so the few that can be MTP tensors are found in one pass of a pattern over
     all of them, then tested one by one."""
     family = family_of(config)
-    layers = _int(config, "num_hidden_layers") if config is not None else None
+    layers = decoder_layers(config)
     starts = (_slot_pattern(family, layers) or r"mtp\.|model\.mtp_layers\.",)
     wanted = mtp_names(config)
     return [name for name in pick_names(names, NameQuery(starts)) if wanted(name)]
@@ -311,26 +331,28 @@ def read_mtp_target(
         else None
     )
     model_type = config.get("model_type") if isinstance(config.get("model_type"), str) else None
-    layers_count = _int(config, "num_hidden_layers")
+    text = text_config(config)
+    layers_count = _int(text, "num_hidden_layers")
     keys = family.depth_key if family is not None else ("num_nextn_predict_layers",)
     depth_key, depth_present, depth, invalid = keys[0], False, None, False
-    for key in keys:
-        if key in config:
+    # the config first, then its text config (as vLLM reads `mtp_num_hidden_layers`)
+    for key, where in ((key, where) for key in keys for where in (config, text)):
+        if key in where:
             depth_key, depth_present = key, True
-            depth = _int(config, key)
+            depth = _int(where, key)
             invalid = depth is None or depth < 0
             depth = None if invalid else depth
             break
     layers: dict[int, MtpLayer] = {}
     stray: list[str] = []
     backbone: set[str] = set()
-    last = f"model.layers.{layers_count - 1}." if layers_count else None
+    last = _last_layer_prefixes(family, layers_count)
     # Only these names can be a backbone module, an MTP tensor or a stray one: the loop
     # below does nothing with any other (the same result, in a fraction of the time).
     names = relevant_names(config, names if isinstance(names, PickedNames) else list(names))
     for name in names:
-        if last is not None and name.startswith(last):
-            sub = name[len(last) :]
+        if last and name.startswith(last):
+            sub = name[len(next(p for p in last if name.startswith(p))) :]
             if "." in sub:
                 backbone.add(sub.rsplit(".", 1)[0])
         found = _mtp_slot(family, layers_count, name)
@@ -368,11 +390,21 @@ def relevant_names(config: Mapping[str, Any] | None, names: Collection[str]) -> 
     return picked(names, relevant_query(config))
 
 
+def _last_layer_prefixes(family: MtpFamily | None, layers: int | None) -> tuple[str, ...]:
+    """The name prefixes of the target's last decoder layer (whose modules an MTP decoder
+    layer has): `model.layers.{L-1}.`, and for a multimodal family the language model's."""
+    if not layers:
+        return ()
+    if family is not None and family.text_config:
+        return (f"model.layers.{layers - 1}.", f"model.language_model.layers.{layers - 1}.")
+    return (f"model.layers.{layers - 1}.",)
+
+
 def relevant_query(config: Mapping[str, Any] | None) -> NameQuery:
     """The query for :func:`relevant_names` (a reader of the index may keep only these)."""
     family = family_of(config)
-    layers_count = _int(config, "num_hidden_layers") if config is not None else None
-    starts = [re.escape(f"model.layers.{layers_count - 1}.")] if layers_count else []
+    layers_count = decoder_layers(config)
+    starts = [re.escape(p) for p in _last_layer_prefixes(family, layers_count)]
     slots = _slot_pattern(family, layers_count)
     if slots is not None:
         starts.append(slots)
@@ -579,6 +611,7 @@ __all__ = [
     "MtpQuant",
     "MtpSelection",
     "MtpTarget",
+    "decoder_layers",
     "families",
     "family_of",
     "is_mtp_name",
@@ -588,4 +621,5 @@ __all__ = [
     "relevant_names",
     "scheme_of",
     "select_mtp_names",
+    "text_config",
 ]

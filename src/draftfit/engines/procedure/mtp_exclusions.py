@@ -16,7 +16,7 @@ import fnmatch
 import re
 from typing import TYPE_CHECKING
 
-from draftfit.draft.mtp import MtpLayer
+from draftfit.draft.mtp import MTP_PREFIX, MtpLayer, MtpTarget
 from draftfit.engines.name_patterns import NameList
 
 if TYPE_CHECKING:
@@ -74,10 +74,12 @@ def quantizable(module: str, rule: str = LISTED) -> bool:
     return last.endswith(("_proj", "_proj_with_mqa")) and "shared_head" not in module
 
 
-def engine_name(layer: MtpLayer, module: str, naming: str) -> str:
-    """`module` of `layer` as the engine's quantization sees it."""
+def engine_name(layer: MtpLayer, module: str, naming: str, own_prefix: str | None = None) -> str:
+    """`module` of `layer` as the engine's quantization sees it; `own_prefix`: where the MTP
+    block's own modules are named when they are not under the layer's prefix (`mtp.` for
+    Qwen3-Next's `mtp.fc`, given only for those modules)."""
     if naming == CHECKPOINT_NAMES:
-        return layer.prefix + module
+        return (own_prefix if own_prefix is not None else layer.prefix) + module
     if module in ("eh_proj", "enorm", "hnorm", "shared_head.norm"):
         return "model." + module
     if _EXPERT.match(module):
@@ -222,6 +224,39 @@ def match_rule(profile: Profile, scheme: str) -> str | None:
     return rule if isinstance(rule, str) and rule in RULES else None
 
 
+OWN_FACT = "mtp_own_quantized"
+
+
+def own_quantized(profile: Profile, target: MtpTarget) -> frozenset[str] | None:
+    """The MTP block's own modules (its family's `own`) the release of `profile` builds with
+    the target's quantization (`mtp_own_quantized`: vLLM's `mtp.fc` of Qwen3-Next and Qwen3.5,
+    unless the target's scheme is one it builds it unquantized under). None where a family
+    whose own modules hold a linear layer (`mtp.fc`: `mtp.*` naming) was not read at the
+    release; a family of another naming not listed builds none of them quantized."""
+    family = target.family
+    if family is None:
+        return frozenset()
+    fact = profile.fact(OWN_FACT)
+    table = fact.value.get(family.name) if fact.known and isinstance(fact.value, dict) else None
+    if not isinstance(table, dict):
+        return None if family.naming == MTP_PREFIX else frozenset()
+    scheme = target.quant.scheme or target.quant.method
+    return frozenset(
+        module
+        for module, unquantized_under in table.items()
+        if isinstance(unquantized_under, list) and scheme not in unquantized_under
+    )
+
+
+def own_prefix(target: MtpTarget, index: int, module: str) -> str | None:
+    """Where the checkpoint names `module` of MTP layer `index` when it is one of the MTP
+    block's own modules (its family's `own`: `eh_proj`, `fc`, the norms), else None."""
+    family = target.family
+    if family is None or module not in family.own:
+        return None
+    return family.own_prefix(target.num_hidden_layers or 0, index)
+
+
 __all__ = [
     "ALWAYS_UNQUANTIZED",
     "CHECKPOINT_NAMES",
@@ -229,6 +264,7 @@ __all__ = [
     "LISTED",
     "MODELOPT",
     "MODELOPT_PARTS",
+    "OWN_FACT",
     "QUARK",
     "RULES",
     "RUNTIME_NAMES",
@@ -236,6 +272,8 @@ __all__ = [
     "excluded",
     "layer_entry",
     "match_rule",
+    "own_prefix",
+    "own_quantized",
     "quantizable",
     "shard_mates",
 ]

@@ -17,11 +17,14 @@ from draftfit.engines.procedure.mtp_exclusions import (
     LISTED,
     MODELOPT,
     MODELOPT_PARTS,
+    OWN_FACT,
     QUARK,
     engine_name,
     excluded,
     layer_entry,
     match_rule,
+    own_prefix,
+    own_quantized,
     quantizable,
     shard_mates,
 )
@@ -74,6 +77,9 @@ def quantization_covered(state: BuildState) -> bool | None:
         return None
     entries = _mapped_entries(state, target)
     names = NameList(list(entries), "exclusions")
+    own = _own_quantized(state, target)
+    if own is None:
+        return None
     for index in mtp.layers_built or ():
         layer = target.layers.get(index)
         if layer is None:
@@ -82,16 +88,16 @@ def quantization_covered(state: BuildState) -> bool | None:
         partial: list[str] = []
         excluded_stored: list[str] = []
         for module in sorted(layer.modules()):
-            if not quantizable(module, rule):
+            # a decoder projection, the head under the rules that quantize it, or an own
+            # module the release builds quantized (vLLM's `mtp.fc`)
+            if module not in own and not quantizable(module, rule):
                 continue
+            name = engine_name(layer, module, naming, own_prefix(target, index, module))
             stored = layer.stored_quantized(module)
-            if stored is True and excluded(
-                engine_name(layer, module, naming), entries, names, rule
-            ):
-                excluded_stored.append(engine_name(layer, module, naming))
+            if stored is True and excluded(name, entries, names, rule):
+                excluded_stored.append(name)
             if stored is not False:
                 continue
-            name = engine_name(layer, module, naming)
             if not excluded(name, entries, names, rule):
                 uncovered.append(name)
             elif any(
@@ -116,6 +122,20 @@ def quantization_covered(state: BuildState) -> bool | None:
                 consequence=Consequence.REFUSES_TO_START,
             )
     return None
+
+
+def _own_quantized(state: BuildState, target: MtpTarget) -> frozenset[str] | None:
+    """The MTP block's own modules the release builds quantized (:func:`own_quantized`);
+    None, after saying so, where that was not read for the target's family."""
+    own = own_quantized(state.profile, target)
+    if own is None:
+        title = target.family.title if target.family is not None else "the target"
+        not_read(
+            state,
+            f"whether {state.title} builds {title}'s own MTP modules (`mtp.fc`) with the "
+            "target's quantization was not read",
+        )
+    return own
 
 
 def _mapped_entries(state: BuildState, target: MtpTarget) -> tuple[str, ...]:
@@ -252,7 +272,8 @@ def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
         )
         return f"{portable}{title}, add `{entry}` to {where}{note}"
     names = (
-        "the checkpoint's own names (`model.layers.{L}...`)"
+        f"the checkpoint's own names (`{layer.prefix}<module>`"
+        + (", `mtp.fc`)" if layer.prefix.startswith("mtp.") else ")")
         if naming == CHECKPOINT_NAMES
         else "its runtime names (`model.decoder.<module>`, `model.eh_proj`, "
         "`model.decoder.mlp.experts`)"
@@ -298,6 +319,9 @@ def _report_uncovered(
     keys: tuple[str, ...] = ("mtp_quant_uncovered", "mtp_exclusion_names")
     if rule != LISTED:
         keys += ("mtp_exclusion_match",)
+    own = target.family.own if target.family is not None else ()
+    if any(name.rsplit(".", 1)[-1] in own and not name.startswith(prefix) for name in uncovered):
+        keys += (OWN_FACT,)  # `mtp.fc`, built quantized by the release
     mtp_finding(
         state,
         rule_ids.MTP_QUANT_UNCOVERED,

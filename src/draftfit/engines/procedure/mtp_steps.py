@@ -10,7 +10,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from draftfit import rule_ids
-from draftfit.draft.mtp import LAYER_INDEX
+from draftfit.draft.mtp import LAYER_INDEX, MTP_PREFIX
 from draftfit.draft.nextn_export import LAYER_INDEX as LAYER_INDEX_READING
 from draftfit.engines.procedure.mtp_part import (
     OUTCOMES,
@@ -143,6 +143,9 @@ def depth(state: BuildState) -> bool | None:
     if target.depth_invalid:
         not_read(state, f"`{target.depth_key}` is not a non-negative integer")
         return False
+    if target.depth == 0 and _depth_key_unread(state):
+        mtp.depth_used = 1  # the release builds its one layer whatever the config declares
+        return None
     if target.depth == 0:
         mtp_finding(
             state,
@@ -189,6 +192,19 @@ def depth(state: BuildState) -> bool | None:
         consequence=Consequence.COSMETIC,
     )
     return None
+
+
+def _depth_key_unread(state: BuildState) -> bool:
+    """Whether the release never reads the family's depth key (`mtp_depth_rule`'s
+    `key_unread`: SGLang builds one Qwen3.5 NextN layer, `mtp_num_hidden_layers` unread)."""
+    fact = state.profile.fact("mtp_depth_rule")
+    family = mtp_inputs(state).target.family
+    return (
+        family is not None
+        and fact.known
+        and isinstance(fact.value, dict)
+        and family.name in fact.value.get("key_unread", [])
+    )
 
 
 def depth_vs_tokens(state: BuildState) -> bool | None:
@@ -370,13 +386,21 @@ def tensors_present(state: BuildState) -> bool | None:
     if required is None:
         not_read(state, f"which MTP tensors {state.title} requires was not read")
         return None
+    # `mtp.*` naming: the own modules (`mtp.fc`, the norms) are the MTP block's, shared by
+    # its layers, and read with the first one
+    shared_own = family.naming == MTP_PREFIX
+    first = min(target.layers) if target.layers else None
     for index in mtp_view(state).layers_built or ():
         layer = target.layers.get(index)
         if layer is None:
             continue
         modules = layer.modules()
-        missing = [m for m in required if m not in modules]
-        if family.naming == LAYER_INDEX and target.backbone_modules:
+        missing = [
+            m
+            for m in required
+            if m not in modules and not (shared_own and index != first and m in family.own)
+        ]
+        if _decoder_template(family.naming, target.backbone_modules):
             decoder = sorted(target.backbone_modules - modules - set(family.own))
             missing += decoder
         if not missing:
@@ -410,6 +434,18 @@ def tensors_present(state: BuildState) -> bool | None:
             consequence=outcome,
         )
     return None
+
+
+def _decoder_template(naming: str, backbone: frozenset[str]) -> bool:
+    """Whether the target's last decoder layer (`backbone`, its modules) shows what an MTP
+    layer's decoder layer holds: always for `model.layers.{L+i}` naming; for `mtp.*` naming
+    (a full-attention layer each) when that last layer is one too, not a linear-attention
+    layer (Qwen3-Next and Qwen3.5 end on a full-attention layer)."""
+    if not backbone:
+        return False
+    if naming == LAYER_INDEX:
+        return True
+    return naming == MTP_PREFIX and not any(m.startswith("linear_attn.") for m in backbone)
 
 
 __all__ = [

@@ -1,0 +1,141 @@
+"""Qwen3.5 / 3.6 targets (a multimodal MoE: the language model's keys in `text_config`, its
+decoder layers under `model.language_model.`, the MTP block `mtp.*`), and the MTP block's own
+`mtp.fc`, which vLLM builds with the target's quantization. Verdicts as the engines' own code
+gave them on the same tiny targets (dev/mtp_corpus.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from draftfit.checker import check_path
+from draftfit.checkpoint.scoped import load_scoped
+from draftfit.draft.mtp import select_mtp_names
+from draftfit.engines.launch import settings_from
+from draftfit.mtp_check import mtp_target
+from draftfit.report import Verdict
+from draftfit.rule_ids import MTP_FAMILY_UNSERVED, MTP_QUANT_UNCOVERED, MTP_TENSOR_MISSING
+from tests.mtp_factory import mtp_target as write_target
+
+VLLM = 'vllm serve T --speculative-config \'{{"method": "mtp", "num_speculative_tokens": {k}}}\''
+SGLANG = (
+    "python -m sglang.launch_server --model-path T --speculative-algorithm NEXTN "
+    "--speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2"
+)
+
+
+def verdict(path: Path, engine: str, k: int = 1) -> tuple[Verdict, set[str]]:
+    line = SGLANG if engine.startswith("sglang") else VLLM.format(k=k)
+    report = check_path(path, engines=[engine], serve=settings_from(serve_args=line))
+    (result,) = report.engines
+    return result.verdict, {f.rule.code for f in report.findings}
+
+
+def test_the_facts_come_from_the_text_config_and_the_language_model(tmp_path: Path) -> None:
+    path = write_target(tmp_path / "q", "qwen3_5", depth=2, ship=2)
+    config = json.loads((path / "config.json").read_text())
+    assert "num_hidden_layers" not in config and config["text_config"]["num_hidden_layers"] == 2
+    scoped = load_scoped(path, select_mtp_names)
+    target = mtp_target(scoped.checkpoint, scoped.names())
+    assert target.family is not None and target.family.name == "qwen3_5"
+    assert (target.num_hidden_layers, target.depth, target.depth_key) == (
+        2,
+        2,
+        "mtp_num_hidden_layers",
+    )
+    assert target.shipped() == (0, 1)
+    # the decoder layer an MTP layer holds, from the language model's last layer
+    assert "self_attn.o_proj" in target.backbone_modules
+    assert {"fc", "pre_fc_norm_hidden", "self_attn.q_proj"} <= target.layers[0].modules()
+
+
+@pytest.mark.parametrize(
+    ("variant", "vllm", "sglang"),
+    [
+        ({}, Verdict.COMPATIBLE, Verdict.COMPATIBLE),
+        ({"depth": None}, Verdict.COMPATIBLE, Verdict.COMPATIBLE),
+        ({"depth": 2, "ship": 2}, Verdict.COMPATIBLE, Verdict.COMPATIBLE),
+        ({"drop": ("fc.weight",)}, Verdict.DRAFTS_GARBAGE, Verdict.DRAFTS_GARBAGE),
+        ({"drop": ("o_proj.weight",)}, Verdict.DRAFTS_GARBAGE, Verdict.DRAFTS_GARBAGE),
+        ({"drop": ("pre_fc_norm_hidden.weight",)}, Verdict.INCOMPATIBLE, Verdict.DRAFTS_GARBAGE),
+        ({"ship": 0}, Verdict.INCOMPATIBLE, Verdict.DRAFTS_GARBAGE),
+        # SGLang never reads `mtp_num_hidden_layers`: its one NextN layer, 0 declared or not
+        ({"depth": 0}, Verdict.INCOMPATIBLE, Verdict.COMPATIBLE),
+    ],
+)
+def test_verdicts_as_the_engines_gave_them(
+    tmp_path: Path, variant: dict[str, object], vllm: Verdict, sglang: Verdict
+) -> None:
+    path = write_target(tmp_path / "q", "qwen3_5", **variant)  # type: ignore[arg-type]
+    assert verdict(path, "vllm==0.34.0")[0] is vllm
+    assert verdict(path, "sglang==0.5.23")[0] is sglang
+
+
+def test_a_missing_decoder_tensor_is_named(tmp_path: Path) -> None:
+    path = write_target(tmp_path / "q", "qwen3_5", drop=("o_proj.weight",))
+    report = check_path(
+        path, engines=["vllm==0.34.0"], serve=settings_from(serve_args=VLLM.format(k=1))
+    )
+    (finding,) = [f for f in report.findings if f.rule == MTP_TENSOR_MISSING]
+    assert "`mtp.layers.0.self_attn.o_proj.weight`" in finding.message
+
+
+def test_served_from_the_release_that_rewrites_it(tmp_path: Path) -> None:
+    path = write_target(tmp_path / "q", "qwen3_5")
+    state, codes = verdict(path, "vllm==0.16.0")
+    assert state is Verdict.INCOMPATIBLE and MTP_FAMILY_UNSERVED.code in codes
+    # served from 0.17.0, its other facts read at 0.34.0 only: not a refusal, not compatible
+    assert verdict(path, "vllm==0.20.0")[0] is Verdict.UNVERIFIED
+
+
+@pytest.mark.parametrize("family", ["qwen3_5", "qwen3_next"])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        {"exclude": "checkpoint"},  # the decoder layer excluded, `mtp.fc` not
+        {"mtp_quantized": True},  # the decoder layer stored FP8, `mtp.fc` BF16
+    ],
+)
+def test_vllm_builds_mtp_fc_with_the_targets_quantization(
+    tmp_path: Path, family: str, variant: dict[str, object]
+) -> None:
+    """A BF16 `mtp.fc` left out of `modules_to_not_convert` is cast into a float8 parameter
+    by vLLM (run: drafts garbage); SGLang builds it as a plain linear layer."""
+    depth = None if family == "qwen3_next" else 1
+    path = write_target(tmp_path / "q", family, depth=depth, quant="fp8", **variant)  # type: ignore[arg-type]
+    report = check_path(
+        path, engines=["vllm==0.34.0"], serve=settings_from(serve_args=VLLM.format(k=1))
+    )
+    (result,) = report.engines
+    assert result.verdict is Verdict.DRAFTS_GARBAGE
+    (finding,) = [f for f in report.findings if f.rule == MTP_QUANT_UNCOVERED]
+    assert "`mtp.fc`" in finding.message
+    # listing it too leaves nothing uncovered
+    config = json.loads((path / "config.json").read_text())
+    listed = config["quantization_config"].setdefault("modules_to_not_convert", [])
+    if "mtp_quantized" not in variant:
+        listed.append("mtp.fc")
+        (path / "config.json").write_text(json.dumps(config))
+        again = check_path(
+            path, engines=["vllm==0.34.0"], serve=settings_from(serve_args=VLLM.format(k=1))
+        )
+        assert again.engines[0].verdict is Verdict.COMPATIBLE
+
+
+def test_convert_lists_mtp_fc_for_vllm_and_the_output_checks_clean(tmp_path: Path) -> None:
+    """The exclusion list convert writes for vLLM names `mtp.fc` beside the decoder layer's
+    projections (the output ran clean through vLLM 0.34.0's own loader on a CPU)."""
+    from draftfit.conversion.mtp_convert import convert_mtp_path
+
+    path = write_target(tmp_path / "q", "qwen3_5", quant="fp8")
+    out = tmp_path / "out"
+    convert_mtp_path(path, out, engines=["vllm==0.34.0"])
+    listed = json.loads((out / "config.json").read_text())["quantization_config"]
+    assert "mtp.fc" in listed["modules_to_not_convert"]
+    assert "mtp.layers.0.self_attn.o_proj" in listed["modules_to_not_convert"]
+    again = check_path(
+        out, engines=["vllm==0.34.0"], serve=settings_from(serve_args=VLLM.format(k=1))
+    )
+    assert again.engines[0].verdict is Verdict.COMPATIBLE
