@@ -124,13 +124,9 @@ def test_recipes_name_the_method_and_draft_path_each_release_needs(
     assert "--speculative-algorithm NEXTN" in by_release["sglang", "0.5.23"]["command"]
     assert "--speculative-draft-model-path" not in by_release["sglang", "0.5.23"]["command"]
     qwen = recipes(capsys, mtp_target(tmp_path / "qn", "qwen3_next", depth=None))
-    sglang = {r["version"]: r for r in qwen["recipes"] if r["engine"] == "sglang"}  # type: ignore[union-attr]
-    # 0.5.23's draft worker falls back to the target's path; earlier releases were read as
-    # needing it named
-    assert "--speculative-draft-model-path" not in sglang["0.5.23"]["command"]
-    assert all(
-        "--speculative-draft-model-path" in r["command"] for v, r in sglang.items() if v != "0.5.23"
-    )
+    sglang = [r for r in qwen["recipes"] if r["engine"] == "sglang"]  # type: ignore[union-attr]
+    # not a listed architecture, but the draft worker falls back to the target's path
+    assert sglang and all("--speculative-draft-model-path" not in r["command"] for r in sglang)
     two = recipes(capsys, mtp_target(tmp_path / "two", depth=2, ship=2))
     vllm = [r for r in two["recipes"] if r["version"] == "0.34.0"]  # type: ignore[union-attr]
     assert vllm[0]["config"]["num_speculative_tokens"] == 2
