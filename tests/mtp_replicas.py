@@ -32,9 +32,26 @@ Sources of the dimensions (nothing here is guessed):
   MTP checks do not look at them). **The shard layout is not the release's**: the tensors
   are cut in model order into shards of about 5 GB (`save_pretrained`'s default size).
 
+* Qwen3.6-27B (dense, multimodal, BF16): its `config.json` as released, printed with the
+  module tree Transformers builds from it in a public model report (a `Qwen3_5Model` dump:
+  `hidden_size` 5120, `intermediate_size` 17408, 64 decoder layers in `layer_types`, every
+  fourth full attention: 24 heads gated (`q_proj` 12288 rows), 4 KV heads, `head_dim` 256;
+  gated delta-net `in_proj_qkv` 10240, `in_proj_z` 6144, `in_proj_b` / `in_proj_a` 48,
+  `conv1d` 10240 × 1 × 4, `out_proj` from 6144; `vocab_size` 248320, untied head; a
+  27-block vision tower of width 1152 and its merger to 5120; `mtp_num_hidden_layers` 1 in
+  `text_config`). Tensor names are the module paths of that tree under
+  `Qwen3_5ForConditionalGeneration` (`model.language_model.*`, `model.visual.*`,
+  `lm_head`), as `save_pretrained` writes them; the MTP block is the 15 `mtp.*` tensors
+  ModelOpt#2427 counts for the same architecture (`fc`, three norms, one full-attention
+  decoder layer). Every tensor is written BF16 (the config's `dtype`; the release's dtypes of
+  `A_log` and `dt_bias` were not read: the MTP checks do not look at them). **The shard
+  layout is not the release's**: shards of about 5 GB in model order, the MTP block last.
+
 Not replicated, for want of a read source of their dimensions (guessing them is not
-allowed): Qwen3.8-27B FP8 without its `mtp.*` tensors (ModelOpt#2427) and GLM-5.3-Flash
-NVFP4 without layer 45 (ModelOpt#2312).
+allowed): Qwen3.8-27B FP8 itself (ModelOpt#2427: its config was not found; the failure, an
+FP8 export that keeps `mtp_num_hidden_layers` but ships none of the 15 `mtp.*` tensors, is
+replicated on Qwen3.6-27B, the same architecture) and GLM-5.3-Flash NVFP4 without layer 45
+(ModelOpt#2312).
 """
 
 from __future__ import annotations
@@ -105,6 +122,61 @@ GLM4_MOE_CONFIG: dict[str, Any] = {
     "num_nextn_predict_layers": 1,
     "tie_word_embeddings": False,
     "torch_dtype": "bfloat16",
+}
+
+# Qwen3.6-27B's text config as released (the vision tower's widths follow it below).
+QWEN3_6_27B_TEXT: dict[str, Any] = {
+    "attention_bias": False,
+    "attn_output_gate": True,
+    "dtype": "bfloat16",
+    "full_attention_interval": 4,
+    "head_dim": 256,
+    "hidden_act": "silu",
+    "hidden_size": 5120,
+    "intermediate_size": 17408,
+    "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"]
+    * 16,
+    "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 48,
+    "linear_value_head_dim": 128,
+    "mamba_ssm_dtype": "float32",
+    "max_position_embeddings": 262144,
+    "model_type": "qwen3_5_text",
+    "mtp_num_hidden_layers": 1,
+    "mtp_use_dedicated_embeddings": False,
+    "num_attention_heads": 24,
+    "num_hidden_layers": 64,
+    "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06,
+    "rope_parameters": {
+        "mrope_interleaved": True,
+        "mrope_section": [11, 11, 10],
+        "partial_rotary_factor": 0.25,
+        "rope_theta": 10000000,
+        "rope_type": "default",
+    },
+    "tie_word_embeddings": False,
+    "vocab_size": 248320,
+}
+QWEN3_6_27B_CONFIG: dict[str, Any] = {
+    "architectures": ["Qwen3_5ForConditionalGeneration"],
+    "model_type": "qwen3_5",
+    "text_config": QWEN3_6_27B_TEXT,
+    "tie_word_embeddings": False,
+    "vision_config": {
+        "depth": 27,
+        "hidden_size": 1152,
+        "intermediate_size": 4304,
+        "model_type": "qwen3_5_vision",
+        "num_heads": 16,
+        "num_position_embeddings": 2304,
+        "out_hidden_size": 5120,
+        "patch_size": 16,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+    },
 }
 
 # The MTP layer's own modules beside its decoder layer (dev/mtp-design.md §1).
@@ -260,6 +332,91 @@ def glm4_moe_bf16(root: Path, *, drop_head: bool = False) -> Path:
     return _write(root, GLM4_MOE_CONFIG, split_by_bytes(table, -(-total // SHARD_BYTES)), 5)
 
 
+def _qwen3_5_layer(table: Table, p: str, c: dict[str, Any], full: bool) -> None:
+    """A Qwen3.5 dense decoder layer: gated full attention or a gated delta-net, then the MLP."""
+    h, d, inter = c["hidden_size"], c["head_dim"], c["intermediate_size"]
+    heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
+    table.append((p + "input_layernorm.weight", "BF16", (h,)))
+    table.append((p + "post_attention_layernorm.weight", "BF16", (h,)))
+    if full:
+        table.append((p + "self_attn.q_proj.weight", "BF16", (2 * heads * d, h)))
+        table.append((p + "self_attn.k_proj.weight", "BF16", (kv * d, h)))
+        table.append((p + "self_attn.v_proj.weight", "BF16", (kv * d, h)))
+        table.append((p + "self_attn.o_proj.weight", "BF16", (h, heads * d)))
+        table.append((p + "self_attn.q_norm.weight", "BF16", (d,)))
+        table.append((p + "self_attn.k_norm.weight", "BF16", (d,)))
+    else:
+        key = c["linear_num_key_heads"] * c["linear_key_head_dim"]
+        value = c["linear_num_value_heads"] * c["linear_value_head_dim"]
+        value_heads = c["linear_num_value_heads"]
+        conv = 2 * key + value
+        table.append((p + "linear_attn.in_proj_qkv.weight", "BF16", (conv, h)))
+        table.append((p + "linear_attn.in_proj_z.weight", "BF16", (value, h)))
+        table.append((p + "linear_attn.in_proj_b.weight", "BF16", (value_heads, h)))
+        table.append((p + "linear_attn.in_proj_a.weight", "BF16", (value_heads, h)))
+        table.append(
+            (p + "linear_attn.conv1d.weight", "BF16", (conv, 1, c["linear_conv_kernel_dim"]))
+        )
+        table.append((p + "linear_attn.dt_bias", "BF16", (value_heads,)))
+        table.append((p + "linear_attn.A_log", "BF16", (value_heads,)))
+        table.append((p + "linear_attn.norm.weight", "BF16", (c["linear_value_head_dim"],)))
+        table.append((p + "linear_attn.out_proj.weight", "BF16", (h, value)))
+    table.append((p + "mlp.gate_proj.weight", "BF16", (inter, h)))
+    table.append((p + "mlp.up_proj.weight", "BF16", (inter, h)))
+    table.append((p + "mlp.down_proj.weight", "BF16", (h, inter)))
+
+
+def _vision(table: Table, v: dict[str, Any]) -> None:
+    """Qwen3.5's vision tower and its merger (the widths of the module tree)."""
+    w, inter, p = v["hidden_size"], v["intermediate_size"], "model.visual."
+    patch = (w, 3, v["temporal_patch_size"], v["patch_size"], v["patch_size"])
+    table.append((p + "patch_embed.proj.weight", "BF16", patch))
+    table.append((p + "patch_embed.proj.bias", "BF16", (w,)))
+    table.append((p + "pos_embed.weight", "BF16", (v["num_position_embeddings"], w)))
+    for i in range(v["depth"]):
+        b = f"{p}blocks.{i}."
+        for name, rows, cols in (
+            ("attn.qkv", 3 * w, w),
+            ("attn.proj", w, w),
+            ("mlp.linear_fc1", inter, w),
+            ("mlp.linear_fc2", w, inter),
+        ):
+            table.append((f"{b}{name}.weight", "BF16", (rows, cols)))
+            table.append((f"{b}{name}.bias", "BF16", (rows,)))
+        for norm in ("norm1", "norm2"):
+            table.append((f"{b}{norm}.weight", "BF16", (w,)))
+            table.append((f"{b}{norm}.bias", "BF16", (w,)))
+    merged = w * v["spatial_merge_size"] ** 2
+    table.append((p + "merger.norm.weight", "BF16", (w,)))
+    table.append((p + "merger.norm.bias", "BF16", (w,)))
+    table.append((p + "merger.linear_fc1.weight", "BF16", (merged, merged)))
+    table.append((p + "merger.linear_fc1.bias", "BF16", (merged,)))
+    table.append((p + "merger.linear_fc2.weight", "BF16", (v["out_hidden_size"], merged)))
+    table.append((p + "merger.linear_fc2.bias", "BF16", (v["out_hidden_size"],)))
+
+
+def qwen3_6_27b(root: Path, *, mtp: bool = True) -> Path:
+    """Qwen3.6-27B in BF16 as released; `mtp=False` ships none of its 15 `mtp.*` tensors
+    while the config keeps `mtp_num_hidden_layers` 1 (the export of ModelOpt#2427)."""
+    c = QWEN3_6_27B_TEXT
+    h, vocab = c["hidden_size"], c["vocab_size"]
+    table: Table = [("model.language_model.embed_tokens.weight", "BF16", (vocab, h))]
+    _vision(table, QWEN3_6_27B_CONFIG["vision_config"])
+    for i, kind in enumerate(c["layer_types"]):
+        _qwen3_5_layer(table, f"model.language_model.layers.{i}.", c, kind == "full_attention")
+    table += [
+        ("model.language_model.norm.weight", "BF16", (h,)),
+        ("lm_head.weight", "BF16", (vocab, h)),
+    ]
+    if mtp:
+        table.append(("mtp.fc.weight", "BF16", (h, 2 * h)))
+        for norm in ("pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"):
+            table.append((f"mtp.{norm}.weight", "BF16", (h,)))
+        _qwen3_5_layer(table, "mtp.layers.0.", c, True)
+    total = sum(_bytes(d, s) for _, d, s in table)
+    return _write(root, QWEN3_6_27B_CONFIG, split_by_bytes(table, -(-total // SHARD_BYTES)), 5)
+
+
 def _bytes(dtype: str, shape: tuple[int, ...]) -> int:
     from draftfit.checkpoint.dtypes import byte_size
 
@@ -286,5 +443,6 @@ __all__ = [
     "deepseek_v3_fp8",
     "glm4_moe_bf16",
     "mtp_shards",
+    "qwen3_6_27b",
     "target_table",
 ]

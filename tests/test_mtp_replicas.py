@@ -14,7 +14,7 @@ from draftfit.checkpoint.scoped import load_scoped
 from draftfit.draft.mtp import select_mtp_names
 from draftfit.origins.hub import HEADER_PREFETCH
 from tests.fake_hub import FakeHub, configure_hf_env
-from tests.mtp_replicas import deepseek_v3_fp8, glm4_moe_bf16, mtp_shards
+from tests.mtp_replicas import deepseek_v3_fp8, glm4_moe_bf16, mtp_shards, qwen3_6_27b
 from tests.opened_files import files_opened
 from tests.recipe_round_trip import run_cli
 
@@ -59,6 +59,13 @@ EXPECTED = {
     # depth 0 with an MTP launch: ZeroDivisionError in vLLM's config (run on both),
     # SGLang's `Only 1 nextn layer is supported` (run)
     "dsv3-depth0": {V0102: "incompatible", V34: "incompatible", SGL: "incompatible"},
+    # Qwen3.6-27B as released (multimodal, BF16: the keys in `text_config`, `mtp.*`): served
+    # by both (the tiny Qwen3.5 targets of dev/mtp_corpus.py run on both: q35_k1)
+    "qwen3.6-27b-bf16": {V34: "compatible", SGL: "compatible"},
+    # an export that keeps `mtp_num_hidden_layers` 1 but ships none of the 15 `mtp.*`
+    # tensors (ModelOpt#2427's and AReaL#1403's exporters): vLLM's load check refuses an
+    # unquantized target so exported, SGLang loads the MTP layer unset (run q35_dropped_k1)
+    "qwen3.6-27b-bf16-no-mtp": {V34: "incompatible", SGL: "drafts-garbage"},
 }
 
 
@@ -72,6 +79,8 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
         deepseek_v3_fp8(root, mtp_fp8=False)
     ),
     "deepseek-v3-fp8-mtp-listed": lambda root: _list_mtp_layer(deepseek_v3_fp8(root)),
+    "qwen3.6-27b-bf16": qwen3_6_27b,
+    "qwen3.6-27b-bf16-no-mtp": lambda root: qwen3_6_27b(root, mtp=False),
 }
 
 
