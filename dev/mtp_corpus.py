@@ -188,6 +188,13 @@ TARGETS: dict[str, dict[str, Any]] = {
         "compressed": True,
         "mtp_quantized": True,
     },
+    # GLM-4.7-Flash (`Glm4MoeLiteForCausalLM`: DeepSeek-V3's MLA layers)
+    "glml": {"family": "glm4_moe_lite"},
+    "glml_dropped": {"family": "glm4_moe_lite", "ship": 0},
+    "glml_no_eh": {"family": "glm4_moe_lite", "drop": ("eh_proj.weight",)},
+    "glml_no_o_proj": {"family": "glm4_moe_lite", "drop": ("o_proj.weight",)},
+    "glml_depth0": {"family": "glm4_moe_lite", "depth": 0},
+    "glml_depth2": {"family": "glm4_moe_lite", "depth": 2, "ship": 2},
     # Qwen3-Next FP8 (vLLM builds its `mtp.fc` with the target's quantization)
     "qn_fp8_bf16": {"family": "qwen3_next", "depth": None, "quant": "fp8"},
     "qn_fp8_mtp_fp8": {
@@ -273,6 +280,9 @@ def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
     vllm["q35_depth2_k2"] = ("q35_depth2", Launch(tokens=2))
     vllm["q35_depth2_k3"] = ("q35_depth2", Launch(tokens=3))
     vllm["q35_depth2_ship1_k2"] = ("q35_depth2_ship1", Launch(tokens=2))
+    vllm["glml_k2"] = ("glml", Launch(tokens=2))
+    vllm["glml_nok"] = ("glml", Launch(tokens=None))
+    sglang["glml_nok"] = ("glml", Launch(tokens=None))
     sglang["q35_nok"] = ("q35", Launch(tokens=None))
     sglang["q35_k3"] = ("q35", Launch(tokens=3))
     sglang["q35_self_k1"] = ("q35", Launch(self_draft=True))

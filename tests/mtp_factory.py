@@ -67,6 +67,8 @@ TINY = Dims(32, 64, 64, 32, 2, 2, 32, 32, 8, 16, 16, 1, 16)
 ENGINE = Dims(128, 256, 256, 128, 4, 4, 128, 128, 16, 32, 32, 2, 32)
 # FP8 block targets: SGLang refuses a projection whose output is not a multiple of the block
 ENGINE_FP8 = Dims(128, 256, 256, 128, 4, 4, 128, 128, 16, 32, 32, 4, 32)
+# The families whose attention is DeepSeek-V3's multi-head latent attention
+MLA = ("deepseek_v3", "glm4_moe_lite")
 # The families whose MTP block is `mtp.*` (a Qwen3-Next-style decoder layer each)
 QWEN = ("qwen3_next", "qwen3_5")
 # Qwen3-Next's gated delta-net layer (engine-ready targets only)
@@ -130,7 +132,7 @@ def _decoder(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
         f"{p}input_layernorm.weight": ("BF16", (d.h,)),
         f"{p}post_attention_layernorm.weight": ("BF16", (d.h,)),
     }
-    if family == "deepseek_v3":
+    if family in MLA:
         t.update(_mla(p, d))
     else:
         t.update(_gqa(p, d, gated=engine_ready and family in QWEN))
@@ -443,6 +445,14 @@ def _engine_keys(family: str, d: Dims) -> dict[str, Any]:
         "first_k_dense_replace": 0,
         "rms_norm_eps": 1e-6,
     }
+    if family == "glm4_moe_lite":
+        return {
+            **common,
+            **moe,
+            "num_key_value_heads": d.heads,
+            "mlp_layer_types": ["sparse"] * LAYERS,
+            "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"},
+        }
     if family == "deepseek_v3":
         return {
             **common,
@@ -469,10 +479,12 @@ def _config(
         "n_routed_experts": d.experts,
         "torch_dtype": "bfloat16",
     }
-    if family == "deepseek_v3":
+    if family in MLA:
         common.update(
-            architectures=["DeepseekV3ForCausalLM"],
-            model_type="deepseek_v3",
+            architectures=[
+                "DeepseekV3ForCausalLM" if family == "deepseek_v3" else "Glm4MoeLiteForCausalLM"
+            ],
+            model_type=family,
             q_lora_rank=d.q_lora,
             kv_lora_rank=d.kv_lora,
             qk_rope_head_dim=d.rope,
@@ -563,7 +575,8 @@ def mtp_target(
     fill: Fill | None = None,
     engine_ready: bool = False,
 ) -> Path:
-    """Write a tiny target of `family` (`deepseek_v3`, `glm4_moe`, `qwen3_next`, `qwen3_5`: a
+    """Write a tiny target of `family` (`deepseek_v3`, `glm4_moe`, `glm4_moe_lite`: GLM-4.7-Flash,
+    DeepSeek-V3's layers, `qwen3_next`, `qwen3_5`: a
     multimodal Qwen3.5-MoE, its keys in `text_config`) with its MTP
     layers at `path` (see the module docstring for the variants). `engine_ready` writes it at
     the oracle's width with the config keys and router tensors a real release carries, so

@@ -1,7 +1,8 @@
-"""Qwen3.5 / 3.6 targets (a multimodal MoE: the language model's keys in `text_config`, its
-decoder layers under `model.language_model.`, the MTP block `mtp.*`), and the MTP block's own
-`mtp.fc`, which vLLM builds with the target's quantization. Verdicts as the engines' own code
-gave them on the same tiny targets (dev/mtp_corpus.py)."""
+"""MTP families beyond the first ones: Qwen3.5 / 3.6 (a multimodal MoE: the language model's
+keys in `text_config`, its decoder layers under `model.language_model.`, the MTP block
+`mtp.*`), the MTP block's own `mtp.fc`, which vLLM builds with the target's quantization, and
+GLM-4.7-Flash. Verdicts as the engines' own code gave them on the same tiny targets
+(dev/mtp_corpus.py)."""
 
 from __future__ import annotations
 
@@ -139,3 +140,23 @@ def test_convert_lists_mtp_fc_for_vllm_and_the_output_checks_clean(tmp_path: Pat
         out, engines=["vllm==0.34.0"], serve=settings_from(serve_args=VLLM.format(k=1))
     )
     assert again.engines[0].verdict is Verdict.COMPATIBLE
+
+
+@pytest.mark.parametrize(
+    ("variant", "vllm", "sglang"),
+    [
+        ({}, Verdict.COMPATIBLE, Verdict.COMPATIBLE),
+        ({"ship": 0}, Verdict.INCOMPATIBLE, Verdict.DRAFTS_GARBAGE),
+        ({"drop": ("eh_proj.weight",)}, Verdict.INCOMPATIBLE, Verdict.DRAFTS_GARBAGE),
+    ],
+)
+def test_glm_4_7_flash_is_served_as_its_deepseek_style_layer_gives(
+    tmp_path: Path, variant: dict[str, object], vllm: Verdict, sglang: Verdict
+) -> None:
+    """GLM-4.7-Flash (`Glm4MoeLiteForCausalLM`) ships a DeepSeek-V3-style MTP layer at
+    `model.layers.{L}` (run on both releases: the verdicts are theirs)."""
+    path = write_target(tmp_path / "g", "glm4_moe_lite", **variant)  # type: ignore[arg-type]
+    assert verdict(path, "vllm==0.34.0")[0] is vllm
+    assert verdict(path, "sglang==0.5.23")[0] is sglang
+    # served from 0.16.0 on vLLM (its other facts read at 0.34.0 only)
+    assert verdict(path, "vllm==0.14.0")[0] is Verdict.INCOMPATIBLE
