@@ -397,18 +397,14 @@ def _engine_keys(family: str, d: Dims) -> dict[str, Any]:
         "bos_token_id": 0,
         "eos_token_id": 1,
     }
-    if family == "qwen3_5":
-        return {
+    if family in QWEN:
+        # the gated delta-net and MoE keys both families' configs carry
+        qwen = {
             **common,
             "layer_types": ["linear_attention", "full_attention"],
             "full_attention_interval": 2,
             "num_key_value_heads": d.kv_heads,
             "head_dim": d.head_dim,
-            "rope_parameters": {
-                "rope_type": "default",
-                "rope_theta": 10000,
-                "partial_rotary_factor": 0.25,
-            },
             "linear_conv_kernel_dim": CONV,
             "linear_key_head_dim": LIN_K_DIM,
             "linear_value_head_dim": LIN_V_DIM,
@@ -418,24 +414,14 @@ def _engine_keys(family: str, d: Dims) -> dict[str, Any]:
             "shared_expert_intermediate_size": d.moe_inter,
             "rms_norm_eps": 1e-6,
         }
-    if family == "qwen3_next":
+        if family == "qwen3_5":  # its rope in `rope_parameters`, as Transformers 5 writes it
+            rope = {"rope_type": "default", "rope_theta": 10000, "partial_rotary_factor": 0.25}
+            return {**qwen, "rope_parameters": rope}
         return {
-            **common,
-            "layer_types": ["linear_attention", "full_attention"],
-            "full_attention_interval": 2,
-            "num_key_value_heads": d.kv_heads,
-            "head_dim": d.head_dim,
+            **qwen,
             "partial_rotary_factor": 0.25,
-            "linear_conv_kernel_dim": CONV,
-            "linear_key_head_dim": LIN_K_DIM,
-            "linear_value_head_dim": LIN_V_DIM,
-            "linear_num_key_heads": LIN_K_HEADS,
-            "linear_num_value_heads": LIN_V_HEADS,
-            "num_experts": d.experts,
-            "shared_expert_intermediate_size": d.moe_inter,
             "decoder_sparse_step": 1,
             "mlp_only_layers": [],
-            "rms_norm_eps": 1e-6,
         }
     moe = {
         "n_shared_experts": 1,
