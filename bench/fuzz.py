@@ -579,11 +579,11 @@ def exercise_settings(folder: Path, name: str, data: bytes) -> None:
             load(path).ignores_for(folder)
             return
         if name == "args":
-            settings = parse_serve_args(data.decode("utf-8", "surrogateescape"), [folder])
+            settings = parse_serve_args(data.decode("utf-8", "surrogateescape"))
         elif name == "serve.json" and data[:1] == b"{" and rng_inline(data):
-            settings = parse_serve_config(data.decode("utf-8", "surrogateescape"), [folder])
+            settings = parse_serve_config(data.decode("utf-8", "surrogateescape"))
         else:
-            settings = parse_serve_config(str(path), [folder])
+            settings = parse_serve_config(str(path))
         settings.summary().encode("utf-8")
         json.dumps(settings.to_dict()).encode("utf-8")
     except DraftfitError:

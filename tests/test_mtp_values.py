@@ -87,6 +87,7 @@ CASES = [
     Case("trained-fp8", frozenset(), {"fill": trained, "quant": "fp8", "mtp_quantized": True}),
     Case("trained-glm", frozenset(), {"family": "glm4_moe", "fill": trained}),
     Case("trained-qwen3-next", frozenset(), {"family": "qwen3_next", "fill": trained}),
+    Case("trained-qwen3-5", frozenset(), {"family": "qwen3_5", "fill": trained}),
     Case("never-written", frozenset({"DF710"}), {}),
     Case("never-written-unsharded", frozenset({"DF710"}), {"sharded": False}),
     Case("never-written-fp8", frozenset({"DF710"}), {"quant": "fp8", "mtp_quantized": True}),
@@ -109,6 +110,13 @@ CASES = [
         "qwen3-next-norms-at-init",
         frozenset({"DF714"}),
         {"family": "qwen3_next", "fill": with_(qwen_norms_at_zero)},
+    ),
+    # zero projections (DF710), and its zero-centred norms at their initial value (DF714)
+    Case("never-written-qwen3-5", frozenset({"DF710", "DF714"}), {"family": "qwen3_5"}),
+    Case(
+        "qwen3-5-norms-at-init",
+        frozenset({"DF714"}),
+        {"family": "qwen3_5", "fill": with_(qwen_norms_at_zero)},
     ),
 ]
 

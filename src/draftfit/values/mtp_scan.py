@@ -53,8 +53,9 @@ MTP_SAMPLE_RUNS = 4
 CONFIRM_BYTES = 4 * 1024 * 1024
 # Families whose RMSNorm scales by `1 + weight`, so a norm's weight starts at 0.0, not 1.0:
 # transformers/models/qwen3_next/modeling_qwen3_next.py (Qwen3NextRMSNorm: `torch.zeros(dim)`,
-# `output * (1.0 + self.weight.float())`).
-ZERO_CENTRED_NORMS = frozenset({"qwen3_next"})
+# `output * (1.0 + self.weight.float())`), and Qwen3.5's the same
+# (transformers/models/qwen3_5/modeling_qwen3_5.py:828-841@v5.22.2, Qwen3_5RMSNorm).
+ZERO_CENTRED_NORMS = frozenset({"qwen3_next", "qwen3_5"})
 SCALE_SUFFIXES = (".weight_scale_inv", ".weight_scale")
 
 
