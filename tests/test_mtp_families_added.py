@@ -87,8 +87,15 @@ def test_served_from_the_release_that_rewrites_it(tmp_path: Path) -> None:
     path = write_target(tmp_path / "q", "qwen3_5")
     state, codes = verdict(path, "vllm==0.16.0")
     assert state is Verdict.INCOMPATIBLE and MTP_FAMILY_UNSERVED.code in codes
-    # served from 0.17.0, its other facts read at 0.34.0 only: not a refusal, not compatible
-    assert verdict(path, "vllm==0.20.0")[0] is Verdict.UNVERIFIED
+    # served from 0.17.0 (read at each release): one MTP layer is judged as at 0.34.0
+    assert verdict(path, "vllm==0.20.0")[0] is Verdict.COMPATIBLE
+    missing_fc = write_target(tmp_path / "fc", "qwen3_5", drop=("fc.weight",))
+    assert verdict(missing_fc, "vllm==0.25.0")[0] is Verdict.DRAFTS_GARBAGE
+    # two: before 0.34.0 every draft step runs the first layer (and up to 0.29.0 the depth
+    # in `text_config` is not read): not judged
+    two = write_target(tmp_path / "two", "qwen3_5", depth=2, ship=2)
+    assert verdict(two, "vllm==0.25.0", k=2)[0] is Verdict.UNVERIFIED
+    assert verdict(two, "vllm==0.34.0", k=2)[0] is Verdict.COMPATIBLE
 
 
 @pytest.mark.parametrize("family", ["qwen3_5", "qwen3_next"])
