@@ -96,6 +96,9 @@ def test_served_from_the_release_that_rewrites_it(tmp_path: Path) -> None:
     two = write_target(tmp_path / "two", "qwen3_5", depth=2, ship=2)
     assert verdict(two, "vllm==0.25.0", k=2)[0] is Verdict.UNVERIFIED
     assert verdict(two, "vllm==0.34.0", k=2)[0] is Verdict.COMPATIBLE
+    # SGLang: the text-only forms too from 0.5.17, then as 0.5.23 (one NextN layer)
+    assert verdict(path, "sglang==0.5.16")[0] is Verdict.INCOMPATIBLE
+    assert verdict(path, "sglang==0.5.20")[0] is Verdict.COMPATIBLE
 
 
 @pytest.mark.parametrize("family", ["qwen3_5", "qwen3_next"])
