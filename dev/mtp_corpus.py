@@ -259,11 +259,9 @@ def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
     sglang: dict[str, tuple[str, Launch]] = {}
     for name in TARGETS:
         vllm[f"{name}_k1"] = (name, K1)
-        # SGLang's Qwen3-Next, ModelOpt and Quark targets need CUDA; its FP8 block layers
-        # need widths the tiny Qwen3.5 target does not have
-        q35_fp8 = name.startswith("q35") and TARGETS[name].get("quant")
+        # SGLang's Qwen3-Next, ModelOpt, Quark and compressed-tensors targets need CUDA
         cuda_only = name.startswith("qn") or any(m in name for m in CUDA_ONLY_ON_SGLANG)
-        if not cuda_only and not q35_fp8:
+        if not cuda_only and not name.startswith("q35_ct"):
             sglang[f"{name}_k1"] = (name, K1)
     for name in ("ds", "glm", "qn"):
         vllm[f"{name}_k2"] = (name, Launch(tokens=2))

@@ -61,18 +61,21 @@ class Dims:
     v_dim: int
     kv_heads: int
     head_dim: int
+    # the key head width of a gated delta-net layer (Qwen3-Next, Qwen3.5)
+    lin_k_dim: int = 32
 
 
 TINY = Dims(32, 64, 64, 32, 2, 2, 32, 32, 8, 16, 16, 1, 16)
 ENGINE = Dims(128, 256, 256, 128, 4, 4, 128, 128, 16, 32, 32, 2, 32)
-# FP8 block targets: SGLang refuses a projection whose output is not a multiple of the block
-ENGINE_FP8 = Dims(128, 256, 256, 128, 4, 4, 128, 128, 16, 32, 32, 4, 32)
+# FP8 block targets: SGLang refuses a projection whose output (each part of a fused one) is
+# not a multiple of the block
+ENGINE_FP8 = Dims(128, 256, 256, 128, 4, 4, 128, 128, 16, 32, 32, 4, 32, lin_k_dim=64)
 # The families whose attention is DeepSeek-V3's multi-head latent attention
 MLA = ("deepseek_v3", "glm4_moe_lite")
 # The families whose MTP block is `mtp.*` (a Qwen3-Next-style decoder layer each)
 QWEN = ("qwen3_next", "qwen3_5")
 # Qwen3-Next's gated delta-net layer (engine-ready targets only)
-LIN_K_HEADS, LIN_V_HEADS, LIN_K_DIM, LIN_V_DIM, CONV = 2, 4, 32, 32, 4
+LIN_K_HEADS, LIN_V_HEADS, LIN_V_DIM, CONV = 2, 4, 32, 4
 # DeepSeek-V3's own `rope_scaling` (YaRN): SGLang's CPU rotary embedding builds no other one
 DEEPSEEK_YARN: dict[str, Any] = {
     "type": "yarn",
@@ -143,7 +146,7 @@ def _decoder(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
 def _linear_attention(p: str, d: Dims, family: str = "qwen3_next") -> Tensors:
     """Qwen3-Next's (or Qwen3.5's, its projections split) gated delta-net layer (its first
     backbone layer, engine-ready only)."""
-    key_dim, value_dim = LIN_K_HEADS * LIN_K_DIM, LIN_V_HEADS * LIN_V_DIM
+    key_dim, value_dim = LIN_K_HEADS * d.lin_k_dim, LIN_V_HEADS * LIN_V_DIM
     t = {k: v for k, v in _decoder(p, d, family, True).items() if ".self_attn." not in k}
     if family == "qwen3_5":
         t.update(
@@ -406,7 +409,7 @@ def _engine_keys(family: str, d: Dims) -> dict[str, Any]:
             "num_key_value_heads": d.kv_heads,
             "head_dim": d.head_dim,
             "linear_conv_kernel_dim": CONV,
-            "linear_key_head_dim": LIN_K_DIM,
+            "linear_key_head_dim": d.lin_k_dim,
             "linear_value_head_dim": LIN_V_DIM,
             "linear_num_key_heads": LIN_K_HEADS,
             "linear_num_value_heads": LIN_V_HEADS,
@@ -611,12 +614,20 @@ def mtp_target(
                 "ignore": ["lm_head", *excluded],
             }
         else:
+            # a Qwen3.5 export leaves its delta-net's few-row `in_proj_b` / `in_proj_a` in BF16
+            # and says so (SGLang builds no FP8 block layer of fewer rows than a block)
+            small = (
+                [f"model.language_model.layers.0.linear_attn.in_proj_{x}" for x in "ba"]
+                if family == "qwen3_5" and engine_ready
+                else []
+            )
+            listed = [*small, *excluded]
             extra["quantization_config"] = {
                 "quant_method": "fp8",
                 "fmt": "e4m3",
                 "activation_scheme": "dynamic",
                 "weight_block_size": [BLOCK, BLOCK],
-                **({"modules_to_not_convert": excluded} if exclude is not None else {}),
+                **({"modules_to_not_convert": listed} if exclude is not None or small else {}),
             }
     path.mkdir(parents=True, exist_ok=True)
     config = _config(family, depth, d, engine_ready, **extra)

@@ -170,3 +170,21 @@ def test_glm_4_7_flash_is_served_as_its_deepseek_style_layer_gives(
     assert verdict(path, "sglang==0.5.23")[0] is sglang
     # served from 0.16.0 on vLLM (its other facts read at 0.34.0 only)
     assert verdict(path, "vllm==0.14.0")[0] is Verdict.INCOMPATIBLE
+
+
+@pytest.mark.parametrize(
+    ("variant", "expected"),
+    [
+        ({}, Verdict.DRAFTS_GARBAGE),  # a BF16 MTP block built FP8
+        ({"exclude": "checkpoint"}, Verdict.COMPATIBLE),  # listed under its own names
+        ({"mtp_quantized": True}, Verdict.COMPATIBLE),  # stored FP8 like the backbone
+        ({"mtp_quantized": True, "exclude": "checkpoint"}, Verdict.DRAFTS_GARBAGE),  # DF541
+    ],
+)
+def test_sglang_matches_a_qwen3_5_mtp_block_by_its_checkpoint_names(
+    tmp_path: Path, variant: dict[str, object], expected: Verdict
+) -> None:
+    """SGLang builds Qwen3.5's MTP block under `mtp`: its exclusion entries match the
+    checkpoint's names (not DeepSeek's `model.decoder.*`); run on 0.5.23 on a CPU."""
+    path = write_target(tmp_path / "q", "qwen3_5", quant="fp8", **variant)  # type: ignore[arg-type]
+    assert verdict(path, "sglang==0.5.23")[0] is expected

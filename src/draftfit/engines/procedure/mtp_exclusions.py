@@ -78,7 +78,10 @@ def engine_name(layer: MtpLayer, module: str, naming: str, own_prefix: str | Non
     """`module` of `layer` as the engine's quantization sees it; `own_prefix`: where the MTP
     block's own modules are named when they are not under the layer's prefix (`mtp.` for
     Qwen3-Next's `mtp.fc`, given only for those modules)."""
-    if naming == CHECKPOINT_NAMES:
+    if naming == CHECKPOINT_NAMES or layer.prefix.startswith("mtp."):
+        # SGLang's runtime names are DeepSeek's NextN class's (`model.decoder.*`); an
+        # `mtp.*` block (Qwen3-Next, Qwen3.5) keeps the checkpoint's names there too (its
+        # MTP class is built under the prefix `mtp`: run on SGLang 0.5.23)
         return (own_prefix if own_prefix is not None else layer.prefix) + module
     if module in ("eh_proj", "enorm", "hnorm", "shared_head.norm"):
         return "model." + module
