@@ -96,9 +96,15 @@ def test_served_from_the_release_that_rewrites_it(tmp_path: Path) -> None:
     two = write_target(tmp_path / "two", "qwen3_5", depth=2, ship=2)
     assert verdict(two, "vllm==0.25.0", k=2)[0] is Verdict.UNVERIFIED
     assert verdict(two, "vllm==0.34.0", k=2)[0] is Verdict.COMPATIBLE
-    # SGLang: the text-only forms too from 0.5.17, then as 0.5.23 (one NextN layer)
-    assert verdict(path, "sglang==0.5.16")[0] is Verdict.INCOMPATIBLE
-    assert verdict(path, "sglang==0.5.20")[0] is Verdict.COMPATIBLE
+    # SGLang: the multimodal forms from 0.5.9, the text-only ones from 0.5.17
+    assert verdict(path, "sglang==0.5.8")[0] is Verdict.INCOMPATIBLE
+    assert verdict(path, "sglang==0.5.16")[0] is Verdict.COMPATIBLE
+    config = json.loads((path / "config.json").read_text())
+    config["architectures"] = ["Qwen3_5MoeForCausalLM"]
+    (path / "config.json").write_text(json.dumps(config))
+    state, codes = verdict(path, "sglang==0.5.16")
+    assert state is Verdict.INCOMPATIBLE and MTP_FAMILY_UNSERVED.code in codes
+    assert verdict(path, "sglang==0.5.17")[0] is Verdict.COMPATIBLE
 
 
 @pytest.mark.parametrize("family", ["qwen3_5", "qwen3_next"])

@@ -27,6 +27,7 @@ from draftfit.location import Location
 from draftfit.rule_ids import Consequence
 
 EMITS: tuple[rule_ids.RuleId, ...] = (
+    rule_ids.MTP_FAMILY_UNSERVED,
     rule_ids.MTP_LAUNCH_KIND,
     rule_ids.MTP_TOKEN_COUNT_MISSING,
 )
@@ -108,10 +109,41 @@ def step_count(state: BuildState) -> bool | None:
     return None
 
 
+def architecture_rewritten(state: BuildState) -> bool | None:
+    """SGLang turns a target into its NextN draft by `architectures[0]`; for some families
+    a release rewrites only some of their architectures (`mtp_family_architectures`: the
+    multimodal Qwen3.5 forms from 0.5.9, the text-only ones from 0.5.17). Another one is
+    not rewritten, and its draft is built as the whole target model (DF140)."""
+    inputs = mtp_inputs(state)
+    family, target = inputs.target.family, inputs.target
+    if inputs.eagle_draft is not None or inputs.export is not None or family is None:
+        return None
+    fact = state.profile.fact("mtp_family_architectures")
+    if not fact.known or not isinstance(fact.value, dict):
+        return None
+    rewritten = fact.value.get(family.name)
+    if not isinstance(rewritten, list) or target.architecture in rewritten:
+        return None
+    shown = ", ".join(f"`{a}`" for a in rewritten)
+    mtp_finding(
+        state,
+        rule_ids.MTP_FAMILY_UNSERVED,
+        f"{state.title} turns a {family.title} target into its NextN draft by architecture "
+        f"({shown}), and this target's is `{target.architecture}`: the config is not "
+        "rewritten, and the MTP launch is refused",
+        location=Location("config.json", "/architectures"),
+        keys=("mtp_family_architectures",),
+        fix="serve it with a release that rewrites this architecture (`draftfit matrix` "
+        "lists them)",
+    )
+    return False
+
+
 MTP_PROCEDURE: Procedure = (
     mtp_build(
         steps.release_read,
         steps.family_served,
+        architecture_rewritten,
         algorithm,
         export.export_reading,
         steps.draft_path,
@@ -125,4 +157,4 @@ MTP_PROCEDURE: Procedure = (
     ),
 )
 
-__all__ = ["MTP_PROCEDURE", "algorithm", "step_count"]
+__all__ = ["MTP_PROCEDURE", "algorithm", "architecture_rewritten", "step_count"]
