@@ -194,3 +194,22 @@ def test_sglang_matches_a_qwen3_5_mtp_block_by_its_checkpoint_names(
     checkpoint's names (not DeepSeek's `model.decoder.*`); run on 0.5.23 on a CPU."""
     path = write_target(tmp_path / "q", "qwen3_5", quant="fp8", **variant)  # type: ignore[arg-type]
     assert verdict(path, "sglang==0.5.23")[0] is expected
+
+
+@pytest.mark.parametrize("engine", ["vllm==0.34.0", "sglang==0.5.23"])
+def test_a_target_config_with_its_own_code_needs_the_flag(tmp_path: Path, engine: str) -> None:
+    """A target whose config names code of its own for `AutoConfig` with a model type the
+    release has no class for (MiMo-7B's `mimo`): an MTP launch without `--trust-remote-code`
+    is refused (run on both, DF560); with it, the MTP checks go on."""
+    path = write_target(tmp_path / "t", "deepseek_v3")
+    config = json.loads((path / "config.json").read_text())
+    config["auto_map"] = {"AutoConfig": "configuration_custom.CustomV3Config"}
+    config["model_type"] = "custom_v3"  # the architecture still selects DeepSeek-V3's family
+    (path / "config.json").write_text(json.dumps(config))
+    state, codes = verdict(path, engine)
+    assert state is Verdict.INCOMPATIBLE and "DF560" in codes
+    line = (SGLANG if engine.startswith("sglang") else VLLM.format(k=1)).replace(
+        " --speculative", " --trust-remote-code --speculative", 1
+    )
+    report = check_path(path, engines=[engine], serve=settings_from(serve_args=line))
+    assert "DF560" not in {f.rule.code for f in report.findings}

@@ -54,10 +54,10 @@ from draftfit.report import (
 )
 from draftfit.rule_ids import (
     INVALID_CONFIG,
+    MTP_CHECK_RULE_IDS,
     MTP_DRAFT_PATH_REQUIRED,
     MTP_LAUNCH_KIND,
     MTP_METHOD_NAME,
-    MTP_RULE_IDS,
     MTP_TOKEN_COUNT_MISSING,
     RuleId,
 )
@@ -212,7 +212,7 @@ def check_mtp(
         settings = serve.for_engine(profile.engine) if serve is not None else None
         view = build_mtp_view(checkpoint, draft, target, profile, settings, eagle_draft, export)
         ctx = Context(checkpoint, draft, None, view, method=MTP, values=value_facts, serve=settings)
-        for rule_id in MTP_RULE_IDS:
+        for rule_id in MTP_CHECK_RULE_IDS:
             item = get_rule(rule_id.code)
             if item is None:
                 continue
@@ -331,6 +331,8 @@ def mtp_launch(settings: ServeSettings | None, checked: str | None = None) -> Mt
         vanilla=settings.mtp_vanilla,
         one_model=settings.mtp_eagle_one_model,
         max_draft_len=settings.max_draft_len,
+        whole=settings.full_launch,
+        trust_remote_code=bool(settings.trust_remote_code),
     )
 
 

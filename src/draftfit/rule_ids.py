@@ -521,6 +521,9 @@ MTP_RULE_IDS: tuple[RuleId, ...] = (
     MTP_QUANT_EXCLUDED_STORED,
     *MTP_VALUE_RULE_IDS,
 )
+# The rules an MTP check runs: the MTP rules, and the launch rule its steps share with any
+# check (a target config that needs `--trust-remote-code`).
+MTP_CHECK_RULE_IDS: tuple[RuleId, ...] = (*MTP_RULE_IDS, REMOTE_CODE_NOT_TRUSTED)
 
 ALL_RULE_IDS: tuple[RuleId, ...] = (
     UNREADABLE_FILE,

@@ -37,6 +37,8 @@ class MtpLaunch:
             `mtp_eagle_one_model`).
         max_draft_len: the draft tokens per step the launch writes as `max_draft_len`
             (TensorRT-LLM releases that read the MTP depth from it).
+        whole: the launch is a whole one (a command or a whole config file), not some flags.
+        trust_remote_code: the launch passes the release's trust-remote-code flag.
     """
 
     given: bool = False
@@ -50,6 +52,8 @@ class MtpLaunch:
     vanilla: bool | None = None
     one_model: bool | None = None
     max_draft_len: int | None = None
+    whole: bool = False
+    trust_remote_code: bool = False
 
     @property
     def other_draft(self) -> str | None:

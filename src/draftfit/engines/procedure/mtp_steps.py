@@ -21,6 +21,9 @@ from draftfit.engines.procedure.mtp_part import (
     not_read,
 )
 from draftfit.engines.procedure.state import BuildState
+from draftfit.engines.remote_code import FACT as REMOTE_CODE_FACT
+from draftfit.engines.remote_code import remote_code_at
+from draftfit.escape import clip
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
 
@@ -33,6 +36,7 @@ EMITS: tuple[rule_ids.RuleId, ...] = (
     rule_ids.MTP_LAUNCH_KIND,
     rule_ids.MTP_LAYER_MISSING,
     rule_ids.MTP_TENSOR_MISSING,
+    rule_ids.REMOTE_CODE_NOT_TRUSTED,
 )
 EMITS_STAGE = "MTP procedure: the steps every engine shares"
 
@@ -98,6 +102,38 @@ def family_served(state: BuildState) -> bool | None:
         )
         return False
     return None
+
+
+def remote_code(state: BuildState) -> bool | None:
+    """A whole MTP launch without the release's `--trust-remote-code`, of a target whose
+    config names code of its own for `AutoConfig` with a model type the release reads with no
+    class of its own or of Transformers (MiMo-7B's `mimo`): the config is refused and the
+    server does not start (DF560, as for any launch: `config_model_types`)."""
+    inputs = mtp_inputs(state)
+    launch = inputs.launch
+    if not launch.given or not launch.whole or launch.trust_remote_code:
+        return None
+    if inputs.export is not None:
+        return None  # an export is judged beside its target's launch (not read for this)
+    found = remote_code_at(state.profile, None, state.checkpoint.config)
+    if found.unread:
+        not_read(state, f"whether {state.title} reads the target's config without its code")
+        return None
+    for code in found.needed:
+        mtp_finding(
+            state,
+            rule_ids.REMOTE_CODE_NOT_TRUSTED,
+            f"the launch has no `--trust-remote-code`, and the target's config.json names "
+            f"code of its own (`auto_map.AutoConfig`: `{clip(code.code)}`) with "
+            f"{code.shown_type}, for which {state.title} has no class (neither its own nor "
+            f"Transformers {found.transformers}'s): the config is refused without running "
+            "that code and the server does not start",
+            location=Location("config.json", "/auto_map"),
+            keys=(REMOTE_CODE_FACT,),
+            fix="add `--trust-remote-code` to the launch (read that code first: the engine "
+            "runs it)",
+        )
+    return False if found.needed else None
 
 
 def draft_path(state: BuildState) -> bool | None:
@@ -455,5 +491,6 @@ __all__ = [
     "family_served",
     "layers_present",
     "release_read",
+    "remote_code",
     "tensors_present",
 ]

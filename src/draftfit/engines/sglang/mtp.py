@@ -143,6 +143,7 @@ MTP_PROCEDURE: Procedure = (
     mtp_build(
         steps.release_read,
         steps.family_served,
+        steps.remote_code,
         architecture_rewritten,
         algorithm,
         export.export_reading,

@@ -175,6 +175,7 @@ MTP_PROCEDURE: Procedure = (
     mtp_build(
         steps.release_read,
         steps.family_served,
+        steps.remote_code,
         model_type_rewritten,
         method_name,
         export.export_reading,
