@@ -213,3 +213,21 @@ def test_a_target_config_with_its_own_code_needs_the_flag(tmp_path: Path, engine
     )
     report = check_path(path, engines=[engine], serve=settings_from(serve_args=line))
     assert "DF560" not in {f.rule.code for f in report.findings}
+
+
+def test_the_recipe_of_such_a_target_passes_the_flag(tmp_path: Path) -> None:
+    """The recipe adds `--trust-remote-code` where the release needs it (the launch it
+    prints then loads: run on SGLang 0.5.23), and says why."""
+    from draftfit.commands.mtp_recipe import mtp_serving_for
+    from draftfit.commands.recipe import Recipe
+
+    path = write_target(tmp_path / "t", "deepseek_v3")
+    config = json.loads((path / "config.json").read_text())
+    config["auto_map"] = {"AutoConfig": "configuration_custom.CustomV3Config"}
+    config["model_type"] = "custom_v3"
+    (path / "config.json").write_text(json.dumps(config))
+    report = check_path(path, method="mtp", engines=["sglang==0.5.23"])
+    recipe = mtp_serving_for(report, report.engines[0])
+    assert isinstance(recipe, Recipe)
+    assert "--trust-remote-code" in recipe.command
+    assert any(note.startswith("--trust-remote-code:") for note in recipe.notes)

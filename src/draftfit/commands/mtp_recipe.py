@@ -24,6 +24,7 @@ unverified; otherwise one line says why there is none.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from draftfit.checkpoint.model import Checkpoint
@@ -38,6 +39,7 @@ from draftfit.engines.interface import NoRecipe, Recipe, engine_of
 from draftfit.engines.launch import parse_serve_args
 from draftfit.engines.procedure.mtp_part import tokens_chosen
 from draftfit.engines.profile import Profile
+from draftfit.engines.remote_code import remote_code_at
 from draftfit.engines.serve import (
     CONTINUATION,
     model_source,
@@ -141,7 +143,7 @@ def mtp_serving_for(report: Report, result: EngineResult) -> Recipe | NoRecipe:
         served = _preview(kept.checkpoint, fix.config, served_name)
     mtp = result.view.mtp if result.view is not None else None
     depth = mtp.depth_used if mtp is not None and mtp.depth_used else target.depth
-    launch = _launch(profile, target, served_name, depth or 1, beside)
+    launch = _launch(profile, target, served_name, depth or 1, beside, served.config)
     if isinstance(launch, str):
         return NoRecipe(result.engine, result.version, launch)
     command, config, launch_notes, settings = launch
@@ -190,12 +192,18 @@ def _preview(base: Checkpoint, config: dict[str, Any], origin: str) -> Checkpoin
 
 
 def _launch(
-    profile: Profile, target: MtpTarget, served: str, depth: int, beside: str | None = None
+    profile: Profile,
+    target: MtpTarget,
+    served: str,
+    depth: int,
+    beside: str | None = None,
+    config_json: Mapping[str, Any] | None = None,
 ) -> tuple[str, dict[str, Any], list[str], ServeSettings | None] | str:
     """The release's launch of the MTP layers of `served` (command, its configuration,
     notes, and its settings where the command itself cannot be read back), or why draftfit
     cannot write one; `beside`: `served` is a stand-alone NextN export, drafting for that
-    target (which the launch serves, naming the export)."""
+    target (which the launch serves, naming the export); `config_json`: the served target's
+    config (whose own code may need `--trust-remote-code`, as for any recipe)."""
     family = target.family
     assert family is not None
     title = profile.title
@@ -219,6 +227,13 @@ def _launch(
     else:  # the spelled-out flag (`--model-path`, not its `--model` alias)
         start = f"{launch.shown_command} {max(sorted(launch.model_flags), key=len)} "
         start += shell_word(served)
+    if beside is None:
+        code = remote_code_at(profile, None, config_json)
+        note = code.note("--trust-remote-code")
+        if code.flag_wanted:
+            start += " --trust-remote-code"
+        if note is not None:
+            notes.append(note)
     if launch.json_flag is not None:  # vLLM: the speculative config
         methods = profile.fact("mtp_recipe_method")
         method = methods.value.get(family.name) if methods.known else None
