@@ -27,6 +27,7 @@ import json
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,10 @@ TARGETS: dict[str, dict[str, Any]] = {
     "glm_no_shared_norm": {"family": "glm4_moe", "drop": ("shared_head.norm.weight",)},
     "glm_no_post_norm": {"family": "glm4_moe", "drop": ("post_attention_layernorm.weight",)},
     "qn_no_fc": {"family": "qwen3_next", "depth": None, "drop": ("fc.weight",)},
+    # one shard of a fused (stacked) projection
+    "ds_no_q_a_proj": {"family": "deepseek_v3", "drop": ("q_a_proj.weight",)},
+    "glm_no_k_proj": {"family": "glm4_moe", "drop": ("k_proj.weight",)},
+    "glm_no_shared_up": {"family": "glm4_moe", "drop": ("shared_experts.up_proj.weight",)},
     # renamed
     "ds_renamed_block": {"family": "deepseek_v3", "rename": "model.mtp_block."},
     "glm_renamed_mtp": {"family": "glm4_moe", "rename": "mtp.layers.0."},
@@ -209,6 +214,29 @@ TARGETS: dict[str, dict[str, Any]] = {
         "quant": "fp8",
         "exclude": "checkpoint",
     },
+    # MiMo-7B (dense, `model.mtp_layers.{i}.*`, its config class in the checkpoint)
+    "mimo": {"family": "mimo"},
+    "mimo_dropped": {"family": "mimo", "ship": 0},
+    "mimo_no_proj": {"family": "mimo", "drop": ("input_proj.weight",)},
+    "mimo_no_token_norm": {"family": "mimo", "drop": ("token_layernorm.weight",)},
+    "mimo_no_o_proj": {"family": "mimo", "drop": ("o_proj.weight",)},
+    "mimo_no_q_bias": {"family": "mimo", "drop": ("q_proj.bias",)},
+    "mimo_renamed": {"family": "mimo", "rename": "model.layers.2."},
+    "mimo_depth0": {"family": "mimo", "depth": 0},
+    "mimo_depth_absent": {"family": "mimo", "depth": None},
+    "mimo_depth2": {"family": "mimo", "depth": 2, "ship": 2},
+    "mimo_depth2_ship1": {"family": "mimo", "depth": 2, "ship": 1},
+    "mimo_fp8_bf16": {"family": "mimo", "quant": "fp8"},
+    "mimo_fp8_mtp_fp8": {"family": "mimo", "quant": "fp8", "mtp_quantized": True},
+    "mimo_fp8_excluded": {"family": "mimo", "quant": "fp8", "exclude": "checkpoint"},
+    "mimo_fp8_excluded_index": {"family": "mimo", "quant": "fp8", "exclude": "layer_index"},
+    "mimo_ct_bf16": {"family": "mimo", "quant": "fp8", "compressed": True},
+    "mimo_ct_excluded": {
+        "family": "mimo",
+        "quant": "fp8",
+        "compressed": True,
+        "exclude": "checkpoint",
+    },
 }
 # Schemes SGLang builds no target of on a CPU (its ModelOpt and Quark kernels need CUDA)
 CUDA_ONLY_ON_SGLANG = ("_mo_", "_qk_")
@@ -222,9 +250,13 @@ class Launch:
     tokens: int | None = 1
     self_draft: bool = False
     extra: tuple[str, ...] = field(default_factory=tuple)
+    # the target's config class ships with it (MiMo): the launch trusts its code
+    trust_remote_code: bool = False
 
     def oracle_args(self, target: Path) -> list[str]:
         args = ["--method", self.method] if self.method else []
+        if self.trust_remote_code:
+            args.append("--trust-remote-code")
         if self.tokens is not None:
             args += ["--num-speculative-tokens", str(self.tokens)]
         if self.self_draft:
@@ -241,16 +273,20 @@ class Launch:
                 line += f" --speculative-num-draft-tokens {k + 1}"
             if self.self_draft:
                 line += f" --speculative-draft-model-path {target}"
+            if self.trust_remote_code:
+                line += " --trust-remote-code"
             return line + "".join(f" {e}" for e in self.extra)
         keys = [f'"method": "{self.method or "mtp"}"']
         if self.self_draft:
             keys.append(f'"model": "{target}"')
         if self.tokens is not None:
             keys.append(f'"num_speculative_tokens": {self.tokens}')
-        return f"vllm serve {target} --speculative-config '{{{', '.join(keys)}}}'"
+        trust = " --trust-remote-code" if self.trust_remote_code else ""
+        return f"vllm serve {target}{trust} --speculative-config '{{{', '.join(keys)}}}'"
 
 
 K1 = Launch()
+MIMO_K1 = Launch(trust_remote_code=True)
 QUANTIZED = [n for n, kw in TARGETS.items() if kw.get("quant")]
 
 
@@ -258,11 +294,28 @@ def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
     vllm: dict[str, tuple[str, Launch]] = {}
     sglang: dict[str, tuple[str, Launch]] = {}
     for name in TARGETS:
-        vllm[f"{name}_k1"] = (name, K1)
+        k1 = MIMO_K1 if name.startswith("mimo") else K1
+        vllm[f"{name}_k1"] = (name, k1)
         # SGLang's Qwen3-Next, ModelOpt, Quark and compressed-tensors targets need CUDA
         cuda_only = name.startswith("qn") or any(m in name for m in CUDA_ONLY_ON_SGLANG)
-        if not cuda_only and not name.startswith("q35_ct"):
-            sglang[f"{name}_k1"] = (name, K1)
+        if not cuda_only and not name.startswith(("q35_ct", "mimo_ct")):
+            sglang[f"{name}_k1"] = (name, k1)
+    mimo = partial(Launch, trust_remote_code=True)
+    vllm["mimo_k2"] = ("mimo", mimo(tokens=2))
+    vllm["mimo_k3"] = ("mimo", mimo(tokens=3))
+    vllm["mimo_nok"] = ("mimo", mimo(tokens=None))
+    vllm["mimo_self_k1"] = ("mimo", mimo(self_draft=True))
+    vllm["mimo_eagle3_k1"] = ("mimo", mimo("eagle3"))
+    vllm["mimo_no_remote_k1"] = ("mimo", K1)
+    vllm["mimo_depth2_k2"] = ("mimo_depth2", mimo(tokens=2))
+    vllm["mimo_depth2_k3"] = ("mimo_depth2", mimo(tokens=3))
+    vllm["mimo_depth2_ship1_k2"] = ("mimo_depth2_ship1", mimo(tokens=2))
+    sglang["mimo_k3"] = ("mimo", mimo(tokens=3))
+    sglang["mimo_nok"] = ("mimo", mimo(tokens=None))
+    sglang["mimo_self_k1"] = ("mimo", mimo(self_draft=True))
+    sglang["mimo_eagle_k1"] = ("mimo", mimo("EAGLE"))
+    sglang["mimo_eagle3_k1"] = ("mimo", mimo("EAGLE3"))
+    sglang["mimo_no_remote_k1"] = ("mimo", K1)
     for name in ("ds", "glm", "qn"):
         vllm[f"{name}_k2"] = (name, Launch(tokens=2))
         vllm[f"{name}_k3"] = (name, Launch(tokens=3))

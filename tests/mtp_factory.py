@@ -74,6 +74,18 @@ ENGINE_FP8 = Dims(128, 256, 256, 128, 4, 4, 128, 128, 16, 32, 32, 4, 32, lin_k_d
 MLA = ("deepseek_v3", "glm4_moe_lite")
 # The families whose MTP block is `mtp.*` (a Qwen3-Next-style decoder layer each)
 QWEN = ("qwen3_next", "qwen3_5")
+# MiMo-7B: a dense Qwen2-style model (biased q/k/v), its MTP layers `model.mtp_layers.{i}.*`
+# with their own norms and `input_proj`; its config class ships with the checkpoint
+MIMO = "mimo"
+MIMO_OWN = ("token_layernorm", "hidden_layernorm", "input_proj", "final_layernorm")
+MIMO_CONFIG_CODE = (
+    "from transformers import Qwen2Config\n\n\n"
+    "class MiMoConfig(Qwen2Config):\n"
+    '    model_type = "mimo"\n\n'
+    "    def __init__(self, num_nextn_predict_layers=0, **kwargs):\n"
+    "        self.num_nextn_predict_layers = num_nextn_predict_layers\n"
+    "        super().__init__(**kwargs)\n"
+)
 # Qwen3-Next's gated delta-net layer (engine-ready targets only)
 LIN_K_HEADS, LIN_V_HEADS, LIN_V_DIM, CONV = 2, 4, 32, 4
 # DeepSeek-V3's own `rope_scaling` (YaRN): SGLang's CPU rotary embedding builds no other one
@@ -130,11 +142,28 @@ def _moe(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
     return t
 
 
+def _dense(p: str, d: Dims) -> Tensors:
+    """A Qwen2-style dense layer's attention biases and MLP (MiMo)."""
+    t: Tensors = {
+        f"{p}self_attn.q_proj.bias": ("BF16", (d.heads * d.head_dim,)),
+        f"{p}self_attn.k_proj.bias": ("BF16", (d.kv_heads * d.head_dim,)),
+        f"{p}self_attn.v_proj.bias": ("BF16", (d.kv_heads * d.head_dim,)),
+        f"{p}mlp.gate_proj.weight": ("BF16", (d.inter, d.h)),
+        f"{p}mlp.up_proj.weight": ("BF16", (d.inter, d.h)),
+        f"{p}mlp.down_proj.weight": ("BF16", (d.h, d.inter)),
+    }
+    return t
+
+
 def _decoder(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
     t: Tensors = {
         f"{p}input_layernorm.weight": ("BF16", (d.h,)),
         f"{p}post_attention_layernorm.weight": ("BF16", (d.h,)),
     }
+    if family == MIMO:
+        t.update(_gqa(p, d))
+        t.update(_dense(p, d))
+        return t
     if family in MLA:
         t.update(_mla(p, d))
     else:
@@ -212,6 +241,7 @@ def _quantizable(name: str) -> bool:
     return (
         name.endswith(("_proj.weight", "_proj_with_mqa.weight"))
         and "eh_proj" not in name
+        and "input_proj" not in name
         and "shared_head" not in name
     )
 
@@ -378,6 +408,8 @@ def _exclusions(mtp: Tensors, prefix: str, how: str) -> list[str]:
         return [m for m in modules if "kv_a_proj_with_mqa" not in m]
     if how == "checkpoint":
         return modules
+    if how == "layer_index":  # under the decoder-layer index the MTP layer would have
+        return [f"model.layers.{LAYERS}." + m[len(prefix) :] for m in modules]
     out = set()
     for name in modules:
         rest = name[len(prefix) :]
@@ -434,6 +466,8 @@ def _engine_keys(family: str, d: Dims) -> dict[str, Any]:
         "first_k_dense_replace": 0,
         "rms_norm_eps": 1e-6,
     }
+    if family == MIMO:
+        return {**common, "rms_norm_eps": 1e-6}
     if family == "glm4_moe_lite":
         return {
             **common,
@@ -479,6 +513,15 @@ def _config(
             qk_rope_head_dim=d.rope,
             qk_nope_head_dim=d.nope,
             v_head_dim=d.v_dim,
+        )
+    elif family == MIMO:
+        for moe_key in ("moe_intermediate_size", "n_routed_experts"):
+            common.pop(moe_key)
+        common.update(
+            architectures=["MiMoForCausalLM"],
+            model_type=MIMO,
+            num_key_value_heads=d.kv_heads,
+            auto_map={"AutoConfig": "configuration_mimo.MiMoConfig"},
         )
     elif family == "glm4_moe":
         common.update(
@@ -566,7 +609,8 @@ def mtp_target(
 ) -> Path:
     """Write a tiny target of `family` (`deepseek_v3`, `glm4_moe`, `glm4_moe_lite`: GLM-4.7-Flash,
     DeepSeek-V3's layers, `qwen3_next`, `qwen3_5`: a
-    multimodal Qwen3.5-MoE, its keys in `text_config`) with its MTP
+    multimodal Qwen3.5-MoE, its keys in `text_config`; `mimo`: MiMo-7B, its config class in
+    the checkpoint's own `configuration_mimo.py`) with its MTP
     layers at `path` (see the module docstring for the variants). `engine_ready` writes it at
     the oracle's width with the config keys and router tensors a real release carries, so
     that an engine can build and load it on a CPU."""
@@ -574,7 +618,13 @@ def mtp_target(
     backbone = _backbone(d, family, engine_ready)
     mtp: Tensors = {}
     for i in range(ship):
-        if family in QWEN:
+        if family == MIMO:
+            p = f"model.mtp_layers.{i}."
+            mtp.update(_decoder(p, d, family, engine_ready))
+            for own in MIMO_OWN:
+                shape = (d.h, 2 * d.h) if own == "input_proj" else (d.h,)
+                mtp[f"{p}{own}.weight"] = ("BF16", shape)
+        elif family in QWEN:
             p = f"mtp.layers.{i}."
             mtp.update(_decoder(p, d, family, engine_ready))
             if i == 0:
@@ -584,7 +634,7 @@ def mtp_target(
         else:
             mtp.update(_nextn(f"model.layers.{LAYERS + i}.", d, family, engine_ready))
     mtp = {n: v for n, v in mtp.items() if not any(n.endswith("." + x) for x in drop)}
-    prefix = f"model.layers.{LAYERS}."
+    prefix = "model.mtp_layers.0." if family == MIMO else f"model.layers.{LAYERS}."
     if rename is not None:
         mtp = {n.replace(prefix, rename, 1): v for n, v in mtp.items()}
     extra: dict[str, Any] = {}
@@ -632,6 +682,8 @@ def mtp_target(
     path.mkdir(parents=True, exist_ok=True)
     config = _config(family, depth, d, engine_ready, **extra)
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    if family == MIMO:
+        (path / "configuration_mimo.py").write_text(MIMO_CONFIG_CODE)
     if quant_file is not None:
         (path / "hf_quant_config.json").write_text(json.dumps(quant_file, indent=2) + "\n")
     if not sharded:
