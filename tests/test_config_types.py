@@ -91,6 +91,7 @@ NOT_CONFIG = {
     "forced_one",  # the `mtp_depth_rule` fact's families forced to one MTP layer
     "not_read",  # the `mtp_depth_rule` fact's families whose rule for another depth was not read
     "key_unread",  # the `mtp_depth_rule` fact's families whose depth key the release never reads
+    "collapsed",  # the `mtp_depth_rule` fact's families whose shipped layers load into one
     "keys",  # the `mtp_fp8_exclusion_keys` fact's exclusion keys, in the order read
     "pick",  # ... and which of them the config class takes
     "rule",  # the `mtp_depth_rule` fact's rule (`divisible`, `exactly-one`)
@@ -98,6 +99,7 @@ NOT_CONFIG = {
     "dense_only",
     "eagle3_one_model",
     "layer",  # the `mtp_missing_weights` fact's per-family outcome of a wholly missing layer
+    "stray_own",  # `mtp_missing_weights`: families whose loader looks up own-named strays
     "layer_module",
     "layers_remap",
     "below_read",  # a version's basis, merged into a matrix range's

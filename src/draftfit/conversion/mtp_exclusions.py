@@ -162,7 +162,8 @@ def names_to_exclude(
             if layer.stored_quantized(module) is not False:
                 continue
             for part in (module, *(m for m in shard_mates(module) if m in modules)):
-                name = engine_name(layer, part, naming, own_prefix(target, index, part))
+                own_at = own_prefix(target, index, part)
+                name = engine_name(layer, part, naming, own_at, target.num_hidden_layers)
                 if name not in wanted and not excluded(name, entries, names, rule):
                     wanted.append(name)
     return wanted
@@ -183,15 +184,18 @@ def layer_entries(
         uncovered = names_to_exclude(target, naming, rule, own)
         for index in target.shipped():
             layer = target.layers[index]
-            prefix = engine_name(layer, "", naming)
+            prefix = engine_name(layer, "", naming, mtp_start=target.num_hidden_layers)
             if not any(n.startswith(prefix) for n in uncovered):
                 continue
-            entry = layer_entry(rule, layer, naming)
+            entry = layer_entry(rule, layer, naming, target.num_hidden_layers)
             if entry is None:
                 return None
             if entry not in added:
                 added.append(entry)
-        layers = [engine_name(target.layers[i], "", naming) for i in target.shipped()]
+        start = target.num_hidden_layers
+        layers = [
+            engine_name(target.layers[i], "", naming, mtp_start=start) for i in target.shipped()
+        ]
         added += [
             n for n in uncovered if not any(n.startswith(p) for p in layers) and n not in added
         ]

@@ -287,6 +287,7 @@ class MtpTarget:
             family's naming scheme, whatever the declared depth.
         backbone_modules: the module names of the last decoder layer, relative to its
             prefix (what a decoder layer of this target holds).
+        backbone_biased: those of its modules that carry a bias (Qwen2-style attention).
         quant: the target's quantization.
         names_complete: False when a shard holding MTP tensors could not be read.
         stray: tensor names that look like MTP tensors but are outside the family's scheme.
@@ -305,6 +306,7 @@ class MtpTarget:
     names_complete: bool = True
     stray: tuple[str, ...] = field(default=())
     depth_invalid: bool = False
+    backbone_biased: frozenset[str] = frozenset()
 
     @property
     def quantized(self) -> bool:
@@ -346,6 +348,8 @@ def read_mtp_target(
     layers: dict[int, MtpLayer] = {}
     stray: list[str] = []
     backbone: set[str] = set()
+    biased: set[str] = set()
+    words = mtp_words(family)
     last = _last_layer_prefixes(family, layers_count)
     # Only these names can be a backbone module, an MTP tensor or a stray one: the loop
     # below does nothing with any other (the same result, in a fraction of the time).
@@ -354,10 +358,13 @@ def read_mtp_target(
         if last and name.startswith(last):
             sub = name[len(next(p for p in last if name.startswith(p))) :]
             if "." in sub:
-                backbone.add(sub.rsplit(".", 1)[0])
+                module, _, part = sub.rpartition(".")
+                backbone.add(module)
+                if part == "bias":
+                    biased.add(module)
         found = _mtp_slot(family, layers_count, name)
         if found is None:
-            if _looks_mtp(name):
+            if _looks_mtp(name, words):
                 stray.append(name)
             continue
         index, prefix, sub = found
@@ -377,6 +384,7 @@ def read_mtp_target(
         depth_present=depth_present,
         layers=layers,
         backbone_modules=frozenset(backbone),
+        backbone_biased=frozenset(biased),
         quant=read_quant(config, quant_file),
         stray=tuple(sorted(stray)[:20]),
         depth_invalid=invalid,
@@ -410,7 +418,7 @@ def relevant_query(config: Mapping[str, Any] | None) -> NameQuery:
         starts.append(slots)
     if family is not None and family.naming == MTP_PREFIX:
         starts.append(r"mtp\.")
-    return NameQuery(tuple(starts), _MTP_WORDS)
+    return NameQuery(tuple(starts), mtp_words(family))
 
 
 class MtpSelection:
@@ -496,9 +504,18 @@ def _layer_number(name: str) -> int | None:
 _MTP_WORDS = ("mtp", "nextn", "eh_proj", "shared_head")
 
 
-def _looks_mtp(name: str) -> bool:
+def mtp_words(family: MtpFamily | None) -> tuple[str, ...]:
+    """The words of MTP tensor names for `family`: the common ones, and for MiMo's
+    `model.mtp_layers` naming its own modules' names too (no decoder layer has them, and
+    a renamed MiMo layer keeps them)."""
+    if family is not None and family.naming == MTP_LAYERS:
+        return (*_MTP_WORDS, *family.own)
+    return _MTP_WORDS
+
+
+def _looks_mtp(name: str, words: tuple[str, ...] = _MTP_WORDS) -> bool:
     lowered = name.lower()
-    return any(word in lowered for word in _MTP_WORDS)
+    return any(word in lowered for word in words)
 
 
 def _slot_pattern(family: MtpFamily | None, layers_count: int | None) -> str | None:

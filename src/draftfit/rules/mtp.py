@@ -129,7 +129,9 @@ def mtp_depth_absent() -> None:
     and GLM-4.x, so engines that run with it build one MTP layer (informational: no effect
     on serving when that layer ships). With transformers 4.56.1 vLLM reads the missing
     attribute and its start-up fails (`AttributeError`): the engine refuses to start, and
-    the finding states the consequence for each release.
+    the finding states the consequence for each release. A target whose config class ships
+    with the checkpoint (MiMo-7B's `configuration_mimo.py`) takes that class's default: the
+    released one says 0, and vLLM refuses the launch (`integer modulo by zero`).
 
     ## Example
     A GLM-4.5 config with the key deleted, served by a vLLM release on transformers 4.x.

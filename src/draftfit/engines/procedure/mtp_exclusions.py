@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 CHECKPOINT_NAMES = "checkpoint"
 RUNTIME_NAMES = "runtime"
+# MiMo's MTP layers in the checkpoint
+MIMO_LAYERS = "model.mtp_layers."
 
 # Modules an engine builds as one fused layer: an exclusion must name all or none of them.
 FUSED = (
@@ -34,6 +36,8 @@ FUSED = (
 # MTP-layer modules every engine read builds unquantized (a plain Linear).
 ALWAYS_UNQUANTIZED = frozenset({"eh_proj", "input_proj", "fc"})
 _EXPERT = re.compile(r"mlp\.experts\.\d+\.")
+# A routed expert's module (built into one fused MoE layer, not a stacked linear layer)
+ROUTED_EXPERT = re.compile(r"(?:^|\.)experts\.\d+\.")
 MAX_WILDCARD_CHARS = 256
 
 # How a release matches a scheme's exclusion entries against a module name (the engine
@@ -74,10 +78,27 @@ def quantizable(module: str, rule: str = LISTED) -> bool:
     return last.endswith(("_proj", "_proj_with_mqa")) and "shared_head" not in module
 
 
-def engine_name(layer: MtpLayer, module: str, naming: str, own_prefix: str | None = None) -> str:
+def engine_name(
+    layer: MtpLayer,
+    module: str,
+    naming: str,
+    own_prefix: str | None = None,
+    mtp_start: int | None = None,
+) -> str:
     """`module` of `layer` as the engine's quantization sees it; `own_prefix`: where the MTP
     block's own modules are named when they are not under the layer's prefix (`mtp.` for
-    Qwen3-Next's `mtp.fc`, given only for those modules)."""
+    Qwen3-Next's `mtp.fc`, given only for those modules); `mtp_start`: the target's
+    `num_hidden_layers`, where a `model.mtp_layers.{i}` layer's decoder layer is built.
+
+    MiMo's `model.mtp_layers.{i}` layers are built under other names than the checkpoint's:
+    vLLM builds the decoder layer under `model.layers.{L + i}` (checkpoint naming: run on
+    0.34.0, a list naming `model.layers.{L}.*` excludes it, the checkpoint's names do not),
+    SGLang under no prefix at all (`self_attn.qkv_proj`; runtime naming)."""
+    if layer.prefix.startswith(MIMO_LAYERS) and own_prefix is None:  # its decoder layer
+        if naming == RUNTIME_NAMES:
+            return module
+        if mtp_start is not None:
+            return f"model.layers.{mtp_start + layer.index}." + module
     if naming == CHECKPOINT_NAMES or layer.prefix.startswith("mtp."):
         # SGLang's runtime names are DeepSeek's NextN class's (`model.decoder.*`); an
         # `mtp.*` block (Qwen3-Next, Qwen3.5) keeps the checkpoint's names there too (its
@@ -187,10 +208,15 @@ def _quark(name: str, entries: tuple[str, ...]) -> bool:
     return False
 
 
-def layer_entry(rule: str, layer: MtpLayer, naming: str) -> str | None:
+def layer_entry(
+    rule: str, layer: MtpLayer, naming: str, mtp_start: int | None = None
+) -> str | None:
     """The one exclusion entry that leaves the whole MTP `layer` unquantized under `rule`
-    (None where the rule takes module names only)."""
-    prefix = layer.prefix.rstrip(".")
+    (None where the rule takes module names only, or the release names the layer's modules
+    under no prefix)."""
+    prefix = engine_name(layer, "", naming, mtp_start=mtp_start).rstrip(".")
+    if not prefix:
+        return None
     if rule == MODELOPT:
         return prefix + "*"
     if rule == MODELOPT_PARTS and naming == RUNTIME_NAMES:
@@ -269,6 +295,7 @@ __all__ = [
     "MODELOPT_PARTS",
     "OWN_FACT",
     "QUARK",
+    "ROUTED_EXPERT",
     "RULES",
     "RUNTIME_NAMES",
     "engine_name",

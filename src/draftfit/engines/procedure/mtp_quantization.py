@@ -92,7 +92,8 @@ def quantization_covered(state: BuildState) -> bool | None:
             # module the release builds quantized (vLLM's `mtp.fc`)
             if module not in own and not quantizable(module, rule):
                 continue
-            name = engine_name(layer, module, naming, own_prefix(target, index, module))
+            start = target.num_hidden_layers
+            name = engine_name(layer, module, naming, own_prefix(target, index, module), start)
             stored = layer.stored_quantized(module)
             if stored is True and excluded(name, entries, names, rule):
                 excluded_stored.append(name)
@@ -101,7 +102,9 @@ def quantization_covered(state: BuildState) -> bool | None:
             if not excluded(name, entries, names, rule):
                 uncovered.append(name)
             elif any(
-                not excluded(engine_name(layer, mate, naming), entries, names, rule)
+                not excluded(
+                    engine_name(layer, mate, naming, mtp_start=start), entries, names, rule
+                )
                 for mate in shard_mates(module)
                 if mate in layer.modules()
             ):
@@ -251,7 +254,15 @@ def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
             "quantized whatever the exclusion list says (or serve it with a release that "
             "honours the list: `draftfit matrix` shows them)"
         )
-    entry = layer_entry(rule, layer, naming)
+    start = mtp_inputs(state).target.num_hidden_layers
+    entry = layer_entry(rule, layer, naming, start)
+    built_at = engine_name(layer, "", naming, mtp_start=start)
+    if not built_at:
+        return (
+            f"ship the MTP layer quantized like the backbone: {title} builds its decoder "
+            "layer under no prefix (`self_attn.qkv_proj`), and an entry naming that also "
+            "names every backbone layer's module"
+        )
     key = _pointer(state).rsplit("/", 1)[-1] if quant.exclusion_keys else None
     if rule in (MODELOPT, MODELOPT_PARTS):
         key = key or "exclude_modules"
@@ -274,6 +285,8 @@ def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
     names = (
         f"the checkpoint's own names (`{layer.prefix}<module>`"
         + (", `mtp.fc`)" if layer.prefix.startswith("mtp.") else ")")
+        if naming == CHECKPOINT_NAMES and built_at == layer.prefix
+        else f"the names it builds them under (`{built_at}<module>`)"
         if naming == CHECKPOINT_NAMES
         else "its runtime names (`model.decoder.<module>`, `model.eh_proj`, "
         "`model.decoder.mlp.experts`)"

@@ -10,8 +10,9 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from draftfit import rule_ids
-from draftfit.draft.mtp import LAYER_INDEX, MTP_PREFIX
+from draftfit.draft.mtp import LAYER_INDEX, MTP_LAYERS, MTP_PREFIX, MtpLayer
 from draftfit.draft.nextn_export import LAYER_INDEX as LAYER_INDEX_READING
+from draftfit.engines.procedure.mtp_exclusions import ROUTED_EXPERT, shard_mates
 from draftfit.engines.procedure.mtp_part import (
     OUTCOMES,
     SHOWN,
@@ -216,6 +217,21 @@ def depth(state: BuildState) -> bool | None:
             consequence=Consequence.REFUSES_TO_START,
         )
         return False
+    if reads == 0:  # the default of the target's own config class (MiMo's)
+        mtp_finding(
+            state,
+            rule_ids.MTP_DEPTH_ABSENT,
+            f"the config has no `{target.depth_key}`, and the target's config class defaults "
+            f"it to 0: {state.title} refuses an MTP launch on a target that declares no MTP "
+            "layer",
+            location=where,
+            keys=("mtp_depth_absent_reads_as",),
+            fix=f"write `{target.depth_key}` (the number of MTP layers shipped"
+            + (f": {len(target.layers)}" if target.layers else "")
+            + ") in config.json",
+            consequence=Consequence.REFUSES_TO_START,
+        )
+        return False
     mtp.depth_used = 1 if reads == "one-layer" else int(reads)
     mtp_finding(
         state,
@@ -269,6 +285,23 @@ def depth_vs_tokens(state: BuildState) -> bool | None:
         not_read(state, f"{state.title}'s MTP depth rule for {family.title} was not read")
         return False
     where = Location("config.json", f"/{target.depth_key}")
+    shipped = target.shipped()
+    collapsed = forced and family is not None and family.name in fact.value.get("collapsed", [])
+    if collapsed and len(shipped) > 1:
+        last = target.layers[shipped[-1]].prefix.rstrip(".")
+        mtp_finding(
+            state,
+            rule_ids.MTP_DEPTH_TOKENS,
+            f"the checkpoint ships {len(shipped)} MTP layers; {state.title} builds one and "
+            "loads every shipped layer's tensors into it, each overwriting the one before: "
+            f"it drafts with {last}'s weights, trained for a later step, so every draft "
+            "is wrong",
+            location=where,
+            keys=("mtp_depth_rule",),
+            fix="serve a copy of the checkpoint that ships only its first MTP layer "
+            f"(`{target.layers[shipped[0]].prefix}*`), or serve it with vLLM",
+            consequence=Consequence.DRAFTS_GARBAGE,
+        )
     if forced:
         n = mtp.depth_used = 1
     elif rule == "exactly-one" and n != 1:
@@ -322,6 +355,21 @@ def _layer_missing_outcome(state: BuildState) -> tuple[Consequence | None, bool]
     return _missing_outcome(state), False
 
 
+def _stray_own_looked_up(state: BuildState) -> str | None:
+    """A tensor outside the MTP layers named like one of the family's own modules, where the
+    release's MTP loader looks such names up among its parameters (`mtp_missing_weights`'
+    `stray_own`: SGLang's MiMo loader, KeyError); None otherwise."""
+    target = mtp_inputs(state).target
+    family = target.family
+    fact = state.profile.fact("mtp_missing_weights")
+    stray_own = fact.value.get("stray_own") if fact.known and isinstance(fact.value, dict) else None
+    if family is None or not isinstance(stray_own, dict) or stray_own.get(family.name) != "refused":
+        return None
+    return next(
+        (name for name in target.stray if any(f".{own}." in name for own in family.own)), None
+    )
+
+
 def _load_check_counts(state: BuildState, missing: list[str]) -> bool:
     """The release's load check counts at least one of the missing modules: it leaves out
     the modules `mtp_load_check_counts` does not name for the family (the modules with a
@@ -332,6 +380,29 @@ def _load_check_counts(state: BuildState, missing: list[str]) -> bool:
     if not isinstance(counted, list):
         return True
     return any(fnmatchcase(module, pattern) for module in missing for pattern in counted)
+
+
+def _tensor_of(item: str) -> str:
+    """The tensor name of a missing item: a module (its `weight`) or a bias by its name."""
+    return item if item.endswith(".bias") else item + ".weight"
+
+
+def _shard_counts(state: BuildState, layer: MtpLayer, missing: list[str]) -> bool:
+    """Whether the release's load check counts a missing item as one unfilled shard of a
+    fused module whose other shards were loaded (`mtp_load_check_shards`: vLLM 0.34.0's
+    stacked linear layers, `q_proj` of `qkv_proj`, `gate_proj` of `gate_up_proj`; a
+    routed expert's projections are one fused MoE, not a stacked layer)."""
+    fact = state.profile.fact("mtp_load_check_shards")
+    if not (fact.known and fact.value is True):
+        return False
+    for item in missing:
+        bias = item.endswith(".bias")
+        module, part = (item[: -len(".bias")], "bias") if bias else (item, "weight")
+        if ROUTED_EXPERT.search(module):
+            continue
+        if any(f"{mate}.{part}" in layer.tensors for mate in shard_mates(module)):
+            return True
+    return False
 
 
 def _consequence_words(consequence: Consequence) -> str:
@@ -355,6 +426,9 @@ def layers_present(state: BuildState) -> bool | None:
     if outcome is None:
         not_read(state, f"what {state.title} does with a missing MTP layer was not read")
         return None
+    looked_up = _stray_own_looked_up(state)
+    if looked_up:
+        outcome, refused_by_loader = Consequence.REFUSES_TO_START, False
     prefixes = ", ".join(
         f"`{family.layer_prefix(target.num_hidden_layers or 0, i)}*`" for i in missing[:SHOWN]
     )
@@ -368,6 +442,9 @@ def layers_present(state: BuildState) -> bool | None:
         "its MTP loader refuses a layer no tensor reached (`MTP speculative decoding layer "
         "... weights missing from checkpoint`), quantized or not"
         if refused_by_loader
+        else f"its MTP loader looks up `{looked_up}` among the layer's parameters and stops "
+        "(KeyError)"
+        if looked_up
         else _consequence_words(outcome)
     )
     message = (
@@ -439,6 +516,12 @@ def tensors_present(state: BuildState) -> bool | None:
         if _decoder_template(family.naming, target.backbone_modules):
             decoder = sorted(target.backbone_modules - modules - set(family.own))
             missing += decoder
+            # a bias the decoder layers carry (Qwen2-style attention), by its tensor name
+            missing += sorted(
+                f"{m}.bias"
+                for m in target.backbone_biased & modules
+                if f"{m}.bias" not in layer.tensors
+            )
         if not missing:
             continue
         outcome = _missing_outcome(state)
@@ -447,7 +530,13 @@ def tensors_present(state: BuildState) -> bool | None:
             continue
         keys: tuple[str, ...] = ("mtp_required_tensors", "mtp_missing_weights")
         words = _consequence_words(outcome)
-        if outcome is Consequence.REFUSES_TO_START and not _load_check_counts(state, missing):
+        if (
+            outcome is Consequence.REFUSES_TO_START
+            and not _load_check_counts(state, missing)
+            and _shard_counts(state, layer, missing)
+        ):
+            keys += ("mtp_load_check_shards",)  # one shard of a fused module: refused
+        elif outcome is Consequence.REFUSES_TO_START and not _load_check_counts(state, missing):
             outcome = Consequence.DRAFTS_GARBAGE
             keys += ("mtp_load_check_counts",)
             words = (
@@ -455,15 +544,15 @@ def tensors_present(state: BuildState) -> bool | None:
                 "their own, even unquantized), so " + _consequence_words(outcome)
             )
         own_prefix = family.own_prefix(target.num_hidden_layers or 0, index)
-        full = [(own_prefix if m in family.own else layer.prefix) + m for m in missing]
-        shown = ", ".join(f"`{name}.weight`" for name in full[:SHOWN])
+        full = [_tensor_of((own_prefix if m in family.own else layer.prefix) + m) for m in missing]
+        shown = ", ".join(f"`{name}`" for name in full[:SHOWN])
         more = f" and {len(missing) - SHOWN} more" if len(missing) > SHOWN else ""
         mtp_finding(
             state,
             rule_ids.MTP_TENSOR_MISSING,
             f"MTP layer {layer.prefix.rstrip('.')} lacks {shown}{more}, which "
             f"{state.title} loads from the checkpoint: {words}",
-            location=Location(tensor=full[0] + ".weight"),
+            location=Location(tensor=full[0]),
             keys=keys,
             fix="export the MTP layer whole (every tensor of its decoder layer and "
             f"{', '.join(required)})",
@@ -474,12 +563,14 @@ def tensors_present(state: BuildState) -> bool | None:
 
 def _decoder_template(naming: str, backbone: frozenset[str]) -> bool:
     """Whether the target's last decoder layer (`backbone`, its modules) shows what an MTP
-    layer's decoder layer holds: always for `model.layers.{L+i}` naming; for `mtp.*` naming
-    (a full-attention layer each) when that last layer is one too, not a linear-attention
+    layer's decoder layer holds: always for `model.layers.{L+i}` naming and MiMo's
+    `model.mtp_layers.{i}` (its MTP block a dense decoder layer like every backbone layer,
+    stored without the `mtp_block` the engines build it under); for `mtp.*` naming (a
+    full-attention layer each) when that last layer is one too, not a linear-attention
     layer (Qwen3-Next and Qwen3.5 end on a full-attention layer)."""
     if not backbone:
         return False
-    if naming == LAYER_INDEX:
+    if naming in (LAYER_INDEX, MTP_LAYERS):
         return True
     return naming == MTP_PREFIX and not any(m.startswith("linear_attn.") for m in backbone)
 
