@@ -39,6 +39,8 @@ _EXPERT = re.compile(r"mlp\.experts\.\d+\.")
 # A routed expert's module (built into one fused MoE layer, not a stacked linear layer)
 ROUTED_EXPERT = re.compile(r"(?:^|\.)experts\.\d+\.")
 MAX_WILDCARD_CHARS = 256
+# The renames a release applies to exclusion entries before matching (by family).
+NAME_MAP = "mtp_exclusion_name_map"
 
 # How a release matches a scheme's exclusion entries against a module name (the engine
 # data's `mtp_exclusion_match`, by scheme):
@@ -109,6 +111,32 @@ def engine_name(
     if _EXPERT.match(module):
         return "model.decoder.mlp.experts"
     return "model.decoder." + module
+
+
+def entry_renames(profile: Profile, target: MtpTarget) -> list[tuple[str, str]]:
+    """The renames `profile`'s release applies to the target's exclusion entries before
+    matching them, longest first: its `mtp_exclusion_name_map` for the target's family
+    (SGLang maps DeepSeek-V3's `model.layers.61` to `model.decoder`); none where it has
+    none."""
+    if NAME_MAP not in profile.data.facts or target.family is None:
+        return []
+    fact = profile.fact(NAME_MAP)
+    table = fact.value.get(target.family.name) if isinstance(fact.value, dict) else None
+    if not isinstance(table, dict):
+        return []
+    return sorted(
+        ((old, new) for old, new in table.items() if isinstance(new, str)),
+        key=lambda pair: len(pair[0]),
+        reverse=True,
+    )
+
+
+def as_matched(entry: str, renames: list[tuple[str, str]]) -> str:
+    """`entry` as the release matches it: the first of `renames` it contains applied once."""
+    for old, new in renames:
+        if old in entry:
+            return entry.replace(old, new, 1)
+    return entry
 
 
 def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = LISTED) -> bool:
@@ -293,12 +321,15 @@ __all__ = [
     "LISTED",
     "MODELOPT",
     "MODELOPT_PARTS",
+    "NAME_MAP",
     "OWN_FACT",
     "QUARK",
     "ROUTED_EXPERT",
     "RULES",
     "RUNTIME_NAMES",
+    "as_matched",
     "engine_name",
+    "entry_renames",
     "excluded",
     "layer_entry",
     "match_rule",

@@ -19,7 +19,9 @@ from draftfit.engines.procedure.mtp_exclusions import (
     MODELOPT_PARTS,
     OWN_FACT,
     QUARK,
+    as_matched,
     engine_name,
+    entry_renames,
     excluded,
     layer_entry,
     match_rule,
@@ -142,33 +144,11 @@ def _own_quantized(state: BuildState, target: MtpTarget) -> frozenset[str] | Non
 
 
 def _mapped_entries(state: BuildState, target: MtpTarget) -> tuple[str, ...]:
-    """The exclusion entries as the release matches them: renamed by its
-    `mtp_exclusion_name_map` for the target's family (SGLang maps DeepSeek-V3's
-    `model.layers.61` to `model.decoder`, the first match of each entry), else as written."""
-    entries = _entries_read(state, target)
-    if NAME_MAP not in state.profile.data.facts or target.family is None:
-        return entries
-    fact = state.profile.fact(NAME_MAP)
-    table = fact.value.get(target.family.name) if isinstance(fact.value, dict) else None
-    if not isinstance(table, dict) or not table:
-        return entries
-    renames = sorted(
-        ((old, new) for old, new in table.items() if isinstance(new, str)),
-        key=lambda pair: len(pair[0]),
-        reverse=True,
-    )
-    mapped: list[str] = []
-    for entry in entries:
-        for old, new in renames:
-            if old in entry:
-                entry = entry.replace(old, new, 1)
-                break
-        mapped.append(entry)
-    return tuple(mapped)
+    """The exclusion entries as the release matches them (:func:`entry_renames`)."""
+    renames = entry_renames(state.profile, target)
+    return tuple(as_matched(entry, renames) for entry in _entries_read(state, target))
 
 
-# The renames a release applies to exclusion entries before matching (by family).
-NAME_MAP = "mtp_exclusion_name_map"
 # Which of an FP8 config's exclusion keys the release reads, where it writes several.
 FP8_KEYS = "mtp_fp8_exclusion_keys"
 
@@ -387,8 +367,9 @@ def _report_excluded_stored(state: BuildState, layer: MtpLayer, names: list[str]
         location=Location(target.quant.source, _pointer(state)),
         keys=(EXCLUDED_STORED, "mtp_exclusion_names"),
         fix="take the MTP layer's modules out of the exclusion list (they are quantized like "
-        "the backbone, and the engine builds them so); or store the MTP layer unquantized "
-        "if it must stay excluded",
+        "the backbone, and the engine builds them so: `draftfit convert TARGET --method mtp` "
+        "does it where the entries name no backbone module); or store the MTP layer "
+        "unquantized if it must stay excluded",
         consequence=outcome,
     )
 
