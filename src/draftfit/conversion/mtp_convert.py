@@ -1,10 +1,11 @@
 """`draftfit convert TARGET --method mtp`: the one fix of a target's MTP layers that changes
-no tensor byte, an exclusion list in the quantization config (DF540).
+no tensor byte, an exclusion list in the quantization config (DF540, DF541).
 
 The plan copies every tensor verbatim into shards that keep the input's grouping, writes
 the config with the MTP layers' unquantized modules added to the exclusion key of the
-target's quantization method, under the names each requested engine release matches
-(:mod:`draftfit.conversion.mtp_exclusions`), and copies the other files. It is written as
+target's quantization method, under the names each requested engine release matches, and
+the entries that name MTP modules stored quantized taken out (where they name no backbone
+module; :mod:`draftfit.conversion.mtp_exclusions`), and copies the other files. It is written as
 every conversion is (:func:`draftfit.conversion.write.write_plan`: a marked temporary
 folder swapped into place, the input only read, free space checked, bytes copied by the
 kernel where it can), then read back and checked again as an MTP target at the same
@@ -23,19 +24,24 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.conversion.mtp_exclusions import (
     LAYER_RULE_KEYS,
     ExclusionFix,
+    Removal,
+    emptied_keys,
     layer_entries,
     match_rules,
     namings_of,
     plan_exclusions,
+    plan_removal,
     why_not_fixable,
 )
 from draftfit.conversion.output import MARKER, MARKER_PART, check_output_path
 from draftfit.conversion.plan import Edit, OutputTensor, Plan
 from draftfit.conversion.write import write_plan
+from draftfit.draft.mtp import MtpTarget, mtp_names
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.procedure.mtp_exclusions import EXACT_NO_MOE, own_quantized
 from draftfit.errors import UsageError
 from draftfit.mtp_check import MTP, check_mtp, mtp_target, quant_file
+from draftfit.rule_ids import MTP_QUANT_EXCLUDED_STORED
 from draftfit.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
@@ -125,11 +131,18 @@ def convert_mtp_path(
             + " takes no entry for a whole MTP layer under the names it matches; re-export "
             "the target with the MTP layers quantized like the backbone"
         )
-    fix = plan_exclusions(target, checkpoint.config, namings, rules, quant_file(checkpoint), own)
+    is_mtp = mtp_names(checkpoint.config)
+    backbone = {name.rsplit(".", 1)[0] for name in checkpoint.tensors if not is_mtp(name)}
+    removal = plan_removal(target, profiles, backbone, own)
+    _check_removal(source, target, removal, whole_layer)
+    fix = plan_exclusions(
+        target, checkpoint.config, namings, rules, quant_file(checkpoint), own, removal
+    )
     if fix is None:
         raise UsageError(
-            f"{source}: every unquantized MTP module is already excluded under the names "
-            f"{', '.join(p.title for p in profiles)} matches: nothing to convert"
+            f"{source}: every unquantized MTP module is already excluded, and no entry names "
+            f"a quantized one, under the names {', '.join(p.title for p in profiles)} "
+            "matches: nothing to convert"
         )
     plan = _plan(checkpoint, fix)
     if dry_run:
@@ -152,6 +165,37 @@ def convert_mtp_path(
     )
 
 
+def _check_removal(
+    source: str | Path, target: MtpTarget, removal: Removal, whole_layer: bool
+) -> None:
+    """Raise :class:`UsageError` where the entries naming quantized MTP modules cannot be
+    taken out by this conversion (the message says what to do instead)."""
+    if removal.shared:
+        shown = ", ".join(f"`{entry}`" for entry in removal.shared[:4])
+        raise UsageError(
+            f"no config change fixes {source}'s MTP layers: the exclusion entr"
+            f"{'y' if len(removal.shared) == 1 else 'ies'} {shown} name both MTP modules "
+            "stored quantized and backbone modules, so taking them out would quantize the "
+            "backbone modules too; replace them by entries that name only the backbone "
+            "modules, or store the MTP layer unquantized"
+        )
+    if removal.entries and whole_layer:
+        shown = ", ".join(f"`{entry}`" for entry in removal.entries[:4])
+        raise UsageError(
+            f"take {shown} out of the exclusion list in {target.quant.source} by hand: they "
+            f"name MTP modules stored quantized like the backbone ({MTP_QUANT_EXCLUDED_STORED.code}"
+            "); draftfit writes this change for FP8 and compressed-tensors configs only"
+        )
+    emptied = emptied_keys(target, removal)
+    if emptied:
+        raise UsageError(
+            f"no config change is written for {source}: taking the entries that name "
+            f"quantized MTP modules out would leave `{emptied[0]}` empty, and the config "
+            "class would then read another exclusion key instead; merge the keys into one "
+            "first"
+        )
+
+
 def _plan(checkpoint: Checkpoint, fix: ExclusionFix) -> Plan:
     """Every tensor copied verbatim (each weight file's tensors kept together), the fixed
     config, and the other files copied."""
@@ -169,22 +213,36 @@ def _plan(checkpoint: Checkpoint, fix: ExclusionFix) -> Plan:
         MARKER,
         MARKER_PART,
     }
-    names = ", ".join(fix.namings)
-    where = f"`{fix.key}`" + (f" of {fix.file}" if fix.document is not None else "")
-    shown = ", ".join(f"`{name}`" for name in fix.added[:4])
-    edit = Edit(
-        "set-config",
-        fix.pointer,
-        f"add {len(fix.added)} MTP entr{'y' if len(fix.added) == 1 else 'ies'} to {where} "
-        f"({names} names: {shown}{' ...' if len(fix.added) > 4 else ''}), so that the engine "
-        "builds the unquantized MTP layer unquantized",
-    )
+    edits = [
+        Edit(
+            "set-config",
+            f"{fix.parent}/{key}",
+            f"take {len(out)} entr{'y' if len(out) == 1 else 'ies'} out of `{key}` "
+            f"({', '.join(f'`{e}`' for e in out[:4])}{' ...' if len(out) > 4 else ''}): "
+            "they name MTP modules stored quantized like the backbone, which the engine "
+            "must build quantized to load their scales",
+        )
+        for key, out in fix.removed
+    ]
+    if fix.added:
+        names = ", ".join(fix.namings)
+        where = f"`{fix.key}`" + (f" of {fix.file}" if fix.document is not None else "")
+        shown = ", ".join(f"`{name}`" for name in fix.added[:4])
+        edits.append(
+            Edit(
+                "set-config",
+                fix.pointer,
+                f"add {len(fix.added)} MTP entr{'y' if len(fix.added) == 1 else 'ies'} to "
+                f"{where} ({names} names: {shown}{' ...' if len(fix.added) > 4 else ''}), "
+                "so that the engine builds the unquantized MTP layer unquantized",
+            )
+        )
     return Plan(
         MTP,
         checkpoint.origin,
         fix.config,
         tensors,
-        [edit],
+        edits,
         [name for name in checkpoint.files if name not in skip and "/" not in name],
         shards=max(len(checkpoint.weight_files), 1),
         documents={fix.file: fix.document} if fix.document is not None else {},

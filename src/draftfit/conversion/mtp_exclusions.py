@@ -31,7 +31,9 @@ from draftfit.engines.procedure.mtp_exclusions import (
     MODELOPT,
     MODELOPT_PARTS,
     QUARK,
+    as_matched,
     engine_name,
+    entry_renames,
     excluded,
     layer_entry,
     match_rule,
@@ -40,7 +42,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     shard_mates,
 )
 from draftfit.engines.profile import Profile
-from draftfit.records import frozen
+from draftfit.records import frozen, replace
 
 if TYPE_CHECKING:
     from typing import Any
@@ -77,6 +79,8 @@ class ExclusionFix:
         file: the file the list is written in (`config.json`, `hf_quant_config.json`).
         document: that file's new content, where it is not `config.json` (else None).
         parent: the JSON pointer of the object holding the list in that file.
+        removed: per exclusion key, the entries taken out of it (they named MTP modules
+            stored quantized like the backbone: DF541).
     """
 
     config: dict[str, Any]
@@ -86,6 +90,7 @@ class ExclusionFix:
     file: str = CONFIG_FILE
     document: dict[str, Any] | None = None
     parent: str = f"/{QUANTIZATION_CONFIG}"
+    removed: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def pointer(self) -> str:
@@ -202,6 +207,98 @@ def layer_entries(
     return added
 
 
+@frozen
+class Removal:
+    """Exclusion entries that name an MTP module stored quantized like the backbone (DF541):
+    the release builds that module unquantized and the quantized tensors do not fit it.
+
+    Attributes:
+        entries: those to take out (they name no backbone module).
+        shared: those that also name a backbone module under some release's rule: taking
+            them out would quantize that module too, so no config change is written.
+    """
+
+    entries: tuple[str, ...] = ()
+    shared: tuple[str, ...] = ()
+
+
+def plan_removal(
+    target: MtpTarget,
+    profiles: Iterable[Profile],
+    backbone: Iterable[str],
+    own: frozenset[str] = frozenset(),
+) -> Removal:
+    """The exclusion entries that name, under some release of `profiles` (its naming, its
+    matching rule and its renames of entries), a module of a shipped MTP layer that the
+    release quantizes and the checkpoint stores quantized; `backbone`: the target's other
+    module names (checkpoint names), which an entry taken out must not name; `own`: the
+    MTP block's own modules the releases build quantized (vLLM's `mtp.fc`).
+    A release whose naming or rule was not read is passed over (the caller has checked)."""
+    scheme = target.quant.scheme or target.quant.method or ""
+    start = target.num_hidden_layers
+    stored: list[tuple[list[str], str, list[tuple[str, str]]]] = []
+    for profile in profiles:
+        fact = profile.fact(NAMING_FACT)
+        rule = match_rule(profile, scheme)
+        if not fact.known or not isinstance(fact.value, str) or rule is None:
+            continue
+        names = [
+            engine_name(layer, module, fact.value, own_prefix(target, index, module), start)
+            for index in target.shipped()
+            for layer in (target.layers[index],)
+            for module in sorted(layer.modules())
+            if (module in own or quantizable(module, rule))
+            and layer.stored_quantized(module) is True
+        ]
+        stored.append((names, rule, entry_renames(profile, target)))
+    taken: list[str] = []
+    for entry in dict.fromkeys(target.quant.exclusions):
+        for names, rule, renames in stored:
+            matched = as_matched(entry, renames)
+            one = NameList([matched], "exclusions")
+            if any(excluded(name, (matched,), one, rule) for name in names):
+                taken.append(entry)
+                break
+    if not taken:
+        return Removal()
+    modules = sorted(set(backbone))
+    shared = [
+        entry
+        for entry in taken
+        if any(
+            excluded(module, (matched,), NameList([matched], "exclusions"), rule)
+            for _, rule, renames in stored
+            for matched in (as_matched(entry, renames),)
+            for module in modules
+        )
+    ]
+    return Removal(tuple(e for e in taken if e not in shared), tuple(shared))
+
+
+def emptied_keys(target: MtpTarget, removal: Removal) -> list[str]:
+    """The exclusion keys that taking `removal` out would leave empty while another key
+    still lists entries: a config class that reads the first non-empty list would then
+    read the other one (vLLM's FP8 `ignored_layers` / `modules_to_not_convert`)."""
+    left = {
+        key: [e for e in entries if e not in removal.entries] for key, entries in target.quant.lists
+    }
+    emptied = [key for key, entries in target.quant.lists if entries and not left[key]]
+    return emptied if any(left.values()) else []
+
+
+def without(target: MtpTarget, removal: Removal) -> MtpTarget:
+    """`target` as draftfit reads it once `removal`'s entries are out of its lists."""
+    gone = set(removal.entries)
+    quant = replace(
+        target.quant,
+        exclusions=tuple(e for e in target.quant.exclusions if e not in gone),
+        lists=tuple(
+            (key, tuple(e for e in entries if e not in gone)) for key, entries in target.quant.lists
+        ),
+    )
+    return replace(target, quant=quant)
+
+
 def plan_exclusions(
     target: MtpTarget,
     config: Mapping[str, Any],
@@ -209,32 +306,48 @@ def plan_exclusions(
     rules: tuple[str, ...] | None = None,
     quant_file: Mapping[str, Any] | None = None,
     own: frozenset[str] = frozenset(),
+    removal: Removal | None = None,
 ) -> ExclusionFix | None:
     """The config (or ModelOpt's `quant_file`, where the quantization is read from it) that
     excludes the MTP layers' unquantized modules under every naming of `namings`, matched
     by `rules` (one per naming; default: listed names), with the MTP block's own modules in
-    `own` (built quantized by the releases) — None when nothing is to be added.
+    `own` (built quantized by the releases), and with `removal`'s entries taken out of
+    every list (for FP8 and compressed-tensors; :func:`plan_removal`) — None when nothing
+    is to be added or taken out.
     The caller has checked :func:`why_not_fixable` (and, for ModelOpt and Quark, that
     :func:`match_rules` and :func:`layer_entries` give an answer)."""
     method = target.quant.method
     assert method is not None, method
     rules = rules if rules is not None else tuple(LISTED for _ in namings)
+    removal = removal or Removal()
     if any(rule in LAYER_RULE_KEYS for rule in rules):
+        assert not removal.entries, removal
         return _plan_layer_entries(target, config, namings, rules, quant_file, own)
     assert method in EXCLUSION_KEYS, method
+    kept = without(target, removal) if removal.entries else target
     added: list[str] = []
     for naming, rule in zip(namings, rules, strict=True):
-        added += [n for n in names_to_exclude(target, naming, rule, own) if n not in added]
-    if not added:
+        added += [n for n in names_to_exclude(kept, naming, rule, own) if n not in added]
+    if not added and not removal.entries:
         return None
     new = copy.deepcopy(dict(config))
     quantization = new[QUANTIZATION_CONFIG]
     keys = EXCLUSION_KEYS[method]
+    removed: list[tuple[str, tuple[str, ...]]] = []
+    for key in keys:
+        present = quantization.get(key)
+        if not isinstance(present, list):
+            continue
+        out = tuple(e for e in present if isinstance(e, str) and e in removal.entries)
+        if out:
+            quantization[key] = [e for e in present if e not in out]
+            removed.append((key, out))
     lists = [k for k in keys if isinstance(quantization.get(k), list)]
     key = next((k for k in lists if quantization[k]), lists[0] if lists else keys[-1])
-    present = quantization.get(key)
-    quantization[key] = [*(present if isinstance(present, list) else []), *added]
-    return ExclusionFix(new, key, tuple(added), namings)
+    if added:
+        present = quantization.get(key)
+        quantization[key] = [*(present if isinstance(present, list) else []), *added]
+    return ExclusionFix(new, key, tuple(added), namings, removed=tuple(removed))
 
 
 def _plan_layer_entries(
@@ -272,10 +385,14 @@ def _plan_layer_entries(
 __all__ = [
     "EXCLUSION_KEYS",
     "ExclusionFix",
+    "Removal",
+    "emptied_keys",
     "layer_entries",
     "match_rules",
     "names_to_exclude",
     "namings_of",
     "plan_exclusions",
+    "plan_removal",
     "why_not_fixable",
+    "without",
 ]

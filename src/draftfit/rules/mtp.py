@@ -373,6 +373,9 @@ def mtp_quantized_layer_excluded() -> None:
 
     ## Fix
     Take the MTP layer's modules out of the exclusion list: they are stored quantized like
-    the backbone, and the engine builds them so. If the layer must stay excluded, store it
-    unquantized (BF16).
+    the backbone, and the engine builds them so. `draftfit convert TARGET --method mtp
+    --engine ENGINE==VERSION -o OUT` does it for FP8 and compressed-tensors configs (no
+    tensor byte changes) where each entry it takes out names no backbone module; an entry
+    that names both (a pattern such as `re:.*self_attn.*`) must be replaced by hand. If the
+    layer must stay excluded, store it unquantized (BF16).
     """
