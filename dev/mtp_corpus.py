@@ -222,6 +222,13 @@ TARGETS: dict[str, dict[str, Any]] = {
     "mimo_no_o_proj": {"family": "mimo", "drop": ("o_proj.weight",)},
     "mimo_no_q_bias": {"family": "mimo", "drop": ("q_proj.bias",)},
     "mimo_renamed": {"family": "mimo", "rename": "model.layers.2."},
+    "mimo_renamed_mtp": {"family": "mimo", "rename": "mtp.layers.0."},
+    # renamed to another family's naming, or one decoder index too far
+    "ds_renamed_next": {"family": "deepseek_v3", "rename": "model.layers.3."},
+    "ds_renamed_mimo": {"family": "deepseek_v3", "rename": "model.mtp_layers.0."},
+    "glml_renamed_block": {"family": "glm4_moe_lite", "rename": "model.mtp_block."},
+    "q35_renamed_model": {"family": "qwen3_5", "rename": "model.mtp.layers.0."},
+    "qn_renamed_layers": {"family": "qwen3_next", "rename": "model.layers.2."},
     "mimo_depth0": {"family": "mimo", "depth": 0},
     "mimo_depth_absent": {"family": "mimo", "depth": None},
     "mimo_depth2": {"family": "mimo", "depth": 2, "ship": 2},

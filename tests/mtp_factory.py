@@ -636,7 +636,9 @@ def mtp_target(
     mtp = {n: v for n, v in mtp.items() if not any(n.endswith("." + x) for x in drop)}
     prefix = "model.mtp_layers.0." if family == MIMO else f"model.layers.{LAYERS}."
     if rename is not None:
-        mtp = {n.replace(prefix, rename, 1): v for n, v in mtp.items()}
+        # the first MTP layer's prefix (Qwen's own `mtp.*` modules keep theirs)
+        first = "mtp.layers.0." if family in QWEN else prefix
+        mtp = {n.replace(first, rename, 1): v for n, v in mtp.items()}
     extra: dict[str, Any] = {}
     quant_file: dict[str, Any] | None = None
     if quant is not None and quant != "fp8":
