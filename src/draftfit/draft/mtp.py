@@ -54,6 +54,11 @@ QUANT_PARTS = frozenset(
         "input_global_scale",
     }
 )
+# The last name parts that hold a module's weight, as stored unquantized or quantized.
+WEIGHT_PARTS = frozenset({"weight", "qweight", "weight_packed"})
+# Tensors a module carries beside its weight that the engines load as parameters of their own:
+# a bias (Qwen2-style attention), a MoE router's score-correction bias (DeepSeek-V3, GLM).
+PARAM_PARTS = frozenset({"bias", "e_score_correction_bias"})
 # Stored dtypes that are quantized values (a float8 or packed integer weight).
 QUANT_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "U8", "I8", "I32", "F4"})
 # Keys of `quantization_config` (or `hf_quant_config.json`) that list modules left unquantized.
@@ -287,7 +292,9 @@ class MtpTarget:
             family's naming scheme, whatever the declared depth.
         backbone_modules: the module names of the last decoder layer, relative to its
             prefix (what a decoder layer of this target holds).
-        backbone_biased: those of its modules that carry a bias (Qwen2-style attention).
+        backbone_parts: the tensors of that layer an MTP decoder layer must carry beside its
+            modules, relative to its prefix: `<module>.weight` for each module with a weight
+            (stored in any form of `WEIGHT_PARTS`), and each tensor of `PARAM_PARTS`.
         quant: the target's quantization.
         names_complete: False when a shard holding MTP tensors could not be read.
         stray: tensor names that look like MTP tensors but are outside the family's scheme.
@@ -306,7 +313,7 @@ class MtpTarget:
     names_complete: bool = True
     stray: tuple[str, ...] = field(default=())
     depth_invalid: bool = False
-    backbone_biased: frozenset[str] = frozenset()
+    backbone_parts: frozenset[str] = frozenset()
 
     @property
     def quantized(self) -> bool:
@@ -348,7 +355,7 @@ def read_mtp_target(
     layers: dict[int, MtpLayer] = {}
     stray: list[str] = []
     backbone: set[str] = set()
-    biased: set[str] = set()
+    parts: set[str] = set()
     words = mtp_words(family)
     last = _last_layer_prefixes(family, layers_count)
     # Only these names can be a backbone module, an MTP tensor or a stray one: the loop
@@ -360,8 +367,10 @@ def read_mtp_target(
             if "." in sub:
                 module, _, part = sub.rpartition(".")
                 backbone.add(module)
-                if part == "bias":
-                    biased.add(module)
+                if part in PARAM_PARTS:
+                    parts.add(sub)
+                elif part in WEIGHT_PARTS:
+                    parts.add(module + ".weight")
         found = _mtp_slot(family, layers_count, name)
         if found is None:
             if _looks_mtp(name, words):
@@ -384,7 +393,7 @@ def read_mtp_target(
         depth_present=depth_present,
         layers=layers,
         backbone_modules=frozenset(backbone),
-        backbone_biased=frozenset(biased),
+        backbone_parts=frozenset(parts),
         quant=read_quant(config, quant_file),
         stray=tuple(sorted(stray)[:20]),
         depth_invalid=invalid,

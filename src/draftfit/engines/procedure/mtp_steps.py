@@ -10,7 +10,14 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from draftfit import rule_ids
-from draftfit.draft.mtp import LAYER_INDEX, MTP_LAYERS, MTP_PREFIX, MtpLayer
+from draftfit.draft.mtp import (
+    LAYER_INDEX,
+    MTP_LAYERS,
+    MTP_PREFIX,
+    PARAM_PARTS,
+    WEIGHT_PARTS,
+    MtpLayer,
+)
 from draftfit.draft.nextn_export import LAYER_INDEX as LAYER_INDEX_READING
 from draftfit.engines.procedure.mtp_exclusions import ROUTED_EXPERT, shard_mates
 from draftfit.engines.procedure.mtp_part import (
@@ -383,8 +390,17 @@ def _load_check_counts(state: BuildState, missing: list[str]) -> bool:
 
 
 def _tensor_of(item: str) -> str:
-    """The tensor name of a missing item: a module (its `weight`) or a bias by its name."""
-    return item if item.endswith(".bias") else item + ".weight"
+    """The tensor name of a missing item: a module (its `weight`), or a tensor of
+    `PARAM_PARTS` by its name."""
+    return item if item.rpartition(".")[2] in PARAM_PARTS else item + ".weight"
+
+
+def _carries(layer: MtpLayer, part: str) -> bool:
+    """Whether `layer` holds `part` (`<module>.weight`: in any stored form)."""
+    module, _, last = part.rpartition(".")
+    if last == "weight":
+        return any(f"{module}.{form}" in layer.tensors for form in WEIGHT_PARTS)
+    return part in layer.tensors
 
 
 def _shard_counts(state: BuildState, layer: MtpLayer, missing: list[str]) -> bool:
@@ -396,8 +412,8 @@ def _shard_counts(state: BuildState, layer: MtpLayer, missing: list[str]) -> boo
     if not (fact.known and fact.value is True):
         return False
     for item in missing:
-        bias = item.endswith(".bias")
-        module, part = (item[: -len(".bias")], "bias") if bias else (item, "weight")
+        named = item.rpartition(".")[2] in PARAM_PARTS
+        module, part = item.rpartition(".")[::2] if named else (item, "weight")
         if ROUTED_EXPERT.search(module):
             continue
         if any(f"{mate}.{part}" in layer.tensors for mate in shard_mates(module)):
@@ -516,11 +532,12 @@ def tensors_present(state: BuildState) -> bool | None:
         if _decoder_template(family.naming, target.backbone_modules):
             decoder = sorted(target.backbone_modules - modules - set(family.own))
             missing += decoder
-            # a bias the decoder layers carry (Qwen2-style attention), by its tensor name
+            # a tensor of a module that is there: its weight (by the module's name), a bias
+            # or a router's score-correction bias (by the tensor's name)
             missing += sorted(
-                f"{m}.bias"
-                for m in target.backbone_biased & modules
-                if f"{m}.bias" not in layer.tensors
+                part.removesuffix(".weight") if part.endswith(".weight") else part
+                for part in target.backbone_parts
+                if part.rpartition(".")[0] in modules and not _carries(layer, part)
             )
         if not missing:
             continue
