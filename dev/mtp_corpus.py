@@ -49,6 +49,8 @@ PLATFORM_STOPS = (
 )
 
 # target name -> mtp_target keyword arguments (family first)
+# what a Qwen3.5 FP8 export leaves in BF16 and lists (its delta-net's few-row projections)
+Q35_SMALL = [f"model.language_model.layers.0.linear_attn.in_proj_{x}" for x in "ba"]
 TARGETS: dict[str, dict[str, Any]] = {
     # correct
     "ds": {"family": "deepseek_v3"},
@@ -223,6 +225,81 @@ TARGETS: dict[str, dict[str, Any]] = {
     "mimo_no_q_bias": {"family": "mimo", "drop": ("q_proj.bias",)},
     "mimo_renamed": {"family": "mimo", "rename": "model.layers.2."},
     "mimo_renamed_mtp": {"family": "mimo", "rename": "mtp.layers.0."},
+    # exclusion lists as other exporters write them (`listed`: key, entries)
+    "ds_fp8_parent": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "listed": ("modules_to_not_convert", ["model.layers.2"]),
+    },
+    "ds_fp8_glob": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "listed": ("modules_to_not_convert", ["model.layers.2.*"]),
+    },
+    "ds_fp8_ignored_parent": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "listed": ("ignored_layers", ["model.layers.2"]),
+    },
+    "glm_fp8_parent_runtime": {
+        "family": "glm4_moe",
+        "quant": "fp8",
+        "listed": ("modules_to_not_convert", ["model.decoder", "model.eh_proj"]),
+    },
+    "ds_ct_regex": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "compressed": True,
+        "listed": ("ignore", ["lm_head", r"re:model\.layers\.2\..*"]),
+    },
+    "ds_ct_regex_loose": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "compressed": True,
+        "listed": ("ignore", ["lm_head", "re:.*layers.2.*"]),
+    },
+    "ds_ct_parent": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "compressed": True,
+        "listed": ("ignore", ["lm_head", "model.layers.2"]),
+    },
+    "q35_fp8_mtp_parent": {
+        "family": "qwen3_5",
+        "quant": "fp8",
+        "listed": ("modules_to_not_convert", [*Q35_SMALL, "mtp"]),
+    },
+    "q35_fp8_mtp_layers": {
+        "family": "qwen3_5",
+        "quant": "fp8",
+        "listed": ("modules_to_not_convert", [*Q35_SMALL, "mtp.fc", "mtp.layers.0"]),
+    },
+    "mimo_fp8_parent": {
+        "family": "mimo",
+        "quant": "fp8",
+        "listed": ("modules_to_not_convert", ["model.layers.2"]),
+    },
+    # quantized targets with a tensor or a layer missing, or two layers
+    "ds_fp8_mtp_fp8_no_kv_norm": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "mtp_quantized": True,
+        "drop": ("kv_a_layernorm.weight",),
+    },
+    "ds_fp8_mtp_fp8_no_o_proj": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "mtp_quantized": True,
+        "drop": ("o_proj.weight", "o_proj.weight_scale_inv"),
+    },
+    "glm_fp8_dropped": {"family": "glm4_moe", "quant": "fp8", "ship": 0},
+    "glm_fp8_mtp_fp8_depth2": {
+        "family": "glm4_moe",
+        "quant": "fp8",
+        "mtp_quantized": True,
+        "depth": 2,
+        "ship": 2,
+    },
     # one more tensor missing, per family: norms, routers, a projection that is no shard
     "ds_no_kv_a_norm": {"family": "deepseek_v3", "drop": ("kv_a_layernorm.weight",)},
     "ds_no_router": {"family": "deepseek_v3", "drop": ("mlp.gate.weight",)},
@@ -483,8 +560,18 @@ def build(root: Path) -> None:
     for name, kw in TARGETS.items():
         args = dict(kw)
         family = args.pop("family")
+        listed = args.pop("listed", None)
         if not (root / name / "config.json").exists():
-            mtp_target(root / name, family, engine_ready=True, **args)
+            path = mtp_target(root / name, family, engine_ready=True, **args)
+            if listed is not None:
+                _write_list(path, *listed)
+
+
+def _write_list(path: Path, key: str, entries: list[str]) -> None:
+    """Replace the target's exclusion list `key` by `entries`, as another exporter writes it."""
+    config = json.loads((path / "config.json").read_text())
+    config["quantization_config"][key] = entries
+    (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
 
 def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:
