@@ -476,7 +476,31 @@ def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
         "ds_fp8_bf16",
         Launch(extra=("--speculative-draft-model-quantization", "unquant")),
     )
+    # SGLang's own step flags, as users write them (no `tokens`: the flags are the extra)
+    steps = partial(Launch, tokens=None)
+    sglang["ds_topk2"] = ("ds", steps(extra=_sglang_steps(2, 2, 4)))
+    sglang["glm_topk4"] = ("glm", steps(extra=_sglang_steps(3, 4, 8)))
+    sglang["ds_draft_only"] = ("ds", steps(extra=("--speculative-num-draft-tokens", "4")))
+    sglang["glm_steps_only"] = ("glm", steps(extra=("--speculative-num-steps", "3")))
+    sglang["ds_draft_tokens_1"] = ("ds", steps(extra=_sglang_steps(1, 1, 1)))
+    sglang["q35_topk2"] = ("q35", steps(extra=_sglang_steps(2, 2, 4)))
+    sglang["mimo_steps2"] = ("mimo", steps(trust_remote_code=True, extra=_sglang_steps(2, 1, 3)))
+    vllm["ds_k0"] = ("ds", Launch(tokens=0))
+    vllm["ds_method_upper"] = ("ds", Launch("MTP"))
+    vllm["glm_k5"] = ("glm", Launch(tokens=5))
+    vllm["q35_k4"] = ("q35", Launch(tokens=4))
     return {VLLM: vllm, SGLANG: sglang}
+
+
+def _sglang_steps(steps: int, topk: int, draft_tokens: int) -> tuple[str, ...]:
+    return (
+        "--speculative-num-steps",
+        str(steps),
+        "--speculative-eagle-topk",
+        str(topk),
+        "--speculative-num-draft-tokens",
+        str(draft_tokens),
+    )
 
 
 # The runs made first (the 2-core machine allows ~35 vLLM and ~22 SGLang runs an hour); the

@@ -122,14 +122,37 @@ def test_sglang_algorithm_aliases_run_the_worker_they_select(
 
 
 def test_sglang_zero_draft_steps_runs_but_gains_nothing(sg_pair: tuple[Path, Path]) -> None:
-    """SGLang's parser and server arguments take `--speculative-num-steps 0`: not refused,
-    but not a compatible launch either."""
+    """SGLang's parser and server arguments take `--speculative-num-steps 0` with top-k and
+    draft tokens: not refused, but not a compatible launch either."""
     draft, target = sg_pair
-    line = _sglang(draft, "--speculative-num-steps 0")
-    report = draftfit.check(draft, target, SG, serve_args=line)
+    flags = "--speculative-num-steps 0 --speculative-eagle-topk 1 --speculative-num-draft-tokens 1"
+    report = draftfit.check(draft, target, SG, serve_args=_sglang(draft, flags))
     found = _findings(report, "DF559")
     assert found and "`--speculative-num-steps` is 0" in found[0].message
     assert report.engines[0].verdict == "degraded"
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        # run on a CPU (0.5.23): the server arguments' hooks stop start-up
+        ("--speculative-num-steps 0", "TypeError"),
+        ("--speculative-num-steps 3 --speculative-num-draft-tokens 4", "TypeError"),
+        ("--speculative-num-draft-tokens 4", "AssertionError"),
+        ("--speculative-eagle-topk 1", "AssertionError"),
+    ],
+)
+def test_sglang_some_step_flags_without_the_others_stop_start_up(
+    sg_pair: tuple[Path, Path], flags: str, said: str
+) -> None:
+    draft, target = sg_pair
+    report = draftfit.check(draft, target, SG, serve_args=_sglang(draft, flags))
+    found = _findings(report, "DF559")
+    assert found and said in found[0].message
+    assert report.engines[0].verdict == "incompatible"
+    # SGLang 0.4.4 gave the three flags integer defaults: nothing to refuse
+    report = draftfit.check(draft, target, ["sglang==0.4.4"], serve_args=_sglang(draft, flags))
+    assert not any("step flags" in f.message or said in f.message for f in report.findings)
 
 
 def _vllm(spec: dict[str, Any], extra: str = "") -> str:

@@ -34,7 +34,7 @@ from draftfit.draft.mtp import (
 from draftfit.draft.nextn_export import NextnExport, nextn_export_class, read_nextn_export
 from draftfit.draft.target import Target
 from draftfit.engines.installed import resolve_engines
-from draftfit.engines.interface import build_view
+from draftfit.engines.interface import build_view, engine_of
 from draftfit.engines.launch_judgement import JudgedLaunch
 from draftfit.engines.mtp_view import MtpInputs, MtpLaunch, MtpView
 from draftfit.engines.profile import EngineVersion, Profile
@@ -59,6 +59,7 @@ from draftfit.rule_ids import (
     MTP_LAUNCH_KIND,
     MTP_METHOD_NAME,
     MTP_TOKEN_COUNT_MISSING,
+    SERVE_SETTING_INVALID,
     RuleId,
 )
 from draftfit.rules import all_rules, get_rule
@@ -91,7 +92,13 @@ NEXTN_EXPORT = DialectFacts(
     None,
 )
 # The rules that judge the launch: without one for an engine they are listed as skipped.
-LAUNCH_RULES = (MTP_METHOD_NAME, MTP_TOKEN_COUNT_MISSING, MTP_LAUNCH_KIND, MTP_DRAFT_PATH_REQUIRED)
+LAUNCH_RULES = (
+    MTP_METHOD_NAME,
+    MTP_TOKEN_COUNT_MISSING,
+    MTP_LAUNCH_KIND,
+    MTP_DRAFT_PATH_REQUIRED,
+    SERVE_SETTING_INVALID,
+)
 
 
 def selects_mtp(method: str | None, serve: ServeSettings | None) -> bool:
@@ -300,10 +307,17 @@ def build_mtp_view(
     """What `profile`'s release makes of the target's MTP layers under `settings`: its
     engine's procedure for method `mtp` (`by_method["mtp"]`), run like any other. The
     launch's MTP settings are read by the MTP steps (`BuildInputs.mtp`), not by the
-    engine's EAGLE launch step, so `serve` stays None."""
+    engine's EAGLE launch step, so `serve` stays None; the release's reading of the launch
+    line (`BuildInputs.launch`) is read by the MTP launch step of its engine."""
     served = checkpoint.origin if export is not None else None
     mtp = MtpInputs(target, mtp_launch(settings, served), eagle_draft, export)
-    inputs = BuildInputs(checkpoint, draft, None, profile, MTP, True, mtp=mtp)
+    # what the release's parser makes of the launch line, read by the MTP launch step
+    judged = (
+        engine_of(profile).judge_launch(settings, profile, None)
+        if settings is not None and engine_of(profile).launch() is not None
+        else None
+    )
+    inputs = BuildInputs(checkpoint, draft, None, profile, MTP, True, mtp=mtp, launch=judged)
     view = build_view(inputs)
     if view.mtp is None:  # no config: the procedure never reached the MTP layers
         view.mtp = MtpView(not_read=[f"{profile.title} found no config to read MTP layers from"])

@@ -523,7 +523,11 @@ MTP_RULE_IDS: tuple[RuleId, ...] = (
 )
 # The rules an MTP check runs: the MTP rules, and the launch rule its steps share with any
 # check (a target config that needs `--trust-remote-code`).
-MTP_CHECK_RULE_IDS: tuple[RuleId, ...] = (*MTP_RULE_IDS, REMOTE_CODE_NOT_TRUSTED)
+MTP_CHECK_RULE_IDS: tuple[RuleId, ...] = (
+    *MTP_RULE_IDS,
+    REMOTE_CODE_NOT_TRUSTED,
+    SERVE_SETTING_INVALID,
+)
 
 ALL_RULE_IDS: tuple[RuleId, ...] = (
     UNREADABLE_FILE,

@@ -66,6 +66,7 @@ def check_settings(state: BuildState, s: ServeSettings) -> None:
     names = _algorithm_names(state.profile)
     method_known(state, s, SPELLING, names, _algorithm_names)
     _launch_serves_draft(state, s)
+    step_flags(state, s)
     _no_draft_steps(state, s)
     quantization_names(state, s)
     draft_path_is_folder(state, s, SPELLING)
@@ -81,9 +82,66 @@ def _algorithm_names(profile: Profile) -> list[str]:
     return [str(item[0]) for item in profile.value("algorithm_names") or [] if item]
 
 
+# Written, it lets the release choose the steps itself whatever else is written (0.5.18+).
+ADAPTIVE = "--speculative-adaptive"
+STEP_FLAGS = (
+    "--speculative-num-steps",
+    "--speculative-eagle-topk",
+    "--speculative-num-draft-tokens",
+)
+
+
+def step_flags(state: BuildState, s: ServeSettings) -> None:
+    """Some of the three step flags of an EAGLE-family launch: the release chooses the
+    steps, top-k and draft tokens itself only when none of them is written, and its server
+    arguments stop start-up when top-k or the draft tokens come without the steps (an
+    assertion) or the steps without top-k (top-k is compared with an integer):
+    `step_flags_partial`. The same for an MTP launch (NEXTN) and an EAGLE draft's."""
+    if s.method is None or s.method.upper() not in ("EAGLE", "EAGLE3", "NEXTN"):
+        return
+    fact = state.profile.fact("step_flags_partial")
+    if not fact.known or not isinstance(fact.value, dict):
+        return
+    steps, topk, tokens = (
+        s.speculative_num_steps,
+        s.speculative_eagle_topk,
+        s.speculative_num_draft_tokens,
+    )
+    written = ", ".join(
+        f"`{flag}`"
+        for flag, value in zip(STEP_FLAGS, (steps, topk, tokens), strict=True)
+        if value is not None
+    )
+    if steps is None and (topk is not None or tokens is not None):
+        if fact.value.get("steps_absent") != "refused" or ADAPTIVE in s.flags_written:
+            return
+        state.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            f"the launch writes {written} but not `--speculative-num-steps`: {state.title} "
+            "chooses the three itself only when none is written, and its server arguments "
+            "assert it (`AssertionError` at start-up)",
+            located(s, "/speculative-num-steps"),
+            ("step_flags_partial",),
+            fix="write all three (`--speculative-num-steps 3 --speculative-eagle-topk 1 "
+            "--speculative-num-draft-tokens 4`), or none for the release's own choice",
+        )
+    elif steps is not None and topk is None and fact.value.get("topk_absent") == "refused":
+        state.refuse(
+            rule_ids.SERVE_SETTING_INVALID,
+            f"the launch writes {written} but not `--speculative-eagle-topk`: {state.title}'s "
+            "server arguments compare the absent top-k with an integer and stop start-up "
+            "(`TypeError: '>' not supported between instances of 'NoneType' and 'int'`)",
+            located(s, "/speculative-eagle-topk"),
+            ("step_flags_partial",),
+            fix="add `--speculative-eagle-topk 1` (and `--speculative-num-draft-tokens "
+            f"{steps + 1}`), or leave the three step flags out for the release's own choice",
+        )
+
+
 def _no_draft_steps(state: BuildState, s: ServeSettings) -> None:
-    """`--speculative-num-steps 0`: SGLang's parser and server arguments take it (0.5.23,
-    confirmed by running them), but a draft that takes no step proposes nothing, so the
+    """`--speculative-num-steps 0`: SGLang's parser and server arguments take it with
+    `--speculative-eagle-topk` (0.5.23, confirmed by running them; without it,
+    :func:`step_flags`), but a draft that takes no step proposes nothing, so the
     speculative launch gains nothing over serving the target alone."""
     if s.speculative_num_steps != 0:
         return

@@ -82,6 +82,24 @@ def _eagle3_refused(state: BuildState) -> bool:
     return fact.known and fact.value.get(family.name) == "refused"
 
 
+def launch_line(state: BuildState) -> bool | None:
+    """What the release's argument parser and server arguments make of the MTP launch line,
+    as of any launch (DF559): a flag the parser does not take, a value it cannot read, a
+    word after a switch, some of the three step flags without the others."""
+    launch = state.inputs.launch
+    if launch is None:
+        return None
+    from draftfit.engines.launch_checks import launch_flags, unreadable_values, value_after_switch
+    from draftfit.engines.sglang.launch_checks import SPELLING, step_flags
+
+    settings = launch.settings
+    launch_flags(state, settings, SPELLING)
+    unreadable_values(state, settings, SPELLING)
+    value_after_switch(state, settings, SPELLING)
+    step_flags(state, settings)
+    return None
+
+
 def step_count(state: BuildState) -> bool | None:
     """Without `--speculative-num-steps`, the release picks the steps itself (DF142, info)."""
     launch, title = mtp_inputs(state).launch, state.title
@@ -95,6 +113,12 @@ def step_count(state: BuildState) -> bool | None:
         return None
     steps_, topk, tokens = chosen
     mtp_view(state).tokens = steps_
+    judged = state.inputs.launch
+    if judged is not None and (
+        judged.settings.speculative_eagle_topk is not None
+        or judged.settings.speculative_num_draft_tokens is not None
+    ):
+        return None  # some step flags without the steps: `launch_line` judges that
     mtp_finding(
         state,
         rule_ids.MTP_TOKEN_COUNT_MISSING,
@@ -148,6 +172,7 @@ MTP_PROCEDURE: Procedure = (
         algorithm,
         export.export_reading,
         steps.draft_path,
+        launch_line,
         step_count,
         steps.depth,
         steps.depth_vs_tokens,
@@ -158,4 +183,4 @@ MTP_PROCEDURE: Procedure = (
     ),
 )
 
-__all__ = ["MTP_PROCEDURE", "algorithm", "architecture_rewritten", "step_count"]
+__all__ = ["MTP_PROCEDURE", "algorithm", "architecture_rewritten", "launch_line", "step_count"]

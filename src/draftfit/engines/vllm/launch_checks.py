@@ -79,7 +79,7 @@ def check_settings(state: BuildState, s: ServeSettings) -> None:
     context_over_target(state, s, "max_model_len_over_target", "--max-model-len")
     _config_file_mappings(state, s)
     value_after_switch(state, s, SPELLING)
-    _speculative_config_keys(state, s)
+    speculative_config_keys(state, s)
     supported = (("eagle3", "eagle3_supported"), ("eagle", "eagle_supported"))
     method_known(
         state,
@@ -90,7 +90,7 @@ def check_settings(state: BuildState, s: ServeSettings) -> None:
     )
     _launch_serves_draft(state, s)
     _token_count_given(state, s)
-    _token_count_positive(state, s)
+    token_count_positive(state, s)
     quantization_names(state, s)
     draft_path_is_folder(state, s, SPELLING)
     _model_option(state, s)
@@ -175,7 +175,7 @@ def _positional_words(state: BuildState, rest: list[str]) -> list[str]:
     return found
 
 
-def _speculative_config_keys(state: BuildState, s: ServeSettings) -> None:
+def speculative_config_keys(state: BuildState, s: ServeSettings) -> None:
     """vLLM: a `--speculative-config` key the release's SpeculativeConfig has no field for
     (refused while the config is built)."""
     if not s.spec_keys_written:
@@ -283,7 +283,7 @@ def _config_file_mappings(state: BuildState, s: ServeSettings) -> None:
     )
 
 
-def _token_count_positive(state: BuildState, s: ServeSettings) -> None:
+def token_count_positive(state: BuildState, s: ServeSettings) -> None:
     """vLLM: a `num_speculative_tokens` below 1 is refused while the speculative config is
     built, where that check was read; elsewhere the launch proposes no draft tokens at all,
     so either way the checked draft does not run."""

@@ -36,6 +36,30 @@ EMITS_STAGE = "MTP procedure: the speculative config of a vLLM launch"
 EAGLE_METHODS = frozenset({"eagle", "eagle3"})
 
 
+def launch_line(state: BuildState) -> bool | None:
+    """What the release's argument parser and SpeculativeConfig make of the MTP launch
+    line, as of any launch (DF559): a flag the parser does not take, a value it cannot read,
+    a word after a switch, a speculative-config key it has no field for, a token count
+    below 1."""
+    launch = state.inputs.launch
+    if launch is None:
+        return None
+    from draftfit.engines.launch_checks import launch_flags, unreadable_values, value_after_switch
+    from draftfit.engines.vllm.launch_checks import (
+        SPELLING,
+        speculative_config_keys,
+        token_count_positive,
+    )
+
+    settings = launch.settings
+    launch_flags(state, settings, SPELLING)
+    unreadable_values(state, settings, SPELLING)
+    value_after_switch(state, settings, SPELLING)
+    speculative_config_keys(state, settings)
+    token_count_positive(state, settings)
+    return None
+
+
 def method_name(state: BuildState) -> bool | None:
     """The launch's `method` names MTP at this release (DF141); an EAGLE method on the
     target is a launch of the wrong kind (DF146)."""
@@ -180,6 +204,7 @@ MTP_PROCEDURE: Procedure = (
         method_name,
         export.export_reading,
         steps.draft_path,
+        launch_line,
         token_count,
         steps.depth,
         steps.depth_vs_tokens,
@@ -190,4 +215,4 @@ MTP_PROCEDURE: Procedure = (
     ),
 )
 
-__all__ = ["MTP_PROCEDURE", "method_name", "model_type_rewritten", "token_count"]
+__all__ = ["MTP_PROCEDURE", "launch_line", "method_name", "model_type_rewritten", "token_count"]
