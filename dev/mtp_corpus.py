@@ -485,6 +485,16 @@ def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
     sglang["ds_draft_tokens_1"] = ("ds", steps(extra=_sglang_steps(1, 1, 1)))
     sglang["q35_topk2"] = ("q35", steps(extra=_sglang_steps(2, 2, 4)))
     sglang["mimo_steps2"] = ("mimo", steps(trust_remote_code=True, extra=_sglang_steps(2, 1, 3)))
+    sglang["ds_online_fp8"] = ("ds", Launch(extra=("--quantization", "fp8")))
+    sglang["ds_fp8_bf16_draft_fp8"] = (
+        "ds_fp8_bf16",
+        Launch(extra=("--speculative-draft-model-quantization", "fp8")),
+    )
+    sglang["ds_fp16"] = ("ds", Launch(extra=("--dtype", "float16")))
+    sglang["glm_draft_unquant"] = (
+        "glm",
+        Launch(extra=("--speculative-draft-model-quantization", "unquant")),
+    )
     vllm["ds_k0"] = ("ds", Launch(tokens=0))
     vllm["ds_method_upper"] = ("ds", Launch("MTP"))
     vllm["glm_k5"] = ("glm", Launch(tokens=5))
