@@ -262,17 +262,22 @@ def plan_removal(
     if not taken:
         return Removal()
     modules = sorted(set(backbone))
-    shared = [
-        entry
-        for entry in taken
-        if any(
-            excluded(module, (matched,), NameList([matched], "exclusions"), rule)
-            for _, rule, renames in stored
-            for matched in (as_matched(entry, renames),)
-            for module in modules
-        )
-    ]
-    return Removal(tuple(e for e in taken if e not in shared), tuple(shared))
+    shared: set[str] = set()
+    for _, rule, renames in stored:
+        mapped = {as_matched(entry, renames): entry for entry in taken}
+        together = tuple(mapped)
+        listed = NameList(list(together), "exclusions")
+        # the backbone modules any of them names (one pass over a target's ~60,000
+        # modules), then which entry names each
+        for module in (m for m in modules if excluded(m, together, listed, rule)):
+            shared.update(
+                entry
+                for matched, entry in mapped.items()
+                if excluded(module, (matched,), NameList([matched], "exclusions"), rule)
+            )
+    return Removal(
+        tuple(e for e in taken if e not in shared), tuple(e for e in taken if e in shared)
+    )
 
 
 def emptied_keys(target: MtpTarget, removal: Removal) -> list[str]:
