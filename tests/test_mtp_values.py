@@ -49,6 +49,24 @@ def copied(name: str, dtype: str, shape: tuple[int, ...]) -> bytes | None:
     return None
 
 
+MIMO = "model.mtp_layers.0."
+MIMO_OWN = ("token_layernorm", "hidden_layernorm", "input_proj", "final_layernorm")
+
+
+def copied_mimo(name: str, dtype: str, shape: tuple[int, ...]) -> bytes | None:
+    """MiMo's MTP decoder layer (stored without vLLM's `mtp_block`) written as the last
+    backbone layer's bytes."""
+    if name.startswith(MIMO) and not any(f".{own}." in name for own in MIMO_OWN):
+        return trained(name.replace(MIMO, BACKBONE), dtype, shape)
+    return None
+
+
+def mimo_norms_at_one(name: str, dtype: str, shape: tuple[int, ...]) -> bytes | None:
+    norms = ("token_layernorm", "hidden_layernorm", "final_layernorm")
+    own = tuple(f"{MIMO}{norm}.weight" for norm in norms)
+    return values(dtype, np.ones(shape)) if name in own else None
+
+
 def nan_in_o_proj(name: str, dtype: str, shape: tuple[int, ...]) -> bytes | None:
     if name == MTP + "self_attn.o_proj.weight":
         data = np.frombuffer(trained(name, dtype, shape), dtype="<u2").copy()
@@ -88,6 +106,13 @@ CASES = [
     Case("trained-glm", frozenset(), {"family": "glm4_moe", "fill": trained}),
     Case("trained-qwen3-next", frozenset(), {"family": "qwen3_next", "fill": trained}),
     Case("trained-qwen3-5", frozenset(), {"family": "qwen3_5", "fill": trained}),
+    Case("trained-mimo", frozenset(), {"family": "mimo", "fill": trained}),
+    Case("never-written-mimo", frozenset({"DF710"}), {"family": "mimo"}),
+    Case(
+        "copy-of-decoder-layer-mimo",
+        frozenset({"DF712"}),
+        {"family": "mimo", "fill": with_(copied_mimo)},
+    ),
     Case("never-written", frozenset({"DF710"}), {}),
     Case("never-written-unsharded", frozenset({"DF710"}), {"sharded": False}),
     Case("never-written-fp8", frozenset({"DF710"}), {"quant": "fp8", "mtp_quantized": True}),

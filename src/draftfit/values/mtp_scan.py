@@ -133,7 +133,9 @@ def _decoder_part(family: MtpFamily, sub: str) -> str | None:
     if module in family.own or any(sub.startswith(o + ".") for o in family.own):
         return None
     if family.naming == MTP_LAYERS:
-        return sub.removeprefix("mtp_block.") if sub.startswith("mtp_block.") else None
+        # MiMo's checkpoint stores the decoder layer without the `mtp_block` the engines
+        # build it under (vllm/model_executor/models/mimo_mtp.py:165-173@v0.34.0)
+        return sub.removeprefix("mtp_block.")
     if family.naming in (LAYER_INDEX, MTP_PREFIX):
         return sub
     return None
