@@ -109,6 +109,11 @@ CASES = [
     Case("trained-mimo", frozenset(), {"family": "mimo", "fill": trained}),
     Case("never-written-mimo", frozenset({"DF710"}), {"family": "mimo"}),
     Case(
+        "mimo-norms-at-init",
+        frozenset({"DF714"}),
+        {"family": "mimo", "fill": with_(mimo_norms_at_one)},
+    ),
+    Case(
         "copy-of-decoder-layer-mimo",
         frozenset({"DF712"}),
         {"family": "mimo", "fill": with_(copied_mimo)},
