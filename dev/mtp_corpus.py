@@ -225,6 +225,21 @@ TARGETS: dict[str, dict[str, Any]] = {
     "mimo_no_q_bias": {"family": "mimo", "drop": ("q_proj.bias",)},
     "mimo_renamed": {"family": "mimo", "rename": "model.layers.2."},
     "mimo_renamed_mtp": {"family": "mimo", "rename": "mtp.layers.0."},
+    # one tensor under another name of the same layer
+    "ds_retag_eh": {"family": "deepseek_v3", "retag": (("eh_proj.weight", "e_proj.weight"),)},
+    "glm_retag_head": {
+        "family": "glm4_moe",
+        "retag": (("shared_head.head.weight", "lm_head.weight"),),
+    },
+    "glm_retag_enorm": {"family": "glm4_moe", "retag": (("enorm.weight", "e_norm.weight"),)},
+    "mimo_retag_proj": {"family": "mimo", "retag": (("input_proj.weight", "in_proj.weight"),)},
+    "mimo_retag_o": {"family": "mimo", "retag": (("o_proj.weight", "out_proj.weight"),)},
+    "q35_retag_fc": {"family": "qwen3_5", "retag": (("fc.weight", "proj.weight"),)},
+    "q35_retag_o": {"family": "qwen3_5", "retag": (("o_proj.weight", "out_proj.weight"),)},
+    "glml_retag_kv_b": {
+        "family": "glm4_moe_lite",
+        "retag": (("kv_b_proj.weight", "kv_up_proj.weight"),),
+    },
     # exclusion lists as other exporters write them (`listed`: key, entries)
     "ds_fp8_parent": {
         "family": "deepseek_v3",

@@ -9,6 +9,7 @@ as the real releases are, so that a test can tell which headers were read.
 Variants (keyword arguments): `depth` (the declared `num_nextn_predict_layers`; None leaves
 the key out), `ship` (how many MTP layers are written), `drop` (sub-names left out of every
 MTP layer, e.g. `eh_proj.weight`), `rename` (a prefix that replaces the MTP layer's),
+`retag` (pairs of sub-names: a tensor of every MTP layer stored under another name),
 `quant` ("fp8": an FP8 block-quantized backbone; or a scheme of `SCHEMES`: ModelOpt FP8 /
 NVFP4 with `hf_quant_config.json`, Quark FP8 / MXFP4 / NVFP4, GPTQ int4), `mtp_quantized`
 (the MTP layer quantized like the backbone), `exclude` (the exclusion list: "checkpoint",
@@ -599,6 +600,7 @@ def mtp_target(
     ship: int = 1,
     drop: tuple[str, ...] = (),
     rename: str | None = None,
+    retag: tuple[tuple[str, str], ...] = (),
     quant: str | None = None,
     mtp_quantized: bool = False,
     exclude: str | None = None,
@@ -634,6 +636,8 @@ def mtp_target(
         else:
             mtp.update(_nextn(f"model.layers.{LAYERS + i}.", d, family, engine_ready))
     mtp = {n: v for n, v in mtp.items() if not any(n.endswith("." + x) for x in drop)}
+    for old, new in retag:  # one tensor under another name of the same layer
+        mtp = {(n[: -len(old)] + new if n.endswith("." + old) else n): v for n, v in mtp.items()}
     prefix = "model.mtp_layers.0." if family == MIMO else f"model.layers.{LAYERS}."
     if rename is not None:
         # the first MTP layer's prefix (Qwen's own `mtp.*` modules keep theirs)

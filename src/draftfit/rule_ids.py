@@ -494,6 +494,7 @@ MTP_DRAFT_PATH_REQUIRED = RuleId("DF147", "mtp-draft-path-required", _REFUSES, "
 NEXTN_EXPORT_MISMATCH = RuleId("DF148", "nextn-export-mismatch", _GARBAGE, "mtp")
 MTP_LAYER_MISSING = RuleId("DF220", "mtp-layer-missing", _GARBAGE, "mtp")
 MTP_TENSOR_MISSING = RuleId("DF221", "mtp-tensor-missing", _GARBAGE, "mtp")
+MTP_TENSOR_UNMAPPED = RuleId("DF222", "mtp-tensor-unmapped", _REFUSES, "mtp")
 MTP_QUANT_UNCOVERED = RuleId("DF540", "mtp-quant-uncovered", _GARBAGE, "mtp")
 MTP_QUANT_EXCLUDED_STORED = RuleId("DF541", "mtp-quantized-layer-excluded", _GARBAGE, "mtp")
 # The value rules of the MTP check: silent unless `--values` was given.
@@ -517,6 +518,7 @@ MTP_RULE_IDS: tuple[RuleId, ...] = (
     NEXTN_EXPORT_MISMATCH,
     MTP_LAYER_MISSING,
     MTP_TENSOR_MISSING,
+    MTP_TENSOR_UNMAPPED,
     MTP_QUANT_UNCOVERED,
     MTP_QUANT_EXCLUDED_STORED,
     *MTP_VALUE_RULE_IDS,

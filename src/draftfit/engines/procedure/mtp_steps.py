@@ -16,7 +16,9 @@ from draftfit.draft.mtp import (
     MTP_PREFIX,
     PARAM_PARTS,
     WEIGHT_PARTS,
+    MtpFamily,
     MtpLayer,
+    MtpTarget,
 )
 from draftfit.draft.nextn_export import LAYER_INDEX as LAYER_INDEX_READING
 from draftfit.engines.procedure.mtp_exclusions import ROUTED_EXPERT, shard_mates
@@ -44,6 +46,7 @@ EMITS: tuple[rule_ids.RuleId, ...] = (
     rule_ids.MTP_LAUNCH_KIND,
     rule_ids.MTP_LAYER_MISSING,
     rule_ids.MTP_TENSOR_MISSING,
+    rule_ids.MTP_TENSOR_UNMAPPED,
     rule_ids.REMOTE_CODE_NOT_TRUSTED,
 )
 EMITS_STAGE = "MTP procedure: the steps every engine shares"
@@ -578,6 +581,79 @@ def tensors_present(state: BuildState) -> bool | None:
     return None
 
 
+# Modules an engine's loader passes over whatever the class builds: rotary caches, and the
+# attention KV-cache scales some exports store (`self_attn.k_scale`), which it remaps.
+PASSED_OVER = ("rotary_emb",)
+KV_SCALE_PARTS = frozenset({"k_scale", "v_scale", "q_scale", "prob_scale"})
+
+
+def tensors_mapped(state: BuildState) -> bool | None:
+    """No shipped MTP layer holds a module the release's MTP class does not build: none of
+    the family's own modules and none of the target's decoder-layer modules (DF222). What the
+    loader does with one is `mtp_unmapped_tensors`, by family: refused (looked up among the
+    parameters), or skipped (the module meant stays missing: DF221)."""
+    target = mtp_inputs(state).target
+    family = target.family
+    if family is None or not _decoder_template(family.naming, target.backbone_modules):
+        return None
+    known = target.backbone_modules | set(family.own)
+    for index in mtp_view(state).layers_built or ():
+        layer = target.layers.get(index)
+        if layer is None:
+            continue
+        unknown = sorted(
+            module
+            for module in layer.modules() - known
+            if not module.endswith(PASSED_OVER) and not _only_kv_scales(layer, module)
+        )
+        if not unknown:
+            continue
+        fact = state.profile.fact("mtp_unmapped_tensors")
+        word = fact.value.get(family.name) if fact.known and isinstance(fact.value, dict) else None
+        if word is None:
+            not_read(
+                state,
+                f"what {state.title}'s MTP loader does with a tensor it has no parameter for "
+                f"({layer.prefix}{unknown[0]}) was not read",
+            )
+            continue
+        if word != "refused":
+            continue  # passed over: the module it was meant for is missing (DF221)
+        names = [f"`{_full(family, target, index, layer, module)}`" for module in unknown[:SHOWN]]
+        more = f" and {len(unknown) - SHOWN} more" if len(unknown) > SHOWN else ""
+        mtp_finding(
+            state,
+            rule_ids.MTP_TENSOR_UNMAPPED,
+            f"MTP layer {layer.prefix.rstrip('.')} holds {', '.join(names)}{more}, which "
+            f"{state.title}'s MTP class has no parameter for: its loader looks the name up "
+            "and stops the load (KeyError)",
+            location=Location(tensor=_full(family, target, index, layer, unknown[0])),
+            keys=("mtp_unmapped_tensors",),
+            fix="store the tensor under the name the engine loads: one of the family's MTP "
+            f"modules ({', '.join(family.own)}) or a module of the target's decoder layers",
+            consequence=Consequence.REFUSES_TO_START,
+        )
+    return None
+
+
+def _only_kv_scales(layer: MtpLayer, module: str) -> bool:
+    """Whether `module` holds only attention KV-cache scales (`self_attn.k_scale`)."""
+    parts = {sub.rpartition(".")[2] for sub in layer.tensors if sub.rpartition(".")[0] == module}
+    return bool(parts) and parts <= KV_SCALE_PARTS
+
+
+def _full(family: MtpFamily, target: MtpTarget, index: int, layer: MtpLayer, module: str) -> str:
+    """The checkpoint name of `module` of `layer` (its first tensor)."""
+    prefix = layer.prefix
+    if family.naming == MTP_PREFIX and index == min(target.layers) and "." not in module:
+        prefix = family.own_prefix(target.num_hidden_layers or 0, index)
+    part = next(
+        (sub.rpartition(".")[2] for sub in layer.tensors if sub.rpartition(".")[0] == module),
+        "weight",
+    )
+    return f"{prefix}{module}.{part}"
+
+
 def _decoder_template(naming: str, backbone: frozenset[str]) -> bool:
     """Whether the target's last decoder layer (`backbone`, its modules) shows what an MTP
     layer's decoder layer holds: always for `model.layers.{L+i}` naming and MiMo's
@@ -600,5 +676,6 @@ __all__ = [
     "layers_present",
     "release_read",
     "remote_code",
+    "tensors_mapped",
     "tensors_present",
 ]

@@ -211,6 +211,7 @@ MTP_PROCEDURE: Procedure = (
         export.export_fit,
         steps.layers_present,
         steps.tensors_present,
+        steps.tensors_mapped,
         quantization.quantization_covered,
     ),
 )
