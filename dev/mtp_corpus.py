@@ -240,6 +240,12 @@ TARGETS: dict[str, dict[str, Any]] = {
         "family": "glm4_moe_lite",
         "retag": (("kv_b_proj.weight", "kv_up_proj.weight"),),
     },
+    # more MTP layers shipped than the depth declares
+    "ds_depth1_ship2": {"family": "deepseek_v3", "ship": 2},
+    "glm_depth1_ship2": {"family": "glm4_moe", "ship": 2},
+    "q35_depth1_ship2": {"family": "qwen3_5", "ship": 2},
+    "mimo_depth1_ship2": {"family": "mimo", "ship": 2},
+    "glml_depth1_ship2": {"family": "glm4_moe_lite", "ship": 2},
     # exclusion lists as other exporters write them (`listed`: key, entries)
     "ds_fp8_parent": {
         "family": "deepseek_v3",
@@ -605,6 +611,17 @@ RUNS = {
 }
 
 
+# Runs whose outcome the oracle cannot see, with what the engine was seen to do instead: it
+# builds the target with dummy weights, and vLLM's own target loader stops on an MTP layer
+# shipped beyond the declared depth (run with the target's real weights: a copy of the
+# oracle whose target is built with `load_format="safetensors"`). Listed apart, not counted.
+ORACLE_BLIND = {
+    (VLLM, f"{name}_k1"): "incompatible: the target's loader stops on model.layers.3 "
+    "(KeyError 'layers.3.eh_proj.weight' / no module 'layers.3'), run with real target weights"
+    for name in ("ds_depth1_ship2", "glm_depth1_ship2", "glml_depth1_ship2")
+}
+
+
 def build(root: Path) -> None:
     for name, kw in TARGETS.items():
         args = dict(kw)
@@ -673,6 +690,13 @@ def compare(root: Path, releases: list[str]) -> int:
             if not path.exists():
                 continue
             expected, reason = _label(path)
+            if (release, run) in ORACLE_BLIND:
+                got, codes = draftfit_verdict(release, root / name, launch)
+                skipped.append(
+                    f"{release} {run}: oracle {expected}, draftfit {got} ({codes}); engine "
+                    f"seen: {ORACLE_BLIND[release, run]}"
+                )
+                continue
             if expected == "oracle-error":
                 skipped.append(f"{release} {run}: {reason}")
                 continue
@@ -691,7 +715,10 @@ def compare(root: Path, releases: list[str]) -> int:
             )
     print("\n" + "\n".join(totals))
     if skipped:
-        print("\nnot counted (the oracle could not run them):\n" + "\n".join(skipped))
+        print(
+            "\nnot counted (the oracle could not run them, or cannot see the outcome):\n"
+            + "\n".join(skipped)
+        )
     return 0
 
 

@@ -18,6 +18,7 @@ from draftfit.rule_ids import (
     MTP_FAMILY_UNSERVED,
     MTP_LAUNCH_KIND,
     MTP_TENSOR_MISSING,
+    MTP_TENSOR_UNMAPPED,
     MTP_TOKEN_COUNT_MISSING,
 )
 from tests.mtp_factory import mtp_target as write_target
@@ -60,11 +61,15 @@ def test_qwen3_next_is_served_from_0_5_2(tmp_path: Path) -> None:
 
 def test_a_qwen3_next_depth_other_than_one_is_read_from_0_5_3(tmp_path: Path) -> None:
     """0.5.2's Qwen3-Next rewrite keeps the checkpoint's depth (not read further); from
-    0.5.3 it sets the depth to one, whatever the checkpoint declares."""
-    path = write_target(tmp_path / "t", "qwen3_next", depth=2, ship=2)
+    0.5.3 it sets the depth to one, whatever the checkpoint declares. Its one-layer NextN
+    class then looks a second shipped layer's names up and stops (read, DF222)."""
+    path = write_target(tmp_path / "t", "qwen3_next", depth=2, ship=1)
     draft = " --speculative-draft-model-path T" + STEPS
     assert check(path, "0.5.2", extra=draft)[0] is Verdict.UNVERIFIED
     assert check(path, "0.5.3", extra=draft) == (Verdict.COMPATIBLE, {})
+    path = write_target(tmp_path / "two", "qwen3_next", depth=2, ship=2)
+    state, findings = check(path, "0.5.3", extra=draft)
+    assert state is Verdict.INCOMPATIBLE and MTP_TENSOR_UNMAPPED.code in findings
 
 
 def test_deepseek_refuses_two_nextn_layers_at_every_release_read(tmp_path: Path) -> None:

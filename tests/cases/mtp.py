@@ -281,6 +281,32 @@ case(
     verdict="drafts-garbage",
     oracle="ds_retag_eh_k1 (sglang, dev/mtp_corpus.py)",
 )(target(retag=(("eh_proj.weight", "e_proj.weight"),)))
+# an MTP layer shipped beyond the declared depth: vLLM 0.34.0 stops (the target's own loader
+# for DeepSeek-style naming, run with the target's real weights; the MTP loader for Qwen3.5);
+# SGLang 0.5.23 passes it over
+case(
+    "mtp-layer-beyond-depth",
+    {"DF222"},
+    serve_args=_vllm(),
+    verdict="incompatible",
+    oracle="ds_depth1_ship2_k1 (dev/mtp_corpus.py: ORACLE_BLIND)",
+)(target(ship=2))
+case(
+    "mtp-layer-beyond-depth-qwen3-5",
+    {"DF222"},
+    serve_args=_vllm(),
+    verdict="incompatible",
+    oracle="q35_depth1_ship2_k1 (dev/mtp_corpus.py)",
+)(target("qwen3_5", ship=2))
+case(
+    "mtp-layer-beyond-depth-sglang",
+    set(),
+    {"DF222"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="compatible",
+    oracle="ds_depth1_ship2_k1 (sglang, dev/mtp_corpus.py)",
+)(target(ship=2))
 # vLLM 0.34's load check leaves out modules with a quantization method (its Linear layers):
 # labelled by oracle runs on the engine-ready targets of dev/mtp_corpus.py
 case(

@@ -278,29 +278,35 @@ def mtp_layer_missing() -> None:
     """
 
 
-@event_rule(MTP_TENSOR_UNMAPPED, "an MTP layer holds a tensor the MTP loader has no parameter for")
+@event_rule(MTP_TENSOR_UNMAPPED, "an MTP tensor the engine's loaders map nowhere")
 def mtp_tensor_unmapped() -> None:
     """## What it checks
     That each shipped MTP layer holds no module the release's MTP class does not build: none
     other than its own modules (`enorm`, `eh_proj`, `input_proj`, `mtp.fc`, ...) and the
     modules of the target's decoder layers (a tensor renamed by an exporter: `e_proj` for
-    `eh_proj`, `lm_head` for `shared_head.head`, `out_proj` for `o_proj`).
+    `eh_proj`, `lm_head` for `shared_head.head`, `out_proj` for `o_proj`); and that no MTP
+    layer is shipped beyond those the release builds for the declared depth
+    (`num_nextn_predict_layers` 1 with `model.layers.{L+1}.*` shipped).
 
     ## Why it matters
     vLLM's MTP loaders look every name of the MTP layer up among their parameters and stop at
     load on one they do not have (`KeyError: 'model.layers.61.mtp_block.e_proj.weight'`, or
     `There is no module or parameter named ...`), after the target has loaded. SGLang's MiMo
     and Qwen3-Next loaders do the same; its DeepSeek, GLM and Qwen3.5 NextN loaders skip the
-    name, and the module it was meant for is missing (DF221). Run on a CPU with the engines'
-    own loaders at the releases the engine data names; other releases are reported as not
-    read.
+    name, and the module it was meant for is missing (DF221). A layer beyond the declared
+    depth stops vLLM too: its target loader skips only the declared MTP layers and loads the
+    next one as a decoder layer it does not have (DeepSeek, GLM), or the MTP loader has no
+    layer for it (Qwen3.5, MiMo); SGLang passes it over (but for Qwen3-Next). Run on a CPU
+    with the engines' own loaders (the target's with its real weights) at the releases the
+    engine data names; other releases are reported as not read.
 
     ## Example
     A DeepSeek-V3 MTP layer whose `eh_proj.weight` was exported as `e_proj.weight`.
 
     ## Fix
     Store the tensor under the name the engine loads (the name the target's decoder layers,
-    or the family's MTP modules, use).
+    or the family's MTP modules, use); declare every MTP layer shipped in the depth key, or
+    ship only the layers declared.
     """
 
 

@@ -636,6 +636,55 @@ def tensors_mapped(state: BuildState) -> bool | None:
     return None
 
 
+# How the release treats an MTP layer shipped beyond those it builds (`mtp_layers_beyond`):
+# the target's own loader skips only the declared MTP layers and stops on the next one; the
+# MTP loader has no layer for it and stops; or it is passed over.
+BEYOND_WORDS = {
+    "target-refuses": "the target's own loader skips only the declared MTP layers, tries "
+    "to load this one as a decoder layer it does not have and stops (KeyError), after the "
+    "rest of the target has loaded",
+    "mtp-refuses": "its MTP loader has no layer for it and stops (`There is no module or "
+    "parameter named ...`)",
+}
+
+
+def layers_beyond(state: BuildState) -> bool | None:
+    """No MTP layer is shipped beyond those the release builds for the declared depth
+    (DF222): vLLM stops on one, in the target's loader (DeepSeek-style naming) or the MTP
+    loader; SGLang passes it over (`mtp_layers_beyond`, by family)."""
+    inputs, mtp = mtp_inputs(state), mtp_view(state)
+    target, family = inputs.target, inputs.target.family
+    if family is None or inputs.export is not None or mtp.layers_built is None:
+        return None
+    beyond = [i for i in target.shipped() if i not in mtp.layers_built]
+    if not beyond:
+        return None
+    fact = state.profile.fact("mtp_layers_beyond")
+    word = fact.value.get(family.name) if fact.known and isinstance(fact.value, dict) else None
+    prefixes = ", ".join(f"`{target.layers[i].prefix}*`" for i in beyond[:SHOWN])
+    if word is None:
+        not_read(
+            state,
+            f"what {state.title} does with an MTP layer shipped beyond the declared depth "
+            f"({prefixes}) was not read",
+        )
+        return None
+    if word not in BEYOND_WORDS:
+        return None  # passed over, or loaded into the one layer built (DF145)
+    mtp_finding(
+        state,
+        rule_ids.MTP_TENSOR_UNMAPPED,
+        f"the checkpoint ships MTP layer(s) {prefixes} beyond the {len(mtp.layers_built)} "
+        f"{state.title} builds for `{target.depth_key}`: {BEYOND_WORDS[word]}",
+        location=Location("config.json", f"/{target.depth_key}"),
+        keys=("mtp_layers_beyond",),
+        fix=f"set `{target.depth_key}` to the {len(target.shipped())} MTP layers shipped, or "
+        "serve a copy of the checkpoint without the layers beyond it",
+        consequence=Consequence.REFUSES_TO_START,
+    )
+    return None
+
+
 def _only_kv_scales(layer: MtpLayer, module: str) -> bool:
     """Whether `module` holds only attention KV-cache scales (`self_attn.k_scale`)."""
     parts = {sub.rpartition(".")[2] for sub in layer.tensors if sub.rpartition(".")[0] == module}
@@ -673,6 +722,7 @@ __all__ = [
     "depth_vs_tokens",
     "draft_path",
     "family_served",
+    "layers_beyond",
     "layers_present",
     "release_read",
     "remote_code",

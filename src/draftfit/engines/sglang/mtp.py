@@ -180,6 +180,7 @@ MTP_PROCEDURE: Procedure = (
         steps.layers_present,
         steps.tensors_present,
         steps.tensors_mapped,
+        steps.layers_beyond,
         quantization.quantization_covered,
     ),
 )

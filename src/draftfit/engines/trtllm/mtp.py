@@ -252,7 +252,6 @@ MTP_PROCEDURE: Procedure = (
         mtp_mode,
         steps.layers_present,
         steps.tensors_present,
-        steps.tensors_mapped,
         quantization.quantization_covered,
     ),
 )
