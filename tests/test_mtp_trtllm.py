@@ -232,9 +232,11 @@ def test_the_recipe_and_matrix_at_the_release_read(
     assert main(["matrix", str(target), "--method", "mtp", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     trtllm = {r["range"]: r["verdict"] for r in rows if r["engine"] == "trtllm"}
+    # 1.2.0rc2's default launch builds one MTP layer; what its loader does with the second
+    # layer shipped was not read
     assert trtllm == {
         "0.19.0–1.1.0": "unverified",
-        "1.2.0rc2": "compatible",
+        "1.2.0rc2": "unverified",
         "1.2.0–1.3.0rc27": "unverified",
         "1.4.0rc0–1.4.0rc4": "compatible",
     }

@@ -608,8 +608,7 @@ def tensors_mapped(state: BuildState) -> bool | None:
         )
         if not unknown:
             continue
-        fact = state.profile.fact("mtp_unmapped_tensors")
-        word = fact.value.get(family.name) if fact.known and isinstance(fact.value, dict) else None
+        word = _family_word(state, "mtp_unmapped_tensors", family.name)
         if word is None:
             not_read(
                 state,
@@ -659,8 +658,7 @@ def layers_beyond(state: BuildState) -> bool | None:
     beyond = [i for i in target.shipped() if i not in mtp.layers_built]
     if not beyond:
         return None
-    fact = state.profile.fact("mtp_layers_beyond")
-    word = fact.value.get(family.name) if fact.known and isinstance(fact.value, dict) else None
+    word = _family_word(state, "mtp_layers_beyond", family.name)
     prefixes = ", ".join(f"`{target.layers[i].prefix}*`" for i in beyond[:SHOWN])
     if word is None:
         not_read(
@@ -683,6 +681,16 @@ def layers_beyond(state: BuildState) -> bool | None:
         consequence=Consequence.REFUSES_TO_START,
     )
     return None
+
+
+def _family_word(state: BuildState, key: str, family: str) -> str | None:
+    """The release's word for `family` in the per-family fact `key`; None where the fact (or
+    the family in it) was not read, or the engine's data has no such fact at all."""
+    if key not in state.profile.data.facts:
+        return None
+    fact = state.profile.fact(key)
+    word = fact.value.get(family) if fact.known and isinstance(fact.value, dict) else None
+    return word if isinstance(word, str) else None
 
 
 def _only_kv_scales(layer: MtpLayer, module: str) -> bool:

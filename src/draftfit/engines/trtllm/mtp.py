@@ -252,6 +252,8 @@ MTP_PROCEDURE: Procedure = (
         mtp_mode,
         steps.layers_present,
         steps.tensors_present,
+        steps.tensors_mapped,
+        steps.layers_beyond,
         quantization.quantization_covered,
     ),
 )
