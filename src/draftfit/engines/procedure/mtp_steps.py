@@ -663,8 +663,8 @@ def layers_beyond(state: BuildState) -> bool | None:
     if word is None:
         not_read(
             state,
-            f"what {state.title} does with an MTP layer shipped beyond the declared depth "
-            f"({prefixes}) was not read",
+            f"what {state.title} does with an MTP layer shipped beyond the "
+            f"{len(mtp.layers_built)} it builds ({prefixes}) was not read",
         )
         return None
     if word not in BEYOND_WORDS:
