@@ -12,17 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from draftfit.cli.main import main
 from tests.mtp_factory import mtp_target
-from tests.test_mtp_commands import digest, tensor_bytes
+from tests.test_mtp_commands import digest, run, tensor_bytes
 
 V34, S523 = "vllm==0.34.0", "sglang==0.5.23"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def convert(
@@ -44,6 +37,11 @@ def quantization(folder: Path) -> dict[str, object]:
     config = json.loads((folder / "config.json").read_text())
     quant: dict[str, object] = config["quantization_config"]
     return quant
+
+
+def listed_compressed(path: Path) -> Path:
+    """A compressed-tensors target whose FP8-stored MTP layer `ignore` lists."""
+    return mtp_target(path, quant="fp8", compressed=True, mtp_quantized=True, exclude="checkpoint")
 
 
 def set_list(folder: Path, key: str, entries: list[str], **more: list[str]) -> None:
@@ -89,9 +87,7 @@ def test_entries_naming_a_quantized_mtp_layer_are_taken_out(
 def test_compressed_tensors_keeps_the_backbone_entries(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    source = mtp_target(
-        tmp_path / "t", quant="fp8", compressed=True, mtp_quantized=True, exclude="checkpoint"
-    )
+    source = listed_compressed(tmp_path / "t")
     code, _, err = convert(capsys, source, tmp_path / "o", V34)
     assert code == 0, err
     assert quantization(tmp_path / "o")["ignore"] == ["lm_head"]
@@ -123,9 +119,7 @@ def test_taking_out_and_adding_in_one_config(
 def test_an_entry_that_also_names_backbone_modules_is_not_taken_out(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    source = mtp_target(
-        tmp_path / "t", quant="fp8", compressed=True, mtp_quantized=True, exclude="checkpoint"
-    )
+    source = listed_compressed(tmp_path / "t")
     # one pattern for every layer's attention: the MTP layer's and the backbone's
     set_list(source, "ignore", ["lm_head", r"re:.*self_attn\..*"])
     assert verdict(capsys, source, V34)[1] == {"DF541"}

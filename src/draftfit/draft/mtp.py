@@ -224,6 +224,11 @@ class MtpLayer:
         """The module names under the prefix (a tensor's name without its last part)."""
         return {sub.rsplit(".", 1)[0] for sub in self.tensors if "." in sub}
 
+    def parts(self, module: str) -> tuple[str, ...]:
+        """The last name parts of `module`'s tensors (`weight`, `bias`, `weight_scale_inv`), in
+        the order they are stored."""
+        return tuple(self._by_module().get(module, {}))
+
     def stored_quantized(self, module: str) -> bool | None:
         """Whether `module`'s weight is stored quantized (a quantized dtype, or scales or
         packed values beside it); None when only the index names it."""

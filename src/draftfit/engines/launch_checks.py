@@ -194,6 +194,15 @@ def release_launch(state: BuildState) -> ReleaseLaunch:
     return judged
 
 
+def parser_checks(state: BuildState, s: ServeSettings, sp: Spelling) -> None:
+    """What the release's argument parser makes of the launch line itself, whatever it
+    serves: a flag it does not take, a value it cannot read, a word after a switch (the
+    checks an MTP launch shares with an EAGLE one)."""
+    launch_flags(state, s, sp)
+    unreadable_values(state, s, sp)
+    value_after_switch(state, s, sp)
+
+
 def launch_flags(state: BuildState, s: ServeSettings, sp: Spelling) -> None:
     """A flag the release's argument parser does not take (unknown, or an abbreviation two
     of its flags share): the parser prints an error and the server does not start."""

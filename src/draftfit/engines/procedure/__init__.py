@@ -34,4 +34,5 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vocabulary", "run"),
     ("mtp_part",),
     ("mtp_steps", "mtp_export", "mtp_quantization"),
+    ("mtp_unmapped",),
 )

@@ -35,9 +35,9 @@ FUSED = (
 )
 # MTP-layer modules every engine read builds unquantized (a plain Linear).
 ALWAYS_UNQUANTIZED = frozenset({"eh_proj", "input_proj", "fc"})
-_EXPERT = re.compile(r"mlp\.experts\.\d+\.")
-# A routed expert's module (built into one fused MoE layer, not a stacked linear layer)
-ROUTED_EXPERT = re.compile(r"(?:^|\.)experts\.\d+\.")
+# A routed expert's module, under the layer's prefix (built into one fused MoE layer, not a
+# stacked linear layer: `model.decoder.mlp.experts` in SGLang's runtime names)
+ROUTED_EXPERT = re.compile(r"mlp\.experts\.\d+\.")
 MAX_WILDCARD_CHARS = 256
 # The renames a release applies to exclusion entries before matching (by family).
 NAME_MAP = "mtp_exclusion_name_map"
@@ -108,7 +108,7 @@ def engine_name(
         return (own_prefix if own_prefix is not None else layer.prefix) + module
     if module in ("eh_proj", "enorm", "hnorm", "shared_head.norm"):
         return "model." + module
-    if _EXPERT.match(module):
+    if ROUTED_EXPERT.match(module):
         return "model.decoder.mlp.experts"
     return "model.decoder." + module
 

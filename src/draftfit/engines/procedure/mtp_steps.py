@@ -16,9 +16,7 @@ from draftfit.draft.mtp import (
     MTP_PREFIX,
     PARAM_PARTS,
     WEIGHT_PARTS,
-    MtpFamily,
     MtpLayer,
-    MtpTarget,
 )
 from draftfit.draft.nextn_export import LAYER_INDEX as LAYER_INDEX_READING
 from draftfit.engines.procedure.mtp_exclusions import ROUTED_EXPERT, shard_mates
@@ -46,7 +44,6 @@ EMITS: tuple[rule_ids.RuleId, ...] = (
     rule_ids.MTP_LAUNCH_KIND,
     rule_ids.MTP_LAYER_MISSING,
     rule_ids.MTP_TENSOR_MISSING,
-    rule_ids.MTP_TENSOR_UNMAPPED,
     rule_ids.REMOTE_CODE_NOT_TRUSTED,
 )
 EMITS_STAGE = "MTP procedure: the steps every engine shares"
@@ -215,30 +212,24 @@ def depth(state: BuildState) -> bool | None:
     if reads is None:
         not_read(state, f"what {state.title} reads for an absent `{target.depth_key}` was not read")
         return False
-    if reads == "refused":
-        mtp_finding(
-            state,
-            rule_ids.MTP_DEPTH_ABSENT,
-            f"the config has no `{target.depth_key}`, and {state.title}'s MTP class reads it "
-            "from the config: the MTP build fails (AttributeError)",
-            location=where,
-            keys=("mtp_depth_absent_reads_as",),
-            fix=f"write `{target.depth_key}` (the number of MTP layers shipped) in config.json",
-            consequence=Consequence.REFUSES_TO_START,
+    if reads in ("refused", 0):
+        why = (
+            f"{state.title}'s MTP class reads it from the config: the MTP build fails "
+            "(AttributeError)"
+            if reads == "refused"
+            # the default of the target's own config class (MiMo's)
+            else f"the target's config class defaults it to 0: {state.title} refuses an MTP "
+            "launch on a target that declares no MTP layer"
         )
-        return False
-    if reads == 0:  # the default of the target's own config class (MiMo's)
+        shipped = f": {len(target.layers)}" if reads == 0 and target.layers else ""
         mtp_finding(
             state,
             rule_ids.MTP_DEPTH_ABSENT,
-            f"the config has no `{target.depth_key}`, and the target's config class defaults "
-            f"it to 0: {state.title} refuses an MTP launch on a target that declares no MTP "
-            "layer",
+            f"the config has no `{target.depth_key}`, and {why}",
             location=where,
             keys=("mtp_depth_absent_reads_as",),
-            fix=f"write `{target.depth_key}` (the number of MTP layers shipped"
-            + (f": {len(target.layers)}" if target.layers else "")
-            + ") in config.json",
+            fix=f"write `{target.depth_key}` (the number of MTP layers shipped{shipped}) in "
+            "config.json",
             consequence=Consequence.REFUSES_TO_START,
         )
         return False
@@ -401,9 +392,8 @@ def _tensor_of(item: str) -> str:
 def _carries(layer: MtpLayer, part: str) -> bool:
     """Whether `layer` holds `part` (`<module>.weight`: in any stored form)."""
     module, _, last = part.rpartition(".")
-    if last == "weight":
-        return any(f"{module}.{form}" in layer.tensors for form in WEIGHT_PARTS)
-    return part in layer.tensors
+    held = layer.parts(module)
+    return any(p in WEIGHT_PARTS for p in held) if last == "weight" else last in held
 
 
 def _shard_counts(state: BuildState, layer: MtpLayer, missing: list[str]) -> bool:
@@ -417,7 +407,7 @@ def _shard_counts(state: BuildState, layer: MtpLayer, missing: list[str]) -> boo
     for item in missing:
         named = item.rpartition(".")[2] in PARAM_PARTS
         module, part = item.rpartition(".")[::2] if named else (item, "weight")
-        if ROUTED_EXPERT.search(module):
+        if ROUTED_EXPERT.match(module):
             continue
         if any(f"{mate}.{part}" in layer.tensors for mate in shard_mates(module)):
             return True
@@ -532,7 +522,7 @@ def tensors_present(state: BuildState) -> bool | None:
             for m in required
             if m not in modules and not (shared_own and index != first and m in family.own)
         ]
-        if _decoder_template(family.naming, target.backbone_modules):
+        if decoder_template(family.naming, target.backbone_modules):
             decoder = sorted(target.backbone_modules - modules - set(family.own))
             missing += decoder
             # a tensor of a module that is there: its weight (by the module's name), a bias
@@ -550,13 +540,12 @@ def tensors_present(state: BuildState) -> bool | None:
             continue
         keys: tuple[str, ...] = ("mtp_required_tensors", "mtp_missing_weights")
         words = _consequence_words(outcome)
-        if (
-            outcome is Consequence.REFUSES_TO_START
-            and not _load_check_counts(state, missing)
-            and _shard_counts(state, layer, missing)
-        ):
+        left_out = outcome is Consequence.REFUSES_TO_START and not _load_check_counts(
+            state, missing
+        )
+        if left_out and _shard_counts(state, layer, missing):
             keys += ("mtp_load_check_shards",)  # one shard of a fused module: refused
-        elif outcome is Consequence.REFUSES_TO_START and not _load_check_counts(state, missing):
+        elif left_out:
             outcome = Consequence.DRAFTS_GARBAGE
             keys += ("mtp_load_check_counts",)
             words = (
@@ -581,137 +570,7 @@ def tensors_present(state: BuildState) -> bool | None:
     return None
 
 
-# Modules an engine's loader passes over whatever the class builds: rotary caches, and the
-# attention KV-cache scales some exports store (`self_attn.k_scale`), which it remaps.
-PASSED_OVER = ("rotary_emb",)
-KV_SCALE_PARTS = frozenset({"k_scale", "v_scale", "q_scale", "prob_scale"})
-
-
-def tensors_mapped(state: BuildState) -> bool | None:
-    """No shipped MTP layer holds a module the release's MTP class does not build: none of
-    the family's own modules and none of the target's decoder-layer modules (DF222). What the
-    loader does with one is `mtp_unmapped_tensors`, by family: refused (looked up among the
-    parameters), or skipped (the module meant stays missing: DF221)."""
-    target = mtp_inputs(state).target
-    family = target.family
-    if family is None or not _decoder_template(family.naming, target.backbone_modules):
-        return None
-    known = target.backbone_modules | set(family.own)
-    for index in mtp_view(state).layers_built or ():
-        layer = target.layers.get(index)
-        if layer is None:
-            continue
-        unknown = sorted(
-            module
-            for module in layer.modules() - known
-            if not module.endswith(PASSED_OVER) and not _only_kv_scales(layer, module)
-        )
-        if not unknown:
-            continue
-        word = _family_word(state, "mtp_unmapped_tensors", family.name)
-        if word is None:
-            not_read(
-                state,
-                f"what {state.title}'s MTP loader does with a tensor it has no parameter for "
-                f"({layer.prefix}{unknown[0]}) was not read",
-            )
-            continue
-        if word != "refused":
-            continue  # passed over: the module it was meant for is missing (DF221)
-        names = [f"`{_full(family, target, index, layer, module)}`" for module in unknown[:SHOWN]]
-        more = f" and {len(unknown) - SHOWN} more" if len(unknown) > SHOWN else ""
-        mtp_finding(
-            state,
-            rule_ids.MTP_TENSOR_UNMAPPED,
-            f"MTP layer {layer.prefix.rstrip('.')} holds {', '.join(names)}{more}, which "
-            f"{state.title}'s MTP class has no parameter for: its loader looks the name up "
-            "and stops the load (KeyError)",
-            location=Location(tensor=_full(family, target, index, layer, unknown[0])),
-            keys=("mtp_unmapped_tensors",),
-            fix="store the tensor under the name the engine loads: one of the family's MTP "
-            f"modules ({', '.join(family.own)}) or a module of the target's decoder layers",
-            consequence=Consequence.REFUSES_TO_START,
-        )
-    return None
-
-
-# How the release treats an MTP layer shipped beyond those it builds (`mtp_layers_beyond`):
-# the target's own loader skips only the declared MTP layers and stops on the next one; the
-# MTP loader has no layer for it and stops; or it is passed over.
-BEYOND_WORDS = {
-    "target-refuses": "the target's own loader skips only the declared MTP layers, tries "
-    "to load this one as a decoder layer it does not have and stops (KeyError), after the "
-    "rest of the target has loaded",
-    "mtp-refuses": "its MTP loader has no layer for it and stops (`There is no module or "
-    "parameter named ...`)",
-}
-
-
-def layers_beyond(state: BuildState) -> bool | None:
-    """No MTP layer is shipped beyond those the release builds for the declared depth
-    (DF222): vLLM stops on one, in the target's loader (DeepSeek-style naming) or the MTP
-    loader; SGLang passes it over (`mtp_layers_beyond`, by family)."""
-    inputs, mtp = mtp_inputs(state), mtp_view(state)
-    target, family = inputs.target, inputs.target.family
-    if family is None or inputs.export is not None or mtp.layers_built is None:
-        return None
-    beyond = [i for i in target.shipped() if i not in mtp.layers_built]
-    if not beyond:
-        return None
-    word = _family_word(state, "mtp_layers_beyond", family.name)
-    prefixes = ", ".join(f"`{target.layers[i].prefix}*`" for i in beyond[:SHOWN])
-    if word is None:
-        not_read(
-            state,
-            f"what {state.title} does with an MTP layer shipped beyond the "
-            f"{len(mtp.layers_built)} it builds ({prefixes}) was not read",
-        )
-        return None
-    if word not in BEYOND_WORDS:
-        return None  # passed over, or loaded into the one layer built (DF145)
-    mtp_finding(
-        state,
-        rule_ids.MTP_TENSOR_UNMAPPED,
-        f"the checkpoint ships MTP layer(s) {prefixes} beyond the {len(mtp.layers_built)} "
-        f"{state.title} builds for `{target.depth_key}`: {BEYOND_WORDS[word]}",
-        location=Location("config.json", f"/{target.depth_key}"),
-        keys=("mtp_layers_beyond",),
-        fix=f"set `{target.depth_key}` to the {len(target.shipped())} MTP layers shipped, or "
-        "serve a copy of the checkpoint without the layers beyond it",
-        consequence=Consequence.REFUSES_TO_START,
-    )
-    return None
-
-
-def _family_word(state: BuildState, key: str, family: str) -> str | None:
-    """The release's word for `family` in the per-family fact `key`; None where the fact (or
-    the family in it) was not read, or the engine's data has no such fact at all."""
-    if key not in state.profile.data.facts:
-        return None
-    fact = state.profile.fact(key)
-    word = fact.value.get(family) if fact.known and isinstance(fact.value, dict) else None
-    return word if isinstance(word, str) else None
-
-
-def _only_kv_scales(layer: MtpLayer, module: str) -> bool:
-    """Whether `module` holds only attention KV-cache scales (`self_attn.k_scale`)."""
-    parts = {sub.rpartition(".")[2] for sub in layer.tensors if sub.rpartition(".")[0] == module}
-    return bool(parts) and parts <= KV_SCALE_PARTS
-
-
-def _full(family: MtpFamily, target: MtpTarget, index: int, layer: MtpLayer, module: str) -> str:
-    """The checkpoint name of `module` of `layer` (its first tensor)."""
-    prefix = layer.prefix
-    if family.naming == MTP_PREFIX and index == min(target.layers) and "." not in module:
-        prefix = family.own_prefix(target.num_hidden_layers or 0, index)
-    part = next(
-        (sub.rpartition(".")[2] for sub in layer.tensors if sub.rpartition(".")[0] == module),
-        "weight",
-    )
-    return f"{prefix}{module}.{part}"
-
-
-def _decoder_template(naming: str, backbone: frozenset[str]) -> bool:
+def decoder_template(naming: str, backbone: frozenset[str]) -> bool:
     """Whether the target's last decoder layer (`backbone`, its modules) shows what an MTP
     layer's decoder layer holds: always for `model.layers.{L+i}` naming and MiMo's
     `model.mtp_layers.{i}` (its MTP block a dense decoder layer like every backbone layer,
@@ -726,14 +585,13 @@ def _decoder_template(naming: str, backbone: frozenset[str]) -> bool:
 
 
 __all__ = [
+    "decoder_template",
     "depth",
     "depth_vs_tokens",
     "draft_path",
     "family_served",
-    "layers_beyond",
     "layers_present",
     "release_read",
     "remote_code",
-    "tensors_mapped",
     "tensors_present",
 ]

@@ -15,6 +15,7 @@ from draftfit.engines.launch_checks import (
     launch_flags,
     located,
     method_known,
+    parser_checks,
     quantization_names,
     unreadable_values,
     value_after_switch,
@@ -66,7 +67,7 @@ def check_settings(state: BuildState, s: ServeSettings) -> None:
     names = _algorithm_names(state.profile)
     method_known(state, s, SPELLING, names, _algorithm_names)
     _launch_serves_draft(state, s)
-    step_flags(state, s)
+    _step_flags(state, s)
     _no_draft_steps(state, s)
     quantization_names(state, s)
     draft_path_is_folder(state, s, SPELLING)
@@ -75,6 +76,14 @@ def check_settings(state: BuildState, s: ServeSettings) -> None:
     _sglang_pipeline_parallel(state, s)
     _mla_backend(state, s)
     _sglang_quantization_flag(state, s)
+
+
+def check_mtp_settings(state: BuildState, s: ServeSettings) -> None:
+    """Emit the events of an MTP (NEXTN) launch's line at the state's SGLang version: what
+    the parser makes of it, some of the three step flags without the others (the MTP
+    procedure judges the rest of the launch)."""
+    parser_checks(state, s, SPELLING)
+    _step_flags(state, s)
 
 
 def _algorithm_names(profile: Profile) -> list[str]:
@@ -91,7 +100,7 @@ STEP_FLAGS = (
 )
 
 
-def step_flags(state: BuildState, s: ServeSettings) -> None:
+def _step_flags(state: BuildState, s: ServeSettings) -> None:
     """Some of the three step flags of an EAGLE-family launch: the release chooses the
     steps, top-k and draft tokens itself only when none of them is written, and its server
     arguments stop start-up when top-k or the draft tokens come without the steps (an
@@ -141,7 +150,7 @@ def step_flags(state: BuildState, s: ServeSettings) -> None:
 def _no_draft_steps(state: BuildState, s: ServeSettings) -> None:
     """`--speculative-num-steps 0`: SGLang's parser and server arguments take it with
     `--speculative-eagle-topk` (0.5.23, confirmed by running them; without it,
-    :func:`step_flags`), but a draft that takes no step proposes nothing, so the
+    :func:`_step_flags`), but a draft that takes no step proposes nothing, so the
     speculative launch gains nothing over serving the target alone."""
     if s.speculative_num_steps != 0:
         return

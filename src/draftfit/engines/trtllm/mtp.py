@@ -21,6 +21,7 @@ from __future__ import annotations
 from draftfit import rule_ids
 from draftfit.engines.procedure import mtp_quantization as quantization
 from draftfit.engines.procedure import mtp_steps as steps
+from draftfit.engines.procedure import mtp_unmapped as unmapped
 from draftfit.engines.procedure.mtp_part import (
     mtp_build,
     mtp_finding,
@@ -252,8 +253,8 @@ MTP_PROCEDURE: Procedure = (
         mtp_mode,
         steps.layers_present,
         steps.tensors_present,
-        steps.tensors_mapped,
-        steps.layers_beyond,
+        unmapped.tensors_mapped,
+        unmapped.layers_beyond,
         quantization.quantization_covered,
     ),
 )

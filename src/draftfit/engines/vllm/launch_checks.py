@@ -18,6 +18,7 @@ from draftfit.engines.launch_checks import (
     launch_flags,
     located,
     method_known,
+    parser_checks,
     quantization_names,
     release_launch,
     unreadable_values,
@@ -79,7 +80,7 @@ def check_settings(state: BuildState, s: ServeSettings) -> None:
     context_over_target(state, s, "max_model_len_over_target", "--max-model-len")
     _config_file_mappings(state, s)
     value_after_switch(state, s, SPELLING)
-    speculative_config_keys(state, s)
+    _speculative_config_keys(state, s)
     supported = (("eagle3", "eagle3_supported"), ("eagle", "eagle_supported"))
     method_known(
         state,
@@ -90,7 +91,7 @@ def check_settings(state: BuildState, s: ServeSettings) -> None:
     )
     _launch_serves_draft(state, s)
     _token_count_given(state, s)
-    token_count_positive(state, s)
+    _token_count_positive(state, s)
     quantization_names(state, s)
     draft_path_is_folder(state, s, SPELLING)
     _model_option(state, s)
@@ -99,6 +100,15 @@ def check_settings(state: BuildState, s: ServeSettings) -> None:
     draft_tensor_parallel(state, s)
     pipeline_parallel(state, s)
     mla_backend(state, s)
+
+
+def check_mtp_settings(state: BuildState, s: ServeSettings) -> None:
+    """Emit the events of an MTP launch's line at the state's vLLM version: what the parser
+    makes of it, a speculative-config key the release has no field for, a token count below
+    1 (the MTP procedure judges the rest of the launch)."""
+    parser_checks(state, s, SPELLING)
+    _speculative_config_keys(state, s)
+    _token_count_positive(state, s)
 
 
 # How a finding names the setting that gives `vllm serve` its target.
@@ -175,7 +185,7 @@ def _positional_words(state: BuildState, rest: list[str]) -> list[str]:
     return found
 
 
-def speculative_config_keys(state: BuildState, s: ServeSettings) -> None:
+def _speculative_config_keys(state: BuildState, s: ServeSettings) -> None:
     """vLLM: a `--speculative-config` key the release's SpeculativeConfig has no field for
     (refused while the config is built)."""
     if not s.spec_keys_written:
@@ -283,7 +293,7 @@ def _config_file_mappings(state: BuildState, s: ServeSettings) -> None:
     )
 
 
-def token_count_positive(state: BuildState, s: ServeSettings) -> None:
+def _token_count_positive(state: BuildState, s: ServeSettings) -> None:
     """vLLM: a `num_speculative_tokens` below 1 is refused while the speculative config is
     built, where that check was read; elsewhere the launch proposes no draft tokens at all,
     so either way the checked draft does not run."""

@@ -13,6 +13,7 @@ from draftfit import rule_ids
 from draftfit.engines.procedure import mtp_export as export
 from draftfit.engines.procedure import mtp_quantization as quantization
 from draftfit.engines.procedure import mtp_steps as steps
+from draftfit.engines.procedure import mtp_unmapped as unmapped
 from draftfit.engines.procedure.mtp_part import (
     mtp_build,
     mtp_finding,
@@ -44,19 +45,9 @@ def launch_line(state: BuildState) -> bool | None:
     launch = state.inputs.launch
     if launch is None:
         return None
-    from draftfit.engines.launch_checks import launch_flags, unreadable_values, value_after_switch
-    from draftfit.engines.vllm.launch_checks import (
-        SPELLING,
-        speculative_config_keys,
-        token_count_positive,
-    )
+    from draftfit.engines.vllm.launch_checks import check_mtp_settings
 
-    settings = launch.settings
-    launch_flags(state, settings, SPELLING)
-    unreadable_values(state, settings, SPELLING)
-    value_after_switch(state, settings, SPELLING)
-    speculative_config_keys(state, settings)
-    token_count_positive(state, settings)
+    check_mtp_settings(state, launch.settings)
     return None
 
 
@@ -211,8 +202,8 @@ MTP_PROCEDURE: Procedure = (
         export.export_fit,
         steps.layers_present,
         steps.tensors_present,
-        steps.tensors_mapped,
-        steps.layers_beyond,
+        unmapped.tensors_mapped,
+        unmapped.layers_beyond,
         quantization.quantization_covered,
     ),
 )

@@ -1,0 +1,153 @@
+"""The MTP tensors an engine's loaders map nowhere (DF222): a module an MTP layer holds that
+its MTP class does not build (a tensor exported under another name), and an MTP layer shipped
+beyond those the release builds for the declared depth. Steps of every engine's MTP
+procedure, after :func:`draftfit.engines.procedure.mtp_steps.tensors_present`.
+"""
+
+from __future__ import annotations
+
+from draftfit import rule_ids
+from draftfit.draft.mtp import MTP_PREFIX, MtpFamily, MtpLayer, MtpTarget
+from draftfit.engines.procedure.mtp_part import (
+    SHOWN,
+    mtp_finding,
+    mtp_inputs,
+    mtp_view,
+    not_read,
+)
+from draftfit.engines.procedure.mtp_steps import decoder_template
+from draftfit.engines.procedure.state import BuildState
+from draftfit.location import Location
+from draftfit.rule_ids import Consequence
+
+EMITS: tuple[rule_ids.RuleId, ...] = (rule_ids.MTP_TENSOR_UNMAPPED,)
+EMITS_STAGE = "MTP procedure: the tensors the loaders map nowhere"
+
+# Modules an engine's loader passes over whatever the class builds: rotary caches, and the
+# attention KV-cache scales some exports store (`self_attn.k_scale`), which it remaps.
+PASSED_OVER = ("rotary_emb",)
+KV_SCALE_PARTS = frozenset({"k_scale", "v_scale", "q_scale", "prob_scale"})
+
+
+def tensors_mapped(state: BuildState) -> bool | None:
+    """No shipped MTP layer holds a module the release's MTP class does not build: none of
+    the family's own modules and none of the target's decoder-layer modules (DF222). What the
+    loader does with one is `mtp_unmapped_tensors`, by family: refused (looked up among the
+    parameters), or skipped (the module meant stays missing: DF221)."""
+    target = mtp_inputs(state).target
+    family = target.family
+    if family is None or not decoder_template(family.naming, target.backbone_modules):
+        return None
+    known = target.backbone_modules | set(family.own)
+    for index in mtp_view(state).layers_built or ():
+        layer = target.layers.get(index)
+        if layer is None:
+            continue
+        unknown = sorted(
+            module
+            for module in layer.modules() - known
+            if not module.endswith(PASSED_OVER) and not _only_kv_scales(layer, module)
+        )
+        if not unknown:
+            continue
+        word = _family_word(state, "mtp_unmapped_tensors", family.name)
+        if word is None:
+            not_read(
+                state,
+                f"what {state.title}'s MTP loader does with a tensor it has no parameter for "
+                f"({layer.prefix}{unknown[0]}) was not read",
+            )
+            continue
+        if word != "refused":
+            continue  # passed over: the module it was meant for is missing (DF221)
+        names = [f"`{_full(family, target, index, layer, module)}`" for module in unknown[:SHOWN]]
+        more = f" and {len(unknown) - SHOWN} more" if len(unknown) > SHOWN else ""
+        mtp_finding(
+            state,
+            rule_ids.MTP_TENSOR_UNMAPPED,
+            f"MTP layer {layer.prefix.rstrip('.')} holds {', '.join(names)}{more}, which "
+            f"{state.title}'s MTP class has no parameter for: its loader looks the name up "
+            "and stops the load (KeyError)",
+            location=Location(tensor=_full(family, target, index, layer, unknown[0])),
+            keys=("mtp_unmapped_tensors",),
+            fix="store the tensor under the name the engine loads: one of the family's MTP "
+            f"modules ({', '.join(family.own)}) or a module of the target's decoder layers",
+            consequence=Consequence.REFUSES_TO_START,
+        )
+    return None
+
+
+# How the release treats an MTP layer shipped beyond those it builds (`mtp_layers_beyond`):
+# the target's own loader skips only the declared MTP layers and stops on the next one; the
+# MTP loader has no layer for it and stops; or it is passed over.
+BEYOND_WORDS = {
+    "target-refuses": "the target's own loader skips only the declared MTP layers, tries "
+    "to load this one as a decoder layer it does not have and stops (KeyError), after the "
+    "rest of the target has loaded",
+    "mtp-refuses": "its MTP loader has no layer for it and stops (`There is no module or "
+    "parameter named ...`)",
+}
+
+
+def layers_beyond(state: BuildState) -> bool | None:
+    """No MTP layer is shipped beyond those the release builds for the declared depth
+    (DF222): vLLM stops on one, in the target's loader (DeepSeek-style naming) or the MTP
+    loader; SGLang passes it over (`mtp_layers_beyond`, by family)."""
+    inputs, mtp = mtp_inputs(state), mtp_view(state)
+    target, family = inputs.target, inputs.target.family
+    if family is None or inputs.export is not None or mtp.layers_built is None:
+        return None
+    beyond = [i for i in target.shipped() if i not in mtp.layers_built]
+    if not beyond:
+        return None
+    word = _family_word(state, "mtp_layers_beyond", family.name)
+    prefixes = ", ".join(f"`{target.layers[i].prefix}*`" for i in beyond[:SHOWN])
+    if word is None:
+        not_read(
+            state,
+            f"what {state.title} does with an MTP layer shipped beyond the "
+            f"{len(mtp.layers_built)} it builds ({prefixes}) was not read",
+        )
+        return None
+    if word not in BEYOND_WORDS:
+        return None  # passed over, or loaded into the one layer built (DF145)
+    mtp_finding(
+        state,
+        rule_ids.MTP_TENSOR_UNMAPPED,
+        f"the checkpoint ships MTP layer(s) {prefixes} beyond the {len(mtp.layers_built)} "
+        f"{state.title} builds for `{target.depth_key}`: {BEYOND_WORDS[word]}",
+        location=Location("config.json", f"/{target.depth_key}"),
+        keys=("mtp_layers_beyond",),
+        fix=f"set `{target.depth_key}` to the {len(target.shipped())} MTP layers shipped, or "
+        "serve a copy of the checkpoint without the layers beyond it",
+        consequence=Consequence.REFUSES_TO_START,
+    )
+    return None
+
+
+def _family_word(state: BuildState, key: str, family: str) -> str | None:
+    """The release's word for `family` in the per-family fact `key`; None where the fact (or
+    the family in it) was not read, or the engine's data has no such fact at all."""
+    if key not in state.profile.data.facts:
+        return None
+    fact = state.profile.fact(key)
+    word = fact.value.get(family) if fact.known and isinstance(fact.value, dict) else None
+    return word if isinstance(word, str) else None
+
+
+def _only_kv_scales(layer: MtpLayer, module: str) -> bool:
+    """Whether `module` holds only attention KV-cache scales (`self_attn.k_scale`)."""
+    parts = layer.parts(module)
+    return bool(parts) and KV_SCALE_PARTS.issuperset(parts)
+
+
+def _full(family: MtpFamily, target: MtpTarget, index: int, layer: MtpLayer, module: str) -> str:
+    """The checkpoint name of `module` of `layer` (its first tensor)."""
+    prefix = layer.prefix
+    if family.naming == MTP_PREFIX and index == min(target.layers) and "." not in module:
+        prefix = family.own_prefix(target.num_hidden_layers or 0, index)
+    part = next(iter(layer.parts(module)), "weight")
+    return f"{prefix}{module}.{part}"
+
+
+__all__ = ["layers_beyond", "tensors_mapped"]
