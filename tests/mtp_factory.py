@@ -15,7 +15,8 @@ NVFP4 with `hf_quant_config.json`, Quark FP8 / MXFP4 / NVFP4, GPTQ int4), `mtp_q
 (the MTP layer quantized like the backbone), `exclude` (the exclusion list: "checkpoint",
 "runtime", "partial", and for the other schemes "glob" as their exporters write one,
 "regex" for Quark's `re:` and GPTQ's `-:` `dynamic` key), `compressed` (a
-compressed-tensors FP8 config instead of `quant_method: fp8`),
+compressed-tensors FP8 config instead of `quant_method: fp8`), `g_idx` (False: a GPTQ MTP
+layer stored without its `g_idx` tensors),
 `fill` (the bytes of each tensor, by name, dtype and shape; None writes zeros: :func:`trained`
 gives every tensor values of its own, as a trained checkpoint has), `engine_ready` (the
 oracle's width, the router tensors and config keys an engine needs to build the layers on a
@@ -332,7 +333,7 @@ def _scheme_exclusions(mtp: Tensors, prefix: str, how: str, scheme: str) -> list
         return (
             [prefix.rstrip(".") + "*"]
             if scheme.startswith("modelopt")
-            else ["*" + prefix[6:] + "*"]
+            else ["*" + prefix.removeprefix("model.") + "*"]
         )
     if how == "regex":
         pattern = re.escape(prefix) + ".*"
@@ -608,6 +609,7 @@ def mtp_target(
     sharded: bool = True,
     fill: Fill | None = None,
     engine_ready: bool = False,
+    g_idx: bool = True,
 ) -> Path:
     """Write a tiny target of `family` (`deepseek_v3`, `glm4_moe`, `glm4_moe_lite`: GLM-4.7-Flash,
     DeepSeek-V3's layers, `qwen3_next`, `qwen3_5`: a
@@ -648,9 +650,13 @@ def mtp_target(
     if quant is not None and quant != "fp8":
         backbone = _quantize(backbone, quant)
         how = exclude
-        excluded = _scheme_exclusions(mtp, prefix, how, quant) if how is not None else []
+        # Qwen's MTP block, its own modules and its layers, sits under `mtp.`
+        where = "mtp." if family in QWEN and how in ("glob", "regex") else prefix
+        excluded = _scheme_exclusions(mtp, where, how, quant) if how is not None else []
         if mtp_quantized:
             mtp = _quantize(mtp, quant)
+            if not g_idx:  # an export that leaves GPTQ's activation order out of the MTP layer
+                mtp = {n: v for n, v in mtp.items() if not n.endswith(".g_idx")}
         config_part, quant_file = _scheme_config(quant, excluded)
         if config_part is not None:
             extra["quantization_config"] = config_part

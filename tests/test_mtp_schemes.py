@@ -85,8 +85,10 @@ CASES = {
     ("quark_mxfp4", "glob"): {V34: "incompatible"},
     ("quark_mxfp4", "regex"): {V34: "compatible"},
     ("quark_nvfp4", None): {V34: "incompatible"},
-    # GPTQ's `dynamic` was not read for these families: never judged
-    ("gptq_int4", None): {V34: "unverified", SGL: "unverified"},
+    # GPTQ (vLLM 0.34.0, run): the BF16 experts are built GPTQ unless a `-:` `dynamic` key
+    # matches them, and have no parameter for a BF16 weight; SGLang's GPTQ was not read
+    ("gptq_int4", None): {V34: "incompatible", SGL: "unverified", V0102: "unverified"},
+    ("gptq_int4", "regex"): {V34: "compatible", SGL: "unverified"},
 }
 
 

@@ -24,6 +24,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from draftfit import rule_ids
 from draftfit.draft.mtp import MtpTarget
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
@@ -138,6 +139,13 @@ def why_not_fixable(target: MtpTarget, config: Mapping[str, Any] | None) -> str 
             "exclusion key draftfit has not read for MTP layers: re-export the target with "
             "the MTP layers quantized like the backbone, or with the exporter's exclusion "
             "option naming them"
+        )
+    if method == "gptq":
+        return (
+            "convert does not write GPTQ's `dynamic` keys: add the `-:` key the check's "
+            f"{rule_ids.MTP_QUANT_UNCOVERED.code} fix names to `quantization_config.dynamic` "
+            f"by hand (or take out the one its {rule_ids.MTP_QUANT_EXCLUDED_STORED.code} "
+            "names), or re-export the target with the MTP layers quantized like the backbone"
         )
     if method not in EXCLUSION_KEYS:
         return (

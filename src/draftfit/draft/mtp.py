@@ -264,7 +264,10 @@ class MtpQuant:
         exclusion_keys: the keys they came from, as JSON pointers.
         lists: each exclusion key the config writes as a list, with its entries, in the
             order of `EXCLUSION_KEYS` (an engine may read only one of them).
-        dynamic: GPTQ `dynamic` keys, as written.
+        dynamic: GPTQ `dynamic` keys, as written and in order (`-:` a pattern of modules
+            left unquantized, `+:` or none a pattern of modules quantized with overrides).
+        blocks: GPTQ's `modules_in_block_to_quantize`, flattened; empty where the config
+            has none (vLLM then takes the modules stored quantized in the checkpoint).
         scheme: the quantization scheme the engines' data is keyed by: `method` for
             `fp8` and `compressed-tensors`; ModelOpt as `modelopt-fp8` / `modelopt-nvfp4`
             (by `quant_algo`), Quark as `quark-fp8` / `quark-mxfp4` / `quark-nvfp4` (by its
@@ -278,6 +281,7 @@ class MtpQuant:
     exclusion_keys: tuple[str, ...] = ()
     lists: tuple[tuple[str, tuple[str, ...]], ...] = ()
     dynamic: tuple[str, ...] = ()
+    blocks: tuple[str, ...] = ()
     scheme: str | None = None
 
 
@@ -604,8 +608,21 @@ def read_quant(config: Mapping[str, Any], quant_file: Mapping[str, Any] | None) 
         dynamic=tuple(k for k in dynamic if isinstance(k, str))[:MAX_EXCLUSIONS]
         if isinstance(dynamic, Mapping)
         else (),
+        blocks=_blocks(qc.get("modules_in_block_to_quantize")),
         scheme=scheme_of(method, qc),
     )
+
+
+def _blocks(value: object) -> tuple[str, ...]:
+    """GPTQ's `modules_in_block_to_quantize` (a list of names, or of lists of names),
+    flattened and bounded."""
+    if not isinstance(value, list):
+        return ()
+    flat: list[str] = []
+    for item in value[:MAX_EXCLUSIONS]:
+        group = item if isinstance(item, list) else [item]
+        flat.extend(v for v in group[:MAX_EXCLUSIONS] if isinstance(v, str))
+    return tuple(flat[:MAX_EXCLUSIONS])
 
 
 MODELOPT = "modelopt"

@@ -286,7 +286,8 @@ def mtp_tensor_unmapped() -> None:
     modules of the target's decoder layers (a tensor renamed by an exporter: `e_proj` for
     `eh_proj`, `lm_head` for `shared_head.head`, `out_proj` for `o_proj`); and that no MTP
     layer is shipped beyond those the release builds for the declared depth
-    (`num_nextn_predict_layers` 1 with `model.layers.{L+1}.*` shipped).
+    (`num_nextn_predict_layers` 1 with `model.layers.{L+1}.*` shipped); and that a GPTQ MTP
+    layer holds no `g_idx` tensor where the release's MTP loader does not drop it.
 
     ## Why it matters
     vLLM's MTP loaders look every name of the MTP layer up among their parameters and stop at
@@ -296,7 +297,10 @@ def mtp_tensor_unmapped() -> None:
     name, and the module it was meant for is missing (DF221). A layer beyond the declared
     depth stops vLLM too: its target loader skips only the declared MTP layers and loads the
     next one as a decoder layer it does not have (DeepSeek, GLM), or the MTP loader has no
-    layer for it (Qwen3.5, MiMo); SGLang passes it over (but for Qwen3-Next). Run on a CPU
+    layer for it (Qwen3.5, MiMo); SGLang passes it over (but for Qwen3-Next). vLLM's
+    GPTQ methods register no parameter for GPTQ's `g_idx`: the target's loader drops it, but
+    the DeepSeek, GLM and MiMo MTP loaders look it up and stop (Qwen3.5's and Qwen3-Next's drop
+    it too). Run on a CPU
     with the engines' own loaders (the target's with its real weights) at the releases the
     engine data names; other releases are reported as not read.
 
@@ -306,7 +310,7 @@ def mtp_tensor_unmapped() -> None:
     ## Fix
     Store the tensor under the name the engine loads (the name the target's decoder layers,
     or the family's MTP modules, use); declare every MTP layer shipped in the depth key, or
-    ship only the layers declared.
+    ship only the layers declared; export a GPTQ MTP layer without its `g_idx` tensors.
     """
 
 

@@ -57,7 +57,13 @@ QUARK = "quark"  # vLLM's Quark: exact or `re:` (no glob); a MoE also by an entr
 # module-path boundaries (equal, a parent path, or a dotted run inside the name); the fused
 # experts also by an entry holding their path
 SGLANG_PATHS = "sglang-paths"
-RULES = (LISTED, EXACT, EXACT_NO_MOE, MODELOPT, MODELOPT_PARTS, QUARK, SGLANG_PATHS)
+# vLLM's GPTQ (`get_dynamic_override`, `is_layer_gptq_quantized`): a module is left
+# unquantized when the first `dynamic` key whose pattern matches the start of its name is a
+# `-:` key; a linear module also when it is not among the modules quantized (an entry of
+# `modules_in_block_to_quantize` contained in its name; without that key, the modules the
+# checkpoint stores quantized); the fused experts by a `-:` key only
+GPTQ = "gptq"
+RULES = (LISTED, EXACT, EXACT_NO_MOE, MODELOPT, MODELOPT_PARTS, QUARK, SGLANG_PATHS, GPTQ)
 # Rules under which the MTP layer's own head (`shared_head.head`, a ParallelLMHead) is built
 # with the target's quantization unless excluded (vLLM's ModelOpt quantizes LM heads).
 HEAD_RULES = frozenset({MODELOPT})
@@ -142,15 +148,17 @@ def as_matched(entry: str, renames: list[tuple[str, str]]) -> str:
 def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = LISTED) -> bool:
     """Whether the exclusion list names `name` under `rule` (one of `RULES`)."""
     if rule == MODELOPT:
-        return _modelopt(name, entries) or _modelopt(_parent(name), entries)
+        return _modelopt(name, entries) or _modelopt(fused_parent(name), entries)
     if rule == MODELOPT_PARTS:
         return _modelopt_parts(name, entries)
     if rule == QUARK:
         return _quark(name, entries)
     if rule == SGLANG_PATHS:
         return _sglang_paths(name, entries)
+    if rule == GPTQ:
+        return gptq_skipped(name, entries)
     if rule in (EXACT, EXACT_NO_MOE):
-        parent = _parent(name)
+        parent = fused_parent(name)
         if parent != name:  # an expert of a fused MoE, built as one module
             return rule == EXACT and any(parent in entry for entry in entries if "experts" in entry)
         return name in entries
@@ -158,7 +166,7 @@ def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = L
     return name in entries or names.matches(name)
 
 
-def _parent(name: str) -> str:
+def fused_parent(name: str) -> str:
     """The fused-experts module a per-expert name belongs to (the name itself otherwise)."""
     found = _EXPERT_PARENT.fullmatch(name)
     return found.group(1) if found else name
@@ -217,11 +225,40 @@ def _sglang_paths(name: str, entries: tuple[str, ...]) -> bool:
     return "experts" in path and any(path in entry for entry in normalized if "experts" in entry)
 
 
+def gptq_skipped(name: str, keys: tuple[str, ...]) -> bool:
+    """vLLM's GPTQ `dynamic` (`get_dynamic_override`): the first key whose pattern (after
+    `-:` or `+:`) matches the start of `name` decides; a `-:` key leaves the module
+    unquantized. A routed expert is matched by the fused experts module it is built into
+    (`....mlp.experts`). A pattern that is not a regular expression matches nothing."""
+    name = fused_parent(name)
+    for key in keys:
+        if len(key) > MAX_WILDCARD_CHARS:
+            continue
+        negative = key.startswith("-:")
+        pattern = key[2:] if negative or key.startswith("+:") else key
+        try:
+            if re.match(pattern, name):
+                return negative
+        except re.error:
+            continue
+    return False
+
+
+def gptq_quantized_linear(name: str, stored: bool | None, blocks: tuple[str, ...]) -> bool:
+    """Whether vLLM's GPTQ builds the linear module `name` quantized before its `dynamic`
+    keys are read (`is_layer_gptq_quantized`): an entry of `modules_in_block_to_quantize`
+    contained in the name; without that key, whether the checkpoint stores it quantized
+    (`maybe_update_config` lists the modules of every tensor of an integer dtype)."""
+    if blocks:
+        return any(entry and entry in name for entry in blocks)
+    return stored is not False
+
+
 def _quark(name: str, entries: tuple[str, ...]) -> bool:
     """vLLM's Quark (`should_ignore_layer`): an entry equal to the name or a `re:` pattern
     matching its start; a wildcard entry is not a pattern. The fused experts module is
     ignored when an entry names it or a module under it."""
-    parent = _parent(name)
+    parent = fused_parent(name)
     for entry in entries:
         if len(entry) > MAX_WILDCARD_CHARS:
             continue
@@ -251,6 +288,8 @@ def layer_entry(
         return "model.decoder*"
     if rule == QUARK and naming == CHECKPOINT_NAMES:
         return "re:" + re.escape(prefix + ".") + ".*"
+    if rule == GPTQ and naming == CHECKPOINT_NAMES:
+        return "-:" + re.escape(prefix + ".") + ".*"
     return None
 
 
@@ -317,6 +356,7 @@ def own_prefix(target: MtpTarget, index: int, module: str) -> str | None:
 __all__ = [
     "ALWAYS_UNQUANTIZED",
     "CHECKPOINT_NAMES",
+    "GPTQ",
     "HEAD_RULES",
     "LISTED",
     "MODELOPT",
@@ -331,6 +371,9 @@ __all__ = [
     "engine_name",
     "entry_renames",
     "excluded",
+    "fused_parent",
+    "gptq_quantized_linear",
+    "gptq_skipped",
     "layer_entry",
     "match_rule",
     "own_prefix",

@@ -14,15 +14,20 @@ from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
     CHECKPOINT_NAMES,
     EXACT_NO_MOE,
+    GPTQ,
     LISTED,
     MODELOPT,
     MODELOPT_PARTS,
     OWN_FACT,
     QUARK,
+    ROUTED_EXPERT,
     as_matched,
     engine_name,
     entry_renames,
     excluded,
+    fused_parent,
+    gptq_quantized_linear,
+    gptq_skipped,
     layer_entry,
     match_rule,
     own_prefix,
@@ -77,11 +82,12 @@ def quantization_covered(state: BuildState) -> bool | None:
             "target was not read",
         )
         return None
-    entries = _mapped_entries(state, target)
+    entries = target.quant.dynamic if rule == GPTQ else _mapped_entries(state, target)
     names = NameList(list(entries), "exclusions")
     own = _own_quantized(state, target)
     if own is None:
         return None
+    layers_unquantized = rule == GPTQ and _gptq_switch(state, target)
     for index in mtp.layers_built or ():
         layer = target.layers.get(index)
         if layer is None:
@@ -89,6 +95,7 @@ def quantization_covered(state: BuildState) -> bool | None:
         uncovered: list[str] = []
         partial: list[str] = []
         excluded_stored: list[str] = []
+        built_elsewhere: list[str] = []  # GPTQ: under a name no quantized tensor has
         for module in sorted(layer.modules()):
             # a decoder projection, the head under the rules that quantize it, or an own
             # module the release builds quantized (vLLM's `mtp.fc`)
@@ -97,13 +104,22 @@ def quantization_covered(state: BuildState) -> bool | None:
             start = target.num_hidden_layers
             name = engine_name(layer, module, naming, own_prefix(target, index, module), start)
             stored = layer.stored_quantized(module)
-            if stored is True and excluded(name, entries, names, rule):
-                excluded_stored.append(name)
+            if rule == GPTQ:
+                left, unlisted = _gptq_unquantized(
+                    target, layer, index, module, name, layers_unquantized
+                )
+                if stored is True and unlisted:
+                    built_elsewhere.append(name)
+            else:
+                left = excluded(name, entries, names, rule)
+            if stored is True and left:
+                excluded_stored.append(fused_parent(name) if rule == GPTQ else name)
             if stored is not False:
                 continue
-            if not excluded(name, entries, names, rule):
-                uncovered.append(name)
-            elif any(
+            if not left:
+                # GPTQ matches the fused experts as one module: name it once
+                uncovered.append(fused_parent(name) if rule == GPTQ else name)
+            elif rule != GPTQ and any(
                 not excluded(
                     engine_name(layer, mate, naming, mtp_start=start), entries, names, rule
                 )
@@ -112,7 +128,9 @@ def quantization_covered(state: BuildState) -> bool | None:
             ):
                 partial.append(name)
         _report_uncovered(state, layer, sorted(set(uncovered)), naming, rule, outcome_fact.value)
-        _report_excluded_stored(state, layer, sorted(set(excluded_stored)))
+        _report_excluded_stored(
+            state, layer, sorted(set(excluded_stored)), sorted(set(built_elsewhere))
+        )
         if partial and naming == CHECKPOINT_NAMES:
             mtp_finding(
                 state,
@@ -127,6 +145,45 @@ def quantization_covered(state: BuildState) -> bool | None:
                 consequence=Consequence.REFUSES_TO_START,
             )
     return None
+
+
+# Families whose MTP class builds every MTP decoder layer unquantized when a GPTQ `dynamic`
+# key starting `-:` contains `mtp` (vLLM's Qwen3.5), whatever the key's pattern matches.
+GPTQ_SWITCH = "mtp_gptq_layers_switch"
+
+
+def _gptq_switch(state: BuildState, target: MtpTarget) -> bool:
+    """Whether the release builds the MTP decoder layers unquantized for this GPTQ target
+    (`mtp_gptq_layers_switch` lists its family, and a `-:` key contains `mtp`)."""
+    if GPTQ_SWITCH not in state.profile.data.facts or target.family is None:
+        return False
+    fact = state.profile.fact(GPTQ_SWITCH)
+    families = fact.value if fact.known and isinstance(fact.value, list) else []
+    return target.family.name in families and any(
+        key.startswith("-:") and "mtp" in key for key in target.quant.dynamic
+    )
+
+
+def _gptq_unquantized(
+    target: MtpTarget, layer: MtpLayer, index: int, module: str, name: str, switch: bool
+) -> tuple[bool, bool]:
+    """(whether vLLM's GPTQ builds `module` of `layer`, engine name `name`, unquantized,
+    whether that is because it is not among the modules quantized rather than by a `dynamic`
+    key). Unquantized: every decoder-layer module where the family's switch holds (`switch`),
+    a `-:` key matching it, or, for a linear module, not being among the modules quantized;
+    without `modules_in_block_to_quantize` those are the modules of the checkpoint's integer
+    tensors, by the checkpoint's names, so a module built under another name (MiMo's
+    `model.layers.{L + i}`) is never among them. The fused experts are quantized unless a
+    `-:` key names them."""
+    own = target.family.own if target.family is not None else ()
+    if (switch and module not in own) or gptq_skipped(name, target.quant.dynamic):
+        return True, False
+    if ROUTED_EXPERT.match(module):
+        return False, False
+    stored_as = (own_prefix(target, index, module) or layer.prefix) + module
+    stored = layer.stored_quantized(module) if name == stored_as else False
+    unlisted = not gptq_quantized_linear(name, stored, target.quant.blocks)
+    return unlisted, unlisted
 
 
 def _own_quantized(state: BuildState, target: MtpTarget) -> frozenset[str] | None:
@@ -216,6 +273,8 @@ def exclusion_rule(state: BuildState) -> str | None:
 
 def _pointer(state: BuildState) -> str:
     quant = mtp_inputs(state).target.quant
+    if quant.method == "gptq":
+        return "/quantization_config/dynamic"
     if quant.exclusion_keys:
         return quant.exclusion_keys[0]
     if quant.source == "hf_quant_config.json":
@@ -254,6 +313,12 @@ def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
         else f"`{key}` of {quant.source}"
     )
     portable = "ship the MTP layer quantized like the backbone (the portable fix), or, for "
+    if rule == GPTQ and entry is not None:
+        return (
+            f"{portable}{title}, add the key `{entry}` (value `{{}}`) to "
+            f"`quantization_config.dynamic` of {quant.source} (its `-:` keys leave the modules "
+            "they match unquantized)"
+        )
     if entry is not None:
         note = (
             " (a wildcard such as `*layers.N.*` is not a pattern to this release: use the "
@@ -303,6 +368,8 @@ def _report_uncovered(
         + (
             " (the packed 4-bit weight has half the BF16 tensor's columns: a shape error)"
             if "fp4" in method
+            else " (the GPTQ experts have packed parameters and none for a BF16 `weight`)"
+            if method == "gptq"
             else ""
         )
         if outcome is Consequence.REFUSES_TO_START
@@ -328,11 +395,15 @@ def _report_uncovered(
     )
 
 
-def _report_excluded_stored(state: BuildState, layer: MtpLayer, names: list[str]) -> None:
+def _report_excluded_stored(
+    state: BuildState, layer: MtpLayer, names: list[str], unlisted: list[str]
+) -> None:
     """DF541: MTP modules stored quantized (like the backbone) that the exclusion list
-    names under this release's names, so it builds them unquantized: what loading the
-    quantized tensors into them does is `mtp_quant_excluded_stored`, by scheme (and family);
-    unverified where it was not read."""
+    names under this release's names, so it builds them unquantized (`unlisted`: GPTQ
+    modules built unquantized because no quantized tensor carries the name they are built
+    under): what loading the quantized tensors into them does is
+    `mtp_quant_excluded_stored`, by scheme (and family); unverified where it was not
+    read."""
     if not names:
         return
     target = mtp_inputs(state).target
@@ -351,27 +422,67 @@ def _report_excluded_stored(state: BuildState, layer: MtpLayer, names: list[str]
         return
     shown = ", ".join(f"`{n}`" for n in names[:SHOWN])
     more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
+    gptq = method == "gptq"
     effect = (
-        "their scales have no parameter to load into, and the load is refused "
-        "(`KeyError: ...weight_scale_inv`)"
+        (
+            "their packed tensors (`qweight`, `scales`) have no parameter to load into, and "
+            "the load is refused"
+            if gptq
+            else "their scales have no parameter to load into, and the load is refused "
+            "(`KeyError: ...weight_scale_inv`)"
+        )
         if outcome is Consequence.REFUSES_TO_START
         else "the quantized values are loaded as unquantized weights and their scales are "
         "dropped, with no error: every draft is wrong (acceptance ≈ 0)"
+    )
+    if unlisted:
+        mtp_finding(
+            state,
+            rule_ids.MTP_QUANT_EXCLUDED_STORED,
+            f"the target's MTP layer {prefix} is stored quantized (`{method}`), but "
+            f"{state.title} takes the GPTQ-quantized modules from the checkpoint's names and "
+            f"builds {shown}{more} under a name no quantized tensor has, so it builds them "
+            "unquantized: their packed tensors (`qweight`, `scales`) have no parameter to load "
+            "into, and the load is refused",
+            location=Location(tensor=_packed_tensor(layer)),
+            keys=(EXCLUDED_STORED, "mtp_exclusion_names", "mtp_exclusion_match"),
+            fix=f"store the MTP layer unquantized (BF16) for {state.title}: it builds the "
+            "layer under other names than the checkpoint's, so no GPTQ list reaches it",
+            consequence=outcome,
+        )
+        return
+    listing = (
+        "a `-:` key of `quantization_config.dynamic` matches"
+        if gptq
+        else "the exclusion list names"
     )
     mtp_finding(
         state,
         rule_ids.MTP_QUANT_EXCLUDED_STORED,
         f"the target's MTP layer {prefix} is stored quantized (`{method}`, like the "
-        f"backbone), but the exclusion list names {shown}{more} under the names "
+        f"backbone), but {listing} {shown}{more} under the names "
         f"{state.title} matches, so it builds them unquantized: {effect}",
         location=Location(target.quant.source, _pointer(state)),
         keys=(EXCLUDED_STORED, "mtp_exclusion_names"),
-        fix="take the MTP layer's modules out of the exclusion list (they are quantized like "
-        "the backbone, and the engine builds them so: `draftfit convert TARGET --method mtp` "
-        "does it where the entries name no backbone module); or store the MTP layer "
-        "unquantized if it must stay excluded",
+        fix=(
+            "take out of `quantization_config.dynamic` the `-:` keys that match the MTP "
+            f"layer (for {state.title}'s Qwen3.5 MTP class, any `-:` key containing `mtp` "
+            "leaves every MTP layer unquantized); or store the MTP layer unquantized if it "
+            "must stay excluded"
+            if gptq
+            else "take the MTP layer's modules out of the exclusion list (they are quantized "
+            "like the backbone, and the engine builds them so: `draftfit convert TARGET "
+            "--method mtp` does it where the entries name no backbone module); or store the "
+            "MTP layer unquantized if it must stay excluded"
+        ),
         consequence=outcome,
     )
+
+
+def _packed_tensor(layer: MtpLayer) -> str:
+    """The first packed GPTQ tensor of `layer` (its prefix where none is named so)."""
+    packed = sorted(sub for sub in layer.tensors if sub.endswith(".qweight"))
+    return layer.prefix + (packed[0] if packed else "")
 
 
 # What loading an MTP layer stored quantized, but excluded from the quantization, does.

@@ -125,6 +125,55 @@ def layers_beyond(state: BuildState) -> bool | None:
     return None
 
 
+# GPTQ's activation-order tensor, which exporters store beside every quantized module.
+G_IDX = "g_idx"
+
+
+def gptq_order_mapped(state: BuildState) -> bool | None:
+    """A GPTQ target's MTP layer holds no `g_idx` tensor that the release's MTP loader
+    looks up among parameters the GPTQ methods never register (DF222): vLLM drops `g_idx`
+    only in loaders that go through `AutoWeightsLoader` with the quantization's name map
+    (`mtp_gptq_g_idx`, by family: 'refused' or 'dropped')."""
+    target = mtp_inputs(state).target
+    family = target.family
+    if family is None or target.quant.method != "gptq":
+        return None
+    for index in mtp_view(state).layers_built or ():
+        layer = target.layers.get(index)
+        if layer is None:
+            continue
+        orders = sorted(sub for sub in layer.tensors if sub.rsplit(".", 1)[-1] == G_IDX)
+        if not orders:
+            continue
+        word = _family_word(state, "mtp_gptq_g_idx", family.name)
+        first = layer.prefix + orders[0]
+        if word is None:
+            not_read(
+                state,
+                f"what {state.title}'s MTP loader does with GPTQ's `g_idx` tensors "
+                f"(`{first}`) was not read",
+            )
+            return None
+        if word != "refused":
+            return None
+        more = f" and {len(orders) - 1} more" if len(orders) > 1 else ""
+        mtp_finding(
+            state,
+            rule_ids.MTP_TENSOR_UNMAPPED,
+            f"MTP layer {layer.prefix.rstrip('.')} holds GPTQ's activation-order tensor "
+            f"`{first}`{more}, which {state.title}'s GPTQ methods register no parameter for; "
+            "its MTP loader looks the name up and stops the load (KeyError)",
+            location=Location(tensor=first),
+            keys=("mtp_gptq_g_idx",),
+            fix="export the MTP layer without its `g_idx` tensors (with `desc_act: false` "
+            "they hold no order the engine uses), or store it unquantized (BF16) with a `-:` "
+            "key of `quantization_config.dynamic` matching it",
+            consequence=Consequence.REFUSES_TO_START,
+        )
+        return None
+    return None
+
+
 def _family_word(state: BuildState, key: str, family: str) -> str | None:
     """The release's word for `family` in the per-family fact `key`; None where the fact (or
     the family in it) was not read, or the engine's data has no such fact at all."""

@@ -204,6 +204,7 @@ MTP_PROCEDURE: Procedure = (
         steps.tensors_present,
         unmapped.tensors_mapped,
         unmapped.layers_beyond,
+        unmapped.gptq_order_mapped,
         quantization.quantization_covered,
     ),
 )

@@ -1,0 +1,53 @@
+"""Run the MTP oracle (`mtp_oracle.py`) on a GPTQ target with vLLM's int4 kernel choice
+forced, so that vLLM's own build and loader run on a CPU.
+
+vLLM's CPU wheel has no WNA16 kernel for these layers (`No WNA16 MoE backend supports the
+deployment configuration`, `Failed to find a kernel that can implement the WNA16 linear
+layer`), and the build stops before any weight is loaded. The kernel only computes; the
+parameters a layer registers and the loader that fills them do not depend on it. This
+script makes the MoE kernel oracle and the linear kernel choice return a kernel class
+without probing the device, then runs the oracle unchanged.
+
+    /work/venvs/vllm-0.34.0/bin/python dev/mtp_oracle_wna16.py ORACLE TARGET [oracle args]
+
+A development aid only (read in dev/mtp-schemes-oracle-results.md); the product never
+imports vLLM.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+
+def main() -> None:
+    """Patch the kernel choice, then run the oracle at `sys.argv[1]` with the rest."""
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    for key, value in (
+        ("VLLM_TARGET_DEVICE", "cpu"),
+        ("HF_HUB_OFFLINE", "1"),
+        ("TRANSFORMERS_OFFLINE", "1"),
+        ("VLLM_NO_USAGE_STATS", "1"),
+        ("DO_NOT_TRACK", "1"),
+    ):
+        os.environ.setdefault(key, value)
+    import vllm.model_executor.layers.fused_moe.oracle.int_wna16 as moe
+    import vllm.model_executor.layers.quantization.auto_gptq as auto_gptq
+    from vllm.model_executor.kernels.linear import CPUWNA16LinearKernel
+
+    emulation = moe.WNA16MoEBackend.EMULATION
+    moe._get_priority_backends = lambda: [emulation]
+    moe.WNA16MoEKernelOracle.try_backend = lambda self, backend, *args, **kwargs: (
+        moe.backend_to_kernel_cls(backend)[0],
+        [],
+    )
+    auto_gptq.choose_mp_linear_kernel = lambda config, compute_capability=None: CPUWNA16LinearKernel
+    oracle = sys.argv[1]
+    sys.argv = ["mtp_oracle.py", *sys.argv[2:]]
+    runpy.run_path(oracle, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
