@@ -17,13 +17,21 @@ import pytest
 
 from draftfit.checker import check_path
 from draftfit.checkpoint import load_checkpoint
-from draftfit.mtp_check import mtp_target
+from draftfit.engines.launch import settings_from
+from draftfit.mtp_check import mtp_target as read_target
 from draftfit.report import Report, Verdict
-from tests.mtp_factory import mtp_target as write_target
-from tests.test_mtp_commands import digest, run
+from tests.mtp_factory import mtp_target
+from tests.test_mtp_commands import digest, run, tensor_bytes
 
 V34, V33, SGL = "vllm==0.34.0", "vllm==0.33.0", "sglang==0.5.23"
 GPTQ = "gptq_int4"
+
+
+def write_target(path: Path, family: str, **variant: Any) -> Path:
+    """A tiny GPTQ target at the oracle's widths (hidden 128, experts 128 wide, group 32:
+    widths vLLM's Marlin MoE method takes; narrower experts fall back to a method that reads
+    no `dynamic` key, see the fallback test)."""
+    return mtp_target(path, family, engine_ready=True, **variant)
 
 
 def _check(path: Path, engine: str = V34) -> Report:
@@ -124,6 +132,7 @@ def test_the_fix_names_the_dynamic_key_and_adding_it_clears_the_finding(tmp_path
     path = write_target(tmp_path / "t", "deepseek_v3", quant=GPTQ)
     (finding,) = [f for f in _check(path).findings if f.rule.code == "DF540"]
     data = finding.to_dict()
+    assert "draftfit convert TARGET --method mtp" in str(data["fix"])
     assert data["location"] == {"file": "config.json", "pointer": "/quantization_config/dynamic"}
     assert "`model.layers.2.mlp.experts`" in str(data["message"])
     key = str(data["fix"]).split("add the key `", 1)[1].split("`", 1)[0]
@@ -143,7 +152,7 @@ def test_modules_in_block_to_quantize_decides_the_linear_modules(tmp_path: Path)
         ["mlp.down_proj"],
     ]
     (path / "config.json").write_text(json.dumps(config))
-    target = mtp_target(load_checkpoint(path))
+    target = read_target(load_checkpoint(path))
     assert target.quant.blocks[:2] == ("self_attn.q_proj", "self_attn.k_proj")
     (finding,) = [f for f in _check(path).findings if f.rule.code == "DF540"]
     message = str(finding.to_dict()["message"])
@@ -159,17 +168,135 @@ def test_releases_whose_gptq_build_was_not_read_are_unverified(tmp_path: Path, e
     assert any("gptq" in reason for reason in result.unverified_reasons)
 
 
-def test_convert_names_the_dynamic_key_to_add_and_writes_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def _convert(capsys: pytest.CaptureFixture[str], path: Path, out: Path) -> tuple[int, str, str]:
+    return run(capsys, "convert", str(path), "--method", "mtp", "--engine", V34, "-o", str(out))
+
+
+def _dynamic(path: Path) -> dict[str, Any]:
+    config = json.loads((path / "config.json").read_text())
+    dynamic = config["quantization_config"].get("dynamic", {})
+    assert isinstance(dynamic, dict)
+    return dynamic
+
+
+@pytest.mark.parametrize("family", ["deepseek_v3", "glm4_moe", "qwen3_5", "qwen3_next"])
+def test_convert_adds_the_dynamic_key_first_and_the_output_is_compatible(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], family: str
 ) -> None:
-    """`convert --method mtp` does not write GPTQ's `dynamic` object: it says so on one
-    line (exit 2), leaves the input as it was and writes no output folder."""
-    path = write_target(tmp_path / "t", "glm4_moe", quant=GPTQ)
+    """A BF16 MTP layer in a GPTQ target: convert adds the layer's `-:` key before the keys
+    the config has (a `+:` key matching the layer would otherwise win), keeps theirs, copies
+    every tensor byte, leaves the input as it was; the output checks compatible (the outputs
+    of these targets loaded in vLLM 0.34.0's own loader, dev/mtp-schemes-oracle-results.md)."""
+    path = write_target(tmp_path / "t", family, quant=GPTQ)
+    keep = r"+:.*layers\.0\..*"
+    _with_dynamic(path, [keep])
     before = digest(path)
     out = tmp_path / "out"
-    code, _, err = run(
-        capsys, "convert", str(path), "--method", "mtp", "--engine", V34, "-o", str(out)
-    )
-    assert code == 2 and err.count("\n") == 1
-    assert "`dynamic`" in err and "DF540" in err
+    code, stdout, _ = _convert(capsys, path, out)
+    assert code == 0, stdout
+    keys = list(_dynamic(out))
+    prefix = r"mtp\.layers\.0\." if family.startswith("qwen") else r"model\.layers\.2\."
+    assert keys == [f"-:{prefix}.*", keep]
+    assert digest(path) == before
+    assert tensor_bytes(out) == tensor_bytes(path)
+    assert _check(out).engines[0].verdict is Verdict.COMPATIBLE
+
+
+def test_convert_takes_out_the_key_that_unquantizes_a_gptq_mtp_layer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_target(tmp_path / "t", "qwen3_5", quant=GPTQ, mtp_quantized=True, exclude="regex")
+    assert _codes(_check(path)) == {"DF541"}
+    out = tmp_path / "out"
+    code, stdout, _ = _convert(capsys, path, out)
+    assert code == 0 and "take 1 entry out of `dynamic`" in stdout
+    assert _dynamic(out) == {}
+    assert _check(out).engines[0].verdict is Verdict.COMPATIBLE
+
+
+@pytest.mark.parametrize(
+    ("family", "variant", "key", "said"),
+    [
+        # MiMo's layer is built under names no GPTQ list reaches
+        ("mimo", {"g_idx": False}, None, "under names no quantized tensor"),
+        # BF16 experts Marlin does not take: the fallback reads no key
+        ("glm4_moe", {"mtp_quantized": False, "narrow": True}, None, "MoE WNA16 fallback"),
+        # a key that also leaves backbone modules unquantized is not taken out
+        ("glm4_moe", {"g_idx": False}, r"-:model\.layers\..*", "backbone modules"),
+    ],
+)
+def test_convert_writes_nothing_where_no_dynamic_key_fixes_the_target(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    family: str,
+    variant: dict[str, Any],
+    key: str | None,
+    said: str,
+) -> None:
+    variant = {"mtp_quantized": True, **variant}
+    narrow = variant.pop("narrow", False)
+    path = write_target(tmp_path / "t", family, quant=GPTQ, **variant)
+    if narrow:
+        _with_widths(path, 96, 128)
+    if key is not None:
+        _with_dynamic(path, [key])
+    before = digest(path)
+    out = tmp_path / "out"
+    code, _, err = _convert(capsys, path, out)
+    assert code == 2 and err.count("\n") == 1 and said in err
     assert digest(path) == before and not out.exists()
+
+
+def _with_widths(path: Path, hidden: int, experts: int) -> Path:
+    config = json.loads((path / "config.json").read_text())
+    config.update(hidden_size=hidden, moe_intermediate_size=experts)
+    (path / "config.json").write_text(json.dumps(config))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("widths", "serve", "verdict"),
+    [
+        # Marlin takes them: the `-:` key leaves the experts unquantized
+        ((128, 128), None, "compatible"),
+        # an expert width the group size does not divide: the MoE WNA16 fallback, no key read
+        ((128, 48), None, "incompatible"),
+        # a hidden size Marlin does not take
+        ((96, 128), None, "incompatible"),
+        # 128 wide over 8 ranks is 16 per rank, which a group of 32 does not divide
+        ((128, 128), "--tensor-parallel-size 8", "incompatible"),
+        ((128, 128), "--tensor-parallel-size 4", "compatible"),
+    ],
+)
+def test_a_dynamic_key_reaches_the_experts_only_where_marlin_builds_them(
+    tmp_path: Path, widths: tuple[int, int], serve: str | None, verdict: str
+) -> None:
+    """vLLM 0.34.0's `auto_gptq` builds GPTQ experts with its Marlin MoE method only for
+    widths Marlin takes (`check_moe_marlin_supports_layer`); otherwise it falls back to the
+    MoE WNA16 method, which reads `modules_to_not_convert` and no `dynamic` key: a BF16 MTP
+    layer's experts are then built GPTQ whatever the `-:` key says (run on a CPU: a tiny
+    target of hidden size 32 is refused with the key)."""
+    path = _with_widths(
+        write_target(tmp_path / "t", "glm4_moe", quant=GPTQ, exclude="regex"), *widths
+    )
+    settings = None
+    if serve is not None:
+        spec = json.dumps({"method": "mtp", "num_speculative_tokens": 1})
+        settings = settings_from(
+            serve_args=f"vllm serve {path} {serve} --speculative-config '{spec}'"
+        )
+    report = check_path(path, engines=[V34], method="mtp", serve=settings)
+    assert report.engines[0].verdict.value == verdict, [f.to_dict() for f in report.findings]
+    if verdict == "incompatible":
+        (finding,) = [f for f in report.findings if f.rule.code == "DF540"]
+        assert "MoE WNA16 fallback" in str(finding.to_dict()["fix"])
+
+
+def test_without_the_widths_the_gptq_experts_are_not_judged(tmp_path: Path) -> None:
+    path = write_target(tmp_path / "t", "glm4_moe", quant=GPTQ, exclude="regex")
+    config = json.loads((path / "config.json").read_text())
+    del config["moe_intermediate_size"]
+    (path / "config.json").write_text(json.dumps(config))
+    result = _check(path).engines[0]
+    assert result.verdict is Verdict.UNVERIFIED
+    assert any("moe_intermediate_size" in reason for reason in result.unverified_reasons)

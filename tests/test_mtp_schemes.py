@@ -85,10 +85,9 @@ CASES = {
     ("quark_mxfp4", "glob"): {V34: "incompatible"},
     ("quark_mxfp4", "regex"): {V34: "compatible"},
     ("quark_nvfp4", None): {V34: "incompatible"},
-    # GPTQ (vLLM 0.34.0, run): the BF16 experts are built GPTQ unless a `-:` `dynamic` key
-    # matches them, and have no parameter for a BF16 weight; SGLang's GPTQ was not read
+    # GPTQ (vLLM 0.34.0, run): the BF16 experts are built GPTQ (tests/test_mtp_gptq.py) and
+    # have no parameter for a BF16 weight; SGLang's GPTQ was not read
     ("gptq_int4", None): {V34: "incompatible", SGL: "unverified", V0102: "unverified"},
-    ("gptq_int4", "regex"): {V34: "compatible", SGL: "unverified"},
 }
 
 

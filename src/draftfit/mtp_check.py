@@ -347,6 +347,7 @@ def mtp_launch(settings: ServeSettings | None, checked: str | None = None) -> Mt
         max_draft_len=settings.max_draft_len,
         whole=settings.full_launch,
         trust_remote_code=bool(settings.trust_remote_code),
+        tensor_parallel=settings.draft_tensor_parallel_size or settings.tensor_parallel_size,
     )
 
 

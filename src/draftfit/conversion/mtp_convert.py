@@ -24,12 +24,15 @@ from draftfit.checkpoint.model import Checkpoint
 from draftfit.conversion.mtp_exclusions import (
     LAYER_RULE_KEYS,
     ExclusionFix,
+    GptqPlan,
     Removal,
     emptied_keys,
+    gptq_fix,
     layer_entries,
     match_rules,
     namings_of,
     plan_exclusions,
+    plan_gptq,
     plan_removal,
     why_not_fixable,
 )
@@ -38,7 +41,8 @@ from draftfit.conversion.plan import Edit, OutputTensor, Plan
 from draftfit.conversion.write import write_plan
 from draftfit.draft.mtp import MtpTarget, mtp_names
 from draftfit.engines.installed import resolve_engines
-from draftfit.engines.procedure.mtp_exclusions import EXACT_NO_MOE, own_quantized
+from draftfit.engines.procedure.mtp_exclusions import EXACT_NO_MOE, GPTQ, own_quantized
+from draftfit.engines.profile import Profile
 from draftfit.errors import UsageError
 from draftfit.mtp_check import MTP, check_mtp, mtp_target, quant_file
 from draftfit.rule_ids import MTP_QUANT_EXCLUDED_STORED
@@ -133,11 +137,19 @@ def convert_mtp_path(
         )
     is_mtp = mtp_names(checkpoint.config)
     backbone = {name.rsplit(".", 1)[0] for name in checkpoint.tensors if not is_mtp(name)}
-    removal = plan_removal(target, profiles, backbone, own)
-    _check_removal(source, target, removal, whole_layer)
-    fix = plan_exclusions(
-        target, checkpoint.config, namings, rules, quant_file(checkpoint), own, removal
-    )
+    if GPTQ in rules:
+        tensor_parallel = (
+            (serve.draft_tensor_parallel_size or serve.tensor_parallel_size) if serve else None
+        )
+        plan_keys = plan_gptq(target, profiles, backbone, own, tensor_parallel)
+        _check_gptq(source, plan_keys, profiles)
+        fix = gptq_fix(checkpoint.config, plan_keys, namings)
+    else:
+        removal = plan_removal(target, profiles, backbone, own)
+        _check_removal(source, target, removal, whole_layer)
+        fix = plan_exclusions(
+            target, checkpoint.config, namings, rules, quant_file(checkpoint), own, removal
+        )
     if fix is None:
         raise UsageError(
             f"{source}: every unquantized MTP module is already excluded, and no entry names "
@@ -163,6 +175,42 @@ def convert_mtp_path(
     return ConvertResult(
         plan, Path(out), True, report, result.removed_leftovers, out_as_given=out_spelling(out)
     )
+
+
+def _check_gptq(source: str | Path, plan: GptqPlan, profiles: list[Profile]) -> None:
+    """Raise :class:`UsageError` where no `dynamic` key fixes the GPTQ target (the message
+    says what to do instead)."""
+    titles = ", ".join(p.title for p in profiles)
+    if plan.elsewhere:
+        shown = ", ".join(f"`{name}`" for name in plan.elsewhere[:4])
+        raise UsageError(
+            f"no config change fixes {source}'s MTP layers: {titles} builds {shown} under "
+            "names no quantized tensor of the checkpoint has, so it builds them unquantized "
+            "whatever `dynamic` says; re-export the target with the MTP layer unquantized "
+            "(BF16)"
+        )
+    if plan.fallback:
+        raise UsageError(
+            f"no config change fixes {source}'s MTP layers: {titles} builds the experts of "
+            f"{', '.join(plan.fallback)} with its GPTQ MoE WNA16 fallback (their widths, group "
+            "size or tensor-parallel size are not ones its Marlin method takes, or the config "
+            "does not give them), which reads no `dynamic` key; re-export the target with the "
+            "MTP layers quantized like the backbone"
+        )
+    if plan.mixed:
+        raise UsageError(
+            f"no config change fixes {source}'s MTP layers: {', '.join(plan.mixed)} holds "
+            "both unquantized and GPTQ-stored modules, which no one `dynamic` key serves; "
+            "re-export the MTP layer all unquantized or all quantized like the backbone"
+        )
+    if plan.shared:
+        shown = ", ".join(f"`{key}`" for key in plan.shared[:4])
+        raise UsageError(
+            f"no config change fixes {source}'s MTP layers: the `dynamic` key"
+            f"{'' if len(plan.shared) == 1 else 's'} {shown} match both MTP modules stored "
+            "quantized and backbone modules, so taking them out would quantize the backbone "
+            "modules too; replace them by keys that match only the backbone modules"
+        )
 
 
 def _check_removal(

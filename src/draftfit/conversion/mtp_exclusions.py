@@ -24,23 +24,29 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from draftfit import rule_ids
 from draftfit.draft.mtp import MtpTarget
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
+    GPTQ,
     LISTED,
     MODELOPT,
     MODELOPT_PARTS,
     QUARK,
+    ROUTED_EXPERT,
     as_matched,
     engine_name,
     entry_renames,
     excluded,
+    gptq_marlin_experts,
+    gptq_skipped,
+    gptq_switch,
+    gptq_unquantized,
     layer_entry,
     match_rule,
     own_prefix,
     quantizable,
     shard_mates,
+    switches_layers,
 )
 from draftfit.engines.profile import Profile
 from draftfit.records import frozen, replace
@@ -140,13 +146,8 @@ def why_not_fixable(target: MtpTarget, config: Mapping[str, Any] | None) -> str 
             "the MTP layers quantized like the backbone, or with the exporter's exclusion "
             "option naming them"
         )
-    if method == "gptq":
-        return (
-            "convert does not write GPTQ's `dynamic` keys: add the `-:` key the check's "
-            f"{rule_ids.MTP_QUANT_UNCOVERED.code} fix names to `quantization_config.dynamic` "
-            f"by hand (or take out the one its {rule_ids.MTP_QUANT_EXCLUDED_STORED.code} "
-            "names), or re-export the target with the MTP layers quantized like the backbone"
-        )
+    if method == GPTQ_METHOD:
+        return None  # `-:` keys of `dynamic` (see plan_gptq)
     if method not in EXCLUSION_KEYS:
         return (
             f"draftfit has not read which exclusion key `{method}` takes for MTP layers: "
@@ -363,6 +364,131 @@ def plan_exclusions(
     return ExclusionFix(new, key, tuple(added), namings, removed=tuple(removed))
 
 
+GPTQ_METHOD = "gptq"
+DYNAMIC = "dynamic"
+
+
+@frozen
+class GptqPlan:
+    """The `dynamic` keys that fix a GPTQ target's MTP layers.
+
+    Attributes:
+        added: `-:` keys to add (one per MTP layer whose experts are stored unquantized and
+            built GPTQ), written before every other key: the first key that matches wins.
+        removed: `-:` keys that leave MTP modules stored GPTQ unquantized (DF541).
+        shared: such keys that also match a backbone module (taking them out would quantize
+            it): nothing is written.
+        elsewhere: MTP modules stored GPTQ that the release builds under a name no quantized
+            tensor has (MiMo's `model.layers.{L + i}`): no key brings them back.
+        mixed: MTP layers that hold modules of both kinds, which one key cannot serve.
+        fallback: MTP layers whose BF16 experts the release builds with the MoE WNA16
+            fallback (or whose widths the config does not give), which reads no key.
+    """
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    shared: tuple[str, ...] = ()
+    elsewhere: tuple[str, ...] = ()
+    mixed: tuple[str, ...] = ()
+    fallback: tuple[str, ...] = ()
+
+
+def plan_gptq(
+    target: MtpTarget,
+    profiles: Iterable[Profile],
+    backbone: Iterable[str],
+    own: frozenset[str] = frozenset(),
+    tensor_parallel: int | None = None,
+) -> GptqPlan:
+    """The `dynamic` keys to add and take out so that every release of `profiles` (each
+    matching GPTQ by :data:`GPTQ`) builds each shipped MTP layer as the checkpoint stores
+    it; `backbone`: the target's other module names, which a key taken out must not
+    match; `own`: the MTP block's own modules the releases build quantized (`mtp.fc`);
+    `tensor_parallel`: the launch's size, which decides the experts' GPTQ method."""
+    start = target.num_hidden_layers
+    marlin = gptq_marlin_experts(target, tensor_parallel)
+    fallback: list[str] = []
+    added: list[str] = []
+    removed: list[str] = []
+    elsewhere: list[str] = []
+    mixed: list[str] = []
+    keys = [key for key in target.quant.dynamic if key.startswith("-:")]
+    for profile in profiles:
+        fact = profile.fact(NAMING_FACT)
+        naming = fact.value if fact.known and isinstance(fact.value, str) else None
+        if naming is None or match_rule(profile, target.quant.scheme or "") != GPTQ:
+            continue
+        switch = gptq_switch(profile, target)
+        family_own = target.family.own if target.family is not None else ()
+        for index in target.shipped():
+            layer = target.layers[index]
+            needs_key = stored_quantized = unreachable = False
+            for module in sorted(layer.modules()):
+                if module not in own and not quantizable(module, GPTQ):
+                    continue
+                name = engine_name(layer, module, naming, own_prefix(target, index, module), start)
+                stored = layer.stored_quantized(module)
+                left, unlisted = gptq_unquantized(
+                    target, layer, index, module, name, switch, marlin
+                )
+                stored_quantized |= stored is True
+                if stored is False and not left:
+                    needs_key = True
+                    unreachable |= bool(ROUTED_EXPERT.match(module)) and marlin is not True
+                elif stored is True and unlisted:
+                    elsewhere.append(name)
+                elif stored is True and left:
+                    by_switch = switch and module not in family_own
+                    removed += [
+                        key
+                        for key in keys
+                        if key not in removed
+                        and (gptq_skipped(name, (key,)) or (by_switch and switches_layers(key)))
+                    ]
+            entry = layer_entry(GPTQ, layer, naming, start)
+            if needs_key and unreachable:
+                fallback.append(layer.prefix.rstrip("."))
+            elif needs_key and stored_quantized:
+                mixed.append(layer.prefix.rstrip("."))
+            elif needs_key and entry is not None and entry not in added:
+                added.append(entry)
+    modules = sorted(set(backbone))
+    shared = [key for key in removed if any(gptq_skipped(m, (key,)) for m in modules)]
+    return GptqPlan(
+        tuple(added),
+        tuple(k for k in removed if k not in shared),
+        tuple(shared),
+        tuple(dict.fromkeys(elsewhere)),
+        tuple(mixed),
+        tuple(dict.fromkeys(fallback)),
+    )
+
+
+def gptq_fix(
+    config: Mapping[str, Any], plan: GptqPlan, namings: tuple[str, ...]
+) -> ExclusionFix | None:
+    """`config` with `plan`'s keys added first to `quantization_config.dynamic` (each with
+    no overrides, `{}`) and its removed keys taken out, the other keys kept in their order
+    with their values; None where there is nothing to change."""
+    if not plan.added and not plan.removed:
+        return None
+    new = copy.deepcopy(dict(config))
+    quantization = new[QUANTIZATION_CONFIG]
+    present = quantization.get(DYNAMIC)
+    kept = present if isinstance(present, Mapping) else {}
+    quantization[DYNAMIC] = {
+        **{key: {} for key in plan.added},
+        **{k: v for k, v in kept.items() if k not in plan.removed and k not in plan.added},
+    }
+    return ExclusionFix(
+        new,
+        DYNAMIC,
+        plan.added,
+        namings,
+        removed=((DYNAMIC, plan.removed),) if plan.removed else (),
+    )
+
+
 def _plan_layer_entries(
     target: MtpTarget,
     config: Mapping[str, Any],
@@ -398,13 +524,16 @@ def _plan_layer_entries(
 __all__ = [
     "EXCLUSION_KEYS",
     "ExclusionFix",
+    "GptqPlan",
     "Removal",
     "emptied_keys",
+    "gptq_fix",
     "layer_entries",
     "match_rules",
     "names_to_exclude",
     "namings_of",
     "plan_exclusions",
+    "plan_gptq",
     "plan_removal",
     "why_not_fixable",
     "without",

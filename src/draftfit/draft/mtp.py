@@ -71,6 +71,8 @@ EXCLUSION_KEYS = (
 )
 MAX_EXCLUSIONS = 10_000
 MAX_LAYER_INDEX = 1_000_000
+# The largest width read from a config (hidden and expert sizes, group sizes).
+MAX_DIMENSION = 1 << 24
 
 
 @frozen
@@ -268,6 +270,7 @@ class MtpQuant:
             left unquantized, `+:` or none a pattern of modules quantized with overrides).
         blocks: GPTQ's `modules_in_block_to_quantize`, flattened; empty where the config
             has none (vLLM then takes the modules stored quantized in the checkpoint).
+        group_size: the quantization's `group_size` where it is an integer (GPTQ, AWQ).
         scheme: the quantization scheme the engines' data is keyed by: `method` for
             `fp8` and `compressed-tensors`; ModelOpt as `modelopt-fp8` / `modelopt-nvfp4`
             (by `quant_algo`), Quark as `quark-fp8` / `quark-mxfp4` / `quark-nvfp4` (by its
@@ -282,6 +285,7 @@ class MtpQuant:
     lists: tuple[tuple[str, tuple[str, ...]], ...] = ()
     dynamic: tuple[str, ...] = ()
     blocks: tuple[str, ...] = ()
+    group_size: int | None = None
     scheme: str | None = None
 
 
@@ -304,6 +308,8 @@ class MtpTarget:
         backbone_parts: the tensors of that layer an MTP decoder layer must carry beside its
             modules, relative to its prefix: `<module>.weight` for each module with a weight
             (stored in any form of `WEIGHT_PARTS`), and each tensor of `PARAM_PARTS`.
+        hidden_size, moe_intermediate_size: the language model's widths, where the config
+            gives them (what an engine's MoE kernel choice reads).
         quant: the target's quantization.
         names_complete: False when a shard holding MTP tensors could not be read.
         stray: tensor names that look like MTP tensors but are outside the family's scheme.
@@ -323,6 +329,8 @@ class MtpTarget:
     stray: tuple[str, ...] = field(default=())
     depth_invalid: bool = False
     backbone_parts: frozenset[str] = frozenset()
+    hidden_size: int | None = None
+    moe_intermediate_size: int | None = None
 
     @property
     def quantized(self) -> bool:
@@ -406,6 +414,8 @@ def read_mtp_target(
         quant=read_quant(config, quant_file),
         stray=tuple(sorted(stray)[:20]),
         depth_invalid=invalid,
+        hidden_size=_dimension(text, "hidden_size"),
+        moe_intermediate_size=_dimension(text, "moe_intermediate_size"),
     )
 
 
@@ -561,6 +571,14 @@ def _at_least(n: int) -> str:
     return "|".join(options)
 
 
+def _dimension(config: Mapping[str, Any], key: str) -> int | None:
+    """A positive width of the config (`hidden_size`), or None where it is not one."""
+    value = config.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 < value <= MAX_DIMENSION else None
+
+
 def _int(config: Mapping[str, Any] | None, key: str) -> int | None:
     if config is None:
         return None
@@ -609,8 +627,16 @@ def read_quant(config: Mapping[str, Any], quant_file: Mapping[str, Any] | None) 
         if isinstance(dynamic, Mapping)
         else (),
         blocks=_blocks(qc.get("modules_in_block_to_quantize")),
+        group_size=_group(qc.get("group_size")),
         scheme=scheme_of(method, qc),
     )
+
+
+def _group(value: object) -> int | None:
+    """A `group_size` (-1: per channel), or None where it is not a bounded integer."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if -1 <= value <= MAX_DIMENSION else None
 
 
 def _blocks(value: object) -> tuple[str, ...]:

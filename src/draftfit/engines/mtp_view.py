@@ -39,6 +39,8 @@ class MtpLaunch:
             (TensorRT-LLM releases that read the MTP depth from it).
         whole: the launch is a whole one (a command or a whole config file), not some flags.
         trust_remote_code: the launch passes the release's trust-remote-code flag.
+        tensor_parallel: the tensor-parallel size the MTP layers run at (the draft's own where
+            the launch gives one, else the target's; None: not given, 1).
     """
 
     given: bool = False
@@ -54,6 +56,7 @@ class MtpLaunch:
     max_draft_len: int | None = None
     whole: bool = False
     trust_remote_code: bool = False
+    tensor_parallel: int | None = None
 
     @property
     def other_draft(self) -> str | None:

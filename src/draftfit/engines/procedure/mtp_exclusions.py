@@ -353,12 +353,99 @@ def own_prefix(target: MtpTarget, index: int, module: str) -> str | None:
     return family.own_prefix(target.num_hidden_layers or 0, index)
 
 
+# Families whose MTP class builds every MTP decoder layer unquantized when a GPTQ `dynamic`
+# key starting `-:` contains `mtp` (vLLM's Qwen3.5), whatever the key's pattern matches.
+GPTQ_SWITCH = "mtp_gptq_layers_switch"
+
+
+def gptq_switch(profile: Profile, target: MtpTarget) -> bool:
+    """Whether `profile`'s release builds the target's MTP decoder layers unquantized for
+    this GPTQ target (`mtp_gptq_layers_switch` lists its family, and a `-:` key of its
+    `dynamic` contains `mtp`)."""
+    if GPTQ_SWITCH not in profile.data.facts or target.family is None:
+        return False
+    fact = profile.fact(GPTQ_SWITCH)
+    families = fact.value if fact.known and isinstance(fact.value, list) else []
+    return target.family.name in families and any(
+        switches_layers(key) for key in target.quant.dynamic
+    )
+
+
+def switches_layers(key: str) -> bool:
+    """Whether the `dynamic` key `key` is one that sets off the switch of
+    :func:`gptq_switch` (a `-:` key containing `mtp`)."""
+    return key.startswith("-:") and "mtp" in key
+
+
+# vLLM's GPTQ MoE kernel (Marlin) takes group sizes of these only; for any other layer
+# `auto_gptq` falls back to the MoE WNA16 method, which reads no `dynamic` key.
+MARLIN_GROUPS = (-1, 32, 64, 128)
+MARLIN_HIDDEN = 128
+
+
+def gptq_marlin_experts(target: MtpTarget, tensor_parallel: int | None) -> bool | None:
+    """Whether vLLM's GPTQ builds the target's fused experts with its Marlin MoE method
+    (`check_moe_marlin_supports_layer`, with tile padding: the hidden size a multiple of
+    128, the group size one Marlin takes and dividing each rank's expert width), which
+    honours `-:` keys; False: the MoE WNA16 fallback, which does not. None where the config
+    does not give the widths."""
+    hidden, inter, group = (
+        target.hidden_size,
+        target.moe_intermediate_size,
+        target.quant.group_size,
+    )
+    if hidden is None or inter is None or group is None:
+        return None
+    ranks = tensor_parallel or 1
+    if inter % ranks:
+        return False
+    per_rank = inter // ranks
+    return (
+        hidden % MARLIN_HIDDEN == 0
+        and group in MARLIN_GROUPS
+        and (group <= 0 or per_rank % group == 0)
+    )
+
+
+def gptq_unquantized(
+    target: MtpTarget,
+    layer: MtpLayer,
+    index: int,
+    module: str,
+    name: str,
+    switch: bool,
+    marlin: bool | None = True,
+) -> tuple[bool, bool]:
+    """(whether vLLM's GPTQ builds `module` of `layer`, engine name `name`, unquantized,
+    whether that is because it is not among the modules quantized rather than by a `dynamic`
+    key). Unquantized: every decoder-layer module where the family's switch holds (`switch`),
+    a `-:` key matching it, or, for a linear module, not being among the modules quantized;
+    without `modules_in_block_to_quantize` those are the modules of the checkpoint's integer
+    tensors, by the checkpoint's names, so a module built under another name (MiMo's
+    `model.layers.{L + i}`) is never among them. The fused experts are quantized unless a
+    `-:` key names them and they are built with the Marlin MoE method (`marlin`,
+    :func:`gptq_marlin_experts`; the fallback reads no key)."""
+    own = target.family.own if target.family is not None else ()
+    if switch and module not in own:
+        return True, False
+    if ROUTED_EXPERT.match(module):
+        return bool(marlin) and gptq_skipped(name, target.quant.dynamic), False
+    if gptq_skipped(name, target.quant.dynamic):
+        return True, False
+    stored_as = (own_prefix(target, index, module) or layer.prefix) + module
+    stored = layer.stored_quantized(module) if name == stored_as else False
+    unlisted = not gptq_quantized_linear(name, stored, target.quant.blocks)
+    return unlisted, unlisted
+
+
 __all__ = [
     "ALWAYS_UNQUANTIZED",
     "CHECKPOINT_NAMES",
     "GPTQ",
+    "GPTQ_SWITCH",
     "HEAD_RULES",
     "LISTED",
+    "MARLIN_GROUPS",
     "MODELOPT",
     "MODELOPT_PARTS",
     "NAME_MAP",
@@ -372,12 +459,16 @@ __all__ = [
     "entry_renames",
     "excluded",
     "fused_parent",
+    "gptq_marlin_experts",
     "gptq_quantized_linear",
     "gptq_skipped",
+    "gptq_switch",
+    "gptq_unquantized",
     "layer_entry",
     "match_rule",
     "own_prefix",
     "own_quantized",
     "quantizable",
     "shard_mates",
+    "switches_layers",
 ]

@@ -26,8 +26,9 @@ from draftfit.engines.procedure.mtp_exclusions import (
     entry_renames,
     excluded,
     fused_parent,
-    gptq_quantized_linear,
-    gptq_skipped,
+    gptq_marlin_experts,
+    gptq_switch,
+    gptq_unquantized,
     layer_entry,
     match_rule,
     own_prefix,
@@ -87,7 +88,15 @@ def quantization_covered(state: BuildState) -> bool | None:
     own = _own_quantized(state, target)
     if own is None:
         return None
-    layers_unquantized = rule == GPTQ and _gptq_switch(state, target)
+    layers_unquantized = rule == GPTQ and gptq_switch(state.profile, target)
+    marlin = _marlin(state) if rule == GPTQ else True
+    if marlin is None and not layers_unquantized and _has_experts(target, mtp.layers_built):
+        not_read(
+            state,
+            f"how {state.title} builds the MTP layers' GPTQ experts depends on the hidden "
+            "size, `moe_intermediate_size` and `group_size`, which the config does not give",
+        )
+        return None
     for index in mtp.layers_built or ():
         layer = target.layers.get(index)
         if layer is None:
@@ -105,8 +114,8 @@ def quantization_covered(state: BuildState) -> bool | None:
             name = engine_name(layer, module, naming, own_prefix(target, index, module), start)
             stored = layer.stored_quantized(module)
             if rule == GPTQ:
-                left, unlisted = _gptq_unquantized(
-                    target, layer, index, module, name, layers_unquantized
+                left, unlisted = gptq_unquantized(
+                    target, layer, index, module, name, layers_unquantized, marlin
                 )
                 if stored is True and unlisted:
                     built_elsewhere.append(name)
@@ -147,43 +156,21 @@ def quantization_covered(state: BuildState) -> bool | None:
     return None
 
 
-# Families whose MTP class builds every MTP decoder layer unquantized when a GPTQ `dynamic`
-# key starting `-:` contains `mtp` (vLLM's Qwen3.5), whatever the key's pattern matches.
-GPTQ_SWITCH = "mtp_gptq_layers_switch"
+def _marlin(state: BuildState) -> bool | None:
+    """Whether the release builds the target's GPTQ experts with the method that honours
+    `-:` keys (:func:`gptq_marlin_experts`, at the launch's tensor-parallel size)."""
+    inputs = mtp_inputs(state)
+    return gptq_marlin_experts(inputs.target, inputs.launch.tensor_parallel)
 
 
-def _gptq_switch(state: BuildState, target: MtpTarget) -> bool:
-    """Whether the release builds the MTP decoder layers unquantized for this GPTQ target
-    (`mtp_gptq_layers_switch` lists its family, and a `-:` key contains `mtp`)."""
-    if GPTQ_SWITCH not in state.profile.data.facts or target.family is None:
-        return False
-    fact = state.profile.fact(GPTQ_SWITCH)
-    families = fact.value if fact.known and isinstance(fact.value, list) else []
-    return target.family.name in families and any(
-        key.startswith("-:") and "mtp" in key for key in target.quant.dynamic
+def _has_experts(target: MtpTarget, indexes: tuple[int, ...] | list[int] | None) -> bool:
+    """Whether one of the MTP layers `indexes` holds routed experts."""
+    return any(
+        ROUTED_EXPERT.match(module)
+        for index in indexes or ()
+        if index in target.layers
+        for module in target.layers[index].modules()
     )
-
-
-def _gptq_unquantized(
-    target: MtpTarget, layer: MtpLayer, index: int, module: str, name: str, switch: bool
-) -> tuple[bool, bool]:
-    """(whether vLLM's GPTQ builds `module` of `layer`, engine name `name`, unquantized,
-    whether that is because it is not among the modules quantized rather than by a `dynamic`
-    key). Unquantized: every decoder-layer module where the family's switch holds (`switch`),
-    a `-:` key matching it, or, for a linear module, not being among the modules quantized;
-    without `modules_in_block_to_quantize` those are the modules of the checkpoint's integer
-    tensors, by the checkpoint's names, so a module built under another name (MiMo's
-    `model.layers.{L + i}`) is never among them. The fused experts are quantized unless a
-    `-:` key names them."""
-    own = target.family.own if target.family is not None else ()
-    if (switch and module not in own) or gptq_skipped(name, target.quant.dynamic):
-        return True, False
-    if ROUTED_EXPERT.match(module):
-        return False, False
-    stored_as = (own_prefix(target, index, module) or layer.prefix) + module
-    stored = layer.stored_quantized(module) if name == stored_as else False
-    unlisted = not gptq_quantized_linear(name, stored, target.quant.blocks)
-    return unlisted, unlisted
 
 
 def _own_quantized(state: BuildState, target: MtpTarget) -> frozenset[str] | None:
@@ -313,11 +300,24 @@ def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
         else f"`{key}` of {quant.source}"
     )
     portable = "ship the MTP layer quantized like the backbone (the portable fix), or, for "
+    if (
+        rule == GPTQ
+        and _marlin(state) is False
+        and any(ROUTED_EXPERT.match(m) for m in layer.modules())
+    ):
+        target = mtp_inputs(state).target
+        return (
+            f"ship the MTP layer quantized like the backbone: {title} builds experts of "
+            f"hidden size {target.hidden_size}, width {target.moe_intermediate_size} and GPTQ "
+            f"group size {target.quant.group_size} (at this tensor-parallel size) with its MoE "
+            "WNA16 fallback, which reads no `dynamic` key"
+        )
     if rule == GPTQ and entry is not None:
         return (
             f"{portable}{title}, add the key `{entry}` (value `{{}}`) to "
-            f"`quantization_config.dynamic` of {quant.source} (its `-:` keys leave the modules "
-            "they match unquantized)"
+            f"`quantization_config.dynamic` of {quant.source}, before any other key (its `-:` "
+            "keys leave the modules they match unquantized; `draftfit convert TARGET --method "
+            "mtp` writes it)"
         )
     if entry is not None:
         note = (
@@ -467,8 +467,9 @@ def _report_excluded_stored(
         fix=(
             "take out of `quantization_config.dynamic` the `-:` keys that match the MTP "
             f"layer (for {state.title}'s Qwen3.5 MTP class, any `-:` key containing `mtp` "
-            "leaves every MTP layer unquantized); or store the MTP layer unquantized if it "
-            "must stay excluded"
+            "leaves every MTP layer unquantized; `draftfit convert TARGET --method mtp` does "
+            "it where the keys match no backbone module); or store the MTP layer unquantized "
+            "if it must stay excluded"
             if gptq
             else "take the MTP layer's modules out of the exclusion list (they are quantized "
             "like the backbone, and the engine builds them so: `draftfit convert TARGET "
