@@ -46,6 +46,8 @@ PLATFORM_STOPS = (
     "static_scaled_fp8_quant",
     "Failed to find a kernel that can implement",
     "sgl_per_tensor_quant_fp8",
+    # DeepSeek's MLA runs its `kv_b_proj` through the int4 kernel after loading
+    "cpu_gemm_wna16",
 )
 
 # target name -> mtp_target keyword arguments (family first)
@@ -131,6 +133,29 @@ TARGETS: dict[str, dict[str, Any]] = {
     "glm_qk_fp8_excluded": {"family": "glm4_moe", "quant": "quark_fp8", "exclude": "checkpoint"},
     "glm_qk_fp8_glob": {"family": "glm4_moe", "quant": "quark_fp8", "exclude": "glob"},
     "ds_qk_fp8_regex": {"family": "deepseek_v3", "quant": "quark_fp8", "exclude": "regex"},
+    # GPTQ int4 (vLLM only, run through dev/mtp_oracle_wna16.py): a BF16 MTP layer with and
+    # without the `-:` key, stored GPTQ with and without `g_idx`, and matched by the key
+    **{
+        f"{short}_gptq_{variant}": {"family": family, "quant": "gptq_int4", **extra}
+        for short, family in (
+            ("ds", "deepseek_v3"),
+            ("glm", "glm4_moe"),
+            ("glml", "glm4_moe_lite"),
+            ("q35", "qwen3_5"),
+            ("qn", "qwen3_next"),
+            ("mimo", "mimo"),
+        )
+        for variant, extra in (
+            ("bf16", {}),
+            ("bf16_keyed", {"exclude": "regex"}),
+            ("q", {"mtp_quantized": True}),
+            ("q_nog", {"mtp_quantized": True, "g_idx": False}),
+            ("q_nog_keyed", {"mtp_quantized": True, "g_idx": False, "exclude": "regex"}),
+        )
+        # Qwen's loaders drop `g_idx`, which the oracle lists as skipped tensors: their
+        # targets stored GPTQ with `g_idx` are left out
+        if not (short in ("q35", "qn") and variant == "q")
+    },
     # the MTP layer stored FP8 like the backbone, but listed as left unquantized (DF541)
     "ds_fp8_q_listed": {
         "family": "deepseek_v3",
@@ -365,7 +390,9 @@ TARGETS: dict[str, dict[str, Any]] = {
     },
 }
 # Schemes SGLang builds no target of on a CPU (its ModelOpt and Quark kernels need CUDA)
-CUDA_ONLY_ON_SGLANG = ("_mo_", "_qk_")
+CUDA_ONLY_ON_SGLANG = ("_mo_", "_qk_", "_gptq_")
+# vLLM's CPU wheel has no int4 kernel: GPTQ targets run with the kernel choice forced.
+WNA16 = Path(__file__).with_name("mtp_oracle_wna16.py")
 
 
 @dataclass(frozen=True)
@@ -648,10 +675,14 @@ def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:
             continue
         target = root / name
         args = launch.oracle_args(target)
-        if release.startswith("vllm") and TARGETS[name].get("quant"):
+        quant = TARGETS[name].get("quant")
+        oracle = [str(ORACLE)]
+        if release.startswith("vllm") and quant == "gptq_int4":
+            oracle = [str(WNA16), str(ORACLE)]
+        elif release.startswith("vllm") and quant:
             args.append("--cpu-fp8")
         log = ["--log", str(out / f"{run}.log")]
-        cmd = ["nice", "-n", "10", python, str(ORACLE), str(target), *log, *args]
+        cmd = ["nice", "-n", "10", python, *oracle, str(target), *log, *args]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
         (out / f"{run}.json").write_text(proc.stdout)
         print(f"{release} {run}: {_label(out / f'{run}.json')[0]}", flush=True)
