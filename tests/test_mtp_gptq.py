@@ -127,8 +127,6 @@ def _with_dynamic(path: Path, keys: list[str]) -> Path:
         ("qwen3_next", r"-:.*mtp.*", "compatible"),
         # a positive key met first decides: the module stays quantized
         ("glm4_moe", r"+:model\.layers\.2\..*", "incompatible"),
-        # a pattern that is no regular expression matches nothing
-        ("glm4_moe", "-:model.layers.2.[", "incompatible"),
     ],
 )
 def test_dynamic_keys_are_matched_as_vllm_matches_them(
@@ -319,3 +317,18 @@ def test_without_the_widths_the_gptq_experts_are_not_judged(tmp_path: Path) -> N
     result = _check(path).engines[0]
     assert result.verdict is Verdict.UNVERIFIED
     assert any("moe_intermediate_size" in reason for reason in result.unverified_reasons)
+
+
+@pytest.mark.parametrize("key", [r"-:(.*)*x", r"-:(a+)+$", "-:model.layers.2.[", "-:" + "a" * 300])
+def test_a_dynamic_key_draftfit_cannot_match_safely_is_not_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    """A key from the checkpoint that nests repetitions (exponential on a backtracking
+    matcher), does not compile or is too long: the check says what it could not judge,
+    and convert writes nothing, instead of matching it."""
+    path = _with_dynamic(write_target(tmp_path / "t", "glm4_moe", quant=GPTQ), [key])
+    result = _check(path).engines[0]
+    assert result.verdict is Verdict.UNVERIFIED
+    assert any("cannot bound" in reason for reason in result.unverified_reasons)
+    code, _, err = _convert(capsys, path, tmp_path / "out")
+    assert code == 2 and "cannot bound" in err and not (tmp_path / "out").exists()

@@ -8,14 +8,19 @@ builds there (vLLM 0.34.0: ModelOpt FP8, Quark FP8) and what the code read says 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from draftfit.checker import check_path
 from draftfit.checkpoint import load_checkpoint
 from draftfit.draft.mtp import read_quant
 from draftfit.engines.launch import settings_from
+from draftfit.engines.name_patterns import NameList
+from draftfit.engines.procedure.mtp_exclusions import FUSED_TAILS, MODELOPT_PARTS, excluded
 from draftfit.errors import UsageError
 from draftfit.mtp_check import mtp_target
 from draftfit.report import Verdict
@@ -247,3 +252,37 @@ def test_an_fp8_config_with_both_exclusion_keys_is_read_as_each_engine_reads_it(
     config["quantization_config"]["ignored_layers"] = []
     (runtime / "config.json").write_text(json.dumps(config))
     assert _check(runtime, SGL)[0] is Verdict.INCOMPATIBLE
+
+
+@given(
+    entry=st.text(alphabet="ab.*", min_size=1, max_size=8),
+    name=st.text(alphabet="ab.", max_size=10),
+)
+def test_sglang_modelopt_globs_match_as_its_regular_expressions_do(entry: str, name: str) -> None:
+    """SGLang's ModelOpt reads an entry as a regular expression (`.` literal, `*` any run)
+    matched against the name or one of its parts: draftfit matches globs of literals and
+    `*` without a regular expression (linear whatever the number of `*`), with the same
+    answers."""
+    pattern = re.compile(entry.replace(".", r"\.").replace("*", ".*"))
+    expected = pattern.fullmatch(name) is not None or any(
+        pattern.fullmatch(part) is not None for part in name.split(".")
+    )
+    tail = entry.rsplit(".", 1)[-1]
+    expected |= tail in FUSED_TAILS and tail in name.split(".")[-1]
+    assert excluded(name, (entry,), NameList([], "x"), MODELOPT_PARTS) is expected
+
+
+def test_many_stars_are_matched_in_linear_time() -> None:
+    entry = "*a" * 40 + "*"
+    name = "a" * 39 + "b" * 400
+    assert not excluded(name, (entry,), NameList([], "x"), MODELOPT_PARTS)
+
+
+def test_a_quark_pattern_draftfit_cannot_match_safely_is_not_judged(tmp_path: Path) -> None:
+    path = write_target(tmp_path / "t", quant="quark_fp8", exclude="regex")
+    config = json.loads((path / "config.json").read_text())
+    config["quantization_config"]["exclude"].append(r"re:(.*)*x")
+    (path / "config.json").write_text(json.dumps(config))
+    report = check_path(path, engines=[V34], method="mtp")
+    assert report.engines[0].verdict is Verdict.UNVERIFIED
+    assert any("cannot bound" in r for r in report.engines[0].unverified_reasons)

@@ -41,7 +41,12 @@ from draftfit.conversion.plan import Edit, OutputTensor, Plan
 from draftfit.conversion.write import write_plan
 from draftfit.draft.mtp import MtpTarget, mtp_names
 from draftfit.engines.installed import resolve_engines
-from draftfit.engines.procedure.mtp_exclusions import EXACT_NO_MOE, GPTQ, own_quantized
+from draftfit.engines.procedure.mtp_exclusions import (
+    EXACT_NO_MOE,
+    GPTQ,
+    own_quantized,
+    unsafe_entries,
+)
 from draftfit.engines.profile import Profile
 from draftfit.errors import UsageError
 from draftfit.mtp_check import MTP, check_mtp, mtp_target, quant_file
@@ -117,6 +122,15 @@ def convert_mtp_path(
             )
             + ": it builds the MTP layer's fused MoE quantized whatever the exclusion list says; "
             "re-export the target with the MTP layers quantized like the backbone"
+        )
+    listed = target.quant.dynamic if GPTQ in rules else target.quant.exclusions
+    unsafe = sorted({e for rule in rules for e in unsafe_entries(listed, rule)})
+    if unsafe:
+        raise UsageError(
+            f"no config change is written for {source}: the exclusion entry `{unsafe[0][:80]}` "
+            "is a pattern whose matching time draftfit cannot bound (it does not compile, or "
+            "nests or repeats too much), so it cannot tell which modules it names; rewrite it "
+            "as a plainer pattern first"
         )
     owns = [own_quantized(profile, target) for profile in profiles]
     if None in owns:

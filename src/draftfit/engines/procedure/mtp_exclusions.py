@@ -17,7 +17,7 @@ import re
 from typing import TYPE_CHECKING
 
 from draftfit.draft.mtp import MTP_PREFIX, MtpLayer, MtpTarget
-from draftfit.engines.name_patterns import NameList
+from draftfit.engines.name_patterns import RE_PREFIX, NameList, bounded_pattern
 
 if TYPE_CHECKING:
     from draftfit.engines.profile import Profile
@@ -191,11 +191,7 @@ def _modelopt_parts(name: str, entries: tuple[str, ...]) -> bool:
     for entry in entries:
         if not entry or len(entry) > MAX_WILDCARD_CHARS:
             continue
-        try:
-            pattern = re.compile(entry.replace(".", r"\.").replace("*", ".*"))
-        except re.error:
-            continue
-        if pattern.fullmatch(name) or any(pattern.fullmatch(part) for part in parts):
+        if _glob_fullmatch(entry, name) or any(_glob_fullmatch(entry, part) for part in parts):
             return True
         tail = entry.rsplit(".", 1)[-1]
         if tail in FUSED_TAILS and tail in last:
@@ -232,16 +228,64 @@ def gptq_skipped(name: str, keys: tuple[str, ...]) -> bool:
     (`....mlp.experts`). A pattern that is not a regular expression matches nothing."""
     name = fused_parent(name)
     for key in keys:
-        if len(key) > MAX_WILDCARD_CHARS:
-            continue
-        negative = key.startswith("-:")
-        pattern = key[2:] if negative or key.startswith("+:") else key
-        try:
-            if re.match(pattern, name):
-                return negative
-        except re.error:
-            continue
+        pattern = bounded_pattern(_dynamic_pattern(key))
+        if pattern is not None and pattern.match(name):
+            return key.startswith("-:")
     return False
+
+
+def _dynamic_pattern(key: str) -> str:
+    """The regular expression of a GPTQ `dynamic` key (after its `-:` or `+:`)."""
+    return key[2:] if key.startswith(("-:", "+:")) else key
+
+
+def _glob_pattern(entry: str) -> str:
+    """SGLang's ModelOpt reading of an entry: `.` literal, `*` any run, and any other
+    character as the regular expression it is."""
+    return entry.replace(".", r"\.").replace("*", ".*")
+
+
+# Characters that make an entry a regular expression to SGLang's ModelOpt, beside `.` / `*`.
+_REGEX_CHARS = frozenset("\\^$+?{}[]|()")
+
+
+def _glob_fullmatch(entry: str, text: str) -> bool:
+    """Whether `entry`, read as SGLang's ModelOpt reads it (:func:`_glob_pattern`), matches
+    all of `text`. An entry of literals and `*` only is matched segment by segment, leftmost
+    first (exact for such globs, and linear in the text whatever the number of `*`); any
+    other entry as its bounded regular expression (none: no match)."""
+    if _REGEX_CHARS.intersection(entry):
+        pattern = bounded_pattern(_glob_pattern(entry))
+        return pattern is not None and pattern.fullmatch(text) is not None
+    if "*" not in entry:
+        return text == entry
+    first, *middle, last = entry.split("*")
+    if not text.startswith(first) or len(text) < len(first) + len(last):
+        return False
+    at = len(first)
+    end = len(text) - len(last)
+    for piece in middle:
+        found = text.find(piece, at, end)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return text.endswith(last) and at <= end
+
+
+def unsafe_entries(entries: tuple[str, ...], rule: str) -> tuple[str, ...]:
+    """The entries of `entries` that `rule` reads as a regular expression whose matching
+    time draftfit cannot bound (:func:`~draftfit.engines.name_patterns.bounded_pattern`:
+    one that does not compile, is too long, or nests or repeats too much): a check that
+    meets one says it was not read rather than guess what the engine matches."""
+    if rule == GPTQ:
+        texts = [(key, _dynamic_pattern(key)) for key in entries]
+    elif rule == QUARK:
+        texts = [(e, e[len(RE_PREFIX) :]) for e in entries if e.startswith(RE_PREFIX)]
+    elif rule == MODELOPT_PARTS:  # a glob of literals and `*` is matched without a regex
+        texts = [(e, _glob_pattern(e)) for e in entries if _REGEX_CHARS.intersection(e)]
+    else:
+        return ()
+    return tuple(entry for entry, text in texts if bounded_pattern(text) is None)
 
 
 def gptq_quantized_linear(name: str, stored: bool | None, blocks: tuple[str, ...]) -> bool:
@@ -262,12 +306,10 @@ def _quark(name: str, entries: tuple[str, ...]) -> bool:
     for entry in entries:
         if len(entry) > MAX_WILDCARD_CHARS:
             continue
-        if entry.startswith("re:"):
-            try:
-                if re.match(entry[3:], parent):
-                    return True
-            except re.error:
-                continue
+        if entry.startswith(RE_PREFIX):
+            pattern = bounded_pattern(entry[len(RE_PREFIX) :])
+            if pattern is not None and pattern.match(parent):
+                return True
         elif entry in (name, parent) or entry.startswith(parent + "."):
             return True
     return False
@@ -471,4 +513,5 @@ __all__ = [
     "quantizable",
     "shard_mates",
     "switches_layers",
+    "unsafe_entries",
 ]

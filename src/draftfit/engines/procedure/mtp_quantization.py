@@ -35,6 +35,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     own_quantized,
     quantizable,
     shard_mates,
+    unsafe_entries,
 )
 from draftfit.engines.procedure.mtp_part import (
     OUTCOMES,
@@ -84,6 +85,15 @@ def quantization_covered(state: BuildState) -> bool | None:
         )
         return None
     entries = target.quant.dynamic if rule == GPTQ else _mapped_entries(state, target)
+    unsafe = unsafe_entries(entries, rule)
+    if unsafe:
+        not_read(
+            state,
+            f"the exclusion entry `{unsafe[0][:80]}` is a pattern whose matching time draftfit "
+            f"cannot bound (it does not compile, or nests or repeats too much): what "
+            f"{state.title} leaves unquantized by it was not judged",
+        )
+        return None
     names = NameList(list(entries), "exclusions")
     own = _own_quantized(state, target)
     if own is None:
