@@ -95,6 +95,13 @@ def replay(capsys: pytest.CaptureFixture[str], recipe: dict[str, object], tmp: P
         ("two-layers", {"depth": 2, "ship": 2}),
         ("fp8-bf16-mtp", {"quant": "fp8"}),
         ("fp8-mtp-quantized", {"quant": "fp8", "mtp_quantized": True}),
+        # the convert step of each scheme's exclusion (in hf_quant_config.json for ModelOpt)
+        ("modelopt-fp8", {"quant": "modelopt_fp8"}),
+        ("modelopt-nvfp4", {"quant": "modelopt_nvfp4"}),
+        ("quark-fp8", {"quant": "quark_fp8"}),
+        ("quark-mxfp4", {"quant": "quark_mxfp4"}),
+        ("gptq", {"quant": "gptq_int4", "engine_ready": True}),
+        ("gptq-qwen", {"family": "qwen3_next", "quant": "gptq_int4", "engine_ready": True}),
     ],
 )
 def test_every_printed_recipe_checks_clean_as_it_runs(
@@ -284,3 +291,22 @@ def test_diff_of_a_quantized_export_against_its_original(
     assert code == 1 and "DF806" in out and "`eh_proj`" in out
     code, out, _ = run(capsys, "diff", str(original), str(original), "--method", "mtp")
     assert code == 0 and "equivalent" in out
+
+
+@pytest.mark.parametrize(
+    ("options", "pointer"),
+    [
+        ({"quant": "modelopt_fp8"}, "hf_quant_config.json:/quantization/exclude_modules"),
+        ({"quant": "quark_fp8"}, "/quantization_config/exclude"),
+        ({"quant": "gptq_int4", "engine_ready": True}, "/quantization_config/dynamic"),
+    ],
+)
+def test_each_schemes_exclusion_is_the_recipes_convert_step(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, options: dict[str, object], pointer: str
+) -> None:
+    """A BF16 MTP layer left out of a ModelOpt, Quark or GPTQ exclusion list: vLLM 0.34.0's
+    recipe converts first, and its note names where the entry is written."""
+    data = recipes(capsys, mtp_target(tmp_path / "t", **options))  # type: ignore[arg-type]
+    (vllm,) = [r for r in data["recipes"] if r["version"] == "0.34.0"]  # type: ignore[union-attr]
+    assert vllm["steps"][0].startswith("draftfit convert ")
+    assert any(f"to `{pointer}`" in note for note in vllm["notes"])

@@ -191,3 +191,33 @@ class LocalAccess:
         # every entry but folders: a file that is a FIFO, a device or a link is then read
         # through this access, which refuses it by name, never passed over in silence
         return sorted(p.name for p in self.root.iterdir() if not p.is_dir())
+
+
+class PlannedAccess:
+    """A checkpoint's files with some of them replaced by planned content held in memory
+    (a conversion's output that a serve recipe checks before `draftfit convert` writes it):
+    the planned names are read from `planned`, every other name from `base`."""
+
+    def __init__(self, base: FileAccess, planned: dict[str, bytes]) -> None:
+        self.base = base
+        self.planned = planned
+        self.prefetch = base.prefetch
+
+    def size(self, rel: str) -> int:
+        """The size of `rel`: its planned content's, else the file's."""
+        content = self.planned.get(rel)
+        return len(content) if content is not None else self.base.size(rel)
+
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        """Bytes `start`..`end` of `rel` (planned or read)."""
+        content = self.planned.get(rel)
+        return content[start:end] if content is not None else self.base.read_range(rel, start, end)
+
+    def read_all(self, rel: str) -> bytes:
+        """All of `rel` (planned or read)."""
+        content = self.planned.get(rel)
+        return content if content is not None else self.base.read_all(rel)
+
+    def local_path(self, rel: str) -> Path | None:
+        """The local file of `rel`; None for a planned one (it has no file yet)."""
+        return None if rel in self.planned else self.base.local_path(rel)

@@ -27,13 +27,10 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from draftfit.checkpoint.access import PlannedAccess
 from draftfit.checkpoint.model import Checkpoint
-from draftfit.conversion.mtp_exclusions import (
-    ExclusionFix,
-    namings_of,
-    plan_exclusions,
-    why_not_fixable,
-)
+from draftfit.conversion.mtp_convert import plan_mtp_fix
+from draftfit.conversion.mtp_exclusions import ExclusionFix
 from draftfit.draft.mtp import MtpTarget
 from draftfit.engines.interface import NoRecipe, Recipe, engine_of
 from draftfit.engines.launch import parse_serve_args
@@ -106,7 +103,9 @@ def mtp_serving_for(report: Report, result: EngineResult) -> Recipe | NoRecipe:
     if beside is None and any(
         f.code == MTP_QUANT_UNCOVERED.code and profile.key in f.engines for f in report.findings
     ):
-        fixed = _excluding(kept.checkpoint, target, profile)
+        given = report.serve.settings if report.serve is not None else None
+        own_launch = given if given is not None and given.engine == profile.engine else None
+        fixed = _excluding(kept.checkpoint, target, profile, own_launch)
         if isinstance(fixed, str):
             return NoRecipe(
                 result.engine,
@@ -134,13 +133,16 @@ def mtp_serving_for(report: Report, result: EngineResult) -> Recipe | NoRecipe:
                 )
             )
         )
+        shown = ", ".join(f"`{entry}`" for entry in fix.added[:2])
+        shown += ", ..." if len(fix.added) > 2 else ""
         notes.append(
-            f"convert first: it adds {len(fix.added)} module name(s) to "
-            f"`quantization_config.{fix.key}` under the names {title} matches, so that the "
-            "BF16 MTP layer is built unquantized (no tensor byte changes; the portable fix is "
-            "to ship the MTP layer quantized like the backbone)"
+            f"convert first: it adds {len(fix.added)} entr"
+            f"{'y' if len(fix.added) == 1 else 'ies'} ({shown}) "
+            f"to `{fix.pointer}` under the names {title} matches, so that the BF16 MTP layer "
+            "is built unquantized (no tensor byte changes; the portable fix is to ship the MTP "
+            "layer quantized like the backbone)"
         )
-        served = _preview(kept.checkpoint, fix.config, served_name)
+        served = _preview(kept.checkpoint, fix, served_name)
     mtp = result.view.mtp if result.view is not None else None
     depth = mtp.depth_used if mtp is not None and mtp.depth_used else target.depth
     launch = _launch(profile, target, served_name, depth or 1, beside, served.config)
@@ -158,35 +160,44 @@ def mtp_serving_for(report: Report, result: EngineResult) -> Recipe | NoRecipe:
 
 
 def _excluding(
-    checkpoint: Checkpoint, target: MtpTarget, profile: Profile
+    checkpoint: Checkpoint,
+    target: MtpTarget,
+    profile: Profile,
+    serve: ServeSettings | None,
 ) -> tuple[ExclusionFix, str] | str:
-    """The exclusion fix for `profile`'s release and the folder it is written to, or why
-    there is none."""
-    why = why_not_fixable(target, checkpoint.config)
-    if why is not None:
-        return why
-    namings = namings_of([profile])
-    if namings is None or checkpoint.config is None:
-        return f"how {profile.title} matches quantization exclusions was not read"
-    fix = plan_exclusions(target, checkpoint.config, namings)
-    if fix is None:
-        return "every unquantized MTP module is already excluded under the names it matches"
+    """The exclusion fix `convert` writes for `profile`'s release (the same plan,
+    :func:`~draftfit.conversion.mtp_convert.plan_mtp_fix`, without the entries it would take
+    out: the recipe reads only the MTP part of the index) and the folder it is written to,
+    or why there is none."""
+    if checkpoint.config is None:
+        return f"{checkpoint.origin} has no readable config.json"
+    try:
+        fix = plan_mtp_fix(checkpoint.origin, checkpoint, target, [profile], serve)
+    except UsageError as error:
+        return str(error)
     local = model_source(checkpoint.origin).local.name.rstrip("/")
     return fix, local + CONVERTED_SUFFIX.format(engine=profile.engine)
 
 
-def _preview(base: Checkpoint, config: dict[str, Any], origin: str) -> Checkpoint:
+def _preview(base: Checkpoint, fix: ExclusionFix, origin: str) -> Checkpoint:
     """The converted target as draftfit would read it back: the same tensors, the new
-    config (nothing is written)."""
+    config and, where the fix is written in another file (ModelOpt's
+    `hf_quant_config.json`), that file's new content (nothing is written)."""
+    access = base.access
+    files = list(base.files)
+    if fix.document is not None and access is not None:
+        text = json.dumps(fix.document, indent=2) + "\n"
+        access = PlannedAccess(access, {fix.file: text.encode()})
+        files += [] if fix.file in files else [fix.file]
     return Checkpoint(
         root=base.root,
         origin=origin,
-        config=config,
+        config=fix.config,
         tensors=base.tensors,
         weight_format=base.weight_format,
         weight_files=list(base.weight_files),
-        files=list(base.files),
-        access=base.access,
+        files=files,
+        access=access,
         planned=True,
     )
 

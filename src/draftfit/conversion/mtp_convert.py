@@ -50,6 +50,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
 from draftfit.engines.profile import Profile
 from draftfit.errors import UsageError
 from draftfit.mtp_check import MTP, check_mtp, mtp_target, quant_file
+from draftfit.records import replace
 from draftfit.rule_ids import MTP_QUANT_EXCLUDED_STORED
 from draftfit.serve.settings import ServeSettings
 
@@ -100,6 +101,46 @@ def convert_mtp_path(
             f"{source}: draftfit's MTP family table has no naming for this target, so it "
             "cannot tell which tensors are its MTP layers"
         )
+    is_mtp = mtp_names(checkpoint.config)
+    backbone = {name.rsplit(".", 1)[0] for name in checkpoint.tensors if not is_mtp(name)}
+    fix = plan_mtp_fix(source, checkpoint, target, profiles, serve, backbone)
+    plan = _plan(checkpoint, fix)
+    if dry_run:
+        shown = Path(out) if out else None
+        return ConvertResult(plan, shown, False, None, out_as_given=out_spelling(out))
+    assert out is not None
+    result = write_plan(
+        plan,
+        checkpoint,
+        Path(out),
+        force=force,
+        engines=[p.label for p in profiles],
+        verify=verify,
+        notify=notify,
+    )
+    written = load_checkpoint(result.out)
+    report = check_mtp(written, profiles, serve)
+    return ConvertResult(
+        plan, Path(out), True, report, result.removed_leftovers, out_as_given=out_spelling(out)
+    )
+
+
+def plan_mtp_fix(
+    source: str | Path,
+    checkpoint: Checkpoint,
+    target: MtpTarget,
+    profiles: list[Profile],
+    serve: ServeSettings | None = None,
+    backbone: set[str] | None = None,
+) -> ExclusionFix:
+    """The config change that fixes the MTP layers of `target` (read from `checkpoint`,
+    named `source` in messages) for the releases `profiles`: entries added for DF540 and,
+    where `backbone` (the target's other module names) is given, entries taken out for
+    DF541. Raises :class:`UsageError` where no config change fixes it (the message says
+    what to do instead). Shared by `convert` and the MTP recipe (which reads only the MTP
+    part of an index: it passes no `backbone`, and a change that takes entries out is then
+    left to `convert`)."""
+    assert checkpoint.config is not None
     why = why_not_fixable(target, checkpoint.config)
     if why is not None:
         raise UsageError(f"no config change fixes {source}'s MTP layers: {why}")
@@ -137,7 +178,8 @@ def convert_mtp_path(
         raise UsageError(
             "draftfit has not read whether "
             + ", ".join(p.title for p, own in zip(profiles, owns, strict=True) if own is None)
-            + f" builds {target.family.title}'s own MTP modules (`mtp.fc`) quantized: choose "
+            + f" builds {target.family.title if target.family else 'the target'}'s own MTP "
+            "modules (`mtp.fc`) quantized: choose "
             "a read release with --engine"
         )
     own = frozenset().union(*(o for o in owns if o is not None))
@@ -149,17 +191,19 @@ def convert_mtp_path(
             + " takes no entry for a whole MTP layer under the names it matches; re-export "
             "the target with the MTP layers quantized like the backbone"
         )
-    is_mtp = mtp_names(checkpoint.config)
-    backbone = {name.rsplit(".", 1)[0] for name in checkpoint.tensors if not is_mtp(name)}
     if GPTQ in rules:
         tensor_parallel = (
             (serve.draft_tensor_parallel_size or serve.tensor_parallel_size) if serve else None
         )
-        plan_keys = plan_gptq(target, profiles, backbone, own, tensor_parallel)
+        plan_keys = plan_gptq(target, profiles, backbone or (), own, tensor_parallel)
+        if backbone is None:
+            plan_keys = replace(plan_keys, removed=(), shared=())
         _check_gptq(source, plan_keys, profiles)
         fix = gptq_fix(checkpoint.config, plan_keys, namings)
     else:
-        removal = plan_removal(target, profiles, backbone, own)
+        removal = (
+            plan_removal(target, profiles, backbone, own) if backbone is not None else Removal()
+        )
         _check_removal(source, target, removal, whole_layer)
         fix = plan_exclusions(
             target, checkpoint.config, namings, rules, quant_file(checkpoint), own, removal
@@ -170,25 +214,7 @@ def convert_mtp_path(
             f"a quantized one, under the names {', '.join(p.title for p in profiles)} "
             "matches: nothing to convert"
         )
-    plan = _plan(checkpoint, fix)
-    if dry_run:
-        shown = Path(out) if out else None
-        return ConvertResult(plan, shown, False, None, out_as_given=out_spelling(out))
-    assert out is not None
-    result = write_plan(
-        plan,
-        checkpoint,
-        Path(out),
-        force=force,
-        engines=[p.label for p in profiles],
-        verify=verify,
-        notify=notify,
-    )
-    written = load_checkpoint(result.out)
-    report = check_mtp(written, profiles, serve)
-    return ConvertResult(
-        plan, Path(out), True, report, result.removed_leftovers, out_as_given=out_spelling(out)
-    )
+    return fix
 
 
 def _check_gptq(source: str | Path, plan: GptqPlan, profiles: list[Profile]) -> None:
