@@ -156,6 +156,25 @@ TARGETS: dict[str, dict[str, Any]] = {
         # targets stored GPTQ with `g_idx` are left out
         if not (short in ("q35", "qn") and variant == "q")
     },
+    # AutoAWQ int4 (vLLM only, the same way): a BF16 MTP layer with no list, with its prefix
+    # listed, with its modules listed by name; stored AWQ with no list and with its prefix
+    **{
+        f"{short}_awq_{variant}": {"family": family, "quant": "awq_int4", **extra}
+        for short, family in (
+            ("ds", "deepseek_v3"),
+            ("glm", "glm4_moe"),
+            ("q35", "qwen3_5"),
+            ("qn", "qwen3_next"),
+            ("mimo", "mimo"),
+        )
+        for variant, extra in (
+            ("bf16", {}),
+            ("bf16_prefix", {"exclude": "glob"}),
+            ("bf16_named", {"exclude": "checkpoint"}),
+            ("q", {"mtp_quantized": True}),
+            ("q_prefix", {"mtp_quantized": True, "exclude": "glob"}),
+        )
+    },
     # the MTP layer stored FP8 like the backbone, but listed as left unquantized (DF541)
     "ds_fp8_q_listed": {
         "family": "deepseek_v3",
@@ -390,8 +409,8 @@ TARGETS: dict[str, dict[str, Any]] = {
     },
 }
 # Schemes SGLang builds no target of on a CPU (its ModelOpt and Quark kernels need CUDA)
-CUDA_ONLY_ON_SGLANG = ("_mo_", "_qk_", "_gptq_")
-# vLLM's CPU wheel has no int4 kernel: GPTQ targets run with the kernel choice forced.
+CUDA_ONLY_ON_SGLANG = ("_mo_", "_qk_", "_gptq_", "_awq_")
+# vLLM's CPU wheel has no int4 kernel: GPTQ and AWQ targets run with the kernel choice forced.
 WNA16 = Path(__file__).with_name("mtp_oracle_wna16.py")
 
 
@@ -677,7 +696,7 @@ def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:
         args = launch.oracle_args(target)
         quant = TARGETS[name].get("quant")
         oracle = [str(ORACLE)]
-        if release.startswith("vllm") and quant == "gptq_int4":
+        if release.startswith("vllm") and quant in ("gptq_int4", "awq_int4"):
             oracle = [str(WNA16), str(ORACLE)]
         elif release.startswith("vllm") and quant:
             args.append("--cpu-fp8")

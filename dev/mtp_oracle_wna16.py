@@ -1,5 +1,5 @@
-"""Run the MTP oracle (`mtp_oracle.py`) on a GPTQ target with vLLM's int4 kernel choice
-forced, so that vLLM's own build and loader run on a CPU.
+"""Run the MTP oracle (`mtp_oracle.py`) on a GPTQ or AWQ target with vLLM's int4 kernel
+choice forced, so that vLLM's own build and loader run on a CPU.
 
 vLLM's CPU wheel has no WNA16 kernel for these layers (`No WNA16 MoE backend supports the
 deployment configuration`, `Failed to find a kernel that can implement the WNA16 linear
@@ -34,6 +34,7 @@ def main() -> None:
     ):
         os.environ.setdefault(key, value)
     import vllm.model_executor.layers.fused_moe.oracle.int_wna16 as moe
+    import vllm.model_executor.layers.quantization.auto_awq as auto_awq
     import vllm.model_executor.layers.quantization.auto_gptq as auto_gptq
     from vllm.model_executor.kernels.linear import CPUWNA16LinearKernel
 
@@ -44,6 +45,7 @@ def main() -> None:
         [],
     )
     auto_gptq.choose_mp_linear_kernel = lambda config, compute_capability=None: CPUWNA16LinearKernel
+    auto_awq.choose_mp_linear_kernel = auto_gptq.choose_mp_linear_kernel
     oracle = sys.argv[1]
     sys.argv = ["mtp_oracle.py", *sys.argv[2:]]
     runpy.run_path(oracle, run_name="__main__")

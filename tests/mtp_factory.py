@@ -11,9 +11,10 @@ the key out), `ship` (how many MTP layers are written), `drop` (sub-names left o
 MTP layer, e.g. `eh_proj.weight`), `rename` (a prefix that replaces the MTP layer's),
 `retag` (pairs of sub-names: a tensor of every MTP layer stored under another name),
 `quant` ("fp8": an FP8 block-quantized backbone; or a scheme of `SCHEMES`: ModelOpt FP8 /
-NVFP4 with `hf_quant_config.json`, Quark FP8 / MXFP4 / NVFP4, GPTQ int4), `mtp_quantized`
-(the MTP layer quantized like the backbone), `exclude` (the exclusion list: "checkpoint",
-"runtime", "partial", and for the other schemes "glob" as their exporters write one,
+NVFP4 with `hf_quant_config.json`, Quark FP8 / MXFP4 / NVFP4, GPTQ int4, AutoAWQ int4),
+`mtp_quantized` (the MTP layer quantized like the backbone), `exclude` (the exclusion
+list: "checkpoint", "runtime", "partial", and for the other schemes "glob" as their
+exporters write one (AWQ: the layer's prefix),
 "regex" for Quark's `re:` and GPTQ's `-:` `dynamic` key), `compressed` (a
 compressed-tensors FP8 config instead of `quant_method: fp8`), `g_idx` (False: a GPTQ MTP
 layer stored without its `g_idx` tensors),
@@ -280,6 +281,7 @@ SCHEMES = (
     "quark_mxfp4",
     "quark_nvfp4",
     "gptq_int4",
+    "awq_int4",
 )
 GPTQ_GROUP = 32
 
@@ -303,6 +305,12 @@ def _scheme_tensors(name: str, shape: tuple[int, ...], scheme: str) -> Tensors:
         }
     if scheme == "quark_mxfp4":
         return {name: ("U8", (rows, cols // 2)), base + "weight_scale": ("U8", (rows, cols // 32))}
+    if scheme == "awq_int4":  # AutoAWQ GEMM: packed along the output
+        return {
+            base + "qweight": ("I32", (cols, rows // 8)),
+            base + "qzeros": ("I32", (cols // GPTQ_GROUP, rows // 8)),
+            base + "scales": ("F16", (cols // GPTQ_GROUP, rows)),
+        }
     if scheme == "gptq_int4":
         return {
             base + "qweight": ("I32", (cols // 8, rows)),
@@ -328,7 +336,10 @@ def _scheme_exclusions(mtp: Tensors, prefix: str, how: str, scheme: str) -> list
     """The exclusion entries that leave the MTP layer at `prefix` unquantized, written as each
     scheme's exporter writes them: `checkpoint` (every module by its checkpoint name),
     `glob` (ModelOpt's `model.layers.{L}*`, Quark's `*layers.{L}.*`), `regex` (`re:` for
-    Quark, GPTQ's `-:` negative `dynamic` key)."""
+    Quark, GPTQ's `-:` negative `dynamic` key; for AWQ, whose entries are substrings of a
+    module's name, `glob` is the layer's prefix, `model.layers.{L}.`)."""
+    if how == "glob" and scheme == "awq_int4":
+        return [prefix]
     if how == "glob":
         return (
             [prefix.rstrip(".") + "*"]
@@ -358,6 +369,15 @@ def _scheme_config(
             "producer": {"name": "modelopt", "version": "0.29.0"},
             "quantization": quantization,
         }
+    if scheme == "awq_int4":
+        return {
+            "quant_method": "awq",
+            "bits": 4,
+            "group_size": GPTQ_GROUP,
+            "zero_point": True,
+            "version": "gemm",
+            **({"modules_to_not_convert": excluded} if excluded else {}),
+        }, None
     if scheme == "gptq_int4":
         return {
             "quant_method": "gptq",

@@ -34,6 +34,7 @@ from draftfit.conversion.mtp_exclusions import (
     plan_exclusions,
     plan_gptq,
     plan_removal,
+    stored_unquantized,
     why_not_fixable,
 )
 from draftfit.conversion.output import MARKER, MARKER_PART, check_output_path
@@ -42,6 +43,7 @@ from draftfit.conversion.write import write_plan
 from draftfit.draft.mtp import MtpTarget, mtp_names
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.procedure.mtp_exclusions import (
+    AWQ,
     EXACT_NO_MOE,
     GPTQ,
     own_quantized,
@@ -206,7 +208,14 @@ def plan_mtp_fix(
         )
         _check_removal(source, target, removal, whole_layer)
         fix = plan_exclusions(
-            target, checkpoint.config, namings, rules, quant_file(checkpoint), own, removal
+            target,
+            checkpoint.config,
+            namings,
+            rules,
+            quant_file(checkpoint),
+            own,
+            removal,
+            _awq_derived(source, checkpoint, target, rules, backbone),
         )
     if fix is None:
         raise UsageError(
@@ -215,6 +224,28 @@ def plan_mtp_fix(
             "matches: nothing to convert"
         )
     return fix
+
+
+def _awq_derived(
+    source: str | Path,
+    checkpoint: Checkpoint,
+    target: MtpTarget,
+    rules: tuple[str, ...],
+    backbone: set[str] | None,
+) -> tuple[str, ...]:
+    """For an AWQ config that lists no module: the modules the checkpoint stores
+    unquantized, which vLLM otherwise lists itself and a written list must keep (every
+    tensor's dtype is needed: without `backbone`, the recipe's partial read, it raises
+    :class:`UsageError`). Empty for any other config."""
+    if AWQ not in rules or target.quant.exclusions:
+        return ()
+    if backbone is None:
+        raise UsageError(
+            f"{source}'s AWQ config lists no module left unquantized (vLLM then lists those "
+            "the checkpoint stores unquantized): the list to write needs every tensor's "
+            "dtype; run `draftfit convert TARGET --method mtp`, which reads them"
+        )
+    return stored_unquantized(checkpoint.tensors)
 
 
 def _check_gptq(source: str | Path, plan: GptqPlan, profiles: list[Profile]) -> None:
@@ -322,7 +353,13 @@ def _plan(checkpoint: Checkpoint, fix: ExclusionFix) -> Plan:
                 fix.pointer,
                 f"add {len(fix.added)} MTP entr{'y' if len(fix.added) == 1 else 'ies'} to "
                 f"{where} ({names} names: {shown}{' ...' if len(fix.added) > 4 else ''}), "
-                "so that the engine builds the unquantized MTP layer unquantized",
+                "so that the engine builds the unquantized MTP layer unquantized"
+                + (
+                    f", then the {len(fix.kept)} modules the checkpoint stores unquantized, "
+                    "which the engine lists itself only while the key is absent"
+                    if fix.kept
+                    else ""
+                ),
             )
         )
     return Plan(

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from draftfit.draft.mtp import MtpTarget
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
+    AWQ,
     GPTQ,
     LISTED,
     MODELOPT,
@@ -70,7 +71,12 @@ QUANTIZATION_CONFIG = "quantization_config"
 NAMING_FACT = "mtp_exclusion_names"
 CONFIG_FILE = "config.json"
 # The key of the exclusion list each whole-layer rule reads (ModelOpt, Quark).
-LAYER_RULE_KEYS = {MODELOPT: "exclude_modules", MODELOPT_PARTS: "exclude_modules", QUARK: "exclude"}
+LAYER_RULE_KEYS = {
+    MODELOPT: "exclude_modules",
+    MODELOPT_PARTS: "exclude_modules",
+    QUARK: "exclude",
+    AWQ: "modules_to_not_convert",
+}
 
 
 @frozen
@@ -88,6 +94,8 @@ class ExclusionFix:
         parent: the JSON pointer of the object holding the list in that file.
         removed: per exclusion key, the entries taken out of it (they named MTP modules
             stored quantized like the backbone: DF541).
+        kept: modules written after `added` only to keep them unquantized (an AWQ config
+            that listed none, whose list vLLM derived from the checkpoint's dtypes).
     """
 
     config: dict[str, Any]
@@ -98,6 +106,7 @@ class ExclusionFix:
     document: dict[str, Any] | None = None
     parent: str = f"/{QUANTIZATION_CONFIG}"
     removed: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    kept: tuple[str, ...] = ()
 
     @property
     def pointer(self) -> str:
@@ -135,7 +144,7 @@ def why_not_fixable(target: MtpTarget, config: Mapping[str, Any] | None) -> str 
     if method is None:
         return "the target is not quantized: no exclusion list applies"
     scheme = target.quant.scheme or method
-    if scheme.startswith(("modelopt", "quark")):
+    if scheme.startswith(("modelopt", "quark")) or scheme == AWQ_METHOD:
         return None  # the whole-layer entry of each release's rule (see match_rules)
     if target.quant.source != CONFIG_FILE or not isinstance(
         (config or {}).get(QUANTIZATION_CONFIG), Mapping
@@ -321,14 +330,17 @@ def plan_exclusions(
     quant_file: Mapping[str, Any] | None = None,
     own: frozenset[str] = frozenset(),
     removal: Removal | None = None,
+    unquantized: tuple[str, ...] = (),
 ) -> ExclusionFix | None:
     """The config (or ModelOpt's `quant_file`, where the quantization is read from it) that
     excludes the MTP layers' unquantized modules under every naming of `namings`, matched
     by `rules` (one per naming; default: listed names), with the MTP block's own modules in
     `own` (built quantized by the releases), and with `removal`'s entries taken out of
     every list (for FP8 and compressed-tensors; :func:`plan_removal`) — None when nothing
-    is to be added or taken out.
-    The caller has checked :func:`why_not_fixable` (and, for ModelOpt and Quark, that
+    is to be added or taken out. `unquantized`: for an AWQ config that lists no module, the
+    modules the checkpoint stores unquantized (:func:`stored_unquantized`), written with the
+    MTP entries so that the list keeps leaving them unquantized.
+    The caller has checked :func:`why_not_fixable` (and, for ModelOpt, Quark and AWQ, that
     :func:`match_rules` and :func:`layer_entries` give an answer)."""
     method = target.quant.method
     assert method is not None, method
@@ -336,7 +348,7 @@ def plan_exclusions(
     removal = removal or Removal()
     if any(rule in LAYER_RULE_KEYS for rule in rules):
         assert not removal.entries, removal
-        return _plan_layer_entries(target, config, namings, rules, quant_file, own)
+        return _plan_layer_entries(target, config, namings, rules, quant_file, own, unquantized)
     assert method in EXCLUSION_KEYS, method
     kept = without(target, removal) if removal.entries else target
     added: list[str] = []
@@ -365,6 +377,24 @@ def plan_exclusions(
 
 
 GPTQ_METHOD = "gptq"
+AWQ_METHOD = "awq"
+# The dtypes vLLM's AWQ counts as unquantized when it lists the modules left unquantized
+# itself (`maybe_update_config`: float16, bfloat16, float32).
+UNQUANTIZED_DTYPES = frozenset({"F16", "BF16", "F32"})
+
+
+def stored_unquantized(tensors: Mapping[str, Any]) -> tuple[str, ...]:
+    """The modules (a tensor name less its last part) none of whose tensors in `tensors`
+    (name -> info with a `dtype`) has a dtype outside :data:`UNQUANTIZED_DTYPES`, sorted:
+    the list vLLM's AWQ derives from a checkpoint whose config lists none."""
+    modules: dict[str, bool] = {}
+    for name, info in tensors.items():
+        module = name.rsplit(".", 1)[0]
+        plain = getattr(info, "dtype", None) in UNQUANTIZED_DTYPES
+        modules[module] = modules.get(module, True) and plain
+    return tuple(sorted(module for module, plain in modules.items() if plain))
+
+
 DYNAMIC = "dynamic"
 
 
@@ -496,17 +526,22 @@ def _plan_layer_entries(
     rules: tuple[str, ...],
     quant_file: Mapping[str, Any] | None,
     own: frozenset[str],
+    unquantized: tuple[str, ...] = (),
 ) -> ExclusionFix | None:
-    """ModelOpt / Quark: each release's whole-layer entry, in the list its rule reads."""
+    """ModelOpt / Quark / AWQ: each release's whole-layer entry, in the list its rule reads
+    (for an AWQ config without one, after the modules it would otherwise derive)."""
     added = layer_entries(target, namings, rules, own)
     if not added:
         return None
+    kept: list[str] = []
+    if AWQ in rules and not target.quant.exclusions:
+        kept = [module for module in unquantized if module not in added]
     key = LAYER_RULE_KEYS[next(rule for rule in rules if rule in LAYER_RULE_KEYS)]
     in_file = target.quant.source != CONFIG_FILE and quant_file is not None
     document = copy.deepcopy(dict(quant_file if in_file and quant_file else config))
     holder = document["quantization" if in_file else QUANTIZATION_CONFIG]
     present = holder.get(key)
-    holder[key] = [*(present if isinstance(present, list) else []), *added]
+    holder[key] = [*(present if isinstance(present, list) else []), *added, *kept]
     if in_file:
         assert target.quant.source is not None
         return ExclusionFix(
@@ -518,7 +553,7 @@ def _plan_layer_entries(
             document=document,
             parent="/quantization",
         )
-    return ExclusionFix(document, key, tuple(added), namings)
+    return ExclusionFix(document, key, tuple(added), namings, kept=tuple(kept))
 
 
 __all__ = [
@@ -535,6 +570,7 @@ __all__ = [
     "plan_exclusions",
     "plan_gptq",
     "plan_removal",
+    "stored_unquantized",
     "why_not_fixable",
     "without",
 ]

@@ -63,7 +63,13 @@ SGLANG_PATHS = "sglang-paths"
 # `modules_in_block_to_quantize` contained in its name; without that key, the modules the
 # checkpoint stores quantized); the fused experts by a `-:` key only
 GPTQ = "gptq"
-RULES = (LISTED, EXACT, EXACT_NO_MOE, MODELOPT, MODELOPT_PARTS, QUARK, SGLANG_PATHS, GPTQ)
+# vLLM's AWQ (`is_layer_skipped`, substring mode): a module is left unquantized when an entry
+# of `modules_to_not_convert` is contained in its name (the fused experts by theirs,
+# `model.layers.{L}.mlp.experts`: a list of every expert's own name does not reach them);
+# without entries, the modules the checkpoint stores unquantized, by their names (never the
+# fused experts)
+AWQ = "awq"
+RULES = (LISTED, EXACT, EXACT_NO_MOE, MODELOPT, MODELOPT_PARTS, QUARK, SGLANG_PATHS, GPTQ, AWQ)
 # Rules under which the MTP layer's own head (`shared_head.head`, a ParallelLMHead) is built
 # with the target's quantization unless excluded (vLLM's ModelOpt quantizes LM heads).
 HEAD_RULES = frozenset({MODELOPT})
@@ -157,6 +163,9 @@ def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = L
         return _sglang_paths(name, entries)
     if rule == GPTQ:
         return gptq_skipped(name, entries)
+    if rule == AWQ:
+        parent = fused_parent(name)
+        return any(entry and entry in parent for entry in entries)
     if rule in (EXACT, EXACT_NO_MOE):
         parent = fused_parent(name)
         if parent != name:  # an expert of a fused MoE, built as one module
@@ -332,6 +341,8 @@ def layer_entry(
         return "re:" + re.escape(prefix + ".") + ".*"
     if rule == GPTQ and naming == CHECKPOINT_NAMES:
         return "-:" + re.escape(prefix + ".") + ".*"
+    if rule == AWQ and naming == CHECKPOINT_NAMES:
+        return prefix + "."
     return None
 
 
@@ -419,6 +430,22 @@ def switches_layers(key: str) -> bool:
     return key.startswith("-:") and "mtp" in key
 
 
+def awq_unquantized(
+    target: MtpTarget, layer: MtpLayer, index: int, module: str, name: str, entries: tuple[str, ...]
+) -> bool:
+    """Whether vLLM's AWQ builds `module` of `layer` (engine name `name`) unquantized: an
+    entry of `entries` (`modules_to_not_convert`) contained in its name; without entries,
+    being stored unquantized under that very name (`maybe_update_config` lists the
+    checkpoint's modules without an integer tensor), which the fused experts, matched by
+    their own name, never are."""
+    if entries:
+        return excluded(name, entries, NameList([], "modules_to_not_convert"), AWQ)
+    if ROUTED_EXPERT.match(module):
+        return False
+    stored_as = (own_prefix(target, index, module) or layer.prefix) + module
+    return name == stored_as and layer.stored_quantized(module) is False
+
+
 # vLLM's GPTQ MoE kernel (Marlin) takes group sizes of these only; for any other layer
 # `auto_gptq` falls back to the MoE WNA16 method, which reads no `dynamic` key.
 MARLIN_GROUPS = (-1, 32, 64, 128)
@@ -482,6 +509,7 @@ def gptq_unquantized(
 
 __all__ = [
     "ALWAYS_UNQUANTIZED",
+    "AWQ",
     "CHECKPOINT_NAMES",
     "GPTQ",
     "GPTQ_SWITCH",
@@ -497,6 +525,7 @@ __all__ = [
     "RULES",
     "RUNTIME_NAMES",
     "as_matched",
+    "awq_unquantized",
     "engine_name",
     "entry_renames",
     "excluded",

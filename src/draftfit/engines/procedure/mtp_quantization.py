@@ -12,6 +12,7 @@ from draftfit import rule_ids
 from draftfit.draft.mtp import MtpLayer, MtpTarget
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
+    AWQ,
     CHECKPOINT_NAMES,
     EXACT_NO_MOE,
     GPTQ,
@@ -22,6 +23,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     QUARK,
     ROUTED_EXPERT,
     as_matched,
+    awq_unquantized,
     engine_name,
     entry_renames,
     excluded,
@@ -129,16 +131,18 @@ def quantization_covered(state: BuildState) -> bool | None:
                 )
                 if stored is True and unlisted:
                     built_elsewhere.append(name)
+            elif rule == AWQ:
+                left = awq_unquantized(target, layer, index, module, name, entries)
             else:
                 left = excluded(name, entries, names, rule)
             if stored is True and left:
-                excluded_stored.append(fused_parent(name) if rule == GPTQ else name)
+                excluded_stored.append(fused_parent(name) if rule in (GPTQ, AWQ) else name)
             if stored is not False:
                 continue
             if not left:
                 # GPTQ matches the fused experts as one module: name it once
-                uncovered.append(fused_parent(name) if rule == GPTQ else name)
-            elif rule != GPTQ and any(
+                uncovered.append(fused_parent(name) if rule in (GPTQ, AWQ) else name)
+            elif rule not in (GPTQ, AWQ) and any(
                 not excluded(
                     engine_name(layer, mate, naming, mtp_start=start), entries, names, rule
                 )
@@ -272,6 +276,8 @@ def _pointer(state: BuildState) -> str:
     quant = mtp_inputs(state).target.quant
     if quant.method == "gptq":
         return "/quantization_config/dynamic"
+    if quant.method == "awq":
+        return "/quantization_config/modules_to_not_convert"
     if quant.exclusion_keys:
         return quant.exclusion_keys[0]
     if quant.source == "hf_quant_config.json":
@@ -321,6 +327,21 @@ def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
             f"hidden size {target.hidden_size}, width {target.moe_intermediate_size} and GPTQ "
             f"group size {target.quant.group_size} (at this tensor-parallel size) with its MoE "
             "WNA16 fallback, which reads no `dynamic` key"
+        )
+    if rule == AWQ and entry is not None:
+        derived = (
+            ""
+            if quant.exclusions
+            else (
+                ", with every module the checkpoint stores unquantized (written, the key replaces "
+                "the list vLLM otherwise derives from the checkpoint's dtypes)"
+            )
+        )
+        return (
+            f"{portable}{title}, add `{entry}` to `modules_to_not_convert` of {quant.source}"
+            f"{derived} (AWQ leaves a module unquantized when an entry is contained in its "
+            "name; a list of each expert's own name does not reach the fused experts; "
+            "`draftfit convert TARGET --method mtp` writes it)"
         )
     if rule == GPTQ and entry is not None:
         return (

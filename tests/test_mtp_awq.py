@@ -1,0 +1,135 @@
+"""AutoAWQ targets with MTP layers, judged as vLLM 0.34.0 builds and loads them (`auto_awq`):
+an entry of `modules_to_not_convert` contained in a module's name leaves it unquantized (the
+fused experts by their own name, so a list of every expert's name does not reach them);
+without entries vLLM lists the modules the checkpoint stores unquantized, by their
+checkpoint names (MiMo's layer is built under other names). The expected verdicts are those
+vLLM 0.34.0's own build and load gave on a CPU for the same tiny targets (the int4 kernel
+choice forced: `dev/mtp_oracle_wna16.py`; dev/mtp-schemes-oracle-results.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from draftfit.checker import check_path
+from draftfit.report import Report, Verdict
+from tests.mtp_factory import mtp_target
+from tests.test_mtp_commands import digest, recipes, run, tensor_bytes
+
+V34, V33, SGL = "vllm==0.34.0", "vllm==0.33.0", "sglang==0.5.23"
+AWQ = "awq_int4"
+
+
+def write_target(path: Path, family: str, **variant: Any) -> Path:
+    return mtp_target(path, family, quant=AWQ, engine_ready=True, **variant)
+
+
+def _check(path: Path, engine: str = V34) -> Report:
+    return check_path(path, engines=[engine], method="mtp")
+
+
+# (family, factory keywords) -> (vLLM 0.34.0's verdict, the rule that says why), as run
+CASES: list[tuple[str, dict[str, Any], str, str | None]] = [
+    # a BF16 MTP layer with no list: its experts are built AWQ
+    ("deepseek_v3", {}, "incompatible", "DF540"),
+    ("glm4_moe", {}, "incompatible", "DF540"),
+    ("qwen3_5", {}, "incompatible", "DF540"),
+    ("qwen3_next", {}, "incompatible", "DF540"),
+    # every module listed by its own name: still not the fused experts (nor Qwen's `mtp.fc`)
+    ("deepseek_v3", {"exclude": "checkpoint"}, "incompatible", "DF540"),
+    ("qwen3_5", {"exclude": "checkpoint"}, "incompatible", "DF540"),
+    # the layer's prefix listed
+    ("deepseek_v3", {"exclude": "glob"}, "compatible", None),
+    ("glm4_moe", {"exclude": "glob"}, "compatible", None),
+    ("qwen3_5", {"exclude": "glob"}, "compatible", None),
+    ("qwen3_next", {"exclude": "glob"}, "compatible", None),
+    # MiMo's layer is built under `model.layers.{L+i}`: its checkpoint names reach nothing
+    ("mimo", {}, "incompatible", "DF540"),
+    ("mimo", {"exclude": "glob"}, "incompatible", "DF540"),
+    ("mimo", {"mtp_quantized": True}, "compatible", None),
+    # stored AWQ like the backbone
+    ("glm4_moe", {"mtp_quantized": True}, "compatible", None),
+    ("qwen3_5", {"mtp_quantized": True}, "compatible", None),
+    # ... but listed: built unquantized, `qweight` has no parameter
+    ("glm4_moe", {"mtp_quantized": True, "exclude": "glob"}, "incompatible", "DF541"),
+    ("qwen3_next", {"mtp_quantized": True, "exclude": "glob"}, "incompatible", "DF541"),
+]
+
+
+@pytest.mark.parametrize(("family", "variant", "verdict", "code"), CASES)
+def test_each_awq_target_gets_the_verdict_vllm_gave_it(
+    tmp_path: Path, family: str, variant: dict[str, Any], verdict: str, code: str | None
+) -> None:
+    report = _check(write_target(tmp_path / "t", family, **variant))
+    assert report.engines[0].verdict.value == verdict, [f.to_dict() for f in report.findings]
+    codes = {f.rule.code for f in report.findings if f.rule.code in ("DF540", "DF541")}
+    assert codes == ({code} if code else set())
+
+
+def test_the_fix_names_the_prefix_and_the_list_vllm_would_derive(tmp_path: Path) -> None:
+    path = write_target(tmp_path / "t", "deepseek_v3")
+    (finding,) = [f for f in _check(path).findings if f.rule.code == "DF540"]
+    data = finding.to_dict()
+    assert data["location"] == {
+        "file": "config.json",
+        "pointer": "/quantization_config/modules_to_not_convert",
+    }
+    fix = str(data["fix"])
+    assert "add `model.layers.2.` to `modules_to_not_convert`" in fix
+    assert "every module the checkpoint stores unquantized" in fix
+
+
+@pytest.mark.parametrize("family", ["deepseek_v3", "qwen3_5", "mimo"])
+def test_convert_writes_the_prefix_and_keeps_the_derived_list(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], family: str
+) -> None:
+    """A config that lists no module: convert writes the MTP layer's prefix, then every
+    module the checkpoint stores unquantized (vLLM derives those only while the key is
+    absent), keeps every tensor byte and the input; the output checks compatible (the
+    DeepSeek-V3, Qwen3.5 and MiMo outputs loaded in vLLM 0.34.0's own loader)."""
+    path = write_target(tmp_path / "t", family)
+    before = digest(path)
+    out = tmp_path / "out"
+    code, stdout, err = run(
+        capsys, "convert", str(path), "--method", "mtp", "--engine", V34, "-o", str(out)
+    )
+    assert code == 0, stdout + err
+    listed = json.loads((out / "config.json").read_text())["quantization_config"][
+        "modules_to_not_convert"
+    ]
+    prefix = "mtp.layers.0." if family == "qwen3_5" else "model.layers.2."
+    assert listed[0] == prefix and "lm_head" in listed
+    backbone = ("model.layers.0.", "model.language_model.layers.0.")
+    # the backbone's quantized projections stay quantized
+    assert not any(n.startswith(backbone) and n.endswith(("q_proj", "down_proj")) for n in listed)
+    assert digest(path) == before and tensor_bytes(out) == tensor_bytes(path)
+    assert _check(out).engines[0].verdict is Verdict.COMPATIBLE
+
+
+def test_the_recipe_converts_a_listed_config_and_leaves_a_derived_one_to_convert(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    listed = write_target(tmp_path / "listed", "glm4_moe", exclude="checkpoint")
+    (vllm,) = [
+        r
+        for r in recipes(capsys, listed)["recipes"]  # type: ignore[union-attr]
+        if r["version"] == "0.34.0"
+    ]
+    assert vllm["steps"][0].startswith("draftfit convert ")
+    derived = write_target(tmp_path / "derived", "glm4_moe")
+    (missing,) = [
+        m
+        for m in recipes(capsys, derived)["no_recipes"]  # type: ignore[union-attr]
+        if m["version"] == "0.34.0"
+    ]
+    assert "needs every tensor's dtype" in missing["reason"]
+
+
+@pytest.mark.parametrize("engine", [V33, SGL])
+def test_releases_whose_awq_build_was_not_read_are_unverified(tmp_path: Path, engine: str) -> None:
+    result = _check(write_target(tmp_path / "t", "glm4_moe", exclude="glob"), engine).engines[0]
+    assert result.verdict is Verdict.UNVERIFIED
