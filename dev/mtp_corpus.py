@@ -156,6 +156,19 @@ TARGETS: dict[str, dict[str, Any]] = {
         # targets stored GPTQ with `g_idx` are left out
         if not (short in ("q35", "qn") and variant == "q")
     },
+    # a dense Qwen3.5 / 3.6 (Qwen3.6-27B, vllm#52649's family): plain, FP8, GPTQ and AWQ
+    "q35d": {"family": "qwen3_5_dense"},
+    "q35d_fp8_bf16": {"family": "qwen3_5_dense", "quant": "fp8"},
+    "q35d_fp8_excluded": {"family": "qwen3_5_dense", "quant": "fp8", "exclude": "checkpoint"},
+    "q35d_gptq_bf16": {"family": "qwen3_5_dense", "quant": "gptq_int4"},
+    "q35d_gptq_q_nog": {
+        "family": "qwen3_5_dense",
+        "quant": "gptq_int4",
+        "mtp_quantized": True,
+        "g_idx": False,
+    },
+    "q35d_awq_bf16": {"family": "qwen3_5_dense", "quant": "awq_int4"},
+    "q35d_awq_q": {"family": "qwen3_5_dense", "quant": "awq_int4", "mtp_quantized": True},
     # AutoAWQ int4 (vLLM only, the same way): a BF16 MTP layer with no list, with its prefix
     # listed, with its modules listed by name; stored AWQ with no list and with its prefix
     **{

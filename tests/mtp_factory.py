@@ -77,6 +77,8 @@ ENGINE_FP8 = Dims(128, 256, 256, 128, 4, 4, 128, 128, 16, 32, 32, 4, 32, lin_k_d
 MLA = ("deepseek_v3", "glm4_moe_lite")
 # The families whose MTP block is `mtp.*` (a Qwen3-Next-style decoder layer each)
 QWEN = ("qwen3_next", "qwen3_5")
+# A dense Qwen3.5 / 3.6 target (Qwen3.6-27B): the `qwen3_5` family without experts.
+QWEN3_5_DENSE = "qwen3_5_dense"
 # MiMo-7B: a dense Qwen2-style model (biased q/k/v), its MTP layers `model.mtp_layers.{i}.*`
 # with their own norms and `input_proj`; its config class ships with the checkpoint
 MIMO = "mimo"
@@ -158,11 +160,15 @@ def _dense(p: str, d: Dims) -> Tensors:
     return t
 
 
-def _decoder(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
+def _decoder(p: str, d: Dims, family: str, engine_ready: bool, dense: bool = False) -> Tensors:
     t: Tensors = {
         f"{p}input_layernorm.weight": ("BF16", (d.h,)),
         f"{p}post_attention_layernorm.weight": ("BF16", (d.h,)),
     }
+    if dense:  # a dense Qwen3.5 / 3.6 (Qwen3.6-27B): gated attention, a plain MLP, no biases
+        t.update(_gqa(p, d, gated=engine_ready))
+        t.update({k: v for k, v in _dense(p, d).items() if not k.endswith(".bias")})
+        return t
     if family == MIMO:
         t.update(_gqa(p, d))
         t.update(_dense(p, d))
@@ -175,11 +181,11 @@ def _decoder(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
     return t
 
 
-def _linear_attention(p: str, d: Dims, family: str = "qwen3_next") -> Tensors:
+def _linear_attention(p: str, d: Dims, family: str = "qwen3_next", dense: bool = False) -> Tensors:
     """Qwen3-Next's (or Qwen3.5's, its projections split) gated delta-net layer (its first
     backbone layer, engine-ready only)."""
     key_dim, value_dim = LIN_K_HEADS * d.lin_k_dim, LIN_V_HEADS * LIN_V_DIM
-    t = {k: v for k, v in _decoder(p, d, family, True).items() if ".self_attn." not in k}
+    t = {k: v for k, v in _decoder(p, d, family, True, dense).items() if ".self_attn." not in k}
     if family == "qwen3_5":
         t.update(
             {
@@ -221,7 +227,7 @@ def _nextn(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
     return t
 
 
-def _backbone(d: Dims, family: str, engine_ready: bool) -> Tensors:
+def _backbone(d: Dims, family: str, engine_ready: bool, dense: bool = False) -> Tensors:
     # a Qwen3.5 target is multimodal: its language model under `model.language_model.`
     lm = "model.language_model." if family == "qwen3_5" else "model."
     t: Tensors = {
@@ -234,9 +240,9 @@ def _backbone(d: Dims, family: str, engine_ready: bool) -> Tensors:
     for i in range(LAYERS):
         p = f"{lm}layers.{i}."
         if engine_ready and family in QWEN and i == 0:
-            t.update(_linear_attention(p, d, family))
+            t.update(_linear_attention(p, d, family, dense))
         else:
-            t.update(_decoder(p, d, family, engine_ready))
+            t.update(_decoder(p, d, family, engine_ready, dense))
     return t
 
 
@@ -512,7 +518,7 @@ def _engine_keys(family: str, d: Dims) -> dict[str, Any]:
 
 
 def _config(
-    family: str, depth: int | None, d: Dims, engine_ready: bool, **extra: Any
+    family: str, depth: int | None, d: Dims, engine_ready: bool, dense: bool = False, **extra: Any
 ) -> dict[str, Any]:
     common: dict[str, Any] = {
         "vocab_size": d.vocab,
@@ -553,17 +559,26 @@ def _config(
             head_dim=d.head_dim,
         )
     elif family == "qwen3_5":
-        common.update(model_type="qwen3_5_moe_text", num_key_value_heads=d.kv_heads)
+        kind = "qwen3_5" if dense else "qwen3_5_moe"
+        common.update(model_type=f"{kind}_text", num_key_value_heads=d.kv_heads)
         common.pop("n_routed_experts")
-        common["num_experts"] = d.experts
+        if dense:
+            common.pop("moe_intermediate_size")
+        else:
+            common["num_experts"] = d.experts
         if engine_ready:
             common.update(_engine_keys(family, d))
+            if dense:
+                for key in [k for k in common if "expert" in k]:
+                    common.pop(key)
         if depth is not None:
             common["mtp_num_hidden_layers"] = depth
         # multimodal: the language model's keys in `text_config`, the quantization at the top
         return {
-            "architectures": ["Qwen3_5MoeForConditionalGeneration"],
-            "model_type": "qwen3_5_moe",
+            "architectures": [
+                "Qwen3_5ForConditionalGeneration" if dense else "Qwen3_5MoeForConditionalGeneration"
+            ],
+            "model_type": kind,
             "text_config": common,
             "vision_config": {
                 "depth": 1,
@@ -632,14 +647,16 @@ def mtp_target(
     g_idx: bool = True,
 ) -> Path:
     """Write a tiny target of `family` (`deepseek_v3`, `glm4_moe`, `glm4_moe_lite`: GLM-4.7-Flash,
-    DeepSeek-V3's layers, `qwen3_next`, `qwen3_5`: a
-    multimodal Qwen3.5-MoE, its keys in `text_config`; `mimo`: MiMo-7B, its config class in
-    the checkpoint's own `configuration_mimo.py`) with its MTP
-    layers at `path` (see the module docstring for the variants). `engine_ready` writes it at
-    the oracle's width with the config keys and router tensors a real release carries, so
-    that an engine can build and load it on a CPU."""
+    DeepSeek-V3's layers, `qwen3_next`, `qwen3_5`: a multimodal Qwen3.5-MoE, its keys in
+    `text_config`; `qwen3_5_dense`: a dense one; `mimo`: MiMo-7B, its config class in the
+    checkpoint's own `configuration_mimo.py`) with its MTP layers at `path` (see the module
+    docstring for the variants). `engine_ready` writes it at the oracle's width with the
+    config keys and router tensors a real release carries, so that an engine can build and
+    load it on a CPU."""
     d = (ENGINE_FP8 if quant else ENGINE) if engine_ready else TINY
-    backbone = _backbone(d, family, engine_ready)
+    dense = family == QWEN3_5_DENSE
+    family = "qwen3_5" if dense else family
+    backbone = _backbone(d, family, engine_ready, dense)
     mtp: Tensors = {}
     for i in range(ship):
         if family == MIMO:
@@ -650,7 +667,7 @@ def mtp_target(
                 mtp[f"{p}{own}.weight"] = ("BF16", shape)
         elif family in QWEN:
             p = f"mtp.layers.{i}."
-            mtp.update(_decoder(p, d, family, engine_ready))
+            mtp.update(_decoder(p, d, family, engine_ready, dense))
             if i == 0:
                 for own in ("fc", "pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"):
                     shape = (d.h, 2 * d.h) if own == "fc" else (d.h,)
@@ -712,7 +729,7 @@ def mtp_target(
                 **({"modules_to_not_convert": listed} if exclude is not None or small else {}),
             }
     path.mkdir(parents=True, exist_ok=True)
-    config = _config(family, depth, d, engine_ready, **extra)
+    config = _config(family, depth, d, engine_ready, dense, **extra)
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     if family == MIMO:
         (path / "configuration_mimo.py").write_text(MIMO_CONFIG_CODE)

@@ -51,6 +51,9 @@ CASES: list[tuple[str, dict[str, Any], str, str | None]] = [
     ("mimo", {}, "incompatible", "DF540"),
     ("mimo", {"exclude": "glob"}, "incompatible", "DF540"),
     ("mimo", {"mtp_quantized": True}, "compatible", None),
+    # a dense Qwen3.5 / 3.6: its BF16 modules are listed by vLLM itself, under its names
+    ("qwen3_5_dense", {}, "compatible", None),
+    ("qwen3_5_dense", {"mtp_quantized": True}, "compatible", None),
     # stored AWQ like the backbone
     ("glm4_moe", {"mtp_quantized": True}, "compatible", None),
     ("qwen3_5", {"mtp_quantized": True}, "compatible", None),

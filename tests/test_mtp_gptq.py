@@ -63,6 +63,9 @@ CASES: list[tuple[str, dict[str, Any], str, str | None]] = [
     ("qwen3_next", {"exclude": "regex"}, "compatible", None),
     # MiMo's MTP layer is dense: its BF16 modules are not among the quantized ones
     ("mimo", {}, "compatible", None),
+    # so is a dense Qwen3.5 / 3.6's (Qwen3.6-27B), stored BF16 or GPTQ
+    ("qwen3_5_dense", {}, "compatible", None),
+    ("qwen3_5_dense", {"mtp_quantized": True}, "compatible", None),
     ("mimo", {"exclude": "regex"}, "compatible", None),
     # stored GPTQ like the backbone: `g_idx` stops the DeepSeek / GLM / MiMo MTP loaders
     ("glm4_moe", {"mtp_quantized": True}, "incompatible", "DF222"),
