@@ -335,3 +335,31 @@ def test_a_dynamic_key_draftfit_cannot_match_safely_is_not_judged(
     assert any("cannot bound" in reason for reason in result.unverified_reasons)
     code, _, err = _convert(capsys, path, tmp_path / "out")
     assert code == 2 and "cannot bound" in err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("quantization", "refused"),
+    [
+        ({"desc_act": True}, True),
+        # per-channel: vLLM turns activation ordering off itself
+        ({"desc_act": True, "group_size": -1}, False),
+        # an override asking for it (its missing keys take the config's)
+        ({"dynamic": {r"+:model\.layers\.0\..*": {"desc_act": True}}}, True),
+        ({"dynamic": {r"-:model\.layers\.2\..*": {"desc_act": True}}}, False),
+    ],
+)
+def test_a_gptq_config_asking_for_activation_order_is_not_called_compatible(
+    tmp_path: Path, quantization: dict[str, Any], refused: bool
+) -> None:
+    """vLLM 0.30.0+ refuses a GPTQ config with `desc_act: true` and a group size (the
+    whole target, at start-up): the MTP layers are not judged, and never `compatible`."""
+    path = write_target(tmp_path / "t", "glm4_moe", quant=GPTQ, exclude="regex")
+    config = json.loads((path / "config.json").read_text())
+    dynamic = quantization.pop("dynamic", None)
+    config["quantization_config"].update(quantization)
+    if dynamic is not None:
+        config["quantization_config"]["dynamic"].update(dynamic)
+    (path / "config.json").write_text(json.dumps(config))
+    result = _check(path).engines[0]
+    assert (result.verdict is Verdict.UNVERIFIED) is refused
+    assert any("activation ordering" in r for r in result.unverified_reasons) is refused

@@ -271,6 +271,8 @@ class MtpQuant:
         blocks: GPTQ's `modules_in_block_to_quantize`, flattened; empty where the config
             has none (vLLM then takes the modules stored quantized in the checkpoint).
         group_size: the quantization's `group_size` where it is an integer (GPTQ, AWQ).
+        act_order: a GPTQ config asks for activation ordering (`desc_act: true` with a group
+            size other than -1, in the config or one of its `dynamic` overrides).
         scheme: the quantization scheme the engines' data is keyed by: `method` for
             `fp8` and `compressed-tensors`; ModelOpt as `modelopt-fp8` / `modelopt-nvfp4`
             (by `quant_algo`), Quark as `quark-fp8` / `quark-mxfp4` / `quark-nvfp4` (by its
@@ -286,6 +288,7 @@ class MtpQuant:
     dynamic: tuple[str, ...] = ()
     blocks: tuple[str, ...] = ()
     group_size: int | None = None
+    act_order: bool = False
     scheme: str | None = None
 
 
@@ -628,8 +631,27 @@ def read_quant(config: Mapping[str, Any], quant_file: Mapping[str, Any] | None) 
         else (),
         blocks=_blocks(qc.get("modules_in_block_to_quantize")),
         group_size=_group(qc.get("group_size")),
+        act_order=method == "gptq" and _act_order(qc),
         scheme=scheme_of(method, qc),
     )
+
+
+def _act_order(qc: Mapping[str, Any]) -> bool:
+    """Whether a GPTQ config asks for activation ordering: `desc_act` true with a group size
+    other than -1, in the config or in a `dynamic` override (an override's missing keys take
+    the config's values; `-:` keys override nothing)."""
+    desc_act, group = qc.get("desc_act") is True, qc.get("group_size")
+    if desc_act and group != -1:
+        return True
+    dynamic = qc.get("dynamic")
+    if not isinstance(dynamic, Mapping):
+        return False
+    for key, overrides in list(dynamic.items())[:MAX_EXCLUSIONS]:
+        if not isinstance(key, str) or key.startswith("-:") or not isinstance(overrides, Mapping):
+            continue
+        if overrides.get("desc_act", desc_act) is True and overrides.get("group_size", group) != -1:
+            return True
+    return False
 
 
 def _group(value: object) -> int | None:

@@ -100,6 +100,15 @@ def quantization_covered(state: BuildState) -> bool | None:
     own = _own_quantized(state, target)
     if own is None:
         return None
+    if rule == GPTQ and target.quant.act_order and _fact_true(state, ACT_ORDER_REFUSED):
+        not_read(
+            state,
+            f"the GPTQ config asks for activation ordering (`desc_act: true` with a group "
+            f"size), which {state.title} refuses at start-up for the whole target (`GPTQ group "
+            "activation ordering (desc_act=True) is no longer supported`): the MTP layers were "
+            "not judged; re-quantize with `desc_act: false`",
+        )
+        return None
     layers_unquantized = rule == GPTQ and gptq_switch(state.profile, target)
     marlin = _marlin(state) if rule == GPTQ else True
     if marlin is None and not layers_unquantized and _has_experts(target, mtp.layers_built):
@@ -168,6 +177,18 @@ def quantization_covered(state: BuildState) -> bool | None:
                 consequence=Consequence.REFUSES_TO_START,
             )
     return None
+
+
+# Releases that refuse a GPTQ config asking for activation ordering (`desc_act`).
+ACT_ORDER_REFUSED = "gptq_act_order_refused"
+
+
+def _fact_true(state: BuildState, key: str) -> bool:
+    """Whether the release's data holds the fact `key` and it is read as true."""
+    if key not in state.profile.data.facts:
+        return False
+    fact = state.profile.fact(key)
+    return fact.known and fact.value is True
 
 
 def _marlin(state: BuildState) -> bool | None:
