@@ -341,6 +341,9 @@ def test_a_dynamic_key_draftfit_cannot_match_safely_is_not_judged(
     ("quantization", "refused"),
     [
         ({"desc_act": True}, True),
+        ({"sym": False}, True),
+        ({"bits": 3}, True),
+        ({"bits": 8}, False),
         # per-channel: vLLM turns activation ordering off itself
         ({"desc_act": True, "group_size": -1}, False),
         # an override asking for it (its missing keys take the config's)
@@ -348,11 +351,12 @@ def test_a_dynamic_key_draftfit_cannot_match_safely_is_not_judged(
         ({"dynamic": {r"-:model\.layers\.2\..*": {"desc_act": True}}}, False),
     ],
 )
-def test_a_gptq_config_asking_for_activation_order_is_not_called_compatible(
+def test_a_gptq_config_vllm_refuses_is_not_called_compatible(
     tmp_path: Path, quantization: dict[str, Any], refused: bool
 ) -> None:
-    """vLLM 0.30.0+ refuses a GPTQ config with `desc_act: true` and a group size (the
-    whole target, at start-up): the MTP layers are not judged, and never `compatible`."""
+    """vLLM 0.30.0+ refuses a GPTQ config asymmetric, of 3 bits or with `desc_act: true`
+    and a group size (the whole target, at start-up): the MTP layers are not judged, and
+    never `compatible`."""
     path = write_target(tmp_path / "t", "glm4_moe", quant=GPTQ, exclude="regex")
     config = json.loads((path / "config.json").read_text())
     dynamic = quantization.pop("dynamic", None)
@@ -362,4 +366,4 @@ def test_a_gptq_config_asking_for_activation_order_is_not_called_compatible(
     (path / "config.json").write_text(json.dumps(config))
     result = _check(path).engines[0]
     assert (result.verdict is Verdict.UNVERIFIED) is refused
-    assert any("activation ordering" in r for r in result.unverified_reasons) is refused
+    assert any("config class refuses" in r for r in result.unverified_reasons) is refused

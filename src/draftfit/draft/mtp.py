@@ -271,8 +271,9 @@ class MtpQuant:
         blocks: GPTQ's `modules_in_block_to_quantize`, flattened; empty where the config
             has none (vLLM then takes the modules stored quantized in the checkpoint).
         group_size: the quantization's `group_size` where it is an integer (GPTQ, AWQ).
-        act_order: a GPTQ config asks for activation ordering (`desc_act: true` with a group
-            size other than -1, in the config or one of its `dynamic` overrides).
+        gptq_refused: what in a GPTQ config vLLM's GPTQ config class refuses (a `bits` /
+            `sym` pair other than 4 or 8 bits symmetric, a missing one, activation ordering
+            asked for), or None.
         scheme: the quantization scheme the engines' data is keyed by: `method` for
             `fp8` and `compressed-tensors`; ModelOpt as `modelopt-fp8` / `modelopt-nvfp4`
             (by `quant_algo`), Quark as `quark-fp8` / `quark-mxfp4` / `quark-nvfp4` (by its
@@ -288,7 +289,7 @@ class MtpQuant:
     dynamic: tuple[str, ...] = ()
     blocks: tuple[str, ...] = ()
     group_size: int | None = None
-    act_order: bool = False
+    gptq_refused: str | None = None
     scheme: str | None = None
 
 
@@ -631,9 +632,29 @@ def read_quant(config: Mapping[str, Any], quant_file: Mapping[str, Any] | None) 
         else (),
         blocks=_blocks(qc.get("modules_in_block_to_quantize")),
         group_size=_group(qc.get("group_size")),
-        act_order=method == "gptq" and _act_order(qc),
+        gptq_refused=_gptq_refused(qc) if method == "gptq" else None,
         scheme=scheme_of(method, qc),
     )
+
+
+# The (bits, sym) pairs vLLM's GPTQ config class takes (`AutoGPTQConfig.TYPE_MAP`).
+GPTQ_TYPES = frozenset({(4, True), (8, True)})
+
+
+def _gptq_refused(qc: Mapping[str, Any]) -> str | None:
+    """What vLLM's GPTQ config class refuses in `qc` while it is built (for the whole
+    target), or None: a missing `bits` or `sym`, a pair it has no kernel type for, or
+    activation ordering (:func:`_act_order`)."""
+    bits, sym = qc.get("bits"), qc.get("sym")
+    if "bits" not in qc or "sym" not in qc:
+        return "no `bits` or no `sym` key"
+    known = isinstance(bits, int) and not isinstance(bits, bool) and isinstance(sym, bool)
+    if not known or (bits, sym) not in GPTQ_TYPES:
+        shown = f"`bits` {str(bits)[:20]} with `sym` {str(sym)[:20]}"
+        return f"{shown} (it takes 4 or 8 bits, symmetric)"
+    if _act_order(qc):
+        return "activation ordering (`desc_act: true` with a group size)"
+    return None
 
 
 def _act_order(qc: Mapping[str, Any]) -> bool:

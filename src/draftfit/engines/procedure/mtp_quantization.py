@@ -100,13 +100,12 @@ def quantization_covered(state: BuildState) -> bool | None:
     own = _own_quantized(state, target)
     if own is None:
         return None
-    if rule == GPTQ and target.quant.act_order and _fact_true(state, ACT_ORDER_REFUSED):
+    refused = target.quant.gptq_refused
+    if rule == GPTQ and refused is not None and _fact_true(state, CONFIG_REFUSED):
         not_read(
             state,
-            f"the GPTQ config asks for activation ordering (`desc_act: true` with a group "
-            f"size), which {state.title} refuses at start-up for the whole target (`GPTQ group "
-            "activation ordering (desc_act=True) is no longer supported`): the MTP layers were "
-            "not judged; re-quantize with `desc_act: false`",
+            f"{state.title}'s GPTQ config class refuses this target's config at start-up, "
+            f"for the whole target ({refused}): the MTP layers were not judged",
         )
         return None
     layers_unquantized = rule == GPTQ and gptq_switch(state.profile, target)
@@ -179,8 +178,8 @@ def quantization_covered(state: BuildState) -> bool | None:
     return None
 
 
-# Releases that refuse a GPTQ config asking for activation ordering (`desc_act`).
-ACT_ORDER_REFUSED = "gptq_act_order_refused"
+# Releases whose GPTQ config class refuses the configs of `MtpQuant.gptq_refused`.
+CONFIG_REFUSED = "gptq_config_refused"
 
 
 def _fact_true(state: BuildState, key: str) -> bool:
