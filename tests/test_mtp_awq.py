@@ -136,3 +136,30 @@ def test_the_recipe_converts_a_listed_config_and_leaves_a_derived_one_to_convert
 def test_releases_whose_awq_build_was_not_read_are_unverified(tmp_path: Path, engine: str) -> None:
     result = _check(write_target(tmp_path / "t", "glm4_moe", exclude="glob"), engine).engines[0]
     assert result.verdict is Verdict.UNVERIFIED
+
+
+def test_convert_takes_the_prefix_of_an_awq_stored_layer_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An MTP layer stored AWQ whose prefix `modules_to_not_convert` lists (DF541): convert
+    takes the entry out and keeps the others (the output loaded in vLLM 0.34.0's loader);
+    where that would leave the list empty (vLLM would then derive it from the checkpoint's
+    dtypes, a change beyond the MTP layer), it writes nothing."""
+    path = write_target(tmp_path / "t", "glm4_moe", mtp_quantized=True, exclude="glob")
+    config = json.loads((path / "config.json").read_text())
+    config["quantization_config"]["modules_to_not_convert"].insert(0, "lm_head")
+    (path / "config.json").write_text(json.dumps(config))
+    assert {f.rule.code for f in _check(path).findings} >= {"DF541"}
+    out = tmp_path / "out"
+    code, stdout, err = run(
+        capsys, "convert", str(path), "--method", "mtp", "--engine", V34, "-o", str(out)
+    )
+    assert code == 0, stdout + err
+    listed = json.loads((out / "config.json").read_text())["quantization_config"]
+    assert listed["modules_to_not_convert"] == ["lm_head"]
+    assert _check(out).engines[0].verdict is Verdict.COMPATIBLE
+    alone = write_target(tmp_path / "alone", "glm4_moe", mtp_quantized=True, exclude="glob")
+    code, _, err = run(
+        capsys, "convert", str(alone), "--method", "mtp", "--engine", V34, "-o", str(out / "x")
+    )
+    assert code == 2 and "empty" in err and not (out / "x").exists()

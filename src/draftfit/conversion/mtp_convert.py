@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from draftfit.checkpoint import load_checkpoint
 from draftfit.checkpoint.model import Checkpoint
 from draftfit.conversion.mtp_exclusions import (
+    AWQ_METHOD,
     LAYER_RULE_KEYS,
     ExclusionFix,
     GptqPlan,
@@ -298,12 +299,24 @@ def _check_removal(
             "backbone modules too; replace them by entries that name only the backbone "
             "modules, or store the MTP layer unquantized"
         )
-    if removal.entries and whole_layer:
+    if removal.entries and whole_layer and target.quant.method != AWQ_METHOD:
         shown = ", ".join(f"`{entry}`" for entry in removal.entries[:4])
         raise UsageError(
             f"take {shown} out of the exclusion list in {target.quant.source} by hand: they "
             f"name MTP modules stored quantized like the backbone ({MTP_QUANT_EXCLUDED_STORED.code}"
-            "); draftfit writes this change for FP8 and compressed-tensors configs only"
+            "); draftfit writes this change for FP8, compressed-tensors, GPTQ and AWQ configs "
+            "only"
+        )
+    if (
+        removal.entries
+        and target.quant.method == AWQ_METHOD
+        and set(target.quant.exclusions) <= set(removal.entries)
+    ):
+        raise UsageError(
+            f"no config change is written for {source}: taking the entries that name quantized "
+            "MTP modules out would leave `modules_to_not_convert` empty, and vLLM would then "
+            "list the modules the checkpoint stores unquantized itself, a change beyond the MTP "
+            "layers; take them out by hand, or leave the key out, if that is what you want"
         )
     emptied = emptied_keys(target, removal)
     if emptied:

@@ -347,8 +347,11 @@ def plan_exclusions(
     rules = rules if rules is not None else tuple(LISTED for _ in namings)
     removal = removal or Removal()
     if any(rule in LAYER_RULE_KEYS for rule in rules):
-        assert not removal.entries, removal
-        return _plan_layer_entries(target, config, namings, rules, quant_file, own, unquantized)
+        assert not removal.entries or method == AWQ_METHOD, removal
+        kept = without(target, removal) if removal.entries else target
+        return _plan_layer_entries(
+            kept, config, namings, rules, quant_file, own, unquantized, removal
+        )
     assert method in EXCLUSION_KEYS, method
     kept = without(target, removal) if removal.entries else target
     added: list[str] = []
@@ -527,11 +530,14 @@ def _plan_layer_entries(
     quant_file: Mapping[str, Any] | None,
     own: frozenset[str],
     unquantized: tuple[str, ...] = (),
+    removal: Removal | None = None,
 ) -> ExclusionFix | None:
     """ModelOpt / Quark / AWQ: each release's whole-layer entry, in the list its rule reads
-    (for an AWQ config without one, after the modules it would otherwise derive)."""
-    added = layer_entries(target, namings, rules, own)
-    if not added:
+    (for an AWQ config without one, after the modules it would otherwise derive), with
+    `removal`'s entries taken out of it (AWQ; `target` is read without them)."""
+    added = layer_entries(target, namings, rules, own) or []
+    gone = removal.entries if removal is not None else ()
+    if not added and not gone:
         return None
     kept: list[str] = []
     if AWQ in rules and not target.quant.exclusions:
@@ -541,7 +547,10 @@ def _plan_layer_entries(
     document = copy.deepcopy(dict(quant_file if in_file and quant_file else config))
     holder = document["quantization" if in_file else QUANTIZATION_CONFIG]
     present = holder.get(key)
-    holder[key] = [*(present if isinstance(present, list) else []), *added, *kept]
+    before = present if isinstance(present, list) else []
+    holder[key] = [*(e for e in before if e not in gone), *added, *kept]
+    out = tuple(e for e in gone if e in before)
+    removed = ((key, out),) if out else ()
     if in_file:
         assert target.quant.source is not None
         return ExclusionFix(
@@ -553,7 +562,7 @@ def _plan_layer_entries(
             document=document,
             parent="/quantization",
         )
-    return ExclusionFix(document, key, tuple(added), namings, kept=tuple(kept))
+    return ExclusionFix(document, key, tuple(added), namings, removed=removed, kept=tuple(kept))
 
 
 __all__ = [
