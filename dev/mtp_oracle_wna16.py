@@ -8,7 +8,7 @@ parameters a layer registers and the loader that fills them do not depend on it.
 script makes the MoE kernel oracle and the linear kernel choice return a kernel class
 without probing the device, then runs the oracle unchanged.
 
-    /work/venvs/vllm-0.34.0/bin/python dev/mtp_oracle_wna16.py ORACLE TARGET [oracle args]
+    VLLM_0_34_VENV/bin/python dev/mtp_oracle_wna16.py ORACLE TARGET [oracle args]
 
 A development aid only (read in dev/mtp-schemes-oracle-results.md); the product never
 imports vLLM.

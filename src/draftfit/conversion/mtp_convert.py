@@ -276,13 +276,19 @@ def _check_gptq(source: str | Path, plan: GptqPlan, profiles: list[Profile]) -> 
             "re-export the MTP layer all unquantized or all quantized like the backbone"
         )
     if plan.shared:
-        shown = ", ".join(f"`{key}`" for key in plan.shared[:4])
-        raise UsageError(
-            f"no config change fixes {source}'s MTP layers: the `dynamic` key"
-            f"{'' if len(plan.shared) == 1 else 's'} {shown} match both MTP modules stored "
-            "quantized and backbone modules, so taking them out would quantize the backbone "
-            "modules too; replace them by keys that match only the backbone modules"
-        )
+        _refuse_shared(source, plan.shared, "the `dynamic` key")
+
+
+def _refuse_shared(source: str | Path, shared: tuple[str, ...], what: str) -> None:
+    """Raise :class:`UsageError`: the entries `shared` (`what` names one of them) leave both
+    MTP modules stored quantized and backbone modules unquantized, so none can be taken out."""
+    shown = ", ".join(f"`{entry}`" for entry in shared[:4])
+    raise UsageError(
+        f"no config change fixes {source}'s MTP layers: {what} {shown} (of "
+        f"{len(shared)}) names both MTP modules stored quantized and backbone modules, so "
+        "taking it out would quantize the backbone modules too; replace it by one that names "
+        "only the backbone modules, or store the MTP layer unquantized"
+    )
 
 
 def _check_removal(
@@ -291,14 +297,7 @@ def _check_removal(
     """Raise :class:`UsageError` where the entries naming quantized MTP modules cannot be
     taken out by this conversion (the message says what to do instead)."""
     if removal.shared:
-        shown = ", ".join(f"`{entry}`" for entry in removal.shared[:4])
-        raise UsageError(
-            f"no config change fixes {source}'s MTP layers: the exclusion entr"
-            f"{'y' if len(removal.shared) == 1 else 'ies'} {shown} name both MTP modules "
-            "stored quantized and backbone modules, so taking them out would quantize the "
-            "backbone modules too; replace them by entries that name only the backbone "
-            "modules, or store the MTP layer unquantized"
-        )
+        _refuse_shared(source, removal.shared, "the exclusion entry")
     if removal.entries and whole_layer and target.quant.method != AWQ_METHOD:
         shown = ", ".join(f"`{entry}`" for entry in removal.entries[:4])
         raise UsageError(

@@ -48,6 +48,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     quantizable,
     shard_mates,
     switches_layers,
+    unquantized_under,
 )
 from draftfit.engines.profile import Profile
 from draftfit.records import frozen, replace
@@ -187,7 +188,9 @@ def names_to_exclude(
             for part in (module, *(m for m in shard_mates(module) if m in modules)):
                 own_at = own_prefix(target, index, part)
                 name = engine_name(layer, part, naming, own_at, target.num_hidden_layers)
-                if name not in wanted and not excluded(name, entries, names, rule):
+                if name not in wanted and not unquantized_under(
+                    rule, target, layer, index, part, name, entries, names
+                ):
                     wanted.append(name)
     return wanted
 

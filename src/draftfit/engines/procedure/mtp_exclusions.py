@@ -442,8 +442,32 @@ def awq_unquantized(
         return excluded(name, entries, NameList([], "modules_to_not_convert"), AWQ)
     if ROUTED_EXPERT.match(module):
         return False
-    stored_as = (own_prefix(target, index, module) or layer.prefix) + module
-    return name == stored_as and layer.stored_quantized(module) is False
+    stored_here = name == _checkpoint_name(target, layer, index, module)
+    return stored_here and layer.stored_quantized(module) is False
+
+
+def _checkpoint_name(target: MtpTarget, layer: MtpLayer, index: int, module: str) -> str:
+    """The checkpoint's own name of `module` of MTP layer `layer` (index `index`)."""
+    return (own_prefix(target, index, module) or layer.prefix) + module
+
+
+def unquantized_under(
+    rule: str,
+    target: MtpTarget,
+    layer: MtpLayer,
+    index: int,
+    module: str,
+    name: str,
+    entries: tuple[str, ...],
+    names: NameList,
+) -> bool:
+    """Whether the release builds `module` of `layer` (engine name `name`) unquantized under
+    `rule` and the exclusion `entries` (`names`: them, ready to match), for every rule but
+    GPTQ (:func:`gptq_unquantized`, which needs the launch): AWQ's own reading
+    (:func:`awq_unquantized`), else :func:`excluded`."""
+    if rule == AWQ:
+        return awq_unquantized(target, layer, index, module, name, entries)
+    return excluded(name, entries, names, rule)
 
 
 # vLLM's GPTQ MoE kernel (Marlin) takes group sizes of these only; for any other layer
@@ -501,8 +525,8 @@ def gptq_unquantized(
         return bool(marlin) and gptq_skipped(name, target.quant.dynamic), False
     if gptq_skipped(name, target.quant.dynamic):
         return True, False
-    stored_as = (own_prefix(target, index, module) or layer.prefix) + module
-    stored = layer.stored_quantized(module) if name == stored_as else False
+    stored_here = name == _checkpoint_name(target, layer, index, module)
+    stored = layer.stored_quantized(module) if stored_here else False
     unlisted = not gptq_quantized_linear(name, stored, target.quant.blocks)
     return unlisted, unlisted
 
@@ -542,5 +566,6 @@ __all__ = [
     "quantizable",
     "shard_mates",
     "switches_layers",
+    "unquantized_under",
     "unsafe_entries",
 ]

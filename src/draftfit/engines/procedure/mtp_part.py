@@ -92,6 +92,15 @@ def not_read(state: BuildState, what: str) -> None:
         part.not_read.append(what)
 
 
+def known_value(state: BuildState, key: str) -> object | None:
+    """The release's value of the fact `key`; None where the engine's data has no such fact
+    (an engine whose code was not read for it) or the fact was not read at this release."""
+    if key not in state.profile.data.facts:
+        return None
+    fact = state.profile.fact(key)
+    return fact.value if fact.known else None
+
+
 def tokens_chosen(profile: Profile, family: str | None) -> tuple[int, int, int] | None:
     """The [steps, top-k, draft tokens] the release chooses for an MTP launch that names
     none (`mtp_tokens_default`: one triple for every family, or a triple per family where
@@ -136,6 +145,7 @@ def mtp_not_read(state: BuildState) -> bool:
 __all__ = [
     "OUTCOMES",
     "SHOWN",
+    "known_value",
     "mtp_build",
     "mtp_finding",
     "mtp_inputs",

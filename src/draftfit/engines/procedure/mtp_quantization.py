@@ -23,7 +23,6 @@ from draftfit.engines.procedure.mtp_exclusions import (
     QUARK,
     ROUTED_EXPERT,
     as_matched,
-    awq_unquantized,
     engine_name,
     entry_renames,
     excluded,
@@ -37,11 +36,13 @@ from draftfit.engines.procedure.mtp_exclusions import (
     own_quantized,
     quantizable,
     shard_mates,
+    unquantized_under,
     unsafe_entries,
 )
 from draftfit.engines.procedure.mtp_part import (
     OUTCOMES,
     SHOWN,
+    known_value,
     mtp_finding,
     mtp_inputs,
     mtp_view,
@@ -101,7 +102,7 @@ def quantization_covered(state: BuildState) -> bool | None:
     if own is None:
         return None
     refused = target.quant.gptq_refused
-    if rule == GPTQ and refused is not None and _fact_true(state, CONFIG_REFUSED):
+    if rule == GPTQ and refused is not None and known_value(state, CONFIG_REFUSED) is True:
         not_read(
             state,
             f"{state.title}'s GPTQ config class refuses this target's config at start-up, "
@@ -139,10 +140,8 @@ def quantization_covered(state: BuildState) -> bool | None:
                 )
                 if stored is True and unlisted:
                     built_elsewhere.append(name)
-            elif rule == AWQ:
-                left = awq_unquantized(target, layer, index, module, name, entries)
             else:
-                left = excluded(name, entries, names, rule)
+                left = unquantized_under(rule, target, layer, index, module, name, entries, names)
             if stored is True and left:
                 excluded_stored.append(fused_parent(name) if rule in (GPTQ, AWQ) else name)
             if stored is not False:
@@ -180,14 +179,6 @@ def quantization_covered(state: BuildState) -> bool | None:
 
 # Releases whose GPTQ config class refuses the configs of `MtpQuant.gptq_refused`.
 CONFIG_REFUSED = "gptq_config_refused"
-
-
-def _fact_true(state: BuildState, key: str) -> bool:
-    """Whether the release's data holds the fact `key` and it is read as true."""
-    if key not in state.profile.data.facts:
-        return False
-    fact = state.profile.fact(key)
-    return fact.known and fact.value is True
 
 
 def _marlin(state: BuildState) -> bool | None:
@@ -459,9 +450,8 @@ def _report_excluded_stored(
         return
     target = mtp_inputs(state).target
     method = target.quant.scheme or target.quant.method or ""
-    facts = state.profile.data.facts
-    fact = state.profile.fact(EXCLUDED_STORED) if EXCLUDED_STORED in facts else None
-    word = _outcome_word(target, fact.value) if fact is not None and fact.known else None
+    outcomes = known_value(state, EXCLUDED_STORED)
+    word = _outcome_word(target, outcomes) if outcomes is not None else None
     outcome = OUTCOMES.get(word) if word is not None else None
     prefix = layer.prefix.rstrip(".")
     if outcome is None:

@@ -10,6 +10,7 @@ from draftfit import rule_ids
 from draftfit.draft.mtp import MTP_PREFIX, MtpFamily, MtpLayer, MtpTarget
 from draftfit.engines.procedure.mtp_part import (
     SHOWN,
+    known_value,
     mtp_finding,
     mtp_inputs,
     mtp_view,
@@ -177,10 +178,8 @@ def gptq_order_mapped(state: BuildState) -> bool | None:
 def _family_word(state: BuildState, key: str, family: str) -> str | None:
     """The release's word for `family` in the per-family fact `key`; None where the fact (or
     the family in it) was not read, or the engine's data has no such fact at all."""
-    if key not in state.profile.data.facts:
-        return None
-    fact = state.profile.fact(key)
-    word = fact.value.get(family) if fact.known and isinstance(fact.value, dict) else None
+    table = known_value(state, key)
+    word = table.get(family) if isinstance(table, dict) else None
     return word if isinstance(word, str) else None
 
 
