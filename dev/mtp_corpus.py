@@ -188,6 +188,28 @@ TARGETS: dict[str, dict[str, Any]] = {
             ("q_prefix", {"mtp_quantized": True, "exclude": "glob"}),
         )
     },
+    # SGLang's runtime names (`model.decoder.*` for DeepSeek's NextN class, no prefix for
+    # MiMo's layer): GPTQ's `-:` keys and AWQ's entries of them, BF16 and stored quantized
+    **{
+        f"{short}_{scheme}_{variant}_runtime": {
+            "family": family,
+            "quant": f"{scheme}_int4",
+            "exclude": "runtime",
+            **extra,
+        }
+        for short, family in (
+            ("ds", "deepseek_v3"),
+            ("glm", "glm4_moe"),
+            ("glml", "glm4_moe_lite"),
+            ("q35d", "qwen3_5_dense"),
+            ("mimo", "mimo"),
+        )
+        for scheme in ("gptq", "awq")
+        for variant, extra in (
+            ("bf16", {}),
+            ("q", {"mtp_quantized": True, "g_idx": False}),
+        )
+    },
     # the MTP layer stored FP8 like the backbone, but listed as left unquantized (DF541)
     "ds_fp8_q_listed": {
         "family": "deepseek_v3",
@@ -422,9 +444,11 @@ TARGETS: dict[str, dict[str, Any]] = {
     },
 }
 # Schemes SGLang builds no target of on a CPU (its ModelOpt and Quark kernels need CUDA)
-CUDA_ONLY_ON_SGLANG = ("_mo_", "_qk_", "_gptq_", "_awq_")
+CUDA_ONLY_ON_SGLANG = ("_mo_", "_qk_")
 # vLLM's CPU wheel has no int4 kernel: GPTQ and AWQ targets run with the kernel choice forced.
 WNA16 = Path(__file__).with_name("mtp_oracle_wna16.py")
+# SGLang chooses its Marlin int4 path by the GPU's compute capability: answered as on a GPU.
+SGLANG_WNA16 = Path(__file__).with_name("mtp_oracle_sglang_wna16.py")
 
 
 @dataclass(frozen=True)
@@ -711,6 +735,8 @@ def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:
         oracle = [str(ORACLE)]
         if release.startswith("vllm") and quant in ("gptq_int4", "awq_int4"):
             oracle = [str(WNA16), str(ORACLE)]
+        elif quant in ("gptq_int4", "awq_int4"):
+            oracle = [str(SGLANG_WNA16), str(ORACLE)]
         elif release.startswith("vllm") and quant:
             args.append("--cpu-fp8")
         log = ["--log", str(out / f"{run}.log")]
@@ -720,11 +746,69 @@ def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:
         print(f"{release} {run}: {_label(out / f'{run}.json')[0]}", flush=True)
 
 
+# The shards SGLang loads into a merged module (`qkv_proj`, `gate_up_proj`).
+MERGED_SHARDS = frozenset({"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"})
+
+
+def sglang_marlin_benign(data: dict[str, Any]) -> None:
+    """Read an SGLang GPTQ / AWQ report (`mtp_oracle_sglang_wna16.py`) against what SGLang
+    does after loading, which the CPU run skips: the Marlin step
+    (hardware_backend/gpu/quantization/gptq_kernels.py:141-168@v0.5.23) replaces a `g_idx`
+    left unfilled by an empty one where `desc_act` is false and never reads a symmetric
+    config's zero points; DeepSeek's loader loads `kv_a_proj_with_mqa` concatenated with
+    `q_a_proj` (deepseek_weight_loader.py:438-490@v0.5.23), which the oracle credits to
+    `q_a_proj` only; an AWQ shard of a merged module (`gate_proj` of `gate_up_proj`) loads
+    its packed `qweight` / `qzeros` through the merged loader, which the oracle does not
+    credit to the shard: where every parameter was written in full, only that shard can
+    have written its part. Those entries move to `benign` and a run left with nothing else
+    is `compatible`."""
+    try:
+        config = json.loads((Path(str(data.get("target"))) / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return
+    quant = config.get("quantization_config") or {}
+    gptq = quant.get("quant_method") == "gptq"
+    awq = quant.get("quant_method") == "awq"
+    unloaded = [str(n) for n in data.get("unloaded_params") or []]
+    unused = [str(n) for n in data.get("unused_tensors") or []]
+    fused_loaded = not any("fused_qkv_a_proj_with_mqa" in n for n in unloaded)
+
+    def harmless_param(name: str) -> bool:
+        return gptq and quant.get("desc_act") is False and "g_idx" in name.rsplit(".", 1)[-1]
+
+    written = not unloaded and not data.get("partially_written_params")
+
+    def harmless_tensor(name: str) -> bool:
+        if gptq and quant.get("sym") is True and name.endswith(".qzeros"):
+            return True
+        module, _, part = name.rpartition(".")
+        if (
+            awq
+            and written
+            and part in ("qweight", "qzeros")
+            and module.rsplit(".", 1)[-1] in MERGED_SHARDS
+        ):
+            return True
+        mate = name.replace(".kv_a_proj_with_mqa.", ".q_a_proj.")
+        return fused_loaded and mate != name and mate not in unused
+
+    benign = [n for n in unloaded if harmless_param(n)] + [n for n in unused if harmless_tensor(n)]
+    data["unloaded_params"] = [n for n in unloaded if not harmless_param(n)]
+    data["unused_tensors"] = [n for n in unused if not harmless_tensor(n)]
+    data["benign"] = benign
+    loaded_all = not data["unloaded_params"] and not data["unused_tensors"]
+    if benign and data.get("verdict") == "drafts-garbage" and loaded_all:
+        data["verdict"] = "compatible"
+        data["verdict_reason"] = f"loaded ({len(benign)} entries left to the Marlin step)"
+
+
 def _label(path: Path) -> tuple[str, str]:
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return "oracle-error", "no JSON"
+    if "/sglang" in str(path) and data.get("engine") == "sglang":
+        sglang_marlin_benign(data)
     verdict, reason = str(data.get("verdict")), str(data.get("verdict_reason", ""))
     if verdict == "incompatible" and any(s in str(data.get("error")) for s in PLATFORM_STOPS):
         return "oracle-error", "platform stop: " + str(data.get("error"))[:120]

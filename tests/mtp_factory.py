@@ -15,7 +15,8 @@ NVFP4 with `hf_quant_config.json`, Quark FP8 / MXFP4 / NVFP4, GPTQ int4, AutoAWQ
 `mtp_quantized` (the MTP layer quantized like the backbone), `exclude` (the exclusion
 list: "checkpoint", "runtime", "partial", and for the other schemes "glob" as their
 exporters write one (AWQ: the layer's prefix),
-"regex" for Quark's `re:` and GPTQ's `-:` `dynamic` key), `compressed` (a
+"regex" for Quark's `re:` and GPTQ's `-:` `dynamic` key; GPTQ's "runtime": the `-:` keys
+of SGLang's runtime names), `compressed` (a
 compressed-tensors FP8 config instead of `quant_method: fp8`), `g_idx` (False: a GPTQ MTP
 layer stored without its `g_idx` tensors),
 `fill` (the bytes of each tensor, by name, dtype and shape; None writes zeros: :func:`trained`
@@ -355,6 +356,14 @@ def _scheme_exclusions(mtp: Tensors, prefix: str, how: str, scheme: str) -> list
     if how == "regex":
         pattern = re.escape(prefix) + ".*"
         return ["-:" + pattern] if scheme == "gptq_int4" else ["re:" + pattern]
+    if how == "runtime" and scheme == "gptq_int4":
+        # SGLang's runtime names: DeepSeek's NextN class builds its decoder layer under
+        # `model.decoder`, MiMo's under no prefix; an `mtp.*` block keeps its names
+        if prefix.startswith("mtp."):
+            return ["-:" + re.escape(prefix) + ".*"]
+        if prefix.startswith("model.mtp_layers."):
+            return [r"-:self_attn\..*", r"-:mlp\..*"]
+        return [r"-:model\.decoder\..*"]
     return _exclusions(mtp, prefix, how)
 
 

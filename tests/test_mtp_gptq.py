@@ -23,13 +23,7 @@ from draftfit.report import Report, Verdict
 from tests.mtp_factory import mtp_target
 from tests.test_mtp_commands import digest, run, tensor_bytes
 
-V34, V33, V30, V29, SGL = (
-    "vllm==0.34.0",
-    "vllm==0.33.0",
-    "vllm==0.30.0",
-    "vllm==0.29.0",
-    "sglang==0.5.23",
-)
+V34, V33, V30, V29 = "vllm==0.34.0", "vllm==0.33.0", "vllm==0.30.0", "vllm==0.29.0"
 GPTQ = "gptq_int4"
 
 
@@ -180,7 +174,7 @@ def test_modules_in_block_to_quantize_decides_the_linear_modules(tmp_path: Path)
     assert "o_proj" not in message
 
 
-@pytest.mark.parametrize("engine", [V29, SGL])
+@pytest.mark.parametrize("engine", [V29])
 def test_releases_whose_gptq_build_was_not_read_are_unverified(tmp_path: Path, engine: str) -> None:
     path = write_target(tmp_path / "t", "glm4_moe", quant=GPTQ, exclude="regex")
     result = _check(path, engine).engines[0]

@@ -91,8 +91,10 @@ CASES = {
     ("quark_mxfp4", "regex"): {V34: "compatible"},
     ("quark_nvfp4", None): {V34: "incompatible"},
     # GPTQ (vLLM 0.34.0, run): the BF16 experts are built GPTQ (tests/test_mtp_gptq.py) and
-    # have no parameter for a BF16 weight; SGLang's GPTQ was not read
-    ("gptq_int4", None): {V34: "incompatible", SGL: "unverified", V0102: "unverified"},
+    # have no parameter for a BF16 weight; SGLang 0.5.23 (run): DeepSeek's loader refuses the
+    # BF16 shared experts built GPTQ, GLM-4.5's block refuses GPTQ shared experts
+    # (tests/test_mtp_sglang_wna16.py)
+    ("gptq_int4", None): {V34: "incompatible", SGL: "incompatible", V0102: "unverified"},
 }
 
 

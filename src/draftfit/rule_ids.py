@@ -497,6 +497,7 @@ MTP_TENSOR_MISSING = RuleId("DF221", "mtp-tensor-missing", _GARBAGE, "mtp")
 MTP_TENSOR_UNMAPPED = RuleId("DF222", "mtp-tensor-unmapped", _REFUSES, "mtp")
 MTP_QUANT_UNCOVERED = RuleId("DF540", "mtp-quant-uncovered", _GARBAGE, "mtp")
 MTP_QUANT_EXCLUDED_STORED = RuleId("DF541", "mtp-quantized-layer-excluded", _GARBAGE, "mtp")
+MTP_QUANT_BUILD_REFUSED = RuleId("DF542", "mtp-quant-build-refused", _REFUSES, "mtp")
 # The value rules of the MTP check: silent unless `--values` was given.
 MTP_VALUE_RULE_IDS: tuple[RuleId, ...] = (
     MTP_TENSOR_ZERO,
@@ -521,6 +522,7 @@ MTP_RULE_IDS: tuple[RuleId, ...] = (
     MTP_TENSOR_UNMAPPED,
     MTP_QUANT_UNCOVERED,
     MTP_QUANT_EXCLUDED_STORED,
+    MTP_QUANT_BUILD_REFUSED,
     *MTP_VALUE_RULE_IDS,
 )
 # The rules an MTP check runs: the MTP rules, and the launch rule its steps share with any

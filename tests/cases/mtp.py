@@ -1,4 +1,4 @@
-"""Rule cases — MTP layers of the target (DF14x, DF22x, DF540, DF541): a target that carries its own
+"""Rule cases — MTP layers of the target (DF14x, DF22x, DF540-DF542): a target that carries its own
 MTP (NextN) layers, served as its own draft. Each expected verdict is what the release's own
 code did with the same target shape on a CPU (dev/mtp-oracle-results.md), or, where marked
 `read`, what its code was read to do."""
@@ -68,6 +68,7 @@ QUIET = {
     "DF222",
     "DF540",
     "DF541",
+    "DF542",
 }
 
 case(
@@ -448,6 +449,25 @@ case(
     verdict="drafts-garbage",
     oracle="r11 glm fp8 mtp quantized, runtime names listed (SGLang 0.5.23: scales unused)",
 )(target("glm4_moe", quant="fp8", mtp_quantized=True, exclude="runtime"))
+# DF542: a quantized MTP layer the release cannot build or load for its family
+case(
+    "mtp-glm-gptq-shared-experts-sglang",
+    {"DF542"},
+    {"DF540", "DF541"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="incompatible",
+    oracle="glm_gptq_q_nog (SGLang 0.5.23: AttributeError while the layers are built)",
+)(target("glm4_moe", quant="gptq_int4", mtp_quantized=True, g_idx=False))
+case(
+    "mtp-deepseek-awq-stored-sglang",
+    set(),
+    QUIET,
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="compatible",
+    oracle="ds_awq_q (SGLang 0.5.23: loads, `q_a_proj` and `kv_a` joined along the packed dim)",
+)(target(quant="awq_int4", mtp_quantized=True))
 case(
     "mtp-fp8-quantized-listed-under-other-names-sglang",
     set(),

@@ -45,8 +45,10 @@ from draftfit.draft.mtp import MtpTarget, mtp_names
 from draftfit.engines.installed import resolve_engines
 from draftfit.engines.procedure.mtp_exclusions import (
     AWQ,
+    AWQ_LISTED,
     EXACT_NO_MOE,
     GPTQ,
+    SGLANG_GPTQ,
     own_quantized,
     unsafe_entries,
 )
@@ -61,6 +63,9 @@ if TYPE_CHECKING:
     from draftfit.conversion import ConvertResult
 
 CONFIG = "config.json"
+# The exclusion rules whose fix `check` names and convert does not write (SGLang's GPTQ keys
+# and AWQ entries of its runtime names).
+CHECK_ONLY = frozenset({SGLANG_GPTQ, AWQ_LISTED})
 INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 
 
@@ -155,6 +160,13 @@ def plan_mtp_fix(
             + ", ".join(p.title for p in profiles)
             + f" matches `{target.quant.scheme or target.quant.method}` quantization "
             "exclusions: choose a read release with --engine"
+        )
+    unwritten = [p.title for p, rule in zip(profiles, rules, strict=True) if rule in CHECK_ONLY]
+    if unwritten:
+        raise UsageError(
+            f"convert does not write {', '.join(unwritten)}'s fix of a "
+            f"`{target.quant.method}` target's MTP layers: `draftfit check` names the "
+            "`dynamic` key or `modules_to_not_convert` entry to add by hand"
         )
     if EXACT_NO_MOE in rules and any(
         ".experts." in module for layer in target.layers.values() for module in layer.modules()

@@ -274,6 +274,11 @@ class MtpQuant:
         gptq_refused: what in a GPTQ config vLLM's GPTQ config class refuses (a `bits` /
             `sym` pair other than 4 or 8 bits symmetric, a missing one, activation ordering
             asked for), or None.
+        marlin_refused: what keeps a GPTQ or AWQ config from SGLang's Marlin path on a
+            GPU (`is_gptq_marlin_compatible`, `is_awq_marlin_compatible`: a missing key, a
+            `bits` / `sym` pair or group size Marlin has no kernel for), or None. SGLang
+            registers no plain `gptq` method for a GPU: such a GPTQ config is refused at
+            start-up; an AWQ one goes to another kernel.
         scheme: the quantization scheme the engines' data is keyed by: `method` for
             `fp8` and `compressed-tensors`; ModelOpt as `modelopt-fp8` / `modelopt-nvfp4`
             (by `quant_algo`), Quark as `quark-fp8` / `quark-mxfp4` / `quark-nvfp4` (by its
@@ -290,6 +295,7 @@ class MtpQuant:
     blocks: tuple[str, ...] = ()
     group_size: int | None = None
     gptq_refused: str | None = None
+    marlin_refused: str | None = None
     scheme: str | None = None
 
 
@@ -314,6 +320,8 @@ class MtpTarget:
             (stored in any form of `WEIGHT_PARTS`), and each tensor of `PARAM_PARTS`.
         hidden_size, moe_intermediate_size: the language model's widths, where the config
             gives them (what an engine's MoE kernel choice reads).
+        first_moe_layer: the first decoder layer with a MoE block (`first_k_dense_replace`),
+            where the config gives it.
         quant: the target's quantization.
         names_complete: False when a shard holding MTP tensors could not be read.
         stray: tensor names that look like MTP tensors but are outside the family's scheme.
@@ -335,6 +343,7 @@ class MtpTarget:
     backbone_parts: frozenset[str] = frozenset()
     hidden_size: int | None = None
     moe_intermediate_size: int | None = None
+    first_moe_layer: int | None = None
 
     @property
     def quantized(self) -> bool:
@@ -420,6 +429,7 @@ def read_mtp_target(
         depth_invalid=invalid,
         hidden_size=_dimension(text, "hidden_size"),
         moe_intermediate_size=_dimension(text, "moe_intermediate_size"),
+        first_moe_layer=_int(text, "first_k_dense_replace"),
     )
 
 
@@ -633,6 +643,7 @@ def read_quant(config: Mapping[str, Any], quant_file: Mapping[str, Any] | None) 
         blocks=_blocks(qc.get("modules_in_block_to_quantize")),
         group_size=_group(qc.get("group_size")),
         gptq_refused=_gptq_refused(qc) if method == "gptq" else None,
+        marlin_refused=_marlin_refused(method, qc),
         scheme=scheme_of(method, qc),
     )
 
@@ -654,6 +665,40 @@ def _gptq_refused(qc: Mapping[str, Any]) -> str | None:
         return f"{shown} (it takes 4 or 8 bits, symmetric)"
     if _act_order(qc):
         return "activation ordering (`desc_act: true` with a group size)"
+    return None
+
+
+# The group sizes SGLang's Marlin kernels take for an integer type.
+MARLIN_GROUP_SIZES = frozenset({-1, 32, 64, 128})
+
+
+def _marlin_refused(method: str, qc: Mapping[str, Any]) -> str | None:
+    """What keeps a GPTQ or AWQ config off SGLang's Marlin path, or None (and None for any
+    other method): a key it needs missing, a `bits` / `sym` pair with no Marlin type (4 or 8
+    bits symmetric for GPTQ; 4 bits with zero points for AWQ), or a group size Marlin does
+    not take."""
+    if method not in ("gptq", "awq"):
+        return None
+    needed = (
+        ("bits", "group_size", "sym", "desc_act")
+        if method == "gptq"
+        else ("bits", "group_size", "zero_point")
+    )
+    missing = [key for key in needed if qc.get(key) is None]
+    if missing:
+        return f"no `{missing[0]}` key"
+    bits, group = qc.get("bits"), qc.get("group_size")
+    if method == "gptq":
+        sym = qc.get("sym")
+        known = isinstance(bits, int) and not isinstance(bits, bool) and isinstance(sym, bool)
+        if not known or (bits, sym) not in GPTQ_TYPES:
+            shown = f"`bits` {str(bits)[:20]} with `sym` {str(sym)[:20]}"
+            return f"{shown} (Marlin takes 4 or 8 bits, symmetric)"
+    elif bits != 4 or qc.get("zero_point") is not True or isinstance(bits, bool):
+        shown = f"`bits` {str(bits)[:20]} with `zero_point` {str(qc.get('zero_point'))[:20]}"
+        return f"{shown} (Marlin takes 4 bits with zero points)"
+    if isinstance(group, bool) or group not in MARLIN_GROUP_SIZES:
+        return f"`group_size` {str(group)[:20]} (Marlin takes -1, 32, 64 or 128)"
     return None
 
 

@@ -17,6 +17,7 @@ from draftfit.rule_ids import (
     MTP_LAUNCH_KIND,
     MTP_LAYER_MISSING,
     MTP_METHOD_NAME,
+    MTP_QUANT_BUILD_REFUSED,
     MTP_QUANT_EXCLUDED_STORED,
     MTP_QUANT_UNCOVERED,
     MTP_TENSOR_MISSING,
@@ -381,6 +382,37 @@ def mtp_quant_uncovered() -> None:
     `hf_quant_config.json`'s `exclude_modules` for vLLM's ModelOpt, `model.decoder*` for
     SGLang's; `re:model\\.layers\\.61\\..*` in Quark's `exclude`), or list the modules in
     the exclusion list under the names each engine matches (FP8, compressed-tensors).
+    """
+
+
+@event_rule(
+    MTP_QUANT_BUILD_REFUSED,
+    "the release cannot build or load the quantized MTP layer of this family",
+)
+def mtp_quant_build_refused() -> None:
+    """## What it checks
+    A quantized target whose MTP layer the release builds with a scheme it cannot build
+    or load for that family, whatever the exclusion list says about other modules: SGLang
+    builds GLM-4.5's MoE block with GPTQ Marlin shared experts and then reads their plain
+    `weight`, which a GPTQ layer does not have; it loads a DeepSeek-style layer's GPTQ
+    `q_a_proj` and `kv_a_proj_with_mqa` by concatenating their packed tensors along the
+    dimension of an unpacked weight, which their shapes refuse.
+
+    ## Why it matters
+    The engine stops at start-up, after the target is on the GPUs. The same code builds
+    and loads the backbone's layers, so a backbone quantized the same way stops too: the
+    finding names the MTP layer, the fix covers both. Run on a CPU with the engine's own
+    build and loader (the Marlin kernel choice answered as on a GPU) at the releases the
+    engine data names.
+
+    ## Example
+    A GLM-4.5 GPTQ target (`quant_method: gptq`) with no `-:` key for the shared experts,
+    served with `--speculative-algorithm NEXTN` by SGLang.
+
+    ## Fix
+    Leave the modules the finding names unquantized (a `-:` key of `dynamic` matching
+    them, in the backbone's layers and the MTP layer, stored BF16), or serve the target
+    with a release that loads them (`draftfit matrix`).
     """
 
 

@@ -69,7 +69,32 @@ GPTQ = "gptq"
 # without entries, the modules the checkpoint stores unquantized, by their names (never the
 # fused experts)
 AWQ = "awq"
-RULES = (LISTED, EXACT, EXACT_NO_MOE, MODELOPT, MODELOPT_PARTS, QUARK, SGLANG_PATHS, GPTQ, AWQ)
+# SGLang's GPTQ Marlin (`get_linear_quant_method`): a linear module is left unquantized when
+# the first `dynamic` key whose pattern matches the start of its runtime name is a `-:` key;
+# every other linear module is GPTQ, and the fused experts always are (no key is read for
+# them)
+SGLANG_GPTQ = "sglang-gptq"
+# SGLang's AWQ Marlin (`is_layer_skipped_awq`): an entry of `modules_to_not_convert`
+# contained in the module's runtime name (the fused experts by theirs); no list is derived
+# from the checkpoint where the key is absent
+AWQ_LISTED = "awq-listed"
+RULES = (
+    LISTED,
+    EXACT,
+    EXACT_NO_MOE,
+    MODELOPT,
+    MODELOPT_PARTS,
+    QUARK,
+    SGLANG_PATHS,
+    GPTQ,
+    AWQ,
+    SGLANG_GPTQ,
+    AWQ_LISTED,
+)
+# The rules that read GPTQ's `dynamic` keys, and those that match the fused experts as one
+# module named by their parent (`....mlp.experts`).
+DYNAMIC_RULES = frozenset({GPTQ, SGLANG_GPTQ})
+FUSED_NAME_RULES = frozenset({GPTQ, AWQ, SGLANG_GPTQ, AWQ_LISTED})
 # Rules under which the MTP layer's own head (`shared_head.head`, a ParallelLMHead) is built
 # with the target's quantization unless excluded (vLLM's ModelOpt quantizes LM heads).
 HEAD_RULES = frozenset({MODELOPT})
@@ -161,9 +186,9 @@ def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = L
         return _quark(name, entries)
     if rule == SGLANG_PATHS:
         return _sglang_paths(name, entries)
-    if rule == GPTQ:
+    if rule in DYNAMIC_RULES:
         return gptq_skipped(name, entries)
-    if rule == AWQ:
+    if rule in (AWQ, AWQ_LISTED):
         parent = fused_parent(name)
         return any(entry and entry in parent for entry in entries)
     if rule in (EXACT, EXACT_NO_MOE):
@@ -286,7 +311,7 @@ def unsafe_entries(entries: tuple[str, ...], rule: str) -> tuple[str, ...]:
     time draftfit cannot bound (:func:`~draftfit.engines.name_patterns.bounded_pattern`:
     one that does not compile, is too long, or nests or repeats too much): a check that
     meets one says it was not read rather than guess what the engine matches."""
-    if rule == GPTQ:
+    if rule in DYNAMIC_RULES:
         texts = [(key, _dynamic_pattern(key)) for key in entries]
     elif rule == QUARK:
         texts = [(e, e[len(RE_PREFIX) :]) for e in entries if e.startswith(RE_PREFIX)]
@@ -341,7 +366,9 @@ def layer_entry(
         return "re:" + re.escape(prefix + ".") + ".*"
     if rule == GPTQ and naming == CHECKPOINT_NAMES:
         return "-:" + re.escape(prefix + ".") + ".*"
-    if rule == AWQ and naming == CHECKPOINT_NAMES:
+    if rule == SGLANG_GPTQ:  # matched from the start of the runtime name
+        return "-:" + re.escape(prefix + ".") + ".*"
+    if (rule == AWQ and naming == CHECKPOINT_NAMES) or rule == AWQ_LISTED:
         return prefix + "."
     return None
 
@@ -463,11 +490,53 @@ def unquantized_under(
 ) -> bool:
     """Whether the release builds `module` of `layer` (engine name `name`) unquantized under
     `rule` and the exclusion `entries` (`names`: them, ready to match), for every rule but
-    GPTQ (:func:`gptq_unquantized`, which needs the launch): AWQ's own reading
-    (:func:`awq_unquantized`), else :func:`excluded`."""
+    vLLM's GPTQ (:func:`gptq_unquantized`, which needs the launch): AWQ's own reading
+    (:func:`awq_unquantized`), SGLang's GPTQ (never the routed experts), else
+    :func:`excluded`."""
     if rule == AWQ:
         return awq_unquantized(target, layer, index, module, name, entries)
+    if rule == SGLANG_GPTQ and ROUTED_EXPERT.match(module):
+        return False
+    if rule in (SGLANG_GPTQ, AWQ_LISTED):
+        name = sglang_fused_name(name, layer.modules())
     return excluded(name, entries, names, rule)
+
+
+# The checkpoint modules SGLang builds fused, by the fused module's last name part: its GPTQ
+# `dynamic` keys and AWQ entries are matched against the fused module's name, never a
+# shard's. An MLA layer with `q_a_proj` (a `q_lora_rank`) fuses it with
+# `kv_a_proj_with_mqa`, and keeps `q_proj` (no `q_lora_rank`) on its own.
+SGLANG_FUSED = {
+    "q_proj": "qkv_proj",
+    "k_proj": "qkv_proj",
+    "v_proj": "qkv_proj",
+    "gate_proj": "gate_up_proj",
+    "up_proj": "gate_up_proj",
+}
+SGLANG_FUSED_MLA = {
+    "q_a_proj": "fused_qkv_a_proj_with_mqa",
+    "kv_a_proj_with_mqa": "fused_qkv_a_proj_with_mqa",
+}
+
+
+def sglang_fused_name(name: str, modules: set[str] | frozenset[str]) -> str:
+    """`name` (an MTP module's runtime name) as the module SGLang builds it into: the fused
+    module of its shards (:data:`SGLANG_FUSED`; in an MLA layer, `modules` holding
+    `kv_a_proj_with_mqa`, `q_a_proj` with it and `q_proj` alone); a routed expert or any
+    other module as it is."""
+    head, _, last = name.rpartition(".")
+    mla = any(module.endswith("kv_a_proj_with_mqa") for module in modules)
+    if ROUTED_EXPERT.search(name + "."):
+        return name
+    if mla and last in SGLANG_FUSED_MLA:
+        if not any(module.endswith("q_a_proj") for module in modules):
+            return name
+        fused = SGLANG_FUSED_MLA[last]
+    elif mla and last == "q_proj":
+        return name
+    else:
+        fused = SGLANG_FUSED.get(last, last)
+    return f"{head}.{fused}" if head else fused
 
 
 # vLLM's GPTQ MoE kernel (Marlin) takes group sizes of these only; for any other layer
@@ -534,7 +603,10 @@ def gptq_unquantized(
 __all__ = [
     "ALWAYS_UNQUANTIZED",
     "AWQ",
+    "AWQ_LISTED",
     "CHECKPOINT_NAMES",
+    "DYNAMIC_RULES",
+    "FUSED_NAME_RULES",
     "GPTQ",
     "GPTQ_SWITCH",
     "HEAD_RULES",
@@ -548,6 +620,7 @@ __all__ = [
     "ROUTED_EXPERT",
     "RULES",
     "RUNTIME_NAMES",
+    "SGLANG_GPTQ",
     "as_matched",
     "awq_unquantized",
     "engine_name",
@@ -564,6 +637,7 @@ __all__ = [
     "own_prefix",
     "own_quantized",
     "quantizable",
+    "sglang_fused_name",
     "shard_mates",
     "switches_layers",
     "unquantized_under",

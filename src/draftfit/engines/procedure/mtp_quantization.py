@@ -8,13 +8,18 @@ unverified, never `compatible`.
 
 from __future__ import annotations
 
+import re
+
 from draftfit import rule_ids
 from draftfit.draft.mtp import MtpLayer, MtpTarget
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
     AWQ,
+    AWQ_LISTED,
     CHECKPOINT_NAMES,
+    DYNAMIC_RULES,
     EXACT_NO_MOE,
+    FUSED_NAME_RULES,
     GPTQ,
     LISTED,
     MODELOPT,
@@ -22,6 +27,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     OWN_FACT,
     QUARK,
     ROUTED_EXPERT,
+    SGLANG_GPTQ,
     as_matched,
     engine_name,
     entry_renames,
@@ -87,7 +93,13 @@ def quantization_covered(state: BuildState) -> bool | None:
             "target was not read",
         )
         return None
-    entries = target.quant.dynamic if rule == GPTQ else _mapped_entries(state, target)
+    entries = (
+        target.quant.dynamic
+        if rule in DYNAMIC_RULES
+        else target.quant.exclusions
+        if rule == AWQ_LISTED  # SGLang maps no AWQ entry (no `apply_weight_name_mapper`)
+        else _mapped_entries(state, target)
+    )
     unsafe = unsafe_entries(entries, rule)
     if unsafe:
         not_read(
@@ -107,6 +119,20 @@ def quantization_covered(state: BuildState) -> bool | None:
             state,
             f"{state.title}'s GPTQ config class refuses this target's config at start-up, "
             f"for the whole target ({refused}): the MTP layers were not judged",
+        )
+        return None
+    off_marlin = target.quant.marlin_refused
+    if rule in (SGLANG_GPTQ, AWQ_LISTED) and off_marlin is not None:
+        not_read(
+            state,
+            f"{state.title} serves this `{mtp.quantization}` config on a GPU with no Marlin "
+            f"kernel ({off_marlin}): "
+            + (
+                "it registers no other GPTQ method there and refuses the whole target at start-up"
+                if rule == SGLANG_GPTQ
+                else "it builds the target with another AWQ method, which was not read"
+            )
+            + "; the MTP layers were not judged",
         )
         return None
     layers_unquantized = rule == GPTQ and gptq_switch(state.profile, target)
@@ -143,13 +169,13 @@ def quantization_covered(state: BuildState) -> bool | None:
             else:
                 left = unquantized_under(rule, target, layer, index, module, name, entries, names)
             if stored is True and left:
-                excluded_stored.append(fused_parent(name) if rule in (GPTQ, AWQ) else name)
+                excluded_stored.append(fused_parent(name) if rule in FUSED_NAME_RULES else name)
             if stored is not False:
                 continue
             if not left:
                 # GPTQ matches the fused experts as one module: name it once
-                uncovered.append(fused_parent(name) if rule in (GPTQ, AWQ) else name)
-            elif rule not in (GPTQ, AWQ) and any(
+                uncovered.append(fused_parent(name) if rule in FUSED_NAME_RULES else name)
+            elif rule not in FUSED_NAME_RULES and any(
                 not excluded(
                     engine_name(layer, mate, naming, mtp_start=start), entries, names, rule
                 )
@@ -159,7 +185,7 @@ def quantization_covered(state: BuildState) -> bool | None:
                 partial.append(name)
         _report_uncovered(state, layer, sorted(set(uncovered)), naming, rule, outcome_fact.value)
         _report_excluded_stored(
-            state, layer, sorted(set(excluded_stored)), sorted(set(built_elsewhere))
+            state, layer, sorted(set(excluded_stored)), sorted(set(built_elsewhere)), rule
         )
         if partial and naming == CHECKPOINT_NAMES:
             mtp_finding(
@@ -243,14 +269,31 @@ def _entries_read(state: BuildState, target: MtpTarget) -> tuple[str, ...]:
     return present[0]
 
 
-def _outcome_word(target: MtpTarget, outcomes: object) -> str | None:
-    """The `mtp_quant_uncovered` word for the target's scheme (and family, where the release
-    differs by family), or None where the data has none."""
+def _outcome_word(
+    target: MtpTarget, outcomes: object, names: list[str] | tuple[str, ...] = ()
+) -> str | None:
+    """The outcome word (`mtp_quant_uncovered`, `mtp_quant_excluded_stored`) for the
+    target's scheme (and family, where the release differs by family; and, where its loader
+    differs by module, the worst over the modules `names` by their last name part, `other`
+    for the rest: a refusal stops the load), or None where the data has none."""
     method = target.quant.scheme or target.quant.method or ""
     word = outcomes.get(method) if isinstance(outcomes, dict) else None
     if isinstance(word, dict):  # the outcome differs by family at this release
         word = word.get(target.family.name) if target.family is not None else None
+    if isinstance(word, dict):  # ... and by module
+        table = word
+        words = [table.get(name.rsplit(".", 1)[-1], table.get(OTHER)) for name in names]
+        words = words or [table.get(OTHER)]
+        if not all(isinstance(w, str) for w in words):
+            return None
+        word = REFUSED if REFUSED in words else words[0]
     return word if isinstance(word, str) else None
+
+
+# The outcome word of a load the release refuses, and the key of an outcome-by-module table
+# for the modules it does not name.
+REFUSED = "refused"
+OTHER = "other"
 
 
 def _built_unquantized(state: BuildState) -> bool | None:
@@ -310,6 +353,15 @@ def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
     start = mtp_inputs(state).target.num_hidden_layers
     entry = layer_entry(rule, layer, naming, start)
     built_at = engine_name(layer, "", naming, mtp_start=start)
+    if not built_at and rule == SGLANG_GPTQ:
+        keys = " and ".join(f"`-:{re.escape(part + '.')}.*`" for part in _top_parts(layer))
+        return (
+            "ship the MTP layer quantized like the backbone (the portable fix), or, for "
+            f"{title}, add the keys {keys} (value `{{}}`) to "
+            f"`quantization_config.dynamic` of {quant.source}, before any other key: {title} "
+            "builds the decoder layer under no prefix (`self_attn.qkv_proj`), and a `-:` key "
+            "matches from the start of the name, so these name no backbone module"
+        )
     if not built_at:
         return (
             f"ship the MTP layer quantized like the backbone: {title} builds its decoder "
@@ -327,6 +379,23 @@ def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
         else f"`{key}` of {quant.source}"
     )
     portable = "ship the MTP layer quantized like the backbone (the portable fix), or, for "
+    if rule == SGLANG_GPTQ and any(ROUTED_EXPERT.match(m) for m in layer.modules()):
+        return (
+            f"ship the MTP layer quantized like the backbone: {title} builds the fused "
+            "experts of a GPTQ target with GPTQ Marlin whatever `dynamic` says (it reads no "
+            "key for them)"
+        )
+    if rule == SGLANG_GPTQ and entry is not None:
+        return (
+            f"{portable}{title}, add the key `{entry}` (value `{{}}`) to "
+            f"`quantization_config.dynamic` of {quant.source}, before any other key (a `-:` key "
+            "leaves the modules whose runtime names it matches from the start unquantized)"
+        )
+    if rule == AWQ_LISTED and entry is not None:
+        return (
+            f"{portable}{title}, add `{entry}` to `modules_to_not_convert` of {quant.source} "
+            "(it leaves a module unquantized when an entry is contained in its runtime name)"
+        )
     if (
         rule == GPTQ
         and _marlin(state) is False
@@ -381,6 +450,11 @@ def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
     return f"{portable}{title}, list its modules in {where} under {names}"
 
 
+def _top_parts(layer: MtpLayer) -> list[str]:
+    """The first name parts of `layer`'s quantizable modules (`self_attn`, `mlp`)."""
+    return sorted({m.split(".", 1)[0] for m in layer.modules() if quantizable(m) and "." in m})
+
+
 def _report_uncovered(
     state: BuildState,
     layer: MtpLayer,
@@ -394,7 +468,7 @@ def _report_uncovered(
     target = mtp_inputs(state).target
     prefix = layer.prefix
     method = target.quant.scheme or target.quant.method or ""
-    word = _outcome_word(target, outcomes)
+    word = _outcome_word(target, outcomes, uncovered)
     outcome = OUTCOMES.get(word) if word is not None else None
     if outcome is None:
         not_read(
@@ -410,8 +484,9 @@ def _report_uncovered(
         + (
             " (the packed 4-bit weight has half the BF16 tensor's columns: a shape error)"
             if "fp4" in method
-            else " (the GPTQ experts have packed parameters and none for a BF16 `weight`)"
-            if method == "gptq"
+            else f" (the {method.upper()} modules have packed parameters and none for a BF16 "
+            "`weight`)"
+            if method in ("gptq", "awq")
             else ""
         )
         if outcome is Consequence.REFUSES_TO_START
@@ -438,7 +513,7 @@ def _report_uncovered(
 
 
 def _report_excluded_stored(
-    state: BuildState, layer: MtpLayer, names: list[str], unlisted: list[str]
+    state: BuildState, layer: MtpLayer, names: list[str], unlisted: list[str], rule: str
 ) -> None:
     """DF541: MTP modules stored quantized (like the backbone) that the exclusion list
     names under this release's names, so it builds them unquantized (`unlisted`: GPTQ
@@ -451,7 +526,7 @@ def _report_excluded_stored(
     target = mtp_inputs(state).target
     method = target.quant.scheme or target.quant.method or ""
     outcomes = known_value(state, EXCLUDED_STORED)
-    word = _outcome_word(target, outcomes) if outcomes is not None else None
+    word = _outcome_word(target, outcomes, names) if outcomes is not None else None
     outcome = OUTCOMES.get(word) if word is not None else None
     prefix = layer.prefix.rstrip(".")
     if outcome is None:
@@ -464,15 +539,20 @@ def _report_excluded_stored(
     shown = ", ".join(f"`{n}`" for n in names[:SHOWN])
     more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
     gptq = method == "gptq"
+    packed = method in ("gptq", "awq")
     effect = (
         (
             "their packed tensors (`qweight`, `scales`) have no parameter to load into, and "
             "the load is refused"
-            if gptq
+            if packed
             else "their scales have no parameter to load into, and the load is refused "
             "(`KeyError: ...weight_scale_inv`)"
         )
         if outcome is Consequence.REFUSES_TO_START
+        else "their packed tensors (`qweight`, `scales`) match no parameter and are skipped "
+        "with no error: the unquantized weights are never loaded, and every draft is wrong "
+        "(acceptance ≈ 0)"
+        if packed
         else "the quantized values are loaded as unquantized weights and their scales are "
         "dropped, with no error: every draft is wrong (acceptance ≈ 0)"
     )
@@ -506,7 +586,15 @@ def _report_excluded_stored(
         location=Location(target.quant.source, _pointer(state)),
         keys=(EXCLUDED_STORED, "mtp_exclusion_names"),
         fix=(
-            "take out of `quantization_config.dynamic` the `-:` keys that match the MTP "
+            "take out of `quantization_config.dynamic` the `-:` keys whose patterns match the "
+            f"MTP layer's runtime names from the start ({state.title}); or store the MTP layer "
+            "unquantized if it must stay excluded"
+            if rule == SGLANG_GPTQ
+            else "take the entries contained in the MTP layer's runtime names out of "
+            f"`modules_to_not_convert` ({state.title}); or store the MTP layer unquantized if "
+            "it must stay excluded"
+            if rule == AWQ_LISTED
+            else "take out of `quantization_config.dynamic` the `-:` keys that match the MTP "
             f"layer (for {state.title}'s Qwen3.5 MTP class, any `-:` key containing `mtp` "
             "leaves every MTP layer unquantized; `draftfit convert TARGET --method mtp` does "
             "it where the keys match no backbone module); or store the MTP layer unquantized "
