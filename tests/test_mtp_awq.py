@@ -20,7 +20,7 @@ from draftfit.report import Report, Verdict
 from tests.mtp_factory import mtp_target
 from tests.test_mtp_commands import digest, recipes, run, tensor_bytes
 
-V34, V33 = "vllm==0.34.0", "vllm==0.33.0"
+V34, V33, V30, V29 = "vllm==0.34.0", "vllm==0.33.0", "vllm==0.30.0", "vllm==0.29.0"
 AWQ = "awq_int4"
 
 
@@ -132,10 +132,50 @@ def test_the_recipe_converts_a_listed_config_and_leaves_a_derived_one_to_convert
     assert "needs every tensor's dtype" in missing["reason"]
 
 
-@pytest.mark.parametrize("engine", [V33])
+@pytest.mark.parametrize("engine", [V29])
 def test_releases_whose_awq_build_was_not_read_are_unverified(tmp_path: Path, engine: str) -> None:
     result = _check(write_target(tmp_path / "t", "glm4_moe", exclude="glob"), engine).engines[0]
     assert result.verdict is Verdict.UNVERIFIED
+
+
+@pytest.mark.parametrize("engine", [V30, V33])
+@pytest.mark.parametrize(("family", "variant", "verdict", "code"), CASES[:4] + CASES[6:8])
+def test_releases_read_with_the_same_awq_code_give_the_same_verdicts(
+    tmp_path: Path,
+    engine: str,
+    family: str,
+    variant: dict[str, Any],
+    verdict: str,
+    code: str | None,
+) -> None:
+    """0.30.0-0.33.0 have the `auto_awq` matching and derived list run at 0.34.0 (read)."""
+    report = _check(write_target(tmp_path / "t", family, **variant), engine)
+    assert report.engines[0].verdict.value == verdict, [f.to_dict() for f in report.findings]
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        ({"bits": 8}, "`bits` 8 (it takes 4 bits)"),
+        ({"zero_point": None}, "no `zero_point` key"),
+        ({"w_bit": 3}, "`bits` 3"),  # `w_bit` is read before `bits`
+    ],
+)
+def test_a_config_vllms_awq_class_refuses_is_not_judged(
+    tmp_path: Path, edit: dict[str, Any], reason: str
+) -> None:
+    path = write_target(tmp_path / "t", "deepseek_v3", exclude="glob")
+    config = json.loads((path / "config.json").read_text())
+    quant = config["quantization_config"]
+    for key, value in edit.items():
+        if value is None:
+            quant.pop(key)
+        else:
+            quant[key] = value
+    (path / "config.json").write_text(json.dumps(config))
+    result = _check(path).engines[0]
+    assert result.verdict is Verdict.UNVERIFIED
+    assert any("AWQ config class refuses" in r and reason in r for r in result.unverified_reasons)
 
 
 def test_convert_takes_the_prefix_of_an_awq_stored_layer_out(

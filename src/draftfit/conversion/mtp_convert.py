@@ -164,9 +164,9 @@ def plan_mtp_fix(
     unwritten = [p.title for p, rule in zip(profiles, rules, strict=True) if rule in CHECK_ONLY]
     if unwritten:
         raise UsageError(
-            f"convert does not write {', '.join(unwritten)}'s fix of a "
-            f"`{target.quant.method}` target's MTP layers: `draftfit check` names the "
-            "`dynamic` key or `modules_to_not_convert` entry to add by hand"
+            f"convert does not write {', '.join(unwritten)}'s fix for the MTP layers of "
+            f"this `{target.quant.method}` target: `draftfit check` names the `dynamic` key "
+            "or `modules_to_not_convert` entry to add by hand"
         )
     if EXACT_NO_MOE in rules and any(
         ".experts." in module for layer in target.layers.values() for module in layer.modules()

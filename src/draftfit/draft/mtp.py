@@ -274,6 +274,8 @@ class MtpQuant:
         gptq_refused: what in a GPTQ config vLLM's GPTQ config class refuses (a `bits` /
             `sym` pair other than 4 or 8 bits symmetric, a missing one, activation ordering
             asked for), or None.
+        awq_refused: what in an AWQ config vLLM's AWQ config class refuses (a missing bit
+            width, group size or `zero_point`, a bit width other than 4), or None.
         marlin_refused: what keeps a GPTQ or AWQ config from SGLang's Marlin path on a
             GPU (`is_gptq_marlin_compatible`, `is_awq_marlin_compatible`: a missing key, a
             `bits` / `sym` pair or group size Marlin has no kernel for), or None. SGLang
@@ -295,6 +297,7 @@ class MtpQuant:
     blocks: tuple[str, ...] = ()
     group_size: int | None = None
     gptq_refused: str | None = None
+    awq_refused: str | None = None
     marlin_refused: str | None = None
     scheme: str | None = None
 
@@ -643,6 +646,7 @@ def read_quant(config: Mapping[str, Any], quant_file: Mapping[str, Any] | None) 
         blocks=_blocks(qc.get("modules_in_block_to_quantize")),
         group_size=_group(qc.get("group_size")),
         gptq_refused=_gptq_refused(qc) if method == "gptq" else None,
+        awq_refused=_awq_refused(qc) if method == "awq" else None,
         marlin_refused=_marlin_refused(method, qc),
         scheme=scheme_of(method, qc),
     )
@@ -665,6 +669,26 @@ def _gptq_refused(qc: Mapping[str, Any]) -> str | None:
         return f"{shown} (it takes 4 or 8 bits, symmetric)"
     if _act_order(qc):
         return "activation ordering (`desc_act: true` with a group size)"
+    return None
+
+
+def _awq_refused(qc: Mapping[str, Any]) -> str | None:
+    """What vLLM's AWQ config class refuses in `qc` while it is built (for the whole target),
+    or None: a key it reads missing (each under either of its names, the first present
+    taken) or a bit width other than 4 (its only type)."""
+    found: dict[str, object] = {}
+    for name, keys in (
+        ("bits", ("w_bit", "bits")),
+        ("group_size", ("q_group_size", "group_size")),
+        ("zero_point", ("zero_point",)),
+    ):
+        present = [key for key in keys if key in qc]
+        if not present:
+            return f"no `{keys[-1]}` key"
+        found[name] = qc[present[0]]
+    bits = found["bits"]
+    if isinstance(bits, bool) or bits != 4:
+        return f"`bits` {str(bits)[:20]} (it takes 4 bits)"
     return None
 
 

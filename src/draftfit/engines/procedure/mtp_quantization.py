@@ -121,6 +121,14 @@ def quantization_covered(state: BuildState) -> bool | None:
             f"for the whole target ({refused}): the MTP layers were not judged",
         )
         return None
+    awq_refused = target.quant.awq_refused
+    if rule == AWQ and awq_refused is not None and known_value(state, AWQ_REFUSED) is True:
+        not_read(
+            state,
+            f"{state.title}'s AWQ config class refuses this target's config at start-up, "
+            f"for the whole target ({awq_refused}): the MTP layers were not judged",
+        )
+        return None
     off_marlin = target.quant.marlin_refused
     if rule in (SGLANG_GPTQ, AWQ_LISTED) and off_marlin is not None:
         not_read(
@@ -203,8 +211,10 @@ def quantization_covered(state: BuildState) -> bool | None:
     return None
 
 
-# Releases whose GPTQ config class refuses the configs of `MtpQuant.gptq_refused`.
+# Releases whose GPTQ config class refuses the configs of `MtpQuant.gptq_refused`, and whose
+# AWQ config class refuses those of `MtpQuant.awq_refused`.
 CONFIG_REFUSED = "gptq_config_refused"
+AWQ_REFUSED = "awq_config_refused"
 
 
 def _marlin(state: BuildState) -> bool | None:
@@ -490,6 +500,10 @@ def _report_uncovered(
             else ""
         )
         if outcome is Consequence.REFUSES_TO_START
+        else "the BF16 tensors match no parameter of the packed modules and are skipped, "
+        "with no error: those modules are never loaded and every draft is wrong "
+        "(acceptance ≈ 0)"
+        if method in ("gptq", "awq")
         else "the BF16 values are cast into quantized parameters whose scales are never "
         "loaded, with no error: every draft is wrong (acceptance ≈ 0)"
     )
