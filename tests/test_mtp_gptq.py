@@ -361,3 +361,28 @@ def test_a_gptq_config_vllm_refuses_is_not_called_compatible(
     result = _check(path).engines[0]
     assert (result.verdict is Verdict.UNVERIFIED) is refused
     assert any("config class refuses" in r for r in result.unverified_reasons) is refused
+
+
+@pytest.mark.parametrize(
+    ("flags", "spec_quant", "verdict"),
+    [
+        ("", None, "compatible"),
+        ("--quantization moe_wna16", None, "compatible"),  # the target's: not the draft's
+        ("", "gptq_marlin", "compatible"),
+        ("", "moe_wna16", "unverified"),  # the draft's own, another method: not read
+    ],
+)
+def test_the_speculative_configs_quantization_decides_the_method_judged(
+    tmp_path: Path, flags: str, spec_quant: str | None, verdict: str
+) -> None:
+    """vLLM builds the MTP draft's model config with the speculative config's own
+    `quantization` (the target's `--quantization` does not reach it)."""
+    path = write_target(tmp_path / "t", "glm4_moe", quant=GPTQ, exclude="regex")
+    spec: dict[str, Any] = {"method": "mtp", "num_speculative_tokens": 1}
+    if spec_quant is not None:
+        spec["quantization"] = spec_quant
+    serve = settings_from(
+        serve_args=f"vllm serve {path} {flags} --speculative-config '{json.dumps(spec)}'"
+    )
+    result = check_path(path, engines=[V34], method="mtp", serve=serve).engines[0]
+    assert result.verdict.value == verdict, result.unverified_reasons

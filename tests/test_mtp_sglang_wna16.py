@@ -269,3 +269,44 @@ def test_the_marlin_reading_of_each_config(tmp_path: Path) -> None:
     assert refused({**awq, "bits": 8}) is not None
     assert refused({"quant_method": "fp8"}) is None
     assert isinstance(MtpTarget, type)
+
+
+@pytest.mark.parametrize(
+    ("flags", "verdict"),
+    [
+        ("", "incompatible"),
+        ("--quantization gptq_marlin", "incompatible"),  # the method of the config
+        ("--quantization marlin", "incompatible"),
+        ("--speculative-draft-model-quantization unquant", "incompatible"),  # left to the config
+        ("--quantization moe_wna16", "unverified"),  # another MoE method: not read
+        ("--quantization gptq", "unverified"),
+        ("--quantization moe_wna16 --speculative-draft-model-quantization unquant", "incompatible"),
+    ],
+)
+def test_the_launchs_quantization_decides_the_method_judged(
+    tmp_path: Path, flags: str, verdict: str
+) -> None:
+    """The MTP draft takes `--speculative-draft-model-quantization`, else the target's
+    `--quantization`; a value that builds it with another method than its config's leaves the
+    quantization part unjudged (`unquant` leaves the method to the config: run, an FP8 target's
+    MTP layer is still built FP8)."""
+    path = write_target(tmp_path / "t", "deepseek_v3", GPTQ)
+    serve = settings_from(
+        serve_args=f"python -m sglang.launch_server --model-path {path} "
+        f"--speculative-algorithm NEXTN {flags}"
+    )
+    result = check_path(path, engines=[SGL], method="mtp", serve=serve).engines[0]
+    assert result.verdict.value == verdict
+    if verdict == "unverified":
+        assert any("another" not in r and "not the method" in r for r in result.unverified_reasons)
+
+
+def test_a_quantization_asked_for_an_unquantized_target_is_not_judged(tmp_path: Path) -> None:
+    path = mtp_target(tmp_path / "t", "deepseek_v3", engine_ready=True)
+    serve = settings_from(
+        serve_args=f"python -m sglang.launch_server --model-path {path} "
+        "--speculative-algorithm NEXTN --quantization fp8"
+    )
+    result = check_path(path, engines=[SGL], method="mtp", serve=serve).engines[0]
+    assert result.verdict is Verdict.UNVERIFIED
+    assert any("the target is not quantized" in r for r in result.unverified_reasons)

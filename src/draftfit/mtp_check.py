@@ -348,6 +348,8 @@ def mtp_launch(settings: ServeSettings | None, checked: str | None = None) -> Mt
         whole=settings.full_launch,
         trust_remote_code=bool(settings.trust_remote_code),
         tensor_parallel=settings.draft_tensor_parallel_size or settings.tensor_parallel_size,
+        quantization=settings.quantization,
+        draft_quantization=settings.draft_quantization,
     )
 
 

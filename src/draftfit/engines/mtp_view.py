@@ -41,6 +41,10 @@ class MtpLaunch:
         trust_remote_code: the launch passes the release's trust-remote-code flag.
         tensor_parallel: the tensor-parallel size the MTP layers run at (the draft's own where
             the launch gives one, else the target's; None: not given, 1).
+        quantization: the quantization method the launch names for the target (vLLM and
+            SGLang `--quantization`), as written.
+        draft_quantization: the one it names for the draft (vLLM's speculative config
+            `quantization`, SGLang `--speculative-draft-model-quantization`), as written.
     """
 
     given: bool = False
@@ -57,6 +61,8 @@ class MtpLaunch:
     whole: bool = False
     trust_remote_code: bool = False
     tensor_parallel: int | None = None
+    quantization: str | None = None
+    draft_quantization: str | None = None
 
     @property
     def other_draft(self) -> str | None:

@@ -73,9 +73,24 @@ def quantization_covered(state: BuildState) -> bool | None:
     """A quantized target's MTP modules stored unquantized are excluded from the
     quantization under the names this release matches (DF540)."""
     target, mtp = mtp_inputs(state).target, mtp_view(state)
+    requested = _requested_method(state)
     if not target.quantized:
+        if requested is not None:
+            not_read(
+                state,
+                f"the launch asks {state.title} to build the MTP layers with `{requested}`, and "
+                "the target is not quantized: how it quantizes them at load was not read",
+            )
         return None
     mtp.quantization = target.quant.scheme or target.quant.method
+    if requested is not None and not _same_method(state, requested):
+        not_read(
+            state,
+            f"the launch asks {state.title} to build the MTP layers with `{requested}`, not the "
+            f"method it reads from this `{mtp.quantization}` target's config: what that method "
+            "does with them was not read",
+        )
+        return None
     naming_fact = state.profile.fact("mtp_exclusion_names")
     outcome_fact = state.profile.fact("mtp_quant_uncovered")
     if not naming_fact.known:
@@ -209,6 +224,39 @@ def quantization_covered(state: BuildState) -> bool | None:
                 consequence=Consequence.REFUSES_TO_START,
             )
     return None
+
+
+# The release's `--quantization` values that build a scheme's MTP layers with the method read
+# from the checkpoint's config, by scheme; whether the draft takes the target's value.
+LAUNCH_NAMES = "mtp_quant_launch_names"
+INHERITED = "draft_quantization_inherited"
+# SGLang's value of `--speculative-draft-model-quantization` that leaves the draft's method to
+# its config.
+UNQUANT = "unquant"
+
+
+def _requested_method(state: BuildState) -> str | None:
+    """The quantization method the launch names for the MTP layers, or None where it leaves it
+    to the checkpoint's config: the draft's own setting (SGLang's `unquant` leaves it to the
+    config: run, the MTP layers of an FP8 target are still built FP8), else, where the
+    release builds the draft with the target's `--quantization` (`draft_quantization_inherited`),
+    that one."""
+    launch = mtp_inputs(state).launch
+    value = launch.draft_quantization
+    if value is None and known_value(state, INHERITED) is True:
+        value = launch.quantization  # `--quantization unquant` is passed on as `unquant`
+    if value is None or value.lower() == UNQUANT:
+        return None
+    return value[:64]
+
+
+def _same_method(state: BuildState, requested: str) -> bool:
+    """Whether `requested` builds the target's MTP layers with the method of its config
+    (`mtp_quant_launch_names` for the target's scheme)."""
+    quant = mtp_inputs(state).target.quant
+    table = known_value(state, LAUNCH_NAMES)
+    names = table.get(quant.scheme or quant.method or "") if isinstance(table, dict) else None
+    return isinstance(names, list) and requested.lower() in names
 
 
 # Releases whose GPTQ config class refuses the configs of `MtpQuant.gptq_refused`, and whose
