@@ -199,9 +199,25 @@ QUANT_CONFIGS: list[dict[str, Any]] = [
     {"quant_method": "modelopt", "quant_algo": "FP8", "exclude_modules": ["lm_head"]},
     {"quant_method": "quark", "global_quant_config": {}, "exclude": ["lm_head"]},
     {"quant_method": "gptq", "bits": 4, "dynamic": {"-:.*lm_head": {}, "+:.*mlp": {"bits": 8}}},
+    {
+        "quant_method": "gptq",
+        "bits": 4,
+        "group_size": 128,
+        "sym": True,
+        "desc_act": False,
+        "dynamic": {"-:model\\.decoder\\..*": {}},
+    },
+    {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True},
     {"quant_method": "fp8", "ignored_layers": ["lm_head"], "modules_to_not_convert": ["fc"]},
 ]
-EXCLUSION_KEYS = ("ignore", "exclude_modules", "exclude", "dynamic", "ignored_layers")
+EXCLUSION_KEYS = (
+    "ignore",
+    "exclude_modules",
+    "exclude",
+    "dynamic",
+    "ignored_layers",
+    "modules_to_not_convert",
+)
 EXCLUSION_VALUES: list[Any] = [
     ["re:("],
     ["re:(.*)*x$"],
@@ -467,6 +483,7 @@ def mutate_target_config(rng: random.Random, data: bytes) -> bytes:
         config = with_exclusions(rng, config)
     elif choice < 0.7:
         config["num_nextn_predict_layers"] = rng.choice([1, 0, -1, 2**31, "1", None, [1]])
+        config["first_k_dense_replace"] = rng.choice([0, 3, -1, 2**40, "3", None, [3]])
         config["model_type"] = rng.choice(["deepseek_v3", "mimo", "glm4_moe", "qwen3_next"])
     else:
         return mutate_json_text(rng, data)

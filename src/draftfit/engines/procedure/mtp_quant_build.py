@@ -44,6 +44,9 @@ EMITS: tuple[rule_ids.RuleId, ...] = (rule_ids.MTP_QUANT_BUILD_REFUSED,)
 EMITS_STAGE = "MTP procedure: a quantized MTP layer the release cannot build or load"
 
 FACT = "mtp_quant_build_refused"
+# The most (backbone MoE layer, exclusion entry) pairs matched one by one (released models
+# have a few hundred layers and a few entries; a config beyond it is not judged).
+MAX_MATCHES = 200_000
 SHARED_EXPERTS = "shared-experts-weight"
 FUSED_QKV_A = "fused-qkv-a"
 # The checkpoint modules each defect concerns, by their names under the MTP layer's prefix.
@@ -95,6 +98,13 @@ def _backbone_shared_experts(
     indexes = (
         range(first, count) if first is not None and first < count else range(count - 1, count)
     )
+    if len(indexes) * max(1, len(entries)) > MAX_MATCHES:
+        not_read(
+            state,
+            f"the config declares {len(indexes)} MoE layers and {len(entries)} exclusion entries: "
+            f"whether {state.title} builds each layer's shared experts quantized was not judged",
+        )
+        return
     for index in indexes:
         name = f"model.layers.{index}.mlp.shared_experts.gate_up_proj"
         if not excluded(name, entries, names, rule):
