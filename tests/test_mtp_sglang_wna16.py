@@ -310,3 +310,18 @@ def test_a_quantization_asked_for_an_unquantized_target_is_not_judged(tmp_path: 
     result = check_path(path, engines=[SGL], method="mtp", serve=serve).engines[0]
     assert result.verdict is Verdict.UNVERIFIED
     assert any("the target is not quantized" in r for r in result.unverified_reasons)
+
+
+def test_a_defect_of_the_marlin_path_is_not_claimed_for_another_method(tmp_path: Path) -> None:
+    """DeepSeek's loader joins `q_a_proj` and `kv_a_proj_with_mqa` along the packed dimension
+    under `moe_wna16` (read): DF542 is a GPTQ Marlin defect, not said of a launch that asks
+    for another method."""
+    path = write_target(tmp_path / "t", "deepseek_v3", GPTQ, **NO_G_IDX)
+    assert "DF542" in _codes(_check(path))
+    serve = settings_from(
+        serve_args=f"python -m sglang.launch_server --model-path {path} "
+        "--speculative-algorithm NEXTN --quantization moe_wna16"
+    )
+    report = check_path(path, engines=[SGL], method="mtp", serve=serve)
+    assert report.engines[0].verdict is Verdict.UNVERIFIED
+    assert _codes(report) == set()

@@ -35,7 +35,11 @@ from draftfit.engines.procedure.mtp_part import (
     mtp_view,
     not_read,
 )
-from draftfit.engines.procedure.mtp_quantization import exclusion_rule
+from draftfit.engines.procedure.mtp_quantization import (
+    config_refusal,
+    exclusion_rule,
+    method_judged,
+)
 from draftfit.engines.procedure.state import BuildState
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
@@ -68,7 +72,11 @@ def quantized_layer_built(state: BuildState) -> bool | None:
     if rule is None or not isinstance(naming, str):
         return None  # the quantization step says it was not read
     entries = target.quant.dynamic if rule in DYNAMIC_RULES else target.quant.exclusions
-    if unsafe_entries(entries, rule) or target.quant.marlin_refused is not None:
+    if (
+        unsafe_entries(entries, rule)
+        or config_refusal(state, target, rule) is not None
+        or not method_judged(state)
+    ):
         return None  # the quantization step says why it judged nothing
     names = NameList(list(entries), "exclusions")
     for index in mtp_view(state).layers_built or ():

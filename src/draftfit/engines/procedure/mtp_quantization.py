@@ -128,35 +128,9 @@ def quantization_covered(state: BuildState) -> bool | None:
     own = _own_quantized(state, target)
     if own is None:
         return None
-    refused = target.quant.gptq_refused
-    if rule == GPTQ and refused is not None and known_value(state, CONFIG_REFUSED) is True:
-        not_read(
-            state,
-            f"{state.title}'s GPTQ config class refuses this target's config at start-up, "
-            f"for the whole target ({refused}): the MTP layers were not judged",
-        )
-        return None
-    awq_refused = target.quant.awq_refused
-    if rule == AWQ and awq_refused is not None and known_value(state, AWQ_REFUSED) is True:
-        not_read(
-            state,
-            f"{state.title}'s AWQ config class refuses this target's config at start-up, "
-            f"for the whole target ({awq_refused}): the MTP layers were not judged",
-        )
-        return None
-    off_marlin = target.quant.marlin_refused
-    if rule in (SGLANG_GPTQ, AWQ_LISTED) and off_marlin is not None:
-        not_read(
-            state,
-            f"{state.title} serves this `{mtp.quantization}` config on a GPU with no Marlin "
-            f"kernel ({off_marlin}): "
-            + (
-                "it registers no other GPTQ method there and refuses the whole target at start-up"
-                if rule == SGLANG_GPTQ
-                else "it builds the target with another AWQ method, which was not read"
-            )
-            + "; the MTP layers were not judged",
-        )
+    refusal = config_refusal(state, target, rule)
+    if refusal is not None:
+        not_read(state, f"{refusal}: the MTP layers were not judged")
         return None
     layers_unquantized = rule == GPTQ and gptq_switch(state.profile, target)
     marlin = _marlin(state) if rule == GPTQ else True
@@ -226,6 +200,35 @@ def quantization_covered(state: BuildState) -> bool | None:
     return None
 
 
+def config_refusal(state: BuildState, target: MtpTarget, rule: str) -> str | None:
+    """Why the release builds no MTP layer of this target with the scheme's method at all, or
+    None: its GPTQ or AWQ config class refuses the config for the whole target at start-up
+    (`gptq_config_refused`, `awq_config_refused`), or SGLang's Marlin path does not take it
+    (no plain GPTQ method on a GPU: refused; another AWQ method: not read)."""
+    quant, title = target.quant, state.title
+    if rule == GPTQ and quant.gptq_refused and known_value(state, CONFIG_REFUSED) is True:
+        return (
+            f"{title}'s GPTQ config class refuses this target's config at start-up, for the "
+            f"whole target ({quant.gptq_refused})"
+        )
+    if rule == AWQ and quant.awq_refused and known_value(state, AWQ_REFUSED) is True:
+        return (
+            f"{title}'s AWQ config class refuses this target's config at start-up, for the "
+            f"whole target ({quant.awq_refused})"
+        )
+    if rule in (SGLANG_GPTQ, AWQ_LISTED) and quant.marlin_refused is not None:
+        return (
+            f"{title} serves this `{quant.scheme or quant.method}` config on a GPU with no "
+            f"Marlin kernel ({quant.marlin_refused}): "
+            + (
+                "it registers no other GPTQ method there and refuses the whole target at start-up"
+                if rule == SGLANG_GPTQ
+                else "it builds the target with another AWQ method, which was not read"
+            )
+        )
+    return None
+
+
 # The release's `--quantization` values that build a scheme's MTP layers with the method read
 # from the checkpoint's config, by scheme; whether the draft takes the target's value.
 LAUNCH_NAMES = "mtp_quant_launch_names"
@@ -233,6 +236,13 @@ INHERITED = "draft_quantization_inherited"
 # SGLang's value of `--speculative-draft-model-quantization` that leaves the draft's method to
 # its config.
 UNQUANT = "unquant"
+
+
+def method_judged(state: BuildState) -> bool:
+    """Whether the MTP layers are built with the method of the target's config, the one the
+    release's data was read for: the launch names none for them, or one that selects it."""
+    requested = _requested_method(state)
+    return requested is None or _same_method(state, requested)
 
 
 def _requested_method(state: BuildState) -> str | None:
@@ -681,4 +691,4 @@ def _packed_tensor(layer: MtpLayer) -> str:
 EXCLUDED_STORED = "mtp_quant_excluded_stored"
 
 
-__all__ = ["exclusion_rule", "quantization_covered"]
+__all__ = ["config_refusal", "exclusion_rule", "method_judged", "quantization_covered"]
