@@ -210,6 +210,22 @@ TARGETS: dict[str, dict[str, Any]] = {
             ("q", {"mtp_quantized": True, "g_idx": False}),
         )
     },
+    # compressed-tensors under SGLang's runtime names: each module by name (the fused experts
+    # as `model.decoder.mlp.experts`, which SGLang does not read), the experts by expert 0's
+    # projections, and one `re:` pattern of the layer; BF16 and stored FP8
+    **{
+        f"{short}_ct_{how}" + ("_q" if quantized else ""): {
+            "family": family,
+            "quant": "fp8",
+            "compressed": True,
+            "exclude": how,
+            **({"mtp_quantized": True} if quantized else {}),
+        }
+        for short, family in (("ds", "deepseek_v3"), ("glm", "glm4_moe"), ("mimo", "mimo"))
+        for how in ("runtime", "runtime_expert0", "runtime_regex")
+        for quantized in (False, True)
+        if not (short == "mimo" and how == "runtime_expert0")
+    },
     # the MTP layer stored FP8 like the backbone, but listed as left unquantized (DF541)
     "ds_fp8_q_listed": {
         "family": "deepseek_v3",
@@ -449,6 +465,8 @@ CUDA_ONLY_ON_SGLANG = ("_mo_", "_qk_")
 WNA16 = Path(__file__).with_name("mtp_oracle_wna16.py")
 # SGLang chooses its Marlin int4 path by the GPU's compute capability: answered as on a GPU.
 SGLANG_WNA16 = Path(__file__).with_name("mtp_oracle_sglang_wna16.py")
+# ... and its compressed-tensors schemes by the GPU's compute capability: answered the same way.
+SGLANG_CT = Path(__file__).with_name("mtp_oracle_sglang_ct.py")
 
 
 @dataclass(frozen=True)
@@ -507,7 +525,7 @@ def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
         vllm[f"{name}_k1"] = (name, k1)
         # SGLang's Qwen3-Next, ModelOpt, Quark and compressed-tensors targets need CUDA
         cuda_only = name.startswith("qn") or any(m in name for m in CUDA_ONLY_ON_SGLANG)
-        if not cuda_only and not name.startswith(("q35_ct", "mimo_ct")):
+        if not cuda_only:
             sglang[f"{name}_k1"] = (name, k1)
     mimo = partial(Launch, trust_remote_code=True)
     vllm["mimo_k2"] = ("mimo", mimo(tokens=2))
@@ -737,6 +755,8 @@ def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:
             oracle = [str(WNA16), str(ORACLE)]
         elif quant in ("gptq_int4", "awq_int4"):
             oracle = [str(SGLANG_WNA16), str(ORACLE)]
+        elif TARGETS[name].get("compressed"):
+            oracle = [str(SGLANG_CT), str(ORACLE)]
         elif release.startswith("vllm") and quant:
             args.append("--cpu-fp8")
         log = ["--log", str(out / f"{run}.log")]

@@ -13,7 +13,9 @@ MTP layer, e.g. `eh_proj.weight`), `rename` (a prefix that replaces the MTP laye
 `quant` ("fp8": an FP8 block-quantized backbone; or a scheme of `SCHEMES`: ModelOpt FP8 /
 NVFP4 with `hf_quant_config.json`, Quark FP8 / MXFP4 / NVFP4, GPTQ int4, AutoAWQ int4),
 `mtp_quantized` (the MTP layer quantized like the backbone), `exclude` (the exclusion
-list: "checkpoint", "runtime", "partial", and for the other schemes "glob" as their
+list: "checkpoint", "runtime" (SGLang's names; "runtime_regex": one `re:` pattern of them,
+"runtime_expert0": the fused experts by expert 0's projections), "partial", and for the
+other schemes "glob" as their
 exporters write one (AWQ: the layer's prefix),
 "regex" for Quark's `re:` and GPTQ's `-:` `dynamic` key; GPTQ's "runtime": the `-:` keys
 of SGLang's runtime names), `compressed` (a
@@ -447,6 +449,17 @@ def _exclusions(mtp: Tensors, prefix: str, how: str) -> list[str]:
         return modules
     if how == "layer_index":  # under the decoder-layer index the MTP layer would have
         return [f"model.layers.{LAYERS}." + m[len(prefix) :] for m in modules]
+    if how == "runtime_regex":  # one `re:` pattern of SGLang's runtime names of the layer
+        if prefix.startswith("model.mtp_layers."):
+            return [r"re:self_attn\..*", r"re:mlp\..*"]
+        return [r"re:model\.decoder\..*"]
+    if how == "runtime_expert0":  # SGLang's names, the experts by expert 0's projections
+        runtime = _exclusions(mtp, prefix, "runtime")
+        experts = "model.decoder.mlp.experts"
+        if experts not in runtime:
+            return runtime
+        shown = [f"{experts}.0.{p}" for p in ("gate_proj", "up_proj", "down_proj")]
+        return sorted([n for n in runtime if n != experts] + shown)
     out = set()
     for name in modules:
         rest = name[len(prefix) :]

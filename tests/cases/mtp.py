@@ -504,12 +504,12 @@ case("mtp-compressed-bf16-not-excluded", {"DF540"}, serve_args=_vllm(), verdict=
     target(quant="fp8", compressed=True)
 )
 case(
-    "mtp-compressed-not-read-sglang",
-    set(),
+    "mtp-compressed-sglang",
     {"DF540"},
     engines=(SGL,),
     serve_args=_sglang(),
-    verdict="unverified",
+    verdict="incompatible",
+    oracle="ds_ct_bf16 (SGLang 0.5.23, dev/mtp_oracle_sglang_ct.py: Downcasting not allowed)",
 )(target(quant="fp8", compressed=True))
 # launches of the wrong kind
 case(

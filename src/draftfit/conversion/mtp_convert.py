@@ -49,6 +49,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     EXACT_NO_MOE,
     GPTQ,
     SGLANG_GPTQ,
+    SGLANG_LISTED,
     own_quantized,
     unsafe_entries,
 )
@@ -63,9 +64,9 @@ if TYPE_CHECKING:
     from draftfit.conversion import ConvertResult
 
 CONFIG = "config.json"
-# The exclusion rules whose fix `check` names and convert does not write (SGLang's GPTQ keys
-# and AWQ entries of its runtime names).
-CHECK_ONLY = frozenset({SGLANG_GPTQ, AWQ_LISTED})
+# The exclusion rules whose fix `check` names and convert does not write (SGLang's GPTQ keys,
+# AWQ entries and compressed-tensors `ignore` entries of its runtime names).
+CHECK_ONLY = frozenset({SGLANG_GPTQ, AWQ_LISTED, SGLANG_LISTED})
 INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 
 
@@ -166,7 +167,7 @@ def plan_mtp_fix(
         raise UsageError(
             f"convert does not write {', '.join(unwritten)}'s fix for the MTP layers of "
             f"this `{target.quant.method}` target: `draftfit check` names the `dynamic` key "
-            "or `modules_to_not_convert` entry to add by hand"
+            "or exclusion entry to add by hand"
         )
     if EXACT_NO_MOE in rules and any(
         ".experts." in module for layer in target.layers.values() for module in layer.modules()

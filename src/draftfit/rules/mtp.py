@@ -396,7 +396,11 @@ def mtp_quant_build_refused() -> None:
     builds GLM-4.5's MoE block with GPTQ Marlin shared experts and then reads their plain
     `weight`, which a GPTQ layer does not have; it loads a DeepSeek-style layer's GPTQ
     `q_a_proj` and `kv_a_proj_with_mqa` by concatenating their packed tensors along the
-    dimension of an unpacked weight, which their shapes refuse.
+    dimension of an unpacked weight, which their shapes refuse; and DeepSeek's and
+    GLM-4.5's MoE blocks compare the quantization block sizes of their shared experts'
+    `gate_up_proj` and `down_proj`, which fails where an exclusion list leaves only
+    `down_proj` unquantized (compressed-tensors matches the fused `gate_up_proj` by that
+    name, not by its shards').
 
     ## Why it matters
     The engine stops at start-up, after the target is on the GPUs. The same code builds
@@ -411,8 +415,9 @@ def mtp_quant_build_refused() -> None:
 
     ## Fix
     Leave the modules the finding names unquantized (a `-:` key of `dynamic` matching
-    them, in the backbone's layers and the MTP layer, stored BF16), or serve the target
-    with a release that loads them (`draftfit matrix`).
+    them, in the backbone's layers and the MTP layer, stored BF16; for compressed-tensors,
+    the fused `gate_up_proj` by that name, or one `re:` pattern of the whole MTP layer), or
+    serve the target with a release that loads them (`draftfit matrix`).
     """
 
 

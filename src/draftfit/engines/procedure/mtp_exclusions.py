@@ -78,6 +78,11 @@ SGLANG_GPTQ = "sglang-gptq"
 # contained in the module's runtime name (the fused experts by theirs); no list is derived
 # from the checkpoint where the key is absent
 AWQ_LISTED = "awq-listed"
+# SGLang's compressed-tensors (`should_ignore_layer`): an entry equal to the module's runtime
+# name, a plain entry naming a dotted suffix of it, or a `re:` pattern matching its start;
+# each shard of a fused module by its own name; the fused experts when their expert 0's
+# three projections are all listed (`model.decoder.mlp.experts.0.gate_proj`, ...)
+SGLANG_LISTED = "sglang-listed"
 RULES = (
     LISTED,
     EXACT,
@@ -90,11 +95,12 @@ RULES = (
     AWQ,
     SGLANG_GPTQ,
     AWQ_LISTED,
+    SGLANG_LISTED,
 )
 # The rules that read GPTQ's `dynamic` keys, and those that match the fused experts as one
 # module named by their parent (`....mlp.experts`).
 DYNAMIC_RULES = frozenset({GPTQ, SGLANG_GPTQ})
-FUSED_NAME_RULES = frozenset({GPTQ, AWQ, SGLANG_GPTQ, AWQ_LISTED})
+FUSED_NAME_RULES = frozenset({GPTQ, AWQ, SGLANG_GPTQ, AWQ_LISTED, SGLANG_LISTED})
 # Rules under which the MTP layer's own head (`shared_head.head`, a ParallelLMHead) is built
 # with the target's quantization unless excluded (vLLM's ModelOpt quantizes LM heads).
 HEAD_RULES = frozenset({MODELOPT})
@@ -188,6 +194,8 @@ def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = L
         return _sglang_paths(name, entries)
     if rule in DYNAMIC_RULES:
         return gptq_skipped(name, entries)
+    if rule == SGLANG_LISTED:
+        return _sglang_listed(name, entries, names)
     if rule in (AWQ, AWQ_LISTED):
         parent = fused_parent(name)
         return any(entry and entry in parent for entry in entries)
@@ -198,6 +206,26 @@ def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = L
         return name in entries
     # exact names and `re:` patterns (a shell wildcard is no pattern to these configs)
     return name in entries or names.matches(name)
+
+
+# The projections of the expert SGLang's compressed-tensors reads a fused MoE's scheme from.
+EXPERT_ZERO = ("0.gate_proj", "0.up_proj", "0.down_proj")
+
+
+def _sglang_listed(name: str, entries: tuple[str, ...], names: NameList) -> bool:
+    """SGLang's compressed-tensors reading of the `ignore` list (:data:`SGLANG_LISTED`)."""
+    parent = name if name.endswith(".mlp.experts") else fused_parent(name)
+    if parent != name or name.endswith(".mlp.experts"):
+        return all(_suffix_listed(f"{parent}.{part}", entries, names) for part in EXPERT_ZERO)
+    return _suffix_listed(name, entries, names)
+
+
+def _suffix_listed(name: str, entries: tuple[str, ...], names: NameList) -> bool:
+    """`name` equal to an entry, matched from its start by a `re:` pattern, or ending in a
+    plain entry on a dot boundary."""
+    if names.matches(name):
+        return True
+    return any(not entry.startswith(RE_PREFIX) and name.endswith("." + entry) for entry in entries)
 
 
 def fused_parent(name: str) -> str:
@@ -368,6 +396,8 @@ def layer_entry(
         return "-:" + re.escape(prefix + ".") + ".*"
     if rule == SGLANG_GPTQ:  # matched from the start of the runtime name
         return "-:" + re.escape(prefix + ".") + ".*"
+    if rule == SGLANG_LISTED:
+        return RE_PREFIX + re.escape(prefix + ".") + ".*"
     if (rule == AWQ and naming == CHECKPOINT_NAMES) or rule == AWQ_LISTED:
         return prefix + "."
     return None
@@ -433,6 +463,21 @@ def own_prefix(target: MtpTarget, index: int, module: str) -> str | None:
     return family.own_prefix(target.num_hidden_layers or 0, index)
 
 
+# Per family, the fused modules SGLang's compressed-tensors matches by the fused name.
+FUSED_BY_NAME = "mtp_fused_by_name"
+
+
+def fused_by_name(profile: Profile, target: MtpTarget) -> frozenset[str] | None:
+    """The fused modules of the target's MTP layers that `profile`'s release matches by the
+    fused name (`mtp_fused_by_name`); None where its family was not read."""
+    if FUSED_BY_NAME not in profile.data.facts or target.family is None:
+        return None
+    fact = profile.fact(FUSED_BY_NAME)
+    table = fact.value if fact.known and isinstance(fact.value, dict) else {}
+    names = table.get(target.family.name)
+    return frozenset(n for n in names if isinstance(n, str)) if isinstance(names, list) else None
+
+
 # Families whose MTP class builds every MTP decoder layer unquantized when a GPTQ `dynamic`
 # key starting `-:` contains `mtp` (vLLM's Qwen3.5), whatever the key's pattern matches.
 GPTQ_SWITCH = "mtp_gptq_layers_switch"
@@ -487,18 +532,24 @@ def unquantized_under(
     name: str,
     entries: tuple[str, ...],
     names: NameList,
+    by_fused_name: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether the release builds `module` of `layer` (engine name `name`) unquantized under
     `rule` and the exclusion `entries` (`names`: them, ready to match), for every rule but
     vLLM's GPTQ (:func:`gptq_unquantized`, which needs the launch): AWQ's own reading
     (:func:`awq_unquantized`), SGLang's GPTQ (never the routed experts), else
-    :func:`excluded`."""
+    :func:`excluded`. SGLang matches fused modules by the fused name for GPTQ and AWQ, and
+    for compressed-tensors those of `by_fused_name` (the family's `mtp_fused_by_name`)."""
     if rule == AWQ:
         return awq_unquantized(target, layer, index, module, name, entries)
     if rule == SGLANG_GPTQ and ROUTED_EXPERT.match(module):
         return False
     if rule in (SGLANG_GPTQ, AWQ_LISTED):
         name = sglang_fused_name(name, layer.modules())
+    elif rule == SGLANG_LISTED and by_fused_name:
+        fused = sglang_fused_name(name, layer.modules())
+        if fused.rsplit(".", 1)[-1] in by_fused_name:
+            name = fused
     return excluded(name, entries, names, rule)
 
 
@@ -606,6 +657,7 @@ __all__ = [
     "AWQ_LISTED",
     "CHECKPOINT_NAMES",
     "DYNAMIC_RULES",
+    "FUSED_BY_NAME",
     "FUSED_NAME_RULES",
     "GPTQ",
     "GPTQ_SWITCH",
@@ -621,11 +673,13 @@ __all__ = [
     "RULES",
     "RUNTIME_NAMES",
     "SGLANG_GPTQ",
+    "SGLANG_LISTED",
     "as_matched",
     "awq_unquantized",
     "engine_name",
     "entry_renames",
     "excluded",
+    "fused_by_name",
     "fused_parent",
     "gptq_marlin_experts",
     "gptq_quantized_linear",

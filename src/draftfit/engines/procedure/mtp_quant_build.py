@@ -3,18 +3,25 @@
 `mtp_quant_build_refused` names, per scheme and family, the defect it has, and this step
 finds the modules of the MTP layer that meet it under the release's own exclusion rule.
 
-Two defects are modelled, both of SGLang's GPTQ Marlin path (run on a CPU):
+Three defects are modelled, all of SGLang (run on a CPU):
 
-- `shared-experts-weight`: GLM-4.5's MoE block reads its shared experts' plain `weight`
-  after building them, which a GPTQ layer does not have: refused at build wherever the
-  shared experts' `gate_up_proj` is built GPTQ.
-- `fused-qkv-a`: a DeepSeek-style layer (with a `q_lora_rank`) loads `q_a_proj` and
-  `kv_a_proj_with_mqa` concatenated along the first dimension, the output of an unpacked
-  weight but the packed input of a GPTQ `qweight`: refused at load wherever both are stored
-  and built GPTQ.
+- `shared-experts-weight` (GPTQ Marlin): GLM-4.5's MoE block reads its shared experts'
+  plain `weight` after building them, which a GPTQ layer does not have: refused at build
+  wherever the shared experts' `gate_up_proj` is built GPTQ.
+- `fused-qkv-a` (GPTQ Marlin; GLM-4.7-Flash's AWQ too): a DeepSeek-style layer (with a
+  `q_lora_rank`) loads `q_a_proj` and `kv_a_proj_with_mqa` concatenated along the first
+  dimension, the output of an unpacked weight but the packed input of a `qweight`: refused
+  at load wherever both are stored packed, whatever they are built as.
+- `shared-experts-mixed` (compressed-tensors): DeepSeek's and GLM-4.5's MoE blocks compare
+  the block sizes of their shared experts' `gate_up_proj` and `down_proj` quantization
+  configs when the first is FP8: refused at build where `gate_up_proj` is built quantized
+  and `down_proj` not.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
 
 from draftfit import rule_ids
 from draftfit.draft.mtp import MtpLayer, MtpTarget
@@ -38,6 +45,7 @@ from draftfit.engines.procedure.mtp_part import (
 from draftfit.engines.procedure.mtp_quantization import (
     config_refusal,
     exclusion_rule,
+    fused_names,
     method_judged,
 )
 from draftfit.engines.procedure.state import BuildState
@@ -53,10 +61,14 @@ FACT = "mtp_quant_build_refused"
 MAX_MATCHES = 200_000
 SHARED_EXPERTS = "shared-experts-weight"
 FUSED_QKV_A = "fused-qkv-a"
+SHARED_MIXED = "shared-experts-mixed"
 # The checkpoint modules each defect concerns, by their names under the MTP layer's prefix.
+SHARED_GATE_UP = ("mlp.shared_experts.gate_proj", "mlp.shared_experts.up_proj")
+SHARED_DOWN = "mlp.shared_experts.down_proj"
 MODULES = {
-    SHARED_EXPERTS: ("mlp.shared_experts.gate_proj", "mlp.shared_experts.up_proj"),
+    SHARED_EXPERTS: SHARED_GATE_UP,
     FUSED_QKV_A: ("self_attn.q_a_proj", "self_attn.kv_a_proj_with_mqa"),
+    SHARED_MIXED: (*SHARED_GATE_UP, SHARED_DOWN),
 }
 
 
@@ -79,11 +91,17 @@ def quantized_layer_built(state: BuildState) -> bool | None:
     ):
         return None  # the quantization step says why it judged nothing
     names = NameList(list(entries), "exclusions")
+    by_name = fused_names(state, target, rule)
+    if by_name is None:
+        return None
     for index in mtp_view(state).layers_built or ():
         layer = target.layers.get(index)
         if layer is None:
             continue
-        met = _modules_met(kind, target, layer, index, naming, rule, entries, names)
+        built = partial(
+            _built_quantized, target, layer, index, naming, rule, entries, names, by_name
+        )
+        met = _modules_met(kind, layer, built)
         if met:
             _report(state, layer.prefix, kind, met)
             return None
@@ -137,8 +155,7 @@ def _defect(state: BuildState, target: MtpTarget) -> str | None:
     return kind if kind in MODULES else None
 
 
-def _modules_met(
-    kind: str,
+def _built_quantized(
     target: MtpTarget,
     layer: MtpLayer,
     index: int,
@@ -146,22 +163,31 @@ def _modules_met(
     rule: str,
     entries: tuple[str, ...],
     names: NameList,
-) -> list[str]:
-    """The modules of `layer` that meet defect `kind`: the shared experts' projections the
-    release builds quantized; or `q_a_proj` and `kv_a_proj_with_mqa` where both are stored
-    quantized and built so (none where the layer lacks one of them)."""
+    by_name: frozenset[str],
+    module: str,
+) -> bool:
+    """Whether the release builds `module` of `layer` with the target's quantization."""
+    name = engine_name(
+        layer, module, naming, own_prefix(target, index, module), target.num_hidden_layers
+    )
+    return not unquantized_under(rule, target, layer, index, module, name, entries, names, by_name)
+
+
+def _modules_met(kind: str, layer: MtpLayer, built: Callable[[str], bool]) -> list[str]:
+    """The modules of `layer` that meet defect `kind` (`built`: whether the release builds a
+    module quantized): the shared experts' projections built quantized; `q_a_proj` and
+    `kv_a_proj_with_mqa` where both are stored quantized (concatenated as stored, whatever
+    they are built as); the shared experts' `gate_up_proj` built quantized beside a
+    `down_proj` built unquantized."""
     present = [m for m in MODULES[kind] if m in layer.modules()]
-    if kind == FUSED_QKV_A:  # concatenated as stored, whatever they are built as
+    if kind == FUSED_QKV_A:
         stored = [m for m in present if layer.stored_quantized(m) is True]
         return [layer.prefix + m for m in stored] if len(stored) == len(MODULES[kind]) else []
-    built: list[str] = []
-    for module in present:
-        name = engine_name(
-            layer, module, naming, own_prefix(target, index, module), target.num_hidden_layers
-        )
-        if not unquantized_under(rule, target, layer, index, module, name, entries, names):
-            built.append(layer.prefix + module)
-    return built
+    if kind == SHARED_MIXED:
+        gate_up = [m for m in present if m in SHARED_GATE_UP and built(m)]
+        down_left = SHARED_DOWN in present and not built(SHARED_DOWN)
+        return [layer.prefix + m for m in (*gate_up, SHARED_DOWN)] if gate_up and down_left else []
+    return [layer.prefix + m for m in present if built(m)]
 
 
 def _report(
@@ -186,6 +212,20 @@ def _report(
             "runtime names (`model.decoder.mlp.shared_experts.`, and each backbone layer's), "
             "stored BF16; or serve the target with a release that builds them (`draftfit "
             "matrix`)"
+        )
+    elif kind == SHARED_MIXED:
+        what = (
+            f"{state.title} builds the shared experts of {whose} with `gate_up_proj` quantized "
+            f"(`{scheme}`) and `down_proj` unquantized ({shown}), and its MoE block then reads "
+            "the block size of both quantization configs, which an unquantized layer does not "
+            "have: the build is refused at start-up (`AttributeError: 'UnquantizedLinearMethod' "
+            "object has no attribute 'quant_config'`)"
+        )
+        fix = (
+            "list the shared experts' fused `gate_up_proj` by that name (or a `re:` pattern of "
+            f"the whole MTP layer, as the fix of {rule_ids.MTP_QUANT_UNCOVERED.code} gives) so "
+            "that all three are left "
+            "unquantized, or take `down_proj` out of the list so that all three are quantized"
         )
     else:
         what = (

@@ -28,10 +28,12 @@ from draftfit.engines.procedure.mtp_exclusions import (
     QUARK,
     ROUTED_EXPERT,
     SGLANG_GPTQ,
+    SGLANG_LISTED,
     as_matched,
     engine_name,
     entry_renames,
     excluded,
+    fused_by_name,
     fused_parent,
     gptq_marlin_experts,
     gptq_switch,
@@ -128,6 +130,9 @@ def quantization_covered(state: BuildState) -> bool | None:
     own = _own_quantized(state, target)
     if own is None:
         return None
+    by_name = fused_names(state, target, rule)
+    if by_name is None:
+        return None
     refusal = config_refusal(state, target, rule)
     if refusal is not None:
         not_read(state, f"{refusal}: the MTP layers were not judged")
@@ -164,7 +169,9 @@ def quantization_covered(state: BuildState) -> bool | None:
                 if stored is True and unlisted:
                     built_elsewhere.append(name)
             else:
-                left = unquantized_under(rule, target, layer, index, module, name, entries, names)
+                left = unquantized_under(
+                    rule, target, layer, index, module, name, entries, names, by_name
+                )
             if stored is True and left:
                 excluded_stored.append(fused_parent(name) if rule in FUSED_NAME_RULES else name)
             if stored is not False:
@@ -198,6 +205,23 @@ def quantization_covered(state: BuildState) -> bool | None:
                 consequence=Consequence.REFUSES_TO_START,
             )
     return None
+
+
+def fused_names(state: BuildState, target: MtpTarget, rule: str) -> frozenset[str] | None:
+    """The fused modules the release matches by the fused name under `rule` (SGLang's
+    compressed-tensors: `mtp_fused_by_name`; none for any other rule); None, after saying so,
+    where that was not read for the target's family."""
+    if rule != SGLANG_LISTED:
+        return frozenset()
+    found = fused_by_name(state.profile, target)
+    if found is None:
+        title = target.family.title if target.family is not None else "the target"
+        not_read(
+            state,
+            f"which of {title}'s fused MTP modules {state.title}'s compressed-tensors config "
+            "matches by the fused module's name was not read",
+        )
+    return found
 
 
 def config_refusal(state: BuildState, target: MtpTarget, rule: str) -> str | None:
@@ -421,14 +445,20 @@ def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
     start = mtp_inputs(state).target.num_hidden_layers
     entry = layer_entry(rule, layer, naming, start)
     built_at = engine_name(layer, "", naming, mtp_start=start)
-    if not built_at and rule == SGLANG_GPTQ:
-        keys = " and ".join(f"`-:{re.escape(part + '.')}.*`" for part in _top_parts(layer))
+    if not built_at and rule in (SGLANG_GPTQ, SGLANG_LISTED):
+        mark = "-:" if rule == SGLANG_GPTQ else "re:"
+        keys = " and ".join(f"`{mark}{re.escape(part + '.')}.*`" for part in _top_parts(layer))
+        where_to = (
+            f"the keys {keys} (value `{{}}`) to `quantization_config.dynamic` of "
+            f"{quant.source}, before any other key"
+            if rule == SGLANG_GPTQ
+            else f"the entries {keys} to `quantization_config.ignore` of {quant.source}"
+        )
         return (
             "ship the MTP layer quantized like the backbone (the portable fix), or, for "
-            f"{title}, add the keys {keys} (value `{{}}`) to "
-            f"`quantization_config.dynamic` of {quant.source}, before any other key: {title} "
-            "builds the decoder layer under no prefix (`self_attn.qkv_proj`), and a `-:` key "
-            "matches from the start of the name, so these name no backbone module"
+            f"{title}, add {where_to}: {title} builds the decoder layer under no prefix "
+            f"(`self_attn.qkv_proj`), and a `{mark}` pattern matches from the start of the "
+            "name, so these name no backbone module"
         )
     if not built_at:
         return (
@@ -441,6 +471,8 @@ def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
         key = key or "exclude_modules"
     elif rule == QUARK:
         key = key or "exclude"
+    elif rule == SGLANG_LISTED:
+        key = key or "ignore"
     where = (
         "the quantization config's exclusion list"
         if rule == LISTED
@@ -691,4 +723,10 @@ def _packed_tensor(layer: MtpLayer) -> str:
 EXCLUDED_STORED = "mtp_quant_excluded_stored"
 
 
-__all__ = ["config_refusal", "exclusion_rule", "method_judged", "quantization_covered"]
+__all__ = [
+    "config_refusal",
+    "exclusion_rule",
+    "fused_names",
+    "method_judged",
+    "quantization_covered",
+]
