@@ -755,7 +755,7 @@ def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:
             oracle = [str(WNA16), str(ORACLE)]
         elif quant in ("gptq_int4", "awq_int4"):
             oracle = [str(SGLANG_WNA16), str(ORACLE)]
-        elif TARGETS[name].get("compressed"):
+        elif release.startswith("sglang") and TARGETS[name].get("compressed"):
             oracle = [str(SGLANG_CT), str(ORACLE)]
         elif release.startswith("vllm") and quant:
             args.append("--cpu-fp8")
