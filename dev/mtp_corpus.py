@@ -467,6 +467,8 @@ WNA16 = Path(__file__).with_name("mtp_oracle_wna16.py")
 SGLANG_WNA16 = Path(__file__).with_name("mtp_oracle_sglang_wna16.py")
 # ... and its compressed-tensors schemes by the GPU's compute capability: answered the same way.
 SGLANG_CT = Path(__file__).with_name("mtp_oracle_sglang_ct.py")
+# ... and Qwen3-Next's delta-net norm asks for the current CUDA device: answered with the CPU.
+SGLANG_QWEN3_NEXT = Path(__file__).with_name("mtp_oracle_sglang_qwen3_next.py")
 
 
 @dataclass(frozen=True)
@@ -523,8 +525,10 @@ def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
     for name in TARGETS:
         k1 = MIMO_K1 if name.startswith("mimo") else K1
         vllm[f"{name}_k1"] = (name, k1)
-        # SGLang's Qwen3-Next, ModelOpt, Quark and compressed-tensors targets need CUDA
-        cuda_only = name.startswith("qn") or any(m in name for m in CUDA_ONLY_ON_SGLANG)
+        # SGLang's ModelOpt and Quark targets need CUDA; Qwen3-Next's GPTQ and AWQ stop in the
+        # backbone's delta-net (`in_proj_ba`, a packed-weight loader reading `.weight`)
+        packed_qn = name.startswith("qn_") and any(m in name for m in ("_gptq_", "_awq_"))
+        cuda_only = packed_qn or any(m in name for m in CUDA_ONLY_ON_SGLANG)
         if not cuda_only:
             sglang[f"{name}_k1"] = (name, k1)
     mimo = partial(Launch, trust_remote_code=True)
@@ -574,6 +578,9 @@ def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
     sglang["q35_self_k1"] = ("q35", Launch(self_draft=True))
     sglang["q35_eagle_k1"] = ("q35", Launch("EAGLE"))
     sglang["q35_eagle3_k1"] = ("q35", Launch("EAGLE3"))
+    sglang["qn_nok"] = ("qn", Launch(tokens=None))
+    sglang["qn_k3"] = ("qn", Launch(tokens=3))
+    sglang["qn_eagle3_k1"] = ("qn", Launch("EAGLE3"))
     vllm["ds_deepseek_mtp_k1"] = ("ds", Launch("deepseek_mtp"))
     vllm["glm_glm4_moe_mtp_k2"] = ("glm", Launch("glm4_moe_mtp", 2))
     vllm["glm_deepseek_mtp_k1"] = ("glm", Launch("deepseek_mtp"))
@@ -757,6 +764,8 @@ def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:
             oracle = [str(SGLANG_WNA16), str(ORACLE)]
         elif release.startswith("sglang") and TARGETS[name].get("compressed"):
             oracle = [str(SGLANG_CT), str(ORACLE)]
+        elif release.startswith("sglang") and TARGETS[name]["family"] == "qwen3_next":
+            oracle = [str(SGLANG_QWEN3_NEXT), str(ORACLE)]
         elif release.startswith("vllm") and quant:
             args.append("--cpu-fp8")
         log = ["--log", str(out / f"{run}.log")]

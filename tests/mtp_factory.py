@@ -736,10 +736,14 @@ def mtp_target(
             }
         else:
             # a Qwen3.5 export leaves its delta-net's few-row `in_proj_b` / `in_proj_a` in BF16
-            # and says so (SGLang builds no FP8 block layer of fewer rows than a block)
+            # and says so (SGLang builds no FP8 block layer of fewer rows than a block), and a
+            # Qwen3-Next one its `in_proj_qkvz` / `in_proj_ba`
             small = (
                 [f"model.language_model.layers.0.linear_attn.in_proj_{x}" for x in "ba"]
                 if family == "qwen3_5" and engine_ready
+                # Qwen3-Next's export leaves its delta-net's input projections in BF16 too
+                else [f"model.layers.0.linear_attn.in_proj_{x}" for x in ("qkvz", "ba")]
+                if family == "qwen3_next" and engine_ready
                 else []
             )
             listed = [*small, *excluded]

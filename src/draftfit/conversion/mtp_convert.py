@@ -48,8 +48,10 @@ from draftfit.engines.procedure.mtp_exclusions import (
     AWQ_LISTED,
     EXACT_NO_MOE,
     GPTQ,
+    RUNTIME_RENUMBERED,
     SGLANG_GPTQ,
     SGLANG_LISTED,
+    exclusion_naming,
     own_quantized,
     unsafe_entries,
 )
@@ -161,6 +163,14 @@ def plan_mtp_fix(
             + ", ".join(p.title for p in profiles)
             + f" matches `{target.quant.scheme or target.quant.method}` quantization "
             "exclusions: choose a read release with --engine"
+        )
+    shared = [p.title for p in profiles if exclusion_naming(p, target) == RUNTIME_RENUMBERED]
+    if shared:
+        raise UsageError(
+            f"no config change fixes {source}'s MTP layers for {', '.join(shared)}: it builds "
+            "them under `model.layers.{i}`, the names of a backbone layer too, so an entry "
+            "that leaves them unquantized leaves that layer unquantized as well; re-export the "
+            "target with the MTP layers quantized like the backbone"
         )
     unwritten = [p.title for p, rule in zip(profiles, rules, strict=True) if rule in CHECK_ONLY]
     if unwritten:

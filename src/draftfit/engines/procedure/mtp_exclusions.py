@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 
 CHECKPOINT_NAMES = "checkpoint"
 RUNTIME_NAMES = "runtime"
+# SGLang's runtime names where the family's MTP model numbers its layers from
+# `model.layers.0` (Qwen3-Next: `mtp.layers.{i}.` is built as `model.layers.{i}.`, the names of
+# the backbone's own layer i)
+RUNTIME_RENUMBERED = "runtime-renumbered"
+RENUMBERED_FACT = "mtp_runtime_renumbered"
 # MiMo's MTP layers in the checkpoint
 MIMO_LAYERS = "model.mtp_layers."
 
@@ -139,6 +144,8 @@ def engine_name(
     vLLM builds the decoder layer under `model.layers.{L + i}` (checkpoint naming: run on
     0.34.0, a list naming `model.layers.{L}.*` excludes it, the checkpoint's names do not),
     SGLang under no prefix at all (`self_attn.qkv_proj`; runtime naming)."""
+    if naming == RUNTIME_RENUMBERED and own_prefix is None:
+        return f"model.layers.{layer.index}." + module
     if layer.prefix.startswith(MIMO_LAYERS) and own_prefix is None:  # its decoder layer
         if naming == RUNTIME_NAMES:
             return module
@@ -154,6 +161,21 @@ def engine_name(
     if ROUTED_EXPERT.match(module):
         return "model.decoder.mlp.experts"
     return "model.decoder." + module
+
+
+def exclusion_naming(profile: Profile, target: MtpTarget) -> str | None:
+    """Under which names `profile`'s release matches the target's MTP modules against its
+    exclusion list (`mtp_exclusion_names`; :data:`RUNTIME_RENUMBERED` for a family its
+    `mtp_runtime_renumbered` lists); None where that was not read."""
+    fact = profile.fact("mtp_exclusion_names")
+    if not fact.known or not isinstance(fact.value, str):
+        return None
+    if fact.value == RUNTIME_NAMES and RENUMBERED_FACT in profile.data.facts:
+        renumbered = profile.fact(RENUMBERED_FACT)
+        families = renumbered.value if renumbered.known else None
+        if isinstance(families, list) and target.family and target.family.name in families:
+            return RUNTIME_RENUMBERED
+    return fact.value
 
 
 def entry_renames(profile: Profile, target: MtpTarget) -> list[tuple[str, str]]:
@@ -384,7 +406,7 @@ def layer_entry(
     (None where the rule takes module names only, or the release names the layer's modules
     under no prefix)."""
     prefix = engine_name(layer, "", naming, mtp_start=mtp_start).rstrip(".")
-    if not prefix:
+    if not prefix or naming == RUNTIME_RENUMBERED:  # its names are a backbone layer's too
         return None
     if rule == MODELOPT:
         return prefix + "*"
@@ -669,9 +691,11 @@ __all__ = [
     "NAME_MAP",
     "OWN_FACT",
     "QUARK",
+    "RENUMBERED_FACT",
     "ROUTED_EXPERT",
     "RULES",
     "RUNTIME_NAMES",
+    "RUNTIME_RENUMBERED",
     "SGLANG_GPTQ",
     "SGLANG_LISTED",
     "as_matched",
@@ -679,6 +703,7 @@ __all__ = [
     "engine_name",
     "entry_renames",
     "excluded",
+    "exclusion_naming",
     "fused_by_name",
     "fused_parent",
     "gptq_marlin_experts",

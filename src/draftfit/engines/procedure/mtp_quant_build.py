@@ -31,6 +31,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     DYNAMIC_RULES,
     engine_name,
     excluded,
+    exclusion_naming,
     own_prefix,
     unquantized_under,
     unsafe_entries,
@@ -80,7 +81,7 @@ def quantized_layer_built(state: BuildState) -> bool | None:
     if kind is None:
         return None
     rule = exclusion_rule(state)
-    naming = known_value(state, "mtp_exclusion_names")
+    naming = exclusion_naming(state.profile, target)
     if rule is None or not isinstance(naming, str):
         return None  # the quantization step says it was not read
     entries = target.quant.dynamic if rule in DYNAMIC_RULES else target.quant.exclusions

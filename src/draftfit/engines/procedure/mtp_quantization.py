@@ -27,12 +27,14 @@ from draftfit.engines.procedure.mtp_exclusions import (
     OWN_FACT,
     QUARK,
     ROUTED_EXPERT,
+    RUNTIME_RENUMBERED,
     SGLANG_GPTQ,
     SGLANG_LISTED,
     as_matched,
     engine_name,
     entry_renames,
     excluded,
+    exclusion_naming,
     fused_by_name,
     fused_parent,
     gptq_marlin_experts,
@@ -93,12 +95,11 @@ def quantization_covered(state: BuildState) -> bool | None:
             "does with them was not read",
         )
         return None
-    naming_fact = state.profile.fact("mtp_exclusion_names")
     outcome_fact = state.profile.fact("mtp_quant_uncovered")
-    if not naming_fact.known:
+    naming = exclusion_naming(state.profile, target)
+    if naming is None:
         not_read(state, f"how {state.title} matches quantization exclusions was not read")
         return None
-    naming = naming_fact.value
     mtp.exclusion_names = naming
     if _outcome_word(target, outcome_fact.value) == BUILT_UNQUANTIZED:
         return _built_unquantized(state)
@@ -445,6 +446,13 @@ def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
     start = mtp_inputs(state).target.num_hidden_layers
     entry = layer_entry(rule, layer, naming, start)
     built_at = engine_name(layer, "", naming, mtp_start=start)
+    if naming == RUNTIME_RENUMBERED:
+        return (
+            f"ship the MTP layer quantized like the backbone: {title} builds it under "
+            f"`{built_at}`, the names of the backbone's own layer {layer.index} too, so an "
+            "entry that leaves it unquantized leaves that backbone layer's modules unquantized "
+            "as well"
+        )
     if not built_at and rule in (SGLANG_GPTQ, SGLANG_LISTED):
         mark = "-:" if rule == SGLANG_GPTQ else "re:"
         keys = " and ".join(f"`{mark}{re.escape(part + '.')}.*`" for part in _top_parts(layer))

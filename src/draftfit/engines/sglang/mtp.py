@@ -55,7 +55,8 @@ def algorithm(state: BuildState) -> bool | None:
     refused = method == "EAGLE3" and _eagle3_refused(state)
     outcome = (
         ": the draft path defaults to the target, the draft is built as its NextN class, and "
-        "EAGLE-3's embedding sharing finds no `set_embed` on that class, so start-up fails "
+        "EAGLE-3's embedding sharing finds no `set_embed` or `hot_token_id` on that class, so "
+        "start-up fails "
         "(AttributeError)"
         if refused
         else "; what it does with this target was not read"

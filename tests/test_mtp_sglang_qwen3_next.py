@@ -1,0 +1,64 @@
+"""Qwen3-Next's MTP layer on SGLang 0.5.23: its MTP model numbers its layer from
+`model.layers.0` (`mtp.layers.0.*` is built as `model.layers.0.*`, the names of the backbone's
+own layer 0), so the checkpoint's names exclude nothing and no entry leaves it unquantized
+without the backbone layer. The expected verdicts are those SGLang 0.5.23's own build and
+loader gave on a CPU (`dev/mtp_oracle_sglang_qwen3_next.py`; dev/mtp-oracle-results.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from draftfit.checker import check_path
+from draftfit.engines.launch import settings_from
+from draftfit.report import Report
+from tests.mtp_factory import mtp_target
+from tests.test_mtp_commands import run
+
+SGL = "sglang==0.5.23"
+
+
+def _check(path: Path) -> Report:
+    serve = settings_from(
+        serve_args=f"python -m sglang.launch_server --model-path {path} "
+        "--speculative-algorithm NEXTN --speculative-num-steps 1 --speculative-eagle-topk 1 "
+        "--speculative-num-draft-tokens 2"
+    )
+    return check_path(path, engines=[SGL], method="mtp", serve=serve)
+
+
+@pytest.mark.parametrize(
+    ("variant", "verdict", "codes"),
+    [
+        ({}, "drafts-garbage", {"DF540"}),  # built FP8, the BF16 values cast
+        ({"exclude": "checkpoint"}, "drafts-garbage", {"DF540"}),  # `mtp.*` names nothing
+        ({"mtp_quantized": True}, "compatible", set()),
+    ],
+)
+def test_a_qwen3_next_fp8_target_gets_the_verdict_sglang_gave_it(
+    tmp_path: Path, variant: dict[str, Any], verdict: str, codes: set[str]
+) -> None:
+    path = mtp_target(tmp_path / "t", "qwen3_next", quant="fp8", engine_ready=True, **variant)
+    report = _check(path)
+    assert report.engines[0].verdict.value == verdict, [f.to_dict() for f in report.findings]
+    assert {f.rule.code for f in report.findings if f.rule.code.startswith("DF54")} == codes
+
+
+def test_the_fix_and_convert_say_no_entry_serves_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = mtp_target(tmp_path / "t", "qwen3_next", quant="fp8", engine_ready=True)
+    (finding,) = [f for f in _check(path).findings if f.rule.code == "DF540"]
+    data = finding.to_dict()
+    assert "`model.layers.0.mlp.experts.0.down_proj`" in str(data["message"])
+    assert "the names of the backbone's own layer 0 too" in str(data["fix"])
+    out = tmp_path / "o"
+    code, _, err = run(
+        capsys, "convert", str(path), "--method", "mtp", "--engine", SGL, "-o", str(out)
+    )
+    assert code == 2
+    assert "names of a backbone layer too" in err
+    assert not out.exists()
