@@ -210,6 +210,20 @@ TARGETS: dict[str, dict[str, Any]] = {
             ("q", {"mtp_quantized": True, "g_idx": False}),
         )
     },
+    # Qwen3-Next compressed-tensors (SGLang builds its MTP layer as `model.layers.0.*`)
+    "qn_ct_bf16": {"family": "qwen3_next", "quant": "fp8", "compressed": True},
+    "qn_ct_mtp_fp8": {
+        "family": "qwen3_next",
+        "quant": "fp8",
+        "compressed": True,
+        "mtp_quantized": True,
+    },
+    "qn_ct_excluded": {
+        "family": "qwen3_next",
+        "quant": "fp8",
+        "compressed": True,
+        "exclude": "checkpoint",
+    },
     # compressed-tensors under SGLang's runtime names: each module by name (the fused experts
     # as `model.decoder.mlp.experts`, which SGLang does not read), the experts by expert 0's
     # projections, and one `re:` pattern of the layer; BF16 and stored FP8
@@ -764,6 +778,8 @@ def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:
             oracle = [str(SGLANG_WNA16), str(ORACLE)]
         elif release.startswith("sglang") and TARGETS[name].get("compressed"):
             oracle = [str(SGLANG_CT), str(ORACLE)]
+            if TARGETS[name]["family"] == "qwen3_next":
+                oracle = [str(SGLANG_QWEN3_NEXT), *oracle]
         elif release.startswith("sglang") and TARGETS[name]["family"] == "qwen3_next":
             oracle = [str(SGLANG_QWEN3_NEXT), str(ORACLE)]
         elif release.startswith("vllm") and quant:

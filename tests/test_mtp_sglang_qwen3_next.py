@@ -62,3 +62,20 @@ def test_the_fix_and_convert_say_no_entry_serves_it(
     assert code == 2
     assert "names of a backbone layer too" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("variant", "verdict"),
+    [
+        ({}, "drafts-garbage"),
+        ({"exclude": "checkpoint"}, "drafts-garbage"),
+        ({"mtp_quantized": True}, "compatible"),
+    ],
+)
+def test_a_qwen3_next_compressed_tensors_target_gets_the_verdict_sglang_gave_it(
+    tmp_path: Path, variant: dict[str, Any], verdict: str
+) -> None:
+    path = mtp_target(
+        tmp_path / "t", "qwen3_next", quant="fp8", compressed=True, engine_ready=True, **variant
+    )
+    assert _check(path).engines[0].verdict.value == verdict
