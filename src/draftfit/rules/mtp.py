@@ -346,9 +346,10 @@ def mtp_tensor_missing() -> None:
 def mtp_quant_uncovered() -> None:
     """## What it checks
     A quantized target (FP8, compressed-tensors, ModelOpt FP8 / NVFP4 in
-    `hf_quant_config.json`, Quark FP8 / MXFP4 / NVFP4) whose MTP layer is stored
-    unquantized (BF16, no scales) while the quantization config's exclusion list does not
-    name its modules under the names, and the matching rules, of the release and scheme.
+    `hf_quant_config.json`, Quark FP8 / MXFP4 / NVFP4, GPTQ `dynamic` keys, AWQ
+    `modules_to_not_convert`) whose MTP layer is stored unquantized (BF16, no scales) while
+    the quantization config's exclusion list does not name its modules under the names, and
+    the matching rules, of the release and scheme.
 
     ## Why it matters
     Engines build the MTP block with the target's quantization. vLLM then casts the
