@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import runpy
-import sys
+
+from oracle_patching import run_patched, skip_after_loading
 
 
 def _patch() -> None:
@@ -31,27 +31,18 @@ def _patch() -> None:
 
     torch.cuda.get_device_capability = lambda *args, **kwargs: (9, 0)
 
-    def after_loading(self: object, layer: object) -> None:
-        return None
-
-    modules = [config] + [
-        importlib.import_module(f"{schemes.__name__}.{info.name}")
-        for info in pkgutil.iter_modules(schemes.__path__)
-    ]
-    for module in modules:
-        for value in vars(module).values():
-            if isinstance(value, type) and "process_weights_after_loading" in vars(value):
-                value.process_weights_after_loading = after_loading
+    skip_after_loading(
+        config,
+        *(
+            importlib.import_module(f"{schemes.__name__}.{info.name}")
+            for info in pkgutil.iter_modules(schemes.__path__)
+        ),
+    )
 
 
 def main() -> None:
     """Patch, then run the oracle at `sys.argv[1]` with the rest."""
-    if len(sys.argv) < 3:
-        sys.exit(__doc__)
-    _patch()
-    oracle = sys.argv[1]
-    sys.argv = ["mtp_oracle.py", *sys.argv[2:]]
-    runpy.run_path(oracle, run_name="__main__")
+    run_patched(_patch, __doc__)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ A development aid only (read in dev/mtp-oracle-results.md); the product never im
 
 from __future__ import annotations
 
-import runpy
-import sys
 from types import ModuleType
+
+from oracle_patching import run_patched
 
 
 def _patch() -> None:
@@ -32,12 +32,7 @@ def _patch() -> None:
 
 def main() -> None:
     """Patch, then run the oracle at `sys.argv[1]` with the rest."""
-    if len(sys.argv) < 3:
-        sys.exit(__doc__)
-    _patch()
-    oracle = sys.argv[1]
-    sys.argv = ["mtp_oracle.py", *sys.argv[2:]]
-    runpy.run_path(oracle, run_name="__main__")
+    run_patched(_patch, __doc__)
 
 
 if __name__ == "__main__":

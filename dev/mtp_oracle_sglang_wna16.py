@@ -24,9 +24,9 @@ imports SGLang.
 
 from __future__ import annotations
 
-import runpy
-import sys
 from typing import Any
+
+from oracle_patching import run_patched, skip_after_loading
 
 
 def _patch() -> None:
@@ -43,19 +43,7 @@ def _patch() -> None:
     moe_wna16.get_device_capability = lambda *args, **kwargs: (9, 0)
     awq._is_cuda = True
 
-    def after_loading(self: object, layer: object) -> None:
-        return None
-
-    for cls in (
-        gptq_marlin.GPTQMarlinLinearScheme,
-        gptq_moe.GPTQMarlinMoEScheme,
-        awq_marlin.AWQMarlinLinearScheme,
-        awq_moe.AWQMoEScheme,
-    ):
-        cls.process_weights_after_loading = after_loading
-    for value in vars(moe_wna16).values():
-        if isinstance(value, type) and "process_weights_after_loading" in vars(value):
-            value.process_weights_after_loading = after_loading
+    skip_after_loading(gptq_marlin, gptq_moe, awq_marlin, awq_moe, moe_wna16)
 
     def dequantize(qweight: Any, scales: Any, qzeros: Any) -> Any:
         out = scales.shape[1]
@@ -67,12 +55,7 @@ def _patch() -> None:
 
 def main() -> None:
     """Patch, then run the oracle at `sys.argv[1]` with the rest."""
-    if len(sys.argv) < 3:
-        sys.exit(__doc__)
-    _patch()
-    oracle = sys.argv[1]
-    sys.argv = ["mtp_oracle.py", *sys.argv[2:]]
-    runpy.run_path(oracle, run_name="__main__")
+    run_patched(_patch, __doc__)
 
 
 if __name__ == "__main__":

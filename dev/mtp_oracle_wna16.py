@@ -17,14 +17,12 @@ imports vLLM.
 from __future__ import annotations
 
 import os
-import runpy
-import sys
+
+from oracle_patching import run_patched
 
 
-def main() -> None:
-    """Patch the kernel choice, then run the oracle at `sys.argv[1]` with the rest."""
-    if len(sys.argv) < 3:
-        sys.exit(__doc__)
+def _patch() -> None:
+    """Run on the CPU and choose the int4 kernels without probing the device."""
     for key, value in (
         ("VLLM_TARGET_DEVICE", "cpu"),
         ("HF_HUB_OFFLINE", "1"),
@@ -46,9 +44,11 @@ def main() -> None:
     )
     auto_gptq.choose_mp_linear_kernel = lambda config, compute_capability=None: CPUWNA16LinearKernel
     auto_awq.choose_mp_linear_kernel = auto_gptq.choose_mp_linear_kernel
-    oracle = sys.argv[1]
-    sys.argv = ["mtp_oracle.py", *sys.argv[2:]]
-    runpy.run_path(oracle, run_name="__main__")
+
+
+def main() -> None:
+    """Patch, then run the oracle at `sys.argv[1]` with the rest."""
+    run_patched(_patch, __doc__)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ from draftfit.checkpoint import load_checkpoint
 from draftfit.draft.mtp import read_quant
 from draftfit.engines.launch import settings_from
 from draftfit.engines.name_patterns import NameList
-from draftfit.engines.procedure.mtp_exclusions import FUSED_TAILS, MODELOPT_PARTS, excluded
+from draftfit.engines.procedure.mtp_exclusions import MODELOPT_PARTS, excluded
+from draftfit.engines.procedure.mtp_matching import FUSED_TAILS
 from draftfit.errors import UsageError
 from draftfit.mtp_check import mtp_target
 from draftfit.report import Verdict

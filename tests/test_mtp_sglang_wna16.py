@@ -19,7 +19,7 @@ import pytest
 from draftfit.checker import check_path
 from draftfit.draft.mtp import MtpTarget
 from draftfit.engines.launch import settings_from
-from draftfit.engines.procedure.mtp_exclusions import sglang_fused_name
+from draftfit.engines.procedure.mtp_matching import sglang_fused_name
 from draftfit.report import Report, Verdict
 from tests.mtp_factory import mtp_target
 from tests.test_mtp_commands import run

@@ -33,13 +33,11 @@ from draftfit.engines.procedure.mtp_exclusions import (
     MODELOPT,
     MODELOPT_PARTS,
     QUARK,
-    ROUTED_EXPERT,
     as_matched,
     engine_name,
     entry_renames,
     excluded,
     gptq_marlin_experts,
-    gptq_skipped,
     gptq_switch,
     gptq_unquantized,
     layer_entry,
@@ -50,6 +48,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     switches_layers,
     unquantized_under,
 )
+from draftfit.engines.procedure.mtp_matching import ROUTED_EXPERT, gptq_skipped
 from draftfit.engines.profile import Profile
 from draftfit.records import frozen, replace
 

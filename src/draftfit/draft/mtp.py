@@ -663,13 +663,21 @@ def _gptq_refused(qc: Mapping[str, Any]) -> str | None:
     bits, sym = qc.get("bits"), qc.get("sym")
     if "bits" not in qc or "sym" not in qc:
         return "no `bits` or no `sym` key"
-    known = isinstance(bits, int) and not isinstance(bits, bool) and isinstance(sym, bool)
-    if not known or (bits, sym) not in GPTQ_TYPES:
-        shown = f"`bits` {str(bits)[:20]} with `sym` {str(sym)[:20]}"
-        return f"{shown} (it takes 4 or 8 bits, symmetric)"
+    wrong = _gptq_type_refused(bits, sym)
+    if wrong is not None:
+        return f"{wrong} (it takes 4 or 8 bits, symmetric)"
     if _act_order(qc):
         return "activation ordering (`desc_act: true` with a group size)"
     return None
+
+
+def _gptq_type_refused(bits: object, sym: object) -> str | None:
+    """The `bits` / `sym` pair, shown, where it is not one of `GPTQ_TYPES` (the int4 / int8
+    symmetric types both engines' GPTQ kernels take), else None."""
+    known = isinstance(bits, int) and not isinstance(bits, bool) and isinstance(sym, bool)
+    if known and (bits, sym) in GPTQ_TYPES:
+        return None
+    return f"`bits` {str(bits)[:20]} with `sym` {str(sym)[:20]}"
 
 
 def _awq_refused(qc: Mapping[str, Any]) -> str | None:
@@ -713,11 +721,9 @@ def _marlin_refused(method: str, qc: Mapping[str, Any]) -> str | None:
         return f"no `{missing[0]}` key"
     bits, group = qc.get("bits"), qc.get("group_size")
     if method == "gptq":
-        sym = qc.get("sym")
-        known = isinstance(bits, int) and not isinstance(bits, bool) and isinstance(sym, bool)
-        if not known or (bits, sym) not in GPTQ_TYPES:
-            shown = f"`bits` {str(bits)[:20]} with `sym` {str(sym)[:20]}"
-            return f"{shown} (Marlin takes 4 or 8 bits, symmetric)"
+        wrong = _gptq_type_refused(bits, qc.get("sym"))
+        if wrong is not None:
+            return f"{wrong} (Marlin takes 4 or 8 bits, symmetric)"
     elif bits != 4 or qc.get("zero_point") is not True or isinstance(bits, bool):
         shown = f"`bits` {str(bits)[:20]} with `zero_point` {str(qc.get('zero_point'))[:20]}"
         return f"{shown} (Marlin takes 4 bits with zero points)"

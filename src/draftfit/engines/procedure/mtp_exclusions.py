@@ -7,17 +7,31 @@ experts as `model.decoder.mlp.experts`). Entries are matched under each scheme's
 (`RULES`: FP8 and compressed-tensors exactly, as `re:` patterns or `*` wildcards; vLLM's
 ModelOpt also by containment; SGLang's ModelOpt a glob against the name or one of its
 parts; vLLM's Quark exactly or as `re:` only), bounded like every module list
-(:mod:`draftfit.engines.name_patterns`). Both shards of a fused module must agree.
+(:mod:`draftfit.engines.name_patterns`). Both shards of a fused module must agree. The
+string matching of each rule is :mod:`draftfit.engines.procedure.mtp_matching`'s.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from typing import TYPE_CHECKING
 
 from draftfit.draft.mtp import MTP_PREFIX, MtpLayer, MtpTarget
 from draftfit.engines.name_patterns import RE_PREFIX, NameList, bounded_pattern
+from draftfit.engines.procedure.mtp_matching import (
+    REGEX_CHARS,
+    ROUTED_EXPERT,
+    dynamic_pattern,
+    fused_parent,
+    glob_pattern,
+    gptq_skipped,
+    modelopt_match,
+    modelopt_parts_match,
+    quark_match,
+    sglang_fused_name,
+    sglang_listed,
+    sglang_paths_match,
+)
 
 if TYPE_CHECKING:
     from draftfit.engines.profile import Profile
@@ -40,10 +54,6 @@ FUSED = (
 )
 # MTP-layer modules every engine read builds unquantized (a plain Linear).
 ALWAYS_UNQUANTIZED = frozenset({"eh_proj", "input_proj", "fc"})
-# A routed expert's module, under the layer's prefix (built into one fused MoE layer, not a
-# stacked linear layer: `model.decoder.mlp.experts` in SGLang's runtime names)
-ROUTED_EXPERT = re.compile(r"mlp\.experts\.\d+\.")
-MAX_WILDCARD_CHARS = 256
 # The renames a release applies to exclusion entries before matching (by family).
 NAME_MAP = "mtp_exclusion_name_map"
 
@@ -110,9 +120,6 @@ FUSED_NAME_RULES = frozenset({GPTQ, AWQ, SGLANG_GPTQ, AWQ_LISTED, SGLANG_LISTED}
 # with the target's quantization unless excluded (vLLM's ModelOpt quantizes LM heads).
 HEAD_RULES = frozenset({MODELOPT})
 HEAD = "shared_head.head"
-# SGLang's ModelOpt: an entry ending in one of these also matches a fused module holding it.
-FUSED_TAILS = frozenset({"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj"})
-_EXPERT_PARENT = re.compile(r"(.*\.mlp\.experts)\.\d+\.[^.]+")
 
 
 def quantizable(module: str, rule: str = LISTED) -> bool:
@@ -207,17 +214,17 @@ def as_matched(entry: str, renames: list[tuple[str, str]]) -> str:
 def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = LISTED) -> bool:
     """Whether the exclusion list names `name` under `rule` (one of `RULES`)."""
     if rule == MODELOPT:
-        return _modelopt(name, entries) or _modelopt(fused_parent(name), entries)
+        return modelopt_match(name, entries) or modelopt_match(fused_parent(name), entries)
     if rule == MODELOPT_PARTS:
-        return _modelopt_parts(name, entries)
+        return modelopt_parts_match(name, entries)
     if rule == QUARK:
-        return _quark(name, entries)
+        return quark_match(name, entries)
     if rule == SGLANG_PATHS:
-        return _sglang_paths(name, entries)
+        return sglang_paths_match(name, entries)
     if rule in DYNAMIC_RULES:
         return gptq_skipped(name, entries)
     if rule == SGLANG_LISTED:
-        return _sglang_listed(name, entries, names)
+        return sglang_listed(name, entries, names)
     if rule in (AWQ, AWQ_LISTED):
         parent = fused_parent(name)
         return any(entry and entry in parent for entry in entries)
@@ -230,143 +237,17 @@ def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = L
     return name in entries or names.matches(name)
 
 
-# The projections of the expert SGLang's compressed-tensors reads a fused MoE's scheme from.
-EXPERT_ZERO = ("0.gate_proj", "0.up_proj", "0.down_proj")
-
-
-def _sglang_listed(name: str, entries: tuple[str, ...], names: NameList) -> bool:
-    """SGLang's compressed-tensors reading of the `ignore` list (:data:`SGLANG_LISTED`)."""
-    parent = name if name.endswith(".mlp.experts") else fused_parent(name)
-    if parent != name or name.endswith(".mlp.experts"):
-        return all(_suffix_listed(f"{parent}.{part}", entries, names) for part in EXPERT_ZERO)
-    return _suffix_listed(name, entries, names)
-
-
-def _suffix_listed(name: str, entries: tuple[str, ...], names: NameList) -> bool:
-    """`name` equal to an entry, matched from its start by a `re:` pattern, or ending in a
-    plain entry on a dot boundary."""
-    if names.matches(name):
-        return True
-    return any(not entry.startswith(RE_PREFIX) and name.endswith("." + entry) for entry in entries)
-
-
-def fused_parent(name: str) -> str:
-    """The fused-experts module a per-expert name belongs to (the name itself otherwise)."""
-    found = _EXPERT_PARENT.fullmatch(name)
-    return found.group(1) if found else name
-
-
-def _modelopt(name: str, entries: tuple[str, ...]) -> bool:
-    """vLLM's ModelOpt (`is_layer_excluded`): an entry equal to or contained in the name,
-    or a shell wildcard matching it."""
-    return any(
-        len(entry) <= MAX_WILDCARD_CHARS and (entry in name or fnmatch.fnmatch(name, entry))
-        for entry in entries
-        if entry
-    )
-
-
-def _modelopt_parts(name: str, entries: tuple[str, ...]) -> bool:
-    """SGLang's ModelOpt (`is_layer_excluded`): each entry, `.` literal and `*` any run,
-    matching the whole name or one of its dot-separated parts; an entry ending in a fused
-    attention projection also matches a module whose last part contains it."""
-    parts = name.split(".")
-    last = parts[-1]
-    for entry in entries:
-        if not entry or len(entry) > MAX_WILDCARD_CHARS:
-            continue
-        if _glob_fullmatch(entry, name) or any(_glob_fullmatch(entry, part) for part in parts):
-            return True
-        tail = entry.rsplit(".", 1)[-1]
-        if tail in FUSED_TAILS and tail in last:
-            return True
-    return False
-
-
-def _sglang_paths(name: str, entries: tuple[str, ...]) -> bool:
-    """SGLang's FP8 (`Fp8Config.from_config` keeps each entry with and without `model.`;
-    `is_layer_skipped`): an entry equal to the module path, a parent of it, or a dotted run
-    inside it; a fused experts module also by any entry holding its path."""
-    normalized: list[str] = []
-    for entry in entries:
-        if not entry or len(entry) > MAX_WILDCARD_CHARS:
-            continue
-        base = entry.removeprefix("model.")
-        normalized += [base, "model." + base]
-    path = name.rstrip(".")
-    for entry in normalized:
-        ignored = entry.rstrip(".")
-        if (
-            ignored == path
-            or path.startswith(ignored + ".")
-            or ("." + ignored + "." in "." + path + ".")
-        ):
-            return True
-    return "experts" in path and any(path in entry for entry in normalized if "experts" in entry)
-
-
-def gptq_skipped(name: str, keys: tuple[str, ...]) -> bool:
-    """vLLM's GPTQ `dynamic` (`get_dynamic_override`): the first key whose pattern (after
-    `-:` or `+:`) matches the start of `name` decides; a `-:` key leaves the module
-    unquantized. A routed expert is matched by the fused experts module it is built into
-    (`....mlp.experts`). A pattern that is not a regular expression matches nothing."""
-    name = fused_parent(name)
-    for key in keys:
-        pattern = bounded_pattern(_dynamic_pattern(key))
-        if pattern is not None and pattern.match(name):
-            return key.startswith("-:")
-    return False
-
-
-def _dynamic_pattern(key: str) -> str:
-    """The regular expression of a GPTQ `dynamic` key (after its `-:` or `+:`)."""
-    return key[2:] if key.startswith(("-:", "+:")) else key
-
-
-def _glob_pattern(entry: str) -> str:
-    """SGLang's ModelOpt reading of an entry: `.` literal, `*` any run, and any other
-    character as the regular expression it is."""
-    return entry.replace(".", r"\.").replace("*", ".*")
-
-
-# Characters that make an entry a regular expression to SGLang's ModelOpt, beside `.` / `*`.
-_REGEX_CHARS = frozenset("\\^$+?{}[]|()")
-
-
-def _glob_fullmatch(entry: str, text: str) -> bool:
-    """Whether `entry`, read as SGLang's ModelOpt reads it (:func:`_glob_pattern`), matches
-    all of `text`. An entry of literals and `*` only is matched segment by segment, leftmost
-    first (exact for such globs, and linear in the text whatever the number of `*`); any
-    other entry as its bounded regular expression (none: no match)."""
-    if _REGEX_CHARS.intersection(entry):
-        pattern = bounded_pattern(_glob_pattern(entry))
-        return pattern is not None and pattern.fullmatch(text) is not None
-    if "*" not in entry:
-        return text == entry
-    first, *middle, last = entry.split("*")
-    if not text.startswith(first) or len(text) < len(first) + len(last):
-        return False
-    at = len(first)
-    end = len(text) - len(last)
-    for piece in middle:
-        found = text.find(piece, at, end)
-        if found < 0:
-            return False
-        at = found + len(piece)
-    return text.endswith(last) and at <= end
-
-
 def unsafe_entries(entries: tuple[str, ...], rule: str) -> tuple[str, ...]:
     """The entries of `entries` that `rule` reads as a regular expression whose matching
     time draftfit cannot bound (:func:`~draftfit.engines.name_patterns.bounded_pattern`:
     one that does not compile, is too long, or nests or repeats too much): a check that
     meets one says it was not read rather than guess what the engine matches."""
     if rule in DYNAMIC_RULES:
-        texts = [(key, _dynamic_pattern(key)) for key in entries]
+        texts = [(key, dynamic_pattern(key)) for key in entries]
     elif rule == QUARK:
         texts = [(e, e[len(RE_PREFIX) :]) for e in entries if e.startswith(RE_PREFIX)]
     elif rule == MODELOPT_PARTS:  # a glob of literals and `*` is matched without a regex
-        texts = [(e, _glob_pattern(e)) for e in entries if _REGEX_CHARS.intersection(e)]
+        texts = [(e, glob_pattern(e)) for e in entries if REGEX_CHARS.intersection(e)]
     else:
         return ()
     return tuple(entry for entry, text in texts if bounded_pattern(text) is None)
@@ -380,23 +261,6 @@ def gptq_quantized_linear(name: str, stored: bool | None, blocks: tuple[str, ...
     if blocks:
         return any(entry and entry in name for entry in blocks)
     return stored is not False
-
-
-def _quark(name: str, entries: tuple[str, ...]) -> bool:
-    """vLLM's Quark (`should_ignore_layer`): an entry equal to the name or a `re:` pattern
-    matching its start; a wildcard entry is not a pattern. The fused experts module is
-    ignored when an entry names it or a module under it."""
-    parent = fused_parent(name)
-    for entry in entries:
-        if len(entry) > MAX_WILDCARD_CHARS:
-            continue
-        if entry.startswith(RE_PREFIX):
-            pattern = bounded_pattern(entry[len(RE_PREFIX) :])
-            if pattern is not None and pattern.match(parent):
-                return True
-        elif entry in (name, parent) or entry.startswith(parent + "."):
-            return True
-    return False
 
 
 def layer_entry(
@@ -575,43 +439,6 @@ def unquantized_under(
     return excluded(name, entries, names, rule)
 
 
-# The checkpoint modules SGLang builds fused, by the fused module's last name part: its GPTQ
-# `dynamic` keys and AWQ entries are matched against the fused module's name, never a
-# shard's. An MLA layer with `q_a_proj` (a `q_lora_rank`) fuses it with
-# `kv_a_proj_with_mqa`, and keeps `q_proj` (no `q_lora_rank`) on its own.
-SGLANG_FUSED = {
-    "q_proj": "qkv_proj",
-    "k_proj": "qkv_proj",
-    "v_proj": "qkv_proj",
-    "gate_proj": "gate_up_proj",
-    "up_proj": "gate_up_proj",
-}
-SGLANG_FUSED_MLA = {
-    "q_a_proj": "fused_qkv_a_proj_with_mqa",
-    "kv_a_proj_with_mqa": "fused_qkv_a_proj_with_mqa",
-}
-
-
-def sglang_fused_name(name: str, modules: set[str] | frozenset[str]) -> str:
-    """`name` (an MTP module's runtime name) as the module SGLang builds it into: the fused
-    module of its shards (:data:`SGLANG_FUSED`; in an MLA layer, `modules` holding
-    `kv_a_proj_with_mqa`, `q_a_proj` with it and `q_proj` alone); a routed expert or any
-    other module as it is."""
-    head, _, last = name.rpartition(".")
-    mla = any(module.endswith("kv_a_proj_with_mqa") for module in modules)
-    if ROUTED_EXPERT.search(name + "."):
-        return name
-    if mla and last in SGLANG_FUSED_MLA:
-        if not any(module.endswith("q_a_proj") for module in modules):
-            return name
-        fused = SGLANG_FUSED_MLA[last]
-    elif mla and last == "q_proj":
-        return name
-    else:
-        fused = SGLANG_FUSED.get(last, last)
-    return f"{head}.{fused}" if head else fused
-
-
 # vLLM's GPTQ MoE kernel (Marlin) takes group sizes of these only; for any other layer
 # `auto_gptq` falls back to the MoE WNA16 method, which reads no `dynamic` key.
 MARLIN_GROUPS = (-1, 32, 64, 128)
@@ -692,7 +519,6 @@ __all__ = [
     "OWN_FACT",
     "QUARK",
     "RENUMBERED_FACT",
-    "ROUTED_EXPERT",
     "RULES",
     "RUNTIME_NAMES",
     "RUNTIME_RENUMBERED",
@@ -705,10 +531,8 @@ __all__ = [
     "excluded",
     "exclusion_naming",
     "fused_by_name",
-    "fused_parent",
     "gptq_marlin_experts",
     "gptq_quantized_linear",
-    "gptq_skipped",
     "gptq_switch",
     "gptq_unquantized",
     "layer_entry",
@@ -716,7 +540,6 @@ __all__ = [
     "own_prefix",
     "own_quantized",
     "quantizable",
-    "sglang_fused_name",
     "shard_mates",
     "switches_layers",
     "unquantized_under",

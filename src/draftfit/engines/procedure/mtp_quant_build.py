@@ -28,7 +28,6 @@ from draftfit.draft.mtp import MtpLayer, MtpTarget
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
     AWQ_LISTED,
-    DYNAMIC_RULES,
     engine_name,
     excluded,
     exclusion_naming,
@@ -43,10 +42,11 @@ from draftfit.engines.procedure.mtp_part import (
     mtp_view,
     not_read,
 )
-from draftfit.engines.procedure.mtp_quantization import (
+from draftfit.engines.procedure.mtp_quant_method import (
     config_refusal,
     exclusion_rule,
     fused_names,
+    matched_entries,
     method_judged,
 )
 from draftfit.engines.procedure.state import BuildState
@@ -84,7 +84,7 @@ def quantized_layer_built(state: BuildState) -> bool | None:
     naming = exclusion_naming(state.profile, target)
     if rule is None or not isinstance(naming, str):
         return None  # the quantization step says it was not read
-    entries = target.quant.dynamic if rule in DYNAMIC_RULES else target.quant.exclusions
+    entries = matched_entries(state, target, rule)
     if (
         unsafe_entries(entries, rule)
         or config_refusal(state, target, rule) is not None
@@ -104,7 +104,7 @@ def quantized_layer_built(state: BuildState) -> bool | None:
         )
         met = _modules_met(kind, layer, built)
         if met:
-            _report(state, layer.prefix, kind, met)
+            _report(state, rule, layer.prefix, kind, met)
             return None
     if kind == SHARED_EXPERTS:
         _backbone_shared_experts(state, target, rule, entries, names)
@@ -135,7 +135,7 @@ def _backbone_shared_experts(
     for index in indexes:
         name = f"model.layers.{index}.mlp.shared_experts.gate_up_proj"
         if not excluded(name, entries, names, rule):
-            _report(state, f"model.layers.{index}.", SHARED_EXPERTS, [name], backbone=True)
+            _report(state, rule, f"model.layers.{index}.", SHARED_EXPERTS, [name], backbone=True)
             return
     if first is None:
         not_read(
@@ -192,14 +192,14 @@ def _modules_met(kind: str, layer: MtpLayer, built: Callable[[str], bool]) -> li
 
 
 def _report(
-    state: BuildState, prefix: str, kind: str, modules: list[str], backbone: bool = False
+    state: BuildState, rule: str, prefix: str, kind: str, modules: list[str], backbone: bool = False
 ) -> None:
     target = mtp_inputs(state).target
     scheme = target.quant.scheme or target.quant.method or ""
     family = target.family.title if target.family is not None else "the target"
     shown = ", ".join(f"`{m}`" for m in modules)
     prefix = prefix.rstrip(".")
-    key = "modules_to_not_convert" if exclusion_rule(state) == AWQ_LISTED else "dynamic"
+    key = "modules_to_not_convert" if rule == AWQ_LISTED else "dynamic"
     whose = f"the backbone layer {prefix}" if backbone else f"the MTP layer {prefix}"
     if kind == SHARED_EXPERTS:
         what = (

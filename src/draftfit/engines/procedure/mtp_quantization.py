@@ -8,40 +8,22 @@ unverified, never `compatible`.
 
 from __future__ import annotations
 
-import re
-
 from draftfit import rule_ids
 from draftfit.draft.mtp import MtpLayer, MtpTarget
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
-    AWQ,
     AWQ_LISTED,
     CHECKPOINT_NAMES,
-    DYNAMIC_RULES,
-    EXACT_NO_MOE,
     FUSED_NAME_RULES,
     GPTQ,
     LISTED,
-    MODELOPT,
-    MODELOPT_PARTS,
     OWN_FACT,
-    QUARK,
-    ROUTED_EXPERT,
-    RUNTIME_RENUMBERED,
     SGLANG_GPTQ,
-    SGLANG_LISTED,
-    as_matched,
     engine_name,
-    entry_renames,
     excluded,
     exclusion_naming,
-    fused_by_name,
-    fused_parent,
-    gptq_marlin_experts,
     gptq_switch,
     gptq_unquantized,
-    layer_entry,
-    match_rule,
     own_prefix,
     own_quantized,
     quantizable,
@@ -49,6 +31,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     unquantized_under,
     unsafe_entries,
 )
+from draftfit.engines.procedure.mtp_matching import ROUTED_EXPERT, fused_parent
 from draftfit.engines.procedure.mtp_part import (
     OUTCOMES,
     SHOWN,
@@ -57,6 +40,17 @@ from draftfit.engines.procedure.mtp_part import (
     mtp_inputs,
     mtp_view,
     not_read,
+)
+from draftfit.engines.procedure.mtp_quant_fix import uncovered_fix
+from draftfit.engines.procedure.mtp_quant_method import (
+    config_refusal,
+    exclusion_pointer,
+    exclusion_rule,
+    fused_names,
+    marlin_experts,
+    matched_entries,
+    requested_method,
+    same_method,
 )
 from draftfit.engines.procedure.state import BuildState
 from draftfit.location import Location
@@ -77,7 +71,7 @@ def quantization_covered(state: BuildState) -> bool | None:
     """A quantized target's MTP modules stored unquantized are excluded from the
     quantization under the names this release matches (DF540)."""
     target, mtp = mtp_inputs(state).target, mtp_view(state)
-    requested = _requested_method(state)
+    requested = requested_method(state)
     if not target.quantized:
         if requested is not None:
             not_read(
@@ -87,7 +81,7 @@ def quantization_covered(state: BuildState) -> bool | None:
             )
         return None
     mtp.quantization = target.quant.scheme or target.quant.method
-    if requested is not None and not _same_method(state, requested):
+    if requested is not None and not same_method(state, requested):
         not_read(
             state,
             f"the launch asks {state.title} to build the MTP layers with `{requested}`, not the "
@@ -111,13 +105,7 @@ def quantization_covered(state: BuildState) -> bool | None:
             "target was not read",
         )
         return None
-    entries = (
-        target.quant.dynamic
-        if rule in DYNAMIC_RULES
-        else target.quant.exclusions
-        if rule == AWQ_LISTED  # SGLang maps no AWQ entry (no `apply_weight_name_mapper`)
-        else _mapped_entries(state, target)
-    )
+    entries = matched_entries(state, target, rule)
     unsafe = unsafe_entries(entries, rule)
     if unsafe:
         not_read(
@@ -139,7 +127,7 @@ def quantization_covered(state: BuildState) -> bool | None:
         not_read(state, f"{refusal}: the MTP layers were not judged")
         return None
     layers_unquantized = rule == GPTQ and gptq_switch(state.profile, target)
-    marlin = _marlin(state) if rule == GPTQ else True
+    marlin = marlin_experts(state) if rule == GPTQ else True
     if marlin is None and not layers_unquantized and _has_experts(target, mtp.layers_built):
         not_read(
             state,
@@ -199,112 +187,13 @@ def quantization_covered(state: BuildState) -> bool | None:
                 f"the exclusion list names {', '.join(f'`{p}`' for p in partial[:SHOWN])} but "
                 f"not the other shard(s) of the fused module {state.title} builds from it: "
                 "the build is refused (`Detected some but not all shards ... are quantized`)",
-                location=Location(target.quant.source, _pointer(state)),
+                location=Location(target.quant.source, exclusion_pointer(state)),
                 keys=("mtp_exclusion_names",),
                 fix="list both shards of every fused module (`q_a_proj` with "
                 "`kv_a_proj_with_mqa`, `gate_proj` with `up_proj`)",
                 consequence=Consequence.REFUSES_TO_START,
             )
     return None
-
-
-def fused_names(state: BuildState, target: MtpTarget, rule: str) -> frozenset[str] | None:
-    """The fused modules the release matches by the fused name under `rule` (SGLang's
-    compressed-tensors: `mtp_fused_by_name`; none for any other rule); None, after saying so,
-    where that was not read for the target's family."""
-    if rule != SGLANG_LISTED:
-        return frozenset()
-    found = fused_by_name(state.profile, target)
-    if found is None:
-        title = target.family.title if target.family is not None else "the target"
-        not_read(
-            state,
-            f"which of {title}'s fused MTP modules {state.title}'s compressed-tensors config "
-            "matches by the fused module's name was not read",
-        )
-    return found
-
-
-def config_refusal(state: BuildState, target: MtpTarget, rule: str) -> str | None:
-    """Why the release builds no MTP layer of this target with the scheme's method at all, or
-    None: its GPTQ or AWQ config class refuses the config for the whole target at start-up
-    (`gptq_config_refused`, `awq_config_refused`), or SGLang's Marlin path does not take it
-    (no plain GPTQ method on a GPU: refused; another AWQ method: not read)."""
-    quant, title = target.quant, state.title
-    if rule == GPTQ and quant.gptq_refused and known_value(state, CONFIG_REFUSED) is True:
-        return (
-            f"{title}'s GPTQ config class refuses this target's config at start-up, for the "
-            f"whole target ({quant.gptq_refused})"
-        )
-    if rule == AWQ and quant.awq_refused and known_value(state, AWQ_REFUSED) is True:
-        return (
-            f"{title}'s AWQ config class refuses this target's config at start-up, for the "
-            f"whole target ({quant.awq_refused})"
-        )
-    if rule in (SGLANG_GPTQ, AWQ_LISTED) and quant.marlin_refused is not None:
-        return (
-            f"{title} serves this `{quant.scheme or quant.method}` config on a GPU with no "
-            f"Marlin kernel ({quant.marlin_refused}): "
-            + (
-                "it registers no other GPTQ method there and refuses the whole target at start-up"
-                if rule == SGLANG_GPTQ
-                else "it builds the target with another AWQ method, which was not read"
-            )
-        )
-    return None
-
-
-# The release's `--quantization` values that build a scheme's MTP layers with the method read
-# from the checkpoint's config, by scheme; whether the draft takes the target's value.
-LAUNCH_NAMES = "mtp_quant_launch_names"
-INHERITED = "draft_quantization_inherited"
-# SGLang's value of `--speculative-draft-model-quantization` that leaves the draft's method to
-# its config.
-UNQUANT = "unquant"
-
-
-def method_judged(state: BuildState) -> bool:
-    """Whether the MTP layers are built with the method of the target's config, the one the
-    release's data was read for: the launch names none for them, or one that selects it."""
-    requested = _requested_method(state)
-    return requested is None or _same_method(state, requested)
-
-
-def _requested_method(state: BuildState) -> str | None:
-    """The quantization method the launch names for the MTP layers, or None where it leaves it
-    to the checkpoint's config: the draft's own setting (SGLang's `unquant` leaves it to the
-    config: run, the MTP layers of an FP8 target are still built FP8), else, where the
-    release builds the draft with the target's `--quantization` (`draft_quantization_inherited`),
-    that one."""
-    launch = mtp_inputs(state).launch
-    value = launch.draft_quantization
-    if value is None and known_value(state, INHERITED) is True:
-        value = launch.quantization  # `--quantization unquant` is passed on as `unquant`
-    if value is None or value.lower() == UNQUANT:
-        return None
-    return value[:64]
-
-
-def _same_method(state: BuildState, requested: str) -> bool:
-    """Whether `requested` builds the target's MTP layers with the method of its config
-    (`mtp_quant_launch_names` for the target's scheme)."""
-    quant = mtp_inputs(state).target.quant
-    table = known_value(state, LAUNCH_NAMES)
-    names = table.get(quant.scheme or quant.method or "") if isinstance(table, dict) else None
-    return isinstance(names, list) and requested.lower() in names
-
-
-# Releases whose GPTQ config class refuses the configs of `MtpQuant.gptq_refused`, and whose
-# AWQ config class refuses those of `MtpQuant.awq_refused`.
-CONFIG_REFUSED = "gptq_config_refused"
-AWQ_REFUSED = "awq_config_refused"
-
-
-def _marlin(state: BuildState) -> bool | None:
-    """Whether the release builds the target's GPTQ experts with the method that honours
-    `-:` keys (:func:`gptq_marlin_experts`, at the launch's tensor-parallel size)."""
-    inputs = mtp_inputs(state)
-    return gptq_marlin_experts(inputs.target, inputs.launch.tensor_parallel)
 
 
 def _has_experts(target: MtpTarget, indexes: tuple[int, ...] | list[int] | None) -> bool:
@@ -329,37 +218,6 @@ def _own_quantized(state: BuildState, target: MtpTarget) -> frozenset[str] | Non
             "target's quantization was not read",
         )
     return own
-
-
-def _mapped_entries(state: BuildState, target: MtpTarget) -> tuple[str, ...]:
-    """The exclusion entries as the release matches them (:func:`entry_renames`)."""
-    renames = entry_renames(state.profile, target)
-    return tuple(as_matched(entry, renames) for entry in _entries_read(state, target))
-
-
-# Which of an FP8 config's exclusion keys the release reads, where it writes several.
-FP8_KEYS = "mtp_fp8_exclusion_keys"
-
-
-def _entries_read(state: BuildState, target: MtpTarget) -> tuple[str, ...]:
-    """The exclusion entries the release reads: for an FP8 config that writes both
-    `ignored_layers` and `modules_to_not_convert`, the one list its config class takes
-    (`mtp_fp8_exclusion_keys`: the first non-empty one, or the first written); else every
-    list's entries."""
-    quant = target.quant
-    if quant.method != "fp8" or len(quant.lists) < 2 or FP8_KEYS not in state.profile.data.facts:
-        return quant.exclusions
-    fact = state.profile.fact(FP8_KEYS)
-    if not fact.known or not isinstance(fact.value, dict):
-        return quant.exclusions
-    order = [k for k in fact.value.get("keys", ()) if isinstance(k, str)]
-    written = dict(quant.lists)
-    present = [written[k] for k in order if k in written]
-    if not present:
-        return quant.exclusions
-    if fact.value.get("pick") == "first-nonempty":
-        return next((entries for entries in present if entries), present[-1])
-    return present[0]
 
 
 def _outcome_word(
@@ -410,157 +268,6 @@ def _built_unquantized(state: BuildState) -> bool | None:
             )
             return None
     return None
-
-
-def exclusion_rule(state: BuildState) -> str | None:
-    """How this release matches the target's scheme's exclusion entries (see
-    :func:`~draftfit.engines.procedure.mtp_exclusions.match_rule`)."""
-    quant = mtp_inputs(state).target.quant
-    return match_rule(state.profile, quant.scheme or quant.method or "")
-
-
-def _pointer(state: BuildState) -> str:
-    quant = mtp_inputs(state).target.quant
-    if quant.method == "gptq":
-        return "/quantization_config/dynamic"
-    if quant.method == "awq":
-        return "/quantization_config/modules_to_not_convert"
-    if quant.exclusion_keys:
-        return quant.exclusion_keys[0]
-    if quant.source == "hf_quant_config.json":
-        return "/quantization/exclude_modules"
-    return "/quantization_config"
-
-
-def _fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
-    """The fix of an uncovered MTP layer: the one entry this release's rule takes for the
-    whole layer, in the file and key the target's quantization is read from, or its
-    modules by name."""
-    quant, title = mtp_inputs(state).target.quant, state.title
-    if rule == EXACT_NO_MOE and any(".experts." in m for m in layer.modules()):
-        return (
-            f"ship the MTP layer quantized like the backbone: {title} builds its fused MoE "
-            "quantized whatever the exclusion list says (or serve it with a release that "
-            "honours the list: `draftfit matrix` shows them)"
-        )
-    start = mtp_inputs(state).target.num_hidden_layers
-    entry = layer_entry(rule, layer, naming, start)
-    built_at = engine_name(layer, "", naming, mtp_start=start)
-    if naming == RUNTIME_RENUMBERED:
-        return (
-            f"ship the MTP layer quantized like the backbone: {title} builds it under "
-            f"`{built_at}`, the names of the backbone's own layer {layer.index} too, so an "
-            "entry that leaves it unquantized leaves that backbone layer's modules unquantized "
-            "as well"
-        )
-    if not built_at and rule in (SGLANG_GPTQ, SGLANG_LISTED):
-        mark = "-:" if rule == SGLANG_GPTQ else "re:"
-        keys = " and ".join(f"`{mark}{re.escape(part + '.')}.*`" for part in _top_parts(layer))
-        where_to = (
-            f"the keys {keys} (value `{{}}`) to `quantization_config.dynamic` of "
-            f"{quant.source}, before any other key"
-            if rule == SGLANG_GPTQ
-            else f"the entries {keys} to `quantization_config.ignore` of {quant.source}"
-        )
-        return (
-            "ship the MTP layer quantized like the backbone (the portable fix), or, for "
-            f"{title}, add {where_to}: {title} builds the decoder layer under no prefix "
-            f"(`self_attn.qkv_proj`), and a `{mark}` pattern matches from the start of the "
-            "name, so these name no backbone module"
-        )
-    if not built_at:
-        return (
-            f"ship the MTP layer quantized like the backbone: {title} builds its decoder "
-            "layer under no prefix (`self_attn.qkv_proj`), and an entry naming that also "
-            "names every backbone layer's module"
-        )
-    key = _pointer(state).rsplit("/", 1)[-1] if quant.exclusion_keys else None
-    if rule in (MODELOPT, MODELOPT_PARTS):
-        key = key or "exclude_modules"
-    elif rule == QUARK:
-        key = key or "exclude"
-    elif rule == SGLANG_LISTED:
-        key = key or "ignore"
-    where = (
-        "the quantization config's exclusion list"
-        if rule == LISTED
-        else f"`{key}` of {quant.source}"
-    )
-    portable = "ship the MTP layer quantized like the backbone (the portable fix), or, for "
-    if rule == SGLANG_GPTQ and any(ROUTED_EXPERT.match(m) for m in layer.modules()):
-        return (
-            f"ship the MTP layer quantized like the backbone: {title} builds the fused "
-            "experts of a GPTQ target with GPTQ Marlin whatever `dynamic` says (it reads no "
-            "key for them)"
-        )
-    if rule == SGLANG_GPTQ and entry is not None:
-        return (
-            f"{portable}{title}, add the key `{entry}` (value `{{}}`) to "
-            f"`quantization_config.dynamic` of {quant.source}, before any other key (a `-:` key "
-            "leaves the modules whose runtime names it matches from the start unquantized)"
-        )
-    if rule == AWQ_LISTED and entry is not None:
-        return (
-            f"{portable}{title}, add `{entry}` to `modules_to_not_convert` of {quant.source} "
-            "(it leaves a module unquantized when an entry is contained in its runtime name)"
-        )
-    if (
-        rule == GPTQ
-        and _marlin(state) is False
-        and any(ROUTED_EXPERT.match(m) for m in layer.modules())
-    ):
-        target = mtp_inputs(state).target
-        return (
-            f"ship the MTP layer quantized like the backbone: {title} builds experts of "
-            f"hidden size {target.hidden_size}, width {target.moe_intermediate_size} and GPTQ "
-            f"group size {target.quant.group_size} (at this tensor-parallel size) with its MoE "
-            "WNA16 fallback, which reads no `dynamic` key"
-        )
-    if rule == AWQ and entry is not None:
-        derived = (
-            ""
-            if quant.exclusions
-            else (
-                ", with every module the checkpoint stores unquantized (written, the key replaces "
-                "the list vLLM otherwise derives from the checkpoint's dtypes)"
-            )
-        )
-        return (
-            f"{portable}{title}, add `{entry}` to `modules_to_not_convert` of {quant.source}"
-            f"{derived} (AWQ leaves a module unquantized when an entry is contained in its "
-            "name; a list of each expert's own name does not reach the fused experts; "
-            "`draftfit convert TARGET --method mtp` writes it)"
-        )
-    if rule == GPTQ and entry is not None:
-        return (
-            f"{portable}{title}, add the key `{entry}` (value `{{}}`) to "
-            f"`quantization_config.dynamic` of {quant.source}, before any other key (its `-:` "
-            "keys leave the modules they match unquantized; `draftfit convert TARGET --method "
-            "mtp` writes it)"
-        )
-    if entry is not None:
-        note = (
-            " (a wildcard such as `*layers.N.*` is not a pattern to this release: use the "
-            "`re:` entry)"
-            if rule == QUARK
-            else ""
-        )
-        return f"{portable}{title}, add `{entry}` to {where}{note}"
-    names = (
-        f"the checkpoint's own names (`{layer.prefix}<module>`"
-        + (", `mtp.fc`)" if layer.prefix.startswith("mtp.") else ")")
-        if naming == CHECKPOINT_NAMES and built_at == layer.prefix
-        else f"the names it builds them under (`{built_at}<module>`)"
-        if naming == CHECKPOINT_NAMES
-        else "its runtime names (`model.decoder.<module>`, `model.eh_proj`, "
-        "`model.decoder.mlp.experts`)"
-    )
-    return f"{portable}{title}, list its modules in {where} under {names}"
-
-
-def _top_parts(layer: MtpLayer) -> list[str]:
-    """The first name parts of `layer`'s quantizable modules (`self_attn`, `mlp`)."""
-    return sorted({m.split(".", 1)[0] for m in layer.modules() if quantizable(m) and "." in m})
 
 
 def _report_uncovered(
@@ -617,9 +324,9 @@ def _report_uncovered(
         f"the target is quantized (`{method}`) but its MTP layer {prefix.rstrip('.')} is stored "
         f"unquantized, and the exclusion list does not cover {shown}{more} under the names "
         f"{state.title} matches; it builds them quantized like the target: {effect}",
-        location=Location(mtp_inputs(state).target.quant.source, _pointer(state)),
+        location=Location(mtp_inputs(state).target.quant.source, exclusion_pointer(state)),
         keys=keys,
-        fix=_fix(state, layer, naming, rule),
+        fix=uncovered_fix(state, layer, naming, rule),
         consequence=outcome,
     )
 
@@ -695,7 +402,7 @@ def _report_excluded_stored(
         f"the target's MTP layer {prefix} is stored quantized (`{method}`, like the "
         f"backbone), but {listing} {shown}{more} under the names "
         f"{state.title} matches, so it builds them unquantized: {effect}",
-        location=Location(target.quant.source, _pointer(state)),
+        location=Location(target.quant.source, exclusion_pointer(state)),
         keys=(EXCLUDED_STORED, "mtp_exclusion_names"),
         fix=(
             "take out of `quantization_config.dynamic` the `-:` keys whose patterns match the "
@@ -731,10 +438,4 @@ def _packed_tensor(layer: MtpLayer) -> str:
 EXCLUDED_STORED = "mtp_quant_excluded_stored"
 
 
-__all__ = [
-    "config_refusal",
-    "exclusion_rule",
-    "fused_names",
-    "method_judged",
-    "quantization_covered",
-]
+__all__ = ["quantization_covered"]

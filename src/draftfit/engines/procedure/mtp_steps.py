@@ -19,7 +19,8 @@ from draftfit.draft.mtp import (
     MtpLayer,
 )
 from draftfit.draft.nextn_export import LAYER_INDEX as LAYER_INDEX_READING
-from draftfit.engines.procedure.mtp_exclusions import ROUTED_EXPERT, shard_mates
+from draftfit.engines.procedure.mtp_exclusions import shard_mates
+from draftfit.engines.procedure.mtp_matching import ROUTED_EXPERT
 from draftfit.engines.procedure.mtp_part import (
     OUTCOMES,
     SHOWN,
