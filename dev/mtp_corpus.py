@@ -472,9 +472,168 @@ TARGETS: dict[str, dict[str, Any]] = {
         "compressed": True,
         "exclude": "checkpoint",
     },
+    "glm_ct_router_only": {
+        "family": "glm4_moe",
+        "quant": "fp8",
+        "compressed": True,
+        "listed": ("ignore", ["lm_head", r"re:.*mlp\.gate$"]),
+    },
+    "ds_ct_router_only_q": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "compressed": True,
+        "mtp_quantized": True,
+        "listed": ("ignore", ["lm_head", r"re:.*mlp\.gate$"]),
+    },
+    "q35_ct_regex_mtp": {
+        "family": "qwen3_5",
+        "quant": "fp8",
+        "compressed": True,
+        "listed": ("ignore", ["lm_head", *Q35_SMALL, r"re:mtp\..*"]),
+    },
+    "q35_ct_regex_loose": {
+        "family": "qwen3_5",
+        "quant": "fp8",
+        "compressed": True,
+        "listed": ("ignore", ["lm_head", *Q35_SMALL, "re:.*mtp.*"]),
+    },
+    "ds_fp8_ignored_runtime": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "listed": ("ignored_layers", ["model.decoder"]),
+    },
+    "ds_fp8_both_namings": {
+        "family": "deepseek_v3",
+        "quant": "fp8",
+        "listed": ("modules_to_not_convert", ["model.layers.2", "model.decoder"]),
+    },
+    "glm_fp8_glob_star": {
+        "family": "glm4_moe",
+        "quant": "fp8",
+        "listed": ("modules_to_not_convert", ["*layers.2*"]),
+    },
+    "mimo_fp8_mtp_parent": {
+        "family": "mimo",
+        "quant": "fp8",
+        "listed": ("modules_to_not_convert", ["model.mtp_layers"]),
+    },
+    "mimo_ct_regex_mtp": {
+        "family": "mimo",
+        "quant": "fp8",
+        "compressed": True,
+        "listed": ("ignore", ["lm_head", r"re:model\.mtp_layers\..*"]),
+    },
+    "glml_ct_parent": {
+        "family": "glm4_moe_lite",
+        "quant": "fp8",
+        "compressed": True,
+        "listed": ("ignore", ["lm_head", "model.layers.2"]),
+    },
 }
-# Schemes SGLang builds no target of on a CPU (its ModelOpt and Quark kernels need CUDA)
-CUDA_ONLY_ON_SGLANG = ("_mo_", "_qk_")
+# families x schemes x lists not yet combined above: FP8 block and compressed-tensors for
+# GLM-4.7-Flash, the dense Qwen3.5, GLM-4.5, MiMo and Qwen3-Next, stored FP8 and listed, two
+# FP8 layers, the list under SGLang's DeepSeek names and one module left off it
+COMBINED: dict[str, dict[str, Any]] = {
+    f"{short}_{scheme}_{variant}": {
+        "family": family,
+        "quant": "fp8",
+        **({"compressed": True} if scheme == "ct" else {}),
+        **extra,
+    }
+    for short, family in (
+        ("glml", "glm4_moe_lite"),
+        ("q35d", "qwen3_5_dense"),
+        ("glm", "glm4_moe"),
+        ("mimo", "mimo"),
+        ("qn", "qwen3_next"),
+    )
+    for scheme in ("fp8", "ct")
+    for variant, extra in (
+        ("bf16", {}),
+        ("mtp_fp8", {"mtp_quantized": True}),
+        ("excluded", {"exclude": "checkpoint"}),
+        ("q_listed", {"mtp_quantized": True, "exclude": "checkpoint"}),
+        ("excluded_runtime", {"exclude": "runtime"}),
+        ("partial", {"exclude": "partial"}),
+        ("depth2", {"mtp_quantized": True, "depth": 2, "ship": 2}),
+        ("depth2_bf16_excluded", {"exclude": "checkpoint", "depth": 2, "ship": 2}),
+    )
+}
+# ModelOpt FP8 (`hf_quant_config.json`, run on SGLang with its requantization after loading
+# skipped) for every family: BF16 unlisted, stored FP8, listed by checkpoint names, by
+# ModelOpt's layer glob, under SGLang's DeepSeek runtime names, and one module left off
+COMBINED.update(
+    {
+        f"{short}_mo_fp8_{variant}": {"family": family, "quant": "modelopt_fp8", **extra}
+        for short, family in (
+            ("ds", "deepseek_v3"),
+            ("glm", "glm4_moe"),
+            ("glml", "glm4_moe_lite"),
+            ("q35", "qwen3_5"),
+            ("q35d", "qwen3_5_dense"),
+            ("mimo", "mimo"),
+            ("qn", "qwen3_next"),
+        )
+        for variant, extra in (
+            ("bf16", {}),
+            ("mtp_fp8", {"mtp_quantized": True}),
+            ("excluded", {"exclude": "checkpoint"}),
+            ("glob", {"exclude": "glob"}),
+            ("excluded_runtime", {"exclude": "runtime"}),
+            ("partial", {"exclude": "partial"}),
+            ("q_listed", {"mtp_quantized": True, "exclude": "checkpoint"}),
+            ("runtime_partial", {"exclude": "runtime_partial"}),
+        )
+    }
+)
+COMBINED.update(
+    {
+        f"{short}_mo_fp8_{how}": {
+            "family": family,
+            "quant": "modelopt_fp8",
+            "listed": ("exclude_modules", ["lm_head", *entries]),
+        }
+        for short, family in (("ds", "deepseek_v3"), ("glm", "glm4_moe"), ("glml", "glm4_moe_lite"))
+        for how, entries in (
+            ("decoder_glob", ["model.decoder*", "model.eh_proj", "model.shared_head*"]),
+            ("star_layer", ["*layers.2.*"]),
+            ("parent", ["model.layers.2"]),
+            ("decoder_parent", ["model.decoder"]),
+            ("decoder_star", ["model.decoder.*"]),
+        )
+    }
+)
+# DeepSeek-style layers under SGLang's names with one module left off: a row-parallel
+# `o_proj`, a column-parallel `kv_b_proj`, one shard of the fused `q_a_proj` +
+# `kv_a_proj_with_mqa`
+COMBINED.update(
+    {
+        f"{short}_{scheme}_runtime_without_{module}": {
+            "family": family,
+            "quant": "modelopt_fp8" if scheme == "mo_fp8" else "fp8",
+            **({"compressed": True} if scheme == "ct" else {}),
+            "exclude": f"runtime_without_{module}",
+        }
+        for short, family in (("ds", "deepseek_v3"), ("glml", "glm4_moe_lite"))
+        for scheme in ("fp8", "ct", "mo_fp8")
+        for module in ("o_proj", "kv_b_proj", "kv_a_proj_with_mqa")
+    }
+)
+# ... and GLM-4.5's, one shard of its fused `qkv_proj` left off
+COMBINED.update(
+    {
+        f"glm_{scheme}_runtime_partial": {
+            "family": "glm4_moe",
+            "quant": "fp8",
+            **({"compressed": True} if scheme == "ct" else {}),
+            "exclude": "runtime_partial",
+        }
+        for scheme in ("fp8", "ct")
+    }
+)
+TARGETS.update({name: kw for name, kw in COMBINED.items() if name not in TARGETS})
+# Schemes SGLang builds no target of on a CPU (its Quark kernels need CUDA)
+CUDA_ONLY_ON_SGLANG = ("_qk_",)
 # vLLM's CPU wheel has no int4 kernel: GPTQ and AWQ targets run with the kernel choice forced.
 WNA16 = Path(__file__).with_name("mtp_oracle_wna16.py")
 # SGLang chooses its Marlin int4 path by the GPU's compute capability: answered as on a GPU.
@@ -483,6 +642,8 @@ SGLANG_WNA16 = Path(__file__).with_name("mtp_oracle_sglang_wna16.py")
 SGLANG_CT = Path(__file__).with_name("mtp_oracle_sglang_ct.py")
 # ... and Qwen3-Next's delta-net norm asks for the current CUDA device: answered with the CPU.
 SGLANG_QWEN3_NEXT = Path(__file__).with_name("mtp_oracle_sglang_qwen3_next.py")
+# ... and its ModelOpt FP8 methods requantize with a CUDA op after loading: skipped.
+SGLANG_MODELOPT = Path(__file__).with_name("mtp_oracle_sglang_modelopt.py")
 
 
 @dataclass(frozen=True)
@@ -638,6 +799,18 @@ def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
         "glm",
         Launch(extra=("--speculative-draft-model-quantization", "unquant")),
     )
+    # launches other than one token on the combined targets
+    vllm["glml_fp8_excluded_k3"] = ("glml_fp8_excluded", Launch(tokens=3))
+    vllm["q35d_ct_excluded_k2"] = ("q35d_ct_excluded", Launch(tokens=2))
+    vllm["mimo_fp8_excluded_k2"] = ("mimo_fp8_excluded", mimo(tokens=2))
+    vllm["glml_fp8_depth2_k2"] = ("glml_fp8_depth2", Launch(tokens=2))
+    vllm["glm_ct_depth2_k4"] = ("glm_ct_depth2", Launch(tokens=4))
+    vllm["qn_fp8_depth2_k3"] = ("qn_fp8_depth2", Launch(tokens=3))
+    vllm["glml_ct_excluded_eagle3"] = ("glml_ct_excluded", Launch("eagle3", 2))
+    sglang["glml_fp8_excluded_eagle"] = ("glml_fp8_excluded", Launch("EAGLE"))
+    sglang["q35d_ct_excluded_nok"] = ("q35d_ct_excluded", Launch(tokens=None))
+    sglang["glm_fp8_excluded_topk2"] = ("glm_fp8_excluded", steps(extra=_sglang_steps(2, 2, 4)))
+    sglang["mimo_ct_excluded_k3"] = ("mimo_ct_excluded", mimo(tokens=3))
     vllm["ds_k0"] = ("ds", Launch(tokens=0))
     vllm["ds_method_upper"] = ("ds", Launch("MTP"))
     vllm["glm_k5"] = ("glm", Launch(tokens=5))
@@ -756,7 +929,13 @@ def build(root: Path) -> None:
 
 
 def _write_list(path: Path, key: str, entries: list[str]) -> None:
-    """Replace the target's exclusion list `key` by `entries`, as another exporter writes it."""
+    """Replace the target's exclusion list `key` by `entries`, as another exporter writes it
+    (ModelOpt's `exclude_modules` in `hf_quant_config.json`)."""
+    if key == "exclude_modules":
+        quant = json.loads((path / "hf_quant_config.json").read_text())
+        quant["quantization"][key] = entries
+        (path / "hf_quant_config.json").write_text(json.dumps(quant, indent=2) + "\n")
+        return
     config = json.loads((path / "config.json").read_text())
     config["quantization_config"][key] = entries
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
@@ -776,12 +955,13 @@ def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:
             oracle = [str(WNA16), str(ORACLE)]
         elif quant in ("gptq_int4", "awq_int4"):
             oracle = [str(SGLANG_WNA16), str(ORACLE)]
-        elif release.startswith("sglang") and TARGETS[name].get("compressed"):
-            oracle = [str(SGLANG_CT), str(ORACLE)]
+        elif release.startswith("sglang"):
+            if TARGETS[name].get("compressed"):
+                oracle = [str(SGLANG_CT), *oracle]
+            elif quant == "modelopt_fp8":
+                oracle = [str(SGLANG_MODELOPT), *oracle]
             if TARGETS[name]["family"] == "qwen3_next":
                 oracle = [str(SGLANG_QWEN3_NEXT), *oracle]
-        elif release.startswith("sglang") and TARGETS[name]["family"] == "qwen3_next":
-            oracle = [str(SGLANG_QWEN3_NEXT), str(ORACLE)]
         elif release.startswith("vllm") and quant:
             args.append("--cpu-fp8")
         log = ["--log", str(out / f"{run}.log")]
@@ -847,6 +1027,42 @@ def sglang_marlin_benign(data: dict[str, Any]) -> None:
         data["verdict_reason"] = f"loaded ({len(benign)} entries left to the Marlin step)"
 
 
+def sglang_modelopt_benign(data: dict[str, Any]) -> None:
+    """Read an SGLang ModelOpt FP8 report (`mtp_oracle_sglang_modelopt.py`) against what
+    SGLang does after loading, which the oracle does not run: the NextN class builds its own
+    `lm_head` with the target's quantization under the name `model.shared_head.head`, which
+    an `lm_head` entry does not exclude, and the draft worker then shares the target's head
+    weight with it (eagle_worker_v2.py:370-378@v0.5.23); with the target's head unquantized
+    the logits take the plain product and never read the draft head's scales
+    (logits_processor.py:150-197,1156-1158@v0.5.23). Those two parameters, and a dtype
+    mismatch on a head weight the target's then replaced (MiMo loads the checkpoint's head
+    into its FP8 head first), move to `benign` (where the target's list holds `lm_head` and
+    the launch is no EAGLE-3 one), and a run left with nothing else is `compatible`."""
+    try:
+        quant = json.loads((Path(str(data.get("target"))) / "hf_quant_config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return
+    if "lm_head" not in (quant.get("quantization") or {}).get("exclude_modules", []):
+        return
+    if "EAGLE3" in " ".join(str(a) for a in data.get("argv") or []):
+        return
+    head = {"lm_head.weight_scale", "lm_head.input_scale"}
+    unloaded = [str(n) for n in data.get("unloaded_params") or []]
+    benign = [n for n in unloaded if n in head]
+    data["unloaded_params"] = [n for n in unloaded if n not in head]
+    shared = set(data.get("shared_from_target") or [])
+    mismatches = data.get("dtype_mismatches") or []
+    replaced = [m for m in mismatches if m.get("param") in shared]
+    data["dtype_mismatches"] = [m for m in mismatches if m not in replaced]
+    benign += [f"{m.get('param')} (replaced by the target's)" for m in replaced]
+    data["benign"] = [*data.get("benign", []), *benign]
+    loaded_all = not data["unloaded_params"] and not data.get("unused_tensors")
+    clean = not data.get("dtype_mismatches") and not data.get("partially_written_params")
+    if benign and data.get("verdict") == "drafts-garbage" and loaded_all and clean:
+        data["verdict"] = "compatible"
+        data["verdict_reason"] = f"loaded ({len(data['benign'])} entries the engine does not read)"
+
+
 def _label(path: Path) -> tuple[str, str]:
     try:
         data = json.loads(path.read_text())
@@ -854,6 +1070,7 @@ def _label(path: Path) -> tuple[str, str]:
         return "oracle-error", "no JSON"
     if "/sglang" in str(path) and data.get("engine") == "sglang":
         sglang_marlin_benign(data)
+        sglang_modelopt_benign(data)
     verdict, reason = str(data.get("verdict")), str(data.get("verdict_reason", ""))
     if verdict == "incompatible" and any(s in str(data.get("error")) for s in PLATFORM_STOPS):
         return "oracle-error", "platform stop: " + str(data.get("error"))[:120]

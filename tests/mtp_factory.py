@@ -14,7 +14,9 @@ MTP layer, e.g. `eh_proj.weight`), `rename` (a prefix that replaces the MTP laye
 NVFP4 with `hf_quant_config.json`, Quark FP8 / MXFP4 / NVFP4, GPTQ int4, AutoAWQ int4),
 `mtp_quantized` (the MTP layer quantized like the backbone), `exclude` (the exclusion
 list: "checkpoint", "runtime" (SGLang's names; "runtime_regex": one `re:` pattern of them,
-"runtime_expert0": the fused experts by expert 0's projections), "partial", and for the
+"runtime_expert0": the fused experts by expert 0's projections; "runtime_partial": one shard
+of a fused module left off; "runtime_without_<module>": that module left off), "partial"
+(one module left off), and for the
 other schemes "glob" as their
 exporters write one (AWQ: the layer's prefix),
 "regex" for Quark's `re:` and GPTQ's `-:` `dynamic` key; GPTQ's "runtime": the `-:` keys
@@ -443,8 +445,9 @@ def _scheme_config(
 
 def _exclusions(mtp: Tensors, prefix: str, how: str) -> list[str]:
     modules = sorted(n[: -len(".weight")] for n in mtp if _quantizable(n))
-    if how == "partial":
-        return [m for m in modules if "kv_a_proj_with_mqa" not in m]
+    if how == "partial":  # one module left off: MLA's joined projection, else `o_proj`
+        left = "kv_a_proj_with_mqa" if any("kv_a_proj_with_mqa" in m for m in modules) else "o_proj"
+        return [m for m in modules if left not in m]
     if how == "checkpoint":
         return modules
     if how == "layer_index":  # under the decoder-layer index the MTP layer would have
@@ -453,6 +456,13 @@ def _exclusions(mtp: Tensors, prefix: str, how: str) -> list[str]:
         if prefix.startswith("model.mtp_layers."):
             return [r"re:self_attn\..*", r"re:mlp\..*"]
         return [r"re:model\.decoder\..*"]
+    if how.startswith("runtime_without_"):  # SGLang's names, one module left off
+        left = how.removeprefix("runtime_without_")
+        return [m for m in _exclusions(mtp, prefix, "runtime") if not m.endswith("." + left)]
+    if how == "runtime_partial":  # SGLang's names, one shard of a fused module left off
+        runtime = _exclusions(mtp, prefix, "runtime")
+        left = "kv_a_proj_with_mqa" if any("kv_a_proj_with_mqa" in m for m in runtime) else "k_proj"
+        return [m for m in runtime if not m.endswith("." + left)]
     if how == "runtime_expert0":  # SGLang's names, the experts by expert 0's projections
         runtime = _exclusions(mtp, prefix, "runtime")
         experts = "model.decoder.mlp.experts"

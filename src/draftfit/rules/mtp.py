@@ -366,8 +366,9 @@ def mtp_quant_uncovered() -> None:
     (`exclude_modules`) takes an entry contained in the name or a shell wildcard
     (`model.layers.61*`), and
     quantizes the MTP layer's own head (`shared_head.head`) unless it is excluded too;
-    SGLang's ModelOpt takes a wildcard against the whole runtime name or one of its
-    parts (`model.decoder*`); vLLM's Quark (`exclude`) takes exact names and `re:`
+    SGLang's ModelOpt takes an entry naming the module path of what it builds, or a
+    wildcard against the whole runtime name or one of its parts (`model.decoder*`), the
+    fused experts by the wildcard only; vLLM's Quark (`exclude`) takes exact names and `re:`
     patterns only, so the `*layers.61.*` wildcards some exports write leave the MTP layer
     quantized. The consequence follows the weight format: an FP8 weight takes the BF16
     values silently (drafts garbage), a packed 4-bit weight (NVFP4, MXFP4) has half the
@@ -397,18 +398,19 @@ def mtp_quant_build_refused() -> None:
     builds GLM-4.5's MoE block with GPTQ Marlin shared experts and then reads their plain
     `weight`, which a GPTQ layer does not have; it loads a DeepSeek-style layer's GPTQ
     `q_a_proj` and `kv_a_proj_with_mqa` by concatenating their packed tensors along the
-    dimension of an unpacked weight, which their shapes refuse; and DeepSeek's and
-    GLM-4.5's MoE blocks compare the quantization block sizes of their shared experts'
-    `gate_up_proj` and `down_proj`, which fails where an exclusion list leaves only
-    `down_proj` unquantized (compressed-tensors matches the fused `gate_up_proj` by that
-    name, not by its shards').
+    dimension of an unpacked weight, which their shapes refuse; GLM-4.7-Flash's loader
+    concatenates those two modules' ModelOpt FP8 per-tensor scales too, which are scalars
+    and cannot be concatenated; and DeepSeek's and GLM-4.5's MoE blocks compare the
+    quantization block sizes of their shared experts' `gate_up_proj` and `down_proj`,
+    which fails where an exclusion list leaves only `down_proj` unquantized
+    (compressed-tensors matches the fused `gate_up_proj` by that name, not by its shards').
 
     ## Why it matters
     The engine stops at start-up, after the target is on the GPUs. The same code builds
     and loads the backbone's layers, so a backbone quantized the same way stops too: the
     finding names the MTP layer, the fix covers both. Run on a CPU with the engine's own
-    build and loader (the Marlin kernel choice answered as on a GPU) at the releases the
-    engine data names.
+    build and loader (the Marlin kernel choice answered as on a GPU, ModelOpt's
+    requantization after loading skipped) at the releases the engine data names.
 
     ## Example
     A GLM-4.5 GPTQ target (`quant_method: gptq`) with no `-:` key for the shared experts,
@@ -417,8 +419,9 @@ def mtp_quant_build_refused() -> None:
     ## Fix
     Leave the modules the finding names unquantized (a `-:` key of `dynamic` matching
     them, in the backbone's layers and the MTP layer, stored BF16; for compressed-tensors,
-    the fused `gate_up_proj` by that name, or one `re:` pattern of the whole MTP layer), or
-    serve the target with a release that loads them (`draftfit matrix`).
+    the fused `gate_up_proj` by that name, or one `re:` pattern of the whole MTP layer; for
+    GLM-4.7-Flash's ModelOpt scalars, `q_a_proj` and `kv_a_proj_with_mqa` stored BF16 in
+    every layer), or serve the target with a release that loads them (`draftfit matrix`).
     """
 
 

@@ -28,9 +28,12 @@ from draftfit.engines.procedure.mtp_matching import (
     modelopt_match,
     modelopt_parts_match,
     quark_match,
+    sglang_fp8_entries,
     sglang_fused_name,
     sglang_listed,
+    sglang_modelopt_match,
     sglang_paths_match,
+    sglang_skipped,
 )
 
 if TYPE_CHECKING:
@@ -66,7 +69,13 @@ EXACT = "exact"
 # ... and never before (0.10.2 builds every FP8 fused MoE quantized, whatever is listed)
 EXACT_NO_MOE = "exact-no-moe"
 MODELOPT = "modelopt"  # vLLM's ModelOpt: exact, an entry contained in the name, fnmatch
-MODELOPT_PARTS = "modelopt-parts"  # SGLang's ModelOpt: a glob matching the name or one part
+# SGLang's ModelOpt (`_get_quant_method`): a linear module is left unquantized where
+# `is_layer_skipped` skips it (each entry as written, on dotted module-path boundaries; a fused
+# module by its shards' paths, which must agree) or `is_layer_excluded` names it (a glob, `.`
+# literal and `*` any run, matching the whole name or one dot-separated part; an entry ending
+# in an MLA projection also matches a fused module whose last part holds it); the fused
+# experts where `is_layer_excluded` names them. Matched against the module SGLang builds.
+MODELOPT_PARTS = "modelopt-parts"
 QUARK = "quark"  # vLLM's Quark: exact or `re:` (no glob); a MoE also by an entry under it
 # SGLang's FP8 (`is_layer_skipped`): entries with and without `model.`, matched on dotted
 # module-path boundaries (equal, a parent path, or a dotted run inside the name); the fused
@@ -116,6 +125,9 @@ RULES = (
 # module named by their parent (`....mlp.experts`).
 DYNAMIC_RULES = frozenset({GPTQ, SGLANG_GPTQ})
 FUSED_NAME_RULES = frozenset({GPTQ, AWQ, SGLANG_GPTQ, AWQ_LISTED, SGLANG_LISTED})
+# Rules whose config class refuses to build a fused module some but not all of whose shards
+# its `is_layer_skipped` finds listed (SGLang's FP8 and ModelOpt).
+SHARD_CHECKED_RULES = frozenset({SGLANG_PATHS, MODELOPT_PARTS})
 # Rules under which the MTP layer's own head (`shared_head.head`, a ParallelLMHead) is built
 # with the target's quantization unless excluded (vLLM's ModelOpt quantizes LM heads).
 HEAD_RULES = frozenset({MODELOPT})
@@ -235,6 +247,23 @@ def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = L
         return name in entries
     # exact names and `re:` patterns (a shell wildcard is no pattern to these configs)
     return name in entries or names.matches(name)
+
+
+def shards_disagree(
+    rule: str,
+    layer: MtpLayer,
+    name: str,
+    entries: tuple[str, ...],
+    by_fused_name: frozenset[str] = frozenset(),
+) -> str | None:
+    """The fused module (its runtime name) that `name`, an MTP module's runtime name, is built
+    into where `rule`'s config class refuses it: some but not all of its shards' paths listed
+    (SGLang's `is_layer_skipped`); None otherwise."""
+    if rule not in SHARD_CHECKED_RULES:
+        return None
+    built = sglang_fused_name(name, layer.modules())
+    read = sglang_fp8_entries(entries) if rule == SGLANG_PATHS else entries
+    return built if len(set(sglang_skipped(built, read, by_fused_name))) > 1 else None
 
 
 def unsafe_entries(entries: tuple[str, ...], rule: str) -> tuple[str, ...]:
@@ -430,6 +459,12 @@ def unquantized_under(
         return awq_unquantized(target, layer, index, module, name, entries)
     if rule == SGLANG_GPTQ and ROUTED_EXPERT.match(module):
         return False
+    if rule in SHARD_CHECKED_RULES:  # matched against the module SGLang builds
+        experts = ROUTED_EXPERT.match(module) is not None
+        built = fused_parent(name) if experts else sglang_fused_name(name, layer.modules())
+        if rule == MODELOPT_PARTS:
+            return sglang_modelopt_match(built, entries, experts, by_fused_name)
+        return all(sglang_skipped(built, sglang_fp8_entries(entries), by_fused_name))
     if rule in (SGLANG_GPTQ, AWQ_LISTED):
         name = sglang_fused_name(name, layer.modules())
     elif rule == SGLANG_LISTED and by_fused_name:
@@ -524,6 +559,7 @@ __all__ = [
     "RUNTIME_RENUMBERED",
     "SGLANG_GPTQ",
     "SGLANG_LISTED",
+    "SHARD_CHECKED_RULES",
     "as_matched",
     "awq_unquantized",
     "engine_name",
@@ -541,6 +577,7 @@ __all__ = [
     "own_quantized",
     "quantizable",
     "shard_mates",
+    "shards_disagree",
     "switches_layers",
     "unquantized_under",
     "unsafe_entries",

@@ -80,22 +80,77 @@ def sglang_paths_match(name: str, entries: tuple[str, ...]) -> bool:
     """SGLang's FP8 (`Fp8Config.from_config` keeps each entry with and without `model.`;
     `is_layer_skipped`): an entry equal to the module path, a parent of it, or a dotted run
     inside it; a fused experts module also by any entry holding its path."""
+    normalized = sglang_fp8_entries(entries)
+    path = name.rstrip(".")
+    if any(module_path_match(entry, path) for entry in normalized):
+        return True
+    return "experts" in path and any(path in entry for entry in normalized if "experts" in entry)
+
+
+def sglang_fp8_entries(entries: tuple[str, ...]) -> tuple[str, ...]:
+    """The entries as SGLang's FP8 config keeps them: each with and without `model.`."""
     normalized: list[str] = []
     for entry in entries:
         if not entry or len(entry) > MAX_WILDCARD_CHARS:
             continue
         base = entry.removeprefix("model.")
         normalized += [base, "model." + base]
-    path = name.rstrip(".")
-    for entry in normalized:
-        ignored = entry.rstrip(".")
-        if (
-            ignored == path
-            or path.startswith(ignored + ".")
-            or ("." + ignored + "." in "." + path + ".")
-        ):
-            return True
-    return "experts" in path and any(path in entry for entry in normalized if "experts" in entry)
+    return tuple(normalized)
+
+
+def module_path_match(entry: str, path: str) -> bool:
+    """SGLang's `_module_path_match`: `entry` equal to the module path, a parent of it, or a
+    dotted run inside it (so `mlp.gate` does not reach `mlp.gate_up_proj`)."""
+    ignored, path = entry.rstrip("."), path.rstrip(".")
+    return ignored == path or path.startswith(ignored + ".") or f".{ignored}." in f".{path}."
+
+
+# The fused modules SGLang's `is_layer_skipped` reads by their shards' paths: always these
+# (its fallback mapping, `_FALLBACK_FUSED_SHARDS`) ...
+SGLANG_SHARDS = {
+    "qkv_proj": ("q_proj", "k_proj", "v_proj"),
+    "gate_up_proj": ("gate_proj", "up_proj"),
+}
+# ... and an MLA layer's fused `q_a_proj` + `kv_a_proj_with_mqa` where the model class maps it
+# (DeepSeek's classes write it into their shared mapping when built; GLM-4.7-Flash's do not).
+SGLANG_MLA_SHARDS = {"fused_qkv_a_proj_with_mqa": ("q_a_proj", "kv_a_proj_with_mqa")}
+
+
+def sglang_skipped(
+    built: str, entries: tuple[str, ...], by_fused_name: frozenset[str]
+) -> tuple[bool, ...]:
+    """SGLang's `is_layer_skipped` on the module it builds (`built`: a fused module by the
+    fused name, the routed experts as `....mlp.experts`) with `entries` as the config class
+    keeps them: per shard of a fused module (each shard's path matched on dotted
+    boundaries; SGLang refuses the build where they differ; an MLA fused module of
+    `by_fused_name`, which the model class does not map, by its own name), else one value
+    for the module itself (its path, or for a module under `experts` an entry holding it)."""
+    head, _, last = built.rpartition(".")
+    shards = SGLANG_SHARDS.get(last)
+    if shards is None and last not in by_fused_name:
+        shards = SGLANG_MLA_SHARDS.get(last)
+    usable = [e for e in entries if e and len(e) <= MAX_WILDCARD_CHARS]
+    if shards:
+        paths = [f"{head}.{shard}" if head else shard for shard in shards]
+        return tuple(any(module_path_match(entry, path) for entry in usable) for path in paths)
+    if any(module_path_match(entry, built) for entry in usable):
+        return (True,)
+    return ("experts" in built and any(built in e for e in usable if "experts" in e),)
+
+
+def sglang_modelopt_match(
+    built: str, entries: tuple[str, ...], experts: bool, by_fused_name: frozenset[str]
+) -> bool:
+    """SGLang's ModelOpt (`_get_quant_method`) on the module it builds (`built`): a linear
+    module is left unquantized where `is_layer_skipped` skips every shard of it
+    (:func:`sglang_skipped`, the entries as written) or `is_layer_excluded` names it
+    (:func:`modelopt_parts_match`); the fused experts where `is_layer_excluded` names them
+    (it reads nothing else for a MoE layer)."""
+    if experts:
+        return modelopt_parts_match(built, entries)
+    return all(sglang_skipped(built, entries, by_fused_name)) or modelopt_parts_match(
+        built, entries
+    )
 
 
 def gptq_skipped(name: str, keys: tuple[str, ...]) -> bool:
@@ -211,6 +266,8 @@ __all__ = [
     "ROUTED_EXPERT",
     "SGLANG_FUSED",
     "SGLANG_FUSED_MLA",
+    "SGLANG_MLA_SHARDS",
+    "SGLANG_SHARDS",
     "dynamic_pattern",
     "fused_parent",
     "glob_fullmatch",
@@ -218,9 +275,13 @@ __all__ = [
     "gptq_skipped",
     "modelopt_match",
     "modelopt_parts_match",
+    "module_path_match",
     "quark_match",
+    "sglang_fp8_entries",
     "sglang_fused_name",
     "sglang_listed",
+    "sglang_modelopt_match",
     "sglang_paths_match",
+    "sglang_skipped",
     "suffix_listed",
 ]

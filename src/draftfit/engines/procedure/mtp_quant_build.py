@@ -63,6 +63,7 @@ MAX_MATCHES = 200_000
 SHARED_EXPERTS = "shared-experts-weight"
 FUSED_QKV_A = "fused-qkv-a"
 SHARED_MIXED = "shared-experts-mixed"
+FUSED_QKV_A_SCALAR = "fused-qkv-a-scalar"
 # The checkpoint modules each defect concerns, by their names under the MTP layer's prefix.
 SHARED_GATE_UP = ("mlp.shared_experts.gate_proj", "mlp.shared_experts.up_proj")
 SHARED_DOWN = "mlp.shared_experts.down_proj"
@@ -70,6 +71,7 @@ MODULES = {
     SHARED_EXPERTS: SHARED_GATE_UP,
     FUSED_QKV_A: ("self_attn.q_a_proj", "self_attn.kv_a_proj_with_mqa"),
     SHARED_MIXED: (*SHARED_GATE_UP, SHARED_DOWN),
+    FUSED_QKV_A_SCALAR: ("self_attn.q_a_proj", "self_attn.kv_a_proj_with_mqa"),
 }
 
 
@@ -184,11 +186,23 @@ def _modules_met(kind: str, layer: MtpLayer, built: Callable[[str], bool]) -> li
     if kind == FUSED_QKV_A:
         stored = [m for m in present if layer.stored_quantized(m) is True]
         return [layer.prefix + m for m in stored] if len(stored) == len(MODULES[kind]) else []
+    if kind == FUSED_QKV_A_SCALAR:
+        scalar = [m for m in present if _scalar_tensor(layer, m)]
+        return [layer.prefix + m for m in scalar] if len(scalar) == len(MODULES[kind]) else []
     if kind == SHARED_MIXED:
         gate_up = [m for m in present if m in SHARED_GATE_UP and built(m)]
         down_left = SHARED_DOWN in present and not built(SHARED_DOWN)
         return [layer.prefix + m for m in (*gate_up, SHARED_DOWN)] if gate_up and down_left else []
     return [layer.prefix + m for m in present if built(m)]
+
+
+def _scalar_tensor(layer: MtpLayer, module: str) -> bool:
+    """Whether `module` of `layer` stores a tensor of no dimension (a per-tensor scale)."""
+    return any(
+        info is not None and info.shape == () and sub.rpartition(".")[0] == module
+        for sub, info in layer.tensors.items()
+        if sub.startswith(module + ".")
+    )
 
 
 def _report(
@@ -227,6 +241,18 @@ def _report(
             f"the whole MTP layer, as the fix of {rule_ids.MTP_QUANT_UNCOVERED.code} gives) so "
             "that all three are left "
             "unquantized, or take `down_proj` out of the list so that all three are quantized"
+        )
+    elif kind == FUSED_QKV_A_SCALAR:
+        what = (
+            f"{state.title} loads the MTP layer {prefix}'s {shown} by concatenating each pair "
+            f"of their tensors, the per-tensor scales of `{scheme}` too, which are scalars: the "
+            "load is refused (`RuntimeError: zero-dimensional tensor (at position 0) cannot be "
+            "concatenated`), and the backbone's layers stored so the same way"
+        )
+        fix = (
+            "store `q_a_proj` and `kv_a_proj_with_mqa` unquantized (BF16) in every layer and "
+            "list them in the exclusion list; or serve the target with a release that loads "
+            "them (`draftfit matrix`)"
         )
     else:
         what = (

@@ -18,6 +18,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     GPTQ,
     SGLANG_GPTQ,
     SGLANG_LISTED,
+    SHARD_CHECKED_RULES,
     as_matched,
     entry_renames,
     fused_by_name,
@@ -37,19 +38,51 @@ def exclusion_rule(state: BuildState) -> str | None:
 
 def fused_names(state: BuildState, target: MtpTarget, rule: str) -> frozenset[str] | None:
     """The fused modules the release matches by the fused name under `rule` (SGLang's
-    compressed-tensors: `mtp_fused_by_name`; none for any other rule); None, after saying so,
-    where that was not read for the target's family."""
+    compressed-tensors: `mtp_fused_by_name`; its FP8 and ModelOpt: an MLA layer's fused
+    `q_a_proj` + `kv_a_proj_with_mqa` where the model class maps no shards for it,
+    `mtp_mla_shards`; none for any other rule); None, after saying so, where that was not
+    read for the target's family."""
+    title = target.family.title if target.family is not None else "the target"
+    if rule in SHARD_CHECKED_RULES:
+        if not _has_mla(target):
+            return frozenset()
+        how = known_value(state, MLA_SHARDS)
+        family = target.family.name if target.family is not None else ""
+        reading = how.get(family) if isinstance(how, dict) else None
+        if reading == "shards":
+            return frozenset()
+        if reading == "fused-name":
+            return frozenset({MLA_FUSED})
+        not_read(
+            state,
+            f"whether {state.title}'s quantization config reads {title}'s fused "
+            f"`{MLA_FUSED}` by its shards was not read",
+        )
+        return None
     if rule != SGLANG_LISTED:
         return frozenset()
     found = fused_by_name(state.profile, target)
     if found is None:
-        title = target.family.title if target.family is not None else "the target"
         not_read(
             state,
             f"which of {title}'s fused MTP modules {state.title}'s compressed-tensors config "
             "matches by the fused module's name was not read",
         )
     return found
+
+
+# How the release's FP8 and ModelOpt configs read an MLA layer's fused module, by family.
+MLA_SHARDS = "mtp_mla_shards"
+MLA_FUSED = "fused_qkv_a_proj_with_mqa"
+
+
+def _has_mla(target: MtpTarget) -> bool:
+    """Whether one of the target's shipped MTP layers has an MLA `kv_a_proj_with_mqa`."""
+    return any(
+        module.endswith("kv_a_proj_with_mqa")
+        for layer in target.layers.values()
+        for module in layer.modules()
+    )
 
 
 def config_refusal(state: BuildState, target: MtpTarget, rule: str) -> str | None:

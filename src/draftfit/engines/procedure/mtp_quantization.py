@@ -19,6 +19,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     LISTED,
     OWN_FACT,
     SGLANG_GPTQ,
+    SHARD_CHECKED_RULES,
     engine_name,
     excluded,
     exclusion_naming,
@@ -28,6 +29,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     own_quantized,
     quantizable,
     shard_mates,
+    shards_disagree,
     unquantized_under,
     unsafe_entries,
 )
@@ -151,6 +153,9 @@ def quantization_covered(state: BuildState) -> bool | None:
             start = target.num_hidden_layers
             name = engine_name(layer, module, naming, own_prefix(target, index, module), start)
             stored = layer.stored_quantized(module)
+            mixed = shards_disagree(rule, layer, name, entries, by_name)
+            if mixed is not None:
+                partial.append(mixed)
             if rule == GPTQ:
                 left, unlisted = gptq_unquantized(
                     target, layer, index, module, name, layers_unquantized, marlin
@@ -168,7 +173,7 @@ def quantization_covered(state: BuildState) -> bool | None:
             if not left:
                 # GPTQ matches the fused experts as one module: name it once
                 uncovered.append(fused_parent(name) if rule in FUSED_NAME_RULES else name)
-            elif rule not in FUSED_NAME_RULES and any(
+            elif rule not in FUSED_NAME_RULES | SHARD_CHECKED_RULES and any(
                 not excluded(
                     engine_name(layer, mate, naming, mtp_start=start), entries, names, rule
                 )
@@ -180,20 +185,38 @@ def quantization_covered(state: BuildState) -> bool | None:
         _report_excluded_stored(
             state, layer, sorted(set(excluded_stored)), sorted(set(built_elsewhere)), rule
         )
-        if partial and naming == CHECKPOINT_NAMES:
-            mtp_finding(
-                state,
-                rule_ids.MTP_QUANT_UNCOVERED,
-                f"the exclusion list names {', '.join(f'`{p}`' for p in partial[:SHOWN])} but "
-                f"not the other shard(s) of the fused module {state.title} builds from it: "
-                "the build is refused (`Detected some but not all shards ... are quantized`)",
-                location=Location(target.quant.source, exclusion_pointer(state)),
-                keys=("mtp_exclusion_names",),
-                fix="list both shards of every fused module (`q_a_proj` with "
-                "`kv_a_proj_with_mqa`, `gate_proj` with `up_proj`)",
-                consequence=Consequence.REFUSES_TO_START,
-            )
+        if partial and (naming == CHECKPOINT_NAMES or rule in SHARD_CHECKED_RULES):
+            _report_partial(state, sorted(set(partial)), rule)
     return None
+
+
+def _report_partial(state: BuildState, partial: list[str], rule: str) -> None:
+    """The fused modules whose shards the exclusion list names only in part: the release
+    refuses to build them (vLLM names the listed shards; SGLang the fused module)."""
+    shown = ", ".join(f"`{p}`" for p in partial[:SHOWN])
+    if rule in SHARD_CHECKED_RULES:
+        what = (
+            f"the exclusion list names some but not all shards of {shown} (by their module "
+            f"paths), which {state.title} builds as one module: the build is refused "
+            "(`Detected some but not all shards of ... are quantized`)"
+        )
+    else:
+        what = (
+            f"the exclusion list names {shown} but not the other shard(s) of the fused module "
+            f"{state.title} builds from it: the build is refused (`Detected some but not all "
+            "shards ... are quantized`)"
+        )
+    target = mtp_inputs(state).target
+    mtp_finding(
+        state,
+        rule_ids.MTP_QUANT_UNCOVERED,
+        what,
+        location=Location(target.quant.source, exclusion_pointer(state)),
+        keys=("mtp_exclusion_names", "mtp_exclusion_match"),
+        fix="list every shard of each fused module or none of them (`q_proj`, `k_proj` "
+        "with `v_proj`; `gate_proj` with `up_proj`; `q_a_proj` with `kv_a_proj_with_mqa`)",
+        consequence=Consequence.REFUSES_TO_START,
+    )
 
 
 def _has_experts(target: MtpTarget, indexes: tuple[int, ...] | list[int] | None) -> bool:
