@@ -21,6 +21,7 @@ from draftfit.engines.launch import settings_from
 from draftfit.engines.procedure.mtp_matching import sglang_modelopt_match, sglang_skipped
 from draftfit.report import Report
 from tests.mtp_factory import mtp_target
+from tests.test_mtp_commands import run
 
 SGL = "sglang==0.5.23"
 QUANT_CODES = ("DF540", "DF541", "DF542")
@@ -155,3 +156,27 @@ def test_the_fused_experts_are_reached_by_the_wildcard_only() -> None:
     assert sglang_modelopt_match(experts, ("experts",), True, none)  # one part of the name
     # a linear module by its path's parent
     assert sglang_modelopt_match("model.decoder.self_attn.o_proj", ("model.decoder",), False, none)
+
+
+def test_convert_names_the_fused_mla_module_sglangs_fp8_matches_by_its_own_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GLM-4.7-Flash's class maps no shards for `fused_qkv_a_proj_with_mqa`: SGLang's FP8
+    `is_layer_skipped` matches the fused name, so the fix lists it by that name (DeepSeek's by
+    its shards). The output for GLM-4.7-Flash was built and loaded by SGLang 0.5.23 on a CPU:
+    every MTP parameter loaded, no error."""
+    for family, expected, absent in (
+        ("glm4_moe_lite", "fused_qkv_a_proj_with_mqa", "q_a_proj"),
+        ("deepseek_v3", "q_a_proj", "fused_qkv_a_proj_with_mqa"),
+    ):
+        source = mtp_target(tmp_path / family, family, quant="fp8", engine_ready=True)
+        out = tmp_path / f"{family}-fixed"
+        code, _, err = run(
+            capsys, "convert", str(source), "--method", "mtp", "--engine", SGL, "-o", str(out)
+        )
+        assert code == 0, err
+        config = json.loads((out / "config.json").read_text())
+        listed = config["quantization_config"]["modules_to_not_convert"]
+        assert f"model.decoder.self_attn.{expected}" in listed
+        assert f"model.decoder.self_attn.{absent}" not in listed
+        assert _check(out).engines[0].verdict.value == "compatible"

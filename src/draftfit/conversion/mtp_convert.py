@@ -51,10 +51,12 @@ from draftfit.engines.procedure.mtp_exclusions import (
     RUNTIME_RENUMBERED,
     SGLANG_GPTQ,
     SGLANG_LISTED,
+    SHARD_CHECKED_RULES,
     exclusion_naming,
     own_quantized,
     unsafe_entries,
 )
+from draftfit.engines.procedure.mtp_quant_method import mla_fused_by_name
 from draftfit.engines.profile import Profile
 from draftfit.errors import UsageError
 from draftfit.mtp_check import MTP, check_mtp, mtp_target, quant_file
@@ -209,8 +211,20 @@ def plan_mtp_fix(
             "a read release with --engine"
         )
     own = frozenset().union(*(o for o in owns if o is not None))
+    fused = [
+        mla_fused_by_name(profile, target) if rule in SHARD_CHECKED_RULES else frozenset()
+        for profile, rule in zip(profiles, rules, strict=True)
+    ]
+    if None in fused:
+        raise UsageError(
+            "draftfit has not read whether "
+            + ", ".join(p.title for p, f in zip(profiles, fused, strict=True) if f is None)
+            + f" reads {target.family.title if target.family else 'the target'}'s fused MLA "
+            "module by its shards: choose a read release with --engine"
+        )
+    by_name = frozenset().union(*(f for f in fused if f is not None))
     whole_layer = any(rule in LAYER_RULE_KEYS for rule in rules)  # ModelOpt, Quark
-    if whole_layer and layer_entries(target, namings, rules, own) is None:
+    if whole_layer and layer_entries(target, namings, rules, own, by_name) is None:
         raise UsageError(
             f"no config change fixes {source}'s MTP layers: the exclusion rule of "
             + ", ".join(p.title for p in profiles)
@@ -240,6 +254,7 @@ def plan_mtp_fix(
             own,
             removal,
             _awq_derived(source, checkpoint, target, rules, backbone),
+            by_name,
         )
     if fix is None:
         raise UsageError(

@@ -33,6 +33,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     MODELOPT,
     MODELOPT_PARTS,
     QUARK,
+    SHARD_CHECKED_RULES,
     as_matched,
     engine_name,
     entry_renames,
@@ -48,7 +49,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     switches_layers,
     unquantized_under,
 )
-from draftfit.engines.procedure.mtp_matching import ROUTED_EXPERT, gptq_skipped
+from draftfit.engines.procedure.mtp_matching import ROUTED_EXPERT, gptq_skipped, sglang_fused_name
 from draftfit.engines.profile import Profile
 from draftfit.records import frozen, replace
 
@@ -167,12 +168,18 @@ def why_not_fixable(target: MtpTarget, config: Mapping[str, Any] | None) -> str 
 
 
 def names_to_exclude(
-    target: MtpTarget, naming: str, rule: str = LISTED, own: frozenset[str] = frozenset()
+    target: MtpTarget,
+    naming: str,
+    rule: str = LISTED,
+    own: frozenset[str] = frozenset(),
+    by_fused_name: frozenset[str] = frozenset(),
 ) -> list[str]:
     """The quantizable modules of every shipped MTP layer that are stored unquantized and
     that the exclusion list does not cover under `naming` and `rule` (with every shard of a
     fused module), as the engine names them, in a stable order; `own`: the MTP block's own
-    modules the releases build quantized too (vLLM's `mtp.fc`, :func:`own_quantized`)."""
+    modules the releases build quantized too (vLLM's `mtp.fc`, :func:`own_quantized`);
+    `by_fused_name`: the fused modules SGLang's FP8 matches by the fused module's own name
+    (GLM-4.7-Flash's MLA module), named so instead of by their shards."""
     entries = target.quant.exclusions
     names = NameList(list(entries), "exclusions")
     wanted: list[str] = []
@@ -187,9 +194,14 @@ def names_to_exclude(
             for part in (module, *(m for m in shard_mates(module) if m in modules)):
                 own_at = own_prefix(target, index, part)
                 name = engine_name(layer, part, naming, own_at, target.num_hidden_layers)
-                if name not in wanted and not unquantized_under(
-                    rule, target, layer, index, part, name, entries, names
+                if unquantized_under(
+                    rule, target, layer, index, part, name, entries, names, by_fused_name
                 ):
+                    continue
+                built = sglang_fused_name(name, modules)
+                if rule in SHARD_CHECKED_RULES and built.rsplit(".", 1)[-1] in by_fused_name:
+                    name = built
+                if name not in wanted:
                     wanted.append(name)
     return wanted
 
@@ -199,14 +211,15 @@ def layer_entries(
     namings: tuple[str, ...],
     rules: tuple[str, ...],
     own: frozenset[str] = frozenset(),
+    by_fused_name: frozenset[str] = frozenset(),
 ) -> list[str] | None:
     """For a ModelOpt or Quark target: the whole-layer entry each release's rule takes for
     every shipped MTP layer it leaves uncovered, in order, and the MTP block's own modules
     it builds quantized (`own`) by their names (None when a rule takes no such entry under
-    that release's naming)."""
+    that release's naming; `by_fused_name` as for :func:`names_to_exclude`)."""
     added: list[str] = []
     for naming, rule in zip(namings, rules, strict=True):
-        uncovered = names_to_exclude(target, naming, rule, own)
+        uncovered = names_to_exclude(target, naming, rule, own, by_fused_name)
         for index in target.shipped():
             layer = target.layers[index]
             prefix = engine_name(layer, "", naming, mtp_start=target.num_hidden_layers)
@@ -333,6 +346,7 @@ def plan_exclusions(
     own: frozenset[str] = frozenset(),
     removal: Removal | None = None,
     unquantized: tuple[str, ...] = (),
+    by_fused_name: frozenset[str] = frozenset(),
 ) -> ExclusionFix | None:
     """The config (or ModelOpt's `quant_file`, where the quantization is read from it) that
     excludes the MTP layers' unquantized modules under every naming of `namings`, matched
@@ -341,7 +355,8 @@ def plan_exclusions(
     every list (for FP8 and compressed-tensors; :func:`plan_removal`) — None when nothing
     is to be added or taken out. `unquantized`: for an AWQ config that lists no module, the
     modules the checkpoint stores unquantized (:func:`stored_unquantized`), written with the
-    MTP entries so that the list keeps leaving them unquantized.
+    MTP entries so that the list keeps leaving them unquantized. `by_fused_name`: the fused
+    modules SGLang's FP8 and ModelOpt match by their own name (:func:`names_to_exclude`).
     The caller has checked :func:`why_not_fixable` (and, for ModelOpt, Quark and AWQ, that
     :func:`match_rules` and :func:`layer_entries` give an answer)."""
     method = target.quant.method
@@ -352,13 +367,15 @@ def plan_exclusions(
         assert not removal.entries or method == AWQ_METHOD, removal
         kept = without(target, removal) if removal.entries else target
         return _plan_layer_entries(
-            kept, config, namings, rules, quant_file, own, unquantized, removal
+            kept, config, namings, rules, quant_file, own, unquantized, removal, by_fused_name
         )
     assert method in EXCLUSION_KEYS, method
     kept = without(target, removal) if removal.entries else target
     added: list[str] = []
     for naming, rule in zip(namings, rules, strict=True):
-        added += [n for n in names_to_exclude(kept, naming, rule, own) if n not in added]
+        added += [
+            n for n in names_to_exclude(kept, naming, rule, own, by_fused_name) if n not in added
+        ]
     if not added and not removal.entries:
         return None
     new = copy.deepcopy(dict(config))
@@ -533,11 +550,12 @@ def _plan_layer_entries(
     own: frozenset[str],
     unquantized: tuple[str, ...] = (),
     removal: Removal | None = None,
+    by_fused_name: frozenset[str] = frozenset(),
 ) -> ExclusionFix | None:
     """ModelOpt / Quark / AWQ: each release's whole-layer entry, in the list its rule reads
     (for an AWQ config without one, after the modules it would otherwise derive), with
     `removal`'s entries taken out of it (AWQ; `target` is read without them)."""
-    added = layer_entries(target, namings, rules, own) or []
+    added = layer_entries(target, namings, rules, own, by_fused_name) or []
     gone = removal.entries if removal is not None else ()
     if not added and not gone:
         return None

@@ -559,6 +559,7 @@ __all__ = [
     "RUNTIME_RENUMBERED",
     "SGLANG_GPTQ",
     "SGLANG_LISTED",
+    "SGLANG_PATHS",
     "SHARD_CHECKED_RULES",
     "as_matched",
     "awq_unquantized",

@@ -23,13 +23,19 @@ from draftfit.engines.procedure.mtp_exclusions import (
     RUNTIME_RENUMBERED,
     SGLANG_GPTQ,
     SGLANG_LISTED,
+    SGLANG_PATHS,
     engine_name,
     layer_entry,
     quantizable,
 )
 from draftfit.engines.procedure.mtp_matching import ROUTED_EXPERT
 from draftfit.engines.procedure.mtp_part import mtp_inputs
-from draftfit.engines.procedure.mtp_quant_method import exclusion_pointer, marlin_experts
+from draftfit.engines.procedure.mtp_quant_method import (
+    MLA_FUSED,
+    exclusion_pointer,
+    fused_names,
+    marlin_experts,
+)
 from draftfit.engines.procedure.state import BuildState
 
 
@@ -82,6 +88,8 @@ def uncovered_fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) ->
         key = key or "exclude"
     elif rule == SGLANG_LISTED:
         key = key or "ignore"
+    elif rule == SGLANG_PATHS:
+        key = key or "modules_to_not_convert"
     where = (
         "the quantization config's exclusion list"
         if rule == LISTED
@@ -154,9 +162,16 @@ def uncovered_fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) ->
         else f"the names it builds them under (`{built_at}<module>`)"
         if naming == CHECKPOINT_NAMES
         else "its runtime names (`model.decoder.<module>`, `model.eh_proj`, "
-        "`model.decoder.mlp.experts`)"
+        "`model.decoder.mlp.experts`"
+        + (
+            ", and the fused `model.decoder.self_attn.fused_qkv_a_proj_with_mqa` by that name)"
+            if rule == SGLANG_PATHS
+            and MLA_FUSED in (fused_names(state, mtp_inputs(state).target, rule) or ())
+            else ")"
+        )
     )
-    return f"{portable}{title}, list its modules in {where} under {names}"
+    tail = "; `draftfit convert TARGET --method mtp` writes them" if rule == SGLANG_PATHS else ""
+    return f"{portable}{title}, list its modules in {where} under {names}{tail}"
 
 
 def _top_parts(layer: MtpLayer) -> list[str]:

@@ -10,6 +10,8 @@ modules matched by their fused name (`mtp_fused_by_name`). Shared by the quantiz
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from draftfit.draft.mtp import MtpTarget
 from draftfit.engines.procedure.mtp_exclusions import (
     AWQ,
@@ -28,6 +30,9 @@ from draftfit.engines.procedure.mtp_exclusions import (
 from draftfit.engines.procedure.mtp_part import known_value, mtp_inputs, not_read
 from draftfit.engines.procedure.state import BuildState
 
+if TYPE_CHECKING:
+    from draftfit.engines.profile import Profile
+
 
 def exclusion_rule(state: BuildState) -> str | None:
     """How this release matches the target's scheme's exclusion entries (see
@@ -40,25 +45,18 @@ def fused_names(state: BuildState, target: MtpTarget, rule: str) -> frozenset[st
     """The fused modules the release matches by the fused name under `rule` (SGLang's
     compressed-tensors: `mtp_fused_by_name`; its FP8 and ModelOpt: an MLA layer's fused
     `q_a_proj` + `kv_a_proj_with_mqa` where the model class maps no shards for it,
-    `mtp_mla_shards`; none for any other rule); None, after saying so, where that was not
-    read for the target's family."""
+    :func:`mla_fused_by_name`; none for any other rule); None, after saying so, where that
+    was not read for the target's family."""
     title = target.family.title if target.family is not None else "the target"
     if rule in SHARD_CHECKED_RULES:
-        if not _has_mla(target):
-            return frozenset()
-        how = known_value(state, MLA_SHARDS)
-        family = target.family.name if target.family is not None else ""
-        reading = how.get(family) if isinstance(how, dict) else None
-        if reading == "shards":
-            return frozenset()
-        if reading == "fused-name":
-            return frozenset({MLA_FUSED})
-        not_read(
-            state,
-            f"whether {state.title}'s quantization config reads {title}'s fused "
-            f"`{MLA_FUSED}` by its shards was not read",
-        )
-        return None
+        found = mla_fused_by_name(state.profile, target)
+        if found is None:
+            not_read(
+                state,
+                f"whether {state.title}'s quantization config reads {title}'s fused "
+                f"`{MLA_FUSED}` by its shards was not read",
+            )
+        return found
     if rule != SGLANG_LISTED:
         return frozenset()
     found = fused_by_name(state.profile, target)
@@ -76,13 +74,24 @@ MLA_SHARDS = "mtp_mla_shards"
 MLA_FUSED = "fused_qkv_a_proj_with_mqa"
 
 
-def _has_mla(target: MtpTarget) -> bool:
-    """Whether one of the target's shipped MTP layers has an MLA `kv_a_proj_with_mqa`."""
-    return any(
+def mla_fused_by_name(profile: Profile, target: MtpTarget) -> frozenset[str] | None:
+    """Under SGLang's FP8 and ModelOpt (`is_layer_skipped`), the MLA fused module of the
+    target's MTP layers that `profile`'s release matches by its own name (`mtp_mla_shards`
+    'fused-name': the model class maps no shards for it); empty where it maps them or the
+    layers have no MLA module; None where the family was not read."""
+    if not any(
         module.endswith("kv_a_proj_with_mqa")
         for layer in target.layers.values()
         for module in layer.modules()
-    )
+    ):
+        return frozenset()
+    fact = profile.fact(MLA_SHARDS) if MLA_SHARDS in profile.data.facts else None
+    how = fact.value if fact is not None and fact.known else None
+    family = target.family.name if target.family is not None else ""
+    reading = how.get(family) if isinstance(how, dict) else None
+    if reading == "shards":
+        return frozenset()
+    return frozenset({MLA_FUSED}) if reading == "fused-name" else None
 
 
 def config_refusal(state: BuildState, target: MtpTarget, rule: str) -> str | None:
@@ -227,6 +236,8 @@ def _entries_read(state: BuildState, target: MtpTarget) -> tuple[str, ...]:
 __all__ = [
     "AWQ_REFUSED",
     "CONFIG_REFUSED",
+    "MLA_FUSED",
+    "MLA_SHARDS",
     "config_refusal",
     "exclusion_pointer",
     "exclusion_rule",
@@ -234,6 +245,7 @@ __all__ = [
     "marlin_experts",
     "matched_entries",
     "method_judged",
+    "mla_fused_by_name",
     "requested_method",
     "same_method",
 ]
