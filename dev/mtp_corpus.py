@@ -603,6 +603,47 @@ COMBINED.update(
         )
     }
 )
+# Quark FP8 (per-tensor, run on SGLang with its capability answered as a GPU's) for every
+# family: the lists as Quark exports and SGLang's names write them
+COMBINED.update(
+    {
+        f"{short}_qk_fp8_{variant}": {"family": family, "quant": "quark_fp8", **extra}
+        for short, family in (
+            ("ds", "deepseek_v3"),
+            ("glm", "glm4_moe"),
+            ("glml", "glm4_moe_lite"),
+            ("q35", "qwen3_5"),
+            ("q35d", "qwen3_5_dense"),
+            ("mimo", "mimo"),
+            ("qn", "qwen3_next"),
+        )
+        for variant, extra in (
+            ("bf16", {}),
+            ("mtp_fp8", {"mtp_quantized": True}),
+            ("excluded", {"exclude": "checkpoint"}),
+            ("regex", {"exclude": "regex"}),
+            ("glob", {"exclude": "glob"}),
+            ("excluded_runtime", {"exclude": "runtime"}),
+            ("runtime_regex", {"exclude": "runtime_regex"}),
+            ("runtime_partial", {"exclude": "runtime_partial"}),
+            ("q_listed", {"mtp_quantized": True, "exclude": "checkpoint"}),
+        )
+    }
+)
+COMBINED.update(
+    {
+        f"{short}_qk_fp8_{how}": {
+            "family": family,
+            "quant": "quark_fp8",
+            "listed": ("exclude", ["lm_head", *entries]),
+        }
+        for short, family in (("ds", "deepseek_v3"), ("glm", "glm4_moe"), ("glml", "glm4_moe_lite"))
+        for how, entries in (
+            ("layer_name", ["model.layers.2"]),
+            ("one_expert", ["model.decoder.mlp.experts.0.gate_proj"]),
+        )
+    }
+)
 # DeepSeek-style layers under SGLang's names with one module left off: a row-parallel
 # `o_proj`, a column-parallel `kv_b_proj`, one shard of the fused `q_a_proj` +
 # `kv_a_proj_with_mqa`
@@ -632,8 +673,8 @@ COMBINED.update(
     }
 )
 TARGETS.update({name: kw for name, kw in COMBINED.items() if name not in TARGETS})
-# Schemes SGLang builds no target of on a CPU (its Quark kernels need CUDA)
-CUDA_ONLY_ON_SGLANG = ("_qk_",)
+# Schemes SGLang builds no target of on a CPU
+CUDA_ONLY_ON_SGLANG: tuple[str, ...] = ()
 # vLLM's CPU wheel has no int4 kernel: GPTQ and AWQ targets run with the kernel choice forced.
 WNA16 = Path(__file__).with_name("mtp_oracle_wna16.py")
 # SGLang chooses its Marlin int4 path by the GPU's compute capability: answered as on a GPU.
@@ -644,6 +685,8 @@ SGLANG_CT = Path(__file__).with_name("mtp_oracle_sglang_ct.py")
 SGLANG_QWEN3_NEXT = Path(__file__).with_name("mtp_oracle_sglang_qwen3_next.py")
 # ... and its ModelOpt FP8 methods requantize with a CUDA op after loading: skipped.
 SGLANG_MODELOPT = Path(__file__).with_name("mtp_oracle_sglang_modelopt.py")
+# ... and its Quark config asks CUDA for the capability, its schemes repack after loading.
+SGLANG_QUARK = Path(__file__).with_name("mtp_oracle_sglang_quark.py")
 
 
 @dataclass(frozen=True)
@@ -960,6 +1003,8 @@ def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:
                 oracle = [str(SGLANG_CT), *oracle]
             elif quant == "modelopt_fp8":
                 oracle = [str(SGLANG_MODELOPT), *oracle]
+            elif quant == "quark_fp8":
+                oracle = [str(SGLANG_QUARK), *oracle]
             if TARGETS[name]["family"] == "qwen3_next":
                 oracle = [str(SGLANG_QWEN3_NEXT), *oracle]
         elif release.startswith("vllm") and quant:
@@ -1028,7 +1073,8 @@ def sglang_marlin_benign(data: dict[str, Any]) -> None:
 
 
 def sglang_modelopt_benign(data: dict[str, Any]) -> None:
-    """Read an SGLang ModelOpt FP8 report (`mtp_oracle_sglang_modelopt.py`) against what
+    """Read an SGLang ModelOpt FP8 or Quark report (`mtp_oracle_sglang_modelopt.py`,
+    `mtp_oracle_sglang_quark.py`) against what
     SGLang does after loading, which the oracle does not run: the NextN class builds its own
     `lm_head` with the target's quantization under the name `model.shared_head.head`, which
     an `lm_head` entry does not exclude, and the draft worker then shares the target's head
@@ -1038,11 +1084,17 @@ def sglang_modelopt_benign(data: dict[str, Any]) -> None:
     mismatch on a head weight the target's then replaced (MiMo loads the checkpoint's head
     into its FP8 head first), move to `benign` (where the target's list holds `lm_head` and
     the launch is no EAGLE-3 one), and a run left with nothing else is `compatible`."""
+    root = Path(str(data.get("target")))
     try:
-        quant = json.loads((Path(str(data.get("target"))) / "hf_quant_config.json").read_text())
+        if (root / "hf_quant_config.json").exists():
+            quant = json.loads((root / "hf_quant_config.json").read_text())
+            listed = (quant.get("quantization") or {}).get("exclude_modules", [])
+        else:  # Quark
+            config = json.loads((root / "config.json").read_text())
+            listed = (config.get("quantization_config") or {}).get("exclude", [])
     except (OSError, json.JSONDecodeError):
         return
-    if "lm_head" not in (quant.get("quantization") or {}).get("exclude_modules", []):
+    if "lm_head" not in listed:
         return
     if "EAGLE3" in " ".join(str(a) for a in data.get("argv") or []):
         return

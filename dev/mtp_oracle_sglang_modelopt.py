@@ -34,9 +34,15 @@ def _patch() -> None:
     """Skip the ModelOpt methods' requantization after loading, and let the oracle wrap the
     weight loader of SGLang's quantized parameters."""
     import sglang.srt.layers.quantization.modelopt_quant as modelopt
-    from sglang.srt.layers.parameter import BasevLLMParameter
 
     skip_after_loading(modelopt)
+    track_quantized_parameters()
+
+
+def track_quantized_parameters() -> None:
+    """Make `BasevLLMParameter.weight_loader` settable (and removable), so that the oracle's
+    wrapper is installed on SGLang's quantized parameters; the loader it wraps is theirs."""
+    from sglang.srt.layers.parameter import BasevLLMParameter
 
     def get(self: Any) -> Any:
         return self._weight_loader

@@ -83,7 +83,7 @@ CASES = {
     ("modelopt_nvfp4", None): {V34: "incompatible", SGL: "compatible"},
     ("modelopt_nvfp4", "glob"): {V34: "compatible"},
     # Quark: exact names and `re:` honoured; a `*` wildcard is not (run for FP8)
-    ("quark_fp8", None): {V34: "drafts-garbage", SGL: "unverified"},
+    ("quark_fp8", None): {V34: "drafts-garbage", SGL: "drafts-garbage"},
     ("quark_fp8", "checkpoint"): {V34: "compatible"},
     ("quark_fp8", "glob"): {V34: "drafts-garbage"},
     ("quark_fp8", "regex"): {V34: "compatible"},
@@ -110,7 +110,7 @@ def test_each_scheme_gets_the_verdict_of_its_matching_and_loading(
     path = write_target(tmp_path / "t", family, quant=quant, exclude=exclude)
     verdict, findings = _check(path, engine)
     expected = CASES[(quant, exclude)][engine]
-    if engine == SGL and quant == "modelopt_fp8" and expected == "drafts-garbage":
+    if engine == SGL and quant in ("modelopt_fp8", "quark_fp8") and expected == "drafts-garbage":
         # SGLang's FP8 loaders: DeepSeek's MLA refuses the downcast, GLM casts silently
         expected = "incompatible" if family == "deepseek_v3" else "drafts-garbage"
     assert verdict.value == expected, findings
@@ -221,13 +221,16 @@ def test_convert_writes_each_schemes_entry_in_its_file(
 
 
 def test_convert_refuses_a_scheme_a_release_has_not_read(tmp_path: Path) -> None:
-    """Quark on SGLang was not read: convert writes nothing and says to choose a read
-    release; the input is untouched."""
+    """Quark on SGLang 0.5.22 was not read: convert writes nothing and says to choose a read
+    release; at 0.5.23 (run) it leaves the `exclude` entries to the hand, as the check names
+    them. The input is untouched."""
     from draftfit.conversion.mtp_convert import convert_mtp_path
 
     path = write_target(tmp_path / "t", quant="quark_fp8")
     before = {p.name: p.read_bytes() for p in path.iterdir()}
-    with pytest.raises(UsageError, match=r"has not read how SGLang 0\.5\.23 matches `quark-fp8`"):
+    with pytest.raises(UsageError, match=r"has not read how SGLang 0\.5\.22 matches `quark-fp8`"):
+        convert_mtp_path(path, tmp_path / "out", ["sglang==0.5.22"])
+    with pytest.raises(UsageError, match=r"does not write SGLang 0\.5\.23's fix"):
         convert_mtp_path(path, tmp_path / "out", [SGL])
     assert not (tmp_path / "out").exists()
     assert {p.name: p.read_bytes() for p in path.iterdir()} == before

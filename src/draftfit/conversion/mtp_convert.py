@@ -51,6 +51,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     RUNTIME_RENUMBERED,
     SGLANG_GPTQ,
     SGLANG_LISTED,
+    SGLANG_QUARK,
     SHARD_CHECKED_RULES,
     exclusion_naming,
     own_quantized,
@@ -70,7 +71,7 @@ if TYPE_CHECKING:
 CONFIG = "config.json"
 # The exclusion rules whose fix `check` names and convert does not write (SGLang's GPTQ keys,
 # AWQ entries and compressed-tensors `ignore` entries of its runtime names).
-CHECK_ONLY = frozenset({SGLANG_GPTQ, AWQ_LISTED, SGLANG_LISTED})
+CHECK_ONLY = frozenset({SGLANG_GPTQ, AWQ_LISTED, SGLANG_LISTED, SGLANG_QUARK})
 INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 
 

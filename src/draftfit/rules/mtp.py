@@ -399,7 +399,7 @@ def mtp_quant_build_refused() -> None:
     `weight`, which a GPTQ layer does not have; it loads a DeepSeek-style layer's GPTQ
     `q_a_proj` and `kv_a_proj_with_mqa` by concatenating their packed tensors along the
     dimension of an unpacked weight, which their shapes refuse; GLM-4.7-Flash's loader
-    concatenates those two modules' ModelOpt FP8 per-tensor scales too, which are scalars
+    concatenates those two modules' ModelOpt or Quark FP8 per-tensor scales too, which are scalars
     and cannot be concatenated; and DeepSeek's and GLM-4.5's MoE blocks compare the
     quantization block sizes of their shared experts' `gate_up_proj` and `down_proj`,
     which fails where an exclusion list leaves only `down_proj` unquantized
@@ -410,7 +410,7 @@ def mtp_quant_build_refused() -> None:
     and loads the backbone's layers, so a backbone quantized the same way stops too: the
     finding names the MTP layer, the fix covers both. Run on a CPU with the engine's own
     build and loader (the Marlin kernel choice answered as on a GPU, ModelOpt's
-    requantization after loading skipped) at the releases the engine data names.
+    and Quark's steps after loading skipped) at the releases the engine data names.
 
     ## Example
     A GLM-4.5 GPTQ target (`quant_method: gptq`) with no `-:` key for the shared experts,
@@ -420,7 +420,7 @@ def mtp_quant_build_refused() -> None:
     Leave the modules the finding names unquantized (a `-:` key of `dynamic` matching
     them, in the backbone's layers and the MTP layer, stored BF16; for compressed-tensors,
     the fused `gate_up_proj` by that name, or one `re:` pattern of the whole MTP layer; for
-    GLM-4.7-Flash's ModelOpt scalars, `q_a_proj` and `kv_a_proj_with_mqa` stored BF16 in
+    GLM-4.7-Flash's per-tensor scalars, `q_a_proj` and `kv_a_proj_with_mqa` stored BF16 in
     every layer), or serve the target with a release that loads them (`draftfit matrix`).
     """
 

@@ -33,6 +33,7 @@ from draftfit.engines.procedure.mtp_matching import (
     sglang_listed,
     sglang_modelopt_match,
     sglang_paths_match,
+    sglang_quark_skipped,
     sglang_skipped,
 )
 
@@ -107,6 +108,10 @@ AWQ_LISTED = "awq-listed"
 # each shard of a fused module by its own name; the fused experts when their expert 0's
 # three projections are all listed (`model.decoder.mlp.experts.0.gate_proj`, ...)
 SGLANG_LISTED = "sglang-listed"
+# SGLang's Quark (`should_ignore_layer` on the module it builds): an `exclude` entry equal to
+# its runtime name or a `re:` pattern matching its start; the fused experts also by an entry
+# naming a module under them; a fused module by its shards' names (all or none)
+SGLANG_QUARK = "sglang-quark"
 RULES = (
     LISTED,
     EXACT,
@@ -120,6 +125,7 @@ RULES = (
     SGLANG_GPTQ,
     AWQ_LISTED,
     SGLANG_LISTED,
+    SGLANG_QUARK,
 )
 # The rules that read GPTQ's `dynamic` keys, and those that match the fused experts as one
 # module named by their parent (`....mlp.experts`).
@@ -127,7 +133,7 @@ DYNAMIC_RULES = frozenset({GPTQ, SGLANG_GPTQ})
 FUSED_NAME_RULES = frozenset({GPTQ, AWQ, SGLANG_GPTQ, AWQ_LISTED, SGLANG_LISTED})
 # Rules whose config class refuses to build a fused module some but not all of whose shards
 # its `is_layer_skipped` finds listed (SGLang's FP8 and ModelOpt).
-SHARD_CHECKED_RULES = frozenset({SGLANG_PATHS, MODELOPT_PARTS})
+SHARD_CHECKED_RULES = frozenset({SGLANG_PATHS, MODELOPT_PARTS, SGLANG_QUARK})
 # Rules under which the MTP layer's own head (`shared_head.head`, a ParallelLMHead) is built
 # with the target's quantization unless excluded (vLLM's ModelOpt quantizes LM heads).
 HEAD_RULES = frozenset({MODELOPT})
@@ -262,8 +268,12 @@ def shards_disagree(
     if rule not in SHARD_CHECKED_RULES:
         return None
     built = sglang_fused_name(name, layer.modules())
-    read = sglang_fp8_entries(entries) if rule == SGLANG_PATHS else entries
-    return built if len(set(sglang_skipped(built, read, by_fused_name))) > 1 else None
+    if rule == SGLANG_QUARK:
+        found = sglang_quark_skipped(built, NameList(list(entries), "exclude"), by_fused_name)
+    else:
+        read = sglang_fp8_entries(entries) if rule == SGLANG_PATHS else entries
+        found = sglang_skipped(built, read, by_fused_name)
+    return built if len(set(found)) > 1 else None
 
 
 def unsafe_entries(entries: tuple[str, ...], rule: str) -> tuple[str, ...]:
@@ -311,7 +321,7 @@ def layer_entry(
         return "-:" + re.escape(prefix + ".") + ".*"
     if rule == SGLANG_GPTQ:  # matched from the start of the runtime name
         return "-:" + re.escape(prefix + ".") + ".*"
-    if rule == SGLANG_LISTED:
+    if rule in (SGLANG_LISTED, SGLANG_QUARK):
         return RE_PREFIX + re.escape(prefix + ".") + ".*"
     if (rule == AWQ and naming == CHECKPOINT_NAMES) or rule == AWQ_LISTED:
         return prefix + "."
@@ -464,6 +474,8 @@ def unquantized_under(
         built = fused_parent(name) if experts else sglang_fused_name(name, layer.modules())
         if rule == MODELOPT_PARTS:
             return sglang_modelopt_match(built, entries, experts, by_fused_name)
+        if rule == SGLANG_QUARK:
+            return all(sglang_quark_skipped(built, names, by_fused_name))
         return all(sglang_skipped(built, sglang_fp8_entries(entries), by_fused_name))
     if rule in (SGLANG_GPTQ, AWQ_LISTED):
         name = sglang_fused_name(name, layer.modules())
@@ -560,6 +572,7 @@ __all__ = [
     "SGLANG_GPTQ",
     "SGLANG_LISTED",
     "SGLANG_PATHS",
+    "SGLANG_QUARK",
     "SHARD_CHECKED_RULES",
     "as_matched",
     "awq_unquantized",

@@ -153,6 +153,34 @@ def sglang_modelopt_match(
     )
 
 
+# The fused modules SGLang's Quark (`should_ignore_layer`) reads by their shards' names: the
+# loader maps these two for every Quark target, and the model class may map `qkv_proj`.
+SGLANG_QUARK_SHARDS = {
+    "gate_up_proj": ("gate_proj", "up_proj"),
+    "fused_qkv_a_proj_with_mqa": ("q_a_proj", "kv_a_proj_with_mqa"),
+    "qkv_proj": ("q_proj", "k_proj", "v_proj"),
+}
+
+
+def sglang_quark_skipped(
+    built: str, names: NameList, by_fused_name: frozenset[str]
+) -> tuple[bool, ...]:
+    """SGLang's Quark `should_ignore_layer` on the module it builds (`built`), `names` its
+    `exclude` list: an entry equal to the name or a `re:` pattern matching its start; the
+    fused experts also by any entry naming a module under them (one expert's projection);
+    else a fused module by its shards' names, per shard (SGLang refuses the build where they
+    differ; one of `by_fused_name`, which the model class does not map, by its own only)."""
+    if names.matches(built):
+        return (True,)
+    if built.endswith(".experts") and any(entry.startswith(built + ".") for entry in names.entries):
+        return (True,)
+    head, _, last = built.rpartition(".")
+    shards = None if last in by_fused_name else SGLANG_QUARK_SHARDS.get(last)
+    if not shards:
+        return (False,)
+    return tuple(names.matches(f"{head}.{shard}" if head else shard) for shard in shards)
+
+
 def gptq_skipped(name: str, keys: tuple[str, ...]) -> bool:
     """vLLM's GPTQ `dynamic` (`get_dynamic_override`): the first key whose pattern (after
     `-:` or `+:`) matches the start of `name` decides; a `-:` key leaves the module
@@ -267,6 +295,7 @@ __all__ = [
     "SGLANG_FUSED",
     "SGLANG_FUSED_MLA",
     "SGLANG_MLA_SHARDS",
+    "SGLANG_QUARK_SHARDS",
     "SGLANG_SHARDS",
     "dynamic_pattern",
     "fused_parent",
@@ -282,6 +311,7 @@ __all__ = [
     "sglang_listed",
     "sglang_modelopt_match",
     "sglang_paths_match",
+    "sglang_quark_skipped",
     "sglang_skipped",
     "suffix_listed",
 ]

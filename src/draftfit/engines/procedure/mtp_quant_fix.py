@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from draftfit.draft.mtp import MtpLayer
+from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
     AWQ,
     AWQ_LISTED,
@@ -24,8 +25,12 @@ from draftfit.engines.procedure.mtp_exclusions import (
     SGLANG_GPTQ,
     SGLANG_LISTED,
     SGLANG_PATHS,
+    SGLANG_QUARK,
     engine_name,
+    excluded,
     layer_entry,
+    own_prefix,
+    own_quantized,
     quantizable,
 )
 from draftfit.engines.procedure.mtp_matching import ROUTED_EXPERT
@@ -60,14 +65,14 @@ def uncovered_fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) ->
             "entry that leaves it unquantized leaves that backbone layer's modules unquantized "
             "as well"
         )
-    if not built_at and rule in (SGLANG_GPTQ, SGLANG_LISTED):
+    if not built_at and rule in (SGLANG_GPTQ, SGLANG_LISTED, SGLANG_QUARK):
         mark = "-:" if rule == SGLANG_GPTQ else "re:"
         keys = " and ".join(f"`{mark}{re.escape(part + '.')}.*`" for part in _top_parts(layer))
         where_to = (
             f"the keys {keys} (value `{{}}`) to `quantization_config.dynamic` of "
             f"{quant.source}, before any other key"
             if rule == SGLANG_GPTQ
-            else f"the entries {keys} to `quantization_config.ignore` of {quant.source}"
+            else f"the entries {keys} to `quantization_config.{_list_key(rule)}` of {quant.source}"
         )
         return (
             "ship the MTP layer quantized like the backbone (the portable fix), or, for "
@@ -84,7 +89,7 @@ def uncovered_fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) ->
     key = exclusion_pointer(state).rsplit("/", 1)[-1] if quant.exclusion_keys else None
     if rule in (MODELOPT, MODELOPT_PARTS):
         key = key or "exclude_modules"
-    elif rule == QUARK:
+    elif rule in (QUARK, SGLANG_QUARK):
         key = key or "exclude"
     elif rule == SGLANG_LISTED:
         key = key or "ignore"
@@ -151,10 +156,11 @@ def uncovered_fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) ->
         note = (
             " (a wildcard such as `*layers.N.*` is not a pattern to this release: use the "
             "`re:` entry)"
-            if rule == QUARK
+            if rule in (QUARK, SGLANG_QUARK)
             else ""
         )
-        return f"{portable}{title}, add `{entry}` to {where}{note}"
+        more = "".join(f" and `{name}`" for name in _own_outside(state, layer, naming, entry, rule))
+        return f"{portable}{title}, add `{entry}`{more} to {where}{note}"
     names = (
         f"the checkpoint's own names (`{layer.prefix}<module>`"
         + (", `mtp.fc`)" if layer.prefix.startswith("mtp.") else ")")
@@ -172,6 +178,27 @@ def uncovered_fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) ->
     )
     tail = "; `draftfit convert TARGET --method mtp` writes them" if rule == SGLANG_PATHS else ""
     return f"{portable}{title}, list its modules in {where} under {names}{tail}"
+
+
+def _own_outside(
+    state: BuildState, layer: MtpLayer, naming: str, entry: str, rule: str
+) -> list[str]:
+    """The MTP block's own modules of `layer` the release builds quantized (DeepSeek's NextN
+    `eh_proj` on SGLang with Quark) that the whole-layer `entry` does not reach, by name."""
+    target = mtp_inputs(state).target
+    own = own_quantized(state.profile, target) or frozenset()
+    start = target.num_hidden_layers
+    names = [
+        engine_name(layer, module, naming, own_prefix(target, layer.index, module), start)
+        for module in sorted(own & layer.modules())
+    ]
+    listed = NameList([entry], "exclusions")
+    return [name for name in names if not excluded(name, (entry,), listed, rule)]
+
+
+def _list_key(rule: str) -> str:
+    """The key of the `quantization_config` list a `re:` entry goes in under `rule`."""
+    return "exclude" if rule == SGLANG_QUARK else "ignore"
 
 
 def _top_parts(layer: MtpLayer) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from draftfit.draft.mtp import MtpTarget
+from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_exclusions import (
     AWQ,
     AWQ_LISTED,
@@ -20,6 +21,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     GPTQ,
     SGLANG_GPTQ,
     SGLANG_LISTED,
+    SGLANG_QUARK,
     SHARD_CHECKED_RULES,
     as_matched,
     entry_renames,
@@ -48,6 +50,11 @@ def fused_names(state: BuildState, target: MtpTarget, rule: str) -> frozenset[st
     :func:`mla_fused_by_name`; none for any other rule); None, after saying so, where that
     was not read for the target's family."""
     title = target.family.title if target.family is not None else "the target"
+    if rule == SGLANG_QUARK:  # its loader maps `gate_up_proj` and the MLA module itself
+        found = fused_by_name(state.profile, target)
+        if found is None:
+            not_read(state, f"which fused MTP modules {title}'s model class maps was not read")
+        return None if found is None else found & {"qkv_proj"}
     if rule in SHARD_CHECKED_RULES:
         found = mla_fused_by_name(state.profile, target)
         if found is None:
@@ -67,6 +74,31 @@ def fused_names(state: BuildState, target: MtpTarget, rule: str) -> frozenset[st
             "matches by the fused module's name was not read",
         )
     return found
+
+
+# Families whose MTP class builds the whole MTP layer unquantized for a Quark target when its
+# `exclude` list says so (`mtp_quark_layer_switch`): 'layer-prefix' (an entry equal to, or a
+# `re:` pattern matching, the layer's prefix as the class maps it), 'mtp-experts-listed' (an
+# entry under `mtp.` naming `mlp.experts`).
+QUARK_SWITCH = "mtp_quark_layer_switch"
+
+
+def quark_layers_unquantized(
+    state: BuildState, target: MtpTarget, entries: tuple[str, ...]
+) -> bool:
+    """Whether the release builds the target's MTP layers unquantized whatever the per-module
+    entries say, for a Quark target whose `exclude` list (`entries`, as the release maps
+    them) meets its family's switch (:data:`QUARK_SWITCH`)."""
+    table = known_value(state, QUARK_SWITCH)
+    family = target.family.name if target.family is not None else ""
+    how = table.get(family) if isinstance(table, dict) else None
+    if how == "layer-prefix" and target.num_hidden_layers is not None:
+        renames = entry_renames(state.profile, target)
+        prefix = as_matched(f"model.layers.{target.num_hidden_layers}", renames)
+        return NameList(list(entries), "exclude").matches(prefix)
+    if how == "mtp-experts-listed":
+        return any(e.startswith("mtp.") and "mlp.experts" in e for e in target.quant.exclusions)
+    return False
 
 
 # How the release's FP8 and ModelOpt configs read an MLA layer's fused module, by family.
@@ -238,6 +270,7 @@ __all__ = [
     "CONFIG_REFUSED",
     "MLA_FUSED",
     "MLA_SHARDS",
+    "QUARK_SWITCH",
     "config_refusal",
     "exclusion_pointer",
     "exclusion_rule",
@@ -246,6 +279,7 @@ __all__ = [
     "matched_entries",
     "method_judged",
     "mla_fused_by_name",
+    "quark_layers_unquantized",
     "requested_method",
     "same_method",
 ]

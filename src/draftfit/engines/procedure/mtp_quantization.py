@@ -19,6 +19,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     LISTED,
     OWN_FACT,
     SGLANG_GPTQ,
+    SGLANG_QUARK,
     SHARD_CHECKED_RULES,
     engine_name,
     excluded,
@@ -51,6 +52,7 @@ from draftfit.engines.procedure.mtp_quant_method import (
     fused_names,
     marlin_experts,
     matched_entries,
+    quark_layers_unquantized,
     requested_method,
     same_method,
 )
@@ -129,6 +131,7 @@ def quantization_covered(state: BuildState) -> bool | None:
         not_read(state, f"{refusal}: the MTP layers were not judged")
         return None
     layers_unquantized = rule == GPTQ and gptq_switch(state.profile, target)
+    whole_layer = rule == SGLANG_QUARK and quark_layers_unquantized(state, target, entries)
     marlin = marlin_experts(state) if rule == GPTQ else True
     if marlin is None and not layers_unquantized and _has_experts(target, mtp.layers_built):
         not_read(
@@ -154,7 +157,7 @@ def quantization_covered(state: BuildState) -> bool | None:
             name = engine_name(layer, module, naming, own_prefix(target, index, module), start)
             stored = layer.stored_quantized(module)
             mixed = shards_disagree(rule, layer, name, entries, by_name)
-            if mixed is not None:
+            if mixed is not None and not whole_layer:
                 partial.append(mixed)
             if rule == GPTQ:
                 left, unlisted = gptq_unquantized(
@@ -163,7 +166,7 @@ def quantization_covered(state: BuildState) -> bool | None:
                 if stored is True and unlisted:
                     built_elsewhere.append(name)
             else:
-                left = unquantized_under(
+                left = whole_layer or unquantized_under(
                     rule, target, layer, index, module, name, entries, names, by_name
                 )
             if stored is True and left:
