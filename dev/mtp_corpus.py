@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -685,7 +686,9 @@ SGLANG_CT = Path(__file__).with_name("mtp_oracle_sglang_ct.py")
 SGLANG_QWEN3_NEXT = Path(__file__).with_name("mtp_oracle_sglang_qwen3_next.py")
 # ... and its ModelOpt FP8 methods requantize with a CUDA op after loading: skipped.
 SGLANG_MODELOPT = Path(__file__).with_name("mtp_oracle_sglang_modelopt.py")
-# ... and its Quark config asks CUDA for the capability, its schemes repack after loading.
+# vLLM's ModelOpt and Quark FP8 methods requantize with a CUDA op after loading: skipped.
+VLLM_FP8_STATIC = Path(__file__).with_name("mtp_oracle_vllm_fp8_static.py")
+# ... and SGLang's Quark config asks CUDA for the capability, its schemes repack after loading.
 SGLANG_QUARK = Path(__file__).with_name("mtp_oracle_sglang_quark.py")
 
 
@@ -1009,6 +1012,8 @@ def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:
                 oracle = [str(SGLANG_QWEN3_NEXT), *oracle]
         elif release.startswith("vllm") and quant:
             args.append("--cpu-fp8")
+            if quant in ("modelopt_fp8", "quark_fp8"):
+                oracle = [str(VLLM_FP8_STATIC), *oracle]
         log = ["--log", str(out / f"{run}.log")]
         cmd = ["nice", "-n", "10", python, *oracle, str(target), *log, *args]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
@@ -1115,6 +1120,32 @@ def sglang_modelopt_benign(data: dict[str, Any]) -> None:
         data["verdict_reason"] = f"loaded ({len(data['benign'])} entries the engine does not read)"
 
 
+# The attention's KV-cache scales the engine defaults when no tensor sets them (the oracle's
+# own `ENGINE_DEFAULTED`: they never count towards its verdict).
+ENGINE_DEFAULTED = re.compile(r"\.(k|v|q|prob)_(scale|zero_point)$")
+
+
+def vllm_head_benign(data: dict[str, Any]) -> None:
+    """Read a vLLM report against the head the MTP layer is given after loading: vLLM 0.34.0
+    installs the target's `lm_head` module in place of each layer's `shared_head.head`
+    (v1/worker/gpu/spec_decode/eagle/utils.py:145-160@v0.34.0), so a dtype mismatch while the
+    layer's own head was loaded (ModelOpt builds it FP8) is not what drafts. Those entries
+    move to `benign`, and a run left with nothing else is `compatible`."""
+    shared = {str(n) for n in data.get("shared_from_verifier") or []}
+    mismatches = data.get("dtype_mismatches") or []
+    replaced = [m for m in mismatches if m.get("param") in shared]
+    if not replaced:
+        return
+    data["dtype_mismatches"] = [m for m in mismatches if m not in replaced]
+    data["benign"] = [f"{m.get('param')} (replaced by the target's)" for m in replaced]
+    unloaded = [n for n in data.get("unloaded_params") or [] if not ENGINE_DEFAULTED.search(n)]
+    clean = not unloaded and not data.get("unused_tensors")
+    clean = clean and not data["dtype_mismatches"] and not data.get("shape_mismatches")
+    if data.get("verdict") == "drafts-garbage" and clean:
+        data["verdict"] = "compatible"
+        data["verdict_reason"] = "loaded (the head replaced by the target's after loading)"
+
+
 def _label(path: Path) -> tuple[str, str]:
     try:
         data = json.loads(path.read_text())
@@ -1123,6 +1154,8 @@ def _label(path: Path) -> tuple[str, str]:
     if "/sglang" in str(path) and data.get("engine") == "sglang":
         sglang_marlin_benign(data)
         sglang_modelopt_benign(data)
+    if "/vllm" in str(path) and data.get("engine") == "vllm":
+        vllm_head_benign(data)
     verdict, reason = str(data.get("verdict")), str(data.get("verdict_reason", ""))
     if verdict == "incompatible" and any(s in str(data.get("error")) for s in PLATFORM_STOPS):
         return "oracle-error", "platform stop: " + str(data.get("error"))[:120]

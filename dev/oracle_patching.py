@@ -28,7 +28,7 @@ def skip_after_loading(*modules: ModuleType) -> None:
     """Make every class of `modules` that defines `process_weights_after_loading` do nothing
     there."""
 
-    def after_loading(self: object, layer: object) -> None:
+    def after_loading(self: object, *args: object, **kwargs: object) -> None:
         return None
 
     for module in modules:

@@ -74,8 +74,9 @@ CASES = {
     ("modelopt_fp8", None): {V34: "drafts-garbage", SGL: "drafts-garbage", V0102: "unverified"},
     # ModelOpt's own `model.layers.2*`: the whole layer, head included (vLLM: run)
     ("modelopt_fp8", "glob"): {V34: "compatible", SGL: "drafts-garbage"},
-    # every module by name, but not the MTP head, which vLLM's ModelOpt quantizes (run)
-    ("modelopt_fp8", "checkpoint"): {V34: "drafts-garbage"},
+    # every module by name, but not the MTP head, which vLLM's ModelOpt quantizes: 0.34.0
+    # installs the target's head in its place after loading (run)
+    ("modelopt_fp8", "checkpoint"): {V34: "compatible"},
     # SGLang's runtime names: its NextN layer is covered there
     ("modelopt_fp8", "runtime"): {SGL: "compatible"},
     # packed 4-bit weights: a BF16 tensor does not fit (read); SGLang's DeepSeek and GLM

@@ -365,7 +365,8 @@ def mtp_quant_uncovered() -> None:
     Each scheme matches its entries its own way (as the releases read do). vLLM's ModelOpt
     (`exclude_modules`) takes an entry contained in the name or a shell wildcard
     (`model.layers.61*`), and
-    quantizes the MTP layer's own head (`shared_head.head`) unless it is excluded too;
+    quantizes the MTP layer's own head (`shared_head.head`) unless it is excluded too
+    (vLLM 0.34.0 then replaces that head with the target's);
     SGLang's ModelOpt takes an entry naming the module path of what it builds, or a
     wildcard against the whole runtime name or one of its parts (`model.decoder*`), the
     fused experts by the wildcard only; vLLM's Quark (`exclude`) takes exact names and `re:`

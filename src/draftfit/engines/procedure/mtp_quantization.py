@@ -16,6 +16,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     CHECKPOINT_NAMES,
     FUSED_NAME_RULES,
     GPTQ,
+    HEAD,
     LISTED,
     OWN_FACT,
     SGLANG_GPTQ,
@@ -132,6 +133,7 @@ def quantization_covered(state: BuildState) -> bool | None:
         return None
     layers_unquantized = rule == GPTQ and gptq_switch(state.profile, target)
     whole_layer = rule == SGLANG_QUARK and quark_layers_unquantized(state, target, entries)
+    head_replaced = known_value(state, HEAD_REPLACED) is True
     marlin = marlin_experts(state) if rule == GPTQ else True
     if marlin is None and not layers_unquantized and _has_experts(target, mtp.layers_built):
         not_read(
@@ -152,6 +154,8 @@ def quantization_covered(state: BuildState) -> bool | None:
             # a decoder projection, the head under the rules that quantize it, or an own
             # module the release builds quantized (vLLM's `mtp.fc`)
             if module not in own and not quantizable(module, rule):
+                continue
+            if module == HEAD and head_replaced:  # the target's head replaces it after loading
                 continue
             start = target.num_hidden_layers
             name = engine_name(layer, module, naming, own_prefix(target, index, module), start)
@@ -191,6 +195,11 @@ def quantization_covered(state: BuildState) -> bool | None:
         if partial and (naming == CHECKPOINT_NAMES or rule in SHARD_CHECKED_RULES):
             _report_partial(state, sorted(set(partial)), rule)
     return None
+
+
+# Whether the release replaces each MTP layer's own head with the target's after loading, so
+# that how it builds the layer's head does not matter.
+HEAD_REPLACED = "mtp_head_replaced"
 
 
 def _report_partial(state: BuildState, partial: list[str], rule: str) -> None:
