@@ -560,21 +560,24 @@ COMBINED: dict[str, dict[str, Any]] = {
         ("depth2_bf16_excluded", {"exclude": "checkpoint", "depth": 2, "ship": 2}),
     )
 }
+# The families the per-scheme combinations below run over (short name, factory family); the
+# first three are those with a NextN layer under SGLang's `model.decoder`.
+EVERY_FAMILY = (
+    ("ds", "deepseek_v3"),
+    ("glm", "glm4_moe"),
+    ("glml", "glm4_moe_lite"),
+    ("q35", "qwen3_5"),
+    ("q35d", "qwen3_5_dense"),
+    ("mimo", "mimo"),
+    ("qn", "qwen3_next"),
+)
 # ModelOpt FP8 (`hf_quant_config.json`, run on SGLang with its requantization after loading
 # skipped) for every family: BF16 unlisted, stored FP8, listed by checkpoint names, by
 # ModelOpt's layer glob, under SGLang's DeepSeek runtime names, and one module left off
 COMBINED.update(
     {
         f"{short}_mo_fp8_{variant}": {"family": family, "quant": "modelopt_fp8", **extra}
-        for short, family in (
-            ("ds", "deepseek_v3"),
-            ("glm", "glm4_moe"),
-            ("glml", "glm4_moe_lite"),
-            ("q35", "qwen3_5"),
-            ("q35d", "qwen3_5_dense"),
-            ("mimo", "mimo"),
-            ("qn", "qwen3_next"),
-        )
+        for short, family in EVERY_FAMILY
         for variant, extra in (
             ("bf16", {}),
             ("mtp_fp8", {"mtp_quantized": True}),
@@ -594,7 +597,7 @@ COMBINED.update(
             "quant": "modelopt_fp8",
             "listed": ("exclude_modules", ["lm_head", *entries]),
         }
-        for short, family in (("ds", "deepseek_v3"), ("glm", "glm4_moe"), ("glml", "glm4_moe_lite"))
+        for short, family in EVERY_FAMILY[:3]
         for how, entries in (
             ("decoder_glob", ["model.decoder*", "model.eh_proj", "model.shared_head*"]),
             ("star_layer", ["*layers.2.*"]),
@@ -609,15 +612,7 @@ COMBINED.update(
 COMBINED.update(
     {
         f"{short}_qk_fp8_{variant}": {"family": family, "quant": "quark_fp8", **extra}
-        for short, family in (
-            ("ds", "deepseek_v3"),
-            ("glm", "glm4_moe"),
-            ("glml", "glm4_moe_lite"),
-            ("q35", "qwen3_5"),
-            ("q35d", "qwen3_5_dense"),
-            ("mimo", "mimo"),
-            ("qn", "qwen3_next"),
-        )
+        for short, family in EVERY_FAMILY
         for variant, extra in (
             ("bf16", {}),
             ("mtp_fp8", {"mtp_quantized": True}),
@@ -638,7 +633,7 @@ COMBINED.update(
             "quant": "quark_fp8",
             "listed": ("exclude", ["lm_head", *entries]),
         }
-        for short, family in (("ds", "deepseek_v3"), ("glm", "glm4_moe"), ("glml", "glm4_moe_lite"))
+        for short, family in EVERY_FAMILY[:3]
         for how, entries in (
             ("layer_name", ["model.layers.2"]),
             ("one_expert", ["model.decoder.mlp.experts.0.gate_proj"]),

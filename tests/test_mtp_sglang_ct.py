@@ -13,22 +13,9 @@ from typing import Any
 
 import pytest
 
-from draftfit.checker import check_path
-from draftfit.engines.launch import settings_from
-from draftfit.report import Report
 from tests.mtp_factory import mtp_target
+from tests.sglang_nextn import SGL, assert_sglang_gave, check_nextn
 from tests.test_mtp_commands import run
-
-SGL = "sglang==0.5.23"
-QUANT_CODES = ("DF540", "DF541", "DF542")
-
-
-def _check(path: Path) -> Report:
-    serve = settings_from(
-        serve_args=f"python -m sglang.launch_server --model-path {path} "
-        "--speculative-algorithm NEXTN --trust-remote-code"
-    )
-    return check_path(path, engines=[SGL], method="mtp", serve=serve)
 
 
 def write_target(path: Path, family: str, **variant: Any) -> Path:
@@ -73,14 +60,12 @@ CASES: list[tuple[str, dict[str, Any], str, set[str]]] = [
 def test_each_target_gets_the_verdict_sglang_gave_it(
     tmp_path: Path, family: str, variant: dict[str, Any], verdict: str, codes: set[str]
 ) -> None:
-    report = _check(write_target(tmp_path / "t", family, **variant))
-    assert report.engines[0].verdict.value == verdict, [f.to_dict() for f in report.findings]
-    assert {f.rule.code for f in report.findings if f.rule.code in QUANT_CODES} == codes
+    assert_sglang_gave(check_nextn(write_target(tmp_path / "t", family, **variant)), verdict, codes)
 
 
 def test_the_fixes_name_the_pattern_and_the_fused_name(tmp_path: Path) -> None:
     def fix(path: Path, code: str) -> str:
-        (finding,) = [f for f in _check(path).findings if f.rule.code == code]
+        (finding,) = [f for f in check_nextn(path).findings if f.rule.code == code]
         return str(finding.to_dict()["fix"])
 
     assert "add `re:model\\.decoder\\..*` to `ignore` of config.json" in fix(

@@ -16,23 +16,10 @@ from typing import Any
 
 import pytest
 
-from draftfit.checker import check_path
-from draftfit.engines.launch import settings_from
 from draftfit.engines.procedure.mtp_matching import sglang_modelopt_match, sglang_skipped
-from draftfit.report import Report
 from tests.mtp_factory import mtp_target
+from tests.sglang_nextn import SGL, assert_sglang_gave, check_nextn
 from tests.test_mtp_commands import run
-
-SGL = "sglang==0.5.23"
-QUANT_CODES = ("DF540", "DF541", "DF542")
-
-
-def _check(path: Path) -> Report:
-    serve = settings_from(
-        serve_args=f"python -m sglang.launch_server --model-path {path} "
-        "--speculative-algorithm NEXTN --trust-remote-code"
-    )
-    return check_path(path, engines=[SGL], method="mtp", serve=serve)
 
 
 def write_target(path: Path, family: str, listed: list[str] | None = None, **variant: Any) -> Path:
@@ -93,13 +80,11 @@ CASES: list[tuple[str, dict[str, Any], str, set[str]]] = [
 def test_each_target_gets_the_verdict_sglang_gave_it(
     tmp_path: Path, family: str, variant: dict[str, Any], verdict: str, codes: set[str]
 ) -> None:
-    report = _check(write_target(tmp_path / "t", family, **variant))
-    assert report.engines[0].verdict.value == verdict, [f.to_dict() for f in report.findings]
-    assert {f.rule.code for f in report.findings if f.rule.code in QUANT_CODES} == codes
+    assert_sglang_gave(check_nextn(write_target(tmp_path / "t", family, **variant)), verdict, codes)
 
 
 def test_a_fused_module_listed_in_part_is_named_with_the_refusal(tmp_path: Path) -> None:
-    report = _check(write_target(tmp_path / "t", "glm4_moe", exclude="runtime_partial"))
+    report = check_nextn(write_target(tmp_path / "t", "glm4_moe", exclude="runtime_partial"))
     messages = [str(f.to_dict()["message"]) for f in report.findings if f.rule.code == "DF540"]
     assert any(
         "`model.decoder.self_attn.qkv_proj`" in m and "Detected some but not all shards" in m
@@ -108,7 +93,7 @@ def test_a_fused_module_listed_in_part_is_named_with_the_refusal(tmp_path: Path)
 
 
 def test_the_scalar_scales_finding_names_both_modules_and_the_fix(tmp_path: Path) -> None:
-    report = _check(write_target(tmp_path / "t", "glm4_moe_lite", **Q))
+    report = check_nextn(write_target(tmp_path / "t", "glm4_moe_lite", **Q))
     (finding,) = [f.to_dict() for f in report.findings if f.rule.code == "DF542"]
     assert "zero-dimensional tensor" in str(finding["message"])
     assert "q_a_proj" in str(finding["message"])
@@ -179,4 +164,4 @@ def test_convert_names_the_fused_mla_module_sglangs_fp8_matches_by_its_own_name(
         listed = config["quantization_config"]["modules_to_not_convert"]
         assert f"model.decoder.self_attn.{expected}" in listed
         assert f"model.decoder.self_attn.{absent}" not in listed
-        assert _check(out).engines[0].verdict.value == "compatible"
+        assert check_nextn(out).engines[0].verdict.value == "compatible"

@@ -17,23 +17,10 @@ from typing import Any
 
 import pytest
 
-from draftfit.checker import check_path
-from draftfit.engines.launch import settings_from
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_matching import sglang_quark_skipped
-from draftfit.report import Report
 from tests.mtp_factory import mtp_target
-
-SGL = "sglang==0.5.23"
-QUANT_CODES = ("DF540", "DF541", "DF542")
-
-
-def _check(path: Path) -> Report:
-    serve = settings_from(
-        serve_args=f"python -m sglang.launch_server --model-path {path} "
-        "--speculative-algorithm NEXTN --trust-remote-code"
-    )
-    return check_path(path, engines=[SGL], method="mtp", serve=serve)
+from tests.sglang_nextn import assert_sglang_gave, check_nextn
 
 
 def write_target(path: Path, family: str, listed: list[str] | None = None, **variant: Any) -> Path:
@@ -90,13 +77,11 @@ CASES: list[tuple[str, dict[str, Any], str, set[str]]] = [
 def test_each_target_gets_the_verdict_sglang_gave_it(
     tmp_path: Path, family: str, variant: dict[str, Any], verdict: str, codes: set[str]
 ) -> None:
-    report = _check(write_target(tmp_path / "t", family, **variant))
-    assert report.engines[0].verdict.value == verdict, [f.to_dict() for f in report.findings]
-    assert {f.rule.code for f in report.findings if f.rule.code in QUANT_CODES} == codes
+    assert_sglang_gave(check_nextn(write_target(tmp_path / "t", family, **variant)), verdict, codes)
 
 
 def test_the_fix_names_the_pattern_and_the_own_module_it_misses(tmp_path: Path) -> None:
-    report = _check(write_target(tmp_path / "t", "deepseek_v3"))
+    report = check_nextn(write_target(tmp_path / "t", "deepseek_v3"))
     fixes = [str(f.to_dict()["fix"]) for f in report.findings if f.rule.code == "DF540"]
     assert any(r"`re:model\.decoder\..*` and `model.eh_proj` to `exclude`" in f for f in fixes)
 

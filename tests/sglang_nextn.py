@@ -1,0 +1,30 @@
+"""What the per-scheme SGLang MTP tests share: a target checked under SGLang 0.5.23's NEXTN
+launch (trusting the target's code, which MiMo's config class needs), and the verdict with the
+quantization rules that say why, compared with those SGLang's own code gave for the same
+tiny target."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from draftfit.checker import check_path
+from draftfit.engines.launch import settings_from
+from draftfit.report import Report
+
+SGL = "sglang==0.5.23"
+QUANT_CODES = ("DF540", "DF541", "DF542")
+
+
+def check_nextn(path: Path) -> Report:
+    """The MTP check of `path` under a NEXTN launch of SGLang 0.5.23."""
+    serve = settings_from(
+        serve_args=f"python -m sglang.launch_server --model-path {path} "
+        "--speculative-algorithm NEXTN --trust-remote-code"
+    )
+    return check_path(path, engines=[SGL], method="mtp", serve=serve)
+
+
+def assert_sglang_gave(report: Report, verdict: str, codes: set[str]) -> None:
+    """The report's verdict is `verdict` and its quantization findings are `codes`."""
+    assert report.engines[0].verdict.value == verdict, [f.to_dict() for f in report.findings]
+    assert {f.rule.code for f in report.findings if f.rule.code in QUANT_CODES} == codes
