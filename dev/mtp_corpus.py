@@ -1124,18 +1124,23 @@ def vllm_head_benign(data: dict[str, Any]) -> None:
     """Read a vLLM report against the head the MTP layer is given after loading: vLLM 0.34.0
     installs the target's `lm_head` module in place of each layer's `shared_head.head`
     (v1/worker/gpu/spec_decode/eagle/utils.py:145-160@v0.34.0), so a dtype mismatch while the
-    layer's own head was loaded (ModelOpt builds it FP8) is not what drafts. Those entries
-    move to `benign`, and a run left with nothing else is `compatible`."""
+    layer's own head was loaded (ModelOpt builds it FP8), and that head's scales left unset,
+    are not what drafts. Those entries move to `benign`, and a run left with nothing else is
+    `compatible`."""
     shared = {str(n) for n in data.get("shared_from_verifier") or []}
+    modules = {n.rsplit(".", 1)[0] for n in shared}
     mismatches = data.get("dtype_mismatches") or []
     replaced = [m for m in mismatches if m.get("param") in shared]
     if not replaced:
         return
     data["dtype_mismatches"] = [m for m in mismatches if m not in replaced]
-    data["benign"] = [f"{m.get('param')} (replaced by the target's)" for m in replaced]
-    unloaded = [n for n in data.get("unloaded_params") or [] if not ENGINE_DEFAULTED.search(n)]
+    # the replaced module's own scales, which nothing reads once it is gone
+    gone = [n for n in data.get("unloaded_params") or [] if n.rsplit(".", 1)[0] in modules]
+    data["unloaded_params"] = [n for n in data.get("unloaded_params") or [] if n not in gone]
+    data["benign"] = [f"{m.get('param')} (replaced by the target's)" for m in replaced] + gone
+    unloaded = [n for n in data["unloaded_params"] if not ENGINE_DEFAULTED.search(n)]
     clean = not unloaded and not data.get("unused_tensors")
-    clean = clean and not data["dtype_mismatches"] and not data.get("shape_mismatches")
+    clean = clean and not data["dtype_mismatches"]  # the oracle's own label reads no more
     if data.get("verdict") == "drafts-garbage" and clean:
         data["verdict"] = "compatible"
         data["verdict_reason"] = "loaded (the head replaced by the target's after loading)"
