@@ -366,7 +366,7 @@ def mtp_quant_uncovered() -> None:
     (`exclude_modules`) takes an entry contained in the name or a shell wildcard
     (`model.layers.61*`), and
     quantizes the MTP layer's own head (`shared_head.head`) unless it is excluded too
-    (vLLM 0.34.0 then replaces that head with the target's);
+    (a release that then installs the target's head in its place needs no entry for it);
     SGLang's ModelOpt takes an entry naming the module path of what it builds, or a
     wildcard against the whole runtime name or one of its parts (`model.decoder*`), the
     fused experts by the wildcard only; vLLM's Quark (`exclude`) takes exact names and `re:`
