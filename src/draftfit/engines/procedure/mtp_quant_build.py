@@ -110,6 +110,16 @@ def quantized_layer_built(state: BuildState) -> bool | None:
             return None
     if kind == SHARED_EXPERTS:
         _backbone_shared_experts(state, target, rule, entries, names)
+    if kind == FUSED_QKV_A_SCALAR and all(m in target.backbone_modules for m in MODULES[kind]):
+        # the target's own load concatenates its layers' scales the same way; the backbone's
+        # headers are not read, so whether they store those scales is not known
+        not_read(
+            state,
+            f"{state.title} loads the backbone's `q_a_proj` and `kv_a_proj_with_mqa` by "
+            "concatenating their tensors too, which stops the target's own load where they are "
+            f"stored `{target.quant.scheme}` with per-tensor scales (scalars): whether they are "
+            "was not read from the backbone's shards",
+        )
     return None
 
 
