@@ -958,18 +958,25 @@ ORACLE_BLIND = {
 }
 # ... and GLM-4.7-Flash's own loader concatenates the backbone's per-tensor ModelOpt / Quark
 # FP8 scales of `q_a_proj` and `kv_a_proj_with_mqa`, which stops the target's load before the
-# MTP layer's (draftfit: not judged, the backbone's headers are not read)
+# MTP layer's: every such target is refused (draftfit: DF542 on the backbone); the runs the
+# dummy-weight oracle labels otherwise
 ORACLE_BLIND.update(
     {
-        (SGLANG, f"{name}_k1"): "incompatible: the target's own load stops at "
+        (SGLANG, f"glml_{name}_k1"): "incompatible: the target's own load stops at "
         "sglang/srt/models/glm4_moe_lite.py:1030 (`zero-dimensional tensor (at position 0) "
         "cannot be concatenated`), run with real target weights"
         for name in (
-            "glml_mo_fp8_excluded_runtime",
-            "glml_mo_fp8_decoder_glob",
-            "glml_mo_fp8_decoder_star",
-            "glml_qk_fp8_excluded_runtime",
-            "glml_qk_fp8_runtime_regex",
+            "mo_fp8_excluded",
+            "mo_fp8_excluded_runtime",
+            "mo_fp8_partial",
+            "mo_fp8_runtime_partial",
+            "mo_fp8_decoder_glob",
+            "mo_fp8_decoder_parent",
+            "mo_fp8_decoder_star",
+            "mo_fp8_runtime_without_o_proj",
+            "mo_fp8_runtime_without_kv_a_proj_with_mqa",
+            "qk_fp8_excluded_runtime",
+            "qk_fp8_runtime_regex",
         )
     }
 )

@@ -38,7 +38,9 @@ Q = {"mtp_quantized": True}
 CASES: list[tuple[str, dict[str, Any], str, set[str]]] = [
     # a BF16 MTP layer not excluded: DeepSeek's MLA refuses the downcast, the rest cast it
     ("deepseek_v3", {}, "incompatible", {"DF540"}),
-    ("glm4_moe_lite", {}, "incompatible", {"DF540"}),
+    # (GLM-4.7-Flash's backbone stores its MLA projections with per-tensor scales too, which
+    # stop the target's own load: DF542 on every GLM-4.7-Flash target here)
+    ("glm4_moe_lite", {}, "incompatible", {"DF540", "DF542"}),
     ("glm4_moe", {}, "drafts-garbage", {"DF540"}),
     ("qwen3_5", {}, "drafts-garbage", {"DF540"}),
     ("mimo", {}, "drafts-garbage", {"DF540"}),
@@ -54,16 +56,15 @@ CASES: list[tuple[str, dict[str, Any], str, set[str]]] = [
     # MLA module by its shards (the loader maps them); DeepSeek's `eh_proj` is built FP8 too
     ("glm4_moe", {"exclude": "runtime"}, "drafts-garbage", {"DF540"}),
     # (GLM-4.7-Flash's MTP layer then loads clean, but the target's own loader stops on the
-    # backbone's scalar scales of the same two modules, run with real target weights: their
-    # headers are not read, so not judged)
-    ("glm4_moe_lite", {"exclude": "runtime"}, "unverified", set()),
+    # backbone's per-tensor scales of the same two modules: run with real target weights)
+    ("glm4_moe_lite", {"exclude": "runtime"}, "incompatible", {"DF542"}),
     ("deepseek_v3", {"exclude": "runtime"}, "drafts-garbage", {"DF540"}),
     ("deepseek_v3", {"exclude": "runtime_regex"}, "drafts-garbage", {"DF540"}),
     ("deepseek_v3", {"listed": [r"re:model\.decoder\..*", "model.eh_proj"]}, "compatible", set()),
     ("glm4_moe", {"exclude": "runtime_regex"}, "compatible", set()),
     # one shard of a fused module left off: refused where the shards are read
     ("deepseek_v3", {"exclude": "runtime_partial"}, "incompatible", {"DF540"}),
-    ("glm4_moe_lite", {"exclude": "runtime_partial"}, "incompatible", {"DF540"}),
+    ("glm4_moe_lite", {"exclude": "runtime_partial"}, "incompatible", {"DF540", "DF542"}),
     ("glm4_moe", {"exclude": "runtime_partial"}, "drafts-garbage", {"DF540"}),
     # stored FP8 like the backbone: DeepSeek's BF16 `eh_proj` is still cast ...
     ("deepseek_v3", Q, "drafts-garbage", {"DF540"}),
@@ -110,12 +111,12 @@ def test_should_ignore_layer_reads_names_patterns_and_shards(
     assert sglang_quark_skipped(built, NameList(entries, "exclude"), frozenset(by_name)) == expected
 
 
-def test_glm_4_7_flash_backbone_scales_leave_the_check_unjudged(tmp_path: Path) -> None:
+def test_glm_4_7_flash_backbone_scales_stop_the_target(tmp_path: Path) -> None:
     """The backbone of a GLM-4.7-Flash Quark FP8 target stores `q_a_proj` and
-    `kv_a_proj_with_mqa` quantized; SGLang's own loader concatenates their scalar scales and
-    stops the target's load (run with the target's real weights). draftfit reads only the MTP
-    layer's headers: it says the backbone was not judged, never `compatible`."""
+    `kv_a_proj_with_mqa` with per-tensor scales (the index names them); SGLang's own loader
+    concatenates them and stops the target's load (run with the target's real weights), so
+    an MTP layer excluded right does not make it `compatible`."""
     report = check_nextn(write_target(tmp_path / "t", "glm4_moe_lite", exclude="runtime"))
-    (result,) = report.engines
-    assert result.verdict.value == "unverified"
-    assert any("target's own load" in reason for reason in result.unverified_reasons)
+    (finding,) = [f.to_dict() for f in report.findings if f.rule.code == "DF542"]
+    assert "the backbone layer model.layers.1" in str(finding["message"])
+    assert "the target's own load stops" in str(finding["message"])

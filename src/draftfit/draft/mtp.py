@@ -56,6 +56,8 @@ QUANT_PARTS = frozenset(
 )
 # The last name parts that hold a module's weight, as stored unquantized or quantized.
 WEIGHT_PARTS = frozenset({"weight", "qweight", "weight_packed"})
+# The scales a module quantized per tensor or per channel stores beside its weight.
+SCALE_PARTS = frozenset({"weight_scale", "input_scale"})
 # Tensors a module carries beside its weight that the engines load as parameters of their own:
 # a bias (Qwen2-style attention), a MoE router's score-correction bias (DeepSeek-V3, GLM).
 PARAM_PARTS = frozenset({"bias", "e_score_correction_bias"})
@@ -321,6 +323,9 @@ class MtpTarget:
         backbone_parts: the tensors of that layer an MTP decoder layer must carry beside its
             modules, relative to its prefix: `<module>.weight` for each module with a weight
             (stored in any form of `WEIGHT_PARTS`), and each tensor of `PARAM_PARTS`.
+        backbone_scaled: the modules of that layer stored with a scale beside their weight
+            (`weight_scale`, `input_scale`: a quantized module of a per-tensor or per-channel
+            scheme), by the index's names.
         hidden_size, moe_intermediate_size: the language model's widths, where the config
             gives them (what an engine's MoE kernel choice reads).
         first_moe_layer: the first decoder layer with a MoE block (`first_k_dense_replace`),
@@ -344,6 +349,7 @@ class MtpTarget:
     stray: tuple[str, ...] = field(default=())
     depth_invalid: bool = False
     backbone_parts: frozenset[str] = frozenset()
+    backbone_scaled: frozenset[str] = frozenset()
     hidden_size: int | None = None
     moe_intermediate_size: int | None = None
     first_moe_layer: int | None = None
@@ -389,6 +395,7 @@ def read_mtp_target(
     stray: list[str] = []
     backbone: set[str] = set()
     parts: set[str] = set()
+    scaled: set[str] = set()
     words = mtp_words(family)
     last = _last_layer_prefixes(family, layers_count)
     # Only these names can be a backbone module, an MTP tensor or a stray one: the loop
@@ -404,6 +411,8 @@ def read_mtp_target(
                     parts.add(sub)
                 elif part in WEIGHT_PARTS:
                     parts.add(module + ".weight")
+                elif part in SCALE_PARTS:
+                    scaled.add(module)
         found = _mtp_slot(family, layers_count, name)
         if found is None:
             if _looks_mtp(name, words):
@@ -427,6 +436,7 @@ def read_mtp_target(
         layers=layers,
         backbone_modules=frozenset(backbone),
         backbone_parts=frozenset(parts),
+        backbone_scaled=frozenset(scaled),
         quant=read_quant(config, quant_file),
         stray=tuple(sorted(stray)[:20]),
         depth_invalid=invalid,

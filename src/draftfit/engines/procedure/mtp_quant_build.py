@@ -110,16 +110,12 @@ def quantized_layer_built(state: BuildState) -> bool | None:
             return None
     if kind == SHARED_EXPERTS:
         _backbone_shared_experts(state, target, rule, entries, names)
-    if kind == FUSED_QKV_A_SCALAR and all(m in target.backbone_modules for m in MODULES[kind]):
-        # the target's own load concatenates its layers' scales the same way; the backbone's
-        # headers are not read, so whether they store those scales is not known
-        not_read(
-            state,
-            f"{state.title} loads the backbone's `q_a_proj` and `kv_a_proj_with_mqa` by "
-            "concatenating their tensors too, which stops the target's own load where they are "
-            f"stored `{target.quant.scheme}` with per-tensor scales (scalars): whether they are "
-            "was not read from the backbone's shards",
-        )
+    if kind == FUSED_QKV_A_SCALAR and all(m in target.backbone_scaled for m in MODULES[kind]):
+        # the target's own load concatenates its layers' per-tensor scales the same way
+        # (run with the target's real weights): the index names them
+        last = (target.num_hidden_layers or 1) - 1
+        shown = [f"model.layers.{last}.{m}" for m in MODULES[kind]]
+        _report(state, rule, f"model.layers.{last}.", kind, shown, backbone=True)
     return None
 
 
@@ -254,10 +250,11 @@ def _report(
         )
     elif kind == FUSED_QKV_A_SCALAR:
         what = (
-            f"{state.title} loads the MTP layer {prefix}'s {shown} by concatenating each pair "
-            f"of their tensors, the per-tensor scales of `{scheme}` too, which are scalars: the "
-            "load is refused (`RuntimeError: zero-dimensional tensor (at position 0) cannot be "
-            "concatenated`), and the backbone's layers stored so the same way"
+            f"{state.title} loads {whose}'s {shown} by concatenating each pair of their tensors, "
+            f"the per-tensor scales of `{scheme}` too, which do not concatenate into the fused "
+            "module's one scale: the load is refused (`RuntimeError: zero-dimensional tensor (at "
+            "position 0) cannot be concatenated`), in every layer stored so"
+            + (" (the target's own load stops before the MTP layer's)" if backbone else "")
         )
         fix = (
             "store `q_a_proj` and `kv_a_proj_with_mqa` unquantized (BF16) in every layer and "
@@ -282,7 +279,7 @@ def _report(
         rule_ids.MTP_QUANT_BUILD_REFUSED,
         what,
         location=Location(target.quant.source, "/quantization_config/dynamic")
-        if backbone
+        if backbone and kind != FUSED_QKV_A_SCALAR
         else Location(tensor=modules[0]),
         keys=(FACT, "mtp_exclusion_match"),
         fix=fix,
