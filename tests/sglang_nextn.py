@@ -1,15 +1,18 @@
 """What the per-scheme SGLang MTP tests share: a target checked under SGLang 0.5.23's NEXTN
-launch (trusting the target's code, which MiMo's config class needs), and the verdict with the
+launch (trusting the target's code, which MiMo's config class needs), the verdict with the
 quantization rules that say why, compared with those SGLang's own code gave for the same
-tiny target."""
+tiny target, and a `convert` for that release that writes nothing."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from draftfit.checker import check_path
 from draftfit.engines.launch import settings_from
 from draftfit.report import Report
+from tests.test_mtp_commands import run
 
 SGL = "sglang==0.5.23"
 QUANT_CODES = ("DF540", "DF541", "DF542")
@@ -28,3 +31,14 @@ def assert_sglang_gave(report: Report, verdict: str, codes: set[str]) -> None:
     """The report's verdict is `verdict` and its quantization findings are `codes`."""
     assert report.engines[0].verdict.value == verdict, [f.to_dict() for f in report.findings]
     assert {f.rule.code for f in report.findings if f.rule.code in QUANT_CODES} == codes
+
+
+def convert_refused(capsys: pytest.CaptureFixture[str], path: Path, out: Path) -> str:
+    """`convert --method mtp` of `path` for SGLang 0.5.23 into `out`: a usage error (exit 2)
+    that writes nothing; its message."""
+    code, _, err = run(
+        capsys, "convert", str(path), "--method", "mtp", "--engine", SGL, "-o", str(out)
+    )
+    assert code == 2
+    assert not out.exists()
+    return err

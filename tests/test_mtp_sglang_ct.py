@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from tests.mtp_factory import mtp_target
-from tests.sglang_nextn import SGL, assert_sglang_gave, check_nextn
-from tests.test_mtp_commands import run
+from tests.sglang_nextn import assert_sglang_gave, check_nextn, convert_refused
 
 
 def write_target(path: Path, family: str, **variant: Any) -> Path:
@@ -81,10 +80,4 @@ def test_convert_leaves_sglangs_compressed_tensors_fix_to_the_hand(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_target(tmp_path / "t", "deepseek_v3")
-    out = tmp_path / "o"
-    code, _, err = run(
-        capsys, "convert", str(path), "--method", "mtp", "--engine", SGL, "-o", str(out)
-    )
-    assert code == 2
-    assert "does not write SGLang 0.5.23's fix" in err
-    assert not out.exists()
+    assert "does not write SGLang 0.5.23's fix" in convert_refused(capsys, path, tmp_path / "o")

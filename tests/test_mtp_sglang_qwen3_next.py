@@ -16,9 +16,7 @@ from draftfit.checker import check_path
 from draftfit.engines.launch import settings_from
 from draftfit.report import Report
 from tests.mtp_factory import mtp_target
-from tests.test_mtp_commands import run
-
-SGL = "sglang==0.5.23"
+from tests.sglang_nextn import SGL, assert_sglang_gave, convert_refused
 
 
 def _check(path: Path) -> Report:
@@ -42,9 +40,7 @@ def test_a_qwen3_next_fp8_target_gets_the_verdict_sglang_gave_it(
     tmp_path: Path, variant: dict[str, Any], verdict: str, codes: set[str]
 ) -> None:
     path = mtp_target(tmp_path / "t", "qwen3_next", quant="fp8", engine_ready=True, **variant)
-    report = _check(path)
-    assert report.engines[0].verdict.value == verdict, [f.to_dict() for f in report.findings]
-    assert {f.rule.code for f in report.findings if f.rule.code.startswith("DF54")} == codes
+    assert_sglang_gave(_check(path), verdict, codes)
 
 
 def test_the_fix_and_convert_say_no_entry_serves_it(
@@ -55,13 +51,7 @@ def test_the_fix_and_convert_say_no_entry_serves_it(
     data = finding.to_dict()
     assert "`model.layers.0.mlp.experts.0.down_proj`" in str(data["message"])
     assert "the names of the backbone's own layer 0 too" in str(data["fix"])
-    out = tmp_path / "o"
-    code, _, err = run(
-        capsys, "convert", str(path), "--method", "mtp", "--engine", SGL, "-o", str(out)
-    )
-    assert code == 2
-    assert "names of a backbone layer too" in err
-    assert not out.exists()
+    assert "names of a backbone layer too" in convert_refused(capsys, path, tmp_path / "o")
 
 
 @pytest.mark.parametrize(

@@ -202,28 +202,20 @@ def plan_mtp_fix(
             "nests or repeats too much), so it cannot tell which modules it names; rewrite it "
             "as a plainer pattern first"
         )
-    owns = [own_quantized(profile, target) for profile in profiles]
-    if None in owns:
-        raise UsageError(
-            "draftfit has not read whether "
-            + ", ".join(p.title for p, own in zip(profiles, owns, strict=True) if own is None)
-            + f" builds {target.family.title if target.family else 'the target'}'s own MTP "
-            "modules (`mtp.fc`) quantized: choose "
-            "a read release with --engine"
-        )
-    own = frozenset().union(*(o for o in owns if o is not None))
-    fused = [
-        mla_fused_by_name(profile, target) if rule in SHARD_CHECKED_RULES else frozenset()
-        for profile, rule in zip(profiles, rules, strict=True)
-    ]
-    if None in fused:
-        raise UsageError(
-            "draftfit has not read whether "
-            + ", ".join(p.title for p, f in zip(profiles, fused, strict=True) if f is None)
-            + f" reads {target.family.title if target.family else 'the target'}'s fused MLA "
-            "module by its shards: choose a read release with --engine"
-        )
-    by_name = frozenset().union(*(f for f in fused if f is not None))
+    title = target.family.title if target.family else "the target"
+    own = _read_by_all(
+        profiles,
+        [own_quantized(profile, target) for profile in profiles],
+        f"builds {title}'s own MTP modules (`mtp.fc`) quantized",
+    )
+    by_name = _read_by_all(
+        profiles,
+        [
+            mla_fused_by_name(profile, target) if rule in SHARD_CHECKED_RULES else frozenset()
+            for profile, rule in zip(profiles, rules, strict=True)
+        ],
+        f"reads {title}'s fused MLA module by its shards",
+    )
     whole_layer = any(rule in LAYER_RULE_KEYS for rule in rules)  # ModelOpt, Quark
     if whole_layer and layer_entries(target, namings, rules, own, by_name) is None:
         raise UsageError(
@@ -264,6 +256,20 @@ def plan_mtp_fix(
             "matches: nothing to convert"
         )
     return fix
+
+
+def _read_by_all(
+    profiles: list[Profile], found: list[frozenset[str] | None], question: str
+) -> frozenset[str]:
+    """The union of each release's answer in `found` (one per profile); a usage error naming
+    the releases where it was not read (None) and the `question` they were not read for."""
+    unread = [p.title for p, answer in zip(profiles, found, strict=True) if answer is None]
+    if unread:
+        raise UsageError(
+            f"draftfit has not read whether {', '.join(unread)} {question}: choose a read "
+            "release with --engine"
+        )
+    return frozenset().union(*(answer for answer in found if answer is not None))
 
 
 def _awq_derived(

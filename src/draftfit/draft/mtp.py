@@ -217,16 +217,18 @@ class MtpLayer:
     index: int
     prefix: str
     tensors: dict[str, TensorInfo | None]
-    # (tensors grouped, module -> {last name part: info}), built on first use and again
-    # when tensors were added since (a layer of 256 experts has ~1,500 modules; grouping
-    # them for each question would be quadratic)
-    _parts: tuple[int, dict[str, dict[str, TensorInfo | None]]] | None = field(
+    # (tensors grouped, module -> {last name part: info}; the module names), built on first
+    # use and again when tensors were added since (a layer of 256 experts has ~1,500
+    # modules; grouping them for each question would be quadratic)
+    _parts: tuple[int, dict[str, dict[str, TensorInfo | None]], frozenset[str]] | None = field(
         default=None, compare=False
     )
 
-    def modules(self) -> set[str]:
+    def modules(self) -> frozenset[str]:
         """The module names under the prefix (a tensor's name without its last part)."""
-        return {sub.rsplit(".", 1)[0] for sub in self.tensors if "." in sub}
+        self._by_module()
+        assert self._parts is not None
+        return self._parts[2]
 
     def parts(self, module: str) -> tuple[str, ...]:
         """The last name parts of `module`'s tensors (`weight`, `bias`, `weight_scale_inv`), in
@@ -251,7 +253,8 @@ class MtpLayer:
         for sub, info in self.tensors.items():
             module, _, part = sub.rpartition(".")
             grouped.setdefault(module, {})[part] = info
-        object.__setattr__(self, "_parts", (len(self.tensors), grouped))
+        modules = frozenset(module for module in grouped if module)
+        object.__setattr__(self, "_parts", (len(self.tensors), grouped, modules))
         return grouped
 
 

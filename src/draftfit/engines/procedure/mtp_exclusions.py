@@ -260,16 +260,18 @@ def shards_disagree(
     layer: MtpLayer,
     name: str,
     entries: tuple[str, ...],
+    names: NameList,
     by_fused_name: frozenset[str] = frozenset(),
 ) -> str | None:
     """The fused module (its runtime name) that `name`, an MTP module's runtime name, is built
-    into where `rule`'s config class refuses it: some but not all of its shards' paths listed
-    (SGLang's `is_layer_skipped`); None otherwise."""
+    into where `rule`'s config class refuses it: some but not all of its shards listed
+    (SGLang's `is_layer_skipped` by their paths, Quark's by their names; `names`: the entries,
+    ready to match); None otherwise."""
     if rule not in SHARD_CHECKED_RULES:
         return None
     built = sglang_fused_name(name, layer.modules())
     if rule == SGLANG_QUARK:
-        found = sglang_quark_skipped(built, NameList(list(entries), "exclude"), by_fused_name)
+        found = sglang_quark_skipped(built, names, by_fused_name)
     else:
         read = sglang_fp8_entries(entries) if rule == SGLANG_PATHS else entries
         found = sglang_skipped(built, read, by_fused_name)

@@ -189,12 +189,9 @@ def _modules_met(kind: str, layer: MtpLayer, built: Callable[[str], bool]) -> li
     they are built as); the shared experts' `gate_up_proj` built quantized beside a
     `down_proj` built unquantized."""
     present = [m for m in MODULES[kind] if m in layer.modules()]
-    if kind == FUSED_QKV_A:
-        stored = [m for m in present if layer.stored_quantized(m) is True]
+    if kind in (FUSED_QKV_A, FUSED_QKV_A_SCALAR):  # both, as stored
+        stored = [m for m in present if _stored_so(kind, layer, m)]
         return [layer.prefix + m for m in stored] if len(stored) == len(MODULES[kind]) else []
-    if kind == FUSED_QKV_A_SCALAR:
-        scalar = [m for m in present if _scalar_tensor(layer, m)]
-        return [layer.prefix + m for m in scalar] if len(scalar) == len(MODULES[kind]) else []
     if kind == SHARED_MIXED:
         gate_up = [m for m in present if m in SHARED_GATE_UP and built(m)]
         down_left = SHARED_DOWN in present and not built(SHARED_DOWN)
@@ -202,12 +199,14 @@ def _modules_met(kind: str, layer: MtpLayer, built: Callable[[str], bool]) -> li
     return [layer.prefix + m for m in present if built(m)]
 
 
-def _scalar_tensor(layer: MtpLayer, module: str) -> bool:
-    """Whether `module` of `layer` stores a tensor of no dimension (a per-tensor scale)."""
+def _stored_so(kind: str, layer: MtpLayer, module: str) -> bool:
+    """Whether `module` of `layer` is stored as defect `kind` needs: quantized, or (for the
+    scalar one) with a tensor of no dimension (a per-tensor scale)."""
+    if kind != FUSED_QKV_A_SCALAR:
+        return layer.stored_quantized(module) is True
     return any(
-        info is not None and info.shape == () and sub.rpartition(".")[0] == module
-        for sub, info in layer.tensors.items()
-        if sub.startswith(module + ".")
+        (info := layer.tensors.get(f"{module}.{part}")) is not None and info.shape == ()
+        for part in layer.parts(module)
     )
 
 

@@ -38,10 +38,20 @@ from draftfit.engines.procedure.mtp_part import mtp_inputs
 from draftfit.engines.procedure.mtp_quant_method import (
     MLA_FUSED,
     exclusion_pointer,
-    fused_names,
     marlin_experts,
+    mla_fused_by_name,
 )
 from draftfit.engines.procedure.state import BuildState
+
+# The key of the exclusion list each rule's config reads, where the config writes none yet.
+LIST_KEYS = {
+    MODELOPT: "exclude_modules",
+    MODELOPT_PARTS: "exclude_modules",
+    QUARK: "exclude",
+    SGLANG_QUARK: "exclude",
+    SGLANG_LISTED: "ignore",
+    SGLANG_PATHS: "modules_to_not_convert",
+}
 
 
 def uncovered_fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) -> str:
@@ -72,7 +82,7 @@ def uncovered_fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) ->
             f"the keys {keys} (value `{{}}`) to `quantization_config.dynamic` of "
             f"{quant.source}, before any other key"
             if rule == SGLANG_GPTQ
-            else f"the entries {keys} to `quantization_config.{_list_key(rule)}` of {quant.source}"
+            else f"the entries {keys} to `quantization_config.{LIST_KEYS[rule]}` of {quant.source}"
         )
         return (
             "ship the MTP layer quantized like the backbone (the portable fix), or, for "
@@ -87,14 +97,7 @@ def uncovered_fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) ->
             "names every backbone layer's module"
         )
     key = exclusion_pointer(state).rsplit("/", 1)[-1] if quant.exclusion_keys else None
-    if rule in (MODELOPT, MODELOPT_PARTS):
-        key = key or "exclude_modules"
-    elif rule in (QUARK, SGLANG_QUARK):
-        key = key or "exclude"
-    elif rule == SGLANG_LISTED:
-        key = key or "ignore"
-    elif rule == SGLANG_PATHS:
-        key = key or "modules_to_not_convert"
+    key = key or LIST_KEYS.get(rule)
     where = (
         "the quantization config's exclusion list"
         if rule == LISTED
@@ -172,7 +175,7 @@ def uncovered_fix(state: BuildState, layer: MtpLayer, naming: str, rule: str) ->
         + (
             ", and the fused `model.decoder.self_attn.fused_qkv_a_proj_with_mqa` by that name)"
             if rule == SGLANG_PATHS
-            and MLA_FUSED in (fused_names(state, mtp_inputs(state).target, rule) or ())
+            and MLA_FUSED in (mla_fused_by_name(state.profile, mtp_inputs(state).target) or ())
             else ")"
         )
     )
@@ -194,11 +197,6 @@ def _own_outside(
     ]
     listed = NameList([entry], "exclusions")
     return [name for name in names if not excluded(name, (entry,), listed, rule)]
-
-
-def _list_key(rule: str) -> str:
-    """The key of the `quantization_config` list a `re:` entry goes in under `rule`."""
-    return "exclude" if rule == SGLANG_QUARK else "ignore"
 
 
 def _top_parts(layer: MtpLayer) -> list[str]:

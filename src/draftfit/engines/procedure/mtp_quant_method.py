@@ -50,28 +50,25 @@ def fused_names(state: BuildState, target: MtpTarget, rule: str) -> frozenset[st
     :func:`mla_fused_by_name`; none for any other rule); None, after saying so, where that
     was not read for the target's family."""
     title = target.family.title if target.family is not None else "the target"
-    if rule == SGLANG_QUARK:  # its loader maps `gate_up_proj` and the MLA module itself
+    if rule in (SGLANG_LISTED, SGLANG_QUARK):
         found = fused_by_name(state.profile, target)
-        if found is None:
-            not_read(state, f"which fused MTP modules {title}'s model class maps was not read")
-        return None if found is None else found & {"qkv_proj"}
-    if rule in SHARD_CHECKED_RULES:
-        found = mla_fused_by_name(state.profile, target)
         if found is None:
             not_read(
                 state,
-                f"whether {state.title}'s quantization config reads {title}'s fused "
-                f"`{MLA_FUSED}` by its shards was not read",
+                f"which of {title}'s fused MTP modules {state.title}'s quantization config "
+                "matches by the fused module's name was not read",
             )
-        return found
-    if rule != SGLANG_LISTED:
+            return None
+        # Quark's loader maps `gate_up_proj` and the MLA module itself; the class, `qkv_proj`
+        return found & {"qkv_proj"} if rule == SGLANG_QUARK else found
+    if rule not in SHARD_CHECKED_RULES:
         return frozenset()
-    found = fused_by_name(state.profile, target)
+    found = mla_fused_by_name(state.profile, target)
     if found is None:
         not_read(
             state,
-            f"which of {title}'s fused MTP modules {state.title}'s compressed-tensors config "
-            "matches by the fused module's name was not read",
+            f"whether {state.title}'s quantization config reads {title}'s fused "
+            f"`{MLA_FUSED}` by its shards was not read",
         )
     return found
 

@@ -160,7 +160,7 @@ def quantization_covered(state: BuildState) -> bool | None:
             start = target.num_hidden_layers
             name = engine_name(layer, module, naming, own_prefix(target, index, module), start)
             stored = layer.stored_quantized(module)
-            mixed = shards_disagree(rule, layer, name, entries, by_name)
+            mixed = shards_disagree(rule, layer, name, entries, names, by_name)
             if mixed is not None and not whole_layer:
                 partial.append(mixed)
             if rule == GPTQ:
