@@ -293,3 +293,25 @@ def test_a_quark_pattern_draftfit_cannot_match_safely_is_not_judged(tmp_path: Pa
     report = check_path(path, engines=[V34], method="mtp")
     assert report.engines[0].verdict is Verdict.UNVERIFIED
     assert any("cannot bound" in r for r in report.engines[0].unverified_reasons)
+
+
+@pytest.mark.parametrize(
+    ("quant", "compressed", "engine", "key"),
+    [
+        ("fp8", False, V34, "modules_to_not_convert"),
+        ("fp8", False, SGL, "modules_to_not_convert"),
+        ("fp8", True, SGL, "ignore"),
+        ("modelopt_fp8", False, SGL, "exclude_modules"),
+        ("quark_fp8", False, SGL, "exclude"),
+    ],
+)
+def test_the_fix_names_the_list_to_write_where_the_config_has_none(
+    tmp_path: Path, quant: str, compressed: bool, engine: str, key: str
+) -> None:
+    """A quantized target whose config lists no module yet: DF540's fix names the key the
+    release's config class reads (it named `None`)."""
+    path = write_target(tmp_path / "t", quant=quant, compressed=compressed)
+    _, findings = _check(path, engine)
+    fixes = [str(f["fix"]) for f in findings if f["code"] == "DF540"]
+    assert fixes and all("`None`" not in f for f in fixes), fixes
+    assert any(f"`{key}`" in f or f".{key}`" in f for f in fixes), fixes

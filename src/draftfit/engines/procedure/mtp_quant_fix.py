@@ -15,6 +15,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     AWQ,
     AWQ_LISTED,
     CHECKPOINT_NAMES,
+    EXACT,
     EXACT_NO_MOE,
     GPTQ,
     LISTED,
@@ -45,6 +46,8 @@ from draftfit.engines.procedure.state import BuildState
 
 # The key of the exclusion list each rule's config reads, where the config writes none yet.
 LIST_KEYS = {
+    EXACT: "modules_to_not_convert",  # vLLM's FP8
+    EXACT_NO_MOE: "modules_to_not_convert",
     MODELOPT: "exclude_modules",
     MODELOPT_PARTS: "exclude_modules",
     QUARK: "exclude",
