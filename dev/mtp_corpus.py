@@ -669,6 +669,126 @@ COMBINED.update(
     }
 )
 TARGETS.update({name: kw for name, kw in COMBINED.items() if name not in TARGETS})
+# Each tensor of an MTP layer left out, one at a time (a routed expert's aside: the oracle
+# tracks whole parameters, and one expert is a slice of the fused MoE one), per family
+_OWN = ("eh_proj", "embed_tokens", "enorm", "hnorm", "shared_head.head", "shared_head.norm")
+_NORMS = ("input_layernorm", "post_attention_layernorm")
+_ROUTER = ("mlp.gate", "mlp.gate.e_score_correction_bias")
+_MLA_MODULES = ("kv_a_layernorm", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "q_a_layernorm")
+_MLA = tuple(f"self_attn.{m}" for m in (*_MLA_MODULES, "q_a_proj", "q_b_proj"))
+_GQA = tuple(f"self_attn.{m}_proj" for m in "qkvo")
+_PROJ = ("down_proj", "gate_proj", "up_proj")
+_SHARED = tuple(f"mlp.shared_experts.{p}" for p in _PROJ)
+_QWEN_OWN = ("fc", "norm", "pre_fc_norm_embedding", "pre_fc_norm_hidden")
+_QWEN_ATTN = (*_GQA, "self_attn.k_norm", "self_attn.q_norm")
+_QWEN_MOE = (
+    "mlp.gate",
+    "mlp.shared_expert_gate",
+    *(f"mlp.shared_expert.{p}" for p in _PROJ),
+)
+_DENSE = tuple(f"mlp.{p}" for p in _PROJ)
+_MIMO_OWN = ("final_layernorm", "hidden_layernorm", "input_proj", "token_layernorm")
+_BIASES = tuple(f"self_attn.{m}_proj.bias" for m in "qkv")
+EVERY_TENSOR = {
+    "ds": (*_OWN, *_NORMS, *_ROUTER, *_MLA, *_SHARED),
+    "glm": (*_OWN, *_NORMS, *_ROUTER, *_GQA, *_SHARED),
+    "glml": (*_OWN, *_NORMS, *_ROUTER, *_MLA, *_SHARED),
+    "qn": (*_QWEN_OWN, *_NORMS, *_QWEN_ATTN, *_QWEN_MOE),
+    "q35": (*_QWEN_OWN, *_NORMS, *_QWEN_ATTN, *_QWEN_MOE),
+    "q35d": (*_QWEN_OWN, *_NORMS, *_QWEN_ATTN, *_DENSE),
+    "mimo": (*_MIMO_OWN, *_NORMS, *_GQA, *_DENSE, *_BIASES),
+}
+FAMILY_OF = dict(EVERY_FAMILY)
+BASE_KW = {short: {"family": family} for short, family in EVERY_FAMILY}
+BASE_KW["qn"] = {"family": "qwen3_next", "depth": None}
+
+
+def _tensor(item: str) -> str:
+    return item if item.endswith(("bias", "e_score_correction_bias")) else item + ".weight"
+
+
+def _tag(item: str) -> str:
+    return item.replace(".", "_")
+
+
+TARGETS.update(
+    {
+        f"{short}_lacks_{_tag(item)}": {**BASE_KW[short], "drop": (_tensor(item),)}
+        for short, items in EVERY_TENSOR.items()
+        for item in items
+    }
+)
+# ... the first MTP layer under other prefixes (Qwen's own `mtp.*` modules keep theirs)
+TARGETS.update(
+    {
+        f"{short}_under_{_tag(prefix.rstrip('.'))}": {**BASE_KW[short], "rename": prefix}
+        for short in EVERY_TENSOR
+        for prefix in ("model.mtp.layers.0.", "model.mtp.0.", "model.nextn.0.", "mtp_layers.0.")
+    }
+)
+# ... one tensor under another name an exporter might give it
+RETAGGED = {
+    "ds": (
+        ("enorm", "embed_norm"),
+        ("shared_head.head", "lm_head"),
+        ("shared_head.norm", "norm"),
+        ("eh_proj", "fc"),
+    ),
+    "glm": (("hnorm", "hidden_norm"), ("shared_head.norm", "final_layernorm")),
+    "glml": (("eh_proj", "e_proj"),),
+    "qn": (("fc", "eh_proj"), ("pre_fc_norm_embedding", "enorm")),
+    "q35": (("norm", "final_norm"),),
+    "q35d": (("fc", "input_proj"),),
+    "mimo": (("input_proj", "eh_proj"), ("final_layernorm", "norm")),
+}
+TARGETS.update(
+    {
+        f"{short}_{_tag(old)}_as_{_tag(new)}": {
+            **BASE_KW[short],
+            "retag": ((f"{old}.weight", f"{new}.weight"),),
+        }
+        for short, pairs in RETAGGED.items()
+        for old, new in pairs
+    }
+)
+# ... and an MTP layer stored FP8 (block, and compressed-tensors per channel) like the
+# backbone with one module's scale left out, or one module's weight
+_KOQ = ("self_attn.k_proj", "self_attn.o_proj", "self_attn.q_proj")
+_SCALED = {
+    "ds": (*_MLA[1:4], *_MLA[5:], *_SHARED[:2], "mlp.experts.0.up_proj"),
+    "glml": (*_MLA[1:4], *_MLA[5:], *_SHARED[:2], "mlp.experts.0.up_proj"),
+    "glm": (*_KOQ, *_SHARED[:2], "mlp.experts.0.up_proj"),
+    "qn": (*_KOQ, *_QWEN_MOE[2:4], "mlp.experts.0.up_proj"),
+    "q35": (*_KOQ, *_QWEN_MOE[2:4], "mlp.experts.0.up_proj"),
+    "q35d": (*_KOQ, *_DENSE[:2]),
+    "mimo": (*_KOQ, *_DENSE[:2]),
+}
+TARGETS.update(
+    {
+        f"{short}_{scheme}_lacks_{_tag(module)}_scale": {
+            **BASE_KW[short],
+            "quant": "fp8",
+            "mtp_quantized": True,
+            **({"compressed": True} if scheme == "ct" else {}),
+            "drop_quantized": (f"{module}.weight_scale" + ("" if scheme == "ct" else "_inv"),),
+        }
+        for short, modules in _SCALED.items()
+        for module in modules
+        for scheme in ("fp8", "ct")
+        if scheme == "fp8" or short in ("ds", "glm", "q35d")
+    }
+)
+TARGETS.update(
+    {
+        f"{short}_fp8_lacks_{_tag(modules[2])}_weight": {
+            **BASE_KW[short],
+            "quant": "fp8",
+            "mtp_quantized": True,
+            "drop_quantized": (f"{modules[2]}.weight",),
+        }
+        for short, modules in _SCALED.items()
+    }
+)
 # Schemes SGLang builds no target of on a CPU
 CUDA_ONLY_ON_SGLANG: tuple[str, ...] = ()
 # vLLM's CPU wheel has no int4 kernel: GPTQ and AWQ targets run with the kernel choice forced.
@@ -978,6 +1098,21 @@ ORACLE_BLIND.update(
             "qk_fp8_excluded_runtime",
             "qk_fp8_runtime_regex",
         )
+    }
+)
+
+# ... and one routed expert's scale left out: the expert's slice of the fused MoE scale keeps its
+# initial value (1.0: vllm/model_executor/layers/quantization/fp8.py:614-627@v0.34.0), finite:
+# the tokens routed to that expert are drafted wrong, the others not (draftfit: degraded, a
+# warning). The vLLM oracle, tracking whole parameters, reports it loaded (`compatible`); the
+# SGLang one labels any partly loaded parameter `drafts-garbage`.
+ORACLE_BLIND.update(
+    {
+        (release, f"{short}_{scheme}_lacks_mlp_experts_0_up_proj_scale_k1"): "one expert's "
+        "slice of the fused MoE scale is never written: the oracle's label is per parameter"
+        for release in (VLLM, SGLANG)
+        for short in ("ds", "glm", "glml", "qn", "q35")
+        for scheme in ("fp8", "ct")
     }
 )
 

@@ -22,7 +22,8 @@ exporters write one (AWQ: the layer's prefix),
 "regex" for Quark's `re:` and GPTQ's `-:` `dynamic` key; GPTQ's "runtime": the `-:` keys
 of SGLang's runtime names), `compressed` (a
 compressed-tensors FP8 config instead of `quant_method: fp8`), `g_idx` (False: a GPTQ MTP
-layer stored without its `g_idx` tensors),
+layer stored without its `g_idx` tensors), `drop_quantized` (sub-names left out of every MTP
+layer after it is quantized: a scale, e.g. `self_attn.o_proj.weight_scale_inv`),
 `fill` (the bytes of each tensor, by name, dtype and shape; None writes zeros: :func:`trained`
 gives every tensor values of its own, as a trained checkpoint has), `engine_ready` (the
 oracle's width, the router tensors and config keys an engine needs to build the layers on a
@@ -677,6 +678,7 @@ def mtp_target(
     fill: Fill | None = None,
     engine_ready: bool = False,
     g_idx: bool = True,
+    drop_quantized: tuple[str, ...] = (),
 ) -> Path:
     """Write a tiny target of `family` (`deepseek_v3`, `glm4_moe`, `glm4_moe_lite`: GLM-4.7-Flash,
     DeepSeek-V3's layers, `qwen3_next`, `qwen3_5`: a multimodal Qwen3.5-MoE, its keys in
@@ -764,6 +766,8 @@ def mtp_target(
                 "weight_block_size": [BLOCK, BLOCK],
                 **({"modules_to_not_convert": listed} if exclude is not None or small else {}),
             }
+    # an MTP tensor the exporter left out after quantizing (a scale: `o_proj.weight_scale_inv`)
+    mtp = {n: v for n, v in mtp.items() if not any(n.endswith("." + x) for x in drop_quantized)}
     path.mkdir(parents=True, exist_ok=True)
     config = _config(family, depth, d, engine_ready, dense, **extra)
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")

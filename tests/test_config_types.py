@@ -100,6 +100,7 @@ NOT_CONFIG = {
     "eagle3_one_model",
     "layer",  # the `mtp_missing_weights` fact's per-family outcome of a wholly missing layer
     "stray_own",  # `mtp_missing_weights`: families whose loader looks up own-named strays
+    "stray_mtp",  # `mtp_missing_weights`: families whose loader looks up strays holding `mtp`
     "layer_module",
     "layers_remap",
     "below_read",  # a version's basis, merged into a matrix range's

@@ -3,7 +3,9 @@ score-correction bias, an attention bias. An MTP decoder layer must carry every 
 target's last decoder layer carries for the same module. Verdicts as the engines' own code
 gave them on the same tiny targets (dev/mtp_corpus.py, run on a CPU): vLLM 0.34.0 leaves the
 router out of its load check (it has a quantization method of its own) and loads it unset;
-SGLang 0.5.23 loads every missing tensor unset."""
+SGLang 0.5.23 loads every missing tensor unset. The same holds for a quantized module's
+scales (the tensors the target's own quantized layers carry for it): on a quantized target
+neither engine runs a load check, and a missing scale keeps its initial value."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 from draftfit.checker import check_path
 from draftfit.engines.launch import settings_from
 from draftfit.report import Verdict
-from draftfit.rule_ids import MTP_TENSOR_MISSING
+from draftfit.rule_ids import MTP_QUANT_EXCLUDED_STORED, MTP_TENSOR_MISSING, Consequence
 from tests.mtp_factory import mtp_target
 
 LINES = {
@@ -56,3 +58,105 @@ def test_a_quantized_weight_counts_as_the_weight(tmp_path: Path) -> None:
         path, engines=["vllm==0.34.0"], serve=settings_from(serve_args=LINES["vllm==0.34.0"])
     )
     assert report.engines[0].verdict is Verdict.COMPATIBLE
+
+
+# A module stored quantized (and built quantized) without one of its scales: neither engine's
+# load check runs for a quantized target, and the scale keeps its initial value.
+@pytest.mark.parametrize(
+    ("family", "compressed", "drop", "tensor"),
+    [
+        (
+            "deepseek_v3",
+            False,
+            "self_attn.o_proj.weight_scale_inv",
+            "model.layers.2.self_attn.o_proj.weight_scale_inv",
+        ),
+        (
+            "deepseek_v3",
+            False,
+            "self_attn.kv_a_proj_with_mqa.weight_scale_inv",
+            "model.layers.2.self_attn.kv_a_proj_with_mqa.weight_scale_inv",
+        ),
+        (
+            "glm4_moe",
+            True,
+            "self_attn.k_proj.weight_scale",
+            "model.layers.2.self_attn.k_proj.weight_scale",
+        ),
+        (
+            "qwen3_5_dense",
+            False,
+            "mlp.gate_proj.weight_scale_inv",
+            "mtp.layers.0.mlp.gate_proj.weight_scale_inv",
+        ),
+        (
+            "mimo",
+            False,
+            "self_attn.o_proj.weight_scale_inv",
+            "model.mtp_layers.0.self_attn.o_proj.weight_scale_inv",
+        ),
+    ],
+)
+@pytest.mark.parametrize("engine", sorted(LINES))
+def test_a_quantized_module_without_its_scale_drafts_garbage(
+    tmp_path: Path, family: str, compressed: bool, drop: str, tensor: str, engine: str
+) -> None:
+    path = mtp_target(
+        tmp_path / "t",
+        family,
+        quant="fp8",
+        compressed=compressed,
+        mtp_quantized=True,
+        drop_quantized=(drop,),
+        engine_ready=True,
+    )
+    line = LINES[engine] + (" --trust-remote-code" if family == "mimo" else "")
+    report = check_path(path, engines=[engine], serve=settings_from(serve_args=line))
+    assert report.engines[0].verdict is Verdict.DRAFTS_GARBAGE
+    (finding,) = [f for f in report.findings if f.rule == MTP_TENSOR_MISSING]
+    assert f"`{tensor}`" in finding.message
+    assert finding.consequence is Consequence.DRAFTS_GARBAGE
+
+
+@pytest.mark.parametrize("engine", sorted(LINES))
+def test_one_routed_experts_scale_missing_degrades(tmp_path: Path, engine: str) -> None:
+    """One expert's scale unset within the fused MoE layer: only the tokens routed to it are
+    drafted wrong (a warning); every expert's missing is every draft."""
+    one = mtp_target(
+        tmp_path / "one",
+        quant="fp8",
+        mtp_quantized=True,
+        drop_quantized=("mlp.experts.0.up_proj.weight_scale_inv",),
+        engine_ready=True,
+    )
+    serve = settings_from(serve_args=LINES[engine])
+    report = check_path(one, engines=[engine], serve=serve)
+    (finding,) = [f for f in report.findings if f.rule == MTP_TENSOR_MISSING]
+    assert finding.consequence is Consequence.DEGRADES
+    assert report.engines[0].verdict is Verdict.DEGRADED
+    every = mtp_target(
+        tmp_path / "every",
+        quant="fp8",
+        mtp_quantized=True,
+        drop_quantized=tuple(f"mlp.experts.{e}.up_proj.weight_scale_inv" for e in range(4)),
+        engine_ready=True,
+    )
+    report = check_path(every, engines=[engine], serve=serve)
+    assert report.engines[0].verdict is Verdict.DRAFTS_GARBAGE
+
+
+def test_a_scale_is_not_asked_of_a_module_built_unquantized(tmp_path: Path) -> None:
+    """A module the config lists as left unquantized is built unquantized: its stored FP8
+    values are DF541's finding, and no scale is asked of it."""
+    path = mtp_target(
+        tmp_path / "t",
+        quant="fp8",
+        mtp_quantized=True,
+        exclude="checkpoint",
+        drop_quantized=("self_attn.o_proj.weight_scale_inv",),
+        engine_ready=True,
+    )
+    serve = settings_from(serve_args=LINES["vllm==0.34.0"])
+    report = check_path(path, engines=["vllm==0.34.0"], serve=serve)
+    assert not [f for f in report.findings if f.rule == MTP_TENSOR_MISSING]
+    assert [f for f in report.findings if f.rule == MTP_QUANT_EXCLUDED_STORED]

@@ -69,3 +69,25 @@ def test_a_qwen3_next_compressed_tensors_target_gets_the_verdict_sglang_gave_it(
         tmp_path / "t", "qwen3_next", quant="fp8", compressed=True, engine_ready=True, **variant
     )
     assert _check(path).engines[0].verdict.value == verdict
+
+
+@pytest.mark.parametrize(
+    ("prefix", "verdict"),
+    [
+        ("model.mtp.layers.0.", "incompatible"),  # renamed `model.model.layers.0.*`: KeyError
+        ("mtp_layers.0.", "incompatible"),  # renamed `model_layers.0.*`: KeyError
+        ("model.nextn.0.", "drafts-garbage"),  # no `mtp` in the name: passed over
+    ],
+)
+def test_an_mtp_layer_under_another_prefix_gets_the_verdict_sglang_gave_it(
+    tmp_path: Path, prefix: str, verdict: str
+) -> None:
+    """SGLang's Qwen3-Next MTP loader renames `mtp` to `model` in every name that holds it
+    and looks the result up among its parameters: a layer exported under another prefix
+    that holds `mtp` stops the load. The block's own `mtp.fc` / `mtp.norm` are no strays."""
+    path = mtp_target(tmp_path / "t", "qwen3_next", depth=None, rename=prefix, engine_ready=True)
+    report = _check(path)
+    assert_sglang_gave(report, verdict, set())
+    (finding,) = [f for f in report.findings if f.rule.code == "DF220"]
+    assert "mtp.fc" not in finding.message
+    assert ("KeyError" in finding.message) is (verdict == "incompatible")

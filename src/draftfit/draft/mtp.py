@@ -329,6 +329,9 @@ class MtpTarget:
         backbone_scaled: the modules of that layer stored with a scale beside their weight
             (`weight_scale`, `input_scale`: a quantized module of a per-tensor or per-channel
             scheme), by the index's names.
+        backbone_quant_parts: the quantization tensors of that layer (`<module>.<part>`, each
+            part of `QUANT_PARTS`: `o_proj.weight_scale_inv`), relative to its prefix: what
+            the target's quantization loads for a module it builds quantized.
         hidden_size, moe_intermediate_size: the language model's widths, where the config
             gives them (what an engine's MoE kernel choice reads).
         first_moe_layer: the first decoder layer with a MoE block (`first_k_dense_replace`),
@@ -353,6 +356,7 @@ class MtpTarget:
     depth_invalid: bool = False
     backbone_parts: frozenset[str] = frozenset()
     backbone_scaled: frozenset[str] = frozenset()
+    backbone_quant_parts: frozenset[str] = frozenset()
     hidden_size: int | None = None
     moe_intermediate_size: int | None = None
     first_moe_layer: int | None = None
@@ -399,6 +403,7 @@ def read_mtp_target(
     backbone: set[str] = set()
     parts: set[str] = set()
     scaled: set[str] = set()
+    quant_parts: set[str] = set()
     words = mtp_words(family)
     last = _last_layer_prefixes(family, layers_count)
     # Only these names can be a backbone module, an MTP tensor or a stray one: the loop
@@ -414,11 +419,13 @@ def read_mtp_target(
                     parts.add(sub)
                 elif part in WEIGHT_PARTS:
                     parts.add(module + ".weight")
-                elif part in SCALE_PARTS:
+                if part in SCALE_PARTS:
                     scaled.add(module)
+                if part in QUANT_PARTS:
+                    quant_parts.add(sub)
         found = _mtp_slot(family, layers_count, name)
         if found is None:
-            if _looks_mtp(name, words):
+            if _looks_mtp(name, words) and not _own_module(family, name):
                 stray.append(name)
             continue
         index, prefix, sub = found
@@ -440,6 +447,7 @@ def read_mtp_target(
         backbone_modules=frozenset(backbone),
         backbone_parts=frozenset(parts),
         backbone_scaled=frozenset(scaled),
+        backbone_quant_parts=frozenset(quant_parts),
         quant=read_quant(config, quant_file),
         stray=tuple(sorted(stray)[:20]),
         depth_invalid=invalid,
@@ -516,6 +524,14 @@ def _add_own(
     for name in names:
         if name.startswith(p) and not name.startswith(p + "layers."):
             first.tensors[name[len(p) :]] = tensors.get(name)
+
+
+def _own_module(family: MtpFamily | None, name: str) -> bool:
+    """Whether `name` is a tensor of one of the family's own MTP modules under `mtp.*`
+    naming (`mtp.fc.weight`): part of its scheme, whether or not a layer is shipped."""
+    if family is None or family.naming != MTP_PREFIX or not name.startswith("mtp."):
+        return False
+    return name[len("mtp.") :].rpartition(".")[0] in family.own
 
 
 def _mtp_slot(

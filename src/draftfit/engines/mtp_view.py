@@ -111,6 +111,9 @@ class MtpView:
     layer_reused: bool = False
     quantization: str | None = None
     exclusion_names: str | None = None
+    # per shipped MTP layer built (by index), the modules the release builds quantized that
+    # the layer stores quantized (None: not judged)
+    stored_and_built_quantized: dict[int, frozenset[str]] | None = None
     # a NextN export: how this release reads it (`layer-zero`, `layer-index`), else None
     export_reading: str | None = None
     # why a part of the check was not made at this release (the verdict is then unverified)

@@ -265,7 +265,10 @@ def mtp_layer_missing() -> None:
     other quantizers). The engine still builds the MTP draft: vLLM's strict load check
     refuses an unquantized target, but the check does not run for quantized ones, and SGLang
     has none: the parameters keep their initial values, so it loads, but drafts garbage
-    (acceptance ≈ 0). The finding states the consequence per release and target.
+    (acceptance ≈ 0). The finding states the consequence per release and target. Where the
+    layer was exported under another prefix, SGLang's MiMo loader (a name holding one of its
+    own modules) and Qwen3-Next loader (a name holding `mtp`, such as `model.mtp.layers.0.*`)
+    look the tensor up among their parameters and stop the load (KeyError).
 
     A stand-alone NextN export (SGLang's `export_deepseek_nextn.py`: the layer stored as
     `model.layers.0`) named as the draft of a vLLM launch is read as a target's MTP layer:
@@ -321,7 +324,11 @@ def mtp_tensor_missing() -> None:
     That each shipped MTP layer holds every module the release loads from the checkpoint:
     its own modules (`enorm`, `hnorm`, `eh_proj`, `shared_head.norm`, and where the release
     reads it `shared_head.head`) and every module of its decoder layer (those of the
-    target's decoder layers).
+    target's decoder layers); and that a module stored quantized, which the release builds
+    quantized, carries the quantization tensors the target's own layers carry for it
+    (`weight_scale_inv` beside an FP8 block weight, `weight_scale` beside a
+    compressed-tensors one, `input_scale` where the scheme is static, GPTQ's and AWQ's
+    `scales`).
 
     ## Why it matters
     A missing or renamed tensor leaves its parameter at its initial value. vLLM refuses an
@@ -332,13 +339,19 @@ def mtp_tensor_missing() -> None:
     loads nothing with no error, and drafts garbage even unquantized. Which tensors are required
     differs: older vLLM releases need the MTP layer's own `shared_head.head` and
     `embed_tokens` (the GLM-4.6 BF16 release lacks them); newer ones and SGLang take them
-    from the target.
+    from the target. A quantized module without its scale loads with no error on either
+    engine (the check does not run for a quantized target) and the scale keeps its initial
+    value: every draft is wrong; where only some routed experts lack theirs, the tokens
+    routed to those experts are drafted wrong (a warning). Run on a CPU with the engines' own
+    loaders for FP8 block and compressed-tensors MTP layers.
 
     ## Example
-    A DeepSeek-V3 MTP layer without `eh_proj.weight`.
+    A DeepSeek-V3 MTP layer without `eh_proj.weight`; an FP8 DeepSeek-V3 MTP layer whose
+    `self_attn.o_proj.weight_scale_inv` was not exported.
 
     ## Fix
-    Export the MTP layer whole.
+    Export the MTP layer whole, with the scales of every module it stores quantized (or
+    export it unquantized and list it in the quantization config's exclusions).
     """
 
 

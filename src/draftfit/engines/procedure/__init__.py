@@ -37,5 +37,5 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vocabulary", "run"),
     ("mtp_part",),
     ("mtp_steps", "mtp_export", "mtp_quant_method", "mtp_quant_fix", "mtp_quantization"),
-    ("mtp_unmapped", "mtp_quant_build"),
+    ("mtp_unmapped", "mtp_quant_build", "mtp_quant_parts"),
 )

@@ -142,10 +142,12 @@ def quantization_covered(state: BuildState) -> bool | None:
             "size, `moe_intermediate_size` and `group_size`, which the config does not give",
         )
         return None
+    mtp.stored_and_built_quantized = {}
     for index in mtp.layers_built or ():
         layer = target.layers.get(index)
         if layer is None:
             continue
+        built_quantized: set[str] = set()
         uncovered: list[str] = []
         partial: list[str] = []
         excluded_stored: list[str] = []
@@ -175,6 +177,8 @@ def quantization_covered(state: BuildState) -> bool | None:
                 )
             if stored is True and left:
                 excluded_stored.append(fused_parent(name) if rule in FUSED_NAME_RULES else name)
+            elif stored is True:
+                built_quantized.add(module)
             if stored is not False:
                 continue
             if not left:
@@ -188,6 +192,7 @@ def quantization_covered(state: BuildState) -> bool | None:
                 if mate in layer.modules()
             ):
                 partial.append(name)
+        mtp.stored_and_built_quantized[index] = frozenset(built_quantized)
         _report_uncovered(state, layer, sorted(set(uncovered)), naming, rule, outcome_fact.value)
         _report_excluded_stored(
             state, layer, sorted(set(excluded_stored)), sorted(set(built_elsewhere)), rule

@@ -335,7 +335,9 @@ def depth_vs_tokens(state: BuildState) -> bool | None:
     return None
 
 
-def _missing_outcome(state: BuildState) -> Consequence | None:
+def missing_outcome(state: BuildState) -> Consequence | None:
+    """What a missing MTP tensor does at load (`mtp_missing_weights`, by whether the target
+    is quantized), or None where that was not read."""
     fact = state.profile.fact("mtp_missing_weights")
     if not fact.known:
         return None
@@ -354,22 +356,33 @@ def _layer_missing_outcome(state: BuildState) -> tuple[Consequence | None, bool]
     outcome = OUTCOMES.get(word) if isinstance(word, str) else None
     if outcome is not None:
         return outcome, True
-    return _missing_outcome(state), False
+    return missing_outcome(state), False
 
 
-def _stray_own_looked_up(state: BuildState) -> str | None:
-    """A tensor outside the MTP layers named like one of the family's own modules, where the
-    release's MTP loader looks such names up among its parameters (`mtp_missing_weights`'
-    `stray_own`: SGLang's MiMo loader, KeyError); None otherwise."""
+def _stray_looked_up(state: BuildState) -> str | None:
+    """A tensor outside the MTP layers that the release's MTP loader looks up among its
+    parameters, which stops the load (KeyError): one named like one of the family's own
+    modules (`mtp_missing_weights`' `stray_own`: SGLang's MiMo loader), or any whose name
+    holds `mtp` (`stray_mtp`: SGLang's Qwen3-Next loader, which renames `mtp` to `model` in
+    every such name and looks it up); None otherwise."""
     target = mtp_inputs(state).target
     family = target.family
     fact = state.profile.fact("mtp_missing_weights")
-    stray_own = fact.value.get("stray_own") if fact.known and isinstance(fact.value, dict) else None
-    if family is None or not isinstance(stray_own, dict) or stray_own.get(family.name) != "refused":
+    value = fact.value if fact.known and isinstance(fact.value, dict) else {}
+    if family is None:
         return None
-    return next(
-        (name for name in target.stray if any(f".{own}." in name for own in family.own)), None
-    )
+
+    def refused(by_family: object) -> bool:
+        return isinstance(by_family, dict) and by_family.get(family.name) == "refused"
+
+    if refused(value.get("stray_own")):
+        named = (n for n in target.stray if any(f".{own}." in n for own in family.own))
+        found = next(named, None)
+        if found is not None:
+            return found
+    if refused(value.get("stray_mtp")):
+        return next((n for n in target.stray if "mtp" in n), None)
+    return None
 
 
 def _load_check_counts(state: BuildState, missing: list[str]) -> bool:
@@ -436,7 +449,7 @@ def layers_present(state: BuildState) -> bool | None:
     if outcome is None:
         not_read(state, f"what {state.title} does with a missing MTP layer was not read")
         return None
-    looked_up = _stray_own_looked_up(state)
+    looked_up = _stray_looked_up(state)
     if looked_up:
         outcome, refused_by_loader = Consequence.REFUSES_TO_START, False
     prefixes = ", ".join(
@@ -535,7 +548,7 @@ def tensors_present(state: BuildState) -> bool | None:
             )
         if not missing:
             continue
-        outcome = _missing_outcome(state)
+        outcome = missing_outcome(state)
         if outcome is None:
             not_read(state, f"what {state.title} does with a missing MTP tensor was not read")
             continue
@@ -592,6 +605,7 @@ __all__ = [
     "draft_path",
     "family_served",
     "layers_present",
+    "missing_outcome",
     "release_read",
     "remote_code",
     "tensors_present",

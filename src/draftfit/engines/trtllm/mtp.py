@@ -19,6 +19,7 @@ not refused.
 from __future__ import annotations
 
 from draftfit import rule_ids
+from draftfit.engines.procedure import mtp_quant_parts as quant_parts
 from draftfit.engines.procedure import mtp_quantization as quantization
 from draftfit.engines.procedure import mtp_steps as steps
 from draftfit.engines.procedure import mtp_unmapped as unmapped
@@ -257,6 +258,7 @@ MTP_PROCEDURE: Procedure = (
         unmapped.layers_beyond,
         unmapped.gptq_order_mapped,
         quantization.quantization_covered,
+        quant_parts.quantized_parts_present,
     ),
 )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from draftfit import rule_ids
 from draftfit.engines.procedure import mtp_export as export
+from draftfit.engines.procedure import mtp_quant_parts as quant_parts
 from draftfit.engines.procedure import mtp_quantization as quantization
 from draftfit.engines.procedure import mtp_steps as steps
 from draftfit.engines.procedure import mtp_unmapped as unmapped
@@ -206,6 +207,7 @@ MTP_PROCEDURE: Procedure = (
         unmapped.layers_beyond,
         unmapped.gptq_order_mapped,
         quantization.quantization_covered,
+        quant_parts.quantized_parts_present,
     ),
 )
 
