@@ -778,6 +778,38 @@ TARGETS.update(
         if scheme == "fp8" or short in ("ds", "glm", "q35d")
     }
 )
+# ... and the other schemes' MTP layers stored quantized with one quantization tensor left
+# out: ModelOpt's and Quark's static `input_scale` and `weight_scale`, GPTQ's and AWQ's
+# `scales` and zero points (GPTQ's go unused: symmetric)
+_OTHER_SCHEMES = (
+    ("ds", "modelopt_fp8", "self_attn.o_proj", "input_scale"),
+    ("ds", "modelopt_fp8", "self_attn.o_proj", "weight_scale"),
+    ("glm", "modelopt_fp8", "self_attn.q_proj", "input_scale"),
+    ("glm", "quark_fp8", "self_attn.k_proj", "weight_scale"),
+    ("glm", "quark_fp8", "self_attn.o_proj", "input_scale"),
+    ("mimo", "modelopt_fp8", "self_attn.o_proj", "input_scale"),
+    ("ds", "gptq_int4", "self_attn.o_proj", "scales"),
+    ("ds", "gptq_int4", "self_attn.o_proj", "qzeros"),
+    ("glm", "gptq_int4", "self_attn.q_proj", "qzeros"),
+    ("mimo", "gptq_int4", "self_attn.o_proj", "qzeros"),
+    ("mimo", "gptq_int4", "self_attn.o_proj", "scales"),
+    ("ds", "awq_int4", "self_attn.o_proj", "qzeros"),
+    ("glm", "awq_int4", "self_attn.q_proj", "scales"),
+    ("q35d", "awq_int4", "self_attn.q_proj", "qzeros"),
+    ("q35d", "gptq_int4", "self_attn.q_proj", "qzeros"),
+)
+TARGETS.update(
+    {
+        f"{short}_{quant}_lacks_{_tag(module)}_{part}": {
+            **BASE_KW[short],
+            "quant": quant,
+            "mtp_quantized": True,
+            "drop_quantized": (f"{module}.{part}",),
+            **({"g_idx": False} if quant == "gptq_int4" else {}),
+        }
+        for short, quant, module, part in _OTHER_SCHEMES
+    }
+)
 TARGETS.update(
     {
         f"{short}_fp8_lacks_{_tag(modules[2])}_weight": {
@@ -1203,6 +1235,8 @@ def sglang_marlin_benign(data: dict[str, Any]) -> None:
     fused_loaded = not any("fused_qkv_a_proj_with_mqa" in n for n in unloaded)
 
     def harmless_param(name: str) -> bool:
+        if gptq and quant.get("sym") is True and name.endswith(".qzeros"):
+            return True  # a symmetric config's zero points: never read
         return gptq and quant.get("desc_act") is False and "g_idx" in name.rsplit(".", 1)[-1]
 
     written = not unloaded and not data.get("partially_written_params")
@@ -1279,6 +1313,36 @@ def sglang_modelopt_benign(data: dict[str, Any]) -> None:
 ENGINE_DEFAULTED = re.compile(r"\.(k|v|q|prob)_(scale|zero_point)$")
 
 
+# vLLM's name of a stacked shard's parameter in the oracle's report (`qkv_proj.qzeros.q`).
+SHARD_SUFFIX = re.compile(r"\.(q|k|v|\d+)$")
+
+
+def vllm_marlin_zp_benign(data: dict[str, Any]) -> None:
+    """Read a vLLM GPTQ report (`mtp_oracle_wna16.py`) against what its Marlin kernel does
+    after loading: it is configured without zero points
+    (quantization/auto_gptq.py:362@v0.34.0) and replaces the `qzeros` parameter with an empty
+    one (kernels/linear/mixed_precision/marlin.py:149-152@v0.34.0), so zero points left
+    unloaded are never read. Those entries move to `benign`; a run left with nothing else is
+    `compatible`."""
+    try:
+        config = json.loads((Path(str(data.get("target"))) / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return
+    if (config.get("quantization_config") or {}).get("quant_method") != "gptq":
+        return
+    unloaded = [str(n) for n in data.get("unloaded_params") or []]
+    benign = [n for n in unloaded if SHARD_SUFFIX.sub("", n).endswith(".qzeros")]
+    if not benign:
+        return
+    data["unloaded_params"] = [n for n in unloaded if n not in benign]
+    data["benign"] = [*(data.get("benign") or []), *benign]
+    left = [n for n in data["unloaded_params"] if not ENGINE_DEFAULTED.search(n)]
+    clean = not left and not data.get("unused_tensors") and not data.get("dtype_mismatches")
+    if data.get("verdict") == "drafts-garbage" and clean:
+        data["verdict"] = "compatible"
+        data["verdict_reason"] = f"loaded ({len(benign)} zero points Marlin does not read)"
+
+
 def vllm_head_benign(data: dict[str, Any]) -> None:
     """Read a vLLM report against the head the MTP layer is given after loading: vLLM 0.34.0
     installs the target's `lm_head` module in place of each layer's `shared_head.head`
@@ -1315,6 +1379,7 @@ def _label(path: Path) -> tuple[str, str]:
         sglang_modelopt_benign(data)
     if "/vllm" in str(path) and data.get("engine") == "vllm":
         vllm_head_benign(data)
+        vllm_marlin_zp_benign(data)
     verdict, reason = str(data.get("verdict")), str(data.get("verdict_reason", ""))
     if verdict == "incompatible" and any(s in str(data.get("error")) for s in PLATFORM_STOPS):
         return "oracle-error", "platform stop: " + str(data.get("error"))[:120]

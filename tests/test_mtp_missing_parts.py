@@ -5,7 +5,8 @@ gave them on the same tiny targets (dev/mtp_corpus.py, run on a CPU): vLLM 0.34.
 router out of its load check (it has a quantization method of its own) and loads it unset;
 SGLang 0.5.23 loads every missing tensor unset. The same holds for a quantized module's
 scales (the tensors the target's own quantized layers carry for it): on a quantized target
-neither engine runs a load check, and a missing scale keeps its initial value."""
+neither engine runs a load check, and a missing scale keeps its initial value (but for a
+symmetric GPTQ config's zero points, which Marlin never reads)."""
 
 from __future__ import annotations
 
@@ -160,3 +161,32 @@ def test_a_scale_is_not_asked_of_a_module_built_unquantized(tmp_path: Path) -> N
     report = check_path(path, engines=["vllm==0.34.0"], serve=serve)
     assert not [f for f in report.findings if f.rule == MTP_TENSOR_MISSING]
     assert [f for f in report.findings if f.rule == MTP_QUANT_EXCLUDED_STORED]
+
+
+@pytest.mark.parametrize(
+    ("family", "quant", "drop", "verdict"),
+    [
+        ("deepseek_v3", "modelopt_fp8", "self_attn.o_proj.input_scale", Verdict.DRAFTS_GARBAGE),
+        ("glm4_moe", "quark_fp8", "self_attn.k_proj.weight_scale", Verdict.DRAFTS_GARBAGE),
+        ("glm4_moe", "awq_int4", "self_attn.q_proj.scales", Verdict.DRAFTS_GARBAGE),
+        ("qwen3_5_dense", "awq_int4", "self_attn.q_proj.qzeros", Verdict.DRAFTS_GARBAGE),
+        # symmetric GPTQ: Marlin never reads the zero points
+        ("glm4_moe", "gptq_int4", "self_attn.q_proj.qzeros", Verdict.COMPATIBLE),
+        ("qwen3_5_dense", "gptq_int4", "self_attn.q_proj.qzeros", Verdict.COMPATIBLE),
+    ],
+)
+def test_the_other_schemes_scales_are_asked_for_as_vllm_reads_them(
+    tmp_path: Path, family: str, quant: str, drop: str, verdict: Verdict
+) -> None:
+    path = mtp_target(
+        tmp_path / "t",
+        family,
+        quant=quant,
+        mtp_quantized=True,
+        drop_quantized=(drop,),
+        engine_ready=True,
+        **({"g_idx": False} if quant == "gptq_int4" else {}),
+    )
+    serve = settings_from(serve_args=LINES["vllm==0.34.0"])
+    report = check_path(path, engines=["vllm==0.34.0"], serve=serve)
+    assert report.engines[0].verdict is verdict, [f.to_dict() for f in report.findings]

@@ -34,10 +34,14 @@ EMITS_STAGE = "MTP procedure: the quantization tensors of the MTP layers"
 
 # Quantization tensors a method stores that its kernels may not read, per `quant_method`:
 # GPTQ's zero points go unused for a symmetric config, the only one vLLM's GPTQ config class
-# takes ("Symmetric GPTQ retains checkpoint qzeros but reads the empty w_zp":
-# vllm/model_executor/layers/quantization/auto_gptq.py:467-468@v0.34.0), so a missing one is
-# not judged a defect. A missing weight (`qweight`, `weight_packed`) is
-# DF221's by :func:`draftfit.engines.procedure.mtp_steps.tensors_present`.
+# takes: its kernel is configured without zero points
+# (vllm/model_executor/layers/quantization/auto_gptq.py:362@v0.34.0) and Marlin replaces the
+# loaded ones with an empty tensor after loading
+# (vllm/model_executor/kernels/linear/mixed_precision/marlin.py:149-152@v0.34.0); SGLang's
+# Marlin step does not read them either (hardware_backend/gpu/quantization/
+# gptq_kernels.py:141-168@v0.5.23). A missing one is not judged a defect. A missing weight
+# (`qweight`, `weight_packed`) is DF221's by
+# :func:`draftfit.engines.procedure.mtp_steps.tensors_present`.
 OPTIONAL_PARTS: dict[str, frozenset[str]] = {"gptq": frozenset({"qzeros"})}
 
 
