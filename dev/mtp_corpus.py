@@ -1153,24 +1153,8 @@ def build(root: Path) -> None:
     for name, kw in TARGETS.items():
         args = dict(kw)
         family = args.pop("family")
-        listed = args.pop("listed", None)
         if not (root / name / "config.json").exists():
-            path = mtp_target(root / name, family, engine_ready=True, **args)
-            if listed is not None:
-                _write_list(path, *listed)
-
-
-def _write_list(path: Path, key: str, entries: list[str]) -> None:
-    """Replace the target's exclusion list `key` by `entries`, as another exporter writes it
-    (ModelOpt's `exclude_modules` in `hf_quant_config.json`)."""
-    if key == "exclude_modules":
-        quant = json.loads((path / "hf_quant_config.json").read_text())
-        quant["quantization"][key] = entries
-        (path / "hf_quant_config.json").write_text(json.dumps(quant, indent=2) + "\n")
-        return
-    config = json.loads((path / "config.json").read_text())
-    config["quantization_config"][key] = entries
-    (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+            mtp_target(root / name, family, engine_ready=True, **args)
 
 
 def run_oracle(root: Path, release: str, python: str, names: list[str]) -> None:

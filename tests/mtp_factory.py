@@ -23,7 +23,9 @@ exporters write one (AWQ: the layer's prefix),
 of SGLang's runtime names), `compressed` (a
 compressed-tensors FP8 config instead of `quant_method: fp8`), `g_idx` (False: a GPTQ MTP
 layer stored without its `g_idx` tensors), `drop_quantized` (sub-names left out of every MTP
-layer after it is quantized: a scale, e.g. `self_attn.o_proj.weight_scale_inv`),
+layer after it is quantized: a scale, e.g. `self_attn.o_proj.weight_scale_inv`), `listed`
+(`(key, entries)`: the quantization config's exclusion list `key` replaced by `entries`, as
+another exporter writes it; ModelOpt's `exclude_modules` in `hf_quant_config.json`),
 `fill` (the bytes of each tensor, by name, dtype and shape; None writes zeros: :func:`trained`
 gives every tensor values of its own, as a trained checkpoint has), `engine_ready` (the
 oracle's width, the router tensors and config keys an engine needs to build the layers on a
@@ -679,6 +681,7 @@ def mtp_target(
     engine_ready: bool = False,
     g_idx: bool = True,
     drop_quantized: tuple[str, ...] = (),
+    listed: tuple[str, list[str]] | None = None,
 ) -> Path:
     """Write a tiny target of `family` (`deepseek_v3`, `glm4_moe`, `glm4_moe_lite`: GLM-4.7-Flash,
     DeepSeek-V3's layers, `qwen3_next`, `qwen3_5`: a multimodal Qwen3.5-MoE, its keys in
@@ -758,14 +761,24 @@ def mtp_target(
                 if family == "qwen3_next" and engine_ready
                 else []
             )
-            listed = [*small, *excluded]
+            not_converted = [*small, *excluded]
             extra["quantization_config"] = {
                 "quant_method": "fp8",
                 "fmt": "e4m3",
                 "activation_scheme": "dynamic",
                 "weight_block_size": [BLOCK, BLOCK],
-                **({"modules_to_not_convert": listed} if exclude is not None or small else {}),
+                **(
+                    {"modules_to_not_convert": not_converted}
+                    if exclude is not None or small
+                    else {}
+                ),
             }
+    if listed is not None:  # the exclusion list `key` as another exporter writes it
+        key, entries = listed
+        if key == "exclude_modules" and quant_file is not None:  # ModelOpt's own file
+            quant_file["quantization"][key] = list(entries)
+        else:
+            extra["quantization_config"][key] = list(entries)
     # an MTP tensor the exporter left out after quantizing (a scale: `o_proj.weight_scale_inv`)
     mtp = {n: v for n, v in mtp.items() if not any(n.endswith("." + x) for x in drop_quantized)}
     path.mkdir(parents=True, exist_ok=True)

@@ -18,32 +18,24 @@ import pytest
 
 from draftfit.engines.procedure.mtp_matching import sglang_modelopt_match, sglang_skipped
 from tests.mtp_factory import mtp_target
-from tests.sglang_nextn import SGL, assert_sglang_gave, check_nextn
+from tests.sglang_nextn import SGL, UNLISTED_BF16, assert_sglang_gave, check_nextn
 from tests.test_mtp_commands import run
 
 
 def write_target(path: Path, family: str, listed: list[str] | None = None, **variant: Any) -> Path:
     """A ModelOpt FP8 target; `listed` replaces `exclude_modules` (beside `lm_head`)."""
-    path = mtp_target(path, family, quant="modelopt_fp8", engine_ready=True, **variant)
-    if listed is not None:
-        quant = json.loads((path / "hf_quant_config.json").read_text())
-        quant["quantization"]["exclude_modules"] = ["lm_head", *listed]
-        (path / "hf_quant_config.json").write_text(json.dumps(quant))
-    return path
+    entries = None if listed is None else ("exclude_modules", ["lm_head", *listed])
+    return mtp_target(
+        path, family, quant="modelopt_fp8", engine_ready=True, listed=entries, **variant
+    )
 
 
 Q = {"mtp_quantized": True}
 # (family, factory keywords) -> (SGLang 0.5.23's verdict, the rules that say why), as run
 CASES: list[tuple[str, dict[str, Any], str, set[str]]] = [
-    # a BF16 MTP layer not excluded: DeepSeek's MLA refuses the downcast, the rest cast it
-    ("deepseek_v3", {}, "incompatible", {"DF540"}),
-    # (GLM-4.7-Flash's backbone stores its MLA projections with per-tensor scales too, which
-    # stop the target's own load: DF542 on every GLM-4.7-Flash target here, run with the
-    # target's real weights; the MTP layer's own outcome as DF540 says)
-    ("glm4_moe_lite", {}, "incompatible", {"DF540", "DF542"}),
-    ("glm4_moe", {}, "drafts-garbage", {"DF540"}),
-    ("qwen3_5", {}, "drafts-garbage", {"DF540"}),
-    ("mimo", {}, "drafts-garbage", {"DF540"}),
+    # a BF16 MTP layer not excluded (DF542 on every GLM-4.7-Flash target here: its backbone's
+    # scales; the MTP layer's own outcome as DF540 says)
+    *((family, {}, verdict, codes) for family, verdict, codes in UNLISTED_BF16),
     ("qwen3_next", {}, "drafts-garbage", {"DF540"}),
     # the checkpoint's names: `q_b_proj` / `kv_b_proj` are reached by their last part, the
     # MLA fused module by `kv_a_proj_with_mqa`; `o_proj`, the experts and the shared

@@ -11,7 +11,6 @@ compute capability answered as on a GPU, the schemes' steps after loading skippe
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,30 +19,20 @@ import pytest
 from draftfit.engines.name_patterns import NameList
 from draftfit.engines.procedure.mtp_matching import sglang_quark_skipped
 from tests.mtp_factory import mtp_target
-from tests.sglang_nextn import assert_sglang_gave, check_nextn
+from tests.sglang_nextn import UNLISTED_BF16, assert_sglang_gave, check_nextn
 
 
 def write_target(path: Path, family: str, listed: list[str] | None = None, **variant: Any) -> Path:
     """A Quark FP8 target; `listed` replaces `exclude` (beside `lm_head`)."""
-    path = mtp_target(path, family, quant="quark_fp8", engine_ready=True, **variant)
-    if listed is not None:
-        config = json.loads((path / "config.json").read_text())
-        config["quantization_config"]["exclude"] = ["lm_head", *listed]
-        (path / "config.json").write_text(json.dumps(config))
-    return path
+    entries = None if listed is None else ("exclude", ["lm_head", *listed])
+    return mtp_target(path, family, quant="quark_fp8", engine_ready=True, listed=entries, **variant)
 
 
 Q = {"mtp_quantized": True}
 # (family, factory keywords) -> (SGLang 0.5.23's verdict, the rules that say why), as run
 CASES: list[tuple[str, dict[str, Any], str, set[str]]] = [
-    # a BF16 MTP layer not excluded: DeepSeek's MLA refuses the downcast, the rest cast it
-    ("deepseek_v3", {}, "incompatible", {"DF540"}),
-    # (GLM-4.7-Flash's backbone stores its MLA projections with per-tensor scales too, which
-    # stop the target's own load: DF542 on every GLM-4.7-Flash target here)
-    ("glm4_moe_lite", {}, "incompatible", {"DF540", "DF542"}),
-    ("glm4_moe", {}, "drafts-garbage", {"DF540"}),
-    ("qwen3_5", {}, "drafts-garbage", {"DF540"}),
-    ("mimo", {}, "drafts-garbage", {"DF540"}),
+    # a BF16 MTP layer not excluded (DF542 on every GLM-4.7-Flash target here)
+    *((family, {}, verdict, codes) for family, verdict, codes in UNLISTED_BF16),
     # the checkpoint's names and patterns reach Qwen3.5's `mtp.*` block, not the NextN layers
     ("deepseek_v3", {"exclude": "checkpoint"}, "incompatible", {"DF540"}),
     ("deepseek_v3", {"exclude": "regex"}, "incompatible", {"DF540"}),

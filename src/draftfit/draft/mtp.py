@@ -326,9 +326,6 @@ class MtpTarget:
         backbone_parts: the tensors of that layer an MTP decoder layer must carry beside its
             modules, relative to its prefix: `<module>.weight` for each module with a weight
             (stored in any form of `WEIGHT_PARTS`), and each tensor of `PARAM_PARTS`.
-        backbone_scaled: the modules of that layer stored with a scale beside their weight
-            (`weight_scale`, `input_scale`: a quantized module of a per-tensor or per-channel
-            scheme), by the index's names.
         backbone_quant_parts: the quantization tensors of that layer (`<module>.<part>`, each
             part of `QUANT_PARTS`: `o_proj.weight_scale_inv`), relative to its prefix: what
             the target's quantization loads for a module it builds quantized.
@@ -355,11 +352,21 @@ class MtpTarget:
     stray: tuple[str, ...] = field(default=())
     depth_invalid: bool = False
     backbone_parts: frozenset[str] = frozenset()
-    backbone_scaled: frozenset[str] = frozenset()
     backbone_quant_parts: frozenset[str] = frozenset()
     hidden_size: int | None = None
     moe_intermediate_size: int | None = None
     first_moe_layer: int | None = None
+
+    @property
+    def backbone_scaled(self) -> frozenset[str]:
+        """The modules of the last decoder layer stored with a scale beside their weight
+        (`weight_scale`, `input_scale`: a quantized module of a per-tensor or per-channel
+        scheme), by the index's names."""
+        return frozenset(
+            module
+            for module, _, part in (item.rpartition(".") for item in self.backbone_quant_parts)
+            if part in SCALE_PARTS
+        )
 
     @property
     def quantized(self) -> bool:
@@ -402,7 +409,6 @@ def read_mtp_target(
     stray: list[str] = []
     backbone: set[str] = set()
     parts: set[str] = set()
-    scaled: set[str] = set()
     quant_parts: set[str] = set()
     words = mtp_words(family)
     last = _last_layer_prefixes(family, layers_count)
@@ -419,8 +425,6 @@ def read_mtp_target(
                     parts.add(sub)
                 elif part in WEIGHT_PARTS:
                     parts.add(module + ".weight")
-                if part in SCALE_PARTS:
-                    scaled.add(module)
                 if part in QUANT_PARTS:
                     quant_parts.add(sub)
         found = _mtp_slot(family, layers_count, name)
@@ -446,7 +450,6 @@ def read_mtp_target(
         layers=layers,
         backbone_modules=frozenset(backbone),
         backbone_parts=frozenset(parts),
-        backbone_scaled=frozenset(scaled),
         backbone_quant_parts=frozenset(quant_parts),
         quant=read_quant(config, quant_file),
         stray=tuple(sorted(stray)[:20]),

@@ -110,7 +110,7 @@ def quantized_layer_built(state: BuildState) -> bool | None:
             return None
     if kind == SHARED_EXPERTS:
         _backbone_shared_experts(state, target, rule, entries, names)
-    if kind == FUSED_QKV_A_SCALAR and all(m in target.backbone_scaled for m in MODULES[kind]):
+    if kind == FUSED_QKV_A_SCALAR and set(MODULES[kind]) <= target.backbone_scaled:
         # the target's own load concatenates its layers' per-tensor scales the same way
         # (run with the target's real weights): the index names them
         last = (target.num_hidden_layers or 1) - 1

@@ -22,9 +22,8 @@ from draftfit.engines.procedure.mtp_part import (
     mtp_finding,
     mtp_inputs,
     mtp_view,
-    not_read,
 )
-from draftfit.engines.procedure.mtp_steps import decoder_template, missing_outcome
+from draftfit.engines.procedure.mtp_presence import decoder_template, tensor_outcome
 from draftfit.engines.procedure.state import BuildState
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
@@ -41,7 +40,7 @@ EMITS_STAGE = "MTP procedure: the quantization tensors of the MTP layers"
 # Marlin step does not read them either (hardware_backend/gpu/quantization/
 # gptq_kernels.py:141-168@v0.5.23). A missing one is not judged a defect. A missing weight
 # (`qweight`, `weight_packed`) is DF221's by
-# :func:`draftfit.engines.procedure.mtp_steps.tensors_present`.
+# :func:`draftfit.engines.procedure.mtp_presence.tensors_present`.
 OPTIONAL_PARTS: dict[str, frozenset[str]] = {"gptq": frozenset({"qzeros"})}
 
 
@@ -73,9 +72,8 @@ def quantized_parts_present(state: BuildState) -> bool | None:
         if not missing:
             continue
         # the target is quantized: `mtp_missing_weights`' `quantized` (no load check runs)
-        outcome = missing_outcome(state)
+        outcome = tensor_outcome(state)
         if outcome is None:
-            not_read(state, f"what {state.title} does with a missing MTP tensor was not read")
             continue
         some_experts = _some_experts_only(missing, modules)
         if some_experts and outcome is Consequence.DRAFTS_GARBAGE:

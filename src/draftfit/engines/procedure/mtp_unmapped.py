@@ -1,7 +1,7 @@
 """The MTP tensors an engine's loaders map nowhere (DF222): a module an MTP layer holds that
 its MTP class does not build (a tensor exported under another name), and an MTP layer shipped
 beyond those the release builds for the declared depth. Steps of every engine's MTP
-procedure, after :func:`draftfit.engines.procedure.mtp_steps.tensors_present`.
+procedure, after :func:`draftfit.engines.procedure.mtp_presence.tensors_present`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from draftfit.engines.procedure.mtp_part import (
     mtp_view,
     not_read,
 )
-from draftfit.engines.procedure.mtp_steps import decoder_template
+from draftfit.engines.procedure.mtp_presence import decoder_template
 from draftfit.engines.procedure.state import BuildState
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence

@@ -19,6 +19,7 @@ not refused.
 from __future__ import annotations
 
 from draftfit import rule_ids
+from draftfit.engines.procedure import mtp_presence as presence
 from draftfit.engines.procedure import mtp_quant_parts as quant_parts
 from draftfit.engines.procedure import mtp_quantization as quantization
 from draftfit.engines.procedure import mtp_steps as steps
@@ -252,8 +253,8 @@ MTP_PROCEDURE: Procedure = (
         steps.draft_path,
         steps.depth,
         mtp_mode,
-        steps.layers_present,
-        steps.tensors_present,
+        presence.layers_present,
+        presence.tensors_present,
         unmapped.tensors_mapped,
         unmapped.layers_beyond,
         unmapped.gptq_order_mapped,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from draftfit import rule_ids
 from draftfit.engines.procedure import mtp_export as export
+from draftfit.engines.procedure import mtp_presence as presence
 from draftfit.engines.procedure import mtp_quant_parts as quant_parts
 from draftfit.engines.procedure import mtp_quantization as quantization
 from draftfit.engines.procedure import mtp_steps as steps
@@ -201,8 +202,8 @@ MTP_PROCEDURE: Procedure = (
         steps.depth,
         steps.depth_vs_tokens,
         export.export_fit,
-        steps.layers_present,
-        steps.tensors_present,
+        presence.layers_present,
+        presence.tensors_present,
         unmapped.tensors_mapped,
         unmapped.layers_beyond,
         unmapped.gptq_order_mapped,
