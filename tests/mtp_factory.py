@@ -26,6 +26,7 @@ layer stored without its `g_idx` tensors), `drop_quantized` (sub-names left out 
 layer after it is quantized: a scale, e.g. `self_attn.o_proj.weight_scale_inv`), `listed`
 (`(key, entries)`: the quantization config's exclusion list `key` replaced by `entries`, as
 another exporter writes it; ModelOpt's `exclude_modules` in `hf_quant_config.json`),
+`moved` (pairs of full names: an MTP tensor stored under a name outside its layer),
 `fill` (the bytes of each tensor, by name, dtype and shape; None writes zeros: :func:`trained`
 gives every tensor values of its own, as a trained checkpoint has), `engine_ready` (the
 oracle's width, the router tensors and config keys an engine needs to build the layers on a
@@ -682,6 +683,7 @@ def mtp_target(
     g_idx: bool = True,
     drop_quantized: tuple[str, ...] = (),
     listed: tuple[str, list[str]] | None = None,
+    moved: tuple[tuple[str, str], ...] = (),
 ) -> Path:
     """Write a tiny target of `family` (`deepseek_v3`, `glm4_moe`, `glm4_moe_lite`: GLM-4.7-Flash,
     DeepSeek-V3's layers, `qwen3_next`, `qwen3_5`: a multimodal Qwen3.5-MoE, its keys in
@@ -781,6 +783,8 @@ def mtp_target(
             extra["quantization_config"][key] = list(entries)
     # an MTP tensor the exporter left out after quantizing (a scale: `o_proj.weight_scale_inv`)
     mtp = {n: v for n, v in mtp.items() if not any(n.endswith("." + x) for x in drop_quantized)}
+    for old, new in moved:  # one MTP tensor stored under a name outside its layer
+        mtp[new] = mtp.pop(old)
     path.mkdir(parents=True, exist_ok=True)
     config = _config(family, depth, d, engine_ready, dense, **extra)
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")

@@ -91,3 +91,61 @@ def test_an_mtp_layer_under_another_prefix_gets_the_verdict_sglang_gave_it(
     (finding,) = [f for f in report.findings if f.rule.code == "DF220"]
     assert "mtp.fc" not in finding.message
     assert ("KeyError" in finding.message) is (verdict == "incompatible")
+
+
+NORM = "mtp.layers.0.input_layernorm.weight"
+Q_PROJ = "mtp.layers.0.self_attn.q_proj.weight"
+
+
+@pytest.mark.parametrize(
+    ("quant", "moved", "verdict"),
+    [
+        # renamed `model.model.layers.0.input_layernorm.weight`: KeyError
+        (None, (NORM, "model.mtp.layers.0.input_layernorm.weight"), "incompatible"),
+        ("fp8", (NORM, "model.mtp.layers.0.input_layernorm.weight"), "incompatible"),
+        ("fp8", (Q_PROJ, "mtp.layer.0.self_attn.q_proj.weight"), "incompatible"),
+        ("fp8", ("mtp.fc.weight", "mtp_fc.weight"), "incompatible"),  # `model_fc.weight`
+        # a bias the loader has no parameter for is skipped: `q_proj` stays unloaded
+        ("fp8", (Q_PROJ, "model.mtp.layers.0.self_attn.q_proj.bias"), "drafts-garbage"),
+    ],
+)
+def test_a_tensor_moved_out_of_a_shipped_layer_gets_the_verdict_sglang_gave_it(
+    tmp_path: Path, quant: str | None, moved: tuple[str, str], verdict: str
+) -> None:
+    """The same lookup stops the load on one tensor outside the MTP layer when the layer
+    itself is shipped (DF222, which names it); without the rename the module it was meant
+    for is missing (DF221), which for an FP8 target alone would only draft garbage."""
+    path = mtp_target(
+        tmp_path / "t",
+        "qwen3_next",
+        depth=None,
+        quant=quant,
+        exclude="checkpoint" if quant else None,
+        moved=(moved,),
+        engine_ready=True,
+    )
+    report = _check(path)
+    assert report.engines[0].verdict.value == verdict, [f.to_dict() for f in report.findings]
+    unmapped = [f for f in report.findings if f.rule.code == "DF222"]
+    assert [moved[1] in f.message for f in unmapped] == (
+        [True] if verdict == "incompatible" else []
+    )
+
+
+def test_a_mimo_own_module_moved_out_of_a_shipped_layer_stops_sglangs_load(
+    tmp_path: Path,
+) -> None:
+    """SGLang's MiMo loader looks up every name holding one of its own modules: one stored
+    outside `model.mtp_layers.{i}.` stops the load (KeyError), quantized target or not."""
+    moved = ("model.mtp_layers.0.token_layernorm.weight", "model.mtp.token_layernorm.weight")
+    path = mtp_target(
+        tmp_path / "t", "mimo", quant="fp8", exclude="checkpoint", moved=(moved,), engine_ready=True
+    )
+    serve = settings_from(
+        serve_args=f"python -m sglang.launch_server --model-path {path} --trust-remote-code "
+        "--speculative-algorithm NEXTN"
+    )
+    report = check_path(path, engines=[SGL], method="mtp", serve=serve)
+    assert report.engines[0].verdict.value == "incompatible"
+    (finding,) = [f for f in report.findings if f.rule.code == "DF222"]
+    assert "`model.mtp.token_layernorm.weight`" in finding.message

@@ -439,6 +439,8 @@ def read_mtp_target(
         layer.tensors[sub] = tensors.get(name)
     if family is not None and family.naming == MTP_PREFIX and layers:
         _add_own(layers, names, tensors, "mtp.")
+        # the first layer holds those now (a renamed one is its module, not a stray)
+        stray = [n for n in stray if not _placed_by_add_own(n, "mtp.")]
     return MtpTarget(
         family=family,
         architecture=architecture,
@@ -519,13 +521,20 @@ class MtpSelection:
         return self._queried
 
 
+def _placed_by_add_own(name: str, p: str) -> bool:
+    """Whether :func:`_add_own` places `name` in the first MTP layer: any name under `p`
+    outside `p` + `layers.`."""
+    return name.startswith(p) and not name.startswith(p + "layers.")
+
+
 def _add_own(
     layers: dict[int, MtpLayer], names: Iterable[str], tensors: Mapping[str, TensorInfo], p: str
 ) -> None:
-    """Qwen3-Next style: `mtp.fc`, `mtp.norm`, ... belong to the first MTP layer."""
+    """Qwen3-Next style: `mtp.fc`, `mtp.norm`, ... belong to the first MTP layer (and so does
+    any other name under `mtp.` outside its layers: a module the MTP loader looks up)."""
     first = layers[min(layers)]
     for name in names:
-        if name.startswith(p) and not name.startswith(p + "layers."):
+        if _placed_by_add_own(name, p):
             first.tensors[name[len(p) :]] = tensors.get(name)
 
 

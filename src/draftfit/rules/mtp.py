@@ -290,7 +290,10 @@ def mtp_tensor_unmapped() -> None:
     modules of the target's decoder layers (a tensor renamed by an exporter: `e_proj` for
     `eh_proj`, `lm_head` for `shared_head.head`, `out_proj` for `o_proj`); and that no MTP
     layer is shipped beyond those the release builds for the declared depth
-    (`num_nextn_predict_layers` 1 with `model.layers.{L+1}.*` shipped); and that a GPTQ MTP
+    (`num_nextn_predict_layers` 1 with `model.layers.{L+1}.*` shipped); that no tensor
+    outside the shipped MTP layers is one the release's MTP loader looks up (SGLang's
+    Qwen3-Next loader: any name holding `mtp`, `model.mtp.layers.0.input_layernorm.weight`;
+    its MiMo loader: any name holding one of MiMo's own modules); and that a GPTQ MTP
     layer holds no `g_idx` tensor where the release's MTP loader does not drop it.
 
     ## Why it matters
@@ -301,7 +304,11 @@ def mtp_tensor_unmapped() -> None:
     name, and the module it was meant for is missing (DF221). A layer beyond the declared
     depth stops vLLM too: its target loader skips only the declared MTP layers and loads the
     next one as a decoder layer it does not have (DeepSeek, GLM), or the MTP loader has no
-    layer for it (Qwen3.5, MiMo); SGLang passes it over (but for Qwen3-Next). vLLM's
+    layer for it (Qwen3.5, MiMo); SGLang passes it over (but for Qwen3-Next). A tensor
+    moved out of a shipped layer leaves its module missing (DF221); where the loader also
+    looks the moved name up, the load stops there (SGLang's Qwen3-Next loader renames `mtp` to `model` in it:
+    `KeyError: 'model.model.layers.0.input_layernorm.weight'`; vLLM's Qwen MTP loaders take
+    every name under `mtp.`). vLLM's
     GPTQ methods register no parameter for GPTQ's `g_idx`: the target's loader drops it, but
     the DeepSeek, GLM and MiMo MTP loaders look it up and stop (Qwen3.5's and Qwen3-Next's drop
     it too). Run on a CPU
@@ -313,7 +320,8 @@ def mtp_tensor_unmapped() -> None:
 
     ## Fix
     Store the tensor under the name the engine loads (the name the target's decoder layers,
-    or the family's MTP modules, use); declare every MTP layer shipped in the depth key, or
+    or the family's MTP modules, use), or leave a copy outside the MTP layers out of the
+    checkpoint; declare every MTP layer shipped in the depth key, or
     ship only the layers declared; export a GPTQ MTP layer without its `g_idx` tensors.
     """
 

@@ -69,12 +69,22 @@ def _layer_missing_outcome(state: BuildState) -> tuple[Consequence | None, bool]
     return _missing_outcome(state), False
 
 
-def _stray_looked_up(state: BuildState) -> str | None:
+# The stray names the lookups above pass over: rotary caches, extra biases (skipped where
+# they have no parameter), and `*_scale` tensors (SGLang's Qwen3-Next loader skips one whose
+# value is 1.0 and asserts otherwise: a value this check does not read).
+_PASSED_OVER_STRAY = ("rotary_emb.inv_freq",)
+_SKIPPED_STRAY_ENDINGS = (".bias", "_scale")
+
+
+def stray_looked_up(state: BuildState) -> str | None:
     """A tensor outside the MTP layers that the release's MTP loader looks up among its
     parameters, which stops the load (KeyError): one named like one of the family's own
     modules (`mtp_missing_weights`' `stray_own`: SGLang's MiMo loader), or any whose name
     holds `mtp` (`stray_mtp`: SGLang's Qwen3-Next loader, which renames `mtp` to `model` in
-    every such name and looks it up); None otherwise."""
+    every such name and looks it up); None otherwise. Names the loader passes over (a rotary
+    cache, a bias or a scale it skips) and names that land on one of the MTP model's own
+    parameters (MiMo's `model.token_layernorm.weight`, Qwen3-Next's `mtp.embed_tokens.*`)
+    are not counted."""
     target = mtp_inputs(state).target
     family = target.family
     fact = state.profile.fact("mtp_missing_weights")
@@ -85,13 +95,32 @@ def _stray_looked_up(state: BuildState) -> str | None:
     def refused(by_family: object) -> bool:
         return isinstance(by_family, dict) and by_family.get(family.name) == "refused"
 
+    looked_up = [
+        name
+        for name in target.stray
+        if not any(word in name for word in _PASSED_OVER_STRAY)
+        and not name.endswith(_SKIPPED_STRAY_ENDINGS)
+    ]
     if refused(value.get("stray_own")):
-        named = (n for n in target.stray if any(f".{own}." in n for own in family.own))
+        own_params = {f"model.{own}." for own in family.own}
+        named = (
+            n
+            for n in looked_up
+            if any(f".{own}." in n for own in family.own)
+            and not any(n.startswith(p) and n.count(".") == 2 for p in own_params)
+        )
         found = next(named, None)
         if found is not None:
             return found
     if refused(value.get("stray_mtp")):
-        return next((n for n in target.stray if "mtp" in n), None)
+        return next(
+            (
+                n
+                for n in looked_up
+                if "mtp" in n and not n.replace("mtp", "model").startswith("model.embed_tokens.")
+            ),
+            None,
+        )
     return None
 
 
@@ -159,7 +188,7 @@ def layers_present(state: BuildState) -> bool | None:
     if outcome is None:
         not_read(state, f"what {state.title} does with a missing MTP layer was not read")
         return None
-    looked_up = _stray_looked_up(state)
+    looked_up = stray_looked_up(state)
     if looked_up:
         outcome, refused_by_loader = Consequence.REFUSES_TO_START, False
     prefixes = ", ".join(

@@ -1,6 +1,7 @@
 """The MTP tensors an engine's loaders map nowhere (DF222): a module an MTP layer holds that
-its MTP class does not build (a tensor exported under another name), and an MTP layer shipped
-beyond those the release builds for the declared depth. Steps of every engine's MTP
+its MTP class does not build (a tensor exported under another name), a tensor outside the
+MTP layers that the MTP loader looks up, and an MTP layer shipped beyond those the release
+builds for the declared depth. Steps of every engine's MTP
 procedure, after :func:`draftfit.engines.procedure.mtp_presence.tensors_present`.
 """
 
@@ -16,7 +17,7 @@ from draftfit.engines.procedure.mtp_part import (
     mtp_view,
     not_read,
 )
-from draftfit.engines.procedure.mtp_presence import decoder_template
+from draftfit.engines.procedure.mtp_presence import decoder_template, stray_looked_up
 from draftfit.engines.procedure.state import BuildState
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
@@ -75,6 +76,36 @@ def tensors_mapped(state: BuildState) -> bool | None:
             f"modules ({', '.join(family.own)}) or a module of the target's decoder layers",
             consequence=Consequence.REFUSES_TO_START,
         )
+    return None
+
+
+def strays_mapped(state: BuildState) -> bool | None:
+    """No tensor outside the MTP layers is one the release's MTP loader looks up and cannot
+    place (DF222), where every layer it builds is shipped (a missing layer is DF220's, which
+    names the stray): SGLang's Qwen3-Next loader renames `mtp` to `model` in every name that
+    holds it, its MiMo loader takes every name holding one of its own modules (`stray_mtp`,
+    `stray_own` of `mtp_missing_weights`)."""
+    target, mtp = mtp_inputs(state).target, mtp_view(state)
+    built = mtp.layers_built or ()
+    if not built or any(index not in target.layers for index in built):
+        return None
+    looked_up = stray_looked_up(state)
+    if looked_up is None:
+        return None
+    family = target.family
+    own = f"one of the family's MTP modules ({', '.join(family.own)}) or " if family else ""
+    mtp_finding(
+        state,
+        rule_ids.MTP_TENSOR_UNMAPPED,
+        f"the checkpoint holds `{looked_up}` outside the MTP layers it ships; "
+        f"{state.title}'s MTP loader looks the name up among the MTP model's parameters, "
+        "finds none and stops the load (KeyError)",
+        location=Location(tensor=looked_up),
+        keys=("mtp_missing_weights",),
+        fix=f"store the tensor under the name the engine loads ({own}a module of the MTP "
+        "layer), or leave it out of the checkpoint",
+        consequence=Consequence.REFUSES_TO_START,
+    )
     return None
 
 
@@ -190,12 +221,16 @@ def _only_kv_scales(layer: MtpLayer, module: str) -> bool:
 
 
 def _full(family: MtpFamily, target: MtpTarget, index: int, layer: MtpLayer, module: str) -> str:
-    """The checkpoint name of `module` of `layer` (its first tensor)."""
+    """The checkpoint name of `module` of `layer` (its first tensor). The first layer of
+    `mtp.*` naming also holds the names under `mtp.` outside its layers: a module whose first
+    part is none of the decoder layers' (`eh_proj`, `layer.0.self_attn.q_proj`) is one."""
     prefix = layer.prefix
-    if family.naming == MTP_PREFIX and index == min(target.layers) and "." not in module:
+    decoder_roots = {m.split(".", 1)[0] for m in target.backbone_modules}
+    own_named = module.split(".", 1)[0] not in decoder_roots
+    if family.naming == MTP_PREFIX and index == min(target.layers) and own_named:
         prefix = family.own_prefix(target.num_hidden_layers or 0, index)
     part = next(iter(layer.parts(module)), "weight")
     return f"{prefix}{module}.{part}"
 
 
-__all__ = ["layers_beyond", "tensors_mapped"]
+__all__ = ["layers_beyond", "strays_mapped", "tensors_mapped"]

@@ -205,6 +205,7 @@ MTP_PROCEDURE: Procedure = (
         presence.layers_present,
         presence.tensors_present,
         unmapped.tensors_mapped,
+        unmapped.strays_mapped,
         unmapped.layers_beyond,
         unmapped.gptq_order_mapped,
         quantization.quantization_covered,
