@@ -5,11 +5,13 @@ check; SGLang 0.5.23 loads the NextN layer unset, or stops on MiMo's own names).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from draftfit.checker import check_path
+from draftfit.conversion.mtp_convert import convert_mtp_path
 from draftfit.engines.launch import settings_from
 from draftfit.report import Verdict
 from draftfit.rule_ids import MTP_LAYER_MISSING
@@ -49,3 +51,70 @@ def test_a_renamed_mtp_layer(
         )
         assert report.engines[0].verdict is expected, engine
         assert MTP_LAYER_MISSING.code in {f.rule.code for f in report.findings}
+
+
+@pytest.mark.parametrize(
+    ("family", "moved", "vllm", "sglang"),
+    [
+        # under `mtp.` but outside `mtp.layers.`: vLLM's loader has no module `layer`
+        (
+            "qwen3_next",
+            ("mtp.layers.0.self_attn.q_proj.weight", "mtp.layer.0.self_attn.q_proj.weight"),
+            R,
+            R,
+        ),
+        (
+            "qwen3_5",
+            ("mtp.layers.0.self_attn.q_proj.weight", "mtp.layer.0.self_attn.q_proj.weight"),
+            R,
+            G,
+        ),
+        # outside `mtp.`: vLLM passes it over (the norm stays unset); SGLang's Qwen3-Next
+        # loader renames `mtp` in it and stops
+        ("qwen3_next", ("mtp.fc.weight", "model.mtp.fc.weight"), G, R),
+        (
+            "mimo",
+            ("model.mtp_layers.0.token_layernorm.weight", "model.mtp.token_layernorm.weight"),
+            G,
+            R,
+        ),
+        ("deepseek_v3", ("model.layers.2.eh_proj.weight", "model.mtp.eh_proj.weight"), G, R),
+    ],
+)
+def test_a_tensor_moved_out_of_an_fp8_targets_mtp_layer(
+    tmp_path: Path, family: str, moved: tuple[str, str], vllm: Verdict, sglang: Verdict
+) -> None:
+    """One tensor of a shipped MTP layer stored outside it, in an FP8 target whose MTP layer
+    is excluded by its checkpoint names (no load check: a missing module alone drafts
+    garbage). Verdicts as vLLM 0.34.0's and SGLang 0.5.23's own loaders gave them on a CPU;
+    SGLang's DeepSeek one builds `eh_proj` FP8 whatever the list says (DF540)."""
+    path = mtp_target(
+        tmp_path / "t", family, quant="fp8", exclude="checkpoint", moved=(moved,), engine_ready=True
+    )
+    trust = " --trust-remote-code" if family == "mimo" else ""
+    for engine, line, expected in (
+        ("vllm==0.34.0", VLLM, vllm),
+        ("sglang==0.5.23", SGLANG, sglang),
+    ):
+        report = check_path(
+            path, engines=[engine], serve=settings_from(serve_args=line.format(trust=trust))
+        )
+        assert report.engines[0].verdict is expected, (
+            engine,
+            [f.to_dict() for f in report.findings],
+        )
+        unmapped = [f.message for f in report.findings if f.rule.code == "DF222"]
+        assert all(f"`{moved[1]}`" in m for m in unmapped)
+        assert bool(unmapped) is (expected is R and family != "deepseek_v3"), engine
+
+
+def test_convert_names_a_module_under_mtp_by_its_own_name(tmp_path: Path) -> None:
+    """A module stored under `mtp.` outside the layers is listed under that name, not under
+    the layer's prefix."""
+    moved = ("mtp.layers.0.self_attn.q_proj.weight", "mtp.layer.0.self_attn.q_proj.weight")
+    path = mtp_target(tmp_path / "t", "qwen3_next", quant="fp8", moved=(moved,), engine_ready=True)
+    out = tmp_path / "o"
+    convert_mtp_path(path, out, engines=["vllm==0.34.0"])
+    listed = json.loads((out / "config.json").read_text())["quantization_config"]
+    assert "mtp.layer.0.self_attn.q_proj" in listed["modules_to_not_convert"]
+    assert not any("layers.0.layer." in e for e in listed["modules_to_not_convert"])

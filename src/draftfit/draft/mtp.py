@@ -217,6 +217,9 @@ class MtpLayer:
     index: int
     prefix: str
     tensors: dict[str, TensorInfo | None]
+    # the names under `tensors` stored under the MTP block's own prefix (`mtp.fc.weight`, and
+    # any other name under `mtp.` outside its layers), not under `prefix`
+    outside: set[str] = field(default_factory=set, compare=False)
     # (tensors grouped, module -> {last name part: info}; the module names), built on first
     # use and again when tensors were added since (a layer of 256 experts has ~1,500
     # modules; grouping them for each question would be quadratic)
@@ -229,6 +232,10 @@ class MtpLayer:
         self._by_module()
         assert self._parts is not None
         return self._parts[2]
+
+    def stored_outside(self, module: str) -> bool:
+        """Whether `module` is stored under the MTP block's own prefix, not the layer's."""
+        return any(sub.rpartition(".")[0] == module for sub in self.outside)
 
     def parts(self, module: str) -> tuple[str, ...]:
         """The last name parts of `module`'s tensors (`weight`, `bias`, `weight_scale_inv`), in
@@ -536,6 +543,7 @@ def _add_own(
     for name in names:
         if _placed_by_add_own(name, p):
             first.tensors[name[len(p) :]] = tensors.get(name)
+            first.outside.add(name[len(p) :])
 
 
 def _own_module(family: MtpFamily | None, name: str) -> bool:

@@ -306,9 +306,9 @@ def mtp_tensor_unmapped() -> None:
     next one as a decoder layer it does not have (DeepSeek, GLM), or the MTP loader has no
     layer for it (Qwen3.5, MiMo); SGLang passes it over (but for Qwen3-Next). A tensor
     moved out of a shipped layer leaves its module missing (DF221); where the loader also
-    looks the moved name up, the load stops there (SGLang's Qwen3-Next loader renames `mtp` to `model` in it:
-    `KeyError: 'model.model.layers.0.input_layernorm.weight'`; vLLM's Qwen MTP loaders take
-    every name under `mtp.`). vLLM's
+    looks the moved name up, the load stops there (SGLang's Qwen3-Next loader renames `mtp`
+    to `model` in it: `KeyError: 'model.model.layers.0.input_layernorm.weight'`; vLLM's Qwen
+    MTP loaders take every name under `mtp.`). vLLM's
     GPTQ methods register no parameter for GPTQ's `g_idx`: the target's loader drops it, but
     the DeepSeek, GLM and MiMo MTP loaders look it up and stop (Qwen3.5's and Qwen3-Next's drop
     it too). Run on a CPU

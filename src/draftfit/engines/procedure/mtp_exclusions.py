@@ -383,9 +383,13 @@ def own_quantized(profile: Profile, target: MtpTarget) -> frozenset[str] | None:
 
 def own_prefix(target: MtpTarget, index: int, module: str) -> str | None:
     """Where the checkpoint names `module` of MTP layer `index` when it is one of the MTP
-    block's own modules (its family's `own`: `eh_proj`, `fc`, the norms), else None."""
+    block's own modules (its family's `own`: `eh_proj`, `fc`, the norms, or any other module
+    stored under the block's prefix: `mtp.eh_proj`), else None."""
     family = target.family
-    if family is None or module not in family.own:
+    layer = target.layers.get(index)
+    if family is None or (
+        module not in family.own and not (layer is not None and layer.stored_outside(module))
+    ):
         return None
     return family.own_prefix(target.num_hidden_layers or 0, index)
 

@@ -221,13 +221,10 @@ def _only_kv_scales(layer: MtpLayer, module: str) -> bool:
 
 
 def _full(family: MtpFamily, target: MtpTarget, index: int, layer: MtpLayer, module: str) -> str:
-    """The checkpoint name of `module` of `layer` (its first tensor). The first layer of
-    `mtp.*` naming also holds the names under `mtp.` outside its layers: a module whose first
-    part is none of the decoder layers' (`eh_proj`, `layer.0.self_attn.q_proj`) is one."""
+    """The checkpoint name of `module` of `layer` (its first tensor): under the MTP block's
+    own prefix where it is stored there (`mtp.eh_proj`, `mtp.layer.0.self_attn.q_proj`)."""
     prefix = layer.prefix
-    decoder_roots = {m.split(".", 1)[0] for m in target.backbone_modules}
-    own_named = module.split(".", 1)[0] not in decoder_roots
-    if family.naming == MTP_PREFIX and index == min(target.layers) and own_named:
+    if family.naming == MTP_PREFIX and layer.stored_outside(module):
         prefix = family.own_prefix(target.num_hidden_layers or 0, index)
     part = next(iter(layer.parts(module)), "weight")
     return f"{prefix}{module}.{part}"
