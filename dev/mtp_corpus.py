@@ -821,6 +821,90 @@ TARGETS.update(
         for short, modules in _SCALED.items()
     }
 )
+# One tensor of a shipped MTP layer stored outside it (`moved`): under three other
+# prefixes, unquantized and in an FP8 target whose MTP layer its checkpoint names exclude
+_MOVED_ITEMS = {
+    "ds": ("input_layernorm", "self_attn.q_a_proj", "eh_proj"),
+    "glml": ("input_layernorm", "self_attn.q_a_proj", "eh_proj"),
+    "glm": ("input_layernorm", "self_attn.q_proj", "eh_proj"),
+    "qn": ("input_layernorm", "self_attn.q_proj", "fc"),
+    "q35": ("input_layernorm", "self_attn.q_proj", "fc"),
+    "q35d": ("input_layernorm", "self_attn.q_proj", "fc"),
+    "mimo": ("input_layernorm", "self_attn.q_proj", "input_proj"),
+}
+_MOVED_TO = {"model.mtp.layers.0.": "mml", "mtp_layers.0.": "ml", "model.nextn.0.": "nx"}
+FP8_EXCLUDED = {"quant": "fp8", "exclude": "checkpoint"}
+
+
+def _mtp_name(short: str, item: str) -> str:
+    """The checkpoint name of `item` of the first MTP layer of the tiny target `short`."""
+    if short in ("qn", "q35", "q35d"):
+        return ("mtp." if item == "fc" else "mtp.layers.0.") + item + ".weight"
+    return ("model.mtp_layers.0." if short == "mimo" else "model.layers.2.") + item + ".weight"
+
+
+TARGETS.update(
+    {
+        f"{short}{'_fp8x' if fp8 else ''}_{_tag(item)}_to_{tag}": {
+            **BASE_KW[short],
+            **(FP8_EXCLUDED if fp8 else {}),
+            "moved": ((_mtp_name(short, item), prefix + item + ".weight"),),
+        }
+        for short, items in _MOVED_ITEMS.items()
+        for item in items
+        for prefix, tag in _MOVED_TO.items()
+        for fp8 in (False, True)
+        if fp8 or tag == "mml"
+    }
+)
+# ... and names an exporter might give one of them (SGLang's Qwen3-Next loader renames `mtp` to
+# `model` in any name that holds it; vLLM's Qwen loaders look up any name under `mtp.`)
+_NORM, _Q = "mtp.layers.0.input_layernorm.weight", "mtp.layers.0.self_attn.q_proj.weight"
+_MOVED_AS = {
+    "qn_moved_norm": ("qn", False, _NORM, "model.mtp.layers.0.input_layernorm.weight"),
+    "qn_fp8x_moved_q": ("qn", True, _Q, "mtp.layer.0.self_attn.q_proj.weight"),
+    "qn_fp8x_moved_fc": ("qn", True, "mtp.fc.weight", "mtp_fc.weight"),
+    "qn_fp8x_moved_bias": ("qn", True, _Q, "model.mtp.layers.0.self_attn.q_proj.bias"),
+    "qn_moved_expert": (
+        "qn",
+        False,
+        "mtp.layers.0.mlp.experts.0.down_proj.weight",
+        "model.mtp.layers.0.mlp.experts.0.down_proj.weight",
+    ),
+    "q35_fp8x_moved_q": ("q35", True, _Q, "mtp.layer.0.self_attn.q_proj.weight"),
+    "q35_moved_norm_model": ("q35", False, _NORM, "model.mtp.layers.0.input_layernorm.weight"),
+    "mimo_moved_tn": (
+        "mimo",
+        False,
+        "model.mtp_layers.0.token_layernorm.weight",
+        "model.mtp.token_layernorm.weight",
+    ),
+    "mimo_fp8x_moved_q": (
+        "mimo",
+        True,
+        "model.mtp_layers.0.self_attn.q_proj.weight",
+        "model.mtp_layer.0.self_attn.q_proj.weight",
+    ),
+    "mimo_fp8x_moved_tn": (
+        "mimo",
+        True,
+        "model.mtp_layers.0.token_layernorm.weight",
+        "model.mtp.token_layernorm.weight",
+    ),
+    "ds_fp8x_moved_eh": ("ds", True, "model.layers.2.eh_proj.weight", "model.mtp.eh_proj.weight"),
+    "glm_fp8x_moved_enorm": (
+        "glm",
+        True,
+        "model.layers.2.enorm.weight",
+        "model.layers.2.mtp.enorm.weight",
+    ),
+}
+TARGETS.update(
+    {
+        name: {**BASE_KW[short], **(FP8_EXCLUDED if fp8 else {}), "moved": ((old, new),)}
+        for name, (short, fp8, old, new) in _MOVED_AS.items()
+    }
+)
 # Schemes SGLang builds no target of on a CPU
 CUDA_ONLY_ON_SGLANG: tuple[str, ...] = ()
 # vLLM's CPU wheel has no int4 kernel: GPTQ and AWQ targets run with the kernel choice forced.
@@ -1008,7 +1092,71 @@ def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
     vllm["ds_method_upper"] = ("ds", Launch("MTP"))
     vllm["glm_k5"] = ("glm", Launch(tokens=5))
     vllm["q35_k4"] = ("q35", Launch(tokens=4))
+    _crossed_runs(vllm, sglang)
     return {VLLM: vllm, SGLANG: sglang}
+
+
+# Launch variants on the damaged and quantized targets: each family's target of each kind
+CROSSED_KINDS = (
+    "dropped",
+    "depth0",
+    "depth_absent",
+    "depth2",
+    "depth2_ship1",
+    "depth1_ship2",
+    "fp8_bf16",
+    "ct_bf16",
+    "fp8_excluded",
+    "fp8_mtp_fp8",
+    "no_head",
+    "renamed_block",
+    "ct_excluded",
+    "mo_fp8_bf16",
+)
+CROSSED = [
+    f"{short}_{kind}"
+    for short in ("ds", "glm", "qn", "q35", "glml", "mimo")
+    for kind in CROSSED_KINDS
+    if f"{short}_{kind}" in TARGETS
+]
+# ... and the quantized targets of depth 2
+DEPTH2_QUANTIZED = [
+    name
+    for name in TARGETS
+    if name.endswith(("_depth2", "_depth2_bf16_excluded")) and ("_fp8_" in name or "_ct_" in name)
+]
+
+
+def _crossed_runs(
+    vllm: dict[str, tuple[str, Launch]], sglang: dict[str, tuple[str, Launch]]
+) -> None:
+    """Add the runs of `CROSSED` and `DEPTH2_QUANTIZED` (a run already there is kept)."""
+    for name in CROSSED:
+        k = partial(Launch, trust_remote_code=name.startswith("mimo"))
+        whole = "depth" in name or "dropped" in name
+        for run, launch in {
+            "k2": k(tokens=2),
+            "eagle3": k("eagle3", 2),
+            "self": k(self_draft=True),
+            **({"nok": k(tokens=None)} if whole else {}),
+        }.items():
+            vllm.setdefault(f"{name}_{run}", (name, launch))
+        if f"{name}_k1" not in sglang:
+            continue
+        for run, launch in {
+            "EAGLE3": k("EAGLE3"),
+            "topk2": k(tokens=None, extra=_sglang_steps(2, 2, 4)),
+            **({"nok": k(tokens=None)} if whole else {}),
+        }.items():
+            sglang.setdefault(f"{name}_{run}", (name, launch))
+    for name in DEPTH2_QUANTIZED:
+        k = partial(Launch, trust_remote_code=name.startswith("mimo"))
+        vllm.setdefault(f"{name}_k3", (name, k(tokens=3)))
+        vllm.setdefault(f"{name}_nok", (name, k(tokens=None)))
+        if f"{name}_k1" in sglang:
+            sglang.setdefault(f"{name}_k3", (name, k(tokens=3)))
+            sglang.setdefault(f"{name}_nok", (name, k(tokens=None)))
+            sglang.setdefault(f"{name}_EAGLE3", (name, k("EAGLE3")))
 
 
 def _sglang_steps(steps: int, topk: int, draft_tokens: int) -> tuple[str, ...]:
@@ -1108,6 +1256,34 @@ ORACLE_BLIND = {
     "(KeyError 'layers.3.eh_proj.weight' / no module 'layers.3'), run with real target weights"
     for name in ("ds_depth1_ship2", "glm_depth1_ship2", "glml_depth1_ship2")
 }
+ORACLE_BLIND.update(
+    {
+        (VLLM, run): ORACLE_BLIND[VLLM, f"{name}_k1"]
+        for run, (name, _launch) in RUNS[VLLM].items()
+        if name in ("ds_depth1_ship2", "glm_depth1_ship2", "glml_depth1_ship2")
+    }
+)
+
+
+# ... and vLLM's own loader for the target stops on a name outside the MTP layers it cannot
+# place (a tensor moved out of its layer: run with the target's real weights, every family);
+# the dummy-weight oracle sees only the MTP loader, which passes it over (or, unquantized,
+# the load check, which leaves some modules out).
+def _stray_for_target(moved: object) -> str | None:
+    for _old, new in moved if isinstance(moved, tuple) else ():
+        if not new.startswith(("mtp.", "model.layers.2.", "model.mtp_layers.")):
+            return None if new.endswith(".bias") else str(new)
+    return None
+
+
+ORACLE_BLIND.update(
+    {
+        (VLLM, run): f"incompatible: vLLM's loader for the target stops on `{stray}` (KeyError / "
+        "no module), run with the target's real weights"
+        for run, (name, _launch) in RUNS[VLLM].items()
+        if (stray := _stray_for_target(TARGETS[name].get("moved"))) is not None
+    }
+)
 # ... and GLM-4.7-Flash's own loader concatenates the backbone's per-tensor ModelOpt / Quark
 # FP8 scales of `q_a_proj` and `kv_a_proj_with_mqa`, which stops the target's load before the
 # MTP layer's: every such target is refused (draftfit: DF542 on the backbone); the runs the

@@ -268,7 +268,9 @@ def mtp_layer_missing() -> None:
     (acceptance ≈ 0). The finding states the consequence per release and target. Where the
     layer was exported under another prefix, SGLang's MiMo loader (a name holding one of its
     own modules) and Qwen3-Next loader (a name holding `mtp`, such as `model.mtp.layers.0.*`)
-    look the tensor up among their parameters and stop the load (KeyError).
+    look the tensor up among their parameters and stop the load (KeyError), and vLLM's own
+    loader for the target cannot place such a name and stops too, quantized or not (run with
+    the target's real weights).
 
     A stand-alone NextN export (SGLang's `export_deepseek_nextn.py`: the layer stored as
     `model.layers.0`) named as the draft of a vLLM launch is read as a target's MTP layer:
@@ -291,9 +293,10 @@ def mtp_tensor_unmapped() -> None:
     `eh_proj`, `lm_head` for `shared_head.head`, `out_proj` for `o_proj`); and that no MTP
     layer is shipped beyond those the release builds for the declared depth
     (`num_nextn_predict_layers` 1 with `model.layers.{L+1}.*` shipped); that no tensor
-    outside the shipped MTP layers is one the release's MTP loader looks up (SGLang's
+    outside the shipped MTP layers is one the release's loaders look up (SGLang's
     Qwen3-Next loader: any name holding `mtp`, `model.mtp.layers.0.input_layernorm.weight`;
-    its MiMo loader: any name holding one of MiMo's own modules); and that a GPTQ MTP
+    its MiMo loader: any name holding one of MiMo's own modules; vLLM's loader for the
+    target: any MTP-like name outside the MTP layers); and that a GPTQ MTP
     layer holds no `g_idx` tensor where the release's MTP loader does not drop it.
 
     ## Why it matters
@@ -308,7 +311,9 @@ def mtp_tensor_unmapped() -> None:
     moved out of a shipped layer leaves its module missing (DF221); where the loader also
     looks the moved name up, the load stops there (SGLang's Qwen3-Next loader renames `mtp`
     to `model` in it: `KeyError: 'model.model.layers.0.input_layernorm.weight'`; vLLM's Qwen
-    MTP loaders take every name under `mtp.`). vLLM's
+    MTP loaders take every name under `mtp.`, its MiMo one every name holding `mtp_layers`,
+    and its loader for the target stops on any other such name it cannot place:
+    `KeyError: 'mtp.layers.0.input_layernorm.weight'` for DeepSeek-V3). vLLM's
     GPTQ methods register no parameter for GPTQ's `g_idx`: the target's loader drops it, but
     the DeepSeek, GLM and MiMo MTP loaders look it up and stop (Qwen3.5's and Qwen3-Next's drop
     it too). Run on a CPU

@@ -79,9 +79,10 @@ _SKIPPED_STRAY_ENDINGS = (".bias", "_scale")
 def stray_looked_up(state: BuildState) -> str | None:
     """A tensor outside the MTP layers that the release's MTP loader looks up among its
     parameters, which stops the load (KeyError): one named like one of the family's own
-    modules (`mtp_missing_weights`' `stray_own`: SGLang's MiMo loader), or any whose name
-    holds `mtp` (`stray_mtp`: SGLang's Qwen3-Next loader, which renames `mtp` to `model` in
-    every such name and looks it up); None otherwise. Names the loader passes over (a rotary
+    modules (`mtp_missing_weights`' `stray_own`: SGLang's MiMo loader), any whose name holds
+    `mtp_layers` (`stray_mtp_layers`: vLLM's MiMo loader), or any whose name holds `mtp`
+    (`stray_mtp`: SGLang's Qwen3-Next loader, which renames `mtp` to `model` in every such
+    name and looks it up); None otherwise. Names the loader passes over (a rotary
     cache, a bias or a scale it skips) and names that land on one of the MTP model's own
     parameters (MiMo's `model.token_layernorm.weight`, Qwen3-Next's `mtp.embed_tokens.*`)
     are not counted."""
@@ -95,12 +96,7 @@ def stray_looked_up(state: BuildState) -> str | None:
     def refused(by_family: object) -> bool:
         return isinstance(by_family, dict) and by_family.get(family.name) == "refused"
 
-    looked_up = [
-        name
-        for name in target.stray
-        if not any(word in name for word in _PASSED_OVER_STRAY)
-        and not name.endswith(_SKIPPED_STRAY_ENDINGS)
-    ]
+    looked_up = _looked_up_strays(target.stray)
     if refused(value.get("stray_own")):
         own_params = {f"model.{own}." for own in family.own}
         named = (
@@ -110,6 +106,10 @@ def stray_looked_up(state: BuildState) -> str | None:
             and not any(n.startswith(p) and n.count(".") == 2 for p in own_params)
         )
         found = next(named, None)
+        if found is not None:
+            return found
+    if refused(value.get("stray_mtp_layers")):
+        found = next((n for n in looked_up if "mtp_layers" in n), None)
         if found is not None:
             return found
     if refused(value.get("stray_mtp")):
@@ -122,6 +122,36 @@ def stray_looked_up(state: BuildState) -> str | None:
             None,
         )
     return None
+
+
+def stray_in_target(state: BuildState) -> str | None:
+    """A tensor outside the MTP layers that the release's own loader for the target cannot
+    place and stops on (`mtp_missing_weights`' `stray_target`, per family: vLLM's target
+    loaders look every name outside the MTP layers up); None otherwise, and for a NextN
+    export (the target is another checkpoint)."""
+    inputs = mtp_inputs(state)
+    target, family = inputs.target, inputs.target.family
+    if inputs.export is not None:
+        return None
+    fact = state.profile.fact("mtp_missing_weights")
+    value = fact.value if fact.known and isinstance(fact.value, dict) else {}
+    by_family = value.get("stray_target")
+    if family is None or not isinstance(by_family, dict):
+        return None
+    if by_family.get(family.name) != "refused":
+        return None
+    return next(iter(_looked_up_strays(target.stray)), None)
+
+
+def _looked_up_strays(stray: tuple[str, ...]) -> list[str]:
+    """The stray names a loader looks up: all but those it passes over (a rotary cache, a
+    bias or a scale it skips)."""
+    return [
+        name
+        for name in stray
+        if not any(word in name for word in _PASSED_OVER_STRAY)
+        and not name.endswith(_SKIPPED_STRAY_ENDINGS)
+    ]
 
 
 def _load_check_counts(state: BuildState, missing: list[str]) -> bool:
@@ -189,7 +219,8 @@ def layers_present(state: BuildState) -> bool | None:
         not_read(state, f"what {state.title} does with a missing MTP layer was not read")
         return None
     looked_up = stray_looked_up(state)
-    if looked_up:
+    in_target = None if looked_up else stray_in_target(state)
+    if looked_up or in_target:
         outcome, refused_by_loader = Consequence.REFUSES_TO_START, False
     prefixes = ", ".join(
         f"`{family.layer_prefix(target.num_hidden_layers or 0, i)}*`" for i in missing[:SHOWN]
@@ -207,6 +238,9 @@ def layers_present(state: BuildState) -> bool | None:
         else f"its MTP loader looks up `{looked_up}` among the layer's parameters and stops "
         "(KeyError)"
         if looked_up
+        else f"its own loader for the target cannot place `{in_target}` and stops the load "
+        "(KeyError or `There is no module or parameter named ...`)"
+        if in_target
         else _consequence_words(outcome)
     )
     message = (

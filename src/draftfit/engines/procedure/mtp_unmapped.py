@@ -17,7 +17,11 @@ from draftfit.engines.procedure.mtp_part import (
     mtp_view,
     not_read,
 )
-from draftfit.engines.procedure.mtp_presence import decoder_template, stray_looked_up
+from draftfit.engines.procedure.mtp_presence import (
+    decoder_template,
+    stray_in_target,
+    stray_looked_up,
+)
 from draftfit.engines.procedure.state import BuildState
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
@@ -83,24 +87,32 @@ def strays_mapped(state: BuildState) -> bool | None:
     """No tensor outside the MTP layers is one the release's MTP loader looks up and cannot
     place (DF222), where every layer it builds is shipped (a missing layer is DF220's, which
     names the stray): SGLang's Qwen3-Next loader renames `mtp` to `model` in every name that
-    holds it, its MiMo loader takes every name holding one of its own modules (`stray_mtp`,
-    `stray_own` of `mtp_missing_weights`)."""
+    holds it, its MiMo loader takes every name holding one of its own modules, vLLM's MiMo
+    loader every name holding `mtp_layers` (`stray_mtp`, `stray_own`, `stray_mtp_layers` of
+    `mtp_missing_weights`)."""
     target, mtp = mtp_inputs(state).target, mtp_view(state)
     built = mtp.layers_built or ()
     if not built or any(index not in target.layers for index in built):
         return None
     looked_up = stray_looked_up(state)
-    if looked_up is None:
+    in_target = None if looked_up else stray_in_target(state)
+    stray = looked_up or in_target
+    if stray is None:
         return None
     family = target.family
     own = f"one of the family's MTP modules ({', '.join(family.own)}) or " if family else ""
+    what = (
+        f"{state.title}'s MTP loader looks the name up among the MTP model's parameters, "
+        "finds none and stops the load (KeyError)"
+        if looked_up
+        else f"{state.title}'s own loader for the target cannot place it and stops the load "
+        "(KeyError or `There is no module or parameter named ...`)"
+    )
     mtp_finding(
         state,
         rule_ids.MTP_TENSOR_UNMAPPED,
-        f"the checkpoint holds `{looked_up}` outside the MTP layers it ships; "
-        f"{state.title}'s MTP loader looks the name up among the MTP model's parameters, "
-        "finds none and stops the load (KeyError)",
-        location=Location(tensor=looked_up),
+        f"the checkpoint holds `{stray}` outside the MTP layers it ships; {what}",
+        location=Location(tensor=stray),
         keys=("mtp_missing_weights",),
         fix=f"store the tensor under the name the engine loads ({own}a module of the MTP "
         "layer), or leave it out of the checkpoint",
