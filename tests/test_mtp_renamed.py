@@ -6,6 +6,7 @@ check; SGLang 0.5.23 loads the NextN layer unset, or stops on MiMo's own names).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from draftfit.checker import check_path
 from draftfit.conversion.mtp_convert import convert_mtp_path
 from draftfit.engines.launch import settings_from
-from draftfit.report import Verdict
+from draftfit.report import Report, Verdict
 from draftfit.rule_ids import MTP_LAYER_MISSING
 from tests.mtp_factory import mtp_target
 
@@ -25,6 +26,15 @@ SGLANG = (
     "--speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2"
 )
 G, R = Verdict.DRAFTS_GARBAGE, Verdict.INCOMPATIBLE
+V34, SGL = "vllm==0.34.0", "sglang==0.5.23"
+
+
+def _on_both(path: Path, family: str) -> Iterator[tuple[str, Report]]:
+    """The check of `path` under each engine's one-token MTP launch, by engine."""
+    trust = " --trust-remote-code" if family == "mimo" else ""
+    for engine, line in ((V34, VLLM), (SGL, SGLANG)):
+        serve = settings_from(serve_args=line.format(trust=trust))
+        yield engine, check_path(path, engines=[engine], serve=serve)
 
 
 @pytest.mark.parametrize(
@@ -41,15 +51,8 @@ def test_a_renamed_mtp_layer(
     tmp_path: Path, family: str, rename: str, vllm: Verdict, sglang: Verdict
 ) -> None:
     path = mtp_target(tmp_path / "t", family, rename=rename)
-    trust = " --trust-remote-code" if family == "mimo" else ""
-    for engine, line, expected in (
-        ("vllm==0.34.0", VLLM, vllm),
-        ("sglang==0.5.23", SGLANG, sglang),
-    ):
-        report = check_path(
-            path, engines=[engine], serve=settings_from(serve_args=line.format(trust=trust))
-        )
-        assert report.engines[0].verdict is expected, engine
+    for engine, report in _on_both(path, family):
+        assert report.engines[0].verdict is (vllm if engine == V34 else sglang), engine
         assert MTP_LAYER_MISSING.code in {f.rule.code for f in report.findings}
 
 
@@ -97,21 +100,12 @@ def test_a_tensor_moved_out_of_an_fp8_targets_mtp_layer(
     path = mtp_target(
         tmp_path / "t", family, quant="fp8", exclude="checkpoint", moved=(moved,), engine_ready=True
     )
-    trust = " --trust-remote-code" if family == "mimo" else ""
-    for engine, line, expected in (
-        ("vllm==0.34.0", VLLM, R),
-        ("sglang==0.5.23", SGLANG, sglang),
-    ):
-        report = check_path(
-            path, engines=[engine], serve=settings_from(serve_args=line.format(trust=trust))
-        )
-        assert report.engines[0].verdict is expected, (
-            engine,
-            [f.to_dict() for f in report.findings],
-        )
+    for engine, report in _on_both(path, family):
+        expected = R if engine == V34 else sglang
+        assert report.engines[0].verdict is expected, [f.to_dict() for f in report.findings]
         unmapped = [f.message for f in report.findings if f.rule.code == "DF222"]
         assert all(f"`{moved[1]}`" in m for m in unmapped)
-        stopped_on_it = engine.startswith("vllm") or family in ("qwen3_next", "mimo")
+        stopped_on_it = engine == V34 or family in ("qwen3_next", "mimo")
         assert bool(unmapped) is stopped_on_it, engine
 
 
@@ -121,7 +115,7 @@ def test_convert_names_a_module_under_mtp_by_its_own_name(tmp_path: Path) -> Non
     moved = ("mtp.layers.0.self_attn.q_proj.weight", "mtp.layer.0.self_attn.q_proj.weight")
     path = mtp_target(tmp_path / "t", "qwen3_next", quant="fp8", moved=(moved,), engine_ready=True)
     out = tmp_path / "o"
-    convert_mtp_path(path, out, engines=["vllm==0.34.0"])
+    convert_mtp_path(path, out, engines=[V34])
     listed = json.loads((out / "config.json").read_text())["quantization_config"]
     assert "mtp.layer.0.self_attn.q_proj" in listed["modules_to_not_convert"]
     assert not any("layers.0.layer." in e for e in listed["modules_to_not_convert"])
