@@ -1136,6 +1136,7 @@ def _crossed_runs(
         whole = "depth" in name or "dropped" in name
         for run, launch in {
             "k2": k(tokens=2),
+            "k3": k(tokens=3),
             "eagle3": k("eagle3", 2),
             "self": k(self_draft=True),
             **({"nok": k(tokens=None)} if whole else {}),
@@ -1146,7 +1147,8 @@ def _crossed_runs(
         for run, launch in {
             "EAGLE3": k("EAGLE3"),
             "topk2": k(tokens=None, extra=_sglang_steps(2, 2, 4)),
-            **({"nok": k(tokens=None)} if whole else {}),
+            "sgself": k(self_draft=True),
+            **({"nok": k(tokens=None), "k3": k(tokens=3)} if whole else {}),
         }.items():
             sglang.setdefault(f"{name}_{run}", (name, launch))
     for name in DEPTH2_QUANTIZED:
