@@ -99,10 +99,6 @@ NOT_CONFIG = {
     "dense_only",
     "eagle3_one_model",
     "layer",  # the `mtp_missing_weights` fact's per-family outcome of a wholly missing layer
-    "stray_own",  # `mtp_missing_weights`: families whose loader looks up own-named strays
-    "stray_mtp",  # `mtp_missing_weights`: families whose loader looks up strays holding `mtp`
-    "stray_mtp_layers",  # `mtp_missing_weights`: ... strays holding `mtp_layers`
-    "stray_target",  # `mtp_missing_weights`: families whose target loader stops on a stray
     "layer_module",
     "layers_remap",
     "below_read",  # a version's basis, merged into a matrix range's

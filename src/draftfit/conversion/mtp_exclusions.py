@@ -43,7 +43,6 @@ from draftfit.engines.procedure.mtp_exclusions import (
     gptq_unquantized,
     layer_entry,
     match_rule,
-    own_prefix,
     quantizable,
     shard_mates,
     switches_layers,
@@ -192,7 +191,7 @@ def names_to_exclude(
             if layer.stored_quantized(module) is not False:
                 continue
             for part in (module, *(m for m in shard_mates(module) if m in modules)):
-                own_at = own_prefix(target, index, part)
+                own_at = target.own_prefix_of(index, part)
                 name = engine_name(layer, part, naming, own_at, target.num_hidden_layers)
                 if unquantized_under(
                     rule, target, layer, index, part, name, entries, names, by_fused_name
@@ -276,7 +275,7 @@ def plan_removal(
         if not fact.known or not isinstance(fact.value, str) or rule is None:
             continue
         names = [
-            engine_name(layer, module, fact.value, own_prefix(target, index, module), start)
+            engine_name(layer, module, fact.value, target.own_prefix_of(index, module), start)
             for index in target.shipped()
             for layer in (target.layers[index],)
             for module in sorted(layer.modules())
@@ -478,7 +477,8 @@ def plan_gptq(
             for module in sorted(layer.modules()):
                 if module not in own and not quantizable(module, GPTQ):
                     continue
-                name = engine_name(layer, module, naming, own_prefix(target, index, module), start)
+                own_at = target.own_prefix_of(index, module)
+                name = engine_name(layer, module, naming, own_at, start)
                 stored = layer.stored_quantized(module)
                 left, unlisted = gptq_unquantized(
                     target, layer, index, module, name, switch, marlin

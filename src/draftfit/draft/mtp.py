@@ -382,6 +382,17 @@ class MtpTarget:
     def shipped(self) -> tuple[int, ...]:
         return tuple(sorted(self.layers))
 
+    def own_prefix_of(self, index: int, module: str) -> str | None:
+        """Where the checkpoint names `module` of MTP layer `index` when it is one of the MTP
+        block's own modules (the family's `own`: `eh_proj`, `fc`, the norms, or any other
+        module stored under the block's prefix: `mtp.eh_proj`), else None."""
+        family, layer = self.family, self.layers.get(index)
+        if family is None:
+            return None
+        if module in family.own or (layer is not None and layer.stored_outside(module)):
+            return family.own_prefix(self.num_hidden_layers or 0, index)
+        return None
+
 
 def read_mtp_target(
     config: Mapping[str, Any] | None,

@@ -381,19 +381,6 @@ def own_quantized(profile: Profile, target: MtpTarget) -> frozenset[str] | None:
     )
 
 
-def own_prefix(target: MtpTarget, index: int, module: str) -> str | None:
-    """Where the checkpoint names `module` of MTP layer `index` when it is one of the MTP
-    block's own modules (its family's `own`: `eh_proj`, `fc`, the norms, or any other module
-    stored under the block's prefix: `mtp.eh_proj`), else None."""
-    family = target.family
-    layer = target.layers.get(index)
-    if family is None or (
-        module not in family.own and not (layer is not None and layer.stored_outside(module))
-    ):
-        return None
-    return family.own_prefix(target.num_hidden_layers or 0, index)
-
-
 # Per family, the fused modules SGLang's compressed-tensors matches by the fused name.
 FUSED_BY_NAME = "mtp_fused_by_name"
 
@@ -451,7 +438,7 @@ def awq_unquantized(
 
 def _checkpoint_name(target: MtpTarget, layer: MtpLayer, index: int, module: str) -> str:
     """The checkpoint's own name of `module` of MTP layer `layer` (index `index`)."""
-    return (own_prefix(target, index, module) or layer.prefix) + module
+    return (target.own_prefix_of(index, module) or layer.prefix) + module
 
 
 def unquantized_under(
@@ -593,7 +580,6 @@ __all__ = [
     "gptq_unquantized",
     "layer_entry",
     "match_rule",
-    "own_prefix",
     "own_quantized",
     "quantizable",
     "shard_mates",

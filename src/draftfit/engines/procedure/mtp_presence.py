@@ -6,7 +6,9 @@ say what a missing tensor does are shared with :mod:`.mtp_quant_parts`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fnmatch import fnmatchcase
+from functools import partial
 
 from draftfit import rule_ids
 from draftfit.draft.mtp import (
@@ -15,6 +17,7 @@ from draftfit.draft.mtp import (
     MTP_PREFIX,
     PARAM_PARTS,
     WEIGHT_PARTS,
+    MtpFamily,
     MtpLayer,
 )
 from draftfit.draft.nextn_export import LAYER_INDEX as LAYER_INDEX_READING
@@ -76,51 +79,53 @@ _PASSED_OVER_STRAY = ("rotary_emb.inv_freq",)
 _SKIPPED_STRAY_ENDINGS = (".bias", "_scale")
 
 
+def _stray_refused(state: BuildState, key: str) -> bool:
+    """Whether `mtp_missing_weights`' per-family table `key` (`stray_own`, `stray_mtp`, ...)
+    says the release stops on a stray name for the target's family."""
+    family = mtp_inputs(state).target.family
+    fact = state.profile.fact("mtp_missing_weights")
+    table = fact.value.get(key) if fact.known and isinstance(fact.value, dict) else None
+    return family is not None and isinstance(table, dict) and table.get(family.name) == "refused"
+
+
+def _own_named(family: MtpFamily, name: str) -> bool:
+    """`name` holds one of the family's own modules and is not one of its MTP model's own
+    parameters (MiMo's `model.token_layernorm.weight`)."""
+    held = any(f".{own}." in name for own in family.own)
+    return held and not any(
+        name.startswith(f"model.{own}.") and name.count(".") == 2 for own in family.own
+    )
+
+
 def stray_looked_up(state: BuildState) -> str | None:
     """A tensor outside the MTP layers that the release's MTP loader looks up among its
     parameters, which stops the load (KeyError): one named like one of the family's own
     modules (`mtp_missing_weights`' `stray_own`: SGLang's MiMo loader), any whose name holds
     `mtp_layers` (`stray_mtp_layers`: vLLM's MiMo loader), or any whose name holds `mtp`
     (`stray_mtp`: SGLang's Qwen3-Next loader, which renames `mtp` to `model` in every such
-    name and looks it up); None otherwise. Names the loader passes over (a rotary
-    cache, a bias or a scale it skips) and names that land on one of the MTP model's own
-    parameters (MiMo's `model.token_layernorm.weight`, Qwen3-Next's `mtp.embed_tokens.*`)
-    are not counted."""
+    name and looks it up, so that `mtp.embed_tokens.*` lands on a parameter); None otherwise.
+    Names the loader passes over (a rotary cache, a bias or a scale it skips) are not
+    counted."""
     target = mtp_inputs(state).target
     family = target.family
-    fact = state.profile.fact("mtp_missing_weights")
-    value = fact.value if fact.known and isinstance(fact.value, dict) else {}
     if family is None:
         return None
-
-    def refused(by_family: object) -> bool:
-        return isinstance(by_family, dict) and by_family.get(family.name) == "refused"
-
-    looked_up = _looked_up_strays(target.stray)
-    if refused(value.get("stray_own")):
-        own_params = {f"model.{own}." for own in family.own}
-        named = (
-            n
-            for n in looked_up
-            if any(f".{own}." in n for own in family.own)
-            and not any(n.startswith(p) and n.count(".") == 2 for p in own_params)
-        )
-        found = next(named, None)
-        if found is not None:
-            return found
-    if refused(value.get("stray_mtp_layers")):
-        found = next((n for n in looked_up if "mtp_layers" in n), None)
-        if found is not None:
-            return found
-    if refused(value.get("stray_mtp")):
-        return next(
-            (
-                n
-                for n in looked_up
-                if "mtp" in n and not n.replace("mtp", "model").startswith("model.embed_tokens.")
+    kinds: tuple[tuple[str, Callable[[str], bool]], ...] = (
+        ("stray_own", partial(_own_named, family)),
+        ("stray_mtp_layers", lambda n: "mtp_layers" in n),
+        (
+            "stray_mtp",
+            lambda n: (
+                "mtp" in n and not n.replace("mtp", "model").startswith("model.embed_tokens.")
             ),
-            None,
-        )
+        ),
+    )
+    looked_up = _looked_up_strays(target.stray)
+    for key, looks_up in kinds:
+        if _stray_refused(state, key):
+            found = next((n for n in looked_up if looks_up(n)), None)
+            if found is not None:
+                return found
     return None
 
 
@@ -130,17 +135,9 @@ def stray_in_target(state: BuildState) -> str | None:
     loaders look every name outside the MTP layers up); None otherwise, and for a NextN
     export (the target is another checkpoint)."""
     inputs = mtp_inputs(state)
-    target, family = inputs.target, inputs.target.family
-    if inputs.export is not None:
+    if inputs.export is not None or not _stray_refused(state, "stray_target"):
         return None
-    fact = state.profile.fact("mtp_missing_weights")
-    value = fact.value if fact.known and isinstance(fact.value, dict) else {}
-    by_family = value.get("stray_target")
-    if family is None or not isinstance(by_family, dict):
-        return None
-    if by_family.get(family.name) != "refused":
-        return None
-    return next(iter(_looked_up_strays(target.stray)), None)
+    return next(iter(_looked_up_strays(inputs.target.stray)), None)
 
 
 def _looked_up_strays(stray: tuple[str, ...]) -> list[str]:

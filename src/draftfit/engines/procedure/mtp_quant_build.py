@@ -31,7 +31,6 @@ from draftfit.engines.procedure.mtp_exclusions import (
     engine_name,
     excluded,
     exclusion_naming,
-    own_prefix,
     unquantized_under,
     unsafe_entries,
 )
@@ -177,7 +176,7 @@ def _built_quantized(
 ) -> bool:
     """Whether the release builds `module` of `layer` with the target's quantization."""
     name = engine_name(
-        layer, module, naming, own_prefix(target, index, module), target.num_hidden_layers
+        layer, module, naming, target.own_prefix_of(index, module), target.num_hidden_layers
     )
     return not unquantized_under(rule, target, layer, index, module, name, entries, names, by_name)
 

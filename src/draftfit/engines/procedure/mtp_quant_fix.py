@@ -30,7 +30,6 @@ from draftfit.engines.procedure.mtp_exclusions import (
     engine_name,
     excluded,
     layer_entry,
-    own_prefix,
     own_quantized,
     quantizable,
 )
@@ -195,7 +194,7 @@ def _own_outside(
     own = own_quantized(state.profile, target) or frozenset()
     start = target.num_hidden_layers
     names = [
-        engine_name(layer, module, naming, own_prefix(target, layer.index, module), start)
+        engine_name(layer, module, naming, target.own_prefix_of(layer.index, module), start)
         for module in sorted(own & layer.modules())
     ]
     listed = NameList([entry], "exclusions")

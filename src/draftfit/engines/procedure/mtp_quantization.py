@@ -27,7 +27,6 @@ from draftfit.engines.procedure.mtp_exclusions import (
     exclusion_naming,
     gptq_switch,
     gptq_unquantized,
-    own_prefix,
     own_quantized,
     quantizable,
     shard_mates,
@@ -160,7 +159,7 @@ def quantization_covered(state: BuildState) -> bool | None:
             if module == HEAD and head_replaced:  # the target's head replaces it after loading
                 continue
             start = target.num_hidden_layers
-            name = engine_name(layer, module, naming, own_prefix(target, index, module), start)
+            name = engine_name(layer, module, naming, target.own_prefix_of(index, module), start)
             stored = layer.stored_quantized(module)
             mixed = shards_disagree(rule, layer, name, entries, names, by_name)
             if mixed is not None and not whole_layer:

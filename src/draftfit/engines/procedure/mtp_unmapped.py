@@ -8,7 +8,7 @@ procedure, after :func:`draftfit.engines.procedure.mtp_presence.tensors_present`
 from __future__ import annotations
 
 from draftfit import rule_ids
-from draftfit.draft.mtp import MTP_PREFIX, MtpFamily, MtpLayer, MtpTarget
+from draftfit.draft.mtp import MtpLayer, MtpTarget
 from draftfit.engines.procedure.mtp_part import (
     SHOWN,
     known_value,
@@ -66,7 +66,7 @@ def tensors_mapped(state: BuildState) -> bool | None:
             continue
         if word != "refused":
             continue  # passed over: the module it was meant for is missing (DF221)
-        names = [f"`{_full(family, target, index, layer, module)}`" for module in unknown[:SHOWN]]
+        names = [f"`{_full(target, index, layer, module)}`" for module in unknown[:SHOWN]]
         more = f" and {len(unknown) - SHOWN} more" if len(unknown) > SHOWN else ""
         mtp_finding(
             state,
@@ -74,7 +74,7 @@ def tensors_mapped(state: BuildState) -> bool | None:
             f"MTP layer {layer.prefix.rstrip('.')} holds {', '.join(names)}{more}, which "
             f"{state.title}'s MTP class has no parameter for: its loader looks the name up "
             "and stops the load (KeyError)",
-            location=Location(tensor=_full(family, target, index, layer, unknown[0])),
+            location=Location(tensor=_full(target, index, layer, unknown[0])),
             keys=("mtp_unmapped_tensors",),
             fix="store the tensor under the name the engine loads: one of the family's MTP "
             f"modules ({', '.join(family.own)}) or a module of the target's decoder layers",
@@ -232,12 +232,10 @@ def _only_kv_scales(layer: MtpLayer, module: str) -> bool:
     return bool(parts) and KV_SCALE_PARTS.issuperset(parts)
 
 
-def _full(family: MtpFamily, target: MtpTarget, index: int, layer: MtpLayer, module: str) -> str:
+def _full(target: MtpTarget, index: int, layer: MtpLayer, module: str) -> str:
     """The checkpoint name of `module` of `layer` (its first tensor): under the MTP block's
     own prefix where it is stored there (`mtp.eh_proj`, `mtp.layer.0.self_attn.q_proj`)."""
-    prefix = layer.prefix
-    if family.naming == MTP_PREFIX and layer.stored_outside(module):
-        prefix = family.own_prefix(target.num_hidden_layers or 0, index)
+    prefix = target.own_prefix_of(index, module) or layer.prefix
     part = next(iter(layer.parts(module)), "weight")
     return f"{prefix}{module}.{part}"
 
