@@ -48,6 +48,7 @@ from draftfit.draft.config_schema import (
 from draftfit.draft.target import load_target
 from tests import factory as f
 from tests.factory import Draft
+from tests.source_trees import parsed
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "draftfit"
 CONFIG_READERS = [
@@ -116,7 +117,7 @@ def keys_read_by_code() -> set[str]:
     """String keys the config-reading modules look up (tensor names and flags left out)."""
     found: set[str] = set()
     for rel in CONFIG_READERS:
-        tree = ast.parse((SRC / rel).read_text(encoding="utf-8"))
+        tree = parsed(SRC / rel)
         for node in ast.walk(tree):
             key = None
             if (

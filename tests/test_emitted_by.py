@@ -46,6 +46,7 @@ from draftfit.commands.detection import (
     index_text,
 )
 from draftfit.rule_ids import ALL_RULE_IDS, RuleId
+from tests.source_trees import parsed
 
 SRC = Path(draftfit.__file__).parent
 RULE_IDS = "draftfit.rule_ids"
@@ -349,7 +350,7 @@ def package_scans() -> list[ModuleScan]:
     for path in sorted(SRC.rglob("*.py")):
         parts = path.relative_to(SRC.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        scans.append(ModuleScan(name, ast.parse(path.read_text(encoding="utf-8"))))
+        scans.append(ModuleScan(name, parsed(path)))
     return scans
 
 

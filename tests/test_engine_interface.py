@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from draftfit.draft.target import Target, load_target
 from draftfit.engines.interface import engine_of
 from draftfit.engines.registry import ENGINES, SGLANG, TRTLLM, VLLM, parse_engine_selector
 from tests import factory as f
+from tests.source_trees import parsed
 from tests.toyllm.engine import ToyEngine
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -103,14 +105,16 @@ def _runtime_imports(
     return out
 
 
+@functools.cache
 def import_graph(type_checking: bool = False) -> dict[str, set[str]]:
     """module -> the draftfit modules it imports (a `from X import name` names X.name
-    when that is a module); with `type_checking`, imports under `if TYPE_CHECKING:` too."""
+    when that is a module); with `type_checking`, imports under `if TYPE_CHECKING:` too.
+    Computed once per run; callers only read it."""
     modules = _modules()
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         edges: set[str] = set()
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         for node in _runtime_imports(tree, type_checking):
             if isinstance(node, ast.ImportFrom):
                 assert node.level == 0, f"{name}: relative import"
@@ -128,7 +132,7 @@ def import_graph(type_checking: bool = False) -> dict[str, set[str]]:
 
 def declared_layers(package: Path) -> tuple[tuple[str, ...], ...] | None:
     """The `LAYERS` a package's `__init__.py` declares (read, not imported), or None."""
-    tree = ast.parse((package / "__init__.py").read_text(encoding="utf-8"))
+    tree = parsed(package / "__init__.py")
     for node in tree.body:
         if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "LAYERS":
             assert node.value is not None
@@ -269,14 +273,14 @@ def test_no_module_outside_engines_imports_a_concrete_engine() -> None:
     # The recipe reuses the check: it neither re-describes the draft nor imports the checker.
     recipe_edges = import_graph()["draftfit.commands.recipe"]
     assert "draftfit.checker" not in recipe_edges
-    recipe_tree = ast.parse((PACKAGE / "commands" / "recipe.py").read_text(encoding="utf-8"))
+    recipe_tree = parsed(PACKAGE / "commands" / "recipe.py")
     names = {n.id for n in ast.walk(recipe_tree) if isinstance(n, ast.Name)}
     assert "describe" not in names and "load_engine" not in names
 
 
 def _string_constants(path: Path) -> list[str]:
     """String literals of a module, docstrings left out."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     docstrings = {
         id(node.body[0].value)
         for node in ast.walk(tree)
@@ -526,7 +530,7 @@ def test_no_module_imports_another_modules_private_names() -> None:
     root = Path(draftfit.__file__).parent
     offenders = []
     for path in sorted(root.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("draftfit"):
                 for alias in node.names:
                     if alias.name.startswith("_") and not alias.name.startswith("__"):

@@ -13,6 +13,7 @@ from draftfit.engines.registry import parse_engine_selector
 from draftfit.engines.view import BuildInputs, EngineView, FateCause
 from draftfit.rule_ids import BY_NAME, METHOD_MISMATCH, RuleId
 from tests import factory as f
+from tests.source_trees import parsed
 
 ENGINES = Path(__file__).resolve().parents[1] / "src" / "draftfit" / "engines"
 
@@ -29,7 +30,7 @@ def _view(tmp_path: Path, draft: f.Draft, engine: str, method: str | None = None
 
 def test_engine_modules_name_no_rule_by_string() -> None:
     for module in sorted(ENGINES.glob("*.py")):
-        tree = ast.parse(module.read_text(encoding="utf-8"))
+        tree = parsed(module)
         names = {
             node.value
             for node in ast.walk(tree)

@@ -34,6 +34,7 @@ from draftfit.errors import DraftfitError
 from draftfit.rule_ids import RuleId
 from draftfit.rules import all_rules
 from tests import factory as f
+from tests.sampling import two_budgets as sampled_twice
 from tests.torchbin_factory import write_torch_zip
 
 FAST = settings(
@@ -53,11 +54,7 @@ SOME = settings(FAST, max_examples=20)
 def two_budgets(*strategies: st.SearchStrategy[Any]) -> Any:
     """The property `body` twice: at the FAST budget (marked `slow`) and at SOME examples
     (the quick run)."""
-
-    def wrap(body: Any) -> tuple[Any, Any]:
-        return pytest.mark.slow(FAST(given(*strategies)(body))), SOME(given(*strategies)(body))
-
-    return wrap
+    return sampled_twice(FAST, SOME, *strategies)
 
 
 KNOWN_RULES = {r.name for r in all_rules()}

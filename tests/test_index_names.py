@@ -24,6 +24,7 @@ from draftfit.checkpoint.index_names import (
 from draftfit.checkpoint.limits import MAX_JSON_ITEMS
 from draftfit.checkpoint.model import Damage
 from draftfit.draft.mtp import relevant_query
+from tests.sampling import two_budgets
 
 INDEX = "model.safetensors.index.json"
 QUERY = NameQuery(
@@ -131,16 +132,22 @@ def _expected(data: bytes) -> list[tuple[str, str]]:
     ]
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=documents())
-def test_the_plain_reading_agrees_with_the_exact_one(tmp_path: Path, data: bytes) -> None:
+# Each agreement property runs at the full budget (marked `slow`) and a quick run's share.
+FULL = settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+QUICK = settings(FULL, max_examples=60)
+
+
+def _agrees(tmp_path: Path, data: bytes) -> None:
     assert _read(tmp_path, data, QUERY) == _exact(data, QUERY)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=broken())
-def test_a_broken_index_is_read_as_the_exact_reader_reads_it(tmp_path: Path, data: bytes) -> None:
-    assert _read(tmp_path, data, QUERY) == _exact(data, QUERY)
+test_the_plain_reading_agrees_with_the_exact_one, test_the_plain_reading_agrees_quick = two_budgets(
+    FULL, QUICK, data=documents()
+)(_agrees)
+(
+    test_a_broken_index_is_read_as_the_exact_reader_reads_it,
+    test_a_broken_index_is_read_as_the_exact_reader_reads_it_quick,
+) = two_budgets(FULL, QUICK, data=broken())(_agrees)
 
 
 @settings(max_examples=200)

@@ -177,9 +177,10 @@ def test_a_check_of_the_671b_target_opens_only_its_config_index_and_mtp_shards(
     assert len(mtp_shards(path)) == 4
 
 
-# The 163-shard replica is read the same way in the quick run (above); the larger
-# backbone runs with the slow tests.
-@pytest.mark.parametrize("backbone", [40, pytest.param(280, marks=pytest.mark.slow)])
+# The 163-shard replica is read the same way in the quick run (above); a smaller and a
+# larger backbone run with the slow tests.
+@pytest.mark.slow
+@pytest.mark.parametrize("backbone", [40, 280])
 def test_what_is_read_does_not_grow_with_the_backbone_shards(tmp_path: Path, backbone: int) -> None:
     """The same target with its backbone in 40 or 280 shards: the same four MTP shards are
     the only weight files opened, and only their headers are read."""

@@ -22,6 +22,7 @@ from draftfit import rule_ids
 from draftfit.rule_ids import ALL_RULE_IDS, BY_NAME
 from draftfit.rule_ids import RuleId as RuleIdType
 from draftfit.rules import RULES, registered
+from tests.source_trees import parsed
 
 SRC = Path(draftfit.__file__).parent
 CODE = re.compile(r"\bDF\d{3}\b")
@@ -97,10 +98,7 @@ class Offender:
 
 
 def _modules() -> dict[str, ast.Module]:
-    return {
-        path.relative_to(SRC).as_posix(): ast.parse(path.read_text(encoding="utf-8"))
-        for path in sorted(SRC.rglob("*.py"))
-    }
+    return {path.relative_to(SRC).as_posix(): parsed(path) for path in sorted(SRC.rglob("*.py"))}
 
 
 def _in(module: str, prefixes: tuple[str, ...]) -> bool:

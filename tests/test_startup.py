@@ -14,6 +14,7 @@ import pytest
 
 from tests import factory as f
 from tests.loaded_modules import SRC, loaded_by
+from tests.source_trees import parsed
 
 # Never loaded by a plain command: each is needed only for an input or a command not given.
 NEVER = {
@@ -158,7 +159,7 @@ def test_every_dataclass_has_a_docstring() -> None:
 
     missing = []
     for path in sorted(Path(SRC, "draftfit").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if not isinstance(node, ast.ClassDef):
                 continue
             decorators = [ast.unparse(d) for d in node.decorator_list]
@@ -176,7 +177,7 @@ def test_records_are_defined_the_cheap_way() -> None:
 
     plain = []
     for path in sorted(Path(SRC, "draftfit").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             names = []
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
