@@ -27,10 +27,11 @@ layer after it is quantized: a scale, e.g. `self_attn.o_proj.weight_scale_inv`),
 (`(key, entries)`: the quantization config's exclusion list `key` replaced by `entries`, as
 another exporter writes it; ModelOpt's `exclude_modules` in `hf_quant_config.json`),
 `moved` (pairs of full names: an MTP tensor stored under a name outside its layer),
-`fill` (the bytes of each tensor, by name, dtype and shape; None writes zeros: :func:`trained`
-gives every tensor values of its own, as a trained checkpoint has), `engine_ready` (the
-oracle's width, the router tensors and config keys an engine needs to build the layers on a
-CPU: `dev/mtp_corpus.py` runs the engines' own code on these).
+`layers` (the backbone's decoder layers, :data:`LAYERS` unless given; the MTP layers follow
+them), `fill` (the bytes of each tensor, by name, dtype and shape; None writes zeros:
+:func:`trained` gives every tensor values of its own, as a trained checkpoint has),
+`engine_ready` (the oracle's width, the router tensors and config keys an engine needs to
+build the layers on a CPU: `dev/mtp_corpus.py` runs the engines' own code on these).
 """
 
 from __future__ import annotations
@@ -236,7 +237,9 @@ def _nextn(p: str, d: Dims, family: str, engine_ready: bool) -> Tensors:
     return t
 
 
-def _backbone(d: Dims, family: str, engine_ready: bool, dense: bool = False) -> Tensors:
+def _backbone(
+    d: Dims, family: str, engine_ready: bool, dense: bool = False, layers: int = LAYERS
+) -> Tensors:
     # a Qwen3.5 target is multimodal: its language model under `model.language_model.`
     lm = "model.language_model." if family == "qwen3_5" else "model."
     t: Tensors = {
@@ -246,7 +249,7 @@ def _backbone(d: Dims, family: str, engine_ready: bool, dense: bool = False) -> 
     }
     if family == "qwen3_5":
         t["model.visual.merger.linear_fc2.weight"] = ("BF16", (d.h, d.h))
-    for i in range(LAYERS):
+    for i in range(layers):
         p = f"{lm}layers.{i}."
         if engine_ready and family in QWEN and i == 0:
             t.update(_linear_attention(p, d, family, dense))
@@ -484,7 +487,7 @@ def _exclusions(mtp: Tensors, prefix: str, how: str) -> list[str]:
     return sorted(out)
 
 
-def _engine_keys(family: str, d: Dims) -> dict[str, Any]:
+def _engine_keys(family: str, d: Dims, layers: int = LAYERS) -> dict[str, Any]:
     """The config keys an engine needs to build the layers (router, rope, norms)."""
     common: dict[str, Any] = {
         "num_experts_per_tok": 2,
@@ -537,7 +540,7 @@ def _engine_keys(family: str, d: Dims) -> dict[str, Any]:
             **common,
             **moe,
             "num_key_value_heads": d.heads,
-            "mlp_layer_types": ["sparse"] * LAYERS,
+            "mlp_layer_types": ["sparse"] * layers,
             "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"},
         }
     if family == "deepseek_v3":
@@ -554,14 +557,20 @@ def _engine_keys(family: str, d: Dims) -> dict[str, Any]:
 
 
 def _config(
-    family: str, depth: int | None, d: Dims, engine_ready: bool, dense: bool = False, **extra: Any
+    family: str,
+    depth: int | None,
+    d: Dims,
+    engine_ready: bool,
+    dense: bool = False,
+    layers: int = LAYERS,
+    **extra: Any,
 ) -> dict[str, Any]:
     common: dict[str, Any] = {
         "vocab_size": d.vocab,
         "hidden_size": d.h,
         "intermediate_size": d.inter,
         "moe_intermediate_size": d.moe_inter,
-        "num_hidden_layers": LAYERS,
+        "num_hidden_layers": layers,
         "num_attention_heads": d.heads,
         "n_routed_experts": d.experts,
         "torch_dtype": "bfloat16",
@@ -603,7 +612,7 @@ def _config(
         else:
             common["num_experts"] = d.experts
         if engine_ready:
-            common.update(_engine_keys(family, d))
+            common.update(_engine_keys(family, d, layers))
             if dense:
                 for key in [k for k in common if "expert" in k]:
                     common.pop(key)
@@ -628,7 +637,7 @@ def _config(
     else:
         common.update(architectures=["Qwen3NextForCausalLM"], model_type="qwen3_next")
     if engine_ready:
-        common.update(_engine_keys(family, d))
+        common.update(_engine_keys(family, d, layers))
     if depth is not None:
         common["num_nextn_predict_layers"] = depth
     common.update(extra)
@@ -684,6 +693,7 @@ def mtp_target(
     drop_quantized: tuple[str, ...] = (),
     listed: tuple[str, list[str]] | None = None,
     moved: tuple[tuple[str, str], ...] = (),
+    layers: int = LAYERS,
 ) -> Path:
     """Write a tiny target of `family` (`deepseek_v3`, `glm4_moe`, `glm4_moe_lite`: GLM-4.7-Flash,
     DeepSeek-V3's layers, `qwen3_next`, `qwen3_5`: a multimodal Qwen3.5-MoE, its keys in
@@ -695,7 +705,7 @@ def mtp_target(
     d = (ENGINE_FP8 if quant else ENGINE) if engine_ready else TINY
     dense = family == QWEN3_5_DENSE
     family = "qwen3_5" if dense else family
-    backbone = _backbone(d, family, engine_ready, dense)
+    backbone = _backbone(d, family, engine_ready, dense, layers)
     mtp: Tensors = {}
     for i in range(ship):
         if family == MIMO:
@@ -712,11 +722,11 @@ def mtp_target(
                     shape = (d.h, 2 * d.h) if own == "fc" else (d.h,)
                     mtp[f"mtp.{own}.weight"] = ("BF16", shape)
         else:
-            mtp.update(_nextn(f"model.layers.{LAYERS + i}.", d, family, engine_ready))
+            mtp.update(_nextn(f"model.layers.{layers + i}.", d, family, engine_ready))
     mtp = {n: v for n, v in mtp.items() if not any(n.endswith("." + x) for x in drop)}
     for old, new in retag:  # one tensor under another name of the same layer
         mtp = {(n[: -len(old)] + new if n.endswith("." + old) else n): v for n, v in mtp.items()}
-    prefix = "model.mtp_layers.0." if family == MIMO else f"model.layers.{LAYERS}."
+    prefix = "model.mtp_layers.0." if family == MIMO else f"model.layers.{layers}."
     if rename is not None:
         # the first MTP layer's prefix (Qwen's own `mtp.*` modules keep theirs)
         first = "mtp.layers.0." if family in QWEN else prefix
@@ -786,7 +796,7 @@ def mtp_target(
     for old, new in moved:  # one MTP tensor stored under a name outside its layer
         mtp[new] = mtp.pop(old)
     path.mkdir(parents=True, exist_ok=True)
-    config = _config(family, depth, d, engine_ready, dense, **extra)
+    config = _config(family, depth, d, engine_ready, dense, layers, **extra)
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     if family == MIMO:
         (path / "configuration_mimo.py").write_text(MIMO_CONFIG_CODE)

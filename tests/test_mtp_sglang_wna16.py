@@ -20,6 +20,7 @@ from draftfit.checker import check_path
 from draftfit.draft.mtp import MtpTarget
 from draftfit.engines.launch import settings_from
 from draftfit.engines.procedure.mtp_matching import sglang_fused_name
+from draftfit.engines.procedure.mtp_quant_build import MAX_MATCHES
 from draftfit.report import Report, Verdict
 from tests.mtp_factory import mtp_target
 from tests.sglang_nextn import convert_refused
@@ -320,3 +321,24 @@ def test_a_defect_of_the_marlin_path_is_not_claimed_for_another_method(tmp_path:
     report = check_path(path, engines=[SGL], method="mtp", serve=serve)
     assert report.engines[0].verdict is Verdict.UNVERIFIED
     assert _codes(report) == set()
+
+
+@pytest.mark.slow
+def test_a_config_beyond_the_matching_bound_is_not_judged(tmp_path: Path) -> None:
+    """Whether each backbone MoE layer's shared experts are built quantized is matched one
+    (layer, entry) pair at a time, up to MAX_MATCHES: 21 MoE layers and 10,000 `dynamic` keys
+    are beyond it, and the release's result says so instead of guessing (the MTP layer's
+    fused experts, GPTQ whatever the keys say, still fail it); the same target with its own
+    keys alone is judged (its backbone stops the build)."""
+    path = write_target(tmp_path / "t", "glm4_moe", GPTQ, exclude="runtime", layers=21)
+    own = json.loads((path / "config.json").read_text())["quantization_config"]["dynamic"]
+    assert "DF542" in _codes(_check(path))
+    filler = {rf"-:model\.vision\.block{n}\..*": {} for n in range(10_000 - len(own))}
+    assert MAX_MATCHES < 21 * 10_000
+    crowded = _relist(path, dynamic={**own, **filler})
+    result = _check(crowded).engines[0]
+    assert "DF542" not in _codes(_check(crowded))
+    assert result.verdict is Verdict.DRAFTS_GARBAGE
+    assert any(
+        "21 MoE layers and 10000 exclusion entries" in r for r in result.unverified_reasons
+    ), result.unverified_reasons
