@@ -137,12 +137,14 @@ case(
     verdict="incompatible",
     oracle="ds_v3_nokey",
 )(target())
+# ... also with the target named as the draft: vLLM 0.34.0's MTP config compares the missing
+# count with 1 before the depth defaults it (TypeError)
 case(
     "mtp-no-token-count-model-named",
-    set(),
     {"DF142"},
     serve_args=_vllm(k=None, model=True),
-    verdict="compatible",
+    verdict="incompatible",
+    oracle="ds self-draft without a count (mtp_oracle.py --draft, no --num-speculative-tokens)",
 )(target())
 case(
     "mtp-sglang-default-steps",
@@ -202,6 +204,31 @@ case(
     verdict="incompatible",
     oracle="glm45_depth_absent_draft_self_k1 (0.10.2)",
 )(target("glm4_moe", depth=None))
+case(
+    "mtp-depth-absent-refused-glm47-flash",
+    {"DF144"},
+    serve_args=_vllm(),
+    verdict="incompatible",
+    oracle="g_glml_depth_absent_k1 (dev/mtp_corpus.py)",
+)(target("glm4_moe_lite", depth=None))
+case(
+    "mtp-depth-absent-refused-glm47-flash-sglang",
+    {"DF144"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="incompatible",
+    oracle="g_glml_depth_absent_k1 (sglang, dev/mtp_corpus.py)",
+)(target("glm4_moe_lite", depth=None))
+# SGLang's config rewrite sets a Qwen3-Next draft's depth to 1, whatever the config says
+case(
+    "mtp-depth-zero-forced-one-sglang",
+    set(),
+    {"DF143", "DF144", "DF145"},
+    engines=(SGL,),
+    serve_args=_sglang(),
+    verdict="compatible",
+    oracle="g_qn_depth0_k1 (sglang, dev/mtp_corpus.py)",
+)(target("qwen3_next", depth=0))
 # R7: depth against the token count
 case(
     "mtp-depth-two-k3",

@@ -171,8 +171,12 @@ def depth(state: BuildState) -> bool | None:
     if target.depth_invalid:
         not_read(state, f"`{target.depth_key}` is not a non-negative integer")
         return False
-    if target.depth == 0 and _depth_key_unread(state):
-        mtp.depth_used = 1  # the release builds its one layer whatever the config declares
+    if target.depth == 0 and (
+        _listed_in_depth_rule(state, "key_unread") or _listed_in_depth_rule(state, "forced_one")
+    ):
+        # the release builds its one layer whatever the config declares (the key unread, or
+        # set to 1 by its config rewrite: SGLang's Qwen3-Next, run on a CPU)
+        mtp.depth_used = 1
         return None
     if target.depth == 0:
         mtp_finding(
@@ -198,8 +202,8 @@ def depth(state: BuildState) -> bool | None:
         return False
     if reads in ("refused", 0):
         why = (
-            f"{state.title}'s MTP class reads it from the config: the MTP build fails "
-            "(AttributeError)"
+            f"{state.title}'s MTP class reads it from the config: the MTP build or load "
+            "stops on the missing key"
             if reads == "refused"
             # the default of the target's own config class (MiMo's)
             else f"the target's config class defaults it to 0: {state.title} refuses an MTP "
@@ -231,16 +235,17 @@ def depth(state: BuildState) -> bool | None:
     return None
 
 
-def _depth_key_unread(state: BuildState) -> bool:
-    """Whether the release never reads the family's depth key (`mtp_depth_rule`'s
-    `key_unread`: SGLang builds one Qwen3.5 NextN layer, `mtp_num_hidden_layers` unread)."""
+def _listed_in_depth_rule(state: BuildState, key: str) -> bool:
+    """Whether `mtp_depth_rule`'s list `key` names the target's family: `key_unread` (the
+    release never reads its depth key: SGLang builds one Qwen3.5 NextN layer,
+    `mtp_num_hidden_layers` unread), `forced_one` (its config rewrite sets the depth to 1)."""
     fact = state.profile.fact("mtp_depth_rule")
     family = mtp_inputs(state).target.family
     return (
         family is not None
         and fact.known
         and isinstance(fact.value, dict)
-        and family.name in fact.value.get("key_unread", [])
+        and family.name in fact.value.get(key, [])
     )
 
 
@@ -256,11 +261,7 @@ def depth_vs_tokens(state: BuildState) -> bool | None:
         return False
     rule = fact.value if isinstance(fact.value, str) else fact.value.get("rule")
     family = target.family
-    forced = (
-        family is not None
-        and isinstance(fact.value, dict)
-        and family.name in fact.value.get("forced_one", [])
-    )
+    forced = _listed_in_depth_rule(state, "forced_one")
     if (
         n != 1
         and family is not None

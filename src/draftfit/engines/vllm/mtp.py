@@ -138,17 +138,29 @@ def token_count(state: BuildState) -> bool | None:
     """The launch gives `num_speculative_tokens` where the release requires it (DF142)."""
     launch, title = mtp_inputs(state).launch, state.title
     mtp_view(state).tokens = launch.tokens
-    if not launch.given or launch.tokens is not None or launch.draft_model is not None:
+    if not launch.given or launch.tokens is not None:
         return None
     fact = state.profile.fact("mtp_tokens_required")
     if not fact.known:
-        not_read(state, f"whether {title} requires `num_speculative_tokens` for MTP was not read")
+        if launch.draft_model is None:
+            not_read(
+                state, f"whether {title} requires `num_speculative_tokens` for MTP was not read"
+            )
         return None
+    if launch.draft_model is not None and fact.value != "always":
+        return None  # the count defaults to the MTP depth
+    why = (
+        f"{title} refuses an MTP `--speculative-config` without it, also where `model` names "
+        "the draft: its MTP config compares the missing count with 1 before the depth "
+        "defaults it (TypeError)"
+        if launch.draft_model is not None
+        else f"{title} refuses an MTP `--speculative-config` without it "
+        "(`num_speculative_tokens must be provided ...`)"
+    )
     mtp_finding(
         state,
         rule_ids.MTP_TOKEN_COUNT_MISSING,
-        f"the launch gives no `num_speculative_tokens`; {title} refuses an MTP "
-        "`--speculative-config` without it (`num_speculative_tokens must be provided ...`)",
+        f"the launch gives no `num_speculative_tokens`; {why}",
         location=Location(pointer=launch.pointer),
         keys=("mtp_tokens_required",),
         fix='add `"num_speculative_tokens": 1` (or the number of MTP layers, or a multiple)',
