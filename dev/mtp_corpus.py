@@ -3,6 +3,7 @@
     PYTHONPATH=src:tests python dev/mtp_corpus.py build DIR
     PYTHONPATH=src:tests python dev/mtp_corpus.py oracle DIR RELEASE PYTHON [RUN ...]
     PYTHONPATH=src:tests python dev/mtp_corpus.py compare DIR [RELEASE ...]
+    PYTHONPATH=src:tests python dev/mtp_corpus.py --random SEED:N build|oracle|compare DIR ...
 
 `build` writes the targets of `TARGETS` with `tests/mtp_factory.py` (`engine_ready`: the
 oracle's width, the router and rope keys a release carries; bytes written by the test
@@ -15,6 +16,16 @@ graded form) on each labelled run and prints a row per run, then per release: ru
 agreements, false `compatible`s (draftfit compatible where the engine refused or drafted
 garbage). Runs the oracle could not finish (`oracle-error`, or a platform stop named in
 `PLATFORM_STOPS`) are listed apart and not counted.
+
+`--random SEED:N` replaces the corpus with N targets drawn from SEED (:func:`random_runs`):
+a family, a depth and shipped layers, at most one damage (a tensor left out, moved out of its
+layer, the layer renamed), a quantization and its exclusion list, and one launch per engine
+(method names and aliases, token counts, the target named as its draft, SGLang's step flags
+and quantization flags). The same seed and count give the same targets and runs: a sweep
+for combinations the named corpus does not hold. A run whose moved or renamed tensor lies
+outside every MTP prefix is one vLLM's own loader for the target stops on, which the
+dummy-weight oracle cannot see (`ORACLE_BLIND`); `compare` lists such runs of a random
+sweep with the rest, and they read as a difference.
 
 The oracle's label is its own: refused (`incompatible`), accepted with parameters no tensor
 reached, tensors skipped or cast into another dtype (`drafts-garbage`), or `compatible`.
@@ -1602,12 +1613,100 @@ def compare(root: Path, releases: list[str]) -> int:
     return 0
 
 
+def random_runs(
+    seed: int, count: int
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, tuple[str, Launch]]]]:
+    """`count` targets drawn from `seed`, each with one vLLM and one SGLang launch."""
+    import random
+
+    rng = random.Random(seed)
+    targets: dict[str, dict[str, Any]] = {}
+    vllm: dict[str, tuple[str, Launch]] = {}
+    sglang: dict[str, tuple[str, Launch]] = {}
+    for n in range(count):
+        short, _family = rng.choice(EVERY_FAMILY)
+        kw = dict(BASE_KW[short])
+        tag = [short]
+        r = rng.random()
+        if r < 0.15:
+            kw["depth"], kw["ship"] = 2, rng.choice([2, 2, 1])
+            tag.append(f"d2s{kw['ship']}")
+        elif r < 0.22:
+            kw["depth"] = 0
+            tag.append("d0")
+        elif r < 0.28 and short != "qn":
+            kw["depth"] = None
+            tag.append("dnone")
+        elif r < 0.33:
+            kw["ship"] = 0
+            tag.append("s0")
+        r = rng.random()
+        if r < 0.25 and kw.get("ship", 1):
+            item = rng.choice(EVERY_TENSOR[short])
+            kw["drop"] = (_tensor(item),)
+            tag.append("no-" + _tag(item))
+        elif r < 0.33 and kw.get("ship", 1):
+            item = rng.choice(_MOVED_ITEMS[short])
+            prefix = rng.choice(list(_MOVED_TO))
+            kw["moved"] = ((_mtp_name(short, item), prefix + item + ".weight"),)
+            tag.append(f"mv-{_tag(item)}-{_MOVED_TO[prefix]}")
+        elif r < 0.38 and short not in ("qn", "q35", "q35d"):
+            kw["rename"] = rng.choice(["model.mtp.layers.0.", "model.nextn.0.", "mtp_layers.0."])
+            tag.append("rn")
+        if rng.random() < 0.45:
+            scheme = rng.choice(["fp8", "fp8", "ct", "modelopt_fp8"])
+            kw["quant"] = "fp8" if scheme == "ct" else scheme
+            if scheme == "ct":
+                kw["compressed"] = True
+            kw["mtp_quantized"] = rng.random() < 0.4
+            exclude = rng.choice([None, "checkpoint", "checkpoint", "runtime", "partial"])
+            if exclude:
+                kw["exclude"] = exclude
+            tag.append(f"{scheme}-{'q' if kw['mtp_quantized'] else 'b'}-{exclude or 'none'}")
+        name = f"r{n:03d}_" + "_".join(tag)
+        targets[name] = kw
+        trust = short == "mimo"
+        methods = [None, "deepseek_mtp", "eagle3", "eagle", "mtp", "glm4_moe_mtp"]
+        methods += ["qwen3_next_mtp", "mimo_mtp", "MTP", "qwen3_5_mtp"]
+        method = rng.choices(methods, [5, 1, 1, 0.5, 1, 0.5, 0.5, 0.5, 0.3, 0.5])[0]
+        tokens = rng.choice([1, 1, 2, 2, 3, 4, 5, None, None])
+        own = rng.random() < 0.3
+        vllm[f"{name}_v"] = (name, Launch(method, tokens, own, trust_remote_code=trust))
+        algorithm = rng.choices([None, "EAGLE", "EAGLE3", "MTP", "NEXTN"], [5, 2, 1, 1, 1])[0]
+        if rng.random() < 0.2:
+            steps, topk = rng.choice([(2, 2), (3, 1), (1, 1), (3, 4)])
+            draft = steps * topk + 1 if topk > 1 else steps + 1
+            flags = _sglang_steps(steps, topk, draft)
+            launch = Launch(algorithm, None, trust_remote_code=trust, extra=flags)
+        else:
+            extra = rng.choice(
+                [
+                    (),
+                    (),
+                    (),
+                    ("--speculative-draft-model-quantization", "unquant"),
+                    ("--quantization", "fp8"),
+                    ("--speculative-draft-model-quantization", "fp8"),
+                ]
+            )
+            tokens = rng.choice([1, 1, 2, 3, None])
+            own = rng.random() < 0.2
+            launch = Launch(algorithm, tokens, own, extra, trust_remote_code=trust)
+        sglang[f"{name}_s"] = (name, launch)
+    return targets, {VLLM: vllm, SGLANG: sglang}
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--random", metavar="SEED:N", help="a random sweep instead (see above)")
     parser.add_argument("command", choices=["build", "oracle", "compare", "list"])
     parser.add_argument("root", type=Path)
     parser.add_argument("rest", nargs="*")
     ns = parser.parse_args(argv)
+    if ns.random:
+        global TARGETS, RUNS
+        seed, _, count = ns.random.partition(":")
+        TARGETS, RUNS = random_runs(int(seed), int(count or 100))
     if ns.command == "build":
         build(ns.root)
     elif ns.command == "oracle":
