@@ -149,3 +149,22 @@ def test_a_mimo_own_module_moved_out_of_a_shipped_layer_stops_sglangs_load(
     assert report.engines[0].verdict.value == "incompatible"
     (finding,) = [f for f in report.findings if f.rule.code == "DF222"]
     assert "`model.mtp.token_layernorm.weight`" in finding.message
+
+
+def test_a_declared_depth_of_zero_is_set_to_one_where_the_rewrite_was_read(tmp_path: Path) -> None:
+    """SGLang's config rewrite sets a Qwen3-Next draft's `num_nextn_predict_layers` to 1
+    from 0.5.3 on (run at 0.5.23: a target declaring 0 loads its one MTP layer); before,
+    what it does was not read, and the verdict says so instead of a refusal."""
+    path = mtp_target(tmp_path / "t", "qwen3_next", depth=0)
+    line = (
+        f"python -m sglang.launch_server --model-path {path} --speculative-algorithm NEXTN "
+        "--speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2"
+    )
+    verdicts = {}
+    for release in ("0.5.2", "0.5.3", "0.5.23"):
+        report = check_path(
+            path, engines=[f"sglang=={release}"], serve=settings_from(serve_args=line)
+        )
+        assert "DF143" not in {f.rule.code for f in report.findings}
+        verdicts[release] = report.engines[0].verdict
+    assert verdicts == {"0.5.2": "unverified", "0.5.3": "compatible", "0.5.23": "compatible"}

@@ -178,6 +178,10 @@ def depth(state: BuildState) -> bool | None:
         # set to 1 by its config rewrite: SGLang's Qwen3-Next, run on a CPU)
         mtp.depth_used = 1
         return None
+    if target.depth == 0 and _listed_in_depth_rule(state, "not_read"):
+        title = target.family.title if target.family is not None else "this family's"
+        not_read(state, f"what {state.title} does with a {title} depth of 0 was not read")
+        return False
     if target.depth == 0:
         mtp_finding(
             state,
@@ -238,7 +242,8 @@ def depth(state: BuildState) -> bool | None:
 def _listed_in_depth_rule(state: BuildState, key: str) -> bool:
     """Whether `mtp_depth_rule`'s list `key` names the target's family: `key_unread` (the
     release never reads its depth key: SGLang builds one Qwen3.5 NextN layer,
-    `mtp_num_hidden_layers` unread), `forced_one` (its config rewrite sets the depth to 1)."""
+    `mtp_num_hidden_layers` unread), `forced_one` (its config rewrite sets the depth to 1),
+    `not_read` (what another depth than 1 does was not read)."""
     fact = state.profile.fact("mtp_depth_rule")
     family = mtp_inputs(state).target.family
     return (
