@@ -1104,7 +1104,43 @@ def _runs() -> dict[str, dict[str, tuple[str, Launch]]]:
     vllm["glm_k5"] = ("glm", Launch(tokens=5))
     vllm["q35_k4"] = ("q35", Launch(tokens=4))
     _crossed_runs(vllm, sglang)
+    _depth_runs(vllm, sglang)
     return {VLLM: vllm, SGLANG: sglang}
+
+
+# Depth 0 and an absent depth key on every family (and depth 0 in an FP8 target whose MTP layer
+# is excluded), under one and two tokens, and SGLang's `EAGLE`
+DEPTH_KINDS = {"depth0": {"depth": 0}, "depth_absent": {"depth": None}}
+TARGETS.update(
+    {
+        f"{short}_{kind}": {**BASE_KW[short], **kw}
+        for short, _family in EVERY_FAMILY
+        for kind, kw in DEPTH_KINDS.items()
+        if f"{short}_{kind}" not in TARGETS
+    }
+)
+TARGETS.update(
+    {
+        f"{short}_fp8x_depth0": {**BASE_KW[short], **FP8_EXCLUDED, "depth": 0}
+        for short, _family in EVERY_FAMILY
+    }
+)
+
+
+def _depth_runs(vllm: dict[str, tuple[str, Launch]], sglang: dict[str, tuple[str, Launch]]) -> None:
+    for short, _family in EVERY_FAMILY:
+        trust = short == "mimo"
+        for kind in DEPTH_KINDS:
+            name = f"{short}_{kind}"
+            for k in (1, 2):
+                for runs in (vllm, sglang):
+                    runs.setdefault(
+                        f"{name}_k{k}", (name, Launch(tokens=k, trust_remote_code=trust))
+                    )
+            sglang.setdefault(f"{name}_eagle", (name, Launch("EAGLE", trust_remote_code=trust)))
+        name = f"{short}_fp8x_depth0"
+        for runs in (vllm, sglang):
+            runs.setdefault(f"{name}_k1", (name, Launch(trust_remote_code=trust)))
 
 
 # Launch variants on the damaged and quantized targets: each family's target of each kind
