@@ -188,7 +188,8 @@ def quantization_covered(state: BuildState) -> bool | None:
                     engine_name(layer, mate, naming, mtp_start=start), entries, names, rule
                 )
                 for mate in shard_mates(module)
-                if mate in layer.modules()
+                # a mate the checkpoint lacks is built all the same, like the target's own
+                if mate in layer.modules() or mate in target.backbone_modules
             ):
                 partial.append(name)
         mtp.stored_and_built_quantized[index] = frozenset(built_quantized)
