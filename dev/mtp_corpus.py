@@ -1743,6 +1743,17 @@ def main(argv: list[str]) -> int:
         global TARGETS, RUNS
         seed, _, count = ns.random.partition(":")
         TARGETS, RUNS = random_runs(int(seed), int(count or 100))
+        # the oracle passes its method `mtp` (any case) to SGLang as NEXTN; SGLang's own parser
+        # refuses `--speculative-algorithm MTP` (launch_oracle: `Unknown speculative algorithm
+        # name: MTP`)
+        ORACLE_BLIND.update(
+            {
+                (SGLANG, run): "incompatible: SGLang's parser refuses the algorithm `MTP`, "
+                "which the oracle runs as NEXTN"
+                for run, (_name, launch) in RUNS[SGLANG].items()
+                if (launch.method or "").upper() == "MTP"
+            }
+        )
     if ns.command == "build":
         build(ns.root)
     elif ns.command == "oracle":

@@ -154,6 +154,14 @@ case(
     verdict="compatible",
     oracle="ds_v3_nokey (sglang)",
 )(target())
+case(
+    "mtp-sglang-unknown-algorithm",
+    {"DF146"},
+    engines=(SGL,),
+    serve_args=_sglang(algorithm="MTP"),
+    verdict="incompatible",
+    oracle="launch_oracle.py (sglang 0.5.23): `Unknown speculative algorithm name: MTP`",
+)(target())
 # R4: the draft path a release needs
 case(
     "mtp-glm-draft-path-required",

@@ -54,6 +54,18 @@ def algorithm(state: BuildState) -> bool | None:
     if method in names.value:
         mtp_view(state).method = "EAGLE"
         return None
+    known = state.profile.fact("known_algorithms")
+    if known.known and method not in known.value:
+        mtp_finding(
+            state,
+            rule_ids.MTP_LAUNCH_KIND,
+            f"{title} knows no speculative algorithm `{launch.method}`: the launch is refused "
+            "while its arguments are read (`Unknown speculative algorithm name`)",
+            location=Location(pointer="--speculative-algorithm"),
+            keys=("known_algorithms",),
+            fix="use `--speculative-algorithm NEXTN` to draft with the target's own MTP layers",
+        )
+        return False
     refused = method == "EAGLE3" and _eagle3_refused(state)
     outcome = (
         ": the draft path defaults to the target, the draft is built as its NextN class, and "
