@@ -89,9 +89,7 @@ FIELD_TUPLES = {"LAYER_FIELDS", "EAGLE_FIELDS", "MOE_KEYS", "NORM_FLAGS", "MODEL
 # report and inspect output, tensor-role tables.
 NOT_CONFIG = {
     "archs",
-    "forced_one",  # the `mtp_depth_rule` fact's families forced to one MTP layer
     "not_read",  # the `mtp_depth_rule` fact's families whose rule for another depth was not read
-    "key_unread",  # the `mtp_depth_rule` fact's families whose depth key the release never reads
     "collapsed",  # the `mtp_depth_rule` fact's families whose shipped layers load into one
     "keys",  # the `mtp_fp8_exclusion_keys` fact's exclusion keys, in the order read
     "pick",  # ... and which of them the config class takes
