@@ -207,9 +207,8 @@ def test_a_missing_shard_mate_is_built_all_the_same(tmp_path: Path, compressed: 
         drop=("kv_a_proj_with_mqa.weight",),
         engine_ready=True,
     )
-    line = 'vllm serve T --speculative-config \'{"method": "mtp", "num_speculative_tokens": 1}\''
-
-    report = check_path(path, engines=["vllm==0.34.0"], serve=settings_from(serve_args=line))
+    serve = settings_from(serve_args=LINES["vllm==0.34.0"])
+    report = check_path(path, engines=["vllm==0.34.0"], serve=serve)
     assert report.engines[0].verdict is Verdict.INCOMPATIBLE
     partial = [f.message for f in report.findings if "not the other shard" in f.message]
     assert partial and "model.layers.2.self_attn.q_a_proj" in partial[0]
