@@ -192,23 +192,33 @@ def test_the_other_schemes_scales_are_asked_for_as_vllm_reads_them(
     assert report.engines[0].verdict is verdict, [f.to_dict() for f in report.findings]
 
 
-@pytest.mark.parametrize("compressed", [False, True])
-def test_a_missing_shard_mate_is_built_all_the_same(tmp_path: Path, compressed: bool) -> None:
+@pytest.mark.parametrize(
+    ("engine", "compressed", "exclude", "fused"),
+    [
+        ("vllm==0.34.0", False, "checkpoint", "model.layers.2.self_attn.q_a_proj"),
+        ("vllm==0.34.0", True, "checkpoint", "model.layers.2.self_attn.q_a_proj"),
+        ("sglang==0.5.23", False, "runtime", "model.decoder.self_attn.fused_qkv_a_proj_with_mqa"),
+    ],
+)
+def test_a_missing_shard_mate_is_built_all_the_same(
+    tmp_path: Path, engine: str, compressed: bool, exclude: str, fused: str
+) -> None:
     """An FP8 DeepSeek-V3 target whose BF16 MTP layer lacks `kv_a_proj_with_mqa` and whose
-    exclusion list names the modules it ships: vLLM 0.34.0 builds the missing module from the
-    config, quantized, beside the listed `q_a_proj`, and refuses the fused module (run on a
-    CPU for compressed-tensors: `Found different quantization schemes for the shards of
-    model.layers.2.self_attn.fused_qkv_a_proj`)."""
+    exclusion list names the modules it ships (under the names each engine matches): the
+    engine builds the missing module from the config, quantized, beside the listed
+    `q_a_proj`, and refuses the fused module (run on a CPU: vLLM 0.34.0 with
+    compressed-tensors, `Found different quantization schemes for the shards of
+    model.layers.2.self_attn.fused_qkv_a_proj`; SGLang 0.5.23 with FP8, `Detected some but not
+    all shards of model.decoder.self_attn.fused_qkv_a_proj_with_mqa are quantized`)."""
     path = mtp_target(
         tmp_path / "t",
         quant="fp8",
         compressed=compressed,
-        exclude="checkpoint",
+        exclude=exclude,
         drop=("kv_a_proj_with_mqa.weight",),
         engine_ready=True,
     )
-    serve = settings_from(serve_args=LINES["vllm==0.34.0"])
-    report = check_path(path, engines=["vllm==0.34.0"], serve=serve)
+    report = check_path(path, engines=[engine], serve=settings_from(serve_args=LINES[engine]))
     assert report.engines[0].verdict is Verdict.INCOMPATIBLE
-    partial = [f.message for f in report.findings if "not the other shard" in f.message]
-    assert partial and "model.layers.2.self_attn.q_a_proj" in partial[0]
+    partial = [f.message for f in report.findings if "shard" in f.message]
+    assert partial and fused in partial[0]

@@ -262,14 +262,17 @@ def shards_disagree(
     entries: tuple[str, ...],
     names: NameList,
     by_fused_name: frozenset[str] = frozenset(),
+    backbone: frozenset[str] = frozenset(),
 ) -> str | None:
     """The fused module (its runtime name) that `name`, an MTP module's runtime name, is built
     into where `rule`'s config class refuses it: some but not all of its shards listed
     (SGLang's `is_layer_skipped` by their paths, Quark's by their names; `names`: the entries,
-    ready to match); None otherwise."""
+    ready to match); None otherwise. A shard the layer lacks is built all the same, like the
+    target's own layers (`backbone`: their modules; run: SGLang 0.5.23 refuses a DeepSeek-V3
+    layer without `kv_a_proj_with_mqa` whose list names `q_a_proj`)."""
     if rule not in SHARD_CHECKED_RULES:
         return None
-    built = sglang_fused_name(name, layer.modules())
+    built = sglang_fused_name(name, layer.modules() | backbone)
     if rule == SGLANG_QUARK:
         found = sglang_quark_skipped(built, names, by_fused_name)
     else:

@@ -161,7 +161,9 @@ def quantization_covered(state: BuildState) -> bool | None:
             start = target.num_hidden_layers
             name = engine_name(layer, module, naming, target.own_prefix_of(index, module), start)
             stored = layer.stored_quantized(module)
-            mixed = shards_disagree(rule, layer, name, entries, names, by_name)
+            mixed = shards_disagree(
+                rule, layer, name, entries, names, by_name, target.backbone_modules
+            )
             if mixed is not None and not whole_layer:
                 partial.append(mixed)
             if rule == GPTQ:
