@@ -89,8 +89,6 @@ FIELD_TUPLES = {"LAYER_FIELDS", "EAGLE_FIELDS", "MOE_KEYS", "NORM_FLAGS", "MODEL
 # report and inspect output, tensor-role tables.
 NOT_CONFIG = {
     "archs",
-    "not_read",  # the `mtp_depth_rule` fact's families whose rule for another depth was not read
-    "collapsed",  # the `mtp_depth_rule` fact's families whose shipped layers load into one
     "keys",  # the `mtp_fp8_exclusion_keys` fact's exclusion keys, in the order read
     "pick",  # ... and which of them the config class takes
     "rule",  # the `mtp_depth_rule` fact's rule (`divisible`, `exactly-one`)

@@ -257,28 +257,34 @@ def excluded(name: str, entries: tuple[str, ...], names: NameList, rule: str = L
 
 def shards_disagree(
     rule: str,
-    layer: MtpLayer,
+    modules: frozenset[str],
     name: str,
     entries: tuple[str, ...],
     names: NameList,
     by_fused_name: frozenset[str] = frozenset(),
-    backbone: frozenset[str] = frozenset(),
 ) -> str | None:
     """The fused module (its runtime name) that `name`, an MTP module's runtime name, is built
     into where `rule`'s config class refuses it: some but not all of its shards listed
     (SGLang's `is_layer_skipped` by their paths, Quark's by their names; `names`: the entries,
-    ready to match); None otherwise. A shard the layer lacks is built all the same, like the
-    target's own layers (`backbone`: their modules; run: SGLang 0.5.23 refuses a DeepSeek-V3
-    layer without `kv_a_proj_with_mqa` whose list names `q_a_proj`)."""
+    ready to match); None otherwise. `modules`: those the release builds in the layer
+    (:func:`built_modules`)."""
     if rule not in SHARD_CHECKED_RULES:
         return None
-    built = sglang_fused_name(name, layer.modules() | backbone)
+    built = sglang_fused_name(name, modules)
     if rule == SGLANG_QUARK:
         found = sglang_quark_skipped(built, names, by_fused_name)
     else:
         read = sglang_fp8_entries(entries) if rule == SGLANG_PATHS else entries
         found = sglang_skipped(built, read, by_fused_name)
     return built if len(set(found)) > 1 else None
+
+
+def built_modules(target: MtpTarget, layer: MtpLayer) -> frozenset[str]:
+    """The modules the release builds in MTP layer `layer`: those it stores, and those of the
+    target's own decoder layers, which it builds all the same where the checkpoint lacks one
+    (run: vLLM 0.34.0 and SGLang 0.5.23 refuse a DeepSeek-V3 layer without
+    `kv_a_proj_with_mqa` whose exclusion list names `q_a_proj`)."""
+    return layer.modules() | target.backbone_modules
 
 
 def unsafe_entries(entries: tuple[str, ...], rule: str) -> tuple[str, ...]:
@@ -572,6 +578,7 @@ __all__ = [
     "SHARD_CHECKED_RULES",
     "as_matched",
     "awq_unquantized",
+    "built_modules",
     "engine_name",
     "entry_renames",
     "excluded",

@@ -97,7 +97,7 @@ def _own_named(family: MtpFamily, name: str) -> bool:
     )
 
 
-def stray_looked_up(state: BuildState) -> str | None:
+def _stray_looked_up(state: BuildState) -> str | None:
     """A tensor outside the MTP layers that the release's MTP loader looks up among its
     parameters, which stops the load (KeyError): one named like one of the family's own
     modules (`mtp_missing_weights`' `stray_own`: SGLang's MiMo loader), any whose name holds
@@ -129,7 +129,7 @@ def stray_looked_up(state: BuildState) -> str | None:
     return None
 
 
-def stray_in_target(state: BuildState) -> str | None:
+def _stray_in_target(state: BuildState) -> str | None:
     """A tensor outside the MTP layers that the release's own loader for the target cannot
     place and stops on (`mtp_missing_weights`' `stray_target`, per family: vLLM's target
     loaders look every name outside the MTP layers up); None otherwise, and for a NextN
@@ -138,6 +138,17 @@ def stray_in_target(state: BuildState) -> str | None:
     if inputs.export is not None or not _stray_refused(state, "stray_target"):
         return None
     return next(iter(_looked_up_strays(inputs.target.stray)), None)
+
+
+def stray_stopping(state: BuildState) -> tuple[str, bool] | None:
+    """The stray tensor a loader stops on, and whether it is the MTP loader's
+    (:func:`_stray_looked_up`) rather than the target's (:func:`_stray_in_target`); None where
+    neither does."""
+    looked_up = _stray_looked_up(state)
+    if looked_up is not None:
+        return looked_up, True
+    in_target = _stray_in_target(state)
+    return None if in_target is None else (in_target, False)
 
 
 def _looked_up_strays(stray: tuple[str, ...]) -> list[str]:
@@ -215,9 +226,8 @@ def layers_present(state: BuildState) -> bool | None:
     if outcome is None:
         not_read(state, f"what {state.title} does with a missing MTP layer was not read")
         return None
-    looked_up = stray_looked_up(state)
-    in_target = None if looked_up else stray_in_target(state)
-    if looked_up or in_target:
+    stopping = stray_stopping(state)
+    if stopping is not None:
         outcome, refused_by_loader = Consequence.REFUSES_TO_START, False
     prefixes = ", ".join(
         f"`{family.layer_prefix(target.num_hidden_layers or 0, i)}*`" for i in missing[:SHOWN]
@@ -232,13 +242,13 @@ def layers_present(state: BuildState) -> bool | None:
         "its MTP loader refuses a layer no tensor reached (`MTP speculative decoding layer "
         "... weights missing from checkpoint`), quantized or not"
         if refused_by_loader
-        else f"its MTP loader looks up `{looked_up}` among the layer's parameters and stops "
-        "(KeyError)"
-        if looked_up
-        else f"its own loader for the target cannot place `{in_target}` and stops the load "
-        "(KeyError or `There is no module or parameter named ...`)"
-        if in_target
         else _consequence_words(outcome)
+        if stopping is None
+        else f"its MTP loader looks up `{stopping[0]}` among the layer's parameters and stops "
+        "(KeyError)"
+        if stopping[1]
+        else f"its own loader for the target cannot place `{stopping[0]}` and stops the load "
+        "(KeyError or `There is no module or parameter named ...`)"
     )
     message = (
         f"the config declares {mtp.depth_used} MTP layer(s), but the checkpoint ships no "

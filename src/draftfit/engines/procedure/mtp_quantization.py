@@ -22,6 +22,7 @@ from draftfit.engines.procedure.mtp_exclusions import (
     SGLANG_GPTQ,
     SGLANG_QUARK,
     SHARD_CHECKED_RULES,
+    built_modules,
     engine_name,
     excluded,
     exclusion_naming,
@@ -146,6 +147,7 @@ def quantization_covered(state: BuildState) -> bool | None:
         layer = target.layers.get(index)
         if layer is None:
             continue
+        built = built_modules(target, layer)
         built_quantized: set[str] = set()
         uncovered: list[str] = []
         partial: list[str] = []
@@ -161,9 +163,7 @@ def quantization_covered(state: BuildState) -> bool | None:
             start = target.num_hidden_layers
             name = engine_name(layer, module, naming, target.own_prefix_of(index, module), start)
             stored = layer.stored_quantized(module)
-            mixed = shards_disagree(
-                rule, layer, name, entries, names, by_name, target.backbone_modules
-            )
+            mixed = shards_disagree(rule, built, name, entries, names, by_name)
             if mixed is not None and not whole_layer:
                 partial.append(mixed)
             if rule == GPTQ:
@@ -190,8 +190,7 @@ def quantization_covered(state: BuildState) -> bool | None:
                     engine_name(layer, mate, naming, mtp_start=start), entries, names, rule
                 )
                 for mate in shard_mates(module)
-                # a mate the checkpoint lacks is built all the same, like the target's own
-                if mate in layer.modules() or mate in target.backbone_modules
+                if mate in built
             ):
                 partial.append(name)
         mtp.stored_and_built_quantized[index] = frozenset(built_quantized)

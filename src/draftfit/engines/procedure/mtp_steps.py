@@ -171,18 +171,16 @@ def depth(state: BuildState) -> bool | None:
     if target.depth_invalid:
         not_read(state, f"`{target.depth_key}` is not a non-negative integer")
         return False
-    if target.depth == 0 and (
-        _listed_in_depth_rule(state, "key_unread") or _listed_in_depth_rule(state, "forced_one")
-    ):
-        # the release builds its one layer whatever the config declares (the key unread, or
-        # set to 1 by its config rewrite: SGLang's Qwen3-Next, run on a CPU)
-        mtp.depth_used = 1
-        return None
-    if target.depth == 0 and _listed_in_depth_rule(state, "not_read"):
-        title = target.family.title if target.family is not None else "this family's"
-        not_read(state, f"what {state.title} does with a {title} depth of 0 was not read")
-        return False
     if target.depth == 0:
+        if _listed_in_depth_rule(state, "key_unread") or _listed_in_depth_rule(state, "forced_one"):
+            # the release builds its one layer whatever the config declares (the key unread,
+            # or set to 1 by its config rewrite: SGLang's Qwen3-Next, run on a CPU)
+            mtp.depth_used = 1
+            return None
+        if _listed_in_depth_rule(state, "not_read"):
+            title = target.family.title if target.family is not None else "this family's"
+            not_read(state, f"what {state.title} does with a {title} depth of 0 was not read")
+            return False
         mtp_finding(
             state,
             rule_ids.MTP_DEPTH_ZERO,
@@ -243,7 +241,8 @@ def _listed_in_depth_rule(state: BuildState, key: str) -> bool:
     """Whether `mtp_depth_rule`'s list `key` names the target's family: `key_unread` (the
     release never reads its depth key: SGLang builds one Qwen3.5 NextN layer,
     `mtp_num_hidden_layers` unread), `forced_one` (its config rewrite sets the depth to 1),
-    `not_read` (what another depth than 1 does was not read)."""
+    `not_read` (what another depth than 1 does was not read), `collapsed` (its shipped layers
+    load into one)."""
     fact = state.profile.fact("mtp_depth_rule")
     family = mtp_inputs(state).target.family
     return (
@@ -267,17 +266,13 @@ def depth_vs_tokens(state: BuildState) -> bool | None:
     rule = fact.value if isinstance(fact.value, str) else fact.value.get("rule")
     family = target.family
     forced = _listed_in_depth_rule(state, "forced_one")
-    if (
-        n != 1
-        and family is not None
-        and isinstance(fact.value, dict)
-        and family.name in fact.value.get("not_read", [])
-    ):  # what this family's MTP class does with another depth than 1 was not read
+    if n != 1 and family is not None and _listed_in_depth_rule(state, "not_read"):
+        # what this family's MTP class does with another depth than 1 was not read
         not_read(state, f"{state.title}'s MTP depth rule for {family.title} was not read")
         return False
     where = Location("config.json", f"/{target.depth_key}")
     shipped = target.shipped()
-    collapsed = forced and family is not None and family.name in fact.value.get("collapsed", [])
+    collapsed = forced and _listed_in_depth_rule(state, "collapsed")
     if collapsed and len(shipped) > 1:
         last = target.layers[shipped[-1]].prefix.rstrip(".")
         mtp_finding(

@@ -17,11 +17,7 @@ from draftfit.engines.procedure.mtp_part import (
     mtp_view,
     not_read,
 )
-from draftfit.engines.procedure.mtp_presence import (
-    decoder_template,
-    stray_in_target,
-    stray_looked_up,
-)
+from draftfit.engines.procedure.mtp_presence import decoder_template, stray_stopping
 from draftfit.engines.procedure.state import BuildState
 from draftfit.location import Location
 from draftfit.rule_ids import Consequence
@@ -94,17 +90,16 @@ def strays_mapped(state: BuildState) -> bool | None:
     built = mtp.layers_built or ()
     if not built or any(index not in target.layers for index in built):
         return None
-    looked_up = stray_looked_up(state)
-    in_target = None if looked_up else stray_in_target(state)
-    stray = looked_up or in_target
-    if stray is None:
+    stopping = stray_stopping(state)
+    if stopping is None:
         return None
+    stray, by_mtp_loader = stopping
     family = target.family
     own = f"one of the family's MTP modules ({', '.join(family.own)}) or " if family else ""
     what = (
         f"{state.title}'s MTP loader looks the name up among the MTP model's parameters, "
         "finds none and stops the load (KeyError)"
-        if looked_up
+        if by_mtp_loader
         else f"{state.title}'s own loader for the target cannot place it and stops the load "
         "(KeyError or `There is no module or parameter named ...`)"
     )

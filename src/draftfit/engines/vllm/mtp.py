@@ -141,14 +141,11 @@ def token_count(state: BuildState) -> bool | None:
     if not launch.given or launch.tokens is not None:
         return None
     fact = state.profile.fact("mtp_tokens_required")
-    if not fact.known:
-        if launch.draft_model is None:
-            not_read(
-                state, f"whether {title} requires `num_speculative_tokens` for MTP was not read"
-            )
-        return None
-    if launch.draft_model is not None and fact.value != "always":
+    if launch.draft_model is not None and not (fact.known and fact.value == "always"):
         return None  # the count defaults to the MTP depth
+    if not fact.known:
+        not_read(state, f"whether {title} requires `num_speculative_tokens` for MTP was not read")
+        return None
     why = (
         f"{title} refuses an MTP `--speculative-config` without it, also where `model` names "
         "the draft: its MTP config compares the missing count with 1 before the depth "
